@@ -1,0 +1,1221 @@
+//===- NNOps.cpp - nn dialect -------------------------------------*- C++
+//-*-===//
+//
+// Registration, result-type inference, verifiers and folders of the nn
+// dialect. Inference doubles as verification: it runs on every op after the
+// ODS type constraints and rejects inconsistent shapes and attributes with a
+// message. Folding evaluates small constant computations through a few shared
+// helpers: an index-mapping helper (which element of an input feeds each
+// output element) serves all data-movement folds, and one elementwise helper
+// with broadcasting serves all arithmetic folds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/APSInt.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <numeric>
+#include <optional>
+#include <type_traits>
+
+using namespace mlir;
+using namespace mlir::ztc::nn;
+
+#include "dialects/NN/IR/NNOpsDialect.cpp.inc"
+
+void NNDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/NN/IR/NNOps.cpp.inc"
+      >();
+}
+
+Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  return arith::ConstantOp::materialize(builder, value, type, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Inference helpers
+//===----------------------------------------------------------------------===//
+
+/// Reports an inference failure of op `opName` at `loc` (if any), in the same
+/// "'nn.op' op ..." form as verifier errors.
+template <typename... Args>
+static LogicalResult inferError(std::optional<Location> loc, StringRef opName,
+                                Args &&...args) {
+  return emitOptionalError(loc, "'", opName, "' op ",
+                           std::forward<Args>(args)...);
+}
+
+/// The type of a tensor operand; ODS constraints guarantee it is ranked.
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Checks that `type` has the element type of `reference`.
+static LogicalResult checkElementType(std::optional<Location> loc,
+                                      StringRef opName, StringRef name,
+                                      RankedTensorType type,
+                                      RankedTensorType reference) {
+  if (type.getElementType() == reference.getElementType())
+    return success();
+  return inferError(loc, opName, "expects ", name, " element type ",
+                    reference.getElementType(), ", got ", type);
+}
+
+/// Checks that `type` has rank `rank`; `layout` names the dimensions.
+static LogicalResult checkRank(std::optional<Location> loc, StringRef opName,
+                               StringRef name, RankedTensorType type,
+                               int64_t rank, StringRef layout) {
+  if (type.getRank() == rank)
+    return success();
+  return inferError(loc, opName, "expects ", name, " of rank ", rank, " (",
+                    layout, "), got ", type);
+}
+
+/// Checks that the array attribute `name` has `size` entries, each at least
+/// `minValue`.
+static LogicalResult checkArray(std::optional<Location> loc, StringRef opName,
+                                StringRef name, ArrayRef<int64_t> values,
+                                size_t size, int64_t minValue) {
+  if (values.size() != size)
+    return inferError(loc, opName, "expects '", name, "' to have ", size,
+                      " entries, got ", values.size());
+  if (llvm::any_of(values, [&](int64_t v) { return v < minValue; }))
+    return inferError(loc, opName, "expects '", name,
+                      "' entries to be at least ", minValue, ", got [", values,
+                      "]");
+  return success();
+}
+
+/// Checks that `axis` is a dimension of a rank-`rank` tensor.
+static LogicalResult checkAxis(std::optional<Location> loc, StringRef opName,
+                               int64_t axis, int64_t rank) {
+  if (axis >= 0 && axis < rank)
+    return success();
+  return inferError(loc, opName, "expects axis in [0, ", rank, "), got ", axis);
+}
+
+/// Result type of the broadcasting binary ops (see NN_BinaryOp): the operands
+/// share an element type and their shapes broadcast numpy-style.
+static LogicalResult inferBroadcastBinary(std::optional<Location> loc,
+                                          StringRef opName, Value lhs,
+                                          Value rhs, bool boolResult,
+                                          SmallVectorImpl<Type> &types) {
+  RankedTensorType lhsType = tensorType(lhs), rhsType = tensorType(rhs);
+  if (failed(checkElementType(loc, opName, "rhs", rhsType, lhsType)))
+    return failure();
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(lhsType.getShape(),
+                                          rhsType.getShape(), shape))
+    return inferError(loc, opName, "operands ", lhsType, " and ", rhsType,
+                      " are not broadcastable");
+  Type element = boolResult ? IntegerType::get(lhs.getContext(), 1)
+                            : lhsType.getElementType();
+  types.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+/// Result type of the reductions (see NN_ReduceOp): `axes` are strictly
+/// increasing dimensions of `x`, kept as size 1 or dropped.
+static LogicalResult inferReduction(std::optional<Location> loc,
+                                    StringRef opName, Value x,
+                                    ArrayRef<int64_t> axes, bool keepdims,
+                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType type = tensorType(x);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= type.getRank())
+      return inferError(loc, opName, "expects axes in [0, ", type.getRank(),
+                        "), got [", axes, "]");
+    if (i > 0 && axes[i - 1] >= axis)
+      return inferError(loc, opName, "expects strictly increasing axes, got [",
+                        axes, "]");
+  }
+  SmallVector<int64_t> shape;
+  for (auto [dim, size] : llvm::enumerate(type.getShape())) {
+    if (!llvm::is_contained(axes, static_cast<int64_t>(dim)))
+      shape.push_back(size);
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+/// Result type of softmax-like ops: `x`'s type, with `axis` a dimension.
+static LogicalResult inferAlongAxis(std::optional<Location> loc,
+                                    StringRef opName, Value x, int64_t axis,
+                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType type = tensorType(x);
+  if (failed(checkAxis(loc, opName, axis, type.getRank())))
+    return failure();
+  types.push_back(type);
+  return success();
+}
+
+/// Output size of a sliding window along one dimension (convolution and
+/// pooling): `input` padded by `padBefore` and `padAfter`, a window spanning
+/// `extent` elements (dilation applied), moved by `stride`. In ceil mode a
+/// last window starting past the input and the left padding is dropped (the
+/// ONNX and PyTorch rule). Returns std::nullopt when the window does not fit.
+static std::optional<int64_t> windowOutputSize(int64_t input, int64_t padBefore,
+                                               int64_t padAfter, int64_t extent,
+                                               int64_t stride, bool ceilMode) {
+  int64_t span = input + padBefore + padAfter - extent;
+  if (span < 0)
+    return std::nullopt;
+  int64_t size =
+      (ceilMode ? llvm::divideCeil(span, stride) : span / stride) + 1;
+  if (ceilMode && (size - 1) * stride >= input + padBefore)
+    --size;
+  return size;
+}
+
+/// Spatial output sizes of a 2-D window op over `[N, C, H, W]` `input` whose
+/// attributes are already checked; fails if a dilated window is larger than
+/// the padded input.
+static LogicalResult
+inferWindowShape(std::optional<Location> loc, StringRef opName,
+                 RankedTensorType input, int64_t channels,
+                 ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                 ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                 bool ceilMode, SmallVectorImpl<Type> &types) {
+  SmallVector<int64_t> shape = {input.getDimSize(0), channels};
+  for (int dim = 0; dim < 2; ++dim) {
+    int64_t extent = dilations[dim] * (kernel[dim] - 1) + 1;
+    std::optional<int64_t> size =
+        windowOutputSize(input.getDimSize(dim + 2), pads[dim], pads[dim + 2],
+                         extent, strides[dim], ceilMode);
+    if (!size)
+      return inferError(loc, opName, "padded input ",
+                        dim == 0 ? "height" : "width", " (",
+                        input.getDimSize(dim + 2) + pads[dim] + pads[dim + 2],
+                        ") is smaller than the dilated kernel (", extent, ")");
+    shape.push_back(*size);
+  }
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+/// Shared inference of the pooling ops: checks the window attributes (each
+/// pad smaller than the dilated kernel, so every window overlaps the input)
+/// and computes `[N, C, Ho, Wo]`.
+static LogicalResult inferPool2d(std::optional<Location> loc, StringRef opName,
+                                 Value x, ArrayRef<int64_t> kernel,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> pads,
+                                 ArrayRef<int64_t> dilations, bool ceilMode,
+                                 SmallVectorImpl<Type> &types) {
+  RankedTensorType type = tensorType(x);
+  if (failed(checkRank(loc, opName, "input", type, 4, "[N, C, H, W]")) ||
+      failed(checkArray(loc, opName, "kernel", kernel, 2, 1)) ||
+      failed(checkArray(loc, opName, "strides", strides, 2, 1)) ||
+      failed(checkArray(loc, opName, "pads", pads, 4, 0)) ||
+      failed(checkArray(loc, opName, "dilations", dilations, 2, 1)))
+    return failure();
+  for (int i = 0; i < 4; ++i) {
+    int64_t extent = dilations[i % 2] * (kernel[i % 2] - 1) + 1;
+    if (pads[i] >= extent)
+      return inferError(loc, opName, "expects pads smaller than the ",
+                        "dilated kernel (", extent, "), got [", pads, "]");
+  }
+  return inferWindowShape(loc, opName, type, type.getDimSize(1), kernel,
+                          strides, pads, dilations, ceilMode, types);
+}
+
+//===----------------------------------------------------------------------===//
+// Folding helpers
+//===----------------------------------------------------------------------===//
+
+/// Folds never build constants with more elements than this: folding is for
+/// shape arithmetic and masks, not for evaluating the model.
+static constexpr int64_t kMaxFoldElements = 65536;
+
+/// Whether a result of `type` is small enough to fold.
+static bool isFoldable(ShapedType type) {
+  return type.getNumElements() <= kMaxFoldElements;
+}
+
+/// The constant operand `attr` as dense elements, if it is small enough to
+/// read (splats always are).
+static DenseElementsAttr getFoldable(Attribute attr) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
+  if (!dense || (!dense.isSplat() && !isFoldable(dense.getType())))
+    return {};
+  return dense;
+}
+
+/// Row-major strides of a tensor of shape `shape`.
+static SmallVector<int64_t> getStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t dim = static_cast<int64_t>(shape.size()) - 2; dim >= 0; --dim)
+    strides[dim] = strides[dim + 1] * shape[dim + 1];
+  return strides;
+}
+
+/// Pairs each element of a `fromShape` tensor, in row-major order, with an
+/// element of a `toShape` tensor: `map` writes the `toShape` multi-index for a
+/// `fromShape` multi-index, and the result holds the linear `toShape` indices.
+/// Data movement maps output to input; reductions map input to output.
+static SmallVector<int64_t> mapIndices(
+    ArrayRef<int64_t> fromShape, ArrayRef<int64_t> toShape,
+    function_ref<void(ArrayRef<int64_t>, MutableArrayRef<int64_t>)> map) {
+  SmallVector<int64_t> toStrides = getStrides(toShape);
+  int64_t count = ShapedType::getNumElements(fromShape);
+  SmallVector<int64_t> from(fromShape.size(), 0), to(toShape.size(), 0);
+  SmallVector<int64_t> linear;
+  linear.reserve(count);
+  for (int64_t i = 0; i < count; ++i) {
+    map(from, to);
+    linear.push_back(
+        std::inner_product(to.begin(), to.end(), toStrides.begin(), 0LL));
+    // Advance `from` to the next multi-index in row-major order.
+    for (int64_t dim = static_cast<int64_t>(from.size()) - 1; dim >= 0; --dim) {
+      if (++from[dim] < fromShape[dim])
+        break;
+      from[dim] = 0;
+    }
+  }
+  return linear;
+}
+
+/// For each element of a `toShape` tensor, the element of a `shape` tensor
+/// that numpy broadcasting reads.
+static SmallVector<int64_t> broadcastIndices(ArrayRef<int64_t> shape,
+                                             ArrayRef<int64_t> toShape) {
+  size_t offset = toShape.size() - shape.size();
+  return mapIndices(toShape, shape,
+                    [&](ArrayRef<int64_t> from, MutableArrayRef<int64_t> to) {
+                      for (auto [dim, size] : llvm::enumerate(shape))
+                        to[dim] = size == 1 ? 0 : from[dim + offset];
+                    });
+}
+
+/// Random-access reader of the elements of several constants as `T` (APInt or
+/// APFloat), indexed into their row-major concatenation.
+template <typename T> class ElementReader {
+public:
+  explicit ElementReader(ArrayRef<DenseElementsAttr> inputs) {
+    int64_t offset = 0;
+    for (DenseElementsAttr input : inputs) {
+      begins.push_back(input.value_begin<T>());
+      offsets.push_back(offset);
+      offset += input.getNumElements();
+    }
+  }
+
+  T operator[](int64_t index) const {
+    size_t input = llvm::upper_bound(offsets, index) - offsets.begin() - 1;
+    return *(begins[input] + (index - offsets[input]));
+  }
+
+private:
+  using Iterator = decltype(std::declval<DenseElementsAttr>().value_begin<T>());
+  SmallVector<Iterator> begins;
+  SmallVector<int64_t> offsets;
+};
+
+template <typename T>
+static DenseElementsAttr gatherElementsAs(ArrayRef<DenseElementsAttr> inputs,
+                                          ArrayRef<int64_t> sources,
+                                          ShapedType type) {
+  ElementReader<T> reader(inputs);
+  SmallVector<T> values;
+  values.reserve(sources.size());
+  for (int64_t source : sources)
+    values.push_back(reader[source]);
+  return DenseElementsAttr::get(type, values);
+}
+
+/// A constant of `type` whose element `i` is element `sources[i]` of the
+/// row-major concatenation of `inputs` (which share `type`'s element type):
+/// the common core of every data-movement fold.
+static DenseElementsAttr gatherElements(ArrayRef<DenseElementsAttr> inputs,
+                                        ArrayRef<int64_t> sources,
+                                        ShapedType type) {
+  if (isa<FloatType>(type.getElementType()))
+    return gatherElementsAs<APFloat>(inputs, sources, type);
+  return gatherElementsAs<APInt>(inputs, sources, type);
+}
+
+/// `R` without a std::optional around it.
+template <typename R> struct WithoutOptional { using type = R; };
+template <typename R> struct WithoutOptional<std::optional<R>> {
+  using type = R;
+};
+
+/// Folds an elementwise op with numpy broadcasting over constant `operands`
+/// whose elements read as `T` (APInt or APFloat). `fn` computes one result
+/// element (APInt or APFloat) from one element of each operand; it may
+/// return std::optional and std::nullopt to give up (division by zero).
+template <typename T, typename Fn>
+static Attribute foldElementwise(ArrayRef<Attribute> operands,
+                                 ShapedType resultType, Fn fn) {
+  using Result =
+      typename WithoutOptional<std::invoke_result_t<Fn, ArrayRef<T>>>::type;
+  if (!isFoldable(resultType))
+    return {};
+  SmallVector<ElementReader<T>> readers;
+  SmallVector<SmallVector<int64_t>> sources;
+  for (Attribute operand : operands) {
+    DenseElementsAttr input = getFoldable(operand);
+    if (!input ||
+        isa<FloatType>(input.getElementType()) != std::is_same_v<T, APFloat>)
+      return {};
+    readers.emplace_back(input);
+    sources.push_back(
+        broadcastIndices(input.getType().getShape(), resultType.getShape()));
+  }
+  SmallVector<Result> results;
+  results.reserve(resultType.getNumElements());
+  SmallVector<T> args;
+  for (int64_t i = 0, e = resultType.getNumElements(); i < e; ++i) {
+    args.clear();
+    for (auto [reader, source] : llvm::zip_equal(readers, sources))
+      args.push_back(reader[source[i]]);
+    std::optional<Result> result = fn(ArrayRef<T>(args));
+    if (!result)
+      return {};
+    results.push_back(std::move(*result));
+  }
+  return DenseElementsAttr::get(resultType, results);
+}
+
+/// Folds an elementwise op on integers or floats: `fn` is called with an
+/// ArrayRef of APInts or of APFloats, per the first operand's element type
+/// (see foldElementwise for its result).
+template <typename Fn>
+static Attribute foldNumeric(ArrayRef<Attribute> operands,
+                             ShapedType resultType, Fn fn) {
+  auto first = dyn_cast_or_null<DenseElementsAttr>(operands.front());
+  if (!first)
+    return {};
+  if (isa<FloatType>(first.getElementType()))
+    return foldElementwise<APFloat>(operands, resultType, fn);
+  return foldElementwise<APInt>(operands, resultType, fn);
+}
+
+/// Folds a broadcasting binary op on integers or floats: `fn` is called with
+/// two APInts or two APFloats.
+template <typename Fn>
+static Attribute foldBinary(ArrayRef<Attribute> operands, ShapedType resultType,
+                            Fn fn) {
+  return foldNumeric(operands, resultType,
+                     [&](auto v) { return fn(v[0], v[1]); });
+}
+
+// Element operations overloaded on APInt (signed; i1 unsigned) and APFloat,
+// so that one generic lambda folds both kinds of element.
+
+static APInt maxElement(const APInt &a, const APInt &b) {
+  return llvm::APIntOps::smax(a, b);
+}
+static APFloat maxElement(const APFloat &a, const APFloat &b) {
+  return llvm::maximum(a, b);
+}
+static APInt minElement(const APInt &a, const APInt &b) {
+  return llvm::APIntOps::smin(a, b);
+}
+static APFloat minElement(const APFloat &a, const APFloat &b) {
+  return llvm::minimum(a, b);
+}
+static std::optional<APInt> divElement(const APInt &a, const APInt &b) {
+  // Division by zero and MIN / -1 are undefined: leave them to run time.
+  if (b.isZero() || (a.isMinSignedValue() && b.isAllOnes()))
+    return std::nullopt;
+  return a.sdiv(b);
+}
+static std::optional<APFloat> divElement(const APFloat &a, const APFloat &b) {
+  return a / b;
+}
+static APFloat::cmpResult compareElements(const APInt &a, const APInt &b) {
+  // i1 only reaches nn.equal; compare it unsigned so that true > false.
+  bool isBool = a.getBitWidth() == 1;
+  if (isBool ? a.ult(b) : a.slt(b))
+    return APFloat::cmpLessThan;
+  return a == b ? APFloat::cmpEqual : APFloat::cmpGreaterThan;
+}
+static APFloat::cmpResult compareElements(const APFloat &a, const APFloat &b) {
+  return a.compare(b);
+}
+
+/// An i1 element.
+static APInt boolValue(bool value) { return APInt(1, value); }
+
+/// Folds a comparison whose answer is `compareElements(lhs, rhs) == order`.
+static Attribute foldCompare(ArrayRef<Attribute> operands,
+                             ShapedType resultType, APFloat::cmpResult order) {
+  return foldBinary(operands, resultType, [&](const auto &a, const auto &b) {
+    return boolValue(compareElements(a, b) == order);
+  });
+}
+
+/// Folds a reduction over integers: combines the elements of `x` that land on
+/// the same result element, starting from `init`.
+template <typename Combine>
+static Attribute foldIntReduction(Attribute x, ShapedType resultType,
+                                  ArrayRef<int64_t> axes, APInt init,
+                                  Combine combine) {
+  DenseElementsAttr input = getFoldable(x);
+  if (!input || !isFoldable(input.getType()) || !isFoldable(resultType) ||
+      !input.getElementType().isInteger())
+    return {};
+  ArrayRef<int64_t> shape = input.getType().getShape();
+  // Map input elements to the keepdims form of the result; its row-major
+  // order is the same as the result's either way.
+  SmallVector<int64_t> keptShape(shape);
+  for (int64_t axis : axes)
+    keptShape[axis] = 1;
+  SmallVector<int64_t> targets =
+      mapIndices(shape, keptShape,
+                 [&](ArrayRef<int64_t> from, MutableArrayRef<int64_t> to) {
+                   for (auto [dim, index] : llvm::enumerate(from))
+                     to[dim] = keptShape[dim] == 1 ? 0 : index;
+                 });
+  SmallVector<APInt> results(resultType.getNumElements(), init);
+  for (auto [value, target] :
+       llvm::zip_equal(input.getValues<APInt>(), targets))
+    results[target] = combine(results[target], value);
+  return DenseElementsAttr::get(resultType, results);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops
+//===----------------------------------------------------------------------===//
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(adaptor.getOperands(), getType(), std::plus<>());
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(adaptor.getOperands(), getType(), std::minus<>());
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(adaptor.getOperands(), getType(), std::multiplies<>());
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const auto &a, const auto &b) { return divElement(a, b); });
+}
+
+OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const auto &a, const auto &b) { return maxElement(a, b); });
+}
+
+OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const auto &a, const auto &b) { return minElement(a, b); });
+}
+
+OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(adaptor.getOperands(), getType(), APFloat::cmpEqual);
+}
+
+OpFoldResult LessOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(adaptor.getOperands(), getType(), APFloat::cmpLessThan);
+}
+
+OpFoldResult GreaterOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(adaptor.getOperands(), getType(), APFloat::cmpGreaterThan);
+}
+
+OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
+  return foldElementwise<APInt>(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<APInt> v) -> std::optional<APInt> { return v[0] & v[1]; });
+}
+
+OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
+  return foldElementwise<APInt>(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<APInt> v) -> std::optional<APInt> { return v[0] | v[1]; });
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops
+//===----------------------------------------------------------------------===//
+
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  return foldNumeric(adaptor.getOperands(), getType(),
+                     [](auto v) { return -v[0]; });
+}
+
+OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
+  return foldElementwise<APInt>(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<APInt> v) -> std::optional<APInt> { return ~v[0]; });
+}
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("expects approximate \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+/// Converts one constant element of type `from` to type `to` with ONNX Cast
+/// semantics, or std::nullopt where the result is undefined (NaN or
+/// out-of-range float to integer).
+template <typename Result, typename T>
+static std::optional<Result> castElement(const T &value, Type to);
+
+template <> std::optional<APFloat> castElement(const APFloat &value, Type to) {
+  APFloat result = value;
+  bool losesInfo;
+  result.convert(cast<FloatType>(to).getFloatSemantics(),
+                 APFloat::rmNearestTiesToEven, &losesInfo);
+  return result;
+}
+
+template <> std::optional<APInt> castElement(const APFloat &value, Type to) {
+  unsigned width = to.getIntOrFloatBitWidth();
+  if (width == 1)
+    return boolValue(!value.isZero());
+  llvm::APSInt result(width, /*isUnsigned=*/false);
+  bool isExact;
+  if (value.convertToInteger(result, APFloat::rmTowardZero, &isExact) ==
+      APFloat::opInvalidOp)
+    return std::nullopt;
+  return APInt(result);
+}
+
+template <> std::optional<APFloat> castElement(const APInt &value, Type to) {
+  APFloat result(cast<FloatType>(to).getFloatSemantics());
+  result.convertFromAPInt(value, /*IsSigned=*/value.getBitWidth() != 1,
+                          APFloat::rmNearestTiesToEven);
+  return result;
+}
+
+template <> std::optional<APInt> castElement(const APInt &value, Type to) {
+  unsigned width = to.getIntOrFloatBitWidth();
+  if (width == 1)
+    return boolValue(!value.isZero());
+  // i1 is 0 or 1, wider integers are signed.
+  return value.getBitWidth() == 1 ? value.zext(width)
+                                  : value.sextOrTrunc(width);
+}
+
+/// Folds a cast of constant elements read as `From` to `Result` elements.
+template <typename From, typename Result>
+static Attribute foldCastAs(Attribute x, ShapedType resultType) {
+  Type to = resultType.getElementType();
+  return foldElementwise<From>(x, resultType, [&](ArrayRef<From> v) {
+    return castElement<Result>(v[0], to);
+  });
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  bool fromFloat = isa<FloatType>(getX().getType().getElementType());
+  bool toFloat = isa<FloatType>(getType().getElementType());
+  if (fromFloat)
+    return toFloat ? foldCastAs<APFloat, APFloat>(adaptor.getX(), getType())
+                   : foldCastAs<APFloat, APInt>(adaptor.getX(), getType());
+  return toFloat ? foldCastAs<APInt, APFloat>(adaptor.getX(), getType())
+                 : foldCastAs<APInt, APInt>(adaptor.getX(), getType());
+}
+
+//===----------------------------------------------------------------------===//
+// WhereOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  RankedTensorType cond = tensorType(adaptor.getCond());
+  RankedTensorType a = tensorType(adaptor.getA());
+  RankedTensorType b = tensorType(adaptor.getB());
+  if (failed(checkElementType(location, getOperationName(), "b", b, a)))
+    return failure();
+  SmallVector<int64_t> valueShape, shape;
+  if (!OpTrait::util::getBroadcastedShape(a.getShape(), b.getShape(),
+                                          valueShape) ||
+      !OpTrait::util::getBroadcastedShape(cond.getShape(), valueShape, shape))
+    return inferError(location, getOperationName(), "operands ", cond, ", ", a,
+                      " and ", b, " are not broadcastable");
+  types.push_back(RankedTensorType::get(shape, a.getElementType()));
+  return success();
+}
+
+OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr cond = getFoldable(adaptor.getCond());
+  if (!cond)
+    return {};
+  // A uniform condition picks one operand whole, if it needs no broadcast.
+  if (cond.isSplat()) {
+    Value picked = cond.getSplatValue<bool>() ? getA() : getB();
+    if (picked.getType() == getType())
+      return picked;
+  }
+  DenseElementsAttr a = getFoldable(adaptor.getA());
+  DenseElementsAttr b = getFoldable(adaptor.getB());
+  if (!a || !b || !isFoldable(getType()))
+    return {};
+  ArrayRef<int64_t> shape = getType().getShape();
+  SmallVector<int64_t> condSources =
+      broadcastIndices(cond.getType().getShape(), shape);
+  SmallVector<int64_t> aSources =
+      broadcastIndices(a.getType().getShape(), shape);
+  SmallVector<int64_t> bSources =
+      broadcastIndices(b.getType().getShape(), shape);
+  // Read from the concatenation [a, b].
+  auto condValues = cond.value_begin<bool>();
+  SmallVector<int64_t> sources;
+  sources.reserve(getType().getNumElements());
+  for (auto [condSource, aSource, bSource] :
+       llvm::zip_equal(condSources, aSources, bSources))
+    sources.push_back(
+        *(condValues + condSource) ? aSource : a.getNumElements() + bSource);
+  return gatherElements({a, b}, sources, getType());
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  RankedTensorType a = tensorType(adaptor.getA());
+  RankedTensorType b = tensorType(adaptor.getB());
+  if (a.getRank() < 2 || b.getRank() < 2)
+    return inferError(location, getOperationName(),
+                      "expects operands of rank at least 2, got ", a, " and ",
+                      b);
+  if (failed(checkElementType(location, getOperationName(), "b", b, a)))
+    return failure();
+  int64_t k = a.getShape().back(), bk = b.getShape().drop_back().back();
+  if (k != bk)
+    return inferError(location, getOperationName(),
+                      "contraction sizes differ: ", a, " has K = ", k, ", ", b,
+                      " has K = ", bk);
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(a.getShape().drop_back(2),
+                                          b.getShape().drop_back(2), shape))
+    return inferError(location, getOperationName(), "batch dimensions of ", a,
+                      " and ", b, " are not broadcastable");
+  shape.push_back(a.getShape().drop_back().back());
+  shape.push_back(b.getShape().back());
+  types.push_back(RankedTensorType::get(shape, a.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Conv2dOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  RankedTensorType weight = tensorType(adaptor.getWeight());
+  if (failed(checkRank(location, name, "input", input, 4, "[N, C, H, W]")) ||
+      failed(checkRank(location, name, "weight", weight, 4,
+                       "[O, C / group, kH, kW]")) ||
+      failed(checkElementType(location, name, "weight", weight, input)) ||
+      failed(
+          checkArray(location, name, "strides", adaptor.getStrides(), 2, 1)) ||
+      failed(checkArray(location, name, "pads", adaptor.getPads(), 4, 0)) ||
+      failed(checkArray(location, name, "dilations", adaptor.getDilations(), 2,
+                        1)))
+    return failure();
+  auto group = static_cast<int64_t>(adaptor.getGroup());
+  if (group < 1)
+    return inferError(location, name, "expects group at least 1, got ", group);
+  int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
+  if (channels != weight.getDimSize(1) * group)
+    return inferError(location, name, "input channels (", channels,
+                      ") must equal weight channels (", weight.getDimSize(1),
+                      ") times group (", group, ")");
+  if (outChannels % group != 0)
+    return inferError(location, name, "output channels (", outChannels,
+                      ") must be divisible by group (", group, ")");
+  if (Value bias = adaptor.getBias()) {
+    RankedTensorType biasType = tensorType(bias);
+    if (biasType.getShape() != ArrayRef<int64_t>{outChannels})
+      return inferError(location, name, "expects bias of shape [", outChannels,
+                        "], got ", biasType);
+    if (failed(checkElementType(location, name, "bias", biasType, input)))
+      return failure();
+  }
+  return inferWindowShape(location, name, input, outChannels,
+                          weight.getShape().drop_front(2), adaptor.getStrides(),
+                          adaptor.getPads(), adaptor.getDilations(),
+                          /*ceilMode=*/false, types);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  if (x.getRank() < 2)
+    return inferError(location, getOperationName(),
+                      "expects x of rank at least 2 ([N, C, ...]), got ", x);
+  int64_t channels = x.getDimSize(1);
+  std::pair<StringRef, Value> params[] = {{"scale", adaptor.getScale()},
+                                          {"bias", adaptor.getBias()},
+                                          {"mean", adaptor.getMean()},
+                                          {"var", adaptor.getVar()}};
+  for (auto [name, value] : params) {
+    RankedTensorType type = tensorType(value);
+    if (type.getShape() != ArrayRef<int64_t>{channels})
+      return inferError(location, getOperationName(), "expects ", name,
+                        " of shape [", channels, "], got ", type);
+    if (failed(checkElementType(location, getOperationName(), name, type, x)))
+      return failure();
+  }
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  auto axis = static_cast<int64_t>(adaptor.getAxis());
+  if (failed(checkAxis(location, getOperationName(), axis, x.getRank())))
+    return failure();
+  ArrayRef<int64_t> normalized = x.getShape().drop_front(axis);
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"scale", adaptor.getScale()},
+        {"bias", adaptor.getBias()}}) {
+    if (!value)
+      continue;
+    RankedTensorType type = tensorType(value);
+    if (type.getShape() != normalized)
+      return inferError(location, getOperationName(), "expects ", name,
+                        " of shape [", normalized, "] (x.shape[axis:]), got ",
+                        type);
+    if (failed(checkElementType(location, getOperationName(), name, type, x)))
+      return failure();
+  }
+  types.push_back(x);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPool2d(location, getOperationName(), adaptor.getX(),
+                     adaptor.getKernel(), adaptor.getStrides(),
+                     adaptor.getPads(), adaptor.getDilations(),
+                     adaptor.getCeilMode(), types);
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPool2d(location, getOperationName(), adaptor.getX(),
+                     adaptor.getKernel(), adaptor.getStrides(),
+                     adaptor.getPads(), /*dilations=*/{1, 1},
+                     adaptor.getCeilMode(), types);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferAlongAxis(location, getOperationName(), adaptor.getX(),
+                        static_cast<int64_t>(adaptor.getAxis()), types);
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> location,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferAlongAxis(location, getOperationName(), adaptor.getX(),
+                        static_cast<int64_t>(adaptor.getAxis()), types);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ReduceSumOp::fold(FoldAdaptor adaptor) {
+  if (getAxes().empty())
+    return getX();
+  unsigned width = getType().getElementTypeBitWidth();
+  return foldIntReduction(
+      adaptor.getX(), getType(), getAxes(), APInt::getZero(width),
+      [](const APInt &acc, const APInt &v) { return acc + v; });
+}
+
+OpFoldResult ReduceMaxOp::fold(FoldAdaptor adaptor) {
+  if (getAxes().empty())
+    return getX();
+  unsigned width = getType().getElementTypeBitWidth();
+  return foldIntReduction(adaptor.getX(), getType(), getAxes(),
+                          APInt::getSignedMinValue(width),
+                          [](const APInt &acc, const APInt &v) {
+                            return llvm::APIntOps::smax(acc, v);
+                          });
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType from = getX().getType(), to = getType();
+  if (from.getElementType() != to.getElementType())
+    return emitOpError("expects result element type ")
+           << from.getElementType() << ", got " << to;
+  if (from.getNumElements() != to.getNumElements())
+    return emitOpError("element count changes from ")
+           << from.getNumElements() << " (" << from << ") to "
+           << to.getNumElements() << " (" << to << ")";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  if (DenseElementsAttr x = getFoldable(adaptor.getX());
+      x && isFoldable(getType()))
+    return x.reshape(getType());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// TransposeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  if (!llvm::equal(sorted, llvm::seq<int64_t>(0, x.getRank())))
+    return inferError(location, getOperationName(), "expects perm to be a ",
+                      "permutation of [0, ", x.getRank(), "), got [", perm,
+                      "]");
+  SmallVector<int64_t> shape =
+      llvm::map_to_vector(perm, [&](int64_t dim) { return x.getDimSize(dim); });
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getX();
+  DenseElementsAttr x = getFoldable(adaptor.getX());
+  if (!x || !isFoldable(getType()))
+    return {};
+  SmallVector<int64_t> sources =
+      mapIndices(getType().getShape(), x.getType().getShape(),
+                 [&](ArrayRef<int64_t> from, MutableArrayRef<int64_t> to) {
+                   for (auto [dim, index] : llvm::enumerate(from))
+                     to[perm[dim]] = index;
+                 });
+  return gatherElements(x, sources, getType());
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return inferError(location, getOperationName(),
+                      "expects at least one operand");
+  RankedTensorType first = tensorType(inputs.front());
+  auto axis = static_cast<int64_t>(adaptor.getAxis());
+  if (failed(checkAxis(location, getOperationName(), axis, first.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value input : inputs.drop_front()) {
+    RankedTensorType type = tensorType(input);
+    if (failed(checkElementType(location, getOperationName(), "operand", type,
+                                first)))
+      return failure();
+    bool sameShape = type.getRank() == first.getRank();
+    for (int64_t dim = 0; sameShape && dim < first.getRank(); ++dim)
+      sameShape = dim == axis || type.getDimSize(dim) == first.getDimSize(dim);
+    if (!sameShape)
+      return inferError(location, getOperationName(), "operand ", type,
+                        " does not match ", first, " outside axis ", axis);
+    shape[axis] += type.getDimSize(axis);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
+  if (getInputs().size() == 1)
+    return getInputs().front();
+  if (!isFoldable(getType()))
+    return {};
+  SmallVector<DenseElementsAttr> inputs;
+  for (Attribute attr : adaptor.getInputs()) {
+    inputs.push_back(getFoldable(attr));
+    if (!inputs.back())
+      return {};
+  }
+  // Row-major, the result is, for each index before `axis`, one contiguous
+  // chunk of each input in turn.
+  auto axis = static_cast<int64_t>(getAxis());
+  ArrayRef<int64_t> shape = getType().getShape();
+  int64_t outer = ShapedType::getNumElements(shape.take_front(axis));
+  SmallVector<int64_t> sources;
+  sources.reserve(getType().getNumElements());
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t offset = 0;
+    for (DenseElementsAttr input : inputs) {
+      int64_t chunk = input.getNumElements() / std::max<int64_t>(outer, 1);
+      for (int64_t i = 0; i < chunk; ++i)
+        sources.push_back(offset + o * chunk + i);
+      offset += input.getNumElements();
+    }
+  }
+  return gatherElements(inputs, sources, getType());
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType x = tensorType(adaptor.getX());
+  ArrayRef<int64_t> starts = adaptor.getStarts(), sizes = adaptor.getSizes(),
+                    steps = adaptor.getSteps();
+  for (auto [attrName, values] :
+       {std::pair<StringRef, ArrayRef<int64_t>>{"starts", starts},
+        {"sizes", sizes},
+        {"steps", steps}})
+    if (values.size() != static_cast<size_t>(x.getRank()))
+      return inferError(location, name, "expects '", attrName, "' to have ",
+                        x.getRank(), " entries (one per dimension), got ",
+                        values.size());
+  for (int64_t dim = 0; dim < x.getRank(); ++dim) {
+    int64_t start = starts[dim], size = sizes[dim], step = steps[dim];
+    if (size < 0)
+      return inferError(location, name, "expects non-negative sizes, got [",
+                        sizes, "]");
+    if (step == 0)
+      return inferError(location, name, "expects non-zero steps, got [", steps,
+                        "]");
+    if (size == 0)
+      continue;
+    int64_t last = start + (size - 1) * step, bound = x.getDimSize(dim);
+    if (start < 0 || start >= bound || last < 0 || last >= bound)
+      return inferError(location, name, "dimension ", dim, " reads indices ",
+                        start, " to ", last, ", outside [0, ", bound, ")");
+  }
+  types.push_back(RankedTensorType::get(sizes, x.getElementType()));
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (getX().getType() == getType() &&
+      llvm::all_of(getStarts(), [](int64_t s) { return s == 0; }) &&
+      llvm::all_of(getSteps(), [](int64_t s) { return s == 1; }))
+    return getX();
+  DenseElementsAttr x = getFoldable(adaptor.getX());
+  if (!x || !isFoldable(getType()))
+    return {};
+  ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
+  SmallVector<int64_t> sources =
+      mapIndices(getType().getShape(), x.getType().getShape(),
+                 [&](ArrayRef<int64_t> from, MutableArrayRef<int64_t> to) {
+                   for (auto [dim, index] : llvm::enumerate(from))
+                     to[dim] = starts[dim] + index * steps[dim];
+                 });
+  return gatherElements(x, sources, getType());
+}
+
+//===----------------------------------------------------------------------===//
+// GatherOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  RankedTensorType data = tensorType(adaptor.getData());
+  RankedTensorType indices = tensorType(adaptor.getIndices());
+  auto axis = static_cast<int64_t>(adaptor.getAxis());
+  if (failed(checkAxis(location, getOperationName(), axis, data.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  types.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr data = getFoldable(adaptor.getData());
+  DenseElementsAttr indices = getFoldable(adaptor.getIndices());
+  if (!data || !indices || !isFoldable(getType()) ||
+      !isFoldable(indices.getType()))
+    return {};
+  auto axis = static_cast<int64_t>(getAxis());
+  int64_t bound = data.getType().getDimSize(axis);
+  // Normalize negative indices; out-of-range ones are left to run time.
+  SmallVector<int64_t> positions;
+  for (const APInt &index : indices.getValues<APInt>()) {
+    int64_t position = index.getSExtValue();
+    if (position < -bound || position >= bound)
+      return {};
+    positions.push_back(position < 0 ? position + bound : position);
+  }
+  ArrayRef<int64_t> indicesShape = indices.getType().getShape();
+  SmallVector<int64_t> indicesStrides = getStrides(indicesShape);
+  auto rank = static_cast<int64_t>(indicesShape.size());
+  SmallVector<int64_t> sources = mapIndices(
+      getType().getShape(), data.getType().getShape(),
+      [&](ArrayRef<int64_t> from, MutableArrayRef<int64_t> to) {
+        ArrayRef<int64_t> at = from.slice(axis, rank);
+        llvm::copy(from.take_front(axis), to.begin());
+        to[axis] = positions[std::inner_product(at.begin(), at.end(),
+                                                indicesStrides.begin(), 0LL)];
+        llvm::copy(from.drop_front(axis + rank), to.begin() + axis + 1);
+      });
+  return gatherElements(data, sources, getType());
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastToOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> location,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  bool compatible = shape.size() >= static_cast<size_t>(x.getRank()) &&
+                    llvm::none_of(shape, [](int64_t s) { return s < 0; });
+  size_t offset = compatible ? shape.size() - x.getRank() : 0;
+  for (int64_t dim = 0; compatible && dim < x.getRank(); ++dim)
+    compatible =
+        x.getDimSize(dim) == 1 || x.getDimSize(dim) == shape[dim + offset];
+  if (!compatible)
+    return inferError(location, getOperationName(), "cannot broadcast ", x,
+                      " to shape [", shape, "]");
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  DenseElementsAttr x = getFoldable(adaptor.getX());
+  if (!x || !isFoldable(getType()))
+    return {};
+  return gatherElements(
+      x, broadcastIndices(x.getType().getShape(), getType().getShape()),
+      getType());
+}
+
+//===----------------------------------------------------------------------===//
+// TriluOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  if (x.getRank() < 2)
+    return inferError(location, getOperationName(),
+                      "expects x of rank at least 2, got ", x);
+  types.push_back(x);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NllLossOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType logProbs = tensorType(adaptor.getLogProbs());
+  RankedTensorType target = tensorType(adaptor.getTarget());
+  if (logProbs.getRank() < 2)
+    return inferError(location, name,
+                      "expects log_probs of rank at least 2 ([N, C, ...]), ",
+                      "got ", logProbs);
+  ArrayRef<int64_t> lpShape = logProbs.getShape();
+  SmallVector<int64_t> targetShape = {lpShape[0]};
+  llvm::append_range(targetShape, lpShape.drop_front(2));
+  if (target.getShape() != ArrayRef<int64_t>(targetShape))
+    return inferError(location, name, "expects target of shape [", targetShape,
+                      "] ([N, d1, ...]), got ", target);
+  if (Value weight = adaptor.getWeight()) {
+    RankedTensorType weightType = tensorType(weight);
+    if (weightType.getShape() != ArrayRef<int64_t>{lpShape[1]})
+      return inferError(location, name, "expects weight of shape [", lpShape[1],
+                        "], got ", weightType);
+    if (failed(
+            checkElementType(location, name, "weight", weightType, logProbs)))
+      return failure();
+  }
+  StringRef reduction = adaptor.getReduction();
+  if (reduction == "none")
+    types.push_back(
+        RankedTensorType::get(targetShape, logProbs.getElementType()));
+  else if (reduction == "sum" || reduction == "mean")
+    types.push_back(RankedTensorType::get({}, logProbs.getElementType()));
+  else
+    return inferError(location, name,
+                      "expects reduction \"none\", \"sum\" or \"mean\", got \"",
+                      reduction, "\"");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/NN/IR/NNOps.cpp.inc"

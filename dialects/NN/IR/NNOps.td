@@ -1,0 +1,990 @@
+//===- NNOps.td - nn dialect ops ---------------------------*- tablegen -*-===//
+//
+// The operators of the nn dialect: elementwise arithmetic, linear algebra,
+// convolution and pooling, normalizations, reductions, data movement and
+// losses. Each op's result type is inferred from its operands and attributes
+// (InferTypeOpInterface) except where the result shape is the op's input
+// (reshape, cast); inference doubles as the verifier of shapes and
+// attributes, so a malformed op is rejected with a message naming the
+// offending value.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_DIALECTS_NN_IR_NNOPS_TD
+#define ZTC_DIALECTS_NN_IR_NNOPS_TD
+
+include "dialects/NN/IR/NNBase.td"
+
+//===----------------------------------------------------------------------===//
+// Op classes
+//===----------------------------------------------------------------------===//
+
+/// An elementwise op on two operands with numpy broadcasting. The result has
+/// the broadcast shape and `lhs`'s element type, or i1 for comparisons
+/// (`boolResult`). Inference, shared by all of them, lives in
+/// `inferBroadcastBinary` in NNOps.cpp.
+class NN_BinaryOp<string mnemonic, Type operandType, Type resultType,
+                  bit boolResult = 0, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits, NN_InferredResult)> {
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs resultType:$result);
+  // Every binary op infers the same way; only the result element differs.
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context,
+        ::std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes) {
+      return inferBroadcastBinary(location, getOperationName(),
+                                  adaptor.getLhs(), adaptor.getRhs(),
+                                  /*boolResult=*/}] # !if(boolResult, "true", "false") # [{,
+                                  inferredReturnTypes);
+    }
+  }];
+}
+
+/// An elementwise op on one operand; the result has the operand's type, which
+/// ODS infers from `SameOperandsAndResultType`.
+class NN_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let arguments = (ins tensorType:$x);
+  let results = (outs tensorType:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary arithmetic
+//===----------------------------------------------------------------------===//
+
+def NN_AddOp : NN_BinaryOp<"add", NN_NumericTensor, NN_NumericTensor> {
+  let summary = "elementwise addition with broadcasting";
+  let description = [{
+    `lhs + rhs`, broadcasting the operands numpy-style. Integers wrap.
+
+    Example:
+
+    ```mlir
+    %r = nn.add %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  // Folds constant operands (shape arithmetic).
+  let hasFolder = 1;
+}
+
+def NN_SubOp : NN_BinaryOp<"sub", NN_NumericTensor, NN_NumericTensor> {
+  let summary = "elementwise subtraction with broadcasting";
+  let description = [{
+    `lhs - rhs`, broadcasting the operands numpy-style. Integers wrap.
+
+    Example:
+
+    ```mlir
+    %r = nn.sub %a, %b : tensor<4x1xi64>, tensor<3xi64> -> tensor<4x3xi64>
+    ```
+  }];
+  // Folds constant operands (shape arithmetic).
+  let hasFolder = 1;
+}
+
+def NN_MulOp : NN_BinaryOp<"mul", NN_NumericTensor, NN_NumericTensor> {
+  let summary = "elementwise multiplication with broadcasting";
+  let description = [{
+    `lhs * rhs`, broadcasting the operands numpy-style. Integers wrap.
+
+    Example:
+
+    ```mlir
+    %r = nn.mul %a, %b : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+    ```
+  }];
+  // Folds constant operands (shape arithmetic).
+  let hasFolder = 1;
+}
+
+def NN_DivOp : NN_BinaryOp<"div", NN_NumericTensor, NN_NumericTensor> {
+  let summary = "elementwise division with broadcasting";
+  let description = [{
+    `lhs / rhs`, broadcasting the operands numpy-style. Integer division
+    truncates toward zero, like ONNX `Div`; dividing by zero is undefined
+    (and never folded).
+
+    Example:
+
+    ```mlir
+    %r = nn.div %a, %b : tensor<2xi64>, tensor<i64> -> tensor<2xi64>
+    ```
+  }];
+  // Folds constant operands (shape arithmetic).
+  let hasFolder = 1;
+}
+
+def NN_PowOp : NN_BinaryOp<"pow", NN_NumericTensor, NN_NumericTensor> {
+  let summary = "elementwise power with broadcasting";
+  let description = [{
+    `lhs ^ rhs`, broadcasting the operands numpy-style. Both operands have
+    the same element type; the conversion casts ONNX's mixed-type exponents.
+
+    Example:
+
+    ```mlir
+    %r = nn.pow %x, %e : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_MaxOp : NN_BinaryOp<"max", NN_NumericTensor, NN_NumericTensor> {
+  let summary = "elementwise maximum with broadcasting";
+  let description = [{
+    The larger of `lhs` and `rhs`, broadcasting numpy-style. A NaN operand
+    gives NaN.
+
+    Example:
+
+    ```mlir
+    %r = nn.max %a, %b : tensor<2x3xf32>, tensor<2x1xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  // Folds constant operands (shape arithmetic clamps).
+  let hasFolder = 1;
+}
+
+def NN_MinOp : NN_BinaryOp<"min", NN_NumericTensor, NN_NumericTensor> {
+  let summary = "elementwise minimum with broadcasting";
+  let description = [{
+    The smaller of `lhs` and `rhs`, broadcasting numpy-style. A NaN operand
+    gives NaN.
+
+    Example:
+
+    ```mlir
+    %r = nn.min %a, %b : tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
+    ```
+  }];
+  // Folds constant operands (shape arithmetic clamps).
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons and logic
+//===----------------------------------------------------------------------===//
+
+def NN_EqualOp : NN_BinaryOp<"equal", NN_Tensor, NN_BoolTensor,
+                             /*boolResult=*/1> {
+  let summary = "elementwise equality with broadcasting";
+  let description = [{
+    `lhs == rhs` as an i1 tensor, broadcasting numpy-style. Operands have the
+    same element type, which may be i1.
+
+    Example:
+
+    ```mlir
+    %r = nn.equal %a, %b : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+    ```
+  }];
+  // Folds constant operands (masks computed from shapes).
+  let hasFolder = 1;
+}
+
+def NN_LessOp : NN_BinaryOp<"less", NN_NumericTensor, NN_BoolTensor,
+                            /*boolResult=*/1> {
+  let summary = "elementwise less-than with broadcasting";
+  let description = [{
+    `lhs < rhs` as an i1 tensor, broadcasting numpy-style; integers compare
+    signed.
+
+    Example:
+
+    ```mlir
+    %r = nn.less %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+    ```
+  }];
+  // Folds constant operands (masks computed from shapes).
+  let hasFolder = 1;
+}
+
+def NN_GreaterOp : NN_BinaryOp<"greater", NN_NumericTensor, NN_BoolTensor,
+                               /*boolResult=*/1> {
+  let summary = "elementwise greater-than with broadcasting";
+  let description = [{
+    `lhs > rhs` as an i1 tensor, broadcasting numpy-style; integers compare
+    signed.
+
+    Example:
+
+    ```mlir
+    %r = nn.greater %a, %b : tensor<2x3xi32>, tensor<i32> -> tensor<2x3xi1>
+    ```
+  }];
+  // Folds constant operands (masks computed from shapes).
+  let hasFolder = 1;
+}
+
+def NN_AndOp : NN_BinaryOp<"and", NN_BoolTensor, NN_BoolTensor> {
+  let summary = "elementwise logical and with broadcasting";
+  let description = [{
+    `lhs && rhs` on i1 tensors, broadcasting numpy-style.
+
+    Example:
+
+    ```mlir
+    %r = nn.and %a, %b : tensor<2x3xi1>, tensor<3xi1> -> tensor<2x3xi1>
+    ```
+  }];
+  // Folds constant operands (masks computed from shapes).
+  let hasFolder = 1;
+}
+
+def NN_OrOp : NN_BinaryOp<"or", NN_BoolTensor, NN_BoolTensor> {
+  let summary = "elementwise logical or with broadcasting";
+  let description = [{
+    `lhs || rhs` on i1 tensors, broadcasting numpy-style.
+
+    Example:
+
+    ```mlir
+    %r = nn.or %a, %b : tensor<2x3xi1>, tensor<2x3xi1> -> tensor<2x3xi1>
+    ```
+  }];
+  // Folds constant operands (masks computed from shapes).
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary
+//===----------------------------------------------------------------------===//
+
+def NN_NegOp : NN_UnaryOp<"neg", NN_NumericTensor> {
+  let summary = "elementwise negation";
+  let description = [{
+    `-x`. Integers wrap.
+
+    Example:
+
+    ```mlir
+    %r = nn.neg %x : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  // Folds a constant operand.
+  let hasFolder = 1;
+}
+
+def NN_ExpOp : NN_UnaryOp<"exp", NN_FloatTensor> {
+  let summary = "elementwise exponential";
+  let description = [{
+    `e^x`.
+
+    Example:
+
+    ```mlir
+    %r = nn.exp %x : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+}
+
+def NN_LogOp : NN_UnaryOp<"log", NN_FloatTensor> {
+  let summary = "elementwise natural logarithm";
+  let description = [{
+    `ln(x)`; negative inputs give NaN, zero gives -inf.
+
+    Example:
+
+    ```mlir
+    %r = nn.log %x : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+}
+
+def NN_TanhOp : NN_UnaryOp<"tanh", NN_FloatTensor> {
+  let summary = "elementwise hyperbolic tangent";
+  let description = [{
+    `tanh(x)`.
+
+    Example:
+
+    ```mlir
+    %r = nn.tanh %x : tensor<16xbf16> -> tensor<16xbf16>
+    ```
+  }];
+}
+
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", NN_FloatTensor> {
+  let summary = "elementwise logistic sigmoid";
+  let description = [{
+    `1 / (1 + e^-x)`.
+
+    Example:
+
+    ```mlir
+    %r = nn.sigmoid %x : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+}
+
+def NN_ReluOp : NN_UnaryOp<"relu", NN_NumericTensor> {
+  let summary = "elementwise rectified linear unit";
+  let description = [{
+    `max(x, 0)`.
+
+    Example:
+
+    ```mlir
+    %r = nn.relu %x : tensor<8x16xf16> -> tensor<8x16xf16>
+    ```
+  }];
+}
+
+def NN_SqrtOp : NN_UnaryOp<"sqrt", NN_FloatTensor> {
+  let summary = "elementwise square root";
+  let description = [{
+    `sqrt(x)`; negative inputs give NaN.
+
+    Example:
+
+    ```mlir
+    %r = nn.sqrt %x : tensor<4xf64> -> tensor<4xf64>
+    ```
+  }];
+}
+
+def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", NN_FloatTensor> {
+  let summary = "elementwise reciprocal";
+  let description = [{
+    `1 / x`.
+
+    Example:
+
+    ```mlir
+    %r = nn.reciprocal %x : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+}
+
+def NN_ErfOp : NN_UnaryOp<"erf", NN_FloatTensor> {
+  let summary = "elementwise Gauss error function";
+  let description = [{
+    `erf(x)`.
+
+    Example:
+
+    ```mlir
+    %r = nn.erf %x : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+}
+
+def NN_AbsOp : NN_UnaryOp<"abs", NN_NumericTensor> {
+  let summary = "elementwise absolute value";
+  let description = [{
+    `|x|`. The most negative integer maps to itself.
+
+    Example:
+
+    ```mlir
+    %r = nn.abs %x : tensor<4xi32> -> tensor<4xi32>
+    ```
+  }];
+}
+
+def NN_SoftplusOp : NN_UnaryOp<"softplus", NN_FloatTensor> {
+  let summary = "elementwise softplus";
+  let description = [{
+    `ln(1 + e^x)`.
+
+    Example:
+
+    ```mlir
+    %r = nn.softplus %x : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+}
+
+def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> {
+  let summary = "elementwise logical not";
+  let description = [{
+    `!x` on an i1 tensor.
+
+    Example:
+
+    ```mlir
+    %r = nn.not %m : tensor<4xi1> -> tensor<4xi1>
+    ```
+  }];
+  // Folds a constant operand (masks computed from shapes).
+  let hasFolder = 1;
+}
+
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", NN_FloatTensor> {
+  let summary = "elementwise leaky rectified linear unit";
+  let description = [{
+    `x` where `x >= 0`, `alpha * x` elsewhere. `alpha` defaults to ONNX's
+    0.01.
+
+    Example:
+
+    ```mlir
+    %r = nn.leaky_relu %x {alpha = 2.000000e-01 : f64}
+           : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  // f64 keeps the ONNX f32 value exactly.
+  let arguments = (ins NN_FloatTensor:$x,
+                   DefaultValuedAttr<F64Attr, "0.01">:$alpha);
+  // Conversions hold alpha as a double.
+  let builders = [OpBuilder<(ins "Value":$x, "double":$alpha), [{
+    build($_builder, $_state, x, $_builder.getF64FloatAttr(alpha));
+  }]>];
+}
+
+def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
+  let summary = "elementwise Gaussian error linear unit";
+  let description = [{
+    `x * Phi(x)`, with `Phi` the standard normal CDF computed exactly
+    (`approximate = "none"`, the default) or with the tanh approximation
+    (`approximate = "tanh"`), as in ONNX `Gelu` and PyTorch.
+
+    Example:
+
+    ```mlir
+    %r = nn.gelu %x {approximate = "tanh"} : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x,
+                   DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  // Checks that `approximate` is "none" or "tanh".
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Converts every element to the result's element type, like ONNX `Cast`:
+    floats round to nearest even, floats to integers truncate toward zero,
+    integers are signed (i1 is 0 or 1), and conversion to i1 tests for
+    non-zero.
+
+    Example:
+
+    ```mlir
+    %r = nn.cast %x : tensor<2x3xi64> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x);
+  // The target element type is the op's input, so the result type is given.
+  let results = (outs NN_Tensor:$result);
+  // Folds constants and casts to the operand's own type.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// WhereOp
+//===----------------------------------------------------------------------===//
+
+def NN_WhereOp : NN_Op<"where", NN_InferredResult> {
+  let summary = "elementwise selection with broadcasting";
+  let description = [{
+    `cond ? a : b`, broadcasting all three operands numpy-style. `a` and `b`
+    have the same element type, which is the result's.
+
+    Example:
+
+    ```mlir
+    %r = nn.where %c, %a, %b : tensor<2x3xi1>, tensor<3xf32>, tensor<f32>
+           -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_BoolTensor:$cond, NN_Tensor:$a, NN_Tensor:$b);
+  let results = (outs NN_Tensor:$result);
+  // Folds constant operands and constant conditions.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp
+//===----------------------------------------------------------------------===//
+
+def NN_MatMulOp : NN_Op<"matmul", NN_InferredResult> {
+  let summary = "batched matrix product";
+  let description = [{
+    Multiplies `a` of shape `[..., M, K]` by `b` of shape `[..., K, N]`,
+    giving `[..., M, N]`; the batch dimensions `...` broadcast numpy-style.
+    Both operands have rank at least 2 (the conversion reshapes ONNX's
+    vector cases) and the same element type.
+
+    Example:
+
+    ```mlir
+    %r = nn.matmul %a, %b : tensor<4x8x16xf32>, tensor<16x32xf32>
+           -> tensor<4x8x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_NumericTensor:$a, NN_NumericTensor:$b);
+  let results = (outs NN_NumericTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Conv2dOp
+//===----------------------------------------------------------------------===//
+
+def NN_Conv2dOp : NN_Op<"conv2d", NN_InferredResult> {
+  let summary = "2-D grouped convolution (cross-correlation)";
+  let description = [{
+    Convolves `input` of shape `[N, C, H, W]` with `weight` of shape
+    `[O, C / group, kH, kW]` and adds the optional `bias` of shape `[O]`.
+    `strides` and `dilations` are `[h, w]`, `pads` is
+    `[top, left, bottom, right]` (explicit, never "auto"). The output is
+    `[N, O, Ho, Wo]` with
+    `Ho = (H + top + bottom - dh * (kH - 1) - 1) / sh + 1` (floor), and
+    likewise `Wo`. `group` divides both `C` and `O`.
+
+    Example:
+
+    ```mlir
+    %r = nn.conv2d %x, %w, %b {strides = array<i64: 1, 1>,
+           pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>,
+           group = 1 : i64}
+           : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>
+           -> tensor<1x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                   Optional<NN_FloatTensor>:$bias,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// BatchNormOp
+//===----------------------------------------------------------------------===//
+
+def NN_BatchNormOp : NN_Op<"batch_norm", NN_InferredResult> {
+  let summary = "batch normalization with given statistics (inference)";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` along the channel
+    dimension 1 of `x` (`[N, C, ...]`, rank at least 2); `scale`, `bias`,
+    `mean` and `var` have shape `[C]`. The result has `x`'s type.
+
+    Example:
+
+    ```mlir
+    %r = nn.batch_norm %x, %s, %b, %m, %v {epsilon = 1.000000e-05 : f64}
+           : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>,
+             tensor<4xf32>, tensor<4xf32> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
+                   NN_FloatTensor:$bias, NN_FloatTensor:$mean,
+                   NN_FloatTensor:$var, F64Attr:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  // Conversions hold epsilon as a double.
+  let builders = [OpBuilder<(ins "Value":$x, "Value":$scale, "Value":$bias,
+                                 "Value":$mean, "Value":$var,
+                                 "double":$epsilon), [{
+    build($_builder, $_state, x, scale, bias, mean, var,
+          $_builder.getF64FloatAttr(epsilon));
+  }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormOp
+//===----------------------------------------------------------------------===//
+
+def NN_LayerNormOp : NN_Op<"layer_norm", NN_InferredResult> {
+  let summary = "layer normalization";
+  let description = [{
+    Normalizes `x` over dimensions `axis` to `rank - 1` (mean 0, variance 1,
+    with `epsilon` added to the variance), then multiplies by `scale` and
+    adds the optional `bias`, both of shape `x.shape[axis:]`. `axis` is
+    non-negative (the conversion normalizes ONNX's negative axes). The
+    result has `x`'s type.
+
+    Example:
+
+    ```mlir
+    %r = nn.layer_norm %x, %s, %b {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
+           : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
+           -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
+                   Optional<NN_FloatTensor>:$bias, I64Attr:$axis,
+                   F64Attr:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  // Conversions hold epsilon as a double; `bias` may be null.
+  let builders = [OpBuilder<(ins "Value":$x, "Value":$scale, "Value":$bias,
+                                 "int64_t":$axis, "double":$epsilon), [{
+    build($_builder, $_state, x, scale, bias,
+          $_builder.getI64IntegerAttr(axis),
+          $_builder.getF64FloatAttr(epsilon));
+  }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+def NN_MaxPool2dOp : NN_Op<"max_pool2d", NN_InferredResult> {
+  let summary = "2-D max pooling";
+  let description = [{
+    The maximum over each `kernel` window of `x` (`[N, C, H, W]`), with
+    `strides`, `dilations` (`[h, w]`) and `pads` (`[top, left, bottom,
+    right]`; padding never wins the maximum). Each pad is smaller than the
+    dilated kernel, so every window overlaps the input. The output height is
+    `(H + top + bottom - dh * (kH - 1) - 1) / sh + 1`, rounding down, or up
+    when `ceil_mode` is set; in ceil mode a last window that would start
+    past the input and the left padding is dropped (the ONNX and PyTorch
+    rule). Likewise for the width.
+
+    Example:
+
+    ```mlir
+    %r = nn.max_pool2d %x {kernel = array<i64: 3, 3>,
+           strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>,
+           dilations = array<i64: 1, 1>, ceil_mode = false}
+           : tensor<1x64x112x112xf32> -> tensor<1x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins NN_NumericTensor:$x, DenseI64ArrayAttr:$kernel,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode);
+  let results = (outs NN_NumericTensor:$result);
+}
+
+def NN_AvgPool2dOp : NN_Op<"avg_pool2d", NN_InferredResult> {
+  let summary = "2-D average pooling";
+  let description = [{
+    The mean over each `kernel` window of `x` (`[N, C, H, W]`), with
+    `strides` (`[h, w]`) and `pads` (`[top, left, bottom, right]`, each
+    smaller than the kernel). With `count_include_pad` the divisor is the
+    window size including padding, otherwise only the input elements count.
+    Output sizes follow max_pool2d without dilation.
+
+    Example:
+
+    ```mlir
+    %r = nn.avg_pool2d %x {kernel = array<i64: 2, 2>,
+           strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>,
+           ceil_mode = false, count_include_pad = false}
+           : tensor<1x8x7x7xf32> -> tensor<1x8x3x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, DenseI64ArrayAttr:$kernel,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   BoolAttr:$ceil_mode, BoolAttr:$count_include_pad);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+def NN_SoftmaxOp : NN_Op<"softmax", NN_InferredResult> {
+  let summary = "softmax along one axis";
+  let description = [{
+    `exp(x) / sum(exp(x))` along the non-negative `axis`; the result has
+    `x`'s type.
+
+    Example:
+
+    ```mlir
+    %r = nn.softmax %x {axis = 1 : i64} : tensor<8x10xf32> -> tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_LogSoftmaxOp : NN_Op<"log_softmax", NN_InferredResult> {
+  let summary = "log-softmax along one axis";
+  let description = [{
+    `x - log(sum(exp(x)))` along the non-negative `axis`; the result has
+    `x`'s type.
+
+    Example:
+
+    ```mlir
+    %r = nn.log_softmax %x {axis = 1 : i64}
+           : tensor<8x10xf32> -> tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// A reduction over `axes` (non-negative, strictly increasing; empty reduces
+/// nothing). Inference is shared (`inferReduction` in NNOps.cpp).
+class NN_ReduceOp<string mnemonic> : NN_Op<mnemonic, NN_InferredResult> {
+  let arguments = (ins NN_NumericTensor:$x, DenseI64ArrayAttr:$axes,
+                   BoolAttr:$keepdims);
+  let results = (outs NN_NumericTensor:$result);
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context,
+        ::std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes) {
+      return inferReduction(location, getOperationName(), adaptor.getX(),
+                            adaptor.getAxes(), adaptor.getKeepdims(),
+                            inferredReturnTypes);
+    }
+  }];
+}
+
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum"> {
+  let summary = "sum over axes";
+  let description = [{
+    Sums `x` over `axes`. With `keepdims` the reduced dimensions stay as
+    size 1, otherwise they are dropped. Empty `axes` reduces nothing (the
+    conversion resolves ONNX's "empty means all" rule).
+
+    Example:
+
+    ```mlir
+    %r = nn.reduce_sum %x {axes = array<i64: 1>, keepdims = true}
+           : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  // Folds small integer constants.
+  let hasFolder = 1;
+}
+
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean"> {
+  let summary = "mean over axes";
+  let description = [{
+    The mean of `x` over `axes`, with `keepdims` as for `nn.reduce_sum`.
+
+    Example:
+
+    ```mlir
+    %r = nn.reduce_mean %x {axes = array<i64: 0, 2>, keepdims = false}
+           : tensor<4x8x16xf32> -> tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max"> {
+  let summary = "maximum over axes";
+  let description = [{
+    The maximum of `x` over `axes`, with `keepdims` as for `nn.reduce_sum`.
+
+    Example:
+
+    ```mlir
+    %r = nn.reduce_max %x {axes = array<i64: 1>, keepdims = false}
+           : tensor<4x8xi64> -> tensor<4xi64>
+    ```
+  }];
+  // Folds small integer constants.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+def NN_ReshapeOp : NN_Op<"reshape"> {
+  let summary = "reinterpret a tensor with another shape";
+  let description = [{
+    The elements of `x` in row-major order, with the result's shape. The
+    element count and type are unchanged. Also expresses ONNX `Flatten`,
+    `Squeeze` and `Unsqueeze`.
+
+    Example:
+
+    ```mlir
+    %r = nn.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x);
+  // The new shape is the op's input, so the result type is given.
+  let results = (outs NN_Tensor:$result);
+  // Checks element count and type.
+  let hasVerifier = 1;
+  // Folds constants and no-op reshapes.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// TransposeOp
+//===----------------------------------------------------------------------===//
+
+def NN_TransposeOp : NN_Op<"transpose", NN_InferredResult> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is dimension `perm[i]` of `x`; `perm` is a
+    permutation of `0 .. rank - 1`.
+
+    Example:
+
+    ```mlir
+    %r = nn.transpose %x {perm = array<i64: 0, 2, 1>}
+           : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs NN_Tensor:$result);
+  // Folds constants and identity permutations.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+def NN_ConcatOp : NN_Op<"concat", NN_InferredResult> {
+  let summary = "join tensors along an axis";
+  let description = [{
+    Concatenates one or more tensors along the non-negative `axis`. All
+    operands have the same rank and element type, and the same sizes in every
+    other dimension.
+
+    Example:
+
+    ```mlir
+    %r = nn.concat %a, %b {axis = 0 : i64}
+           : tensor<2xi64>, tensor<1xi64> -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_Tensor:$result);
+  // Folds constants (shape vectors) and single operands.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+def NN_SliceOp : NN_Op<"slice", NN_InferredResult> {
+  let summary = "strided slice with normalized bounds";
+  let description = [{
+    Result element `i` (per dimension `d`) is `x[starts[d] + i * steps[d]]`,
+    and the result shape is `sizes`. There is one entry per dimension in
+    each attribute, already resolved by the conversion (no clamping, no
+    negative starts): every step is non-zero (negative walks backwards),
+    and every accessed index lies in `[0, dim)`. A dimension of size 0
+    accepts any start.
+
+    Example:
+
+    ```mlir
+    %r = nn.slice %x {starts = array<i64: 0, 7>, sizes = array<i64: 4, 4>,
+           steps = array<i64: 1, -2>} : tensor<4x8xf32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$steps);
+  let results = (outs NN_Tensor:$result);
+  // Folds constants and full slices.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// GatherOp
+//===----------------------------------------------------------------------===//
+
+def NN_GatherOp : NN_Op<"gather", NN_InferredResult> {
+  let summary = "take slices along an axis";
+  let description = [{
+    numpy `take`: the result is
+    `data.shape[:axis] + indices.shape + data.shape[axis+1:]`, where each
+    index selects a slice of `data` along the non-negative `axis`. Negative
+    indices count from the end; out-of-range indices are undefined at run
+    time (and never folded).
+
+    Example:
+
+    ```mlir
+    %r = nn.gather %data, %idx {axis = 0 : i64}
+           : tensor<4xi64>, tensor<i64> -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs NN_Tensor:$result);
+  // Folds constants (Shape -> Gather chains).
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastToOp
+//===----------------------------------------------------------------------===//
+
+def NN_BroadcastToOp : NN_Op<"broadcast_to", NN_InferredResult> {
+  let summary = "broadcast to a given shape";
+  let description = [{
+    numpy `broadcast_to`: aligns `x`'s dimensions with the trailing ones of
+    `shape` and repeats size-1 dimensions. `shape` has at least `x`'s rank
+    and every dimension of `x` is 1 or equal to its counterpart.
+
+    Example:
+
+    ```mlir
+    %r = nn.broadcast_to %x {shape = array<i64: 2, 3>}
+           : tensor<3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, DenseI64ArrayAttr:$shape);
+  let results = (outs NN_Tensor:$result);
+  // Folds constants and no-op broadcasts.
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// TriluOp
+//===----------------------------------------------------------------------===//
+
+def NN_TriluOp : NN_Op<"trilu", NN_InferredResult> {
+  let summary = "keep the upper or lower triangle of matrices";
+  let description = [{
+    Like ONNX `Trilu`, on the last two dimensions of `x` (rank at least 2):
+    with `upper`, element `[i, j]` is kept when `j - i >= diagonal`,
+    otherwise when `j - i <= diagonal`; the others become zero. The result
+    has `x`'s type.
+
+    Example:
+
+    ```mlir
+    %r = nn.trilu %x {upper = false, diagonal = 0 : i64}
+           : tensor<8x8xi1> -> tensor<8x8xi1>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$x, BoolAttr:$upper, I64Attr:$diagonal);
+  let results = (outs NN_Tensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// NllLossOp
+//===----------------------------------------------------------------------===//
+
+def NN_NllLossOp : NN_Op<"nll_loss", NN_InferredResult> {
+  let summary = "negative log-likelihood loss";
+  let description = [{
+    Like ONNX `NegativeLogLikelihoodLoss`: for log-probabilities of shape
+    `[N, C, d1, ...]` and class indices `target` of shape `[N, d1, ...]`,
+    the loss of an element is `-weight[t] * log_probs[n, t, d...]` with
+    `t = target[n, d...]` (`weight` is optional, of shape `[C]`). Elements
+    whose target is `ignore_index` contribute 0 and no weight. `reduction`
+    is "none" (the result has `target`'s shape), "sum" or "mean" (weighted
+    mean; both give a rank-0 result). The result element type is
+    `log_probs`'s.
+
+    Example:
+
+    ```mlir
+    %r = nn.nll_loss %lp, %t {reduction = "mean", ignore_index = -100 : i64}
+           : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$log_probs, NN_IndexTensor:$target,
+                   Optional<NN_FloatTensor>:$weight,
+                   DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+#endif // ZTC_DIALECTS_NN_IR_NNOPS_TD

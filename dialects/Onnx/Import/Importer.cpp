@@ -1,0 +1,754 @@
+//===- Importer.cpp - ONNX protobuf to onnx dialect ---------------*- C++ -*-===//
+//
+// A plain walk over ModelProto: graph inputs and float initializers become
+// arguments of `func.func @main`, other initializers become `onnx.constant`,
+// and every node becomes one `onnx.node` located at its ONNX node name. No
+// semantics are applied here; the conversion to `nn` does that. Problems are
+// reported as diagnostics naming the file, the node and the value at fault.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Onnx/Import/Importer.h"
+
+#include "dialects/Onnx/IR/OnnxOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/defs/parser.h"
+#include "onnx/onnx_pb.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::ztc;
+using namespace mlir::ztc::onnx;
+
+namespace {
+
+/// The highest default-domain opset whose operators ztc knows; newer models
+/// are rejected up front rather than half-understood.
+constexpr int64_t kMaxDefaultOpset = 22;
+
+/// Returns the ONNX name of a tensor element type, for messages.
+std::string dataTypeName(int type) {
+  // Types newer than the protobuf classes libonnx ships.
+  static const char *const newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
+                                      "FLOAT8E5M2",   "FLOAT8E5M2FNUZ",
+                                      "UINT4",        "INT4",
+                                      "FLOAT4E2M1"};
+  if (type >= 17 && type <= 23)
+    return newer[type - 17];
+  if (::onnx::TensorProto_DataType_IsValid(type))
+    return ::onnx::TensorProto_DataType_Name(
+        static_cast<::onnx::TensorProto_DataType>(type));
+  return "type#" + std::to_string(type);
+}
+
+/// Builds a module from one ModelProto; holds the per-import state.
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext &context, StringRef displayName, StringRef baseDir,
+                const ImportOptions &options)
+      : context(context), builder(&context), displayName(displayName.str()),
+        baseDir(baseDir.str()), options(options),
+        fileLoc(FileLineColLoc::get(&context, displayName, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> import(const ::onnx::ModelProto &model);
+
+private:
+  InFlightDiagnostic error(Location loc) { return emitError(loc); }
+  InFlightDiagnostic error() { return emitError(fileLoc); }
+
+  Location nodeLoc(const ::onnx::NodeProto &node);
+  FailureOr<Type> elementType(int dataType, Location loc, StringRef what);
+  FailureOr<Type> valueType(const ::onnx::TypeProto &type, Location loc,
+                            StringRef what, bool requireStatic);
+  LogicalResult bindInputShapes(const ::onnx::GraphProto &graph);
+  FailureOr<ElementsAttr> tensorValue(const ::onnx::TensorProto &tensor,
+                                      Location loc);
+  FailureOr<std::string> readExternal(const ::onnx::TensorProto &tensor,
+                                      size_t expectedBytes, bool readData,
+                                      Location loc);
+  FailureOr<::onnx::TensorProto> readTensorFile(StringRef path,
+                                                StringRef inputName,
+                                                Location loc);
+  FailureOr<NamedAttribute> attribute(const ::onnx::AttributeProto &attr,
+                                      Location loc);
+  LogicalResult importNodes(const ::onnx::GraphProto &graph);
+
+  MLIRContext &context;
+  OpBuilder builder;
+  std::string displayName;
+  std::string baseDir;
+  const ImportOptions &options;
+  Location fileLoc;
+
+  /// ONNX value name -> SSA value, in graph order.
+  llvm::StringMap<Value> values;
+  /// ONNX value name -> declared type (graph outputs and value_info).
+  llvm::StringMap<const ::onnx::TypeProto *> declaredTypes;
+  /// Symbolic dimension name -> bound size.
+  llvm::StringMap<int64_t> symbolSizes;
+  /// Created on demand: stands for absent optional inputs.
+  Value noneValue;
+  /// Opset of the default domain.
+  int64_t defaultOpset = 0;
+  llvm::StringMap<int64_t> opsets;
+};
+
+Location ModelImporter::nodeLoc(const ::onnx::NodeProto &node) {
+  // Unnamed nodes (common in hand-written models) are named after their first
+  // output, which is unique in a valid graph.
+  std::string name = node.name();
+  if (name.empty())
+    name = node.output_size() ? node.output(0) : node.op_type();
+  return NameLoc::get(StringAttr::get(&context, name), fileLoc);
+}
+
+FailureOr<Type> ModelImporter::elementType(int dataType, Location loc,
+                                           StringRef what) {
+  Builder b(&context);
+  switch (dataType) {
+  case ::onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case ::onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case ::onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case ::onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case ::onnx::TensorProto::INT64:
+    return b.getI64Type();
+  case ::onnx::TensorProto::INT32:
+    return b.getI32Type();
+  case ::onnx::TensorProto::INT16:
+    return b.getI16Type();
+  case ::onnx::TensorProto::INT8:
+    return b.getI8Type();
+  case ::onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  case ::onnx::TensorProto::UINT8:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case ::onnx::TensorProto::UINT16:
+    return b.getIntegerType(16, /*isSigned=*/false);
+  case ::onnx::TensorProto::UINT32:
+    return b.getIntegerType(32, /*isSigned=*/false);
+  case ::onnx::TensorProto::UINT64:
+    return b.getIntegerType(64, /*isSigned=*/false);
+  default:
+    error(loc) << what << " has unsupported element type "
+               << dataTypeName(dataType);
+    return failure();
+  }
+}
+
+FailureOr<Type> ModelImporter::valueType(const ::onnx::TypeProto &type,
+                                         Location loc, StringRef what,
+                                         bool requireStatic) {
+  if (!type.has_tensor_type()) {
+    error(loc) << what
+               << " is not a tensor (sequences, maps and optionals are not "
+                  "supported)";
+    return failure();
+  }
+  const auto &tensorType = type.tensor_type();
+  FailureOr<Type> elem = elementType(tensorType.elem_type(), loc, what);
+  if (failed(elem))
+    return failure();
+  if (!tensorType.has_shape())
+    return Type(UnrankedTensorType::get(*elem));
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tensorType.shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    auto it = dim.has_dim_param() ? symbolSizes.find(dim.dim_param())
+                                  : symbolSizes.end();
+    if (it != symbolSizes.end()) {
+      shape.push_back(it->second);
+      continue;
+    }
+    if (requireStatic) {
+      std::string sym =
+          dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
+      error(loc) << what << " has unbound dynamic "
+                 << "dimension " << shape.size() << sym
+                 << "; bind it with --input-shape";
+      return failure();
+    }
+    shape.push_back(ShapedType::kDynamic);
+  }
+  return Type(RankedTensorType::get(shape, *elem));
+}
+
+/// Binds the symbolic dimensions of graph inputs from `--input-shape`, so
+/// that they also resolve wherever else the same symbol appears.
+LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
+  llvm::StringSet<> inputNames;
+  for (const auto &input : graph.input())
+    inputNames.insert(input.name());
+  bool ok = true;
+  for (const auto &entry : options.inputShapes) {
+    if (!inputNames.contains(entry.getKey())) {
+      std::string known;
+      for (const auto &input : graph.input())
+        known += (known.empty() ? "'" : ", '") + input.name() + "'";
+      error() << "--input-shape names '" << entry.getKey()
+              << "', which is not a graph input (inputs: " << known << ")";
+      ok = false;
+    }
+  }
+  for (const auto &entry : options.constantInputs) {
+    if (!inputNames.contains(entry.getKey())) {
+      error() << "--constant-input names '" << entry.getKey()
+              << "', which is not a graph input";
+      ok = false;
+    }
+  }
+  for (const auto &input : graph.input()) {
+    auto it = options.inputShapes.find(input.name());
+    if (it == options.inputShapes.end() ||
+        !input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue;
+    const auto &dims = input.type().tensor_type().shape().dim();
+    ArrayRef<int64_t> bound = it->second;
+    if (static_cast<size_t>(dims.size()) != bound.size()) {
+      error() << "--input-shape gives input '"
+              << input.name() << "' rank " << bound.size()
+              << ", but the model declares rank " << dims.size();
+      ok = false;
+      continue;
+    }
+    for (auto [i, dim] : llvm::enumerate(dims)) {
+      if (dim.has_dim_value() && dim.dim_value() > 0 &&
+          dim.dim_value() != bound[i]) {
+        error() << "--input-shape gives input '"
+                << input.name() << "' size " << bound[i] << " in dimension "
+                << i << ", but the model fixes it to " << dim.dim_value();
+        ok = false;
+      } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+        auto [slot, inserted] =
+            symbolSizes.try_emplace(dim.dim_param(), bound[i]);
+        if (!inserted && slot->second != bound[i]) {
+          error() << "--input-shape binds dimension '"
+                  << dim.dim_param() << "' to both " << slot->second
+                  << " and " << bound[i];
+          ok = false;
+        }
+      }
+    }
+  }
+  return success(ok);
+}
+
+/// Checks (and, when `readData`, reads) a tensor stored outside the model.
+FailureOr<std::string>
+ModelImporter::readExternal(const ::onnx::TensorProto &tensor,
+                            size_t expectedBytes, bool readData,
+                            Location loc) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const auto &entry : tensor.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = std::stoull(entry.value());
+    else if (entry.key() == "length")
+      length = std::stoull(entry.value());
+  }
+  if (location.empty()) {
+    error(loc) << "initializer '" << tensor.name()
+               << "' is stored externally but names no location";
+    return failure();
+  }
+  SmallString<256> path(baseDir);
+  llvm::sys::path::append(path, location);
+  uint64_t fileSize = 0;
+  if (llvm::sys::fs::file_size(path, fileSize)) {
+    error(loc) << "external data file '" << location
+               << "' of initializer '" << tensor.name() << "' is missing";
+    return failure();
+  }
+  uint64_t bytes = length.value_or(expectedBytes);
+  if (bytes != expectedBytes || offset + bytes > fileSize) {
+    error(loc) << "external data of initializer '"
+               << tensor.name() << "' (" << location << ", offset " << offset
+               << ", " << bytes << " bytes) does not fit its shape ("
+               << expectedBytes << " bytes) or the file (" << fileSize
+               << " bytes)";
+    return failure();
+  }
+  if (!readData)
+    return std::string();
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, bytes, offset);
+  if (!buffer) {
+    error(loc) << "cannot read external data file '"
+               << location << "': " << buffer.getError().message();
+    return failure();
+  }
+  return (*buffer)->getBuffer().str();
+}
+
+/// Converts an ONNX tensor to a dense attribute (used for constants only:
+/// weights never take this path).
+FailureOr<ElementsAttr>
+ModelImporter::tensorValue(const ::onnx::TensorProto &tensor, Location loc) {
+  std::string what = "tensor '" + tensor.name() + "'";
+  FailureOr<Type> elem = elementType(tensor.data_type(), loc, what);
+  if (failed(elem))
+    return failure();
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  auto type = RankedTensorType::get(shape, *elem);
+  int64_t count = type.getNumElements();
+  unsigned bytesPerElem = std::max(1u, elem->getIntOrFloatBitWidth() / 8);
+  size_t expectedBytes = static_cast<size_t>(count) * bytesPerElem;
+
+  std::string raw;
+  if (tensor.data_location() == ::onnx::TensorProto::EXTERNAL) {
+    FailureOr<std::string> data =
+        readExternal(tensor, expectedBytes, /*readData=*/true, loc);
+    if (failed(data))
+      return failure();
+    raw = std::move(*data);
+  } else if (tensor.has_raw_data()) {
+    raw = tensor.raw_data();
+  } else {
+    // Typed fields: widen/narrow into the little-endian raw layout.
+    auto append = [&](auto value, unsigned width) {
+      raw.append(reinterpret_cast<const char *>(&value), width);
+    };
+    switch (tensor.data_type()) {
+    case ::onnx::TensorProto::FLOAT:
+      for (float v : tensor.float_data())
+        append(v, 4);
+      break;
+    case ::onnx::TensorProto::DOUBLE:
+      for (double v : tensor.double_data())
+        append(v, 8);
+      break;
+    case ::onnx::TensorProto::INT64:
+      for (int64_t v : tensor.int64_data())
+        append(v, 8);
+      break;
+    case ::onnx::TensorProto::UINT32:
+    case ::onnx::TensorProto::UINT64:
+      for (uint64_t v : tensor.uint64_data())
+        append(v, bytesPerElem);
+      break;
+    default:
+      // int32_data carries every narrower type, f16 and bf16 as bits.
+      for (int32_t v : tensor.int32_data())
+        append(v, bytesPerElem);
+      break;
+    }
+  }
+  if (raw.size() != expectedBytes) {
+    error(loc) << what << " holds " << raw.size()
+               << " bytes of data, but its shape and type need "
+               << expectedBytes;
+    return failure();
+  }
+  if (elem->isInteger(1)) {
+    SmallVector<bool> bits(raw.begin(), raw.end());
+    for (auto [i, c] : llvm::enumerate(raw))
+      bits[i] = c != 0;
+    return ElementsAttr(DenseElementsAttr::get(type, bits));
+  }
+  return ElementsAttr(DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(raw.data(), raw.size())));
+}
+
+/// Reads a `--constant-input` file: one serialized TensorProto.
+FailureOr<::onnx::TensorProto>
+ModelImporter::readTensorFile(StringRef path, StringRef inputName,
+                              Location loc) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  ::onnx::TensorProto tensor;
+  if (!buffer) {
+    error(loc) << "--constant-input " << inputName << ": cannot read '"
+               << path << "': " << buffer.getError().message();
+    return failure();
+  }
+  if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
+                             static_cast<int>((*buffer)->getBufferSize()))) {
+    error(loc) << "--constant-input " << inputName << ": '" << path
+               << "' is not a serialized ONNX TensorProto";
+    return failure();
+  }
+  tensor.set_name(inputName.str());
+  return tensor;
+}
+
+FailureOr<NamedAttribute>
+ModelImporter::attribute(const ::onnx::AttributeProto &attr, Location loc) {
+  Builder b(&context);
+  auto named = [&](Attribute value) {
+    return NamedAttribute(b.getStringAttr(attr.name()), value);
+  };
+  switch (attr.type()) {
+  case ::onnx::AttributeProto::INT:
+    return named(b.getI64IntegerAttr(attr.i()));
+  case ::onnx::AttributeProto::FLOAT:
+    return named(b.getF32FloatAttr(attr.f()));
+  case ::onnx::AttributeProto::STRING:
+    return named(b.getStringAttr(attr.s()));
+  case ::onnx::AttributeProto::INTS: {
+    SmallVector<int64_t> ints(attr.ints().begin(), attr.ints().end());
+    return named(b.getI64ArrayAttr(ints));
+  }
+  case ::onnx::AttributeProto::FLOATS: {
+    SmallVector<float> floats(attr.floats().begin(), attr.floats().end());
+    return named(b.getF32ArrayAttr(floats));
+  }
+  case ::onnx::AttributeProto::STRINGS: {
+    SmallVector<Attribute> strings;
+    for (const auto &s : attr.strings())
+      strings.push_back(b.getStringAttr(s));
+    return named(b.getArrayAttr(strings));
+  }
+  case ::onnx::AttributeProto::TENSOR: {
+    FailureOr<ElementsAttr> value = tensorValue(attr.t(), loc);
+    if (failed(value))
+      return failure();
+    return named(*value);
+  }
+  default:
+    // Subgraphs (If, Loop, Scan), sparse tensors and type protos are kept as
+    // a marker; the conversion reports such nodes as unsupported.
+    return named(b.getStringAttr(
+        "<unsupported " +
+        ::onnx::AttributeProto_AttributeType_Name(attr.type()) + ">"));
+  }
+}
+
+LogicalResult ModelImporter::importNodes(const ::onnx::GraphProto &graph) {
+  for (const auto &node : graph.node()) {
+    Location loc = nodeLoc(node);
+    auto nodeName = cast<NameLoc>(loc).getName().str();
+    SmallVector<Value> inputs;
+    for (const auto &name : node.input()) {
+      if (name.empty()) {
+        if (!noneValue) {
+          // One marker at the top of the function serves every node.
+          OpBuilder::InsertionGuard guard(builder);
+          builder.setInsertionPointToStart(builder.getInsertionBlock());
+          noneValue = NoneOp::create(builder, fileLoc);
+        }
+        inputs.push_back(noneValue);
+        continue;
+      }
+      auto it = values.find(name);
+      if (it == values.end()) {
+        error(loc) << "node '" << nodeName << "' ("
+                   << node.op_type() << "): input '" << name
+                   << "' is not a graph input, an initializer or the output "
+                      "of an earlier node";
+        return failure();
+      }
+      inputs.push_back(it->second);
+    }
+    SmallVector<NamedAttribute> attrs;
+    for (const auto &attr : node.attribute()) {
+      FailureOr<NamedAttribute> named = attribute(attr, loc);
+      if (failed(named))
+        return failure();
+      attrs.push_back(*named);
+    }
+    SmallVector<Type> resultTypes;
+    for (const auto &name : node.output()) {
+      Type type = builder.getNoneType();
+      auto it = declaredTypes.find(name);
+      if (!name.empty() && it != declaredTypes.end()) {
+        FailureOr<Type> declared =
+            valueType(*it->second, loc, "value '" + name + "'",
+                      /*requireStatic=*/false);
+        if (succeeded(declared))
+          type = *declared;
+        else
+          return failure();
+      }
+      resultTypes.push_back(type);
+    }
+    auto domainIt = opsets.find(node.domain());
+    int64_t opset = domainIt != opsets.end()
+                        ? domainIt->second
+                        : (node.domain() == "ai.onnx" ? defaultOpset : 1);
+    auto op = NodeOp::create(builder, loc, resultTypes, inputs,
+                             node.op_type(), node.domain(), opset,
+                             builder.getDictionaryAttr(attrs));
+    for (auto [name, result] : llvm::zip(node.output(), op.getResults()))
+      if (!name.empty())
+        values[name] = result;
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
+  context.loadDialect<OnnxDialect, func::FuncDialect>();
+  for (const auto &opset : model.opset_import()) {
+    std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    opsets[domain] = opset.version();
+  }
+  if (!opsets.count("")) {
+    if (model.ir_version() < 3 && model.opset_import_size() == 0) {
+      opsets[""] = 1; // Pre-opset models imply opset 1.
+    } else if (model.graph().node_size() == 0 && !model.has_graph()) {
+      error() << "not an ONNX model (no graph)";
+      return nullptr;
+    }
+  }
+  defaultOpset = opsets.lookup("");
+  if (defaultOpset > kMaxDefaultOpset) {
+    error() << "unsupported opset version " << defaultOpset
+            << " of the default ONNX domain (ztc supports up to "
+            << kMaxDefaultOpset << ")";
+    return nullptr;
+  }
+  const ::onnx::GraphProto &graph = model.graph();
+  if (failed(bindInputShapes(graph)))
+    return nullptr;
+  for (const auto &info : graph.value_info())
+    declaredTypes[info.name()] = &info.type();
+  for (const auto &info : graph.output())
+    declaredTypes[info.name()] = &info.type();
+
+  Builder b(&context);
+  auto module = ModuleOp::create(fileLoc);
+  module->setAttr("onnx.source", b.getStringAttr(displayName));
+  SmallVector<NamedAttribute> opsetAttrs;
+  for (const auto &entry : opsets)
+    opsetAttrs.push_back(b.getNamedAttr(
+        entry.getKey().empty() ? "ai.onnx" : entry.getKey(),
+        b.getI64IntegerAttr(entry.getValue())));
+  module->setAttr("onnx.opsets", b.getDictionaryAttr(opsetAttrs));
+  if (!model.producer_name().empty())
+    module->setAttr("onnx.producer",
+                    b.getStringAttr(model.producer_name() + " " +
+                                    model.producer_version()));
+
+  // Arguments: graph inputs (those that are not initializers), then the float
+  // initializers, which are the weights.
+  llvm::StringMap<const ::onnx::TensorProto *> initializers;
+  for (const auto &init : graph.initializer())
+    initializers[init.name()] = &init;
+
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  SmallVector<bool> argIsParam;
+  bool ok = true;
+  SmallVector<::onnx::TensorProto> constantInputs;
+  for (const auto &input : graph.input()) {
+    if (initializers.count(input.name()))
+      continue;
+    Location loc = NameLoc::get(b.getStringAttr(input.name()), fileLoc);
+    auto constant = options.constantInputs.find(input.name());
+    if (constant != options.constantInputs.end()) {
+      FailureOr<::onnx::TensorProto> tensor =
+          readTensorFile(constant->second, input.name(), loc);
+      if (failed(tensor)) {
+        ok = false;
+        continue;
+      }
+      constantInputs.push_back(std::move(*tensor));
+      continue;
+    }
+    FailureOr<Type> type = valueType(input.type(), loc,
+                                     "input '" + input.name() + "'",
+                                     /*requireStatic=*/true);
+    if (failed(type) || isa<UnrankedTensorType>(*type)) {
+      if (succeeded(type))
+        error(loc) << "input '" << input.name()
+                   << "' has no declared shape; give it with --input-shape";
+      ok = false;
+      continue;
+    }
+    argTypes.push_back(*type);
+    argNames.push_back(input.name());
+    argIsParam.push_back(false);
+  }
+  SmallVector<const ::onnx::TensorProto *> constants;
+  for (const auto &init : graph.initializer()) {
+    Location loc = NameLoc::get(b.getStringAttr(init.name()), fileLoc);
+    FailureOr<Type> elem = elementType(
+        init.data_type(), loc, "initializer '" + init.name() + "'");
+    if (failed(elem)) {
+      ok = false;
+      continue;
+    }
+    SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
+    auto type = RankedTensorType::get(shape, *elem);
+    if (!isa<FloatType>(*elem) ||
+        type.getNumElements() <= options.maxConstantFloatElements) {
+      constants.push_back(&init);
+      continue;
+    }
+    if (init.data_location() == ::onnx::TensorProto::EXTERNAL &&
+        failed(readExternal(init,
+                            type.getNumElements() *
+                                (elem->getIntOrFloatBitWidth() / 8),
+                            /*readData=*/false, loc))) {
+      ok = false;
+      continue;
+    }
+    argTypes.push_back(type);
+    argNames.push_back(init.name());
+    argIsParam.push_back(true);
+  }
+  if (!ok)
+    return nullptr;
+
+  SmallVector<Type> resultTypes;
+  for (const auto &output : graph.output()) {
+    Location loc = NameLoc::get(b.getStringAttr(output.name()), fileLoc);
+    FailureOr<Type> type =
+        output.has_type()
+            ? valueType(output.type(), loc, "output '" + output.name() + "'",
+                        /*requireStatic=*/false)
+            : FailureOr<Type>(b.getNoneType());
+    if (failed(type))
+      return nullptr;
+    resultTypes.push_back(*type);
+  }
+
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(builder, fileLoc, "main",
+                                   b.getFunctionType(argTypes, resultTypes));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "onnx.name", b.getStringAttr(name));
+    if (argIsParam[i])
+      func.setArgAttr(i, "onnx.param", b.getUnitAttr());
+    values[name] = entry->getArgument(i);
+  }
+  builder.setInsertionPointToStart(entry);
+  for (const ::onnx::TensorProto &tensor : constantInputs)
+    constants.push_back(&tensor);
+  for (const ::onnx::TensorProto *init : constants) {
+    Location loc = NameLoc::get(b.getStringAttr(init->name()), fileLoc);
+    FailureOr<ElementsAttr> value = tensorValue(*init, loc);
+    if (failed(value))
+      return nullptr;
+    values[init->name()] = ConstantOp::create(builder, loc, *value);
+  }
+  if (failed(importNodes(graph)))
+    return nullptr;
+
+  SmallVector<Value> results;
+  for (auto [i, output] : llvm::enumerate(graph.output())) {
+    auto it = values.find(output.name());
+    if (it == values.end()) {
+      error() << "graph output '" << output.name()
+              << "' is not produced by any node, input or initializer";
+      return nullptr;
+    }
+    results.push_back(it->second);
+    func.setResultAttr(i, "onnx.name", b.getStringAttr(output.name()));
+  }
+  // A declared output type that disagrees with its producer (e.g. a graph
+  // input passed through) takes the producer's type.
+  func.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func::ReturnOp::create(builder, fileLoc, results);
+
+  if (failed(verify(module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace
+
+llvm::Error mlir::ztc::onnx::parseInputShape(StringRef text,
+                                             ImportOptions &options) {
+  auto [name, dims] = text.split('=');
+  if (name.empty() || !text.contains('='))
+    return llvm::createStringError(
+        "--input-shape expects NAME=D0xD1x... (e.g. x=8x64), got '" + text +
+        "'");
+  SmallVector<int64_t> shape;
+  if (!dims.empty()) {
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef part : parts) {
+      int64_t size;
+      if (part.getAsInteger(10, size) || size < 0)
+        return llvm::createStringError("--input-shape " + text +
+                                       ": '" + part +
+                                       "' is not a dimension size");
+      shape.push_back(size);
+    }
+  }
+  options.inputShapes[name] = std::move(shape);
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::ztc::onnx::parseConstantInput(StringRef text,
+                                                ImportOptions &options) {
+  auto [name, path] = text.split('=');
+  if (name.empty() || path.empty())
+    return llvm::createStringError(
+        "--constant-input expects NAME=FILE.pb, got '" + text + "'");
+  options.constantInputs[name] = path.str();
+  return llvm::Error::success();
+}
+
+OwningOpRef<ModuleOp> mlir::ztc::onnx::importOnnxBytes(
+    MLIRContext &context, StringRef bytes, StringRef displayName,
+    StringRef baseDir, const ImportOptions &options) {
+  ::onnx::ModelProto model;
+  // The text format starts with its `<ir_version: ..., opset_import: ...>`
+  // header, perhaps after `#` comment lines; anything else must be a binary
+  // protobuf.
+  StringRef trimmed = bytes.ltrim();
+  while (trimmed.starts_with("#"))
+    trimmed = trimmed.split('\n').second.ltrim();
+  if (trimmed.starts_with("<")) {
+    std::string text = bytes.str();
+    auto status = ::onnx::OnnxParser::Parse(model, text.c_str());
+    if (!status.IsOK()) {
+      emitError(FileLineColLoc::get(&context, displayName, 0, 0))
+          << "cannot parse ONNX text: "
+          << status.ErrorMessage();
+      return nullptr;
+    }
+  } else if (bytes.empty() ||
+             !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+             !model.has_graph()) {
+    emitError(FileLineColLoc::get(&context, displayName, 0, 0))
+        << "not a valid ONNX model (truncated, or not an ONNX file)";
+    return nullptr;
+  }
+  ModelImporter importer(context, displayName, baseDir, options);
+  return importer.import(model);
+}
+
+OwningOpRef<ModuleOp>
+mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
+                                const ImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot read: " << buffer.getError().message();
+    return nullptr;
+  }
+  if (static_cast<uint64_t>((*buffer)->getBufferSize()) > INT32_MAX) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "models over 2 GB must keep their weights as external "
+        << "data";
+    return nullptr;
+  }
+  return importOnnxBytes(context, (*buffer)->getBuffer(), path,
+                         llvm::sys::path::parent_path(path), options);
+}

@@ -1,0 +1,59 @@
+//===- Importer.h - ONNX protobuf to onnx dialect -----------------*- C++ -*-===//
+//
+// Reads an ONNX model (binary protobuf or the ONNX text format) and builds a
+// module holding one `func.func @main` in the onnx dialect. Weights are never
+// copied: float initializers become function arguments named after them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_DIALECTS_ONNX_IMPORT_IMPORTER_H
+#define ZTC_DIALECTS_ONNX_IMPORT_IMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+
+namespace mlir::ztc::onnx {
+
+/// Options that shape an import.
+struct ImportOptions {
+  /// Static shapes for graph inputs, by ONNX name; they bind dynamic (or
+  /// symbolic) dimensions. Symbolic names bound this way also bind the same
+  /// names in other inputs and outputs.
+  llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Graph inputs to specialize as constants, by ONNX name, each read from
+  /// a serialized TensorProto file (the ONNX test-data format). Inputs that
+  /// determine shapes (Reshape targets, axes, ...) must be constants.
+  llvm::StringMap<std::string> constantInputs;
+  /// Float initializers with at most this many elements become constants
+  /// (they are scalars such as a 1/sqrt(d) factor, not weights).
+  int64_t maxConstantFloatElements = 1;
+};
+
+/// Parses a `--input-shape` value `NAME=D0xD1x...` (rank 0: `NAME=`) into
+/// `options`. Returns an error message on malformed text.
+llvm::Error parseInputShape(llvm::StringRef text, ImportOptions &options);
+
+/// Parses a `--constant-input` value `NAME=FILE.pb` into `options`.
+llvm::Error parseConstantInput(llvm::StringRef text, ImportOptions &options);
+
+/// Imports the model at `path`. Emits diagnostics on `context` and returns
+/// null on failure; the caller sees every problem found, not just the first.
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context,
+                                     llvm::StringRef path,
+                                     const ImportOptions &options);
+
+/// Imports a model given as bytes (binary protobuf or text format);
+/// `displayName` names it in diagnostics and `baseDir` resolves external data.
+OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &context,
+                                      llvm::StringRef bytes,
+                                      llvm::StringRef displayName,
+                                      llvm::StringRef baseDir,
+                                      const ImportOptions &options);
+
+} // namespace mlir::ztc::onnx
+
+#endif // ZTC_DIALECTS_ONNX_IMPORT_IMPORTER_H

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Generates the small example models (mlp, cnn, gpt) into DIR
+# (default: examples/onnx/models). Usage: examples/onnx/make_all.sh [DIR]
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+OUT="${1:-$HERE/models}"
+PY="$ROOT/.venv/bin/python"
+[[ -x "$PY" ]] || { echo "make_all.sh: run scripts/setup.sh first" >&2; exit 1; }
+for name in mlp cnn gpt; do
+  "$PY" "$HERE/make_$name.py" --out "$OUT" --quiet
+done

@@ -1,0 +1,186 @@
+//===- ElementwiseOps.cpp - elementwise ONNX operators to nn ------*- C++ -*-===//
+//
+// Converters for ONNX's elementwise operators: arithmetic with numpy
+// broadcasting, comparisons, logic, activations, casts and pass-throughs.
+// Versions before broadcasting became implicit (opset 7) are not handled.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/OnnxToNN/NodeConverter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::ztc;
+using namespace mlir::ztc::onnx_to_nn;
+
+namespace {
+
+template <typename OpTy>
+LogicalResult convertUnary(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  return produce(results, ctx.create<OpTy>(ctx.input(0)));
+}
+
+template <typename OpTy>
+LogicalResult convertBinary(NodeContext &ctx,
+                            SmallVectorImpl<Value> &results) {
+  return produce(results, ctx.create<OpTy>({ctx.input(0), ctx.input(1)}));
+}
+
+/// Min and Max take any number of inputs: fold them left to right.
+template <typename OpTy>
+LogicalResult convertVariadic(NodeContext &ctx,
+                              SmallVectorImpl<Value> &results) {
+  Value acc = ctx.input(0);
+  for (unsigned i = 1, e = ctx.node.getInputs().size(); acc && i < e; ++i)
+    acc = ctx.create<OpTy>({acc, ctx.input(i)});
+  return produce(results, acc);
+}
+
+LogicalResult convertPow(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  // ONNX lets the exponent have its own type; nn.pow wants the base's.
+  Value exponent = ctx.castTo(ctx.input(1), ctx.inputType(0).getElementType());
+  if (!exponent)
+    return failure();
+  return produce(results, ctx.create<nn::PowOp>({ctx.input(0), exponent}));
+}
+
+LogicalResult convertLeakyRelu(NodeContext &ctx,
+                               SmallVectorImpl<Value> &results) {
+  return produce(results,
+                 ctx.create<nn::LeakyReluOp>(
+                     ctx.input(0), {ctx.f64Attr("alpha", ctx.floatAttr(
+                                                             "alpha", 0.01))}));
+}
+
+LogicalResult convertGelu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  std::string approximate = ctx.stringAttr("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return ctx.error() << "approximate must be \"none\" or \"tanh\", got \""
+                       << approximate << "\"";
+  return produce(results, ctx.create<nn::GeluOp>(
+                              ctx.input(0),
+                              {ctx.attr("approximate",
+                                        ctx.b.getStringAttr(approximate))}));
+}
+
+/// Clip is max(min(x, hi), lo); bounds are inputs from opset 11 and
+/// attributes before.
+LogicalResult convertClip(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  Value x = ctx.input(0);
+  Type elem = ctx.inputType(0).getElementType();
+  Value lo, hi;
+  if (ctx.since < 11) {
+    if (ctx.hasAttr("min"))
+      lo = ctx.scalar(elem, ctx.floatAttr("min", 0));
+    if (ctx.hasAttr("max"))
+      hi = ctx.scalar(elem, ctx.floatAttr("max", 0));
+  } else {
+    lo = ctx.input(1);
+    hi = ctx.input(2);
+  }
+  if (lo && !(x = ctx.create<nn::MaxOp>({x, lo})))
+    return failure();
+  if (hi && !(x = ctx.create<nn::MinOp>({x, hi})))
+    return failure();
+  return produce(results, x);
+}
+
+LogicalResult convertWhere(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  return produce(results, ctx.create<nn::WhereOp>(
+                              {ctx.input(0), ctx.input(1), ctx.input(2)}));
+}
+
+LogicalResult convertCast(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  int64_t to = ctx.intAttr("to", 0);
+  Type elem = onnxElementType(ctx.b.getContext(), to);
+  if (!elem)
+    return ctx.error() << "unsupported element type: cannot cast to ONNX "
+                          "data type "
+                       << to
+                       << " (supported: float, double, float16, bfloat16, "
+                          "int64, int32, int8, bool)";
+  return produce(results, ctx.castTo(ctx.input(0), elem));
+}
+
+LogicalResult convertCastLike(NodeContext &ctx,
+                              SmallVectorImpl<Value> &results) {
+  return produce(results,
+                 ctx.castTo(ctx.input(0), ctx.inputType(1).getElementType()));
+}
+
+LogicalResult convertIdentity(NodeContext &ctx,
+                              SmallVectorImpl<Value> &results) {
+  return produce(results, ctx.input(0));
+}
+
+/// Dropout is the identity in inference; a training-mode Dropout with a
+/// non-zero ratio needs random masks, which the training step provides.
+LogicalResult convertDropout(NodeContext &ctx,
+                             SmallVectorImpl<Value> &results) {
+  bool training = false;
+  if (ctx.since >= 12) {
+    if (ctx.input(2)) {
+      DenseElementsAttr mode = ctx.constantInput(2);
+      if (!mode)
+        return ctx.error() << "training_mode must be a constant";
+      training = mode.getSplatValue<bool>();
+    }
+    if (training && ctx.input(1)) {
+      DenseElementsAttr ratio = ctx.constantInput(1);
+      if (ratio && ratio.getSplatValue<APFloat>().isZero())
+        training = false;
+    }
+  } else if (ctx.since < 7) {
+    training = ctx.intAttr("is_test", 0) == 0;
+  }
+  if (training)
+    return ctx.error() << "training-mode Dropout is not supported; export "
+                          "the model in eval mode";
+  if (failed(produce(results, ctx.input(0))))
+    return failure();
+  // Without dropping, the mask keeps everything.
+  if (ctx.outputUsed(1)) {
+    auto maskType = ctx.inputType(0).clone(ctx.b.getI1Type());
+    results.push_back(arith::ConstantOp::create(
+        ctx.b, ctx.loc, DenseElementsAttr::get(maskType, true)));
+  }
+  return success();
+}
+
+} // namespace
+
+void onnx_to_nn::addElementwiseConverters(ConverterRegistry &registry) {
+  registry.addSince("Add", 7, convertBinary<nn::AddOp>);
+  registry.addSince("Sub", 7, convertBinary<nn::SubOp>);
+  registry.addSince("Mul", 7, convertBinary<nn::MulOp>);
+  registry.addSince("Div", 7, convertBinary<nn::DivOp>);
+  registry.addSince("Pow", 7, convertPow);
+  registry.addSince("Max", 8, convertVariadic<nn::MaxOp>);
+  registry.addSince("Min", 8, convertVariadic<nn::MinOp>);
+  registry.addSince("Equal", 7, convertBinary<nn::EqualOp>);
+  registry.addSince("Less", 7, convertBinary<nn::LessOp>);
+  registry.addSince("Greater", 7, convertBinary<nn::GreaterOp>);
+  registry.addSince("And", 7, convertBinary<nn::AndOp>);
+  registry.addSince("Or", 7, convertBinary<nn::OrOp>);
+  registry.addSince("Not", 1, convertUnary<nn::NotOp>);
+  registry.addSince("Neg", 6, convertUnary<nn::NegOp>);
+  registry.addSince("Exp", 6, convertUnary<nn::ExpOp>);
+  registry.addSince("Log", 6, convertUnary<nn::LogOp>);
+  registry.addSince("Tanh", 6, convertUnary<nn::TanhOp>);
+  registry.addSince("Sigmoid", 6, convertUnary<nn::SigmoidOp>);
+  registry.addSince("Relu", 6, convertUnary<nn::ReluOp>);
+  registry.addSince("Sqrt", 6, convertUnary<nn::SqrtOp>);
+  registry.addSince("Reciprocal", 6, convertUnary<nn::ReciprocalOp>);
+  registry.addSince("Erf", 9, convertUnary<nn::ErfOp>);
+  registry.addSince("Abs", 6, convertUnary<nn::AbsOp>);
+  registry.addSince("Softplus", 1, convertUnary<nn::SoftplusOp>);
+  registry.addSince("LeakyRelu", 6, convertLeakyRelu);
+  registry.addSince("Gelu", 20, convertGelu);
+  registry.addSince("Clip", 6, convertClip);
+  registry.addSince("Where", 9, convertWhere);
+  registry.addSince("Cast", 6, convertCast);
+  registry.addSince("CastLike", 15, convertCastLike);
+  registry.addSince("Identity", 1, convertIdentity);
+  registry.addSince("Dropout", 7, convertDropout);
+}

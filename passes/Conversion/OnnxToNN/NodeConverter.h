@@ -1,0 +1,181 @@
+//===- NodeConverter.h - converters from ONNX nodes to nn ---------*- C++ -*-===//
+//
+// The conversion to `nn` is a table of converters keyed by (op type,
+// since-version). A converter sees one `onnx.node` through a NodeContext,
+// whose operands are already `nn` values with static shapes, and returns the
+// values that replace the node's outputs. Converters live in one file per
+// family of operators (elementwise, neural, shape).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_PASSES_CONVERSION_ONNXTONN_NODECONVERTER_H
+#define ZTC_PASSES_CONVERSION_ONNXTONN_NODECONVERTER_H
+
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/Onnx/IR/OnnxOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::ztc::onnx_to_nn {
+
+/// What a converter sees of the node it converts.
+class NodeContext {
+public:
+  NodeContext(onnx::NodeOp node, OpBuilder &builder, int64_t sinceVersion);
+
+  /// Mutable: ODS accessors are non-const.
+  mutable onnx::NodeOp node;
+  OpBuilder &b;
+  Location loc;
+  /// The operator's since-version this node resolved to.
+  int64_t since;
+
+  /// Input `i`, or null when the node omits it (absent or `onnx.none`).
+  Value input(unsigned i) const;
+  /// Type of input `i`; the input must be present.
+  RankedTensorType inputType(unsigned i) const;
+  /// Rank of input `i`; the input must be present.
+  int64_t rank(unsigned i) const { return inputType(i).getRank(); }
+  /// Input `i` as a constant, or null when it is not (yet) constant.
+  DenseElementsAttr constantInput(unsigned i) const;
+  /// Integer values of constant input `i`; reports an error naming `what`
+  /// when the input is missing or not constant.
+  FailureOr<SmallVector<int64_t>> constantInts(unsigned i, StringRef what);
+  /// Whether output `i` exists and is used.
+  bool outputUsed(unsigned i) const;
+
+  /// ONNX attributes, with defaults.
+  bool hasAttr(StringRef name) const;
+  int64_t intAttr(StringRef name, int64_t otherwise) const;
+  double floatAttr(StringRef name, double otherwise) const;
+  std::string stringAttr(StringRef name, StringRef otherwise) const;
+  std::optional<SmallVector<int64_t>> intsAttr(StringRef name) const;
+
+  /// Starts an error at the node, prefixed with its name, op type and opset.
+  InFlightDiagnostic error();
+
+  /// Normalizes a possibly negative `axis` for `rank`, reporting an error
+  /// naming `what` when it is out of range.
+  FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
+                                   StringRef what = "axis");
+
+  /// Builds an `nn` op whose result types are inferred, folding it when its
+  /// operands are constant. Shape errors found by inference become errors at
+  /// the node instead of crashes; the result is null then.
+  template <typename OpTy>
+  Value create(ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
+    SmallVector<Type> types;
+    if (failed(inferTypes(OpTy::getOperationName(), operands, attrs, types,
+                          [&](std::optional<Location> at, DictionaryAttr dict,
+                              SmallVectorImpl<Type> &out) {
+                            return OpTy::inferReturnTypes(
+                                b.getContext(), at, operands, dict,
+                                /*properties=*/nullptr, /*regions=*/{}, out);
+                          })))
+      return nullptr;
+    return createWithTypes<OpTy>(types, operands, attrs);
+  }
+
+  /// Builds an `nn` op with explicit result types (reshape, cast), folding it
+  /// when possible; the verifier's complaints become errors at the node.
+  template <typename OpTy>
+  Value createWithTypes(TypeRange types, ValueRange operands,
+                        ArrayRef<NamedAttribute> attrs = {}) {
+    SmallVector<Value, 1> results;
+    b.createOrFold<OpTy>(results, loc, types, operands, attrs);
+    if (failed(verifyCreated(results.front())))
+      return nullptr;
+    return results.front();
+  }
+
+  /// Named attribute helpers for building ops.
+  NamedAttribute attr(StringRef name, Attribute value) {
+    return b.getNamedAttr(name, value);
+  }
+  NamedAttribute i64Attr(StringRef name, int64_t value) {
+    return attr(name, b.getI64IntegerAttr(value));
+  }
+  NamedAttribute f64Attr(StringRef name, double value) {
+    return attr(name, b.getF64FloatAttr(value));
+  }
+  NamedAttribute boolAttr(StringRef name, bool value) {
+    return attr(name, b.getBoolAttr(value));
+  }
+  NamedAttribute i64ArrayAttr(StringRef name, ArrayRef<int64_t> value) {
+    return attr(name, b.getDenseI64ArrayAttr(value));
+  }
+
+  /// Common building blocks.
+  Value reshape(Value value, ArrayRef<int64_t> shape);
+  Value scalar(Type elementType, double value);
+  Value castTo(Value value, Type elementType);
+
+private:
+  LogicalResult
+  inferTypes(StringRef opName, ValueRange operands,
+             ArrayRef<NamedAttribute> attrs, SmallVectorImpl<Type> &types,
+             function_ref<LogicalResult(std::optional<Location>,
+                                        DictionaryAttr,
+                                        SmallVectorImpl<Type> &)>
+                 infer);
+  LogicalResult verifyCreated(Value result);
+  std::string prefix() const;
+};
+
+/// Appends `value` to a converter's results; a null value means the
+/// converter already reported an error.
+inline LogicalResult produce(SmallVectorImpl<Value> &results, Value value) {
+  results.push_back(value);
+  return success(value != nullptr);
+}
+
+/// A converter fills `results` with one value per node output (null for
+/// outputs that are not produced) or reports an error and fails.
+using ConvertFn = LogicalResult (*)(NodeContext &ctx,
+                                    SmallVectorImpl<Value> &results);
+
+/// Converters by op type and since-version.
+class ConverterRegistry {
+public:
+  /// Registers `fn` for every listed since-version of `opType`.
+  void add(StringRef opType, std::initializer_list<int64_t> sinceVersions,
+           ConvertFn fn);
+  /// Registers `fn` for every since-version of `opType` from `firstSince`
+  /// on, for operators whose later versions only widened their types.
+  void addSince(StringRef opType, int64_t firstSince, ConvertFn fn);
+  /// The converter for `opType` at `sinceVersion`, or null.
+  ConvertFn lookup(StringRef opType, int64_t sinceVersion) const;
+  /// Every op type with at least one converter, sorted.
+  SmallVector<StringRef> opTypes() const;
+
+  /// The registry holding every converter ztc has.
+  static const ConverterRegistry &get();
+
+private:
+  llvm::StringMap<llvm::DenseMap<int64_t, ConvertFn>> converters;
+};
+
+/// Every since-version of default-domain `opType` (empty if unknown).
+ArrayRef<int64_t> onnxSinceVersions(StringRef opType);
+
+/// Maps an ONNX TensorProto data type to an element type, or null.
+Type onnxElementType(MLIRContext *context, int64_t dataType);
+
+/// The since-version of `opType` in effect at default-domain `opset`, or
+/// nothing when ONNX defines no such operator at that opset.
+std::optional<int64_t> resolveSinceVersion(StringRef opType, int64_t opset);
+
+void addElementwiseConverters(ConverterRegistry &registry);
+void addNeuralConverters(ConverterRegistry &registry);
+void addShapeConverters(ConverterRegistry &registry);
+
+} // namespace mlir::ztc::onnx_to_nn
+
+#endif // ZTC_PASSES_CONVERSION_ONNXTONN_NODECONVERTER_H

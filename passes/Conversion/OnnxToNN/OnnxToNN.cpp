@@ -1,0 +1,447 @@
+//===- OnnxToNN.cpp - the ztc-convert-onnx-to-nn pass -------------*- C++ -*-===//
+//
+// Drives the converters of NodeConverter.h over one function: resolves each
+// node's since-version, reports every node without a converter at once, then
+// converts in graph order so each converter sees static operand types.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/OnnxToNN/NodeConverter.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_CONVERTONNXTONNPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+using namespace mlir::ztc::onnx_to_nn;
+
+//===----------------------------------------------------------------------===//
+// Since-version resolution
+//===----------------------------------------------------------------------===//
+
+ArrayRef<int64_t> onnx_to_nn::onnxSinceVersions(StringRef opType) {
+  static const llvm::StringMap<SmallVector<int64_t>> history = [] {
+    llvm::StringMap<SmallVector<int64_t>> table;
+#define ZTC_ONNX_OP(name, ...) table[#name] = SmallVector<int64_t> __VA_ARGS__;
+#include "passes/Conversion/OnnxToNN/OnnxOpVersions.inc"
+#undef ZTC_ONNX_OP
+    return table;
+  }();
+  auto it = history.find(opType);
+  return it == history.end() ? ArrayRef<int64_t>() : it->second;
+}
+
+std::optional<int64_t> onnx_to_nn::resolveSinceVersion(StringRef opType,
+                                                       int64_t opset) {
+  std::optional<int64_t> since;
+  for (int64_t version : onnxSinceVersions(opType))
+    if (version <= opset)
+      since = version;
+  return since;
+}
+
+Type onnx_to_nn::onnxElementType(MLIRContext *context, int64_t dataType) {
+  Builder b(context);
+  switch (dataType) {
+  case 1: // FLOAT
+    return b.getF32Type();
+  case 3: // INT8
+    return b.getI8Type();
+  case 6: // INT32
+    return b.getI32Type();
+  case 7: // INT64
+    return b.getI64Type();
+  case 9: // BOOL
+    return b.getI1Type();
+  case 10: // FLOAT16
+    return b.getF16Type();
+  case 11: // DOUBLE
+    return b.getF64Type();
+  case 16: // BFLOAT16
+    return b.getBF16Type();
+  default:
+    return nullptr;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// ConverterRegistry
+//===----------------------------------------------------------------------===//
+
+void ConverterRegistry::add(StringRef opType,
+                            std::initializer_list<int64_t> sinceVersions,
+                            ConvertFn fn) {
+  for (int64_t version : sinceVersions)
+    converters[opType][version] = fn;
+}
+
+void ConverterRegistry::addSince(StringRef opType, int64_t firstSince,
+                                 ConvertFn fn) {
+  for (int64_t version : onnxSinceVersions(opType))
+    if (version >= firstSince)
+      converters[opType][version] = fn;
+}
+
+ConvertFn ConverterRegistry::lookup(StringRef opType,
+                                    int64_t sinceVersion) const {
+  auto it = converters.find(opType);
+  if (it == converters.end())
+    return nullptr;
+  return it->second.lookup(sinceVersion);
+}
+
+SmallVector<StringRef> ConverterRegistry::opTypes() const {
+  SmallVector<StringRef> names;
+  for (const auto &entry : converters)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  return names;
+}
+
+const ConverterRegistry &ConverterRegistry::get() {
+  static const ConverterRegistry registry = [] {
+    ConverterRegistry r;
+    addElementwiseConverters(r);
+    addNeuralConverters(r);
+    addShapeConverters(r);
+    return r;
+  }();
+  return registry;
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+NodeContext::NodeContext(onnx::NodeOp node, OpBuilder &builder,
+                         int64_t sinceVersion)
+    : node(node), b(builder), loc(node.getLoc()), since(sinceVersion) {}
+
+Value NodeContext::input(unsigned i) const {
+  if (i >= node.getInputs().size())
+    return nullptr;
+  Value value = node.getInputs()[i];
+  return isa<NoneType>(value.getType()) ? nullptr : value;
+}
+
+RankedTensorType NodeContext::inputType(unsigned i) const {
+  return cast<RankedTensorType>(input(i).getType());
+}
+
+DenseElementsAttr NodeContext::constantInput(unsigned i) const {
+  Value value = input(i);
+  DenseElementsAttr attr;
+  if (value && matchPattern(value, m_Constant(&attr)))
+    return attr;
+  return nullptr;
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
+                                                          StringRef what) {
+  DenseElementsAttr attr = constantInput(i);
+  if (!attr || !isa<IntegerType>(attr.getElementType())) {
+    error() << what << " (input " << i
+            << ") must be a constant integer tensor once input shapes are "
+               "static";
+    return failure();
+  }
+  SmallVector<int64_t> values;
+  for (const APInt &v : attr.getValues<APInt>())
+    values.push_back(v.getSExtValue());
+  return values;
+}
+
+bool NodeContext::outputUsed(unsigned i) const {
+  return i < node.getNumResults() && !node.getResult(i).use_empty();
+}
+
+bool NodeContext::hasAttr(StringRef name) const {
+  return static_cast<bool>(node.getAttrs().get(name));
+}
+
+int64_t NodeContext::intAttr(StringRef name, int64_t otherwise) const {
+  if (auto attr = dyn_cast_or_null<IntegerAttr>(node.getAttrs().get(name)))
+    return attr.getInt();
+  return otherwise;
+}
+
+double NodeContext::floatAttr(StringRef name, double otherwise) const {
+  if (auto attr = dyn_cast_or_null<FloatAttr>(node.getAttrs().get(name)))
+    return attr.getValueAsDouble();
+  return otherwise;
+}
+
+std::string NodeContext::stringAttr(StringRef name, StringRef otherwise) const {
+  if (auto attr = dyn_cast_or_null<StringAttr>(node.getAttrs().get(name)))
+    return attr.str();
+  return otherwise.str();
+}
+
+std::optional<SmallVector<int64_t>>
+NodeContext::intsAttr(StringRef name) const {
+  auto attr = dyn_cast_or_null<ArrayAttr>(node.getAttrs().get(name));
+  if (!attr)
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (Attribute element : attr)
+    values.push_back(cast<IntegerAttr>(element).getInt());
+  return values;
+}
+
+std::string NodeContext::prefix() const {
+  std::string name;
+  if (auto nameLoc = dyn_cast<NameLoc>(loc))
+    name = "node '" + nameLoc.getName().str() + "' ";
+  return name + "(" + node.getOpType().str() + ", opset " +
+         std::to_string(node.getOpset()) + "): ";
+}
+
+InFlightDiagnostic NodeContext::error() {
+  return emitError(loc) << prefix();
+}
+
+FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
+                                              StringRef what) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    error() << what << " " << axis << " is out of range for rank " << rank;
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Runs `fn` while collecting the diagnostics it emits into one string.
+static std::string captureDiagnostics(MLIRContext *context,
+                                      function_ref<void()> fn) {
+  std::string messages;
+  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
+    if (!messages.empty())
+      messages += "; ";
+    messages += diag.str();
+    return success();
+  });
+  fn();
+  return messages;
+}
+
+LogicalResult NodeContext::inferTypes(
+    StringRef opName, ValueRange operands, ArrayRef<NamedAttribute> attrs,
+    SmallVectorImpl<Type> &types,
+    function_ref<LogicalResult(std::optional<Location>, DictionaryAttr,
+                               SmallVectorImpl<Type> &)>
+        infer) {
+  LogicalResult result = success();
+  std::string messages = captureDiagnostics(b.getContext(), [&] {
+    result = infer(loc, b.getDictionaryAttr(attrs), types);
+  });
+  if (succeeded(result))
+    return success();
+  InFlightDiagnostic diag = error() << "cannot build " << opName;
+  if (!messages.empty())
+    diag << ": " << messages;
+  return failure();
+}
+
+LogicalResult NodeContext::verifyCreated(Value result) {
+  Operation *op = result.getDefiningOp();
+  if (!op || !isa<nn::NNDialect>(op->getDialect()))
+    return success();
+  LogicalResult verified = success();
+  std::string messages = captureDiagnostics(
+      b.getContext(), [&] { verified = verify(op, /*verifyRecursively=*/false); });
+  if (succeeded(verified))
+    return success();
+  error() << messages;
+  op->erase();
+  return failure();
+}
+
+Value NodeContext::reshape(Value value, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  return createWithTypes<nn::ReshapeOp>(
+      RankedTensorType::get(shape, type.getElementType()), value);
+}
+
+Value NodeContext::scalar(Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute attr;
+  if (isa<FloatType>(elementType))
+    attr = DenseElementsAttr::get(type, b.getFloatAttr(elementType, value));
+  else
+    attr = DenseElementsAttr::get(
+        type, b.getIntegerAttr(elementType, static_cast<int64_t>(value)));
+  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(attr));
+}
+
+Value NodeContext::castTo(Value value, Type elementType) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == elementType)
+    return value;
+  return createWithTypes<nn::CastOp>(type.clone(elementType), value);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Why a node cannot be converted, or nothing when it can.
+std::optional<std::string> whyUnsupported(onnx::NodeOp node,
+                                          const ConverterRegistry &registry,
+                                          int64_t &since) {
+  if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")
+    return "domain '" + node.getDomain().str() + "'";
+  for (NamedAttribute attr : node.getAttrs())
+    if (auto text = dyn_cast<StringAttr>(attr.getValue()))
+      if (text.getValue().starts_with("<unsupported "))
+        return "attribute '" + attr.getName().str() + "' " + text.str();
+  std::optional<int64_t> resolved =
+      resolveSinceVersion(node.getOpType(), node.getOpset());
+  if (!resolved)
+    return std::string("not an ONNX operator at this opset");
+  since = *resolved;
+  if (registry.lookup(node.getOpType(), since))
+    return std::nullopt;
+  if (llvm::is_contained(registry.opTypes(), node.getOpType()))
+    return "unsupported opset version: since-version " + std::to_string(since);
+  return std::string();
+}
+
+/// What the nn dialect computes with, for messages.
+constexpr const char *kSupportedTypes =
+    "nn supports f32, f64, f16, bf16, i64, i32, i8 and i1";
+
+bool isSupportedElementType(Type type) {
+  return type.isF32() || type.isF64() || type.isF16() || type.isBF16() ||
+         type.isSignlessInteger(64) || type.isSignlessInteger(32) ||
+         type.isSignlessInteger(8) || type.isSignlessInteger(1);
+}
+
+std::string nodeName(Operation *op) {
+  if (auto nameLoc = dyn_cast<NameLoc>(op->getLoc()))
+    return nameLoc.getName().str();
+  return "<unnamed>";
+}
+
+struct ConvertOnnxToNNPass
+    : public ztc::impl::ConvertOnnxToNNPassBase<ConvertOnnxToNNPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    const ConverterRegistry &registry = ConverterRegistry::get();
+
+    // 1. Resolve every node; list all unsupported ones in one error.
+    SmallVector<std::pair<onnx::NodeOp, int64_t>> nodes;
+    // Op type (with why) -> node names, in order of first appearance.
+    SmallVector<std::pair<std::string, SmallVector<std::string>>> unsupported;
+    llvm::StringMap<unsigned> unsupportedIndex;
+    Operation *firstUnsupported = nullptr;
+    func.walk([&](onnx::NodeOp node) {
+      int64_t since = 0;
+      std::optional<std::string> why = whyUnsupported(node, registry, since);
+      if (!why) {
+        nodes.emplace_back(node, since);
+        return;
+      }
+      std::string key = node.getOpType().str() + " (opset " +
+                        std::to_string(node.getOpset()) +
+                        (why->empty() ? "" : ", " + *why) + ")";
+      auto [slot, inserted] =
+          unsupportedIndex.try_emplace(key, unsupported.size());
+      if (inserted)
+        unsupported.emplace_back(key, SmallVector<std::string>());
+      unsupported[slot->second].second.push_back("'" + nodeName(node) + "'");
+      if (!firstUnsupported)
+        firstUnsupported = node;
+    });
+    if (firstUnsupported) {
+      InFlightDiagnostic diag = firstUnsupported->emitError()
+                                << "unsupported ONNX operators: ";
+      bool first = true;
+      for (auto &[key, names] : unsupported) {
+        diag << (first ? "" : "; ") << key << " at node"
+             << (names.size() > 1 ? "s " : " ")
+             << llvm::join(names.begin(),
+                           names.begin() + std::min<size_t>(names.size(), 5),
+                           ", ")
+             << (names.size() > 5
+                     ? " and " + std::to_string(names.size() - 5) + " more"
+                     : "");
+        first = false;
+      }
+      return signalPassFailure();
+    }
+
+    // 2. Constants and absent-input markers first, then nodes in order.
+    OpBuilder builder(func.getContext());
+    func.walk([&](onnx::ConstantOp op) {
+      builder.setInsertionPoint(op);
+      auto constant = arith::ConstantOp::create(
+          builder, op.getLoc(), cast<TypedAttr>(op.getValue()));
+      op.getResult().replaceAllUsesWith(constant);
+      op.erase();
+    });
+    for (auto [node, since] : nodes) {
+      builder.setInsertionPoint(node);
+      if (failed(convertNode(node, since, builder)))
+        return signalPassFailure();
+    }
+    func.walk([&](onnx::NoneOp op) {
+      if (op.use_empty())
+        op.erase();
+    });
+
+    // 3. The signature follows the inferred types.
+    Operation *terminator = func.getBody().back().getTerminator();
+    func.setType(FunctionType::get(func.getContext(),
+                                   func.getArgumentTypes(),
+                                   terminator->getOperandTypes()));
+  }
+
+  LogicalResult convertNode(onnx::NodeOp node, int64_t since,
+                            OpBuilder &builder) {
+    NodeContext ctx(node, builder, since);
+    for (auto [i, value] : llvm::enumerate(node.getInputs())) {
+      if (isa<NoneType>(value.getType()))
+        continue;
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type || !type.hasStaticShape()) {
+        ctx.error() << "input " << i << " has type " << value.getType()
+                    << "; only tensors with static shapes are supported";
+        return failure();
+      }
+      if (!isSupportedElementType(type.getElementType())) {
+        ctx.error() << "input " << i << " has unsupported element type "
+                    << type.getElementType() << " (" << kSupportedTypes
+                    << ")";
+        return failure();
+      }
+    }
+    SmallVector<Value> results;
+    ConvertFn fn = ConverterRegistry::get().lookup(node.getOpType(), since);
+    if (failed(fn(ctx, results)))
+      return failure();
+    results.resize(node.getNumResults());
+    for (auto [i, result] : llvm::enumerate(node.getResults())) {
+      if (result.use_empty())
+        continue;
+      if (!results[i]) {
+        ctx.error() << "output " << i << " is used but not supported";
+        return failure();
+      }
+      result.replaceAllUsesWith(results[i]);
+    }
+    node.erase();
+    return success();
+  }
+};
+
+} // namespace

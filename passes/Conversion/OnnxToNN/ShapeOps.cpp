@@ -1,0 +1,495 @@
+//===- ShapeOps.cpp - shape and data-movement ONNX operators to nn -*- C++ -*-===//
+//
+// Converters for operators that move data or compute shapes. With static
+// input shapes, Shape and Size are constants and the chains PyTorch exports
+// around them (Gather, Unsqueeze, Concat, ...) fold as they are built, so
+// Reshape, Expand and friends see constant shape operands.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/OnnxToNN/NodeConverter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::ztc;
+using namespace mlir::ztc::onnx_to_nn;
+
+namespace {
+
+int64_t product(ArrayRef<int64_t> dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1},
+                         std::multiplies<int64_t>());
+}
+
+/// A constant 1-D i64 tensor.
+Value intsConstant(NodeContext &ctx, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    ctx.b.getI64Type());
+  return arith::ConstantOp::create(ctx.b, ctx.loc,
+                                   DenseIntElementsAttr::get(type, values));
+}
+
+/// Normalizes and checks a list of axes for `rank`.
+FailureOr<SmallVector<int64_t>> normalizeAxes(NodeContext &ctx,
+                                              ArrayRef<int64_t> axes,
+                                              int64_t rank) {
+  SmallVector<int64_t> result;
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> normalized = ctx.normalizeAxis(axis, rank, "axes entry");
+    if (failed(normalized))
+      return failure();
+    if (llvm::is_contained(result, *normalized)) {
+      ctx.error() << "axis " << axis << " is listed twice";
+      return failure();
+    }
+    result.push_back(*normalized);
+  }
+  return result;
+}
+
+/// Axes of Squeeze/Unsqueeze: an attribute before opset 13, an input after.
+FailureOr<std::optional<SmallVector<int64_t>>> readAxes(NodeContext &ctx) {
+  if (ctx.since < 13)
+    return ctx.intsAttr("axes");
+  if (!ctx.input(1))
+    return std::optional<SmallVector<int64_t>>();
+  FailureOr<SmallVector<int64_t>> axes = ctx.constantInts(1, "axes");
+  if (failed(axes))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(*axes);
+}
+
+LogicalResult convertReshape(NodeContext &ctx,
+                             SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> inShape = ctx.inputType(0).getShape();
+  SmallVector<int64_t> shape;
+  if (ctx.since < 5) {
+    shape = ctx.intsAttr("shape").value_or(SmallVector<int64_t>());
+  } else {
+    FailureOr<SmallVector<int64_t>> values = ctx.constantInts(1, "shape");
+    if (failed(values))
+      return failure();
+    shape = *values;
+  }
+  bool allowZero = ctx.intAttr("allowzero", 0) != 0;
+  int64_t inferred = -1, known = 1;
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (dim == 0 && !allowZero) {
+      if (i >= inShape.size())
+        return ctx.error() << "shape entry " << i
+                           << " is 0 (copy) but the input has rank "
+                           << inShape.size();
+      dim = inShape[i];
+    }
+    if (dim == -1) {
+      if (inferred >= 0)
+        return ctx.error() << "shape has more than one -1";
+      inferred = i;
+      continue;
+    }
+    if (dim < 0)
+      return ctx.error() << "shape entry " << i << " is " << dim;
+    known *= dim;
+  }
+  int64_t total = ctx.inputType(0).getNumElements();
+  if (inferred >= 0) {
+    if (known == 0 || total % known != 0)
+      return ctx.error() << "cannot reshape " << ctx.inputType(0)
+                         << " with -1 in the target shape";
+    shape[inferred] = total / known;
+  } else if (known != total) {
+    return ctx.error() << "cannot reshape " << ctx.inputType(0) << " ("
+                       << total << " elements) to " << known << " elements";
+  }
+  return produce(results, ctx.reshape(ctx.input(0), shape));
+}
+
+LogicalResult convertTranspose(NodeContext &ctx,
+                               SmallVectorImpl<Value> &results) {
+  int64_t rank = ctx.rank(0);
+  SmallVector<int64_t> perm = ctx.intsAttr("perm").value_or(
+      llvm::to_vector(llvm::reverse(llvm::seq<int64_t>(0, rank))));
+  return produce(results, ctx.create<nn::TransposeOp>(
+                              ctx.input(0), {ctx.i64ArrayAttr("perm", perm)}));
+}
+
+LogicalResult convertFlatten(NodeContext &ctx,
+                             SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  int64_t rank = shape.size();
+  int64_t axis = ctx.intAttr("axis", 1);
+  if (axis < -rank || axis > rank)
+    return ctx.error() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  return produce(results,
+                 ctx.reshape(ctx.input(0), {product(shape.take_front(axis)),
+                                            product(shape.drop_front(axis))}));
+}
+
+LogicalResult convertSqueeze(NodeContext &ctx,
+                             SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  auto axes = readAxes(ctx);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> drop;
+  if (*axes) {
+    auto normalized = normalizeAxes(ctx, **axes, shape.size());
+    if (failed(normalized))
+      return failure();
+    drop = *normalized;
+    for (int64_t axis : drop)
+      if (shape[axis] != 1)
+        return ctx.error() << "cannot squeeze axis " << axis << " of size "
+                           << shape[axis];
+  } else {
+    for (auto [i, dim] : llvm::enumerate(shape))
+      if (dim == 1)
+        drop.push_back(i);
+  }
+  SmallVector<int64_t> result;
+  for (auto [i, dim] : llvm::enumerate(shape))
+    if (!llvm::is_contained(drop, static_cast<int64_t>(i)))
+      result.push_back(dim);
+  return produce(results, ctx.reshape(ctx.input(0), result));
+}
+
+LogicalResult convertUnsqueeze(NodeContext &ctx,
+                               SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  auto axes = readAxes(ctx);
+  if (failed(axes))
+    return failure();
+  if (!*axes)
+    return ctx.error() << "axes are required";
+  int64_t outRank = shape.size() + (*axes)->size();
+  auto normalized = normalizeAxes(ctx, **axes, outRank);
+  if (failed(normalized))
+    return failure();
+  SmallVector<int64_t> result;
+  const int64_t *next = shape.begin();
+  for (int64_t i = 0; i < outRank; ++i)
+    result.push_back(llvm::is_contained(*normalized, i) ? 1 : *next++);
+  return produce(results, ctx.reshape(ctx.input(0), result));
+}
+
+LogicalResult convertConcat(NodeContext &ctx,
+                            SmallVectorImpl<Value> &results) {
+  if (!ctx.hasAttr("axis"))
+    return ctx.error() << "axis is required";
+  FailureOr<int64_t> axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", 0), ctx.rank(0));
+  if (failed(axis))
+    return failure();
+  SmallVector<Value> inputs;
+  for (unsigned i = 0, e = ctx.node.getInputs().size(); i < e; ++i)
+    inputs.push_back(ctx.input(i));
+  return produce(results, ctx.create<nn::ConcatOp>(
+                              inputs, {ctx.i64Attr("axis", *axis)}));
+}
+
+/// One nn.slice taking `size` elements from `start` along `axis`.
+Value sliceAlong(NodeContext &ctx, Value value, int64_t axis, int64_t start,
+                 int64_t size) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
+      steps(shape.size(), 1);
+  starts[axis] = start;
+  sizes[axis] = size;
+  return ctx.create<nn::SliceOp>(value, {ctx.i64ArrayAttr("starts", starts),
+                                         ctx.i64ArrayAttr("sizes", sizes),
+                                         ctx.i64ArrayAttr("steps", steps)});
+}
+
+LogicalResult convertSplit(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  FailureOr<int64_t> axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", 0), shape.size());
+  if (failed(axis))
+    return failure();
+  int64_t dim = shape[*axis];
+  int64_t outputs = ctx.node.getNumResults();
+  SmallVector<int64_t> sizes;
+  if (ctx.since >= 13 && ctx.input(1)) {
+    FailureOr<SmallVector<int64_t>> values = ctx.constantInts(1, "split");
+    if (failed(values))
+      return failure();
+    sizes = *values;
+  } else if (ctx.since < 13 && ctx.hasAttr("split")) {
+    sizes = *ctx.intsAttr("split");
+  } else {
+    // Equal parts; from opset 18 the last one may be smaller.
+    int64_t parts = ctx.intAttr("num_outputs", outputs);
+    int64_t chunk = (dim + parts - 1) / parts;
+    if (ctx.since < 18 && dim % parts != 0)
+      return ctx.error() << "cannot split size " << dim << " into " << parts
+                         << " equal parts";
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::min(chunk, dim - i * chunk));
+  }
+  if (static_cast<int64_t>(sizes.size()) != outputs ||
+      product(sizes) < 0 ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim)
+    return ctx.error() << "split sizes do not add up to dimension " << *axis
+                       << " (size " << dim << ") over " << outputs
+                       << " outputs";
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    Value part = sliceAlong(ctx, ctx.input(0), *axis, start, size);
+    if (!part)
+      return failure();
+    results.push_back(part);
+    start += size;
+  }
+  return success();
+}
+
+/// Slice with ONNX's clamping rules, normalized to per-dimension start,
+/// size and step.
+LogicalResult convertSlice(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  int64_t rank = shape.size();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (ctx.since < 10) {
+    starts = ctx.intsAttr("starts").value_or(SmallVector<int64_t>());
+    ends = ctx.intsAttr("ends").value_or(SmallVector<int64_t>());
+    axes = ctx.intsAttr("axes").value_or(SmallVector<int64_t>());
+  } else {
+    auto s = ctx.constantInts(1, "starts");
+    auto e = ctx.constantInts(2, "ends");
+    if (failed(s) || failed(e))
+      return failure();
+    starts = *s;
+    ends = *e;
+    if (ctx.input(3)) {
+      auto a = ctx.constantInts(3, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+    if (ctx.input(4)) {
+      auto st = ctx.constantInts(4, "steps");
+      if (failed(st))
+        return failure();
+      steps = *st;
+    }
+  }
+  if (axes.empty())
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, starts.size()));
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return ctx.error() << "starts, ends, axes and steps differ in length";
+  auto normalized = normalizeAxes(ctx, axes, rank);
+  if (failed(normalized))
+    return failure();
+
+  SmallVector<int64_t> outStarts(rank, 0), sizes(shape), outSteps(rank, 1);
+  for (auto [i, axis] : llvm::enumerate(*normalized)) {
+    int64_t dim = shape[axis], step = steps[i];
+    if (step == 0)
+      return ctx.error() << "slice step is 0 on axis " << axis;
+    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t end = ends[i] < 0 && ends[i] > INT64_MIN / 2 ? ends[i] + dim
+                                                          : ends[i];
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+    }
+    int64_t size = step > 0 ? (end - start + step - 1) / step
+                            : (start - end + (-step) - 1) / (-step);
+    size = std::max<int64_t>(size, 0);
+    outStarts[axis] = size == 0 ? 0 : start;
+    sizes[axis] = size;
+    outSteps[axis] = step;
+  }
+  return produce(results,
+                 ctx.create<nn::SliceOp>(
+                     ctx.input(0), {ctx.i64ArrayAttr("starts", outStarts),
+                                    ctx.i64ArrayAttr("sizes", sizes),
+                                    ctx.i64ArrayAttr("steps", outSteps)}));
+}
+
+LogicalResult convertGather(NodeContext &ctx,
+                            SmallVectorImpl<Value> &results) {
+  FailureOr<int64_t> axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", 0), ctx.rank(0));
+  if (failed(axis))
+    return failure();
+  return produce(results,
+                 ctx.create<nn::GatherOp>({ctx.input(0), ctx.input(1)},
+                                          {ctx.i64Attr("axis", *axis)}));
+}
+
+/// Expand broadcasts both ways: the result is the broadcast of the input's
+/// shape and the requested one.
+LogicalResult convertExpand(NodeContext &ctx,
+                            SmallVectorImpl<Value> &results) {
+  FailureOr<SmallVector<int64_t>> requested = ctx.constantInts(1, "shape");
+  if (failed(requested))
+    return failure();
+  ArrayRef<int64_t> in = ctx.inputType(0).getShape();
+  size_t rank = std::max(in.size(), requested->size());
+  SmallVector<int64_t> shape(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i + in.size() >= rank ? in[i + in.size() - rank] : 1;
+    int64_t b = i + requested->size() >= rank
+                    ? (*requested)[i + requested->size() - rank]
+                    : 1;
+    if (a != b && a != 1 && b != 1)
+      return ctx.error() << "cannot expand " << ctx.inputType(0)
+                         << " to the requested shape: dimension " << i
+                         << " is " << a << " vs " << b;
+    shape[i] = a == 1 ? b : a;
+  }
+  return produce(results, ctx.create<nn::BroadcastToOp>(
+                              ctx.input(0), {ctx.i64ArrayAttr("shape", shape)}));
+}
+
+LogicalResult convertShape(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  int64_t rank = shape.size();
+  auto clampIndex = [&](int64_t i) {
+    return std::clamp<int64_t>(i < 0 ? i + rank : i, 0, rank);
+  };
+  int64_t start = clampIndex(ctx.intAttr("start", 0));
+  int64_t end = clampIndex(ctx.intAttr("end", rank));
+  return produce(results,
+                 intsConstant(ctx, shape.slice(start, std::max<int64_t>(
+                                                          end - start, 0))));
+}
+
+LogicalResult convertSize(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  return produce(results, ctx.scalar(ctx.b.getI64Type(),
+                                     ctx.inputType(0).getNumElements()));
+}
+
+LogicalResult convertConstant(NodeContext &ctx,
+                              SmallVectorImpl<Value> &results) {
+  auto attrs = ctx.node.getAttrs();
+  if (attrs.size() != 1)
+    return ctx.error() << "exactly one value attribute is required";
+  NamedAttribute attr = *attrs.begin();
+  StringRef name = attr.getName().getValue();
+  OpBuilder &b = ctx.b;
+  TypedAttr value;
+  if (name == "value") {
+    value = dyn_cast<DenseElementsAttr>(attr.getValue());
+  } else if (name == "value_float") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                   cast<FloatAttr>(attr.getValue()));
+  } else if (name == "value_int") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   cast<IntegerAttr>(attr.getValue()));
+  } else if (name == "value_floats" || name == "value_ints") {
+    auto list = cast<ArrayAttr>(attr.getValue()).getValue();
+    Type elem = name == "value_floats" ? Type(b.getF32Type())
+                                       : Type(b.getI64Type());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(list.size())}, elem),
+        list);
+  }
+  if (!value)
+    return ctx.error() << "constant attribute '" << name
+                       << "' is not supported";
+  return produce(results, arith::ConstantOp::create(b, ctx.loc, value));
+}
+
+LogicalResult convertConstantOfShape(NodeContext &ctx,
+                                     SmallVectorImpl<Value> &results) {
+  FailureOr<SmallVector<int64_t>> shape = ctx.constantInts(0, "shape");
+  if (failed(shape))
+    return failure();
+  Attribute fill = ctx.b.getF32FloatAttr(0.0f);
+  Type elem = ctx.b.getF32Type();
+  if (auto value = dyn_cast_or_null<DenseElementsAttr>(
+          ctx.node.getAttrs().get("value"))) {
+    if (value.getNumElements() != 1)
+      return ctx.error() << "value must hold exactly one element";
+    elem = value.getElementType();
+    fill = *value.value_begin<Attribute>();
+  }
+  auto type = RankedTensorType::get(*shape, elem);
+  return produce(results, arith::ConstantOp::create(
+                              ctx.b, ctx.loc,
+                              DenseElementsAttr::get(type, fill)));
+}
+
+/// Range needs constant bounds; its result then is a constant.
+LogicalResult convertRange(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  DenseElementsAttr attrs[3];
+  for (unsigned i = 0; i < 3; ++i)
+    if (!(attrs[i] = ctx.constantInput(i)))
+      return ctx.error() << "start, limit and delta must be constants";
+  Type elem = attrs[0].getElementType();
+  auto asDouble = [](DenseElementsAttr attr) -> double {
+    if (isa<FloatType>(attr.getElementType()))
+      return (*attr.value_begin<APFloat>()).convertToDouble();
+    return static_cast<double>((*attr.value_begin<APInt>()).getSExtValue());
+  };
+  double start = asDouble(attrs[0]), limit = asDouble(attrs[1]),
+         delta = asDouble(attrs[2]);
+  if (delta == 0)
+    return ctx.error() << "delta is 0";
+  int64_t count =
+      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) /
+                                                          delta)));
+  auto type = RankedTensorType::get({count}, elem);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < count; ++i) {
+    double v = start + i * delta;
+    values.push_back(isa<FloatType>(elem)
+                         ? Attribute(ctx.b.getFloatAttr(elem, v))
+                         : Attribute(ctx.b.getIntegerAttr(
+                               elem, static_cast<int64_t>(v))));
+  }
+  return produce(results, arith::ConstantOp::create(
+                              ctx.b, ctx.loc,
+                              DenseElementsAttr::get(type, values)));
+}
+
+LogicalResult convertTrilu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  int64_t k = 0;
+  if (ctx.input(1)) {
+    FailureOr<SmallVector<int64_t>> values = ctx.constantInts(1, "k");
+    if (failed(values))
+      return failure();
+    k = values->empty() ? 0 : values->front();
+  }
+  return produce(results,
+                 ctx.create<nn::TriluOp>(
+                     ctx.input(0),
+                     {ctx.boolAttr("upper", ctx.intAttr("upper", 1) != 0),
+                      ctx.i64Attr("diagonal", k)}));
+}
+
+} // namespace
+
+void onnx_to_nn::addShapeConverters(ConverterRegistry &registry) {
+  registry.addSince("Reshape", 5, convertReshape);
+  registry.addSince("Transpose", 1, convertTranspose);
+  registry.addSince("Flatten", 1, convertFlatten);
+  registry.addSince("Squeeze", 1, convertSqueeze);
+  registry.addSince("Unsqueeze", 1, convertUnsqueeze);
+  registry.addSince("Concat", 4, convertConcat);
+  registry.addSince("Split", 2, convertSplit);
+  registry.addSince("Slice", 1, convertSlice);
+  registry.addSince("Gather", 1, convertGather);
+  registry.addSince("Expand", 8, convertExpand);
+  registry.addSince("Shape", 1, convertShape);
+  registry.addSince("Size", 1, convertSize);
+  registry.addSince("Constant", 1, convertConstant);
+  registry.addSince("ConstantOfShape", 9, convertConstantOfShape);
+  registry.addSince("Range", 11, convertRange);
+  registry.addSince("Trilu", 14, convertTrilu);
+}

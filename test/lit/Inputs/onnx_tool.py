@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Makes binary ONNX files from ONNX text for lit tests of the importer.
+
+  onnx_tool.py binary IN.onnxtxt OUT.onnx        text -> binary protobuf
+  onnx_tool.py truncate IN.onnxtxt OUT.onnx      the first half of the binary
+  onnx_tool.py external IN.onnxtxt OUT.onnx      initializers moved to
+                                                 OUT.onnx.data
+"""
+import os
+import sys
+
+import onnx
+import onnx.numpy_helper
+import onnx.parser
+
+
+def load(path):
+    with open(path) as f:
+        return onnx.parser.parse_model(f.read())
+
+
+def main():
+    command, src, dst = sys.argv[1:4]
+    model = load(src)
+    if command == "binary":
+        onnx.save_model(model, dst)
+    elif command == "truncate":
+        data = model.SerializeToString()
+        with open(dst, "wb") as f:
+            f.write(data[: len(data) // 2])
+    elif command == "external":
+        # Only raw_data tensors move out; the text parser fills typed fields.
+        for init in model.graph.initializer:
+            init.CopyFrom(onnx.numpy_helper.from_array(
+                onnx.numpy_helper.to_array(init), init.name))
+        onnx.save_model(model, dst, save_as_external_data=True,
+                        all_tensors_to_one_file=True,
+                        location=os.path.basename(dst) + ".data",
+                        size_threshold=0)
+    else:
+        sys.exit("unknown command " + command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+// RUN: ztc-opt %s -canonicalize | FileCheck %s
+
+// Folding of nn ops: constant evaluation of small tensors (materialized as
+// arith.constant), identities, and the cases that must not fold.
+
+// PyTorch's shape arithmetic (Shape -> Gather -> Unsqueeze -> Mul -> Concat)
+// on a static shape collapses into one constant, ready to become a reshape.
+// CHECK-LABEL: func.func @shape_chain
+// CHECK-NEXT: %[[C:.+]] = arith.constant dense<[2, 12]> : tensor<2xi64>
+// CHECK-NEXT: return %[[C]]
+func.func @shape_chain() -> tensor<2xi64> {
+  %shape = arith.constant dense<[2, 3, 4]> : tensor<3xi64>
+  %i0 = arith.constant dense<0> : tensor<i64>
+  %i1 = arith.constant dense<[1]> : tensor<1xi64>
+  %i2 = arith.constant dense<[-1]> : tensor<1xi64>
+  %d0 = nn.gather %shape, %i0 {axis = 0 : i64} : tensor<3xi64>, tensor<i64> -> tensor<i64>
+  %d1 = nn.gather %shape, %i1 {axis = 0 : i64} : tensor<3xi64>, tensor<1xi64> -> tensor<1xi64>
+  %d2 = nn.gather %shape, %i2 {axis = 0 : i64} : tensor<3xi64>, tensor<1xi64> -> tensor<1xi64>
+  %u0 = nn.reshape %d0 : tensor<i64> -> tensor<1xi64>
+  %p = nn.mul %d1, %d2 : tensor<1xi64>, tensor<1xi64> -> tensor<1xi64>
+  %r = nn.concat %u0, %p {axis = 0 : i64} : tensor<1xi64>, tensor<1xi64> -> tensor<2xi64>
+  return %r : tensor<2xi64>
+}
+
+// Integer arithmetic broadcasts; division truncates toward zero.
+// CHECK-LABEL: func.func @int_arithmetic
+// CHECK-DAG: arith.constant dense<{{\[}}[11, 21, 31], [12, 22, 32]]> : tensor<2x3xi64>
+// CHECK-DAG: arith.constant dense<[-9, -19, -29]> : tensor<3xi64>
+// CHECK-DAG: arith.constant dense<[-3, 3, -3]> : tensor<3xi32>
+// CHECK-DAG: arith.constant dense<[70, 20, 30]> : tensor<3xi64>
+// CHECK-DAG: arith.constant dense<[9, 1, 1]> : tensor<3xi64>
+// CHECK-NOT: nn.
+func.func @int_arithmetic() -> (tensor<2x3xi64>, tensor<3xi64>, tensor<3xi32>,
+                                tensor<3xi64>, tensor<3xi64>) {
+  %col = arith.constant dense<[[1], [2]]> : tensor<2x1xi64>
+  %row = arith.constant dense<[10, 20, 30]> : tensor<3xi64>
+  %one = arith.constant dense<1> : tensor<i64>
+  %seven = arith.constant dense<[-7, 7, 7]> : tensor<3xi32>
+  %two = arith.constant dense<[2, 2, -2]> : tensor<3xi32>
+  %small = arith.constant dense<[70, 2, 0]> : tensor<3xi64>
+  %0 = nn.add %col, %row : tensor<2x1xi64>, tensor<3xi64> -> tensor<2x3xi64>
+  %1 = nn.sub %one, %row : tensor<i64>, tensor<3xi64> -> tensor<3xi64>
+  %2 = nn.div %seven, %two : tensor<3xi32>, tensor<3xi32> -> tensor<3xi32>
+  %3 = nn.max %small, %row : tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
+  %m = nn.min %small, %row : tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
+  %4 = nn.min %m, %small : tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
+  %5 = nn.sub %4, %one : tensor<3xi64>, tensor<i64> -> tensor<3xi64>
+  %6 = nn.max %5, %one : tensor<3xi64>, tensor<i64> -> tensor<3xi64>
+  return %0, %1, %2, %3, %6 : tensor<2x3xi64>, tensor<3xi64>, tensor<3xi32>,
+                              tensor<3xi64>, tensor<3xi64>
+}
+
+// Integer division by zero is left to run time.
+// CHECK-LABEL: func.func @div_by_zero
+// CHECK: nn.div
+func.func @div_by_zero() -> tensor<2xi64> {
+  %a = arith.constant dense<[4, 5]> : tensor<2xi64>
+  %b = arith.constant dense<[2, 0]> : tensor<2xi64>
+  %0 = nn.div %a, %b : tensor<2xi64>, tensor<2xi64> -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// Float arithmetic and negation fold too.
+// CHECK-LABEL: func.func @float_arithmetic
+// CHECK-DAG: arith.constant dense<[2.500000e+00, 3.500000e+00]> : tensor<2xf32>
+// CHECK-DAG: arith.constant dense<[-1.000000e+00, -2.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: arith.constant dense<[1.000000e+00, 7.500000e-01]> : tensor<2xf32>
+// CHECK-DAG: arith.constant dense<[-3, 4]> : tensor<2xi8>
+// CHECK-NOT: nn.
+func.func @float_arithmetic() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>,
+                                  tensor<2xi8>) {
+  %a = arith.constant dense<1.5> : tensor<f32>
+  %b = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %i = arith.constant dense<[3, -4]> : tensor<2xi8>
+  %0 = nn.add %a, %b : tensor<f32>, tensor<2xf32> -> tensor<2xf32>
+  %1 = nn.neg %b : tensor<2xf32> -> tensor<2xf32>
+  %2 = nn.div %a, %b : tensor<f32>, tensor<2xf32> -> tensor<2xf32>
+  %3 = nn.mul %2, %b : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  %4 = nn.sub %3, %a : tensor<2xf32>, tensor<f32> -> tensor<2xf32>
+  %5 = nn.max %4, %2 : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  %6 = nn.min %5, %b : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  %7 = nn.neg %i : tensor<2xi8> -> tensor<2xi8>
+  return %0, %1, %6, %7 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xi8>
+}
+
+// Comparisons and logic produce i1 constants.
+// CHECK-LABEL: func.func @compare_and_logic
+// CHECK-DAG: arith.constant dense<[false, true, false]> : tensor<3xi1>
+// CHECK-DAG: arith.constant dense<[true, false, false]> : tensor<3xi1>
+// CHECK-DAG: arith.constant dense<[false, false, true]> : tensor<3xi1>
+// CHECK-DAG: arith.constant dense<[true, true, false]> : tensor<3xi1>
+// CHECK-DAG: arith.constant dense<[true, false, true]> : tensor<3xi1>
+// CHECK-NOT: nn.
+func.func @compare_and_logic() -> (tensor<3xi1>, tensor<3xi1>, tensor<3xi1>,
+                                   tensor<3xi1>, tensor<3xi1>) {
+  %a = arith.constant dense<[1, 2, 3]> : tensor<3xi64>
+  %b = arith.constant dense<2> : tensor<i64>
+  %f = arith.constant dense<[-1.0, 0.0, 1.0]> : tensor<3xf32>
+  %z = arith.constant dense<0.0> : tensor<f32>
+  %eq = nn.equal %a, %b : tensor<3xi64>, tensor<i64> -> tensor<3xi1>
+  %lt = nn.less %a, %b : tensor<3xi64>, tensor<i64> -> tensor<3xi1>
+  %gt = nn.greater %f, %z : tensor<3xf32>, tensor<f32> -> tensor<3xi1>
+  %or = nn.or %eq, %lt : tensor<3xi1>, tensor<3xi1> -> tensor<3xi1>
+  %not = nn.not %eq : tensor<3xi1> -> tensor<3xi1>
+  %and = nn.and %not, %not : tensor<3xi1>, tensor<3xi1> -> tensor<3xi1>
+  return %eq, %lt, %gt, %or, %and : tensor<3xi1>, tensor<3xi1>, tensor<3xi1>,
+                                    tensor<3xi1>, tensor<3xi1>
+}
+
+// where selects between constants with broadcasting; a uniform constant
+// condition selects an operand of the result type whole.
+// CHECK-LABEL: func.func @where
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[Y:.+]]: tensor<2x3xf32>)
+// CHECK: %[[C:.+]] = arith.constant dense<{{\[}}[1, 0, 1], [1, 0, 1]]> : tensor<2x3xi64>
+// CHECK-NEXT: return %[[C]], %[[Y]]
+func.func @where(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>)
+    -> (tensor<2x3xi64>, tensor<2x3xf32>) {
+  %c = arith.constant dense<[true, false, true]> : tensor<3xi1>
+  %a = arith.constant dense<1> : tensor<i64>
+  %b = arith.constant dense<0> : tensor<2x1xi64>
+  %0 = nn.where %c, %a, %b : tensor<3xi1>, tensor<i64>, tensor<2x1xi64> -> tensor<2x3xi64>
+  %no = arith.constant dense<false> : tensor<i1>
+  %1 = nn.where %no, %x, %y : tensor<i1>, tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0, %1 : tensor<2x3xi64>, tensor<2x3xf32>
+}
+
+// Casts follow ONNX: floats truncate toward zero into integers, conversion to
+// i1 tests for non-zero, i1 widens to 0 or 1; a cast to the same type is the
+// operand.
+// CHECK-LABEL: func.func @cast
+// CHECK-SAME: (%[[X:.+]]: tensor<2xf32>)
+// CHECK-DAG: arith.constant dense<[-2, 3]> : tensor<2xi32>
+// CHECK-DAG: arith.constant dense<[-2.000000e+00, 3.000000e+00]> : tensor<2xf16>
+// CHECK-DAG: arith.constant dense<[1, 0]> : tensor<2xi64>
+// CHECK-DAG: arith.constant dense<[2.500000e-01, -3.000000e+00]> : tensor<2xf64>
+// CHECK-NOT: nn.cast
+// CHECK: return {{.*}}, %[[X]]
+func.func @cast(%x: tensor<2xf32>) -> (tensor<2xi32>, tensor<2xf16>, tensor<2xi64>,
+                                      tensor<2xf64>, tensor<2xf32>) {
+  %f = arith.constant dense<[-2.7, 3.2]> : tensor<2xf32>
+  %i = arith.constant dense<[-2, 0]> : tensor<2xi8>
+  %q = arith.constant dense<[0.25, -3.0]> : tensor<2xf32>
+  %0 = nn.cast %f : tensor<2xf32> -> tensor<2xi32>
+  %1 = nn.cast %0 : tensor<2xi32> -> tensor<2xf16>
+  %b = nn.cast %i : tensor<2xi8> -> tensor<2xi1>
+  %2 = nn.cast %b : tensor<2xi1> -> tensor<2xi64>
+  %3 = nn.cast %q : tensor<2xf32> -> tensor<2xf64>
+  %4 = nn.cast %x : tensor<2xf32> -> tensor<2xf32>
+  return %0, %1, %2, %3, %4 : tensor<2xi32>, tensor<2xf16>, tensor<2xi64>,
+                              tensor<2xf64>, tensor<2xf32>
+}
+
+// A NaN has no integer value: the cast stays.
+// CHECK-LABEL: func.func @cast_nan
+// CHECK: nn.cast
+func.func @cast_nan() -> tensor<1xi32> {
+  %f = arith.constant dense<0x7FC00000> : tensor<1xf32>
+  %0 = nn.cast %f : tensor<1xf32> -> tensor<1xi32>
+  return %0 : tensor<1xi32>
+}
+
+// Data movement on constants: reshape, transpose, slice with a backward
+// step, broadcast_to.
+// CHECK-LABEL: func.func @data_movement
+// CHECK-DAG: arith.constant dense<[1, 2, 3, 4, 5, 6]> : tensor<6xi64>
+// CHECK-DAG: arith.constant dense<{{\[}}[1, 4], [2, 5], [3, 6]]> : tensor<3x2xi64>
+// CHECK-DAG: arith.constant dense<{{\[}}[6, 4]]> : tensor<1x2xi64>
+// CHECK-DAG: arith.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [1.000000e+00, 2.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NOT: nn.
+func.func @data_movement() -> (tensor<6xi64>, tensor<3x2xi64>, tensor<1x2xi64>,
+                               tensor<2x2xf32>) {
+  %m = arith.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %v = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %0 = nn.reshape %m : tensor<2x3xi64> -> tensor<6xi64>
+  %1 = nn.transpose %m {perm = array<i64: 1, 0>} : tensor<2x3xi64> -> tensor<3x2xi64>
+  %2 = nn.slice %m {starts = array<i64: 1, 2>, sizes = array<i64: 1, 2>,
+         steps = array<i64: 1, -2>} : tensor<2x3xi64> -> tensor<1x2xi64>
+  %3 = nn.broadcast_to %v {shape = array<i64: 2, 2>} : tensor<2xf32> -> tensor<2x2xf32>
+  return %0, %1, %2, %3 : tensor<6xi64>, tensor<3x2xi64>, tensor<1x2xi64>,
+                          tensor<2x2xf32>
+}
+
+// Concat of constants along an inner axis interleaves rows.
+// CHECK-LABEL: func.func @concat
+// CHECK-NEXT: %[[C:.+]] = arith.constant dense<{{\[}}[1, 2, 7], [3, 4, 8]]> : tensor<2x3xi32>
+// CHECK-NEXT: return %[[C]]
+func.func @concat() -> tensor<2x3xi32> {
+  %a = arith.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>
+  %b = arith.constant dense<[[7], [8]]> : tensor<2x1xi32>
+  %0 = nn.concat %a, %b {axis = 1 : i64} : tensor<2x2xi32>, tensor<2x1xi32> -> tensor<2x3xi32>
+  return %0 : tensor<2x3xi32>
+}
+
+// gather of constants takes rows (negative indices count from the end).
+// CHECK-LABEL: func.func @gather
+// CHECK-NEXT: %[[C:.+]] = arith.constant dense<{{\[}}{{\[}}[5, 6], [1, 2]]]> : tensor<1x2x2xi64>
+// CHECK-NEXT: return %[[C]]
+func.func @gather() -> tensor<1x2x2xi64> {
+  %data = arith.constant dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi64>
+  %idx = arith.constant dense<[[-1, 0]]> : tensor<1x2xi32>
+  %0 = nn.gather %data, %idx {axis = 0 : i64} : tensor<3x2xi64>, tensor<1x2xi32> -> tensor<1x2x2xi64>
+  return %0 : tensor<1x2x2xi64>
+}
+
+// An out-of-range index is undefined: the gather stays.
+// CHECK-LABEL: func.func @gather_out_of_range
+// CHECK: nn.gather
+func.func @gather_out_of_range() -> tensor<1xi64> {
+  %data = arith.constant dense<[1, 2, 3]> : tensor<3xi64>
+  %idx = arith.constant dense<[3]> : tensor<1xi64>
+  %0 = nn.gather %data, %idx {axis = 0 : i64} : tensor<3xi64>, tensor<1xi64> -> tensor<1xi64>
+  return %0 : tensor<1xi64>
+}
+
+// Integer reductions fold; empty axes reduce nothing.
+// CHECK-LABEL: func.func @reductions
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>)
+// CHECK-DAG: arith.constant dense<{{\[}}[6], [15]]> : tensor<2x1xi64>
+// CHECK-DAG: arith.constant dense<[4, 5, 6]> : tensor<3xi64>
+// CHECK-DAG: arith.constant dense<21> : tensor<i64>
+// CHECK-NOT: nn.
+// CHECK: return {{.*}}, %[[X]]
+func.func @reductions(%x: tensor<2x3xf32>) -> (tensor<2x1xi64>, tensor<3xi64>,
+                                               tensor<i64>, tensor<2x3xf32>) {
+  %m = arith.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %0 = nn.reduce_sum %m {axes = array<i64: 1>, keepdims = true} : tensor<2x3xi64> -> tensor<2x1xi64>
+  %1 = nn.reduce_max %m {axes = array<i64: 0>, keepdims = false} : tensor<2x3xi64> -> tensor<3xi64>
+  %2 = nn.reduce_sum %m {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3xi64> -> tensor<i64>
+  %3 = nn.reduce_sum %x {axes = array<i64>, keepdims = true} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0, %1, %2, %3 : tensor<2x1xi64>, tensor<3xi64>, tensor<i64>, tensor<2x3xf32>
+}
+
+// Float reductions are not folded (they are model math, not shape math).
+// CHECK-LABEL: func.func @float_reduction
+// CHECK: nn.reduce_sum
+func.func @float_reduction() -> tensor<f32> {
+  %v = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %0 = nn.reduce_sum %v {axes = array<i64: 0>, keepdims = false} : tensor<2xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// No-op data movement returns the operand.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>)
+// CHECK-NOT: nn.
+// CHECK: return %[[X]], %[[X]], %[[X]], %[[X]], %[[X]]
+func.func @identities(%x: tensor<2x3xf32>)
+    -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>,
+        tensor<2x3xf32>) {
+  %0 = nn.reshape %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = nn.transpose %x {perm = array<i64: 0, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = nn.broadcast_to %x {shape = array<i64: 2, 3>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %3 = nn.concat %x {axis = 0 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %4 = nn.slice %x {starts = array<i64: 0, 0>, sizes = array<i64: 2, 3>,
+         steps = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>,
+                              tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// Results over 65536 elements are never folded, even from splats.
+// CHECK-LABEL: func.func @too_large
+// CHECK: nn.add
+// CHECK: nn.broadcast_to
+func.func @too_large() -> (tensor<300x300xi64>, tensor<300x300xi64>) {
+  %a = arith.constant dense<1> : tensor<300x300xi64>
+  %s = arith.constant dense<2> : tensor<i64>
+  %0 = nn.add %a, %s : tensor<300x300xi64>, tensor<i64> -> tensor<300x300xi64>
+  %1 = nn.broadcast_to %s {shape = array<i64: 300, 300>} : tensor<i64> -> tensor<300x300xi64>
+  return %0, %1 : tensor<300x300xi64>, tensor<300x300xi64>
+}
