@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/NN/IR/NNOps.h"
 
 namespace mlir::ztc {
@@ -26,6 +27,9 @@ void registerAllPasses();
 
 /// Adds the passes that take an imported module to the `nn` dialect.
 void buildOnnxToNNPipeline(OpPassManager &pm);
+
+/// Adds the passes that lower an nn step to planned kernels.
+void buildNNToKernelPipeline(OpPassManager &pm);
 
 /// Registers every dialect ztc tools parse or produce.
 void registerAllDialects(DialectRegistry &registry);

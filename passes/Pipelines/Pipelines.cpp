@@ -24,15 +24,27 @@ void ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 }
 
+void ztc::buildNNToKernelPipeline(OpPassManager &pm) {
+  // Bufferize, then fuse elementwise chains (fewer buffers to place), then
+  // place what is left in the arena.
+  pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());
+  pm.addNestedPass<func::FuncOp>(createFusePass());
+  pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
+}
+
 void ztc::registerAllPasses() {
   registerZtcPasses();
   PassPipelineRegistration<>(
       "ztc-import-pipeline",
       "Take an imported onnx module to the nn dialect (ztc import --emit nn)",
       [](OpPassManager &pm) { buildOnnxToNNPipeline(pm); });
+  PassPipelineRegistration<>(
+      "ztc-lower-to-kernel-pipeline",
+      "Lower an nn step to fused kernels with a memory plan (ztc run)",
+      [](OpPassManager &pm) { buildNNToKernelPipeline(pm); });
 }
 
 void ztc::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<func::FuncDialect, arith::ArithDialect, onnx::OnnxDialect,
-                  nn::NNDialect>();
+  registry.insert<func::FuncDialect, arith::ArithDialect, math::MathDialect,
+                  onnx::OnnxDialect, nn::NNDialect, kernel::KernelDialect>();
 }

@@ -1,5 +1,4 @@
-//===- NNOps.cpp - nn dialect -------------------------------------*- C++
-//-*-===//
+//===- NNOps.cpp - nn dialect -----------------------------------*- C++ -*-===//
 //
 // Registration, result-type inference, verifiers and folders of the nn
 // dialect. Inference doubles as verification: it runs on every op after the
@@ -78,6 +77,17 @@ static LogicalResult checkRank(std::optional<Location> loc, StringRef opName,
     return success();
   return inferError(loc, opName, "expects ", name, " of rank ", rank, " (",
                     layout, "), got ", type);
+}
+
+/// Checks that `type` has rank at least `rank`; `layout` names the
+/// dimensions.
+static LogicalResult checkMinRank(std::optional<Location> loc, StringRef opName,
+                                  StringRef name, RankedTensorType type,
+                                  int64_t rank, StringRef layout) {
+  if (type.getRank() >= rank)
+    return success();
+  return inferError(loc, opName, "expects ", name, " of rank at least ", rank,
+                    " (", layout, "), got ", type);
 }
 
 /// Checks that the array attribute `name` has `size` entries, each at least
@@ -698,10 +708,11 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &types) {
   RankedTensorType a = tensorType(adaptor.getA());
   RankedTensorType b = tensorType(adaptor.getB());
-  if (a.getRank() < 2 || b.getRank() < 2)
-    return inferError(location, getOperationName(),
-                      "expects operands of rank at least 2, got ", a, " and ",
-                      b);
+  if (failed(checkMinRank(location, getOperationName(), "a", a, 2,
+                          "[..., M, K]")) ||
+      failed(
+          checkMinRank(location, getOperationName(), "b", b, 2, "[..., K, N]")))
+    return failure();
   if (failed(checkElementType(location, getOperationName(), "b", b, a)))
     return failure();
   int64_t k = a.getShape().back(), bk = b.getShape().drop_back().back();
@@ -775,9 +786,9 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   RankedTensorType x = tensorType(adaptor.getX());
-  if (x.getRank() < 2)
-    return inferError(location, getOperationName(),
-                      "expects x of rank at least 2 ([N, C, ...]), got ", x);
+  if (failed(
+          checkMinRank(location, getOperationName(), "x", x, 2, "[N, C, ...]")))
+    return failure();
   int64_t channels = x.getDimSize(1);
   std::pair<StringRef, Value> params[] = {{"scale", adaptor.getScale()},
                                           {"bias", adaptor.getBias()},
@@ -1167,9 +1178,9 @@ LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
   RankedTensorType x = tensorType(adaptor.getX());
-  if (x.getRank() < 2)
-    return inferError(location, getOperationName(),
-                      "expects x of rank at least 2, got ", x);
+  if (failed(checkMinRank(location, getOperationName(), "x", x, 2,
+                          "[..., rows, columns]")))
+    return failure();
   types.push_back(x);
   return success();
 }
@@ -1185,10 +1196,9 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
   StringRef name = getOperationName();
   RankedTensorType logProbs = tensorType(adaptor.getLogProbs());
   RankedTensorType target = tensorType(adaptor.getTarget());
-  if (logProbs.getRank() < 2)
-    return inferError(location, name,
-                      "expects log_probs of rank at least 2 ([N, C, ...]), ",
-                      "got ", logProbs);
+  if (failed(checkMinRank(location, name, "log_probs", logProbs, 2,
+                          "[N, C, ...]")))
+    return failure();
   ArrayRef<int64_t> lpShape = logProbs.getShape();
   SmallVector<int64_t> targetShape = {lpShape[0]};
   llvm::append_range(targetShape, lpShape.drop_front(2));

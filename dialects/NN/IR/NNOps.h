@@ -1,5 +1,4 @@
-//===- NNOps.h - nn dialect ---------------------------------------*- C++
-//-*-===//
+//===- NNOps.h - nn dialect -------------------------------------*- C++ -*-===//
 //
 // The nn dialect: ztc's deep-learning operators on statically shaped tensors.
 //

@@ -56,6 +56,9 @@ std::string dataTypeName(int type) {
 /// Builds a module from one ModelProto; holds the per-import state.
 class ModelImporter {
 public:
+  friend LogicalResult mlir::ztc::onnx::readInitializers(
+      MLIRContext &, StringRef,
+      function_ref<LogicalResult(StringRef, StringRef)>);
   ModelImporter(MLIRContext &context, StringRef displayName, StringRef baseDir,
                 const ImportOptions &options)
       : context(context), builder(&context), displayName(displayName.str()),
@@ -73,6 +76,8 @@ private:
   FailureOr<Type> valueType(const ::onnx::TypeProto &type, Location loc,
                             StringRef what, bool requireStatic);
   LogicalResult bindInputShapes(const ::onnx::GraphProto &graph);
+  FailureOr<std::string> tensorBytes(const ::onnx::TensorProto &tensor,
+                                     Location loc, RankedTensorType &type);
   FailureOr<ElementsAttr> tensorValue(const ::onnx::TensorProto &tensor,
                                       Location loc);
   FailureOr<std::string> readExternal(const ::onnx::TensorProto &tensor,
@@ -301,16 +306,16 @@ ModelImporter::readExternal(const ::onnx::TensorProto &tensor,
   return (*buffer)->getBuffer().str();
 }
 
-/// Converts an ONNX tensor to a dense attribute (used for constants only:
-/// weights never take this path).
-FailureOr<ElementsAttr>
-ModelImporter::tensorValue(const ::onnx::TensorProto &tensor, Location loc) {
+/// The little-endian bytes of an ONNX tensor, one byte per bool, from
+/// raw_data, the typed fields or external data; `type` is its MLIR type.
+FailureOr<std::string> ModelImporter::tensorBytes(
+    const ::onnx::TensorProto &tensor, Location loc, RankedTensorType &type) {
   std::string what = "tensor '" + tensor.name() + "'";
   FailureOr<Type> elem = elementType(tensor.data_type(), loc, what);
   if (failed(elem))
     return failure();
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
-  auto type = RankedTensorType::get(shape, *elem);
+  type = RankedTensorType::get(shape, *elem);
   int64_t count = type.getNumElements();
   unsigned bytesPerElem = std::max(1u, elem->getIntOrFloatBitWidth() / 8);
   size_t expectedBytes = static_cast<size_t>(count) * bytesPerElem;
@@ -360,14 +365,26 @@ ModelImporter::tensorValue(const ::onnx::TensorProto &tensor, Location loc) {
                << expectedBytes;
     return failure();
   }
-  if (elem->isInteger(1)) {
-    SmallVector<bool> bits(raw.begin(), raw.end());
-    for (auto [i, c] : llvm::enumerate(raw))
-      bits[i] = c != 0;
+  if (elem->isInteger(1))
+    for (char &c : raw)
+      c = c != 0;
+  return raw;
+}
+
+/// Converts an ONNX tensor to a dense attribute (used for constants only:
+/// weights never take this path).
+FailureOr<ElementsAttr>
+ModelImporter::tensorValue(const ::onnx::TensorProto &tensor, Location loc) {
+  RankedTensorType type;
+  FailureOr<std::string> raw = tensorBytes(tensor, loc, type);
+  if (failed(raw))
+    return failure();
+  if (type.getElementType().isInteger(1)) {
+    SmallVector<bool> bits(raw->begin(), raw->end());
     return ElementsAttr(DenseElementsAttr::get(type, bits));
   }
   return ElementsAttr(DenseElementsAttr::getFromRawBuffer(
-      type, ArrayRef<char>(raw.data(), raw.size())));
+      type, ArrayRef<char>(raw->data(), raw->size())));
 }
 
 /// Reads a `--constant-input` file: one serialized TensorProto.
@@ -703,39 +720,34 @@ llvm::Error mlir::ztc::onnx::parseConstantInput(StringRef text,
   return llvm::Error::success();
 }
 
-OwningOpRef<ModuleOp> mlir::ztc::onnx::importOnnxBytes(
-    MLIRContext &context, StringRef bytes, StringRef displayName,
-    StringRef baseDir, const ImportOptions &options) {
-  ::onnx::ModelProto model;
-  // The text format starts with its `<ir_version: ..., opset_import: ...>`
-  // header, perhaps after `#` comment lines; anything else must be a binary
-  // protobuf.
+/// Parses a model given as bytes: the ONNX text format (its leading
+/// `<ir_version: ..., opset_import: ...>` header, perhaps after `#` comment
+/// lines) or a binary protobuf.
+static LogicalResult parseModel(MLIRContext &context, StringRef bytes,
+                                StringRef displayName,
+                                ::onnx::ModelProto &model) {
   StringRef trimmed = bytes.ltrim();
   while (trimmed.starts_with("#"))
     trimmed = trimmed.split('\n').second.ltrim();
   if (trimmed.starts_with("<")) {
     std::string text = bytes.str();
     auto status = ::onnx::OnnxParser::Parse(model, text.c_str());
-    if (!status.IsOK()) {
-      emitError(FileLineColLoc::get(&context, displayName, 0, 0))
-          << "cannot parse ONNX text: "
-          << status.ErrorMessage();
-      return nullptr;
-    }
-  } else if (bytes.empty() ||
-             !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
-             !model.has_graph()) {
-    emitError(FileLineColLoc::get(&context, displayName, 0, 0))
-        << "not a valid ONNX model (truncated, or not an ONNX file)";
-    return nullptr;
+    if (!status.IsOK())
+      return emitError(FileLineColLoc::get(&context, displayName, 0, 0))
+             << "cannot parse ONNX text: " << status.ErrorMessage();
+    return success();
   }
-  ModelImporter importer(context, displayName, baseDir, options);
-  return importer.import(model);
+  if (bytes.empty() ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+      !model.has_graph())
+    return emitError(FileLineColLoc::get(&context, displayName, 0, 0))
+           << "not a valid ONNX model (truncated, or not an ONNX file)";
+  return success();
 }
 
-OwningOpRef<ModuleOp>
-mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
-                                const ImportOptions &options) {
+/// Reads the file at `path` for parsing.
+static std::unique_ptr<llvm::MemoryBuffer> readModelFile(MLIRContext &context,
+                                                         StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {
@@ -745,10 +757,49 @@ mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
   }
   if (static_cast<uint64_t>((*buffer)->getBufferSize()) > INT32_MAX) {
     emitError(FileLineColLoc::get(&context, path, 0, 0))
-        << "models over 2 GB must keep their weights as external "
-        << "data";
+        << "models over 2 GB must keep their weights as external data";
     return nullptr;
   }
-  return importOnnxBytes(context, (*buffer)->getBuffer(), path,
+  return std::move(*buffer);
+}
+
+OwningOpRef<ModuleOp> mlir::ztc::onnx::importOnnxBytes(
+    MLIRContext &context, StringRef bytes, StringRef displayName,
+    StringRef baseDir, const ImportOptions &options) {
+  ::onnx::ModelProto model;
+  if (failed(parseModel(context, bytes, displayName, model)))
+    return nullptr;
+  ModelImporter importer(context, displayName, baseDir, options);
+  return importer.import(model);
+}
+
+LogicalResult mlir::ztc::onnx::readInitializers(
+    MLIRContext &context, StringRef path,
+    function_ref<LogicalResult(StringRef name, StringRef bytes)> fn) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readModelFile(context, path);
+  ::onnx::ModelProto model;
+  if (!buffer || failed(parseModel(context, buffer->getBuffer(), path, model)))
+    return failure();
+  ImportOptions options;
+  ModelImporter importer(context, path, llvm::sys::path::parent_path(path),
+                         options);
+  for (const auto &init : model.graph().initializer()) {
+    RankedTensorType type;
+    Location loc = NameLoc::get(StringAttr::get(&context, init.name()),
+                                importer.fileLoc);
+    FailureOr<std::string> bytes = importer.tensorBytes(init, loc, type);
+    if (failed(bytes) || failed(fn(init.name(), *bytes)))
+      return failure();
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp>
+mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
+                                const ImportOptions &options) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readModelFile(context, path);
+  if (!buffer)
+    return nullptr;
+  return importOnnxBytes(context, buffer->getBuffer(), path,
                          llvm::sys::path::parent_path(path), options);
 }

@@ -54,6 +54,15 @@ OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &context,
                                       llvm::StringRef baseDir,
                                       const ImportOptions &options);
 
+/// Calls `fn` with the name and little-endian bytes (one byte per bool) of
+/// every initializer of the model at `path`, reading external data as
+/// needed; stops at the first failure. Diagnostics go to `context`.
+LogicalResult
+readInitializers(MLIRContext &context, llvm::StringRef path,
+                 llvm::function_ref<LogicalResult(llvm::StringRef name,
+                                                  llvm::StringRef bytes)>
+                     fn);
+
 } // namespace mlir::ztc::onnx
 
 #endif // ZTC_DIALECTS_ONNX_IMPORT_IMPORTER_H

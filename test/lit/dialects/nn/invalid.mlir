@@ -113,7 +113,7 @@ func.func @where_not_broadcastable(%c: tensor<2xi1>, %a: tensor<3xf32>, %b: tens
 
 // matmul operands are at least matrices.
 func.func @matmul_rank(%a: tensor<4xf32>, %b: tensor<4x2xf32>) {
-  // expected-error @+1 {{'nn.matmul' op expects operands of rank at least 2, got 'tensor<4xf32>' and 'tensor<4x2xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op expects a of rank at least 2 ([..., M, K]), got 'tensor<4xf32>'}}
   %0 = nn.matmul %a, %b : tensor<4xf32>, tensor<4x2xf32> -> tensor<2xf32>
   return
 }
@@ -543,7 +543,7 @@ func.func @broadcast_to(%x: tensor<2x3xf32>) {
 
 // trilu works on matrices.
 func.func @trilu_rank(%x: tensor<8xf32>) {
-  // expected-error @+1 {{'nn.trilu' op expects x of rank at least 2, got 'tensor<8xf32>'}}
+  // expected-error @+1 {{'nn.trilu' op expects x of rank at least 2 ([..., rows, columns]), got 'tensor<8xf32>'}}
   %0 = nn.trilu %x {upper = true, diagonal = 0 : i64} : tensor<8xf32> -> tensor<8xf32>
   return
 }

@@ -1,0 +1,617 @@
+//===- Emit.cpp - kernel dialect to C++ / CUDA source -------------*- C++ -*-===//
+//
+// The emitter walks the straight-line body of a planned step function:
+//   - arguments and kernel.constant become pointers into `bindings`,
+//   - kernel.alloc becomes a pointer at its planned arena offset,
+//   - kernel.view reuses its source's pointer,
+//   - kernel.elementwise becomes one loop (CPU, OpenMP) or one __global__
+//     kernel (CUDA) whose body prints the scalar arith/math ops,
+//   - kernel.call becomes a call into the runtime's kernel library.
+// Every kernel is preceded by a comment naming the ONNX nodes it computes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Emit.h"
+
+#include "dialects/Kernel/IR/KernelOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::ztc;
+using namespace mlir::ztc::codegen;
+
+std::string codegen::dtypeName(Type type) {
+  if (type.isF32())
+    return "float32";
+  if (type.isF64())
+    return "float64";
+  if (type.isF16())
+    return "float16";
+  if (type.isBF16())
+    return "bfloat16";
+  if (type.isSignlessInteger(64))
+    return "int64";
+  if (type.isSignlessInteger(32))
+    return "int32";
+  if (type.isSignlessInteger(8))
+    return "int8";
+  if (type.isSignlessInteger(1))
+    return "bool";
+  return "";
+}
+
+namespace {
+
+/// The C++ type buffers of `type` store.
+std::string storageType(Type type) {
+  if (type.isF32())
+    return "float";
+  if (type.isF64())
+    return "double";
+  if (type.isF16())
+    return "ztc::f16";
+  if (type.isBF16())
+    return "ztc::bf16";
+  if (type.isSignlessInteger(64))
+    return "int64_t";
+  if (type.isSignlessInteger(32))
+    return "int32_t";
+  if (type.isSignlessInteger(8))
+    return "int8_t";
+  return "bool";
+}
+
+/// The C++ type scalars of `type` are computed in.
+std::string computeType(Type type) {
+  if (type.isF16() || type.isBF16())
+    return "float";
+  return storageType(type);
+}
+
+bool isHalf(Type type) { return type.isF16() || type.isBF16(); }
+
+std::string dimsLiteral(ArrayRef<int64_t> shape) {
+  return "ztc::cpu::Dims{" +
+         llvm::join(llvm::map_range(shape,
+                                    [](int64_t d) { return std::to_string(d); }),
+                    ", ") +
+         "}";
+}
+
+std::string floatLiteral(double value, Type type) {
+  if (std::isnan(value))
+    return "NAN";
+  if (std::isinf(value))
+    return value > 0 ? "INFINITY" : "(-INFINITY)";
+  std::string text = llvm::formatv("{0:e16}", value).str();
+  return type.isF64() ? text : "static_cast<float>(" + text + ")";
+}
+
+/// The ONNX node names a location carries, for comments.
+void collectNames(Location loc, SmallVectorImpl<std::string> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (!llvm::is_contained(names, name.getName().str()))
+      names.push_back(name.getName().str());
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      collectNames(inner, names);
+  }
+}
+
+/// Prints one step.
+class Emitter {
+public:
+  Emitter(Target target, llvm::raw_ostream &os, StepInterface &step)
+      : target(target), os(os), step(step), out(entryText) {}
+
+  LogicalResult run(func::FuncOp func);
+
+private:
+  std::string name(Value value) { return names.lookup(value); }
+  std::string bind(Value value, StringRef prefix) {
+    std::string text = prefix.str() + std::to_string(names.size());
+    names[value] = text;
+    return text;
+  }
+  void comment(Operation *op);
+  LogicalResult emitElementwise(kernel::ElementwiseOp op);
+  LogicalResult emitCall(kernel::CallOp op);
+  FailureOr<std::string> scalarExpr(Operation &op,
+                                    DenseMap<Value, std::string> &scalars);
+  std::string indexExpr(MemRefType input, MemRefType output);
+
+  Target target;
+  /// Where the whole source goes, once complete.
+  llvm::raw_ostream &os;
+  StepInterface &step;
+  /// The entry function's body, printed as ops are visited.
+  std::string entryText;
+  llvm::raw_string_ostream out;
+  DenseMap<Value, std::string> names;
+  /// Kernels (CUDA) printed ahead of the entry.
+  std::string kernels;
+  unsigned kernelCount = 0;
+};
+
+void Emitter::comment(Operation *op) {
+  SmallVector<std::string> nodes;
+  collectNames(op->getLoc(), nodes);
+  out << "  // ";
+  if (auto call = dyn_cast<kernel::CallOp>(op))
+    out << call.getCallee();
+  else
+    out << "elementwise";
+  if (!nodes.empty())
+    out << " for ONNX node" << (nodes.size() > 1 ? "s " : " ")
+       << llvm::join(nodes, ", ");
+  out << "\n";
+}
+
+/// The linear index into `input` (broadcast to `output`) at output index
+/// `i`.
+std::string Emitter::indexExpr(MemRefType input, MemRefType output) {
+  if (input.getShape() == output.getShape())
+    return "i";
+  if (input.getNumElements() == 1)
+    return "0";
+  ArrayRef<int64_t> in = input.getShape(), out = output.getShape();
+  size_t lead = out.size() - in.size();
+  SmallVector<std::string> terms;
+  int64_t inStride = 1;
+  for (int64_t k = in.size() - 1; k >= 0; --k) {
+    if (in[k] != 1) {
+      int64_t outStride = 1;
+      for (size_t j = lead + k + 1; j < out.size(); ++j)
+        outStride *= out[j];
+      std::string coord = llvm::formatv("((i / {0}) % {1})", outStride,
+                                        out[lead + k])
+                              .str();
+      terms.push_back(inStride == 1 ? coord
+                                    : coord + " * " + std::to_string(inStride));
+    }
+    inStride *= in[k];
+  }
+  return terms.empty() ? "0" : llvm::join(terms, " + ");
+}
+
+FailureOr<std::string>
+Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
+  auto arg = [&](unsigned i) { return scalars.lookup(op.getOperand(i)); };
+  auto bin = [&](StringRef symbol) {
+    return "(" + arg(0) + " " + symbol.str() + " " + arg(1) + ")";
+  };
+  auto call = [&](StringRef fn) {
+    SmallVector<std::string> args;
+    for (unsigned i = 0; i < op.getNumOperands(); ++i)
+      args.push_back(arg(i));
+    return fn.str() + "(" + llvm::join(args, ", ") + ")";
+  };
+  std::string expr =
+      TypeSwitch<Operation *, std::string>(&op)
+          .Case([&](arith::ConstantOp c) -> std::string {
+            if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+              return floatLiteral(f.getValueAsDouble(), f.getType());
+            if (auto i = dyn_cast<IntegerAttr>(c.getValue())) {
+              if (i.getType().isInteger(1))
+                return i.getValue().isZero() ? "false" : "true";
+              return "static_cast<" + computeType(i.getType()) + ">(" +
+                     std::to_string(i.getValue().getSExtValue()) + "LL)";
+            }
+            return "";
+          })
+          .Case<arith::AddFOp, arith::AddIOp>([&](auto) { return bin("+"); })
+          .Case<arith::SubFOp, arith::SubIOp>([&](auto) { return bin("-"); })
+          .Case<arith::MulFOp, arith::MulIOp>([&](auto) { return bin("*"); })
+          .Case<arith::DivFOp, arith::DivSIOp>([&](auto) { return bin("/"); })
+          .Case<arith::AndIOp>([&](auto) { return bin("&"); })
+          .Case<arith::OrIOp>([&](auto) { return bin("|"); })
+          .Case<arith::XOrIOp>([&](auto) { return bin("^"); })
+          .Case([&](arith::NegFOp) { return "(-" + arg(0) + ")"; })
+          .Case<arith::MaximumFOp>([&](auto) { return call("ztc_maximum"); })
+          .Case<arith::MinimumFOp>([&](auto) { return call("ztc_minimum"); })
+          .Case<arith::MaxSIOp>([&](auto) { return call("ztc_max"); })
+          .Case<arith::MinSIOp>([&](auto) { return call("ztc_min"); })
+          .Case([&](arith::CmpFOp cmp) -> std::string {
+            switch (cmp.getPredicate()) {
+            case arith::CmpFPredicate::OEQ:
+              return bin("==");
+            case arith::CmpFPredicate::OLT:
+              return bin("<");
+            case arith::CmpFPredicate::OGT:
+              return bin(">");
+            case arith::CmpFPredicate::UNE:
+              return bin("!=");
+            default:
+              return "";
+            }
+          })
+          .Case([&](arith::CmpIOp cmp) -> std::string {
+            switch (cmp.getPredicate()) {
+            case arith::CmpIPredicate::eq:
+              return bin("==");
+            case arith::CmpIPredicate::ne:
+              return bin("!=");
+            case arith::CmpIPredicate::slt:
+              return bin("<");
+            case arith::CmpIPredicate::sgt:
+              return bin(">");
+            default:
+              return "";
+            }
+          })
+          .Case([&](arith::SelectOp) {
+            return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
+          })
+          .Case<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
+                arith::FPToSIOp, arith::UIToFPOp, arith::ExtSIOp,
+                arith::ExtUIOp, arith::TruncIOp>([&](Operation *cast) {
+            return "static_cast<" +
+                   computeType(cast->getResult(0).getType()) + ">(" + arg(0) +
+                   ")";
+          })
+          .Case([&](math::ExpOp) { return call("std::exp"); })
+          .Case([&](math::LogOp) { return call("std::log"); })
+          .Case([&](math::Log1pOp) { return call("std::log1p"); })
+          .Case([&](math::TanhOp) { return call("std::tanh"); })
+          .Case([&](math::SqrtOp) { return call("std::sqrt"); })
+          .Case([&](math::ErfOp) { return call("std::erf"); })
+          .Case([&](math::AbsFOp) { return call("std::fabs"); })
+          .Case([&](math::PowFOp) { return call("std::pow"); })
+          .Case([&](math::AbsIOp) { return call("ztc_absi"); })
+          .Case([&](math::IPowIOp) { return call("ztc_ipow"); })
+          .Default([](Operation *) { return std::string(); });
+  if (expr.empty()) {
+    op.emitError("the emitter cannot print this scalar op");
+    return failure();
+  }
+  // 16-bit results round like a 16-bit operation would.
+  Type type = op.getResult(0).getType();
+  if (isHalf(type))
+    expr = "static_cast<float>(" + storageType(type) + "(" + expr + "))";
+  return expr;
+}
+
+LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
+  auto outType = cast<MemRefType>(op.getOutput().getType());
+  int64_t count = outType.getNumElements();
+  comment(op);
+  std::string body;
+  llvm::raw_string_ostream b(body);
+  DenseMap<Value, std::string> scalars;
+  Block &block = op.getBody().front();
+  for (auto [i, input, arg] :
+       llvm::enumerate(op.getInputs(), block.getArguments())) {
+    auto type = cast<MemRefType>(input.getType());
+    std::string scalar = "a" + std::to_string(i);
+    scalars[arg] = scalar;
+    b << "    const " << computeType(type.getElementType()) << " " << scalar
+      << " = static_cast<" << computeType(type.getElementType()) << ">("
+      << (target == Target::Cuda ? "in" + std::to_string(i) : name(input))
+      << "[" << indexExpr(type, outType) << "]);\n";
+  }
+  unsigned temp = 0;
+  for (Operation &inner : block.without_terminator()) {
+    FailureOr<std::string> expr = scalarExpr(inner, scalars);
+    if (failed(expr))
+      return failure();
+    std::string t = "t" + std::to_string(temp++);
+    scalars[inner.getResult(0)] = t;
+    b << "    const " << computeType(inner.getResult(0).getType()) << " " << t
+      << " = " << *expr << ";\n";
+  }
+  Type outElem = outType.getElementType();
+  std::string result = scalars.lookup(op.getYielded());
+  std::string store = isHalf(outElem)
+                          ? storageType(outElem) + "(" + result + ")"
+                          : "static_cast<" + storageType(outElem) + ">(" +
+                                result + ")";
+
+  if (target == Target::Cpu) {
+    out << "  {\n";
+    if (count >= 32768)
+      out << "#pragma omp parallel for\n";
+    out << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
+       << body << "    " << name(op.getOutput()) << "[i] = " << store
+       << ";\n  }\n  }\n";
+    return success();
+  }
+  // CUDA: a grid-stride kernel ahead of the entry, launched here.
+  std::string kernelName = "ztc_kernel" + std::to_string(kernelCount++);
+  llvm::raw_string_ostream k(kernels);
+  SmallVector<std::string> params, args;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    auto type = cast<MemRefType>(input.getType());
+    params.push_back("const " + storageType(type.getElementType()) +
+                     " *__restrict__ in" + std::to_string(i));
+    args.push_back(name(input));
+  }
+  params.push_back(storageType(outElem) + " *__restrict__ out");
+  args.push_back(name(op.getOutput()));
+  k << "__global__ void " << kernelName << "(" << llvm::join(params, ", ")
+    << ") {\n"
+    << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
+       "i < "
+    << count << "; i += (int64_t)gridDim.x * blockDim.x) {\n"
+    << body << "    out[i] = " << store << ";\n  }\n}\n\n";
+  int64_t blocks = std::min<int64_t>((count + 255) / 256, 65535);
+  out << "  " << kernelName << "<<<" << blocks << ", 256, 0, stream>>>("
+     << llvm::join(args, ", ") << ");\n";
+  return success();
+}
+
+LogicalResult Emitter::emitCall(kernel::CallOp op) {
+  comment(op);
+  DictionaryAttr config = op.getConfig();
+  auto ints = [&](StringRef key) {
+    auto attr = dyn_cast_or_null<DenseI64ArrayAttr>(config.get(key));
+    SmallVector<std::string> values;
+    if (attr)
+      for (int64_t v : attr.asArrayRef())
+        values.push_back(std::to_string(v));
+    return values;
+  };
+  auto intValue = [&](StringRef key, int64_t otherwise = 0) -> int64_t {
+    if (auto attr = dyn_cast_or_null<IntegerAttr>(config.get(key)))
+      return attr.getValue().getSExtValue();
+    return otherwise;
+  };
+  auto boolValue = [&](StringRef key) {
+    auto attr = dyn_cast_or_null<BoolAttr>(config.get(key));
+    return attr && attr.getValue() ? "true" : "false";
+  };
+  auto floatValue = [&](StringRef key) {
+    auto attr = dyn_cast_or_null<FloatAttr>(config.get(key));
+    return floatLiteral(attr ? attr.getValueAsDouble() : 0.0,
+                        Float64Type::get(op.getContext()));
+  };
+  auto dims = [&](Value v) {
+    return dimsLiteral(cast<MemRefType>(v.getType()).getShape());
+  };
+  auto elem = [&](Value v) {
+    return storageType(cast<MemRefType>(v.getType()).getElementType());
+  };
+  // Arrays are declared in a block so names never clash.
+  std::string decls;
+  unsigned arrays = 0;
+  auto array = [&](StringRef key) {
+    std::string id = "c" + std::to_string(arrays++);
+    SmallVector<std::string> values = ints(key);
+    decls += "    static const int64_t " + id + "[] = {" +
+             llvm::join(values, ", ") + (values.empty() ? "0" : "") + "};\n";
+    return id;
+  };
+  ValueRange in = op.getInputs();
+  Value output = op.getOutputs().front();
+  std::string T = elem(output);
+  std::string x = name(in[0]), y = name(output);
+  auto optional = [&](unsigned i) {
+    return i < in.size() ? name(in[i]) : std::string("nullptr");
+  };
+  StringRef callee = op.getCallee();
+  std::string call;
+  std::string ns = target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::";
+  if (callee == "matmul") {
+    call = llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
+                         dims(in[0]), name(in[1]), dims(in[1]), y, dims(output));
+  } else if (callee == "conv2d") {
+    std::string s = array("strides"), p = array("pads"),
+                d = array("dilations");
+    call = llvm::formatv(
+        "conv2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11})",
+        T, x, dims(in[0]), name(in[1]), dims(in[1]), optional(2), y,
+        dims(output), s, p, d, intValue("group", 1));
+  } else if (callee == "max_pool2d") {
+    std::string k = array("kernel"), s = array("strides"), p = array("pads"),
+                d = array("dilations");
+    call = llvm::formatv("maxPool2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                         "{8})",
+                         T, x, dims(in[0]), y, dims(output), k, s, p, d);
+  } else if (callee == "avg_pool2d") {
+    std::string k = array("kernel"), s = array("strides"), p = array("pads");
+    call = llvm::formatv("avgPool2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                         "{8})",
+                         T, x, dims(in[0]), y, dims(output), k, s, p,
+                         boolValue("count_include_pad"));
+  } else if (callee == "softmax" || callee == "log_softmax") {
+    call = llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5})",
+                         callee == "softmax" ? "softmax" : "logSoftmax", T, x,
+                         dims(in[0]), intValue("axis"), y);
+  } else if (callee == "layer_norm") {
+    call = llvm::formatv("layerNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7})",
+                         T, x, dims(in[0]), intValue("axis"), name(in[1]),
+                         optional(2), floatValue("epsilon"), y);
+  } else if (callee == "batch_norm") {
+    call = llvm::formatv(
+        "batchNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})", T, x,
+        dims(in[0]), name(in[1]), name(in[2]), name(in[3]), name(in[4]),
+        floatValue("epsilon"), y);
+  } else if (callee.starts_with("reduce_")) {
+    uint64_t mask = 0;
+    if (auto axes = dyn_cast_or_null<DenseI64ArrayAttr>(config.get("axes")))
+      for (int64_t axis : axes.asArrayRef())
+        mask |= uint64_t(1) << axis;
+    StringRef kind = callee == "reduce_sum"    ? "Sum"
+                     : callee == "reduce_mean" ? "Mean"
+                                               : "Max";
+    call = llvm::formatv("reduce<{0}, {5}ReduceKind::{1}>({2}, {3}, {4}ull, "
+                         "{6})",
+                         T, kind, x, dims(in[0]), mask, ns, y);
+  } else if (callee == "transpose") {
+    std::string p = array("perm");
+    call = llvm::formatv("transpose<{0}>({1}, {2}, {3}, {4})", T, x,
+                         dims(in[0]), p, y);
+  } else if (callee == "slice") {
+    std::string s = array("starts"), st = array("steps");
+    call = llvm::formatv("slice<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
+                         dims(in[0]), s, st, y, dims(output));
+  } else if (callee == "gather") {
+    call = llvm::formatv("gather<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7})", T,
+                         elem(in[1]), x, dims(in[0]), name(in[1]),
+                         dims(in[1]), intValue("axis"), y);
+  } else if (callee == "trilu") {
+    call = llvm::formatv("trilu<{0}>({1}, {2}, {3}, {4}, {5})", T, x,
+                         dims(in[0]), boolValue("upper"),
+                         intValue("diagonal"), y);
+  } else if (callee == "copy_into") {
+    call = llvm::formatv("copyInto<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
+                         dims(in[0]), y, dims(output), intValue("axis"),
+                         intValue("offset"));
+  } else if (callee == "nll_loss") {
+    StringRef reduction = "mean";
+    if (auto attr = dyn_cast_or_null<StringAttr>(config.get("reduction")))
+      reduction = attr.getValue();
+    int code = reduction == "none" ? 0 : reduction == "sum" ? 1 : 2;
+    bool hasIgnore = static_cast<bool>(config.get("ignore_index"));
+    call = llvm::formatv(
+        "nllLoss<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}LL, {9})", T,
+        elem(in[1]), x, dims(in[0]), name(in[1]), optional(2), code,
+        hasIgnore ? "true" : "false", intValue("ignore_index"), y);
+  } else {
+    return op.emitOpError("the emitter has no call for this kernel");
+  }
+  out << "  {\n" << decls << "    " << ns << call << ";\n  }\n";
+  return success();
+}
+
+LogicalResult Emitter::run(func::FuncOp func) {
+  Block &block = func.getBody().front();
+  auto arena = func->getAttrOfType<IntegerAttr>("kernel.arena_bytes");
+  if (!arena)
+    return func.emitError("the step has no memory plan; run ztc-plan-memory");
+  step.arenaBytes = arena.getInt();
+
+  // Bindings: arguments (inputs and parameters), then constants.
+  for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
+    auto type = cast<MemRefType>(arg.getType());
+    auto nameAttr = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
+    Binding binding;
+    binding.role = func.getArgAttr(i, "onnx.param") ? Binding::Role::Param
+                                                    : Binding::Role::Input;
+    binding.name = nameAttr ? nameAttr.str() : "arg" + std::to_string(i);
+    binding.dtype = dtypeName(type.getElementType());
+    binding.shape.assign(type.getShape().begin(), type.getShape().end());
+    out << "  auto *" << bind(arg, "b") << " = static_cast<"
+        << storageType(type.getElementType()) << " *>(bindings[" << i
+        << "]);  // " << binding.name << "\n";
+    step.bindings.push_back(std::move(binding));
+  }
+
+  for (Operation &op : block) {
+    LogicalResult result =
+        TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](kernel::ConstantOp c) {
+              auto type = cast<MemRefType>(c.getType());
+              Binding binding;
+              binding.role = Binding::Role::Constant;
+              binding.name = "__const" + std::to_string(step.bindings.size());
+              binding.dtype = dtypeName(type.getElementType());
+              binding.shape.assign(type.getShape().begin(),
+                                   type.getShape().end());
+              binding.value = c.getValue();
+              out << "  auto *" << bind(c.getResult(), "k") << " = static_cast<"
+                  << storageType(type.getElementType()) << " *>(bindings["
+                  << step.bindings.size() << "]);\n";
+              step.bindings.push_back(std::move(binding));
+              return success();
+            })
+            .Case([&](kernel::AllocOp alloc) -> LogicalResult {
+              auto type = cast<MemRefType>(alloc.getType());
+              if (!alloc.getOffset())
+                return alloc.emitOpError("has no planned offset");
+              out << "  auto *" << bind(alloc.getResult(), "v")
+                  << " = reinterpret_cast<"
+                  << storageType(type.getElementType()) << " *>(arena + "
+                  << *alloc.getOffset() << ");\n";
+              return success();
+            })
+            .Case([&](kernel::ViewOp view) {
+              names[view.getResult()] = name(view.getSource());
+              return success();
+            })
+            .Case([&](kernel::ElementwiseOp e) { return emitElementwise(e); })
+            .Case([&](kernel::CallOp c) { return emitCall(c); })
+            .Case([&](func::ReturnOp ret) -> LogicalResult {
+              for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+                Value root = value;
+                while (auto view = root.getDefiningOp<kernel::ViewOp>())
+                  root = view.getSource();
+                auto alloc = root.getDefiningOp<kernel::AllocOp>();
+                if (!alloc)
+                  return ret.emitOpError("returns a buffer outside the arena");
+                auto type = cast<MemRefType>(value.getType());
+                auto nameAttr =
+                    func.getResultAttrOfType<StringAttr>(i, "onnx.name");
+                step.outputs.push_back(
+                    {nameAttr ? nameAttr.str() : "out" + std::to_string(i),
+                     dtypeName(type.getElementType()),
+                     std::vector<int64_t>(type.getShape().begin(),
+                                          type.getShape().end()),
+                     static_cast<int64_t>(*alloc.getOffset())});
+              }
+              return success();
+            })
+            .Default([&](Operation *other) {
+              return other->emitOpError("the emitter cannot print this op");
+            });
+    if (failed(result))
+      return failure();
+  }
+
+  os << "// Generated by ztc; do not edit.\n";
+  if (auto source = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
+          "onnx.source"))
+    os << "// Model: " << source.getValue() << "\n";
+  os << "// Arena: " << step.arenaBytes << " bytes.\n";
+  if (target == Target::Cpu)
+    os << "#include \"kernels/CpuKernels.h\"\n";
+  else
+    os << "#include \"kernels/CudaKernels.cuh\"\n";
+  os << R"(#include <cmath>
+#include <cstdint>
+
+#define ZTC_SCALAR static inline )"
+     << (target == Target::Cuda ? "__host__ __device__" : "") << R"(
+template <class T> ZTC_SCALAR T ztc_maximum(T a, T b) {
+  return (a != a || b != b) ? a + b : (a > b ? a : b);
+}
+template <class T> ZTC_SCALAR T ztc_minimum(T a, T b) {
+  return (a != a || b != b) ? a + b : (a < b ? a : b);
+}
+template <class T> ZTC_SCALAR T ztc_max(T a, T b) { return a > b ? a : b; }
+template <class T> ZTC_SCALAR T ztc_min(T a, T b) { return a < b ? a : b; }
+template <class T> ZTC_SCALAR T ztc_absi(T a) { return a < 0 ? -a : a; }
+template <class T> ZTC_SCALAR T ztc_ipow(T base, T exp) {
+  T result = 1;
+  for (; exp > 0; --exp)
+    result *= base;
+  return exp < 0 ? T(0) : result;
+}
+
+)";
+  os << kernels;
+  if (target == Target::Cpu)
+    os << "extern \"C\" void ztc_forward(void *const *bindings, char *arena) "
+          "{\n";
+  else
+    os << "extern \"C\" void ztc_forward(void *const *bindings, char *arena, "
+          "cudaStream_t stream) {\n";
+  os << entryText << "}\n";
+  return success();
+}
+
+} // namespace
+
+LogicalResult codegen::emitStep(func::FuncOp func, Target target,
+                                llvm::raw_ostream &os, StepInterface &step) {
+  Emitter emitter(target, os, step);
+  return emitter.run(func);
+}

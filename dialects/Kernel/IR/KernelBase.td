@@ -1,0 +1,38 @@
+//===- KernelBase.td - kernel dialect definition -----------*- tablegen -*-===//
+//
+// The kernel dialect is the program the emitter prints: buffers placed in
+// one arena, fused elementwise kernels with scalar bodies, and calls into
+// the runtime's kernel library. Buffers are builtin memrefs with static
+// shapes and the identity layout.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_DIALECTS_KERNEL_IR_KERNELBASE_TD
+#define ZTC_DIALECTS_KERNEL_IR_KERNELBASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Kernel_Dialect : Dialect {
+  let name = "kernel";
+  let cppNamespace = "::mlir::ztc::kernel";
+  let summary = "Buffers in one arena, fused kernels and library calls";
+  let description = [{
+    A step function in the kernel dialect is a `func.func` whose arguments
+    are the bound buffers (inputs, parameters, constants) and whose body is
+    a straight-line sequence of kernels writing into `kernel.alloc`
+    buffers. After `ztc-plan-memory` every alloc carries its byte offset in
+    the arena and the function carries the arena size, so the peak memory
+    of the step is known before it runs.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+/// Base class of kernel ops.
+class Kernel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kernel_Dialect, mnemonic, traits>;
+
+/// A buffer: a statically shaped memref with the identity layout.
+def Kernel_Buffer : StaticShapeMemRefOf<[AnyType]>;
+
+#endif // ZTC_DIALECTS_KERNEL_IR_KERNELBASE_TD

@@ -1,0 +1,167 @@
+//===- KernelOps.td - kernel dialect ops -------------------*- tablegen -*-===//
+//
+// Buffers, fused elementwise kernels and library calls: everything the
+// emitter needs to print a step as C++ or CUDA.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_DIALECTS_KERNEL_IR_KERNELOPS_TD
+#define ZTC_DIALECTS_KERNEL_IR_KERNELOPS_TD
+
+include "dialects/Kernel/IR/KernelBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+
+//===----------------------------------------------------------------------===//
+// AllocOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_AllocOp : Kernel_Op<"alloc"> {
+  let summary = "a buffer in the arena";
+  let description = [{
+    A buffer for one intermediate or output value. `ztc-plan-memory` sets
+    `offset`, its byte offset in the arena; buffers whose lifetimes do not
+    overlap share bytes.
+
+    Example:
+
+    ```mlir
+    %0 = kernel.alloc {offset = 4096 : i64} : memref<8x64xf32>
+    ```
+  }];
+  // Set by the memory planner.
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs Kernel_Buffer:$buffer);
+  let assemblyFormat = "attr-dict `:` type($buffer)";
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_ConstantOp : Kernel_Op<"constant"> {
+  let summary = "a constant buffer";
+  let description = [{
+    A buffer holding a compile-time value. The emitter stores the value with
+    the parameters and binds it like one; it never lives in the arena.
+
+    Example:
+
+    ```mlir
+    %mask = kernel.constant dense<true> : tensor<1x1x4x4xi1> : memref<1x1x4x4xi1>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kernel_Buffer:$buffer);
+  let assemblyFormat = "$value attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ViewOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_ViewOp : Kernel_Op<"view", [Pure]> {
+  let summary = "the same bytes with another shape";
+  let description = [{
+    Reinterprets a buffer with another static shape of the same element
+    count and type: a reshape costs nothing. The view keeps its source alive.
+
+    Example:
+
+    ```mlir
+    %1 = kernel.view %0 : memref<8x64xf32> to memref<512xf32>
+    ```
+  }];
+  let arguments = (ins Kernel_Buffer:$source);
+  let results = (outs Kernel_Buffer:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ElementwiseOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_ElementwiseOp : Kernel_Op<"elementwise",
+    [SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "a fused elementwise kernel";
+  let description = [{
+    Computes `output` element by element: the body receives one scalar per
+    input and yields the output's scalar. Inputs broadcast numpy-style
+    (right-aligned, size-1 or missing dimensions repeat) to the output's
+    shape, which is the iteration space. The body holds `arith` and `math`
+    ops; `ztc-fuse` merges producer kernels into their consumers so a chain
+    of elementwise ops runs as one loop with no intermediate buffer.
+
+    Example:
+
+    ```mlir
+    kernel.elementwise ins(%a, %b : memref<8x64xf32>, memref<64xf32>)
+                       outs(%c : memref<8x64xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.addf %x, %y : f32
+      kernel.yield %s : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Kernel_Buffer>:$inputs, Kernel_Buffer:$output);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $output `:`
+    type($output) `)` attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scalar the body yields.
+    ::mlir::Value getYielded();
+  }];
+}
+
+def Kernel_YieldOp : Kernel_Op<"yield",
+    [Pure, Terminator, HasParent<"ElementwiseOp">]> {
+  let summary = "the scalar an elementwise body produces";
+  let description = [{
+    Ends an elementwise body with the output element.
+
+    Example:
+
+    ```mlir
+    kernel.yield %s : f32
+    ```
+  }];
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// CallOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
+  let summary = "a call into the runtime's kernel library";
+  let description = [{
+    Runs a structured kernel of the runtime library (matmul, conv2d,
+    pooling, normalization, softmax, reductions, data movement, losses)
+    reading `inputs` and writing `outputs`. `config` carries the kernel's
+    attributes (axes, strides, ...). The verifier checks the callee and its
+    arity; shapes were verified on the `nn` op it came from.
+
+    Example:
+
+    ```mlir
+    kernel.call "matmul" ins(%a, %b : memref<8x64xf32>, memref<64x10xf32>)
+                         outs(%c : memref<8x10xf32>) {config = {}}
+    ```
+  }];
+  let arguments = (ins StrAttr:$callee, Variadic<Kernel_Buffer>:$inputs,
+                   Variadic<Kernel_Buffer>:$outputs,
+                   DefaultValuedAttr<DictionaryAttr, "{}">:$config);
+  let assemblyFormat = [{
+    $callee `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`
+    type($outputs) `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ZTC_DIALECTS_KERNEL_IR_KERNELOPS_TD

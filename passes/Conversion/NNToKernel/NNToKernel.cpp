@@ -1,0 +1,182 @@
+//===- NNToKernel.cpp - the ztc-convert-nn-to-kernel pass ---------*- C++
+//-*-===//
+//
+// Bufferizes a step function: tensors become memref buffers, each `nn` op
+// writes a fresh `kernel.alloc`, elementwise ops become one-op
+// kernel.elementwise bodies (ztc-fuse merges them), structured ops become
+// library calls, reshapes become views, constants become kernel.constant.
+// Outputs that would alias a bound buffer are copied into the arena, so the
+// runtime reads every output at an arena offset.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "passes/Conversion/NNToKernel/ScalarBodies.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_CONVERTNNTOKERNELPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+MemRefType bufferType(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+/// Whether `buffer` lives in the arena: an alloc, or a view of one.
+bool isArenaBuffer(Value buffer) {
+  while (auto view = buffer.getDefiningOp<kernel::ViewOp>())
+    buffer = view.getSource();
+  return static_cast<bool>(buffer.getDefiningOp<kernel::AllocOp>());
+}
+
+/// One kernel.elementwise computing `op` into `output`; a null `op` copies
+/// its single input.
+void buildElementwise(OpBuilder &b, Location loc, Operation *op,
+                      ValueRange inputs, Value output) {
+  auto kernelOp = kernel::ElementwiseOp::create(b, loc, inputs, output);
+  Block *body = b.createBlock(&kernelOp.getBody());
+  for (Value input : inputs)
+    body->addArgument(cast<MemRefType>(input.getType()).getElementType(), loc);
+  b.setInsertionPointToStart(body);
+  Value result = op ? buildScalarBody(b, loc, op, body->getArguments())
+                    : body->getArgument(0);
+  kernel::YieldOp::create(b, loc, result);
+  b.setInsertionPointAfter(kernelOp);
+}
+
+/// Converts one function; holds the tensor -> buffer map of that run.
+class Bufferizer {
+public:
+  LogicalResult run(func::FuncOp func);
+
+private:
+  Value lookup(Value value);
+  LogicalResult convert(OpBuilder &b, Operation *op);
+  void rewriteReturn(OpBuilder &b, func::ReturnOp ret);
+
+  DenseMap<Value, Value> valueMap;
+};
+
+LogicalResult Bufferizer::run(func::FuncOp func) {
+  Block &entry = func.getBody().front();
+
+  // Arguments become buffers in place.
+  for (BlockArgument arg : entry.getArguments())
+    arg.setType(bufferType(arg.getType()));
+
+  OpBuilder b(func.getContext());
+  for (Operation &op : llvm::make_early_inc_range(entry)) {
+    b.setInsertionPoint(&op);
+    if (isa<func::ReturnOp>(op)) {
+      rewriteReturn(b, cast<func::ReturnOp>(op));
+      continue;
+    }
+    if (failed(convert(b, &op)))
+      return failure();
+  }
+  // Drop the tensor ops, last first, now that nothing reads them.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))
+    if (op.getDialect() &&
+        (isa<nn::NNDialect>(op.getDialect()) || isa<arith::ConstantOp>(op)))
+      op.erase();
+
+  SmallVector<Type> argTypes(entry.getArgumentTypes());
+  func.setType(FunctionType::get(func.getContext(), argTypes,
+                                 entry.getTerminator()->getOperandTypes()));
+  return success();
+}
+
+/// The buffer holding tensor `value`.
+Value Bufferizer::lookup(Value value) {
+  if (isa<BlockArgument>(value))
+    return value;
+  return valueMap.lookup(value);
+}
+
+LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto value = dyn_cast<ElementsAttr>(constant.getValue());
+    if (!value)
+      return op->emitOpError("only tensor constants are supported");
+    valueMap[constant.getResult()] =
+        kernel::ConstantOp::create(b, loc, bufferType(value.getType()), value);
+    return success();
+  }
+  if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
+    valueMap[reshape.getResult()] = kernel::ViewOp::create(
+        b, loc, bufferType(reshape.getType()), lookup(reshape.getX()));
+    return success();
+  }
+  if (!isa_and_nonnull<nn::NNDialect>(op->getDialect()))
+    return op->emitOpError("cannot be lowered to the kernel dialect");
+
+  SmallVector<Value> inputs;
+  for (Value operand : op->getOperands())
+    inputs.push_back(lookup(operand));
+  Value output = kernel::AllocOp::create(
+      b, loc, bufferType(op->getResult(0).getType()), IntegerAttr());
+  valueMap[op->getResult(0)] = output;
+
+  if (isElementwiseNNOp(op)) {
+    buildElementwise(b, loc, op, inputs, output);
+    return success();
+  }
+  if (auto concat = dyn_cast<nn::ConcatOp>(op)) {
+    // One copy per input, each at its offset along the axis.
+    int64_t offset = 0, axis = static_cast<int64_t>(concat.getAxis());
+    for (Value input : inputs) {
+      kernel::CallOp::create(
+          b, loc, "copy_into", ValueRange{input}, ValueRange{output},
+          b.getDictionaryAttr(
+              {b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
+               b.getNamedAttr("offset", b.getI64IntegerAttr(offset))}));
+      offset += cast<MemRefType>(input.getType()).getDimSize(axis);
+    }
+    return success();
+  }
+  StringRef callee = op->getName().stripDialect();
+  if (!kernel::lookupLibraryKernel(callee))
+    return op->emitOpError("has no kernel in the runtime library");
+  kernel::CallOp::create(b, loc, callee, inputs, ValueRange{output},
+                         op->getAttrDictionary());
+  return success();
+}
+
+void Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
+  SmallVector<Value> results;
+  for (Value operand : ret.getOperands()) {
+    Value buffer = lookup(operand);
+    if (!isArenaBuffer(buffer)) {
+      // An input, parameter or constant returned as is: copy it.
+      Value copy = kernel::AllocOp::create(b, ret.getLoc(), buffer.getType(),
+                                           IntegerAttr());
+      buildElementwise(b, ret.getLoc(), nullptr, buffer, copy);
+      buffer = copy;
+    }
+    results.push_back(buffer);
+  }
+  ret->setOperands(results);
+}
+
+struct ConvertNNToKernelPass
+    : public ztc::impl::ConvertNNToKernelPassBase<ConvertNNToKernelPass> {
+  void runOnOperation() override {
+    Bufferizer bufferizer;
+    if (failed(bufferizer.run(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
