@@ -172,9 +172,11 @@ std::string Emitter::indexExpr(MemRefType input, MemRefType output) {
       int64_t outStride = 1;
       for (size_t j = lead + k + 1; j < out.size(); ++j)
         outStride *= out[j];
-      std::string coord = llvm::formatv("((i / {0}) % {1})", outStride,
-                                        out[lead + k])
-                              .str();
+      std::string coord =
+          outStride == 1
+              ? llvm::formatv("(i % {0})", out[lead + k]).str()
+              : llvm::formatv("((i / {0}) % {1})", outStride, out[lead + k])
+                    .str();
       terms.push_back(inStride == 1 ? coord
                                     : coord + " * " + std::to_string(inStride));
     }
@@ -570,7 +572,14 @@ LogicalResult Emitter::run(func::FuncOp func) {
   if (auto source = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
           "onnx.source"))
     os << "// Model: " << source.getValue() << "\n";
-  os << "// Arena: " << step.arenaBytes << " bytes.\n";
+  os << "// Arena: " << step.arenaBytes << " bytes (planned peak).\n";
+  if (auto unplanned =
+          func->getAttrOfType<IntegerAttr>("kernel.unplanned_bytes"))
+    os << "// Buffers after fusion, one each: " << unplanned.getInt()
+       << " bytes.\n";
+  if (auto tensors = func->getAttrOfType<IntegerAttr>("kernel.tensor_bytes"))
+    os << "// Intermediate tensors before fusion: " << tensors.getInt()
+       << " bytes.\n";
   if (target == Target::Cpu)
     os << "#include \"kernels/CpuKernels.h\"\n";
   else

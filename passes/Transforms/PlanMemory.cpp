@@ -62,7 +62,8 @@ struct PlanMemoryPass : public ztc::impl::PlanMemoryPassBase<PlanMemoryPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (alignment <= 0 || (alignment & (alignment - 1))) {
-      func.emitError("alignment must be a power of two, got ") << alignment;
+      func.emitError("alignment must be a power of two, got ")
+          << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     Block &block = func.getBody().front();

@@ -23,3 +23,4 @@ python = os.path.join(config.ztc_source_dir, ".venv", "bin", "python")
 config.substitutions.append(
     ("%onnx-tool",
      python + " " + os.path.join(config.test_source_root, "Inputs", "onnx_tool.py")))
+config.substitutions.append(("%venv-python", python))

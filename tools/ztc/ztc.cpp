@@ -10,6 +10,8 @@
 #include "dialects/Onnx/Import/Importer.h"
 #include "passes/Conversion/OnnxToNN/NodeConverter.h"
 #include "passes/Passes.h"
+#include "tools/ztc/Compile.h"
+#include "tools/ztc/RuntimeBridge.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -26,6 +28,7 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
+namespace mz = mlir::ztc;
 
 namespace {
 
@@ -34,19 +37,48 @@ enum class EmitKind { Onnx, NN };
 cl::SubCommand importCommand("import", "Import an ONNX model and print its IR");
 cl::SubCommand listOpsCommand("list-ops",
                               "List the ONNX operators ztc converts");
+cl::SubCommand runCommand(
+    "run", "Compile the forward step of an ONNX model and run it on .npy "
+           "inputs");
+cl::SubCommand emitCommand(
+    "emit", "Print the C++ or CUDA source ztc generates for a model's "
+            "forward step");
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("MODEL.onnx"),
-                               cl::Required, cl::sub(importCommand));
+                               cl::Required, cl::sub(importCommand),
+                               cl::sub(runCommand), cl::sub(emitCommand));
 cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Bind a graph input's shape: NAME=D0xD1x... "
                          "(repeatable); binds its symbolic dimensions"),
-                cl::sub(importCommand));
+                cl::sub(importCommand), cl::sub(runCommand),
+                cl::sub(emitCommand));
+cl::opt<std::string> dataDir("data",
+                             cl::desc("Directory with <input>.npy per graph "
+                                      "input"),
+                             cl::value_desc("DIR"), cl::Required,
+                             cl::sub(runCommand));
+cl::opt<std::string> outputDir("output-dir",
+                               cl::desc("Directory for <output>.npy"),
+                               cl::value_desc("DIR"), cl::Required,
+                               cl::sub(runCommand));
+cl::opt<mz::codegen::Target> target(
+    "target", cl::desc("Where the step runs"), cl::init(mz::codegen::Target::Cpu),
+    cl::values(clEnumValN(mz::codegen::Target::Cpu, "cpu",
+                          "C++ with OpenMP and OpenBLAS"),
+               clEnumValN(mz::codegen::Target::Cuda, "cuda",
+                          "CUDA (cuBLASLt and own kernels)")),
+    cl::sub(runCommand), cl::sub(emitCommand));
+cl::opt<std::string> artifactDir(
+    "artifact-dir",
+    cl::desc("Keep the compiled artifact (manifest, source, step.so, "
+             "init.safetensors) in DIR"),
+    cl::value_desc("DIR"), cl::sub(runCommand));
 cl::list<std::string> constantInputs(
     "constant-input",
     cl::desc("Specialize a graph input to the value in a serialized ONNX "
              "TensorProto: NAME=FILE.pb (repeatable)"),
-    cl::sub(importCommand));
+    cl::sub(importCommand), cl::sub(runCommand), cl::sub(emitCommand));
 cl::opt<EmitKind>
     emitKind("emit", cl::desc("IR to print"), cl::init(EmitKind::NN),
              cl::values(clEnumValN(EmitKind::Onnx, "onnx",
@@ -136,35 +168,49 @@ void summarize(ModuleOp module, llvm::raw_ostream &os) {
   });
 }
 
-int runImport() {
-  DialectRegistry registry;
-  ztc::registerAllDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  installDiagnosticPrinter(context);
-
-  ztc::onnx::ImportOptions options;
+/// Reads the import flags shared by import, emit and run.
+std::optional<mz::onnx::ImportOptions> importOptions() {
+  mz::onnx::ImportOptions options;
   for (const std::string &text : inputShapes) {
-    if (llvm::Error err = ztc::onnx::parseInputShape(text, options)) {
+    if (llvm::Error err = mz::onnx::parseInputShape(text, options)) {
       llvm::errs() << "ztc: error: " << llvm::toString(std::move(err))
                    << "\n";
-      return 1;
+      return std::nullopt;
     }
   }
   for (const std::string &text : constantInputs) {
-    if (llvm::Error err = ztc::onnx::parseConstantInput(text, options)) {
+    if (llvm::Error err = mz::onnx::parseConstantInput(text, options)) {
       llvm::errs() << "ztc: error: " << llvm::toString(std::move(err))
                    << "\n";
-      return 1;
+      return std::nullopt;
     }
   }
+  return options;
+}
+
+/// A context with every ztc dialect and the one-line diagnostic printer.
+std::unique_ptr<MLIRContext> makeContext() {
+  DialectRegistry registry;
+  mz::registerAllDialects(registry);
+  auto context = std::make_unique<MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+  installDiagnosticPrinter(*context);
+  return context;
+}
+
+int runImport() {
+  std::unique_ptr<MLIRContext> contextPtr = makeContext();
+  MLIRContext &context = *contextPtr;
+  std::optional<mz::onnx::ImportOptions> options = importOptions();
+  if (!options)
+    return 1;
   OwningOpRef<ModuleOp> module =
-      ztc::onnx::importOnnxFile(context, modelPath, options);
+      mz::onnx::importOnnxFile(context, modelPath, *options);
   if (!module)
     return 1;
   if (emitKind == EmitKind::NN) {
     PassManager pm(&context);
-    ztc::buildOnnxToNNPipeline(pm);
+    mz::buildOnnxToNNPipeline(pm);
     if (failed(pm.run(*module)))
       return 1;
   }
@@ -182,8 +228,60 @@ int runImport() {
   return 0;
 }
 
+int runEmit() {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  std::optional<mz::onnx::ImportOptions> options = importOptions();
+  if (!options)
+    return 1;
+  mz::ArtifactContents artifact;
+  if (failed(mz::compileForward(*context, modelPath, *options, target,
+                                 artifact)))
+    return 1;
+  llvm::outs() << artifact.source;
+  return 0;
+}
+
+int runRun() {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  std::optional<mz::onnx::ImportOptions> options = importOptions();
+  if (!options)
+    return 1;
+  // Dynamic dimensions not bound by --input-shape take the shapes of the
+  // data given.
+  std::string data = dataDir;
+  options->shapeFor = [data](StringRef name)
+      -> std::optional<llvm::SmallVector<int64_t>> {
+    auto shape = ::ztc::bridge::npyShape(
+        data + "/" + ::ztc::bridge::fileStem(name.str()) + ".npy");
+    if (!shape)
+      return std::nullopt;
+    return llvm::SmallVector<int64_t>(shape->begin(), shape->end());
+  };
+  mz::ArtifactContents artifact;
+  if (failed(mz::compileForward(*context, modelPath, *options, target,
+                                 artifact)))
+    return 1;
+
+  std::string error, dir = artifactDir;
+  bool temporary = dir.empty();
+  if (temporary && (dir = ::ztc::bridge::makeTemporaryDirectory(error)).empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
+  error = ::ztc::bridge::writeAndBuildArtifact(dir, artifact);
+  if (error.empty())
+    error = ::ztc::bridge::runArtifact(dir, dataDir, outputDir);
+  if (temporary)
+    ::ztc::bridge::removeDirectory(dir);
+  if (!error.empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int runListOps() {
-  for (StringRef name : ztc::onnx_to_nn::ConverterRegistry::get().opTypes())
+  for (StringRef name : mz::onnx_to_nn::ConverterRegistry::get().opTypes())
     llvm::outs() << name << "\n";
   return 0;
 }
@@ -197,11 +295,17 @@ int main(int argc, char **argv) {
       "ztc: compile the training step of an ONNX model\n\n"
       "  ztc import MODEL.onnx [--input-shape NAME=D0xD1...] [--emit "
       "onnx|nn]\n"
+      "  ztc run MODEL.onnx --data DIR --output-dir OUT [--target cpu|cuda]\n"
+      "  ztc emit MODEL.onnx [--target cpu|cuda]\n"
       "  ztc list-ops\n");
   if (importCommand)
     return runImport();
   if (listOpsCommand)
     return runListOps();
+  if (runCommand)
+    return runRun();
+  if (emitCommand)
+    return runEmit();
   llvm::errs() << "ztc: error: no command given; see `ztc --help`\n";
   return 1;
 }

@@ -101,6 +101,8 @@ private:
   llvm::StringMap<Value> values;
   /// ONNX value name -> declared type (graph outputs and value_info).
   llvm::StringMap<const ::onnx::TypeProto *> declaredTypes;
+  /// Input name -> bound shape (--input-shape, then ImportOptions::shapeFor).
+  llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
   /// Symbolic dimension name -> bound size.
   llvm::StringMap<int64_t> symbolSizes;
   /// Created on demand: stands for absent optional inputs.
@@ -203,7 +205,20 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
   for (const auto &input : graph.input())
     inputNames.insert(input.name());
   bool ok = true;
-  for (const auto &entry : options.inputShapes) {
+  inputShapes = options.inputShapes;
+  for (const auto &input : graph.input()) {
+    if (!options.shapeFor || inputShapes.count(input.name()) ||
+        !input.type().has_tensor_type())
+      continue;
+    const auto &shape = input.type().tensor_type().shape();
+    bool dynamic = llvm::any_of(shape.dim(), [](const auto &dim) {
+      return !dim.has_dim_value() || dim.dim_value() < 0;
+    });
+    if (dynamic)
+      if (auto found = options.shapeFor(input.name()))
+        inputShapes[input.name()] = *found;
+  }
+  for (const auto &entry : inputShapes) {
     if (!inputNames.contains(entry.getKey())) {
       std::string known;
       for (const auto &input : graph.input())
@@ -221,8 +236,8 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
     }
   }
   for (const auto &input : graph.input()) {
-    auto it = options.inputShapes.find(input.name());
-    if (it == options.inputShapes.end() ||
+    auto it = inputShapes.find(input.name());
+    if (it == inputShapes.end() ||
         !input.type().has_tensor_type() ||
         !input.type().tensor_type().has_shape())
       continue;

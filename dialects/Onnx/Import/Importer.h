@@ -14,6 +14,8 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace mlir::ztc::onnx {
@@ -24,6 +26,10 @@ struct ImportOptions {
   /// symbolic) dimensions. Symbolic names bound this way also bind the same
   /// names in other inputs and outputs.
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Asked for the shape of a graph input with dynamic dimensions that
+  /// `inputShapes` does not bind (e.g. from the data a run is given).
+  std::function<std::optional<llvm::SmallVector<int64_t>>(llvm::StringRef)>
+      shapeFor;
   /// Graph inputs to specialize as constants, by ONNX name, each read from
   /// a serialized TensorProto file (the ONNX test-data format). Inputs that
   /// determine shapes (Reshape targets, axes, ...) must be constants.

@@ -37,12 +37,21 @@ LogicalResult convertVariadic(NodeContext &ctx,
   return produce(results, acc);
 }
 
+/// Pow lets the exponent have its own type: the power is computed in the
+/// floating-point type of the two (the wider one if both are), then cast to
+/// the base's type, so an integer base with exponent 0.5 takes square roots.
 LogicalResult convertPow(NodeContext &ctx, SmallVectorImpl<Value> &results) {
-  // ONNX lets the exponent have its own type; nn.pow wants the base's.
-  Value exponent = ctx.castTo(ctx.input(1), ctx.inputType(0).getElementType());
-  if (!exponent)
-    return failure();
-  return produce(results, ctx.create<nn::PowOp>({ctx.input(0), exponent}));
+  Type baseType = ctx.inputType(0).getElementType();
+  Type exponentType = ctx.inputType(1).getElementType();
+  Type computeType = baseType;
+  if (isa<FloatType>(exponentType) &&
+      (!isa<FloatType>(baseType) || exponentType.getIntOrFloatBitWidth() >
+                                        baseType.getIntOrFloatBitWidth()))
+    computeType = exponentType;
+  Value base = ctx.castTo(ctx.input(0), computeType);
+  Value exponent = base ? ctx.castTo(ctx.input(1), computeType) : nullptr;
+  Value power = exponent ? ctx.create<nn::PowOp>({base, exponent}) : nullptr;
+  return produce(results, power ? ctx.castTo(power, baseType) : nullptr);
 }
 
 LogicalResult convertLeakyRelu(NodeContext &ctx,
@@ -64,7 +73,7 @@ LogicalResult convertGelu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
                                         ctx.b.getStringAttr(approximate))}));
 }
 
-/// Clip is max(min(x, hi), lo); bounds are inputs from opset 11 and
+/// Clip is min(max(x, lo), hi); bounds are inputs from opset 11 and
 /// attributes before.
 LogicalResult convertClip(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   Value x = ctx.input(0);
@@ -139,11 +148,17 @@ LogicalResult convertDropout(NodeContext &ctx,
                           "the model in eval mode";
   if (failed(produce(results, ctx.input(0))))
     return failure();
-  // Without dropping, the mask keeps everything.
+  // Without dropping, the mask keeps everything: true from Dropout-10 on,
+  // ones of the data's type before.
   if (ctx.outputUsed(1)) {
-    auto maskType = ctx.inputType(0).clone(ctx.b.getI1Type());
+    RankedTensorType type = ctx.inputType(0);
+    Attribute one = ctx.b.getBoolAttr(true);
+    if (ctx.since < 10)
+      one = ctx.b.getFloatAttr(type.getElementType(), 1.0);
+    else
+      type = type.clone(ctx.b.getI1Type());
     results.push_back(arith::ConstantOp::create(
-        ctx.b, ctx.loc, DenseElementsAttr::get(maskType, true)));
+        ctx.b, ctx.loc, DenseElementsAttr::get(type, one)));
   }
   return success();
 }

@@ -76,14 +76,23 @@ LogicalResult convertGemm(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   Value y = ctx.create<nn::MatMulOp>({a, bv});
   Type elem = ctx.inputType(0).getElementType();
   double alpha = ctx.floatAttr("alpha", 1.0), beta = ctx.floatAttr("beta", 1.0);
-  if (y && alpha != 1.0)
-    y = ctx.create<nn::MulOp>({y, ctx.scalar(elem, alpha)});
-  if (Value c = ctx.input(2); y && c && beta != 0.0) {
-    if (beta != 1.0)
-      c = ctx.create<nn::MulOp>({c, ctx.scalar(elem, beta)});
-    y = c ? ctx.create<nn::AddOp>({y, c}) : nullptr;
+  Value c = beta != 0.0 ? ctx.input(2) : nullptr;
+  // Integer Gemm with fractional factors scales in f64, then casts back.
+  bool scaled = alpha != 1.0 || (c && beta != 1.0);
+  Type scaleType = isa<IntegerType>(elem) && scaled ? ctx.b.getF64Type() : elem;
+  if (y && alpha != 1.0) {
+    y = ctx.castTo(y, scaleType);
+    y = y ? ctx.create<nn::MulOp>({y, ctx.scalar(scaleType, alpha)}) : nullptr;
   }
-  return produce(results, y);
+  if (y && c) {
+    if (beta != 1.0) {
+      c = ctx.castTo(c, scaleType);
+      c = c ? ctx.create<nn::MulOp>({c, ctx.scalar(scaleType, beta)}) : nullptr;
+      y = y && c ? ctx.castTo(y, scaleType) : nullptr;
+    }
+    y = y && c ? ctx.create<nn::AddOp>({y, c}) : nullptr;
+  }
+  return produce(results, y ? ctx.castTo(y, elem) : nullptr);
 }
 
 //===----------------------------------------------------------------------===//

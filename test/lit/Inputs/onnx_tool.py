@@ -5,6 +5,7 @@
   onnx_tool.py truncate IN.onnxtxt OUT.onnx      the first half of the binary
   onnx_tool.py external IN.onnxtxt OUT.onnx      initializers moved to
                                                  OUT.onnx.data
+  onnx_tool.py npy OUT.npy DTYPE D0xD1...        an .npy of 0, 1, 2, ...
 """
 import os
 import sys
@@ -20,6 +21,12 @@ def load(path):
 
 
 def main():
+    if sys.argv[1] == "npy":
+        import numpy as np
+        path, dtype, dims = sys.argv[2:5]
+        shape = [int(d) for d in dims.split("x")] if dims else []
+        np.save(path, np.arange(int(np.prod(shape))).astype(dtype).reshape(shape))
+        return
     command, src, dst = sys.argv[1:4]
     model = load(src)
     if command == "binary":

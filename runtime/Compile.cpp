@@ -1,0 +1,255 @@
+//===- Compile.cpp - build generated code into a shared object ------------===//
+//
+// Runs the compiler with posix_spawnp (no shell, so paths need no quoting)
+// and captures its merged stdout/stderr through a pipe.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Compile.h"
+
+#include "runtime/Error.h"
+#include "runtime/File.h"
+#include "runtime/Sha256.h"
+#include "ztc/runtime/Config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace ztc::rt {
+
+namespace {
+
+/// Bumped when the meaning of a cache key changes.
+constexpr char kCacheKeyVersion[] = "ztc-compile-v1";
+constexpr int kReportedLines = 20;
+
+struct CommandResult {
+  int exitCode = 0;
+  std::string output;
+};
+
+std::string joinCommand(const std::vector<std::string> &argv) {
+  std::string text;
+  for (const std::string &arg : argv) {
+    if (!text.empty())
+      text += ' ';
+    bool plain =
+        !arg.empty() && arg.find_first_of(" \t'\"\\$") == std::string::npos;
+    text += plain ? arg : "'" + arg + "'";
+  }
+  return text;
+}
+
+/// Runs `argv` (looked up on PATH) with stdin from /dev/null; returns its
+/// exit code and merged stdout/stderr. Throws if it cannot be started.
+CommandResult runCommand(const std::vector<std::string> &argv) {
+  int pipeFds[2];
+  if (::pipe2(pipeFds, O_CLOEXEC) != 0)
+    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], 2);
+  std::vector<char *> args;
+  for (const std::string &arg : argv)
+    args.push_back(const_cast<char *>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int status =
+      ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipeFds[1]);
+  if (status != 0) {
+    ::close(pipeFds[0]);
+    throw Error("cannot run '" + argv[0] + "': " + std::strerror(status));
+  }
+  CommandResult result;
+  char buffer[4096];
+  for (;;) {
+    ssize_t count = ::read(pipeFds[0], buffer, sizeof(buffer));
+    if (count < 0 && errno == EINTR)
+      continue;
+    if (count <= 0)
+      break;
+    result.output.append(buffer, static_cast<size_t>(count));
+  }
+  ::close(pipeFds[0]);
+  int waitStatus = 0;
+  while (::waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR) {
+  }
+  result.exitCode = WIFEXITED(waitStatus) ? WEXITSTATUS(waitStatus)
+                                          : 128 + WTERMSIG(waitStatus);
+  return result;
+}
+
+std::string firstLines(const std::string &text, int count) {
+  std::istringstream in(text);
+  std::string line, result;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    if (lines++ == count) {
+      result += "...\n";
+      break;
+    }
+    result += line + '\n';
+  }
+  return result;
+}
+
+std::string nvccPath(const CompileOptions &options) {
+  if (!options.nvcc.empty())
+    return options.nvcc;
+  if (const char *cudaHome = std::getenv("CUDA_HOME"))
+    return std::string(cudaHome) + "/bin/nvcc";
+  return "nvcc";
+}
+
+/// Adds `text` with its length, so consecutive fields cannot run together.
+void hashField(Sha256 &hash, const std::string &text) {
+  hash.update(std::to_string(text.size()) + ":");
+  hash.update(text);
+}
+
+/// Hashes every file in `includeDir/kernels`, in name order: generated code
+/// includes them, so a changed kernel must miss the cache.
+void hashKernelHeaders(Sha256 &hash, const std::string &includeDir) {
+  std::filesystem::path kernels = std::filesystem::path(includeDir) / "kernels";
+  std::error_code error;
+  std::vector<std::filesystem::path> files;
+  for (const auto &entry : std::filesystem::directory_iterator(kernels, error))
+    if (entry.is_regular_file())
+      files.push_back(entry.path());
+  if (error || files.empty())
+    throw Error("runtime include directory '" + includeDir +
+                "' has no kernels/ headers");
+  std::sort(files.begin(), files.end());
+  for (const auto &file : files) {
+    hashField(hash, file.filename().string());
+    hashField(hash, readFile(file.string()));
+  }
+}
+
+} // namespace
+
+const char *targetName(Target target) {
+  return target == Target::Cpu ? "cpu" : "cuda";
+}
+
+std::optional<Target> parseTarget(const std::string &name) {
+  if (name == "cpu")
+    return Target::Cpu;
+  if (name == "cuda")
+    return Target::Cuda;
+  return std::nullopt;
+}
+
+std::string defaultRuntimeIncludeDir() { return ZTC_RUNTIME_SOURCE_DIR; }
+
+std::vector<std::string> compileCommand(const std::string &sourcePath,
+                                        Target target,
+                                        const std::string &outputPath,
+                                        const CompileOptions &options) {
+  std::string includeDir = options.runtimeIncludeDir.empty()
+                               ? defaultRuntimeIncludeDir()
+                               : options.runtimeIncludeDir;
+  std::vector<std::string> command;
+  if (target == Target::Cpu) {
+    // -ffp-contract=off: no fused multiply-adds behind the emitter's back,
+    // so results do not depend on the host's instruction set.
+    command = {options.cxx, "-std=c++17", "-O2",      "-ffp-contract=off",
+               "-fPIC",     "-shared",    "-fopenmp", "-I" + includeDir};
+  } else {
+    command = {nvccPath(options),
+               "-std=c++17",
+               "-O2",
+               "-shared",
+               "-Xcompiler",
+               "-fPIC",
+               "-gencode",
+               "arch=compute_80,code=sm_80",
+               "-gencode",
+               "arch=compute_90,code=sm_90",
+               "-I" + includeDir};
+  }
+  command.insert(command.end(), options.extraFlags.begin(),
+                 options.extraFlags.end());
+  command.insert(command.end(), {sourcePath, "-o", outputPath});
+  if (target == Target::Cpu)
+    command.push_back("-lopenblas");
+  else
+    command.insert(command.end(), {"-lcublasLt", "-lcublas"});
+  return command;
+}
+
+std::string compileSharedObject(const std::string &sourcePath, Target target,
+                                const std::string &cacheDir,
+                                const CompileOptions &options, bool *cacheHit) {
+  std::string source = readFile(sourcePath);
+  std::vector<std::string> keyCommand =
+      compileCommand("<source>", target, "<output>", options);
+  CommandResult version = runCommand({keyCommand[0], "--version"});
+  if (version.exitCode != 0)
+    throw Error("'" + keyCommand[0] +
+                " --version' failed: " + firstLines(version.output, 1));
+
+  Sha256 hash;
+  hashField(hash, kCacheKeyVersion);
+  hashField(hash, source);
+  for (const std::string &arg : keyCommand)
+    hashField(hash, arg);
+  hashField(hash, version.output);
+  hashKernelHeaders(hash, options.runtimeIncludeDir.empty()
+                              ? defaultRuntimeIncludeDir()
+                              : options.runtimeIncludeDir);
+  std::string digest = hash.hexDigest();
+  std::string soPath = cacheDir + "/" + digest + ".so";
+
+  std::error_code error;
+  bool cached = std::filesystem::is_regular_file(soPath, error);
+  if (cacheHit)
+    *cacheHit = cached;
+  if (cached)
+    return soPath;
+
+  createDirectories(cacheDir);
+  std::string tempPath =
+      cacheDir + "/" + digest + ".tmp-" + std::to_string(::getpid()) + ".so";
+  std::vector<std::string> command =
+      compileCommand(sourcePath, target, tempPath, options);
+  CommandResult result = runCommand(command);
+  if (result.exitCode != 0) {
+    ::unlink(tempPath.c_str());
+    throw Error("compiling " + sourcePath + " failed (exit code " +
+                std::to_string(result.exitCode) + "): " + joinCommand(command) +
+                "\n" + firstLines(result.output, kReportedLines));
+  }
+  commitFile(tempPath, soPath);
+  return soPath;
+}
+
+bool tryCompileSharedObject(const std::string &sourcePath, Target target,
+                            const std::string &cacheDir,
+                            const CompileOptions &options, std::string &soPath,
+                            std::string &error) noexcept {
+  try {
+    soPath = compileSharedObject(sourcePath, target, cacheDir, options);
+    return true;
+  } catch (const std::exception &failure) {
+    error = failure.what();
+    return false;
+  }
+}
+
+} // namespace ztc::rt

@@ -1,0 +1,68 @@
+//===- Compile.h - build generated code into a shared object ----*- C++ -*-===//
+//
+// Compiles an artifact's step.cpp (host C++ compiler, OpenMP, OpenBLAS) or
+// step.cu (nvcc, cuBLASLt) into a shared object, cached under a directory by
+// the SHA-256 of everything that determines the result: the source text, the
+// command line, the compiler's version text, and the runtime's kernel
+// headers. An unchanged recompile returns the cached object without running
+// the compiler. Objects enter the cache atomically, so concurrent compiles
+// (one per rank) are safe.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_COMPILE_H
+#define ZTC_RUNTIME_COMPILE_H
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ztc::rt {
+
+/// Where generated code runs.
+enum class Target { Cpu, Cuda };
+
+/// "cpu" or "cuda".
+const char *targetName(Target target);
+std::optional<Target> parseTarget(const std::string &name);
+
+/// The runtime/ source directory this library was built from; generated
+/// code is compiled with -I pointing at it.
+std::string defaultRuntimeIncludeDir();
+
+struct CompileOptions {
+  /// Directory that holds kernels/ (passed as -I). Empty: the default above.
+  std::string runtimeIncludeDir;
+  /// Host compiler for Target::Cpu.
+  std::string cxx = "c++";
+  /// nvcc for Target::Cuda. Empty: $CUDA_HOME/bin/nvcc, else nvcc on PATH.
+  std::string nvcc;
+  /// Appended to the command line (part of the cache key).
+  std::vector<std::string> extraFlags;
+};
+
+/// Compiles `sourcePath` for `target` and returns the path of the shared
+/// object, `cacheDir/<sha256>.so` (cacheDir is created if missing). Sets
+/// `*cacheHit` when the object was already cached. Throws Error on failure;
+/// a compiler failure reports the command and the first 20 lines of output.
+std::string compileSharedObject(const std::string &sourcePath, Target target,
+                                const std::string &cacheDir,
+                                const CompileOptions &options = {},
+                                bool *cacheHit = nullptr);
+
+/// compileSharedObject for callers built without exceptions: returns false
+/// and sets `error` instead of throwing.
+bool tryCompileSharedObject(const std::string &sourcePath, Target target,
+                            const std::string &cacheDir,
+                            const CompileOptions &options, std::string &soPath,
+                            std::string &error) noexcept;
+
+/// The command line compileSharedObject runs (for messages and tests).
+std::vector<std::string> compileCommand(const std::string &sourcePath,
+                                        Target target,
+                                        const std::string &outputPath,
+                                        const CompileOptions &options);
+
+} // namespace ztc::rt
+
+#endif // ZTC_RUNTIME_COMPILE_H

@@ -1,0 +1,201 @@
+//===- Runner.cpp - run a compiled forward step ---------------------------===//
+//
+// Inputs are checked before anything runs, so a wrong file never reaches
+// generated code (which trusts its static shapes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Runner.h"
+
+#include "runtime/Error.h"
+#include "runtime/File.h"
+#include "runtime/Npy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+namespace ztc::rt {
+
+namespace {
+
+/// Bytes after the arena filled with a pattern and checked after each call.
+constexpr size_t kGuardBytes = 64;
+constexpr unsigned char kGuardPattern = 0xA5;
+
+std::string joinPath(const std::string &directory, const std::string &file) {
+  return (std::filesystem::path(directory) / file).string();
+}
+
+} // namespace
+
+Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
+    : artifact_(artifact), backend_(std::move(backend)) {
+  if (backend_->target() != manifest().target)
+    throw Error(artifact_.directory() + ": the artifact targets " +
+                targetName(manifest().target) + ", the backend runs " +
+                targetName(backend_->target()));
+  arenaBytes_ = manifest().arenaBytes;
+  arena_ = DeviceBuffer(*backend_, arenaBytes_ + kGuardBytes);
+  std::vector<unsigned char> guard(kGuardBytes, kGuardPattern);
+  backend_->copyIn(static_cast<char *>(arena_.data()) + arenaBytes_,
+                   guard.data(), kGuardBytes);
+
+  std::map<std::string, Tensor> initial = artifact_.loadInitialValues();
+  for (const Binding &binding : manifest().bindings) {
+    buffers_.emplace_back(*backend_, binding.byteSize());
+    pointers_.push_back(buffers_.back().data());
+    inputSet_.push_back(binding.role != BindingRole::Input);
+    if (binding.role != BindingRole::Input) {
+      const Tensor &value = initial.at(binding.name);
+      backend_->copyIn(buffers_.back().data(), value.bytes.data(),
+                       value.byteSize());
+    }
+  }
+}
+
+Runner::~Runner() = default;
+
+void Runner::uploadInput(size_t index, const Tensor &value) {
+  backend_->copyIn(buffers_[index].data(), value.bytes.data(),
+                   value.byteSize());
+  inputSet_[index] = true;
+}
+
+void Runner::setInput(const std::string &name, const Tensor &value) {
+  const std::vector<Binding> &bindings = manifest().bindings;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    if (bindings[i].role != BindingRole::Input || bindings[i].name != name)
+      continue;
+    if (value.dtype != bindings[i].dtype || value.shape != bindings[i].shape)
+      throw Error("input '" + name + "': expected " + bindings[i].describe() +
+                  ", got " + value.describe());
+    uploadInput(i, value);
+    return;
+  }
+  throw Error("the artifact has no input '" + name + "'");
+}
+
+void Runner::loadInputs(const std::string &dataDir) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dataDir, error))
+    throw Error("data directory " + dataDir + " does not exist");
+
+  const std::vector<Binding> &bindings = manifest().bindings;
+  std::set<std::string> expected;
+  std::string missing;
+  for (const Binding &binding : bindings) {
+    if (binding.role != BindingRole::Input)
+      continue;
+    std::string file = binding.file + ".npy";
+    expected.insert(file);
+    if (!std::filesystem::is_regular_file(joinPath(dataDir, file), error))
+      missing += (missing.empty() ? "" : ", ") + file + " (input '" +
+                 binding.name + "', " + binding.describe() + ")";
+  }
+  if (!missing.empty())
+    throw Error("missing input file(s) in " + dataDir + ": " + missing);
+
+  std::vector<std::string> extra;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(dataDir, error)) {
+    std::string file = entry.path().filename().string();
+    if (entry.path().extension() == ".npy" && !expected.count(file))
+      extra.push_back(file);
+  }
+  if (!extra.empty()) {
+    std::sort(extra.begin(), extra.end());
+    std::string message =
+        "unexpected file(s) in " + dataDir + " match no input: ";
+    for (size_t i = 0; i < extra.size(); ++i)
+      message += (i ? ", " : "") + extra[i];
+    if (expected.empty()) {
+      message += " (the artifact has no inputs)";
+    } else {
+      message += " (expected: ";
+      size_t i = 0;
+      for (const std::string &file : expected)
+        message += (i++ ? ", " : "") + file;
+      message += ")";
+    }
+    throw Error(message);
+  }
+
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const Binding &binding = bindings[i];
+    if (binding.role != BindingRole::Input)
+      continue;
+    std::string path = joinPath(dataDir, binding.file + ".npy");
+    Tensor value;
+    try {
+      value = readNpy(path);
+    } catch (const Error &failure) {
+      throw Error("input '" + binding.name + "': " + failure.what());
+    }
+    if (value.dtype != binding.dtype || value.shape != binding.shape)
+      throw Error("input '" + binding.name + "' (" + path + "): expected " +
+                  binding.describe() + ", got " + value.describe());
+    uploadInput(i, value);
+  }
+}
+
+void Runner::run() {
+  const std::vector<Binding> &bindings = manifest().bindings;
+  for (size_t i = 0; i < bindings.size(); ++i)
+    if (!inputSet_[i])
+      throw Error("input '" + bindings[i].name + "' was not set");
+  backend_->call(artifact_.entry(), pointers_.data(),
+                 static_cast<char *>(arena_.data()));
+  unsigned char guard[kGuardBytes];
+  backend_->copyOut(guard, static_cast<char *>(arena_.data()) + arenaBytes_,
+                    kGuardBytes);
+  if (std::any_of(guard, guard + kGuardBytes,
+                  [](unsigned char byte) { return byte != kGuardPattern; }))
+    throw Error(artifact_.directory() +
+                ": generated code wrote past the end of the " +
+                std::to_string(arenaBytes_) + "-byte arena");
+}
+
+Tensor Runner::output(size_t index) const {
+  const Output &spec = manifest().outputs.at(index);
+  Tensor value(spec.dtype, spec.shape);
+  backend_->copyOut(value.bytes.data(),
+                    static_cast<char *>(arena_.data()) + spec.offset,
+                    value.byteSize());
+  return value;
+}
+
+void Runner::writeOutputs(const std::string &outputDir) const {
+  createDirectories(outputDir);
+  const std::vector<Output> &outputs = manifest().outputs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    try {
+      writeNpy(joinPath(outputDir, outputs[i].file + ".npy"), output(i));
+    } catch (const Error &failure) {
+      throw Error("output '" + outputs[i].name + "': " + failure.what());
+    }
+  }
+}
+
+void runForward(const std::string &artifactDir, const std::string &dataDir,
+                const std::string &outputDir) {
+  Artifact artifact = Artifact::load(artifactDir);
+  Runner runner(artifact, createCpuBackend());
+  runner.loadInputs(dataDir);
+  runner.run();
+  runner.writeOutputs(outputDir);
+}
+
+bool tryRunForward(const std::string &artifactDir, const std::string &dataDir,
+                   const std::string &outputDir, std::string &error) noexcept {
+  try {
+    runForward(artifactDir, dataDir, outputDir);
+    return true;
+  } catch (const std::exception &failure) {
+    error = failure.what();
+    return false;
+  }
+}
+
+} // namespace ztc::rt

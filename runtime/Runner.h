@@ -1,0 +1,80 @@
+//===- Runner.h - run a compiled forward step -------------------*- C++ -*-===//
+//
+// Binds an artifact to a backend and runs its entry once: `ztc run`. The
+// Runner allocates the arena with exactly the manifest's arena_bytes, one
+// device buffer per binding, uploads parameters and constants from
+// init.safetensors, reads and checks the inputs, calls the entry, and reads
+// the outputs back from their arena offsets.
+//
+// Every error is a ztc::rt::Error with a one-line message:
+//   missing input file(s) in DIR: x.npy (input 'x', float32[8,64])
+//   unexpected file(s) in DIR match no input: z.npy (expected: x.npy)
+//   input 'x' (DIR/x.npy): expected float32[8,64], got float32[8,32]
+//   input 'x': DIR/x.npy: truncated data: ...      (a corrupt .npy)
+//   generated code wrote past the end of the N-byte arena
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_RUNNER_H
+#define ZTC_RUNTIME_RUNNER_H
+
+#include "runtime/Artifact.h"
+#include "runtime/Backend.h"
+#include "runtime/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ztc::rt {
+
+/// An artifact bound to a backend, ready to run.
+class Runner {
+public:
+  /// Allocates the arena and binding buffers on `backend` and uploads the
+  /// parameters and constants. `artifact` must outlive the Runner.
+  Runner(const Artifact &artifact, std::unique_ptr<Backend> backend);
+  ~Runner();
+
+  /// Reads every input from `dataDir/<file>.npy`; see the file comment for
+  /// the checks and their messages.
+  void loadInputs(const std::string &dataDir);
+  /// Uploads `value` as the input named `name` (dtype and shape must match).
+  void setInput(const std::string &name, const Tensor &value);
+  /// Calls the entry; every input must have been set.
+  void run();
+  /// Output `index` of the manifest, copied from the arena.
+  Tensor output(size_t index) const;
+  /// Writes every output to `outputDir/<file>.npy`, creating the directory.
+  void writeOutputs(const std::string &outputDir) const;
+
+  /// Bytes allocated for the arena: the manifest's arena_bytes.
+  uint64_t arenaBytes() const { return arenaBytes_; }
+
+private:
+  const Manifest &manifest() const { return artifact_.manifest(); }
+  void uploadInput(size_t binding, const Tensor &value);
+
+  const Artifact &artifact_;
+  std::unique_ptr<Backend> backend_;
+  uint64_t arenaBytes_ = 0;
+  /// The arena plus a guard band that detects writes past its end.
+  DeviceBuffer arena_;
+  std::vector<DeviceBuffer> buffers_;
+  std::vector<void *> pointers_;
+  std::vector<bool> inputSet_;
+};
+
+/// `ztc run`: loads the artifact in `artifactDir`, runs it on the CPU
+/// backend with inputs from `dataDir`, writes outputs to `outputDir`.
+void runForward(const std::string &artifactDir, const std::string &dataDir,
+                const std::string &outputDir);
+
+/// runForward for callers built without exceptions: returns false and sets
+/// `error` instead of throwing.
+bool tryRunForward(const std::string &artifactDir, const std::string &dataDir,
+                   const std::string &outputDir, std::string &error) noexcept;
+
+} // namespace ztc::rt
+
+#endif // ZTC_RUNTIME_RUNNER_H

@@ -1,0 +1,189 @@
+//===- SafeTensors.cpp - safetensors files --------------------------------===//
+//
+// The header is parsed with nlohmann::json; tensor data is read straight from
+// the file into each tensor's buffer, so loading a model needs no second copy
+// of the whole file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/SafeTensors.h"
+
+#include "runtime/Error.h"
+#include "runtime/File.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace ztc::rt {
+
+namespace {
+
+using nlohmann::json;
+
+/// Headers beyond this size are corrupt rather than large models.
+constexpr uint64_t kMaxHeaderSize = 100u << 20;
+
+struct SafeTensorsType {
+  const char *name;
+  DType dtype;
+};
+
+constexpr SafeTensorsType kTypes[] = {
+    {"F32", DType::Float32},   {"F64", DType::Float64}, {"F16", DType::Float16},
+    {"BF16", DType::BFloat16}, {"I64", DType::Int64},   {"I32", DType::Int32},
+    {"I8", DType::Int8},       {"BOOL", DType::Bool},
+};
+
+const char *typeName(DType dtype) {
+  for (const SafeTensorsType &type : kTypes)
+    if (type.dtype == dtype)
+      return type.name;
+  return "?";
+}
+
+/// Reads one tensor's entry of the header (not its data).
+Tensor parseEntry(const std::string &path, const std::string &name,
+                  const json &entry, uint64_t dataSize, uint64_t &begin) {
+  auto bad = [&](const std::string &what) {
+    return Error(path + ": tensor '" + name + "': " + what);
+  };
+  if (!entry.is_object())
+    throw bad("header entry is not an object");
+  auto dtypeIt = entry.find("dtype");
+  auto shapeIt = entry.find("shape");
+  auto offsetsIt = entry.find("data_offsets");
+  if (dtypeIt == entry.end() || !dtypeIt->is_string())
+    throw bad("missing 'dtype'");
+  if (shapeIt == entry.end() || !shapeIt->is_array())
+    throw bad("missing 'shape'");
+  if (offsetsIt == entry.end() || !offsetsIt->is_array() ||
+      offsetsIt->size() != 2 || !(*offsetsIt)[0].is_number_unsigned() ||
+      !(*offsetsIt)[1].is_number_unsigned())
+    throw bad("missing or invalid 'data_offsets'");
+
+  Tensor tensor;
+  std::string dtype = dtypeIt->get<std::string>();
+  bool known = false;
+  for (const SafeTensorsType &type : kTypes)
+    if (dtype == type.name) {
+      tensor.dtype = type.dtype;
+      known = true;
+    }
+  if (!known)
+    throw bad("unsupported dtype '" + dtype +
+              "' (supported: F32, F64, F16, BF16, I64, I32, I8, BOOL)");
+  for (const json &dim : *shapeIt) {
+    if (!dim.is_number_unsigned())
+      throw bad("shape entries must be non-negative integers");
+    tensor.shape.push_back(dim.get<int64_t>());
+  }
+  begin = (*offsetsIt)[0].get<uint64_t>();
+  uint64_t end = (*offsetsIt)[1].get<uint64_t>();
+  std::optional<int64_t> size =
+      checkedByteSize(tensor.shape, dtypeSize(tensor.dtype));
+  if (!size)
+    throw bad("shape is too large");
+  if (end < begin || end > dataSize)
+    throw bad("data_offsets [" + std::to_string(begin) + ", " +
+              std::to_string(end) + "] lie outside the " +
+              std::to_string(dataSize) + " data bytes (truncated file?)");
+  if (end - begin != static_cast<uint64_t>(*size))
+    throw bad(tensor.describe() + " needs " + std::to_string(*size) +
+              " bytes, data_offsets span " + std::to_string(end - begin));
+  tensor.bytes.resize(static_cast<size_t>(*size));
+  return tensor;
+}
+
+} // namespace
+
+SafeTensors readSafeTensors(const std::string &path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    throw Error(path + ": cannot open: " + std::strerror(errno));
+  const uint64_t fileSize = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  unsigned char lengthBytes[8];
+  in.read(reinterpret_cast<char *>(lengthBytes), 8);
+  if (in.gcount() != 8)
+    throw Error(path + ": not a safetensors file (shorter than 8 bytes)");
+  uint64_t headerSize = 0;
+  for (int i = 0; i < 8; ++i)
+    headerSize |= static_cast<uint64_t>(lengthBytes[i]) << (8 * i);
+  if (headerSize > kMaxHeaderSize || headerSize > fileSize - 8)
+    throw Error(path + ": not a safetensors file or truncated (header size " +
+                std::to_string(headerSize) + ", file size " +
+                std::to_string(fileSize) + ")");
+  std::string headerText(headerSize, '\0');
+  in.read(headerText.data(), static_cast<std::streamsize>(headerSize));
+
+  json header;
+  try {
+    header = json::parse(headerText);
+  } catch (const json::exception &error) {
+    throw Error(path + ": invalid safetensors header: " + error.what());
+  }
+  if (!header.is_object())
+    throw Error(path + ": invalid safetensors header: not a JSON object");
+
+  const uint64_t dataStart = 8 + headerSize;
+  const uint64_t dataSize = fileSize - dataStart;
+  SafeTensors contents;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object())
+        throw Error(path + ": '__metadata__' is not an object");
+      for (auto meta = it->begin(); meta != it->end(); ++meta) {
+        if (!meta->is_string())
+          throw Error(path + ": metadata '" + meta.key() + "' is not a string");
+        contents.metadata[meta.key()] = meta->get<std::string>();
+      }
+      continue;
+    }
+    uint64_t begin = 0;
+    Tensor tensor = parseEntry(path, it.key(), *it, dataSize, begin);
+    in.seekg(static_cast<std::streamoff>(dataStart + begin));
+    in.read(reinterpret_cast<char *>(tensor.bytes.data()),
+            static_cast<std::streamsize>(tensor.bytes.size()));
+    if (static_cast<size_t>(in.gcount()) != tensor.bytes.size())
+      throw Error(path + ": tensor '" + it.key() + "': read error");
+    contents.tensors.emplace(it.key(), std::move(tensor));
+  }
+  return contents;
+}
+
+void writeSafeTensors(const std::string &path, const SafeTensors &contents) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto &[name, tensor] : contents.tensors) {
+    if (name == "__metadata__")
+      throw Error(path + ": '__metadata__' cannot name a tensor");
+    uint64_t end = offset + tensor.bytes.size();
+    header[name] = {{"dtype", typeName(tensor.dtype)},
+                    {"shape", tensor.shape},
+                    {"data_offsets", {offset, end}}};
+    offset = end;
+  }
+  if (!contents.metadata.empty())
+    header["__metadata__"] = contents.metadata;
+
+  std::string headerText = header.dump();
+  // Pad with spaces so the data starts 8-byte aligned, as the reference
+  // implementation does.
+  headerText.append((8 - headerText.size() % 8) % 8, ' ');
+  unsigned char lengthBytes[8];
+  for (int i = 0; i < 8; ++i)
+    lengthBytes[i] = static_cast<unsigned char>(
+        (uint64_t(headerText.size()) >> (8 * i)) & 0xff);
+
+  AtomicFileWriter writer(path);
+  writer.write(lengthBytes, 8);
+  writer.write(headerText.data(), headerText.size());
+  for (const auto &entry : contents.tensors)
+    writer.write(entry.second.bytes.data(), entry.second.bytes.size());
+  writer.commit();
+}
+
+} // namespace ztc::rt

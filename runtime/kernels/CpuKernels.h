@@ -1,0 +1,733 @@
+//===- CpuKernels.h - kernels the generated CPU code calls ------*- C++ -*-===//
+//
+// Header-only library included by the C++ that ztc emits for the CPU
+// target (step.cpp). Elementwise work is emitted inline as fused loops; the
+// structured operators below are called by name. Every function takes raw
+// pointers into the arena (or to bound inputs/parameters) plus static shapes
+// as `Dims`; shapes were verified at compile time, so kernels do not check
+// them. Matrix products go to OpenBLAS for f32/f64.
+//
+// This file must compile with only the C++17 standard library, OpenMP and
+// cblas.h: no MLIR, no other ztc headers (Half.h is part of this library).
+// Without -fopenmp the pragmas are ignored and everything runs serially.
+//
+// Conventions shared by every kernel:
+//  - Element types: float, double, ztc::f16, ztc::bf16, and the integer types
+//    where an operator makes sense. f16/bf16 are computed in float and
+//    rounded once when stored; float sums in reductions and losses
+//    accumulate in double.
+//  - Results are deterministic: a value is always reduced by one thread in a
+//    fixed order, independent of the thread count (BLAS aside).
+//  - Int64 parameter arrays (strides, pads, perm, ...) are `const int64_t *`
+//    with one entry per dimension they describe; axes are non-negative.
+//  - Invalid data that only shows at run time (a gather index or a loss
+//    target out of range) prints a message to stderr and aborts: a kernel
+//    has no way to return an error and must not read out of bounds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CPUKERNELS_H
+#define ZTC_RUNTIME_KERNELS_CPUKERNELS_H
+
+#include "Half.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace ztc::cpu {
+
+/// A static shape (rank <= 8), built from a braced list in generated code.
+struct Dims {
+  int64_t rank = 0;
+  int64_t d[8] = {0};
+  Dims() = default;
+  Dims(std::initializer_list<int64_t> dims);
+  int64_t numElements() const;
+  int64_t operator[](int64_t i) const { return d[i]; }
+};
+
+inline Dims::Dims(std::initializer_list<int64_t> dims) {
+  for (int64_t size : dims)
+    if (rank < 8)
+      d[rank++] = size;
+}
+
+inline int64_t Dims::numElements() const {
+  int64_t count = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    count *= d[i];
+  return count;
+}
+
+/// What `reduce` computes over the reduced dimensions.
+enum class ReduceKind { Sum, Mean, Max };
+
+// API (implemented in this header, templates over the element type T and
+// the index type I where noted). Layouts are row-major and contiguous.
+//
+// matmul<T>(a, aDims, b, bDims, c, cDims)
+//   a: [..., M, K], b: [..., K, N], c: [..., M, N]; batch dims broadcast
+//   numpy-style (right-aligned; size-1 or missing dims repeat). A rank-1 a
+//   is [K] -> [1, K] and a rank-1 b is [K] -> [K, 1], with the unit
+//   dimension absent from c (numpy.matmul).
+// conv2d<T>(x, xDims[N,C,H,W], w, wDims[O,C/g,kH,kW], bias or nullptr,
+//           y, yDims[N,O,oH,oW], strides[2], pads[4] (top,left,bottom,right),
+//           dilations[2], group)
+// maxPool2d<T>(x, xDims, y, yDims, kernel[2], strides[2], pads[4],
+//              dilations[2])                       padding never wins
+// avgPool2d<T>(x, xDims, y, yDims, kernel[2], strides[2], pads[4],
+//              countIncludePad)                    ONNX/PyTorch semantics,
+//              incl. ceil_mode windows that run past the padded input
+//   Pooling output sizes come from yDims, so ceil_mode is already in them.
+//   countIncludePad divides by the full kernel size, as ONNX (reference
+//   and onnxruntime) does even for a ceil_mode window that runs past the
+//   padded input; PyTorch would clamp that window to the padded input, but
+//   its exporter writes such pooling as Pad + AveragePool without
+//   count_include_pad, where both agree. Without countIncludePad the
+//   divisor is the number of input elements in the window.
+// softmax<T>(x, dims, axis, y), logSoftmax<T>(x, dims, axis, y)
+// layerNorm<T>(x, dims, axis, scale, bias or nullptr, epsilon, y)
+//   normalizes over dims[axis:], scale/bias have shape dims[axis:]
+// batchNorm<T>(x, dims[N,C,...], scale, bias, mean, var, epsilon, y)
+//   inference form with the given running statistics
+// reduce<T, Kind>(x, dims, axesMask, y)  Kind: ReduceKind::Sum, Mean, Max
+//   (a template argument, written explicitly: reduce<float,
+//   ReduceKind::Sum>(...)); axesMask bit i set = reduce dim i; y has the
+//   kept dims (keepdims is a view). Mean of integers truncates. Max
+//   propagates NaN.
+// transpose<T>(x, dims, perm, y)         y.dims[i] = dims[perm[i]]
+// slice<T>(x, dims, starts, steps, y, yDims)   y[i] = x[starts + i*steps]
+//   starts are normalized (0 <= start < dims) and steps may be negative.
+// gather<T, I>(data, dataDims, indices, indexDims, axis, y)
+//   numpy take; negative indices count from the end
+// trilu<T>(x, dims, upper, diagonal, y)
+// copyInto<T>(x, xDims, y, yDims, axis, offset)  for concat: writes x into
+//   y at `offset` along `axis`
+// nllLoss<T, I>(logProbs, lpDims[N,C,d...], target, weight or nullptr,
+//               reduction (0 none, 1 sum, 2 mean), hasIgnore, ignoreIndex, y)
+//   PyTorch semantics: mean divides by the sum of weights of non-ignored
+//   targets (0/0 = NaN when every target is ignored); ignored elements of
+//   reduction none are 0.
+
+//===----------------------------------------------------------------------===//
+// Internal helpers
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Work (in elements) below which a loop stays on one thread.
+constexpr int64_t kParallelGrain = 1 << 15;
+
+/// The type a kernel computes in: float for the 16-bit types.
+template <typename T> struct Compute { using type = T; };
+template <> struct Compute<f16> { using type = float; };
+template <> struct Compute<bf16> { using type = float; };
+template <typename T> using ComputeT = typename Compute<T>::type;
+
+/// The type sums accumulate in: double for floating point, T for integers.
+template <typename T>
+using SumT = std::conditional_t<std::is_integral_v<T>, T, double>;
+
+template <typename T> inline ComputeT<T> load(T value) {
+  return static_cast<ComputeT<T>>(value);
+}
+
+template <typename T, typename U> inline T store(U value) {
+  return static_cast<T>(static_cast<ComputeT<T>>(value));
+}
+
+template <typename T> inline bool isNan(T value) {
+  if constexpr (std::is_floating_point_v<T>)
+    return value != value;
+  else
+    return false;
+}
+
+/// Row-major element strides of `dims`.
+inline void contiguousStrides(const Dims &dims, int64_t *strides) {
+  int64_t stride = 1;
+  for (int64_t i = dims.rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= dims.d[i];
+  }
+}
+
+inline int64_t product(const Dims &dims, int64_t begin, int64_t end) {
+  int64_t count = 1;
+  for (int64_t i = begin; i < end; ++i)
+    count *= dims.d[i];
+  return count;
+}
+
+/// Reports `value` outside [low, high) and aborts: a kernel cannot return an
+/// error for bad data, and must not read out of bounds.
+[[noreturn]] inline void fail(const char *kernel, const char *what,
+                              int64_t value, int64_t low, int64_t high) {
+  std::fprintf(
+      stderr, "ztc: %s: %s %" PRId64 " is outside [%" PRId64 ", %" PRId64 ")\n",
+      kernel, what, value, low, high);
+  std::abort();
+}
+
+/// The offsets of row-major position `flat` of dims[0, rank) under two sets
+/// of strides.
+inline void stridedOffsets(int64_t flat, const int64_t *dims, int64_t rank,
+                           const int64_t *stridesA, const int64_t *stridesB,
+                           int64_t &offsetA, int64_t &offsetB) {
+  offsetA = offsetB = 0;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    int64_t index = flat % dims[i];
+    flat /= dims[i];
+    offsetA += index * stridesA[i];
+    offsetB += index * stridesB[i];
+  }
+}
+
+/// dst[index * dstStrides] = src[index * srcStrides] for every index of
+/// `dims`; strides are in elements and may be negative.
+template <typename T>
+void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
+                 const int64_t *dstStrides, const Dims &dims) {
+  int64_t count = dims.numElements();
+  if (count == 0)
+    return;
+  if (dims.rank == 0) {
+    *dst = *src;
+    return;
+  }
+  int64_t last = dims.rank - 1;
+  int64_t inner = dims.d[last];
+  int64_t outer = count / inner;
+  int64_t srcStep = srcStrides[last], dstStep = dstStrides[last];
+#pragma omp parallel for if (count > kParallelGrain)
+  for (int64_t row = 0; row < outer; ++row) {
+    int64_t srcOffset, dstOffset;
+    stridedOffsets(row, dims.d, last, srcStrides, dstStrides, srcOffset,
+                   dstOffset);
+    const T *from = src + srcOffset;
+    T *to = dst + dstOffset;
+    for (int64_t j = 0; j < inner; ++j)
+      to[j * dstStep] = from[j * srcStep];
+  }
+}
+
+/// C[M,N] = A[M,K] * B[K,N] (+ rowBias[m] on every element of row m).
+/// Leading dimensions are in elements. OpenBLAS for float/double.
+template <typename T>
+void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
+          int64_t ldb, T *c, int64_t ldc, const T *rowBias) {
+  if (m == 0 || n == 0)
+    return;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    for (int64_t i = 0; i < m; ++i)
+      std::fill(c + i * ldc, c + i * ldc + n, rowBias ? rowBias[i] : T(0));
+    if (k == 0)
+      return;
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a,
+                  lda, b, ldb, 1.0f, c, ldc);
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a,
+                  lda, b, ldb, 1.0, c, ldc);
+  } else {
+    using Acc = ComputeT<T>;
+#pragma omp parallel for if (m * n * k > kParallelGrain)
+    for (int64_t i = 0; i < m; ++i) {
+      std::vector<Acc> row(n, rowBias ? load(rowBias[i]) : Acc(0));
+      for (int64_t p = 0; p < k; ++p) {
+        Acc scale = load(a[i * lda + p]);
+        const T *bRow = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += scale * load(bRow[j]);
+      }
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = store<T>(row[j]);
+    }
+  }
+}
+
+/// The input rows (or columns) [begin, end) under one pooling window.
+struct Window {
+  int64_t begin, end;
+};
+
+inline Window poolWindow(int64_t out, int64_t stride, int64_t padBegin,
+                         int64_t kernel, int64_t size) {
+  int64_t begin = out * stride - padBegin;
+  return {std::max<int64_t>(begin, 0), std::min(begin + kernel, size)};
+}
+
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
+            const Dims &cDims) {
+  bool aVector = aDims.rank == 1, bVector = bDims.rank == 1;
+  int64_t m = aVector ? 1 : aDims.d[aDims.rank - 2];
+  int64_t k = aDims.d[aDims.rank - 1];
+  int64_t n = bVector ? 1 : bDims.d[bDims.rank - 1];
+  int64_t aBatchRank = std::max<int64_t>(aDims.rank - 2, 0);
+  int64_t bBatchRank = std::max<int64_t>(bDims.rank - 2, 0);
+  int64_t cBatchRank = cDims.rank - (aVector ? 0 : 1) - (bVector ? 0 : 1);
+
+  // Per c batch dim, the stride of a and b (0 where they broadcast).
+  int64_t aStride[8] = {0}, bStride[8] = {0};
+  int64_t stride = m * k;
+  for (int64_t i = 1; i <= aBatchRank; ++i) {
+    int64_t size = aDims.d[aBatchRank - i];
+    aStride[cBatchRank - i] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  stride = k * n;
+  for (int64_t i = 1; i <= bBatchRank; ++i) {
+    int64_t size = bDims.d[bBatchRank - i];
+    bStride[cBatchRank - i] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  int64_t aBatches = detail::product(aDims, 0, aBatchRank);
+  int64_t bBatches = detail::product(bDims, 0, bBatchRank);
+  int64_t batches = detail::product(cDims, 0, cBatchRank);
+  if (batches == 0)
+    return;
+
+  // One shared b and a full batch of a: a single [batches*M, K] product.
+  if (bBatches == 1 && aBatches == batches) {
+    detail::gemm(batches * m, n, k, a, std::max<int64_t>(k, 1), b,
+                 std::max<int64_t>(n, 1), c, std::max<int64_t>(n, 1),
+                 static_cast<const T *>(nullptr));
+    return;
+  }
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    int64_t aOffset, bOffset;
+    detail::stridedOffsets(batch, cDims.d, cBatchRank, aStride, bStride,
+                           aOffset, bOffset);
+    detail::gemm(m, n, k, a + aOffset, std::max<int64_t>(k, 1), b + bOffset,
+                 std::max<int64_t>(n, 1), c + batch * m * n,
+                 std::max<int64_t>(n, 1), static_cast<const T *>(nullptr));
+  }
+}
+
+template <typename T>
+void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
+            const T *bias, T *y, const Dims &yDims, const int64_t *strides,
+            const int64_t *pads, const int64_t *dilations, int64_t group) {
+  int64_t batch = xDims.d[0], channels = xDims.d[1];
+  int64_t height = xDims.d[2], width = xDims.d[3];
+  int64_t outChannels = wDims.d[0], groupChannels = wDims.d[1];
+  int64_t kH = wDims.d[2], kW = wDims.d[3];
+  int64_t outH = yDims.d[2], outW = yDims.d[3];
+  int64_t groupOut = outChannels / group;
+  int64_t patch = groupChannels * kH * kW; // gemm K
+  int64_t pixels = outH * outW;            // gemm N
+  if (batch == 0 || outChannels == 0 || pixels == 0)
+    return;
+
+  // A 1x1 kernel with unit stride and no padding reads the input as is.
+  bool direct = kH == 1 && kW == 1 && strides[0] == 1 && strides[1] == 1 &&
+                pads[0] == 0 && pads[1] == 0 && outH == height && outW == width;
+  std::vector<T> columns(direct ? 0 : patch * pixels);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t g = 0; g < group; ++g) {
+      const T *input = x + (n * channels + g * groupChannels) * height * width;
+      const T *cols = input;
+      if (!direct) {
+        T *col = columns.data();
+#pragma omp parallel for if (patch * pixels > detail::kParallelGrain)
+        for (int64_t r = 0; r < patch; ++r) {
+          int64_t c = r / (kH * kW), kh = (r / kW) % kH, kw = r % kW;
+          const T *plane = input + c * height * width;
+          T *out = col + r * pixels;
+          for (int64_t oh = 0; oh < outH; ++oh) {
+            int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
+            bool rowInside = ih >= 0 && ih < height;
+            for (int64_t ow = 0; ow < outW; ++ow) {
+              int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
+              out[oh * outW + ow] = rowInside && iw >= 0 && iw < width
+                                        ? plane[ih * width + iw]
+                                        : T(0.0f);
+            }
+          }
+        }
+        cols = col;
+      }
+      detail::gemm(groupOut, pixels, patch, w + g * groupOut * patch,
+                   std::max<int64_t>(patch, 1), cols, pixels,
+                   y + (n * outChannels + g * groupOut) * pixels, pixels,
+                   bias ? bias + g * groupOut : nullptr);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Stores `window(in, oh, ow)` (computed in ComputeT<T>) at every output
+/// position of a 2-D pooling; `in` is the input plane of the position.
+template <typename T, typename WindowFn>
+void poolPlanes(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+                WindowFn window) {
+  int64_t planes = xDims.d[0] * xDims.d[1];
+  int64_t planeSize = xDims.d[2] * xDims.d[3];
+  int64_t outH = yDims.d[2], outW = yDims.d[3];
+#pragma omp parallel for if (planes * outH * outW > kParallelGrain)
+  for (int64_t p = 0; p < planes; ++p) {
+    const T *in = x + p * planeSize;
+    T *out = y + p * outH * outW;
+    for (int64_t oh = 0; oh < outH; ++oh)
+      for (int64_t ow = 0; ow < outW; ++ow)
+        out[oh * outW + ow] = store<T>(window(in, oh, ow));
+  }
+}
+
+/// The identity of max: -infinity, or the lowest value for integers.
+template <typename Acc> Acc lowestValue() {
+  return std::numeric_limits<Acc>::has_infinity
+             ? -std::numeric_limits<Acc>::infinity()
+             : std::numeric_limits<Acc>::lowest();
+}
+
+} // namespace detail
+
+template <typename T>
+void maxPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+               const int64_t *kernel, const int64_t *strides,
+               const int64_t *pads, const int64_t *dilations) {
+  using Acc = detail::ComputeT<T>;
+  int64_t height = xDims.d[2], width = xDims.d[3];
+  detail::poolPlanes(
+      x, xDims, y, yDims, [&](const T *in, int64_t oh, int64_t ow) {
+        Acc best = detail::lowestValue<Acc>();
+        for (int64_t kh = 0; kh < kernel[0]; ++kh) {
+          int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
+          if (ih < 0 || ih >= height)
+            continue;
+          for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+            int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
+            if (iw < 0 || iw >= width)
+              continue;
+            Acc value = detail::load(in[ih * width + iw]);
+            if (value > best || detail::isNan(value))
+              best = value;
+          }
+        }
+        return best;
+      });
+}
+
+template <typename T>
+void avgPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+               const int64_t *kernel, const int64_t *strides,
+               const int64_t *pads, bool countIncludePad) {
+  using Acc = detail::ComputeT<T>;
+  int64_t height = xDims.d[2], width = xDims.d[3];
+  detail::poolPlanes(
+      x, xDims, y, yDims, [&](const T *in, int64_t oh, int64_t ow) {
+        detail::Window rows =
+            detail::poolWindow(oh, strides[0], pads[0], kernel[0], height);
+        detail::Window cols =
+            detail::poolWindow(ow, strides[1], pads[1], kernel[1], width);
+        Acc sum = 0;
+        for (int64_t ih = rows.begin; ih < rows.end; ++ih)
+          for (int64_t iw = cols.begin; iw < cols.end; ++iw)
+            sum += detail::load(in[ih * width + iw]);
+        int64_t count = countIncludePad
+                            ? kernel[0] * kernel[1]
+                            : (rows.end - rows.begin) * (cols.end - cols.begin);
+        return sum / static_cast<Acc>(count);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// softmax (log = false) or logSoftmax (log = true) along `axis`.
+template <typename T>
+void softmaxImpl(const T *x, const Dims &dims, int64_t axis, T *y, bool log) {
+  using Acc = ComputeT<T>;
+  if (axis < 0)
+    axis += dims.rank;
+  int64_t outer = product(dims, 0, axis), length = dims.d[axis];
+  int64_t inner = product(dims, axis + 1, dims.rank);
+#pragma omp parallel for if (outer * length * inner > kParallelGrain)
+  for (int64_t row = 0; row < outer * inner; ++row) {
+    int64_t base = (row / inner) * length * inner + row % inner;
+    const T *in = x + base;
+    T *out = y + base;
+    Acc maximum = -std::numeric_limits<Acc>::infinity();
+    for (int64_t i = 0; i < length; ++i)
+      maximum = std::max(maximum, load(in[i * inner]));
+    Acc sum = 0;
+    for (int64_t i = 0; i < length; ++i)
+      sum += std::exp(load(in[i * inner]) - maximum);
+    if (log) {
+      Acc shift = maximum + std::log(sum);
+      for (int64_t i = 0; i < length; ++i)
+        out[i * inner] = store<T>(load(in[i * inner]) - shift);
+    } else {
+      for (int64_t i = 0; i < length; ++i)
+        out[i * inner] =
+            store<T>(std::exp(load(in[i * inner]) - maximum) / sum);
+    }
+  }
+}
+
+} // namespace detail
+
+template <typename T>
+void softmax(const T *x, const Dims &dims, int64_t axis, T *y) {
+  detail::softmaxImpl(x, dims, axis, y, /*log=*/false);
+}
+
+template <typename T>
+void logSoftmax(const T *x, const Dims &dims, int64_t axis, T *y) {
+  detail::softmaxImpl(x, dims, axis, y, /*log=*/true);
+}
+
+template <typename T>
+void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
+               const T *bias, double epsilon, T *y) {
+  using Acc = detail::ComputeT<T>;
+  if (axis < 0)
+    axis += dims.rank;
+  int64_t rows = detail::product(dims, 0, axis);
+  int64_t length = detail::product(dims, axis, dims.rank);
+#pragma omp parallel for if (rows * length > detail::kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *in = x + r * length;
+    T *out = y + r * length;
+    Acc sum = 0;
+    for (int64_t i = 0; i < length; ++i)
+      sum += detail::load(in[i]);
+    Acc mean = sum / static_cast<Acc>(length);
+    Acc squares = 0;
+    for (int64_t i = 0; i < length; ++i) {
+      Acc centered = detail::load(in[i]) - mean;
+      squares += centered * centered;
+    }
+    Acc variance = squares / static_cast<Acc>(length);
+    Acc inverse = Acc(1) / std::sqrt(variance + static_cast<Acc>(epsilon));
+    for (int64_t i = 0; i < length; ++i) {
+      Acc value =
+          (detail::load(in[i]) - mean) * inverse * detail::load(scale[i]);
+      if (bias)
+        value += detail::load(bias[i]);
+      out[i] = detail::store<T>(value);
+    }
+  }
+}
+
+template <typename T>
+void batchNorm(const T *x, const Dims &dims, const T *scale, const T *bias,
+               const T *mean, const T *var, double epsilon, T *y) {
+  using Acc = detail::ComputeT<T>;
+  int64_t batch = dims.d[0], channels = dims.d[1];
+  int64_t planes = batch * channels;
+  int64_t spatial = detail::product(dims, 2, dims.rank);
+#pragma omp parallel for if (planes * spatial > detail::kParallelGrain)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    int64_t c = plane % channels;
+    Acc inverse =
+        Acc(1) / std::sqrt(detail::load(var[c]) + static_cast<Acc>(epsilon));
+    Acc factor = detail::load(scale[c]) * inverse;
+    Acc shift = detail::load(bias[c]) - detail::load(mean[c]) * factor;
+    const T *in = x + plane * spatial;
+    T *out = y + plane * spatial;
+    for (int64_t i = 0; i < spatial; ++i)
+      out[i] = detail::store<T>(detail::load(in[i]) * factor + shift);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+template <typename T, ReduceKind Kind>
+void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
+  using Acc = std::conditional_t<Kind == ReduceKind::Max, detail::ComputeT<T>,
+                                 detail::SumT<T>>;
+  int64_t strides[8];
+  detail::contiguousStrides(dims, strides);
+  Dims kept, reduced;
+  int64_t keptStrides[8], reducedStrides[8];
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    if (axesMask >> i & 1) {
+      reducedStrides[reduced.rank] = strides[i];
+      reduced.d[reduced.rank++] = dims.d[i];
+    } else {
+      keptStrides[kept.rank] = strides[i];
+      kept.d[kept.rank++] = dims.d[i];
+    }
+  }
+  int64_t outputs = kept.numElements(), count = reduced.numElements();
+#pragma omp parallel for if (outputs * count > detail::kParallelGrain)
+  for (int64_t o = 0; o < outputs; ++o) {
+    int64_t base = 0, rest = o;
+    for (int64_t i = kept.rank - 1; i >= 0; --i) {
+      base += (rest % kept.d[i]) * keptStrides[i];
+      rest /= kept.d[i];
+    }
+    Acc acc = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
+    int64_t index[8] = {0};
+    int64_t offset = base;
+    for (int64_t step = 0; step < count; ++step) {
+      Acc value = static_cast<Acc>(detail::load(x[offset]));
+      if constexpr (Kind == ReduceKind::Max) {
+        if (value > acc || detail::isNan(value))
+          acc = value;
+      } else {
+        acc += value;
+      }
+      // Odometer over the reduced dimensions, innermost first.
+      for (int64_t i = reduced.rank - 1; i >= 0; --i) {
+        offset += reducedStrides[i];
+        if (++index[i] < reduced.d[i])
+          break;
+        offset -= index[i] * reducedStrides[i];
+        index[i] = 0;
+      }
+    }
+    if constexpr (Kind == ReduceKind::Mean)
+      if (count > 0)
+        acc = acc / static_cast<Acc>(count);
+    y[o] = detail::store<T>(acc);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void transpose(const T *x, const Dims &dims, const int64_t *perm, T *y) {
+  int64_t xStrides[8], srcStrides[8], yStrides[8];
+  detail::contiguousStrides(dims, xStrides);
+  Dims yDims;
+  yDims.rank = dims.rank;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    yDims.d[i] = dims.d[perm[i]];
+    srcStrides[i] = xStrides[perm[i]];
+  }
+  detail::contiguousStrides(yDims, yStrides);
+  detail::stridedCopy(x, srcStrides, y, yStrides, yDims);
+}
+
+template <typename T>
+void slice(const T *x, const Dims &dims, const int64_t *starts,
+           const int64_t *steps, T *y, const Dims &yDims) {
+  int64_t xStrides[8], srcStrides[8], yStrides[8];
+  detail::contiguousStrides(dims, xStrides);
+  detail::contiguousStrides(yDims, yStrides);
+  int64_t base = 0;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    base += starts[i] * xStrides[i];
+    srcStrides[i] = xStrides[i] * steps[i];
+  }
+  detail::stridedCopy(x + base, srcStrides, y, yStrides, yDims);
+}
+
+template <typename T>
+void copyInto(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+              int64_t axis, int64_t offset) {
+  int64_t xStrides[8], yStrides[8];
+  detail::contiguousStrides(xDims, xStrides);
+  detail::contiguousStrides(yDims, yStrides);
+  detail::stridedCopy(x, xStrides, y + offset * yStrides[axis], yStrides,
+                      xDims);
+}
+
+template <typename T, typename I>
+void gather(const T *data, const Dims &dataDims, const I *indices,
+            const Dims &indexDims, int64_t axis, T *y) {
+  int64_t outer = detail::product(dataDims, 0, axis);
+  int64_t length = dataDims.d[axis];
+  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t count = indexDims.numElements();
+#pragma omp parallel for if (outer * count * inner > detail::kParallelGrain)
+  for (int64_t row = 0; row < outer * count; ++row) {
+    int64_t o = row / count;
+    int64_t index = static_cast<int64_t>(indices[row % count]);
+    if (index < -length || index >= length)
+      detail::fail("gather", "index", index, -length, length);
+    if (index < 0)
+      index += length;
+    const T *from = data + (o * length + index) * inner;
+    std::copy(from, from + inner, y + row * inner);
+  }
+}
+
+template <typename T>
+void trilu(const T *x, const Dims &dims, bool upper, int64_t diagonal, T *y) {
+  int64_t rows = dims.d[dims.rank - 2], cols = dims.d[dims.rank - 1];
+  int64_t matrices = detail::product(dims, 0, dims.rank - 2);
+#pragma omp parallel for if (matrices * rows * cols > detail::kParallelGrain)
+  for (int64_t r = 0; r < matrices * rows; ++r) {
+    int64_t i = r % rows;
+    const T *in = x + r * cols;
+    T *out = y + r * cols;
+    for (int64_t j = 0; j < cols; ++j) {
+      bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+      out[j] = keep ? in[j] : T(0.0f);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+template <typename T, typename I>
+void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
+             const T *weight, int64_t reduction, bool hasIgnore,
+             int64_t ignoreIndex, T *y) {
+  using Acc = detail::SumT<T>;
+  int64_t batch = lpDims.d[0], classes = lpDims.d[1];
+  int64_t spatial = detail::product(lpDims, 2, lpDims.rank);
+  // Serial on purpose: the sum's order must not depend on the thread count,
+  // and the work is O(N * d), small next to the log-softmax before it.
+  Acc total = 0, weightSum = 0;
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t s = 0; s < spatial; ++s) {
+      int64_t t = static_cast<int64_t>(target[n * spatial + s]);
+      Acc loss = 0;
+      if (!(hasIgnore && t == ignoreIndex)) {
+        if (t < 0 || t >= classes)
+          detail::fail("nllLoss", "target", t, 0, classes);
+        Acc w = weight ? static_cast<Acc>(detail::load(weight[t])) : Acc(1);
+        loss = -w * static_cast<Acc>(detail::load(
+                        logProbs[(n * classes + t) * spatial + s]));
+        weightSum += w;
+      }
+      if (reduction == 0)
+        y[n * spatial + s] = detail::store<T>(loss);
+      total += loss;
+    }
+  }
+  if (reduction == 1)
+    y[0] = detail::store<T>(total);
+  else if (reduction == 2)
+    y[0] = detail::store<T>(total / weightSum);
+}
+
+} // namespace ztc::cpu
+
+#endif // ZTC_RUNTIME_KERNELS_CPUKERNELS_H

@@ -1,0 +1,148 @@
+//===- Half.h - 16-bit floating-point storage types -------------*- C++ -*-===//
+//
+// Storage types for IEEE binary16 (`ztc::f16`) and bfloat16 (`ztc::bf16`) in
+// the C++ that ztc emits for the CPU. They hold bits only: generated code and
+// the kernels compute in float and convert on load and store, so the types
+// offer explicit conversions from and to float and nothing else. Conversion
+// to 16 bits rounds to nearest, ties to even; overflow becomes infinity and
+// NaN stays NaN (quieted). Both types are trivially copyable, 2 bytes, and
+// laid out exactly like their bit pattern, so arena bytes can be viewed as
+// arrays of them.
+//
+// Only the C++17 standard library is used.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_HALF_H
+#define ZTC_RUNTIME_KERNELS_HALF_H
+
+#include <cstdint>
+#include <cstring>
+
+namespace ztc {
+namespace half_detail {
+
+inline uint32_t floatBits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return bits;
+}
+
+inline float bitsFloat(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// Rounds `mantissa >> shift` to nearest, ties to even.
+inline uint32_t shiftRightRne(uint32_t mantissa, uint32_t shift) {
+  uint32_t kept = mantissa >> shift;
+  uint32_t rest = mantissa & ((1u << shift) - 1u);
+  uint32_t half = 1u << (shift - 1u);
+  if (rest > half || (rest == half && (kept & 1u)))
+    ++kept;
+  return kept;
+}
+
+/// float -> binary16 bits, round to nearest even.
+inline uint16_t floatToHalfBits(float value) {
+  uint32_t bits = floatBits(value);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) {
+    if (magnitude == 0x7f800000u)
+      return static_cast<uint16_t>(sign | 0x7c00u);
+    // NaN: keep the top payload bits, force the quiet bit.
+    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+  }
+  // 65520 is halfway between the largest half (65504) and 2^16; the tie
+  // rounds to the even neighbour, which is infinity.
+  if (magnitude >= 0x477ff000u)
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) {
+    // Result is subnormal (or zero): value / 2^-24, rounded.
+    if (magnitude < 0x33000000u) // below 2^-25: rounds to zero
+      return static_cast<uint16_t>(sign);
+    uint32_t exponent = magnitude >> 23;
+    uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
+    // A carry out of the subnormal range yields 0x400, the smallest normal.
+    return static_cast<uint16_t>(sign |
+                                 shiftRightRne(mantissa, 126u - exponent));
+  }
+  // Normal: rebias the exponent (127 -> 15) and round away 13 mantissa bits;
+  // a carry into the exponent is the correct rounded result.
+  return static_cast<uint16_t>(sign |
+                               shiftRightRne(magnitude - 0x38000000u, 13u));
+}
+
+/// binary16 bits -> float (exact).
+inline float halfBitsToFloat(uint16_t half) {
+  uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  uint32_t exponent = (half >> 10) & 0x1fu;
+  uint32_t mantissa = half & 0x3ffu;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24 is exact in float.
+    float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+    return bitsFloat(sign | floatBits(magnitude));
+  }
+  if (exponent == 31)
+    return bitsFloat(sign | 0x7f800000u | (mantissa << 13));
+  return bitsFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+/// float -> bfloat16 bits, round to nearest even.
+inline uint16_t floatToBFloat16Bits(float value) {
+  uint32_t bits = floatBits(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40u); // quiet NaN
+  // Adding 0x7fff plus the lowest kept bit rounds ties to even; overflow of
+  // the largest finite values carries into the infinity pattern.
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+/// bfloat16 bits -> float (exact).
+inline float bfloat16BitsToFloat(uint16_t value) {
+  return bitsFloat(static_cast<uint32_t>(value) << 16);
+}
+
+} // namespace half_detail
+
+/// IEEE 754 binary16, storage only.
+struct f16 {
+  uint16_t bits;
+
+  f16() = default;
+  explicit f16(float value) : bits(half_detail::floatToHalfBits(value)) {}
+  explicit operator float() const { return half_detail::halfBitsToFloat(bits); }
+
+  static f16 fromBits(uint16_t bits) {
+    f16 result;
+    result.bits = bits;
+    return result;
+  }
+};
+
+/// bfloat16 (the top half of a float), storage only.
+struct bf16 {
+  uint16_t bits;
+
+  bf16() = default;
+  explicit bf16(float value) : bits(half_detail::floatToBFloat16Bits(value)) {}
+  explicit operator float() const {
+    return half_detail::bfloat16BitsToFloat(bits);
+  }
+
+  static bf16 fromBits(uint16_t bits) {
+    bf16 result;
+    result.bits = bits;
+    return result;
+  }
+};
+
+static_assert(sizeof(f16) == 2 && sizeof(bf16) == 2,
+              "half types must be exactly their bit pattern");
+
+} // namespace ztc
+
+#endif // ZTC_RUNTIME_KERNELS_HALF_H

@@ -1,0 +1,63 @@
+// RUN: ztc-opt %s -split-input-file -ztc-convert-nn-to-kernel | FileCheck %s
+
+// Arguments become buffers; an elementwise op becomes a one-op kernel
+// writing a fresh alloc; a structured op becomes a library call carrying its
+// attributes; a reshape is a view.
+// CHECK-LABEL: func.func @mixed
+// CHECK-SAME: (%[[X:.+]]: memref<2x3xf32>, %[[W:.+]]: memref<3x4xf32>) -> memref<8xf32>
+// CHECK: %[[R:.+]] = kernel.alloc : memref<2x3xf32>
+// CHECK: kernel.elementwise ins(%[[X]] : memref<2x3xf32>) outs(%[[R]] : memref<2x3xf32>)
+// CHECK:   arith.maximumf
+// CHECK: %[[M:.+]] = kernel.alloc : memref<2x4xf32>
+// CHECK: kernel.call "matmul" ins(%[[R]], %[[W]] : memref<2x3xf32>, memref<3x4xf32>) outs(%[[M]] : memref<2x4xf32>)
+// CHECK: %[[V:.+]] = kernel.view %[[M]] : memref<2x4xf32> to memref<8xf32>
+// CHECK: return %[[V]] : memref<8xf32>
+func.func @mixed(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<8xf32> {
+  %0 = nn.relu %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = nn.matmul %0, %w : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  %2 = nn.reshape %1 : tensor<2x4xf32> -> tensor<8xf32>
+  return %2 : tensor<8xf32>
+}
+
+// -----
+
+// Concat writes each input at its offset along the axis.
+// CHECK-LABEL: func.func @concat
+// CHECK: %[[C:.+]] = kernel.alloc : memref<2x5xf32>
+// CHECK: kernel.call "copy_into" ins(%{{.+}} : memref<2x2xf32>) outs(%[[C]] : memref<2x5xf32>) {config = {axis = 1 : i64, offset = 0 : i64}}
+// CHECK: kernel.call "copy_into" ins(%{{.+}} : memref<2x3xf32>) outs(%[[C]] : memref<2x5xf32>) {config = {axis = 1 : i64, offset = 2 : i64}}
+func.func @concat(%a: tensor<2x2xf32>, %b: tensor<2x3xf32>) -> tensor<2x5xf32> {
+  %0 = nn.concat %a, %b {axis = 1 : i64} : tensor<2x2xf32>, tensor<2x3xf32> -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// A returned input (or constant) is copied into the arena, so every output
+// is read at an arena offset; constants become kernel.constant.
+// CHECK-LABEL: func.func @passthrough
+// CHECK: %[[K:.+]] = kernel.constant dense<[1, 2]> : tensor<2xi64> : memref<2xi64>
+// CHECK: %[[A:.+]] = kernel.alloc : memref<2xf32>
+// CHECK: kernel.elementwise ins(%{{.+}} : memref<2xf32>) outs(%[[A]] : memref<2xf32>)
+// CHECK-NEXT: ^bb0(%[[S:.+]]: f32):
+// CHECK-NEXT: kernel.yield %[[S]] : f32
+// CHECK: %[[B:.+]] = kernel.alloc : memref<2xi64>
+// CHECK: return %[[A]], %[[B]]
+func.func @passthrough(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xi64>) {
+  %c = arith.constant dense<[1, 2]> : tensor<2xi64>
+  return %x, %c : tensor<2xf32>, tensor<2xi64>
+}
+
+// -----
+
+// Comparisons, casts and selects get their scalar forms.
+// CHECK-LABEL: func.func @scalars
+// CHECK: arith.cmpf olt
+// CHECK: arith.sitofp
+// CHECK: arith.select
+func.func @scalars(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<4xi64>) -> tensor<4xf32> {
+  %0 = nn.less %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  %1 = nn.cast %i : tensor<4xi64> -> tensor<4xf32>
+  %2 = nn.where %0, %1, %a : tensor<4xi1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}

@@ -1,0 +1,71 @@
+// RUN: ztc-opt %s -split-input-file -ztc-fuse | FileCheck %s
+
+// add then relu over the same shape fuse into one kernel, and the sum's
+// buffer disappears.
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[OUT:.+]] = kernel.alloc : memref<4xf32>
+// CHECK-NOT: kernel.alloc
+// CHECK: kernel.elementwise ins(%[[A:.+]], %[[B:.+]] : memref<4xf32>, memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK-NOT: kernel.elementwise
+func.func @chain(%a: memref<4xf32>, %b: memref<4xf32>) -> memref<4xf32> {
+  %s = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%a, %b : memref<4xf32>, memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.addf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  %out = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%s : memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %c0 = arith.constant 0.0 : f32
+    %0 = arith.maximumf %x, %c0 : f32
+    kernel.yield %0 : f32
+  }
+  return %out : memref<4xf32>
+}
+
+// -----
+
+// A producer whose result is also returned (or read twice by different
+// kernels) must stay: fusing would lose or recompute it.
+// CHECK-LABEL: func.func @shared
+// CHECK-COUNT-2: kernel.elementwise
+func.func @shared(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
+  %s = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%a : memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = math.exp %x : f32
+    kernel.yield %0 : f32
+  }
+  %out = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%s : memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = arith.negf %x : f32
+    kernel.yield %0 : f32
+  }
+  return %s, %out : memref<4xf32>, memref<4xf32>
+}
+
+// -----
+
+// A producer over a smaller shape (broadcast by the consumer) is not fused:
+// it would be recomputed for every broadcast element.
+// CHECK-LABEL: func.func @broadcast
+// CHECK-COUNT-2: kernel.elementwise
+func.func @broadcast(%a: memref<4xf32>, %b: memref<3x4xf32>) -> memref<3x4xf32> {
+  %s = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%a : memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = math.exp %x : f32
+    kernel.yield %0 : f32
+  }
+  %out = kernel.alloc : memref<3x4xf32>
+  kernel.elementwise ins(%s, %b : memref<4xf32>, memref<3x4xf32>) outs(%out : memref<3x4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.mulf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  return %out : memref<3x4xf32>
+}

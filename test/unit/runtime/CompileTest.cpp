@@ -1,0 +1,190 @@
+//===- CompileTest.cpp - compiling generated code, the object cache -------===//
+//
+// Runs the real host compiler: a shared object is built once and then served
+// from the cache; anything in the key (source, kernel headers) misses it;
+// failures name the command and show the compiler's first lines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Compile.h"
+
+#include "TestUtil.h"
+#include "runtime/Error.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include <dlfcn.h>
+
+using namespace ztc::rt;
+using ztc::rt::test::TempDir;
+using ztc::rt::test::writeText;
+
+namespace {
+
+constexpr char kSource[] = R"(#include "kernels/CpuKernels.h"
+extern "C" int ztc_answer() {
+  float a[4] = {1, 2, 3, 4}, b[2] = {5, 6}, c[2];
+  ztc::cpu::matmul<float>(a, {2, 2}, b, {2, 1}, c, {2, 1});
+  return static_cast<int>(c[0] + c[1]); // 17 + 39
+}
+)";
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+int callAnswer(const std::string &soPath) {
+  void *handle = ::dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(handle, nullptr) << ::dlerror();
+  if (!handle)
+    return -1;
+  auto answer = reinterpret_cast<int (*)()>(::dlsym(handle, "ztc_answer"));
+  int result = answer ? answer() : -1;
+  ::dlclose(handle);
+  return result;
+}
+
+} // namespace
+
+TEST(CompileTest, CompilesOnceThenHitsTheCache) {
+  TempDir dir;
+  writeText(dir / "step.cpp", kSource);
+  bool hit = true;
+  auto start = std::chrono::steady_clock::now();
+  std::string first = compileSharedObject(dir / "step.cpp", Target::Cpu,
+                                          dir / "cache", {}, &hit);
+  double compileSeconds = secondsSince(start);
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(std::filesystem::path(first).parent_path(),
+            std::filesystem::path(dir / "cache"));
+  EXPECT_EQ(std::filesystem::path(first).extension(), ".so");
+  EXPECT_EQ(callAnswer(first), 56);
+  auto modified = std::filesystem::last_write_time(first);
+
+  start = std::chrono::steady_clock::now();
+  std::string second = compileSharedObject(dir / "step.cpp", Target::Cpu,
+                                           dir / "cache", {}, &hit);
+  double cachedSeconds = secondsSince(start);
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(std::filesystem::last_write_time(second), modified);
+  EXPECT_LT(cachedSeconds, 0.5);
+  EXPECT_LT(cachedSeconds, compileSeconds);
+
+  // The same text at another path is the same object.
+  writeText(dir / "copy.cpp", kSource);
+  EXPECT_EQ(compileSharedObject(dir / "copy.cpp", Target::Cpu, dir / "cache",
+                                {}, &hit),
+            first);
+  EXPECT_TRUE(hit);
+  // Only the object is left in the cache, no temporary files.
+  int files = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(dir / "cache")) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST(CompileTest, KeyCoversSourceFlagsAndKernelHeaders) {
+  TempDir dir;
+  writeText(dir / "a.cpp", kSource);
+  writeText(dir / "b.cpp", std::string(kSource) + "// changed\n");
+  std::string a =
+      compileSharedObject(dir / "a.cpp", Target::Cpu, dir / "cache");
+  std::string b =
+      compileSharedObject(dir / "b.cpp", Target::Cpu, dir / "cache");
+  EXPECT_NE(a, b);
+
+  CompileOptions flags;
+  flags.extraFlags = {"-DZTC_TEST_FLAG=1"};
+  bool hit = true;
+  EXPECT_NE(compileSharedObject(dir / "a.cpp", Target::Cpu, dir / "cache",
+                                flags, &hit),
+            a);
+  EXPECT_FALSE(hit);
+
+  // A private copy of the runtime headers; editing a kernel header must
+  // rebuild code that includes it.
+  std::filesystem::create_directories(dir / "runtime");
+  std::filesystem::copy(defaultRuntimeIncludeDir() + "/kernels",
+                        dir / "runtime/kernels",
+                        std::filesystem::copy_options::recursive);
+  CompileOptions options;
+  options.runtimeIncludeDir = dir / "runtime";
+  std::string before = compileSharedObject(dir / "a.cpp", Target::Cpu,
+                                           dir / "cache", options, &hit);
+  EXPECT_FALSE(hit); // the include path is part of the command
+  std::ofstream(dir / "runtime/kernels/CpuKernels.h", std::ios::app)
+      << "// edited\n";
+  std::string after = compileSharedObject(dir / "a.cpp", Target::Cpu,
+                                          dir / "cache", options, &hit);
+  EXPECT_FALSE(hit);
+  EXPECT_NE(before, after);
+  EXPECT_EQ(callAnswer(after), 56);
+}
+
+TEST(CompileTest, CompilerErrorsShowCommandAndFirstLines) {
+  TempDir dir;
+  std::string source;
+  for (int i = 0; i < 30; ++i)
+    source += "int broken" + std::to_string(i) + " = undefined_name;\n";
+  writeText(dir / "bad.cpp", source);
+  std::string message = ZTC_ERROR_MESSAGE(
+      compileSharedObject(dir / "bad.cpp", Target::Cpu, dir / "cache"));
+  EXPECT_EQ(message.rfind("compiling " + (dir / "bad.cpp") +
+                              " failed (exit code 1): c++ -std=c++17 -O2 "
+                              "-ffp-contract=off -fPIC -shared -fopenmp -I",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("undefined_name"), std::string::npos);
+  size_t lines = std::count(message.begin(), message.end(), '\n');
+  EXPECT_LE(lines, 22u); // command line, 20 compiler lines, "..."
+  EXPECT_NE(message.find("\n...\n"), std::string::npos);
+  // Nothing is cached for a failed compile.
+  std::error_code error;
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "cache", error));
+}
+
+TEST(CompileTest, MissingCompilerIsReported) {
+  TempDir dir;
+  writeText(dir / "step.cpp", kSource);
+  CompileOptions options;
+  options.cxx = "ztc-no-such-compiler";
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(compileSharedObject(dir / "step.cpp", Target::Cpu,
+                                                  dir / "cache", options)),
+            "cannot run 'ztc-no-such-compiler': No such file or directory");
+
+  std::string soPath, error;
+  EXPECT_FALSE(tryCompileSharedObject(dir / "step.cpp", Target::Cpu,
+                                      dir / "cache", options, soPath, error));
+  EXPECT_EQ(error,
+            "cannot run 'ztc-no-such-compiler': No such file or directory");
+  EXPECT_NE(ZTC_ERROR_MESSAGE(compileSharedObject(dir / "absent.cpp",
+                                                  Target::Cpu, dir / "cache"))
+                .find("cannot open"),
+            std::string::npos);
+}
+
+TEST(CompileTest, CudaCommandLine) {
+  CompileOptions options;
+  options.nvcc = "nvcc";
+  options.runtimeIncludeDir = "rt";
+  std::vector<std::string> command =
+      compileCommand("step.cu", Target::Cuda, "step.so", options);
+  std::vector<std::string> expected = {
+      "nvcc",       "-std=c++17",
+      "-O2",        "-shared",
+      "-Xcompiler", "-fPIC",
+      "-gencode",   "arch=compute_80,code=sm_80",
+      "-gencode",   "arch=compute_90,code=sm_90",
+      "-Irt",       "step.cu",
+      "-o",         "step.so",
+      "-lcublasLt", "-lcublas"};
+  EXPECT_EQ(command, expected);
+  EXPECT_EQ(parseTarget("cuda"), Target::Cuda);
+  EXPECT_EQ(parseTarget("tpu"), std::nullopt);
+}

@@ -1,0 +1,839 @@
+//===- KernelsTest.cpp - CpuKernels.h against naive references ------------===//
+//
+// Each kernel runs on small random inputs and is compared with a direct,
+// loop-per-definition reference computed in double on the same (rounded)
+// inputs. The pooling and loss corner cases that frameworks disagree on are
+// also pinned to values computed by onnxruntime / PyTorch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/CpuKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace ztc::cpu;
+using ztc::bf16;
+using ztc::f16;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape &shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+Dims dimsOf(const Shape &shape) {
+  Dims dims;
+  for (int64_t dim : shape)
+    dims.d[dims.rank++] = dim;
+  return dims;
+}
+
+Shape stridesOf(const Shape &shape) {
+  Shape strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Multi-index of flat position `flat` in `shape`.
+Shape unflatten(int64_t flat, const Shape &shape) {
+  Shape index(shape.size());
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+    index[i] = flat % shape[i];
+    flat /= shape[i];
+  }
+  return index;
+}
+
+template <typename T> double toDouble(T value) {
+  return static_cast<double>(static_cast<float>(value));
+}
+template <> double toDouble(double value) { return value; }
+template <> double toDouble(int64_t value) {
+  return static_cast<double>(value);
+}
+
+template <typename T> T fromDouble(double value) {
+  return static_cast<T>(static_cast<float>(value));
+}
+template <> double fromDouble(double value) { return value; }
+template <> int64_t fromDouble(double value) {
+  return static_cast<int64_t>(value);
+}
+
+/// Random values in [low, high), rounded to T.
+template <typename T>
+std::vector<T> randomValues(int64_t count, unsigned seed, double low = -1,
+                            double high = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(low, high);
+  std::vector<T> values(count);
+  for (T &value : values)
+    value = fromDouble<T>(std::is_integral_v<T> ? std::floor(dist(rng))
+                                                : dist(rng));
+  return values;
+}
+
+template <typename T> std::vector<double> widen(const std::vector<T> &values) {
+  std::vector<double> result;
+  for (const T &value : values)
+    result.push_back(toDouble(value));
+  return result;
+}
+
+/// Relative tolerance for results stored as T.
+template <typename T> double tolerance() {
+  if constexpr (std::is_same_v<T, double>)
+    return 1e-12;
+  else if constexpr (std::is_same_v<T, float>)
+    return 2e-5;
+  else if constexpr (std::is_same_v<T, f16>)
+    return 2e-3;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return 1.6e-2;
+  else
+    return 0;
+}
+
+template <typename T>
+void expectNear(const std::vector<T> &actual,
+                const std::vector<double> &expected, const char *what,
+                double scale = 1.0) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    double a = toDouble(actual[i]), e = expected[i];
+    if (std::isnan(e)) {
+      EXPECT_TRUE(std::isnan(a)) << what << " at " << i;
+      continue;
+    }
+    double bound = tolerance<T>() * std::max({std::abs(e), scale, 1e-30});
+    ASSERT_NEAR(a, e, bound) << what << " at " << i;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// References
+//===----------------------------------------------------------------------===//
+
+/// numpy.matmul on doubles, including rank-1 operands.
+std::vector<double> referenceMatmul(const std::vector<double> &a, Shape aShape,
+                                    const std::vector<double> &b, Shape bShape,
+                                    const Shape &cShape) {
+  if (aShape.size() == 1)
+    aShape.insert(aShape.begin(), 1);
+  if (bShape.size() == 1)
+    bShape.push_back(1);
+  int64_t m = aShape[aShape.size() - 2], k = aShape.back(), n = bShape.back();
+  Shape aBatch(aShape.begin(), aShape.end() - 2);
+  Shape bBatch(bShape.begin(), bShape.end() - 2);
+  size_t rank = std::max(aBatch.size(), bBatch.size());
+  aBatch.insert(aBatch.begin(), rank - aBatch.size(), 1);
+  bBatch.insert(bBatch.begin(), rank - bBatch.size(), 1);
+  Shape batch(rank);
+  for (size_t i = 0; i < rank; ++i)
+    batch[i] = std::max(aBatch[i], bBatch[i]);
+  std::vector<double> c(numel(cShape));
+  EXPECT_EQ(static_cast<int64_t>(c.size()), numel(batch) * m * n);
+  for (int64_t flat = 0; flat < numel(batch); ++flat) {
+    Shape index = unflatten(flat, batch);
+    int64_t aFlat = 0, bFlat = 0;
+    for (size_t i = 0; i < rank; ++i) {
+      aFlat = aFlat * aBatch[i] + (aBatch[i] == 1 ? 0 : index[i]);
+      bFlat = bFlat * bBatch[i] + (bBatch[i] == 1 ? 0 : index[i]);
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += a[(aFlat * m + i) * k + p] * b[(bFlat * k + p) * n + j];
+        c[(flat * m + i) * n + j] = sum;
+      }
+  }
+  return c;
+}
+
+struct ConvCase {
+  Shape x, w;
+  int64_t strides[2], pads[4], dilations[2], group;
+  bool bias;
+};
+
+Shape convOutShape(const ConvCase &cc) {
+  Shape y = {cc.x[0], cc.w[0], 0, 0};
+  for (int i = 0; i < 2; ++i)
+    y[2 + i] = (cc.x[2 + i] + cc.pads[i] + cc.pads[i + 2] -
+                cc.dilations[i] * (cc.w[2 + i] - 1) - 1) /
+                   cc.strides[i] +
+               1;
+  return y;
+}
+
+std::vector<double> referenceConv(const ConvCase &cc,
+                                  const std::vector<double> &x,
+                                  const std::vector<double> &w,
+                                  const std::vector<double> &bias) {
+  Shape y = convOutShape(cc);
+  int64_t cPerGroup = cc.w[1], oPerGroup = cc.w[0] / cc.group;
+  std::vector<double> out(numel(y));
+  for (int64_t n = 0; n < y[0]; ++n)
+    for (int64_t o = 0; o < y[1]; ++o)
+      for (int64_t oh = 0; oh < y[2]; ++oh)
+        for (int64_t ow = 0; ow < y[3]; ++ow) {
+          double sum = cc.bias ? bias[o] : 0.0;
+          int64_t g = o / oPerGroup;
+          for (int64_t c = 0; c < cPerGroup; ++c)
+            for (int64_t kh = 0; kh < cc.w[2]; ++kh)
+              for (int64_t kw = 0; kw < cc.w[3]; ++kw) {
+                int64_t ih =
+                    oh * cc.strides[0] - cc.pads[0] + kh * cc.dilations[0];
+                int64_t iw =
+                    ow * cc.strides[1] - cc.pads[1] + kw * cc.dilations[1];
+                if (ih < 0 || ih >= cc.x[2] || iw < 0 || iw >= cc.x[3])
+                  continue;
+                int64_t ic = g * cPerGroup + c;
+                sum += x[((n * cc.x[1] + ic) * cc.x[2] + ih) * cc.x[3] + iw] *
+                       w[((o * cPerGroup + c) * cc.w[2] + kh) * cc.w[3] + kw];
+              }
+          out[((n * y[1] + o) * y[2] + oh) * y[3] + ow] = sum;
+        }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Checks, one per kernel, instantiated per element type
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void checkMatmul(const Shape &aShape, const Shape &bShape, const Shape &cShape,
+                 unsigned seed) {
+  auto a = randomValues<T>(numel(aShape), seed, -2, 2);
+  auto b = randomValues<T>(numel(bShape), seed + 1, -2, 2);
+  std::vector<T> c(numel(cShape));
+  matmul<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape), c.data(),
+            dimsOf(cShape));
+  double k = static_cast<double>(aShape.back());
+  expectNear(c, referenceMatmul(widen(a), aShape, widen(b), bShape, cShape),
+             "matmul", k);
+}
+
+template <typename T> void checkMatmulShapes() {
+  unsigned seed = 10;
+  checkMatmul<T>({4, 5}, {5, 3}, {4, 3}, ++seed);
+  checkMatmul<T>({2, 3, 4, 5}, {5, 6}, {2, 3, 4, 6}, ++seed);    // shared b
+  checkMatmul<T>({3, 1, 4, 5}, {2, 5, 6}, {3, 2, 4, 6}, ++seed); // both
+  checkMatmul<T>({1, 4, 5}, {3, 5, 2}, {3, 4, 2}, ++seed);       // a repeats
+  checkMatmul<T>({2, 4, 5}, {2, 5, 7}, {2, 4, 7}, ++seed);       // batched
+  checkMatmul<T>({5}, {2, 5, 6}, {2, 6}, ++seed);                // vector a
+  checkMatmul<T>({2, 4, 5}, {5}, {2, 4}, ++seed);                // vector b
+  checkMatmul<T>({5}, {5}, {}, ++seed);                          // dot
+  checkMatmul<T>({3, 0}, {0, 4}, {3, 4}, ++seed);                // K = 0
+}
+
+TEST(KernelsTest, MatmulFloat) { checkMatmulShapes<float>(); }
+TEST(KernelsTest, MatmulDouble) { checkMatmulShapes<double>(); }
+TEST(KernelsTest, MatmulF16) { checkMatmulShapes<f16>(); }
+TEST(KernelsTest, MatmulBF16) { checkMatmulShapes<bf16>(); }
+
+TEST(KernelsTest, MatmulInt64) {
+  Shape aShape = {2, 3, 4}, bShape = {4, 5}, cShape = {2, 3, 5};
+  auto a = randomValues<int64_t>(numel(aShape), 3, -50, 50);
+  auto b = randomValues<int64_t>(numel(bShape), 4, -50, 50);
+  std::vector<int64_t> c(numel(cShape));
+  matmul<int64_t>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape), c.data(),
+                  dimsOf(cShape));
+  std::vector<double> expected =
+      referenceMatmul(widen(a), aShape, widen(b), bShape, cShape);
+  for (size_t i = 0; i < c.size(); ++i)
+    EXPECT_EQ(c[i], static_cast<int64_t>(expected[i]));
+}
+
+template <typename T> void checkConv(const ConvCase &cc, unsigned seed) {
+  Shape yShape = convOutShape(cc);
+  auto x = randomValues<T>(numel(cc.x), seed);
+  auto w = randomValues<T>(numel(cc.w), seed + 1);
+  auto bias = randomValues<T>(cc.w[0], seed + 2);
+  std::vector<T> y(numel(yShape));
+  conv2d<T>(x.data(), dimsOf(cc.x), w.data(), dimsOf(cc.w),
+            cc.bias ? bias.data() : nullptr, y.data(), dimsOf(yShape),
+            cc.strides, cc.pads, cc.dilations, cc.group);
+  double scale = static_cast<double>(cc.w[1] * cc.w[2] * cc.w[3]);
+  expectNear(y, referenceConv(cc, widen(x), widen(w), widen(bias)), "conv2d",
+             std::sqrt(scale));
+}
+
+template <typename T> void checkConvCases() {
+  const ConvCase cases[] = {
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {{1, 4, 9, 8}, {6, 2, 3, 2}, {2, 1}, {1, 0, 2, 1}, {1, 1}, 2, true},
+      {{2, 4, 10, 9}, {4, 1, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 3}, 4, false},
+      {{1, 6, 8, 8}, {3, 2, 2, 3}, {3, 2}, {0, 1, 1, 0}, {2, 1}, 3, true},
+      {{2, 5, 4, 3}, {7, 5, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {{1, 2, 5, 5}, {2, 2, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
+      {{1, 2, 3, 3}, {2, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2, true},
+  };
+  unsigned seed = 100;
+  for (const ConvCase &cc : cases)
+    checkConv<T>(cc, seed += 3);
+}
+
+TEST(KernelsTest, Conv2dFloat) { checkConvCases<float>(); }
+TEST(KernelsTest, Conv2dDouble) { checkConvCases<double>(); }
+TEST(KernelsTest, Conv2dF16) { checkConvCases<f16>(); }
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+struct PoolCase {
+  Shape x;
+  int64_t kernel[2], strides[2], pads[4], dilations[2];
+  bool ceil;
+};
+
+Shape poolOutShape(const PoolCase &pc) {
+  Shape y = {pc.x[0], pc.x[1], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    int64_t span = pc.dilations[i] * (pc.kernel[i] - 1) + 1;
+    int64_t numerator = pc.x[2 + i] + pc.pads[i] + pc.pads[i + 2] - span;
+    int64_t out = (pc.ceil ? (numerator + pc.strides[i] - 1) / pc.strides[i]
+                           : numerator / pc.strides[i]) +
+                  1;
+    // A window may not start in the end padding (PyTorch and ONNX).
+    if (pc.ceil && (out - 1) * pc.strides[i] >= pc.x[2 + i] + pc.pads[i])
+      --out;
+    y[2 + i] = out;
+  }
+  return y;
+}
+
+/// Max or average over a window, the ONNX way: positions are enumerated on
+/// the (conceptually infinite) zero-padded plane.
+std::vector<double> referencePool(const PoolCase &pc,
+                                  const std::vector<double> &x, bool max,
+                                  bool countIncludePad) {
+  Shape y = poolOutShape(pc);
+  std::vector<double> out(numel(y));
+  for (int64_t plane = 0; plane < y[0] * y[1]; ++plane)
+    for (int64_t oh = 0; oh < y[2]; ++oh)
+      for (int64_t ow = 0; ow < y[3]; ++ow) {
+        double best = -INFINITY, sum = 0;
+        int64_t valid = 0;
+        for (int64_t kh = 0; kh < pc.kernel[0]; ++kh)
+          for (int64_t kw = 0; kw < pc.kernel[1]; ++kw) {
+            int64_t ih = oh * pc.strides[0] - pc.pads[0] + kh * pc.dilations[0];
+            int64_t iw = ow * pc.strides[1] - pc.pads[1] + kw * pc.dilations[1];
+            if (ih < 0 || ih >= pc.x[2] || iw < 0 || iw >= pc.x[3])
+              continue;
+            double value = x[(plane * pc.x[2] + ih) * pc.x[3] + iw];
+            best = std::max(best, value);
+            sum += value;
+            ++valid;
+          }
+        double count = countIncludePad ? pc.kernel[0] * pc.kernel[1] : valid;
+        out[(plane * y[2] + oh) * y[3] + ow] = max ? best : sum / count;
+      }
+  return out;
+}
+
+const PoolCase kPoolCases[] = {
+    {{2, 3, 7, 7}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false},
+    {{1, 2, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true},
+    {{1, 2, 5, 8}, {2, 3}, {2, 3}, {0, 1, 1, 2}, {1, 1}, true},
+    {{1, 1, 4, 5}, {3, 3}, {2, 2}, {0, 1, 2, 0}, {1, 1}, true},
+    {{2, 2, 9, 9}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},
+};
+
+template <typename T> void checkPools() {
+  unsigned seed = 300;
+  for (const PoolCase &pc : kPoolCases) {
+    Shape yShape = poolOutShape(pc);
+    auto x = randomValues<T>(numel(pc.x), ++seed, -3, 1);
+    for (bool include : {false, true}) {
+      std::vector<T> y(numel(yShape));
+      avgPool2d<T>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
+                   pc.strides, pc.pads, include);
+      expectNear(y, referencePool(pc, widen(x), false, include), "avgPool2d");
+    }
+  }
+  // Max pooling also with dilations; all-negative inputs show that padding
+  // (zero) never wins.
+  const PoolCase dilated[] = {
+      {{1, 2, 9, 8}, {3, 2}, {2, 2}, {2, 1, 2, 1}, {2, 3}, true},
+      {{2, 1, 7, 7}, {2, 2}, {3, 3}, {1, 1, 1, 1}, {2, 2}, false},
+  };
+  std::vector<PoolCase> maxCases(std::begin(kPoolCases), std::end(kPoolCases));
+  maxCases.insert(maxCases.end(), std::begin(dilated), std::end(dilated));
+  for (const PoolCase &pc : maxCases) {
+    Shape yShape = poolOutShape(pc);
+    auto x = randomValues<T>(numel(pc.x), ++seed, -3, -1);
+    std::vector<T> y(numel(yShape));
+    maxPool2d<T>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
+                 pc.strides, pc.pads, pc.dilations);
+    expectNear(y, referencePool(pc, widen(x), true, false), "maxPool2d");
+  }
+}
+
+TEST(KernelsTest, PoolingFloat) { checkPools<float>(); }
+TEST(KernelsTest, PoolingF16) { checkPools<f16>(); }
+TEST(KernelsTest, PoolingBF16) { checkPools<bf16>(); }
+
+// Values from onnxruntime 1.20 and the ONNX reference evaluator (opset 19):
+// x = 1..36 as 6x6, kernel 3, stride 2, pads 1, ceil_mode. The last window
+// runs past the padded input: ONNX still divides by 9 with
+// count_include_pad (PyTorch would divide by 6).
+TEST(KernelsTest, AvgPoolCeilModeMatchesOnnxRuntime) {
+  std::vector<float> x(36);
+  for (int i = 0; i < 36; ++i)
+    x[i] = static_cast<float>(i + 1);
+  const int64_t kernel[] = {3, 3}, strides[] = {2, 2}, pads[] = {1, 1, 1, 1};
+  std::vector<float> y(16);
+  avgPool2d<float>(x.data(), {1, 1, 6, 6}, y.data(), {1, 1, 4, 4}, kernel,
+                   strides, pads, true);
+  expectNear(y,
+             {2.0, 4.0, 5.3333333, 2.0, 9.0, 15.0, 17.0, 6.0, 17.0, 27.0, 29.0,
+              10.0, 7.0, 11.0, 11.6666667, 4.0},
+             "count_include_pad");
+  avgPool2d<float>(x.data(), {1, 1, 6, 6}, y.data(), {1, 1, 4, 4}, kernel,
+                   strides, pads, false);
+  expectNear(y,
+             {4.5, 6.0, 8.0, 9.0, 13.5, 15.0, 17.0, 18.0, 25.5, 27.0, 29.0,
+              30.0, 31.5, 33.0, 35.0, 36.0},
+             "exclude pad");
+
+  // Asymmetric pads (top 0, left 1, bottom 2, right 0) on 1..20 as 4x5.
+  std::vector<float> x45(20);
+  for (int i = 0; i < 20; ++i)
+    x45[i] = static_cast<float>(i + 1);
+  const int64_t asymmetric[] = {0, 1, 2, 0};
+  std::vector<float> y23(6);
+  avgPool2d<float>(x45.data(), {1, 1, 4, 5}, y23.data(), {1, 1, 2, 3}, kernel,
+                   strides, asymmetric, true);
+  expectNear(y23, {4.3333333, 8.0, 6.3333333, 6.2222222, 10.333333, 7.5555556},
+             "asymmetric include");
+  avgPool2d<float>(x45.data(), {1, 1, 4, 5}, y23.data(), {1, 1, 2, 3}, kernel,
+                   strides, asymmetric, false);
+  expectNear(y23, {6.5, 8.0, 9.5, 14.0, 15.5, 17.0}, "asymmetric exclude");
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+template <typename T> void checkSoftmax() {
+  Shape shape = {3, 4, 5};
+  auto x = randomValues<T>(numel(shape), 7, -4, 4);
+  std::vector<double> xs = widen(x);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    int64_t outer = 1, inner = 1, length = shape[axis];
+    for (int64_t i = 0; i < axis; ++i)
+      outer *= shape[i];
+    for (int64_t i = axis + 1; i < 3; ++i)
+      inner *= shape[i];
+    std::vector<double> soft(xs.size()), logSoft(xs.size());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        double sum = 0;
+        for (int64_t i = 0; i < length; ++i)
+          sum += std::exp(xs[(o * length + i) * inner + in]);
+        for (int64_t i = 0; i < length; ++i) {
+          int64_t at = (o * length + i) * inner + in;
+          soft[at] = std::exp(xs[at]) / sum;
+          logSoft[at] = xs[at] - std::log(sum);
+        }
+      }
+    std::vector<T> y(xs.size());
+    softmax<T>(x.data(), dimsOf(shape), axis, y.data());
+    expectNear(y, soft, "softmax");
+    logSoftmax<T>(x.data(), dimsOf(shape), axis, y.data());
+    expectNear(y, logSoft, "logSoftmax", 4.0);
+  }
+  // Large logits must not overflow.
+  std::vector<T> big = {fromDouble<T>(1000.0), fromDouble<T>(999.0)}, y(2);
+  softmax<T>(big.data(), {2}, 0, y.data());
+  expectNear(y, {1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0))}, "stable");
+}
+
+TEST(KernelsTest, SoftmaxFloat) { checkSoftmax<float>(); }
+TEST(KernelsTest, SoftmaxDouble) { checkSoftmax<double>(); }
+TEST(KernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
+
+template <typename T> void checkLayerNorm(bool withBias) {
+  Shape shape = {2, 3, 8};
+  for (int64_t axis : {1, 2}) {
+    int64_t rows = axis == 1 ? 2 : 6, length = numel(shape) / rows;
+    auto x = randomValues<T>(numel(shape), 20 + axis, -2, 3);
+    auto scale = randomValues<T>(length, 30, 0.5, 1.5);
+    auto bias = randomValues<T>(length, 31);
+    std::vector<double> xs = widen(x), expected(xs.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < length; ++i)
+        mean += xs[r * length + i] / length;
+      for (int64_t i = 0; i < length; ++i)
+        var += std::pow(xs[r * length + i] - mean, 2) / length;
+      for (int64_t i = 0; i < length; ++i)
+        expected[r * length + i] = (xs[r * length + i] - mean) /
+                                       std::sqrt(var + 1e-5) *
+                                       toDouble(scale[i]) +
+                                   (withBias ? toDouble(bias[i]) : 0.0);
+    }
+    std::vector<T> y(xs.size());
+    layerNorm<T>(x.data(), dimsOf(shape), axis, scale.data(),
+                 withBias ? bias.data() : nullptr, 1e-5, y.data());
+    expectNear(y, expected, "layerNorm", 1.0);
+  }
+}
+
+TEST(KernelsTest, LayerNorm) {
+  checkLayerNorm<float>(true);
+  checkLayerNorm<float>(false);
+  checkLayerNorm<double>(true);
+  checkLayerNorm<f16>(true);
+  checkLayerNorm<bf16>(false);
+}
+
+TEST(KernelsTest, BatchNorm) {
+  Shape shape = {2, 3, 4, 5};
+  auto x = randomValues<float>(numel(shape), 40, -2, 2);
+  auto scale = randomValues<float>(3, 41), bias = randomValues<float>(3, 42);
+  auto mean = randomValues<float>(3, 43),
+       var = randomValues<float>(3, 44, 0.1, 2);
+  std::vector<double> expected(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t c = (i / 20) % 3;
+    expected[i] =
+        (x[i] - double(mean[c])) / std::sqrt(double(var[c]) + 1e-3) * scale[c] +
+        bias[c];
+  }
+  std::vector<float> y(x.size());
+  batchNorm<float>(x.data(), dimsOf(shape), scale.data(), bias.data(),
+                   mean.data(), var.data(), 1e-3, y.data());
+  expectNear(y, expected, "batchNorm", 1.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+std::vector<double> referenceReduce(const std::vector<double> &x,
+                                    const Shape &shape, uint64_t mask,
+                                    ReduceKind kind, Shape &outShape) {
+  outShape.clear();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (!(mask >> i & 1))
+      outShape.push_back(shape[i]);
+  std::vector<double> out(numel(outShape),
+                          kind == ReduceKind::Max ? -INFINITY : 0.0);
+  std::vector<int64_t> counts(out.size(), 0);
+  for (int64_t flat = 0; flat < numel(shape); ++flat) {
+    Shape index = unflatten(flat, shape);
+    int64_t o = 0;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (!(mask >> i & 1))
+        o = o * shape[i] + index[i];
+    if (kind == ReduceKind::Max)
+      out[o] = std::isnan(x[flat]) || std::isnan(out[o])
+                   ? NAN
+                   : std::max(out[o], x[flat]);
+    else
+      out[o] += x[flat];
+    ++counts[o];
+  }
+  if (kind == ReduceKind::Mean)
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] /= counts[i];
+  return out;
+}
+
+template <typename T, ReduceKind Kind> void checkReduce() {
+  Shape shape = {3, 4, 2, 5};
+  auto x = randomValues<T>(numel(shape), 50, -3, 3);
+  for (uint64_t mask :
+       {0b0001u, 0b1000u, 0b0101u, 0b1010u, 0b1111u, 0b0000u, 0b0110u}) {
+    Shape outShape;
+    std::vector<double> expected =
+        referenceReduce(widen(x), shape, mask, Kind, outShape);
+    std::vector<T> y(expected.size());
+    reduce<T, Kind>(x.data(), dimsOf(shape), mask, y.data());
+    expectNear(y, expected, "reduce", 3.0);
+  }
+}
+
+TEST(KernelsTest, Reduce) {
+  checkReduce<float, ReduceKind::Sum>();
+  checkReduce<float, ReduceKind::Mean>();
+  checkReduce<float, ReduceKind::Max>();
+  checkReduce<double, ReduceKind::Sum>();
+  checkReduce<f16, ReduceKind::Mean>();
+  checkReduce<bf16, ReduceKind::Max>();
+}
+
+TEST(KernelsTest, ReduceIntegersAndNaN) {
+  std::vector<int64_t> x = {1, 2, 4, -7, 5, 6};
+  std::vector<int64_t> y(2);
+  reduce<int64_t, ReduceKind::Mean>(x.data(), {2, 3}, 0b10, y.data());
+  EXPECT_EQ(y, (std::vector<int64_t>{2, 1})); // 7/3 and 4/3 truncate
+  reduce<int64_t, ReduceKind::Max>(x.data(), {2, 3}, 0b10, y.data());
+  EXPECT_EQ(y, (std::vector<int64_t>{4, 6}));
+  std::vector<int64_t> sums(3);
+  reduce<int64_t, ReduceKind::Sum>(x.data(), {2, 3}, 0b01, sums.data());
+  EXPECT_EQ(sums, (std::vector<int64_t>{-6, 7, 10}));
+
+  std::vector<float> withNan = {1.0f, NAN, 3.0f, 2.0f}, maxima(2);
+  reduce<float, ReduceKind::Max>(withNan.data(), {2, 2}, 0b10, maxima.data());
+  EXPECT_TRUE(std::isnan(maxima[0]));
+  EXPECT_EQ(maxima[1], 3.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+TEST(KernelsTest, Transpose) {
+  Shape shape = {2, 3, 4, 5};
+  auto x = randomValues<float>(numel(shape), 60);
+  const int64_t perms[][4] = {
+      {0, 1, 2, 3}, {3, 2, 1, 0}, {0, 2, 1, 3}, {1, 3, 0, 2}, {2, 0, 3, 1}};
+  Shape xStrides = stridesOf(shape);
+  for (const auto &perm : perms) {
+    Shape yShape(4);
+    for (int i = 0; i < 4; ++i)
+      yShape[i] = shape[perm[i]];
+    std::vector<double> expected(x.size());
+    for (int64_t flat = 0; flat < numel(yShape); ++flat) {
+      Shape index = unflatten(flat, yShape);
+      int64_t from = 0;
+      for (int i = 0; i < 4; ++i)
+        from += index[i] * xStrides[perm[i]];
+      expected[flat] = x[from];
+    }
+    std::vector<float> y(x.size());
+    transpose<float>(x.data(), dimsOf(shape), perm, y.data());
+    expectNear(y, expected, "transpose");
+  }
+  // A large one goes through the parallel path.
+  Shape big = {64, 48, 40};
+  auto xb = randomValues<double>(numel(big), 61);
+  const int64_t perm[] = {2, 0, 1};
+  std::vector<double> yb(xb.size());
+  transpose<double>(xb.data(), dimsOf(big), perm, yb.data());
+  for (int64_t k = 0; k < 40; k += 7)
+    for (int64_t i = 0; i < 64; i += 5)
+      for (int64_t j = 0; j < 48; j += 3)
+        ASSERT_EQ(yb[(k * 64 + i) * 48 + j], xb[(i * 48 + j) * 40 + k]);
+}
+
+TEST(KernelsTest, Slice) {
+  Shape shape = {4, 6, 5};
+  auto x = randomValues<int64_t>(numel(shape), 70, -100, 100);
+  // starts/steps per dim, with negative steps walking backwards.
+  const int64_t starts[] = {1, 5, 0}, steps[] = {2, -2, 1};
+  Shape yShape = {2, 3, 5};
+  std::vector<int64_t> y(numel(yShape));
+  slice<int64_t>(x.data(), dimsOf(shape), starts, steps, y.data(),
+                 dimsOf(yShape));
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 5; ++k)
+        EXPECT_EQ(y[(i * 3 + j) * 5 + k],
+                  x[((1 + 2 * i) * 6 + (5 - 2 * j)) * 5 + k]);
+}
+
+TEST(KernelsTest, CopyIntoConcatenates) {
+  std::vector<float> a = randomValues<float>(2 * 2 * 3, 80);
+  std::vector<float> b = randomValues<float>(2 * 4 * 3, 81);
+  std::vector<float> y(2 * 6 * 3, -1.0f);
+  copyInto<float>(a.data(), {2, 2, 3}, y.data(), {2, 6, 3}, 1, 0);
+  copyInto<float>(b.data(), {2, 4, 3}, y.data(), {2, 6, 3}, 1, 2);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t r = 0; r < 6; ++r)
+      for (int64_t c = 0; c < 3; ++c) {
+        float expected =
+            r < 2 ? a[(n * 2 + r) * 3 + c] : b[(n * 4 + r - 2) * 3 + c];
+        EXPECT_EQ(y[(n * 6 + r) * 3 + c], expected);
+      }
+}
+
+template <typename I> void checkGather() {
+  Shape shape = {3, 5, 2};
+  auto data = randomValues<float>(numel(shape), 90);
+  std::vector<I> indices = {0, -1, 4, 2, -5, 3};
+  // axis 1, indices [2, 3]
+  std::vector<float> y(3 * 6 * 2);
+  gather<float, I>(data.data(), dimsOf(shape), indices.data(), {2, 3}, 1,
+                   y.data());
+  for (int64_t o = 0; o < 3; ++o)
+    for (int64_t j = 0; j < 6; ++j) {
+      int64_t index = indices[j] < 0 ? indices[j] + 5 : indices[j];
+      for (int64_t i = 0; i < 2; ++i)
+        EXPECT_EQ(y[(o * 6 + j) * 2 + i], data[(o * 5 + index) * 2 + i]);
+    }
+  // axis 0 (an embedding lookup), negative index counts from the end.
+  std::vector<I> rows = {-1, 0, 2};
+  std::vector<float> z(3 * 10);
+  gather<float, I>(data.data(), dimsOf(shape), rows.data(), {3}, 0, z.data());
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t i = 0; i < 10; ++i)
+      EXPECT_EQ(z[r * 10 + i], data[(rows[r] < 0 ? 2 : rows[r]) * 10 + i]);
+}
+
+TEST(KernelsTest, Gather) {
+  checkGather<int64_t>();
+  checkGather<int32_t>();
+}
+
+TEST(KernelsTest, GatherOutOfRangeAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe"); // OpenMP threads exist
+  std::vector<float> data(6), y(1);
+  std::vector<int64_t> index = {3};
+  auto run = [&] {
+    gather<float, int64_t>(data.data(), {3, 2}, index.data(), {1}, 0, y.data());
+  };
+  EXPECT_DEATH(run(), "gather: index 3 is outside \\[-3, 3\\)");
+}
+
+TEST(KernelsTest, Trilu) {
+  Shape shape = {2, 3, 4};
+  auto x = randomValues<float>(numel(shape), 100, 1, 2);
+  for (bool upper : {true, false})
+    for (int64_t k : {-2, -1, 0, 1, 3}) {
+      std::vector<float> y(x.size());
+      trilu<float>(x.data(), dimsOf(shape), upper, k, y.data());
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t i = 0; i < 3; ++i)
+          for (int64_t j = 0; j < 4; ++j) {
+            int64_t at = (b * 3 + i) * 4 + j;
+            bool keep = upper ? j >= i + k : j <= i + k;
+            EXPECT_EQ(y[at], keep ? x[at] : 0.0f) << upper << k;
+          }
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+// Reference values from torch.nn.functional.nll_loss (PyTorch 1.13) with
+// weight [0.5, 2.0, 1.5] and ignore_index -100 on [N=2, C=3, d=2].
+TEST(KernelsTest, NllLossMatchesPyTorch) {
+  std::vector<float> logProbs = {
+      -1.4570214748382568f, -1.4570214748382568f, -0.7170214653015137f,
+      -0.7170214653015137f, -1.2770214080810547f, -1.2770214080810547f,
+      -1.0182790756225586f, -0.6405313611030579f, -1.5782790184020996f,
+      -1.2005314826965332f, -0.8382790684700012f, -1.7605311870574951f};
+  std::vector<int64_t> target = {0, 2, -100, 1};
+  std::vector<float> weight = {0.5f, 2.0f, 1.5f};
+  std::vector<float> none(4), sum(1), mean(1);
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(),
+                          weight.data(), 0, true, -100, none.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(),
+                          weight.data(), 1, true, -100, sum.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(),
+                          weight.data(), 2, true, -100, mean.data());
+  expectNear(none,
+             {0.7285107374191284, 1.915532112121582, 0.0, 2.4010629653930664},
+             "none");
+  expectNear(sum, {5.045105934143066}, "sum");
+  expectNear(mean, {1.2612764835357666}, "mean");
+
+  std::vector<int64_t> ignored = {-100, -100, -100, -100};
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, ignored.data(), nullptr,
+                          2, true, -100, mean.data());
+  EXPECT_TRUE(std::isnan(mean[0])); // 0 / 0, as PyTorch
+}
+
+TEST(KernelsTest, NllLossAgainstReference) {
+  const int64_t n = 4, c = 5;
+  auto logProbs = randomValues<float>(n * c, 110, -5, 0);
+  auto weight = randomValues<float>(c, 111, 0.1, 2);
+  std::vector<int32_t> target = {3, 1, 4, 1};
+  for (bool useWeight : {false, true})
+    for (bool hasIgnore : {false, true}) {
+      double total = 0, weights = 0;
+      std::vector<double> none(n);
+      for (int64_t i = 0; i < n; ++i) {
+        if (hasIgnore && target[i] == 1)
+          continue;
+        double w = useWeight ? weight[target[i]] : 1.0;
+        none[i] = -w * logProbs[i * c + target[i]];
+        total += none[i];
+        weights += w;
+      }
+      std::vector<float> y(n), s(1);
+      const float *w = useWeight ? weight.data() : nullptr;
+      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), w, 0,
+                              hasIgnore, 1, y.data());
+      expectNear(y, none, "none");
+      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), w, 1,
+                              hasIgnore, 1, s.data());
+      expectNear(s, {total}, "sum");
+      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), w, 2,
+                              hasIgnore, 1, s.data());
+      expectNear(s, {total / weights}, "mean");
+    }
+}
+
+TEST(KernelsTest, NllLossBadTargetAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<float> logProbs(6), y(1);
+  std::vector<int64_t> target = {0, 3};
+  auto run = [&] {
+    nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 1,
+                            false, 0, y.data());
+  };
+  EXPECT_DEATH(run(), "nllLoss: target 3 is outside \\[0, 3\\)");
+}
+
+// Sizes above the parallel grain, so the OpenMP paths run (the small cases
+// above stay serial).
+TEST(KernelsTest, LargeShapesTakeParallelPaths) {
+  checkMatmul<f16>({2, 48, 40}, {40, 50}, {2, 48, 50}, 500);
+  checkMatmul<float>({3, 64, 32}, {3, 32, 48}, {3, 64, 48}, 501);
+  checkConv<float>(
+      {{1, 8, 32, 32}, {16, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      502);
+  checkConv<bf16>(
+      {{1, 4, 40, 40}, {4, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, false},
+      503);
+  PoolCase pc = {{2, 8, 48, 48}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true};
+  Shape yShape = poolOutShape(pc);
+  auto x = randomValues<float>(numel(pc.x), 504);
+  std::vector<float> y(numel(yShape));
+  avgPool2d<float>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
+                   pc.strides, pc.pads, true);
+  expectNear(y, referencePool(pc, widen(x), false, true), "avgPool2d");
+  maxPool2d<float>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
+                   pc.strides, pc.pads, pc.dilations);
+  expectNear(y, referencePool(pc, widen(x), true, false), "maxPool2d");
+  Shape shape = {96, 512};
+  auto r = randomValues<float>(numel(shape), 505);
+  for (uint64_t mask : {1u, 2u}) {
+    Shape outShape;
+    std::vector<double> expected =
+        referenceReduce(widen(r), shape, mask, ReduceKind::Sum, outShape);
+    std::vector<float> sums(expected.size());
+    reduce<float, ReduceKind::Sum>(r.data(), dimsOf(shape), mask, sums.data());
+    expectNear(sums, expected, "reduce", 20.0);
+  }
+}
+
+TEST(KernelsTest, DimsFromBracedList) {
+  Dims scalar = {};
+  EXPECT_EQ(scalar.rank, 0);
+  EXPECT_EQ(scalar.numElements(), 1);
+  Dims dims = {2, 3, 4};
+  EXPECT_EQ(dims.rank, 3);
+  EXPECT_EQ(dims.numElements(), 24);
+  EXPECT_EQ(dims[1], 3);
+}
+
+} // namespace

@@ -1,0 +1,364 @@
+//===- RunnerTest.cpp - end to end: artifact, compile, run ----------------===//
+//
+// A hand-written step.cpp (logits = x @ w + b, ids + 1) with its manifest and
+// init.safetensors is compiled with compileSharedObject and run through
+// runForward and the Runner; then every bad-input case is checked for its
+// documented message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Runner.h"
+
+#include "TestUtil.h"
+#include "runtime/Compile.h"
+#include "runtime/Error.h"
+#include "runtime/File.h"
+#include "runtime/Npy.h"
+#include "runtime/SafeTensors.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+using namespace ztc::rt;
+using ztc::rt::test::TempDir;
+using ztc::rt::test::writeText;
+
+namespace {
+
+// Bindings: 0 x (input "input:0"), 1 w (param), 2 b (param), 3 ids (input),
+// 4 mask (constant). Arena: ids_plus_one at 0 (16 bytes), logits at 64.
+constexpr char kStep[] = R"(#include "kernels/CpuKernels.h"
+extern "C" void ztc_forward(void *const *bindings, char *arena) {
+  const float *x = static_cast<const float *>(bindings[0]);
+  const float *w = static_cast<const float *>(bindings[1]);
+  const float *b = static_cast<const float *>(bindings[2]);
+  const long long *ids = static_cast<const long long *>(bindings[3]);
+  const bool *mask = static_cast<const bool *>(bindings[4]);
+  float *logits = reinterpret_cast<float *>(arena + 64);
+  ztc::cpu::matmul<float>(x, {2, 3}, w, {3, 4}, logits, {2, 4});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      logits[i * 4 + j] = mask[j] ? logits[i * 4 + j] + b[j] : 0.0f;
+  long long *next = reinterpret_cast<long long *>(arena);
+  for (int i = 0; i < 2; ++i)
+    next[i] = ids[i] + 1;
+}
+)";
+
+// Writes one byte past a 16-byte arena.
+constexpr char kOverflowStep[] = R"(
+extern "C" void ztc_forward(void *const *, char *arena) { arena[16] = 1; }
+)";
+
+Manifest stepManifest() {
+  Manifest manifest;
+  manifest.arenaBytes = 96;
+  manifest.bindings = {
+      {BindingRole::Input, "input:0", "input_0", DType::Float32, {2, 3}},
+      {BindingRole::Param, "fc.weight", "", DType::Float32, {3, 4}},
+      {BindingRole::Param, "fc.bias", "", DType::Float32, {4}},
+      {BindingRole::Input, "ids", "ids", DType::Int64, {2}},
+      {BindingRole::Constant, "__const0", "", DType::Bool, {4}},
+  };
+  manifest.outputs = {
+      {"logits", "logits", DType::Float32, {2, 4}, 64},
+      {"ids/next", "ids_next", DType::Int64, {2}, 0},
+  };
+  return manifest;
+}
+
+Tensor floats(std::vector<int64_t> shape, float start) {
+  Tensor tensor(DType::Float32, std::move(shape));
+  for (int64_t i = 0; i < tensor.numElements(); ++i)
+    tensor.data<float>()[i] = start + 0.5f * static_cast<float>(i);
+  return tensor;
+}
+
+Tensor int64s(std::vector<int64_t> values) {
+  Tensor tensor(DType::Int64, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i)
+    tensor.data<int64_t>()[i] = values[i];
+  return tensor;
+}
+
+SafeTensors stepInit() {
+  SafeTensors init;
+  init.tensors["fc.weight"] = floats({3, 4}, -1.0f);
+  init.tensors["fc.bias"] = floats({4}, 10.0f);
+  Tensor mask(DType::Bool, {4});
+  mask.bytes = {1, 1, 0, 1};
+  init.tensors["__const0"] = mask;
+  return init;
+}
+
+/// Writes an artifact directory with the given parts.
+void writeArtifact(const std::string &dir, const Manifest &manifest,
+                   const SafeTensors &init, const std::string &soPath) {
+  std::filesystem::create_directories(dir);
+  writeText(dir + "/manifest.json", printManifest(manifest));
+  writeSafeTensors(dir + "/init.safetensors", init);
+  if (!soPath.empty())
+    std::filesystem::copy_file(
+        soPath, dir + "/step.so",
+        std::filesystem::copy_options::overwrite_existing);
+}
+
+class RunnerTest : public ::testing::Test {
+protected:
+  /// Compiles the step once for the whole suite.
+  static void SetUpTestSuite() {
+    shared_ = std::make_unique<TempDir>();
+    writeText(*shared_ / "step.cpp", kStep);
+    auto start = std::chrono::steady_clock::now();
+    bool hit = true;
+    soPath_ = compileSharedObject(*shared_ / "step.cpp", Target::Cpu,
+                                  *shared_ / "cache", {}, &hit);
+    firstCompileSeconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    firstCompileHit_ = hit;
+  }
+  static void TearDownTestSuite() { shared_.reset(); }
+
+  void SetUp() override {
+    artifact_ = dir_ / "model.ztc";
+    data_ = dir_ / "data";
+    writeArtifact(artifact_, stepManifest(), stepInit(), soPath_);
+    std::filesystem::create_directories(data_);
+    writeNpy(data_ + "/input_0.npy", floats({2, 3}, 1.0f));
+    writeNpy(data_ + "/ids.npy", int64s({7, -3}));
+  }
+
+  std::string runError(const std::string &artifact) {
+    return ZTC_ERROR_MESSAGE(runForward(artifact, data_, dir_ / "out"));
+  }
+
+  static std::unique_ptr<TempDir> shared_;
+  static std::string soPath_;
+  static double firstCompileSeconds_;
+  static bool firstCompileHit_;
+
+  TempDir dir_;
+  std::string artifact_, data_;
+};
+
+std::unique_ptr<TempDir> RunnerTest::shared_;
+std::string RunnerTest::soPath_;
+double RunnerTest::firstCompileSeconds_ = 0;
+bool RunnerTest::firstCompileHit_ = true;
+
+} // namespace
+
+TEST_F(RunnerTest, RunsTheStepAndWritesOutputs) {
+  runForward(artifact_, data_, dir_ / "out");
+
+  Tensor logits = readNpy(dir_ / "out/logits.npy");
+  ASSERT_EQ(logits.describe(), "float32[2,4]");
+  Tensor x = floats({2, 3}, 1.0f), w = floats({3, 4}, -1.0f);
+  Tensor b = floats({4}, 10.0f);
+  const bool mask[] = {true, true, false, true};
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      float expected = 0;
+      for (int k = 0; k < 3; ++k)
+        expected += x.data<float>()[i * 3 + k] * w.data<float>()[k * 4 + j];
+      expected = mask[j] ? expected + b.data<float>()[j] : 0.0f;
+      EXPECT_FLOAT_EQ(logits.data<float>()[i * 4 + j], expected) << i << j;
+    }
+  Tensor next = readNpy(dir_ / "out/ids_next.npy");
+  ASSERT_EQ(next.describe(), "int64[2]");
+  EXPECT_EQ(next.data<int64_t>()[0], 8);
+  EXPECT_EQ(next.data<int64_t>()[1], -2);
+}
+
+TEST_F(RunnerTest, ArenaHasExactlyThePlannedSize) {
+  Artifact artifact = Artifact::load(artifact_);
+  Runner runner(artifact, createCpuBackend());
+  EXPECT_EQ(runner.arenaBytes(), 96u);
+  EXPECT_EQ(runner.arenaBytes(), artifact.manifest().arenaBytes);
+  // The Runner API without files: set inputs, run, read an output.
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  runner.setInput("ids", int64s({1, 2}));
+  runner.run();
+  EXPECT_EQ(runner.output(1).data<int64_t>()[1], 3);
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.setInput("ids", int64s({1, 2, 3}))),
+            "input 'ids': expected int64[2], got int64[3]");
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.setInput("nope", int64s({1}))),
+            "the artifact has no input 'nope'");
+}
+
+TEST_F(RunnerTest, SecondCompileIsACacheHit) {
+  EXPECT_FALSE(firstCompileHit_);
+  bool hit = false;
+  auto start = std::chrono::steady_clock::now();
+  std::string again = compileSharedObject(*shared_ / "step.cpp", Target::Cpu,
+                                          *shared_ / "cache", {}, &hit);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(again, soPath_);
+  EXPECT_LT(seconds, 0.5);
+  EXPECT_LT(seconds, firstCompileSeconds_);
+}
+
+TEST_F(RunnerTest, MissingInputFile) {
+  std::filesystem::remove(data_ + "/ids.npy");
+  EXPECT_EQ(runError(artifact_), "missing input file(s) in " + data_ +
+                                     ": ids.npy (input 'ids', int64[2])");
+  std::filesystem::remove(data_ + "/input_0.npy");
+  EXPECT_EQ(runError(artifact_),
+            "missing input file(s) in " + data_ +
+                ": input_0.npy (input 'input:0', float32[2,3]), ids.npy "
+                "(input 'ids', int64[2])");
+  EXPECT_EQ(
+      ZTC_ERROR_MESSAGE(runForward(artifact_, dir_ / "nowhere", dir_ / "out")),
+      "data directory " + (dir_ / "nowhere") + " does not exist");
+}
+
+TEST_F(RunnerTest, ExtraInputFile) {
+  writeNpy(data_ + "/labels.npy", int64s({1, 2}));
+  writeNpy(data_ + "/input:0.npy", floats({2, 3}, 0.0f));
+  writeText(data_ + "/README.txt", "not an array; ignored");
+  EXPECT_EQ(runError(artifact_),
+            "unexpected file(s) in " + data_ +
+                " match no input: input:0.npy, labels.npy (expected: ids.npy, "
+                "input_0.npy)");
+}
+
+TEST_F(RunnerTest, WrongShape) {
+  writeNpy(data_ + "/input_0.npy", floats({3, 2}, 1.0f));
+  EXPECT_EQ(runError(artifact_), "input 'input:0' (" + data_ +
+                                     "/input_0.npy): expected float32[2,3], "
+                                     "got float32[3,2]");
+}
+
+TEST_F(RunnerTest, WrongDType) {
+  Tensor ids(DType::Int32, {2});
+  writeNpy(data_ + "/ids.npy", ids);
+  EXPECT_EQ(runError(artifact_),
+            "input 'ids' (" + data_ +
+                "/ids.npy): expected int64[2], got int32[2]");
+}
+
+TEST_F(RunnerTest, CorruptNpy) {
+  writeText(data_ + "/ids.npy", "garbage");
+  EXPECT_EQ(runError(artifact_),
+            "input 'ids': " + data_ + "/ids.npy: not a .npy file (bad magic)");
+  std::string bytes = ztc::rt::readFile(data_ + "/input_0.npy");
+  writeText(data_ + "/input_0.npy", bytes.substr(0, bytes.size() - 4));
+  writeNpy(data_ + "/ids.npy", int64s({7, -3}));
+  EXPECT_EQ(runError(artifact_),
+            "input 'input:0': " + data_ +
+                "/input_0.npy: truncated data: float32[2,3] needs 24 bytes, "
+                "the file has 20");
+}
+
+TEST_F(RunnerTest, InitValuesAreChecked) {
+  SafeTensors init = stepInit();
+  init.tensors["fc.weight"] = floats({4, 3}, 0.0f);
+  writeSafeTensors(artifact_ + "/init.safetensors", init);
+  EXPECT_EQ(runError(artifact_),
+            artifact_ + "/init.safetensors: param 'fc.weight': expected "
+                        "float32[3,4], got float32[4,3]");
+  init.tensors.erase("__const0");
+  init.tensors["fc.weight"] = floats({3, 4}, 0.0f);
+  writeSafeTensors(artifact_ + "/init.safetensors", init);
+  EXPECT_EQ(runError(artifact_),
+            artifact_ + "/init.safetensors: no tensor for constant '__const0' "
+                        "(bool[4])");
+}
+
+TEST_F(RunnerTest, ArtifactErrors) {
+  std::filesystem::remove(artifact_ + "/step.so");
+  std::string message = runError(artifact_);
+  EXPECT_EQ(
+      message.rfind(artifact_ + "/step.so: cannot load the compiled step: ", 0),
+      0u)
+      << message;
+
+  Manifest manifest = stepManifest();
+  manifest.entry = "ztc_missing";
+  writeArtifact(artifact_, manifest, stepInit(), soPath_);
+  message = runError(artifact_);
+  EXPECT_EQ(
+      message.rfind(artifact_ + "/step.so: entry 'ztc_missing' not found: ", 0),
+      0u)
+      << message;
+
+  manifest = stepManifest();
+  manifest.target = Target::Cuda;
+  writeArtifact(artifact_, manifest, stepInit(), soPath_);
+  EXPECT_EQ(runError(artifact_),
+            artifact_ + ": the artifact targets cuda, the backend runs cpu");
+
+  std::string error;
+  EXPECT_FALSE(tryRunForward(artifact_, data_, dir_ / "out", error));
+  EXPECT_EQ(error,
+            artifact_ + ": the artifact targets cuda, the backend runs cpu");
+}
+
+TEST_F(RunnerTest, WritingPastTheArenaIsCaught) {
+  writeText(dir_ / "overflow.cpp", kOverflowStep);
+  std::string so = compileSharedObject(dir_ / "overflow.cpp", Target::Cpu,
+                                       *shared_ / "cache");
+  Manifest manifest;
+  manifest.arenaBytes = 16;
+  std::string artifact = dir_ / "overflow.ztc";
+  writeArtifact(artifact, manifest, {}, so);
+  std::filesystem::create_directories(dir_ / "empty");
+  EXPECT_EQ(
+      ZTC_ERROR_MESSAGE(runForward(artifact, dir_ / "empty", dir_ / "out")),
+      artifact + ": generated code wrote past the end of the 16-byte arena");
+}
+
+TEST(ManifestTest, ParsesAndValidates) {
+  Manifest manifest = stepManifest();
+  Manifest parsed = parseManifest(printManifest(manifest), "m.json");
+  EXPECT_EQ(printManifest(parsed), printManifest(manifest));
+  EXPECT_EQ(parsed.bindings[0].file, "input_0");
+  EXPECT_EQ(fileStemFor("a/b:c d.e-f_g"), "a_b_c_d.e-f_g");
+
+  // "file" defaults to the sanitized name.
+  Manifest noFile = parseManifest(
+      R"({"format":1,"target":"cpu","entry":"e","source":"step.cpp",
+          "arena_bytes":8,"bindings":[{"role":"input","name":"x:0",
+          "dtype":"float32","shape":[2]}],"outputs":[]})",
+      "m.json");
+  EXPECT_EQ(noFile.bindings[0].file, "x_0");
+
+  auto error = [](const std::string &text) {
+    return ZTC_ERROR_MESSAGE(parseManifest(text, "m.json"));
+  };
+  std::string head =
+      R"({"format":1,"target":"cpu","entry":"e","source":"s","arena_bytes":8,)";
+  // A manifest with the given bindings (JSON objects) and outputs.
+  auto manifestWith = [&](const std::string &bindings,
+                          const std::string &outputs = "") {
+    return head + R"("bindings":[)" + bindings + R"(],"outputs":[)" + outputs +
+           "]}";
+  };
+  EXPECT_EQ(error(R"({"format":2})"),
+            "m.json: manifest has format 2; this runtime reads 1");
+  EXPECT_EQ(error(head + R"("outputs":[]})"),
+            "m.json: manifest has no field 'bindings'");
+  EXPECT_EQ(error(manifestWith(
+                R"({"role":"input","name":"x","dtype":"float8","shape":[1]})")),
+            "m.json: binding 0 ('x') has unknown dtype 'float8'");
+  EXPECT_EQ(error(manifestWith(
+                R"({"role":"grad","name":"x","dtype":"float32","shape":[1]})")),
+            "m.json: binding 0 ('x') has unknown role 'grad'");
+  EXPECT_EQ(error(manifestWith(R"({"role":"input","name":"x","file":"../x",)"
+                               R"("dtype":"float32","shape":[1]})")),
+            "m.json: binding 0 ('x') has invalid file stem '../x'");
+  EXPECT_EQ(error(manifestWith("", R"({"name":"y","dtype":"float32",)"
+                                   R"("shape":[4],"offset":0})")),
+            "m.json: output 0 ('y') (float32[4] at offset 0) lies outside the "
+            "8-byte arena");
+  EXPECT_EQ(error(manifestWith(
+                R"({"role":"input","name":"a:b","dtype":"bool","shape":[]},)"
+                R"({"role":"input","name":"a/b","dtype":"bool","shape":[]})")),
+            "m.json: binding 1 ('a/b') reuses input file 'a_b.npy'");
+  EXPECT_NE(error("{").find("m.json: invalid JSON"), std::string::npos);
+}

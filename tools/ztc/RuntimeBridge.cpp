@@ -1,0 +1,120 @@
+//===- RuntimeBridge.cpp - the driver's door into the runtime -----*- C++ -*-===//
+//
+// Compiled with exceptions: every entry catches the runtime's errors (and
+// the standard library's) and returns their message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/ztc/RuntimeBridge.h"
+
+#include "runtime/Artifact.h"
+#include "runtime/Compile.h"
+#include "runtime/Error.h"
+#include "runtime/File.h"
+#include "runtime/Npy.h"
+#include "runtime/Runner.h"
+#include "runtime/SafeTensors.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace ztc;
+
+namespace {
+
+/// Runs `fn`, returning the message of whatever it throws.
+template <typename Fn> std::string guarded(Fn &&fn) noexcept {
+  try {
+    fn();
+    return "";
+  } catch (const std::exception &e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+} // namespace
+
+std::string bridge::cacheDirectory() {
+  if (const char *dir = std::getenv("ZTC_CACHE_DIR"); dir && *dir)
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/ztc";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/ztc";
+  return (fs::temp_directory_path() / "ztc-cache").string();
+}
+
+std::string
+bridge::writeAndBuildArtifact(const std::string &dir,
+                              const mlir::ztc::ArtifactContents &artifact) {
+  return guarded([&] {
+    rt::createDirectories(dir);
+    std::string sourcePath = dir + "/" + artifact.manifest.source;
+    {
+      std::ofstream source(sourcePath, std::ios::binary | std::ios::trunc);
+      source << artifact.source;
+      if (!source.flush())
+        throw rt::Error("cannot write " + sourcePath);
+    }
+    rt::SafeTensors init;
+    init.tensors = artifact.initialValues;
+    rt::writeSafeTensors(dir + "/init.safetensors", init);
+    std::string soPath = rt::compileSharedObject(
+        sourcePath, artifact.manifest.target, cacheDirectory() + "/so");
+    fs::path step = fs::path(dir) / "step.so";
+    fs::remove(step);
+    std::error_code linkError;
+    fs::create_hard_link(soPath, step, linkError);
+    if (linkError)
+      fs::copy_file(soPath, step, fs::copy_options::overwrite_existing);
+    // The manifest goes last: a directory with a manifest is complete.
+    std::ofstream manifest(dir + "/manifest.json", std::ios::trunc);
+    manifest << rt::printManifest(artifact.manifest);
+    if (!manifest.flush())
+      throw rt::Error("cannot write " + dir + "/manifest.json");
+  });
+}
+
+std::string bridge::runArtifact(const std::string &dir,
+                                const std::string &dataDir,
+                                const std::string &outputDir) {
+  return guarded([&] { rt::runForward(dir, dataDir, outputDir); });
+}
+
+std::optional<std::vector<int64_t>> bridge::npyShape(const std::string &path) {
+  std::optional<std::vector<int64_t>> shape;
+  std::string error = guarded([&] {
+    if (fs::exists(path))
+      shape = rt::readNpy(path).shape;
+  });
+  return error.empty() ? shape : std::nullopt;
+}
+
+std::string bridge::fileStem(const std::string &name) {
+  return rt::fileStemFor(name);
+}
+
+std::string bridge::makeTemporaryDirectory(std::string &error) {
+  std::string result;
+  error = guarded([&] {
+    std::string base = cacheDirectory() + "/runs";
+    rt::createDirectories(base);
+    std::string pattern = base + "/run-XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (!mkdtemp(buffer.data()))
+      throw rt::Error("cannot create a directory under " + base);
+    result = buffer.data();
+  });
+  return result;
+}
+
+void bridge::removeDirectory(const std::string &dir) {
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+}

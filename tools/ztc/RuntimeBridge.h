@@ -1,0 +1,51 @@
+//===- RuntimeBridge.h - the driver's door into the runtime -------*- C++ -*-===//
+//
+// The runtime reports errors with exceptions; the MLIR side of the driver is
+// built without them. These functions (compiled with exceptions) run runtime
+// work and turn any error into a message: empty means success.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_TOOLS_ZTC_RUNTIMEBRIDGE_H
+#define ZTC_TOOLS_ZTC_RUNTIMEBRIDGE_H
+
+#include "tools/ztc/Compile.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ztc::bridge {
+
+/// The directory compiled steps are cached in: $ZTC_CACHE_DIR, else
+/// $XDG_CACHE_HOME/ztc, else $HOME/.cache/ztc.
+std::string cacheDirectory();
+
+/// Writes manifest.json, the step source and init.safetensors into `dir`
+/// (created if needed), then compiles the source (cached by content) and
+/// places the shared object as `dir`/step.so.
+std::string writeAndBuildArtifact(const std::string &dir,
+                                  const mlir::ztc::ArtifactContents &artifact);
+
+/// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy and
+/// writes `outputDir`/*.npy.
+std::string runArtifact(const std::string &dir, const std::string &dataDir,
+                        const std::string &outputDir);
+
+/// The shape stored in the .npy file at `path`, or nothing when there is no
+/// readable file there.
+std::optional<std::vector<int64_t>> npyShape(const std::string &path);
+
+/// The data-file stem of an ONNX name (characters outside [A-Za-z0-9._-]
+/// become '_').
+std::string fileStem(const std::string &name);
+
+/// A fresh, empty directory under the cache; empty on failure.
+std::string makeTemporaryDirectory(std::string &error);
+
+/// Removes `dir` and everything in it (best effort).
+void removeDirectory(const std::string &dir);
+
+} // namespace ztc::bridge
+
+#endif // ZTC_TOOLS_ZTC_RUNTIMEBRIDGE_H
