@@ -79,8 +79,9 @@ std::string computeType(Type type) {
 
 bool isHalf(Type type) { return type.isF16() || type.isBF16(); }
 
-std::string dimsLiteral(ArrayRef<int64_t> shape) {
-  return "ztc::cpu::Dims{" +
+std::string dimsLiteral(ArrayRef<int64_t> shape, Target target) {
+  return std::string(target == Target::Cuda ? "ztc::cuda::Dims{"
+                                            : "ztc::cpu::Dims{") +
          llvm::join(llvm::map_range(shape,
                                     [](int64_t d) { return std::to_string(d); }),
                     ", ") +
@@ -376,7 +377,7 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                         Float64Type::get(op.getContext()));
   };
   auto dims = [&](Value v) {
-    return dimsLiteral(cast<MemRefType>(v.getType()).getShape());
+    return dimsLiteral(cast<MemRefType>(v.getType()).getShape(), target);
   };
   auto elem = [&](Value v) {
     return storageType(cast<MemRefType>(v.getType()).getElementType());
@@ -480,6 +481,8 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   } else {
     return op.emitOpError("the emitter has no call for this kernel");
   }
+  if (target == Target::Cuda)
+    call.insert(call.size() - 1, ", stream");
   out << "  {\n" << decls << "    " << ns << call << ";\n  }\n";
   return success();
 }
@@ -611,8 +614,8 @@ template <class T> ZTC_SCALAR T ztc_ipow(T base, T exp) {
     os << "extern \"C\" void ztc_forward(void *const *bindings, char *arena) "
           "{\n";
   else
-    os << "extern \"C\" void ztc_forward(void *const *bindings, char *arena, "
-          "cudaStream_t stream) {\n";
+    os << "extern \"C\" void ztc_forward(void *const *bindings, char *arena) "
+          "{\n  cudaStream_t stream = 0;\n";
   os << entryText << "}\n";
   return success();
 }

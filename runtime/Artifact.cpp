@@ -248,7 +248,11 @@ Artifact Artifact::load(const std::string &directory) {
 
   std::string soPath = directory + "/step.so";
   // RTLD_LOCAL: two artifacts in one process keep their own symbols.
-  artifact.handle_ = ::dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: the step's OpenMP worker threads outlive the call (they
+  // idle in libgomp until exit), so its code and libgomp must stay mapped
+  // even after the Artifact is destroyed.
+  artifact.handle_ =
+      ::dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!artifact.handle_)
     throw Error(soPath + ": cannot load the compiled step: " + ::dlerror());
   ::dlerror();

@@ -32,6 +32,9 @@
 #include "Half.h"
 
 #include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cinttypes>
@@ -233,12 +236,35 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
       std::fill(c + i * ldc, c + i * ldc + n, rowBias ? rowBias[i] : T(0));
     if (k == 0)
       return;
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a,
-                  lda, b, ldb, 1.0f, c, ldc);
-    else
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a,
-                  lda, b, ldb, 1.0, c, ldc);
+    // OpenBLAS runs single-threaded inside OpenMP's threads, each on a band
+    // of rows: two thread pools spinning on the same cores (OpenBLAS's and
+    // libgomp's) cost more than they gain.
+    static const bool singleThreaded = (openblas_set_num_threads(1), true);
+    (void)singleThreaded;
+    auto band = [&](int64_t begin, int64_t end) {
+      if (begin >= end)
+        return;
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, end - begin, n,
+                    k, 1.0f, a + begin * lda, lda, b, ldb, 1.0f,
+                    c + begin * ldc, ldc);
+      else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, end - begin, n,
+                    k, 1.0, a + begin * lda, lda, b, ldb, 1.0,
+                    c + begin * ldc, ldc);
+    };
+#ifdef _OPENMP
+    if (m * n * k > 4 * kParallelGrain && m > 1) {
+#pragma omp parallel
+      {
+        int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+        int64_t rows = (m + threads - 1) / threads;
+        band(t * rows, std::min(m, (t + 1) * rows));
+      }
+      return;
+    }
+#endif
+    band(0, m);
   } else {
     using Acc = ComputeT<T>;
 #pragma omp parallel for if (m * n * k > kParallelGrain)

@@ -15,6 +15,8 @@
 #include "runtime/Runner.h"
 #include "runtime/SafeTensors.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -82,8 +84,29 @@ bridge::writeAndBuildArtifact(const std::string &dir,
 
 std::string bridge::runArtifact(const std::string &dir,
                                 const std::string &dataDir,
-                                const std::string &outputDir) {
-  return guarded([&] { rt::runForward(dir, dataDir, outputDir); });
+                                const std::string &outputDir, unsigned repeat,
+                                StepTimes &times) {
+  return guarded([&] {
+    rt::Artifact artifact = rt::Artifact::load(dir);
+    rt::Runner runner(artifact, rt::createCpuBackend());
+    runner.loadInputs(dataDir);
+    runner.run();
+    runner.writeOutputs(outputDir);
+    std::vector<double> samples;
+    for (unsigned i = 0; i < repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      runner.run();
+      samples.push_back(std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+    }
+    if (samples.empty())
+      return;
+    std::sort(samples.begin(), samples.end());
+    times.runs = samples.size();
+    times.min = samples.front();
+    times.median = samples[samples.size() / 2];
+  });
 }
 
 std::optional<std::vector<int64_t>> bridge::npyShape(const std::string &path) {

@@ -27,10 +27,18 @@ std::string cacheDirectory();
 std::string writeAndBuildArtifact(const std::string &dir,
                                   const mlir::ztc::ArtifactContents &artifact);
 
+/// Timings of repeated steps, in milliseconds.
+struct StepTimes {
+  double median = 0, min = 0;
+  unsigned runs = 0;
+};
+
 /// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy and
-/// writes `outputDir`/*.npy.
+/// writes `outputDir`/*.npy; then, when `repeat` > 0, runs it `repeat` more
+/// times on the same inputs and fills `times`.
 std::string runArtifact(const std::string &dir, const std::string &dataDir,
-                        const std::string &outputDir);
+                        const std::string &outputDir, unsigned repeat,
+                        StepTimes &times);
 
 /// The shape stored in the .npy file at `path`, or nothing when there is no
 /// readable file there.

@@ -69,6 +69,11 @@ cl::opt<mz::codegen::Target> target(
                clEnumValN(mz::codegen::Target::Cuda, "cuda",
                           "CUDA (cuBLASLt and own kernels)")),
     cl::sub(runCommand), cl::sub(emitCommand));
+cl::opt<unsigned> repeat(
+    "repeat",
+    cl::desc("After the run, time N more forward steps on the same inputs "
+             "and print the median and minimum"),
+    cl::value_desc("N"), cl::init(0), cl::sub(runCommand));
 cl::opt<std::string> artifactDir(
     "artifact-dir",
     cl::desc("Keep the compiled artifact (manifest, source, step.so, "
@@ -269,14 +274,20 @@ int runRun() {
     return 1;
   }
   error = ::ztc::bridge::writeAndBuildArtifact(dir, artifact);
+  ::ztc::bridge::StepTimes times;
   if (error.empty())
-    error = ::ztc::bridge::runArtifact(dir, dataDir, outputDir);
+    error = ::ztc::bridge::runArtifact(dir, dataDir, outputDir, repeat, times);
   if (temporary)
     ::ztc::bridge::removeDirectory(dir);
   if (!error.empty()) {
     llvm::errs() << "ztc: error: " << error << "\n";
     return 1;
   }
+  if (times.runs)
+    llvm::errs() << llvm::formatv(
+        "ztc: forward step: median {0:F3} ms, min {1:F3} ms over {2} runs "
+        "(arena {3} bytes)\n",
+        times.median, times.min, times.runs, artifact.manifest.arenaBytes);
   return 0;
 }
 

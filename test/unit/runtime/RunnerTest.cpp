@@ -98,10 +98,12 @@ void writeArtifact(const std::string &dir, const Manifest &manifest,
   std::filesystem::create_directories(dir);
   writeText(dir + "/manifest.json", printManifest(manifest));
   writeSafeTensors(dir + "/init.safetensors", init);
-  if (!soPath.empty())
-    std::filesystem::copy_file(
-        soPath, dir + "/step.so",
-        std::filesystem::copy_options::overwrite_existing);
+  if (!soPath.empty()) {
+    // A new file, never an in-place rewrite: a loaded step stays mapped
+    // (RTLD_NODELETE) and rewriting its pages would corrupt it.
+    std::filesystem::remove(dir + "/step.so");
+    std::filesystem::copy_file(soPath, dir + "/step.so");
+  }
 }
 
 class RunnerTest : public ::testing::Test {
