@@ -22,7 +22,10 @@ enum class Target { Cpu, Cuda };
 
 /// One entry of the step's `bindings` array.
 struct Binding {
-  enum class Role { Input, Param, Constant } role;
+  /// Input: data given per call. Param: a weight. State: optimizer state,
+  /// zero at the start. Hyper: a scalar the runtime writes before each call
+  /// (learning rate, step). Constant: a compile-time value.
+  enum class Role { Input, Param, State, Hyper, Constant } role;
   std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
@@ -49,10 +52,23 @@ struct StepInterface {
 std::string dtypeName(Type type);
 
 /// Prints `func` (planned by ztc-plan-memory) as source for `target` into
-/// `os` and fills `step`. Emits a diagnostic and fails on anything the
-/// emitter cannot print.
+/// `os` with the entry `ztc_forward`, and fills `step`. Emits a diagnostic
+/// and fails on anything the emitter cannot print.
 LogicalResult emitStep(func::FuncOp func, Target target, llvm::raw_ostream &os,
                        StepInterface &step);
+
+/// A function to print and the C name of its entry.
+struct Entry {
+  func::FuncOp func;
+  std::string name;
+};
+
+/// Prints several planned functions into one source (one prelude, one entry
+/// each) and fills one StepInterface per entry. They share the arena, whose
+/// size is the largest plan.
+LogicalResult emitSteps(llvm::ArrayRef<Entry> entries, Target target,
+                        llvm::raw_ostream &os,
+                        std::vector<StepInterface> &steps);
 
 } // namespace mlir::ztc::codegen
 

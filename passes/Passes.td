@@ -115,4 +115,157 @@ def PlanMemoryPass : Pass<"ztc-plan-memory", "func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
+  let summary = "Turn the model's function into one returning a scalar loss";
+  let description = [{
+    1. Picks the model output the loss reads (`loss-input`, an ONNX output
+       name; default: the first output).
+    2. `cross_entropy`: adds an integer labels argument (`labels`, after the
+       graph inputs, shaped like the output without its last dimension),
+       flattens the output to [rows, classes], and returns the mean of
+       -log_softmax at the label over rows whose label is not
+       `ignore-index`, exactly as torch.nn.functional.cross_entropy.
+       `mse`: adds a labels argument shaped like the output and returns the
+       mean squared error. `none`: the output itself is the loss and must be
+       a scalar float.
+    3. The function then returns only the loss (tagged `onnx.name = "loss"`);
+       the other outputs are dropped, so their computation dies.
+
+    Example: `(x, W) -> logits` becomes `(x, labels, W) -> loss`.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
+           "cross_entropy, mse or none">,
+    Option<"lossInput", "loss-input", "std::string", /*default=*/"\"\"",
+           "The ONNX output the loss reads (default: the first)">,
+    Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",
+           "Name of the labels input the loss adds">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
+           "Label value that contributes nothing (cross_entropy)">,
+  ];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
+  let summary = "Append the optimizer update to a loss-and-gradients function";
+  let description = [{
+    Input: a function returning the scalar loss followed by gradients, each
+    result tagged `train.grad_of = "<parameter name>"` (what ztc-autodiff
+    produces). Output: the training step.
+
+    1. Adds the hyperparameter arguments `lr` and `step` (rank-0 f32, the
+       1-based optimizer step; tagged `train.hyper`), written by the runtime
+       before every call, so learning-rate schedules cost no recompilation.
+    2. Clips gradients by their global L2 norm when `clip-grad-norm` > 0
+       (torch.nn.utils.clip_grad_norm_: factor min(1, max / (norm + 1e-6))).
+    3. Per parameter, adds its state arguments (tagged `train.state`, named
+       `<param>.momentum_buffer`, `<param>.exp_avg`, `<param>.exp_avg_sq`,
+       zero-initialized by the runtime) and computes the new parameter and
+       states with PyTorch's formulas for SGD (momentum, dampening 0,
+       nesterov, L2 weight decay), Adam (L2 weight decay) and AdamW
+       (decoupled weight decay, default 0.01), with bias correction from
+       `step`.
+    4. Returns the loss, then the new value of every updated parameter and
+       state, tagged `train.update_of = "<argument name>"`; bufferization
+       writes them into the argument's own buffer (an in-place update).
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "sgd, adam or adamw">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD with Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "Weight decay (negative: the optimizer's default, 0.01 for "
+           "adamw, 0 otherwise)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "Clip gradients to this global L2 norm (0: no clipping)">,
+  ];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
+  let summary = "Append the gradient of the loss w.r.t. every trainable param";
+  let description = [{
+    Reverse-mode automatic differentiation of a step function whose first
+    result is a scalar float loss (a rank-0 tensor). Every `nn` op states
+    its vector-Jacobian product (the `GradientOpInterface`), built from `nn`
+    ops, so the backward step lowers and runs like the forward one.
+
+    1. Checks the function: one block, and a first result that is a rank-0
+       float tensor (the loss).
+    2. Selects the trainable parameters: arguments tagged `onnx.param`
+       with a float element type whose `onnx.name` matches none of the
+       `frozen` regular expressions (each must match the whole name).
+    3. Prunes: a value needs a gradient when it depends on a selected
+       parameter (forward, through float values) and the loss depends on it
+       (backward, through float values). Nothing else gets gradient work.
+    4. Seeds the loss's gradient with 1 and visits the ops in reverse
+       program order. An op with a result that needs a gradient builds its
+       VJP from its results' gradients (null where zero); an operand
+       gradient is kept when the operand needs one, and gradients of a value
+       with several uses are summed with `nn.add`. An op on the path without
+       the interface is an error naming the op.
+    5. Returns the parameter gradients after the original results, in
+       argument order, each tagged `train.grad_of = "<onnx name>"`.
+       Selected parameters that get no gradient (the loss does not depend on
+       them) are listed in the function attribute `train.no_grad`.
+    6. Erases the backward ops nothing uses (operand gradients that were
+       built but not needed).
+
+    Backward ops carry the location of the forward op they differentiate,
+    so reports about them name the ONNX node.
+
+    Example:
+
+    ```mlir
+    func.func @step(%x: tensor<4xf32>,
+                    %w: tensor<4xf32> {onnx.name = "w", onnx.param})
+        -> tensor<f32> {
+      %y = nn.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      %l = nn.reduce_sum %y {axes = array<i64: 0>, keepdims = false}
+             : tensor<4xf32> -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    // becomes
+    func.func @step(...) -> (tensor<f32>,
+                             tensor<4xf32> {train.grad_of = "w"}) {
+      ...
+      %one = arith.constant dense<1.0> : tensor<f32>
+      %g = nn.reshape %one : tensor<f32> -> tensor<1xf32>
+      %gy = nn.broadcast_to %g {shape = array<i64: 4>}
+              : tensor<1xf32> -> tensor<4xf32>
+      %gw = nn.mul %gy, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      return %l, %gw : tensor<f32>, tensor<4xf32>
+    }
+    ```
+  }];
+  let options = [
+    ListOption<"frozen", "frozen", "std::string",
+               "Parameters to keep fixed: comma-separated regular "
+               "expressions (llvm::Regex, extended POSIX), each matched "
+               "against the whole onnx.name">,
+  ];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // ZTC_PASSES_PASSES_TD

@@ -1,10 +1,10 @@
 //===- Backend.h - where generated code runs --------------------*- C++ -*-===//
 //
 // The Runner talks to a device only through this interface: allocate device
-// memory, copy bytes in and out, and call the compiled entry point. The CPU
-// backend (host memory, direct call) is implemented here; a CUDA backend
-// (cudaMalloc, cudaMemcpy, a call that synchronizes its stream) plugs in the
-// same way.
+// memory, copy bytes in and out, and call the compiled entry point. Two
+// backends implement it: the CPU (host memory, direct call; CpuBackend.cpp)
+// and CUDA (cudaMalloc, cudaMemcpy, a call that synchronizes the device;
+// CudaBackend.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +41,15 @@ public:
 
 /// Host memory, entry called on the calling thread (OpenMP inside).
 std::unique_ptr<Backend> createCpuBackend();
+
+/// Memory on the current CUDA device; the entry runs on the legacy default
+/// stream and `call` synchronizes, then throws the step's first CUDA,
+/// cuBLAS or kernel-library failure (runtime/CudaBackend.cpp). Throws if
+/// there is no device, or if the runtime was built without CUDA.
+std::unique_ptr<Backend> createCudaBackend();
+
+/// The backend that runs code generated for `target`.
+std::unique_ptr<Backend> createBackend(Target target);
 
 /// Device memory owned by a backend; freed on destruction.
 class DeviceBuffer {

@@ -171,12 +171,17 @@ std::vector<std::string> compileCommand(const std::string &sourcePath,
     command = {options.cxx, "-std=c++17", "-O2",      "-ffp-contract=off",
                "-fPIC",     "-shared",    "-fopenmp", "-I" + includeDir};
   } else {
+    // -cudart shared: one CUDA runtime per process, so the CUDA backend
+    // shares its memory and sees the step's failed launches
+    // (cudaGetLastError).
     command = {nvccPath(options),
                "-std=c++17",
                "-O2",
                "-shared",
                "-Xcompiler",
                "-fPIC",
+               "-cudart",
+               "shared",
                "-gencode",
                "arch=compute_80,code=sm_80",
                "-gencode",

@@ -42,16 +42,17 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
   backend_->copyIn(static_cast<char *>(arena_.data()) + arenaBytes_,
                    guard.data(), kGuardBytes);
 
+  // Buffers start zeroed: states without an initial value stay so.
   std::map<std::string, Tensor> initial = artifact_.loadInitialValues();
   for (const Binding &binding : manifest().bindings) {
     buffers_.emplace_back(*backend_, binding.byteSize());
     pointers_.push_back(buffers_.back().data());
-    inputSet_.push_back(binding.role != BindingRole::Input);
-    if (binding.role != BindingRole::Input) {
-      const Tensor &value = initial.at(binding.name);
-      backend_->copyIn(buffers_.back().data(), value.bytes.data(),
-                       value.byteSize());
-    }
+    inputSet_.push_back(binding.role != BindingRole::Input &&
+                        binding.role != BindingRole::Hyper);
+    auto value = initial.find(binding.name);
+    if (binding.role != BindingRole::Input && value != initial.end())
+      backend_->copyIn(buffers_.back().data(), value->second.bytes.data(),
+                       value->second.byteSize());
   }
 }
 
@@ -140,13 +141,32 @@ void Runner::loadInputs(const std::string &dataDir) {
   }
 }
 
-void Runner::run() {
+void Runner::setBinding(size_t index, const Tensor &value) {
+  const Binding &binding = manifest().bindings.at(index);
+  if (value.dtype != binding.dtype || value.shape != binding.shape)
+    throw Error(std::string(roleName(binding.role)) + " '" + binding.name +
+                "': expected " + binding.describe() + ", got " +
+                value.describe());
+  uploadInput(index, value);
+}
+
+Tensor Runner::binding(size_t index) const {
+  const Binding &spec = manifest().bindings.at(index);
+  Tensor value(spec.dtype, spec.shape);
+  backend_->copyOut(value.bytes.data(), buffers_[index].data(),
+                    value.byteSize());
+  return value;
+}
+
+void Runner::run() { run(artifact_.entry()); }
+
+void Runner::run(EntryFn entry) {
   const std::vector<Binding> &bindings = manifest().bindings;
   for (size_t i = 0; i < bindings.size(); ++i)
     if (!inputSet_[i])
-      throw Error("input '" + bindings[i].name + "' was not set");
-  backend_->call(artifact_.entry(), pointers_.data(),
-                 static_cast<char *>(arena_.data()));
+      throw Error(std::string(roleName(bindings[i].role)) + " '" +
+                  bindings[i].name + "' was not set");
+  backend_->call(entry, pointers_.data(), static_cast<char *>(arena_.data()));
   unsigned char guard[kGuardBytes];
   backend_->copyOut(guard, static_cast<char *>(arena_.data()) + arenaBytes_,
                     kGuardBytes);
@@ -158,7 +178,12 @@ void Runner::run() {
 }
 
 Tensor Runner::output(size_t index) const {
-  const Output &spec = manifest().outputs.at(index);
+  return readArena(manifest().outputs.at(index));
+}
+
+Tensor Runner::readArena(const Output &spec) const {
+  if (spec.offset > arenaBytes_ || spec.byteSize() > arenaBytes_ - spec.offset)
+    throw Error("output '" + spec.name + "' lies outside the arena");
   Tensor value(spec.dtype, spec.shape);
   backend_->copyOut(value.bytes.data(),
                     static_cast<char *>(arena_.data()) + spec.offset,
@@ -181,7 +206,7 @@ void Runner::writeOutputs(const std::string &outputDir) const {
 void runForward(const std::string &artifactDir, const std::string &dataDir,
                 const std::string &outputDir) {
   Artifact artifact = Artifact::load(artifactDir);
-  Runner runner(artifact, createCpuBackend());
+  Runner runner(artifact, createBackend(artifact.manifest().target));
   runner.loadInputs(dataDir);
   runner.run();
   runner.writeOutputs(outputDir);

@@ -43,8 +43,21 @@ public:
   void setInput(const std::string &name, const Tensor &value);
   /// Calls the entry; every input must have been set.
   void run();
+  /// Calls `entry` (another entry of the same artifact, such as its
+  /// grad_entry) with the same bindings and arena; every input and hyper
+  /// must have been set.
+  void run(EntryFn entry);
   /// Output `index` of the manifest, copied from the arena.
   Tensor output(size_t index) const;
+  /// The tensor `spec` describes, copied from the arena.
+  Tensor readArena(const Output &spec) const;
+
+  /// Uploads `value` into binding `index` of the manifest, any role (dtype
+  /// and shape must match). Buffers persist across run() calls: a training
+  /// step updates params and states in place.
+  void setBinding(size_t index, const Tensor &value);
+  /// The current contents of binding `index`.
+  Tensor binding(size_t index) const;
   /// Writes every output to `outputDir/<file>.npy`, creating the directory.
   void writeOutputs(const std::string &outputDir) const;
 
@@ -65,8 +78,9 @@ private:
   std::vector<bool> inputSet_;
 };
 
-/// `ztc run`: loads the artifact in `artifactDir`, runs it on the CPU
-/// backend with inputs from `dataDir`, writes outputs to `outputDir`.
+/// `ztc run`: loads the artifact in `artifactDir`, runs it on the backend
+/// for its manifest's target with inputs from `dataDir`, writes outputs to
+/// `outputDir`.
 void runForward(const std::string &artifactDir, const std::string &dataDir,
                 const std::string &outputDir);
 

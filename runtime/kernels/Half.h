@@ -1,7 +1,7 @@
 //===- Half.h - 16-bit floating-point storage types -------------*- C++ -*-===//
 //
 // Storage types for IEEE binary16 (`ztc::f16`) and bfloat16 (`ztc::bf16`) in
-// the C++ that ztc emits for the CPU. They hold bits only: generated code and
+// the C++ and CUDA that ztc emits. They hold bits only: generated code and
 // the kernels compute in float and convert on load and store, so the types
 // offer explicit conversions from and to float and nothing else. Conversion
 // to 16 bits rounds to nearest, ties to even; overflow becomes infinity and
@@ -9,7 +9,9 @@
 // laid out exactly like their bit pattern, so arena bytes can be viewed as
 // arrays of them.
 //
-// Only the C++17 standard library is used.
+// Only the C++17 standard library is used. Under nvcc every conversion is
+// also a device function (ZTC_HOST_DEVICE), computed with the same integer
+// arithmetic, so host and device round identically.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,23 +21,41 @@
 #include <cstdint>
 #include <cstring>
 
+/// `__host__ __device__` under nvcc, nothing for a host compiler.
+#ifndef ZTC_HOST_DEVICE
+#if defined(__CUDACC__)
+#define ZTC_HOST_DEVICE __host__ __device__
+#else
+#define ZTC_HOST_DEVICE
+#endif
+#endif
+
 namespace ztc {
 namespace half_detail {
 
-inline uint32_t floatBits(float f) {
+ZTC_HOST_DEVICE inline uint32_t floatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof(bits));
   return bits;
+#endif
 }
 
-inline float bitsFloat(uint32_t bits) {
+ZTC_HOST_DEVICE inline float bitsFloat(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
   float f;
   std::memcpy(&f, &bits, sizeof(f));
   return f;
+#endif
 }
 
 /// Rounds `mantissa >> shift` to nearest, ties to even.
-inline uint32_t shiftRightRne(uint32_t mantissa, uint32_t shift) {
+ZTC_HOST_DEVICE inline uint32_t shiftRightRne(uint32_t mantissa,
+                                              uint32_t shift) {
   uint32_t kept = mantissa >> shift;
   uint32_t rest = mantissa & ((1u << shift) - 1u);
   uint32_t half = 1u << (shift - 1u);
@@ -45,7 +65,7 @@ inline uint32_t shiftRightRne(uint32_t mantissa, uint32_t shift) {
 }
 
 /// float -> binary16 bits, round to nearest even.
-inline uint16_t floatToHalfBits(float value) {
+ZTC_HOST_DEVICE inline uint16_t floatToHalfBits(float value) {
   uint32_t bits = floatBits(value);
   uint32_t sign = (bits >> 16) & 0x8000u;
   uint32_t magnitude = bits & 0x7fffffffu;
@@ -76,7 +96,7 @@ inline uint16_t floatToHalfBits(float value) {
 }
 
 /// binary16 bits -> float (exact).
-inline float halfBitsToFloat(uint16_t half) {
+ZTC_HOST_DEVICE inline float halfBitsToFloat(uint16_t half) {
   uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
   uint32_t exponent = (half >> 10) & 0x1fu;
   uint32_t mantissa = half & 0x3ffu;
@@ -91,7 +111,7 @@ inline float halfBitsToFloat(uint16_t half) {
 }
 
 /// float -> bfloat16 bits, round to nearest even.
-inline uint16_t floatToBFloat16Bits(float value) {
+ZTC_HOST_DEVICE inline uint16_t floatToBFloat16Bits(float value) {
   uint32_t bits = floatBits(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>((bits >> 16) | 0x40u); // quiet NaN
@@ -102,7 +122,7 @@ inline uint16_t floatToBFloat16Bits(float value) {
 }
 
 /// bfloat16 bits -> float (exact).
-inline float bfloat16BitsToFloat(uint16_t value) {
+ZTC_HOST_DEVICE inline float bfloat16BitsToFloat(uint16_t value) {
   return bitsFloat(static_cast<uint32_t>(value) << 16);
 }
 
@@ -113,10 +133,13 @@ struct f16 {
   uint16_t bits;
 
   f16() = default;
-  explicit f16(float value) : bits(half_detail::floatToHalfBits(value)) {}
-  explicit operator float() const { return half_detail::halfBitsToFloat(bits); }
+  ZTC_HOST_DEVICE explicit f16(float value)
+      : bits(half_detail::floatToHalfBits(value)) {}
+  ZTC_HOST_DEVICE explicit operator float() const {
+    return half_detail::halfBitsToFloat(bits);
+  }
 
-  static f16 fromBits(uint16_t bits) {
+  ZTC_HOST_DEVICE static f16 fromBits(uint16_t bits) {
     f16 result;
     result.bits = bits;
     return result;
@@ -128,12 +151,13 @@ struct bf16 {
   uint16_t bits;
 
   bf16() = default;
-  explicit bf16(float value) : bits(half_detail::floatToBFloat16Bits(value)) {}
-  explicit operator float() const {
+  ZTC_HOST_DEVICE explicit bf16(float value)
+      : bits(half_detail::floatToBFloat16Bits(value)) {}
+  ZTC_HOST_DEVICE explicit operator float() const {
     return half_detail::bfloat16BitsToFloat(bits);
   }
 
-  static bf16 fromBits(uint16_t bits) {
+  ZTC_HOST_DEVICE static bf16 fromBits(uint16_t bits) {
     bf16 result;
     result.bits = bits;
     return result;

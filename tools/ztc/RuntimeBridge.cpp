@@ -88,7 +88,7 @@ std::string bridge::runArtifact(const std::string &dir,
                                 StepTimes &times) {
   return guarded([&] {
     rt::Artifact artifact = rt::Artifact::load(dir);
-    rt::Runner runner(artifact, rt::createCpuBackend());
+    rt::Runner runner(artifact, rt::createBackend(artifact.manifest().target));
     runner.loadInputs(dataDir);
     runner.run();
     runner.writeOutputs(outputDir);

@@ -14,6 +14,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "dialects/NN/IR/GradientInterface.td"
 
 def NN_Dialect : Dialect {
   let name = "nn";
@@ -82,11 +83,15 @@ defvar NN_InferredResult = [InferTypeOpAdaptor, NN_VerifiedByInference];
 //===----------------------------------------------------------------------===//
 
 /// Base class of nn ops. Dialect-wide invariants live here once: every op is
-/// side-effect free, and every op prints as
+/// side-effect free, every op states its vector-Jacobian product (the
+/// gradient interface: an op cannot be added without deciding its
+/// derivative), and every op prints as
 /// `nn.op %a, %b {attrs} : type(%a), type(%b) -> type(%result)`, so the
 /// operand and result types are always visible.
 class NN_Op<string mnemonic, list<Trait> traits = []>
-    : Op<NN_Dialect, mnemonic, !listconcat(traits, [Pure])> {
+    : Op<NN_Dialect, mnemonic,
+         !listconcat(traits,
+                     [Pure, DeclareOpInterfaceMethods<NN_GradientOpInterface>])> {
   let assemblyFormat = [{
     operands attr-dict `:` type(operands) `->` type(results)
   }];

@@ -218,12 +218,12 @@ inferWindowShape(std::optional<Location> loc, StringRef opName,
 /// pad smaller than the dilated kernel, so every window overlaps the input)
 /// and computes `[N, C, Ho, Wo]`.
 static LogicalResult inferPool2d(std::optional<Location> loc, StringRef opName,
-                                 Value x, ArrayRef<int64_t> kernel,
+                                 RankedTensorType type,
+                                 ArrayRef<int64_t> kernel,
                                  ArrayRef<int64_t> strides,
                                  ArrayRef<int64_t> pads,
                                  ArrayRef<int64_t> dilations, bool ceilMode,
                                  SmallVectorImpl<Type> &types) {
-  RankedTensorType type = tensorType(x);
   if (failed(checkRank(loc, opName, "input", type, 4, "[N, C, H, W]")) ||
       failed(checkArray(loc, opName, "kernel", kernel, 2, 1)) ||
       failed(checkArray(loc, opName, "strides", strides, 2, 1)) ||
@@ -238,6 +238,83 @@ static LogicalResult inferPool2d(std::optional<Location> loc, StringRef opName,
   }
   return inferWindowShape(loc, opName, type, type.getDimSize(1), kernel,
                           strides, pads, dilations, ceilMode, types);
+}
+
+/// Checks the attributes every convolution op shares: `strides` and
+/// `dilations` (`[h, w]`, at least 1), `pads` (`[top, left, bottom, right]`,
+/// at least 0) and `group` (at least 1).
+static LogicalResult checkConvAttributes(std::optional<Location> loc,
+                                         StringRef opName,
+                                         ArrayRef<int64_t> strides,
+                                         ArrayRef<int64_t> pads,
+                                         ArrayRef<int64_t> dilations,
+                                         int64_t group) {
+  if (failed(checkArray(loc, opName, "strides", strides, 2, 1)) ||
+      failed(checkArray(loc, opName, "pads", pads, 4, 0)) ||
+      failed(checkArray(loc, opName, "dilations", dilations, 2, 1)))
+    return failure();
+  if (group < 1)
+    return inferError(loc, opName, "expects group at least 1, got ", group);
+  return success();
+}
+
+/// Checks that `gradOutput` has the type `forward` of the result of the
+/// forward op whose gradient a backward op computes.
+static LogicalResult checkGradOutput(std::optional<Location> loc,
+                                     StringRef opName, Type forward,
+                                     RankedTensorType gradOutput) {
+  if (forward == gradOutput)
+    return success();
+  return inferError(loc, opName, "expects grad_output of type ", forward,
+                    " (the forward result), got ", gradOutput);
+}
+
+/// Checks a strided window of a tensor of shape `shape` (nn.slice and
+/// nn.insert_slice): one start, size and step per dimension, non-negative
+/// sizes, non-zero steps, and every index the window `access`es ("reads",
+/// "writes") in range.
+static LogicalResult checkStridedWindow(std::optional<Location> loc,
+                                        StringRef opName, StringRef access,
+                                        ArrayRef<int64_t> shape,
+                                        ArrayRef<int64_t> starts,
+                                        ArrayRef<int64_t> sizes,
+                                        ArrayRef<int64_t> steps) {
+  auto rank = static_cast<int64_t>(shape.size());
+  for (auto [attrName, values] :
+       {std::pair<StringRef, ArrayRef<int64_t>>{"starts", starts},
+        {"sizes", sizes},
+        {"steps", steps}})
+    if (values.size() != shape.size())
+      return inferError(loc, opName, "expects '", attrName, "' to have ", rank,
+                        " entries (one per dimension), got ", values.size());
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    int64_t start = starts[dim], size = sizes[dim], step = steps[dim];
+    if (size < 0)
+      return inferError(loc, opName, "expects non-negative sizes, got [", sizes,
+                        "]");
+    if (step == 0)
+      return inferError(loc, opName, "expects non-zero steps, got [", steps,
+                        "]");
+    if (size == 0)
+      continue;
+    int64_t last = start + (size - 1) * step, bound = shape[dim];
+    if (start < 0 || start >= bound || last < 0 || last >= bound)
+      return inferError(loc, opName, "dimension ", dim, " ", access,
+                        " indices ", start, " to ", last, ", outside [0, ",
+                        bound, ")");
+  }
+  return success();
+}
+
+/// The shape of nn.gather's result (and nn.scatter_add's updates):
+/// `data[:axis] + indices + data[axis+1:]`.
+static SmallVector<int64_t> gatherShape(ArrayRef<int64_t> data,
+                                        ArrayRef<int64_t> indices,
+                                        int64_t axis) {
+  SmallVector<int64_t> shape(data.take_front(axis));
+  llvm::append_range(shape, indices);
+  llvm::append_range(shape, data.drop_front(axis + 1));
+  return shape;
 }
 
 //===----------------------------------------------------------------------===//
@@ -746,15 +823,11 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
       failed(checkRank(location, name, "weight", weight, 4,
                        "[O, C / group, kH, kW]")) ||
       failed(checkElementType(location, name, "weight", weight, input)) ||
-      failed(
-          checkArray(location, name, "strides", adaptor.getStrides(), 2, 1)) ||
-      failed(checkArray(location, name, "pads", adaptor.getPads(), 4, 0)) ||
-      failed(checkArray(location, name, "dilations", adaptor.getDilations(), 2,
-                        1)))
+      failed(checkConvAttributes(location, name, adaptor.getStrides(),
+                                 adaptor.getPads(), adaptor.getDilations(),
+                                 static_cast<int64_t>(adaptor.getGroup()))))
     return failure();
   auto group = static_cast<int64_t>(adaptor.getGroup());
-  if (group < 1)
-    return inferError(location, name, "expects group at least 1, got ", group);
   int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
   if (channels != weight.getDimSize(1) * group)
     return inferError(location, name, "input channels (", channels,
@@ -840,7 +913,7 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return inferPool2d(location, getOperationName(), adaptor.getX(),
+  return inferPool2d(location, getOperationName(), tensorType(adaptor.getX()),
                      adaptor.getKernel(), adaptor.getStrides(),
                      adaptor.getPads(), adaptor.getDilations(),
                      adaptor.getCeilMode(), types);
@@ -850,7 +923,7 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return inferPool2d(location, getOperationName(), adaptor.getX(),
+  return inferPool2d(location, getOperationName(), tensorType(adaptor.getX()),
                      adaptor.getKernel(), adaptor.getStrides(),
                      adaptor.getPads(), /*dilations=*/{1, 1},
                      adaptor.getCeilMode(), types);
@@ -1035,33 +1108,13 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> location,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
-  StringRef name = getOperationName();
   RankedTensorType x = tensorType(adaptor.getX());
-  ArrayRef<int64_t> starts = adaptor.getStarts(), sizes = adaptor.getSizes(),
-                    steps = adaptor.getSteps();
-  for (auto [attrName, values] :
-       {std::pair<StringRef, ArrayRef<int64_t>>{"starts", starts},
-        {"sizes", sizes},
-        {"steps", steps}})
-    if (values.size() != static_cast<size_t>(x.getRank()))
-      return inferError(location, name, "expects '", attrName, "' to have ",
-                        x.getRank(), " entries (one per dimension), got ",
-                        values.size());
-  for (int64_t dim = 0; dim < x.getRank(); ++dim) {
-    int64_t start = starts[dim], size = sizes[dim], step = steps[dim];
-    if (size < 0)
-      return inferError(location, name, "expects non-negative sizes, got [",
-                        sizes, "]");
-    if (step == 0)
-      return inferError(location, name, "expects non-zero steps, got [", steps,
-                        "]");
-    if (size == 0)
-      continue;
-    int64_t last = start + (size - 1) * step, bound = x.getDimSize(dim);
-    if (start < 0 || start >= bound || last < 0 || last >= bound)
-      return inferError(location, name, "dimension ", dim, " reads indices ",
-                        start, " to ", last, ", outside [0, ", bound, ")");
-  }
+  ArrayRef<int64_t> sizes = adaptor.getSizes();
+  if (failed(checkStridedWindow(location, getOperationName(), "reads",
+                                x.getShape(),
+                                adaptor.getStarts(), sizes,
+                                adaptor.getSteps())))
+    return failure();
   types.push_back(RankedTensorType::get(sizes, x.getElementType()));
   return success();
 }
@@ -1097,10 +1150,9 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   auto axis = static_cast<int64_t>(adaptor.getAxis());
   if (failed(checkAxis(location, getOperationName(), axis, data.getRank())))
     return failure();
-  SmallVector<int64_t> shape(data.getShape().take_front(axis));
-  llvm::append_range(shape, indices.getShape());
-  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
-  types.push_back(RankedTensorType::get(shape, data.getElementType()));
+  types.push_back(RankedTensorType::get(
+      gatherShape(data.getShape(), indices.getShape(), axis),
+      data.getElementType()));
   return success();
 }
 
@@ -1224,6 +1276,167 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
     return inferError(location, name,
                       "expects reduction \"none\", \"sum\" or \"mean\", got \"",
                       reduction, "\"");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dBackwardDataOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType gradOutput = tensorType(adaptor.getGradOutput());
+  RankedTensorType weight = tensorType(adaptor.getWeight());
+  ArrayRef<int64_t> inputSize = adaptor.getInputSize();
+  auto group = static_cast<int64_t>(adaptor.getGroup());
+  if (failed(checkRank(location, name, "grad_output", gradOutput, 4,
+                       "[N, O, Ho, Wo]")) ||
+      failed(checkRank(location, name, "weight", weight, 4,
+                       "[O, C / group, kH, kW]")) ||
+      failed(checkElementType(location, name, "weight", weight, gradOutput)) ||
+      failed(checkArray(location, name, "input_size", inputSize, 2, 0)) ||
+      failed(checkConvAttributes(location, name, adaptor.getStrides(),
+                                 adaptor.getPads(), adaptor.getDilations(),
+                                 group)))
+    return failure();
+  int64_t outChannels = weight.getDimSize(0);
+  if (outChannels % group != 0)
+    return inferError(location, name, "output channels (", outChannels,
+                      ") must be divisible by group (", group, ")");
+  auto input = RankedTensorType::get({gradOutput.getDimSize(0),
+                                      weight.getDimSize(1) * group,
+                                      inputSize[0], inputSize[1]},
+                                     gradOutput.getElementType());
+  SmallVector<Type, 1> forward;
+  if (failed(inferWindowShape(location, name, input, outChannels,
+                              weight.getShape().drop_front(2),
+                              adaptor.getStrides(), adaptor.getPads(),
+                              adaptor.getDilations(), /*ceilMode=*/false,
+                              forward)) ||
+      failed(checkGradOutput(location, name, forward.front(), gradOutput)))
+    return failure();
+  types.push_back(input);
+  return success();
+}
+
+LogicalResult Conv2dBackwardFilterOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  RankedTensorType gradOutput = tensorType(adaptor.getGradOutput());
+  ArrayRef<int64_t> kernel = adaptor.getKernel();
+  auto group = static_cast<int64_t>(adaptor.getGroup());
+  if (failed(checkRank(location, name, "input", input, 4, "[N, C, H, W]")) ||
+      failed(checkRank(location, name, "grad_output", gradOutput, 4,
+                       "[N, O, Ho, Wo]")) ||
+      failed(checkElementType(location, name, "grad_output", gradOutput,
+                              input)) ||
+      failed(checkArray(location, name, "kernel", kernel, 2, 1)) ||
+      failed(checkConvAttributes(location, name, adaptor.getStrides(),
+                                 adaptor.getPads(), adaptor.getDilations(),
+                                 group)))
+    return failure();
+  int64_t channels = input.getDimSize(1);
+  int64_t outChannels = gradOutput.getDimSize(1);
+  if (channels % group != 0 || outChannels % group != 0)
+    return inferError(location, name, "input channels (", channels,
+                      ") and output channels (", outChannels,
+                      ") must be divisible by group (", group, ")");
+  SmallVector<Type, 1> forward;
+  if (failed(inferWindowShape(location, name, input, outChannels, kernel,
+                              adaptor.getStrides(), adaptor.getPads(),
+                              adaptor.getDilations(), /*ceilMode=*/false,
+                              forward)) ||
+      failed(checkGradOutput(location, name, forward.front(), gradOutput)))
+    return failure();
+  types.push_back(RankedTensorType::get(
+      {outChannels, channels / group, kernel[0], kernel[1]},
+      input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2dBackwardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType x = tensorType(adaptor.getX());
+  SmallVector<Type, 1> forward;
+  if (failed(inferPool2d(location, name, x, adaptor.getKernel(),
+                         adaptor.getStrides(), adaptor.getPads(),
+                         adaptor.getDilations(), adaptor.getCeilMode(),
+                         forward)) ||
+      failed(checkGradOutput(location, name, forward.front(),
+                             tensorType(adaptor.getGradOutput()))))
+    return failure();
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult AvgPool2dBackwardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType gradOutput = tensorType(adaptor.getGradOutput());
+  ArrayRef<int64_t> inputSize = adaptor.getInputSize();
+  if (failed(checkRank(location, name, "grad_output", gradOutput, 4,
+                       "[N, C, Ho, Wo]")) ||
+      failed(checkArray(location, name, "input_size", inputSize, 2, 0)))
+    return failure();
+  auto input = RankedTensorType::get({gradOutput.getDimSize(0),
+                                      gradOutput.getDimSize(1), inputSize[0],
+                                      inputSize[1]},
+                                     gradOutput.getElementType());
+  SmallVector<Type, 1> forward;
+  if (failed(inferPool2d(location, name, input, adaptor.getKernel(),
+                         adaptor.getStrides(), adaptor.getPads(),
+                         /*dilations=*/{1, 1}, adaptor.getCeilMode(),
+                         forward)) ||
+      failed(checkGradOutput(location, name, forward.front(), gradOutput)))
+    return failure();
+  types.push_back(input);
+  return success();
+}
+
+LogicalResult ScatterAddOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> location,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType data = tensorType(adaptor.getData());
+  RankedTensorType indices = tensorType(adaptor.getIndices());
+  RankedTensorType updates = tensorType(adaptor.getUpdates());
+  auto axis = static_cast<int64_t>(adaptor.getAxis());
+  if (failed(checkAxis(location, name, axis, data.getRank())) ||
+      failed(checkElementType(location, name, "updates", updates, data)))
+    return failure();
+  SmallVector<int64_t> expected =
+      gatherShape(data.getShape(), indices.getShape(), axis);
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return inferError(location, name, "expects updates of shape [", expected,
+                      "] (data[:axis] + indices + data[axis+1:]), got ",
+                      updates);
+  types.push_back(data);
+  return success();
+}
+
+LogicalResult InsertSliceOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> location,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType dest = tensorType(adaptor.getDest());
+  RankedTensorType source = tensorType(adaptor.getSource());
+  if (failed(checkElementType(location, name, "source", source, dest)) ||
+      failed(checkRank(location, name, "source", source, dest.getRank(),
+                       "dest's rank")) ||
+      failed(checkStridedWindow(location, name, "writes", dest.getShape(),
+                                adaptor.getStarts(), source.getShape(),
+                                adaptor.getSteps())))
+    return failure();
+  types.push_back(dest);
   return success();
 }
 

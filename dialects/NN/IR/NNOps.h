@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/NN/IR/GradientInterface.h"
 #include "dialects/NN/IR/NNOpsDialect.h.inc"
 
 namespace mlir::ztc::nn {

@@ -987,4 +987,181 @@ def NN_NllLossOp : NN_Op<"nll_loss", NN_InferredResult> {
   let results = (outs NN_FloatTensor:$result);
 }
 
+//===----------------------------------------------------------------------===//
+// Backward ops
+//
+// Derivatives that no cheap, exact composition of the ops above expresses.
+// ztc-autodiff builds them; each maps to one runtime kernel of the same name
+// (a kernel.call whose config is the op's attributes).
+//===----------------------------------------------------------------------===//
+
+def NN_Conv2dBackwardDataOp : NN_Op<"conv2d_backward_data", NN_InferredResult> {
+  let summary = "gradient of nn.conv2d with respect to its input";
+  let description = [{
+    The transposed convolution that takes the gradient `grad_output`
+    (`[N, O, Ho, Wo]`) of an `nn.conv2d` with `weight` (`[O, C / group, kH,
+    kW]`) back to its input: `dx[n, c, h, w]` is the sum, over every output
+    position and kernel tap that read input element `[n, c, h, w]`, of
+    `grad_output * weight`. Taps that read padding contribute nothing.
+    `strides`, `pads`, `dilations` and `group` are the forward conv's;
+    `input_size` (`[H, W]`) is the forward input's spatial size, which the
+    output size alone does not determine when a stride exceeds 1. The
+    result is `[N, C, H, W]` with `C = weight.shape[1] * group`, and a
+    forward conv of that shape must produce `grad_output`'s shape.
+
+    Example:
+
+    ```mlir
+    %dx = nn.conv2d_backward_data %dy, %w {input_size = array<i64: 32, 32>,
+            strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+            dilations = array<i64: 1, 1>, group = 1 : i64}
+            : tensor<1x16x32x32xf32>, tensor<16x3x3x3xf32>
+            -> tensor<1x3x32x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad_output, NN_FloatTensor:$weight,
+                   DenseI64ArrayAttr:$input_size, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   I64Attr:$group);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_Conv2dBackwardFilterOp
+    : NN_Op<"conv2d_backward_filter", NN_InferredResult> {
+  let summary = "gradient of nn.conv2d with respect to its weight";
+  let description = [{
+    The gradient of an `nn.conv2d`'s weight: `dw[o, c, kh, kw]` is the sum
+    over the batch and every output position of
+    `grad_output[n, o, oh, ow] * input[n, g * C/group + c, ih, iw]`, where
+    `(ih, iw)` is the input element tap `(kh, kw)` of that output position
+    reads (zero in the padding) and `g` the group of `o`. `input` is the
+    forward input (`[N, C, H, W]`), `grad_output` the gradient of the
+    forward result (`[N, O, Ho, Wo]`); `strides`, `pads`, `dilations` and
+    `group` are the forward conv's and `kernel` (`[kH, kW]`) its kernel
+    size. The result is `[O, C / group, kH, kW]`. The bias gradient needs
+    no op of its own (a reduce_sum of `grad_output`).
+
+    Example:
+
+    ```mlir
+    %dw = nn.conv2d_backward_filter %x, %dy {kernel = array<i64: 3, 3>,
+            strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+            dilations = array<i64: 1, 1>, group = 1 : i64}
+            : tensor<1x3x32x32xf32>, tensor<1x16x32x32xf32>
+            -> tensor<16x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad_output,
+                   DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   I64Attr:$group);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_MaxPool2dBackwardOp : NN_Op<"max_pool2d_backward", NN_InferredResult> {
+  let summary = "gradient of nn.max_pool2d with respect to its input";
+  let description = [{
+    Routes each element of `grad_output` to the input element that won its
+    window in the forward `nn.max_pool2d` of `x` with the same attributes,
+    summing where windows overlap; every other element's gradient is 0. The
+    winner is the element the forward kernel picks, as PyTorch's max_pool2d
+    indices: the first maximum in row-major window order (or the last NaN),
+    never padding. `grad_output` has the forward result's shape; the
+    result has `x`'s type.
+
+    Example:
+
+    ```mlir
+    %dx = nn.max_pool2d_backward %x, %dy {kernel = array<i64: 2, 2>,
+            strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>,
+            dilations = array<i64: 1, 1>, ceil_mode = false}
+            : tensor<1x8x8x8xf32>, tensor<1x8x4x4xf32> -> tensor<1x8x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$grad_output,
+                   DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   BoolAttr:$ceil_mode);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_AvgPool2dBackwardOp : NN_Op<"avg_pool2d_backward", NN_InferredResult> {
+  let summary = "gradient of nn.avg_pool2d with respect to its input";
+  let description = [{
+    Spreads each element of `grad_output`, divided by its window's divisor,
+    over the input elements of that window of the forward `nn.avg_pool2d`
+    with the same attributes, summing where windows overlap. The divisor is
+    the forward one: the full kernel size with `count_include_pad`,
+    otherwise the number of input elements in the window. `input_size`
+    (`[H, W]`) is the forward input's spatial size; the result is
+    `[N, C, H, W]`, and a forward pooling of that shape must produce
+    `grad_output`'s shape.
+
+    Example:
+
+    ```mlir
+    %dx = nn.avg_pool2d_backward %dy {input_size = array<i64: 7, 7>,
+            kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+            pads = array<i64: 0, 0, 0, 0>, ceil_mode = false,
+            count_include_pad = false}
+            : tensor<1x8x3x3xf32> -> tensor<1x8x7x7xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad_output,
+                   DenseI64ArrayAttr:$input_size, DenseI64ArrayAttr:$kernel,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   BoolAttr:$ceil_mode, BoolAttr:$count_include_pad);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_ScatterAddOp : NN_Op<"scatter_add", NN_InferredResult> {
+  let summary = "add slices into a tensor at indices along an axis";
+  let description = [{
+    The adjoint of `nn.gather`: numpy's
+    `np.add.at(data, (slice(None),) * axis + (indices,), updates)` on a copy
+    of `data`. For every position of
+    `indices`, the slice of `updates` at that position is added to the
+    slice of `data` the index selects along the non-negative `axis`;
+    repeated indices accumulate. `updates` has the shape
+    `data.shape[:axis] + indices.shape + data.shape[axis+1:]` (gather's
+    result shape) and `data`'s element type; negative indices count from
+    the end. The result has `data`'s type. An out-of-range index is a
+    run-time error, as in gather.
+
+    Example:
+
+    ```mlir
+    %r = nn.scatter_add %zeros, %ids, %dy {axis = 0 : i64}
+           : tensor<100x16xf32>, tensor<4x8xi64>, tensor<4x8x16xf32>
+           -> tensor<100x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_NumericTensor:$data, NN_IndexTensor:$indices,
+                   NN_NumericTensor:$updates, I64Attr:$axis);
+  let results = (outs NN_NumericTensor:$result);
+}
+
+def NN_InsertSliceOp : NN_Op<"insert_slice", NN_InferredResult> {
+  let summary = "write a tensor into a strided slice of another";
+  let description = [{
+    The adjoint of `nn.slice`: a copy of `dest` in which the elements
+    `nn.slice` with the same `starts` and `steps` (and `sizes` =
+    `source.shape`) would read are replaced by `source`. Both have the same
+    rank and element type; every step is non-zero (negative walks
+    backwards) and every written index lies in `[0, dim)`. Writing
+    `source` into zeros is the gradient of a slice.
+
+    Example:
+
+    ```mlir
+    %r = nn.insert_slice %zeros, %dy {starts = array<i64: 0, 7>,
+           steps = array<i64: 1, -2>}
+           : tensor<4x8xf32>, tensor<4x4xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$dest, NN_Tensor:$source,
+                   DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps);
+  let results = (outs NN_Tensor:$result);
+}
+
 #endif // ZTC_DIALECTS_NN_IR_NNOPS_TD

@@ -63,7 +63,7 @@ public:
 private:
   Value lookup(Value value);
   LogicalResult convert(OpBuilder &b, Operation *op);
-  void rewriteReturn(OpBuilder &b, func::ReturnOp ret);
+  LogicalResult rewriteReturn(OpBuilder &b, func::ReturnOp ret);
 
   DenseMap<Value, Value> valueMap;
 };
@@ -79,7 +79,8 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
   for (Operation &op : llvm::make_early_inc_range(entry)) {
     b.setInsertionPoint(&op);
     if (isa<func::ReturnOp>(op)) {
-      rewriteReturn(b, cast<func::ReturnOp>(op));
+      if (failed(rewriteReturn(b, cast<func::ReturnOp>(op))))
+        return failure();
       continue;
     }
     if (failed(convert(b, &op)))
@@ -154,10 +155,67 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
   return success();
 }
 
-void Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
+/// The single kernel writing `alloc`, when that is its only writer.
+static Operation *soleWriter(Value alloc) {
+  Operation *writer = nullptr;
+  for (OpOperand &use : alloc.getUses()) {
+    Operation *user = use.getOwner();
+    bool writes = false;
+    if (auto e = dyn_cast<kernel::ElementwiseOp>(user))
+      writes = e.getOutput() == alloc;
+    else if (auto c = dyn_cast<kernel::CallOp>(user))
+      writes = llvm::is_contained(c.getOutputs(), alloc);
+    if (!writes)
+      continue;
+    if (writer)
+      return nullptr;
+    writer = user;
+  }
+  return writer;
+}
+
+/// Makes the value in `buffer` the new content of argument `target`: the
+/// kernel that computes it writes straight into the argument when no later
+/// kernel still reads the argument's old value, else a copy at the end does.
+static void updateInPlace(OpBuilder &b, Location loc, Value buffer,
+                          BlockArgument target) {
+  auto alloc = buffer.getDefiningOp<kernel::AllocOp>();
+  Operation *writer = alloc ? soleWriter(alloc) : nullptr;
+  bool oldValueReadLater =
+      writer && llvm::any_of(target.getUsers(), [&](Operation *user) {
+        return user != writer && writer->isBeforeInBlock(user);
+      });
+  if (writer && !oldValueReadLater && alloc.getType() == target.getType()) {
+    alloc.getResult().replaceAllUsesWith(target);
+    alloc.erase();
+    return;
+  }
+  buildElementwise(b, loc, nullptr, buffer, target);
+}
+
+LogicalResult Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
+  auto func = ret->getParentOfType<func::FuncOp>();
+  llvm::StringMap<BlockArgument> argByName;
+  for (BlockArgument arg : func.getArguments())
+    if (auto name =
+            func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name"))
+      argByName[name.getValue()] = arg;
+
   SmallVector<Value> results;
-  for (Value operand : ret.getOperands()) {
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (auto [i, operand] : llvm::enumerate(ret.getOperands())) {
     Value buffer = lookup(operand);
+    // Updated parameters and optimizer states go back into their own
+    // buffers and are not returned.
+    if (auto of = func.getResultAttrOfType<StringAttr>(i, "train.update_of")) {
+      BlockArgument target = argByName.lookup(of.getValue());
+      if (!target)
+        return func.emitError("result ")
+               << i << " updates '" << of.getValue()
+               << "', which is not an argument";
+      updateInPlace(b, ret.getLoc(), buffer, target);
+      continue;
+    }
     if (!isArenaBuffer(buffer)) {
       // An input, parameter or constant returned as is: copy it.
       Value copy = kernel::AllocOp::create(b, ret.getLoc(), buffer.getType(),
@@ -166,8 +224,13 @@ void Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
       buffer = copy;
     }
     results.push_back(buffer);
+    resultAttrs.push_back(func.getResultAttrDict(i));
   }
   ret->setOperands(results);
+  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+  return success();
 }
 
 struct ConvertNNToKernelPass

@@ -179,6 +179,7 @@ TEST(CompileTest, CudaCommandLine) {
       "nvcc",       "-std=c++17",
       "-O2",        "-shared",
       "-Xcompiler", "-fPIC",
+      "-cudart",    "shared",
       "-gencode",   "arch=compute_80,code=sm_80",
       "-gencode",   "arch=compute_90,code=sm_90",
       "-Irt",       "step.cu",

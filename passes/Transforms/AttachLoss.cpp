@@ -1,0 +1,170 @@
+//===- AttachLoss.cpp - the ztc-attach-loss pass ------------------*- C++ -*-===//
+//
+// Builds the training objective on top of an imported model: a labels
+// argument and a scalar loss made of nn ops, so autodiff and lowering treat
+// it like any other part of the graph. See the pass description in
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_ATTACHLOSSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
+  using AttachLossPassBase::AttachLossPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (loss != "cross_entropy" && loss != "mse" && loss != "none") {
+      func.emitError("unknown loss '")
+          << loss << "'; expected cross_entropy, mse or none";
+      return signalPassFailure();
+    }
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    FailureOr<unsigned> index = pickOutput(func);
+    if (failed(index))
+      return signalPassFailure();
+    Value output = ret.getOperand(*index);
+    auto outType = dyn_cast<RankedTensorType>(output.getType());
+    if (!outType || !isa<FloatType>(outType.getElementType())) {
+      func.emitError("the loss reads output ")
+          << outputName(func, *index) << " of type " << output.getType()
+          << ", which is not a float tensor";
+      return signalPassFailure();
+    }
+
+    OpBuilder b(ret);
+    Location loc = NameLoc::get(b.getStringAttr("loss"), ret.getLoc());
+    Value lossValue;
+    if (loss == "none") {
+      if (outType.getRank() != 0 && outType.getNumElements() != 1) {
+        func.emitError("output ")
+            << outputName(func, *index) << " of type " << outType
+            << " is not a scalar; choose a loss with --loss";
+        return signalPassFailure();
+      }
+      lossValue = outType.getRank() == 0
+                      ? output
+                      : nn::ReshapeOp::create(
+                            b, loc,
+                            RankedTensorType::get({}, outType.getElementType()),
+                            output);
+    } else {
+      FailureOr<Value> built = loss == "cross_entropy"
+                                   ? crossEntropy(func, b, loc, output)
+                                   : meanSquaredError(func, b, loc, output);
+      if (failed(built))
+        return signalPassFailure();
+      lossValue = *built;
+    }
+
+    func::ReturnOp::create(b, ret.getLoc(), lossValue);
+    ret.erase();
+    SmallVector<Type> results = {lossValue.getType()};
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   results));
+    func.setResultAttrs(0, ArrayRef<NamedAttribute>{});
+    func.setResultAttr(0, "onnx.name", b.getStringAttr("loss"));
+  }
+
+  std::string outputName(func::FuncOp func, unsigned i) {
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+      return "'" + name.str() + "'";
+    return "#" + std::to_string(i);
+  }
+
+  FailureOr<unsigned> pickOutput(func::FuncOp func) {
+    unsigned count = func.getNumResults();
+    if (count == 0) {
+      func.emitError("the model has no outputs");
+      return failure();
+    }
+    if (lossInput.empty())
+      return 0u;
+    std::string known;
+    for (unsigned i = 0; i < count; ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, "onnx.name");
+      if (name && name.getValue() == lossInput)
+        return i;
+      known += (known.empty() ? "" : ", ") + outputName(func, i);
+    }
+    func.emitError("--loss-input names '")
+        << lossInput << "', which is not a model output (outputs: " << known
+        << ")";
+    return failure();
+  }
+
+  /// Adds the labels argument after the graph inputs (before parameters).
+  FailureOr<Value> addLabels(func::FuncOp func, RankedTensorType type) {
+    unsigned position = 0;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
+          name && name.getValue() == labels) {
+        func.emitError("the model already has an input named '")
+            << labels << "'; choose another with --labels";
+        return failure();
+      }
+      if (!func.getArgAttr(i, "onnx.param"))
+        position = i + 1;
+    }
+    Builder b(func.getContext());
+    if (failed(func.insertArgument(
+            position, type,
+            b.getDictionaryAttr(
+                b.getNamedAttr("onnx.name", b.getStringAttr(labels))),
+            func.getLoc())))
+      return failure();
+    return func.getArgument(position);
+  }
+
+  FailureOr<Value> crossEntropy(func::FuncOp func, OpBuilder &b, Location loc,
+                                Value logits) {
+    auto type = cast<RankedTensorType>(logits.getType());
+    if (type.getRank() < 1) {
+      func.emitError("cross_entropy needs class scores in the output's last "
+                     "dimension, but the output is a scalar");
+      return failure();
+    }
+    ArrayRef<int64_t> shape = type.getShape();
+    int64_t classes = shape.back(), rows = 1;
+    for (int64_t d : shape.drop_back())
+      rows *= d;
+    FailureOr<Value> target = addLabels(
+        func, RankedTensorType::get(shape.drop_back(), b.getI64Type()));
+    if (failed(target))
+      return failure();
+    Value flat = nn::ReshapeOp::create(
+        b, loc, RankedTensorType::get({rows, classes}, type.getElementType()),
+        logits);
+    Value flatTarget = nn::ReshapeOp::create(
+        b, loc, RankedTensorType::get({rows}, b.getI64Type()), *target);
+    Value logProbs = nn::LogSoftmaxOp::create(b, loc, flat, uint64_t(1));
+    return Value(nn::NllLossOp::create(b, loc, logProbs, flatTarget, Value(),
+                                       "mean",
+                                       b.getI64IntegerAttr(ignoreIndex)));
+  }
+
+  FailureOr<Value> meanSquaredError(func::FuncOp func, OpBuilder &b,
+                                    Location loc, Value output) {
+    auto type = cast<RankedTensorType>(output.getType());
+    FailureOr<Value> target = addLabels(func, type);
+    if (failed(target))
+      return failure();
+    Value diff = nn::SubOp::create(b, loc, output, *target);
+    Value square = nn::MulOp::create(b, loc, diff, diff);
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    return Value(nn::ReduceMeanOp::create(b, loc, square, axes, false));
+  }
+};
+
+} // namespace

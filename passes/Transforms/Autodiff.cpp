@@ -1,0 +1,271 @@
+//===- Autodiff.cpp - the ztc-autodiff pass -----------------------*- C++ -*-===//
+//
+// Reverse-mode automatic differentiation of a step function: appends the
+// gradient of its loss (the first result) with respect to every trainable
+// parameter as extra results. The pass only orchestrates: which values need
+// a gradient, the reverse sweep, accumulation over several uses, and the new
+// results. What each op's derivative is lives with the op, in the nn
+// dialect's GradientOpInterface (dialects/NN/IR/*Gradients.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/NN/IR/NNOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Regex.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+/// A parameter to differentiate: its argument and ONNX name.
+struct Param {
+  BlockArgument arg;
+  StringAttr name;
+};
+
+/// Records the ops a builder creates, so that the ones nothing uses can be
+/// erased at the end.
+struct CreatedOps : public OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+  SmallVector<Operation *> ops;
+};
+
+/// Compiles the `frozen` patterns, each anchored to match a whole name.
+/// Reports an invalid one at `func`.
+FailureOr<SmallVector<llvm::Regex>>
+compilePatterns(func::FuncOp func, ArrayRef<std::string> patterns) {
+  SmallVector<llvm::Regex> compiled;
+  for (const std::string &pattern : patterns) {
+    llvm::Regex regex("^(" + pattern + ")$");
+    std::string error;
+    if (!regex.isValid(error))
+      return func.emitError("invalid regular expression '")
+             << pattern << "' in option 'frozen': " << error;
+    compiled.push_back(std::move(regex));
+  }
+  return compiled;
+}
+
+/// Checks the function's shape and returns its loss: the first returned
+/// value, a rank-0 float tensor.
+FailureOr<Value> getLoss(func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("ztc-autodiff expects a function with one block");
+  if (func.getNumResults() == 0)
+    return func.emitError("ztc-autodiff expects the loss as the first result, "
+                          "but the function returns nothing");
+  Type type = func.getResultTypes().front();
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() != 0 || !isFloatTensor(tensor))
+    return func.emitError("ztc-autodiff expects the first result to be the "
+                          "loss, a rank-0 float tensor, got ")
+           << type;
+  return func.getBody().front().getTerminator()->getOperand(0);
+}
+
+/// The trainable parameters of `func`: float arguments tagged `onnx.param`
+/// whose name no frozen pattern matches.
+SmallVector<Param> selectParams(func::FuncOp func,
+                                ArrayRef<llvm::Regex> frozen) {
+  SmallVector<Param> params;
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    if (!func.getArgAttr(index, "onnx.param") || !isFloatTensor(arg.getType()))
+      continue;
+    auto name = func.getArgAttrOfType<StringAttr>(index, "onnx.name");
+    if (!name)
+      name = StringAttr::get(func.getContext(), "arg" + Twine(index));
+    if (llvm::any_of(frozen, [&](const llvm::Regex &regex) {
+          return regex.match(name.getValue());
+        }))
+      continue;
+    params.push_back({arg, name});
+  }
+  return params;
+}
+
+/// The values that need a gradient: float values that depend on a parameter
+/// and that the loss depends on.
+DenseSet<Value> findActiveValues(Block &block, ArrayRef<Param> params,
+                                 Value loss) {
+  DenseSet<Value> varied, useful;
+  for (const Param &param : params)
+    varied.insert(param.arg);
+  for (Operation &op : block)
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return varied.contains(v); }))
+      for (Value result : op.getResults())
+        if (isFloatTensor(result.getType()))
+          varied.insert(result);
+  useful.insert(loss);
+  for (Operation &op : llvm::reverse(block))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value v) { return useful.contains(v); }))
+      for (Value operand : op.getOperands())
+        if (isFloatTensor(operand.getType()))
+          useful.insert(operand);
+  DenseSet<Value> active;
+  for (Value value : varied)
+    if (useful.contains(value))
+      active.insert(value);
+  return active;
+}
+
+/// The reverse sweep over one function; holds the gradient of every value
+/// visited so far.
+class ReverseSweep {
+public:
+  ReverseSweep(OpBuilder &builder, const DenseSet<Value> &active)
+      : b(builder), active(active) {}
+
+  /// Seeds the loss with 1 and propagates through `block` in reverse.
+  LogicalResult run(Block &block, Value loss);
+
+  /// The gradient of `value`, or null if it has none.
+  Value lookup(Value value) const { return grads.lookup(value); }
+
+private:
+  LogicalResult visit(Operation *op);
+  void accumulate(Value value, Value grad);
+
+  OpBuilder &b;
+  const DenseSet<Value> &active;
+  DenseMap<Value, Value> grads;
+};
+
+LogicalResult ReverseSweep::run(Block &block, Value loss) {
+  if (!active.contains(loss))
+    return success();
+  grads[loss] = nn::buildScalar(
+      b, loss.getLoc(), cast<RankedTensorType>(loss.getType()).getElementType(),
+      1.0);
+  for (Operation &op : llvm::reverse(block.without_terminator()))
+    if (failed(visit(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult ReverseSweep::visit(Operation *op) {
+  SmallVector<Value> resultGrads;
+  for (Value result : op->getResults())
+    resultGrads.push_back(active.contains(result) ? grads.lookup(result)
+                                                  : Value());
+  if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+    return success();
+  auto differentiable = dyn_cast<nn::GradientOpInterface>(op);
+  if (!differentiable)
+    return op->emitOpError("has no gradient, but the loss depends on its "
+                           "result through a trainable parameter");
+  SmallVector<Value> operandGrads;
+  if (failed(differentiable.buildVjp(b, resultGrads, operandGrads)))
+    return failure();
+  // The interface's contract, checked: a broken VJP must not produce
+  // silently wrong gradients.
+  if (operandGrads.size() != op->getNumOperands())
+    return op->emitOpError("built ")
+           << operandGrads.size() << " operand gradients for "
+           << op->getNumOperands() << " operands";
+  for (auto [index, operand, grad] :
+       llvm::enumerate(op->getOperands(), operandGrads)) {
+    if (!grad || !active.contains(operand))
+      continue;
+    if (grad.getType() != operand.getType())
+      return op->emitOpError("built a gradient of type ")
+             << grad.getType() << " for operand #" << index << " of type "
+             << operand.getType();
+    accumulate(operand, grad);
+  }
+  return success();
+}
+
+void ReverseSweep::accumulate(Value value, Value grad) {
+  Value &slot = grads[value];
+  slot = slot ? nn::AddOp::create(b, grad.getLoc(), slot, grad).getResult()
+              : grad;
+}
+
+/// Appends `grads` to the function's results, each tagged with the name of
+/// its parameter.
+LogicalResult appendGradients(func::FuncOp func, ArrayRef<Value> grads,
+                              ArrayRef<StringAttr> names) {
+  Operation *ret = func.getBody().front().getTerminator();
+  unsigned end = func.getNumResults();
+  SmallVector<unsigned> indices(grads.size(), end);
+  SmallVector<Type> types;
+  SmallVector<DictionaryAttr> attrs;
+  Builder b(func.getContext());
+  for (auto [grad, name] : llvm::zip_equal(grads, names)) {
+    types.push_back(grad.getType());
+    attrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr("train.grad_of", name)));
+  }
+  if (failed(func.insertResults(indices, types, attrs)))
+    return func.emitError("cannot add the gradient results");
+  ret->insertOperands(ret->getNumOperands(), grads);
+  return success();
+}
+
+struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    FailureOr<SmallVector<llvm::Regex>> frozenPatterns =
+        compilePatterns(func, frozen);
+    FailureOr<Value> loss = getLoss(func);
+    if (failed(frozenPatterns) || failed(loss))
+      return signalPassFailure();
+    Block &block = func.getBody().front();
+    SmallVector<Param> params = selectParams(func, *frozenPatterns);
+    DenseSet<Value> active = findActiveValues(block, params, *loss);
+
+    OpBuilder b(block.getTerminator());
+    CreatedOps created;
+    b.setListener(&created);
+    ReverseSweep sweep(b, active);
+    if (failed(sweep.run(block, *loss)))
+      return signalPassFailure();
+
+    SmallVector<Value> grads;
+    SmallVector<StringAttr> names;
+    SmallVector<Attribute> noGrad;
+    for (const Param &param : params) {
+      if (Value grad = sweep.lookup(param.arg)) {
+        grads.push_back(grad);
+        names.push_back(param.name);
+      } else {
+        noGrad.push_back(param.name);
+      }
+    }
+    if (failed(appendGradients(func, grads, names)))
+      return signalPassFailure();
+    if (!noGrad.empty())
+      func->setAttr("train.no_grad", ArrayAttr::get(&getContext(), noGrad));
+
+    // VJPs build every operand's gradient; drop those nothing needed.
+    // Users are created after what they use, so one reverse walk suffices.
+    for (Operation *op : llvm::reverse(created.ops))
+      if (op->use_empty())
+        op->erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,160 @@
+//===- Checkpoint.cpp - training state on disk ----------------------------===//
+//
+// A checkpoint is one safetensors file; atomicity comes from
+// writeSafeTensors (temporary file, fsync, rename, directory fsync).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Checkpoint.h"
+
+#include "runtime/Error.h"
+#include "runtime/File.h"
+#include "runtime/SafeTensors.h"
+
+#include <cerrno>
+#include <filesystem>
+#include <set>
+
+#include <signal.h>
+#include <unistd.h>
+
+namespace ztc::rt {
+
+namespace {
+
+constexpr char kFileName[] = "checkpoint.safetensors";
+/// Metadata keys the checkpoint itself owns.
+constexpr const char *kReservedKeys[] = {"format", "step", "epoch", "batch",
+                                         "seed"};
+
+/// Removes `checkpoint.safetensors.tmp-<pid>` files whose writer is dead:
+/// what a killed save leaves behind.
+void removeStaleTemporaries(const std::string &dir) {
+  const std::string prefix = std::string(kFileName) + ".tmp-";
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    std::string digits = name.substr(prefix.size());
+    if (digits.empty() ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    long pid = std::stol(digits);
+    if (pid == static_cast<long>(::getpid()))
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      std::filesystem::remove(entry.path(), error);
+  }
+}
+
+uint64_t metadataInteger(const SafeTensors &contents, const std::string &path,
+                         const char *key) {
+  auto it = contents.metadata.find(key);
+  if (it == contents.metadata.end())
+    throw Error(path + ": metadata '" + key + "' is missing");
+  const std::string &text = it->second;
+  if (text.empty() || text.size() > 20 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    throw Error(path + ": metadata '" + key +
+                "' is not a non-negative integer: '" + text + "'");
+  try {
+    return std::stoull(text);
+  } catch (const std::exception &) {
+    throw Error(path + ": metadata '" + key +
+                "' is not a non-negative integer: '" + text + "'");
+  }
+}
+
+} // namespace
+
+std::string checkpointPath(const std::string &dir) {
+  return (std::filesystem::path(dir) / kFileName).string();
+}
+
+void saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint) {
+  SafeTensors contents;
+  contents.tensors = checkpoint.tensors;
+  contents.metadata = checkpoint.metadata;
+  for (const char *key : kReservedKeys)
+    if (checkpoint.metadata.count(key))
+      throw Error(std::string("checkpoint metadata '") + key + "' is reserved");
+  contents.metadata["format"] = kCheckpointFormat;
+  contents.metadata["step"] = std::to_string(checkpoint.step);
+  contents.metadata["epoch"] = std::to_string(checkpoint.epoch);
+  contents.metadata["batch"] = std::to_string(checkpoint.batch);
+  contents.metadata["seed"] = std::to_string(checkpoint.seed);
+  createDirectories(dir);
+  removeStaleTemporaries(dir);
+  writeSafeTensors(checkpointPath(dir), contents);
+}
+
+Checkpoint loadCheckpoint(const std::string &dir) {
+  std::string path = checkpointPath(dir);
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    std::string reason = std::filesystem::is_directory(dir, error)
+                             ? path + " does not exist"
+                             : "directory " + dir + " does not exist";
+    throw Error("no checkpoint in " + dir + " (" + reason + ")");
+  }
+  SafeTensors contents = readSafeTensors(path);
+  auto format = contents.metadata.find("format");
+  if (format == contents.metadata.end())
+    throw Error(path +
+                ": not a ztc checkpoint (metadata 'format' is "
+                "missing; expected '" +
+                std::string(kCheckpointFormat) + "')");
+  if (format->second != kCheckpointFormat)
+    throw Error(path + ": checkpoint format '" + format->second +
+                "'; this runtime reads '" + kCheckpointFormat + "'");
+  Checkpoint checkpoint;
+  checkpoint.step = metadataInteger(contents, path, "step");
+  checkpoint.epoch = metadataInteger(contents, path, "epoch");
+  checkpoint.batch = metadataInteger(contents, path, "batch");
+  checkpoint.seed = metadataInteger(contents, path, "seed");
+  for (const char *key : kReservedKeys)
+    contents.metadata.erase(key);
+  checkpoint.metadata = std::move(contents.metadata);
+  checkpoint.tensors = std::move(contents.tensors);
+  return checkpoint;
+}
+
+Checkpoint loadCheckpoint(const std::string &dir, const Manifest &manifest) {
+  Checkpoint checkpoint = loadCheckpoint(dir);
+  checkCheckpointMatches(checkpoint, manifest, checkpointPath(dir));
+  return checkpoint;
+}
+
+void checkCheckpointMatches(const Checkpoint &checkpoint,
+                            const Manifest &manifest, const std::string &path) {
+  std::vector<std::string> problems;
+  std::set<std::string> expected;
+  for (const Binding &binding : manifest.bindings) {
+    if (binding.role != BindingRole::Param &&
+        binding.role != BindingRole::State)
+      continue;
+    expected.insert(binding.name);
+    std::string what =
+        std::string(roleName(binding.role)) + " '" + binding.name + "'";
+    auto it = checkpoint.tensors.find(binding.name);
+    if (it == checkpoint.tensors.end())
+      problems.push_back("missing " + what + " (" + binding.describe() + ")");
+    else if (it->second.dtype != binding.dtype ||
+             it->second.shape != binding.shape)
+      problems.push_back(what + ": expected " + binding.describe() + ", got " +
+                         it->second.describe());
+  }
+  for (const auto &[name, tensor] : checkpoint.tensors)
+    if (!expected.count(name))
+      problems.push_back("unexpected tensor '" + name + "' (" +
+                         tensor.describe() + ")");
+  if (problems.empty())
+    return;
+  std::string message = path + " does not match the artifact: ";
+  for (size_t i = 0; i < problems.size(); ++i)
+    message += (i ? "; " : "") + problems[i];
+  throw Error(message);
+}
+
+} // namespace ztc::rt

@@ -1,0 +1,168 @@
+//===- DataLoader.cpp - shuffled batches from .npy arrays -----------------===//
+//
+// Arrays are read whole and kept in host memory; a batch is gathered by
+// copying one contiguous row of bytes per sample.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/DataLoader.h"
+
+#include "runtime/Error.h"
+#include "runtime/Npy.h"
+
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+
+namespace ztc::rt {
+
+namespace {
+
+std::string joinPath(const std::string &directory, const std::string &file) {
+  return (std::filesystem::path(directory) / file).string();
+}
+
+std::vector<int64_t> withoutFirst(const std::vector<int64_t> &shape) {
+  return std::vector<int64_t>(shape.begin() + 1, shape.end());
+}
+
+/// "float32[N,64]": the shape of a whole data array for `binding`.
+std::string describeArray(const Binding &binding) {
+  std::string text = describeType(binding.dtype, binding.shape);
+  size_t open = text.find('[');
+  size_t end = text.find_first_of(",]", open);
+  return text.substr(0, open + 1) + "N" + text.substr(end);
+}
+
+} // namespace
+
+uint64_t SplitMix64::next() {
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t SplitMix64::below(uint64_t bound) {
+  // Reject the first 2^64 mod bound values so every residue is equally
+  // likely.
+  uint64_t threshold = (0 - bound) % bound;
+  for (;;) {
+    uint64_t value = next();
+    if (value >= threshold)
+      return value % bound;
+  }
+}
+
+std::vector<uint64_t> epochPermutation(uint64_t count, uint64_t seed,
+                                       uint64_t epoch) {
+  // One independent stream per (seed, epoch): both are hashed by splitmix64
+  // before they are combined, so neighbouring seeds or epochs do not give
+  // overlapping streams.
+  SplitMix64 rng(SplitMix64(seed).next() ^ SplitMix64(~epoch).next());
+  std::vector<uint64_t> order(count);
+  std::iota(order.begin(), order.end(), uint64_t(0));
+  for (uint64_t i = count; i > 1; --i)
+    std::swap(order[i - 1], order[rng.below(i)]);
+  return order;
+}
+
+DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
+                       uint64_t seed)
+    : seed_(seed) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dataDir, error))
+    throw Error("data directory " + dataDir + " does not exist");
+
+  try {
+    batchSize_ = inputBatchSize(manifest);
+  } catch (const Error &problem) {
+    throw Error(std::string("the artifact ") + problem.what());
+  }
+  std::string missing;
+  for (size_t i = 0; i < manifest.bindings.size(); ++i) {
+    const Binding &binding = manifest.bindings[i];
+    if (binding.role != BindingRole::Input)
+      continue;
+    bindings_.push_back(i);
+    std::string file = binding.file + ".npy";
+    if (!std::filesystem::is_regular_file(joinPath(dataDir, file), error))
+      missing += (missing.empty() ? "" : ", ") + file + " (input '" +
+                 binding.name + "', batches of " + binding.describe() + ")";
+  }
+  if (!missing.empty())
+    throw Error("missing input file(s) in " + dataDir + ": " + missing);
+
+  std::string counts;
+  bool agree = true;
+  for (size_t index : bindings_) {
+    const Binding &binding = manifest.bindings[index];
+    std::string path = joinPath(dataDir, binding.file + ".npy");
+    Tensor array;
+    try {
+      array = readNpy(path);
+    } catch (const Error &failure) {
+      throw Error("input '" + binding.name + "': " + failure.what());
+    }
+    std::vector<int64_t> sample = withoutFirst(binding.shape);
+    if (array.dtype != binding.dtype || array.shape.empty() ||
+        withoutFirst(array.shape) != sample)
+      throw Error("input '" + binding.name + "' (" + path + "): expected " +
+                  describeArray(binding) + " (samples of " +
+                  describeType(binding.dtype, sample) + "), got " +
+                  array.describe());
+    uint64_t count = static_cast<uint64_t>(array.shape[0]);
+    if (arrays_.empty())
+      numSamples_ = count;
+    agree &= count == numSamples_;
+    counts += (counts.empty() ? "" : ", ") + binding.file + ".npy has " +
+              std::to_string(count);
+    arrays_.push_back(std::move(array));
+    batchShapes_.push_back(binding.shape);
+  }
+  if (!agree)
+    throw Error("inputs disagree on the number of samples: " + counts);
+  if (numSamples_ < batchSize_)
+    throw Error(dataDir + " has " + std::to_string(numSamples_) +
+                " samples, fewer than one batch of " +
+                std::to_string(batchSize_));
+}
+
+void DataLoader::seek(const DataPosition &position) {
+  if (position.batch >= batchesPerEpoch())
+    throw Error("data position: batch " + std::to_string(position.batch) +
+                " of an epoch that has " + std::to_string(batchesPerEpoch()) +
+                " batches (" + std::to_string(numSamples_) +
+                " samples, batches of " + std::to_string(batchSize_) + ")");
+  position_ = position;
+}
+
+const std::vector<uint64_t> &DataLoader::permutation() {
+  if (permutationEpoch_ != position_.epoch) {
+    permutation_ = epochPermutation(numSamples_, seed_, position_.epoch);
+    permutationEpoch_ = position_.epoch;
+  }
+  return permutation_;
+}
+
+std::vector<Tensor> DataLoader::next() {
+  const std::vector<uint64_t> &order = permutation();
+  const uint64_t *samples = order.data() + position_.batch * batchSize_;
+  std::vector<Tensor> batch;
+  for (size_t i = 0; i < arrays_.size(); ++i) {
+    Tensor tensor(arrays_[i].dtype, batchShapes_[i]);
+    size_t row = tensor.byteSize() / batchSize_;
+    for (uint64_t k = 0; k < batchSize_; ++k)
+      if (row)
+        std::memcpy(tensor.bytes.data() + k * row,
+                    arrays_[i].bytes.data() + samples[k] * row, row);
+    batch.push_back(std::move(tensor));
+  }
+  if (++position_.batch == batchesPerEpoch()) {
+    ++position_.epoch;
+    position_.batch = 0;
+  }
+  return batch;
+}
+
+} // namespace ztc::rt

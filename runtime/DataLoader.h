@@ -1,0 +1,116 @@
+//===- DataLoader.h - shuffled batches from .npy arrays ---------*- C++ -*-===//
+//
+// Training data for `ztc train`: one `DIR/<file>.npy` per input binding of a
+// training artifact, each holding every sample along its first dimension
+// (x.npy float32[N,64] and labels.npy int64[N] for inputs float32[32,64] and
+// int64[32]). All arrays must have the same sample count N, and each
+// binding's shape is one batch: shape[0] is the batch size, the rest the
+// per-sample shape.
+//
+// Every epoch visits the samples in a fresh permutation drawn from a PRNG
+// implemented here (splitmix64 seeding a Fisher-Yates shuffle), so the order
+// depends only on (seed, epoch, N) and is identical on every machine and
+// standard library. An epoch yields floor(N / batch) batches: the incomplete
+// last batch is dropped (the compiled step has a static batch size), and
+// the dropped samples differ from epoch to epoch.
+//
+// The position is (epoch, batch index within the epoch); a checkpoint
+// stores it and seek() restores it, so a resumed run sees the same batches
+// an uninterrupted run would have.
+//
+// Errors (ztc::rt::Error):
+//   data directory DIR does not exist
+//   missing input file(s) in DIR: x.npy (input 'x', batches of float32[32,64])
+//   input 'x' (DIR/x.npy): expected float32[N,64] (samples of float32[64]),
+//     got float64[100,64]
+//   inputs disagree on the number of samples: x.npy has 100, labels.npy has 90
+//   DIR has 20 samples, fewer than one batch of 32
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_DATALOADER_H
+#define ZTC_RUNTIME_DATALOADER_H
+
+#include "runtime/Artifact.h"
+#include "runtime/Tensor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ztc::rt {
+
+/// splitmix64 (Steele, Lea, Flood 2014): a 64-bit PRNG whose output is a
+/// fixed function of its seed on every platform.
+class SplitMix64 {
+public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  /// Uniform in [0, bound) without modulo bias; bound > 0.
+  uint64_t below(uint64_t bound);
+
+private:
+  uint64_t state_;
+};
+
+/// The order in which epoch `epoch` visits samples 0..count-1 for `seed`.
+std::vector<uint64_t> epochPermutation(uint64_t count, uint64_t seed,
+                                       uint64_t epoch);
+
+/// Where the next batch comes from.
+struct DataPosition {
+  uint64_t epoch = 0;
+  /// Index of the next batch within the epoch, < batchesPerEpoch().
+  uint64_t batch = 0;
+
+  bool operator==(const DataPosition &other) const {
+    return epoch == other.epoch && batch == other.batch;
+  }
+};
+
+/// All samples of a training run in host memory, served as batches.
+class DataLoader {
+public:
+  /// Reads `dataDir/<file>.npy` for every input binding of `manifest`
+  /// (see the file comment for the checks).
+  DataLoader(const Manifest &manifest, const std::string &dataDir,
+             uint64_t seed);
+
+  uint64_t numSamples() const { return numSamples_; }
+  uint64_t batchSize() const { return batchSize_; }
+  /// floor(numSamples / batchSize) >= 1.
+  uint64_t batchesPerEpoch() const { return numSamples_ / batchSize_; }
+  uint64_t seed() const { return seed_; }
+
+  /// The manifest binding index of each input, in manifest order; next()
+  /// returns one tensor per entry.
+  const std::vector<size_t> &bindingIndices() const { return bindings_; }
+
+  const DataPosition &position() const { return position_; }
+  /// Moves to `position`; throws Error when its batch is out of range.
+  void seek(const DataPosition &position);
+
+  /// The batch at the current position (one tensor per input, shaped like
+  /// its binding), then advances to the next batch, moving to the next
+  /// epoch after the last full batch.
+  std::vector<Tensor> next();
+
+private:
+  const std::vector<uint64_t> &permutation();
+
+  uint64_t seed_ = 0;
+  uint64_t numSamples_ = 0;
+  uint64_t batchSize_ = 0;
+  std::vector<size_t> bindings_;
+  /// One array per input: every sample.
+  std::vector<Tensor> arrays_;
+  std::vector<std::vector<int64_t>> batchShapes_;
+  DataPosition position_;
+  /// The permutation of permutationEpoch_ (computed once per epoch).
+  std::vector<uint64_t> permutation_;
+  uint64_t permutationEpoch_ = UINT64_MAX;
+};
+
+} // namespace ztc::rt
+
+#endif // ZTC_RUNTIME_DATALOADER_H

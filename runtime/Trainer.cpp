@@ -1,0 +1,440 @@
+//===- Trainer.cpp - the training loop of `ztc train` ---------------------===//
+//
+// A TrainingRun owns the pieces of one run (artifact, runner, data, lr
+// schedule, reporter) and performs its phases in order: restore, dump
+// gradients, step, save. The Reporter keeps logging and the progress bar
+// apart from the loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Trainer.h"
+
+#include "runtime/Artifact.h"
+#include "runtime/Checkpoint.h"
+#include "runtime/DataLoader.h"
+#include "runtime/Error.h"
+#include "runtime/File.h"
+#include "runtime/Npy.h"
+#include "runtime/Runner.h"
+#include "runtime/Schedule.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include <unistd.h>
+
+namespace ztc::rt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+std::string printfString(const char *pattern, ...)
+    __attribute__((format(printf, 1, 2)));
+
+std::string printfString(const char *pattern, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(buffer, sizeof buffer, pattern, args);
+  va_end(args);
+  return buffer;
+}
+
+/// "1:02:03" for a duration in seconds.
+std::string formatDuration(double seconds) {
+  auto total = static_cast<long long>(seconds + 0.5);
+  return printfString("%lld:%02lld:%02lld", total / 3600, total / 60 % 60,
+                      total % 60);
+}
+
+/// A scalar of `dtype` holding `value` (hypers).
+Tensor scalarTensor(DType dtype, double value, const std::string &name) {
+  Tensor tensor(dtype, {});
+  switch (dtype) {
+  case DType::Float32:
+    *tensor.data<float>() = static_cast<float>(value);
+    return tensor;
+  case DType::Float64:
+    *tensor.data<double>() = value;
+    return tensor;
+  case DType::Int64:
+    *tensor.data<int64_t>() = static_cast<int64_t>(value);
+    return tensor;
+  case DType::Int32:
+    *tensor.data<int32_t>() = static_cast<int32_t>(value);
+    return tensor;
+  default:
+    throw Error("hyper '" + name + "' is " + tensor.describe() +
+                "; hypers must be float32, float64, int64 or int32");
+  }
+}
+
+std::string joinPath(const std::string &directory, const std::string &file) {
+  return (std::filesystem::path(directory) / file).string();
+}
+
+/// Per-step reports: plain log lines every logEvery steps, or a progress
+/// bar redrawn in place on stderr; other messages go to the log either way.
+class Reporter {
+public:
+  Reporter(const TrainOptions &options, uint64_t lastStep,
+           uint64_t samplesPerStep)
+      : log_(options.log), bar_(options.progressBar),
+        logEvery_(options.logEvery), lastStep_(lastStep),
+        samplesPerStep_(double(samplesPerStep)) {
+    if (!log_)
+      log_ = [](const std::string &text) {
+        std::fprintf(stderr, "%s\n", text.c_str());
+      };
+  }
+  /// An error leaves the progress line too: end it.
+  ~Reporter() { finish(); }
+  Reporter(const Reporter &) = delete;
+  Reporter &operator=(const Reporter &) = delete;
+
+  /// Starts the clock at the first step of this run.
+  void start(uint64_t firstStep) {
+    start_ = lastLine_ = Clock::now();
+    firstStep_ = lastLineStep_ = firstStep - 1;
+  }
+
+  void message(const std::string &text) {
+    clearBar();
+    log_(text);
+  }
+
+  void step(uint64_t step, float loss, double lr) {
+    Clock::time_point now = Clock::now();
+    bool last = step == lastStep_;
+    if (bar_) {
+      if (last || secondsBetween(lastDraw_, now) >= 0.1 || !drawn_)
+        drawBar(step, loss, lr, now);
+      return;
+    }
+    if (!last && (logEvery_ == 0 || step % logEvery_ != 0))
+      return;
+    double rate = samplesPerStep_ * double(step - lastLineStep_) /
+                  std::max(secondsBetween(lastLine_, now), 1e-9);
+    log_(printfString("step %llu/%llu  loss %.6f  lr %.3e  %.1f samples/s",
+                      static_cast<unsigned long long>(step),
+                      static_cast<unsigned long long>(lastStep_), loss, lr,
+                      rate));
+    lastLine_ = now;
+    lastLineStep_ = step;
+  }
+
+  /// Ends the progress line so later output starts on a fresh line.
+  void finish() {
+    if (drawn_)
+      std::fputs("\n", stderr);
+    drawn_ = false;
+  }
+
+private:
+  void drawBar(uint64_t step, float loss, double lr, Clock::time_point now) {
+    constexpr int kWidth = 24;
+    double elapsed = std::max(secondsBetween(start_, now), 1e-9);
+    uint64_t done = step - firstStep_;
+    double fraction = double(step) / double(lastStep_);
+    int filled = static_cast<int>(fraction * kWidth);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.resize(kWidth, '.');
+    double eta = elapsed / double(done) * double(lastStep_ - step);
+    std::string line = printfString(
+        "\rstep %llu/%llu [%s] loss %.6f  lr %.3e  %.1f samples/s  ETA %s"
+        "\033[K",
+        static_cast<unsigned long long>(step),
+        static_cast<unsigned long long>(lastStep_), bar.c_str(), loss, lr,
+        samplesPerStep_ * double(done) / elapsed, formatDuration(eta).c_str());
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+    drawn_ = true;
+    lastDraw_ = now;
+  }
+
+  void clearBar() {
+    if (drawn_) {
+      std::fputs("\r\033[K", stderr);
+      std::fflush(stderr);
+    }
+    drawn_ = false;
+  }
+
+  std::function<void(const std::string &)> log_;
+  bool bar_;
+  uint64_t logEvery_;
+  uint64_t lastStep_;
+  double samplesPerStep_;
+  uint64_t firstStep_ = 0, lastLineStep_ = 0;
+  Clock::time_point start_, lastLine_, lastDraw_;
+  bool drawn_ = false;
+};
+
+/// Loads the artifact and checks that it is a training artifact.
+Artifact loadTrainingArtifact(const std::string &directory) {
+  Artifact artifact = Artifact::load(directory);
+  if (artifact.manifest().kind != ArtifactKind::Train)
+    throw Error(directory +
+                ": not a training artifact (manifest kind 'forward')");
+  return artifact;
+}
+
+/// One call of train().
+class TrainingRun {
+public:
+  explicit TrainingRun(const TrainOptions &options)
+      : options_(options), artifact_(loadTrainingArtifact(options.artifactDir)),
+        runner_(artifact_, createBackend(artifact_.manifest().target)),
+        loader_(manifest(), options.dataDir, options.seed),
+        microBatches_(manifest().train.gradAccum) {
+    findHypers();
+    if (microBatches_ > 1 && !artifact_.accumEntry())
+      throw Error("train.grad_accum is " + std::to_string(microBatches_) +
+                  ", but gradient accumulation needs an accum_entry the "
+                  "artifact lacks");
+    if (options.saveEvery != 0 && options.saveDir.empty())
+      throw Error("--save-every needs --save-dir");
+    if (!options.dumpGradsDir.empty() && !artifact_.gradEntry())
+      throw Error("--dump-grads needs a grad_entry the artifact lacks");
+    lossIndex_ = static_cast<size_t>(manifest().outputIndex("loss"));
+    lastStep_ = options.steps ? options.steps
+                              : options.epochs *
+                                    (loader_.batchesPerEpoch() / microBatches_);
+    if (lastStep_ == 0)
+      throw Error("nothing to train: 0 steps (steps " +
+                  std::to_string(options.steps) + ", epochs " +
+                  std::to_string(options.epochs) + ", " +
+                  std::to_string(loader_.batchesPerEpoch()) +
+                  " batches per epoch, grad_accum " +
+                  std::to_string(microBatches_) + ")");
+    ScheduleConfig schedule = manifest().train.schedule;
+    if (schedule.totalSteps == 0)
+      schedule.totalSteps = lastStep_;
+    schedule_.emplace(schedule);
+    if (lrHyper_ < 0 && schedule.kind != LrScheduleKind::Constant)
+      throw Error("lr schedule '" + std::string(scheduleName(schedule.kind)) +
+                  "' needs an 'lr' hyper binding the artifact lacks");
+  }
+
+  TrainResult run() {
+    Reporter reporter(options_, lastStep_, loader_.batchSize() * microBatches_);
+    reporter_ = &reporter;
+    TrainResult result;
+    uint64_t step = options_.resumeDir.empty() ? 0 : restore();
+    result.firstStep = step + 1;
+    result.finalStep = step;
+    if (step >= lastStep_) {
+      reporter.message("the checkpoint is at step " + std::to_string(step) +
+                       "; nothing to do for " + std::to_string(lastStep_) +
+                       " steps");
+      return result;
+    }
+    reporter.message(describeRun(step + 1));
+    if (!options_.dumpGradsDir.empty())
+      dumpGradients(step + 1);
+    uint64_t savedStep = step;
+    reporter.start(step + 1);
+    while (step < lastStep_) {
+      ++step;
+      double lr = schedule_->lrAtStep(step);
+      float loss = optimizerStep(step, lr);
+      result.losses.push_back(loss);
+      result.finalStep = step;
+      reporter.step(step, loss, lr);
+      if (shouldSave(step)) {
+        save(step);
+        savedStep = step;
+      }
+    }
+    if (!options_.saveDir.empty() && savedStep != step)
+      save(step);
+    reporter.finish();
+    return result;
+  }
+
+private:
+  const Manifest &manifest() const { return artifact_.manifest(); }
+
+  void findHypers() {
+    const std::vector<Binding> &bindings = manifest().bindings;
+    for (size_t i = 0; i < bindings.size(); ++i) {
+      if (bindings[i].role != BindingRole::Hyper)
+        continue;
+      if (bindings[i].name == "lr")
+        lrHyper_ = static_cast<int>(i);
+      else if (bindings[i].name == "step")
+        stepHyper_ = static_cast<int>(i);
+      else
+        throw Error("hyper '" + bindings[i].name +
+                    "' is not one the trainer writes (known: lr, step)");
+    }
+  }
+
+  std::string describeRun(uint64_t firstStep) const {
+    const TrainConfig &train = manifest().train;
+    std::string text = "training " + options_.artifactDir + ": " +
+                       std::to_string(loader_.numSamples()) +
+                       " samples, batches of " +
+                       std::to_string(loader_.batchSize()) + " (" +
+                       std::to_string(loader_.batchesPerEpoch()) + " per epoch";
+    if (microBatches_ > 1)
+      text += ", " + std::to_string(microBatches_) + " per step";
+    text += "), steps " + std::to_string(firstStep) + ".." +
+            std::to_string(lastStep_) + ", optimizer " + train.optimizer +
+            ", lr schedule " + scheduleName(train.schedule.kind);
+    return text;
+  }
+
+  bool shouldSave(uint64_t step) const {
+    return !options_.saveDir.empty() && options_.saveEvery != 0 &&
+           step % options_.saveEvery == 0;
+  }
+
+  void setHypers(uint64_t step, double lr) {
+    if (lrHyper_ >= 0) {
+      size_t index = static_cast<size_t>(lrHyper_);
+      runner_.setBinding(
+          index, scalarTensor(manifest().bindings[index].dtype, lr, "lr"));
+    }
+    if (stepHyper_ >= 0) {
+      size_t index = static_cast<size_t>(stepHyper_);
+      runner_.setBinding(index,
+                         scalarTensor(manifest().bindings[index].dtype,
+                                      static_cast<double>(step), "step"));
+    }
+  }
+
+  void uploadBatch(const std::vector<Tensor> &batch) {
+    const std::vector<size_t> &indices = loader_.bindingIndices();
+    for (size_t i = 0; i < indices.size(); ++i)
+      runner_.setBinding(indices[i], batch[i]);
+  }
+
+  float readLoss(uint64_t step) {
+    float loss = *runner_.output(lossIndex_).data<float>();
+    if (!std::isfinite(loss))
+      throw Error("training diverged at step " + std::to_string(step) +
+                  ": the loss is " + (std::isnan(loss) ? "nan" : "inf"));
+    return loss;
+  }
+
+  /// One optimizer step over grad_accum micro-batches; the mean loss.
+  float optimizerStep(uint64_t step, double lr) {
+    setHypers(step, lr);
+    double sum = 0;
+    for (uint64_t micro = 0; micro < microBatches_; ++micro) {
+      uploadBatch(loader_.next());
+      bool last = micro + 1 == microBatches_;
+      runner_.run(last ? artifact_.entry() : artifact_.accumEntry());
+      sum += readLoss(step);
+    }
+    return static_cast<float>(sum / double(microBatches_));
+  }
+
+  /// grad_entry on the batch the first update will use.
+  void dumpGradients(uint64_t step) {
+    DataPosition position = loader_.position();
+    uploadBatch(loader_.next());
+    loader_.seek(position);
+    setHypers(step, schedule_->lrAtStep(step));
+    runner_.run(artifact_.gradEntry());
+    const std::string &dir = options_.dumpGradsDir;
+    createDirectories(joinPath(dir, "grad"));
+    writeNpy(joinPath(dir, "loss.npy"), runner_.output(lossIndex_));
+    for (const Output &grad : manifest().gradOutputs)
+      writeNpy(joinPath(dir, "grad/" + grad.file + ".npy"),
+               runner_.readArena(grad));
+    reporter_->message(
+        "wrote the loss and " + std::to_string(manifest().gradOutputs.size()) +
+        " gradient(s) of step " + std::to_string(step) + " to " + dir);
+  }
+
+  bool persistent(const Binding &binding) const {
+    return binding.role == BindingRole::Param ||
+           binding.role == BindingRole::State;
+  }
+
+  /// Checkpoint metadata that must match on resume: the data layout.
+  std::map<std::string, std::string> dataMetadata() const {
+    return {{"batch_size", std::to_string(loader_.batchSize())},
+            {"num_samples", std::to_string(loader_.numSamples())}};
+  }
+
+  void save(uint64_t step) {
+    Checkpoint checkpoint;
+    checkpoint.step = step;
+    checkpoint.epoch = loader_.position().epoch;
+    checkpoint.batch = loader_.position().batch;
+    checkpoint.seed = loader_.seed();
+    checkpoint.metadata = dataMetadata();
+    const std::vector<Binding> &bindings = manifest().bindings;
+    for (size_t i = 0; i < bindings.size(); ++i)
+      if (persistent(bindings[i]))
+        checkpoint.tensors[bindings[i].name] = runner_.binding(i);
+    saveCheckpoint(options_.saveDir, checkpoint);
+    reporter_->message("saved checkpoint " + options_.saveDir + " at step " +
+                       std::to_string(step));
+  }
+
+  /// Restores params, states and the data position; returns the step.
+  uint64_t restore() {
+    const std::string &dir = options_.resumeDir;
+    Checkpoint checkpoint = loadCheckpoint(dir, manifest());
+    if (checkpoint.seed != loader_.seed())
+      throw Error("the checkpoint in " + dir + " was written with seed " +
+                  std::to_string(checkpoint.seed) + "; this run has seed " +
+                  std::to_string(loader_.seed()) +
+                  " (the data order would differ)");
+    for (const auto &[key, value] : dataMetadata()) {
+      auto it = checkpoint.metadata.find(key);
+      if (it != checkpoint.metadata.end() && it->second != value)
+        throw Error("the checkpoint in " + dir + " was written with " + key +
+                    " " + it->second + "; this run has " + value);
+    }
+    try {
+      loader_.seek({checkpoint.epoch, checkpoint.batch});
+    } catch (const Error &failure) {
+      throw Error("the checkpoint in " + dir + ": " + failure.what());
+    }
+    const std::vector<Binding> &bindings = manifest().bindings;
+    for (size_t i = 0; i < bindings.size(); ++i)
+      if (persistent(bindings[i]))
+        runner_.setBinding(i, checkpoint.tensors.at(bindings[i].name));
+    reporter_->message("resumed from " + dir + " at step " +
+                       std::to_string(checkpoint.step) + " (epoch " +
+                       std::to_string(checkpoint.epoch) + ", batch " +
+                       std::to_string(checkpoint.batch) + ")");
+    return checkpoint.step;
+  }
+
+  const TrainOptions &options_;
+  Artifact artifact_;
+  Runner runner_;
+  DataLoader loader_;
+  uint64_t microBatches_ = 1;
+  size_t lossIndex_ = 0;
+  uint64_t lastStep_ = 0;
+  int lrHyper_ = -1, stepHyper_ = -1;
+  std::optional<Schedule> schedule_;
+  Reporter *reporter_ = nullptr;
+};
+
+} // namespace
+
+bool stderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+TrainResult train(const TrainOptions &options) {
+  TrainingRun run(options);
+  return run.run();
+}
+
+} // namespace ztc::rt

@@ -1,0 +1,94 @@
+//===- Trainer.h - the training loop of `ztc train` -------------*- C++ -*-===//
+//
+// Runs a training artifact (Artifact.h, kind "train") on the backend of its
+// target:
+//
+//   load artifact, data (DataLoader.h), optionally a checkpoint to resume
+//   for each optimizer step t = first..last:
+//     lr = schedule(t) (Schedule.h); write hypers "lr" and "step" (= t)
+//     for each of the grad_accum micro-batches: upload the next batch, call
+//       accum_entry (all but the last) or entry (the last), read "loss"
+//     check the loss is finite; log; save a checkpoint every saveEvery steps
+//   save a checkpoint at the end
+//
+// Params and states live in the Runner's binding buffers for the whole run:
+// the step updates them in place and nothing re-uploads them. A run with
+// `steps` = N ends at optimizer step N counted from the start of training,
+// so resuming a checkpoint of step 10 with steps = 20 runs steps 11..20 on
+// the batches an uninterrupted run would have used, and ends with the same
+// params bit for bit. (When the manifest's total_steps is 0, a decaying lr
+// schedule spans the run's last step: give a resumed run the same steps.)
+//
+// Logging goes through TrainOptions::log, one message per call. With
+// progressBar, the per-step report is a single line on stderr redrawn in
+// place; otherwise every logEvery steps (and at the last) a line like
+//   step 10/100  loss 2.301234  lr 1.000e-03  1234.5 samples/s
+//
+// Errors are ztc::rt::Error; besides those of the parts:
+//   ARTIFACT: not a training artifact (manifest kind 'forward')
+//   training diverged at step 7: the loss is nan
+//   train.grad_accum is 4, but gradient accumulation needs an accum_entry
+//     the artifact lacks
+//   --dump-grads needs a grad_entry the artifact lacks
+//   --save-every needs --save-dir
+//   the checkpoint in DIR was written with seed 1; this run has seed 0
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_TRAINER_H
+#define ZTC_RUNTIME_TRAINER_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ztc::rt {
+
+/// Whether stderr is a terminal (the progress bar's default).
+bool stderrIsTerminal();
+
+struct TrainOptions {
+  std::string artifactDir;
+  std::string dataDir;
+  /// The optimizer step to stop after, counted from the start of training
+  /// (a resumed run continues to it); 0: `epochs` decides.
+  uint64_t steps = 0;
+  /// Epochs from the start of training, when steps is 0: epochs *
+  /// floor(batchesPerEpoch / grad_accum) optimizer steps.
+  uint64_t epochs = 1;
+  /// Seeds the data order (DataLoader.h).
+  uint64_t seed = 0;
+  /// Plain log line every logEvery steps (0: only the last step).
+  uint64_t logEvery = 10;
+  /// Where checkpoints go; empty: none.
+  std::string saveDir;
+  /// Also save every saveEvery steps (0: only at the end).
+  uint64_t saveEvery = 0;
+  /// A checkpoint directory to continue from; empty: start from
+  /// init.safetensors.
+  std::string resumeDir;
+  /// Before the first update, run grad_entry on the first batch and write
+  /// DIR/loss.npy and DIR/grad/<file>.npy per grad output; empty: don't.
+  std::string dumpGradsDir;
+  /// Redraw one progress line on stderr instead of plain log lines.
+  bool progressBar = stderrIsTerminal();
+  /// Receives each message (no trailing newline); empty: print to stderr.
+  std::function<void(const std::string &)> log;
+};
+
+struct TrainResult {
+  /// The loss of every optimizer step this run executed (the mean over
+  /// micro-batches when accumulating), steps firstStep..finalStep.
+  std::vector<float> losses;
+  uint64_t firstStep = 0;
+  /// The last optimizer step completed (the resumed step if none ran).
+  uint64_t finalStep = 0;
+};
+
+/// Trains; see the file comment.
+TrainResult train(const TrainOptions &options);
+
+} // namespace ztc::rt
+
+#endif // ZTC_RUNTIME_TRAINER_H

@@ -1,0 +1,1491 @@
+//===- CudaKernels.cuh - kernels the generated CUDA code calls --*- C++ -*-===//
+//
+// Header-only library included by the CUDA source that ztc emits for the
+// CUDA target (step.cu). It offers the API of CpuKernels.h in namespace
+// ztc::cuda, with the same semantics (see that file's comment), plus one
+// trailing `cudaStream_t stream` argument: every function enqueues its work
+// on `stream` and returns without synchronizing. Data pointers are device
+// pointers; `Dims` and the `const int64_t *` parameter arrays (strides,
+// pads, perm, ...) are host values, read before the launch.
+//
+// Where the CUDA library differs from the CPU one:
+//  - Nothing throws or aborts (generated code is plain host code). The first
+//    failing CUDA or cuBLAS call is recorded, with the call and the kernel
+//    it served ("cublasGemmStridedBatchedEx in matmul: CUBLAS_STATUS_..."),
+//    in a process-wide error state: lastError() / clearError(). Invalid
+//    data that only shows on the device (a gather index or a loss target
+//    out of range) writes 0 for that element and leaves a device-side record
+//    that lastError() also reports, so call lastError() after synchronizing.
+//    The runtime reaches both through the C symbols ztc_cuda_last_error and
+//    ztc_cuda_clear_error of the compiled step.
+//  - Sums reduce in parallel trees: deterministic for a given shape, but in
+//    another order than on the CPU, so results agree to rounding error.
+//  - Matrix products of float, double, f16 and bf16 run on cuBLAS
+//    (cublasGemmStridedBatchedEx): f32 computes in f32 (never TF32), f16 and
+//    bf16 accumulate in f32 and round once; integers use a plain kernel.
+//    conv2d is im2col + the same product, or a direct kernel for integers and
+//    for small patches (depthwise, first layers).
+//  - One cuBLAS handle per device, created on first use and kept for the
+//    process; products on it are serialized by a mutex, so generated code
+//    may run on several host threads.
+//
+// Builds with nvcc -std=c++17 and no extended-lambda or relaxed-constexpr
+// flags: kernels are function objects run by two generic launchers. One
+// translation unit per shared object includes this file (the device-side
+// data-error record is per translation unit). With ZTC_CUDA_HOST_EMULATION
+// defined it compiles with a host compiler instead and runs every kernel
+// body serially on the host with host pointers (cuBLAS replaced by the plain
+// product), so the index arithmetic is tested on machines without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CUDAKERNELS_CUH
+#define ZTC_RUNTIME_KERNELS_CUDAKERNELS_CUH
+
+#include "Half.h"
+
+#include <cuda_runtime_api.h>
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+#include <cublas_v2.h>
+#endif
+
+#include <math.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ztc::cuda {
+
+/// A static shape (rank <= 8), built from a braced list in generated code;
+/// the same layout as ztc::cpu::Dims, passed to kernels by value.
+struct Dims {
+  int64_t rank = 0;
+  int64_t d[8] = {0};
+  Dims() = default;
+  Dims(std::initializer_list<int64_t> dims);
+  ZTC_HOST_DEVICE int64_t numElements() const {
+    int64_t count = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      count *= d[i];
+    return count;
+  }
+  ZTC_HOST_DEVICE int64_t operator[](int64_t i) const { return d[i]; }
+};
+
+inline Dims::Dims(std::initializer_list<int64_t> dims) {
+  for (int64_t size : dims)
+    if (rank < 8)
+      d[rank++] = size;
+}
+
+/// What `reduce` computes over the reduced dimensions.
+enum class ReduceKind { Sum, Mean, Max };
+
+/// The first failure recorded since the last clearError(), or "" when none.
+/// Reads the device-side data-error record, so call it after synchronizing.
+std::string lastError();
+/// Forgets the recorded failure, on the host and on the current device.
+void clearError();
+
+//===----------------------------------------------------------------------===//
+// Internal helpers
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// The type a kernel computes in: float for the 16-bit types.
+template <typename T> struct Compute { using type = T; };
+template <> struct Compute<f16> { using type = float; };
+template <> struct Compute<bf16> { using type = float; };
+template <typename T> using ComputeT = typename Compute<T>::type;
+
+/// The type sums accumulate in: double for floating point, T for integers.
+template <typename T>
+using SumT = std::conditional_t<std::is_integral_v<T>, T, double>;
+
+template <typename T> ZTC_HOST_DEVICE ComputeT<T> load(T value) {
+  return static_cast<ComputeT<T>>(value);
+}
+
+template <typename T, typename U> ZTC_HOST_DEVICE T store(U value) {
+  return static_cast<T>(static_cast<ComputeT<T>>(value));
+}
+
+template <typename T> ZTC_HOST_DEVICE bool isNan(T value) {
+  return value != value;
+}
+
+ZTC_HOST_DEVICE inline float mathExp(float x) { return ::expf(x); }
+ZTC_HOST_DEVICE inline double mathExp(double x) { return ::exp(x); }
+ZTC_HOST_DEVICE inline float mathLog(float x) { return ::logf(x); }
+ZTC_HOST_DEVICE inline double mathLog(double x) { return ::log(x); }
+ZTC_HOST_DEVICE inline float mathSqrt(float x) { return ::sqrtf(x); }
+ZTC_HOST_DEVICE inline double mathSqrt(double x) { return ::sqrt(x); }
+// Integers compute in double, as std::exp(int) does on the CPU.
+template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
+ZTC_HOST_DEVICE double mathExp(I x) {
+  return ::exp(static_cast<double>(x));
+}
+template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
+ZTC_HOST_DEVICE double mathLog(I x) {
+  return ::log(static_cast<double>(x));
+}
+template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
+ZTC_HOST_DEVICE double mathSqrt(I x) {
+  return ::sqrt(static_cast<double>(x));
+}
+
+/// a + b, for tree reductions.
+struct SumOp {
+  template <typename A> ZTC_HOST_DEVICE A operator()(A a, A b) const {
+    return a + b;
+  }
+};
+
+/// std::max's choice (a NaN argument b is dropped): softmax's row maximum.
+struct MaxOp {
+  template <typename A> ZTC_HOST_DEVICE A operator()(A a, A b) const {
+    return a < b ? b : a;
+  }
+};
+
+/// The maximum that propagates NaN: reduce<T, Max>.
+struct MaxNanOp {
+  template <typename A> ZTC_HOST_DEVICE A operator()(A a, A b) const {
+    return (b > a || isNan(b)) ? b : a;
+  }
+};
+
+/// The identity of max: -infinity, or the lowest value for integers.
+template <typename Acc> Acc lowestValue() {
+  return std::numeric_limits<Acc>::has_infinity
+             ? -std::numeric_limits<Acc>::infinity()
+             : std::numeric_limits<Acc>::lowest();
+}
+
+inline int64_t product(const Dims &dims, int64_t begin, int64_t end) {
+  int64_t count = 1;
+  for (int64_t i = begin; i < end; ++i)
+    count *= dims.d[i];
+  return count;
+}
+
+/// Row-major element strides of `dims`.
+inline void contiguousStrides(const Dims &dims, int64_t *strides) {
+  int64_t stride = 1;
+  for (int64_t i = dims.rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= dims.d[i];
+  }
+}
+
+/// The offsets of row-major position `flat` of dims[0, rank) under two sets
+/// of strides.
+ZTC_HOST_DEVICE inline void stridedOffsets(int64_t flat, const int64_t *dims,
+                                           int64_t rank,
+                                           const int64_t *stridesA,
+                                           const int64_t *stridesB,
+                                           int64_t &offsetA, int64_t &offsetB) {
+  offsetA = offsetB = 0;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    int64_t index = flat % dims[i];
+    flat /= dims[i];
+    offsetA += index * stridesA[i];
+    offsetB += index * stridesB[i];
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Error state
+//===----------------------------------------------------------------------===//
+
+struct ErrorState {
+  std::mutex mutex;
+  std::string message;
+  /// The device-side record was seen set and must be reset by clearError.
+  bool deviceRecordSet = false;
+};
+
+inline ErrorState &errorState() {
+  static ErrorState state;
+  return state;
+}
+
+/// Keeps `message` unless an earlier failure is recorded.
+inline void recordError(const std::string &message) {
+  ErrorState &state = errorState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.message.empty())
+    state.message = message;
+}
+
+inline std::string describeCuda(cudaError_t status) {
+  return std::string(cudaGetErrorName(status)) + " (" +
+         cudaGetErrorString(status) + ")";
+}
+
+/// Records a failed `call` made for `kernel`; true when `status` is success.
+inline bool checkCuda(cudaError_t status, const char *call,
+                      const char *kernel) {
+  if (status == cudaSuccess)
+    return true;
+  recordError(std::string(call) + " in " + kernel + ": " +
+              describeCuda(status));
+  return false;
+}
+
+/// Invalid data found by a kernel; the first one is kept.
+enum DataErrorKind : int {
+  kNoDataError = 0,
+  kGatherIndex = 1,
+  kLossTarget = 2
+};
+
+struct DataError {
+  int kind;
+  long long value, low, high;
+};
+
+/// The CpuKernels.h wording: "gather: index 70 is outside [-64, 64)".
+inline std::string describeDataError(const DataError &error) {
+  const char *what =
+      error.kind == kGatherIndex ? "gather: index" : "nllLoss: target";
+  return std::string(what) + " " + std::to_string(error.value) +
+         " is outside [" + std::to_string(error.low) + ", " +
+         std::to_string(error.high) + ")";
+}
+
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+/// kind: 0 free, -1 being written, else a DataErrorKind.
+static __device__ DataError deviceDataError;
+#endif
+
+/// Called by a kernel thread that found invalid data.
+static ZTC_HOST_DEVICE inline void reportDataError(int kind, int64_t value,
+                                                   int64_t low, int64_t high) {
+#if defined(__CUDA_ARCH__)
+  if (atomicCAS(&deviceDataError.kind, 0, -1) == 0) {
+    deviceDataError.value = value;
+    deviceDataError.low = low;
+    deviceDataError.high = high;
+    __threadfence();
+    atomicExch(&deviceDataError.kind, kind);
+  }
+#else
+  recordError(describeDataError({kind, value, low, high}));
+#endif
+}
+
+/// Moves a set device-side record into the host error state. A failing read
+/// (a sticky error from a crashed kernel) is left for the caller's own
+/// synchronize to report.
+static inline void collectDeviceDataError() {
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+  DataError record{};
+  if (cudaMemcpyFromSymbol(&record, deviceDataError, sizeof(record)) !=
+      cudaSuccess)
+    return;
+  if (record.kind == kNoDataError)
+    return;
+  recordError(describeDataError(record));
+  ErrorState &state = errorState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.deviceRecordSet = true;
+#endif
+}
+
+static inline void resetDeviceDataError() {
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+  DataError record{};
+  (void)cudaMemcpyToSymbol(deviceDataError, &record, sizeof(record));
+#endif
+}
+
+//===----------------------------------------------------------------------===//
+// Launching kernel bodies
+//===----------------------------------------------------------------------===//
+//
+// A kernel is a function object. An element body has
+//   ZTC_HOST_DEVICE void operator()(int64_t i) const
+// and runs once per element; a row body has
+//   template <typename Team> ZTC_HOST_DEVICE
+//   void operator()(int64_t row, const Team &team) const
+// and runs once per row on a whole thread block (`team`), which splits the
+// row by team.rank() / team.size() and combines partial results with
+// team.reduce(value, op). Every thread of the block calls team.reduce the
+// same number of times.
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+
+inline unsigned blockCount(int64_t work, int64_t perBlock) {
+  int64_t blocks = (work + perBlock - 1) / perBlock;
+  return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+#if defined(__CUDACC__) && !defined(ZTC_CUDA_HOST_EMULATION)
+template <typename Acc> __device__ Acc shuffleDown(Acc value, int offset) {
+  constexpr unsigned kAll = 0xffffffffu;
+  if constexpr (std::is_same_v<Acc, float> || std::is_same_v<Acc, double>)
+    return __shfl_down_sync(kAll, value, offset);
+  else if constexpr (sizeof(Acc) == 8)
+    return static_cast<Acc>(
+        __shfl_down_sync(kAll, static_cast<long long>(value), offset));
+  else
+    return static_cast<Acc>(
+        __shfl_down_sync(kAll, static_cast<int>(value), offset));
+}
+
+/// Combines `value` over the block (blockDim.x a multiple of 32); every
+/// thread gets the result.
+template <typename Acc, typename Op>
+__device__ Acc blockReduce(Acc value, Op op) {
+  static_assert(sizeof(Acc) <= sizeof(double), "partials hold 8 bytes");
+  __shared__ double storage[32];
+  Acc *partial = reinterpret_cast<Acc *>(storage);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int warps = (blockDim.x + 31) >> 5;
+  // Lane 0 of each warp ends with its warp's value (lanes past the end read
+  // themselves, but lane 0 never reads a lane that did).
+  for (int offset = 16; offset > 0; offset >>= 1)
+    value = op(value, shuffleDown(value, offset));
+  __syncthreads(); // `storage` may still be read by the previous reduce
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    Acc mine = lane < warps ? partial[lane] : partial[0];
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      Acc other = shuffleDown(mine, offset);
+      if (lane + offset < warps)
+        mine = op(mine, other);
+    }
+    if (lane == 0)
+      partial[0] = mine;
+  }
+  __syncthreads();
+  return partial[0];
+}
+#endif
+
+/// The threads that run one row: the whole block on the device, one thread
+/// on the host (emulation).
+struct BlockTeam {
+  ZTC_HOST_DEVICE int64_t rank() const {
+#if defined(__CUDA_ARCH__)
+    return threadIdx.x;
+#else
+    return 0;
+#endif
+  }
+  ZTC_HOST_DEVICE int64_t size() const {
+#if defined(__CUDA_ARCH__)
+    return blockDim.x;
+#else
+    return 1;
+#endif
+  }
+  template <typename Acc, typename Op>
+  ZTC_HOST_DEVICE Acc reduce(Acc value, Op op) const {
+#if defined(__CUDA_ARCH__)
+    return blockReduce(value, op);
+#else
+    (void)op;
+    return value;
+#endif
+  }
+};
+
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+template <typename Body>
+__global__ void elementsKernel(int64_t count, Body body) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+       i += (int64_t)gridDim.x * blockDim.x)
+    body(i);
+}
+
+template <typename Body> __global__ void rowsKernel(int64_t rows, Body body) {
+  BlockTeam team;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+    body(row, team);
+}
+#endif
+
+/// Runs `body(i)` for i in [0, count).
+template <typename Body>
+void launchElements(int64_t count, const Body &body, cudaStream_t stream,
+                    const char *kernel) {
+  if (count <= 0)
+    return;
+#if defined(ZTC_CUDA_HOST_EMULATION)
+  (void)stream;
+  (void)kernel;
+  for (int64_t i = 0; i < count; ++i)
+    body(i);
+#else
+  elementsKernel<<<blockCount(count, kThreads), kThreads, 0, stream>>>(count,
+                                                                       body);
+  checkCuda(cudaGetLastError(), "kernel launch", kernel);
+#endif
+}
+
+/// Runs `body(row, team)` for row in [0, rows), one block per row; the block
+/// size follows `rowLength` (a multiple of 32, at most kThreads).
+template <typename Body>
+void launchRows(int64_t rows, int64_t rowLength, const Body &body,
+                cudaStream_t stream, const char *kernel) {
+  if (rows <= 0)
+    return;
+  BlockTeam team;
+#if defined(ZTC_CUDA_HOST_EMULATION)
+  (void)rowLength;
+  (void)stream;
+  (void)kernel;
+  for (int64_t row = 0; row < rows; ++row)
+    body(row, team);
+#else
+  (void)team;
+  int64_t threads = (rowLength + 31) / 32 * 32;
+  threads = threads < 32 ? 32 : threads > kThreads ? kThreads : threads;
+  rowsKernel<<<blockCount(rows, 1), static_cast<unsigned>(threads), 0,
+               stream>>>(rows, body);
+  checkCuda(cudaGetLastError(), "kernel launch", kernel);
+#endif
+}
+
+/// `count` elements of scratch device memory, stream-ordered; nullptr (and
+/// an error recorded) on failure.
+template <typename T>
+T *allocateScratch(int64_t count, cudaStream_t stream, const char *kernel) {
+  size_t bytes = static_cast<size_t>(count) * sizeof(T);
+#if defined(ZTC_CUDA_HOST_EMULATION)
+  (void)stream;
+  (void)kernel;
+  return static_cast<T *>(std::malloc(bytes ? bytes : 1));
+#else
+  void *memory = nullptr;
+  if (!checkCuda(cudaMallocAsync(&memory, bytes ? bytes : 1, stream),
+                 "cudaMallocAsync", kernel))
+    return nullptr;
+  return static_cast<T *>(memory);
+#endif
+}
+
+inline void freeScratch(void *memory, cudaStream_t stream, const char *kernel) {
+#if defined(ZTC_CUDA_HOST_EMULATION)
+  (void)stream;
+  (void)kernel;
+  std::free(memory);
+#else
+  checkCuda(cudaFreeAsync(memory, stream), "cudaFreeAsync", kernel);
+#endif
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+/// A batch of row-major products C[b] = A[b] * B[b] (+ C[b] when
+/// accumulating): A[b] = a + b*strideA is [m, k] with leading dimension lda,
+/// B[b] is [k, n] (ldb), C[b] is [m, n] (ldc). Strides may be 0.
+struct GemmShape {
+  int64_t batch, m, n, k, lda, ldb, ldc, strideA, strideB, strideC;
+};
+
+/// One output element per call, accumulated in ComputeT<T> (the CPU gemm's
+/// fallback): integers, k == 0, and the host emulation.
+template <typename T> struct GemmBody {
+  const T *a, *b;
+  T *c;
+  GemmShape s;
+  bool accumulate;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t col = flat % s.n, row = (flat / s.n) % s.m;
+    int64_t batch = flat / (s.n * s.m);
+    const T *aRow = a + batch * s.strideA + row * s.lda;
+    const T *bCol = b + batch * s.strideB + col;
+    T *out = c + batch * s.strideC + row * s.ldc + col;
+    Acc acc = accumulate ? load(*out) : Acc(0);
+    for (int64_t p = 0; p < s.k; ++p)
+      acc += load(aRow[p]) * load(bCol[p * s.ldb]);
+    *out = store<T>(acc);
+  }
+};
+
+template <typename T>
+constexpr bool kCublasType =
+    std::is_same_v<T, float> || std::is_same_v<T, double> ||
+    std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+inline bool checkCublas(cublasStatus_t status, const char *call,
+                        const char *kernel) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return true;
+  recordError(std::string(call) + " in " + kernel + ": " +
+              cublasGetStatusName(status) + " (" +
+              cublasGetStatusString(status) + ")");
+  return false;
+}
+
+/// Serializes cublasSetStream + the products that follow on a shared handle.
+inline std::mutex &cublasMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// The current device's handle, created on first use (call with
+/// cublasMutex() held); nullptr with an error recorded on failure.
+inline cublasHandle_t cublasHandleForDevice(const char *kernel) {
+  static std::vector<cublasHandle_t> handles;
+  int device = 0;
+  if (!checkCuda(cudaGetDevice(&device), "cudaGetDevice", kernel))
+    return nullptr;
+  if (handles.size() <= static_cast<size_t>(device))
+    handles.resize(device + 1, nullptr);
+  if (!handles[device]) {
+    cublasHandle_t handle = nullptr;
+    if (!checkCublas(cublasCreate(&handle), "cublasCreate", kernel))
+      return nullptr;
+    // No split-K reductions in 16-bit: sums stay in f32 until the store.
+    checkCublas(
+        cublasSetMathMode(
+            handle, static_cast<cublasMath_t>(
+                        CUBLAS_DEFAULT_MATH |
+                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+        "cublasSetMathMode", kernel);
+    handles[device] = handle;
+  }
+  return handles[device];
+}
+
+template <typename T> cudaDataType_t cublasDataType() {
+  if constexpr (std::is_same_v<T, double>)
+    return CUDA_R_64F;
+  else if constexpr (std::is_same_v<T, f16>)
+    return CUDA_R_16F;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return CUDA_R_16BF;
+  else
+    return CUDA_R_32F;
+}
+
+/// GemmShape on cuBLAS. cuBLAS is column-major: the row-major C = A * B is
+/// the column-major C^T = B^T * A^T, so B goes first and m and n swap.
+template <typename T>
+void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
+                bool accumulate, cudaStream_t stream, const char *kernel) {
+  const int64_t kIntMax = INT_MAX;
+  if (s.m > kIntMax || s.n > kIntMax || s.k > kIntMax || s.lda > kIntMax ||
+      s.ldb > kIntMax || s.ldc > kIntMax) {
+    recordError(std::string(kernel) +
+                ": a dimension exceeds the int range of cuBLAS");
+    return;
+  }
+  // Double computes in double; everything else in f32 with f32 scalars.
+  constexpr bool kDouble = std::is_same_v<T, double>;
+  using Scalar = std::conditional_t<kDouble, double, float>;
+  Scalar alpha = 1, beta = accumulate ? 1 : 0;
+  cublasComputeType_t compute =
+      kDouble ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  cudaDataType_t type = cublasDataType<T>();
+
+  std::lock_guard<std::mutex> lock(cublasMutex());
+  cublasHandle_t handle = cublasHandleForDevice(kernel);
+  if (!handle ||
+      !checkCublas(cublasSetStream(handle, stream), "cublasSetStream", kernel))
+    return;
+  // Batches go in chunks: grids cap the batch count cuBLAS launches.
+  constexpr int64_t kMaxBatch = 65535;
+  for (int64_t first = 0; first < s.batch; first += kMaxBatch) {
+    int64_t count = s.batch - first < kMaxBatch ? s.batch - first : kMaxBatch;
+    cublasStatus_t status = cublasGemmStridedBatchedEx(
+        handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s.n),
+        static_cast<int>(s.m), static_cast<int>(s.k), &alpha,
+        b + first * s.strideB, type, static_cast<int>(s.ldb), s.strideB,
+        a + first * s.strideA, type, static_cast<int>(s.lda), s.strideA, &beta,
+        c + first * s.strideC, type, static_cast<int>(s.ldc), s.strideC,
+        static_cast<int>(count), compute, CUBLAS_GEMM_DEFAULT);
+    if (!checkCublas(status, "cublasGemmStridedBatchedEx", kernel))
+      return;
+  }
+}
+#endif
+
+/// Runs GemmShape: cuBLAS where it applies, else GemmBody.
+template <typename T>
+void gemm(const T *a, const T *b, T *c, const GemmShape &s, bool accumulate,
+          cudaStream_t stream, const char *kernel) {
+  if (s.batch == 0 || s.m == 0 || s.n == 0)
+    return;
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+  if constexpr (kCublasType<T>) {
+    if (s.k > 0) {
+      cublasGemm(a, b, c, s, accumulate, stream, kernel);
+      return;
+    }
+  }
+#endif
+  launchElements(s.batch * s.m * s.n, GemmBody<T>{a, b, c, s, accumulate},
+                 stream, kernel);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Element strides of a copy over `dims`; strides may be negative.
+struct CopyPlan {
+  int64_t rank;
+  int64_t dims[8];
+  int64_t src[8];
+  int64_t dst[8];
+};
+
+template <typename T> struct StridedCopyBody {
+  const T *x;
+  T *y;
+  CopyPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t from, to;
+    stridedOffsets(flat, p.dims, p.rank, p.src, p.dst, from, to);
+    y[to] = x[from];
+  }
+};
+
+/// dst[index * dstStrides] = src[index * srcStrides] for every index of
+/// `dims`.
+template <typename T>
+void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
+                 const int64_t *dstStrides, const Dims &dims,
+                 cudaStream_t stream, const char *kernel) {
+  CopyPlan plan{};
+  plan.rank = dims.rank;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    plan.dims[i] = dims.d[i];
+    plan.src[i] = srcStrides[i];
+    plan.dst[i] = dstStrides[i];
+  }
+  launchElements(dims.numElements(), StridedCopyBody<T>{src, dst, plan}, stream,
+                 kernel);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel bodies
+//===----------------------------------------------------------------------===//
+
+/// conv2d's geometry (pads: top, left).
+struct ConvPlan {
+  int64_t channels, height, width;
+  int64_t outChannels, groupChannels, groupOut;
+  int64_t kH, kW, outH, outW;
+  int64_t strideH, strideW, padH, padW, dilationH, dilationW;
+};
+
+/// cols[image][c * kH * kW + kh * kW + kw][oh * outW + ow] for the images
+/// starting at x; the group-g rows are g's GEMM operand.
+template <typename T> struct Im2colBody {
+  const T *x;
+  T *cols;
+  ConvPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t pixels = p.outH * p.outW, taps = p.kH * p.kW;
+    int64_t pixel = flat % pixels;
+    int64_t r = (flat / pixels) % (p.channels * taps);
+    int64_t image = flat / (pixels * p.channels * taps);
+    int64_t c = r / taps, kh = (r / p.kW) % p.kH, kw = r % p.kW;
+    int64_t ih = (pixel / p.outW) * p.strideH - p.padH + kh * p.dilationH;
+    int64_t iw = (pixel % p.outW) * p.strideW - p.padW + kw * p.dilationW;
+    bool inside = ih >= 0 && ih < p.height && iw >= 0 && iw < p.width;
+    cols[flat] =
+        inside ? x[((image * p.channels + c) * p.height + ih) * p.width + iw]
+               : T(0.0f);
+  }
+};
+
+/// y[image][o][pixel] = bias[o]: the GEMM then accumulates onto it, so the
+/// sum rounds once, as on the CPU.
+template <typename T> struct BiasFillBody {
+  const T *bias;
+  T *y;
+  int64_t channels, pixels;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    y[flat] = bias[(flat / pixels) % channels];
+  }
+};
+
+/// One output of conv2d summed directly.
+template <typename T> struct DirectConvBody {
+  const T *x, *w, *bias;
+  T *y;
+  ConvPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
+    int64_t o = (flat / (p.outW * p.outH)) % p.outChannels;
+    int64_t n = flat / (p.outW * p.outH * p.outChannels);
+    int64_t g = o / p.groupOut;
+    Acc acc = bias ? load(bias[o]) : Acc(0);
+    for (int64_t c = 0; c < p.groupChannels; ++c) {
+      const T *plane =
+          x + (n * p.channels + g * p.groupChannels + c) * p.height * p.width;
+      const T *taps = w + (o * p.groupChannels + c) * p.kH * p.kW;
+      for (int64_t kh = 0; kh < p.kH; ++kh) {
+        int64_t ih = oh * p.strideH - p.padH + kh * p.dilationH;
+        if (ih < 0 || ih >= p.height)
+          continue;
+        for (int64_t kw = 0; kw < p.kW; ++kw) {
+          int64_t iw = ow * p.strideW - p.padW + kw * p.dilationW;
+          if (iw < 0 || iw >= p.width)
+            continue;
+          acc += load(plane[ih * p.width + iw]) * load(taps[kh * p.kW + kw]);
+        }
+      }
+    }
+    y[flat] = store<T>(acc);
+  }
+};
+
+/// 2-D pooling geometry (pads: top, left).
+struct PoolPlan {
+  int64_t height, width, outH, outW;
+  int64_t kH, kW, strideH, strideW, padH, padW, dilationH, dilationW;
+};
+
+template <typename T> struct MaxPoolBody {
+  const T *x;
+  T *y;
+  PoolPlan p;
+  ComputeT<T> lowest;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
+    const T *in = x + (flat / (p.outW * p.outH)) * p.height * p.width;
+    Acc best = lowest;
+    for (int64_t kh = 0; kh < p.kH; ++kh) {
+      int64_t ih = oh * p.strideH - p.padH + kh * p.dilationH;
+      if (ih < 0 || ih >= p.height)
+        continue;
+      for (int64_t kw = 0; kw < p.kW; ++kw) {
+        int64_t iw = ow * p.strideW - p.padW + kw * p.dilationW;
+        if (iw < 0 || iw >= p.width)
+          continue;
+        Acc value = load(in[ih * p.width + iw]);
+        if (value > best || isNan(value))
+          best = value;
+      }
+    }
+    y[flat] = store<T>(best);
+  }
+};
+
+template <typename T> struct AvgPoolBody {
+  const T *x;
+  T *y;
+  PoolPlan p;
+  bool countIncludePad;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
+    const T *in = x + (flat / (p.outW * p.outH)) * p.height * p.width;
+    // The window clamped to the input, as detail::poolWindow on the CPU.
+    int64_t top = oh * p.strideH - p.padH, left = ow * p.strideW - p.padW;
+    int64_t rowBegin = top > 0 ? top : 0;
+    int64_t rowEnd = top + p.kH < p.height ? top + p.kH : p.height;
+    int64_t colBegin = left > 0 ? left : 0;
+    int64_t colEnd = left + p.kW < p.width ? left + p.kW : p.width;
+    Acc sum = 0;
+    for (int64_t ih = rowBegin; ih < rowEnd; ++ih)
+      for (int64_t iw = colBegin; iw < colEnd; ++iw)
+        sum += load(in[ih * p.width + iw]);
+    int64_t count = countIncludePad ? p.kH * p.kW
+                                    : (rowEnd - rowBegin) * (colEnd - colBegin);
+    y[flat] = store<T>(sum / static_cast<Acc>(count));
+  }
+};
+
+/// softmax (log = false) or logSoftmax (log = true) of one row along the
+/// axis: `length` elements `inner` apart.
+template <typename T> struct SoftmaxBody {
+  const T *x;
+  T *y;
+  int64_t length, inner;
+  bool log;
+  ComputeT<T> lowest;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
+    using Acc = ComputeT<T>;
+    int64_t base = (row / inner) * length * inner + row % inner;
+    const T *in = x + base;
+    T *out = y + base;
+    Acc maximum = lowest;
+    for (int64_t i = team.rank(); i < length; i += team.size())
+      maximum = MaxOp()(maximum, load(in[i * inner]));
+    maximum = team.reduce(maximum, MaxOp());
+    Acc sum = 0;
+    for (int64_t i = team.rank(); i < length; i += team.size())
+      sum += mathExp(load(in[i * inner]) - maximum);
+    sum = team.reduce(sum, SumOp());
+    if (log) {
+      Acc shift = maximum + mathLog(sum);
+      for (int64_t i = team.rank(); i < length; i += team.size())
+        out[i * inner] = store<T>(load(in[i * inner]) - shift);
+    } else {
+      for (int64_t i = team.rank(); i < length; i += team.size())
+        out[i * inner] = store<T>(mathExp(load(in[i * inner]) - maximum) / sum);
+    }
+  }
+};
+
+template <typename T> struct LayerNormBody {
+  const T *x, *scale, *bias;
+  T *y;
+  int64_t length;
+  double epsilon;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
+    using Acc = ComputeT<T>;
+    const T *in = x + row * length;
+    T *out = y + row * length;
+    Acc sum = 0;
+    for (int64_t i = team.rank(); i < length; i += team.size())
+      sum += load(in[i]);
+    Acc mean = team.reduce(sum, SumOp()) / static_cast<Acc>(length);
+    Acc squares = 0;
+    for (int64_t i = team.rank(); i < length; i += team.size()) {
+      Acc centered = load(in[i]) - mean;
+      squares += centered * centered;
+    }
+    Acc variance = team.reduce(squares, SumOp()) / static_cast<Acc>(length);
+    Acc inverse = Acc(1) / mathSqrt(variance + static_cast<Acc>(epsilon));
+    for (int64_t i = team.rank(); i < length; i += team.size()) {
+      Acc value = (load(in[i]) - mean) * inverse * load(scale[i]);
+      if (bias)
+        value += load(bias[i]);
+      out[i] = store<T>(value);
+    }
+  }
+};
+
+template <typename T> struct BatchNormBody {
+  const T *x, *scale, *bias, *mean, *var;
+  T *y;
+  int64_t channels, spatial;
+  double epsilon;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t c = (flat / spatial) % channels;
+    Acc inverse = Acc(1) / mathSqrt(load(var[c]) + static_cast<Acc>(epsilon));
+    Acc factor = load(scale[c]) * inverse;
+    Acc shift = load(bias[c]) - load(mean[c]) * factor;
+    y[flat] = store<T>(load(x[flat]) * factor + shift);
+  }
+};
+
+/// reduce's split of the dimensions into kept (outputs) and reduced ones.
+struct ReducePlan {
+  int64_t keptRank, kept[8], keptStrides[8];
+  int64_t reducedRank, reduced[8], reducedStrides[8];
+  int64_t count; // elements per output
+  ZTC_HOST_DEVICE int64_t offsetOf(int64_t rank, const int64_t *dims,
+                                   const int64_t *strides, int64_t flat) const {
+    int64_t offset = 0;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      offset += (flat % dims[i]) * strides[i];
+      flat /= dims[i];
+    }
+    return offset;
+  }
+  ZTC_HOST_DEVICE int64_t keptOffset(int64_t output) const {
+    return offsetOf(keptRank, kept, keptStrides, output);
+  }
+  ZTC_HOST_DEVICE int64_t reducedOffset(int64_t step) const {
+    return offsetOf(reducedRank, reduced, reducedStrides, step);
+  }
+};
+
+template <typename T, ReduceKind Kind>
+using ReduceAcc =
+    std::conditional_t<Kind == ReduceKind::Max, ComputeT<T>, SumT<T>>;
+
+template <ReduceKind Kind>
+using ReduceOp = std::conditional_t<Kind == ReduceKind::Max, MaxNanOp, SumOp>;
+
+template <typename T, ReduceKind Kind, typename Acc>
+ZTC_HOST_DEVICE T finishReduce(Acc acc, int64_t count) {
+  if constexpr (Kind == ReduceKind::Mean)
+    if (count > 0)
+      acc = acc / static_cast<Acc>(count);
+  return store<T>(acc);
+}
+
+/// One output per thread, walking its elements with an odometer (short
+/// reductions).
+template <typename T, ReduceKind Kind> struct ReduceElementBody {
+  const T *x;
+  T *y;
+  ReducePlan p;
+  ReduceAcc<T, Kind> identity;
+  ZTC_HOST_DEVICE void operator()(int64_t output) const {
+    using Acc = ReduceAcc<T, Kind>;
+    Acc acc = identity;
+    int64_t index[8] = {0};
+    int64_t offset = p.keptOffset(output);
+    for (int64_t step = 0; step < p.count; ++step) {
+      acc = ReduceOp<Kind>()(acc, static_cast<Acc>(load(x[offset])));
+      for (int64_t i = p.reducedRank - 1; i >= 0; --i) {
+        offset += p.reducedStrides[i];
+        if (++index[i] < p.reduced[i])
+          break;
+        offset -= index[i] * p.reducedStrides[i];
+        index[i] = 0;
+      }
+    }
+    y[output] = finishReduce<T, Kind>(acc, p.count);
+  }
+};
+
+/// One output per block (long reductions).
+template <typename T, ReduceKind Kind> struct ReduceRowBody {
+  const T *x;
+  T *y;
+  ReducePlan p;
+  ReduceAcc<T, Kind> identity;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t output, const Team &team) const {
+    using Acc = ReduceAcc<T, Kind>;
+    const T *base = x + p.keptOffset(output);
+    Acc acc = identity;
+    for (int64_t step = team.rank(); step < p.count; step += team.size())
+      acc = ReduceOp<Kind>()(
+          acc, static_cast<Acc>(load(base[p.reducedOffset(step)])));
+    acc = team.reduce(acc, ReduceOp<Kind>());
+    if (team.rank() == 0)
+      y[output] = finishReduce<T, Kind>(acc, p.count);
+  }
+};
+
+template <typename T, typename I> struct GatherBody {
+  const T *data;
+  const I *indices;
+  T *y;
+  int64_t length, inner, count;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t row = flat / inner;
+    int64_t index = static_cast<int64_t>(indices[row % count]);
+    if (index < -length || index >= length) {
+      reportDataError(kGatherIndex, index, -length, length);
+      y[flat] = T(0.0f);
+      return;
+    }
+    if (index < 0)
+      index += length;
+    y[flat] = data[((row / count) * length + index) * inner + flat % inner];
+  }
+};
+
+template <typename T> struct TriluBody {
+  const T *x;
+  T *y;
+  int64_t rows, cols, diagonal;
+  bool upper;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t j = flat % cols, i = (flat / cols) % rows;
+    bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+    y[flat] = keep ? x[flat] : T(0.0f);
+  }
+};
+
+/// The whole loss on one block: per-element values for reduction none, the
+/// sum and the weight sum reduced in SumT<T> otherwise.
+template <typename T, typename I> struct NllLossBody {
+  const T *logProbs;
+  const I *target;
+  const T *weight;
+  T *y;
+  int64_t batch, classes, spatial, reduction, ignoreIndex;
+  bool hasIgnore;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t, const Team &team) const {
+    using Acc = SumT<T>;
+    Acc total = 0, weightSum = 0;
+    for (int64_t e = team.rank(); e < batch * spatial; e += team.size()) {
+      int64_t n = e / spatial, s = e % spatial;
+      int64_t t = static_cast<int64_t>(target[e]);
+      Acc loss = 0;
+      if (!(hasIgnore && t == ignoreIndex)) {
+        if (t < 0 || t >= classes) {
+          reportDataError(kLossTarget, t, 0, classes);
+        } else {
+          Acc w = weight ? static_cast<Acc>(load(weight[t])) : Acc(1);
+          loss = -w * static_cast<Acc>(
+                          load(logProbs[(n * classes + t) * spatial + s]));
+          weightSum += w;
+        }
+      }
+      if (reduction == 0)
+        y[e] = store<T>(loss);
+      total += loss;
+    }
+    total = team.reduce(total, SumOp());
+    weightSum = team.reduce(weightSum, SumOp());
+    if (team.rank() != 0)
+      return;
+    if (reduction == 1)
+      y[0] = store<T>(total);
+    else if (reduction == 2)
+      y[0] = store<T>(total / weightSum);
+  }
+};
+
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+inline std::string lastError() {
+  detail::collectDeviceDataError();
+  detail::ErrorState &state = detail::errorState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.message;
+}
+
+inline void clearError() {
+  detail::ErrorState &state = detail::errorState();
+  bool resetDevice;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.message.clear();
+    resetDevice = state.deviceRecordSet;
+    state.deviceRecordSet = false;
+  }
+  if (resetDevice)
+    detail::resetDeviceDataError();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
+            const Dims &cDims, cudaStream_t stream) {
+  bool aVector = aDims.rank == 1, bVector = bDims.rank == 1;
+  int64_t m = aVector ? 1 : aDims.d[aDims.rank - 2];
+  int64_t k = aDims.d[aDims.rank - 1];
+  int64_t n = bVector ? 1 : bDims.d[bDims.rank - 1];
+  int64_t aBatchRank = aDims.rank > 2 ? aDims.rank - 2 : 0;
+  int64_t bBatchRank = bDims.rank > 2 ? bDims.rank - 2 : 0;
+  int64_t cBatchRank = cDims.rank - (aVector ? 0 : 1) - (bVector ? 0 : 1);
+
+  // Per c batch dim, the stride of a and b (0 where they broadcast).
+  int64_t aStride[8] = {0}, bStride[8] = {0};
+  int64_t stride = m * k;
+  for (int64_t i = 1; i <= aBatchRank; ++i) {
+    int64_t size = aDims.d[aBatchRank - i];
+    aStride[cBatchRank - i] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  stride = k * n;
+  for (int64_t i = 1; i <= bBatchRank; ++i) {
+    int64_t size = bDims.d[bBatchRank - i];
+    bStride[cBatchRank - i] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  int64_t aBatches = detail::product(aDims, 0, aBatchRank);
+  int64_t bBatches = detail::product(bDims, 0, bBatchRank);
+  int64_t batches = detail::product(cDims, 0, cBatchRank);
+  int64_t lda = k > 1 ? k : 1, ldb = n > 1 ? n : 1, ldc = ldb;
+  if (batches == 0)
+    return;
+
+  // One shared b and a full batch of a: a single [batches*M, K] product.
+  if (bBatches == 1 && aBatches == batches) {
+    detail::gemm(a, b, c, {1, batches * m, n, k, lda, ldb, ldc, 0, 0, 0}, false,
+                 stream, "matmul");
+    return;
+  }
+  // The innermost batch dims over which a and b each advance by one stride
+  // run as one strided batch; the host loops over the outer ones (only
+  // broadcasts like [2,1] x [1,3] leave any).
+  int64_t inner = 1, strideA = 0, strideB = 0, split = cBatchRank;
+  for (int64_t i = cBatchRank - 1; i >= 0; --i) {
+    int64_t size = cDims.d[i];
+    if (size != 1) {
+      if (inner == 1) {
+        strideA = aStride[i];
+        strideB = bStride[i];
+      } else if (aStride[i] != strideA * inner ||
+                 bStride[i] != strideB * inner) {
+        break;
+      }
+      inner *= size;
+    }
+    split = i;
+  }
+  int64_t outer = batches / inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t aOffset, bOffset;
+    detail::stridedOffsets(o, cDims.d, split, aStride, bStride, aOffset,
+                           bOffset);
+    detail::gemm(a + aOffset, b + bOffset, c + o * inner * m * n,
+                 {inner, m, n, k, lda, ldb, ldc, strideA, strideB, m * n},
+                 false, stream, "matmul");
+  }
+}
+
+template <typename T>
+void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
+            const T *bias, T *y, const Dims &yDims, const int64_t *strides,
+            const int64_t *pads, const int64_t *dilations, int64_t group,
+            cudaStream_t stream) {
+  detail::ConvPlan p{};
+  int64_t batch = xDims.d[0];
+  p.channels = xDims.d[1];
+  p.height = xDims.d[2];
+  p.width = xDims.d[3];
+  p.outChannels = wDims.d[0];
+  p.groupChannels = wDims.d[1];
+  p.kH = wDims.d[2];
+  p.kW = wDims.d[3];
+  p.outH = yDims.d[2];
+  p.outW = yDims.d[3];
+  p.groupOut = p.outChannels / group;
+  p.strideH = strides[0];
+  p.strideW = strides[1];
+  p.padH = pads[0];
+  p.padW = pads[1];
+  p.dilationH = dilations[0];
+  p.dilationW = dilations[1];
+  int64_t patch = p.groupChannels * p.kH * p.kW; // gemm K
+  int64_t pixels = p.outH * p.outW;              // gemm N
+  if (batch == 0 || p.outChannels == 0 || pixels == 0)
+    return;
+
+  // Short patches (depthwise, first layers) and integers: sum directly.
+  constexpr int64_t kDirectPatch = 32;
+  if (!detail::kCublasType<T> || patch <= kDirectPatch) {
+    detail::launchElements(batch * p.outChannels * pixels,
+                           detail::DirectConvBody<T>{x, w, bias, y, p}, stream,
+                           "conv2d");
+    return;
+  }
+
+  // im2col + GEMM per group, over as many images at a time as fit in
+  // kScratchBytes of columns. A 1x1 kernel with unit stride and no padding
+  // reads the input as is.
+  bool direct = p.kH == 1 && p.kW == 1 && p.strideH == 1 && p.strideW == 1 &&
+                p.padH == 0 && p.padW == 0 && p.outH == p.height &&
+                p.outW == p.width;
+  int64_t imageCols = p.channels * p.kH * p.kW * pixels;
+  constexpr int64_t kScratchBytes = int64_t(256) << 20;
+  int64_t chunk = kScratchBytes / (imageCols * int64_t(sizeof(T)));
+  chunk = chunk < 1 ? 1 : chunk > batch ? batch : chunk;
+  T *cols = nullptr;
+  if (!direct) {
+    cols = detail::allocateScratch<T>(chunk * imageCols, stream, "conv2d");
+    if (!cols)
+      return;
+  }
+  int64_t imageIn = p.channels * p.height * p.width;
+  int64_t imageOut = p.outChannels * pixels;
+  for (int64_t first = 0; first < batch; first += chunk) {
+    int64_t images = batch - first < chunk ? batch - first : chunk;
+    const T *input = x + first * imageIn;
+    T *output = y + first * imageOut;
+    if (!direct)
+      detail::launchElements(images * imageCols,
+                             detail::Im2colBody<T>{input, cols, p}, stream,
+                             "conv2d");
+    if (bias)
+      detail::launchElements(
+          images * imageOut,
+          detail::BiasFillBody<T>{bias, output, p.outChannels, pixels}, stream,
+          "conv2d");
+    const T *operand = direct ? input : cols;
+    int64_t operandStride = direct ? imageIn : imageCols;
+    for (int64_t g = 0; g < group; ++g)
+      detail::gemm(w + g * p.groupOut * patch,
+                   operand +
+                       g * (direct ? p.groupChannels * pixels : patch * pixels),
+                   output + g * p.groupOut * pixels,
+                   {images, p.groupOut, pixels, patch, patch, pixels, pixels, 0,
+                    operandStride, imageOut},
+                   bias != nullptr, stream, "conv2d");
+  }
+  if (cols)
+    detail::freeScratch(cols, stream, "conv2d");
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+inline PoolPlan poolPlan(const Dims &xDims, const Dims &yDims,
+                         const int64_t *kernel, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations) {
+  PoolPlan p{};
+  p.height = xDims.d[2];
+  p.width = xDims.d[3];
+  p.outH = yDims.d[2];
+  p.outW = yDims.d[3];
+  p.kH = kernel[0];
+  p.kW = kernel[1];
+  p.strideH = strides[0];
+  p.strideW = strides[1];
+  p.padH = pads[0];
+  p.padW = pads[1];
+  p.dilationH = dilations ? dilations[0] : 1;
+  p.dilationW = dilations ? dilations[1] : 1;
+  return p;
+}
+
+} // namespace detail
+
+template <typename T>
+void maxPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+               const int64_t *kernel, const int64_t *strides,
+               const int64_t *pads, const int64_t *dilations,
+               cudaStream_t stream) {
+  detail::PoolPlan p =
+      detail::poolPlan(xDims, yDims, kernel, strides, pads, dilations);
+  detail::launchElements(
+      yDims.numElements(),
+      detail::MaxPoolBody<T>{x, y, p,
+                             detail::lowestValue<detail::ComputeT<T>>()},
+      stream, "maxPool2d");
+}
+
+template <typename T>
+void avgPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+               const int64_t *kernel, const int64_t *strides,
+               const int64_t *pads, bool countIncludePad, cudaStream_t stream) {
+  detail::PoolPlan p =
+      detail::poolPlan(xDims, yDims, kernel, strides, pads, nullptr);
+  detail::launchElements(yDims.numElements(),
+                         detail::AvgPoolBody<T>{x, y, p, countIncludePad},
+                         stream, "avgPool2d");
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+template <typename T>
+void softmaxImpl(const T *x, const Dims &dims, int64_t axis, T *y, bool log,
+                 cudaStream_t stream, const char *kernel) {
+  if (axis < 0)
+    axis += dims.rank;
+  int64_t outer = product(dims, 0, axis), length = dims.d[axis];
+  int64_t inner = product(dims, axis + 1, dims.rank);
+  if (length == 0)
+    return;
+  launchRows(
+      outer * inner, length,
+      SoftmaxBody<T>{x, y, length, inner, log, lowestValue<ComputeT<T>>()},
+      stream, kernel);
+}
+
+} // namespace detail
+
+template <typename T>
+void softmax(const T *x, const Dims &dims, int64_t axis, T *y,
+             cudaStream_t stream) {
+  detail::softmaxImpl(x, dims, axis, y, /*log=*/false, stream, "softmax");
+}
+
+template <typename T>
+void logSoftmax(const T *x, const Dims &dims, int64_t axis, T *y,
+                cudaStream_t stream) {
+  detail::softmaxImpl(x, dims, axis, y, /*log=*/true, stream, "logSoftmax");
+}
+
+template <typename T>
+void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
+               const T *bias, double epsilon, T *y, cudaStream_t stream) {
+  if (axis < 0)
+    axis += dims.rank;
+  int64_t rows = detail::product(dims, 0, axis);
+  int64_t length = detail::product(dims, axis, dims.rank);
+  if (length == 0)
+    return;
+  detail::launchRows(
+      rows, length,
+      detail::LayerNormBody<T>{x, scale, bias, y, length, epsilon}, stream,
+      "layerNorm");
+}
+
+template <typename T>
+void batchNorm(const T *x, const Dims &dims, const T *scale, const T *bias,
+               const T *mean, const T *var, double epsilon, T *y,
+               cudaStream_t stream) {
+  detail::launchElements(
+      dims.numElements(),
+      detail::BatchNormBody<T>{x, scale, bias, mean, var, y, dims.d[1],
+                               detail::product(dims, 2, dims.rank), epsilon},
+      stream, "batchNorm");
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+template <typename T, ReduceKind Kind>
+void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y,
+            cudaStream_t stream) {
+  int64_t strides[8];
+  detail::contiguousStrides(dims, strides);
+  detail::ReducePlan p{};
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    if (axesMask >> i & 1) {
+      p.reducedStrides[p.reducedRank] = strides[i];
+      p.reduced[p.reducedRank++] = dims.d[i];
+    } else {
+      p.keptStrides[p.keptRank] = strides[i];
+      p.kept[p.keptRank++] = dims.d[i];
+    }
+  }
+  int64_t outputs = 1;
+  for (int64_t i = 0; i < p.keptRank; ++i)
+    outputs *= p.kept[i];
+  p.count = 1;
+  for (int64_t i = 0; i < p.reducedRank; ++i)
+    p.count *= p.reduced[i];
+  using Acc = detail::ReduceAcc<T, Kind>;
+  Acc identity = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
+  // Up to a block's worth of elements per output: one thread each.
+  if (p.count <= detail::kThreads)
+    detail::launchElements(
+        outputs, detail::ReduceElementBody<T, Kind>{x, y, p, identity}, stream,
+        "reduce");
+  else
+    detail::launchRows(outputs, p.count,
+                       detail::ReduceRowBody<T, Kind>{x, y, p, identity},
+                       stream, "reduce");
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void transpose(const T *x, const Dims &dims, const int64_t *perm, T *y,
+               cudaStream_t stream) {
+  int64_t xStrides[8], srcStrides[8], yStrides[8];
+  detail::contiguousStrides(dims, xStrides);
+  Dims yDims;
+  yDims.rank = dims.rank;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    yDims.d[i] = dims.d[perm[i]];
+    srcStrides[i] = xStrides[perm[i]];
+  }
+  detail::contiguousStrides(yDims, yStrides);
+  detail::stridedCopy(x, srcStrides, y, yStrides, yDims, stream, "transpose");
+}
+
+template <typename T>
+void slice(const T *x, const Dims &dims, const int64_t *starts,
+           const int64_t *steps, T *y, const Dims &yDims, cudaStream_t stream) {
+  int64_t xStrides[8], srcStrides[8], yStrides[8];
+  detail::contiguousStrides(dims, xStrides);
+  detail::contiguousStrides(yDims, yStrides);
+  int64_t base = 0;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    base += starts[i] * xStrides[i];
+    srcStrides[i] = xStrides[i] * steps[i];
+  }
+  detail::stridedCopy(x + base, srcStrides, y, yStrides, yDims, stream,
+                      "slice");
+}
+
+template <typename T>
+void copyInto(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+              int64_t axis, int64_t offset, cudaStream_t stream) {
+  int64_t xStrides[8], yStrides[8];
+  detail::contiguousStrides(xDims, xStrides);
+  detail::contiguousStrides(yDims, yStrides);
+  detail::stridedCopy(x, xStrides, y + offset * yStrides[axis], yStrides, xDims,
+                      stream, "copyInto");
+}
+
+template <typename T, typename I>
+void gather(const T *data, const Dims &dataDims, const I *indices,
+            const Dims &indexDims, int64_t axis, T *y, cudaStream_t stream) {
+  int64_t outer = detail::product(dataDims, 0, axis);
+  int64_t length = dataDims.d[axis];
+  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t count = indexDims.numElements();
+  if (inner == 0 || count == 0)
+    return;
+  detail::launchElements(
+      outer * count * inner,
+      detail::GatherBody<T, I>{data, indices, y, length, inner, count}, stream,
+      "gather");
+}
+
+template <typename T>
+void trilu(const T *x, const Dims &dims, bool upper, int64_t diagonal, T *y,
+           cudaStream_t stream) {
+  int64_t rows = dims.d[dims.rank - 2], cols = dims.d[dims.rank - 1];
+  detail::launchElements(
+      dims.numElements(),
+      detail::TriluBody<T>{x, y, rows, cols, diagonal, upper}, stream, "trilu");
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+template <typename T, typename I>
+void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
+             const T *weight, int64_t reduction, bool hasIgnore,
+             int64_t ignoreIndex, T *y, cudaStream_t stream) {
+  int64_t batch = lpDims.d[0], classes = lpDims.d[1];
+  int64_t spatial = detail::product(lpDims, 2, lpDims.rank);
+  // One block: its fixed-shape tree keeps the sum deterministic, and the
+  // work is small next to the log-softmax before it.
+  detail::launchRows(
+      1, batch * spatial,
+      detail::NllLossBody<T, I>{logProbs, target, weight, y, batch, classes,
+                                spatial, reduction, ignoreIndex, hasIgnore},
+      stream, "nllLoss");
+}
+
+} // namespace ztc::cuda
+
+//===----------------------------------------------------------------------===//
+// C entry points for the runtime
+//===----------------------------------------------------------------------===//
+//
+// The runtime loads the compiled step with dlopen and finds these with
+// dlsym. Weak, so two translation units of one shared object link.
+
+/// ztc::cuda::lastError(); the text stays valid until the next call on the
+/// same thread.
+extern "C" __attribute__((weak)) const char *ztc_cuda_last_error() {
+  static thread_local std::string text;
+  text = ztc::cuda::lastError();
+  return text.c_str();
+}
+
+/// ztc::cuda::clearError().
+extern "C" __attribute__((weak)) void ztc_cuda_clear_error() {
+  ztc::cuda::clearError();
+}
+
+#endif // ZTC_RUNTIME_KERNELS_CUDAKERNELS_CUH

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Compiles and links, without running, the CUDA that ztc generates for the
+# example models (MLP, CNN with BatchNorm, small GPT) with the nvcc command
+# line of runtime/Compile.cpp (a shared object for sm_80 and sm_90 against
+# the shared cudart and cuBLAS), plus one translation unit that instantiates
+# every template of runtime/kernels/CudaKernels.cuh, so errors in code no
+# example reaches show up too. Each shared object must also resolve every
+# symbol (ldd -r). Needs nvcc, not a GPU; without nvcc it prints SKIP and
+# succeeds.
+# Usage: cuda_compile.sh ZTC REPO_ROOT
+set -uo pipefail
+ZTC="$1"
+ROOT="$2"
+
+# The runtime's lookup ($CUDA_HOME/bin/nvcc, then nvcc on PATH), then the
+# default install location.
+NVCC=""
+if [[ -n "${CUDA_HOME:-}" && -x "$CUDA_HOME/bin/nvcc" ]]; then
+  NVCC="$CUDA_HOME/bin/nvcc"
+elif command -v nvcc >/dev/null 2>&1; then
+  NVCC="$(command -v nvcc)"
+elif [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  NVCC=/usr/local/cuda/bin/nvcc
+fi
+if [[ -z "$NVCC" ]]; then
+  echo "SKIP cuda-compile: nvcc not found (no \$CUDA_HOME/bin/nvcc, no nvcc" \
+    "on PATH, no /usr/local/cuda/bin/nvcc)"
+  exit 0
+fi
+
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+"$ROOT/examples/onnx/make_all.sh" "$OUT/models" || exit 1
+
+# Keep in step with compileCommand in runtime/Compile.cpp (its unit test,
+# CompileTest.CudaCommandLine, pins that command line).
+compile() {
+  "$NVCC" -std=c++17 -O2 -shared -Xcompiler -fPIC -cudart shared \
+    -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+    "-I$ROOT/runtime" "$1" -o "$2" -lcublasLt -lcublas
+}
+
+passed=0
+failed=0
+
+# check NAME SOURCE: compiles SOURCE into NAME.so and checks its symbols.
+check() {
+  local name="$1" source="$2" so="$OUT/$1.so" log="$OUT/$1.log"
+  local start=$SECONDS
+  if ! compile "$source" "$so" >"$log" 2>&1; then
+    echo "FAIL $name: nvcc failed:"
+    head -30 "$log"
+    failed=$((failed + 1))
+    return
+  fi
+  local missing
+  missing="$(ldd -r "$so" 2>&1 | grep -E 'undefined symbol|not found')"
+  if [[ -n "$missing" ]]; then
+    echo "FAIL $name: unresolved after linking:"
+    echo "$missing" | head -10
+    failed=$((failed + 1))
+    return
+  fi
+  for symbol in ztc_cuda_last_error ztc_cuda_clear_error; do
+    if ! nm -D --defined-only "$so" | grep -qw "$symbol"; then
+      echo "FAIL $name: $symbol is not exported"
+      failed=$((failed + 1))
+      return
+    fi
+  done
+  if [[ "$name" != kernels && -z "$(nm -D --defined-only "$so" |
+    grep -w ztc_forward)" ]]; then
+    echo "FAIL $name: ztc_forward is not exported"
+    failed=$((failed + 1))
+    return
+  fi
+  echo "ok   $name ($((SECONDS - start)) s)"
+  passed=$((passed + 1))
+}
+
+emit_and_check() {
+  local name="$1" shape="$2"
+  if ! "$ZTC" emit "$OUT/models/$name.onnx" --input-shape "$shape" \
+    --target cuda >"$OUT/$name.cu" 2>"$OUT/$name.emit.log"; then
+    echo "FAIL $name: ztc emit --target cuda failed:"
+    head -10 "$OUT/$name.emit.log"
+    failed=$((failed + 1))
+    return
+  fi
+  check "$name" "$OUT/$name.cu"
+}
+
+emit_and_check mlp x=8x64
+emit_and_check cnn x=8x1x8x8
+emit_and_check gpt tokens=4x16
+
+# Every entry point for every element type it is meant for.
+cat >"$OUT/kernels.cu" <<'EOF'
+#include "kernels/CudaKernels.cuh"
+
+namespace {
+using namespace ztc::cuda;
+
+template <typename T, typename I> void indexed(T *p, I *i, cudaStream_t s) {
+  Dims d{2, 3, 4, 5};
+  gather<T, I>(p, d, i, d, 1, p, s);
+  nllLoss<T, I>(p, d, i, p, 2, true, -100, p, s);
+}
+
+template <typename T> void instantiate(T *p, cudaStream_t s) {
+  static const int64_t two[] = {1, 1}, four[] = {0, 0, 0, 0};
+  static const int64_t perm[] = {3, 2, 1, 0};
+  Dims d{2, 3, 4, 5};
+  matmul<T>(p, d, p, d, p, d, s);
+  conv2d<T>(p, d, p, d, p, p, d, two, four, two, 1, s);
+  maxPool2d<T>(p, d, p, d, two, two, four, two, s);
+  avgPool2d<T>(p, d, p, d, two, two, four, true, s);
+  softmax<T>(p, d, 1, p, s);
+  logSoftmax<T>(p, d, 1, p, s);
+  layerNorm<T>(p, d, 1, p, p, 1e-5, p, s);
+  batchNorm<T>(p, d, p, p, p, p, 1e-5, p, s);
+  reduce<T, ReduceKind::Sum>(p, d, 1ull, p, s);
+  reduce<T, ReduceKind::Mean>(p, d, 1ull, p, s);
+  reduce<T, ReduceKind::Max>(p, d, 1ull, p, s);
+  transpose<T>(p, d, perm, p, s);
+  slice<T>(p, d, four, two, p, d, s);
+  copyInto<T>(p, d, p, d, 0, 0, s);
+  trilu<T>(p, d, true, 0, p, s);
+  indexed<T, int64_t>(p, reinterpret_cast<int64_t *>(p), s);
+  indexed<T, int32_t>(p, reinterpret_cast<int32_t *>(p), s);
+}
+
+/// The 16-bit storage types in device code, as generated kernels use them.
+__global__ void halves(const ztc::f16 *a, const ztc::bf16 *b, ztc::f16 *c,
+                       ztc::bf16 *d) {
+  float x = static_cast<float>(a[threadIdx.x]);
+  float y = static_cast<float>(b[threadIdx.x]);
+  c[threadIdx.x] = ztc::f16(x * y);
+  d[threadIdx.x] = ztc::bf16(x + y);
+}
+} // namespace
+
+extern "C" void ztc_instantiate_all(void *p, cudaStream_t s) {
+  instantiate(static_cast<float *>(p), s);
+  instantiate(static_cast<double *>(p), s);
+  instantiate(static_cast<ztc::f16 *>(p), s);
+  instantiate(static_cast<ztc::bf16 *>(p), s);
+  instantiate(static_cast<int64_t *>(p), s);
+  instantiate(static_cast<int32_t *>(p), s);
+  halves<<<1, 32, 0, s>>>(nullptr, nullptr, nullptr, nullptr);
+}
+EOF
+check kernels "$OUT/kernels.cu"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,499 @@
+//===- CudaKernelsTest.cpp - CudaKernels.cuh against CpuKernels.h ---------===//
+//
+// Runs the CUDA kernel library in its host emulation (ZTC_CUDA_HOST_EMULATION:
+// every kernel body runs serially on the host, the plain product stands in
+// for cuBLAS) and compares each function with its CpuKernels.h counterpart,
+// which KernelsTest.cpp checks against references. This covers the host
+// planning and every kernel's index arithmetic on machines without a GPU;
+// the device-only parts (launches, block reductions, cuBLAS calls) are
+// exercised only where a GPU runs the generated code.
+//
+//===----------------------------------------------------------------------===//
+
+#define ZTC_CUDA_HOST_EMULATION 1
+#include "kernels/CudaKernels.cuh"
+#include "kernels/CpuKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using ztc::bf16;
+using ztc::f16;
+namespace cpu = ztc::cpu;
+namespace gpu = ztc::cuda;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+constexpr cudaStream_t kStream = nullptr;
+
+int64_t numel(const Shape &shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+cpu::Dims cpuDims(const Shape &shape) {
+  cpu::Dims dims;
+  for (int64_t dim : shape)
+    dims.d[dims.rank++] = dim;
+  return dims;
+}
+
+gpu::Dims gpuDims(const Shape &shape) {
+  gpu::Dims dims;
+  for (int64_t dim : shape)
+    dims.d[dims.rank++] = dim;
+  return dims;
+}
+
+template <typename T> double toDouble(T value) {
+  if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>)
+    return static_cast<double>(value);
+  else
+    return static_cast<double>(static_cast<float>(value));
+}
+
+/// Random values in [low, high), rounded to T (integers: truncated).
+template <typename T>
+std::vector<T> randomValues(int64_t count, unsigned seed, double low = -1,
+                            double high = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(low, high);
+  std::vector<T> values(count);
+  for (T &value : values) {
+    double sample = dist(rng);
+    if constexpr (std::is_integral_v<T>)
+      value = static_cast<T>(std::floor(sample));
+    else if constexpr (std::is_same_v<T, double>)
+      value = sample;
+    else
+      value = static_cast<T>(static_cast<float>(sample));
+  }
+  return values;
+}
+
+/// Relative tolerance of T's results: sums run in another order than on
+/// the CPU (BLAS), and 16-bit results may round to a neighbour.
+template <typename T> double tolerance() {
+  if constexpr (std::is_same_v<T, f16>)
+    return 2e-3;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return 1.6e-2;
+  else if constexpr (std::is_same_v<T, float>)
+    return 1e-5;
+  else
+    return 1e-12;
+}
+
+template <typename T>
+void expectClose(const std::vector<T> &actual, const std::vector<T> &expected,
+                 const std::string &what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double a = toDouble(actual[i]), e = toDouble(expected[i]);
+    if (std::isnan(e)) {
+      EXPECT_TRUE(std::isnan(a)) << what << " at " << i;
+      continue;
+    }
+    EXPECT_NEAR(a, e, tolerance<T>() * (1 + std::fabs(e)))
+        << what << " at " << i;
+  }
+}
+
+std::string describe(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// ztc::cuda::lastError(), then cleared.
+std::string takeError() {
+  std::string message = gpu::lastError();
+  gpu::clearError();
+  return message;
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products and convolution
+//===----------------------------------------------------------------------===//
+
+/// numpy.matmul's result shape.
+Shape matmulShape(Shape a, Shape b) {
+  bool aVector = a.size() == 1, bVector = b.size() == 1;
+  if (aVector)
+    a.insert(a.begin(), 1);
+  if (bVector)
+    b.push_back(1);
+  Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
+  size_t rank = std::max(aBatch.size(), bBatch.size());
+  Shape c(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x =
+        i < rank - aBatch.size() ? 1 : aBatch[i - (rank - aBatch.size())];
+    int64_t y =
+        i < rank - bBatch.size() ? 1 : bBatch[i - (rank - bBatch.size())];
+    c[i] = x == 1 ? y : x;
+  }
+  if (!aVector)
+    c.push_back(a[a.size() - 2]);
+  if (!bVector)
+    c.push_back(b.back());
+  return c;
+}
+
+template <typename T> void checkMatmuls() {
+  // Shared b, vectors, full batches, a broadcast, broadcasts that leave an
+  // outer host loop, and an empty K.
+  std::vector<std::pair<Shape, Shape>> cases = {{{3, 4}, {4, 5}},
+                                                {{2, 3, 4}, {4, 5}},
+                                                {{4}, {4, 5}},
+                                                {{3, 4}, {4}},
+                                                {{4}, {4}},
+                                                {{2, 3, 4}, {2, 4, 5}},
+                                                {{1, 3, 4}, {2, 4, 5}},
+                                                {{3, 4}, {2, 2, 4, 5}},
+                                                {{2, 1, 3, 4}, {1, 3, 4, 5}},
+                                                {{5, 1, 3, 4}, {2, 4, 6}},
+                                                {{2, 3, 1, 3, 4}, {3, 2, 4, 2}},
+                                                {{2, 3, 0}, {0, 4}}};
+  unsigned seed = 1;
+  for (const auto &[aShape, bShape] : cases) {
+    Shape cShape = matmulShape(aShape, bShape);
+    auto a = randomValues<T>(numel(aShape), seed++, -2, 2);
+    auto b = randomValues<T>(numel(bShape), seed++, -2, 2);
+    std::vector<T> expected(numel(cShape), T(7.0f)),
+        actual(numel(cShape), T(-3.0f));
+    cpu::matmul<T>(a.data(), cpuDims(aShape), b.data(), cpuDims(bShape),
+                   expected.data(), cpuDims(cShape));
+    gpu::matmul<T>(a.data(), gpuDims(aShape), b.data(), gpuDims(bShape),
+                   actual.data(), gpuDims(cShape), kStream);
+    expectClose(actual, expected,
+                "matmul " + describe(aShape) + " x " + describe(bShape));
+  }
+}
+
+TEST(CudaKernelsTest, MatmulFloat) { checkMatmuls<float>(); }
+TEST(CudaKernelsTest, MatmulDouble) { checkMatmuls<double>(); }
+TEST(CudaKernelsTest, MatmulF16) { checkMatmuls<f16>(); }
+TEST(CudaKernelsTest, MatmulBF16) { checkMatmuls<bf16>(); }
+TEST(CudaKernelsTest, MatmulInt64) { checkMatmuls<int64_t>(); }
+
+struct ConvCase {
+  Shape x, w;
+  int64_t strides[2], pads[4], dilations[2], group;
+  bool bias;
+};
+
+template <typename T> void checkConvs() {
+  std::vector<ConvCase> cases = {
+      // A short patch (direct kernel) and longer ones (im2col + product).
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {{2, 8, 7, 6}, {5, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {{1, 8, 9, 8}, {6, 4, 3, 3}, {2, 1}, {1, 0, 2, 1}, {2, 1}, 2, false},
+      {{2, 12, 9, 9}, {6, 4, 3, 4}, {1, 2}, {0, 1, 1, 0}, {1, 2}, 3, true},
+      // Depthwise, and 1x1 kernels read as is (with and without groups).
+      {{2, 4, 5, 5}, {4, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4, true},
+      {{2, 40, 3, 4}, {6, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {{1, 80, 3, 3}, {4, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
+      {{1, 40, 5, 5}, {3, 40, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true},
+  };
+  unsigned seed = 100;
+  for (const ConvCase &c : cases) {
+    int64_t kH = c.w[2], kW = c.w[3];
+    int64_t outH =
+        (c.x[2] + c.pads[0] + c.pads[2] - c.dilations[0] * (kH - 1) - 1) /
+            c.strides[0] +
+        1;
+    int64_t outW =
+        (c.x[3] + c.pads[1] + c.pads[3] - c.dilations[1] * (kW - 1) - 1) /
+            c.strides[1] +
+        1;
+    Shape yShape = {c.x[0], c.w[0], outH, outW};
+    auto x = randomValues<T>(numel(c.x), seed++, -2, 2);
+    auto w = randomValues<T>(numel(c.w), seed++, -2, 2);
+    auto bias = randomValues<T>(c.w[0], seed++, -2, 2);
+    std::vector<T> expected(numel(yShape), T(7.0f)),
+        actual(numel(yShape), T(-3.0f));
+    cpu::conv2d<T>(x.data(), cpuDims(c.x), w.data(), cpuDims(c.w),
+                   c.bias ? bias.data() : nullptr, expected.data(),
+                   cpuDims(yShape), c.strides, c.pads, c.dilations, c.group);
+    gpu::conv2d<T>(x.data(), gpuDims(c.x), w.data(), gpuDims(c.w),
+                   c.bias ? bias.data() : nullptr, actual.data(),
+                   gpuDims(yShape), c.strides, c.pads, c.dilations, c.group,
+                   kStream);
+    expectClose(actual, expected,
+                "conv2d " + describe(c.x) + " * " + describe(c.w));
+  }
+}
+
+TEST(CudaKernelsTest, Conv2dFloat) { checkConvs<float>(); }
+TEST(CudaKernelsTest, Conv2dF16) { checkConvs<f16>(); }
+TEST(CudaKernelsTest, Conv2dInt64) { checkConvs<int64_t>(); }
+
+//===----------------------------------------------------------------------===//
+// Pooling and normalization
+//===----------------------------------------------------------------------===//
+
+template <typename T> void checkPools() {
+  struct PoolCase {
+    Shape x, y;
+    int64_t kernel[2], strides[2], pads[4], dilations[2];
+  };
+  // The last case has ceil-mode windows that run past the padded input.
+  std::vector<PoolCase> cases = {
+      {{2, 3, 8, 8}, {2, 3, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {{1, 2, 7, 6}, {1, 2, 4, 3}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {{1, 2, 9, 9}, {1, 2, 3, 4}, {3, 2}, {3, 2}, {1, 0, 0, 0}, {2, 2}},
+      {{1, 1, 5, 5}, {1, 1, 3, 3}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+  };
+  unsigned seed = 200;
+  for (const PoolCase &c : cases) {
+    auto x = randomValues<T>(numel(c.x), seed++, -3, 3);
+    std::vector<T> expected(numel(c.y), T(7.0f)), actual(numel(c.y), T(-3.0f));
+    cpu::maxPool2d<T>(x.data(), cpuDims(c.x), expected.data(), cpuDims(c.y),
+                      c.kernel, c.strides, c.pads, c.dilations);
+    gpu::maxPool2d<T>(x.data(), gpuDims(c.x), actual.data(), gpuDims(c.y),
+                      c.kernel, c.strides, c.pads, c.dilations, kStream);
+    expectClose(actual, expected, "maxPool2d " + describe(c.x));
+    for (bool includePad : {false, true}) {
+      cpu::avgPool2d<T>(x.data(), cpuDims(c.x), expected.data(), cpuDims(c.y),
+                        c.kernel, c.strides, c.pads, includePad);
+      gpu::avgPool2d<T>(x.data(), gpuDims(c.x), actual.data(), gpuDims(c.y),
+                        c.kernel, c.strides, c.pads, includePad, kStream);
+      expectClose(actual, expected,
+                  "avgPool2d " + describe(c.x) +
+                      (includePad ? " count_include_pad" : ""));
+    }
+  }
+}
+
+TEST(CudaKernelsTest, PoolingFloat) { checkPools<float>(); }
+TEST(CudaKernelsTest, PoolingBF16) { checkPools<bf16>(); }
+
+template <typename T> void checkSoftmax() {
+  Shape shape = {3, 4, 5};
+  auto x = randomValues<T>(numel(shape), 300, -4, 4);
+  std::vector<T> expected(x.size(), T(7.0f)), actual(x.size(), T(-3.0f));
+  for (int64_t axis : {0, 1, 2, -1}) {
+    cpu::softmax<T>(x.data(), cpuDims(shape), axis, expected.data());
+    gpu::softmax<T>(x.data(), gpuDims(shape), axis, actual.data(), kStream);
+    expectClose(actual, expected, "softmax axis " + std::to_string(axis));
+    cpu::logSoftmax<T>(x.data(), cpuDims(shape), axis, expected.data());
+    gpu::logSoftmax<T>(x.data(), gpuDims(shape), axis, actual.data(), kStream);
+    expectClose(actual, expected, "logSoftmax axis " + std::to_string(axis));
+  }
+}
+
+TEST(CudaKernelsTest, SoftmaxFloat) { checkSoftmax<float>(); }
+TEST(CudaKernelsTest, SoftmaxDouble) { checkSoftmax<double>(); }
+TEST(CudaKernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
+
+template <typename T> void checkNorms() {
+  Shape shape = {2, 3, 4, 5};
+  auto x = randomValues<T>(numel(shape), 400, -2, 3);
+  auto params = randomValues<T>(numel(shape), 401, -1, 1);
+  auto bias = randomValues<T>(numel(shape), 402, -1, 1);
+  std::vector<T> expected(x.size(), T(7.0f)), actual(x.size(), T(-3.0f));
+  for (int64_t axis : {1, 3, -2}) {
+    for (bool withBias : {true, false}) {
+      cpu::layerNorm<T>(x.data(), cpuDims(shape), axis, params.data(),
+                        withBias ? bias.data() : nullptr, 1e-5,
+                        expected.data());
+      gpu::layerNorm<T>(x.data(), gpuDims(shape), axis, params.data(),
+                        withBias ? bias.data() : nullptr, 1e-5, actual.data(),
+                        kStream);
+      expectClose(actual, expected, "layerNorm axis " + std::to_string(axis));
+    }
+  }
+  auto mean = randomValues<T>(3, 403, -1, 1);
+  auto var = randomValues<T>(3, 404, 0.5, 2);
+  cpu::batchNorm<T>(x.data(), cpuDims(shape), params.data(), bias.data(),
+                    mean.data(), var.data(), 1e-5, expected.data());
+  gpu::batchNorm<T>(x.data(), gpuDims(shape), params.data(), bias.data(),
+                    mean.data(), var.data(), 1e-5, actual.data(), kStream);
+  expectClose(actual, expected, "batchNorm");
+}
+
+TEST(CudaKernelsTest, NormalizationFloat) { checkNorms<float>(); }
+TEST(CudaKernelsTest, NormalizationF16) { checkNorms<f16>(); }
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+template <typename T, gpu::ReduceKind Kind, cpu::ReduceKind CpuKind>
+void checkReduce(const Shape &shape, const std::vector<T> &x, uint64_t mask) {
+  Shape kept;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (!(mask >> i & 1))
+      kept.push_back(shape[i]);
+  std::vector<T> expected(numel(kept), T(7.0f)), actual(numel(kept), T(-3.0f));
+  cpu::reduce<T, CpuKind>(x.data(), cpuDims(shape), mask, expected.data());
+  gpu::reduce<T, Kind>(x.data(), gpuDims(shape), mask, actual.data(), kStream);
+  expectClose(actual, expected,
+              "reduce " + std::to_string(static_cast<int>(Kind)) + " of " +
+                  describe(shape) + " mask " + std::to_string(mask));
+}
+
+template <typename T> void checkReduces(std::vector<T> x, const Shape &shape) {
+  // Short reductions run one output per thread, long ones (over 256
+  // elements) one per block.
+  for (uint64_t mask = 0; mask < (uint64_t(1) << shape.size()); ++mask) {
+    checkReduce<T, gpu::ReduceKind::Sum, cpu::ReduceKind::Sum>(shape, x, mask);
+    checkReduce<T, gpu::ReduceKind::Mean, cpu::ReduceKind::Mean>(shape, x,
+                                                                 mask);
+    checkReduce<T, gpu::ReduceKind::Max, cpu::ReduceKind::Max>(shape, x, mask);
+  }
+}
+
+TEST(CudaKernelsTest, Reduce) {
+  Shape shape = {3, 20, 30};
+  checkReduces(randomValues<float>(numel(shape), 500, -3, 3), shape);
+  checkReduces(randomValues<f16>(numel(shape), 501, -3, 3), shape);
+  auto ints = randomValues<int64_t>(numel(shape), 502, -50, 50);
+  checkReduces(ints, shape);
+  auto withNan = randomValues<float>(numel(shape), 503, -3, 3);
+  withNan[17] = NAN;
+  withNan[numel(shape) - 2] = NAN;
+  checkReduces(withNan, shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement and losses
+//===----------------------------------------------------------------------===//
+
+TEST(CudaKernelsTest, TransposeSliceCopyInto) {
+  Shape shape = {2, 3, 4, 5};
+  auto x = randomValues<float>(numel(shape), 600);
+  std::vector<float> expected(x.size(), 7.0f), actual(x.size(), -3.0f);
+  const int64_t perms[][4] = {
+      {0, 1, 2, 3}, {3, 2, 1, 0}, {0, 2, 3, 1}, {1, 0, 3, 2}};
+  for (const auto &perm : perms) {
+    cpu::transpose<float>(x.data(), cpuDims(shape), perm, expected.data());
+    gpu::transpose<float>(x.data(), gpuDims(shape), perm, actual.data(),
+                          kStream);
+    expectClose(actual, expected, "transpose");
+  }
+
+  // Negative steps walk backwards from a normalized start.
+  const int64_t starts[] = {1, 0, 3, 4}, steps[] = {-1, 2, -2, -3};
+  Shape sliced = {2, 2, 2, 2};
+  std::vector<float> sliceExpected(numel(sliced), 7.0f),
+      sliceActual(numel(sliced), -3.0f);
+  cpu::slice<float>(x.data(), cpuDims(shape), starts, steps,
+                    sliceExpected.data(), cpuDims(sliced));
+  gpu::slice<float>(x.data(), gpuDims(shape), starts, steps, sliceActual.data(),
+                    gpuDims(sliced), kStream);
+  expectClose(sliceActual, sliceExpected, "slice");
+
+  Shape whole = {2, 7, 4, 5};
+  std::vector<float> concatExpected(numel(whole), 7.0f),
+      concatActual(numel(whole), 7.0f);
+  cpu::copyInto<float>(x.data(), cpuDims(shape), concatExpected.data(),
+                       cpuDims(whole), 1, 4);
+  gpu::copyInto<float>(x.data(), gpuDims(shape), concatActual.data(),
+                       gpuDims(whole), 1, 4, kStream);
+  expectClose(concatActual, concatExpected, "copyInto");
+}
+
+TEST(CudaKernelsTest, GatherAndTrilu) {
+  Shape data = {4, 3, 5};
+  auto x = randomValues<float>(numel(data), 700);
+  std::vector<int64_t> indices = {3, -1, 0, 2, -4, 1};
+  for (int64_t axis : {0, 1}) {
+    Shape index = {2, 3};
+    Shape y = data;
+    y.erase(y.begin() + axis);
+    y.insert(y.begin() + axis, index.begin(), index.end());
+    // Axis 1 has 3 entries: fold the indices into [-3, 3).
+    std::vector<int64_t> clipped = indices;
+    if (axis == 1)
+      for (int64_t &i : clipped)
+        i = i % 3;
+    std::vector<int32_t> clippedNarrow(clipped.begin(), clipped.end());
+    std::vector<float> expected(numel(y), 7.0f), actual(numel(y), -3.0f);
+    cpu::gather<float, int64_t>(x.data(), cpuDims(data), clipped.data(),
+                                cpuDims(index), axis, expected.data());
+    gpu::gather<float, int64_t>(x.data(), gpuDims(data), clipped.data(),
+                                gpuDims(index), axis, actual.data(), kStream);
+    expectClose(actual, expected, "gather axis " + std::to_string(axis));
+    gpu::gather<float, int32_t>(x.data(), gpuDims(data), clippedNarrow.data(),
+                                gpuDims(index), axis, actual.data(), kStream);
+    expectClose(actual, expected, "gather int32 axis " + std::to_string(axis));
+  }
+  EXPECT_EQ(takeError(), "");
+
+  Shape matrix = {2, 4, 5};
+  auto m = randomValues<float>(numel(matrix), 701);
+  std::vector<float> expected(m.size(), 7.0f), actual(m.size(), -3.0f);
+  for (bool upper : {true, false}) {
+    for (int64_t diagonal : {-2, 0, 1, 6}) {
+      cpu::trilu<float>(m.data(), cpuDims(matrix), upper, diagonal,
+                        expected.data());
+      gpu::trilu<float>(m.data(), gpuDims(matrix), upper, diagonal,
+                        actual.data(), kStream);
+      expectClose(actual, expected, "trilu");
+    }
+  }
+}
+
+TEST(CudaKernelsTest, BadDataIsRecordedNotFatal) {
+  gpu::clearError();
+  Shape data = {4, 3};
+  std::vector<float> x(12, 1.0f), y(9, 5.0f);
+  std::vector<int64_t> indices = {1, 70, -9};
+  gpu::gather<float, int64_t>(x.data(), gpuDims(data), indices.data(),
+                              gpuDims({3}), 0, y.data(), kStream);
+  // The first bad index is reported; its rows read as 0.
+  EXPECT_EQ(takeError(), "gather: index 70 is outside [-4, 4)");
+  EXPECT_EQ(y[3], 0.0f);
+  EXPECT_EQ(y[0], 1.0f);
+
+  std::vector<float> logProbs(6, -1.0f), loss(1);
+  std::vector<int64_t> target = {1, 3};
+  gpu::nllLoss<float, int64_t>(logProbs.data(), gpuDims({2, 3}), target.data(),
+                               nullptr, 2, false, 0, loss.data(), kStream);
+  EXPECT_EQ(takeError(), "nllLoss: target 3 is outside [0, 3)");
+  EXPECT_EQ(takeError(), "");
+}
+
+template <typename T> void checkNllLoss() {
+  Shape shape = {4, 5, 3};
+  auto logProbs = randomValues<T>(numel(shape), 800, -5, 0);
+  auto weight = randomValues<T>(5, 801, 0.1, 2);
+  std::vector<int64_t> target = {0, 4, 2, 1, 1, 3, -100, 0, 4, 2, -100, 3};
+  for (int64_t reduction : {0, 1, 2}) {
+    for (bool withWeight : {false, true}) {
+      std::vector<T> expected(reduction == 0 ? 12 : 1, T(7.0f)),
+          actual(expected.size(), T(-3.0f));
+      cpu::nllLoss<T, int64_t>(logProbs.data(), cpuDims(shape), target.data(),
+                               withWeight ? weight.data() : nullptr, reduction,
+                               true, -100, expected.data());
+      gpu::nllLoss<T, int64_t>(logProbs.data(), gpuDims(shape), target.data(),
+                               withWeight ? weight.data() : nullptr, reduction,
+                               true, -100, actual.data(), kStream);
+      expectClose(actual, expected,
+                  "nllLoss reduction " + std::to_string(reduction));
+    }
+  }
+  EXPECT_EQ(takeError(), "");
+}
+
+TEST(CudaKernelsTest, NllLossFloat) { checkNllLoss<float>(); }
+TEST(CudaKernelsTest, NllLossBF16) { checkNllLoss<bf16>(); }
+
+TEST(CudaKernelsTest, DimsFromBracedList) {
+  gpu::Dims dims{4, 16, 32};
+  EXPECT_EQ(dims.rank, 3);
+  EXPECT_EQ(dims[1], 16);
+  EXPECT_EQ(dims.numElements(), 4 * 16 * 32);
+  EXPECT_EQ(gpu::Dims{}.numElements(), 1);
+}
+
+} // namespace

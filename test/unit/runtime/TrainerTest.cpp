@@ -1,0 +1,844 @@
+//===- TrainerTest.cpp - the training loop end to end ---------------------===//
+//
+// A hand-written training step (linear regression y = x.w + b, MSE loss,
+// plain SGD in place), with its grad entry and an accumulation entry, a
+// training manifest and init.safetensors, is compiled with
+// compileSharedObject and trained on synthetic data. The losses and final
+// params are checked against a reference loop computed here in double;
+// then the lr schedule, logging, checkpoint resume (bit-identical to an
+// uninterrupted run), gradient dumps, accumulation and every error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Trainer.h"
+
+#include "TestUtil.h"
+#include "runtime/Artifact.h"
+#include "runtime/Checkpoint.h"
+#include "runtime/Compile.h"
+#include "runtime/DataLoader.h"
+#include "runtime/Error.h"
+#include "runtime/Npy.h"
+#include "runtime/SafeTensors.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <regex>
+
+using namespace ztc::rt;
+using ztc::rt::test::TempDir;
+using ztc::rt::test::writeText;
+
+namespace {
+
+constexpr int kBatch = 4;
+constexpr int kFeatures = 3;
+constexpr int kSamples = 22; // 5 batches per epoch, 2 samples dropped
+
+// Bindings: 0 x (input float32[4,3]), 1 y (input float32[4]), 2 w (param
+// float32[3]), 3 b (param float32[]), 4 w.sq (state: sum of squared
+// gradients), 5 last_step (state: the step hyper of the last update),
+// 6 w.acc, 7 b.acc (states: accumulated gradients), 8 lr, 9 step (hypers).
+// Arena: loss at 0, grad of w at 64, grad of b at 128.
+constexpr char kStep[] = R"(
+namespace {
+float *at(void *const *bindings, int index) {
+  return static_cast<float *>(bindings[index]);
+}
+
+void lossAndGrads(void *const *bindings, char *arena) {
+  const float *x = at(bindings, 0), *y = at(bindings, 1);
+  const float *w = at(bindings, 2), *b = at(bindings, 3);
+  float *loss = reinterpret_cast<float *>(arena);
+  float *gw = reinterpret_cast<float *>(arena + 64);
+  float *gb = reinterpret_cast<float *>(arena + 128);
+  float sum = 0;
+  gw[0] = gw[1] = gw[2] = 0;
+  *gb = 0;
+  for (int i = 0; i < 4; ++i) {
+    float prediction = *b;
+    for (int j = 0; j < 3; ++j)
+      prediction += x[i * 3 + j] * w[j];
+    float residual = prediction - y[i];
+    sum += residual * residual;
+    for (int j = 0; j < 3; ++j)
+      gw[j] += residual * x[i * 3 + j];
+    *gb += residual;
+  }
+  *loss = sum / 4;
+  for (int j = 0; j < 3; ++j)
+    gw[j] *= 0.5f;
+  *gb *= 0.5f;
+}
+
+void update(void *const *bindings, const float *gw, float gb) {
+  float *w = at(bindings, 2), *b = at(bindings, 3);
+  float *sq = at(bindings, 4), *lastStep = at(bindings, 5);
+  float lr = *at(bindings, 8);
+  for (int j = 0; j < 3; ++j) {
+    w[j] -= lr * gw[j];
+    sq[j] += gw[j] * gw[j];
+  }
+  *b -= lr * gb;
+  *lastStep = *at(bindings, 9);
+}
+} // namespace
+
+extern "C" void ztc_loss_and_grads(void *const *bindings, char *arena) {
+  lossAndGrads(bindings, arena);
+}
+
+extern "C" void ztc_train_step(void *const *bindings, char *arena) {
+  lossAndGrads(bindings, arena);
+  update(bindings, reinterpret_cast<float *>(arena + 64),
+         *reinterpret_cast<float *>(arena + 128));
+}
+
+extern "C" void ztc_accumulate(void *const *bindings, char *arena) {
+  lossAndGrads(bindings, arena);
+  float *wAcc = at(bindings, 6), *bAcc = at(bindings, 7);
+  for (int j = 0; j < 3; ++j)
+    wAcc[j] += reinterpret_cast<float *>(arena + 64)[j];
+  *bAcc += *reinterpret_cast<float *>(arena + 128);
+}
+
+// The last of 2 micro-batches: update with the mean gradient.
+extern "C" void ztc_train_step_accum2(void *const *bindings, char *arena) {
+  lossAndGrads(bindings, arena);
+  float *wAcc = at(bindings, 6), *bAcc = at(bindings, 7);
+  float gw[3];
+  for (int j = 0; j < 3; ++j) {
+    gw[j] = (wAcc[j] + reinterpret_cast<float *>(arena + 64)[j]) * 0.5f;
+    wAcc[j] = 0;
+  }
+  float gb = (*bAcc + *reinterpret_cast<float *>(arena + 128)) * 0.5f;
+  *bAcc = 0;
+  update(bindings, gw, gb);
+}
+)";
+
+Manifest trainManifest() {
+  Manifest manifest;
+  manifest.kind = ArtifactKind::Train;
+  manifest.entry = "ztc_train_step";
+  manifest.gradEntry = "ztc_loss_and_grads";
+  manifest.arenaBytes = 256;
+  manifest.bindings = {
+      {BindingRole::Input, "x", "x", DType::Float32, {kBatch, kFeatures}},
+      {BindingRole::Input, "y", "y", DType::Float32, {kBatch}},
+      {BindingRole::Param, "w", "", DType::Float32, {kFeatures}},
+      {BindingRole::Param, "b", "", DType::Float32, {}},
+      {BindingRole::State, "w.sq", "", DType::Float32, {kFeatures}},
+      {BindingRole::State, "last_step", "", DType::Float32, {}},
+      {BindingRole::State, "w.acc", "", DType::Float32, {kFeatures}},
+      {BindingRole::State, "b.acc", "", DType::Float32, {}},
+      {BindingRole::Hyper, "lr", "", DType::Float32, {}},
+      {BindingRole::Hyper, "step", "", DType::Float32, {}},
+  };
+  manifest.outputs = {{"loss", "loss", DType::Float32, {}, 0}};
+  manifest.gradOutputs = {{"w", "w", DType::Float32, {kFeatures}, 64},
+                          {"b", "b", DType::Float32, {}, 128}};
+  manifest.train.optimizer = "sgd";
+  manifest.train.loss = "mse";
+  manifest.train.batchSize = kBatch;
+  manifest.train.schedule.lr = 0.1;
+  return manifest;
+}
+
+/// Initial params: w = (0.5, -0.25, 0), b = 0.125.
+SafeTensors trainInit() {
+  SafeTensors init;
+  Tensor w(DType::Float32, {kFeatures});
+  w.data<float>()[0] = 0.5f;
+  w.data<float>()[1] = -0.25f;
+  Tensor b(DType::Float32, {});
+  *b.data<float>() = 0.125f;
+  init.tensors["w"] = w;
+  init.tensors["b"] = b;
+  return init;
+}
+
+/// Synthetic data: x uniform in [-1, 1], y = x.(1, -2, 0.5) + 0.3 + noise.
+struct Data {
+  std::vector<float> x, y;
+};
+
+Data makeData(int samples) {
+  std::mt19937 rng(2024);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const float truth[kFeatures] = {1.0f, -2.0f, 0.5f};
+  Data data;
+  for (int i = 0; i < samples; ++i) {
+    float y = 0.3f + 0.01f * uniform(rng);
+    for (int j = 0; j < kFeatures; ++j) {
+      data.x.push_back(uniform(rng));
+      y += data.x.back() * truth[j];
+    }
+    data.y.push_back(y);
+  }
+  return data;
+}
+
+void writeData(const std::string &dir, const Data &data) {
+  std::filesystem::create_directories(dir);
+  int64_t samples = static_cast<int64_t>(data.y.size());
+  Tensor x(DType::Float32, {samples, kFeatures});
+  Tensor y(DType::Float32, {samples});
+  std::copy(data.x.begin(), data.x.end(), x.data<float>());
+  std::copy(data.y.begin(), data.y.end(), y.data<float>());
+  writeNpy(dir + "/x.npy", x);
+  writeNpy(dir + "/y.npy", y);
+}
+
+/// The reference: the same model and SGD in double.
+struct Reference {
+  double w[kFeatures] = {0.5, -0.25, 0.0};
+  double b = 0.125;
+  double sq[kFeatures] = {0, 0, 0};
+
+  /// Loss and gradients on the samples `batch`.
+  double lossAndGrads(const Data &data, const std::vector<uint64_t> &batch,
+                      double gw[kFeatures], double &gb) const {
+    double loss = 0;
+    gw[0] = gw[1] = gw[2] = gb = 0;
+    for (uint64_t sample : batch) {
+      double residual = b - data.y[sample];
+      for (int j = 0; j < kFeatures; ++j)
+        residual += data.x[sample * kFeatures + j] * w[j];
+      loss += residual * residual;
+      for (int j = 0; j < kFeatures; ++j)
+        gw[j] += 2 * residual * data.x[sample * kFeatures + j] / kBatch;
+      gb += 2 * residual / kBatch;
+    }
+    return loss / kBatch;
+  }
+
+  void update(const double gw[kFeatures], double gb, double lr) {
+    for (int j = 0; j < kFeatures; ++j) {
+      w[j] -= lr * gw[j];
+      sq[j] += gw[j] * gw[j];
+    }
+    b -= lr * gb;
+  }
+};
+
+/// The samples of micro-batch `index` (0-based over the run), as the
+/// DataLoader documents: epoch permutations, floor(N / B) batches each.
+std::vector<uint64_t> batchSamples(uint64_t index, uint64_t seed) {
+  const uint64_t perEpoch = kSamples / kBatch;
+  std::vector<uint64_t> order =
+      epochPermutation(kSamples, seed, index / perEpoch);
+  auto begin = order.begin() + (index % perEpoch) * kBatch;
+  return std::vector<uint64_t>(begin, begin + kBatch);
+}
+
+/// Trains the reference for `steps` steps of `microBatches` micro-batches
+/// with lr(step); returns the losses.
+std::vector<double> trainReference(Reference &model, const Data &data,
+                                   uint64_t steps, uint64_t seed,
+                                   const std::function<double(uint64_t)> &lr,
+                                   uint64_t microBatches = 1) {
+  std::vector<double> losses;
+  uint64_t micro = 0;
+  for (uint64_t step = 1; step <= steps; ++step) {
+    double gw[kFeatures] = {0, 0, 0}, gb = 0, loss = 0;
+    for (uint64_t k = 0; k < microBatches; ++k) {
+      double mw[kFeatures], mb;
+      loss += model.lossAndGrads(data, batchSamples(micro++, seed), mw, mb);
+      for (int j = 0; j < kFeatures; ++j)
+        gw[j] += mw[j] / double(microBatches);
+      gb += mb / double(microBatches);
+    }
+    losses.push_back(loss / double(microBatches));
+    // The trainer writes lr into a float32 hyper.
+    model.update(gw, gb, static_cast<float>(lr(step)));
+  }
+  return losses;
+}
+
+void expectClose(double actual, double expected, const std::string &what) {
+  EXPECT_NEAR(actual, expected, 1e-5 * std::max(1.0, std::abs(expected)))
+      << what;
+}
+
+float scalar(const Tensor &tensor) { return *tensor.data<float>(); }
+
+class TrainerTest : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    shared_ = std::make_unique<TempDir>();
+    writeText(*shared_ / "step.cpp", kStep);
+    soPath_ = compileSharedObject(*shared_ / "step.cpp", Target::Cpu,
+                                  *shared_ / "cache");
+  }
+  static void TearDownTestSuite() { shared_.reset(); }
+
+  void SetUp() override {
+    artifact_ = dir_ / "model.ztc";
+    data_ = dir_ / "data";
+    samples_ = makeData(kSamples);
+    writeData(data_, samples_);
+    writeArtifact(trainManifest());
+  }
+
+  /// (Re)writes the artifact with `manifest`.
+  void writeArtifact(const Manifest &manifest,
+                     const SafeTensors &init = trainInit()) {
+    std::filesystem::create_directories(artifact_);
+    writeText(artifact_ + "/manifest.json", printManifest(manifest));
+    writeSafeTensors(artifact_ + "/init.safetensors", init);
+    // A new file, never a rewrite of a mapped one (RTLD_NODELETE).
+    std::filesystem::remove(artifact_ + "/step.so");
+    std::filesystem::copy_file(soPath_, artifact_ + "/step.so");
+  }
+
+  /// Options for a quiet run of `steps` steps; log lines go to log_.
+  TrainOptions options(uint64_t steps) {
+    TrainOptions options;
+    options.artifactDir = artifact_;
+    options.dataDir = data_;
+    options.steps = steps;
+    options.seed = 7;
+    options.progressBar = false;
+    options.log = [this](const std::string &line) { log_.push_back(line); };
+    return options;
+  }
+
+  std::string trainError(const TrainOptions &options) {
+    return ZTC_ERROR_MESSAGE(train(options));
+  }
+
+  static std::unique_ptr<TempDir> shared_;
+  static std::string soPath_;
+
+  TempDir dir_;
+  std::string artifact_, data_;
+  Data samples_;
+  std::vector<std::string> log_;
+};
+
+std::unique_ptr<TempDir> TrainerTest::shared_;
+std::string TrainerTest::soPath_;
+
+} // namespace
+
+TEST_F(TrainerTest, MatchesTheReferenceLoop) {
+  Manifest manifest = trainManifest();
+  manifest.train.schedule.lr = 0.5;
+  writeArtifact(manifest);
+  TrainOptions run = options(40);
+  run.saveDir = dir_ / "ckpt";
+  TrainResult result = train(run);
+  ASSERT_EQ(result.losses.size(), 40u);
+  EXPECT_EQ(result.firstStep, 1u);
+  EXPECT_EQ(result.finalStep, 40u);
+
+  Reference reference;
+  std::vector<double> expected =
+      trainReference(reference, samples_, 40, 7, [](uint64_t) { return 0.5; });
+  for (size_t i = 0; i < 40; ++i)
+    expectClose(result.losses[i], expected[i], "loss " + std::to_string(i));
+  // Converges towards the noise floor.
+  EXPECT_LT(result.losses.back(), 0.01 * result.losses.front());
+
+  Checkpoint final = loadCheckpoint(dir_ / "ckpt", trainManifest());
+  EXPECT_EQ(final.step, 40u);
+  // 40 batches of 5 per epoch: the next batch is epoch 8, batch 0.
+  EXPECT_EQ(final.epoch, 8u);
+  EXPECT_EQ(final.batch, 0u);
+  EXPECT_EQ(final.seed, 7u);
+  for (int j = 0; j < kFeatures; ++j) {
+    expectClose(final.tensors["w"].data<float>()[j], reference.w[j], "w");
+    expectClose(final.tensors["w.sq"].data<float>()[j], reference.sq[j],
+                "w.sq");
+  }
+  expectClose(scalar(final.tensors["b"]), reference.b, "b");
+  // The step hyper counts optimizer steps from 1.
+  EXPECT_EQ(scalar(final.tensors["last_step"]), 40.0f);
+}
+
+TEST_F(TrainerTest, EpochsDecideWhenStepsAreZero) {
+  TrainOptions run = options(0);
+  run.epochs = 3;
+  TrainResult result = train(run);
+  EXPECT_EQ(result.finalStep, 15u); // 3 epochs of 5 batches
+}
+
+TEST_F(TrainerTest, ScheduleFeedsTheLrHyper) {
+  // warmup-decay over the run's 20 steps (total_steps 0), warmup 5, lr
+  // 0.2: by DeepSpeed's formulas at i = step - 1, lr = 0.2 * i / 5 while
+  // i < 5, then 0.2 * (20 - i) / 15.
+  Manifest manifest = trainManifest();
+  manifest.train.schedule.kind = LrScheduleKind::WarmupDecay;
+  manifest.train.schedule.lr = 0.2;
+  manifest.train.schedule.warmupSteps = 5;
+  writeArtifact(manifest);
+  TrainOptions run = options(20);
+  run.logEvery = 1;
+  run.saveDir = dir_ / "ckpt";
+  TrainResult result = train(run);
+
+  auto lr = [](uint64_t step) {
+    double i = double(step - 1);
+    return i < 5 ? 0.2 * i / 5 : 0.2 * (20 - i) / 15;
+  };
+  Reference reference;
+  std::vector<double> expected = trainReference(reference, samples_, 20, 7, lr);
+  for (size_t i = 0; i < 20; ++i)
+    expectClose(result.losses[i], expected[i], "loss " + std::to_string(i));
+  Checkpoint final = loadCheckpoint(dir_ / "ckpt");
+  for (int j = 0; j < kFeatures; ++j)
+    expectClose(final.tensors["w"].data<float>()[j], reference.w[j], "w");
+  expectClose(scalar(final.tensors["b"]), reference.b, "b");
+
+  // The logged lr: 0 at step 1 (the loss is unchanged by it), the peak at
+  // step 6, 0.2 / 15 at step 20.
+  auto lineOf = [&](uint64_t step) {
+    std::string prefix = "step " + std::to_string(step) + "/20 ";
+    for (const std::string &line : log_)
+      if (line.rfind(prefix, 0) == 0)
+        return line;
+    return std::string();
+  };
+  EXPECT_NE(lineOf(1).find("  lr 0.000e+00  "), std::string::npos);
+  EXPECT_NE(lineOf(3).find("  lr 8.000e-02  "), std::string::npos);
+  EXPECT_NE(lineOf(6).find("  lr 2.000e-01  "), std::string::npos);
+  EXPECT_NE(lineOf(20).find("  lr 1.333e-02  "), std::string::npos);
+}
+
+TEST_F(TrainerTest, LogLines) {
+  TrainOptions run = options(12);
+  run.logEvery = 5;
+  run.saveDir = dir_ / "ckpt";
+  TrainResult result = train(run);
+  ASSERT_EQ(log_.size(), 5u);
+  EXPECT_EQ(log_[0], "training " + artifact_ +
+                         ": 22 samples, batches of 4 (5 per epoch), steps "
+                         "1..12, optimizer sgd, lr schedule constant");
+  std::regex line(R"(step (\d+)/12  loss (\d+\.\d{6})  lr 1\.000e-01  )"
+                  R"(\d+\.\d samples/s)");
+  // Every logEvery steps, and the last.
+  const uint64_t steps[] = {5, 10, 12};
+  for (int i = 0; i < 3; ++i) {
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(log_[i + 1], match, line)) << log_[i + 1];
+    EXPECT_EQ(match[1], std::to_string(steps[i]));
+    char loss[32];
+    std::snprintf(loss, sizeof loss, "%.6f", result.losses[steps[i] - 1]);
+    EXPECT_EQ(match[2], loss);
+  }
+  EXPECT_EQ(log_[4], "saved checkpoint " + (dir_ / "ckpt") + " at step 12");
+}
+
+TEST_F(TrainerTest, ProgressBarRedrawsOneLine) {
+  TrainOptions run = options(12);
+  run.progressBar = true;
+  testing::internal::CaptureStderr();
+  train(run);
+  std::string bar = testing::internal::GetCapturedStderr();
+  // Only the banner went to the log; the steps went to the bar.
+  EXPECT_EQ(log_.size(), 1u);
+  EXPECT_NE(bar.find("\rstep 12/12 [########################] loss "),
+            std::string::npos)
+      << bar;
+  EXPECT_NE(bar.find("samples/s  ETA 0:00:00"), std::string::npos) << bar;
+  EXPECT_EQ(bar.find('\n'), bar.size() - 1) << bar;
+}
+
+TEST_F(TrainerTest, ResumeIsBitIdentical) {
+  // A schedule that depends on the step, so a wrong step after resume
+  // shows.
+  Manifest manifest = trainManifest();
+  manifest.train.schedule.kind = LrScheduleKind::WarmupCosine;
+  manifest.train.schedule.warmupSteps = 4;
+  manifest.train.schedule.totalSteps = 20;
+  manifest.train.schedule.minLr = 0.01;
+  writeArtifact(manifest);
+
+  TrainOptions straight = options(20);
+  straight.saveDir = dir_ / "straight";
+  straight.saveEvery = 7;
+  straight.logEvery = 0; // only the last step
+  TrainResult whole = train(straight);
+  EXPECT_EQ(log_[1], "saved checkpoint " + straight.saveDir + " at step 7");
+  EXPECT_EQ(log_[2], "saved checkpoint " + straight.saveDir + " at step 14");
+  EXPECT_EQ(log_.back(),
+            "saved checkpoint " + straight.saveDir + " at step 20");
+
+  TrainOptions first = options(10);
+  first.saveDir = dir_ / "split";
+  train(first);
+  TrainOptions second = options(20);
+  second.resumeDir = dir_ / "split";
+  second.saveDir = dir_ / "split";
+  log_.clear();
+  TrainResult rest = train(second);
+  EXPECT_EQ(log_[0], "resumed from " + second.resumeDir +
+                         " at step 10 (epoch 2, batch 0)");
+  EXPECT_EQ(rest.firstStep, 11u);
+  EXPECT_EQ(rest.finalStep, 20u);
+  ASSERT_EQ(rest.losses.size(), 10u);
+  for (size_t i = 0; i < 10; ++i)
+    EXPECT_EQ(rest.losses[i], whole.losses[10 + i]) << i;
+
+  Checkpoint a = loadCheckpoint(straight.saveDir, manifest);
+  Checkpoint b = loadCheckpoint(second.saveDir, manifest);
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.epoch, b.epoch);
+  EXPECT_EQ(a.batch, b.batch);
+  for (const auto &[name, tensor] : a.tensors)
+    EXPECT_EQ(tensor.bytes, b.tensors.at(name).bytes) << name;
+
+  // Resuming a finished run does nothing.
+  log_.clear();
+  TrainResult none = train(second);
+  EXPECT_TRUE(none.losses.empty());
+  EXPECT_EQ(none.finalStep, 20u);
+  EXPECT_EQ(log_.back(),
+            "the checkpoint is at step 20; nothing to do for 20 steps");
+}
+
+TEST_F(TrainerTest, ResumeMidEpoch) {
+  // Stop at step 7 (epoch 1, batch 2) and continue with saveEvery.
+  TrainOptions straight = options(13);
+  TrainResult whole = train(straight);
+  TrainOptions first = options(7);
+  first.saveDir = dir_ / "ckpt";
+  train(first);
+  Checkpoint middle = loadCheckpoint(first.saveDir);
+  EXPECT_EQ(middle.epoch, 1u);
+  EXPECT_EQ(middle.batch, 2u);
+  TrainOptions second = options(13);
+  second.resumeDir = first.saveDir;
+  TrainResult rest = train(second);
+  ASSERT_EQ(rest.losses.size(), 6u);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(rest.losses[i], whole.losses[7 + i]) << i;
+}
+
+TEST_F(TrainerTest, DumpGradsWritesTheFirstBatch) {
+  TrainOptions run = options(3);
+  run.dumpGradsDir = dir_ / "grads";
+  TrainResult dumped = train(run);
+  TrainResult plain = train(options(3));
+  EXPECT_EQ(dumped.losses, plain.losses); // the dump changes nothing
+
+  Reference reference;
+  double gw[kFeatures], gb;
+  double loss = reference.lossAndGrads(samples_, batchSamples(0, 7), gw, gb);
+  Tensor lossFile = readNpy(dir_ / "grads/loss.npy");
+  Tensor w = readNpy(dir_ / "grads/grad/w.npy");
+  Tensor b = readNpy(dir_ / "grads/grad/b.npy");
+  ASSERT_EQ(lossFile.describe(), "float32[]");
+  ASSERT_EQ(w.describe(), "float32[3]");
+  ASSERT_EQ(b.describe(), "float32[]");
+  expectClose(scalar(lossFile), loss, "loss");
+  EXPECT_EQ(scalar(lossFile), dumped.losses[0]);
+  for (int j = 0; j < kFeatures; ++j)
+    expectClose(w.data<float>()[j], gw[j], "grad w");
+  expectClose(scalar(b), gb, "grad b");
+  EXPECT_EQ(log_[1], "wrote the loss and 2 gradient(s) of step 1 to " +
+                         (dir_ / "grads"));
+}
+
+TEST_F(TrainerTest, GradientAccumulation) {
+  Manifest manifest = trainManifest();
+  manifest.train.gradAccum = 2;
+  writeArtifact(manifest);
+  EXPECT_EQ(trainError(options(4)),
+            "train.grad_accum is 2, but gradient accumulation needs an "
+            "accum_entry the artifact lacks");
+
+  manifest.entry = "ztc_train_step_accum2";
+  manifest.accumEntry = "ztc_accumulate";
+  writeArtifact(manifest);
+  TrainOptions run = options(0);
+  run.epochs = 2; // 5 micro-batches per epoch: 2 optimizer steps each
+  run.saveDir = dir_ / "ckpt";
+  TrainResult result = train(run);
+  ASSERT_EQ(result.finalStep, 4u);
+
+  Reference reference;
+  std::vector<double> expected = trainReference(
+      reference, samples_, 4, 7, [](uint64_t) { return 0.1; }, 2);
+  for (size_t i = 0; i < 4; ++i)
+    expectClose(result.losses[i], expected[i], "loss " + std::to_string(i));
+  Checkpoint final = loadCheckpoint(run.saveDir);
+  for (int j = 0; j < kFeatures; ++j)
+    expectClose(final.tensors["w"].data<float>()[j], reference.w[j], "w");
+  expectClose(scalar(final.tensors["b"]), reference.b, "b");
+  // 8 micro-batches: the next is epoch 1, batch 3.
+  EXPECT_EQ(final.epoch, 1u);
+  EXPECT_EQ(final.batch, 3u);
+}
+
+TEST_F(TrainerTest, NonFiniteLossStops) {
+  Data poisoned = samples_;
+  poisoned.x.assign(poisoned.x.size(), std::nanf(""));
+  writeData(data_, poisoned);
+  EXPECT_EQ(trainError(options(5)),
+            "training diverged at step 1: the loss is nan");
+
+  // A huge lr: step 1 is finite, its update overflows step 2's loss.
+  writeData(data_, samples_);
+  Manifest manifest = trainManifest();
+  manifest.train.schedule.lr = 1e30;
+  writeArtifact(manifest);
+  EXPECT_EQ(trainError(options(5)),
+            "training diverged at step 2: the loss is inf");
+}
+
+TEST_F(TrainerTest, DataErrors) {
+  writeNpy(data_ + "/y.npy", Tensor(DType::Float32, {21}));
+  EXPECT_EQ(trainError(options(5)),
+            "inputs disagree on the number of samples: x.npy has 22, y.npy "
+            "has 21");
+  writeNpy(data_ + "/y.npy", Tensor(DType::Float64, {22}));
+  EXPECT_EQ(trainError(options(5)),
+            "input 'y' (" + data_ +
+                "/y.npy): expected float32[N] (samples of float32[]), got "
+                "float64[22]");
+  std::filesystem::remove(data_ + "/y.npy");
+  EXPECT_EQ(trainError(options(5)),
+            "missing input file(s) in " + data_ +
+                ": y.npy (input 'y', batches of float32[4])");
+}
+
+TEST_F(TrainerTest, CheckpointErrors) {
+  TrainOptions run = options(4);
+  run.resumeDir = dir_ / "none";
+  EXPECT_EQ(trainError(run), "no checkpoint in " + run.resumeDir +
+                                 " (directory " + run.resumeDir +
+                                 " does not exist)");
+
+  // A checkpoint of another model.
+  Checkpoint other;
+  other.seed = 7;
+  other.tensors["w"] = Tensor(DType::Float32, {4});
+  saveCheckpoint(run.resumeDir, other);
+  EXPECT_EQ(trainError(run),
+            run.resumeDir +
+                "/checkpoint.safetensors does not match the artifact: param "
+                "'w': expected float32[3], got float32[4]; missing param 'b' "
+                "(float32[]); missing state 'w.sq' (float32[3]); missing "
+                "state 'last_step' (float32[]); missing state 'w.acc' "
+                "(float32[3]); missing state 'b.acc' (float32[])");
+
+  // A checkpoint of this model, but another data order or data set.
+  TrainOptions save = options(2);
+  save.saveDir = run.resumeDir;
+  train(save);
+  run.seed = 8;
+  EXPECT_EQ(trainError(run),
+            "the checkpoint in " + run.resumeDir +
+                " was written with seed 7; this run has seed 8 (the data "
+                "order would differ)");
+  run.seed = 7;
+  Data more = makeData(kSamples + 4);
+  writeData(data_, more);
+  EXPECT_EQ(trainError(run), "the checkpoint in " + run.resumeDir +
+                                 " was written with num_samples 22; this "
+                                 "run has 26");
+}
+
+TEST_F(TrainerTest, ArtifactAndOptionErrors) {
+  Manifest forward = trainManifest();
+  forward.kind = ArtifactKind::Forward;
+  writeArtifact(forward);
+  EXPECT_EQ(trainError(options(1)),
+            artifact_ + ": not a training artifact (manifest kind 'forward')");
+
+  Manifest noGrad = trainManifest();
+  noGrad.gradEntry.clear();
+  noGrad.gradOutputs.clear();
+  writeArtifact(noGrad);
+  TrainOptions dump = options(1);
+  dump.dumpGradsDir = dir_ / "grads";
+  EXPECT_EQ(trainError(dump),
+            "--dump-grads needs a grad_entry the artifact lacks");
+
+  Manifest unknownHyper = trainManifest();
+  unknownHyper.bindings[8].name = "beta1";
+  writeArtifact(unknownHyper);
+  EXPECT_EQ(trainError(options(1)),
+            "hyper 'beta1' is not one the trainer writes (known: lr, step)");
+
+  Manifest fixedLr = trainManifest();
+  fixedLr.bindings.erase(fixedLr.bindings.begin() + 8);
+  fixedLr.train.schedule.kind = LrScheduleKind::Warmup;
+  writeArtifact(fixedLr);
+  EXPECT_EQ(trainError(options(1)),
+            "lr schedule 'warmup' needs an 'lr' hyper binding the artifact "
+            "lacks");
+
+  writeArtifact(trainManifest());
+  TrainOptions saveEvery = options(4);
+  saveEvery.saveEvery = 2;
+  EXPECT_EQ(trainError(saveEvery), "--save-every needs --save-dir");
+
+  TrainOptions nothing = options(0);
+  nothing.epochs = 0;
+  EXPECT_EQ(trainError(nothing),
+            "nothing to train: 0 steps (steps 0, epochs 0, 5 batches per "
+            "epoch, grad_accum 1)");
+}
+
+TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
+  Manifest manifest = trainManifest();
+  manifest.accumEntry = "ztc_accumulate";
+  manifest.train.schedule.kind = LrScheduleKind::WarmupCosine;
+  manifest.train.schedule.warmupType = WarmupType::Log;
+  manifest.train.schedule.totalSteps = 100;
+  manifest.train.schedule.warmupMinRatio = 0.25;
+  manifest.train.gradAccum = 3;
+  std::string text = printManifest(manifest);
+  Manifest parsed = parseManifest(text, "m.json");
+  EXPECT_EQ(printManifest(parsed), text);
+  EXPECT_EQ(parsed.kind, ArtifactKind::Train);
+  EXPECT_EQ(parsed.gradEntry, "ztc_loss_and_grads");
+  EXPECT_EQ(parsed.accumEntry, "ztc_accumulate");
+  EXPECT_EQ(parsed.gradOutputs.size(), 2u);
+  EXPECT_EQ(parsed.bindings[4].role, BindingRole::State);
+  EXPECT_EQ(parsed.bindings[8].role, BindingRole::Hyper);
+  EXPECT_EQ(parsed.train.schedule.warmupMinRatio, 0.25);
+  EXPECT_EQ(parsed.train.gradAccum, 3u);
+
+  // A forward manifest prints no training fields.
+  Manifest forward;
+  forward.arenaBytes = 8;
+  std::string forwardText = printManifest(forward);
+  EXPECT_EQ(forwardText.find("kind"), std::string::npos);
+  EXPECT_EQ(forwardText.find("train"), std::string::npos);
+  EXPECT_EQ(forwardText.find("grad"), std::string::npos);
+}
+
+TEST(TrainManifestTest, ParsesTheDocumentedExample) {
+  Manifest manifest = parseManifest(R"({
+    "format": 1, "kind": "train", "target": "cpu", "source": "step.cpp",
+    "entry": "ztc_train_step", "grad_entry": "ztc_loss_and_grads",
+    "arena_bytes": 8192,
+    "bindings": [
+      {"role": "input", "name": "x", "file": "x", "dtype": "float32",
+       "shape": [32, 64]},
+      {"role": "input", "name": "labels", "file": "labels",
+       "dtype": "int64", "shape": [32]},
+      {"role": "param", "name": "fc.weight", "dtype": "float32",
+       "shape": [10, 64]},
+      {"role": "state", "name": "fc.weight.exp_avg", "dtype": "float32",
+       "shape": [10, 64]},
+      {"role": "hyper", "name": "lr", "dtype": "float32", "shape": []},
+      {"role": "hyper", "name": "step", "dtype": "float32", "shape": []}
+    ],
+    "outputs": [{"name": "loss", "file": "loss", "dtype": "float32",
+                 "shape": [], "offset": 1024}],
+    "grad_outputs": [{"name": "fc.weight", "file": "fc.weight",
+                      "dtype": "float32", "shape": [10, 64],
+                      "offset": 4096}],
+    "train": {"optimizer": "adamw", "lr": 0.001,
+              "lr_schedule": "warmup-decay", "warmup_steps": 10,
+              "total_steps": 100, "min_lr": 0.0, "warmup_type": "log",
+              "batch_size": 32, "grad_accum": 1, "loss": "cross_entropy"}
+  })",
+                                    "m.json");
+  EXPECT_EQ(manifest.kind, ArtifactKind::Train);
+  EXPECT_EQ(manifest.train.optimizer, "adamw");
+  EXPECT_EQ(manifest.train.loss, "cross_entropy");
+  EXPECT_EQ(manifest.train.schedule.kind, LrScheduleKind::WarmupDecay);
+  EXPECT_EQ(manifest.train.schedule.warmupType, WarmupType::Log);
+  EXPECT_EQ(manifest.train.schedule.lr, 0.001);
+  EXPECT_EQ(manifest.train.schedule.warmupSteps, 10u);
+  EXPECT_EQ(manifest.train.schedule.totalSteps, 100u);
+  EXPECT_EQ(manifest.train.batchSize, 32u);
+  EXPECT_EQ(manifest.gradOutputs[0].offset, 4096u);
+  EXPECT_EQ(manifest.outputIndex("loss"), 0);
+}
+
+TEST(TrainManifestTest, Errors) {
+  auto error = [](const Manifest &manifest) {
+    return ZTC_ERROR_MESSAGE(parseManifest(printManifest(manifest), "m.json"));
+  };
+  auto textError = [](const std::string &text) {
+    return ZTC_ERROR_MESSAGE(parseManifest(text, "m.json"));
+  };
+
+  Manifest noLoss = trainManifest();
+  noLoss.outputs[0].name = "total";
+  EXPECT_EQ(error(noLoss), "m.json: training manifest has no output 'loss'");
+  Manifest vectorLoss = trainManifest();
+  vectorLoss.outputs[0].shape = {2};
+  EXPECT_EQ(error(vectorLoss), "m.json: training manifest output 'loss' must "
+                               "be float32[], got float32[2]");
+  Manifest uneven = trainManifest();
+  uneven.bindings[1].shape = {8};
+  EXPECT_EQ(error(uneven), "m.json: training manifest inputs disagree on the "
+                           "batch size: 'x' has 4, 'y' has 8");
+  Manifest batch = trainManifest();
+  batch.train.batchSize = 8;
+  EXPECT_EQ(error(batch), "m.json: training manifest has train.batch_size 8 "
+                          "but its inputs hold batches of 4");
+  Manifest scalarInput = trainManifest();
+  scalarInput.bindings[1].shape = {};
+  EXPECT_EQ(error(scalarInput), "m.json: training manifest input 'y' "
+                                "(float32[]) has no batch dimension");
+  Manifest orphan = trainManifest();
+  orphan.gradOutputs[0].name = "v";
+  orphan.gradOutputs[0].file = "v";
+  EXPECT_EQ(error(orphan),
+            "m.json: training manifest grad output 'v' names no param");
+  Manifest shape = trainManifest();
+  shape.gradOutputs[1].shape = {1};
+  EXPECT_EQ(error(shape), "m.json: training manifest grad output 'b' is "
+                          "float32[1]; expected float32 in the param's shape "
+                          "float32[]");
+  Manifest noGradEntry = trainManifest();
+  noGradEntry.gradEntry.clear();
+  EXPECT_EQ(error(noGradEntry), "m.json: training manifest lists "
+                                "grad_outputs but names no grad_entry");
+  Manifest outside = trainManifest();
+  outside.gradOutputs[0].offset = 250;
+  EXPECT_EQ(error(outside), "m.json: grad output 0 ('w') (float32[3] at "
+                            "offset 250) lies outside the 256-byte arena");
+  Manifest hyper = trainManifest();
+  hyper.bindings[8].shape = {1};
+  EXPECT_EQ(error(hyper), "m.json: binding 8 ('lr') is a hyper of shape "
+                          "float32[1]; hypers are scalars");
+
+  std::string head =
+      R"({"format":1,"target":"cpu","entry":"e","source":"s","arena_bytes":8,)"
+      R"("bindings":[{"role":"input","name":"x","dtype":"float32",)"
+      R"("shape":[2]}],"outputs":[{"name":"loss","dtype":"float32",)"
+      R"("shape":[],"offset":0}],)";
+  EXPECT_EQ(textError(head + R"("kind":"eval"})"),
+            "m.json: manifest has unknown kind 'eval' (known: forward, train)");
+  EXPECT_EQ(textError(head + R"("kind":"train"})"),
+            "m.json: manifest has no field 'train'");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"lr":0.1}})"),
+            "m.json: train config has no field 'optimizer'");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
+                             R"("lr":"fast"}})"),
+            "m.json: train config field 'lr' is not a number");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
+                             R"("lr":0.1,"lr_schedule":"cosine"}})"),
+            "m.json: train config has unknown lr_schedule 'cosine' (known: "
+            "constant, warmup, warmup-decay, warmup-cosine)");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
+                             R"("lr":0.1,"warmup_type":"exp"}})"),
+            "m.json: train config has unknown warmup_type 'exp' (known: "
+            "linear, log)");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
+                             R"("lr":0.1,"grad_accum":0}})"),
+            "m.json: train config has grad_accum 0; it counts micro-batches "
+            "per step (>= 1)");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
+                             R"("lr":-0.1}})"),
+            "m.json: train config has a negative lr, min_lr or "
+            "warmup_min_ratio");
+  // The smallest valid training manifest.
+  Manifest minimal = parseManifest(
+      head + R"("kind":"train","train":{"optimizer":"sgd","lr":0.1}})",
+      "m.json");
+  EXPECT_EQ(minimal.train.schedule.kind, LrScheduleKind::Constant);
+  EXPECT_EQ(minimal.train.gradAccum, 1u);
+}
