@@ -111,9 +111,10 @@ void collectNames(Location loc, SmallVectorImpl<std::string> &names) {
 /// Prints one step.
 class Emitter {
 public:
-  Emitter(Target target, StringRef entryName, StepInterface &step)
+  Emitter(Target target, StringRef entryName, StepInterface &step,
+          std::vector<Binding> &bindings)
       : target(target), entryName(entryName.str()), step(step),
-        out(entryText) {}
+        bindings(bindings), out(entryText) {}
 
   /// Collects the entry's body and kernels, and fills `step`.
   LogicalResult run(func::FuncOp func);
@@ -137,6 +138,8 @@ private:
   Target target;
   std::string entryName;
   StepInterface &step;
+  /// The bindings array every entry of the source shares.
+  std::vector<Binding> &bindings;
   /// The entry function's body, printed as ops are visited.
   std::string entryText;
   llvm::raw_string_ostream out;
@@ -513,7 +516,19 @@ LogicalResult Emitter::run(func::FuncOp func) {
     out << "  auto *" << bind(arg, "b") << " = static_cast<"
         << storageType(type.getElementType()) << " *>(bindings[" << i
         << "]);  // " << binding.name << "\n";
-    step.bindings.push_back(std::move(binding));
+    // Entries share one bindings array: a later entry's arguments are a
+    // prefix of the first entry's.
+    if (i < bindings.size()) {
+      if (bindings[i].name != binding.name || bindings[i].shape != binding.shape)
+        return func.emitError("argument ")
+               << i << " ('" << binding.name
+               << "') differs from the shared binding '" << bindings[i].name
+               << "'";
+      continue;
+    }
+    if (i != bindings.size())
+      return func.emitError("arguments must extend the shared bindings");
+    bindings.push_back(std::move(binding));
   }
 
   for (Operation &op : block) {
@@ -523,15 +538,15 @@ LogicalResult Emitter::run(func::FuncOp func) {
               auto type = cast<MemRefType>(c.getType());
               Binding binding;
               binding.role = Binding::Role::Constant;
-              binding.name = "__const" + std::to_string(step.bindings.size());
+              binding.name = "__const" + std::to_string(bindings.size());
               binding.dtype = dtypeName(type.getElementType());
               binding.shape.assign(type.getShape().begin(),
                                    type.getShape().end());
               binding.value = c.getValue();
               out << "  auto *" << bind(c.getResult(), "k") << " = static_cast<"
                   << storageType(type.getElementType()) << " *>(bindings["
-                  << step.bindings.size() << "]);\n";
-              step.bindings.push_back(std::move(binding));
+                  << bindings.size() << "]);\n";
+              bindings.push_back(std::move(binding));
               return success();
             })
             .Case([&](kernel::AllocOp alloc) -> LogicalResult {
@@ -640,15 +655,18 @@ LogicalResult codegen::emitSteps(ArrayRef<Entry> entries, Target target,
                                  llvm::raw_ostream &os,
                                  std::vector<StepInterface> &steps) {
   steps.assign(entries.size(), StepInterface());
+  std::vector<Binding> bindings;
   SmallVector<std::unique_ptr<Emitter>> emitters;
   int64_t arena = 0;
   for (auto [entry, step] : llvm::zip(entries, steps)) {
     emitters.push_back(
-        std::make_unique<Emitter>(target, entry.name, step));
+        std::make_unique<Emitter>(target, entry.name, step, bindings));
     if (failed(emitters.back()->run(entry.func)))
       return failure();
     arena = std::max(arena, step.arenaBytes);
   }
+  for (StepInterface &step : steps)
+    step.bindings = bindings;
   printPrelude(os, target, entries.front().func, arena);
   for (auto &emitter : emitters)
     emitter->printEntry(os);

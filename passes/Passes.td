@@ -139,7 +139,8 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
   }];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
-           "cross_entropy, mse or none">,
+           "cross_entropy, mse, none, or auto (none for a model with one "
+           "scalar float output, else cross_entropy)">,
     Option<"lossInput", "loss-input", "std::string", /*default=*/"\"\"",
            "The ONNX output the loss reads (default: the first)">,
     Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",
@@ -215,6 +216,10 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
     2. Selects the trainable parameters: arguments tagged `onnx.param`
        with a float element type whose `onnx.name` matches none of the
        `frozen` regular expressions (each must match the whole name).
+       Batch-norm running statistics (parameters whose only uses are the
+       `mean` and `var` operands of `nn.batch_norm`: buffers PyTorch
+       exports as initializers) are not trained, as in PyTorch; they are
+       listed in the function attribute `train.buffers`.
     3. Prunes: a value needs a gradient when it depends on a selected
        parameter (forward, through float values) and the loss depends on it
        (backward, through float values). Nothing else gets gradient work.

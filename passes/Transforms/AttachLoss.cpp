@@ -24,6 +24,15 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (loss == "auto") {
+      // The model's own loss when it returns exactly one scalar float.
+      auto type = func.getNumResults() == 1
+                      ? dyn_cast<RankedTensorType>(func.getResultTypes()[0])
+                      : RankedTensorType();
+      bool scalar = type && type.getNumElements() == 1 &&
+                    isa<FloatType>(type.getElementType());
+      loss = scalar ? "none" : "cross_entropy";
+    }
     if (loss != "cross_entropy" && loss != "mse" && loss != "none") {
       func.emitError("unknown loss '")
           << loss << "'; expected cross_entropy, mse or none";
@@ -74,6 +83,8 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
                                    results));
     func.setResultAttrs(0, ArrayRef<NamedAttribute>{});
     func.setResultAttr(0, "onnx.name", b.getStringAttr("loss"));
+    // Which loss was built (auto resolves here), for the artifact.
+    func->setAttr("train.loss", b.getStringAttr(loss));
   }
 
   std::string outputName(func::FuncOp func, unsigned i) {

@@ -1,4 +1,4 @@
-//===- Autodiff.cpp - the ztc-autodiff pass -----------------------*- C++ -*-===//
+//===- Autodiff.cpp - the ztc-autodiff pass ---------------------*- C++ -*-===//
 //
 // Reverse-mode automatic differentiation of a step function: appends the
 // gradient of its loss (the first result) with respect to every trainable
@@ -79,10 +79,22 @@ FailureOr<Value> getLoss(func::FuncOp func) {
   return func.getBody().front().getTerminator()->getOperand(0);
 }
 
+/// Whether `arg` is a batch-norm running statistic: a buffer PyTorch exports
+/// as an initializer, recognized by use (it only feeds the `mean` or `var`
+/// operand of nn.batch_norm). It is not trained, as in PyTorch.
+bool isRunningStatistic(BlockArgument arg) {
+  return !arg.use_empty() && llvm::all_of(arg.getUses(), [](OpOperand &use) {
+    auto norm = dyn_cast<nn::BatchNormOp>(use.getOwner());
+    return norm &&
+           (&use == &norm.getMeanMutable() || &use == &norm.getVarMutable());
+  });
+}
+
 /// The trainable parameters of `func`: float arguments tagged `onnx.param`
-/// whose name no frozen pattern matches.
-SmallVector<Param> selectParams(func::FuncOp func,
-                                ArrayRef<llvm::Regex> frozen) {
+/// whose name no frozen pattern matches and that are not running
+/// statistics (whose names go to `buffers`).
+SmallVector<Param> selectParams(func::FuncOp func, ArrayRef<llvm::Regex> frozen,
+                                SmallVectorImpl<Attribute> &buffers) {
   SmallVector<Param> params;
   for (BlockArgument arg : func.getArguments()) {
     unsigned index = arg.getArgNumber();
@@ -95,6 +107,10 @@ SmallVector<Param> selectParams(func::FuncOp func,
           return regex.match(name.getValue());
         }))
       continue;
+    if (isRunningStatistic(arg)) {
+      buffers.push_back(name);
+      continue;
+    }
     params.push_back({arg, name});
   }
   return params;
@@ -196,8 +212,8 @@ LogicalResult ReverseSweep::visit(Operation *op) {
 
 void ReverseSweep::accumulate(Value value, Value grad) {
   Value &slot = grads[value];
-  slot = slot ? nn::AddOp::create(b, grad.getLoc(), slot, grad).getResult()
-              : grad;
+  slot =
+      slot ? nn::AddOp::create(b, grad.getLoc(), slot, grad).getResult() : grad;
 }
 
 /// Appends `grads` to the function's results, each tagged with the name of
@@ -212,8 +228,7 @@ LogicalResult appendGradients(func::FuncOp func, ArrayRef<Value> grads,
   Builder b(func.getContext());
   for (auto [grad, name] : llvm::zip_equal(grads, names)) {
     types.push_back(grad.getType());
-    attrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr("train.grad_of", name)));
+    attrs.push_back(b.getDictionaryAttr(b.getNamedAttr("train.grad_of", name)));
   }
   if (failed(func.insertResults(indices, types, attrs)))
     return func.emitError("cannot add the gradient results");
@@ -234,7 +249,8 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
     if (failed(frozenPatterns) || failed(loss))
       return signalPassFailure();
     Block &block = func.getBody().front();
-    SmallVector<Param> params = selectParams(func, *frozenPatterns);
+    SmallVector<Attribute> buffers;
+    SmallVector<Param> params = selectParams(func, *frozenPatterns, buffers);
     DenseSet<Value> active = findActiveValues(block, params, *loss);
 
     OpBuilder b(block.getTerminator());
@@ -259,6 +275,8 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
     if (!noGrad.empty())
       func->setAttr("train.no_grad", ArrayAttr::get(&getContext(), noGrad));
+    if (!buffers.empty())
+      func->setAttr("train.buffers", ArrayAttr::get(&getContext(), buffers));
 
     // VJPs build every operand's gradient; drop those nothing needed.
     // Users are created after what they use, so one reverse walk suffices.

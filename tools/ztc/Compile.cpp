@@ -2,7 +2,8 @@
 //
 // Runs the pipelines of passes/Pipelines, prints the step, and converts the
 // emitter's interface into the runtime's manifest, reading parameter values
-// from the ONNX model and constant values from the IR.
+// from the ONNX model and constant values from the IR. A training artifact
+// holds two entries: the training step and loss-and-gradients.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -44,88 +46,114 @@ rt::DType toDType(const std::string &name) {
   return rt::parseDType(name).value_or(rt::DType::Float32);
 }
 
-} // namespace
-
-LogicalResult mlir::ztc::compileForward(MLIRContext &context,
-                                        StringRef modelPath,
-                                        const onnx::ImportOptions &options,
-                                        codegen::Target target,
-                                        ArtifactContents &artifact) {
-  OwningOpRef<ModuleOp> module =
-      onnx::importOnnxFile(context, modelPath, options);
-  if (!module)
-    return failure();
-  PassManager toNN(&context);
-  buildOnnxToNNPipeline(toNN);
-  if (failed(toNN.run(*module)))
-    return failure();
-  // Every intermediate value as its own buffer: the baseline the memory
-  // plan is measured against.
-  int64_t tensorBytes = 0;
-  module->walk([&](Operation *op) {
-    if (isa_and_nonnull<nn::NNDialect>(op->getDialect()))
-      for (Type type : op->getResultTypes())
-        if (auto tensor = dyn_cast<RankedTensorType>(type))
-          tensorBytes += tensor.getNumElements() *
-                         ((tensor.getElementTypeBitWidth() + 7) / 8);
-  });
-  auto funcs = module->getOps<func::FuncOp>();
-  if (funcs.empty())
-    return module->emitError("the model has no step function");
-  func::FuncOp func = *funcs.begin();
-  PassManager toKernel(&context);
-  buildNNToKernelPipeline(toKernel);
-  if (failed(toKernel.run(*module)))
-    return failure();
-
-  func->setAttr("kernel.tensor_bytes",
-                Builder(&context).getI64IntegerAttr(tensorBytes));
-  codegen::StepInterface step;
-  llvm::raw_string_ostream source(artifact.source);
-  if (failed(codegen::emitStep(func, target, source, step)))
-    return failure();
-
-  rt::Manifest &manifest = artifact.manifest;
-  manifest.target =
-      target == codegen::Target::Cuda ? rt::Target::Cuda : rt::Target::Cpu;
-  manifest.source = target == codegen::Target::Cuda ? "step.cu" : "step.cpp";
-  manifest.arenaBytes = step.arenaBytes;
-  llvm::StringSet<> params;
-  for (const codegen::Binding &binding : step.bindings) {
-    rt::Binding entry;
-    entry.name = binding.name;
-    entry.file = rt::fileStemFor(binding.name);
-    entry.dtype = toDType(binding.dtype);
-    entry.shape = binding.shape;
-    switch (binding.role) {
-    case codegen::Binding::Role::Input:
-      entry.role = rt::BindingRole::Input;
-      break;
-    case codegen::Binding::Role::Param:
-      entry.role = rt::BindingRole::Param;
-      params.insert(binding.name);
-      break;
-    case codegen::Binding::Role::Constant: {
-      entry.role = rt::BindingRole::Constant;
-      rt::Tensor tensor(entry.dtype, entry.shape);
-      tensor.bytes = constantBytes(binding.value);
-      artifact.initialValues[binding.name] = std::move(tensor);
-      break;
-    }
-    }
-    manifest.bindings.push_back(std::move(entry));
+rt::BindingRole toRole(codegen::Binding::Role role) {
+  switch (role) {
+  case codegen::Binding::Role::Input:
+    return rt::BindingRole::Input;
+  case codegen::Binding::Role::Param:
+    return rt::BindingRole::Param;
+  case codegen::Binding::Role::State:
+    return rt::BindingRole::State;
+  case codegen::Binding::Role::Hyper:
+    return rt::BindingRole::Hyper;
+  case codegen::Binding::Role::Constant:
+    return rt::BindingRole::Constant;
   }
-  for (const codegen::Output &output : step.outputs) {
+  return rt::BindingRole::Input;
+}
+
+std::vector<rt::Output> toOutputs(const std::vector<codegen::Output> &outputs) {
+  std::vector<rt::Output> result;
+  for (const codegen::Output &output : outputs) {
     rt::Output entry;
     entry.name = output.name;
     entry.file = rt::fileStemFor(output.name);
     entry.dtype = toDType(output.dtype);
     entry.shape = output.shape;
     entry.offset = output.offset;
-    manifest.outputs.push_back(std::move(entry));
+    result.push_back(std::move(entry));
   }
+  return result;
+}
 
-  // Parameter values come straight from the model (weights never passed
+/// The bytes of every intermediate nn value, each as its own buffer: the
+/// baseline the memory plan is measured against.
+int64_t intermediateBytes(func::FuncOp func) {
+  int64_t bytes = 0;
+  func.walk([&](Operation *op) {
+    if (isa_and_nonnull<nn::NNDialect>(op->getDialect()))
+      for (Type type : op->getResultTypes())
+        if (auto tensor = dyn_cast<RankedTensorType>(type))
+          bytes += tensor.getNumElements() *
+                   ((tensor.getElementTypeBitWidth() + 7) / 8);
+  });
+  return bytes;
+}
+
+/// Imports the model and converts it to nn; returns its step function.
+FailureOr<func::FuncOp> importToNN(MLIRContext &context, StringRef modelPath,
+                                   const onnx::ImportOptions &options,
+                                   OwningOpRef<ModuleOp> &module) {
+  module = onnx::importOnnxFile(context, modelPath, options);
+  if (!module)
+    return failure();
+  PassManager pm(&context);
+  buildOnnxToNNPipeline(pm);
+  if (failed(pm.run(*module)))
+    return failure();
+  auto funcs = module->getOps<func::FuncOp>();
+  if (funcs.empty())
+    return module->emitError("the model has no step function");
+  return *funcs.begin();
+}
+
+/// Lowers every function of the module to planned kernels, prints `entries`
+/// and fills the manifest's bindings, outputs and initial values.
+LogicalResult lowerAndEmit(MLIRContext &context, ModuleOp module,
+                           ArrayRef<codegen::Entry> entries,
+                           StringRef modelPath, codegen::Target target,
+                           ArtifactContents &artifact,
+                           std::vector<codegen::StepInterface> &steps) {
+  for (const codegen::Entry &entry : entries)
+    entry.func->setAttr(
+        "kernel.tensor_bytes",
+        Builder(&context).getI64IntegerAttr(intermediateBytes(entry.func)));
+  PassManager pm(&context);
+  buildNNToKernelPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  llvm::raw_string_ostream source(artifact.source);
+  if (failed(codegen::emitSteps(entries, target, source, steps)))
+    return failure();
+
+  rt::Manifest &manifest = artifact.manifest;
+  manifest.target =
+      target == codegen::Target::Cuda ? rt::Target::Cuda : rt::Target::Cpu;
+  manifest.source = target == codegen::Target::Cuda ? "step.cu" : "step.cpp";
+  manifest.entry = entries.front().name;
+  for (const codegen::StepInterface &step : steps)
+    manifest.arenaBytes =
+        std::max<uint64_t>(manifest.arenaBytes, step.arenaBytes);
+  llvm::StringSet<> params;
+  for (const codegen::Binding &binding : steps.front().bindings) {
+    rt::Binding entry;
+    entry.name = binding.name;
+    entry.file = rt::fileStemFor(binding.name);
+    entry.dtype = toDType(binding.dtype);
+    entry.shape = binding.shape;
+    entry.role = toRole(binding.role);
+    if (binding.role == codegen::Binding::Role::Param)
+      params.insert(binding.name);
+    if (binding.role == codegen::Binding::Role::Constant) {
+      rt::Tensor tensor(entry.dtype, entry.shape);
+      tensor.bytes = constantBytes(binding.value);
+      artifact.initialValues[binding.name] = std::move(tensor);
+    }
+    manifest.bindings.push_back(std::move(entry));
+  }
+  manifest.outputs = toOutputs(steps.front().outputs);
+
+  // Parameter values come straight from the model (weights never pass
   // through the IR).
   return onnx::readInitializers(
       context, modelPath, [&](StringRef name, StringRef bytes) {
@@ -141,4 +169,102 @@ LogicalResult mlir::ztc::compileForward(MLIRContext &context,
         artifact.initialValues[name.str()] = std::move(tensor);
         return success();
       });
+}
+
+} // namespace
+
+LogicalResult mlir::ztc::compileForward(MLIRContext &context,
+                                        StringRef modelPath,
+                                        const onnx::ImportOptions &options,
+                                        codegen::Target target,
+                                        ArtifactContents &artifact) {
+  OwningOpRef<ModuleOp> module;
+  FailureOr<func::FuncOp> func =
+      importToNN(context, modelPath, options, module);
+  if (failed(func))
+    return failure();
+  std::vector<codegen::StepInterface> steps;
+  return lowerAndEmit(context, *module, {codegen::Entry{*func, "ztc_forward"}},
+                      modelPath, target, artifact, steps);
+}
+
+LogicalResult mlir::ztc::compileTraining(MLIRContext &context,
+                                         StringRef modelPath,
+                                         const onnx::ImportOptions &options,
+                                         const TrainingOptions &training,
+                                         codegen::Target target,
+                                         ArtifactContents &artifact) {
+  OwningOpRef<ModuleOp> module;
+  FailureOr<func::FuncOp> imported =
+      importToNN(context, modelPath, options, module);
+  if (failed(imported))
+    return failure();
+  func::FuncOp step = *imported;
+
+  // Loss and gradients, shared by both entries.
+  {
+    PassManager pm(&context, func::FuncOp::getOperationName());
+    AttachLossPassOptions loss;
+    loss.loss = training.loss;
+    loss.lossInput = training.lossInput;
+    loss.labels = training.labels;
+    loss.ignoreIndex = training.ignoreIndex;
+    pm.addPass(createAttachLossPass(loss));
+    AutodiffPassOptions autodiff;
+    autodiff.frozen.assign(training.frozen.begin(), training.frozen.end());
+    pm.addPass(createAutodiffPass(autodiff));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (failed(pm.run(step)))
+      return failure();
+  }
+  std::string lossKind = training.loss;
+  if (auto built = step->getAttrOfType<StringAttr>("train.loss"))
+    lossKind = built.str();
+  // The gradient entry: a copy before the update, results named after the
+  // parameters they differentiate.
+  func::FuncOp grads = step.clone();
+  grads.setName("loss_and_grads");
+  module->push_back(grads);
+  for (unsigned i = 1, e = grads.getNumResults(); i < e; ++i)
+    if (auto of = grads.getResultAttrOfType<StringAttr>(i, "train.grad_of"))
+      grads.setResultAttr(i, "onnx.name", of);
+  {
+    PassManager pm(&context, func::FuncOp::getOperationName());
+    OptimizerPassOptions opt;
+    opt.optimizer = training.optimizer;
+    opt.momentum = training.momentum;
+    opt.nesterov = training.nesterov;
+    opt.weightDecay = training.weightDecay;
+    opt.beta1 = training.beta1;
+    opt.beta2 = training.beta2;
+    opt.eps = training.eps;
+    opt.clipGradNorm = training.clipGradNorm;
+    pm.addPass(createOptimizerPass(opt));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (failed(pm.run(step)))
+      return failure();
+  }
+
+  std::vector<codegen::StepInterface> steps;
+  if (failed(lowerAndEmit(context, *module,
+                          {codegen::Entry{step, "ztc_train_step"},
+                           codegen::Entry{grads, "ztc_loss_and_grads"}},
+                          modelPath, target, artifact, steps)))
+    return failure();
+  rt::Manifest &manifest = artifact.manifest;
+  manifest.kind = rt::ArtifactKind::Train;
+  manifest.gradEntry = "ztc_loss_and_grads";
+  std::vector<rt::Output> gradOutputs = toOutputs(steps[1].outputs);
+  if (!gradOutputs.empty())
+    gradOutputs.erase(gradOutputs.begin()); // the loss
+  manifest.gradOutputs = std::move(gradOutputs);
+  rt::TrainConfig &config = manifest.train;
+  config.optimizer = training.optimizer;
+  config.loss = lossKind;
+  config.schedule = training.schedule;
+  config.batchSize = options.batchSize;
+  config.gradAccum = 1;
+  return success();
 }

@@ -13,6 +13,7 @@
 #include "dialects/Onnx/Import/Importer.h"
 
 #include "runtime/Artifact.h"
+#include "runtime/Schedule.h"
 #include "runtime/Tensor.h"
 
 #include <map>
@@ -26,6 +27,29 @@ struct ArtifactContents {
   std::string source;
   std::map<std::string, ::ztc::rt::Tensor> initialValues;
 };
+
+/// How a model trains: loss, optimizer, schedule, frozen parameters.
+struct TrainingOptions {
+  std::string loss = "cross_entropy";
+  std::string lossInput;
+  std::string labels = "labels";
+  int64_t ignoreIndex = -100;
+  std::string optimizer = "adamw";
+  double momentum = 0, weightDecay = -1, beta1 = 0.9, beta2 = 0.999,
+         eps = 1e-8, clipGradNorm = 0;
+  bool nesterov = false;
+  std::vector<std::string> frozen;
+  ::ztc::rt::ScheduleConfig schedule;
+};
+
+/// Compiles the training step of the model at `modelPath` for `target`:
+/// entries `ztc_train_step` (loss, gradients, in-place update) and
+/// `ztc_loss_and_grads`.
+LogicalResult compileTraining(MLIRContext &context, llvm::StringRef modelPath,
+                              const onnx::ImportOptions &options,
+                              const TrainingOptions &training,
+                              codegen::Target target,
+                              ArtifactContents &artifact);
 
 /// Compiles the forward step of the model at `modelPath` for `target`.
 /// Diagnostics go to `context`; fails after reporting.

@@ -14,6 +14,7 @@
 #include "runtime/Npy.h"
 #include "runtime/Runner.h"
 #include "runtime/SafeTensors.h"
+#include "runtime/Trainer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -80,6 +81,50 @@ bridge::writeAndBuildArtifact(const std::string &dir,
     if (!manifest.flush())
       throw rt::Error("cannot write " + dir + "/manifest.json");
   });
+}
+
+std::string
+bridge::writeArtifactAtomically(const std::string &dir,
+                                const mlir::ztc::ArtifactContents &artifact) {
+  fs::path target = fs::absolute(dir);
+  fs::path staging = target;
+  staging += ".tmp-" + std::to_string(::getpid());
+  removeDirectory(staging.string());
+  std::string error = writeAndBuildArtifact(staging.string(), artifact);
+  if (error.empty())
+    error = guarded([&] {
+      removeDirectory(target.string());
+      fs::rename(staging, target);
+    });
+  if (!error.empty())
+    removeDirectory(staging.string());
+  return error;
+}
+
+std::string bridge::train(const TrainRequest &request) {
+  return guarded([&] {
+    rt::TrainOptions options;
+    options.artifactDir = request.artifactDir;
+    options.dataDir = request.dataDir;
+    options.steps = request.steps;
+    options.epochs = request.epochs;
+    options.seed = request.seed;
+    options.logEvery = request.logEvery;
+    options.saveDir = request.saveDir;
+    options.saveEvery = request.saveEvery;
+    options.resumeDir = request.resumeDir;
+    options.dumpGradsDir = request.dumpGradsDir;
+    rt::train(options);
+  });
+}
+
+bool bridge::parseSchedule(const std::string &name,
+                           rt::ScheduleConfig &config) {
+  std::optional<rt::LrScheduleKind> kind = rt::parseScheduleKind(name);
+  if (!kind)
+    return false;
+  config.kind = *kind;
+  return true;
 }
 
 std::string bridge::runArtifact(const std::string &dir,

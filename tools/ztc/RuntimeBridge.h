@@ -11,6 +11,8 @@
 
 #include "tools/ztc/Compile.h"
 
+#include "runtime/Schedule.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +34,25 @@ struct StepTimes {
   double median = 0, min = 0;
   unsigned runs = 0;
 };
+
+/// Writes and builds the artifact at `dir` through a temporary sibling
+/// directory renamed into place, so a failure leaves no half-written
+/// artifact (and an existing one stays intact until the new one is ready).
+std::string writeArtifactAtomically(const std::string &dir,
+                                    const mlir::ztc::ArtifactContents &artifact);
+
+/// `ztc train`: what the runtime's trainer takes.
+struct TrainRequest {
+  std::string artifactDir, dataDir, saveDir, resumeDir, dumpGradsDir;
+  uint64_t steps = 0, epochs = 1, seed = 0, logEvery = 10, saveEvery = 0;
+};
+
+/// Trains the artifact; the trainer logs progress to stderr.
+std::string train(const TrainRequest &request);
+
+/// Parses a learning-rate schedule name ("constant", "warmup", ...).
+bool parseSchedule(const std::string &name,
+                   ::ztc::rt::ScheduleConfig &config);
 
 /// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy and
 /// writes `outputDir`/*.npy; then, when `repeat` > 0, runs it `repeat` more

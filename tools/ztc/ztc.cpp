@@ -40,24 +40,30 @@ cl::SubCommand listOpsCommand("list-ops",
 cl::SubCommand runCommand(
     "run", "Compile the forward step of an ONNX model and run it on .npy "
            "inputs");
+cl::SubCommand compileCommand(
+    "compile", "Compile the training step of an ONNX model into an artifact");
+cl::SubCommand trainCommand("train", "Train a compiled artifact on .npy data");
 cl::SubCommand emitCommand(
     "emit", "Print the C++ or CUDA source ztc generates for a model's "
             "forward step");
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("MODEL.onnx"),
                                cl::Required, cl::sub(importCommand),
-                               cl::sub(runCommand), cl::sub(emitCommand));
+                               cl::sub(runCommand), cl::sub(emitCommand),
+                               cl::sub(compileCommand));
+cl::opt<std::string> artifactPath(cl::Positional, cl::desc("ART.ztc"),
+                                  cl::Required, cl::sub(trainCommand));
 cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Bind a graph input's shape: NAME=D0xD1x... "
                          "(repeatable); binds its symbolic dimensions"),
                 cl::sub(importCommand), cl::sub(runCommand),
-                cl::sub(emitCommand));
+                cl::sub(emitCommand), cl::sub(compileCommand));
 cl::opt<std::string> dataDir("data",
                              cl::desc("Directory with <input>.npy per graph "
                                       "input"),
                              cl::value_desc("DIR"), cl::Required,
-                             cl::sub(runCommand));
+                             cl::sub(runCommand), cl::sub(trainCommand));
 cl::opt<std::string> outputDir("output-dir",
                                cl::desc("Directory for <output>.npy"),
                                cl::value_desc("DIR"), cl::Required,
@@ -68,7 +74,7 @@ cl::opt<mz::codegen::Target> target(
                           "C++ with OpenMP and OpenBLAS"),
                clEnumValN(mz::codegen::Target::Cuda, "cuda",
                           "CUDA (cuBLASLt and own kernels)")),
-    cl::sub(runCommand), cl::sub(emitCommand));
+    cl::sub(runCommand), cl::sub(emitCommand), cl::sub(compileCommand));
 cl::opt<unsigned> repeat(
     "repeat",
     cl::desc("After the run, time N more forward steps on the same inputs "
@@ -83,7 +89,94 @@ cl::list<std::string> constantInputs(
     "constant-input",
     cl::desc("Specialize a graph input to the value in a serialized ONNX "
              "TensorProto: NAME=FILE.pb (repeatable)"),
-    cl::sub(importCommand), cl::sub(runCommand), cl::sub(emitCommand));
+    cl::sub(importCommand), cl::sub(runCommand), cl::sub(emitCommand),
+    cl::sub(compileCommand));
+// ztc compile.
+cl::opt<std::string> compileOutput("o", cl::desc("Write the artifact to DIR"),
+                                   cl::value_desc("ART.ztc"), cl::Required,
+                                   cl::sub(compileCommand));
+cl::opt<int64_t> batchSize(
+    "batch-size", cl::desc("Bind the batch (first) dimension of every input"),
+    cl::init(0), cl::sub(compileCommand));
+cl::opt<std::string> lossKind("loss",
+                              cl::desc("cross_entropy, mse or none (default: "
+                                       "none when the model has one scalar "
+                                       "float output, else cross_entropy)"),
+                              cl::sub(compileCommand));
+cl::opt<std::string> lossInput("loss-input",
+                               cl::desc("The model output the loss reads"),
+                               cl::value_desc("OUTPUT"),
+                               cl::sub(compileCommand));
+cl::opt<std::string> labelsName("labels",
+                                cl::desc("Name of the labels input"),
+                                cl::init("labels"), cl::sub(compileCommand));
+cl::opt<int64_t> ignoreIndex("ignore-index",
+                             cl::desc("Label that contributes no loss"),
+                             cl::init(-100), cl::sub(compileCommand));
+cl::opt<std::string> optimizerKind("optimizer",
+                                   cl::desc("sgd, adam or adamw"),
+                                   cl::init("adamw"), cl::sub(compileCommand));
+cl::opt<double> learningRate("lr", cl::desc("Learning rate (peak)"),
+                             cl::init(1e-3), cl::sub(compileCommand));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0),
+                         cl::sub(compileCommand));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
+                       cl::sub(compileCommand));
+cl::opt<double> weightDecay("weight-decay",
+                            cl::desc("Weight decay (default: 0.01 for adamw, "
+                                     "0 otherwise)"),
+                            cl::init(-1), cl::sub(compileCommand));
+cl::opt<std::string> betas("betas", cl::desc("Adam betas B1,B2"),
+                           cl::init("0.9,0.999"), cl::sub(compileCommand));
+cl::opt<double> adamEps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
+                        cl::sub(compileCommand));
+cl::opt<double> clipGradNorm("clip-grad-norm",
+                             cl::desc("Clip gradients to this global L2 norm"),
+                             cl::init(0), cl::sub(compileCommand));
+cl::opt<unsigned> gradAccum("grad-accum",
+                            cl::desc("Micro-batches per optimizer step"),
+                            cl::init(1), cl::sub(compileCommand));
+cl::opt<std::string> lrSchedule(
+    "lr-schedule",
+    cl::desc("constant, warmup, warmup-decay or warmup-cosine (DeepSpeed's "
+             "WarmupLR, WarmupDecayLR, WarmupCosineLR)"),
+    cl::init("constant"), cl::sub(compileCommand));
+cl::opt<uint64_t> warmupSteps("warmup-steps", cl::init(0),
+                              cl::desc("Warmup length in optimizer steps"),
+                              cl::sub(compileCommand));
+cl::opt<uint64_t> totalSteps("total-steps", cl::init(0),
+                             cl::desc("Schedule length in optimizer steps"),
+                             cl::sub(compileCommand));
+cl::opt<double> minLr("min-lr", cl::init(0),
+                      cl::desc("Schedule's lowest learning rate"),
+                      cl::sub(compileCommand));
+cl::list<std::string> freeze(
+    "freeze",
+    cl::desc("Freeze parameters whose ONNX name matches REGEX (repeatable)"),
+    cl::value_desc("REGEX"), cl::sub(compileCommand));
+
+// ztc train.
+cl::opt<uint64_t> trainSteps("steps", cl::desc("Optimizer steps to run"),
+                             cl::init(0), cl::sub(trainCommand));
+cl::opt<uint64_t> trainEpochs("epochs",
+                              cl::desc("Epochs to run (without --steps)"),
+                              cl::init(1), cl::sub(trainCommand));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of the data order"),
+                       cl::init(0), cl::sub(trainCommand));
+cl::opt<uint64_t> logEvery("log-every", cl::desc("Log every K steps"),
+                           cl::init(10), cl::sub(trainCommand));
+cl::opt<std::string> saveDir("save", cl::desc("Checkpoint directory"),
+                             cl::value_desc("DIR"), cl::sub(trainCommand));
+cl::opt<uint64_t> saveEvery("save-every", cl::desc("Checkpoint every K steps"),
+                            cl::init(0), cl::sub(trainCommand));
+cl::opt<std::string> resumeDir("resume",
+                               cl::desc("Continue from a checkpoint"),
+                               cl::value_desc("DIR"), cl::sub(trainCommand));
+cl::opt<std::string> dumpGrads(
+    "dump-grads",
+    cl::desc("Write the first step's loss and gradients (before the update)"),
+    cl::value_desc("DIR"), cl::sub(trainCommand));
+
 cl::opt<EmitKind>
     emitKind("emit", cl::desc("IR to print"), cl::init(EmitKind::NN),
              cl::values(clEnumValN(EmitKind::Onnx, "onnx",
@@ -291,6 +384,78 @@ int runRun() {
   return 0;
 }
 
+int runCompile() {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  std::optional<mz::onnx::ImportOptions> options = importOptions();
+  if (!options)
+    return 1;
+  options->batchSize = batchSize;
+  auto fail = [](const Twine &message) {
+    llvm::errs() << "ztc: error: " << message << "\n";
+    return 1;
+  };
+  if (gradAccum != 1)
+    return fail("--grad-accum " + Twine(gradAccum) +
+                ": gradient accumulation is not implemented yet");
+  mz::TrainingOptions training;
+  training.loss = lossKind.empty() ? "cross_entropy" : lossKind.getValue();
+  training.lossInput = lossInput;
+  training.labels = labelsName;
+  training.ignoreIndex = ignoreIndex;
+  training.optimizer = optimizerKind;
+  training.momentum = momentum;
+  training.nesterov = nesterov;
+  training.weightDecay = weightDecay;
+  training.eps = adamEps;
+  training.clipGradNorm = clipGradNorm;
+  training.frozen.assign(freeze.begin(), freeze.end());
+  StringRef b1, b2;
+  std::tie(b1, b2) = StringRef(betas).split(',');
+  if (b1.trim().getAsDouble(training.beta1) ||
+      b2.trim().getAsDouble(training.beta2))
+    return fail("--betas expects B1,B2 (e.g. 0.9,0.999), got '" + betas + "'");
+  if (!::ztc::bridge::parseSchedule(lrSchedule, training.schedule))
+    return fail("--lr-schedule '" + lrSchedule +
+                "': expected constant, warmup, warmup-decay or warmup-cosine");
+  training.schedule.lr = learningRate;
+  training.schedule.minLr = minLr;
+  training.schedule.warmupSteps = warmupSteps;
+  training.schedule.totalSteps = totalSteps;
+  if (lossKind.empty())
+    training.loss = "auto";
+  mz::ArtifactContents artifact;
+  if (failed(mz::compileTraining(*context, modelPath, *options, training,
+                                 target, artifact)))
+    return 1;
+  std::string error =
+      ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact);
+  if (!error.empty())
+    return fail(error);
+  llvm::errs() << "ztc: wrote " << compileOutput << " (arena "
+               << artifact.manifest.arenaBytes << " bytes)\n";
+  return 0;
+}
+
+int runTrain() {
+  ::ztc::bridge::TrainRequest request;
+  request.artifactDir = artifactPath;
+  request.dataDir = dataDir;
+  request.steps = trainSteps;
+  request.epochs = trainEpochs;
+  request.seed = seed;
+  request.logEvery = logEvery;
+  request.saveDir = saveDir;
+  request.saveEvery = saveEvery;
+  request.resumeDir = resumeDir;
+  request.dumpGradsDir = dumpGrads;
+  std::string error = ::ztc::bridge::train(request);
+  if (!error.empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int runListOps() {
   for (StringRef name : mz::onnx_to_nn::ConverterRegistry::get().opTypes())
     llvm::outs() << name << "\n";
@@ -308,6 +473,9 @@ int main(int argc, char **argv) {
       "onnx|nn]\n"
       "  ztc run MODEL.onnx --data DIR --output-dir OUT [--target cpu|cuda]\n"
       "  ztc emit MODEL.onnx [--target cpu|cuda]\n"
+      "  ztc compile MODEL.onnx -o ART.ztc [--batch-size B] [--loss ...] "
+      "[--optimizer ...]\n"
+      "  ztc train ART.ztc --data DIR [--steps N | --epochs E] [--save DIR]\n"
       "  ztc list-ops\n");
   if (importCommand)
     return runImport();
@@ -317,6 +485,10 @@ int main(int argc, char **argv) {
     return runRun();
   if (emitCommand)
     return runEmit();
+  if (compileCommand)
+    return runCompile();
+  if (trainCommand)
+    return runTrain();
   llvm::errs() << "ztc: error: no command given; see `ztc --help`\n";
   return 1;
 }

@@ -27,7 +27,7 @@ LogicalResult AddOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value g = resultGrads[0];
   return setGradients(operandGrads, {v.sumToShape(g, getLhs().getType()),
-                                 v.sumToShape(g, getRhs().getType())});
+                                     v.sumToShape(g, getRhs().getType())});
 }
 
 LogicalResult SubOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -35,8 +35,9 @@ LogicalResult SubOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value g = resultGrads[0];
   // Negate after summing: the summed gradient is the smaller tensor.
-  return setGradients(operandGrads, {v.sumToShape(g, getLhs().getType()),
-                                 v.neg(v.sumToShape(g, getRhs().getType()))});
+  return setGradients(operandGrads,
+                      {v.sumToShape(g, getLhs().getType()),
+                       v.neg(v.sumToShape(g, getRhs().getType()))});
 }
 
 LogicalResult MulOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -44,8 +45,8 @@ LogicalResult MulOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value g = resultGrads[0];
   return setGradients(operandGrads,
-                  {v.sumToShape(v.mul(g, getRhs()), getLhs().getType()),
-                   v.sumToShape(v.mul(g, getLhs()), getRhs().getType())});
+                      {v.sumToShape(v.mul(g, getRhs()), getLhs().getType()),
+                       v.sumToShape(v.mul(g, getLhs()), getRhs().getType())});
 }
 
 LogicalResult DivOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -55,7 +56,7 @@ LogicalResult DivOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   // d(x / y)/dy = -x / y^2, as PyTorch: -grad * x / (y * y).
   Value dy = v.div(v.mul(v.neg(g), x), v.mul(y, y));
   return setGradients(operandGrads, {v.sumToShape(v.div(g, y), x.getType()),
-                                 v.sumToShape(dy, y.getType())});
+                                     v.sumToShape(dy, y.getType())});
 }
 
 LogicalResult PowOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -65,16 +66,17 @@ LogicalResult PowOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   Value zero = v.scalar(x, 0.0);
   // PyTorch's pow_backward_self: 0 where the exponent is 0 (so 0^0 gives 0,
   // not 0 * inf), else grad * e * x^(e - 1).
-  Value dx = v.where(v.equal(e, zero), zero,
-                     v.mul(g, v.mul(e, PowOp::create(b, getLoc(), x,
-                                                     v.sub(e, v.scalar(e, 1.0))))));
+  Value dx =
+      v.where(v.equal(e, zero), zero,
+              v.mul(g, v.mul(e, PowOp::create(b, getLoc(), x,
+                                              v.sub(e, v.scalar(e, 1.0))))));
   // pow_backward_exponent: grad * x^e * log(x), but 0 where x == 0 and
   // e >= 0 (the limit, instead of 0 * -inf).
   Value nonNegative = v.logicalNot(v.less(e, zero));
-  Value de = v.mul(g, v.where(v.logicalAnd(v.equal(x, zero), nonNegative),
-                              zero, v.mul(getResult(), v.log(x))));
-  return setGradients(operandGrads,
-                  {v.sumToShape(dx, x.getType()), v.sumToShape(de, e.getType())});
+  Value de = v.mul(g, v.where(v.logicalAnd(v.equal(x, zero), nonNegative), zero,
+                              v.mul(getResult(), v.log(x))));
+  return setGradients(operandGrads, {v.sumToShape(dx, x.getType()),
+                                     v.sumToShape(de, e.getType())});
 }
 
 /// The VJP of nn.max (`isMax`) or nn.min. Ties split the gradient equally,
@@ -105,7 +107,7 @@ static LogicalResult buildExtremumVjp(OpBuilder &b, Location loc, Value lhs,
   Value dl = v.where(loses(lhs, rhs), zero, shared);
   Value dr = v.where(loses(rhs, lhs), zero, shared);
   return setGradients(operandGrads, {v.sumToShape(dl, lhs.getType()),
-                                 v.sumToShape(dr, rhs.getType())});
+                                     v.sumToShape(dr, rhs.getType())});
 }
 
 LogicalResult MaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -146,19 +148,20 @@ ZTC_NO_GRADIENT(NotOp)
 
 LogicalResult NegOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  return setGradients(operandGrads, {VjpBuilder(b, getLoc()).neg(resultGrads[0])});
+  return setGradients(operandGrads,
+                      {VjpBuilder(b, getLoc()).neg(resultGrads[0])});
 }
 
 LogicalResult ExpOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  return setGradients(operandGrads,
-                  {VjpBuilder(b, getLoc()).mul(resultGrads[0], getResult())});
+  return setGradients(
+      operandGrads, {VjpBuilder(b, getLoc()).mul(resultGrads[0], getResult())});
 }
 
 LogicalResult LogOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   return setGradients(operandGrads,
-                  {VjpBuilder(b, getLoc()).div(resultGrads[0], getX())});
+                      {VjpBuilder(b, getLoc()).div(resultGrads[0], getX())});
 }
 
 LogicalResult TanhOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -166,8 +169,9 @@ LogicalResult TanhOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value y = getResult();
   // 1 - tanh^2, from the saved result (PyTorch's tanh_backward).
-  return setGradients(operandGrads, {v.mul(resultGrads[0],
-                                       v.sub(v.scalar(y, 1.0), v.mul(y, y)))});
+  return setGradients(
+      operandGrads,
+      {v.mul(resultGrads[0], v.sub(v.scalar(y, 1.0), v.mul(y, y)))});
 }
 
 LogicalResult SigmoidOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -175,8 +179,9 @@ LogicalResult SigmoidOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value y = getResult();
   // sigmoid * (1 - sigmoid), from the saved result.
-  return setGradients(operandGrads, {v.mul(resultGrads[0],
-                                       v.mul(v.sub(v.scalar(y, 1.0), y), y))});
+  return setGradients(
+      operandGrads,
+      {v.mul(resultGrads[0], v.mul(v.sub(v.scalar(y, 1.0), y), y))});
 }
 
 LogicalResult ReluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -185,7 +190,7 @@ LogicalResult ReluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   Value y = getResult(), zero = v.scalar(y, 0.0);
   // 0 at x <= 0 (PyTorch's threshold_backward on the result).
   return setGradients(operandGrads,
-                  {v.where(v.greater(y, zero), resultGrads[0], zero)});
+                      {v.where(v.greater(y, zero), resultGrads[0], zero)});
 }
 
 LogicalResult SqrtOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -193,7 +198,7 @@ LogicalResult SqrtOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value y = getResult();
   return setGradients(operandGrads,
-                  {v.div(resultGrads[0], v.mul(v.scalar(y, 2.0), y))});
+                      {v.div(resultGrads[0], v.mul(v.scalar(y, 2.0), y))});
 }
 
 LogicalResult ReciprocalOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -201,7 +206,8 @@ LogicalResult ReciprocalOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value y = getResult();
   // -1/x^2 = -y^2.
-  return setGradients(operandGrads, {v.mul(v.neg(resultGrads[0]), v.mul(y, y))});
+  return setGradients(operandGrads,
+                      {v.mul(v.neg(resultGrads[0]), v.mul(y, y))});
 }
 
 LogicalResult ErfOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -209,8 +215,7 @@ LogicalResult ErfOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value x = getX();
   // 2 / sqrt(pi) * exp(-x^2).
-  Value slope =
-      v.mul(v.scalar(x, M_2_SQRTPI), v.exp(v.neg(v.mul(x, x))));
+  Value slope = v.mul(v.scalar(x, M_2_SQRTPI), v.exp(v.neg(v.mul(x, x))));
   return setGradients(operandGrads, {v.mul(resultGrads[0], slope)});
 }
 
@@ -219,8 +224,8 @@ LogicalResult AbsOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value x = getX(), g = resultGrads[0], zero = v.scalar(x, 0.0);
   // grad * sign(x), with sign(0) = 0 as PyTorch.
-  Value dx = v.where(v.greater(x, zero), g,
-                     v.where(v.less(x, zero), v.neg(g), zero));
+  Value dx =
+      v.where(v.greater(x, zero), g, v.where(v.less(x, zero), v.neg(g), zero));
   return setGradients(operandGrads, {dx});
 }
 
@@ -239,7 +244,7 @@ LogicalResult LeakyReluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   // The slope at 0 is alpha, as PyTorch's leaky_relu_backward (x > 0).
   Value scaled = v.mul(g, v.scalar(x, getAlpha().convertToDouble()));
   return setGradients(operandGrads,
-                  {v.where(v.greater(x, v.scalar(x, 0.0)), g, scaled)});
+                      {v.where(v.greater(x, v.scalar(x, 0.0)), g, scaled)});
 }
 
 LogicalResult GeluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -252,19 +257,17 @@ LogicalResult GeluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
     // d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) u'.
     const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
     Value square = v.mul(x, x);
-    Value inner =
-        v.mul(c(beta), v.add(x, v.mul(c(kappa), v.mul(square, x))));
+    Value inner = v.mul(c(beta), v.add(x, v.mul(c(kappa), v.mul(square, x))));
     Value t = v.tanh(inner);
     Value left = v.mul(c(0.5), v.add(c(1.0), t));
     Value innerSlope =
         v.mul(c(beta), v.add(c(1.0), v.mul(c(3.0 * kappa), square)));
-    Value right = v.mul(v.mul(v.mul(c(0.5), x), v.sub(c(1.0), v.mul(t, t))),
-                        innerSlope);
+    Value right =
+        v.mul(v.mul(v.mul(c(0.5), x), v.sub(c(1.0), v.mul(t, t))), innerSlope);
     return setGradients(operandGrads, {v.mul(g, v.add(left, right))});
   }
   // Exact form: Phi(x) + x phi(x), Phi the normal CDF, phi its density.
-  Value cdf =
-      v.mul(c(0.5), v.add(c(1.0), v.erf(v.mul(x, c(M_SQRT1_2)))));
+  Value cdf = v.mul(c(0.5), v.add(c(1.0), v.erf(v.mul(x, c(M_SQRT1_2)))));
   Value pdf = v.mul(v.exp(v.mul(v.mul(x, x), c(-0.5))),
                     c(M_2_SQRTPI * M_SQRT1_2 * 0.5));
   return setGradients(operandGrads, {v.mul(g, v.add(cdf, v.mul(x, pdf)))});
@@ -281,7 +284,7 @@ LogicalResult CastOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   if (!isa<FloatType>(from) || !isa<FloatType>(getType().getElementType()))
     return setGradients(operandGrads, {Value()});
   return setGradients(operandGrads,
-                  {VjpBuilder(b, getLoc()).castTo(resultGrads[0], from)});
+                      {VjpBuilder(b, getLoc()).castTo(resultGrads[0], from)});
 }
 
 LogicalResult WhereOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -289,13 +292,14 @@ LogicalResult WhereOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value g = resultGrads[0], cond = getCond(), zero = v.scalar(g, 0.0);
   return setGradients(operandGrads,
-                  {Value(), v.sumToShape(v.where(cond, g, zero), getA().getType()),
-                   v.sumToShape(v.where(cond, zero, g), getB().getType())});
+                      {Value(),
+                       v.sumToShape(v.where(cond, g, zero), getA().getType()),
+                       v.sumToShape(v.where(cond, zero, g), getB().getType())});
 }
 
 LogicalResult BroadcastToOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
-  return setGradients(operandGrads, {VjpBuilder(b, getLoc())
-                                     .sumToShape(resultGrads[0],
-                                                 getX().getType())});
+  return setGradients(
+      operandGrads,
+      {VjpBuilder(b, getLoc()).sumToShape(resultGrads[0], getX().getType())});
 }

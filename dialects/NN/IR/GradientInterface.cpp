@@ -19,11 +19,12 @@ using namespace mlir::ztc::nn;
 Value mlir::ztc::nn::buildScalar(OpBuilder &b, Location loc, Type elementType,
                                  double value) {
   auto type = RankedTensorType::get({}, elementType);
-  Attribute element =
-      isa<FloatType>(elementType)
-          ? Attribute(b.getFloatAttr(elementType, value))
-          : Attribute(b.getIntegerAttr(elementType, static_cast<int64_t>(value)));
-  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, element));
+  Attribute element = isa<FloatType>(elementType)
+                          ? Attribute(b.getFloatAttr(elementType, value))
+                          : Attribute(b.getIntegerAttr(
+                                elementType, static_cast<int64_t>(value)));
+  return arith::ConstantOp::create(b, loc,
+                                   DenseElementsAttr::get(type, element));
 }
 
 Value mlir::ztc::nn::buildZeros(OpBuilder &b, Location loc,

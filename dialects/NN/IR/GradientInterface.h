@@ -32,10 +32,10 @@ Value buildZeros(OpBuilder &b, Location loc, RankedTensorType type);
 /// `type`'s shape. Returns `grad` itself when no broadcast happened.
 Value sumToShape(OpBuilder &b, Location loc, Value grad, RankedTensorType type);
 
-/// Undoes a reduction over `axes` of a tensor of type `inputType` (with
-/// `keepdims` as the reduction had it): `grad`, of the reduced shape,
-/// reshaped to keep the reduced dimensions as size 1. The result broadcasts
-/// against `inputType` in elementwise ops.
+/// Undoes the shape change of a reduction over `axes` of a tensor of type
+/// `inputType`: `grad`, of the reduced shape (reduced dimensions dropped or
+/// kept), reshaped to keep them as size 1, so that it broadcasts against
+/// `inputType` in elementwise ops.
 Value keepReducedDims(OpBuilder &b, Location loc, Value grad,
                       RankedTensorType inputType, ArrayRef<int64_t> axes);
 
@@ -55,9 +55,6 @@ LogicalResult setGradients(SmallVectorImpl<Value> &operandGrads,
 class VjpBuilder {
 public:
   VjpBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
-
-  OpBuilder &builder() { return b; }
-  Location getLoc() const { return loc; }
 
   /// A rank-0 constant with `like`'s element type.
   Value scalar(Value like, double value);

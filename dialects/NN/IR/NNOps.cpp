@@ -217,13 +217,10 @@ inferWindowShape(std::optional<Location> loc, StringRef opName,
 /// Shared inference of the pooling ops: checks the window attributes (each
 /// pad smaller than the dilated kernel, so every window overlaps the input)
 /// and computes `[N, C, Ho, Wo]`.
-static LogicalResult inferPool2d(std::optional<Location> loc, StringRef opName,
-                                 RankedTensorType type,
-                                 ArrayRef<int64_t> kernel,
-                                 ArrayRef<int64_t> strides,
-                                 ArrayRef<int64_t> pads,
-                                 ArrayRef<int64_t> dilations, bool ceilMode,
-                                 SmallVectorImpl<Type> &types) {
+static LogicalResult inferPool2d(
+    std::optional<Location> loc, StringRef opName, RankedTensorType type,
+    ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+    ArrayRef<int64_t> dilations, bool ceilMode, SmallVectorImpl<Type> &types) {
   if (failed(checkRank(loc, opName, "input", type, 4, "[N, C, H, W]")) ||
       failed(checkArray(loc, opName, "kernel", kernel, 2, 1)) ||
       failed(checkArray(loc, opName, "strides", strides, 2, 1)) ||
@@ -243,12 +240,10 @@ static LogicalResult inferPool2d(std::optional<Location> loc, StringRef opName,
 /// Checks the attributes every convolution op shares: `strides` and
 /// `dilations` (`[h, w]`, at least 1), `pads` (`[top, left, bottom, right]`,
 /// at least 0) and `group` (at least 1).
-static LogicalResult checkConvAttributes(std::optional<Location> loc,
-                                         StringRef opName,
-                                         ArrayRef<int64_t> strides,
-                                         ArrayRef<int64_t> pads,
-                                         ArrayRef<int64_t> dilations,
-                                         int64_t group) {
+static LogicalResult
+checkConvAttributes(std::optional<Location> loc, StringRef opName,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                    ArrayRef<int64_t> dilations, int64_t group) {
   if (failed(checkArray(loc, opName, "strides", strides, 2, 1)) ||
       failed(checkArray(loc, opName, "pads", pads, 4, 0)) ||
       failed(checkArray(loc, opName, "dilations", dilations, 2, 1)))
@@ -308,9 +303,8 @@ static LogicalResult checkStridedWindow(std::optional<Location> loc,
 
 /// The shape of nn.gather's result (and nn.scatter_add's updates):
 /// `data[:axis] + indices + data[axis+1:]`.
-static SmallVector<int64_t> gatherShape(ArrayRef<int64_t> data,
-                                        ArrayRef<int64_t> indices,
-                                        int64_t axis) {
+static SmallVector<int64_t>
+gatherShape(ArrayRef<int64_t> data, ArrayRef<int64_t> indices, int64_t axis) {
   SmallVector<int64_t> shape(data.take_front(axis));
   llvm::append_range(shape, indices);
   llvm::append_range(shape, data.drop_front(axis + 1));
@@ -1111,8 +1105,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   RankedTensorType x = tensorType(adaptor.getX());
   ArrayRef<int64_t> sizes = adaptor.getSizes();
   if (failed(checkStridedWindow(location, getOperationName(), "reads",
-                                x.getShape(),
-                                adaptor.getStarts(), sizes,
+                                x.getShape(), adaptor.getStarts(), sizes,
                                 adaptor.getSteps())))
     return failure();
   types.push_back(RankedTensorType::get(sizes, x.getElementType()));
@@ -1310,11 +1303,10 @@ LogicalResult Conv2dBackwardDataOp::inferReturnTypes(
                                       inputSize[0], inputSize[1]},
                                      gradOutput.getElementType());
   SmallVector<Type, 1> forward;
-  if (failed(inferWindowShape(location, name, input, outChannels,
-                              weight.getShape().drop_front(2),
-                              adaptor.getStrides(), adaptor.getPads(),
-                              adaptor.getDilations(), /*ceilMode=*/false,
-                              forward)) ||
+  if (failed(inferWindowShape(
+          location, name, input, outChannels, weight.getShape().drop_front(2),
+          adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+          /*ceilMode=*/false, forward)) ||
       failed(checkGradOutput(location, name, forward.front(), gradOutput)))
     return failure();
   types.push_back(input);
@@ -1332,8 +1324,8 @@ LogicalResult Conv2dBackwardFilterOp::inferReturnTypes(
   if (failed(checkRank(location, name, "input", input, 4, "[N, C, H, W]")) ||
       failed(checkRank(location, name, "grad_output", gradOutput, 4,
                        "[N, O, Ho, Wo]")) ||
-      failed(checkElementType(location, name, "grad_output", gradOutput,
-                              input)) ||
+      failed(
+          checkElementType(location, name, "grad_output", gradOutput, input)) ||
       failed(checkArray(location, name, "kernel", kernel, 2, 1)) ||
       failed(checkConvAttributes(location, name, adaptor.getStrides(),
                                  adaptor.getPads(), adaptor.getDilations(),
@@ -1385,10 +1377,10 @@ LogicalResult AvgPool2dBackwardOp::inferReturnTypes(
                        "[N, C, Ho, Wo]")) ||
       failed(checkArray(location, name, "input_size", inputSize, 2, 0)))
     return failure();
-  auto input = RankedTensorType::get({gradOutput.getDimSize(0),
-                                      gradOutput.getDimSize(1), inputSize[0],
-                                      inputSize[1]},
-                                     gradOutput.getElementType());
+  auto input =
+      RankedTensorType::get({gradOutput.getDimSize(0), gradOutput.getDimSize(1),
+                             inputSize[0], inputSize[1]},
+                            gradOutput.getElementType());
   SmallVector<Type, 1> forward;
   if (failed(inferPool2d(location, name, input, adaptor.getKernel(),
                          adaptor.getStrides(), adaptor.getPads(),

@@ -1,12 +1,12 @@
 //===- NNOps.td - nn dialect ops ---------------------------*- tablegen -*-===//
 //
 // The operators of the nn dialect: elementwise arithmetic, linear algebra,
-// convolution and pooling, normalizations, reductions, data movement and
-// losses. Each op's result type is inferred from its operands and attributes
-// (InferTypeOpInterface) except where the result shape is the op's input
-// (reshape, cast); inference doubles as the verifier of shapes and
-// attributes, so a malformed op is rejected with a message naming the
-// offending value.
+// convolution and pooling, normalizations, reductions, data movement,
+// losses, and the backward ops that gradients need. Each op's result type
+// is inferred from its operands and attributes (InferTypeOpInterface)
+// except where the result shape is the op's input (reshape, cast);
+// inference doubles as the verifier of shapes and attributes, so a
+// malformed op is rejected with a message naming the offending value.
 //
 //===----------------------------------------------------------------------===//
 

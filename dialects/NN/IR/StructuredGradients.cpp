@@ -42,8 +42,8 @@ LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   RankedTensorType lhsType = typeOf(lhs), rhsType = typeOf(rhs);
   int64_t lhsRank = lhsType.getRank(), rhsRank = rhsType.getRank();
   // dA = g B^T, summed over the batch dimensions A was broadcast along.
-  Value da = v.sumToShape(
-      v.matmul(g, v.transpose(rhs, swapLastTwo(rhsRank))), lhsType);
+  Value da = v.sumToShape(v.matmul(g, v.transpose(rhs, swapLastTwo(rhsRank))),
+                          lhsType);
   Value db;
   if (rhsRank == 2 && lhsRank > 2) {
     // A weight shared by every batch: one [K, P] x [P, N] product over all
@@ -94,8 +94,8 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
     if (dim != 1)
       axes.push_back(dim);
   auto perChannel = [&](Value vec) { return v.reshape(vec, channelShape); };
-  Value rstd = v.reciprocal(v.sqrt(
-      v.add(getVar(), v.scalar(x, getEpsilon().convertToDouble()))));
+  Value rstd = v.reciprocal(
+      v.sqrt(v.add(getVar(), v.scalar(x, getEpsilon().convertToDouble()))));
   Value centered = v.sub(x, perChannel(getMean()));
   Value gradSum = v.reduceSum(g, axes, /*keepdims=*/false);
   Value gradCenteredSum =
@@ -130,9 +130,10 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   // dx = rstd * (dn - mean(dn) - n * mean(dn * n)), dn = g * scale.
   Value dn = v.mul(g, getScale());
   Value dx = v.mul(
-      rstd, v.sub(v.sub(dn, v.reduceMean(dn, normAxes, /*keepdims=*/true)),
-                  v.mul(normalized, v.reduceMean(v.mul(dn, normalized),
-                                                 normAxes, /*keepdims=*/true))));
+      rstd,
+      v.sub(v.sub(dn, v.reduceMean(dn, normAxes, /*keepdims=*/true)),
+            v.mul(normalized, v.reduceMean(v.mul(dn, normalized), normAxes,
+                                           /*keepdims=*/true))));
   Value dscale = v.sumToShape(v.mul(g, normalized), getScale().getType());
   if (!getBias())
     return setGradients(operandGrads, {dx, dscale});
@@ -146,21 +147,20 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult MaxPool2dOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  return setGradients(operandGrads,
-                      {MaxPool2dBackwardOp::create(
-                          b, getLoc(), getX(), resultGrads[0], getKernel(),
-                          getStrides(), getPads(), getDilations(),
-                          getCeilMode())});
+  return setGradients(operandGrads, {MaxPool2dBackwardOp::create(
+                                        b, getLoc(), getX(), resultGrads[0],
+                                        getKernel(), getStrides(), getPads(),
+                                        getDilations(), getCeilMode())});
 }
 
 LogicalResult AvgPool2dOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   return setGradients(
       operandGrads,
-      {AvgPool2dBackwardOp::create(
-          b, getLoc(), resultGrads[0], getX().getType().getShape().drop_front(2),
-          getKernel(), getStrides(), getPads(), getCeilMode(),
-          getCountIncludePad())});
+      {AvgPool2dBackwardOp::create(b, getLoc(), resultGrads[0],
+                                   getX().getType().getShape().drop_front(2),
+                                   getKernel(), getStrides(), getPads(),
+                                   getCeilMode(), getCountIncludePad())});
 }
 
 //===----------------------------------------------------------------------===//
@@ -184,8 +184,7 @@ LogicalResult LogSoftmaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   // g - softmax * sum(g) along the axis; softmax = exp(log_softmax).
   Value sum = v.reduceSum(g, {static_cast<int64_t>(getAxis())},
                           /*keepdims=*/true);
-  return setGradients(operandGrads,
-                      {v.sub(g, v.mul(v.exp(getResult()), sum))});
+  return setGradients(operandGrads, {v.sub(g, v.mul(v.exp(getResult()), sum))});
 }
 
 //===----------------------------------------------------------------------===//
@@ -221,12 +220,12 @@ LogicalResult ReduceMaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   ArrayRef<int64_t> axes = getAxes();
   // Ties share the gradient equally, as PyTorch's amax (ONNX ReduceMax
   // keeps no index of the winner).
-  Value winners = v.equal(x, keepReducedDims(b, getLoc(), getResult(), xType,
-                                             axes));
+  Value winners =
+      v.equal(x, keepReducedDims(b, getLoc(), getResult(), xType, axes));
   Value count = v.reduceSum(v.castTo(winners, xType.getElementType()), axes,
                             /*keepdims=*/true);
-  Value share = v.div(keepReducedDims(b, getLoc(), resultGrads[0], xType, axes),
-                      count);
+  Value share =
+      v.div(keepReducedDims(b, getLoc(), resultGrads[0], xType, axes), count);
   return setGradients(operandGrads,
                       {v.where(winners, share, v.scalar(x, 0.0))});
 }
@@ -237,10 +236,10 @@ LogicalResult ReduceMaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult ReshapeOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  return setGradients(operandGrads,
-                      {VjpBuilder(b, getLoc())
-                           .reshape(resultGrads[0],
-                                    getX().getType().getShape())});
+  return setGradients(
+      operandGrads,
+      {VjpBuilder(b, getLoc())
+           .reshape(resultGrads[0], getX().getType().getShape())});
 }
 
 LogicalResult TransposeOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -250,7 +249,8 @@ LogicalResult TransposeOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   for (auto [i, dim] : llvm::enumerate(perm))
     inverse[dim] = static_cast<int64_t>(i);
   return setGradients(
-      operandGrads, {VjpBuilder(b, getLoc()).transpose(resultGrads[0], inverse)});
+      operandGrads,
+      {VjpBuilder(b, getLoc()).transpose(resultGrads[0], inverse)});
 }
 
 LogicalResult ConcatOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -273,20 +273,18 @@ LogicalResult ConcatOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult SliceOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                 SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());
-  return setGradients(operandGrads,
-                      {InsertSliceOp::create(b, getLoc(),
-                                             v.zeros(getX().getType()),
-                                             resultGrads[0], getStarts(),
-                                             getSteps())});
+  return setGradients(
+      operandGrads,
+      {InsertSliceOp::create(b, getLoc(), v.zeros(getX().getType()),
+                             resultGrads[0], getStarts(), getSteps())});
 }
 
 LogicalResult GatherOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());
   // Repeated indices (an embedding row used twice) accumulate.
-  Value ddata =
-      ScatterAddOp::create(b, getLoc(), v.zeros(getData().getType()),
-                           getIndices(), resultGrads[0], getAxis());
+  Value ddata = ScatterAddOp::create(b, getLoc(), v.zeros(getData().getType()),
+                                     getIndices(), resultGrads[0], getAxis());
   return setGradients(operandGrads, {ddata, Value()});
 }
 
@@ -356,10 +354,10 @@ LogicalResult NllLossOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   if (getReduction() == "mean") {
     Value total =
         elementWeight
-            ? v.reduceSum(elementWeight,
-                          llvm::to_vector(llvm::seq<int64_t>(
-                              0, targetType.getRank())),
-                          /*keepdims=*/false)
+            ? v.reduceSum(
+                  elementWeight,
+                  llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank())),
+                  /*keepdims=*/false)
             : v.scalar(g, static_cast<double>(targetType.getNumElements()));
     coefficient = v.div(coefficient, total);
   }
@@ -392,9 +390,9 @@ LogicalResult NllLossOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 // Each backward op is linear in its gradient operand (and conv's in both
 // operands), so its VJP is a forward op or the other backward op.
 
-LogicalResult Conv2dBackwardDataOp::buildVjp(
-    OpBuilder &b, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+Conv2dBackwardDataOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value c = resultGrads[0];
   // dx = A(w)^T dy, so <c, dx> = <conv2d(c, w), dy>.
@@ -402,14 +400,15 @@ LogicalResult Conv2dBackwardDataOp::buildVjp(
       Conv2dOp::create(b, loc, c, getWeight(), Value(), getStrides(), getPads(),
                        getDilations(), getGroup());
   Value dWeight = Conv2dBackwardFilterOp::create(
-      b, loc, c, getGradOutput(), getWeight().getType().getShape().drop_front(2),
-      getStrides(), getPads(), getDilations(), getGroup());
+      b, loc, c, getGradOutput(),
+      getWeight().getType().getShape().drop_front(2), getStrides(), getPads(),
+      getDilations(), getGroup());
   return setGradients(operandGrads, {dGradOutput, dWeight});
 }
 
-LogicalResult Conv2dBackwardFilterOp::buildVjp(
-    OpBuilder &b, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+Conv2dBackwardFilterOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value c = resultGrads[0];
   // <c, dw> = <conv2d(x, c), dy>.
@@ -428,24 +427,22 @@ LogicalResult MaxPool2dBackwardOp::buildVjp(OpBuilder &, ArrayRef<Value>,
   return emitOpError("has no second-order gradient");
 }
 
-LogicalResult AvgPool2dBackwardOp::buildVjp(
-    OpBuilder &b, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+AvgPool2dBackwardOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
   // The transpose of the transpose: the forward pooling.
-  return setGradients(operandGrads,
-                      {AvgPool2dOp::create(b, getLoc(), resultGrads[0],
-                                           getKernel(), getStrides(), getPads(),
-                                           getCeilMode(),
-                                           getCountIncludePad())});
+  return setGradients(
+      operandGrads, {AvgPool2dOp::create(b, getLoc(), resultGrads[0],
+                                         getKernel(), getStrides(), getPads(),
+                                         getCeilMode(), getCountIncludePad())});
 }
 
 LogicalResult ScatterAddOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
   Value c = resultGrads[0];
-  return setGradients(operandGrads,
-                      {c, Value(),
-                       GatherOp::create(b, getLoc(), c, getIndices(),
-                                        getAxis())});
+  return setGradients(
+      operandGrads,
+      {c, Value(), GatherOp::create(b, getLoc(), c, getIndices(), getAxis())});
 }
 
 LogicalResult InsertSliceOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,

@@ -218,6 +218,23 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
       if (auto found = options.shapeFor(input.name()))
         inputShapes[input.name()] = *found;
   }
+  for (const auto &input : graph.input()) {
+    if (options.batchSize <= 0 || inputShapes.count(input.name()) ||
+        !input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue;
+    const auto &dims = input.type().tensor_type().shape().dim();
+    auto isStatic = [](const auto &dim) {
+      return dim.has_dim_value() && dim.dim_value() >= 0;
+    };
+    if (dims.empty() || isStatic(dims[0]) ||
+        !std::all_of(dims.begin() + 1, dims.end(), isStatic))
+      continue;
+    SmallVector<int64_t> shape = {options.batchSize};
+    for (int i = 1; i < dims.size(); ++i)
+      shape.push_back(dims[i].dim_value());
+    inputShapes[input.name()] = shape;
+  }
   for (const auto &entry : inputShapes) {
     if (!inputNames.contains(entry.getKey())) {
       std::string known;

@@ -26,6 +26,9 @@ struct ImportOptions {
   /// symbolic) dimensions. Symbolic names bound this way also bind the same
   /// names in other inputs and outputs.
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// When positive, binds a dynamic first dimension of every graph input
+  /// (the batch) that `inputShapes` does not bind.
+  int64_t batchSize = 0;
   /// Asked for the shape of a graph input with dynamic dimensions that
   /// `inputShapes` does not bind (e.g. from the data a run is given).
   std::function<std::optional<llvm::SmallVector<int64_t>>(llvm::StringRef)>

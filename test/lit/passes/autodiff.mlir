@@ -226,6 +226,89 @@ func.func @cross_entropy(%logits: tensor<4x10xf32> {onnx.name = "logits", onnx.p
 
 // -----
 
+// Batch-norm running statistics (parameters that only feed its mean and
+// var) are buffers, not trained: no gradient, listed in train.buffers. A
+// parameter with another use is trained.
+// CHECK-LABEL: func.func @running_statistics
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {train.grad_of = "bn.weight"}, tensor<3xf32> {train.grad_of = "bn.bias"}, tensor<3xf32> {train.grad_of = "shared"})
+// CHECK-SAME: attributes {train.buffers = ["bn.running_mean", "bn.running_var"]}
+func.func @running_statistics(%x: tensor<2x3xf32> {onnx.name = "x"},
+                              %s: tensor<3xf32> {onnx.name = "bn.weight", onnx.param},
+                              %b: tensor<3xf32> {onnx.name = "bn.bias", onnx.param},
+                              %m: tensor<3xf32> {onnx.name = "bn.running_mean", onnx.param},
+                              %v: tensor<3xf32> {onnx.name = "bn.running_var", onnx.param},
+                              %u: tensor<3xf32> {onnx.name = "shared", onnx.param})
+    -> tensor<f32> {
+  %0 = nn.batch_norm %x, %s, %b, %m, %v {epsilon = 1.000000e-05 : f64}
+         : tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>,
+           tensor<3xf32> -> tensor<2x3xf32>
+  %1 = nn.batch_norm %0, %s, %b, %u, %v {epsilon = 1.000000e-05 : f64}
+         : tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>,
+           tensor<3xf32> -> tensor<2x3xf32>
+  %2 = nn.mul %1, %u : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %l = nn.reduce_sum %2 {axes = array<i64: 0, 1>, keepdims = false}
+         : tensor<2x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// layer_norm recomputes its statistics from the input; the scale and bias
+// gradients are summed over the leading dimensions. reduce_max shares the
+// gradient among the elements equal to the maximum.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2x3x4xf32>
+// CHECK: %[[Y:.+]] = nn.layer_norm
+// CHECK: %[[M:.+]] = nn.reduce_max %[[Y]]
+// CHECK: %[[MK:.+]] = nn.reshape %[[M]] : tensor<f32> -> tensor<1x1x1xf32>
+// CHECK: %[[WIN:.+]] = nn.equal %[[Y]], %[[MK]]
+// CHECK: %[[WINF:.+]] = nn.cast %[[WIN]]
+// CHECK: %[[COUNT:.+]] = nn.reduce_sum %[[WINF]] {axes = array<i64: 0, 1, 2>, keepdims = true}
+// CHECK: %[[SHARE:.+]] = nn.div %{{.+}}, %[[COUNT]]
+// CHECK: %[[GY:.+]] = nn.where %[[WIN]], %[[SHARE]], %{{.+}}
+// CHECK: %[[MEAN:.+]] = nn.reduce_mean %[[X]] {axes = array<i64: 2>, keepdims = true}
+// CHECK: %[[XC:.+]] = nn.sub %[[X]], %[[MEAN]]
+// CHECK: %[[VAR:.+]] = nn.reduce_mean %{{.+}} {axes = array<i64: 2>, keepdims = true}
+// CHECK: %[[RSTD:.+]] = nn.reciprocal
+// CHECK: %[[XHAT:.+]] = nn.mul %[[XC]], %[[RSTD]]
+// CHECK: %[[GXHAT:.+]] = nn.mul %[[GY]], %[[XHAT]]
+// CHECK: %[[GG:.+]] = nn.reduce_sum %[[GXHAT]] {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<4xf32>
+// CHECK: %[[GB:.+]] = nn.reduce_sum %[[GY]] {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<4xf32>
+// CHECK: return %{{.+}}, %[[GG]], %[[GB]]
+func.func @layer_norm(%x: tensor<2x3x4xf32> {onnx.name = "x"},
+                      %g: tensor<4xf32> {onnx.name = "g", onnx.param},
+                      %b: tensor<4xf32> {onnx.name = "b", onnx.param})
+    -> tensor<f32> {
+  %0 = nn.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
+         : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
+  %l = nn.reduce_max %0 {axes = array<i64: 0, 1, 2>, keepdims = false}
+         : tensor<2x3x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// concat's gradient is one slice per input; transpose's is the inverse
+// permutation.
+// CHECK-LABEL: func.func @movement
+// CHECK: %[[G:.+]] = nn.broadcast_to
+// CHECK: %[[G0:.+]] = nn.slice %[[G]] {sizes = array<i64: 3, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}
+// CHECK: %[[G1:.+]] = nn.slice %[[G]] {sizes = array<i64: 3, 1>, starts = array<i64: 0, 2>, steps = array<i64: 1, 1>}
+// CHECK: %[[GX:.+]] = nn.transpose %[[G0]] {perm = array<i64: 1, 0>} : tensor<3x2xf32> -> tensor<2x3xf32>
+// CHECK: return %{{.+}}, %[[GX]], %[[G1]]
+func.func @movement(%x: tensor<2x3xf32> {onnx.name = "x", onnx.param},
+                    %y: tensor<3x1xf32> {onnx.name = "y", onnx.param})
+    -> tensor<f32> {
+  %0 = nn.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %1 = nn.concat %0, %y {axis = 1 : i64}
+         : tensor<3x2xf32>, tensor<3x1xf32> -> tensor<3x3xf32>
+  %l = nn.reduce_sum %1 {axes = array<i64: 0, 1>, keepdims = false}
+         : tensor<3x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // A float-to-float cast casts the gradient back; an integer cast is a
 // constant to differentiation.
 // CHECK-LABEL: func.func @casts
