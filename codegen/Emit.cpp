@@ -485,6 +485,37 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
         "nllLoss<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}LL, {9})", T,
         elem(in[1]), x, dims(in[0]), name(in[1]), optional(2), code,
         hasIgnore ? "true" : "false", intValue("ignore_index"), y);
+  } else if (callee == "conv2d_backward_data") {
+    std::string s = array("strides"), p = array("pads"),
+                d = array("dilations");
+    call = llvm::formatv("conv2dBackwardData<{0}>({1}, {2}, {3}, {4}, {5}, "
+                         "{6}, {7}, {8}, {9}, {10})",
+                         T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
+                         dims(output), s, p, d, intValue("group", 1));
+  } else if (callee == "max_pool2d_backward") {
+    std::string k = array("kernel"), s = array("strides"), p = array("pads"),
+                d = array("dilations");
+    call = llvm::formatv("maxPool2dBackward<{0}>({1}, {2}, {3}, {4}, {5}, "
+                         "{6}, {7}, {8}, {9})",
+                         T, x, dims(in[0]), name(in[1]), dims(in[1]), y, k, s,
+                         p, d);
+  } else if (callee == "avg_pool2d_backward") {
+    std::string k = array("kernel"), s = array("strides"), p = array("pads");
+    call = llvm::formatv("avgPool2dBackward<{0}>({1}, {2}, {3}, {4}, {5}, "
+                         "{6}, {7}, {8})",
+                         T, x, dims(in[0]), y, dims(output), k, s, p,
+                         boolValue("count_include_pad"));
+  } else if (callee == "scatter_add") {
+    call = llvm::formatv("scatterAdd<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, "
+                         "{8})",
+                         T, elem(in[1]), x, dims(in[0]), name(in[1]),
+                         dims(in[1]), name(in[2]), intValue("axis"), y);
+  } else if (callee == "insert_slice") {
+    std::string st = array("starts"), sp = array("steps");
+    call = llvm::formatv("insertSlice<{0}>({1}, {2}, {3}, {4}, {5}, {6}, "
+                         "{7})",
+                         T, x, dims(in[0]), name(in[1]), dims(in[1]), st, sp,
+                         y);
   } else {
     return op.emitOpError("the emitter has no call for this kernel");
   }

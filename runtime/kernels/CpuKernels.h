@@ -754,6 +754,191 @@ void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
     y[0] = detail::store<T>(total / weightSum);
 }
 
+//===----------------------------------------------------------------------===//
+// Gradients (adjoints of the kernels above)
+//===----------------------------------------------------------------------===//
+
+/// gx = the gradient of conv2d's input: gx[n, c, h, w] sums gy * w over the
+/// output positions and filter taps that read (h, w). One (n, c) plane per
+/// task, so there are no write races.
+template <typename T>
+void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
+                        const Dims &wDims, T *gx, const Dims &gxDims,
+                        const int64_t *strides, const int64_t *pads,
+                        const int64_t *dilations, int64_t group) {
+  using Acc = detail::ComputeT<T>;
+  int64_t batch = gxDims.d[0], channels = gxDims.d[1];
+  int64_t height = gxDims.d[2], width = gxDims.d[3];
+  int64_t outChannels = gyDims.d[1], outH = gyDims.d[2], outW = gyDims.d[3];
+  int64_t groupIn = channels / group, groupOut = outChannels / group;
+  int64_t kH = wDims.d[2], kW = wDims.d[3];
+#pragma omp parallel for if (batch * channels * height * width * kH * kW * \
+                                 groupOut > detail::kParallelGrain)
+  for (int64_t plane = 0; plane < batch * channels; ++plane) {
+    int64_t n = plane / channels, c = plane % channels;
+    int64_t g = c / groupIn, ic = c % groupIn;
+    for (int64_t h = 0; h < height; ++h)
+      for (int64_t x = 0; x < width; ++x) {
+        Acc sum = 0;
+        for (int64_t kh = 0; kh < kH; ++kh) {
+          int64_t th = h + pads[0] - kh * dilations[0];
+          if (th < 0 || th % strides[0])
+            continue;
+          int64_t oh = th / strides[0];
+          if (oh >= outH)
+            continue;
+          for (int64_t kw = 0; kw < kW; ++kw) {
+            int64_t tw = x + pads[1] - kw * dilations[1];
+            if (tw < 0 || tw % strides[1])
+              continue;
+            int64_t ow = tw / strides[1];
+            if (ow >= outW)
+              continue;
+            for (int64_t j = 0; j < groupOut; ++j) {
+              int64_t oc = g * groupOut + j;
+              sum += detail::load(
+                         gy[((n * outChannels + oc) * outH + oh) * outW + ow]) *
+                     detail::load(w[((oc * groupIn + ic) * kH + kh) * kW + kw]);
+            }
+          }
+        }
+        gx[(plane * height + h) * width + x] = detail::store<T>(sum);
+      }
+  }
+}
+
+/// gx of maxPool2d: each window's gradient goes to the element the forward
+/// kernel picked (the first maximum, or the last NaN), as PyTorch routes it.
+template <typename T>
+void maxPool2dBackward(const T *x, const Dims &xDims, const T *gy,
+                       const Dims &gyDims, T *gx, const int64_t *kernel,
+                       const int64_t *strides, const int64_t *pads,
+                       const int64_t *dilations) {
+  using Acc = detail::ComputeT<T>;
+  int64_t planes = xDims.d[0] * xDims.d[1];
+  int64_t height = xDims.d[2], width = xDims.d[3];
+  int64_t outH = gyDims.d[2], outW = gyDims.d[3];
+#pragma omp parallel for if (planes * height * width > detail::kParallelGrain)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T *in = x + plane * height * width;
+    const T *grad = gy + plane * outH * outW;
+    std::vector<Acc> acc(height * width, Acc(0));
+    for (int64_t oh = 0; oh < outH; ++oh)
+      for (int64_t ow = 0; ow < outW; ++ow) {
+        Acc best = detail::lowestValue<Acc>();
+        int64_t where = -1;
+        for (int64_t kh = 0; kh < kernel[0]; ++kh) {
+          int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
+          if (ih < 0 || ih >= height)
+            continue;
+          for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+            int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
+            if (iw < 0 || iw >= width)
+              continue;
+            Acc value = detail::load(in[ih * width + iw]);
+            if (where < 0 || value > best || detail::isNan(value)) {
+              best = value;
+              where = ih * width + iw;
+            }
+          }
+        }
+        if (where >= 0)
+          acc[where] += detail::load(grad[oh * outW + ow]);
+      }
+    for (int64_t i = 0; i < height * width; ++i)
+      gx[plane * height * width + i] = detail::store<T>(acc[i]);
+  }
+}
+
+/// gx of avgPool2d: each window's gradient spread evenly over its inputs,
+/// with the divisor the forward kernel used.
+template <typename T>
+void avgPool2dBackward(const T *gy, const Dims &gyDims, T *gx,
+                       const Dims &gxDims, const int64_t *kernel,
+                       const int64_t *strides, const int64_t *pads,
+                       bool countIncludePad) {
+  using Acc = detail::ComputeT<T>;
+  int64_t planes = gxDims.d[0] * gxDims.d[1];
+  int64_t height = gxDims.d[2], width = gxDims.d[3];
+  int64_t outH = gyDims.d[2], outW = gyDims.d[3];
+#pragma omp parallel for if (planes * height * width > detail::kParallelGrain)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T *grad = gy + plane * outH * outW;
+    std::vector<Acc> acc(height * width, Acc(0));
+    for (int64_t oh = 0; oh < outH; ++oh)
+      for (int64_t ow = 0; ow < outW; ++ow) {
+        detail::Window rows =
+            detail::poolWindow(oh, strides[0], pads[0], kernel[0], height);
+        detail::Window cols =
+            detail::poolWindow(ow, strides[1], pads[1], kernel[1], width);
+        int64_t count = countIncludePad
+                            ? kernel[0] * kernel[1]
+                            : (rows.end - rows.begin) * (cols.end - cols.begin);
+        if (count <= 0)
+          continue;
+        Acc share =
+            detail::load(grad[oh * outW + ow]) / static_cast<Acc>(count);
+        for (int64_t ih = rows.begin; ih < rows.end; ++ih)
+          for (int64_t iw = cols.begin; iw < cols.end; ++iw)
+            acc[ih * width + iw] += share;
+      }
+    for (int64_t i = 0; i < height * width; ++i)
+      gx[plane * height * width + i] = detail::store<T>(acc[i]);
+  }
+}
+
+/// y = data with updates added at indices along axis (np.add.at); repeated
+/// indices accumulate. Sequential over indices, parallel over the rest.
+template <typename T, typename I>
+void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
+                const Dims &indexDims, const T *updates, int64_t axis, T *y) {
+  int64_t total = dataDims.numElements();
+  std::copy(data, data + total, y);
+  int64_t outer = detail::product(dataDims, 0, axis);
+  int64_t length = dataDims.d[axis];
+  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t count = indexDims.numElements();
+#pragma omp parallel for if (outer * count * inner > detail::kParallelGrain)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t index = static_cast<int64_t>(indices[j]);
+      if (index < 0)
+        index += length;
+      if (index < 0 || index >= length) {
+        std::fprintf(stderr,
+                     "ztc: scatter_add: index %" PRId64
+                     " is outside [%" PRId64 ", %" PRId64 ")\n",
+                     static_cast<int64_t>(indices[j]), -length, length);
+        std::abort();
+      }
+      T *to = y + (o * length + index) * inner;
+      const T *from = updates + (o * count + j) * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        to[i] = detail::store<T>(detail::load(to[i]) + detail::load(from[i]));
+    }
+}
+
+/// y = dest with source written at starts + i * steps (slice's adjoint).
+template <typename T>
+void insertSlice(const T *dest, const Dims &destDims, const T *source,
+                 const Dims &sourceDims, const int64_t *starts,
+                 const int64_t *steps, T *y) {
+  std::copy(dest, dest + destDims.numElements(), y);
+  int64_t count = sourceDims.numElements();
+  int64_t destStrides[8], srcStrides[8];
+  detail::contiguousStrides(destDims, destStrides);
+  detail::contiguousStrides(sourceDims, srcStrides);
+#pragma omp parallel for if (count > detail::kParallelGrain)
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < sourceDims.rank; ++d) {
+      int64_t coord = (i / srcStrides[d]) % sourceDims.d[d];
+      offset += (starts[d] + coord * steps[d]) * destStrides[d];
+    }
+    y[offset] = source[i];
+  }
+}
+
 } // namespace ztc::cpu
 
 #endif // ZTC_RUNTIME_KERNELS_CPUKERNELS_H

@@ -34,6 +34,12 @@ const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
       {"slice", 1, 1, 1},       {"gather", 2, 2, 1},
       {"trilu", 1, 1, 1},       {"copy_into", 1, 1, 1},
       {"nll_loss", 2, 3, 1},
+      // Gradients.
+      {"conv2d_backward_data", 2, 2, 1},
+      {"max_pool2d_backward", 2, 2, 1},
+      {"avg_pool2d_backward", 1, 1, 1},
+      {"scatter_add", 3, 3, 1},
+      {"insert_slice", 2, 2, 1},
   };
   for (const LibraryKernel &kernel : kernels)
     if (kernel.name == name)
