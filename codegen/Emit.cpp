@@ -22,6 +22,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <cmath>
 
@@ -492,6 +493,13 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                          "{6}, {7}, {8}, {9}, {10})",
                          T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
                          dims(output), s, p, d, intValue("group", 1));
+  } else if (callee == "conv2d_backward_filter") {
+    std::string s = array("strides"), p = array("pads"),
+                d = array("dilations");
+    call = llvm::formatv("conv2dBackwardFilter<{0}>({1}, {2}, {3}, {4}, {5}, "
+                         "{6}, {7}, {8}, {9}, {10})",
+                         T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
+                         dims(output), s, p, d, intValue("group", 1));
   } else if (callee == "max_pool2d_backward") {
     std::string k = array("kernel"), s = array("strides"), p = array("pads"),
                 d = array("dilations");
@@ -633,7 +641,10 @@ void printPrelude(llvm::raw_ostream &os, Target target, func::FuncOp func,
   if (auto source =
           func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
               "onnx.source"))
-    os << "// Model: " << source.getValue() << "\n";
+    // The file name only: the same model compiled from another directory
+    // gives the same source, so the compiled step is reused.
+    os << "// Model: " << llvm::sys::path::filename(source.getValue())
+       << "\n";
   os << "// Arena: " << arenaBytes << " bytes (planned peak).\n";
   if (auto unplanned =
           func->getAttrOfType<IntegerAttr>("kernel.unplanned_bytes"))

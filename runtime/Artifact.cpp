@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <set>
 
+#include <cstdlib>
 #include <dlfcn.h>
 
 namespace ztc::rt {
@@ -216,6 +217,13 @@ void checkTrainManifest(const Manifest &manifest, const std::string &path) {
          " but its inputs hold batches of " + std::to_string(batch));
 
   for (const Output &grad : manifest.gradOutputs) {
+    // The grad entry's own loss (its arena place differs from the step's).
+    if (grad.name == "loss") {
+      if (grad.dtype != DType::Float32 || !grad.shape.empty())
+        fail("grad output 'loss' is " + grad.describe() +
+             "; expected float32[]");
+      continue;
+    }
     auto param =
         std::find_if(manifest.bindings.begin(), manifest.bindings.end(),
                      [&](const Binding &binding) {
@@ -440,6 +448,11 @@ Artifact Artifact::load(const std::string &directory) {
   artifact.manifest_ = parseManifest(readFile(manifestPath), manifestPath);
 
   std::string soPath = directory + "/step.so";
+  // Idle OpenMP threads sleep instead of spinning (unless the user chose):
+  // a step is a sequence of short parallel loops, and on a busy machine
+  // spinning workers steal the cores the next loop needs. libgomp reads
+  // this when the step loads it.
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   // RTLD_LOCAL: two artifacts in one process keep their own symbols.
   // RTLD_NODELETE: the step's OpenMP worker threads outlive the call (they
   // idle in libgomp until exit), so its code and libgomp must stay mapped

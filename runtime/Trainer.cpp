@@ -349,13 +349,22 @@ private:
     runner_.run(artifact_.gradEntry());
     const std::string &dir = options_.dumpGradsDir;
     createDirectories(joinPath(dir, "grad"));
-    writeNpy(joinPath(dir, "loss.npy"), runner_.output(lossIndex_));
-    for (const Output &grad : manifest().gradOutputs)
+    // The grad entry writes its loss where grad_outputs says, when it says.
+    Tensor loss = runner_.output(lossIndex_);
+    size_t grads = 0;
+    for (const Output &grad : manifest().gradOutputs) {
+      if (grad.name == "loss") {
+        loss = runner_.readArena(grad);
+        continue;
+      }
       writeNpy(joinPath(dir, "grad/" + grad.file + ".npy"),
                runner_.readArena(grad));
-    reporter_->message(
-        "wrote the loss and " + std::to_string(manifest().gradOutputs.size()) +
-        " gradient(s) of step " + std::to_string(step) + " to " + dir);
+      ++grads;
+    }
+    writeNpy(joinPath(dir, "loss.npy"), loss);
+    reporter_->message("wrote the loss and " + std::to_string(grads) +
+                       " gradient(s) of step " + std::to_string(step) +
+                       " to " + dir);
   }
 
   bool persistent(const Binding &binding) const {

@@ -31,7 +31,16 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
                       : RankedTensorType();
       bool scalar = type && type.getNumElements() == 1 &&
                     isa<FloatType>(type.getElementType());
-      loss = scalar ? "none" : "cross_entropy";
+      if (!scalar) {
+        func.emitError("the model does not return one scalar float loss (it "
+                       "returns ")
+            << func.getNumResults() << " output"
+            << (func.getNumResults() == 1 ? "" : "s") << ", the first "
+            << outputName(func, 0)
+            << "); choose a loss with --loss cross_entropy|mse";
+        return signalPassFailure();
+      }
+      loss = "none";
     }
     if (loss != "cross_entropy" && loss != "mse" && loss != "none") {
       func.emitError("unknown loss '")

@@ -807,6 +807,51 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
   }
 }
 
+/// gw = the gradient of conv2d's weight: gw[oc, ic, kh, kw] sums
+/// gy[n, oc, oh, ow] * x[n, g * C/g + ic, tap] over the batch and output
+/// positions. One output channel per task, so there are no write races.
+template <typename T>
+void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
+                          const Dims &gyDims, T *gw, const Dims &gwDims,
+                          const int64_t *strides, const int64_t *pads,
+                          const int64_t *dilations, int64_t group) {
+  using Acc = detail::ComputeT<T>;
+  int64_t batch = xDims.d[0], channels = xDims.d[1];
+  int64_t height = xDims.d[2], width = xDims.d[3];
+  int64_t outChannels = gyDims.d[1], outH = gyDims.d[2], outW = gyDims.d[3];
+  int64_t groupIn = channels / group, groupOut = outChannels / group;
+  int64_t kH = gwDims.d[2], kW = gwDims.d[3];
+#pragma omp parallel for if (outChannels * groupIn * kH * kW * batch * outH * \
+                                 outW > detail::kParallelGrain)
+  for (int64_t oc = 0; oc < outChannels; ++oc) {
+    int64_t g = oc / groupOut;
+    for (int64_t ic = 0; ic < groupIn; ++ic)
+      for (int64_t kh = 0; kh < kH; ++kh)
+        for (int64_t kw = 0; kw < kW; ++kw) {
+          Acc sum = 0;
+          for (int64_t n = 0; n < batch; ++n) {
+            const T *in =
+                x + (n * channels + g * groupIn + ic) * height * width;
+            const T *grad = gy + (n * outChannels + oc) * outH * outW;
+            for (int64_t oh = 0; oh < outH; ++oh) {
+              int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
+              if (ih < 0 || ih >= height)
+                continue;
+              for (int64_t ow = 0; ow < outW; ++ow) {
+                int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
+                if (iw < 0 || iw >= width)
+                  continue;
+                sum += detail::load(grad[oh * outW + ow]) *
+                       detail::load(in[ih * width + iw]);
+              }
+            }
+          }
+          gw[((oc * groupIn + ic) * kH + kh) * kW + kw] =
+              detail::store<T>(sum);
+        }
+  }
+}
+
 /// gx of maxPool2d: each window's gradient goes to the element the forward
 /// kernel picked (the first maximum, or the last NaN), as PyTorch routes it.
 template <typename T>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Training against PyTorch: gradients, an AdamW loss sequence, one SGD step.
 
-For the example MLP and GPT (the same architectures as examples/onnx, with
+For the example MLP, CNN (BatchNorm in inference form) and GPT (the same architectures as examples/onnx, with
 the weights of the exported ONNX model loaded into the PyTorch module by
 name):
   1. `ztc train --dump-grads` gradients vs torch autograd (max relative
@@ -63,6 +63,9 @@ def torch_model(name, onnx_path):
     if name == "mlp":
         from make_mlp import MLP
         module = MLP()
+    elif name == "cnn":
+        from make_cnn import CNN
+        module = CNN()
     else:
         from make_gpt import GPT, SMALL
         module = GPT(**SMALL)
@@ -73,7 +76,9 @@ def torch_model(name, onnx_path):
         if key in weights:
             state[key] = weights[key]
     module.load_state_dict(state)
-    return module.train()
+    # BatchNorm runs in inference form (the model is exported in eval mode):
+    # its running statistics normalize, and are not trained.
+    return module.eval() if name == "cnn" else module.train()
 
 
 def ztc(*args):
@@ -83,7 +88,11 @@ def ztc(*args):
 
 def make_data(directory, name, rng, batch):
     os.makedirs(directory, exist_ok=True)
-    if name == "mlp":
+    if name == "cnn":
+        x = rng.standard_normal((batch, 1, 8, 8)).astype(np.float32)
+        labels = rng.integers(0, 10, (batch,)).astype(np.int64)
+        np.save(os.path.join(directory, "x.npy"), x)
+    elif name == "mlp":
         x = rng.standard_normal((batch, 64)).astype(np.float32)
         labels = rng.integers(0, 10, (batch,)).astype(np.int64)
         np.save(os.path.join(directory, "x.npy"), x)
@@ -108,7 +117,7 @@ def run_model(args, tmp, name, onnx_path, batch):
     # 1. Gradients.
     art = os.path.join(tmp, name + "_adamw.ztc")
     ztc(args.ztc, "compile", onnx_path, "-o", art, "--batch-size", str(batch),
-        "--optimizer", "adamw", "--lr", "1e-3")
+        "--loss", "cross_entropy", "--optimizer", "adamw", "--lr", "1e-3")
     dump = os.path.join(tmp, name + "_grads")
     ztc(args.ztc, "train", art, "--data", data, "--steps", "1", "--dump-grads", dump)
     module = torch_model(name, onnx_path)
@@ -150,7 +159,7 @@ def run_model(args, tmp, name, onnx_path, batch):
     # 3. One SGD step.
     art = os.path.join(tmp, name + "_sgd.ztc")
     ztc(args.ztc, "compile", onnx_path, "-o", art, "--batch-size", str(batch),
-        "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9")
+        "--loss", "cross_entropy", "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9")
     ckpt = os.path.join(tmp, name + "_sgd_ckpt")
     ztc(args.ztc, "train", art, "--data", data, "--steps", "1", "--save", ckpt)
     params = read_safetensors(os.path.join(ckpt, "checkpoint.safetensors"))
@@ -160,9 +169,24 @@ def run_model(args, tmp, name, onnx_path, batch):
     opt.step()
     worst = 0.0
     for pname, param in module.named_parameters():
+        if pname not in params:
+            continue  # frozen: no optimizer state, value unchanged
         ref = param.detach().numpy()
         worst = max(worst, np.abs(params[pname] - ref).max() / max(np.abs(ref).max(), 1e-12))
     check(worst <= 1e-5, "%s one SGD step: worst relative parameter error %.2e" % (name, worst))
+
+    # 4. 20 steps straight and 10 + resume + 10 give bit-identical state.
+    art = os.path.join(tmp, name + "_adamw.ztc")
+    straight, first = os.path.join(tmp, name + "_straight"), os.path.join(tmp, name + "_first")
+    resumed = os.path.join(tmp, name + "_resumed")
+    ztc(args.ztc, "train", art, "--data", data, "--steps", "20", "--save", straight)
+    ztc(args.ztc, "train", art, "--data", data, "--steps", "10", "--save", first)
+    ztc(args.ztc, "train", art, "--data", data, "--steps", "20", "--resume", first,
+        "--save", resumed)
+    a = read_safetensors(os.path.join(straight, "checkpoint.safetensors"))
+    b = read_safetensors(os.path.join(resumed, "checkpoint.safetensors"))
+    same = a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    check(same, "%s 20 steps vs 10 + resume + 10: %d tensors bit-identical" % (name, len(a)))
 
 
 def main():
@@ -173,7 +197,7 @@ def main():
         models = os.path.join(tmp, "models")
         subprocess.run([os.path.join(REPO, "examples", "onnx", "make_all.sh"), models],
                        check=True)
-        for name, batch in (("mlp", 8), ("gpt", 4)):
+        for name, batch in (("mlp", 8), ("cnn", 8), ("gpt", 4)):
             run_model(args, tmp, name, os.path.join(models, name + ".onnx"), batch)
     print("%d passed, %d failed" % (len(checks) - len(failures), len(failures)))
     return 1 if failures else 0

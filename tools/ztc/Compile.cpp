@@ -15,6 +15,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -254,12 +255,13 @@ LogicalResult mlir::ztc::compileTraining(MLIRContext &context,
                           modelPath, target, artifact, steps)))
     return failure();
   rt::Manifest &manifest = artifact.manifest;
+  SmallString<256> absolute(modelPath);
+  llvm::sys::fs::make_absolute(absolute);
+  artifact.sourceModel = absolute.str().str();
   manifest.kind = rt::ArtifactKind::Train;
   manifest.gradEntry = "ztc_loss_and_grads";
-  std::vector<rt::Output> gradOutputs = toOutputs(steps[1].outputs);
-  if (!gradOutputs.empty())
-    gradOutputs.erase(gradOutputs.begin()); // the loss
-  manifest.gradOutputs = std::move(gradOutputs);
+  // The grad entry's outputs: its own loss, then one gradient per param.
+  manifest.gradOutputs = toOutputs(steps[1].outputs);
   rt::TrainConfig &config = manifest.train;
   config.optimizer = training.optimizer;
   config.loss = lossKind;

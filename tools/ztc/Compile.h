@@ -26,6 +26,8 @@ struct ArtifactContents {
   ::ztc::rt::Manifest manifest;
   std::string source;
   std::map<std::string, ::ztc::rt::Tensor> initialValues;
+  /// The ONNX model compiled (absolute path), for `ztc export`.
+  std::string sourceModel;
 };
 
 /// How a model trains: loss, optimizer, schedule, frozen parameters.

@@ -14,6 +14,7 @@
 #include "runtime/Npy.h"
 #include "runtime/Runner.h"
 #include "runtime/SafeTensors.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/Trainer.h"
 
 #include <algorithm>
@@ -75,6 +76,10 @@ bridge::writeAndBuildArtifact(const std::string &dir,
     fs::create_hard_link(soPath, step, linkError);
     if (linkError)
       fs::copy_file(soPath, step, fs::copy_options::overwrite_existing);
+    if (!artifact.sourceModel.empty()) {
+      std::ofstream model(dir + "/source-model", std::ios::trunc);
+      model << artifact.sourceModel << "\n";
+    }
     // The manifest goes last: a directory with a manifest is complete.
     std::ofstream manifest(dir + "/manifest.json", std::ios::trunc);
     manifest << rt::printManifest(artifact.manifest);
@@ -99,6 +104,29 @@ bridge::writeArtifactAtomically(const std::string &dir,
   if (!error.empty())
     removeDirectory(staging.string());
   return error;
+}
+
+std::string bridge::readCheckpointForExport(
+    const std::string &artifactDir, const std::string &checkpointDir,
+    std::string &sourceModel,
+    std::map<std::string, std::vector<uint8_t>> &params) {
+  return guarded([&] {
+    rt::Artifact artifact = rt::Artifact::load(artifactDir);
+    std::ifstream model(artifactDir + "/source-model");
+    if (!std::getline(model, sourceModel) || sourceModel.empty())
+      throw rt::Error(artifactDir +
+                      ": not a training artifact (no source-model file)");
+    rt::Checkpoint checkpoint =
+        rt::loadCheckpoint(checkpointDir, artifact.manifest());
+    for (const rt::Binding &binding : artifact.manifest().bindings)
+      if (binding.role == rt::BindingRole::Param) {
+        auto it = checkpoint.tensors.find(binding.name);
+        if (it == checkpoint.tensors.end())
+          throw rt::Error(checkpointDir + ": no value for parameter '" +
+                          binding.name + "'");
+        params[binding.name] = it->second.bytes;
+      }
+  });
 }
 
 std::string bridge::train(const TrainRequest &request) {

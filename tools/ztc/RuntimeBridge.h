@@ -13,6 +13,7 @@
 
 #include "runtime/Schedule.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,13 @@ struct StepTimes {
 /// artifact (and an existing one stays intact until the new one is ready).
 std::string writeArtifactAtomically(const std::string &dir,
                                     const mlir::ztc::ArtifactContents &artifact);
+
+/// `ztc export`: the model an artifact was compiled from, and the parameter
+/// values of a checkpoint, checked against the artifact's manifest.
+std::string readCheckpointForExport(
+    const std::string &artifactDir, const std::string &checkpointDir,
+    std::string &sourceModel,
+    std::map<std::string, std::vector<uint8_t>> &params);
 
 /// `ztc train`: what the runtime's trainer takes.
 struct TrainRequest {

@@ -43,6 +43,8 @@ cl::SubCommand runCommand(
 cl::SubCommand compileCommand(
     "compile", "Compile the training step of an ONNX model into an artifact");
 cl::SubCommand trainCommand("train", "Train a compiled artifact on .npy data");
+cl::SubCommand exportCommand(
+    "export", "Write the ONNX model with the weights of a checkpoint");
 cl::SubCommand emitCommand(
     "emit", "Print the C++ or CUDA source ztc generates for a model's "
             "forward step");
@@ -52,7 +54,16 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("MODEL.onnx"),
                                cl::sub(runCommand), cl::sub(emitCommand),
                                cl::sub(compileCommand));
 cl::opt<std::string> artifactPath(cl::Positional, cl::desc("ART.ztc"),
-                                  cl::Required, cl::sub(trainCommand));
+                                  cl::Required, cl::sub(trainCommand),
+                                  cl::sub(exportCommand));
+cl::opt<std::string> checkpointDir("checkpoint",
+                                   cl::desc("Checkpoint directory (ztc train "
+                                            "--save)"),
+                                   cl::value_desc("DIR"), cl::Required,
+                                   cl::sub(exportCommand));
+cl::opt<std::string> exportOutput("o", cl::desc("Write the model to FILE"),
+                                  cl::value_desc("trained.onnx"), cl::Required,
+                                  cl::sub(exportCommand));
 cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Bind a graph input's shape: NAME=D0xD1x... "
@@ -456,6 +467,24 @@ int runTrain() {
   return 0;
 }
 
+int runExport() {
+  std::string sourceModel;
+  std::map<std::string, std::vector<uint8_t>> params;
+  std::string error = ::ztc::bridge::readCheckpointForExport(
+      artifactPath, checkpointDir, sourceModel, params);
+  if (!error.empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
+  std::unique_ptr<MLIRContext> context = makeContext();
+  if (failed(mz::onnx::writeModelWithInitializers(*context, sourceModel,
+                                                  exportOutput, params)))
+    return 1;
+  llvm::errs() << "ztc: wrote " << exportOutput << " (" << params.size()
+               << " trained parameters)\n";
+  return 0;
+}
+
 int runListOps() {
   for (StringRef name : mz::onnx_to_nn::ConverterRegistry::get().opTypes())
     llvm::outs() << name << "\n";
@@ -476,6 +505,7 @@ int main(int argc, char **argv) {
       "  ztc compile MODEL.onnx -o ART.ztc [--batch-size B] [--loss ...] "
       "[--optimizer ...]\n"
       "  ztc train ART.ztc --data DIR [--steps N | --epochs E] [--save DIR]\n"
+      "  ztc export ART.ztc --checkpoint DIR -o trained.onnx\n"
       "  ztc list-ops\n");
   if (importCommand)
     return runImport();
@@ -489,6 +519,8 @@ int main(int argc, char **argv) {
     return runCompile();
   if (trainCommand)
     return runTrain();
+  if (exportCommand)
+    return runExport();
   llvm::errs() << "ztc: error: no command given; see `ztc --help`\n";
   return 1;
 }

@@ -36,6 +36,7 @@ const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
       {"nll_loss", 2, 3, 1},
       // Gradients.
       {"conv2d_backward_data", 2, 2, 1},
+      {"conv2d_backward_filter", 2, 2, 1},
       {"max_pool2d_backward", 2, 2, 1},
       {"avg_pool2d_backward", 1, 1, 1},
       {"scatter_add", 3, 3, 1},

@@ -835,3 +835,88 @@ mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
   return importOnnxBytes(context, buffer->getBuffer(), path,
                          llvm::sys::path::parent_path(path), options);
 }
+
+LogicalResult mlir::ztc::onnx::writeModelWithInitializers(
+    MLIRContext &context, StringRef path, StringRef outputPath,
+    const std::map<std::string, std::vector<uint8_t>> &values) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readModelFile(context, path);
+  ::onnx::ModelProto model;
+  if (!buffer || failed(parseModel(context, buffer->getBuffer(), path, model)))
+    return failure();
+  Location loc = FileLineColLoc::get(&context, outputPath, 0, 0);
+  uint64_t total = 0;
+  for (const auto &entry : values)
+    total += entry.second.size();
+  // Protobuf messages stop at 2 GB: larger models keep weights outside.
+  bool external = total > (uint64_t(1) << 30);
+  std::string dataName = llvm::sys::path::filename(outputPath).str() + ".data";
+  std::string dataPath = outputPath.str() + ".data";
+  std::string dataTemp = dataPath + ".tmp";
+  std::error_code ec;
+  std::unique_ptr<llvm::raw_fd_ostream> data;
+  if (external) {
+    data = std::make_unique<llvm::raw_fd_ostream>(dataTemp, ec);
+    if (ec)
+      return emitError(loc) << "cannot write " << dataTemp << ": "
+                            << ec.message();
+  }
+  uint64_t offset = 0;
+  size_t replaced = 0;
+  for (auto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = values.find(init.name());
+    if (it == values.end())
+      continue;
+    ++replaced;
+    const std::vector<uint8_t> &bytes = it->second;
+    init.clear_float_data();
+    init.clear_double_data();
+    init.clear_int32_data();
+    init.clear_int64_data();
+    init.clear_uint64_data();
+    init.clear_raw_data();
+    init.clear_external_data();
+    if (!external) {
+      init.set_data_location(::onnx::TensorProto::DEFAULT);
+      init.set_raw_data(bytes.data(), bytes.size());
+      continue;
+    }
+    init.set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char *key, const std::string &value) {
+      auto *entry = init.add_external_data();
+      entry->set_key(key);
+      entry->set_value(value);
+    };
+    add("location", dataName);
+    add("offset", std::to_string(offset));
+    add("length", std::to_string(bytes.size()));
+    data->write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    offset += bytes.size();
+  }
+  if (replaced != values.size())
+    return emitError(loc) << "the checkpoint has " << values.size()
+                          << " tensors but only " << replaced
+                          << " match initializers of " << path;
+  if (data) {
+    data->close();
+    if (data->has_error() ||
+        (ec = llvm::sys::fs::rename(dataTemp, dataPath)))
+      return emitError(loc) << "cannot write " << dataPath;
+  }
+  std::string temp = outputPath.str() + ".tmp";
+  {
+    llvm::raw_fd_ostream out(temp, ec);
+    if (ec)
+      return emitError(loc) << "cannot write " << temp << ": " << ec.message();
+    std::string bytes;
+    if (!model.SerializeToString(&bytes))
+      return emitError(loc) << "cannot serialize the model";
+    out << bytes;
+    out.close();
+    if (out.has_error())
+      return emitError(loc) << "cannot write " << temp;
+  }
+  if ((ec = llvm::sys::fs::rename(temp, outputPath)))
+    return emitError(loc) << "cannot write " << outputPath << ": "
+                          << ec.message();
+  return success();
+}

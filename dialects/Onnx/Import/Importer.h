@@ -15,6 +15,8 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
+#include <map>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -71,6 +73,14 @@ readInitializers(MLIRContext &context, llvm::StringRef path,
                  llvm::function_ref<LogicalResult(llvm::StringRef name,
                                                   llvm::StringRef bytes)>
                      fn);
+
+/// Writes the model at `path` to `outputPath` with the initializers named in
+/// `values` replaced by those little-endian bytes (shapes and types stay).
+/// Weights go to `outputPath`.data when they would not fit a protobuf; the
+/// file appears atomically (temporary + rename).
+LogicalResult writeModelWithInitializers(
+    MLIRContext &context, llvm::StringRef path, llvm::StringRef outputPath,
+    const std::map<std::string, std::vector<uint8_t>> &values);
 
 } // namespace mlir::ztc::onnx
 

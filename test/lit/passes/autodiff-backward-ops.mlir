@@ -1,17 +1,19 @@
 // RUN: ztc-opt %s --ztc-autodiff | FileCheck %s
+// RUN: ztc-opt %s --ztc-autodiff --ztc-lower-to-kernel-pipeline | FileCheck %s --check-prefix=LOWER --implicit-check-not="= nn."
 
 // Gradients that need the backward ops: convolution, pooling, slices and
-// gathers, and the backward ops' own VJPs (second order). They lower once
-// the runtime has kernels named after the ops (conv2d_backward_data,
-// conv2d_backward_filter, max_pool2d_backward, avg_pool2d_backward,
-// scatter_add, insert_slice); until then this file checks which ops the
-// gradients use, and autodiff-numeric.test checks their values against
-// finite differences (the `gradient-check` lines give it integer inputs).
+// gathers, and the backward ops' own VJPs (second order). The first RUN
+// checks which ops the gradients use; the second that they lower to the
+// runtime kernels of the same names. autodiff-numeric.test checks their
+// values against finite differences (the `gradient-check` lines give it
+// integer inputs).
 
 // Convolution (strided, padded, dilated, grouped, with bias) and pooling
 // (max with padding, average in ceil mode with and without the padding in
 // the divisor).
 // CHECK-LABEL: func.func @conv_pool
+// LOWER-LABEL: func.func @conv_pool
+// LOWER-SAME: kernel.arena_bytes
 // CHECK-DAG: nn.avg_pool2d_backward %{{.+}} {ceil_mode = true, count_include_pad = false, input_size = array<i64: 4, 3>
 // CHECK-DAG: nn.avg_pool2d_backward %{{.+}} {ceil_mode = false, count_include_pad = true, input_size = array<i64: 4, 3>
 // CHECK-DAG: nn.max_pool2d_backward
@@ -44,6 +46,8 @@ func.func @conv_pool(%x: tensor<1x4x9x9xf32> {onnx.name = "x", onnx.param},
 // Slices (strided, backwards) and gathers (repeated and negative indices,
 // along either axis).
 // CHECK-LABEL: func.func @slice_gather
+// LOWER-LABEL: func.func @slice_gather
+// LOWER-SAME: kernel.arena_bytes
 // CHECK-DAG: nn.insert_slice %{{.+}}, %{{.+}} {starts = array<i64: 1, 7>, steps = array<i64: 2, -2>} : tensor<4x8xf32>, tensor<2x4xf32> -> tensor<4x8xf32>
 // CHECK-DAG: nn.scatter_add %{{.+}}, %{{.+}}, %{{.+}} {axis = 0 : i64} : tensor<5x3xf32>, tensor<2x3xi64>, tensor<2x3x3xf32> -> tensor<5x3xf32>
 // CHECK-DAG: nn.scatter_add %{{.+}}, %{{.+}}, %{{.+}} {axis = 1 : i64} : tensor<5x3xf32>, tensor<2xi32>, tensor<5x2xf32> -> tensor<5x3xf32>
@@ -72,6 +76,8 @@ func.func @slice_gather(%x: tensor<4x8xf32> {onnx.name = "x", onnx.param},
 // Backward ops as forward ops: their own VJPs (second order) are forward
 // ops and the other backward ops.
 // CHECK-LABEL: func.func @second_order
+// LOWER-LABEL: func.func @second_order
+// LOWER-SAME: kernel.arena_bytes
 // CHECK-DAG: nn.conv2d %{{.+}}, %{{.+}} {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 1, 1>} : tensor<1x2x3x3xf32>, tensor<4x1x2x2xf32> -> tensor<1x4x3x3xf32>
 // CHECK-DAG: nn.conv2d_backward_data
 // CHECK-DAG: nn.conv2d_backward_filter

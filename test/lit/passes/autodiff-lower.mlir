@@ -1,12 +1,12 @@
 // RUN: ztc-opt %s --ztc-autodiff --ztc-lower-to-kernel-pipeline | FileCheck %s --implicit-check-not="= nn."
 
-// The gradients of every differentiable op whose backward needs no new
-// runtime kernel lower through the forward pipeline unchanged: after
-// autodiff and the kernel pipeline, no nn op is left and every step has a
-// memory plan. (Convolution, pooling, slice and gather gradients need the
-// kernels listed in autodiff-backward-ops.mlir.) The same functions feed
-// autodiff-numeric.test, which compares their gradients with finite
-// differences; the `gradient-check` lines give it the integer inputs.
+// The gradients of every differentiable op built from forward ops lower
+// through the forward pipeline unchanged: after autodiff and the kernel
+// pipeline, no nn op is left and every step has a memory plan. (The
+// gradients that need backward ops are in autodiff-backward-ops.mlir.) The
+// same functions feed autodiff-numeric.test, which compares their gradients
+// with finite differences; the `gradient-check` lines give it the integer
+// inputs.
 
 // Elementwise binary ops, with broadcasting and Clip's constant bound.
 // CHECK-LABEL: func.func @binary
