@@ -552,22 +552,25 @@ LogicalResult Emitter::run(func::FuncOp func) {
     binding.name = nameAttr ? nameAttr.str() : "arg" + std::to_string(i);
     binding.dtype = dtypeName(type.getElementType());
     binding.shape.assign(type.getShape().begin(), type.getShape().end());
-    out << "  auto *" << bind(arg, "b") << " = static_cast<"
-        << storageType(type.getElementType()) << " *>(bindings[" << i
-        << "]);  // " << binding.name << "\n";
-    // Entries share one bindings array: a later entry's arguments are a
-    // prefix of the first entry's.
-    if (i < bindings.size()) {
-      if (bindings[i].name != binding.name || bindings[i].shape != binding.shape)
-        return func.emitError("argument ")
-               << i << " ('" << binding.name
-               << "') differs from the shared binding '" << bindings[i].name
-               << "'";
-      continue;
+    // Entries share one bindings array, matched by name: an argument
+    // another entry already bound reuses its slot.
+    auto existing = llvm::find_if(bindings, [&](const Binding &other) {
+      return other.name == binding.name;
+    });
+    size_t slot = existing - bindings.begin();
+    if (existing == bindings.end()) {
+      bindings.push_back(binding);
+    } else if (existing->shape != binding.shape ||
+               existing->dtype != binding.dtype ||
+               existing->role != binding.role) {
+      return func.emitError("argument ")
+             << i << " ('" << binding.name
+             << "') differs from the binding of the same name in another "
+                "entry";
     }
-    if (i != bindings.size())
-      return func.emitError("arguments must extend the shared bindings");
-    bindings.push_back(std::move(binding));
+    out << "  auto *" << bind(arg, "b") << " = static_cast<"
+        << storageType(type.getElementType()) << " *>(bindings[" << slot
+        << "]);  // " << binding.name << "\n";
   }
 
   for (Operation &op : block) {

@@ -273,4 +273,52 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Numerics
+//===----------------------------------------------------------------------===//
+
+def PromoteF64Pass : Pass<"ztc-promote-f64", "func::FuncOp"> {
+  let summary = "Compute a function in f64: every f32, f16 and bf16 tensor";
+  let description = [{
+    Rewrites a function of `nn` ops so that all its floating-point work
+    happens in double precision, for numerical checks (`ztc gradcheck`
+    compares gradients with finite differences, which f32 rounding would
+    drown). Integer and boolean tensors are untouched, and so is a function
+    declaration (its callers' types depend on its signature).
+
+    1. Checks that every op carrying an f32, f16 or bf16 tensor is an `nn`
+       op, an `arith.constant` with a dense value, or the `func.return`;
+       anything else is an error naming the op, and nothing is rewritten.
+    2. Promotes the float tensor arguments (their attributes stay).
+    3. Visits the ops in order. A float `arith.constant` is re-created with
+       its values converted to f64 (exactly: every f32, f16 and bf16 value
+       is a double). An `nn` op is re-created on its promoted operands with
+       the same attributes; its result types come from its own type
+       inference, or, for `nn.reshape` and `nn.cast` whose result type is
+       given, from promoting the old one. A cast between two float types
+       becomes a cast from f64 to f64 and disappears.
+    4. Sets the function type from the promoted arguments and returned
+       values.
+
+    Example:
+
+    ```mlir
+    func.func @f(%x: tensor<4xf32>, %i: tensor<4xi64>) -> tensor<4xf16> {
+      %c = arith.constant dense<0.5> : tensor<4xf32>
+      %0 = nn.mul %x, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      %1 = nn.cast %0 : tensor<4xf32> -> tensor<4xf16>
+      return %1 : tensor<4xf16>
+    }
+    // becomes
+    func.func @f(%x: tensor<4xf64>, %i: tensor<4xi64>) -> tensor<4xf64> {
+      %c = arith.constant dense<5.000000e-01> : tensor<4xf64>
+      %0 = nn.mul %x, %c : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
+      return %0 : tensor<4xf64>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // ZTC_PASSES_PASSES_TD

@@ -369,6 +369,13 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
     manifest.gradOutputs =
         parseOutputs(gradOutputs, path, "grad output", manifest.arenaBytes);
   }
+  if (top.has("accum_outputs")) {
+    const json &accumOutputs = top.get("accum_outputs");
+    if (!accumOutputs.is_array())
+      top.fail("field 'accum_outputs' must be an array");
+    manifest.accumOutputs =
+        parseOutputs(accumOutputs, path, "accum output", manifest.arenaBytes);
+  }
   if (manifest.kind == ArtifactKind::Train) {
     manifest.train = parseTrainConfig(top.get("train"), path);
     checkTrainManifest(manifest, path);
@@ -438,6 +445,8 @@ std::string printManifest(const Manifest &manifest) {
     root["accum_entry"] = manifest.accumEntry;
   if (!manifest.gradOutputs.empty())
     root["grad_outputs"] = printOutputs(manifest.gradOutputs);
+  if (!manifest.accumOutputs.empty())
+    root["accum_outputs"] = printOutputs(manifest.accumOutputs);
   return root.dump(2) + "\n";
 }
 

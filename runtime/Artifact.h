@@ -121,6 +121,9 @@ struct Manifest {
   std::string gradEntry;
   std::string accumEntry;
   std::vector<Output> gradOutputs;
+  /// accum_entry's own outputs ("loss"), when its arena places them
+  /// elsewhere than `entry` does.
+  std::vector<Output> accumOutputs;
   TrainConfig train;
 
   /// The index of the output named `name` in `outputs`, or -1.

@@ -2,6 +2,12 @@
 //
 // Device memory is 64-byte aligned host memory; copies are memcpy and the
 // entry runs on the calling thread (its kernels use OpenMP and OpenBLAS).
+// `call` clears the kernel library's error slot before the entry and throws
+// its first data error after (a gather index or loss target out of range:
+// "nll_loss: target 12 is outside [0, 10) (ignore_index -100)"), read
+// through the step's ztc_cpu_last_error / ztc_cpu_clear_error
+// (kernels/CpuKernels.h). A step that does not include the library has
+// neither symbol and is not checked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +17,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include <dlfcn.h>
 
 namespace ztc::rt {
 
@@ -18,6 +27,35 @@ namespace {
 
 /// Cache-line (and AVX-512) alignment for every buffer.
 constexpr size_t kAlignment = 64;
+
+/// The kernel library's error hooks of the shared object holding an entry.
+struct ErrorHooks {
+  const char *(*lastError)() = nullptr;
+  void (*clearError)() = nullptr;
+};
+
+ErrorHooks findErrorHooks(EntryFn entry) {
+  ErrorHooks hooks;
+  Dl_info info;
+  if (!::dladdr(reinterpret_cast<void *>(entry), &info) || !info.dli_fname)
+    return hooks;
+  // Already loaded by the Artifact: RTLD_NOLOAD only takes a reference.
+  void *handle = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    return hooks;
+  auto lastError = reinterpret_cast<const char *(*)()>(
+      ::dlsym(handle, "ztc_cpu_last_error"));
+  auto clearError =
+      reinterpret_cast<void (*)()>(::dlsym(handle, "ztc_cpu_clear_error"));
+  ::dlclose(handle);
+  // Both or neither: a step that could report but not clear would report a
+  // stale error forever.
+  if (lastError && clearError) {
+    hooks.lastError = lastError;
+    hooks.clearError = clearError;
+  }
+  return hooks;
+}
 
 class CpuBackend final : public Backend {
 public:
@@ -45,8 +83,27 @@ public:
   }
 
   void call(EntryFn entry, void *const *bindings, char *arena) override {
+    if (entry != hooksEntry_) {
+      hooks_ = findErrorHooks(entry);
+      hooksEntry_ = entry;
+    }
+    if (hooks_.clearError)
+      hooks_.clearError();
     entry(bindings, arena);
+    if (!hooks_.lastError)
+      return;
+    const char *message = hooks_.lastError();
+    if (message && *message) {
+      std::string text = message;
+      // The next call starts clean even if the caller goes on.
+      hooks_.clearError();
+      throw Error(text);
+    }
   }
+
+private:
+  EntryFn hooksEntry_ = nullptr;
+  ErrorHooks hooks_;
 };
 
 } // namespace

@@ -12,6 +12,8 @@
 //   input 'x' (DIR/x.npy): expected float32[8,64], got float32[8,32]
 //   input 'x': DIR/x.npy: truncated data: ...      (a corrupt .npy)
 //   generated code wrote past the end of the N-byte arena
+//   gather: index 70 is outside [-64, 64)   (bad data a kernel found; the
+//     backend reports the kernel library's first error of the call)
 //
 //===----------------------------------------------------------------------===//
 

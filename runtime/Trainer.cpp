@@ -319,12 +319,31 @@ private:
       runner_.setBinding(indices[i], batch[i]);
   }
 
-  float readLoss(uint64_t step) {
-    float loss = *runner_.output(lossIndex_).data<float>();
+  /// The loss the last call wrote: accum_entry's own place when the
+  /// manifest gives one, else the step's output.
+  float readLoss(uint64_t step, bool accumulated = false) {
+    const Output *place = nullptr;
+    if (accumulated)
+      for (const Output &output : manifest().accumOutputs)
+        if (output.name == "loss")
+          place = &output;
+    float loss = place ? *runner_.readArena(*place).data<float>()
+                       : *runner_.output(lossIndex_).data<float>();
     if (!std::isfinite(loss))
       throw Error("training diverged at step " + std::to_string(step) +
                   ": the loss is " + (std::isnan(loss) ? "nan" : "inf"));
     return loss;
+  }
+
+  /// Runs `entry` for optimizer step `step`; a failure of the step (bad
+  /// data a kernel found, a device error) names the step:
+  ///   step 3: nll_loss: target 12 is outside [0, 10) (ignore_index -100)
+  void runStep(EntryFn entry, uint64_t step) {
+    try {
+      runner_.run(entry);
+    } catch (const Error &failure) {
+      throw Error("step " + std::to_string(step) + ": " + failure.what());
+    }
   }
 
   /// One optimizer step over grad_accum micro-batches; the mean loss.
@@ -334,8 +353,8 @@ private:
     for (uint64_t micro = 0; micro < microBatches_; ++micro) {
       uploadBatch(loader_.next());
       bool last = micro + 1 == microBatches_;
-      runner_.run(last ? artifact_.entry() : artifact_.accumEntry());
-      sum += readLoss(step);
+      runStep(last ? artifact_.entry() : artifact_.accumEntry(), step);
+      sum += readLoss(step, /*accumulated=*/!last);
     }
     return static_cast<float>(sum / double(microBatches_));
   }
@@ -346,7 +365,7 @@ private:
     uploadBatch(loader_.next());
     loader_.seek(position);
     setHypers(step, schedule_->lrAtStep(step));
-    runner_.run(artifact_.gradEntry());
+    runStep(artifact_.gradEntry(), step);
     const std::string &dir = options_.dumpGradsDir;
     createDirectories(joinPath(dir, "grad"));
     // The grad entry writes its loss where grad_outputs says, when it says.

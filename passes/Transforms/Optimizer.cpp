@@ -76,7 +76,15 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
       Value grad;
     };
     SmallVector<Update> updates;
+    // Updates decided before the optimizer (gradient accumulators) pass
+    // through unchanged.
+    SmallVector<std::pair<Value, StringAttr>> passThrough;
     for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
+      if (auto update =
+              func.getResultAttrOfType<StringAttr>(i, "train.update_of")) {
+        passThrough.emplace_back(ret.getOperand(i), update);
+        continue;
+      }
       auto of = func.getResultAttrOfType<StringAttr>(i, "train.grad_of");
       auto it = of ? argByName.find(of.getValue()) : argByName.end();
       if (it == argByName.end()) {
@@ -163,6 +171,11 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
       results.append({newP, newAvg, newAvgSq});
       updatedNames.append(
           {u.name, u.name + ".exp_avg", u.name + ".exp_avg_sq"});
+    }
+
+    for (auto [value, name] : passThrough) {
+      results.push_back(value);
+      updatedNames.push_back(name.str());
     }
 
     // 4. Return the loss and the updates.

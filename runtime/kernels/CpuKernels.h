@@ -20,9 +20,16 @@
 //    fixed order, independent of the thread count (BLAS aside).
 //  - Int64 parameter arrays (strides, pads, perm, ...) are `const int64_t *`
 //    with one entry per dimension they describe; axes are non-negative.
-//  - Invalid data that only shows at run time (a gather index or a loss
-//    target out of range) prints a message to stderr and aborts: a kernel
-//    has no way to return an error and must not read out of bounds.
+//  - Invalid data that only shows at run time (a gather or scatter_add
+//    index, a loss target out of range) never reads or writes out of
+//    bounds: the element gets 0 (gather, nll_loss) or is skipped
+//    (scatter_add), and the first such error since clearError() is kept in
+//    an error slot ("gather: index 70 is outside [-64, 64)"), read with
+//    lastError(); with several OpenMP threads finding bad data, one of them
+//    wins. Nothing prints or aborts. The runtime clears the slot before
+//    each call of a step and checks it after, through the C symbols
+//    ztc_cpu_last_error and ztc_cpu_clear_error of the compiled step
+//    (runtime/CpuBackend.cpp), as it does for CudaKernels.cuh.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +44,10 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +130,9 @@ enum class ReduceKind { Sum, Mean, Max };
 //   PyTorch semantics: mean divides by the sum of weights of non-ignored
 //   targets (0/0 = NaN when every target is ignored); ignored elements of
 //   reduction none are 0.
+//
+// Errors (see the file comment): lastError() is the first data error
+// recorded since clearError(), or "" when none.
 
 //===----------------------------------------------------------------------===//
 // Internal helpers
@@ -172,14 +184,42 @@ inline int64_t product(const Dims &dims, int64_t begin, int64_t end) {
   return count;
 }
 
-/// Reports `value` outside [low, high) and aborts: a kernel cannot return an
-/// error for bad data, and must not read out of bounds.
-[[noreturn]] inline void fail(const char *kernel, const char *what,
-                              int64_t value, int64_t low, int64_t high) {
-  std::fprintf(
-      stderr, "ztc: %s: %s %" PRId64 " is outside [%" PRId64 ", %" PRId64 ")\n",
-      kernel, what, value, low, high);
-  std::abort();
+/// The first data error since clearError(). `state` is 0 (none), 1 (a
+/// thread is writing the message) or 2 (message complete): the first
+/// thread to move it from 0 to 1 wins, others drop their error, so OpenMP
+/// threads of one kernel can report concurrently. Constant-initialized.
+struct ErrorState {
+  std::atomic<int> state{0};
+  char message[256] = {};
+};
+
+inline ErrorState &errorState() {
+  static ErrorState state;
+  return state;
+}
+
+/// Keeps the printf-formatted message unless an earlier error is recorded.
+inline void recordError(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
+
+inline void recordError(const char *format, ...) {
+  ErrorState &error = errorState();
+  int expected = 0;
+  if (!error.state.compare_exchange_strong(expected, 1,
+                                           std::memory_order_acquire))
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(error.message, sizeof error.message, format, args);
+  va_end(args);
+  error.state.store(2, std::memory_order_release);
+}
+
+/// Records "KERNEL: WHAT VALUE is outside [LOW, HIGH)".
+inline void recordRangeError(const char *kernel, const char *what,
+                             int64_t value, int64_t low, int64_t high) {
+  recordError("%s: %s %" PRId64 " is outside [%" PRId64 ", %" PRId64 ")",
+              kernel, what, value, low, high);
 }
 
 /// The offsets of row-major position `flat` of dims[0, rank) under two sets
@@ -294,6 +334,24 @@ inline Window poolWindow(int64_t out, int64_t stride, int64_t padBegin,
 }
 
 } // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+/// The first data error recorded since the last clearError(), or "" when
+/// none. Valid until the next clearError(); call it after the kernels
+/// returned (not while another thread may still run one).
+inline const char *lastError() {
+  detail::ErrorState &error = detail::errorState();
+  return error.state.load(std::memory_order_acquire) == 2 ? error.message : "";
+}
+
+inline void clearError() {
+  detail::ErrorState &error = detail::errorState();
+  error.message[0] = '\0';
+  error.state.store(0, std::memory_order_release);
+}
 
 //===----------------------------------------------------------------------===//
 // Linear algebra
@@ -692,8 +750,11 @@ void gather(const T *data, const Dims &dataDims, const I *indices,
   for (int64_t row = 0; row < outer * count; ++row) {
     int64_t o = row / count;
     int64_t index = static_cast<int64_t>(indices[row % count]);
-    if (index < -length || index >= length)
-      detail::fail("gather", "index", index, -length, length);
+    if (index < -length || index >= length) {
+      detail::recordRangeError("gather", "index", index, -length, length);
+      std::fill(y + row * inner, y + (row + 1) * inner, T(0.0f));
+      continue;
+    }
     if (index < 0)
       index += length;
     const T *from = data + (o * length + index) * inner;
@@ -735,9 +796,18 @@ void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
     for (int64_t s = 0; s < spatial; ++s) {
       int64_t t = static_cast<int64_t>(target[n * spatial + s]);
       Acc loss = 0;
-      if (!(hasIgnore && t == ignoreIndex)) {
-        if (t < 0 || t >= classes)
-          detail::fail("nllLoss", "target", t, 0, classes);
+      if (hasIgnore && t == ignoreIndex) {
+        // No loss and no weight.
+      } else if (t < 0 || t >= classes) {
+        // No loss and no weight either; the step reports the error.
+        if (hasIgnore)
+          detail::recordError("nll_loss: target %" PRId64
+                              " is outside [0, %" PRId64
+                              ") (ignore_index %" PRId64 ")",
+                              t, classes, ignoreIndex);
+        else
+          detail::recordRangeError("nll_loss", "target", t, 0, classes);
+      } else {
         Acc w = weight ? static_cast<Acc>(detail::load(weight[t])) : Acc(1);
         loss = -w * static_cast<Acc>(detail::load(
                         logProbs[(n * classes + t) * spatial + s]));
@@ -947,15 +1017,14 @@ void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < count; ++j) {
       int64_t index = static_cast<int64_t>(indices[j]);
+      if (index < -length || index >= length) {
+        // Skipped: y keeps data there; the step reports the error.
+        detail::recordRangeError("scatter_add", "index", index, -length,
+                                 length);
+        continue;
+      }
       if (index < 0)
         index += length;
-      if (index < 0 || index >= length) {
-        std::fprintf(stderr,
-                     "ztc: scatter_add: index %" PRId64
-                     " is outside [%" PRId64 ", %" PRId64 ")\n",
-                     static_cast<int64_t>(indices[j]), -length, length);
-        std::abort();
-      }
       T *to = y + (o * length + index) * inner;
       const T *from = updates + (o * count + j) * inner;
       for (int64_t i = 0; i < inner; ++i)
@@ -985,5 +1054,25 @@ void insertSlice(const T *dest, const Dims &destDims, const T *source,
 }
 
 } // namespace ztc::cpu
+
+//===----------------------------------------------------------------------===//
+// C entry points for the runtime
+//===----------------------------------------------------------------------===//
+//
+// The runtime finds these with dlsym in the compiled step (CpuBackend.cpp).
+// Weak, so several translation units of one binary that include this header
+// link; default visibility, so they stay exported whatever the flags.
+
+/// ztc::cpu::lastError(): the step's first data error, or "".
+extern "C" __attribute__((weak, visibility("default"))) const char *
+ztc_cpu_last_error() {
+  return ztc::cpu::lastError();
+}
+
+/// ztc::cpu::clearError().
+extern "C" __attribute__((weak, visibility("default"))) void
+ztc_cpu_clear_error() {
+  ztc::cpu::clearError();
+}
 
 #endif // ZTC_RUNTIME_KERNELS_CPUKERNELS_H

@@ -188,6 +188,33 @@ def run_model(args, tmp, name, onnx_path, batch):
     same = a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     check(same, "%s 20 steps vs 10 + resume + 10: %d tensors bit-identical" % (name, len(a)))
 
+    # 5. Gradient accumulation: 2 micro-batches of batch/2 make the same
+    # optimizer steps (losses and parameters) as one batch.
+    if batch % 2 == 0:
+        half = os.path.join(tmp, name + "_accum.ztc")
+        ztc(args.ztc, "compile", onnx_path, "-o", half, "--batch-size", str(batch // 2),
+            "--grad-accum", "2", "--loss", "cross_entropy", "--optimizer", "adamw",
+            "--lr", "1e-3")
+        accum = os.path.join(tmp, name + "_accum_ckpt")
+        log = subprocess.run([args.ztc, "train", half, "--data", data, "--steps", "3",
+                              "--log-every", "1", "--save", accum], check=True,
+                             capture_output=True, text=True).stderr
+        accum_losses = [float(v) for v in re.findall(r"loss ([0-9.eE+-]+)", log)]
+        c = read_safetensors(os.path.join(accum, "checkpoint.safetensors"))
+        ztc(args.ztc, "train", art, "--data", data, "--steps", "3", "--save",
+            os.path.join(tmp, name + "_full3"))
+        full = read_safetensors(os.path.join(tmp, name + "_full3", "checkpoint.safetensors"))
+        worst = max(np.abs(c[k] - v).max() / max(np.abs(v).max(), 1e-12)
+                    for k, v in full.items() if k in c)
+        full_log = subprocess.run([args.ztc, "train", art, "--data", data, "--steps", "3",
+                                   "--log-every", "1"], check=True, capture_output=True,
+                                  text=True).stderr
+        full_losses = [float(v) for v in re.findall(r"loss ([0-9.eE+-]+)", full_log)]
+        loss_error = max(abs(a - b) / abs(b) for a, b in zip(accum_losses, full_losses))
+        check(worst <= 1e-4 and loss_error <= 1e-5 and len(accum_losses) == 3,
+              "%s --grad-accum 2: worst relative parameter error %.2e, loss error %.2e "
+              "after 3 steps" % (name, worst, loss_error))
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

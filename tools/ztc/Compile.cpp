@@ -172,6 +172,76 @@ LogicalResult lowerAndEmit(MLIRContext &context, ModuleOp module,
       });
 }
 
+/// Gradient accumulation over `microBatches` micro-batches. `step` returns
+/// the loss and gradients (train.grad_of). Adds a state `<param>.grad_accum`
+/// per gradient to `step` and to a new function `accumulate`, which returns
+/// the loss and the accumulators plus its gradients as updates; `step` then
+/// hands the optimizer (accumulator + gradient) / microBatches and resets
+/// the accumulators to zero.
+LogicalResult addGradientAccumulation(func::FuncOp step, unsigned microBatches,
+                                      func::FuncOp &accumulate) {
+  OpBuilder b(step.getContext());
+  accumulate = step.clone();
+  accumulate.setName("accumulate");
+  step->getBlock()->getParent()->getParentOfType<ModuleOp>().push_back(
+      accumulate);
+  auto scalar = [&](Location loc, double value) {
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+  };
+  for (func::FuncOp func : {accumulate, step}) {
+    bool isStep = func == step;
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    SmallVector<Value> results = {ret.getOperand(0)};
+    SmallVector<DictionaryAttr> attrs = {func.getResultAttrDict(0)};
+    SmallVector<std::pair<Value, std::string>> resets;
+    unsigned count = func.getNumResults();
+    for (unsigned i = 1; i < count; ++i) {
+      auto of = func.getResultAttrOfType<StringAttr>(i, "train.grad_of");
+      if (!of)
+        return func.emitError("result ") << i << " is not a gradient";
+      std::string name = of.str() + ".grad_accum";
+      Value grad = ret.getOperand(i);
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(
+              index, grad.getType(),
+              b.getDictionaryAttr(
+                  {b.getNamedAttr("onnx.name", b.getStringAttr(name)),
+                   b.getNamedAttr("train.state", b.getUnitAttr())}),
+              func.getLoc())))
+        return failure();
+      b.setInsertionPoint(ret);
+      Location loc = grad.getLoc();
+      Value sum = nn::AddOp::create(b, loc, func.getArgument(index), grad);
+      if (!isStep) {
+        results.push_back(sum);
+        attrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr("train.update_of", b.getStringAttr(name))));
+        continue;
+      }
+      results.push_back(
+          nn::MulOp::create(b, loc, sum, scalar(loc, 1.0 / microBatches)));
+      attrs.push_back(func.getResultAttrDict(i));
+      auto shape = cast<RankedTensorType>(grad.getType()).getShape();
+      resets.emplace_back(
+          nn::BroadcastToOp::create(b, loc, scalar(loc, 0.0), shape), name);
+    }
+    for (auto &[zeros, name] : resets) {
+      results.push_back(zeros);
+      attrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr("train.update_of", b.getStringAttr(name))));
+    }
+    b.setInsertionPoint(ret);
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    func.setAllResultAttrs(attrs);
+  }
+  return success();
+}
+
 } // namespace
 
 LogicalResult mlir::ztc::compileForward(MLIRContext &context,
@@ -230,6 +300,10 @@ LogicalResult mlir::ztc::compileTraining(MLIRContext &context,
   for (unsigned i = 1, e = grads.getNumResults(); i < e; ++i)
     if (auto of = grads.getResultAttrOfType<StringAttr>(i, "train.grad_of"))
       grads.setResultAttr(i, "onnx.name", of);
+  func::FuncOp accumulate;
+  if (training.gradAccum > 1 &&
+      failed(addGradientAccumulation(step, training.gradAccum, accumulate)))
+    return failure();
   {
     PassManager pm(&context, func::FuncOp::getOperationName());
     OptimizerPassOptions opt;
@@ -249,10 +323,13 @@ LogicalResult mlir::ztc::compileTraining(MLIRContext &context,
   }
 
   std::vector<codegen::StepInterface> steps;
-  if (failed(lowerAndEmit(context, *module,
-                          {codegen::Entry{step, "ztc_train_step"},
-                           codegen::Entry{grads, "ztc_loss_and_grads"}},
-                          modelPath, target, artifact, steps)))
+  SmallVector<codegen::Entry> entries = {
+      codegen::Entry{step, "ztc_train_step"},
+      codegen::Entry{grads, "ztc_loss_and_grads"}};
+  if (accumulate)
+    entries.push_back(codegen::Entry{accumulate, "ztc_accumulate"});
+  if (failed(lowerAndEmit(context, *module, entries, modelPath, target,
+                          artifact, steps)))
     return failure();
   rt::Manifest &manifest = artifact.manifest;
   SmallString<256> absolute(modelPath);
@@ -267,6 +344,10 @@ LogicalResult mlir::ztc::compileTraining(MLIRContext &context,
   config.loss = lossKind;
   config.schedule = training.schedule;
   config.batchSize = options.batchSize;
-  config.gradAccum = 1;
+  config.gradAccum = std::max<unsigned>(training.gradAccum, 1);
+  if (accumulate) {
+    manifest.accumEntry = "ztc_accumulate";
+    manifest.accumOutputs = toOutputs(steps[2].outputs);
+  }
   return success();
 }

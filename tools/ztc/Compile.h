@@ -40,6 +40,8 @@ struct TrainingOptions {
   double momentum = 0, weightDecay = -1, beta1 = 0.9, beta2 = 0.999,
          eps = 1e-8, clipGradNorm = 0;
   bool nesterov = false;
+  /// Micro-batches per optimizer step (1: none).
+  unsigned gradAccum = 1;
   std::vector<std::string> frozen;
   ::ztc::rt::ScheduleConfig schedule;
 };

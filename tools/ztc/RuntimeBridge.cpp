@@ -214,3 +214,49 @@ void bridge::removeDirectory(const std::string &dir) {
   std::error_code ignored;
   fs::remove_all(dir, ignored);
 }
+
+struct bridge::StepSession::State {
+  std::unique_ptr<rt::Artifact> artifact;
+  std::unique_ptr<rt::Runner> runner;
+};
+
+bridge::StepSession::StepSession() = default;
+bridge::StepSession::~StepSession() = default;
+
+std::string bridge::StepSession::open(const std::string &dir) {
+  return guarded([&] {
+    auto state = std::make_unique<State>();
+    state->artifact = std::make_unique<rt::Artifact>(rt::Artifact::load(dir));
+    state->runner = std::make_unique<rt::Runner>(
+        *state->artifact,
+        rt::createBackend(state->artifact->manifest().target));
+    state_ = std::move(state);
+  });
+}
+
+const rt::Manifest &bridge::StepSession::manifest() const {
+  return state_->artifact->manifest();
+}
+
+std::string bridge::StepSession::setBinding(size_t index,
+                                            const rt::Tensor &value) {
+  return guarded([&] { state_->runner->setBinding(index, value); });
+}
+
+std::string bridge::StepSession::run(bool gradEntry) {
+  return guarded([&] {
+    if (!gradEntry) {
+      state_->runner->run();
+      return;
+    }
+    if (!state_->artifact->gradEntry())
+      throw rt::Error(state_->artifact->directory() +
+                      ": the artifact has no grad_entry");
+    state_->runner->run(state_->artifact->gradEntry());
+  });
+}
+
+std::string bridge::StepSession::read(const rt::Output &spec,
+                                      rt::Tensor &value) const {
+  return guarded([&] { value = state_->runner->readArena(spec); });
+}

@@ -14,6 +14,7 @@
 #include "runtime/Schedule.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,32 @@ std::string makeTemporaryDirectory(std::string &error);
 
 /// Removes `dir` and everything in it (best effort).
 void removeDirectory(const std::string &dir);
+
+/// `ztc gradcheck`: an artifact loaded once and run many times while the
+/// caller changes its bindings. Each method returns an error message, empty
+/// on success.
+class StepSession {
+public:
+  StepSession();
+  ~StepSession();
+
+  /// Loads the artifact in `dir` and binds it to its target's backend
+  /// (parameters and constants from init.safetensors).
+  std::string open(const std::string &dir);
+  /// The loaded manifest; `open` must have succeeded.
+  const ::ztc::rt::Manifest &manifest() const;
+  /// Uploads `value` into binding `index` of the manifest (any role).
+  std::string setBinding(size_t index, const ::ztc::rt::Tensor &value);
+  /// Runs the manifest's entry, or its grad_entry when `gradEntry`.
+  std::string run(bool gradEntry);
+  /// Copies the result `spec` describes out of the arena into `value`.
+  std::string read(const ::ztc::rt::Output &spec,
+                   ::ztc::rt::Tensor &value) const;
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 } // namespace ztc::bridge
 

@@ -639,8 +639,12 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
     }
     SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
     auto type = RankedTensorType::get(shape, *elem);
+    // Rank-0 floats are constants (a 1/sqrt(d) factor); anything with a
+    // dimension, even of size 1 (the bias of a one-output Linear), is a
+    // weight.
     if (!isa<FloatType>(*elem) ||
-        type.getNumElements() <= options.maxConstantFloatElements) {
+        (type.getRank() == 0 &&
+         type.getNumElements() <= options.maxConstantFloatElements)) {
       constants.push_back(&init);
       continue;
     }

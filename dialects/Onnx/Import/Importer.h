@@ -39,8 +39,8 @@ struct ImportOptions {
   /// a serialized TensorProto file (the ONNX test-data format). Inputs that
   /// determine shapes (Reshape targets, axes, ...) must be constants.
   llvm::StringMap<std::string> constantInputs;
-  /// Float initializers with at most this many elements become constants
-  /// (they are scalars such as a 1/sqrt(d) factor, not weights).
+  /// Rank-0 float initializers with at most this many elements become
+  /// constants (scalars such as a 1/sqrt(d) factor, not weights).
   int64_t maxConstantFloatElements = 1;
 };
 

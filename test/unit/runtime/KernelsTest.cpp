@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace ztc::cpu;
@@ -691,14 +692,59 @@ TEST(KernelsTest, Gather) {
   checkGather<int32_t>();
 }
 
-TEST(KernelsTest, GatherOutOfRangeAborts) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe"); // OpenMP threads exist
-  std::vector<float> data(6), y(1);
-  std::vector<int64_t> index = {3};
-  auto run = [&] {
-    gather<float, int64_t>(data.data(), {3, 2}, index.data(), {1}, 0, y.data());
-  };
-  EXPECT_DEATH(run(), "gather: index 3 is outside \\[-3, 3\\)");
+/// lastError() after clearing it, then clears it again.
+std::string takeError() {
+  std::string message = lastError();
+  clearError();
+  return message;
+}
+
+TEST(KernelsTest, GatherOutOfRangeIsRecordedNotRead) {
+  clearError();
+  std::vector<float> data = {1, 2, 3, 4, 5, 6}, y(6, -1.0f);
+  std::vector<int64_t> index = {1, 3, -4};
+  gather<float, int64_t>(data.data(), {3, 2}, index.data(), {3}, 0, y.data());
+  // Bad rows are 0; good rows are still copied.
+  EXPECT_EQ(y, (std::vector<float>{3, 4, 0, 0, 0, 0}));
+  // The first error is kept.
+  EXPECT_EQ(takeError(), "gather: index 3 is outside [-3, 3)");
+  EXPECT_STREQ(lastError(), "");
+  // The C entry points the runtime finds in a step see the same slot.
+  gather<float, int64_t>(data.data(), {3, 2}, index.data(), {3}, 0, y.data());
+  EXPECT_STREQ(ztc_cpu_last_error(), "gather: index 3 is outside [-3, 3)");
+  ztc_cpu_clear_error();
+  EXPECT_STREQ(ztc_cpu_last_error(), "");
+  // Valid indices record nothing.
+  std::vector<int64_t> good = {2, -3};
+  gather<float, int64_t>(data.data(), {3, 2}, good.data(), {2}, 0, y.data());
+  EXPECT_STREQ(lastError(), "");
+}
+
+TEST(KernelsTest, GatherErrorsFromManyThreadsKeepOne) {
+  clearError();
+  // Above the parallel grain: every row is bad, the threads race to report.
+  const int64_t rows = 1 << 16;
+  std::vector<float> data(4, 1.0f), y(rows, -1.0f);
+  std::vector<int32_t> index(rows);
+  for (int64_t i = 0; i < rows; ++i)
+    index[i] = static_cast<int32_t>(4 + i);
+  gather<float, int32_t>(data.data(), {4, 1}, index.data(), {rows}, 0,
+                         y.data());
+  std::string message = takeError();
+  EXPECT_EQ(message.rfind("gather: index ", 0), 0u) << message;
+  EXPECT_NE(message.find(" is outside [-4, 4)"), std::string::npos) << message;
+  for (float value : y)
+    ASSERT_EQ(value, 0.0f);
+}
+
+TEST(KernelsTest, ScatterAddOutOfRangeIsRecordedAndSkipped) {
+  clearError();
+  std::vector<float> data = {1, 1, 1}, updates = {10, 20, 30, 40}, y(3);
+  std::vector<int64_t> index = {0, 5, -1, -4};
+  scatterAdd<float, int64_t>(data.data(), {3}, index.data(), {4},
+                             updates.data(), 0, y.data());
+  EXPECT_EQ(y, (std::vector<float>{11, 1, 31}));
+  EXPECT_EQ(takeError(), "scatter_add: index 5 is outside [-3, 3)");
 }
 
 TEST(KernelsTest, Trilu) {
@@ -782,15 +828,36 @@ TEST(KernelsTest, NllLossAgainstReference) {
     }
 }
 
-TEST(KernelsTest, NllLossBadTargetAborts) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  std::vector<float> logProbs(6), y(1);
+TEST(KernelsTest, NllLossBadTargetIsRecorded) {
+  clearError();
+  std::vector<float> logProbs = {-1, -2, -3, -4, -5, -6}, y(2), s(1);
   std::vector<int64_t> target = {0, 3};
-  auto run = [&] {
-    nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 1,
-                            false, 0, y.data());
-  };
-  EXPECT_DEATH(run(), "nllLoss: target 3 is outside \\[0, 3\\)");
+  // Without ignore_index.
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 1,
+                          false, 0, s.data());
+  EXPECT_EQ(takeError(), "nll_loss: target 3 is outside [0, 3)");
+  // The bad element counts for nothing; the others are unchanged.
+  EXPECT_EQ(s[0], 1.0f);
+  // With ignore_index, which the message names (a target equal to it is
+  // fine, whatever its value).
+  target = {12, -100};
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 0,
+                          true, -100, y.data());
+  EXPECT_EQ(y, (std::vector<float>{0, 0}));
+  EXPECT_EQ(takeError(),
+            "nll_loss: target 12 is outside [0, 3) (ignore_index -100)");
+  target = {-1, -100};
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 2,
+                          true, -100, s.data());
+  EXPECT_EQ(takeError(),
+            "nll_loss: target -1 is outside [0, 3) (ignore_index -100)");
+  // A weight is never read at a bad target.
+  std::vector<float> weight = {2, 2, 2};
+  target = {1, 1000000};
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), weight.data(),
+                          2, false, 0, s.data());
+  EXPECT_EQ(s[0], 2.0f); // -2 * -2 / 2
+  EXPECT_EQ(takeError(), "nll_loss: target 1000000 is outside [0, 3)");
 }
 
 // Sizes above the parallel grain, so the OpenMP paths run (the small cases

@@ -51,6 +51,17 @@ constexpr char kOverflowStep[] = R"(
 extern "C" void ztc_forward(void *const *, char *arena) { arena[16] = 1; }
 )";
 
+// y = table[ids] through the kernel library's gather: a bad id is an error
+// the kernel records and the backend reports.
+constexpr char kGatherStep[] = R"(#include "kernels/CpuKernels.h"
+extern "C" void ztc_forward(void *const *bindings, char *arena) {
+  const float *table = static_cast<const float *>(bindings[0]);
+  const long long *ids = static_cast<const long long *>(bindings[1]);
+  ztc::cpu::gather<float, long long>(table, {3}, ids, {2}, 0,
+                                     reinterpret_cast<float *>(arena));
+}
+)";
+
 Manifest stepManifest() {
   Manifest manifest;
   manifest.arenaBytes = 96;
@@ -318,6 +329,43 @@ TEST_F(RunnerTest, WritingPastTheArenaIsCaught) {
   EXPECT_EQ(
       ZTC_ERROR_MESSAGE(runForward(artifact, dir_ / "empty", dir_ / "out")),
       artifact + ": generated code wrote past the end of the 16-byte arena");
+}
+
+TEST_F(RunnerTest, KernelDataErrorsAreReportedAndCleared) {
+  writeText(dir_ / "gather.cpp", kGatherStep);
+  std::string so =
+      compileSharedObject(dir_ / "gather.cpp", Target::Cpu, *shared_ / "cache");
+  Manifest manifest;
+  manifest.arenaBytes = 64;
+  manifest.bindings = {
+      {BindingRole::Param, "table", "", DType::Float32, {3}},
+      {BindingRole::Input, "ids", "ids", DType::Int64, {2}},
+  };
+  manifest.outputs = {{"y", "y", DType::Float32, {2}, 0}};
+  SafeTensors init;
+  init.tensors["table"] = floats({3}, 1.0f); // 1, 1.5, 2
+  std::string artifactDir = dir_ / "gather.ztc";
+  writeArtifact(artifactDir, manifest, init, so);
+
+  // ztc run: the kernel's message, nothing written.
+  std::filesystem::create_directories(dir_ / "bad");
+  writeNpy(dir_ / "bad/ids.npy", int64s({1, 7}));
+  EXPECT_EQ(
+      ZTC_ERROR_MESSAGE(runForward(artifactDir, dir_ / "bad", dir_ / "out")),
+      "gather: index 7 is outside [-3, 3)");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out/y.npy"));
+
+  // The error does not outlive its call: a good call after a bad one runs.
+  Artifact artifact = Artifact::load(artifactDir);
+  Runner runner(artifact, createCpuBackend());
+  runner.setInput("ids", int64s({-4, 0}));
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.run()),
+            "gather: index -4 is outside [-3, 3)");
+  runner.setInput("ids", int64s({2, -3}));
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.run()), "");
+  Tensor y = runner.output(0);
+  EXPECT_EQ(y.data<float>()[0], 2.0f);
+  EXPECT_EQ(y.data<float>()[1], 1.0f);
 }
 
 TEST(ManifestTest, ParsesAndValidates) {

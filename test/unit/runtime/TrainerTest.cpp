@@ -119,6 +119,18 @@ extern "C" void ztc_train_step_accum2(void *const *bindings, char *arena) {
 }
 )";
 
+// Appended to kStep (after an include of the kernel library): a train step
+// whose gather reads w at the step hyper, so step 3 reads past w[3].
+constexpr char kGatherAtStepEntry[] = R"(
+extern "C" void ztc_train_step_gather(void *const *bindings, char *arena) {
+  ztc_train_step(bindings, arena);
+  long long index = static_cast<long long>(*at(bindings, 9));
+  float value;
+  ztc::cpu::gather<float, long long>(at(bindings, 2), {3}, &index, {1}, 0,
+                                     &value);
+}
+)";
+
 Manifest trainManifest() {
   Manifest manifest;
   manifest.kind = ArtifactKind::Train;
@@ -588,6 +600,23 @@ TEST_F(TrainerTest, NonFiniteLossStops) {
   writeArtifact(manifest);
   EXPECT_EQ(trainError(options(5)),
             "training diverged at step 2: the loss is inf");
+}
+
+TEST_F(TrainerTest, KernelErrorsNameTheStep) {
+  writeText(dir_ / "gather.cpp",
+            std::string("#include \"kernels/CpuKernels.h\"\n") + kStep +
+                kGatherAtStepEntry);
+  std::string so =
+      compileSharedObject(dir_ / "gather.cpp", Target::Cpu, *shared_ / "cache");
+  Manifest manifest = trainManifest();
+  manifest.entry = "ztc_train_step_gather";
+  writeArtifact(manifest);
+  std::filesystem::remove(artifact_ + "/step.so");
+  std::filesystem::copy_file(so, artifact_ + "/step.so");
+  EXPECT_EQ(trainError(options(5)),
+            "step 3: gather: index 3 is outside [-3, 3)");
+  // The steps before it run.
+  EXPECT_EQ(trainError(options(2)), "");
 }
 
 TEST_F(TrainerTest, DataErrors) {
