@@ -1,4 +1,5 @@
-//===- Emit.cpp - kernel dialect to C++ / CUDA source -------------*- C++ -*-===//
+//===- Emit.cpp - kernel dialect to C++ / CUDA source -------------*- C++
+//-*-===//
 //
 // The emitter walks the straight-line body of a planned step function:
 //   - arguments and kernel.constant become pointers into `bindings`,
@@ -83,8 +84,8 @@ bool isHalf(Type type) { return type.isF16() || type.isBF16(); }
 std::string dimsLiteral(ArrayRef<int64_t> shape, Target target) {
   return std::string(target == Target::Cuda ? "ztc::cuda::Dims{"
                                             : "ztc::cpu::Dims{") +
-         llvm::join(llvm::map_range(shape,
-                                    [](int64_t d) { return std::to_string(d); }),
+         llvm::join(llvm::map_range(
+                        shape, [](int64_t d) { return std::to_string(d); }),
                     ", ") +
          "}";
 }
@@ -160,7 +161,7 @@ void Emitter::comment(Operation *op) {
     out << "elementwise";
   if (!nodes.empty())
     out << " for ONNX node" << (nodes.size() > 1 ? "s " : " ")
-       << llvm::join(nodes, ", ");
+        << llvm::join(nodes, ", ");
   out << "\n";
 }
 
@@ -264,9 +265,8 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
           .Case<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
                 arith::FPToSIOp, arith::UIToFPOp, arith::ExtSIOp,
                 arith::ExtUIOp, arith::TruncIOp>([&](Operation *cast) {
-            return "static_cast<" +
-                   computeType(cast->getResult(0).getType()) + ">(" + arg(0) +
-                   ")";
+            return "static_cast<" + computeType(cast->getResult(0).getType()) +
+                   ">(" + arg(0) + ")";
           })
           .Case([&](math::ExpOp) { return call("std::exp"); })
           .Case([&](math::LogOp) { return call("std::log"); })
@@ -320,18 +320,18 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   }
   Type outElem = outType.getElementType();
   std::string result = scalars.lookup(op.getYielded());
-  std::string store = isHalf(outElem)
-                          ? storageType(outElem) + "(" + result + ")"
-                          : "static_cast<" + storageType(outElem) + ">(" +
-                                result + ")";
+  std::string store =
+      isHalf(outElem)
+          ? storageType(outElem) + "(" + result + ")"
+          : "static_cast<" + storageType(outElem) + ">(" + result + ")";
 
   if (target == Target::Cpu) {
     out << "  {\n";
     if (count >= 32768)
       out << "#pragma omp parallel for\n";
     out << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
-       << body << "    " << name(op.getOutput()) << "[i] = " << store
-       << ";\n  }\n  }\n";
+        << body << "    " << name(op.getOutput()) << "[i] = " << store
+        << ";\n  }\n  }\n";
     return success();
   }
   // CUDA: a grid-stride kernel ahead of the entry, launched here.
@@ -355,7 +355,7 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     << body << "    out[i] = " << store << ";\n  }\n}\n\n";
   int64_t blocks = std::min<int64_t>((count + 255) / 256, 65535);
   out << "  " << kernelName << "<<<" << blocks << ", 256, 0, stream>>>("
-     << llvm::join(args, ", ") << ");\n";
+      << llvm::join(args, ", ") << ");\n";
   return success();
 }
 
@@ -411,11 +411,11 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   std::string call;
   std::string ns = target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::";
   if (callee == "matmul") {
-    call = llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
-                         dims(in[0]), name(in[1]), dims(in[1]), y, dims(output));
+    call =
+        llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
+                      dims(in[0]), name(in[1]), dims(in[1]), y, dims(output));
   } else if (callee == "conv2d") {
-    std::string s = array("strides"), p = array("pads"),
-                d = array("dilations");
+    std::string s = array("strides"), p = array("pads"), d = array("dilations");
     call = llvm::formatv(
         "conv2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11})",
         T, x, dims(in[0]), name(in[1]), dims(in[1]), optional(2), y,
@@ -437,14 +437,14 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                          callee == "softmax" ? "softmax" : "logSoftmax", T, x,
                          dims(in[0]), intValue("axis"), y);
   } else if (callee == "layer_norm") {
-    call = llvm::formatv("layerNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7})",
-                         T, x, dims(in[0]), intValue("axis"), name(in[1]),
+    call = llvm::formatv("layerNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7})", T,
+                         x, dims(in[0]), intValue("axis"), name(in[1]),
                          optional(2), floatValue("epsilon"), y);
   } else if (callee == "batch_norm") {
-    call = llvm::formatv(
-        "batchNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})", T, x,
-        dims(in[0]), name(in[1]), name(in[2]), name(in[3]), name(in[4]),
-        floatValue("epsilon"), y);
+    call =
+        llvm::formatv("batchNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})",
+                      T, x, dims(in[0]), name(in[1]), name(in[2]), name(in[3]),
+                      name(in[4]), floatValue("epsilon"), y);
   } else if (callee.starts_with("reduce_")) {
     uint64_t mask = 0;
     if (auto axes = dyn_cast_or_null<DenseI64ArrayAttr>(config.get("axes")))
@@ -466,12 +466,12 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                          dims(in[0]), s, st, y, dims(output));
   } else if (callee == "gather") {
     call = llvm::formatv("gather<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7})", T,
-                         elem(in[1]), x, dims(in[0]), name(in[1]),
-                         dims(in[1]), intValue("axis"), y);
+                         elem(in[1]), x, dims(in[0]), name(in[1]), dims(in[1]),
+                         intValue("axis"), y);
   } else if (callee == "trilu") {
-    call = llvm::formatv("trilu<{0}>({1}, {2}, {3}, {4}, {5})", T, x,
-                         dims(in[0]), boolValue("upper"),
-                         intValue("diagonal"), y);
+    call =
+        llvm::formatv("trilu<{0}>({1}, {2}, {3}, {4}, {5})", T, x, dims(in[0]),
+                      boolValue("upper"), intValue("diagonal"), y);
   } else if (callee == "copy_into") {
     call = llvm::formatv("copyInto<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
                          dims(in[0]), y, dims(output), intValue("axis"),
@@ -487,15 +487,13 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
         elem(in[1]), x, dims(in[0]), name(in[1]), optional(2), code,
         hasIgnore ? "true" : "false", intValue("ignore_index"), y);
   } else if (callee == "conv2d_backward_data") {
-    std::string s = array("strides"), p = array("pads"),
-                d = array("dilations");
+    std::string s = array("strides"), p = array("pads"), d = array("dilations");
     call = llvm::formatv("conv2dBackwardData<{0}>({1}, {2}, {3}, {4}, {5}, "
                          "{6}, {7}, {8}, {9}, {10})",
                          T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
                          dims(output), s, p, d, intValue("group", 1));
   } else if (callee == "conv2d_backward_filter") {
-    std::string s = array("strides"), p = array("pads"),
-                d = array("dilations");
+    std::string s = array("strides"), p = array("pads"), d = array("dilations");
     call = llvm::formatv("conv2dBackwardFilter<{0}>({1}, {2}, {3}, {4}, {5}, "
                          "{6}, {7}, {8}, {9}, {10})",
                          T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
@@ -520,10 +518,10 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                          dims(in[1]), name(in[2]), intValue("axis"), y);
   } else if (callee == "insert_slice") {
     std::string st = array("starts"), sp = array("steps");
-    call = llvm::formatv("insertSlice<{0}>({1}, {2}, {3}, {4}, {5}, {6}, "
-                         "{7})",
-                         T, x, dims(in[0]), name(in[1]), dims(in[1]), st, sp,
-                         y);
+    call =
+        llvm::formatv("insertSlice<{0}>({1}, {2}, {3}, {4}, {5}, {6}, "
+                      "{7})",
+                      T, x, dims(in[0]), name(in[1]), dims(in[1]), st, sp, y);
   } else {
     return op.emitOpError("the emitter has no call for this kernel");
   }
@@ -646,8 +644,7 @@ void printPrelude(llvm::raw_ostream &os, Target target, func::FuncOp func,
               "onnx.source"))
     // The file name only: the same model compiled from another directory
     // gives the same source, so the compiled step is reused.
-    os << "// Model: " << llvm::sys::path::filename(source.getValue())
-       << "\n";
+    os << "// Model: " << llvm::sys::path::filename(source.getValue()) << "\n";
   os << "// Arena: " << arenaBytes << " bytes (planned peak).\n";
   if (auto unplanned =
           func->getAttrOfType<IntegerAttr>("kernel.unplanned_bytes"))

@@ -1,4 +1,5 @@
-//===- Emit.h - kernel dialect to C++ / CUDA source ---------------*- C++ -*-===//
+//===- Emit.h - kernel dialect to C++ / CUDA source ---------------*- C++
+//-*-===//
 //
 // Prints a planned kernel-dialect step function as one C++ source (CPU,
 // OpenMP + the runtime's kernel library) or CUDA source, and describes its

@@ -1,4 +1,5 @@
-//===- Passes.h - every ztc pass ----------------------------------*- C++ -*-===//
+//===- Passes.h - every ztc pass ----------------------------------*- C++
+//-*-===//
 //
 // Declarations and registration of all ztc passes and pipelines.
 //

@@ -382,8 +382,8 @@ private:
     }
     writeNpy(joinPath(dir, "loss.npy"), loss);
     reporter_->message("wrote the loss and " + std::to_string(grads) +
-                       " gradient(s) of step " + std::to_string(step) +
-                       " to " + dir);
+                       " gradient(s) of step " + std::to_string(step) + " to " +
+                       dir);
   }
 
   bool persistent(const Binding &binding) const {

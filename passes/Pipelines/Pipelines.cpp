@@ -1,4 +1,5 @@
-//===- Pipelines.cpp - pass and dialect registration --------------*- C++ -*-===//
+//===- Pipelines.cpp - pass and dialect registration --------------*- C++
+//-*-===//
 //
 // Registers ztc's passes and named pipelines, so that `ztc-opt
 // --pass-pipeline=...` reproduces what the `ztc` driver runs.

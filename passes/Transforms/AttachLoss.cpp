@@ -1,4 +1,5 @@
-//===- AttachLoss.cpp - the ztc-attach-loss pass ------------------*- C++ -*-===//
+//===- AttachLoss.cpp - the ztc-attach-loss pass ------------------*- C++
+//-*-===//
 //
 // Builds the training objective on top of an imported model: a labels
 // argument and a scalar loss made of nn ops, so autodiff and lowering treat
@@ -70,12 +71,12 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
             << " is not a scalar; choose a loss with --loss";
         return signalPassFailure();
       }
-      lossValue = outType.getRank() == 0
-                      ? output
-                      : nn::ReshapeOp::create(
-                            b, loc,
-                            RankedTensorType::get({}, outType.getElementType()),
-                            output);
+      lossValue =
+          outType.getRank() == 0
+              ? output
+              : nn::ReshapeOp::create(
+                    b, loc, RankedTensorType::get({}, outType.getElementType()),
+                    output);
     } else {
       FailureOr<Value> built = loss == "cross_entropy"
                                    ? crossEntropy(func, b, loc, output)
@@ -88,8 +89,8 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
     func::ReturnOp::create(b, ret.getLoc(), lossValue);
     ret.erase();
     SmallVector<Type> results = {lossValue.getType()};
-    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                   results));
+    func.setType(
+        FunctionType::get(func.getContext(), func.getArgumentTypes(), results));
     func.setResultAttrs(0, ArrayRef<NamedAttribute>{});
     func.setResultAttr(0, "onnx.name", b.getStringAttr("loss"));
     // Which loss was built (auto resolves here), for the artifact.
@@ -137,11 +138,10 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
         position = i + 1;
     }
     Builder b(func.getContext());
-    if (failed(func.insertArgument(
-            position, type,
-            b.getDictionaryAttr(
-                b.getNamedAttr("onnx.name", b.getStringAttr(labels))),
-            func.getLoc())))
+    if (failed(func.insertArgument(position, type,
+                                   b.getDictionaryAttr(b.getNamedAttr(
+                                       "onnx.name", b.getStringAttr(labels))),
+                                   func.getLoc())))
       return failure();
     return func.getArgument(position);
   }

@@ -1,4 +1,5 @@
-//===- Fuse.cpp - the ztc-fuse pass -------------------------------*- C++ -*-===//
+//===- Fuse.cpp - the ztc-fuse pass -------------------------------*- C++
+//-*-===//
 //
 // Merges producer-consumer chains of kernel.elementwise into single loops,
 // removing the intermediate buffers. See the pass description in Passes.td.
@@ -64,8 +65,7 @@ void fuse(kernel::ElementwiseOp producer, kernel::ElementwiseOp consumer,
       kernel::ElementwiseOp::create(b, loc, inputs, consumer.getOutput());
   Block *body = b.createBlock(&fused.getBody());
   for (Value input : inputs)
-    body->addArgument(cast<MemRefType>(input.getType()).getElementType(),
-                      loc);
+    body->addArgument(cast<MemRefType>(input.getType()).getElementType(), loc);
   b.setInsertionPointToStart(body);
 
   IRMapping mapping;

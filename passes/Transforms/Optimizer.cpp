@@ -1,4 +1,5 @@
-//===- Optimizer.cpp - the ztc-optimizer pass ---------------------*- C++ -*-===//
+//===- Optimizer.cpp - the ztc-optimizer pass ---------------------*- C++
+//-*-===//
 //
 // Appends SGD, Adam or AdamW updates, written with nn ops, to a function
 // that returns the loss and its gradients. See the pass description in
@@ -41,9 +42,9 @@ struct Math {
     SmallVector<int64_t> axes =
         llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
     Value square = mul(x, x);
-    return axes.empty() ? square
-                        : Value(nn::ReduceSumOp::create(b, loc, square, axes,
-                                                        false));
+    return axes.empty()
+               ? square
+               : Value(nn::ReduceSumOp::create(b, loc, square, axes, false));
   }
 };
 
@@ -164,8 +165,7 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
                         nn::PowOp::create(b, loc, m.scalar(beta1), step));
       Value bc2 = m.sub(m.scalar(1.0),
                         nn::PowOp::create(b, loc, m.scalar(beta2), step));
-      Value denom = m.add(m.div(m.sqrt(newAvgSq), m.sqrt(bc2)),
-                          m.scalar(eps));
+      Value denom = m.add(m.div(m.sqrt(newAvgSq), m.sqrt(bc2)), m.scalar(eps));
       Value stepSize = m.div(lr, bc1);
       Value newP = m.sub(p, m.mul(m.div(newAvg, denom), stepSize));
       results.append({newP, newAvg, newAvgSq});
@@ -189,9 +189,9 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     func.setResultAttrs(0, b.getDictionaryAttr(b.getNamedAttr(
                                "onnx.name", b.getStringAttr("loss"))));
     for (auto [i, name] : llvm::enumerate(updatedNames))
-      func.setResultAttrs(i + 1,
-                          b.getDictionaryAttr(b.getNamedAttr(
-                              "train.update_of", b.getStringAttr(name))));
+      func.setResultAttrs(
+          i + 1, b.getDictionaryAttr(
+                     b.getNamedAttr("train.update_of", b.getStringAttr(name))));
   }
 
   static bool isScalarFloat(Type type) {

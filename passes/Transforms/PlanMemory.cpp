@@ -1,4 +1,5 @@
-//===- PlanMemory.cpp - the ztc-plan-memory pass ------------------*- C++ -*-===//
+//===- PlanMemory.cpp - the ztc-plan-memory pass ------------------*- C++
+//-*-===//
 //
 // Static memory planning: every arena buffer gets a byte offset from its
 // live range, so the step's peak memory is a compile-time number. See the
@@ -45,8 +46,7 @@ Operation *topLevel(Operation *op, Block &block) {
 
 /// Extends `buffer`'s range over every op that reads `value` or a view of it.
 void extendOverUses(Value value, Buffer &buffer, Block &block,
-                    const DenseMap<Operation *, int64_t> &number,
-                    int64_t end) {
+                    const DenseMap<Operation *, int64_t> &number, int64_t end) {
   for (Operation *user : value.getUsers()) {
     Operation *top = topLevel(user, block);
     int64_t at = isa<func::ReturnOp>(top) ? end : number.lookup(top);
@@ -106,8 +106,8 @@ struct PlanMemoryPass : public ztc::impl::PlanMemoryPassBase<PlanMemoryPass> {
       for (Buffer *other : conflicts) {
         if (candidate + buffer->bytes <= other->offset)
           break;
-        candidate = std::max(
-            candidate, alignTo(other->offset + other->bytes, alignment));
+        candidate = std::max(candidate,
+                             alignTo(other->offset + other->bytes, alignment));
       }
       buffer->offset = candidate;
       peak = std::max(peak, alignTo(candidate + buffer->bytes, alignment));

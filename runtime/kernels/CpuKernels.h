@@ -290,8 +290,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
                     c + begin * ldc, ldc);
       else
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, end - begin, n,
-                    k, 1.0, a + begin * lda, lda, b, ldb, 1.0,
-                    c + begin * ldc, ldc);
+                    k, 1.0, a + begin * lda, lda, b, ldb, 1.0, c + begin * ldc,
+                    ldc);
     };
 #ifdef _OPENMP
     if (m * n * k > 4 * kParallelGrain && m > 1) {
@@ -842,8 +842,9 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
   int64_t outChannels = gyDims.d[1], outH = gyDims.d[2], outW = gyDims.d[3];
   int64_t groupIn = channels / group, groupOut = outChannels / group;
   int64_t kH = wDims.d[2], kW = wDims.d[3];
-#pragma omp parallel for if (batch * channels * height * width * kH * kW * \
-                                 groupOut > detail::kParallelGrain)
+#pragma omp parallel for if (batch * channels * height * width * kH * kW *     \
+                                 groupOut >                                    \
+                             detail::kParallelGrain)
   for (int64_t plane = 0; plane < batch * channels; ++plane) {
     int64_t n = plane / channels, c = plane % channels;
     int64_t g = c / groupIn, ic = c % groupIn;
@@ -891,8 +892,9 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
   int64_t outChannels = gyDims.d[1], outH = gyDims.d[2], outW = gyDims.d[3];
   int64_t groupIn = channels / group, groupOut = outChannels / group;
   int64_t kH = gwDims.d[2], kW = gwDims.d[3];
-#pragma omp parallel for if (outChannels * groupIn * kH * kW * batch * outH * \
-                                 outW > detail::kParallelGrain)
+#pragma omp parallel for if (outChannels * groupIn * kH * kW * batch * outH *  \
+                                 outW >                                        \
+                             detail::kParallelGrain)
   for (int64_t oc = 0; oc < outChannels; ++oc) {
     int64_t g = oc / groupOut;
     for (int64_t ic = 0; ic < groupIn; ++ic)
@@ -916,8 +918,7 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
               }
             }
           }
-          gw[((oc * groupIn + ic) * kH + kh) * kW + kw] =
-              detail::store<T>(sum);
+          gw[((oc * groupIn + ic) * kH + kh) * kW + kw] = detail::store<T>(sum);
         }
   }
 }

@@ -7,8 +7,8 @@
 
 #include "dialects/Onnx/Import/Importer.h"
 
-#include "gtest/gtest.h"
 #include "llvm/Support/Error.h"
+#include "gtest/gtest.h"
 
 using mlir::ztc::onnx::ImportOptions;
 using mlir::ztc::onnx::parseInputShape;

@@ -34,26 +34,74 @@ TEST(SinceVersion, UnknownOperatorsAndOpsetsResolveToNothing) {
 
 TEST(Registry, CoversPyTorchOpsets) {
   const ConverterRegistry &registry = ConverterRegistry::get();
-  const char *required[] = {
-      "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Exp",
-      "Log", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Erf", "Softplus",
-      "Abs", "Clip", "Min", "Max", "Where", "Equal", "Less", "Greater", "Not",
-      "And", "Cast", "CastLike", "Identity", "Dropout", "MatMul", "Gemm",
-      "Conv", "BatchNormalization", "LayerNormalization", "MaxPool",
-      "AveragePool", "GlobalAveragePool", "Softmax", "LogSoftmax",
-      "ReduceSum", "ReduceMean", "ReduceMax", "Reshape", "Transpose",
-      "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
-      "Gather", "Expand", "Shape", "Size", "Constant", "ConstantOfShape",
-      "Range", "Trilu", "SoftmaxCrossEntropyLoss",
-      "NegativeLogLikelihoodLoss"};
+  const char *required[] = {"Add",
+                            "Sub",
+                            "Mul",
+                            "Div",
+                            "Pow",
+                            "Sqrt",
+                            "Reciprocal",
+                            "Neg",
+                            "Exp",
+                            "Log",
+                            "Tanh",
+                            "Sigmoid",
+                            "Relu",
+                            "LeakyRelu",
+                            "Erf",
+                            "Softplus",
+                            "Abs",
+                            "Clip",
+                            "Min",
+                            "Max",
+                            "Where",
+                            "Equal",
+                            "Less",
+                            "Greater",
+                            "Not",
+                            "And",
+                            "Cast",
+                            "CastLike",
+                            "Identity",
+                            "Dropout",
+                            "MatMul",
+                            "Gemm",
+                            "Conv",
+                            "BatchNormalization",
+                            "LayerNormalization",
+                            "MaxPool",
+                            "AveragePool",
+                            "GlobalAveragePool",
+                            "Softmax",
+                            "LogSoftmax",
+                            "ReduceSum",
+                            "ReduceMean",
+                            "ReduceMax",
+                            "Reshape",
+                            "Transpose",
+                            "Flatten",
+                            "Squeeze",
+                            "Unsqueeze",
+                            "Concat",
+                            "Split",
+                            "Slice",
+                            "Gather",
+                            "Expand",
+                            "Shape",
+                            "Size",
+                            "Constant",
+                            "ConstantOfShape",
+                            "Range",
+                            "Trilu",
+                            "SoftmaxCrossEntropyLoss",
+                            "NegativeLogLikelihoodLoss"};
   for (const char *op : required) {
     for (int64_t opset = 13; opset <= 18; ++opset) {
       std::optional<int64_t> since = resolveSinceVersion(op, opset);
       if (!since)
         continue; // e.g. LayerNormalization before 17.
       EXPECT_NE(registry.lookup(op, *since), nullptr)
-          << op << " at opset " << opset << " (since-version " << *since
-          << ")";
+          << op << " at opset " << opset << " (since-version " << *since << ")";
     }
   }
   EXPECT_NE(registry.lookup("Gelu", 20), nullptr);

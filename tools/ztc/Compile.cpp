@@ -1,4 +1,5 @@
-//===- Compile.cpp - ONNX model to a ztc artifact -----------------*- C++ -*-===//
+//===- Compile.cpp - ONNX model to a ztc artifact -----------------*- C++
+//-*-===//
 //
 // Runs the pipelines of passes/Pipelines, prints the step, and converts the
 // emitter's interface into the runtime's manifest, reading parameter values
@@ -21,10 +22,8 @@ using namespace mlir;
 using namespace mlir::ztc;
 namespace rt = ::ztc::rt;
 
-namespace {
-
 /// The little-endian bytes of a constant, one byte per bool.
-std::vector<uint8_t> constantBytes(ElementsAttr value) {
+std::vector<uint8_t> mlir::ztc::constantBytes(ElementsAttr value) {
   auto dense = cast<DenseElementsAttr>(value);
   Type elem = dense.getElementType();
   std::vector<uint8_t> bytes;
@@ -43,11 +42,11 @@ std::vector<uint8_t> constantBytes(ElementsAttr value) {
   return bytes;
 }
 
-rt::DType toDType(const std::string &name) {
+static rt::DType toDType(const std::string &name) {
   return rt::parseDType(name).value_or(rt::DType::Float32);
 }
 
-rt::BindingRole toRole(codegen::Binding::Role role) {
+rt::BindingRole mlir::ztc::toRole(codegen::Binding::Role role) {
   switch (role) {
   case codegen::Binding::Role::Input:
     return rt::BindingRole::Input;
@@ -63,7 +62,8 @@ rt::BindingRole toRole(codegen::Binding::Role role) {
   return rt::BindingRole::Input;
 }
 
-std::vector<rt::Output> toOutputs(const std::vector<codegen::Output> &outputs) {
+std::vector<rt::Output>
+mlir::ztc::toOutputs(const std::vector<codegen::Output> &outputs) {
   std::vector<rt::Output> result;
   for (const codegen::Output &output : outputs) {
     rt::Output entry;
@@ -76,6 +76,8 @@ std::vector<rt::Output> toOutputs(const std::vector<codegen::Output> &outputs) {
   }
   return result;
 }
+
+namespace {
 
 /// The bytes of every intermediate nn value, each as its own buffer: the
 /// baseline the memory plan is measured against.

@@ -1,4 +1,5 @@
-//===- Compile.h - ONNX model to a ztc artifact -------------------*- C++ -*-===//
+//===- Compile.h - ONNX model to a ztc artifact -------------------*- C++
+//-*-===//
 //
 // The compiler half of `ztc run` and `ztc emit`: import, lower through the
 // nn and kernel dialects, plan memory and print the step's source, then
@@ -30,6 +31,17 @@ struct ArtifactContents {
   std::string sourceModel;
 };
 
+/// The little-endian bytes of a constant, one byte per bool (the layout of
+/// init.safetensors).
+std::vector<uint8_t> constantBytes(ElementsAttr value);
+
+/// The runtime's role for an emitted binding.
+::ztc::rt::BindingRole toRole(codegen::Binding::Role role);
+
+/// Manifest outputs for an entry's emitted outputs.
+std::vector<::ztc::rt::Output>
+toOutputs(const std::vector<codegen::Output> &outputs);
+
 /// How a model trains: loss, optimizer, schedule, frozen parameters.
 struct TrainingOptions {
   std::string loss = "cross_entropy";
@@ -37,8 +49,8 @@ struct TrainingOptions {
   std::string labels = "labels";
   int64_t ignoreIndex = -100;
   std::string optimizer = "adamw";
-  double momentum = 0, weightDecay = -1, beta1 = 0.9, beta2 = 0.999,
-         eps = 1e-8, clipGradNorm = 0;
+  double momentum = 0, weightDecay = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+         clipGradNorm = 0;
   bool nesterov = false;
   /// Micro-batches per optimizer step (1: none).
   unsigned gradAccum = 1;

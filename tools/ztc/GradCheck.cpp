@@ -159,58 +159,6 @@ FailureOr<func::FuncOp> buildLossOnly(ModuleOp module, func::FuncOp grads) {
   return loss;
 }
 
-/// The little-endian bytes of a constant, one byte per bool.
-std::vector<uint8_t> constantBytes(ElementsAttr value) {
-  auto dense = cast<DenseElementsAttr>(value);
-  std::vector<uint8_t> bytes;
-  if (dense.getElementType().isInteger(1)) {
-    for (bool bit : dense.getValues<bool>())
-      bytes.push_back(bit);
-    return bytes;
-  }
-  size_t width = dense.getElementType().getIntOrFloatBitWidth() / 8;
-  ArrayRef<char> raw = dense.getRawData();
-  bytes.resize(dense.getNumElements() * width);
-  for (size_t i = 0; i < bytes.size(); i += width)
-    std::memcpy(bytes.data() + i, raw.data() + (dense.isSplat() ? 0 : i),
-                width);
-  return bytes;
-}
-
-rt::DType toDType(const std::string &name) {
-  return rt::parseDType(name).value_or(rt::DType::Float64);
-}
-
-rt::BindingRole toRole(codegen::Binding::Role role) {
-  switch (role) {
-  case codegen::Binding::Role::Input:
-    return rt::BindingRole::Input;
-  case codegen::Binding::Role::Param:
-    return rt::BindingRole::Param;
-  case codegen::Binding::Role::State:
-    return rt::BindingRole::State;
-  case codegen::Binding::Role::Hyper:
-    return rt::BindingRole::Hyper;
-  case codegen::Binding::Role::Constant:
-    return rt::BindingRole::Constant;
-  }
-  return rt::BindingRole::Input;
-}
-
-std::vector<rt::Output> toOutputs(const std::vector<codegen::Output> &outputs) {
-  std::vector<rt::Output> result;
-  for (const codegen::Output &output : outputs) {
-    rt::Output entry;
-    entry.name = output.name;
-    entry.file = rt::fileStemFor(output.name);
-    entry.dtype = toDType(output.dtype);
-    entry.shape = output.shape;
-    entry.offset = output.offset;
-    result.push_back(std::move(entry));
-  }
-  return result;
-}
-
 /// Lowers both functions to one CPU source with entries `ztc_loss` (the
 /// manifest's entry) and `ztc_loss_and_grads` (its grad_entry), and fills
 /// the manifest and the constants' values.
@@ -238,7 +186,7 @@ LogicalResult lowerAndEmit(ModuleOp module, func::FuncOp grads,
     rt::Binding entry;
     entry.name = binding.name;
     entry.file = rt::fileStemFor(binding.name);
-    entry.dtype = toDType(binding.dtype);
+    entry.dtype = rt::parseDType(binding.dtype).value_or(rt::DType::Float64);
     entry.shape = binding.shape;
     entry.role = toRole(binding.role);
     if (binding.role == codegen::Binding::Role::Constant) {

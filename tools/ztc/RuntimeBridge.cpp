@@ -1,4 +1,5 @@
-//===- RuntimeBridge.cpp - the driver's door into the runtime -----*- C++ -*-===//
+//===- RuntimeBridge.cpp - the driver's door into the runtime -----*- C++
+//-*-===//
 //
 // Compiled with exceptions: every entry catches the runtime's errors (and
 // the standard library's) and returns their message.
@@ -8,13 +9,13 @@
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "runtime/Artifact.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/Compile.h"
 #include "runtime/Error.h"
 #include "runtime/File.h"
 #include "runtime/Npy.h"
 #include "runtime/Runner.h"
 #include "runtime/SafeTensors.h"
-#include "runtime/Checkpoint.h"
 #include "runtime/Trainer.h"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
-//===- RuntimeBridge.h - the driver's door into the runtime -------*- C++ -*-===//
+//===- RuntimeBridge.h - the driver's door into the runtime -------*- C++
+//-*-===//
 //
 // The runtime reports errors with exceptions; the MLIR side of the driver is
 // built without them. These functions (compiled with exceptions) run runtime
@@ -40,15 +41,17 @@ struct StepTimes {
 /// Writes and builds the artifact at `dir` through a temporary sibling
 /// directory renamed into place, so a failure leaves no half-written
 /// artifact (and an existing one stays intact until the new one is ready).
-std::string writeArtifactAtomically(const std::string &dir,
-                                    const mlir::ztc::ArtifactContents &artifact);
+std::string
+writeArtifactAtomically(const std::string &dir,
+                        const mlir::ztc::ArtifactContents &artifact);
 
 /// `ztc export`: the model an artifact was compiled from, and the parameter
 /// values of a checkpoint, checked against the artifact's manifest.
-std::string readCheckpointForExport(
-    const std::string &artifactDir, const std::string &checkpointDir,
-    std::string &sourceModel,
-    std::map<std::string, std::vector<uint8_t>> &params);
+std::string
+readCheckpointForExport(const std::string &artifactDir,
+                        const std::string &checkpointDir,
+                        std::string &sourceModel,
+                        std::map<std::string, std::vector<uint8_t>> &params);
 
 /// `ztc train`: what the runtime's trainer takes.
 struct TrainRequest {
@@ -60,8 +63,7 @@ struct TrainRequest {
 std::string train(const TrainRequest &request);
 
 /// Parses a learning-rate schedule name ("constant", "warmup", ...).
-bool parseSchedule(const std::string &name,
-                   ::ztc::rt::ScheduleConfig &config);
+bool parseSchedule(const std::string &name, ::ztc::rt::ScheduleConfig &config);
 
 /// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy and
 /// writes `outputDir`/*.npy; then, when `repeat` > 0, runs it `repeat` more

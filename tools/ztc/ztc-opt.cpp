@@ -1,4 +1,5 @@
-//===- ztc-opt.cpp - the ztc pass driver --------------------------*- C++ -*-===//
+//===- ztc-opt.cpp - the ztc pass driver --------------------------*- C++
+//-*-===//
 //
 // mlir-opt with every ztc dialect and pass registered, for lit tests and for
 // reproducing any `ztc` compilation pass by pass.

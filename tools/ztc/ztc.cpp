@@ -1,4 +1,5 @@
-//===- ztc.cpp - the ztc command ----------------------------------*- C++ -*-===//
+//===- ztc.cpp - the ztc command ----------------------------------*- C++
+//-*-===//
 //
 // The user-facing driver: `ztc import` brings an ONNX model into MLIR and
 // prints it; `ztc list-ops` lists the ONNX operators ztc converts. Every
@@ -38,21 +39,24 @@ enum class EmitKind { Onnx, NN };
 cl::SubCommand importCommand("import", "Import an ONNX model and print its IR");
 cl::SubCommand listOpsCommand("list-ops",
                               "List the ONNX operators ztc converts");
-cl::SubCommand runCommand(
-    "run", "Compile the forward step of an ONNX model and run it on .npy "
-           "inputs");
+cl::SubCommand
+    runCommand("run",
+               "Compile the forward step of an ONNX model and run it on .npy "
+               "inputs");
 cl::SubCommand compileCommand(
     "compile", "Compile the training step of an ONNX model into an artifact");
 cl::SubCommand trainCommand("train", "Train a compiled artifact on .npy data");
-cl::SubCommand exportCommand(
-    "export", "Write the ONNX model with the weights of a checkpoint");
+cl::SubCommand
+    exportCommand("export",
+                  "Write the ONNX model with the weights of a checkpoint");
 cl::SubCommand
     gradcheckCommand("gradcheck",
                      "Compare compiled gradients with finite differences in "
                      "float64 on random inputs");
-cl::SubCommand emitCommand(
-    "emit", "Print the C++ or CUDA source ztc generates for a model's "
-            "forward step");
+cl::SubCommand
+    emitCommand("emit",
+                "Print the C++ or CUDA source ztc generates for a model's "
+                "forward step");
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("MODEL.onnx"),
                                cl::Required, cl::sub(importCommand),
@@ -84,13 +88,14 @@ cl::opt<std::string> outputDir("output-dir",
                                cl::desc("Directory for <output>.npy"),
                                cl::value_desc("DIR"), cl::Required,
                                cl::sub(runCommand));
-cl::opt<mz::codegen::Target> target(
-    "target", cl::desc("Where the step runs"), cl::init(mz::codegen::Target::Cpu),
-    cl::values(clEnumValN(mz::codegen::Target::Cpu, "cpu",
-                          "C++ with OpenMP and OpenBLAS"),
-               clEnumValN(mz::codegen::Target::Cuda, "cuda",
-                          "CUDA (cuBLASLt and own kernels)")),
-    cl::sub(runCommand), cl::sub(emitCommand), cl::sub(compileCommand));
+cl::opt<mz::codegen::Target>
+    target("target", cl::desc("Where the step runs"),
+           cl::init(mz::codegen::Target::Cpu),
+           cl::values(clEnumValN(mz::codegen::Target::Cpu, "cpu",
+                                 "C++ with OpenMP and OpenBLAS"),
+                      clEnumValN(mz::codegen::Target::Cuda, "cuda",
+                                 "CUDA (cuBLASLt and own kernels)")),
+           cl::sub(runCommand), cl::sub(emitCommand), cl::sub(compileCommand));
 cl::opt<unsigned> repeat(
     "repeat",
     cl::desc("After the run, time N more forward steps on the same inputs "
@@ -111,9 +116,10 @@ cl::list<std::string> constantInputs(
 cl::opt<std::string> compileOutput("o", cl::desc("Write the artifact to DIR"),
                                    cl::value_desc("ART.ztc"), cl::Required,
                                    cl::sub(compileCommand));
-cl::opt<int64_t> batchSize(
-    "batch-size", cl::desc("Bind the batch (first) dimension of every input"),
-    cl::init(0), cl::sub(compileCommand));
+cl::opt<int64_t>
+    batchSize("batch-size",
+              cl::desc("Bind the batch (first) dimension of every input"),
+              cl::init(0), cl::sub(compileCommand));
 cl::opt<std::string> lossKind("loss",
                               cl::desc("cross_entropy, mse or none (default: "
                                        "none when the model has one scalar "
@@ -123,14 +129,12 @@ cl::opt<std::string> lossInput("loss-input",
                                cl::desc("The model output the loss reads"),
                                cl::value_desc("OUTPUT"),
                                cl::sub(compileCommand));
-cl::opt<std::string> labelsName("labels",
-                                cl::desc("Name of the labels input"),
+cl::opt<std::string> labelsName("labels", cl::desc("Name of the labels input"),
                                 cl::init("labels"), cl::sub(compileCommand));
 cl::opt<int64_t> ignoreIndex("ignore-index",
                              cl::desc("Label that contributes no loss"),
                              cl::init(-100), cl::sub(compileCommand));
-cl::opt<std::string> optimizerKind("optimizer",
-                                   cl::desc("sgd, adam or adamw"),
+cl::opt<std::string> optimizerKind("optimizer", cl::desc("sgd, adam or adamw"),
                                    cl::init("adamw"), cl::sub(compileCommand));
 cl::opt<double> learningRate("lr", cl::desc("Learning rate (peak)"),
                              cl::init(1e-3), cl::sub(compileCommand));
@@ -177,16 +181,15 @@ cl::opt<uint64_t> trainSteps("steps", cl::desc("Optimizer steps to run"),
 cl::opt<uint64_t> trainEpochs("epochs",
                               cl::desc("Epochs to run (without --steps)"),
                               cl::init(1), cl::sub(trainCommand));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of the data order"),
-                       cl::init(0), cl::sub(trainCommand));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of the data order"), cl::init(0),
+                       cl::sub(trainCommand));
 cl::opt<uint64_t> logEvery("log-every", cl::desc("Log every K steps"),
                            cl::init(10), cl::sub(trainCommand));
 cl::opt<std::string> saveDir("save", cl::desc("Checkpoint directory"),
                              cl::value_desc("DIR"), cl::sub(trainCommand));
 cl::opt<uint64_t> saveEvery("save-every", cl::desc("Checkpoint every K steps"),
                             cl::init(0), cl::sub(trainCommand));
-cl::opt<std::string> resumeDir("resume",
-                               cl::desc("Continue from a checkpoint"),
+cl::opt<std::string> resumeDir("resume", cl::desc("Continue from a checkpoint"),
                                cl::value_desc("DIR"), cl::sub(trainCommand));
 cl::opt<std::string> dumpGrads(
     "dump-grads",
@@ -255,11 +258,10 @@ void installDiagnosticPrinter(MLIRContext &context) {
       }
       return WalkResult::advance();
     });
-    const char *severity = diag.getSeverity() == DiagnosticSeverity::Error
-                               ? "error"
-                           : diag.getSeverity() == DiagnosticSeverity::Warning
-                               ? "warning"
-                               : "note";
+    const char *severity =
+        diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+        : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                            : "note";
     llvm::errs() << (file.empty() ? "ztc" : file) << ": " << severity << ": "
                  << diag.str() << "\n";
     for (const Diagnostic &note : diag.getNotes())
@@ -291,8 +293,7 @@ void summarize(ModuleOp module, llvm::raw_ostream &os) {
       if (func.getArgAttr(i, "onnx.param")) {
         ++params;
         paramCount += type.getNumElements();
-        paramBytes += type.getNumElements() *
-                      type.getElementTypeBitWidth() / 8;
+        paramBytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
         continue;
       }
       os << "  input  " << (name ? name.getValue() : "?") << ": " << type
@@ -322,15 +323,13 @@ std::optional<mz::onnx::ImportOptions> importOptions() {
   mz::onnx::ImportOptions options;
   for (const std::string &text : inputShapes) {
     if (llvm::Error err = mz::onnx::parseInputShape(text, options)) {
-      llvm::errs() << "ztc: error: " << llvm::toString(std::move(err))
-                   << "\n";
+      llvm::errs() << "ztc: error: " << llvm::toString(std::move(err)) << "\n";
       return std::nullopt;
     }
   }
   for (const std::string &text : constantInputs) {
     if (llvm::Error err = mz::onnx::parseConstantInput(text, options)) {
-      llvm::errs() << "ztc: error: " << llvm::toString(std::move(err))
-                   << "\n";
+      llvm::errs() << "ztc: error: " << llvm::toString(std::move(err)) << "\n";
       return std::nullopt;
     }
   }
@@ -385,8 +384,8 @@ int runEmit() {
   if (!options)
     return 1;
   mz::ArtifactContents artifact;
-  if (failed(mz::compileForward(*context, modelPath, *options, target,
-                                 artifact)))
+  if (failed(
+          mz::compileForward(*context, modelPath, *options, target, artifact)))
     return 1;
   llvm::outs() << artifact.source;
   return 0;
@@ -400,8 +399,8 @@ int runRun() {
   // Dynamic dimensions not bound by --input-shape take the shapes of the
   // data given.
   std::string data = dataDir;
-  options->shapeFor = [data](StringRef name)
-      -> std::optional<llvm::SmallVector<int64_t>> {
+  options->shapeFor =
+      [data](StringRef name) -> std::optional<llvm::SmallVector<int64_t>> {
     auto shape = ::ztc::bridge::npyShape(
         data + "/" + ::ztc::bridge::fileStem(name.str()) + ".npy");
     if (!shape)
@@ -409,13 +408,14 @@ int runRun() {
     return llvm::SmallVector<int64_t>(shape->begin(), shape->end());
   };
   mz::ArtifactContents artifact;
-  if (failed(mz::compileForward(*context, modelPath, *options, target,
-                                 artifact)))
+  if (failed(
+          mz::compileForward(*context, modelPath, *options, target, artifact)))
     return 1;
 
   std::string error, dir = artifactDir;
   bool temporary = dir.empty();
-  if (temporary && (dir = ::ztc::bridge::makeTemporaryDirectory(error)).empty()) {
+  if (temporary &&
+      (dir = ::ztc::bridge::makeTemporaryDirectory(error)).empty()) {
     llvm::errs() << "ztc: error: " << error << "\n";
     return 1;
   }

@@ -1,4 +1,5 @@
-//===- KernelOps.cpp - kernel dialect -----------------------------*- C++ -*-===//
+//===- KernelOps.cpp - kernel dialect -----------------------------*- C++
+//-*-===//
 //
 // Registration and verifiers of the kernel dialect.
 //
@@ -25,14 +26,22 @@ void KernelDialect::initialize() {
 const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
   // Keep in sync with runtime/kernels/CpuKernels.h and the emitter.
   static const LibraryKernel kernels[] = {
-      {"matmul", 2, 2, 1},      {"conv2d", 2, 3, 1},
-      {"max_pool2d", 1, 1, 1},  {"avg_pool2d", 1, 1, 1},
-      {"softmax", 1, 1, 1},     {"log_softmax", 1, 1, 1},
-      {"layer_norm", 2, 3, 1},  {"batch_norm", 5, 5, 1},
-      {"reduce_sum", 1, 1, 1},  {"reduce_mean", 1, 1, 1},
-      {"reduce_max", 1, 1, 1},  {"transpose", 1, 1, 1},
-      {"slice", 1, 1, 1},       {"gather", 2, 2, 1},
-      {"trilu", 1, 1, 1},       {"copy_into", 1, 1, 1},
+      {"matmul", 2, 2, 1},
+      {"conv2d", 2, 3, 1},
+      {"max_pool2d", 1, 1, 1},
+      {"avg_pool2d", 1, 1, 1},
+      {"softmax", 1, 1, 1},
+      {"log_softmax", 1, 1, 1},
+      {"layer_norm", 2, 3, 1},
+      {"batch_norm", 5, 5, 1},
+      {"reduce_sum", 1, 1, 1},
+      {"reduce_mean", 1, 1, 1},
+      {"reduce_max", 1, 1, 1},
+      {"transpose", 1, 1, 1},
+      {"slice", 1, 1, 1},
+      {"gather", 2, 2, 1},
+      {"trilu", 1, 1, 1},
+      {"copy_into", 1, 1, 1},
       {"nll_loss", 2, 3, 1},
       // Gradients.
       {"conv2d_backward_data", 2, 2, 1},
@@ -75,8 +84,7 @@ LogicalResult ViewOp::verify() {
   if (from.getElementType() != to.getElementType() ||
       from.getNumElements() != to.getNumElements())
     return emitOpError("cannot view ")
-           << from << " as " << to
-           << ": element type and count must match";
+           << from << " as " << to << ": element type and count must match";
   return success();
 }
 
@@ -88,8 +96,8 @@ LogicalResult ElementwiseOp::verify() {
   Block &block = getBody().front();
   if (block.getNumArguments() != getInputs().size())
     return emitOpError("body takes ")
-           << block.getNumArguments() << " scalars for "
-           << getInputs().size() << " inputs";
+           << block.getNumArguments() << " scalars for " << getInputs().size()
+           << " inputs";
   auto outType = cast<MemRefType>(getOutput().getType());
   for (auto [i, input, arg] :
        llvm::enumerate(getInputs(), block.getArguments())) {
@@ -99,9 +107,8 @@ LogicalResult ElementwiseOp::verify() {
              << i << " has type " << arg.getType() << ", input has "
              << type.getElementType();
     if (!broadcastsTo(type.getShape(), outType.getShape()))
-      return emitOpError("input ")
-             << i << " of type " << type << " does not broadcast to "
-             << outType;
+      return emitOpError("input ") << i << " of type " << type
+                                   << " does not broadcast to " << outType;
   }
   if (!isa<YieldOp>(block.getTerminator()))
     return emitOpError("body must end in kernel.yield");

@@ -1,4 +1,5 @@
-//===- KernelOps.h - kernel dialect -------------------------------*- C++ -*-===//
+//===- KernelOps.h - kernel dialect -------------------------------*- C++
+//-*-===//
 //
 // The kernel dialect: arena buffers, fused elementwise kernels and calls into
 // the runtime's kernel library.

@@ -1,4 +1,5 @@
-//===- OnnxOps.cpp - onnx dialect ---------------------------------*- C++ -*-===//
+//===- OnnxOps.cpp - onnx dialect ---------------------------------*- C++
+//-*-===//
 //
 // Registration and verifiers of the onnx dialect. The ops are deliberately
 // generic: node semantics live in the conversion to `nn`.

@@ -1,4 +1,5 @@
-//===- Importer.cpp - ONNX protobuf to onnx dialect ---------------*- C++ -*-===//
+//===- Importer.cpp - ONNX protobuf to onnx dialect ---------------*- C++
+//-*-===//
 //
 // A plain walk over ModelProto: graph inputs and float initializers become
 // arguments of `func.func @main`, other initializers become `onnx.constant`,
@@ -41,10 +42,9 @@ constexpr int64_t kMaxDefaultOpset = 22;
 /// Returns the ONNX name of a tensor element type, for messages.
 std::string dataTypeName(int type) {
   // Types newer than the protobuf classes libonnx ships.
-  static const char *const newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-                                      "FLOAT8E5M2",   "FLOAT8E5M2FNUZ",
-                                      "UINT4",        "INT4",
-                                      "FLOAT4E2M1"};
+  static const char *const newer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",        "INT4",           "FLOAT4E2M1"};
   if (type >= 17 && type <= 23)
     return newer[type - 17];
   if (::onnx::TensorProto_DataType_IsValid(type))
@@ -83,9 +83,8 @@ private:
   FailureOr<std::string> readExternal(const ::onnx::TensorProto &tensor,
                                       size_t expectedBytes, bool readData,
                                       Location loc);
-  FailureOr<::onnx::TensorProto> readTensorFile(StringRef path,
-                                                StringRef inputName,
-                                                Location loc);
+  FailureOr<::onnx::TensorProto>
+  readTensorFile(StringRef path, StringRef inputName, Location loc);
   FailureOr<NamedAttribute> attribute(const ::onnx::AttributeProto &attr,
                                       Location loc);
   LogicalResult importNodes(const ::onnx::GraphProto &graph);
@@ -254,33 +253,31 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
   }
   for (const auto &input : graph.input()) {
     auto it = inputShapes.find(input.name());
-    if (it == inputShapes.end() ||
-        !input.type().has_tensor_type() ||
+    if (it == inputShapes.end() || !input.type().has_tensor_type() ||
         !input.type().tensor_type().has_shape())
       continue;
     const auto &dims = input.type().tensor_type().shape().dim();
     ArrayRef<int64_t> bound = it->second;
     if (static_cast<size_t>(dims.size()) != bound.size()) {
-      error() << "--input-shape gives input '"
-              << input.name() << "' rank " << bound.size()
-              << ", but the model declares rank " << dims.size();
+      error() << "--input-shape gives input '" << input.name() << "' rank "
+              << bound.size() << ", but the model declares rank "
+              << dims.size();
       ok = false;
       continue;
     }
     for (auto [i, dim] : llvm::enumerate(dims)) {
       if (dim.has_dim_value() && dim.dim_value() > 0 &&
           dim.dim_value() != bound[i]) {
-        error() << "--input-shape gives input '"
-                << input.name() << "' size " << bound[i] << " in dimension "
-                << i << ", but the model fixes it to " << dim.dim_value();
+        error() << "--input-shape gives input '" << input.name() << "' size "
+                << bound[i] << " in dimension " << i
+                << ", but the model fixes it to " << dim.dim_value();
         ok = false;
       } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
         auto [slot, inserted] =
             symbolSizes.try_emplace(dim.dim_param(), bound[i]);
         if (!inserted && slot->second != bound[i]) {
-          error() << "--input-shape binds dimension '"
-                  << dim.dim_param() << "' to both " << slot->second
-                  << " and " << bound[i];
+          error() << "--input-shape binds dimension '" << dim.dim_param()
+                  << "' to both " << slot->second << " and " << bound[i];
           ok = false;
         }
       }
@@ -292,8 +289,7 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
 /// Checks (and, when `readData`, reads) a tensor stored outside the model.
 FailureOr<std::string>
 ModelImporter::readExternal(const ::onnx::TensorProto &tensor,
-                            size_t expectedBytes, bool readData,
-                            Location loc) {
+                            size_t expectedBytes, bool readData, Location loc) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -314,25 +310,24 @@ ModelImporter::readExternal(const ::onnx::TensorProto &tensor,
   llvm::sys::path::append(path, location);
   uint64_t fileSize = 0;
   if (llvm::sys::fs::file_size(path, fileSize)) {
-    error(loc) << "external data file '" << location
-               << "' of initializer '" << tensor.name() << "' is missing";
+    error(loc) << "external data file '" << location << "' of initializer '"
+               << tensor.name() << "' is missing";
     return failure();
   }
   uint64_t bytes = length.value_or(expectedBytes);
   if (bytes != expectedBytes || offset + bytes > fileSize) {
-    error(loc) << "external data of initializer '"
-               << tensor.name() << "' (" << location << ", offset " << offset
-               << ", " << bytes << " bytes) does not fit its shape ("
-               << expectedBytes << " bytes) or the file (" << fileSize
-               << " bytes)";
+    error(loc) << "external data of initializer '" << tensor.name() << "' ("
+               << location << ", offset " << offset << ", " << bytes
+               << " bytes) does not fit its shape (" << expectedBytes
+               << " bytes) or the file (" << fileSize << " bytes)";
     return failure();
   }
   if (!readData)
     return std::string();
   auto buffer = llvm::MemoryBuffer::getFileSlice(path, bytes, offset);
   if (!buffer) {
-    error(loc) << "cannot read external data file '"
-               << location << "': " << buffer.getError().message();
+    error(loc) << "cannot read external data file '" << location
+               << "': " << buffer.getError().message();
     return failure();
   }
   return (*buffer)->getBuffer().str();
@@ -340,8 +335,9 @@ ModelImporter::readExternal(const ::onnx::TensorProto &tensor,
 
 /// The little-endian bytes of an ONNX tensor, one byte per bool, from
 /// raw_data, the typed fields or external data; `type` is its MLIR type.
-FailureOr<std::string> ModelImporter::tensorBytes(
-    const ::onnx::TensorProto &tensor, Location loc, RankedTensorType &type) {
+FailureOr<std::string>
+ModelImporter::tensorBytes(const ::onnx::TensorProto &tensor, Location loc,
+                           RankedTensorType &type) {
   std::string what = "tensor '" + tensor.name() + "'";
   FailureOr<Type> elem = elementType(tensor.data_type(), loc, what);
   if (failed(elem))
@@ -427,8 +423,8 @@ ModelImporter::readTensorFile(StringRef path, StringRef inputName,
                                             /*RequiresNullTerminator=*/false);
   ::onnx::TensorProto tensor;
   if (!buffer) {
-    error(loc) << "--constant-input " << inputName << ": cannot read '"
-               << path << "': " << buffer.getError().message();
+    error(loc) << "--constant-input " << inputName << ": cannot read '" << path
+               << "': " << buffer.getError().message();
     return failure();
   }
   if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
@@ -501,8 +497,8 @@ LogicalResult ModelImporter::importNodes(const ::onnx::GraphProto &graph) {
       }
       auto it = values.find(name);
       if (it == values.end()) {
-        error(loc) << "node '" << nodeName << "' ("
-                   << node.op_type() << "): input '" << name
+        error(loc) << "node '" << nodeName << "' (" << node.op_type()
+                   << "): input '" << name
                    << "' is not a graph input, an initializer or the output "
                       "of an earlier node";
         return failure();
@@ -535,9 +531,9 @@ LogicalResult ModelImporter::importNodes(const ::onnx::GraphProto &graph) {
     int64_t opset = domainIt != opsets.end()
                         ? domainIt->second
                         : (node.domain() == "ai.onnx" ? defaultOpset : 1);
-    auto op = NodeOp::create(builder, loc, resultTypes, inputs,
-                             node.op_type(), node.domain(), opset,
-                             builder.getDictionaryAttr(attrs));
+    auto op =
+        NodeOp::create(builder, loc, resultTypes, inputs, node.op_type(),
+                       node.domain(), opset, builder.getDictionaryAttr(attrs));
     for (auto [name, result] : llvm::zip(node.output(), op.getResults()))
       if (!name.empty())
         values[name] = result;
@@ -579,9 +575,9 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   module->setAttr("onnx.source", b.getStringAttr(displayName));
   SmallVector<NamedAttribute> opsetAttrs;
   for (const auto &entry : opsets)
-    opsetAttrs.push_back(b.getNamedAttr(
-        entry.getKey().empty() ? "ai.onnx" : entry.getKey(),
-        b.getI64IntegerAttr(entry.getValue())));
+    opsetAttrs.push_back(
+        b.getNamedAttr(entry.getKey().empty() ? "ai.onnx" : entry.getKey(),
+                       b.getI64IntegerAttr(entry.getValue())));
   module->setAttr("onnx.opsets", b.getDictionaryAttr(opsetAttrs));
   if (!model.producer_name().empty())
     module->setAttr("onnx.producer",
@@ -614,9 +610,9 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
       constantInputs.push_back(std::move(*tensor));
       continue;
     }
-    FailureOr<Type> type = valueType(input.type(), loc,
-                                     "input '" + input.name() + "'",
-                                     /*requireStatic=*/true);
+    FailureOr<Type> type =
+        valueType(input.type(), loc, "input '" + input.name() + "'",
+                  /*requireStatic=*/true);
     if (failed(type) || isa<UnrankedTensorType>(*type)) {
       if (succeeded(type))
         error(loc) << "input '" << input.name()
@@ -631,8 +627,8 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   SmallVector<const ::onnx::TensorProto *> constants;
   for (const auto &init : graph.initializer()) {
     Location loc = NameLoc::get(b.getStringAttr(init.name()), fileLoc);
-    FailureOr<Type> elem = elementType(
-        init.data_type(), loc, "initializer '" + init.name() + "'");
+    FailureOr<Type> elem =
+        elementType(init.data_type(), loc, "initializer '" + init.name() + "'");
     if (failed(elem)) {
       ok = false;
       continue;
@@ -649,10 +645,9 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
       continue;
     }
     if (init.data_location() == ::onnx::TensorProto::EXTERNAL &&
-        failed(readExternal(init,
-                            type.getNumElements() *
-                                (elem->getIntOrFloatBitWidth() / 8),
-                            /*readData=*/false, loc))) {
+        failed(readExternal(
+            init, type.getNumElements() * (elem->getIntOrFloatBitWidth() / 8),
+            /*readData=*/false, loc))) {
       ok = false;
       continue;
     }
@@ -736,8 +731,7 @@ llvm::Error mlir::ztc::onnx::parseInputShape(StringRef text,
     for (StringRef part : parts) {
       int64_t size;
       if (part.getAsInteger(10, size) || size < 0)
-        return llvm::createStringError("--input-shape " + text +
-                                       ": '" + part +
+        return llvm::createStringError("--input-shape " + text + ": '" + part +
                                        "' is not a dimension size");
       shape.push_back(size);
     }
@@ -799,9 +793,10 @@ static std::unique_ptr<llvm::MemoryBuffer> readModelFile(MLIRContext &context,
   return std::move(*buffer);
 }
 
-OwningOpRef<ModuleOp> mlir::ztc::onnx::importOnnxBytes(
-    MLIRContext &context, StringRef bytes, StringRef displayName,
-    StringRef baseDir, const ImportOptions &options) {
+OwningOpRef<ModuleOp>
+mlir::ztc::onnx::importOnnxBytes(MLIRContext &context, StringRef bytes,
+                                 StringRef displayName, StringRef baseDir,
+                                 const ImportOptions &options) {
   ::onnx::ModelProto model;
   if (failed(parseModel(context, bytes, displayName, model)))
     return nullptr;
@@ -821,8 +816,8 @@ LogicalResult mlir::ztc::onnx::readInitializers(
                          options);
   for (const auto &init : model.graph().initializer()) {
     RankedTensorType type;
-    Location loc = NameLoc::get(StringAttr::get(&context, init.name()),
-                                importer.fileLoc);
+    Location loc =
+        NameLoc::get(StringAttr::get(&context, init.name()), importer.fileLoc);
     FailureOr<std::string> bytes = importer.tensorBytes(init, loc, type);
     if (failed(bytes) || failed(fn(init.name(), *bytes)))
       return failure();
@@ -861,8 +856,8 @@ LogicalResult mlir::ztc::onnx::writeModelWithInitializers(
   if (external) {
     data = std::make_unique<llvm::raw_fd_ostream>(dataTemp, ec);
     if (ec)
-      return emitError(loc) << "cannot write " << dataTemp << ": "
-                            << ec.message();
+      return emitError(loc)
+             << "cannot write " << dataTemp << ": " << ec.message();
   }
   uint64_t offset = 0;
   size_t replaced = 0;
@@ -902,8 +897,7 @@ LogicalResult mlir::ztc::onnx::writeModelWithInitializers(
                           << " match initializers of " << path;
   if (data) {
     data->close();
-    if (data->has_error() ||
-        (ec = llvm::sys::fs::rename(dataTemp, dataPath)))
+    if (data->has_error() || (ec = llvm::sys::fs::rename(dataTemp, dataPath)))
       return emitError(loc) << "cannot write " << dataPath;
   }
   std::string temp = outputPath.str() + ".tmp";

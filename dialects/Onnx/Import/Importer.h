@@ -1,4 +1,5 @@
-//===- Importer.h - ONNX protobuf to onnx dialect -----------------*- C++ -*-===//
+//===- Importer.h - ONNX protobuf to onnx dialect -----------------*- C++
+//-*-===//
 //
 // Reads an ONNX model (binary protobuf or the ONNX text format) and builds a
 // module holding one `func.func @main` in the onnx dialect. Weights are never
@@ -16,9 +17,9 @@
 
 #include <functional>
 #include <map>
-#include <vector>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::ztc::onnx {
 
@@ -53,8 +54,7 @@ llvm::Error parseConstantInput(llvm::StringRef text, ImportOptions &options);
 
 /// Imports the model at `path`. Emits diagnostics on `context` and returns
 /// null on failure; the caller sees every problem found, not just the first.
-OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context,
-                                     llvm::StringRef path,
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, llvm::StringRef path,
                                      const ImportOptions &options);
 
 /// Imports a model given as bytes (binary protobuf or text format);

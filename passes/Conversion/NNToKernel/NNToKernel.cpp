@@ -210,9 +210,8 @@ LogicalResult Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
     if (auto of = func.getResultAttrOfType<StringAttr>(i, "train.update_of")) {
       BlockArgument target = argByName.lookup(of.getValue());
       if (!target)
-        return func.emitError("result ")
-               << i << " updates '" << of.getValue()
-               << "', which is not an argument";
+        return func.emitError("result ") << i << " updates '" << of.getValue()
+                                         << "', which is not an argument";
       updateInPlace(b, ret.getLoc(), buffer, target);
       continue;
     }

@@ -1,4 +1,5 @@
-//===- ElementwiseOps.cpp - elementwise ONNX operators to nn ------*- C++ -*-===//
+//===- ElementwiseOps.cpp - elementwise ONNX operators to nn ------*- C++
+//-*-===//
 //
 // Converters for ONNX's elementwise operators: arithmetic with numpy
 // broadcasting, comparisons, logic, activations, casts and pass-throughs.
@@ -22,8 +23,7 @@ LogicalResult convertUnary(NodeContext &ctx, SmallVectorImpl<Value> &results) {
 }
 
 template <typename OpTy>
-LogicalResult convertBinary(NodeContext &ctx,
-                            SmallVectorImpl<Value> &results) {
+LogicalResult convertBinary(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   return produce(results, ctx.create<OpTy>({ctx.input(0), ctx.input(1)}));
 }
 
@@ -45,8 +45,8 @@ LogicalResult convertPow(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   Type exponentType = ctx.inputType(1).getElementType();
   Type computeType = baseType;
   if (isa<FloatType>(exponentType) &&
-      (!isa<FloatType>(baseType) || exponentType.getIntOrFloatBitWidth() >
-                                        baseType.getIntOrFloatBitWidth()))
+      (!isa<FloatType>(baseType) ||
+       exponentType.getIntOrFloatBitWidth() > baseType.getIntOrFloatBitWidth()))
     computeType = exponentType;
   Value base = ctx.castTo(ctx.input(0), computeType);
   Value exponent = base ? ctx.castTo(ctx.input(1), computeType) : nullptr;
@@ -56,10 +56,10 @@ LogicalResult convertPow(NodeContext &ctx, SmallVectorImpl<Value> &results) {
 
 LogicalResult convertLeakyRelu(NodeContext &ctx,
                                SmallVectorImpl<Value> &results) {
-  return produce(results,
-                 ctx.create<nn::LeakyReluOp>(
-                     ctx.input(0), {ctx.f64Attr("alpha", ctx.floatAttr(
-                                                             "alpha", 0.01))}));
+  return produce(
+      results,
+      ctx.create<nn::LeakyReluOp>(
+          ctx.input(0), {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 0.01))}));
 }
 
 LogicalResult convertGelu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
@@ -67,10 +67,10 @@ LogicalResult convertGelu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   if (approximate != "none" && approximate != "tanh")
     return ctx.error() << "approximate must be \"none\" or \"tanh\", got \""
                        << approximate << "\"";
-  return produce(results, ctx.create<nn::GeluOp>(
-                              ctx.input(0),
-                              {ctx.attr("approximate",
-                                        ctx.b.getStringAttr(approximate))}));
+  return produce(
+      results, ctx.create<nn::GeluOp>(
+                   ctx.input(0), {ctx.attr("approximate",
+                                           ctx.b.getStringAttr(approximate))}));
 }
 
 /// Clip is min(max(x, lo), hi); bounds are inputs from opset 11 and

@@ -1,4 +1,5 @@
-//===- NeuralOps.cpp - neural-network ONNX operators to nn --------*- C++ -*-===//
+//===- NeuralOps.cpp - neural-network ONNX operators to nn --------*- C++
+//-*-===//
 //
 // Converters for the structured operators: matrix products, convolution,
 // pooling, normalization, softmax, reductions and losses. ONNX's many
@@ -33,8 +34,7 @@ LogicalResult rejectUsedOutputs(NodeContext &ctx, unsigned from,
 
 /// MatMul follows numpy: 1-D operands are promoted to matrices and the
 /// promoted dimension is dropped from the result.
-LogicalResult convertMatMul(NodeContext &ctx,
-                            SmallVectorImpl<Value> &results) {
+LogicalResult convertMatMul(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   Value a = ctx.input(0), bv = ctx.input(1);
   ArrayRef<int64_t> aShape = ctx.inputType(0).getShape();
   ArrayRef<int64_t> bShape = ctx.inputType(1).getShape();
@@ -141,9 +141,9 @@ FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = inputShape[i + 2];
       int64_t out = (in + w.strides[i] - 1) / w.strides[i];
-      int64_t total = std::max<int64_t>(
-          0, (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] +
-                 1 - in);
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[i] +
+                                   (w.kernel[i] - 1) * w.dilations[i] + 1 - in);
       int64_t small = total / 2, large = total - small;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
       w.pads[i + spatial] = autoPad == "SAME_UPPER" ? large : small;
@@ -294,10 +294,9 @@ LogicalResult layerNormStatistics(NodeContext &ctx, ArrayRef<int64_t> axes,
   Value centered = mean ? ctx.create<nn::SubOp>({x, mean}) : nullptr;
   Value square =
       centered ? ctx.create<nn::MulOp>({centered, centered}) : nullptr;
-  Value var = square ? ctx.create<nn::ReduceMeanOp>(square, reduceAttrs())
-                     : nullptr;
-  Type elem = x ? cast<RankedTensorType>(x.getType()).getElementType()
-                : Type();
+  Value var =
+      square ? ctx.create<nn::ReduceMeanOp>(square, reduceAttrs()) : nullptr;
+  Type elem = x ? cast<RankedTensorType>(x.getType()).getElementType() : Type();
   Value shifted =
       var ? ctx.create<nn::AddOp>({var, ctx.scalar(elem, epsilon)}) : nullptr;
   Value root = shifted ? ctx.create<nn::SqrtOp>(shifted) : nullptr;
@@ -337,13 +336,13 @@ template <typename OpTy>
 LogicalResult convertSoftmax(NodeContext &ctx,
                              SmallVectorImpl<Value> &results) {
   int64_t rank = ctx.rank(0);
-  FailureOr<int64_t> axis = ctx.normalizeAxis(
-      ctx.intAttr("axis", ctx.since >= 13 ? -1 : 1), rank);
+  FailureOr<int64_t> axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", ctx.since >= 13 ? -1 : 1), rank);
   if (failed(axis))
     return failure();
   if (ctx.since >= 13 || rank == 0)
-    return produce(results, ctx.create<OpTy>(ctx.input(0),
-                                             {ctx.i64Attr("axis", *axis)}));
+    return produce(
+        results, ctx.create<OpTy>(ctx.input(0), {ctx.i64Attr("axis", *axis)}));
   ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i)
@@ -360,12 +359,10 @@ LogicalResult convertSoftmax(NodeContext &ctx,
 /// Reductions take axes as an attribute or (ReduceSum from 13, the others
 /// from 18) as an input; no axes means all, unless noop_with_empty_axes.
 template <typename OpTy>
-LogicalResult convertReduce(NodeContext &ctx,
-                            SmallVectorImpl<Value> &results) {
+LogicalResult convertReduce(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   int64_t rank = ctx.rank(0);
-  bool axesAsInput = ctx.since >= (std::is_same_v<OpTy, nn::ReduceSumOp>
-                                       ? 13
-                                       : 18);
+  bool axesAsInput =
+      ctx.since >= (std::is_same_v<OpTy, nn::ReduceSumOp> ? 13 : 18);
   SmallVector<int64_t> axes;
   if (axesAsInput && ctx.input(1)) {
     FailureOr<SmallVector<int64_t>> values = ctx.constantInts(1, "axes");
@@ -388,11 +385,11 @@ LogicalResult convertReduce(NodeContext &ctx,
   }
   llvm::sort(axes);
   axes.erase(llvm::unique(axes), axes.end());
-  return produce(results,
-                 ctx.create<OpTy>(ctx.input(0),
-                                  {ctx.i64ArrayAttr("axes", axes),
-                                   ctx.boolAttr("keepdims",
-                                                ctx.intAttr("keepdims", 1))}));
+  return produce(
+      results,
+      ctx.create<OpTy>(ctx.input(0),
+                       {ctx.i64ArrayAttr("axes", axes),
+                        ctx.boolAttr("keepdims", ctx.intAttr("keepdims", 1))}));
 }
 
 //===----------------------------------------------------------------------===//
@@ -410,7 +407,8 @@ Value nllLoss(NodeContext &ctx, Value logProbs, Value target, Value weight) {
   SmallVector<NamedAttribute> attrs = {
       ctx.attr("reduction", ctx.b.getStringAttr(reduction))};
   if (ctx.hasAttr("ignore_index"))
-    attrs.push_back(ctx.i64Attr("ignore_index", ctx.intAttr("ignore_index", 0)));
+    attrs.push_back(
+        ctx.i64Attr("ignore_index", ctx.intAttr("ignore_index", 0)));
   SmallVector<Value> operands = {logProbs, target};
   if (weight)
     operands.push_back(weight);

@@ -1,4 +1,5 @@
-//===- NodeConverter.h - converters from ONNX nodes to nn ---------*- C++ -*-===//
+//===- NodeConverter.h - converters from ONNX nodes to nn ---------*- C++
+//-*-===//
 //
 // The conversion to `nn` is a table of converters keyed by (op type,
 // since-version). A converter sees one `onnx.node` through a NodeContext,
@@ -121,8 +122,7 @@ private:
   LogicalResult
   inferTypes(StringRef opName, ValueRange operands,
              ArrayRef<NamedAttribute> attrs, SmallVectorImpl<Type> &types,
-             function_ref<LogicalResult(std::optional<Location>,
-                                        DictionaryAttr,
+             function_ref<LogicalResult(std::optional<Location>, DictionaryAttr,
                                         SmallVectorImpl<Type> &)>
                  infer);
   LogicalResult verifyCreated(Value result);

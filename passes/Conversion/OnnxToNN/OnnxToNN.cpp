@@ -1,4 +1,5 @@
-//===- OnnxToNN.cpp - the ztc-convert-onnx-to-nn pass -------------*- C++ -*-===//
+//===- OnnxToNN.cpp - the ztc-convert-onnx-to-nn pass -------------*- C++
+//-*-===//
 //
 // Drives the converters of NodeConverter.h over one function: resolves each
 // node's since-version, reports every node without a converter at once, then
@@ -203,9 +204,7 @@ std::string NodeContext::prefix() const {
          std::to_string(node.getOpset()) + "): ";
 }
 
-InFlightDiagnostic NodeContext::error() {
-  return emitError(loc) << prefix();
-}
+InFlightDiagnostic NodeContext::error() { return emitError(loc) << prefix(); }
 
 FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
                                               StringRef what) {
@@ -253,8 +252,9 @@ LogicalResult NodeContext::verifyCreated(Value result) {
   if (!op || !isa<nn::NNDialect>(op->getDialect()))
     return success();
   LogicalResult verified = success();
-  std::string messages = captureDiagnostics(
-      b.getContext(), [&] { verified = verify(op, /*verifyRecursively=*/false); });
+  std::string messages = captureDiagnostics(b.getContext(), [&] {
+    verified = verify(op, /*verifyRecursively=*/false);
+  });
   if (succeeded(verified))
     return success();
   error() << messages;
@@ -384,8 +384,8 @@ struct ConvertOnnxToNNPass
     OpBuilder builder(func.getContext());
     func.walk([&](onnx::ConstantOp op) {
       builder.setInsertionPoint(op);
-      auto constant = arith::ConstantOp::create(
-          builder, op.getLoc(), cast<TypedAttr>(op.getValue()));
+      auto constant = arith::ConstantOp::create(builder, op.getLoc(),
+                                                cast<TypedAttr>(op.getValue()));
       op.getResult().replaceAllUsesWith(constant);
       op.erase();
     });
@@ -401,8 +401,7 @@ struct ConvertOnnxToNNPass
 
     // 3. The signature follows the inferred types.
     Operation *terminator = func.getBody().back().getTerminator();
-    func.setType(FunctionType::get(func.getContext(),
-                                   func.getArgumentTypes(),
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                    terminator->getOperandTypes()));
   }
 
@@ -420,8 +419,7 @@ struct ConvertOnnxToNNPass
       }
       if (!isSupportedElementType(type.getElementType())) {
         ctx.error() << "input " << i << " has unsupported element type "
-                    << type.getElementType() << " (" << kSupportedTypes
-                    << ")";
+                    << type.getElementType() << " (" << kSupportedTypes << ")";
         return failure();
       }
     }

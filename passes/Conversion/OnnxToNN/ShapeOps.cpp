@@ -1,4 +1,5 @@
-//===- ShapeOps.cpp - shape and data-movement ONNX operators to nn -*- C++ -*-===//
+//===- ShapeOps.cpp - shape and data-movement ONNX operators to nn -*- C++
+//-*-===//
 //
 // Converters for operators that move data or compute shapes. With static
 // input shapes, Shape and Size are constants and the chains PyTorch exports
@@ -34,9 +35,8 @@ Value intsConstant(NodeContext &ctx, ArrayRef<int64_t> values) {
 }
 
 /// Normalizes and checks a list of axes for `rank`.
-FailureOr<SmallVector<int64_t>> normalizeAxes(NodeContext &ctx,
-                                              ArrayRef<int64_t> axes,
-                                              int64_t rank) {
+FailureOr<SmallVector<int64_t>>
+normalizeAxes(NodeContext &ctx, ArrayRef<int64_t> axes, int64_t rank) {
   SmallVector<int64_t> result;
   for (int64_t axis : axes) {
     FailureOr<int64_t> normalized = ctx.normalizeAxis(axis, rank, "axes entry");
@@ -102,8 +102,8 @@ LogicalResult convertReshape(NodeContext &ctx,
                          << " with -1 in the target shape";
     shape[inferred] = total / known;
   } else if (known != total) {
-    return ctx.error() << "cannot reshape " << ctx.inputType(0) << " ("
-                       << total << " elements) to " << known << " elements";
+    return ctx.error() << "cannot reshape " << ctx.inputType(0) << " (" << total
+                       << " elements) to " << known << " elements";
   }
   return produce(results, ctx.reshape(ctx.input(0), shape));
 }
@@ -179,8 +179,7 @@ LogicalResult convertUnsqueeze(NodeContext &ctx,
   return produce(results, ctx.reshape(ctx.input(0), result));
 }
 
-LogicalResult convertConcat(NodeContext &ctx,
-                            SmallVectorImpl<Value> &results) {
+LogicalResult convertConcat(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   if (!ctx.hasAttr("axis"))
     return ctx.error() << "axis is required";
   FailureOr<int64_t> axis =
@@ -190,8 +189,8 @@ LogicalResult convertConcat(NodeContext &ctx,
   SmallVector<Value> inputs;
   for (unsigned i = 0, e = ctx.node.getInputs().size(); i < e; ++i)
     inputs.push_back(ctx.input(i));
-  return produce(results, ctx.create<nn::ConcatOp>(
-                              inputs, {ctx.i64Attr("axis", *axis)}));
+  return produce(
+      results, ctx.create<nn::ConcatOp>(inputs, {ctx.i64Attr("axis", *axis)}));
 }
 
 /// One nn.slice taking `size` elements from `start` along `axis`.
@@ -233,8 +232,7 @@ LogicalResult convertSplit(NodeContext &ctx, SmallVectorImpl<Value> &results) {
     for (int64_t i = 0; i < parts; ++i)
       sizes.push_back(std::min(chunk, dim - i * chunk));
   }
-  if (static_cast<int64_t>(sizes.size()) != outputs ||
-      product(sizes) < 0 ||
+  if (static_cast<int64_t>(sizes.size()) != outputs || product(sizes) < 0 ||
       std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim)
     return ctx.error() << "split sizes do not add up to dimension " << *axis
                        << " (size " << dim << ") over " << outputs
@@ -297,8 +295,8 @@ LogicalResult convertSlice(NodeContext &ctx, SmallVectorImpl<Value> &results) {
     if (step == 0)
       return ctx.error() << "slice step is 0 on axis " << axis;
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t end = ends[i] < 0 && ends[i] > INT64_MIN / 2 ? ends[i] + dim
-                                                          : ends[i];
+    int64_t end =
+        ends[i] < 0 && ends[i] > INT64_MIN / 2 ? ends[i] + dim : ends[i];
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
@@ -313,15 +311,14 @@ LogicalResult convertSlice(NodeContext &ctx, SmallVectorImpl<Value> &results) {
     sizes[axis] = size;
     outSteps[axis] = step;
   }
-  return produce(results,
-                 ctx.create<nn::SliceOp>(
-                     ctx.input(0), {ctx.i64ArrayAttr("starts", outStarts),
-                                    ctx.i64ArrayAttr("sizes", sizes),
-                                    ctx.i64ArrayAttr("steps", outSteps)}));
+  return produce(
+      results, ctx.create<nn::SliceOp>(ctx.input(0),
+                                       {ctx.i64ArrayAttr("starts", outStarts),
+                                        ctx.i64ArrayAttr("sizes", sizes),
+                                        ctx.i64ArrayAttr("steps", outSteps)}));
 }
 
-LogicalResult convertGather(NodeContext &ctx,
-                            SmallVectorImpl<Value> &results) {
+LogicalResult convertGather(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   FailureOr<int64_t> axis =
       ctx.normalizeAxis(ctx.intAttr("axis", 0), ctx.rank(0));
   if (failed(axis))
@@ -333,8 +330,7 @@ LogicalResult convertGather(NodeContext &ctx,
 
 /// Expand broadcasts both ways: the result is the broadcast of the input's
 /// shape and the requested one.
-LogicalResult convertExpand(NodeContext &ctx,
-                            SmallVectorImpl<Value> &results) {
+LogicalResult convertExpand(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   FailureOr<SmallVector<int64_t>> requested = ctx.constantInts(1, "shape");
   if (failed(requested))
     return failure();
@@ -348,12 +344,13 @@ LogicalResult convertExpand(NodeContext &ctx,
                     : 1;
     if (a != b && a != 1 && b != 1)
       return ctx.error() << "cannot expand " << ctx.inputType(0)
-                         << " to the requested shape: dimension " << i
-                         << " is " << a << " vs " << b;
+                         << " to the requested shape: dimension " << i << " is "
+                         << a << " vs " << b;
     shape[i] = a == 1 ? b : a;
   }
-  return produce(results, ctx.create<nn::BroadcastToOp>(
-                              ctx.input(0), {ctx.i64ArrayAttr("shape", shape)}));
+  return produce(results,
+                 ctx.create<nn::BroadcastToOp>(
+                     ctx.input(0), {ctx.i64ArrayAttr("shape", shape)}));
 }
 
 LogicalResult convertShape(NodeContext &ctx, SmallVectorImpl<Value> &results) {
@@ -364,9 +361,9 @@ LogicalResult convertShape(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   };
   int64_t start = clampIndex(ctx.intAttr("start", 0));
   int64_t end = clampIndex(ctx.intAttr("end", rank));
-  return produce(results,
-                 intsConstant(ctx, shape.slice(start, std::max<int64_t>(
-                                                          end - start, 0))));
+  return produce(
+      results,
+      intsConstant(ctx, shape.slice(start, std::max<int64_t>(end - start, 0))));
 }
 
 LogicalResult convertSize(NodeContext &ctx, SmallVectorImpl<Value> &results) {
@@ -393,11 +390,10 @@ LogicalResult convertConstant(NodeContext &ctx,
                                    cast<IntegerAttr>(attr.getValue()));
   } else if (name == "value_floats" || name == "value_ints") {
     auto list = cast<ArrayAttr>(attr.getValue()).getValue();
-    Type elem = name == "value_floats" ? Type(b.getF32Type())
-                                       : Type(b.getI64Type());
+    Type elem =
+        name == "value_floats" ? Type(b.getF32Type()) : Type(b.getI64Type());
     value = DenseElementsAttr::get(
-        RankedTensorType::get({static_cast<int64_t>(list.size())}, elem),
-        list);
+        RankedTensorType::get({static_cast<int64_t>(list.size())}, elem), list);
   }
   if (!value)
     return ctx.error() << "constant attribute '" << name
@@ -420,9 +416,9 @@ LogicalResult convertConstantOfShape(NodeContext &ctx,
     fill = *value.value_begin<Attribute>();
   }
   auto type = RankedTensorType::get(*shape, elem);
-  return produce(results, arith::ConstantOp::create(
-                              ctx.b, ctx.loc,
-                              DenseElementsAttr::get(type, fill)));
+  return produce(results,
+                 arith::ConstantOp::create(ctx.b, ctx.loc,
+                                           DenseElementsAttr::get(type, fill)));
 }
 
 /// Range needs constant bounds; its result then is a constant.
@@ -441,21 +437,20 @@ LogicalResult convertRange(NodeContext &ctx, SmallVectorImpl<Value> &results) {
          delta = asDouble(attrs[2]);
   if (delta == 0)
     return ctx.error() << "delta is 0";
-  int64_t count =
-      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) /
-                                                          delta)));
+  int64_t count = std::max<int64_t>(
+      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
   auto type = RankedTensorType::get({count}, elem);
   SmallVector<Attribute> values;
   for (int64_t i = 0; i < count; ++i) {
     double v = start + i * delta;
-    values.push_back(isa<FloatType>(elem)
-                         ? Attribute(ctx.b.getFloatAttr(elem, v))
-                         : Attribute(ctx.b.getIntegerAttr(
-                               elem, static_cast<int64_t>(v))));
+    values.push_back(
+        isa<FloatType>(elem)
+            ? Attribute(ctx.b.getFloatAttr(elem, v))
+            : Attribute(ctx.b.getIntegerAttr(elem, static_cast<int64_t>(v))));
   }
-  return produce(results, arith::ConstantOp::create(
-                              ctx.b, ctx.loc,
-                              DenseElementsAttr::get(type, values)));
+  return produce(
+      results, arith::ConstantOp::create(ctx.b, ctx.loc,
+                                         DenseElementsAttr::get(type, values)));
 }
 
 LogicalResult convertTrilu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
@@ -466,11 +461,11 @@ LogicalResult convertTrilu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
       return failure();
     k = values->empty() ? 0 : values->front();
   }
-  return produce(results,
-                 ctx.create<nn::TriluOp>(
-                     ctx.input(0),
-                     {ctx.boolAttr("upper", ctx.intAttr("upper", 1) != 0),
-                      ctx.i64Attr("diagonal", k)}));
+  return produce(
+      results,
+      ctx.create<nn::TriluOp>(
+          ctx.input(0), {ctx.boolAttr("upper", ctx.intAttr("upper", 1) != 0),
+                         ctx.i64Attr("diagonal", k)}));
 }
 
 } // namespace
