@@ -94,7 +94,7 @@ cl::opt<mz::codegen::Target>
            cl::values(clEnumValN(mz::codegen::Target::Cpu, "cpu",
                                  "C++ with OpenMP and OpenBLAS"),
                       clEnumValN(mz::codegen::Target::Cuda, "cuda",
-                                 "CUDA (cuBLASLt and own kernels)")),
+                                 "CUDA (cuBLAS and own kernels)")),
            cl::sub(runCommand), cl::sub(emitCommand), cl::sub(compileCommand));
 cl::opt<unsigned> repeat(
     "repeat",
