@@ -246,6 +246,21 @@ LogicalResult addGradientAccumulation(func::FuncOp step, unsigned microBatches,
 
 } // namespace
 
+void mlir::ztc::addLossAndGradientPasses(OpPassManager &pm,
+                                         const TrainingOptions &training) {
+  AttachLossPassOptions loss;
+  loss.loss = training.loss;
+  loss.lossInput = training.lossInput;
+  loss.labels = training.labels;
+  loss.ignoreIndex = training.ignoreIndex;
+  pm.addPass(createAttachLossPass(loss));
+  AutodiffPassOptions autodiff;
+  autodiff.frozen.assign(training.frozen.begin(), training.frozen.end());
+  pm.addPass(createAutodiffPass(autodiff));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 LogicalResult mlir::ztc::compileForward(MLIRContext &context,
                                         StringRef modelPath,
                                         const onnx::ImportOptions &options,
@@ -277,17 +292,7 @@ LogicalResult mlir::ztc::compileTraining(MLIRContext &context,
   // Loss and gradients, shared by both entries.
   {
     PassManager pm(&context, func::FuncOp::getOperationName());
-    AttachLossPassOptions loss;
-    loss.loss = training.loss;
-    loss.lossInput = training.lossInput;
-    loss.labels = training.labels;
-    loss.ignoreIndex = training.ignoreIndex;
-    pm.addPass(createAttachLossPass(loss));
-    AutodiffPassOptions autodiff;
-    autodiff.frozen.assign(training.frozen.begin(), training.frozen.end());
-    pm.addPass(createAutodiffPass(autodiff));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addLossAndGradientPasses(pm, training);
     if (failed(pm.run(step)))
       return failure();
   }

@@ -11,6 +11,7 @@
 #define ZTC_TOOLS_ZTC_COMPILE_H
 
 #include "codegen/Emit.h"
+#include "mlir/Pass/PassManager.h"
 #include "dialects/Onnx/Import/Importer.h"
 
 #include "runtime/Artifact.h"
@@ -57,6 +58,11 @@ struct TrainingOptions {
   std::vector<std::string> frozen;
   ::ztc::rt::ScheduleConfig schedule;
 };
+
+/// Adds the passes that turn an nn model function into one returning the
+/// loss and its gradients (attach the loss, autodiff, clean up).
+void addLossAndGradientPasses(OpPassManager &pm,
+                              const TrainingOptions &training);
 
 /// Compiles the training step of the model at `modelPath` for `target`:
 /// entries `ztc_train_step` (loss, gradients, in-place update) and

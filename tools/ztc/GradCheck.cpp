@@ -125,18 +125,9 @@ std::optional<int64_t> indexBound(Value value) {
 LogicalResult buildLossAndGrads(func::FuncOp func,
                                 const TrainingOptions &training) {
   PassManager pm(func->getContext(), func::FuncOp::getOperationName());
+  // Promote first, so the loss and gradient ops are built in f64.
   pm.addPass(createPromoteF64Pass());
-  AttachLossPassOptions loss;
-  loss.loss = training.loss;
-  loss.lossInput = training.lossInput;
-  loss.labels = training.labels;
-  loss.ignoreIndex = training.ignoreIndex;
-  pm.addPass(createAttachLossPass(loss));
-  AutodiffPassOptions autodiff;
-  autodiff.frozen.assign(training.frozen.begin(), training.frozen.end());
-  pm.addPass(createAutodiffPass(autodiff));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addLossAndGradientPasses(pm, training);
   return pm.run(func);
 }
 
