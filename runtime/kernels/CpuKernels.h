@@ -36,6 +36,7 @@
 #ifndef ZTC_RUNTIME_KERNELS_CPUKERNELS_H
 #define ZTC_RUNTIME_KERNELS_CPUKERNELS_H
 
+#include "Dims.h"
 #include "Half.h"
 
 #include <cblas.h>
@@ -58,28 +59,8 @@
 
 namespace ztc::cpu {
 
-/// A static shape (rank <= 8), built from a braced list in generated code.
-struct Dims {
-  int64_t rank = 0;
-  int64_t d[8] = {0};
-  Dims() = default;
-  Dims(std::initializer_list<int64_t> dims);
-  int64_t numElements() const;
-  int64_t operator[](int64_t i) const { return d[i]; }
-};
-
-inline Dims::Dims(std::initializer_list<int64_t> dims) {
-  for (int64_t size : dims)
-    if (rank < 8)
-      d[rank++] = size;
-}
-
-inline int64_t Dims::numElements() const {
-  int64_t count = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    count *= d[i];
-  return count;
-}
+/// The shape type of every kernel (runtime/kernels/Dims.h).
+using Dims = ztc::Dims;
 
 /// What `reduce` computes over the reduced dimensions.
 enum class ReduceKind { Sum, Mean, Max };

@@ -42,6 +42,7 @@
 #ifndef ZTC_RUNTIME_KERNELS_CUDAKERNELS_CUH
 #define ZTC_RUNTIME_KERNELS_CUDAKERNELS_CUH
 
+#include "Dims.h"
 #include "Half.h"
 
 #include <cuda_runtime_api.h>
@@ -65,27 +66,9 @@
 
 namespace ztc::cuda {
 
-/// A static shape (rank <= 8), built from a braced list in generated code;
-/// the same layout as ztc::cpu::Dims, passed to kernels by value.
-struct Dims {
-  int64_t rank = 0;
-  int64_t d[8] = {0};
-  Dims() = default;
-  Dims(std::initializer_list<int64_t> dims);
-  ZTC_HOST_DEVICE int64_t numElements() const {
-    int64_t count = 1;
-    for (int64_t i = 0; i < rank; ++i)
-      count *= d[i];
-    return count;
-  }
-  ZTC_HOST_DEVICE int64_t operator[](int64_t i) const { return d[i]; }
-};
-
-inline Dims::Dims(std::initializer_list<int64_t> dims) {
-  for (int64_t size : dims)
-    if (rank < 8)
-      d[rank++] = size;
-}
+/// The shape type of every kernel (runtime/kernels/Dims.h), passed to
+/// kernels by value.
+using Dims = ztc::Dims;
 
 /// What `reduce` computes over the reduced dimensions.
 enum class ReduceKind { Sum, Mean, Max };
