@@ -40,6 +40,16 @@ public:
 };
 
 /// Host memory, entry called on the calling thread (OpenMP inside).
+/// The kernel library's error hooks in the shared object holding `entry`:
+/// `ztc_<library>_last_error` and `ztc_<library>_clear_error` ("cpu" or
+/// "cuda"). Both or neither: a step that could report but not clear would
+/// report a stale error forever.
+struct ErrorHooks {
+  const char *(*lastError)() = nullptr;
+  void (*clearError)() = nullptr;
+};
+ErrorHooks findErrorHooks(EntryFn entry, const char *library);
+
 std::unique_ptr<Backend> createCpuBackend();
 
 /// Memory on the current CUDA device; the entry runs on the legacy default

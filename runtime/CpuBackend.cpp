@@ -28,35 +28,6 @@ namespace {
 /// Cache-line (and AVX-512) alignment for every buffer.
 constexpr size_t kAlignment = 64;
 
-/// The kernel library's error hooks of the shared object holding an entry.
-struct ErrorHooks {
-  const char *(*lastError)() = nullptr;
-  void (*clearError)() = nullptr;
-};
-
-ErrorHooks findErrorHooks(EntryFn entry) {
-  ErrorHooks hooks;
-  Dl_info info;
-  if (!::dladdr(reinterpret_cast<void *>(entry), &info) || !info.dli_fname)
-    return hooks;
-  // Already loaded by the Artifact: RTLD_NOLOAD only takes a reference.
-  void *handle = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  if (!handle)
-    return hooks;
-  auto lastError = reinterpret_cast<const char *(*)()>(
-      ::dlsym(handle, "ztc_cpu_last_error"));
-  auto clearError =
-      reinterpret_cast<void (*)()>(::dlsym(handle, "ztc_cpu_clear_error"));
-  ::dlclose(handle);
-  // Both or neither: a step that could report but not clear would report a
-  // stale error forever.
-  if (lastError && clearError) {
-    hooks.lastError = lastError;
-    hooks.clearError = clearError;
-  }
-  return hooks;
-}
-
 class CpuBackend final : public Backend {
 public:
   Target target() const override { return Target::Cpu; }
@@ -84,7 +55,7 @@ public:
 
   void call(EntryFn entry, void *const *bindings, char *arena) override {
     if (entry != hooksEntry_) {
-      hooks_ = findErrorHooks(entry);
+      hooks_ = findErrorHooks(entry, "cpu");
       hooksEntry_ = entry;
     }
     if (hooks_.clearError)

@@ -47,30 +47,6 @@ void checkBytes(cudaError_t status, const char *call, size_t bytes,
                 describe(status));
 }
 
-/// The kernel library's error hooks of the shared object holding an entry
-/// (absent when the step does not include CudaKernels.cuh).
-struct ErrorHooks {
-  const char *(*lastError)() = nullptr;
-  void (*clearError)() = nullptr;
-};
-
-ErrorHooks findErrorHooks(EntryFn entry) {
-  ErrorHooks hooks;
-  Dl_info info;
-  if (!::dladdr(reinterpret_cast<void *>(entry), &info) || !info.dli_fname)
-    return hooks;
-  // Already loaded by the Artifact: RTLD_NOLOAD only takes a reference.
-  void *handle = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  if (!handle)
-    return hooks;
-  hooks.lastError = reinterpret_cast<const char *(*)()>(
-      ::dlsym(handle, "ztc_cuda_last_error"));
-  hooks.clearError =
-      reinterpret_cast<void (*)()>(::dlsym(handle, "ztc_cuda_clear_error"));
-  ::dlclose(handle);
-  return hooks;
-}
-
 class CudaBackend final : public Backend {
 public:
   CudaBackend() {
@@ -116,7 +92,7 @@ public:
 
   void call(EntryFn entry, void *const *bindings, char *arena) override {
     if (entry != hooksEntry_) {
-      hooks_ = findErrorHooks(entry);
+      hooks_ = findErrorHooks(entry, "cuda");
       hooksEntry_ = entry;
     }
     // A failed launch left over from code outside the step is not the
