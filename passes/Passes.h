@@ -14,6 +14,7 @@
 
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/NN/IR/NNOps.h"
+#include "dialects/Train/IR/TrainOps.h"
 
 namespace mlir::ztc {
 

@@ -161,23 +161,38 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
   let description = [{
     Input: a function returning the scalar loss followed by gradients, each
     result tagged `train.grad_of = "<parameter name>"` (what ztc-autodiff
-    produces). Output: the training step.
+    produces). Output: the training step, written with `train` ops.
 
     1. Adds the hyperparameter arguments `lr` and `step` (rank-0 f32, the
        1-based optimizer step; tagged `train.hyper`), written by the runtime
        before every call, so learning-rate schedules cost no recompilation.
-    2. Clips gradients by their global L2 norm when `clip-grad-norm` > 0
-       (torch.nn.utils.clip_grad_norm_: factor min(1, max / (norm + 1e-6))).
+    2. Clips gradients by their global L2 norm when `clip-grad-norm` > 0:
+       one `train.clip_by_global_norm` over every gradient.
     3. Per parameter, adds its state arguments (tagged `train.state`, named
        `<param>.momentum_buffer`, `<param>.exp_avg`, `<param>.exp_avg_sq`,
-       zero-initialized by the runtime) and computes the new parameter and
-       states with PyTorch's formulas for SGD (momentum, dampening 0,
-       nesterov, L2 weight decay), Adam (L2 weight decay) and AdamW
-       (decoupled weight decay, default 0.01), with bias correction from
-       `step`.
+       zero-initialized by the runtime) and one `train.sgd` or `train.adam`
+       (AdamW: `decoupled`) with PyTorch's defaults: weight decay 0.01 for
+       AdamW, 0 otherwise.
     4. Returns the loss, then the new value of every updated parameter and
        state, tagged `train.update_of = "<argument name>"`; bufferization
        writes them into the argument's own buffer (an in-place update).
+       Results already tagged `train.update_of` (gradient accumulators,
+       BatchNorm running statistics) pass through after them.
+
+    Example (SGD, no momentum):
+
+    ```mlir
+    func.func @step(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
+        -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"})
+    // becomes
+    func.func @step(%w: ..., %lr: tensor<f32> {onnx.name = "lr", train.hyper},
+                    %step: tensor<f32> {onnx.name = "step", train.hyper})
+        -> (tensor<f32> {onnx.name = "loss"},
+            tensor<4xf32> {train.update_of = "w"}) {
+      %new = train.sgd %w, %g, %lr
+          : tensor<4xf32>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+      ...
+    ```
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
@@ -195,6 +210,29 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "Clip gradients to this global L2 norm (0: no clipping)">,
   ];
+  let dependentDialects = ["::mlir::ztc::train::TrainDialect"];
+}
+
+def LowerTrainPass : Pass<"ztc-lower-train", "func::FuncOp"> {
+  let summary = "Expand train ops into nn arithmetic";
+  let description = [{
+    Rewrites `train.sgd`, `train.adam` and `train.clip_by_global_norm` into
+    elementwise `nn` ops and reductions with the formulas of torch.optim's
+    single-tensor implementations (see each op), so that the update fuses
+    and bufferizes like the rest of the step. Scalars are f32 constants.
+    Runs first in the lowering to kernels; passes that need whole updates
+    (ZeRO sharding, master weights) run before it.
+
+    Example:
+
+    ```mlir
+    %new = train.sgd %w, %g, %lr
+        : tensor<4xf32>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+    // becomes
+    %0 = nn.mul %g, %lr : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+    %new = nn.sub %w, %0 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
                            "::mlir::arith::ArithDialect"];
 }

@@ -26,8 +26,9 @@ void ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
 }
 
 void ztc::buildNNToKernelPipeline(OpPassManager &pm) {
-  // Bufferize, then fuse elementwise chains (fewer buffers to place), then
+  // Expand optimizer updates into nn arithmetic, bufferize, then fuse elementwise chains (fewer buffers to place), then
   // place what is left in the arena.
+  pm.addNestedPass<func::FuncOp>(createLowerTrainPass());
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
@@ -47,5 +48,6 @@ void ztc::registerAllPasses() {
 
 void ztc::registerAllDialects(DialectRegistry &registry) {
   registry.insert<func::FuncDialect, arith::ArithDialect, math::MathDialect,
-                  onnx::OnnxDialect, nn::NNDialect, kernel::KernelDialect>();
+                  onnx::OnnxDialect, nn::NNDialect, train::TrainDialect,
+                  kernel::KernelDialect>();
 }

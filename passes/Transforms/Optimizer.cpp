@@ -1,10 +1,9 @@
 //===- Optimizer.cpp - the ztc-optimizer pass ---------------------*- C++
 //-*-===//
 //
-// Appends SGD, Adam or AdamW updates, written with nn ops, to a function
-// that returns the loss and its gradients. See the pass description in
-// Passes.td; the formulas follow torch.optim's single-tensor
-// implementations.
+// Appends SGD, Adam or AdamW updates (train ops) to a function that
+// returns the loss and its gradients. See the pass description in
+// Passes.td; ztc-lower-train expands the updates into nn arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,34 +18,6 @@ using namespace mlir;
 using namespace mlir::ztc;
 
 namespace {
-
-/// Builds scalar-broadcast arithmetic for one parameter's update.
-struct Math {
-  OpBuilder &b;
-  Location loc;
-
-  Value scalar(double value) {
-    auto type = RankedTensorType::get({}, b.getF32Type());
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
-  }
-  Value add(Value x, Value y) { return nn::AddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return nn::SubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return nn::MulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return nn::DivOp::create(b, loc, x, y); }
-  Value mul(Value x, double y) { return mul(x, scalar(y)); }
-  Value sqrt(Value x) { return nn::SqrtOp::create(b, loc, x); }
-  /// The sum of squares of every element, as a scalar.
-  Value sumOfSquares(Value x) {
-    auto type = cast<RankedTensorType>(x.getType());
-    SmallVector<int64_t> axes =
-        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-    Value square = mul(x, x);
-    return axes.empty()
-               ? square
-               : Value(nn::ReduceSumOp::create(b, loc, square, axes, false));
-  }
-};
 
 struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
   using OptimizerPassBase::OptimizerPassBase;
@@ -82,16 +53,22 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     SmallVector<std::pair<Value, StringAttr>> passThrough;
     for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
       if (auto update =
-              func.getResultAttrOfType<StringAttr>(i, "train.update_of")) {
+              func.getResultAttrOfType<StringAttr>(i, train::kUpdateOfAttr)) {
         passThrough.emplace_back(ret.getOperand(i), update);
         continue;
       }
-      auto of = func.getResultAttrOfType<StringAttr>(i, "train.grad_of");
-      auto it = of ? argByName.find(of.getValue()) : argByName.end();
-      if (it == argByName.end()) {
+      auto of = func.getResultAttrOfType<StringAttr>(i, train::kGradOfAttr);
+      if (!of) {
         func.emitError("result ") << i
                                   << " is not a gradient of a parameter "
                                      "(train.grad_of)";
+        return signalPassFailure();
+      }
+      auto it = argByName.find(of.getValue());
+      if (it == argByName.end()) {
+        func.emitError("result ") << i << " is the gradient of '"
+                                  << of.getValue()
+                                  << "', which names no argument";
         return signalPassFailure();
       }
       updates.push_back({of.str(), it->second, ret.getOperand(i)});
@@ -103,24 +80,20 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
 
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr("optimizer"), ret.getLoc());
-    Math m{b, loc};
     Type scalarType = RankedTensorType::get({}, b.getF32Type());
-    Value lr = addArgument(func, scalarType, "lr", "train.hyper");
-    Value step = addArgument(func, scalarType, "step", "train.hyper");
+    Value lr = addArgument(func, scalarType, "lr", train::kHyperAttr);
+    Value step = addArgument(func, scalarType, "step", train::kHyperAttr);
     b.setInsertionPoint(ret);
 
     // 2. Global-norm clipping.
     if (clipGradNorm > 0) {
-      Value total;
-      for (Update &u : updates) {
-        Value sq = m.sumOfSquares(u.grad);
-        total = total ? m.add(total, sq) : sq;
-      }
-      Value norm = m.sqrt(total);
-      Value factor = m.div(m.scalar(clipGradNorm), m.add(norm, m.scalar(1e-6)));
-      factor = nn::MinOp::create(b, loc, factor, m.scalar(1.0));
-      for (Update &u : updates)
-        u.grad = m.mul(u.grad, factor);
+      SmallVector<Value> grads =
+          llvm::map_to_vector(updates, [](Update &u) { return u.grad; });
+      auto clip = train::ClipByGlobalNormOp::create(
+          b, loc, ValueRange(grads).getTypes(), grads,
+          b.getF64FloatAttr(clipGradNorm));
+      for (auto [u, clipped] : llvm::zip(updates, clip.getClipped()))
+        u.grad = clipped;
     }
 
     // 3. Updates.
@@ -130,45 +103,48 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     SmallVector<std::string> updatedNames;
     for (Update &u : updates) {
       Value p = func.getArgument(u.arg);
-      auto type = p.getType();
-      Value g = u.grad;
+      Type type = p.getType();
       if (optimizer == "sgd") {
-        if (decay != 0)
-          g = m.add(g, m.mul(p, decay));
+        SmallVector<Value> operands = {p, u.grad, lr};
+        SmallVector<Type> types = {type};
         if (momentum != 0) {
-          Value buf = addArgument(func, type, u.name + ".momentum_buffer",
-                                  "train.state");
-          b.setInsertionPoint(ret);
-          Value newBuf = m.add(m.mul(buf, momentum), g);
-          results.push_back(newBuf);
-          updatedNames.push_back(u.name + ".momentum_buffer");
-          g = nesterov ? m.add(g, m.mul(newBuf, momentum)) : newBuf;
+          operands.push_back(addArgument(func, type,
+                                         u.name + ".momentum_buffer",
+                                         train::kStateAttr));
+          types.push_back(type);
         }
-        results.push_back(m.sub(p, m.mul(g, lr)));
+        SmallVector<NamedAttribute> attrs = {
+            b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
+            b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay))};
+        if (nesterov)
+          attrs.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
+        b.setInsertionPoint(ret);
+        auto sgd = train::SgdOp::create(b, loc, types, operands, attrs);
+        if (Value buffer = sgd.getNewMomentumBuffer()) {
+          results.push_back(buffer);
+          updatedNames.push_back(u.name + ".momentum_buffer");
+        }
+        results.push_back(sgd.getNewParam());
         updatedNames.push_back(u.name);
         continue;
       }
       // Adam and AdamW.
       Value expAvg =
-          addArgument(func, type, u.name + ".exp_avg", "train.state");
+          addArgument(func, type, u.name + ".exp_avg", train::kStateAttr);
       Value expAvgSq =
-          addArgument(func, type, u.name + ".exp_avg_sq", "train.state");
+          addArgument(func, type, u.name + ".exp_avg_sq", train::kStateAttr);
+      SmallVector<NamedAttribute> attrs = {
+          b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
+          b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
+          b.getNamedAttr("eps", b.getF64FloatAttr(eps)),
+          b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay))};
+      if (optimizer == "adamw")
+        attrs.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
       b.setInsertionPoint(ret);
-      if (optimizer == "adamw" && decay != 0)
-        p = m.sub(p, m.mul(p, m.mul(lr, m.scalar(decay))));
-      else if (decay != 0)
-        g = m.add(g, m.mul(p, decay));
-      Value newAvg = m.add(m.mul(expAvg, beta1), m.mul(g, 1.0 - beta1));
-      Value newAvgSq =
-          m.add(m.mul(expAvgSq, beta2), m.mul(m.mul(g, g), 1.0 - beta2));
-      Value bc1 = m.sub(m.scalar(1.0),
-                        nn::PowOp::create(b, loc, m.scalar(beta1), step));
-      Value bc2 = m.sub(m.scalar(1.0),
-                        nn::PowOp::create(b, loc, m.scalar(beta2), step));
-      Value denom = m.add(m.div(m.sqrt(newAvgSq), m.sqrt(bc2)), m.scalar(eps));
-      Value stepSize = m.div(lr, bc1);
-      Value newP = m.sub(p, m.mul(m.div(newAvg, denom), stepSize));
-      results.append({newP, newAvg, newAvgSq});
+      auto adam = train::AdamOp::create(
+          b, loc, TypeRange{type, type, type},
+          ValueRange{p, u.grad, expAvg, expAvgSq, lr, step}, attrs);
+      results.append(adam->result_begin(), adam->result_end());
       updatedNames.append(
           {u.name, u.name + ".exp_avg", u.name + ".exp_avg_sq"});
     }
@@ -191,7 +167,7 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     for (auto [i, name] : llvm::enumerate(updatedNames))
       func.setResultAttrs(
           i + 1, b.getDictionaryAttr(
-                     b.getNamedAttr("train.update_of", b.getStringAttr(name))));
+                     b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
   }
 
   static bool isScalarFloat(Type type) {

@@ -1,0 +1,183 @@
+//===- TrainOps.cpp - train dialect -------------------------------*- C++
+//-*-===//
+//
+// Registration, op verifiers and the verification of the `train.*`
+// attributes on functions, their arguments and their results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Train/IR/TrainOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::ztc::train;
+
+#include "dialects/Train/IR/TrainOpsDialect.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Train/IR/TrainOps.cpp.inc"
+
+void TrainDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Train/IR/TrainOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kStateAttr && name != kHyperAttr)
+    return op->emitError("unknown argument attribute '") << name << "'";
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError("'") << name << "' on argument " << argIndex
+                              << " must be a unit attribute";
+  if (name == kHyperAttr) {
+    Type type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+    // A tensor, or the buffer bufferization makes of it.
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasRank() || shaped.getRank() != 0)
+      return op->emitError("hyper argument ")
+             << argIndex << " must be rank 0, got " << type;
+  }
+  return success();
+}
+
+LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kGradOfAttr && name != kUpdateOfAttr)
+    return op->emitError("unknown result attribute '") << name << "'";
+  auto target = dyn_cast<StringAttr>(attr.getValue());
+  if (!target)
+    return op->emitError("'") << name << "' on result " << resultIndex
+                              << " must be a string";
+  if (name != kUpdateOfAttr)
+    return success();
+  // The updated argument exists and has the result's type: the runtime
+  // writes the result into the argument's buffer.
+  auto func = dyn_cast<func::FuncOp>(op);
+  if (!func)
+    return success();
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto argName = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
+    if (argName != target)
+      continue;
+    Type argType = func.getArgument(i).getType();
+    Type resultType = func.getResultTypes()[resultIndex];
+    if (argType != resultType)
+      return op->emitError("result ")
+             << resultIndex << " updates '" << target.getValue() << "' of type "
+             << argType << " with a value of type " << resultType;
+    return success();
+  }
+  return op->emitError("result ")
+         << resultIndex << " updates '" << target.getValue()
+         << "', which names no argument";
+}
+
+LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (!isa<func::FuncOp>(op))
+    return op->emitError("'") << name << "' belongs on a function";
+  if (name == kLossAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError("'") << name << "' must be a string";
+    return success();
+  }
+  if (name == kBuffersAttr || name == kNoGradAttr) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
+      return op->emitError("'") << name << "' must be an array of strings";
+    return success();
+  }
+  return op->emitError("unknown function attribute '") << name << "'";
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+/// Checks that `value` has the parameter's type `expected`.
+static LogicalResult checkLikeParam(Operation *op, Value value, StringRef what,
+                                    Type expected) {
+  if (value.getType() != expected)
+    return op->emitOpError("expects ")
+           << what << " of the parameter's type " << expected << ", got "
+           << value.getType();
+  return success();
+}
+
+LogicalResult SgdOp::verify() {
+  Type type = getParam().getType();
+  if (failed(checkLikeParam(*this, getGrad(), "grad", type)) ||
+      failed(checkLikeParam(*this, getNewParam(), "new_param", type)))
+    return failure();
+  double momentum = getMomentum().convertToDouble();
+  if (momentum < 0 || getWeightDecay().convertToDouble() < 0)
+    return emitOpError("expects non-negative momentum and weight_decay");
+  if (getNesterov() && momentum == 0)
+    return emitOpError("nesterov needs a positive momentum");
+  Value buffer = getMomentumBuffer();
+  Value newBuffer = getNewMomentumBuffer();
+  if ((momentum > 0) != bool(buffer))
+    return emitOpError(momentum > 0
+                           ? "with momentum expects a momentum_buffer operand"
+                           : "without momentum takes no momentum_buffer");
+  if (bool(buffer) != bool(newBuffer))
+    return emitOpError("returns a new momentum buffer exactly when it takes "
+                       "one");
+  if (buffer &&
+      (failed(checkLikeParam(*this, buffer, "momentum_buffer", type)) ||
+       failed(checkLikeParam(*this, newBuffer, "new_momentum_buffer", type))))
+    return failure();
+  return success();
+}
+
+LogicalResult AdamOp::verify() {
+  Type type = getParam().getType();
+  Value likeParam[] = {getGrad(),     getExpAvg(),    getExpAvgSq(),
+                       getNewParam(), getNewExpAvg(), getNewExpAvgSq()};
+  StringRef names[] = {"grad",      "exp_avg",     "exp_avg_sq",
+                       "new_param", "new_exp_avg", "new_exp_avg_sq"};
+  for (auto [value, name] : llvm::zip(likeParam, names))
+    if (failed(checkLikeParam(*this, value, name, type)))
+      return failure();
+  for (double beta :
+       {getBeta1().convertToDouble(), getBeta2().convertToDouble()})
+    if (!(beta >= 0 && beta < 1))
+      return emitOpError("expects betas in [0, 1), got ") << beta;
+  if (!(getEps().convertToDouble() > 0))
+    return emitOpError("expects a positive eps");
+  if (getWeightDecay().convertToDouble() < 0)
+    return emitOpError("expects a non-negative weight_decay");
+  return success();
+}
+
+LogicalResult ClipByGlobalNormOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("expects at least one gradient");
+  if (getGrads().size() != getClipped().size())
+    return emitOpError("expects one result per gradient, got ")
+           << getClipped().size() << " for " << getGrads().size();
+  for (auto [i, grad, clipped] : llvm::enumerate(getGrads(), getClipped()))
+    if (grad.getType() != clipped.getType())
+      return emitOpError("result ") << i << " of type " << clipped.getType()
+                                    << " differs from its gradient's type "
+                                    << grad.getType();
+  if (!(getMaxNorm().convertToDouble() > 0))
+    return emitOpError("expects a positive max_norm");
+  return success();
+}

@@ -1,0 +1,154 @@
+//===- TrainOps.td - train dialect -------------------------*- tablegen -*-===//
+//
+// What makes a function a training step: optimizer updates, global-norm
+// clipping, and the roles of arguments and results (parameter state,
+// host-written hyperparameters, gradients, in-place updates).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_DIALECTS_TRAIN_IR_TRAINOPS_TD
+#define ZTC_DIALECTS_TRAIN_IR_TRAINOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Train_Dialect : Dialect {
+  let name = "train";
+  let cppNamespace = "::mlir::ztc::train";
+  let summary = "Optimizer updates and the roles of a training step's values";
+  let description = [{
+    The `train` dialect states what turns a forward function into a training
+    step. Its ops are whole optimizer steps and gradient transformations with
+    PyTorch's semantics, kept as single ops so that later passes see them
+    whole: ZeRO partitions an update by slicing its operands, mixed precision
+    runs it on fp32 master weights. `ztc-lower-train` expands them into `nn`
+    arithmetic before bufferization.
+
+    The dialect also owns the `train.*` attributes that give function
+    arguments and results their roles, and verifies them:
+
+    - on arguments: `train.state` (optimizer state, zero-initialized and
+      updated in place), `train.hyper` (a rank-0 value the runtime writes
+      before every call: `lr`, `step`);
+    - on results: `train.grad_of = "<parameter>"` (a gradient),
+      `train.update_of = "<argument>"` (the new value of that argument, of
+      its type, written into its buffer);
+    - on functions: `train.loss` (the loss kind attached), `train.buffers`
+      and `train.no_grad` (parameters that get no gradient, and why).
+  }];
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+}
+
+/// Parameters, gradients and optimizer states: static float tensors.
+def Train_FloatTensor : StaticShapeTensorOf<[F32, F64, F16, BF16]>;
+/// Host-written hyperparameters (learning rate, step count): rank-0 f32.
+def Train_Hyper : 0DTensorOf<[F32]>;
+
+/// Base class of train ops: side-effect free, and printed like nn ops, with
+/// every operand and result type visible.
+class Train_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Train_Dialect, mnemonic, !listconcat(traits, [Pure])> {
+  let assemblyFormat = [{
+    operands attr-dict `:` type(operands) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SgdOp
+//===----------------------------------------------------------------------===//
+
+def Train_SgdOp : Train_Op<"sgd"> {
+  let summary = "one SGD step of one parameter (torch.optim.SGD)";
+  let description = [{
+    With `g = grad + weight_decay * param`: without momentum,
+    `new_param = param - lr * g`. With `momentum` > 0 the op takes and
+    returns the momentum buffer: `new_buffer = momentum * buffer + g`, and
+    `new_param = param - lr * d` where `d = g + momentum * new_buffer` with
+    `nesterov`, else `d = new_buffer` (dampening 0). The buffer starts at
+    zero, which matches PyTorch's first step (it copies `g`).
+
+    Example:
+
+    ```mlir
+    %p1, %b1 = train.sgd %p, %g, %lr, %b {momentum = 9.0e-01 : f64}
+        : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf32>
+        -> tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                   Train_Hyper:$lr,
+                   Optional<Train_FloatTensor>:$momentum_buffer,
+                   DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                   UnitAttr:$nesterov,
+                   DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Train_FloatTensor:$new_param,
+                  Optional<Train_FloatTensor>:$new_momentum_buffer);
+}
+
+//===----------------------------------------------------------------------===//
+// AdamOp
+//===----------------------------------------------------------------------===//
+
+def Train_AdamOp : Train_Op<"adam"> {
+  let summary = "one Adam or AdamW step of one parameter";
+  let description = [{
+    torch.optim.Adam (L2 `weight_decay` added to the gradient) or, with
+    `decoupled`, torch.optim.AdamW (`param *= 1 - lr * weight_decay` first).
+    With `t = step` (1-based, a host-written hyper):
+
+    ```
+    m' = beta1 * m + (1 - beta1) * g
+    v' = beta2 * v + (1 - beta2) * g * g
+    param' = param - (lr / (1 - beta1^t)) * m' / (sqrt(v') / sqrt(1 - beta2^t) + eps)
+    ```
+
+    Example:
+
+    ```mlir
+    %p1, %m1, %v1 = train.adam %p, %g, %m, %v, %lr, %step
+        {decoupled, weight_decay = 1.0e-02 : f64}
+        : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+          tensor<f32>, tensor<f32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                   Train_FloatTensor:$exp_avg, Train_FloatTensor:$exp_avg_sq,
+                   Train_Hyper:$lr, Train_Hyper:$step,
+                   DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                   DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                   DefaultValuedAttr<F64Attr, "1e-8">:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                   UnitAttr:$decoupled);
+  let results = (outs Train_FloatTensor:$new_param,
+                  Train_FloatTensor:$new_exp_avg,
+                  Train_FloatTensor:$new_exp_avg_sq);
+}
+
+//===----------------------------------------------------------------------===//
+// ClipByGlobalNormOp
+//===----------------------------------------------------------------------===//
+
+def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm"> {
+  let summary = "scale gradients so that their global L2 norm is at most max_norm";
+  let description = [{
+    torch.nn.utils.clip_grad_norm_: with `norm` the L2 norm of all elements
+    of all operands, every operand is multiplied by
+    `min(1, max_norm / (norm + 1e-6))`. The norm spans every operand, so
+    the op takes all the step's gradients at once (a sharded step reduces
+    the partial sums across ranks).
+
+    Example:
+
+    ```mlir
+    %a1, %b1 = train.clip_by_global_norm %a, %b {max_norm = 1.0 : f64}
+        : tensor<4xf32>, tensor<2x2xf32> -> tensor<4xf32>, tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$grads, F64Attr:$max_norm);
+  let results = (outs Variadic<Train_FloatTensor>:$clipped);
+}
+
+#endif // ZTC_DIALECTS_TRAIN_IR_TRAINOPS_TD

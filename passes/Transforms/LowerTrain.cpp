@@ -1,0 +1,127 @@
+//===- LowerTrain.cpp - the ztc-lower-train pass ------------------*- C++
+//-*-===//
+//
+// Expands train ops (optimizer updates, global-norm clipping) into nn
+// arithmetic with the formulas of torch.optim's single-tensor
+// implementations. See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_LOWERTRAINPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+/// Scalar-broadcast nn arithmetic at one insertion point.
+struct Math {
+  OpBuilder &b;
+  Location loc;
+
+  Value scalar(double value) {
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+  }
+  Value add(Value x, Value y) { return nn::AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return nn::SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return nn::MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return nn::DivOp::create(b, loc, x, y); }
+  Value mul(Value x, double y) { return mul(x, scalar(y)); }
+  Value sqrt(Value x) { return nn::SqrtOp::create(b, loc, x); }
+  Value pow(Value x, Value y) { return nn::PowOp::create(b, loc, x, y); }
+  /// The sum of squares of every element, as a scalar.
+  Value sumOfSquares(Value x) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    Value square = mul(x, x);
+    return axes.empty()
+               ? square
+               : Value(nn::ReduceSumOp::create(b, loc, square, axes, false));
+  }
+};
+
+SmallVector<Value> lower(train::SgdOp op, Math &m) {
+  double decay = op.getWeightDecay().convertToDouble();
+  double momentum = op.getMomentum().convertToDouble();
+  Value p = op.getParam();
+  Value g = op.getGrad();
+  if (decay != 0)
+    g = m.add(g, m.mul(p, decay));
+  SmallVector<Value> results = {nullptr};
+  if (Value buffer = op.getMomentumBuffer()) {
+    Value newBuffer = m.add(m.mul(buffer, momentum), g);
+    results.push_back(newBuffer);
+    g = op.getNesterov() ? m.add(g, m.mul(newBuffer, momentum)) : newBuffer;
+  }
+  results[0] = m.sub(p, m.mul(g, op.getLr()));
+  return results;
+}
+
+SmallVector<Value> lower(train::AdamOp op, Math &m) {
+  double decay = op.getWeightDecay().convertToDouble();
+  double beta1 = op.getBeta1().convertToDouble();
+  double beta2 = op.getBeta2().convertToDouble();
+  Value p = op.getParam();
+  Value g = op.getGrad();
+  Value lr = op.getLr();
+  if (op.getDecoupled() && decay != 0)
+    p = m.sub(p, m.mul(p, m.mul(lr, m.scalar(decay))));
+  else if (decay != 0)
+    g = m.add(g, m.mul(p, decay));
+  Value newAvg = m.add(m.mul(op.getExpAvg(), beta1), m.mul(g, 1.0 - beta1));
+  Value newAvgSq =
+      m.add(m.mul(op.getExpAvgSq(), beta2), m.mul(m.mul(g, g), 1.0 - beta2));
+  Value bc1 = m.sub(m.scalar(1.0), m.pow(m.scalar(beta1), op.getStep()));
+  Value bc2 = m.sub(m.scalar(1.0), m.pow(m.scalar(beta2), op.getStep()));
+  Value denom = m.add(m.div(m.sqrt(newAvgSq), m.sqrt(bc2)),
+                      m.scalar(op.getEps().convertToDouble()));
+  Value stepSize = m.div(lr, bc1);
+  Value newP = m.sub(p, m.mul(m.div(newAvg, denom), stepSize));
+  return {newP, newAvg, newAvgSq};
+}
+
+SmallVector<Value> lower(train::ClipByGlobalNormOp op, Math &m) {
+  Value total;
+  for (Value grad : op.getGrads()) {
+    Value squares = m.sumOfSquares(grad);
+    total = total ? m.add(total, squares) : squares;
+  }
+  Value norm = m.sqrt(total);
+  Value factor = m.div(m.scalar(op.getMaxNorm().convertToDouble()),
+                       m.add(norm, m.scalar(1e-6)));
+  factor = nn::MinOp::create(m.b, m.loc, factor, m.scalar(1.0));
+  return llvm::map_to_vector(op.getGrads(),
+                             [&](Value grad) { return m.mul(grad, factor); });
+}
+
+struct LowerTrainPass : public ztc::impl::LowerTrainPassBase<LowerTrainPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<train::SgdOp, train::AdamOp, train::ClipByGlobalNormOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      OpBuilder b(op);
+      Math m{b, op->getLoc()};
+      SmallVector<Value> results =
+          TypeSwitch<Operation *, SmallVector<Value>>(op)
+              .Case<train::SgdOp, train::AdamOp, train::ClipByGlobalNormOp>(
+                  [&](auto typed) { return lower(typed, m); });
+      op->replaceAllUsesWith(results);
+      op->erase();
+    }
+  }
+};
+
+} // namespace
