@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generates the small example models (mlp, cnn, gpt) into DIR
+# Generates the small example models (mlp, cnn, cnn_train, gpt) into DIR
 # (default: examples/onnx/models). Usage: examples/onnx/make_all.sh [DIR]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -10,3 +10,4 @@ PY="$ROOT/.venv/bin/python"
 for name in mlp cnn gpt; do
   "$PY" "$HERE/make_$name.py" --out "$OUT" --quiet
 done
+"$PY" "$HERE/make_cnn.py" --training --out "$OUT" --quiet

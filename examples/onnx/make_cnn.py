@@ -11,10 +11,16 @@ Reference data: cnn_data/x.npy (batch 8), cnn_ref/logits.npy.
 By default BatchNormalization stays a separate node (in inference mode,
 training_mode=0) so that the graph keeps the trainable BatchNorm parameters;
 --fuse-bn lets PyTorch fold BatchNorm into the convolutions instead.
+--training exports cnn_train.onnx: the same network in training mode
+(BatchNormalization with training_mode=1 normalizes with the batch's
+statistics and returns updated running statistics), as PyTorch trains it.
 """
 
 import _common  # noqa: F401  (re-executes under .venv if needed)
 from _common import base_argparser, describe, export, save_arrays, save_model, seed_everything
+
+import copy
+import warnings
 
 import torch
 from torch import nn
@@ -47,7 +53,11 @@ def main():
     p = base_argparser(__doc__.splitlines()[0])
     p.add_argument("--fuse-bn", action="store_true",
                    help="export with TrainingMode.EVAL, which folds BatchNorm into Conv")
+    p.add_argument("--training", action="store_true",
+                   help="export cnn_train.onnx with TrainingMode.TRAINING (training-mode "
+                        "BatchNormalization)")
     args = p.parse_args()
+    name = NAME + "_train" if args.training else NAME
     seed_everything(args.seed)
 
     model = CNN()
@@ -60,13 +70,19 @@ def main():
                 m.running_var.uniform_(0.5, 2.0)
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.2, 0.2)
-    model.eval()
+    model.train(args.training)
 
     x = torch.rand(REF_BATCH, 1, 8, 8)
+    # In training mode a forward pass moves the running statistics; the
+    # reference runs on a copy so that the exported ones stay as drawn.
     with torch.no_grad():
-        logits = model(x)
+        logits = copy.deepcopy(model)(x)
 
-    if args.fuse_bn:
+    if args.training:
+        # num_batches_tracked counts steps; ONNX has no place for it.
+        warnings.filterwarnings("ignore", message="ONNX Preprocess - Removing mutation")
+        extra = dict(training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    elif args.fuse_bn:
         extra = dict(training=torch.onnx.TrainingMode.EVAL, do_constant_folding=True)
     else:
         # TrainingMode.EVAL would run PyTorch's eval peephole pass, which fuses
@@ -82,8 +98,8 @@ def main():
         dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}},
         **extra,
     )
-    path = save_model(proto, args.out, NAME)
-    save_arrays(args.out, NAME, {"x": x.numpy()}, {"logits": logits.numpy()})
+    path = save_model(proto, args.out, name)
+    save_arrays(args.out, name, {"x": x.numpy()}, {"logits": logits.numpy()})
     if not args.quiet:
         print(describe(proto, path))
 

@@ -86,15 +86,22 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
       lossValue = *built;
     }
 
-    func::ReturnOp::create(b, ret.getLoc(), lossValue);
+    // The loss, then the state updates (running statistics) unchanged.
+    SmallVector<Value> results = {lossValue};
+    SmallVector<DictionaryAttr> attrs = {b.getDictionaryAttr(
+        b.getNamedAttr("onnx.name", b.getStringAttr("loss")))};
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+      if (func.getResultAttr(i, train::kUpdateOfAttr)) {
+        results.push_back(ret.getOperand(i));
+        attrs.push_back(func.getResultAttrDict(i));
+      }
+    func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
-    SmallVector<Type> results = {lossValue.getType()};
-    func.setType(
-        FunctionType::get(func.getContext(), func.getArgumentTypes(), results));
-    func.setResultAttrs(0, ArrayRef<NamedAttribute>{});
-    func.setResultAttr(0, "onnx.name", b.getStringAttr("loss"));
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    func.setAllResultAttrs(attrs);
     // Which loss was built (auto resolves here), for the artifact.
-    func->setAttr("train.loss", b.getStringAttr(loss));
+    func->setAttr(train::kLossAttr, b.getStringAttr(loss));
   }
 
   std::string outputName(func::FuncOp func, unsigned i) {

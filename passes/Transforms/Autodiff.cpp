@@ -12,6 +12,8 @@
 #include "dialects/NN/IR/NNOps.h"
 #include "passes/Passes.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Regex.h"
@@ -92,9 +94,14 @@ bool isRunningStatistic(BlockArgument arg) {
 
 /// The trainable parameters of `func`: float arguments tagged `onnx.param`
 /// whose name no frozen pattern matches and that are not running
-/// statistics (whose names go to `buffers`).
+/// statistics, in inference form or updated by the step itself (a result
+/// tagged `train.update_of` names them); their names go to `buffers`.
 SmallVector<Param> selectParams(func::FuncOp func, ArrayRef<llvm::Regex> frozen,
                                 SmallVectorImpl<Attribute> &buffers) {
+  llvm::StringSet<> updated;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (auto of = func.getResultAttrOfType<StringAttr>(i, train::kUpdateOfAttr))
+      updated.insert(of.getValue());
   SmallVector<Param> params;
   for (BlockArgument arg : func.getArguments()) {
     unsigned index = arg.getArgNumber();
@@ -107,7 +114,7 @@ SmallVector<Param> selectParams(func::FuncOp func, ArrayRef<llvm::Regex> frozen,
           return regex.match(name.getValue());
         }))
       continue;
-    if (isRunningStatistic(arg)) {
+    if (isRunningStatistic(arg) || updated.contains(name.getValue())) {
       buffers.push_back(name);
       continue;
     }
@@ -228,7 +235,8 @@ LogicalResult appendGradients(func::FuncOp func, ArrayRef<Value> grads,
   Builder b(func.getContext());
   for (auto [grad, name] : llvm::zip_equal(grads, names)) {
     types.push_back(grad.getType());
-    attrs.push_back(b.getDictionaryAttr(b.getNamedAttr("train.grad_of", name)));
+    attrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr(train::kGradOfAttr, name)));
   }
   if (failed(func.insertResults(indices, types, attrs)))
     return func.emitError("cannot add the gradient results");
@@ -274,9 +282,10 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
     if (failed(appendGradients(func, grads, names)))
       return signalPassFailure();
     if (!noGrad.empty())
-      func->setAttr("train.no_grad", ArrayAttr::get(&getContext(), noGrad));
+      func->setAttr(train::kNoGradAttr, ArrayAttr::get(&getContext(), noGrad));
     if (!buffers.empty())
-      func->setAttr("train.buffers", ArrayAttr::get(&getContext(), buffers));
+      func->setAttr(train::kBuffersAttr,
+                    ArrayAttr::get(&getContext(), buffers));
 
     // VJPs build every operand's gradient; drop those nothing needed.
     // Users are created after what they use, so one reverse walk suffices.

@@ -66,9 +66,9 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
       }
       auto it = argByName.find(of.getValue());
       if (it == argByName.end()) {
-        func.emitError("result ") << i << " is the gradient of '"
-                                  << of.getValue()
-                                  << "', which names no argument";
+        func.emitError("result ")
+            << i << " is the gradient of '" << of.getValue()
+            << "', which names no argument";
         return signalPassFailure();
       }
       updates.push_back({of.str(), it->second, ret.getOperand(i)});
@@ -108,9 +108,8 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
         SmallVector<Value> operands = {p, u.grad, lr};
         SmallVector<Type> types = {type};
         if (momentum != 0) {
-          operands.push_back(addArgument(func, type,
-                                         u.name + ".momentum_buffer",
-                                         train::kStateAttr));
+          operands.push_back(addArgument(
+              func, type, u.name + ".momentum_buffer", train::kStateAttr));
           types.push_back(type);
         }
         SmallVector<NamedAttribute> attrs = {
@@ -166,8 +165,8 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
                                "onnx.name", b.getStringAttr("loss"))));
     for (auto [i, name] : llvm::enumerate(updatedNames))
       func.setResultAttrs(
-          i + 1, b.getDictionaryAttr(
-                     b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
+          i + 1, b.getDictionaryAttr(b.getNamedAttr(train::kUpdateOfAttr,
+                                                    b.getStringAttr(name))));
   }
 
   static bool isScalarFloat(Type type) {

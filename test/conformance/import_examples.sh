@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Imports the PyTorch-exported example models (MLP, CNN with BatchNorm, small
-# GPT) to the nn dialect with their batch dimension bound, and checks that
+# Imports the PyTorch-exported example models (MLP, CNN with BatchNorm in
+# inference and in training mode, small GPT) to the nn dialect with their batch dimension bound, and checks that
 # every value in the result has a static shape and that each model's
 # characteristic ops survived the conversion.
 # Usage: import_examples.sh ZTC REPO_ROOT
@@ -31,5 +31,8 @@ check() {
 
 check mlp x=8x64 nn.matmul nn.relu
 check cnn x=8x1x8x8 nn.conv2d nn.batch_norm nn.max_pool2d nn.matmul
+# Training mode: batch statistics, running statistics returned as updates.
+check cnn_train x=8x1x8x8 nn.conv2d nn.reduce_mean nn.max_pool2d \
+  'train.update_of = "features.5.running_var"'
 check gpt tokens=4x16 nn.gather nn.layer_norm nn.softmax nn.erf nn.where \
   'tensor<4x2x16x16xf32>'

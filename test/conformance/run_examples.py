@@ -18,7 +18,7 @@ import tempfile
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODELS = {"mlp": "x", "cnn": "x", "gpt": "tokens"}
+MODELS = {"mlp": "x", "cnn": "x", "cnn_train": "x", "gpt": "tokens"}
 
 
 def header_bytes(source, label):

@@ -34,7 +34,8 @@ def run(*args):
                           text=True)
 
 
-def train_classifier(ztc, tmp, name, digits_flags, compile_flags, epochs):
+def train_classifier(ztc, tmp, name, digits_flags, compile_flags, epochs,
+                     export_flags=()):
     data = os.path.join(tmp, name + "_digits")
     run(sys.executable, os.path.join(REPO, "examples", "onnx", "prepare_digits.py"),
         "--out", data, *digits_flags)
@@ -46,7 +47,7 @@ def train_classifier(ztc, tmp, name, digits_flags, compile_flags, epochs):
         *compile_flags)
     run(ztc, "train", art, "--data", os.path.join(data, "train"), "--epochs", epochs,
         "--seed", "1", "--save", ckpt)
-    run(ztc, "export", art, "--checkpoint", ckpt, "-o", trained)
+    run(ztc, "export", art, "--checkpoint", ckpt, "-o", trained, *export_flags)
     seconds = time.monotonic() - start
     test = os.path.join(tmp, name + "_test")
     os.makedirs(test)
@@ -99,6 +100,11 @@ def main():
         # BatchNorm is exported in eval mode: its running statistics stay fixed.
         train_classifier(args.ztc, tmp, "cnn", ["--images"],
                          ["--lr", "3e-3", "--freeze", ".*running_(mean|var)"], "30")
+        # Exported in training mode: BatchNorm normalizes with batch
+        # statistics and updates its running statistics; the model exported
+        # for inference normalizes with those.
+        train_classifier(args.ztc, tmp, "cnn_train", ["--images"], ["--lr", "3e-3"], "30",
+                         ["--inference"])
         if os.path.exists(TEXT):
             train_gpt(args.ztc, tmp)
         else:

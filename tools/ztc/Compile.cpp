@@ -200,7 +200,13 @@ LogicalResult addGradientAccumulation(func::FuncOp step, unsigned microBatches,
     SmallVector<std::pair<Value, std::string>> resets;
     unsigned count = func.getNumResults();
     for (unsigned i = 1; i < count; ++i) {
-      auto of = func.getResultAttrOfType<StringAttr>(i, "train.grad_of");
+      // State updates (running statistics) happen in every micro-batch.
+      if (func.getResultAttr(i, train::kUpdateOfAttr)) {
+        results.push_back(ret.getOperand(i));
+        attrs.push_back(func.getResultAttrDict(i));
+        continue;
+      }
+      auto of = func.getResultAttrOfType<StringAttr>(i, train::kGradOfAttr);
       if (!of)
         return func.emitError("result ") << i << " is not a gradient";
       std::string name = of.str() + ".grad_accum";
@@ -210,7 +216,7 @@ LogicalResult addGradientAccumulation(func::FuncOp step, unsigned microBatches,
               index, grad.getType(),
               b.getDictionaryAttr(
                   {b.getNamedAttr("onnx.name", b.getStringAttr(name)),
-                   b.getNamedAttr("train.state", b.getUnitAttr())}),
+                   b.getNamedAttr(train::kStateAttr, b.getUnitAttr())}),
               func.getLoc())))
         return failure();
       b.setInsertionPoint(ret);
@@ -219,7 +225,7 @@ LogicalResult addGradientAccumulation(func::FuncOp step, unsigned microBatches,
       if (!isStep) {
         results.push_back(sum);
         attrs.push_back(b.getDictionaryAttr(
-            b.getNamedAttr("train.update_of", b.getStringAttr(name))));
+            b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
         continue;
       }
       results.push_back(
@@ -232,7 +238,7 @@ LogicalResult addGradientAccumulation(func::FuncOp step, unsigned microBatches,
     for (auto &[zeros, name] : resets) {
       results.push_back(zeros);
       attrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr("train.update_of", b.getStringAttr(name))));
+          b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
     }
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, ret.getLoc(), results);
@@ -271,6 +277,9 @@ LogicalResult mlir::ztc::compileForward(MLIRContext &context,
       importToNN(context, modelPath, options, module);
   if (failed(func))
     return failure();
+  // Inference returns the model's outputs; running statistics of a
+  // training-mode model are not written back.
+  train::eraseUpdateResults(*func);
   std::vector<codegen::StepInterface> steps;
   return lowerAndEmit(context, *module, {codegen::Entry{*func, "ztc_forward"}},
                       modelPath, target, artifact, steps);
@@ -297,15 +306,17 @@ LogicalResult mlir::ztc::compileTraining(MLIRContext &context,
       return failure();
   }
   std::string lossKind = training.loss;
-  if (auto built = step->getAttrOfType<StringAttr>("train.loss"))
+  if (auto built = step->getAttrOfType<StringAttr>(train::kLossAttr))
     lossKind = built.str();
   // The gradient entry: a copy before the update, results named after the
   // parameters they differentiate.
   func::FuncOp grads = step.clone();
   grads.setName("loss_and_grads");
   module->push_back(grads);
+  // It leaves the model's state as it was (--dump-grads, gradcheck).
+  train::eraseUpdateResults(grads);
   for (unsigned i = 1, e = grads.getNumResults(); i < e; ++i)
-    if (auto of = grads.getResultAttrOfType<StringAttr>(i, "train.grad_of"))
+    if (auto of = grads.getResultAttrOfType<StringAttr>(i, train::kGradOfAttr))
       grads.setResultAttr(i, "onnx.name", of);
   func::FuncOp accumulate;
   if (training.gradAccum > 1 &&

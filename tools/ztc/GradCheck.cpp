@@ -128,7 +128,11 @@ LogicalResult buildLossAndGrads(func::FuncOp func,
   // Promote first, so the loss and gradient ops are built in f64.
   pm.addPass(createPromoteF64Pass());
   addLossAndGradientPasses(pm, training);
-  return pm.run(func);
+  if (failed(pm.run(func)))
+    return failure();
+  // Every evaluation must see the same model: no running-statistics update.
+  train::eraseUpdateResults(func);
+  return success();
 }
 
 /// A copy of `grads` that returns only the loss; its gradient work dies.
@@ -268,9 +272,9 @@ LogicalResult compileCheck(MLIRContext &context, StringRef modelPath,
     return failure();
   grads.setName("loss_and_grads");
   for (unsigned i = 1, e = grads.getNumResults(); i < e; ++i)
-    if (auto of = grads.getResultAttrOfType<StringAttr>(i, "train.grad_of"))
+    if (auto of = grads.getResultAttrOfType<StringAttr>(i, train::kGradOfAttr))
       grads.setResultAttr(i, "onnx.name", of);
-  if (auto noGrad = grads->getAttrOfType<ArrayAttr>("train.no_grad"))
+  if (auto noGrad = grads->getAttrOfType<ArrayAttr>(train::kNoGradAttr))
     for (auto name : noGrad.getAsRange<StringAttr>())
       step.noGrad.push_back(name.str());
   for (unsigned i = 0, e = grads.getNumArguments(); i < e; ++i) {

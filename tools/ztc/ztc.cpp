@@ -73,6 +73,11 @@ cl::opt<std::string> checkpointDir("checkpoint",
 cl::opt<std::string> exportOutput("o", cl::desc("Write the model to FILE"),
                                   cl::value_desc("trained.onnx"), cl::Required,
                                   cl::sub(exportCommand));
+cl::opt<bool> exportInference(
+    "inference",
+    cl::desc("Switch training-mode BatchNormalization (running statistics "
+             "normalize) and Dropout (identity) to inference"),
+    cl::sub(exportCommand));
 cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Bind a graph input's shape: NAME=D0xD1x... "
@@ -519,11 +524,17 @@ int runExport() {
     return 1;
   }
   std::unique_ptr<MLIRContext> context = makeContext();
+  mz::onnx::ExportSummary summary;
   if (failed(mz::onnx::writeModelWithInitializers(*context, sourceModel,
-                                                  exportOutput, params)))
+                                                  exportOutput, params,
+                                                  exportInference, &summary)))
     return 1;
   llvm::errs() << "ztc: wrote " << exportOutput << " (" << params.size()
-               << " trained parameters)\n";
+               << " trained parameters";
+  if (exportInference)
+    llvm::errs() << "; inference mode: " << summary.batchNorms
+                 << " BatchNormalization, " << summary.dropouts << " Dropout";
+  llvm::errs() << ")\n";
   return 0;
 }
 
@@ -570,7 +581,7 @@ int main(int argc, char **argv) {
       "  ztc compile MODEL.onnx -o ART.ztc [--batch-size B] [--loss ...] "
       "[--optimizer ...]\n"
       "  ztc train ART.ztc --data DIR [--steps N | --epochs E] [--save DIR]\n"
-      "  ztc export ART.ztc --checkpoint DIR -o trained.onnx\n"
+      "  ztc export ART.ztc --checkpoint DIR -o trained.onnx [--inference]\n"
       "  ztc gradcheck MODEL.onnx [--loss ...] [--batch-size B] [--seed S] "
       "[--tolerance T]\n"
       "  ztc list-ops\n");

@@ -835,13 +835,61 @@ mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
                          llvm::sys::path::parent_path(path), options);
 }
 
+/// Switches the graph's training-mode BatchNormalization and Dropout nodes
+/// to inference (see writeModelWithInitializers).
+static LogicalResult switchToInference(MLIRContext &context, StringRef path,
+                                       ::onnx::GraphProto &graph,
+                                       ExportSummary &summary) {
+  llvm::StringSet<> read;
+  for (const ::onnx::NodeProto &node : graph.node())
+    for (const std::string &input : node.input())
+      read.insert(input);
+  for (const ::onnx::ValueInfoProto &output : graph.output())
+    read.insert(output.name());
+  for (::onnx::NodeProto &node : *graph.mutable_node()) {
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!defaultDomain)
+      continue;
+    if (node.op_type() == "BatchNormalization") {
+      bool training = node.output_size() > 1;
+      for (::onnx::AttributeProto &attr : *node.mutable_attribute())
+        if (attr.name() == "training_mode" && attr.i() != 0) {
+          training = true;
+          attr.set_i(0);
+        }
+      for (int i = 1; i < node.output_size(); ++i)
+        if (!node.output(i).empty() && read.contains(node.output(i)))
+          return emitError(FileLineColLoc::get(&context, path, 0, 0))
+                 << "node '" << node.name()
+                 << "' (BatchNormalization): its statistics output '"
+                 << node.output(i)
+                 << "' is read, so it cannot switch to inference";
+      if (node.output_size() > 1)
+        node.mutable_output()->DeleteSubrange(1, node.output_size() - 1);
+      summary.batchNorms += training;
+    } else if (node.op_type() == "Dropout" && node.input_size() > 2) {
+      // Without the training_mode input, Dropout is the identity.
+      node.mutable_input()->DeleteSubrange(2, node.input_size() - 2);
+      ++summary.dropouts;
+    }
+  }
+  return success();
+}
+
 LogicalResult mlir::ztc::onnx::writeModelWithInitializers(
     MLIRContext &context, StringRef path, StringRef outputPath,
-    const std::map<std::string, std::vector<uint8_t>> &values) {
+    const std::map<std::string, std::vector<uint8_t>> &values, bool inference,
+    ExportSummary *summary) {
   std::unique_ptr<llvm::MemoryBuffer> buffer = readModelFile(context, path);
   ::onnx::ModelProto model;
   if (!buffer || failed(parseModel(context, buffer->getBuffer(), path, model)))
     return failure();
+  ExportSummary changes;
+  if (inference &&
+      failed(switchToInference(context, path, *model.mutable_graph(), changes)))
+    return failure();
+  if (summary)
+    *summary = changes;
   Location loc = FileLineColLoc::get(&context, outputPath, 0, 0);
   uint64_t total = 0;
   for (const auto &entry : values)

@@ -74,13 +74,23 @@ readInitializers(MLIRContext &context, llvm::StringRef path,
                                                   llvm::StringRef bytes)>
                      fn);
 
+/// What `writeModelWithInitializers` changed besides the weights.
+struct ExportSummary {
+  /// Training-mode nodes switched to inference (`inference` only).
+  unsigned batchNorms = 0, dropouts = 0;
+};
+
 /// Writes the model at `path` to `outputPath` with the initializers named in
 /// `values` replaced by those little-endian bytes (shapes and types stay).
-/// Weights go to `outputPath`.data when they would not fit a protobuf; the
-/// file appears atomically (temporary + rename).
+/// With `inference`, training-mode BatchNormalization (running statistics
+/// normalize; the statistics outputs go) and Dropout (the identity) switch
+/// to inference; a statistics output something reads is an error naming the
+/// node. Weights go to `outputPath`.data when they would not fit a protobuf;
+/// the file appears atomically (temporary + rename).
 LogicalResult writeModelWithInitializers(
     MLIRContext &context, llvm::StringRef path, llvm::StringRef outputPath,
-    const std::map<std::string, std::vector<uint8_t>> &values);
+    const std::map<std::string, std::vector<uint8_t>> &values,
+    bool inference = false, ExportSummary *summary = nullptr);
 
 } // namespace mlir::ztc::onnx
 

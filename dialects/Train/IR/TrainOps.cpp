@@ -61,8 +61,8 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
     return op->emitError("unknown result attribute '") << name << "'";
   auto target = dyn_cast<StringAttr>(attr.getValue());
   if (!target)
-    return op->emitError("'") << name << "' on result " << resultIndex
-                              << " must be a string";
+    return op->emitError("'")
+           << name << "' on result " << resultIndex << " must be a string";
   if (name != kUpdateOfAttr)
     return success();
   // The updated argument exists and has the result's type: the runtime
@@ -104,6 +104,22 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitError("unknown function attribute '") << name << "'";
+}
+
+void mlir::ztc::train::eraseUpdateResults(func::FuncOp func) {
+  Operation *ret = func.getBody().back().getTerminator();
+  llvm::BitVector erase(func.getNumResults());
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (func.getResultAttr(i, kUpdateOfAttr))
+      erase.set(i);
+  if (erase.none())
+    return;
+  ret->eraseOperands(erase);
+  (void)func.eraseResults(erase);
+  for (Operation &op :
+       llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
+    if (isOpTriviallyDead(&op))
+      op.erase();
 }
 
 //===----------------------------------------------------------------------===//
@@ -174,9 +190,9 @@ LogicalResult ClipByGlobalNormOp::verify() {
            << getClipped().size() << " for " << getGrads().size();
   for (auto [i, grad, clipped] : llvm::enumerate(getGrads(), getClipped()))
     if (grad.getType() != clipped.getType())
-      return emitOpError("result ") << i << " of type " << clipped.getType()
-                                    << " differs from its gradient's type "
-                                    << grad.getType();
+      return emitOpError("result ")
+             << i << " of type " << clipped.getType()
+             << " differs from its gradient's type " << grad.getType();
   if (!(getMaxNorm().convertToDouble() > 0))
     return emitOpError("expects a positive max_norm");
   return success();

@@ -10,6 +10,7 @@
 #define ZTC_DIALECTS_TRAIN_IR_TRAINOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
@@ -34,6 +35,11 @@ inline constexpr llvm::StringLiteral kUpdateOfAttr = "train.update_of";
 inline constexpr llvm::StringLiteral kLossAttr = "train.loss";
 inline constexpr llvm::StringLiteral kBuffersAttr = "train.buffers";
 inline constexpr llvm::StringLiteral kNoGradAttr = "train.no_grad";
+
+/// Drops the results of `func` tagged `train.update_of` (state updates such
+/// as running statistics) and the ops only they used: a function that must
+/// leave every argument as it was (loss and gradients, forward inference).
+void eraseUpdateResults(func::FuncOp func);
 
 } // namespace mlir::ztc::train
 

@@ -207,7 +207,8 @@ LogicalResult Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
     Value buffer = lookup(operand);
     // Updated parameters and optimizer states go back into their own
     // buffers and are not returned.
-    if (auto of = func.getResultAttrOfType<StringAttr>(i, "train.update_of")) {
+    if (auto of =
+            func.getResultAttrOfType<StringAttr>(i, train::kUpdateOfAttr)) {
       BlockArgument target = argByName.lookup(of.getValue());
       if (!target)
         return func.emitError("result ") << i << " updates '" << of.getValue()

@@ -264,11 +264,85 @@ LogicalResult convertGlobalAveragePool(NodeContext &ctx,
 // Normalization
 //===----------------------------------------------------------------------===//
 
+/// Training-mode BatchNormalization: the batch's statistics normalize, and
+/// the running statistics move toward them, as ONNX defines it:
+/// `running = running * momentum + batch * (1 - momentum)` with the biased
+/// batch variance. Running statistics that are initializers are written
+/// back after the step (`NodeContext::updateState`).
+LogicalResult convertTrainingBatchNorm(NodeContext &ctx,
+                                       SmallVectorImpl<Value> &results) {
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank();
+  if (rank < 2)
+    return ctx.error() << "expects an input of rank 2 or more ([N, C, ...]), "
+                          "got "
+                       << type;
+  int64_t channels = type.getDimSize(1);
+  Type elem = type.getElementType();
+  static const char *const names[] = {"scale", "B", "input_mean", "input_var"};
+  for (unsigned i = 1; i <= 4; ++i) {
+    if (!ctx.input(i))
+      return ctx.error() << names[i - 1] << " (input " << i << ") is missing";
+    RankedTensorType operand = ctx.inputType(i);
+    if (operand.getShape() != ArrayRef<int64_t>{channels} ||
+        operand.getElementType() != elem)
+      return ctx.error() << names[i - 1] << " (input " << i
+                         << ") must be a vector of the " << channels
+                         << " channels of type " << elem << ", got " << operand;
+  }
+  double epsilon = ctx.floatAttr("epsilon", 1e-5);
+  double momentum = ctx.floatAttr("momentum", 0.9);
+  SmallVector<int64_t> axes = {0};
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  SmallVector<int64_t> perChannel(rank, 1);
+  perChannel[1] = channels;
+  auto mean = [&](Value value) {
+    return ctx.create<nn::ReduceMeanOp>(
+        value,
+        {ctx.i64ArrayAttr("axes", axes), ctx.boolAttr("keepdims", true)});
+  };
+  auto scalar = [&](double value) { return ctx.scalar(elem, value); };
+
+  Value x = ctx.input(0);
+  Value batchMean = mean(x);
+  Value centered = ctx.create<nn::SubOp>({x, batchMean});
+  Value batchVar = mean(ctx.create<nn::MulOp>({centered, centered}));
+  Value invStd = ctx.create<nn::ReciprocalOp>(ctx.create<nn::SqrtOp>(
+      ctx.create<nn::AddOp>({batchVar, scalar(epsilon)})));
+  Value normalized = ctx.create<nn::MulOp>({centered, invStd});
+  Value y = ctx.create<nn::AddOp>(
+      {ctx.create<nn::MulOp>(
+           {normalized, ctx.reshape(ctx.input(1), perChannel)}),
+       ctx.reshape(ctx.input(2), perChannel)});
+
+  Value savedMean = ctx.reshape(batchMean, {channels});
+  Value savedVar = ctx.reshape(batchVar, {channels});
+  auto runningUpdate = [&](Value running, Value batch) {
+    return ctx.create<nn::AddOp>(
+        {ctx.create<nn::MulOp>({running, scalar(momentum)}),
+         ctx.create<nn::MulOp>({batch, scalar(1.0 - momentum)})});
+  };
+  Value runningMean = runningUpdate(ctx.input(3), savedMean);
+  Value runningVar = runningUpdate(ctx.input(4), savedVar);
+  if (failed(ctx.updateState(3, runningMean)) ||
+      failed(ctx.updateState(4, runningVar)))
+    return failure();
+  results.append({y, runningMean, runningVar});
+  // BatchNormalization-9 also has the saved (batch) mean and variance.
+  if (ctx.since < 14)
+    results.append({savedMean, savedVar});
+  return success();
+}
+
 LogicalResult convertBatchNorm(NodeContext &ctx,
                                SmallVectorImpl<Value> &results) {
-  if (ctx.intAttr("training_mode", 0) != 0)
-    return ctx.error() << "training-mode BatchNormalization is not supported; "
-                          "export the model in eval mode";
+  // Training mode: an attribute from BatchNormalization-14 on; before, the
+  // node has the running-statistics outputs.
+  bool training = ctx.since >= 14 ? ctx.intAttr("training_mode", 0) != 0
+                                  : ctx.node.getNumResults() > 1;
+  if (training)
+    return convertTrainingBatchNorm(ctx, results);
   if (failed(rejectUsedOutputs(ctx, 1, "a running-statistics output")))
     return failure();
   return produce(results,

@@ -26,10 +26,18 @@
 
 namespace mlir::ztc::onnx_to_nn {
 
+/// A new value for a function argument, computed by the step and written
+/// back after it (BatchNorm running statistics).
+struct StateUpdate {
+  BlockArgument arg;
+  Value value;
+};
+
 /// What a converter sees of the node it converts.
 class NodeContext {
 public:
-  NodeContext(onnx::NodeOp node, OpBuilder &builder, int64_t sinceVersion);
+  NodeContext(onnx::NodeOp node, OpBuilder &builder, int64_t sinceVersion,
+              SmallVectorImpl<StateUpdate> *updates = nullptr);
 
   /// Mutable: ODS accessors are non-const.
   mutable onnx::NodeOp node;
@@ -51,6 +59,11 @@ public:
   FailureOr<SmallVector<int64_t>> constantInts(unsigned i, StringRef what);
   /// Whether output `i` exists and is used.
   bool outputUsed(unsigned i) const;
+  /// When input `i` is an initializer (a function argument tagged
+  /// `onnx.param`), records `value` as its new value after the step; the
+  /// function returns it tagged `train.update_of`. Otherwise does nothing.
+  /// An initializer updated twice is an error.
+  LogicalResult updateState(unsigned i, Value value);
 
   /// ONNX attributes, with defaults.
   bool hasAttr(StringRef name) const;
@@ -127,6 +140,8 @@ private:
                  infer);
   LogicalResult verifyCreated(Value result);
   std::string prefix() const;
+
+  SmallVectorImpl<StateUpdate> *updates;
 };
 
 /// Appends `value` to a converter's results; a null value means the

@@ -122,8 +122,10 @@ const ConverterRegistry &ConverterRegistry::get() {
 //===----------------------------------------------------------------------===//
 
 NodeContext::NodeContext(onnx::NodeOp node, OpBuilder &builder,
-                         int64_t sinceVersion)
-    : node(node), b(builder), loc(node.getLoc()), since(sinceVersion) {}
+                         int64_t sinceVersion,
+                         SmallVectorImpl<StateUpdate> *updates)
+    : node(node), b(builder), loc(node.getLoc()), since(sinceVersion),
+      updates(updates) {}
 
 Value NodeContext::input(unsigned i) const {
   if (i >= node.getInputs().size())
@@ -161,6 +163,23 @@ FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
 
 bool NodeContext::outputUsed(unsigned i) const {
   return i < node.getNumResults() && !node.getResult(i).use_empty();
+}
+
+LogicalResult NodeContext::updateState(unsigned i, Value value) {
+  auto arg = dyn_cast_or_null<BlockArgument>(input(i));
+  if (!updates || !value || !arg)
+    return success(value != nullptr);
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || !func.getArgAttr(arg.getArgNumber(), "onnx.param"))
+    return success();
+  for (const StateUpdate &update : *updates)
+    if (update.arg == arg)
+      return error() << "initializer "
+                     << func.getArgAttr(arg.getArgNumber(), "onnx.name")
+                     << " (input " << i
+                     << ") is already updated by another node";
+  updates->push_back({arg, value});
+  return success();
 }
 
 bool NodeContext::hasAttr(StringRef name) const {
@@ -389,9 +408,10 @@ struct ConvertOnnxToNNPass
       op.getResult().replaceAllUsesWith(constant);
       op.erase();
     });
+    SmallVector<StateUpdate> updates;
     for (auto [node, since] : nodes) {
       builder.setInsertionPoint(node);
-      if (failed(convertNode(node, since, builder)))
+      if (failed(convertNode(node, since, builder, updates)))
         return signalPassFailure();
     }
     func.walk([&](onnx::NoneOp op) {
@@ -399,15 +419,24 @@ struct ConvertOnnxToNNPass
         op.erase();
     });
 
-    // 3. The signature follows the inferred types.
+    // 3. The signature follows the inferred types; state updates are
+    // returned after the outputs.
     Operation *terminator = func.getBody().back().getTerminator();
+    unsigned outputs = terminator->getNumOperands();
+    for (const StateUpdate &update : updates)
+      terminator->insertOperands(terminator->getNumOperands(), update.value);
     func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                    terminator->getOperandTypes()));
+    for (auto [i, update] : llvm::enumerate(updates))
+      func.setResultAttr(
+          outputs + i, train::kUpdateOfAttr,
+          func.getArgAttr(update.arg.getArgNumber(), "onnx.name"));
   }
 
   LogicalResult convertNode(onnx::NodeOp node, int64_t since,
-                            OpBuilder &builder) {
-    NodeContext ctx(node, builder, since);
+                            OpBuilder &builder,
+                            SmallVectorImpl<StateUpdate> &updates) {
+    NodeContext ctx(node, builder, since, &updates);
     for (auto [i, value] : llvm::enumerate(node.getInputs())) {
       if (isa<NoneType>(value.getType()))
         continue;

@@ -226,6 +226,25 @@ func.func @cross_entropy(%logits: tensor<4x10xf32> {onnx.name = "logits", onnx.p
 
 // -----
 
+// A parameter the step itself updates (a training-mode running statistic,
+// returned tagged train.update_of) is a buffer: no gradient, even though
+// the loss does not depend on it either way; its update stays a result.
+// CHECK-LABEL: func.func @updated_statistics
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {train.update_of = "bn.running_mean"}, tensor<3xf32> {train.grad_of = "w"})
+// CHECK-SAME: attributes {train.buffers = ["bn.running_mean"]}
+func.func @updated_statistics(%x: tensor<3xf32> {onnx.name = "x"},
+                              %w: tensor<3xf32> {onnx.name = "w", onnx.param},
+                              %m: tensor<3xf32> {onnx.name = "bn.running_mean", onnx.param})
+    -> (tensor<f32>, tensor<3xf32> {train.update_of = "bn.running_mean"}) {
+  %0 = nn.mul %x, %w : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  %l = nn.reduce_sum %0 {axes = array<i64: 0>, keepdims = false}
+         : tensor<3xf32> -> tensor<f32>
+  %1 = nn.add %m, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return %l, %1 : tensor<f32>, tensor<3xf32>
+}
+
+// -----
+
 // Batch-norm running statistics (parameters that only feed its mean and
 // var) are buffers, not trained: no gradient, listed in train.buffers. A
 // parameter with another use is trained.

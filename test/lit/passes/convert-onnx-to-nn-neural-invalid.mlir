@@ -181,11 +181,32 @@ func.func @global_average_pool_rank(%x: tensor<3x8xf32>) -> none {
 
 // -----
 
-// Training-mode BatchNormalization computes batch statistics.
-func.func @batch_norm_training(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>) -> none {
-  // expected-error @unknown {{node 'bn' (BatchNormalization, opset 15): training-mode BatchNormalization is not supported; export the model in eval mode}}
-  %0 = onnx.node "BatchNormalization"(%x, %s, %s, %s, %s) {opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> none loc("bn")
+// Training-mode BatchNormalization: per-channel operands have the channel
+// count and the input's type.
+func.func @batch_norm_training_channels(%x: tensor<2x4x8x8xf32>, %s: tensor<3xf32>) -> none {
+  // expected-error @unknown {{node 'bn' (BatchNormalization, opset 15): scale (input 1) must be a vector of the 4 channels of type 'f32', got 'tensor<3xf32>'}}
+  %0 = onnx.node "BatchNormalization"(%x, %s, %s, %s, %s) {opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<2x4x8x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> none loc("bn")
   return %0 : none
+}
+
+// -----
+
+// Training-mode BatchNormalization needs a channel dimension.
+func.func @batch_norm_training_rank(%x: tensor<4xf32>, %s: tensor<4xf32>) -> none {
+  // expected-error @unknown {{node 'bn' (BatchNormalization, opset 15): expects an input of rank 2 or more ([N, C, ...]), got 'tensor<4xf32>'}}
+  %0 = onnx.node "BatchNormalization"(%x, %s, %s, %s, %s) {opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> none loc("bn")
+  return %0 : none
+}
+
+// -----
+
+// One initializer cannot receive two updates in one step.
+func.func @batch_norm_shared_statistics(%x: tensor<2x4xf32>, %s: tensor<4xf32>,
+    %m: tensor<4xf32> {onnx.name = "m", onnx.param}) -> (none, none) {
+  %0:3 = onnx.node "BatchNormalization"(%x, %s, %s, %m, %s) {opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (none, none, none) loc("bn1")
+  // expected-error @unknown {{node 'bn2' (BatchNormalization, opset 15): initializer "m" (input 3) is already updated by another node}}
+  %1:3 = onnx.node "BatchNormalization"(%x, %s, %s, %m, %s) {opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (none, none, none) loc("bn2")
+  return %0#0, %1#0 : none, none
 }
 
 // -----

@@ -252,6 +252,60 @@ func.func @batch_norm(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf
 
 // -----
 
+// Training-mode BatchNormalization normalizes with the batch's biased
+// statistics over every axis but the channels, and moves the running
+// statistics toward them: running * momentum + batch * (1 - momentum).
+// Running statistics that are initializers are returned as updates.
+// CHECK-LABEL: func.func @batch_norm_training
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x4x8x8xf32>, %[[S:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>, %[[M:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "bn.running_mean", onnx.param}, %[[V:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "bn.running_var", onnx.param})
+// CHECK-SAME: -> (tensor<2x4x8x8xf32>, tensor<4xf32> {train.update_of = "bn.running_mean"}, tensor<4xf32> {train.update_of = "bn.running_var"})
+// CHECK: %[[MEAN:.+]] = nn.reduce_mean %[[X]] {axes = array<i64: 0, 2, 3>, keepdims = true} : tensor<2x4x8x8xf32> -> tensor<1x4x1x1xf32>
+// CHECK: %[[C:.+]] = nn.sub %[[X]], %[[MEAN]]
+// CHECK: %[[SQ:.+]] = nn.mul %[[C]], %[[C]]
+// CHECK: %[[VAR:.+]] = nn.reduce_mean %[[SQ]] {axes = array<i64: 0, 2, 3>, keepdims = true}
+// CHECK: %[[SHIFT:.+]] = nn.add %[[VAR]], %{{.+}}
+// CHECK: %[[ROOT:.+]] = nn.sqrt %[[SHIFT]]
+// CHECK: %[[INV:.+]] = nn.reciprocal %[[ROOT]]
+// CHECK: %[[N:.+]] = nn.mul %[[C]], %[[INV]]
+// CHECK: %[[S4:.+]] = nn.reshape %[[S]] : tensor<4xf32> -> tensor<1x4x1x1xf32>
+// CHECK: %[[SN:.+]] = nn.mul %[[N]], %[[S4]]
+// CHECK: %[[B4:.+]] = nn.reshape %[[B]] : tensor<4xf32> -> tensor<1x4x1x1xf32>
+// CHECK: %[[Y:.+]] = nn.add %[[SN]], %[[B4]]
+// CHECK: %[[MEAN1:.+]] = nn.reshape %[[MEAN]] : tensor<1x4x1x1xf32> -> tensor<4xf32>
+// CHECK: %[[VAR1:.+]] = nn.reshape %[[VAR]] : tensor<1x4x1x1xf32> -> tensor<4xf32>
+// CHECK: %[[MOM:.+]] = arith.constant dense<8.000000e-01> : tensor<f32>
+// CHECK: %[[RM:.+]] = nn.mul %[[M]], %[[MOM]]
+// CHECK: %[[REST:.+]] = arith.constant dense<0.199999988> : tensor<f32>
+// CHECK: %[[BM:.+]] = nn.mul %[[MEAN1]], %[[REST]]
+// CHECK: %[[NM:.+]] = nn.add %[[RM]], %[[BM]]
+// CHECK: %[[RV:.+]] = nn.mul %[[V]], %{{.+}}
+// CHECK: %[[BV:.+]] = nn.mul %[[VAR1]], %{{.+}}
+// CHECK: %[[NV:.+]] = nn.add %[[RV]], %[[BV]]
+// CHECK: return %[[Y]], %[[NM]], %[[NV]]
+func.func @batch_norm_training(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>,
+    %m: tensor<4xf32> {onnx.name = "bn.running_mean", onnx.param},
+    %v: tensor<4xf32> {onnx.name = "bn.running_var", onnx.param}) -> none {
+  %0:3 = onnx.node "BatchNormalization"(%x, %s, %b, %m, %v) {opset = 15 : i64, attrs = {training_mode = 1 : i64, momentum = 0.8 : f32}} : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (none, none, none)
+  return %0#0 : none
+}
+
+// -----
+
+// BatchNormalization-9 in training mode (it has the statistics outputs) also
+// returns the batch's mean and variance; statistics that are graph inputs
+// are plain outputs, not updates.
+// CHECK-LABEL: func.func @batch_norm_training_9
+// CHECK: %[[MEAN:.+]] = nn.reduce_mean %{{.+}} {axes = array<i64: 0>, keepdims = true} : tensor<6x3xf32> -> tensor<1x3xf32>
+// CHECK: %[[SAVED:.+]] = nn.reshape %[[MEAN]] : tensor<1x3xf32> -> tensor<3xf32>
+// CHECK: return %{{.+}}, %{{.+}}, %[[SAVED]] : tensor<6x3xf32>, tensor<3xf32>, tensor<3xf32>
+// CHECK-NOT: train.update_of
+func.func @batch_norm_training_9(%x: tensor<6x3xf32>, %s: tensor<3xf32>, %m: tensor<3xf32>) -> (none, none, none) {
+  %0:5 = onnx.node "BatchNormalization"(%x, %s, %s, %m, %s) {opset = 9 : i64} : (tensor<6x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (none, none, none, none, none)
+  return %0#0, %0#1, %0#3 : none, none, none
+}
+
+// -----
+
 // LayerNormalization's default axis -1 becomes the last dimension.
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: (%[[X:.+]]: tensor<2x8x64xf32>, %[[S:.+]]: tensor<64xf32>, %[[B:.+]]: tensor<64xf32>) -> tensor<2x8x64xf32>
