@@ -448,6 +448,7 @@ int runCompile() {
   if (!options)
     return 1;
   options->batchSize = batchSize;
+  options->bindHint = "--batch-size B (a first dimension) or --input-shape";
   auto fail = [](const Twine &message) {
     llvm::errs() << "ztc: error: " << message << "\n";
     return 1;
@@ -547,6 +548,8 @@ int runGradCheck() {
     }
   }
   options.import.batchSize = gradcheckBatchSize;
+  options.import.bindHint =
+      "--batch-size B (a first dimension) or --input-shape";
   options.training.loss =
       gradcheckLoss.empty() ? "auto" : gradcheckLoss.getValue();
   options.training.lossInput = gradcheckLossInput;

@@ -189,7 +189,7 @@ FailureOr<Type> ModelImporter::valueType(const ::onnx::TypeProto &type,
           dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
       error(loc) << what << " has unbound dynamic "
                  << "dimension " << shape.size() << sym
-                 << "; bind it with --input-shape";
+                 << "; bind it with " << options.bindHint;
       return failure();
     }
     shape.push_back(ShapedType::kDynamic);

@@ -43,6 +43,9 @@ struct ImportOptions {
   /// Rank-0 float initializers with at most this many elements become
   /// constants (scalars such as a 1/sqrt(d) factor, not weights).
   int64_t maxConstantFloatElements = 1;
+  /// How the unbound-dimension error tells the user to bind one (the
+  /// command's own options).
+  std::string bindHint = "--input-shape";
 };
 
 /// Parses a `--input-shape` value `NAME=D0xD1x...` (rank 0: `NAME=`) into
