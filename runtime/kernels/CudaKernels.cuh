@@ -230,21 +230,30 @@ inline bool checkCuda(cudaError_t status, const char *call,
 enum DataErrorKind : int {
   kNoDataError = 0,
   kGatherIndex = 1,
-  kLossTarget = 2
+  kLossTarget = 2,
+  kScatterIndex = 3
 };
 
 struct DataError {
   int kind;
   long long value, low, high;
+  /// nll_loss: the ignore_index, when the loss has one.
+  int hasIgnore;
+  long long ignore;
 };
 
-/// The CpuKernels.h wording: "gather: index 70 is outside [-64, 64)".
+/// The CpuKernels.h wording: "gather: index 70 is outside [-64, 64)",
+/// "nll_loss: target 12 is outside [0, 10) (ignore_index -100)".
 inline std::string describeDataError(const DataError &error) {
-  const char *what =
-      error.kind == kGatherIndex ? "gather: index" : "nllLoss: target";
-  return std::string(what) + " " + std::to_string(error.value) +
-         " is outside [" + std::to_string(error.low) + ", " +
-         std::to_string(error.high) + ")";
+  const char *what = error.kind == kGatherIndex    ? "gather: index"
+                     : error.kind == kScatterIndex ? "scatter_add: index"
+                                                   : "nll_loss: target";
+  std::string text = std::string(what) + " " + std::to_string(error.value) +
+                     " is outside [" + std::to_string(error.low) + ", " +
+                     std::to_string(error.high) + ")";
+  if (error.hasIgnore)
+    text += " (ignore_index " + std::to_string(error.ignore) + ")";
+  return text;
 }
 
 #if !defined(ZTC_CUDA_HOST_EMULATION)
@@ -254,17 +263,21 @@ static __device__ DataError deviceDataError;
 
 /// Called by a kernel thread that found invalid data.
 static ZTC_HOST_DEVICE inline void reportDataError(int kind, int64_t value,
-                                                   int64_t low, int64_t high) {
+                                                   int64_t low, int64_t high,
+                                                   bool hasIgnore = false,
+                                                   int64_t ignore = 0) {
 #if defined(__CUDA_ARCH__)
   if (atomicCAS(&deviceDataError.kind, 0, -1) == 0) {
     deviceDataError.value = value;
     deviceDataError.low = low;
     deviceDataError.high = high;
+    deviceDataError.hasIgnore = hasIgnore;
+    deviceDataError.ignore = ignore;
     __threadfence();
     atomicExch(&deviceDataError.kind, kind);
   }
 #else
-  recordError(describeDataError({kind, value, low, high}));
+  recordError(describeDataError({kind, value, low, high, hasIgnore, ignore}));
 #endif
 }
 
@@ -675,6 +688,31 @@ struct ConvPlan {
   int64_t strideH, strideW, padH, padW, dilationH, dilationW;
 };
 
+/// conv2d's plan from its input, weight and output shapes.
+inline ConvPlan convPlan(const Dims &xDims, const Dims &wDims,
+                         const Dims &yDims, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations,
+                         int64_t group) {
+  ConvPlan p{};
+  p.channels = xDims.d[1];
+  p.height = xDims.d[2];
+  p.width = xDims.d[3];
+  p.outChannels = wDims.d[0];
+  p.groupChannels = wDims.d[1];
+  p.kH = wDims.d[2];
+  p.kW = wDims.d[3];
+  p.outH = yDims.d[2];
+  p.outW = yDims.d[3];
+  p.groupOut = p.outChannels / group;
+  p.strideH = strides[0];
+  p.strideW = strides[1];
+  p.padH = pads[0];
+  p.padW = pads[1];
+  p.dilationH = dilations[0];
+  p.dilationW = dilations[1];
+  return p;
+}
+
 /// cols[image][c * kH * kW + kh * kW + kw][oh * outW + ow] for the images
 /// starting at x; the group-g rows are g's GEMM operand.
 template <typename T> struct Im2colBody {
@@ -1008,7 +1046,7 @@ template <typename T, typename I> struct NllLossBody {
       Acc loss = 0;
       if (!(hasIgnore && t == ignoreIndex)) {
         if (t < 0 || t >= classes) {
-          reportDataError(kLossTarget, t, 0, classes);
+          reportDataError(kLossTarget, t, 0, classes, hasIgnore, ignoreIndex);
         } else {
           Acc w = weight ? static_cast<Acc>(load(weight[t])) : Acc(1);
           loss = -w * static_cast<Acc>(
@@ -1031,6 +1069,208 @@ template <typename T, typename I> struct NllLossBody {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Gradient bodies
+//===----------------------------------------------------------------------===//
+//
+// Each body computes one output element by gathering what contributes to it,
+// in the order the CPU kernel accumulates: no atomics, so results are
+// deterministic and equal the CPU's up to the precision of the sum type.
+
+/// gx[n, c, h, w] of conv2d: gy * w over the output positions and filter
+/// taps that read (h, w). The plan's sizes are the forward conv's.
+template <typename T> struct ConvBackwardDataBody {
+  const T *gy, *w;
+  T *gx;
+  ConvPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t x = flat % p.width, h = (flat / p.width) % p.height;
+    int64_t c = (flat / (p.width * p.height)) % p.channels;
+    int64_t n = flat / (p.width * p.height * p.channels);
+    int64_t g = c / p.groupChannels, ic = c % p.groupChannels;
+    Acc sum = 0;
+    for (int64_t kh = 0; kh < p.kH; ++kh) {
+      int64_t th = h + p.padH - kh * p.dilationH;
+      if (th < 0 || th % p.strideH)
+        continue;
+      int64_t oh = th / p.strideH;
+      if (oh >= p.outH)
+        continue;
+      for (int64_t kw = 0; kw < p.kW; ++kw) {
+        int64_t tw = x + p.padW - kw * p.dilationW;
+        if (tw < 0 || tw % p.strideW)
+          continue;
+        int64_t ow = tw / p.strideW;
+        if (ow >= p.outW)
+          continue;
+        for (int64_t j = 0; j < p.groupOut; ++j) {
+          int64_t oc = g * p.groupOut + j;
+          sum +=
+              load(gy[((n * p.outChannels + oc) * p.outH + oh) * p.outW + ow]) *
+              load(w[((oc * p.groupChannels + ic) * p.kH + kh) * p.kW + kw]);
+        }
+      }
+    }
+    gx[flat] = store<T>(sum);
+  }
+};
+
+/// gw[oc, ic, kh, kw] of conv2d: gy[n, oc, oh, ow] * x[n, g * C/g + ic, tap]
+/// over the batch and the output positions.
+template <typename T> struct ConvBackwardFilterBody {
+  const T *x, *gy;
+  T *gw;
+  ConvPlan p;
+  int64_t batch;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t kw = flat % p.kW, kh = (flat / p.kW) % p.kH;
+    int64_t ic = (flat / (p.kW * p.kH)) % p.groupChannels;
+    int64_t oc = flat / (p.kW * p.kH * p.groupChannels);
+    int64_t g = oc / p.groupOut;
+    Acc sum = 0;
+    for (int64_t n = 0; n < batch; ++n) {
+      const T *in =
+          x + (n * p.channels + g * p.groupChannels + ic) * p.height * p.width;
+      const T *grad = gy + (n * p.outChannels + oc) * p.outH * p.outW;
+      for (int64_t oh = 0; oh < p.outH; ++oh) {
+        int64_t ih = oh * p.strideH - p.padH + kh * p.dilationH;
+        if (ih < 0 || ih >= p.height)
+          continue;
+        for (int64_t ow = 0; ow < p.outW; ++ow) {
+          int64_t iw = ow * p.strideW - p.padW + kw * p.dilationW;
+          if (iw < 0 || iw >= p.width)
+            continue;
+          sum += load(grad[oh * p.outW + ow]) * load(in[ih * p.width + iw]);
+        }
+      }
+    }
+    gw[flat] = store<T>(sum);
+  }
+};
+
+/// The output rows (or columns) whose pooling window covers input index
+/// `i`: [first, last], with `(i + pad - o * stride) % dilation == 0` left to
+/// the caller.
+struct CoveringWindows {
+  int64_t first, last;
+};
+ZTC_HOST_DEVICE inline CoveringWindows
+coveringWindows(int64_t i, int64_t pad, int64_t stride, int64_t kernel,
+                int64_t dilation, int64_t outSize) {
+  // o * stride - pad <= i  and  i <= o * stride - pad + (kernel-1)*dilation.
+  int64_t high = i + pad;
+  int64_t low = high - (kernel - 1) * dilation;
+  int64_t first = low <= 0 ? 0 : (low + stride - 1) / stride;
+  int64_t last = high / stride;
+  return {first, last < outSize - 1 ? last : outSize - 1};
+}
+
+/// gx of maxPool2d at one input element: the gradients of the windows
+/// whose pick (the first maximum, or the last NaN: MaxPoolBody's and the
+/// CPU's rule) is this element, in window order.
+template <typename T> struct MaxPoolBackwardBody {
+  const T *x, *gy;
+  T *gx;
+  PoolPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t iw = flat % p.width, ih = (flat / p.width) % p.height;
+    int64_t plane = flat / (p.width * p.height);
+    const T *in = x + plane * p.height * p.width;
+    const T *grad = gy + plane * p.outH * p.outW;
+    CoveringWindows rows =
+        coveringWindows(ih, p.padH, p.strideH, p.kH, p.dilationH, p.outH);
+    CoveringWindows cols =
+        coveringWindows(iw, p.padW, p.strideW, p.kW, p.dilationW, p.outW);
+    Acc sum = 0;
+    for (int64_t oh = rows.first; oh <= rows.last; ++oh) {
+      if ((ih + p.padH - oh * p.strideH) % p.dilationH)
+        continue;
+      for (int64_t ow = cols.first; ow <= cols.last; ++ow) {
+        if ((iw + p.padW - ow * p.strideW) % p.dilationW)
+          continue;
+        Acc best = 0;
+        int64_t where = -1;
+        for (int64_t kh = 0; kh < p.kH; ++kh) {
+          int64_t h = oh * p.strideH - p.padH + kh * p.dilationH;
+          if (h < 0 || h >= p.height)
+            continue;
+          for (int64_t kw = 0; kw < p.kW; ++kw) {
+            int64_t w = ow * p.strideW - p.padW + kw * p.dilationW;
+            if (w < 0 || w >= p.width)
+              continue;
+            Acc value = load(in[h * p.width + w]);
+            if (where < 0 || value > best || isNan(value)) {
+              best = value;
+              where = h * p.width + w;
+            }
+          }
+        }
+        if (where == ih * p.width + iw)
+          sum += load(grad[oh * p.outW + ow]);
+      }
+    }
+    gx[flat] = store<T>(sum);
+  }
+};
+
+/// gx of avgPool2d at one input element: each covering window's gradient
+/// divided by the window's divisor (AvgPoolBody's), in window order.
+template <typename T> struct AvgPoolBackwardBody {
+  const T *gy;
+  T *gx;
+  PoolPlan p;
+  bool countIncludePad;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t iw = flat % p.width, ih = (flat / p.width) % p.height;
+    const T *grad = gy + (flat / (p.width * p.height)) * p.outH * p.outW;
+    CoveringWindows rows =
+        coveringWindows(ih, p.padH, p.strideH, p.kH, 1, p.outH);
+    CoveringWindows cols =
+        coveringWindows(iw, p.padW, p.strideW, p.kW, 1, p.outW);
+    Acc sum = 0;
+    for (int64_t oh = rows.first; oh <= rows.last; ++oh) {
+      int64_t top = oh * p.strideH - p.padH;
+      int64_t rowCount =
+          (top + p.kH < p.height ? top + p.kH : p.height) - (top > 0 ? top : 0);
+      for (int64_t ow = cols.first; ow <= cols.last; ++ow) {
+        int64_t left = ow * p.strideW - p.padW;
+        int64_t colCount = (left + p.kW < p.width ? left + p.kW : p.width) -
+                           (left > 0 ? left : 0);
+        int64_t count = countIncludePad ? p.kH * p.kW : rowCount * colCount;
+        sum += load(grad[oh * p.outW + ow]) / static_cast<Acc>(count);
+      }
+    }
+    gx[flat] = store<T>(sum);
+  }
+};
+
+/// scatterAdd for one (outer, inner) column: every update of the column in
+/// index order, so repeated indices accumulate without atomics.
+template <typename T, typename I> struct ScatterAddColumnBody {
+  const I *indices;
+  const T *updates;
+  T *y;
+  int64_t length, inner, count;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t o = flat / inner, i = flat % inner;
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t index = static_cast<int64_t>(indices[j]);
+      if (index < -length || index >= length) {
+        // Skipped: y keeps data there; the step reports the error.
+        reportDataError(kScatterIndex, index, -length, length);
+        continue;
+      }
+      if (index < 0)
+        index += length;
+      T &to = y[(o * length + index) * inner + i];
+      to = store<T>(load(to) + load(updates[(o * count + j) * inner + i]));
+    }
+  }
+};
 } // namespace detail
 
 //===----------------------------------------------------------------------===//
@@ -1133,24 +1373,9 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
             const T *bias, T *y, const Dims &yDims, const int64_t *strides,
             const int64_t *pads, const int64_t *dilations, int64_t group,
             cudaStream_t stream) {
-  detail::ConvPlan p{};
+  detail::ConvPlan p =
+      detail::convPlan(xDims, wDims, yDims, strides, pads, dilations, group);
   int64_t batch = xDims.d[0];
-  p.channels = xDims.d[1];
-  p.height = xDims.d[2];
-  p.width = xDims.d[3];
-  p.outChannels = wDims.d[0];
-  p.groupChannels = wDims.d[1];
-  p.kH = wDims.d[2];
-  p.kW = wDims.d[3];
-  p.outH = yDims.d[2];
-  p.outW = yDims.d[3];
-  p.groupOut = p.outChannels / group;
-  p.strideH = strides[0];
-  p.strideW = strides[1];
-  p.padH = pads[0];
-  p.padW = pads[1];
-  p.dilationH = dilations[0];
-  p.dilationW = dilations[1];
   int64_t patch = p.groupChannels * p.kH * p.kW; // gemm K
   int64_t pixels = p.outH * p.outW;              // gemm N
   if (batch == 0 || p.outChannels == 0 || pixels == 0)
@@ -1447,6 +1672,103 @@ void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
       detail::NllLossBody<T, I>{logProbs, target, weight, y, batch, classes,
                                 spatial, reduction, ignoreIndex, hasIgnore},
       stream, "nllLoss");
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients (adjoints of the kernels above)
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
+                        const Dims &wDims, T *gx, const Dims &gxDims,
+                        const int64_t *strides, const int64_t *pads,
+                        const int64_t *dilations, int64_t group,
+                        cudaStream_t stream) {
+  detail::ConvPlan p =
+      detail::convPlan(gxDims, wDims, gyDims, strides, pads, dilations, group);
+  detail::launchElements(gxDims.numElements(),
+                         detail::ConvBackwardDataBody<T>{gy, w, gx, p}, stream,
+                         "conv2dBackwardData");
+}
+
+template <typename T>
+void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
+                          const Dims &gyDims, T *gw, const Dims &gwDims,
+                          const int64_t *strides, const int64_t *pads,
+                          const int64_t *dilations, int64_t group,
+                          cudaStream_t stream) {
+  detail::ConvPlan p =
+      detail::convPlan(xDims, gwDims, gyDims, strides, pads, dilations, group);
+  detail::launchElements(
+      gwDims.numElements(),
+      detail::ConvBackwardFilterBody<T>{x, gy, gw, p, xDims.d[0]}, stream,
+      "conv2dBackwardFilter");
+}
+
+template <typename T>
+void maxPool2dBackward(const T *x, const Dims &xDims, const T *gy,
+                       const Dims &gyDims, T *gx, const int64_t *kernel,
+                       const int64_t *strides, const int64_t *pads,
+                       const int64_t *dilations, cudaStream_t stream) {
+  detail::PoolPlan p =
+      detail::poolPlan(xDims, gyDims, kernel, strides, pads, dilations);
+  detail::launchElements(xDims.numElements(),
+                         detail::MaxPoolBackwardBody<T>{x, gy, gx, p}, stream,
+                         "maxPool2dBackward");
+}
+
+template <typename T>
+void avgPool2dBackward(const T *gy, const Dims &gyDims, T *gx,
+                       const Dims &gxDims, const int64_t *kernel,
+                       const int64_t *strides, const int64_t *pads,
+                       bool countIncludePad, cudaStream_t stream) {
+  detail::PoolPlan p =
+      detail::poolPlan(gxDims, gyDims, kernel, strides, pads, nullptr);
+  detail::launchElements(
+      gxDims.numElements(),
+      detail::AvgPoolBackwardBody<T>{gy, gx, p, countIncludePad}, stream,
+      "avgPool2dBackward");
+}
+
+/// y = data with updates added at indices along axis (np.add.at). One
+/// thread per (outer, inner) column walks the indices in order.
+template <typename T, typename I>
+void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
+                const Dims &indexDims, const T *updates, int64_t axis, T *y,
+                cudaStream_t stream) {
+  int64_t strides[8];
+  detail::contiguousStrides(dataDims, strides);
+  detail::stridedCopy(data, strides, y, strides, dataDims, stream,
+                      "scatterAdd");
+  int64_t outer = detail::product(dataDims, 0, axis);
+  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t count = indexDims.numElements();
+  if (count == 0)
+    return;
+  detail::launchElements(outer * inner,
+                         detail::ScatterAddColumnBody<T, I>{indices, updates, y,
+                                                            dataDims.d[axis],
+                                                            inner, count},
+                         stream, "scatterAdd");
+}
+
+/// y = dest with source written at starts + i * steps (slice's adjoint).
+template <typename T>
+void insertSlice(const T *dest, const Dims &destDims, const T *source,
+                 const Dims &sourceDims, const int64_t *starts,
+                 const int64_t *steps, T *y, cudaStream_t stream) {
+  int64_t destStrides[8], sourceStrides[8], toStrides[8];
+  detail::contiguousStrides(destDims, destStrides);
+  detail::contiguousStrides(sourceDims, sourceStrides);
+  detail::stridedCopy(dest, destStrides, y, destStrides, destDims, stream,
+                      "insertSlice");
+  int64_t base = 0;
+  for (int64_t d = 0; d < destDims.rank; ++d) {
+    base += starts[d] * destStrides[d];
+    toStrides[d] = destStrides[d] * steps[d];
+  }
+  detail::stridedCopy(source, sourceStrides, y + base, toStrides, sourceDims,
+                      stream, "insertSlice");
 }
 
 } // namespace ztc::cuda

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles and links, without running, the CUDA that ztc generates for the
-# example models (MLP, CNN with BatchNorm, small GPT) with the nvcc command
+# example models (MLP, CNN with BatchNorm, small GPT; the training steps of
+# the CNN and the GPT through ztc compile itself) with the nvcc command
 # line of runtime/Compile.cpp (a shared object for sm_80 and sm_90 against
 # the shared cudart and cuBLAS), plus one translation unit that instantiates
 # every template of runtime/kernels/CudaKernels.cuh, so errors in code no
@@ -43,16 +44,9 @@ compile() {
 passed=0
 failed=0
 
-# check NAME SOURCE: compiles SOURCE into NAME.so and checks its symbols.
-check() {
-  local name="$1" source="$2" so="$OUT/$1.so" log="$OUT/$1.log"
-  local start=$SECONDS
-  if ! compile "$source" "$so" >"$log" 2>&1; then
-    echo "FAIL $name: nvcc failed:"
-    head -30 "$log"
-    failed=$((failed + 1))
-    return
-  fi
+# check_so NAME SO ENTRY START: checks the symbols of a compiled step.
+check_so() {
+  local name="$1" so="$2" entry="$3" start="$4"
   local missing
   missing="$(ldd -r "$so" 2>&1 | grep -E 'undefined symbol|not found')"
   if [[ -n "$missing" ]]; then
@@ -68,14 +62,42 @@ check() {
       return
     fi
   done
-  if [[ "$name" != kernels && -z "$(nm -D --defined-only "$so" |
-    grep -w ztc_forward)" ]]; then
-    echo "FAIL $name: ztc_forward is not exported"
+  if [[ -n "$entry" && -z "$(nm -D --defined-only "$so" | grep -w "$entry")" ]]; then
+    echo "FAIL $name: $entry is not exported"
     failed=$((failed + 1))
     return
   fi
   echo "ok   $name ($((SECONDS - start)) s)"
   passed=$((passed + 1))
+}
+
+# check NAME SOURCE [ENTRY]: compiles SOURCE into NAME.so and checks its
+# symbols (ENTRY: ztc_forward; empty for none).
+check() {
+  local name="$1" source="$2" entry="${3-ztc_forward}" so="$OUT/$1.so"
+  local log="$OUT/$1.log" start=$SECONDS
+  if ! compile "$source" "$so" >"$log" 2>&1; then
+    echo "FAIL $name: nvcc failed:"
+    head -30 "$log"
+    failed=$((failed + 1))
+    return
+  fi
+  check_so "$name" "$so" "$entry" "$start"
+}
+
+# compile_training NAME BATCH: ztc compile --target cuda builds the training
+# step (forward, backward, optimizer) with nvcc itself.
+compile_training() {
+  local name="$1" batch="$2" art="$OUT/$1-train.ztc" start=$SECONDS
+  if ! ZTC_CACHE_DIR="$OUT/cache" "$ZTC" compile "$OUT/models/$name.onnx" \
+    -o "$art" --target cuda --batch-size "$batch" --loss cross_entropy \
+    >"$OUT/$name-train.log" 2>&1; then
+    echo "FAIL $name-train: ztc compile --target cuda failed:"
+    head -30 "$OUT/$name-train.log"
+    failed=$((failed + 1))
+    return
+  fi
+  check_so "$name-train" "$art/step.so" ztc_train_step "$start"
 }
 
 emit_and_check() {
@@ -93,6 +115,10 @@ emit_and_check() {
 emit_and_check mlp x=8x64
 emit_and_check cnn x=8x1x8x8
 emit_and_check gpt tokens=4x16
+# Training steps: the backward kernels (convolution and pooling gradients,
+# scatter_add, insert_slice) on the CNN and the GPT.
+compile_training cnn 8
+compile_training gpt 4
 
 # Every entry point for every element type it is meant for.
 cat >"$OUT/kernels.cu" <<'EOF'
@@ -105,6 +131,7 @@ template <typename T, typename I> void indexed(T *p, I *i, cudaStream_t s) {
   Dims d{2, 3, 4, 5};
   gather<T, I>(p, d, i, d, 1, p, s);
   nllLoss<T, I>(p, d, i, p, 2, true, -100, p, s);
+  scatterAdd<T, I>(p, d, i, d, p, 1, p, s);
 }
 
 template <typename T> void instantiate(T *p, cudaStream_t s) {
@@ -126,6 +153,11 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   slice<T>(p, d, four, two, p, d, s);
   copyInto<T>(p, d, p, d, 0, 0, s);
   trilu<T>(p, d, true, 0, p, s);
+  conv2dBackwardData<T>(p, d, p, d, p, d, two, four, two, 1, s);
+  conv2dBackwardFilter<T>(p, d, p, d, p, d, two, four, two, 1, s);
+  maxPool2dBackward<T>(p, d, p, d, p, two, two, four, two, s);
+  avgPool2dBackward<T>(p, d, p, d, two, two, four, true, s);
+  insertSlice<T>(p, d, p, d, four, two, p, s);
   indexed<T, int64_t>(p, reinterpret_cast<int64_t *>(p), s);
   indexed<T, int32_t>(p, reinterpret_cast<int32_t *>(p), s);
 }
@@ -150,7 +182,7 @@ extern "C" void ztc_instantiate_all(void *p, cudaStream_t s) {
   halves<<<1, 32, 0, s>>>(nullptr, nullptr, nullptr, nullptr);
 }
 EOF
-check kernels "$OUT/kernels.cu"
+check kernels "$OUT/kernels.cu" ""
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

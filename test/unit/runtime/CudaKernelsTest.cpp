@@ -190,31 +190,40 @@ struct ConvCase {
   bool bias;
 };
 
-template <typename T> void checkConvs() {
-  std::vector<ConvCase> cases = {
-      // A short patch (direct kernel) and longer ones (im2col + product).
+/// Convolutions: short patches (direct kernel) and longer ones (im2col +
+/// product), strides, pads, dilations and groups, depthwise, 1x1 kernels.
+std::vector<ConvCase> convCases() {
+  return {
       {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
       {{2, 8, 7, 6}, {5, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
       {{1, 8, 9, 8}, {6, 4, 3, 3}, {2, 1}, {1, 0, 2, 1}, {2, 1}, 2, false},
       {{2, 12, 9, 9}, {6, 4, 3, 4}, {1, 2}, {0, 1, 1, 0}, {1, 2}, 3, true},
-      // Depthwise, and 1x1 kernels read as is (with and without groups).
       {{2, 4, 5, 5}, {4, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4, true},
       {{2, 40, 3, 4}, {6, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
       {{1, 80, 3, 3}, {4, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
       {{1, 40, 5, 5}, {3, 40, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true},
   };
+}
+
+/// The output shape of `c`.
+Shape convOutput(const ConvCase &c) {
+  int64_t kH = c.w[2], kW = c.w[3];
+  int64_t outH =
+      (c.x[2] + c.pads[0] + c.pads[2] - c.dilations[0] * (kH - 1) - 1) /
+          c.strides[0] +
+      1;
+  int64_t outW =
+      (c.x[3] + c.pads[1] + c.pads[3] - c.dilations[1] * (kW - 1) - 1) /
+          c.strides[1] +
+      1;
+  return {c.x[0], c.w[0], outH, outW};
+}
+
+template <typename T> void checkConvs() {
+  std::vector<ConvCase> cases = convCases();
   unsigned seed = 100;
   for (const ConvCase &c : cases) {
-    int64_t kH = c.w[2], kW = c.w[3];
-    int64_t outH =
-        (c.x[2] + c.pads[0] + c.pads[2] - c.dilations[0] * (kH - 1) - 1) /
-            c.strides[0] +
-        1;
-    int64_t outW =
-        (c.x[3] + c.pads[1] + c.pads[3] - c.dilations[1] * (kW - 1) - 1) /
-            c.strides[1] +
-        1;
-    Shape yShape = {c.x[0], c.w[0], outH, outW};
+    Shape yShape = convOutput(c);
     auto x = randomValues<T>(numel(c.x), seed++, -2, 2);
     auto w = randomValues<T>(numel(c.w), seed++, -2, 2);
     auto bias = randomValues<T>(c.w[0], seed++, -2, 2);
@@ -240,20 +249,25 @@ TEST(CudaKernelsTest, Conv2dInt64) { checkConvs<int64_t>(); }
 // Pooling and normalization
 //===----------------------------------------------------------------------===//
 
-template <typename T> void checkPools() {
-  struct PoolCase {
-    Shape x, y;
-    int64_t kernel[2], strides[2], pads[4], dilations[2];
-  };
-  // The last case has ceil-mode windows that run past the padded input.
-  std::vector<PoolCase> cases = {
+struct PoolCase {
+  Shape x, y;
+  int64_t kernel[2], strides[2], pads[4], dilations[2];
+};
+
+/// Pooling windows; the last case has ceil-mode windows that run past the
+/// padded input.
+std::vector<PoolCase> poolCases() {
+  return {
       {{2, 3, 8, 8}, {2, 3, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
       {{1, 2, 7, 6}, {1, 2, 4, 3}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {{1, 2, 9, 9}, {1, 2, 3, 4}, {3, 2}, {3, 2}, {1, 0, 0, 0}, {2, 2}},
       {{1, 1, 5, 5}, {1, 1, 3, 3}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
   };
+}
+
+template <typename T> void checkPools() {
   unsigned seed = 200;
-  for (const PoolCase &c : cases) {
+  for (const PoolCase &c : poolCases()) {
     auto x = randomValues<T>(numel(c.x), seed++, -3, 3);
     std::vector<T> expected(numel(c.y), T(7.0f)), actual(numel(c.y), T(-3.0f));
     cpu::maxPool2d<T>(x.data(), cpuDims(c.x), expected.data(), cpuDims(c.y),
@@ -459,8 +473,14 @@ TEST(CudaKernelsTest, BadDataIsRecordedNotFatal) {
   std::vector<int64_t> target = {1, 3};
   gpu::nllLoss<float, int64_t>(logProbs.data(), gpuDims({2, 3}), target.data(),
                                nullptr, 2, false, 0, loss.data(), kStream);
-  EXPECT_EQ(takeError(), "nllLoss: target 3 is outside [0, 3)");
+  EXPECT_EQ(takeError(), "nll_loss: target 3 is outside [0, 3)");
   EXPECT_EQ(takeError(), "");
+  // With an ignore_index, the message names it, as the CPU's does.
+  target = {1, 12};
+  gpu::nllLoss<float, int64_t>(logProbs.data(), gpuDims({2, 3}), target.data(),
+                               nullptr, 2, true, -100, loss.data(), kStream);
+  EXPECT_EQ(takeError(),
+            "nll_loss: target 12 is outside [0, 3) (ignore_index -100)");
 }
 
 template <typename T> void checkNllLoss() {
@@ -487,6 +507,133 @@ template <typename T> void checkNllLoss() {
 
 TEST(CudaKernelsTest, NllLossFloat) { checkNllLoss<float>(); }
 TEST(CudaKernelsTest, NllLossBF16) { checkNllLoss<bf16>(); }
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+template <typename T> void checkConvGradients() {
+  unsigned seed = 900;
+  for (const ConvCase &c : convCases()) {
+    Shape yShape = convOutput(c);
+    auto x = randomValues<T>(numel(c.x), seed++, -2, 2);
+    auto w = randomValues<T>(numel(c.w), seed++, -2, 2);
+    auto gy = randomValues<T>(numel(yShape), seed++, -2, 2);
+    std::string what = describe(c.x) + " * " + describe(c.w);
+    std::vector<T> expected(numel(c.x), T(7.0f)), actual(numel(c.x), T(-3.0f));
+    cpu::conv2dBackwardData<T>(gy.data(), cpuDims(yShape), w.data(),
+                               cpuDims(c.w), expected.data(), cpuDims(c.x),
+                               c.strides, c.pads, c.dilations, c.group);
+    gpu::conv2dBackwardData<T>(
+        gy.data(), gpuDims(yShape), w.data(), gpuDims(c.w), actual.data(),
+        gpuDims(c.x), c.strides, c.pads, c.dilations, c.group, kStream);
+    expectClose(actual, expected, "conv2dBackwardData " + what);
+    std::vector<T> expectedW(numel(c.w), T(7.0f)),
+        actualW(numel(c.w), T(-3.0f));
+    cpu::conv2dBackwardFilter<T>(
+        x.data(), cpuDims(c.x), gy.data(), cpuDims(yShape), expectedW.data(),
+        cpuDims(c.w), c.strides, c.pads, c.dilations, c.group);
+    gpu::conv2dBackwardFilter<T>(
+        x.data(), gpuDims(c.x), gy.data(), gpuDims(yShape), actualW.data(),
+        gpuDims(c.w), c.strides, c.pads, c.dilations, c.group, kStream);
+    expectClose(actualW, expectedW, "conv2dBackwardFilter " + what);
+  }
+}
+
+TEST(CudaKernelsTest, ConvGradientsFloat) { checkConvGradients<float>(); }
+TEST(CudaKernelsTest, ConvGradientsF16) { checkConvGradients<f16>(); }
+
+template <typename T> void checkPoolGradients() {
+  unsigned seed = 950;
+  for (const PoolCase &c : poolCases()) {
+    auto x = randomValues<T>(numel(c.x), seed++, -3, 3);
+    auto gy = randomValues<T>(numel(c.y), seed++, -3, 3);
+    std::vector<T> expected(numel(c.x), T(7.0f)), actual(numel(c.x), T(-3.0f));
+    cpu::maxPool2dBackward<T>(x.data(), cpuDims(c.x), gy.data(), cpuDims(c.y),
+                              expected.data(), c.kernel, c.strides, c.pads,
+                              c.dilations);
+    gpu::maxPool2dBackward<T>(x.data(), gpuDims(c.x), gy.data(), gpuDims(c.y),
+                              actual.data(), c.kernel, c.strides, c.pads,
+                              c.dilations, kStream);
+    expectClose(actual, expected, "maxPool2dBackward " + describe(c.x));
+    // Average pooling has no dilations.
+    if (c.dilations[0] != 1 || c.dilations[1] != 1)
+      continue;
+    for (bool includePad : {false, true}) {
+      cpu::avgPool2dBackward<T>(gy.data(), cpuDims(c.y), expected.data(),
+                                cpuDims(c.x), c.kernel, c.strides, c.pads,
+                                includePad);
+      gpu::avgPool2dBackward<T>(gy.data(), gpuDims(c.y), actual.data(),
+                                gpuDims(c.x), c.kernel, c.strides, c.pads,
+                                includePad, kStream);
+      expectClose(actual, expected,
+                  "avgPool2dBackward " + describe(c.x) +
+                      (includePad ? " count_include_pad" : ""));
+    }
+  }
+}
+
+TEST(CudaKernelsTest, PoolGradientsFloat) { checkPoolGradients<float>(); }
+TEST(CudaKernelsTest, PoolGradientsBF16) { checkPoolGradients<bf16>(); }
+
+TEST(CudaKernelsTest, ScatterAddAndInsertSlice) {
+  // Repeated and negative indices accumulate, along a middle and the first
+  // axis, with int64 and int32 indices.
+  Shape data = {5, 3, 4};
+  auto x = randomValues<float>(numel(data), 990, -1, 1);
+  std::vector<int64_t> indices = {2, -1, 0, 2};
+  auto updates = randomValues<float>(5 * 4 * 4, 991, -1, 1);
+  std::vector<float> expected(numel(data)), actual(numel(data));
+  cpu::scatterAdd<float, int64_t>(x.data(), cpuDims(data), indices.data(),
+                                  cpuDims({4}), updates.data(), 1,
+                                  expected.data());
+  gpu::scatterAdd<float, int64_t>(x.data(), gpuDims(data), indices.data(),
+                                  gpuDims({4}), updates.data(), 1,
+                                  actual.data(), kStream);
+  expectClose(actual, expected, "scatterAdd axis 1");
+  std::vector<int32_t> rows = {4, 0, 4};
+  auto rowUpdates = randomValues<float>(3 * 3 * 4, 992, -1, 1);
+  cpu::scatterAdd<float, int32_t>(x.data(), cpuDims(data), rows.data(),
+                                  cpuDims({3}), rowUpdates.data(), 0,
+                                  expected.data());
+  gpu::scatterAdd<float, int32_t>(x.data(), gpuDims(data), rows.data(),
+                                  gpuDims({3}), rowUpdates.data(), 0,
+                                  actual.data(), kStream);
+  expectClose(actual, expected, "scatterAdd axis 0 int32");
+
+  // Every other row and column of a 6x5 destination.
+  Shape dest = {6, 5}, source = {3, 3};
+  auto d = randomValues<float>(numel(dest), 993, -1, 1);
+  auto src = randomValues<float>(numel(source), 994, -1, 1);
+  int64_t starts[] = {1, 0}, steps[] = {2, 2};
+  std::vector<float> expectedY(numel(dest)), actualY(numel(dest));
+  cpu::insertSlice<float>(d.data(), cpuDims(dest), src.data(), cpuDims(source),
+                          starts, steps, expectedY.data());
+  gpu::insertSlice<float>(d.data(), gpuDims(dest), src.data(), gpuDims(source),
+                          starts, steps, actualY.data(), kStream);
+  expectClose(actualY, expectedY, "insertSlice");
+  EXPECT_EQ(actualY[5], src[0]);
+  EXPECT_EQ(actualY[0], d[0]);
+}
+
+TEST(CudaKernelsTest, ScatterAddRangeErrorMatchesTheCpu) {
+  Shape data = {3, 2};
+  std::vector<float> x(6, 1.0f), updates(4, 1.0f), y(6);
+  std::vector<int64_t> indices = {1, 7};
+  cpu::clearError();
+  cpu::scatterAdd<float, int64_t>(x.data(), cpuDims(data), indices.data(),
+                                  cpuDims({2}), updates.data(), 0, y.data());
+  std::string cpuMessage = cpu::lastError();
+  gpu::clearError();
+  gpu::scatterAdd<float, int64_t>(x.data(), gpuDims(data), indices.data(),
+                                  gpuDims({2}), updates.data(), 0, y.data(),
+                                  kStream);
+  EXPECT_EQ(cpuMessage, "scatter_add: index 7 is outside [-3, 3)");
+  EXPECT_EQ(takeError(), cpuMessage);
+  // The valid update landed; the bad one left data as it was.
+  EXPECT_EQ(y[2], 2.0f);
+  EXPECT_EQ(y[0], 1.0f);
+}
 
 TEST(CudaKernelsTest, DimsFromBracedList) {
   gpu::Dims dims{4, 16, 32};
