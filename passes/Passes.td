@@ -25,7 +25,9 @@ def ConvertOnnxToNNPass : Pass<"ztc-convert-onnx-to-nn", "func::FuncOp"> {
     2. Converts nodes in graph order. Operands are already `nn` values with
        static shapes, so each converter computes exact types; shape
        subgraphs (Shape, Gather, Concat, ...) fold to constants as they are
-       built.
+       built. A training-mode Dropout draws its mask with
+       `nn.random_uniform` from the function's random key, an argument
+       `rng` (rank-0 i64, tagged `train.hyper`) added on first use.
     3. Rewrites the function type to the inferred result types.
 
     Example:

@@ -303,6 +303,11 @@ void summarize(ModuleOp module, llvm::raw_ostream &os) {
         paramBytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
         continue;
       }
+      if (func.getArgAttr(i, "train.hyper")) {
+        os << "  hyper  " << (name ? name.getValue() : "?") << ": " << type
+           << "\n";
+        continue;
+      }
       os << "  input  " << (name ? name.getValue() : "?") << ": " << type
          << "\n";
     }
