@@ -486,6 +486,11 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
         "nllLoss<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}LL, {9})", T,
         elem(in[1]), x, dims(in[0]), name(in[1]), optional(2), code,
         hasIgnore ? "true" : "false", intValue("ignore_index"), y);
+  } else if (callee == "random_uniform") {
+    // The stream prints unsigned: every 64-bit value is a valid literal.
+    call = llvm::formatv("randomUniform<{0}>({1}, {2}ull, {3}, {4})", T, x,
+                         static_cast<uint64_t>(intValue("stream")), y,
+                         dims(output));
   } else if (callee == "conv2d_backward_data") {
     std::string s = array("strides"), p = array("pads"), d = array("dilations");
     call = llvm::formatv("conv2dBackwardData<{0}>({1}, {2}, {3}, {4}, {5}, "

@@ -25,7 +25,9 @@ def ConvertOnnxToNNPass : Pass<"ztc-convert-onnx-to-nn", "func::FuncOp"> {
     2. Converts nodes in graph order. Operands are already `nn` values with
        static shapes, so each converter computes exact types; shape
        subgraphs (Shape, Gather, Concat, ...) fold to constants as they are
-       built.
+       built. A training-mode Dropout draws its mask with
+       `nn.random_uniform` from the function's random key, an argument
+       `rng` (rank-0 i64, tagged `train.hyper`) added on first use.
     3. Rewrites the function type to the inferred result types.
 
     Example:
@@ -332,8 +334,10 @@ def PromoteF64Pass : Pass<"ztc-promote-f64", "func::FuncOp"> {
        its values converted to f64 (exactly: every f32, f16 and bf16 value
        is a double). An `nn` op is re-created on its promoted operands with
        the same attributes; its result types come from its own type
-       inference, or, for `nn.reshape` and `nn.cast` whose result type is
-       given, from promoting the old one. A cast between two float types
+       inference, or, for `nn.reshape`, `nn.cast` and `nn.random_uniform`
+       whose result type is given, from promoting the old one (random
+       numbers keep their values: 24-bit fractions are exact in f64, and
+       the i64 key is untouched). A cast between two float types
        becomes a cast from f64 to f64 and disappears.
     4. Sets the function type from the promoted arguments and returned
        values.

@@ -11,7 +11,8 @@
 // training artifact (`"kind": "train"`) adds:
 //   - bindings of role "state" (optimizer state, zero-initialized unless
 //     init.safetensors has a value) and "hyper" (scalars the host writes
-//     before every call: "lr", "step");
+//     before every call: "lr", "step", and "rng", the int64 key of the
+//     step's random numbers);
 //   - "grad_entry" (optional): loss and gradients without an update, its
 //     results listed in "grad_outputs" (one float32 output per param, the
 //     param's shape, named after it);

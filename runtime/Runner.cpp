@@ -10,6 +10,7 @@
 #include "runtime/Error.h"
 #include "runtime/File.h"
 #include "runtime/Npy.h"
+#include "runtime/kernels/Random.h"
 
 #include <algorithm>
 #include <cstring>
@@ -29,6 +30,11 @@ std::string joinPath(const std::string &directory, const std::string &file) {
 }
 
 } // namespace
+
+int64_t randomKey(uint64_t seed, uint64_t step, uint64_t microBatch) {
+  return static_cast<int64_t>(
+      random::combine(random::combine(seed, step), microBatch));
+}
 
 Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
     : artifact_(artifact), backend_(std::move(backend)) {
@@ -158,6 +164,18 @@ Tensor Runner::binding(size_t index) const {
   return value;
 }
 
+void Runner::setRandomKey(int64_t key) {
+  const std::vector<Binding> &bindings = manifest().bindings;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    if (bindings[i].role != BindingRole::Hyper ||
+        bindings[i].name != kRandomKeyHyper)
+      continue;
+    Tensor value(DType::Int64, {});
+    *value.data<int64_t>() = key;
+    setBinding(i, value);
+  }
+}
+
 void Runner::run() { run(artifact_.entry()); }
 
 void Runner::run(EntryFn entry) {
@@ -204,18 +222,20 @@ void Runner::writeOutputs(const std::string &outputDir) const {
 }
 
 void runForward(const std::string &artifactDir, const std::string &dataDir,
-                const std::string &outputDir) {
+                const std::string &outputDir, uint64_t seed) {
   Artifact artifact = Artifact::load(artifactDir);
   Runner runner(artifact, createBackend(artifact.manifest().target));
   runner.loadInputs(dataDir);
+  runner.setRandomKey(randomKey(seed, 0, 0));
   runner.run();
   runner.writeOutputs(outputDir);
 }
 
 bool tryRunForward(const std::string &artifactDir, const std::string &dataDir,
-                   const std::string &outputDir, std::string &error) noexcept {
+                   const std::string &outputDir, std::string &error,
+                   uint64_t seed) noexcept {
   try {
-    runForward(artifactDir, dataDir, outputDir);
+    runForward(artifactDir, dataDir, outputDir, seed);
     return true;
   } catch (const std::exception &failure) {
     error = failure.what();

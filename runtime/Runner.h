@@ -14,6 +14,7 @@
 //   generated code wrote past the end of the N-byte arena
 //   gather: index 70 is outside [-64, 64)   (bad data a kernel found; the
 //     backend reports the kernel library's first error of the call)
+//   hyper 'rng' was not set                 (run() before setRandomKey)
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,18 @@
 #include <vector>
 
 namespace ztc::rt {
+
+/// The name of the hyper binding that holds the key of a step's random
+/// numbers (nn.random_uniform: training-mode Dropout's masks), an int64.
+constexpr const char *kRandomKeyHyper = "rng";
+
+/// The random key for a run seeded `seed` at optimizer step `step` and
+/// micro-batch `microBatch` (`ztc run` and gradient checks: step 0,
+/// micro-batch 0). A pure function of the three, so a resumed run draws the
+/// masks an uninterrupted one would, and every step and micro-batch gets
+/// its own. Computed in integers throughout: a key never passes through a
+/// double.
+int64_t randomKey(uint64_t seed, uint64_t step, uint64_t microBatch);
 
 /// An artifact bound to a backend, ready to run.
 class Runner {
@@ -60,6 +73,9 @@ public:
   void setBinding(size_t index, const Tensor &value);
   /// The current contents of binding `index`.
   Tensor binding(size_t index) const;
+  /// Writes `key` into the random-key hyper (kRandomKeyHyper) when the
+  /// artifact has one; its dtype must be int64.
+  void setRandomKey(int64_t key);
   /// Writes every output to `outputDir/<file>.npy`, creating the directory.
   void writeOutputs(const std::string &outputDir) const;
 
@@ -81,15 +97,16 @@ private:
 };
 
 /// `ztc run`: loads the artifact in `artifactDir`, runs it on the backend
-/// for its manifest's target with inputs from `dataDir`, writes outputs to
-/// `outputDir`.
+/// for its manifest's target with inputs from `dataDir` and the random key
+/// of `seed`, writes outputs to `outputDir`.
 void runForward(const std::string &artifactDir, const std::string &dataDir,
-                const std::string &outputDir);
+                const std::string &outputDir, uint64_t seed = 0);
 
 /// runForward for callers built without exceptions: returns false and sets
 /// `error` instead of throwing.
 bool tryRunForward(const std::string &artifactDir, const std::string &dataDir,
-                   const std::string &outputDir, std::string &error) noexcept;
+                   const std::string &outputDir, std::string &error,
+                   uint64_t seed = 0) noexcept;
 
 } // namespace ztc::rt
 

@@ -273,9 +273,10 @@ private:
         lrHyper_ = static_cast<int>(i);
       else if (bindings[i].name == "step")
         stepHyper_ = static_cast<int>(i);
-      else
+      else if (bindings[i].name != kRandomKeyHyper) // Runner::setRandomKey
         throw Error("hyper '" + bindings[i].name +
-                    "' is not one the trainer writes (known: lr, step)");
+                    "' is not one the trainer writes (known: lr, step, " +
+                    kRandomKeyHyper + ")");
     }
   }
 
@@ -352,6 +353,7 @@ private:
     double sum = 0;
     for (uint64_t micro = 0; micro < microBatches_; ++micro) {
       uploadBatch(loader_.next());
+      runner_.setRandomKey(randomKey(loader_.seed(), step, micro));
       bool last = micro + 1 == microBatches_;
       runStep(last ? artifact_.entry() : artifact_.accumEntry(), step);
       sum += readLoss(step, /*accumulated=*/!last);
@@ -359,12 +361,14 @@ private:
     return static_cast<float>(sum / double(microBatches_));
   }
 
-  /// grad_entry on the batch the first update will use.
+  /// grad_entry on the batch the first update will use, with the random
+  /// key of its first micro-batch: the gradients that micro-batch computes.
   void dumpGradients(uint64_t step) {
     DataPosition position = loader_.position();
     uploadBatch(loader_.next());
     loader_.seek(position);
     setHypers(step, schedule_->lrAtStep(step));
+    runner_.setRandomKey(randomKey(loader_.seed(), step, 0));
     runStep(artifact_.gradEntry(), step);
     const std::string &dir = options_.dumpGradsDir;
     createDirectories(joinPath(dir, "grad"));

@@ -6,7 +6,9 @@
 //   load artifact, data (DataLoader.h), optionally a checkpoint to resume
 //   for each optimizer step t = first..last:
 //     lr = schedule(t) (Schedule.h); write hypers "lr" and "step" (= t)
-//     for each of the grad_accum micro-batches: upload the next batch, call
+//     for each of the grad_accum micro-batches m: upload the next batch,
+//       write hyper "rng" = randomKey(seed, t, m) (Runner.h: new dropout
+//       masks every call, the same ones again on resume), call
 //       accum_entry (all but the last) or entry (the last), read "loss"
 //     check the loss is finite; log; save a checkpoint every saveEvery steps
 //   save a checkpoint at the end
@@ -57,7 +59,7 @@ struct TrainOptions {
   /// Epochs from the start of training, when steps is 0: epochs *
   /// floor(batchesPerEpoch / grad_accum) optimizer steps.
   uint64_t epochs = 1;
-  /// Seeds the data order (DataLoader.h).
+  /// Seeds the data order (DataLoader.h) and the random keys (Runner.h).
   uint64_t seed = 0;
   /// Plain log line every logEvery steps (0: only the last step).
   uint64_t logEvery = 10;
@@ -68,8 +70,9 @@ struct TrainOptions {
   /// A checkpoint directory to continue from; empty: start from
   /// init.safetensors.
   std::string resumeDir;
-  /// Before the first update, run grad_entry on the first batch and write
-  /// DIR/loss.npy and DIR/grad/<file>.npy per grad output; empty: don't.
+  /// Before the first update, run grad_entry on the first batch (with the
+  /// random key of the first micro-batch) and write DIR/loss.npy and
+  /// DIR/grad/<file>.npy per grad output; empty: don't.
   std::string dumpGradsDir;
   /// Redraw one progress line on stderr instead of plain log lines.
   bool progressBar = stderrIsTerminal();

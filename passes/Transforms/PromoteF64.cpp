@@ -99,7 +99,8 @@ FailureOr<SmallVector<Value>> promoteNNOp(OpBuilder &b, Operation *op) {
             op->getRegions(), types)))
       return op->emitOpError("has no valid result type on f64 operands");
   } else {
-    // nn.reshape and nn.cast: the result type is given, not inferred.
+    // nn.reshape, nn.cast and nn.random_uniform: the result type is given,
+    // not inferred.
     llvm::append_range(types, llvm::map_range(op->getResultTypes(), promote));
   }
   if (TypeRange(types) == op->getResultTypes())

@@ -38,6 +38,7 @@
 
 #include "Dims.h"
 #include "Half.h"
+#include "Random.h"
 
 #include <cblas.h>
 #ifdef _OPENMP
@@ -111,6 +112,10 @@ enum class ReduceKind { Sum, Mean, Max };
 //   PyTorch semantics: mean divides by the sum of weights of non-ignored
 //   targets (0/0 = NaN when every target is ignored); ignored elements of
 //   reduction none are 0.
+// randomUniform<T>(key, randomStream, y, dims)   T: float or double
+//   y[i] = the value of element i of stream randomStream under the key *key
+//   (Random.h): uniform in [0, 1) with 24 random bits, bit for bit the
+//   values of the CUDA library's randomUniform
 //
 // Errors (see the file comment): lastError() is the first data error
 // recorded since clearError(), or "" when none.
@@ -1033,6 +1038,22 @@ void insertSlice(const T *dest, const Dims &destDims, const T *source,
     }
     y[offset] = source[i];
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void randomUniform(const int64_t *key, uint64_t randomStream, T *y,
+                   const Dims &dims) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "random values are float or double");
+  uint64_t base = random::streamBase(static_cast<uint64_t>(*key), randomStream);
+  int64_t count = dims.numElements();
+#pragma omp parallel for if (count > detail::kParallelGrain)
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = static_cast<T>(random::uniformAt(base, static_cast<uint64_t>(i)));
 }
 
 } // namespace ztc::cpu

@@ -44,6 +44,7 @@
 
 #include "Dims.h"
 #include "Half.h"
+#include "Random.h"
 
 #include <cuda_runtime_api.h>
 #if !defined(ZTC_CUDA_HOST_EMULATION)
@@ -1271,6 +1272,20 @@ template <typename T, typename I> struct ScatterAddColumnBody {
     }
   }
 };
+
+/// Element i of a random stream (Random.h). The key is a binding the host
+/// writes before the call, so it is read here, on the device.
+template <typename T> struct RandomUniformBody {
+  const int64_t *key;
+  T *y;
+  uint64_t randomStream;
+  ZTC_HOST_DEVICE void operator()(int64_t i) const {
+    uint64_t base =
+        random::streamBase(static_cast<uint64_t>(*key), randomStream);
+    y[i] = static_cast<T>(random::uniformAt(base, static_cast<uint64_t>(i)));
+  }
+};
+
 } // namespace detail
 
 //===----------------------------------------------------------------------===//
@@ -1769,6 +1784,22 @@ void insertSlice(const T *dest, const Dims &destDims, const T *source,
   }
   detail::stridedCopy(source, sourceStrides, y + base, toStrides, sourceDims,
                       stream, "insertSlice");
+}
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+/// The values of CpuKernels.h's randomUniform, bit for bit; `key` is a
+/// device pointer like every data pointer.
+template <typename T>
+void randomUniform(const int64_t *key, uint64_t randomStream, T *y,
+                   const Dims &dims, cudaStream_t stream) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "random values are float or double");
+  detail::launchElements(dims.numElements(),
+                         detail::RandomUniformBody<T>{key, y, randomStream},
+                         stream, "randomUniform");
 }
 
 } // namespace ztc::cuda

@@ -179,6 +179,10 @@ extern "C" void ztc_instantiate_all(void *p, cudaStream_t s) {
   instantiate(static_cast<ztc::bf16 *>(p), s);
   instantiate(static_cast<int64_t *>(p), s);
   instantiate(static_cast<int32_t *>(p), s);
+  randomUniform<float>(static_cast<const int64_t *>(p), 1, static_cast<float *>(p),
+                       Dims{2, 3}, s);
+  randomUniform<double>(static_cast<const int64_t *>(p), 1,
+                        static_cast<double *>(p), Dims{2, 3}, s);
   halves<<<1, 32, 0, s>>>(nullptr, nullptr, nullptr, nullptr);
 }
 EOF

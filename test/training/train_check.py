@@ -13,7 +13,6 @@ Usage: train_check.py --ztc PATH
 """
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -30,32 +29,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
+from checks import check, read_safetensors, summary  # noqa: E402
+
 STEM = re.compile(r"[^A-Za-z0-9._-]")
-failures = []
-checks = []
-
-
-def check(ok, message):
-    print("%s %s" % ("ok  " if ok else "FAIL", message), flush=True)
-    checks.append(message)
-    if not ok:
-        failures.append(message)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-        data = f.read()
-    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=dtypes[info["dtype"]]).reshape(
-            info["shape"])
-    return out
 
 
 def torch_model(name, onnx_path):
@@ -316,8 +292,7 @@ def main():
         for name, batch in (("mlp", 8), ("cnn", 8), ("cnn_train", 8), ("gpt", 4)):
             run_model(args, tmp, name, os.path.join(models, name + ".onnx"), batch)
         optimizer_variants(args, tmp, os.path.join(models, "mlp.onnx"))
-    print("%d passed, %d failed" % (len(checks) - len(failures), len(failures)))
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

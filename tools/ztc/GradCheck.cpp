@@ -15,6 +15,10 @@
 //     through reshapes, transposes, broadcasts, slices, concats, gathers of
 //     it and integer casts. An integer input that indexes nothing (a mask),
 //     and a boolean one, is 0 or 1.
+//   - The random key (the `rng` hyper of training-mode Dropout) is the one
+//     `ztc run --seed` writes for the seed, the same in every call, so the
+//     masks are constants of the check and the loss is a function of the
+//     parameters alone.
 //   - Parameters are the model's initializers, converted to f64 exactly.
 //   - Every element of a parameter with at most 16 is checked; of a larger
 //     one, 16 distinct elements drawn from the seed.
@@ -30,6 +34,7 @@
 #include "tools/ztc/GradCheck.h"
 
 #include "passes/Passes.h"
+#include "runtime/Runner.h"
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -517,6 +522,14 @@ FailureOr<bool> runCheck(const std::string &dir, const CheckStep &step,
     if (!(error = session.setBinding(i, value)).empty())
       return failure();
   }
+
+  for (const rt::Binding &binding : manifest.bindings)
+    if (binding.role == rt::BindingRole::Hyper &&
+        binding.name == rt::kRandomKeyHyper)
+      llvm::errs() << "ztc: random key '" << binding.name << "': the key of "
+                   << "seed " << options.seed << ", fixed for every call\n";
+  if (!(error = session.setRandomKey(options.seed)).empty())
+    return failure();
 
   // Analytic gradients, and the loss at the unperturbed parameters.
   if (!(error = session.run(/*gradEntry=*/true)).empty())

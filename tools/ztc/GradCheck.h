@@ -22,7 +22,7 @@ struct GradCheckOptions {
   /// The loss (`loss`, `lossInput`, `labels`, `ignoreIndex`) and the frozen
   /// parameters; the optimizer fields are unused.
   TrainingOptions training;
-  /// Seeds the random inputs and the sampled elements.
+  /// Seeds the random inputs, the random key and the sampled elements.
   uint64_t seed = 0;
   /// The largest relative error a checked element may have.
   double tolerance = 1e-6;
@@ -37,6 +37,8 @@ struct GradCheckOptions {
 ///   - random inputs from the seed: floats normal(0, 1); integers uniform in
 ///     [0, B) where B is the smallest extent they index (a gather's table
 ///     rows, a loss's classes), or {0, 1} when they index nothing;
+///   - the random key (training-mode Dropout's masks): the one of the seed,
+///     the same in every call;
 ///   - parameters: the model's initializers, converted to f64;
 ///   - elements: all of a parameter with at most 16, else 16 distinct ones
 ///     drawn from the seed;

@@ -158,12 +158,13 @@ bool bridge::parseSchedule(const std::string &name,
 
 std::string bridge::runArtifact(const std::string &dir,
                                 const std::string &dataDir,
-                                const std::string &outputDir, unsigned repeat,
-                                StepTimes &times) {
+                                const std::string &outputDir, uint64_t seed,
+                                unsigned repeat, StepTimes &times) {
   return guarded([&] {
     rt::Artifact artifact = rt::Artifact::load(dir);
     rt::Runner runner(artifact, rt::createBackend(artifact.manifest().target));
     runner.loadInputs(dataDir);
+    runner.setRandomKey(rt::randomKey(seed, 0, 0));
     runner.run();
     runner.writeOutputs(outputDir);
     std::vector<double> samples;
@@ -242,6 +243,11 @@ const rt::Manifest &bridge::StepSession::manifest() const {
 std::string bridge::StepSession::setBinding(size_t index,
                                             const rt::Tensor &value) {
   return guarded([&] { state_->runner->setBinding(index, value); });
+}
+
+std::string bridge::StepSession::setRandomKey(uint64_t seed) {
+  return guarded(
+      [&] { state_->runner->setRandomKey(rt::randomKey(seed, 0, 0)); });
 }
 
 std::string bridge::StepSession::run(bool gradEntry) {

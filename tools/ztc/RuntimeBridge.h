@@ -65,12 +65,13 @@ std::string train(const TrainRequest &request);
 /// Parses a learning-rate schedule name ("constant", "warmup", ...).
 bool parseSchedule(const std::string &name, ::ztc::rt::ScheduleConfig &config);
 
-/// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy and
-/// writes `outputDir`/*.npy; then, when `repeat` > 0, runs it `repeat` more
-/// times on the same inputs and fills `times`.
+/// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy, with
+/// the random key of `seed` (dropout masks), and writes `outputDir`/*.npy;
+/// then, when `repeat` > 0, runs it `repeat` more times on the same inputs
+/// and fills `times`.
 std::string runArtifact(const std::string &dir, const std::string &dataDir,
-                        const std::string &outputDir, unsigned repeat,
-                        StepTimes &times);
+                        const std::string &outputDir, uint64_t seed,
+                        unsigned repeat, StepTimes &times);
 
 /// The shape stored in the .npy file at `path`, or nothing when there is no
 /// readable file there.
@@ -101,6 +102,9 @@ public:
   const ::ztc::rt::Manifest &manifest() const;
   /// Uploads `value` into binding `index` of the manifest (any role).
   std::string setBinding(size_t index, const ::ztc::rt::Tensor &value);
+  /// Writes the random key of `seed` (the one `ztc run --seed` writes) into
+  /// the artifact's random-key hyper, when it has one.
+  std::string setRandomKey(uint64_t seed);
   /// Runs the manifest's entry, or its grad_entry when `gradEntry`.
   std::string run(bool gradEntry);
   /// Copies the result `spec` describes out of the arena into `value`.

@@ -106,6 +106,10 @@ cl::opt<unsigned> repeat(
     cl::desc("After the run, time N more forward steps on the same inputs "
              "and print the median and minimum"),
     cl::value_desc("N"), cl::init(0), cl::sub(runCommand));
+cl::opt<uint64_t> runSeed("seed",
+                          cl::desc("Seed of the random numbers (the masks of "
+                                   "training-mode Dropout)"),
+                          cl::init(0), cl::sub(runCommand));
 cl::opt<std::string> artifactDir(
     "artifact-dir",
     cl::desc("Keep the compiled artifact (manifest, source, step.so, "
@@ -186,8 +190,10 @@ cl::opt<uint64_t> trainSteps("steps", cl::desc("Optimizer steps to run"),
 cl::opt<uint64_t> trainEpochs("epochs",
                               cl::desc("Epochs to run (without --steps)"),
                               cl::init(1), cl::sub(trainCommand));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of the data order"), cl::init(0),
-                       cl::sub(trainCommand));
+cl::opt<uint64_t> seed("seed",
+                       cl::desc("Seed of the data order and of the dropout "
+                                "masks"),
+                       cl::init(0), cl::sub(trainCommand));
 cl::opt<uint64_t> logEvery("log-every", cl::desc("Log every K steps"),
                            cl::init(10), cl::sub(trainCommand));
 cl::opt<std::string> saveDir("save", cl::desc("Checkpoint directory"),
@@ -229,8 +235,9 @@ cl::list<std::string>
                              "REGEX (repeatable)"),
                     cl::value_desc("REGEX"), cl::sub(gradcheckCommand));
 cl::opt<uint64_t> gradcheckSeed("seed",
-                                cl::desc("Seed of the random inputs and of "
-                                         "the sampled elements"),
+                                cl::desc("Seed of the random inputs, of "
+                                         "the sampled elements and of the "
+                                         "dropout masks"),
                                 cl::init(0), cl::sub(gradcheckCommand));
 cl::opt<double> gradcheckTolerance("tolerance",
                                    cl::desc("Largest relative error allowed"),
@@ -299,6 +306,11 @@ void summarize(ModuleOp module, llvm::raw_ostream &os) {
         ++params;
         paramCount += type.getNumElements();
         paramBytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+        continue;
+      }
+      if (func.getArgAttr(i, "train.hyper")) {
+        os << "  hyper  " << (name ? name.getValue() : "?") << ": " << type
+           << "\n";
         continue;
       }
       os << "  input  " << (name ? name.getValue() : "?") << ": " << type
@@ -427,7 +439,8 @@ int runRun() {
   error = ::ztc::bridge::writeAndBuildArtifact(dir, artifact);
   ::ztc::bridge::StepTimes times;
   if (error.empty())
-    error = ::ztc::bridge::runArtifact(dir, dataDir, outputDir, repeat, times);
+    error = ::ztc::bridge::runArtifact(dir, dataDir, outputDir, runSeed, repeat,
+                                       times);
   if (temporary)
     ::ztc::bridge::removeDirectory(dir);
   if (!error.empty()) {
@@ -579,7 +592,8 @@ int main(int argc, char **argv) {
       "ztc: compile the training step of an ONNX model\n\n"
       "  ztc import MODEL.onnx [--input-shape NAME=D0xD1...] [--emit "
       "onnx|nn]\n"
-      "  ztc run MODEL.onnx --data DIR --output-dir OUT [--target cpu|cuda]\n"
+      "  ztc run MODEL.onnx --data DIR --output-dir OUT [--target cpu|cuda] "
+      "[--seed N]\n"
       "  ztc emit MODEL.onnx [--target cpu|cuda]\n"
       "  ztc compile MODEL.onnx -o ART.ztc [--batch-size B] [--loss ...] "
       "[--optimizer ...]\n"

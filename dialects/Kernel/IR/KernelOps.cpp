@@ -43,6 +43,7 @@ const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
       {"trilu", 1, 1, 1},
       {"copy_into", 1, 1, 1},
       {"nll_loss", 2, 3, 1},
+      {"random_uniform", 1, 1, 1},
       // Gradients.
       {"conv2d_backward_data", 2, 2, 1},
       {"conv2d_backward_filter", 2, 2, 1},

@@ -1,7 +1,8 @@
 //===- ElementwiseGradients.cpp - VJPs of elementwise nn ops ----*- C++ -*-===//
 //
 // The vector-Jacobian products of the elementwise ops (arithmetic,
-// comparisons and logic, unary functions, cast, where, broadcast_to). Every
+// comparisons and logic, random numbers, unary functions, cast, where,
+// broadcast_to). Every
 // formula is PyTorch's (its derivatives.yaml and backward kernels), written
 // in nn ops; where PyTorch picks a subgradient (relu at 0, max ties, abs at
 // 0) the comment says which. Operands that broadcasting stretched get the
@@ -139,6 +140,11 @@ ZTC_NO_GRADIENT(GreaterOp)
 ZTC_NO_GRADIENT(AndOp)
 ZTC_NO_GRADIENT(OrOp)
 ZTC_NO_GRADIENT(NotOp)
+
+// Random numbers are a function of an integer key: nothing to differentiate.
+// A dropout mask built from them is a constant of the step, and the
+// gradient flows through the nn.where that applies it.
+ZTC_NO_GRADIENT(RandomUniformOp)
 
 #undef ZTC_NO_GRADIENT
 

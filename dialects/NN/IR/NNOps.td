@@ -988,6 +988,37 @@ def NN_NllLossOp : NN_Op<"nll_loss", NN_InferredResult> {
 }
 
 //===----------------------------------------------------------------------===//
+// RandomUniformOp
+//===----------------------------------------------------------------------===//
+
+def NN_RandomUniformOp : NN_Op<"random_uniform"> {
+  let summary = "counter-based uniform random numbers in [0, 1)";
+  let description = [{
+    A tensor of numbers uniform in `[0, 1)`, each a multiple of `2^-24`:
+    element `i` (row-major) is a pure function of the rank-0 `key`, the
+    `stream` attribute and `i`, computed by the runtime's kernel libraries
+    (runtime/kernels/Random.h, splitmix64), bit for bit the same on the CPU
+    and on CUDA. The op is pure: the same key and stream give the same
+    numbers, so a step run again with the same key repeats its draws, and
+    different streams under one key are unrelated. Training-mode Dropout
+    draws its masks from it, the key being the step's `rng` argument (a
+    `hyper` binding the runtime writes before every call) and the stream a
+    per-node constant. The key is an integer, so the op has no gradient.
+
+    Example:
+
+    ```mlir
+    %u = nn.random_uniform %key {stream = 7 : i64}
+           : tensor<i64> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$key, I64Attr:$stream);
+  // The shape is the op's input, so the result type is given; f32 or f64
+  // (ztc-promote-f64), both of which hold the 24-bit values exactly.
+  let results = (outs StaticShapeTensorOf<[F32, F64]>:$result);
+}
+
+//===----------------------------------------------------------------------===//
 // Backward ops
 //
 // Derivatives that no cheap, exact composition of the ops above expresses.

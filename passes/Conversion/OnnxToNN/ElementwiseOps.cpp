@@ -123,11 +123,69 @@ LogicalResult convertIdentity(NodeContext &ctx,
   return produce(results, ctx.input(0));
 }
 
-/// Dropout is the identity in inference; a training-mode Dropout with a
-/// non-zero ratio needs random masks, which the training step provides.
+/// FNV-1a (64-bit) of `text`: the random stream of a Dropout node without a
+/// seed, stable from build to build and different for each node name.
+uint64_t fnv1a(StringRef text) {
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001B3ull;
+  }
+  return hash;
+}
+
+/// Training-mode Dropout with a constant `ratio` in (0, 1]. An element is
+/// kept where a uniform draw in [0, 1) is at least the ratio (ONNX's
+/// reference) and then scaled by 1 / (1 - ratio), as PyTorch does; the mask
+/// output is the kept elements. The draws are nn.random_uniform under the
+/// function's random key, in the node's own stream (its `seed` attribute,
+/// else a hash of its name), so two Dropout nodes drop different elements.
+/// A ratio of 1 drops everything: no draws, and no infinite scale whose
+/// gradient would be NaN.
+LogicalResult convertTrainingDropout(NodeContext &ctx, double ratio,
+                                     SmallVectorImpl<Value> &results) {
+  RankedTensorType type = ctx.inputType(0);
+  Type elem = type.getElementType(), f32 = ctx.b.getF32Type();
+  Value y, keep;
+  if (ratio == 1.0) {
+    y = ctx.create<nn::BroadcastToOp>(
+        ctx.scalar(elem, 0.0), {ctx.i64ArrayAttr("shape", type.getShape())});
+    keep = arith::ConstantOp::create(
+        ctx.b, ctx.loc,
+        DenseElementsAttr::get(type.clone(ctx.b.getI1Type()), false));
+  } else {
+    Value key = ctx.randomKey();
+    if (!key)
+      return failure();
+    uint64_t stream =
+        ctx.hasAttr("seed") ? ctx.intAttr("seed", 0) : fnv1a(ctx.name());
+    Value u = ctx.createWithTypes<nn::RandomUniformOp>(
+        type.clone(f32), key, {ctx.i64Attr("stream", stream)});
+    // u >= ratio, spelled !(u < ratio): nn has no greater-or-equal.
+    Value dropped =
+        u ? ctx.create<nn::LessOp>({u, ctx.scalar(f32, ratio)}) : nullptr;
+    keep = dropped ? ctx.create<nn::NotOp>(dropped) : nullptr;
+    Value scaled =
+        keep ? ctx.create<nn::MulOp>(
+                   {ctx.input(0), ctx.scalar(elem, 1.0 / (1.0 - ratio))})
+             : nullptr;
+    y = scaled ? ctx.create<nn::WhereOp>({keep, scaled, ctx.scalar(elem, 0.0)})
+               : nullptr;
+  }
+  if (failed(produce(results, y)))
+    return failure();
+  if (ctx.outputUsed(1))
+    results.push_back(keep);
+  return success();
+}
+
+/// Dropout is the identity in inference and with a ratio of 0; training
+/// mode (a constant input from Dropout-12 on; versions 7 and 10 are
+/// inference only) draws random masks.
 LogicalResult convertDropout(NodeContext &ctx,
                              SmallVectorImpl<Value> &results) {
   bool training = false;
+  double ratio = 0.5; // ONNX's default.
   if (ctx.since >= 12) {
     if (ctx.input(2)) {
       DenseElementsAttr mode = ctx.constantInput(2);
@@ -136,16 +194,18 @@ LogicalResult convertDropout(NodeContext &ctx,
       training = mode.getSplatValue<bool>();
     }
     if (training && ctx.input(1)) {
-      DenseElementsAttr ratio = ctx.constantInput(1);
-      if (ratio && ratio.getSplatValue<APFloat>().isZero())
-        training = false;
+      DenseElementsAttr value = ctx.constantInput(1);
+      if (!value || !value.isSplat() || !isa<FloatType>(value.getElementType()))
+        return ctx.error() << "the ratio of a training-mode Dropout must be "
+                              "a constant float";
+      ratio =
+          cast<FloatAttr>(value.getSplatValue<Attribute>()).getValueAsDouble();
     }
-  } else if (ctx.since < 7) {
-    training = ctx.intAttr("is_test", 0) == 0;
   }
-  if (training)
-    return ctx.error() << "training-mode Dropout is not supported; export "
-                          "the model in eval mode";
+  if (training && !(ratio >= 0.0 && ratio <= 1.0))
+    return ctx.error() << "ratio must be in [0, 1], got " << ratio;
+  if (training && ratio > 0.0)
+    return convertTrainingDropout(ctx, ratio, results);
   if (failed(produce(results, ctx.input(0))))
     return failure();
   // Without dropping, the mask keeps everything: true from Dropout-10 on,

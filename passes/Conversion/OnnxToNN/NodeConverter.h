@@ -64,6 +64,13 @@ public:
   /// function returns it tagged `train.update_of`. Otherwise does nothing.
   /// An initializer updated twice is an error.
   LogicalResult updateState(unsigned i, Value value);
+  /// The node's name (its location's), or "" when it has none.
+  StringRef name() const;
+  /// The key of the function's random numbers (nn.random_uniform): its
+  /// rank-0 i64 argument named `rng` and tagged `train.hyper`, added at the
+  /// end on first use, so the runtime writes a new key before every call.
+  /// Null after an error when another argument already has that name.
+  Value randomKey();
 
   /// ONNX attributes, with defaults.
   bool hasAttr(StringRef name) const;

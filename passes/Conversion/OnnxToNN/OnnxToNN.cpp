@@ -182,6 +182,42 @@ LogicalResult NodeContext::updateState(unsigned i, Value value) {
   return success();
 }
 
+StringRef NodeContext::name() const {
+  if (auto nameLoc = dyn_cast<NameLoc>(loc))
+    return nameLoc.getName().getValue();
+  return "";
+}
+
+Value NodeContext::randomKey() {
+  constexpr StringLiteral kName = "rng";
+  auto func = node->getParentOfType<func::FuncOp>();
+  auto type = RankedTensorType::get({}, b.getI64Type());
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    auto argName = func.getArgAttrOfType<StringAttr>(index, "onnx.name");
+    if (!argName || argName.getValue() != kName)
+      continue;
+    if (arg.getType() == type && func.getArgAttr(index, train::kHyperAttr))
+      return arg;
+    error() << "the random key of training-mode Dropout is an argument "
+               "named '"
+            << kName << "', but the graph already has an input of that name ("
+            << arg.getType() << ")";
+    return nullptr;
+  }
+  unsigned index = func.getNumArguments();
+  DictionaryAttr attrs =
+      b.getDictionaryAttr({b.getNamedAttr("onnx.name", b.getStringAttr(kName)),
+                           b.getNamedAttr(train::kHyperAttr, b.getUnitAttr())});
+  if (failed(func.insertArgument(
+          index, type, attrs,
+          NameLoc::get(b.getStringAttr(kName), func.getLoc())))) {
+    error() << "cannot add the random key argument '" << kName << "'";
+    return nullptr;
+  }
+  return func.getArgument(index);
+}
+
 bool NodeContext::hasAttr(StringRef name) const {
   return static_cast<bool>(node.getAttrs().get(name));
 }
@@ -216,10 +252,10 @@ NodeContext::intsAttr(StringRef name) const {
 }
 
 std::string NodeContext::prefix() const {
-  std::string name;
-  if (auto nameLoc = dyn_cast<NameLoc>(loc))
-    name = "node '" + nameLoc.getName().str() + "' ";
-  return name + "(" + node.getOpType().str() + ", opset " +
+  std::string named;
+  if (isa<NameLoc>(loc))
+    named = "node '" + name().str() + "' ";
+  return named + "(" + node.getOpType().str() + ", opset " +
          std::to_string(node.getOpset()) + "): ";
 }
 

@@ -371,3 +371,38 @@ func.func @no_params(%x: tensor<4xf32>) -> tensor<f32> {
          : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Dropout's random numbers depend on the integer key alone, off the gradient
+// path: the mask drawn in the forward pass gates the gradient (nn.where's
+// product), nothing is drawn again and the key gets no gradient.
+// CHECK-LABEL: func.func @dropout
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32> {onnx.name = "x"}, %{{.+}}: tensor<4xf32> {onnx.name = "w", onnx.param}, %{{.+}}: tensor<i64> {onnx.name = "rng", train.hyper})
+// CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"})
+// CHECK: %[[U:.+]] = nn.random_uniform
+// CHECK: %[[DROP:.+]] = nn.less %[[U]]
+// CHECK: %[[KEEP:.+]] = nn.not %[[DROP]]
+// CHECK: %[[SEED:.+]] = nn.broadcast_to
+// CHECK: %[[GS:.+]] = nn.where %[[KEEP]], %[[SEED]], %{{.+}} : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+// CHECK: %[[GM:.+]] = nn.mul %[[GS]], %{{.+}} : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+// CHECK: %[[GW:.+]] = nn.mul %[[GM]], %[[X]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// CHECK-NOT: nn.random_uniform
+// CHECK: return %{{.+}}, %[[GW]]
+func.func @dropout(%x: tensor<4xf32> {onnx.name = "x"},
+                   %w: tensor<4xf32> {onnx.name = "w", onnx.param},
+                   %rng: tensor<i64> {onnx.name = "rng", train.hyper})
+    -> tensor<f32> {
+  %half = arith.constant dense<0.5> : tensor<f32>
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %u = nn.random_uniform %rng {stream = 1 : i64} : tensor<i64> -> tensor<4xf32>
+  %drop = nn.less %u, %half : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+  %keep = nn.not %drop : tensor<4xi1> -> tensor<4xi1>
+  %h = nn.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %s = nn.mul %h, %two : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %y = nn.where %keep, %s, %zero : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %l = nn.reduce_sum %y {axes = array<i64: 0>, keepdims = false}
+         : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

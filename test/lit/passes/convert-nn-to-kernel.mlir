@@ -21,6 +21,20 @@ func.func @mixed(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<8xf32> {
 
 // -----
 
+// Random numbers are a library call on the key's buffer, the stream in the
+// call's config.
+// CHECK-LABEL: func.func @random
+// CHECK-SAME: (%[[K:.+]]: memref<i64>) -> memref<4x8xf32>
+// CHECK: %[[U:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK: kernel.call "random_uniform" ins(%[[K]] : memref<i64>) outs(%[[U]] : memref<4x8xf32>) {config = {stream = -2 : i64}}
+// CHECK: return %[[U]] : memref<4x8xf32>
+func.func @random(%key: tensor<i64>) -> tensor<4x8xf32> {
+  %0 = nn.random_uniform %key {stream = -2 : i64} : tensor<i64> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 // Concat writes each input at its offset along the axis.
 // CHECK-LABEL: func.func @concat
 // CHECK: %[[C:.+]] = kernel.alloc : memref<2x5xf32>

@@ -362,12 +362,33 @@ func.func @cast_to_uint8(%x: tensor<2x3xf32>) -> none {
 
 // -----
 
-// Training-mode Dropout (constant true, default ratio 0.5) needs random
-// masks.
-func.func @dropout_training(%x: tensor<2x3xf32>) -> none {
-  %none = onnx.none
+// A training-mode Dropout's ratio must be known: it decides the scale.
+func.func @dropout_ratio_not_constant(%x: tensor<2x3xf32>, %ratio: tensor<f32>) -> none {
   %training = onnx.constant dense<true> : tensor<i1>
-  // expected-error @unknown {{node 'dropout' (Dropout, opset 13): training-mode Dropout is not supported; export the model in eval mode}}
+  // expected-error @unknown {{node 'dropout' (Dropout, opset 13): the ratio of a training-mode Dropout must be a constant float}}
+  %0 = onnx.node "Dropout"(%x, %ratio, %training) {opset = 13 : i64} : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> none loc("dropout")
+  return %0 : none
+}
+
+// -----
+
+// A ratio is a probability.
+func.func @dropout_ratio_out_of_range(%x: tensor<2x3xf32>) -> none {
+  %ratio = onnx.constant dense<1.5> : tensor<f32>
+  %training = onnx.constant dense<true> : tensor<i1>
+  // expected-error @unknown {{node 'dropout' (Dropout, opset 13): ratio must be in [0, 1], got 1.5}}
+  %0 = onnx.node "Dropout"(%x, %ratio, %training) {opset = 13 : i64} : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> none loc("dropout")
+  return %0 : none
+}
+
+// -----
+
+// The random key is the argument named 'rng'; a graph input that already
+// has the name is not taken for it.
+func.func @dropout_rng_name_taken(%x: tensor<2x3xf32>, %rng: tensor<2xf32> {onnx.name = "rng"}) -> none {
+  %training = onnx.constant dense<true> : tensor<i1>
+  %none = onnx.none
+  // expected-error @unknown {{node 'dropout' (Dropout, opset 13): the random key of training-mode Dropout is an argument named 'rng', but the graph already has an input of that name ('tensor<2xf32>')}}
   %0 = onnx.node "Dropout"(%x, %none, %training) {opset = 13 : i64} : (tensor<2x3xf32>, none, tensor<i1>) -> none loc("dropout")
   return %0 : none
 }

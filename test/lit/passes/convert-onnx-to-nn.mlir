@@ -353,6 +353,71 @@ func.func @dropout_zero_ratio(%x: tensor<2x3xf32>) -> none {
 
 // -----
 
+// Training-mode Dropout draws u = nn.random_uniform(rng) and keeps u >= ratio
+// (spelled !(u < ratio)), scaling kept elements by 1 / (1 - ratio); the mask
+// output is the kept elements. The key is one argument for the function,
+// `rng`, a hyper the runtime writes; each node has its own stream: its seed
+// attribute (5), else the FNV-1a hash of its name ("drop2").
+// CHECK-LABEL: func.func @dropout_training
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[RNG:.+]]: tensor<i64> {onnx.name = "rng", train.hyper}) -> (tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>)
+// CHECK: %[[U:.+]] = nn.random_uniform %[[RNG]] {stream = 5 : i64} : tensor<i64> -> tensor<2x3xf32>
+// CHECK: %[[RATIO:.+]] = arith.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: %[[DROP:.+]] = nn.less %[[U]], %[[RATIO]] : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xi1>
+// CHECK: %[[KEEP:.+]] = nn.not %[[DROP]] : tensor<2x3xi1> -> tensor<2x3xi1>
+// CHECK: %[[SCALE:.+]] = arith.constant dense<1.33333337> : tensor<f32>
+// CHECK: %[[SCALED:.+]] = nn.mul %[[X]], %[[SCALE]] : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[Y:.+]] = nn.where %[[KEEP]], %[[SCALED]], %[[ZERO]] : tensor<2x3xi1>, tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+// CHECK: %[[U2:.+]] = nn.random_uniform %[[RNG]] {stream = 7835719957706616186 : i64} : tensor<i64> -> tensor<2x3xf32>
+// CHECK: %[[KEEP2:.+]] = nn.not
+// CHECK: %[[Y2:.+]] = nn.where %[[KEEP2]]
+// CHECK: return %[[Y]], %[[KEEP]], %[[Y2]] : tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>
+func.func @dropout_training(%x: tensor<2x3xf32>) -> (none, none, none) {
+  %ratio = onnx.constant dense<0.25> : tensor<f32>
+  %training = onnx.constant dense<true> : tensor<i1>
+  %0:2 = onnx.node "Dropout"(%x, %ratio, %training) {opset = 13 : i64, attrs = {seed = 5 : i64}} : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> (none, none) loc("drop1")
+  %1 = onnx.node "Dropout"(%x, %ratio, %training) {opset = 13 : i64} : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> none loc("drop2")
+  return %0#0, %0#1, %1 : none, none, none
+}
+
+// -----
+
+// The default ratio is 0.5. The draws and the comparison are f32 whatever
+// the data's type; the scale and the zeros have the data's type (f16).
+// CHECK-LABEL: func.func @dropout_training_default_ratio_f16
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf16>, %[[RNG:.+]]: tensor<i64> {onnx.name = "rng", train.hyper}) -> tensor<4xf16>
+// CHECK: %[[U:.+]] = nn.random_uniform %[[RNG]] {{.*}} : tensor<i64> -> tensor<4xf32>
+// CHECK: %[[RATIO:.+]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: nn.less %[[U]], %[[RATIO]] : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+// CHECK: %[[SCALE:.+]] = arith.constant dense<2.000000e+00> : tensor<f16>
+// CHECK: nn.mul %[[X]], %[[SCALE]] : tensor<4xf16>, tensor<f16> -> tensor<4xf16>
+// CHECK: nn.where {{.*}} : tensor<4xi1>, tensor<4xf16>, tensor<f16> -> tensor<4xf16>
+func.func @dropout_training_default_ratio_f16(%x: tensor<4xf16>) -> none {
+  %none = onnx.none
+  %training = onnx.constant dense<true> : tensor<i1>
+  %0 = onnx.node "Dropout"(%x, %none, %training) {opset = 22 : i64} : (tensor<4xf16>, none, tensor<i1>) -> none loc("d")
+  return %0 : none
+}
+
+// -----
+
+// A ratio of 1 drops everything: zeros and an all-false mask, with no random
+// numbers (and so no key argument) and no infinite scale.
+// CHECK-LABEL: func.func @dropout_training_ratio_one
+// CHECK-SAME: (%{{.+}}: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
+// CHECK-NOT: nn.random_uniform
+// CHECK-DAG: %[[ZEROS:.+]] = arith.constant dense<0.000000e+00> : tensor<2x3xf32>
+// CHECK-DAG: %[[NONE:.+]] = arith.constant dense<false> : tensor<2x3xi1>
+// CHECK: return %[[ZEROS]], %[[NONE]] : tensor<2x3xf32>, tensor<2x3xi1>
+func.func @dropout_training_ratio_one(%x: tensor<2x3xf32>) -> (none, none) {
+  %ratio = onnx.constant dense<1.0> : tensor<f32>
+  %training = onnx.constant dense<true> : tensor<i1>
+  %0:2 = onnx.node "Dropout"(%x, %ratio, %training) {opset = 13 : i64} : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> (none, none) loc("d")
+  return %0#0, %0#1 : none, none
+}
+
+// -----
+
 // Dropout 7 and 10 have only a ratio attribute and always run in inference.
 // CHECK-LABEL: func.func @dropout_attribute
 // CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>) -> tensor<2x3xf32>

@@ -46,6 +46,24 @@ func.func @half(%x: tensor<2x3xf16>, %y: tensor<3xbf16>)
 
 // -----
 
+// Random numbers (whose result type is given) become f64 with the same
+// values; their i64 key stays, and the ratio they are compared with keeps
+// its f32 value, so a promoted dropout keeps its masks.
+// CHECK-LABEL: func.func @random
+// CHECK-SAME: (%[[K:.+]]: tensor<i64> {onnx.name = "rng", train.hyper}) -> tensor<2x3xi1>
+// CHECK: %[[R:.+]] = arith.constant dense<0.30000001192092896> : tensor<f64>
+// CHECK: %[[U:.+]] = nn.random_uniform %[[K]] {stream = 3 : i64} : tensor<i64> -> tensor<2x3xf64>
+// CHECK: nn.less %[[U]], %[[R]] : tensor<2x3xf64>, tensor<f64> -> tensor<2x3xi1>
+func.func @random(%key: tensor<i64> {onnx.name = "rng", train.hyper})
+    -> tensor<2x3xi1> {
+  %r = arith.constant dense<0.3> : tensor<f32>
+  %u = nn.random_uniform %key {stream = 3 : i64} : tensor<i64> -> tensor<2x3xf32>
+  %0 = nn.less %u, %r : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xi1>
+  return %0 : tensor<2x3xi1>
+}
+
+// -----
+
 // Casts: to a float type they become casts to f64, and a cast between two
 // float types vanishes (both sides are f64 now); casts to and between
 // integers stay. Reshapes, whose result type is given, are promoted too.

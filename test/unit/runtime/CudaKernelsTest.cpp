@@ -635,6 +635,29 @@ TEST(CudaKernelsTest, ScatterAddRangeErrorMatchesTheCpu) {
   EXPECT_EQ(y[0], 1.0f);
 }
 
+// The CUDA library's random numbers are the CPU library's, bit for bit:
+// both evaluate Random.h, the CUDA one reading the key through the device
+// pointer inside the kernel body (here, on the host).
+TEST(CudaKernelsTest, RandomUniformMatchesTheCpuBits) {
+  for (int64_t key : {int64_t(0), int64_t(99), int64_t(-7)}) {
+    for (uint64_t stream : {uint64_t(0), uint64_t(5), ~uint64_t(0)}) {
+      Shape shape = {3, 5, 7};
+      std::vector<float> expected(numel(shape), 7.0f),
+          actual(numel(shape), -3.0f);
+      cpu::randomUniform<float>(&key, stream, expected.data(), cpuDims(shape));
+      gpu::randomUniform<float>(&key, stream, actual.data(), gpuDims(shape),
+                                kStream);
+      EXPECT_EQ(actual, expected) << "key " << key << ", stream " << stream;
+      std::vector<double> wideExpected(numel(shape)), wideActual(numel(shape));
+      cpu::randomUniform<double>(&key, stream, wideExpected.data(),
+                                 cpuDims(shape));
+      gpu::randomUniform<double>(&key, stream, wideActual.data(),
+                                 gpuDims(shape), kStream);
+      EXPECT_EQ(wideActual, wideExpected);
+    }
+  }
+}
+
 TEST(CudaKernelsTest, DimsFromBracedList) {
   gpu::Dims dims{4, 16, 32};
   EXPECT_EQ(dims.rank, 3);

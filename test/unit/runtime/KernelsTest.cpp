@@ -893,6 +893,88 @@ TEST(KernelsTest, LargeShapesTakeParallelPaths) {
   }
 }
 
+/// randomUniform<T> of `count` elements under `key` and `stream`.
+template <typename T>
+std::vector<T> randomUniformValues(int64_t key, uint64_t stream,
+                                   int64_t count) {
+  std::vector<T> values(count, T(-1));
+  randomUniform<T>(&key, stream, values.data(), dimsOf({count}));
+  return values;
+}
+
+/// How many elements two draws share (same position, same value).
+int64_t agreements(const std::vector<float> &a, const std::vector<float> &b) {
+  int64_t same = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    same += a[i] == b[i];
+  return same;
+}
+
+// Random numbers: 2^16 draws (above the parallel grain) are multiples of
+// 2^-24 in [0, 1) whose mean, whose fraction below 0.3 (a dropout ratio)
+// and whose 16-bucket histogram fit the uniform distribution. Every bound is
+// five standard deviations (or a chi-square tail far below 1e-6), so a
+// correct generator fails none of them in practice, while a constant, a
+// skewed or a short-period one fails.
+TEST(KernelsTest, RandomUniformIsUniform) {
+  constexpr int64_t kCount = 1 << 16;
+  std::vector<float> u = randomUniformValues<float>(12345, 7, kCount);
+  double sum = 0;
+  int64_t below = 0;
+  std::vector<int64_t> buckets(16, 0);
+  for (float value : u) {
+    ASSERT_GE(value, 0.0f);
+    ASSERT_LT(value, 1.0f);
+    float scaled = value * 16777216.0f;
+    ASSERT_EQ(scaled, std::floor(scaled)) << value << " is not k * 2^-24";
+    sum += value;
+    below += value < 0.3f;
+    ++buckets[static_cast<size_t>(value * 16)];
+  }
+  double n = kCount;
+  EXPECT_NEAR(sum / n, 0.5, 5 * std::sqrt(1.0 / 12 / n));
+  EXPECT_NEAR(below / n, 0.3, 5 * std::sqrt(0.3 * 0.7 / n));
+  double chiSquare = 0, expected = n / 16;
+  for (int64_t count : buckets)
+    chiSquare += (count - expected) * (count - expected) / expected;
+  // 15 degrees of freedom: P(chi-square > 60) is below 1e-6.
+  EXPECT_LT(chiSquare, 60.0);
+  // No value repeats its neighbour (a period-1 generator would).
+  int64_t repeats = 0;
+  for (int64_t i = 1; i < kCount; ++i)
+    repeats += u[i] == u[i - 1];
+  EXPECT_LT(repeats, 5);
+}
+
+// The values are a pure function of (key, stream, index): the same call
+// repeats them, a prefix of a longer draw is the shorter draw, and double
+// holds the float values exactly. Another key or another stream gives
+// unrelated values (equal only by chance, about 2^-24 per element).
+TEST(KernelsTest, RandomUniformDependsOnKeyStreamAndIndexOnly) {
+  constexpr int64_t kCount = 1 << 16;
+  std::vector<float> u = randomUniformValues<float>(-42, 3, kCount);
+  EXPECT_EQ(randomUniformValues<float>(-42, 3, kCount), u);
+  std::vector<float> prefix = randomUniformValues<float>(-42, 3, 100);
+  EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), u.begin()));
+  std::vector<double> wide = randomUniformValues<double>(-42, 3, kCount);
+  for (int64_t i = 0; i < kCount; ++i)
+    ASSERT_EQ(wide[i], static_cast<double>(u[i])) << "element " << i;
+  EXPECT_LT(agreements(randomUniformValues<float>(-41, 3, kCount), u), 10);
+  EXPECT_LT(agreements(randomUniformValues<float>(-42, 4, kCount), u), 10);
+  EXPECT_LT(agreements(randomUniformValues<float>(3, -42, kCount), u), 10);
+}
+
+// The first values of key 0, stream 0, pinned: they are part of what a
+// checkpoint means (a resumed run must draw the masks the first run would
+// have), so a change to Random.h must be deliberate.
+TEST(KernelsTest, RandomUniformValuesArePinned) {
+  std::vector<float> u = randomUniformValues<float>(0, 0, 4);
+  const float k = 0x1p-24f;
+  std::vector<float> pinned = {5671579 * k, 4515256 * k, 4556131 * k,
+                               8055908 * k};
+  EXPECT_EQ(u, pinned);
+}
+
 TEST(KernelsTest, DimsFromBracedList) {
   Dims scalar = {};
   EXPECT_EQ(scalar.rank, 0);

@@ -3,7 +3,7 @@
 // A hand-written step.cpp (logits = x @ w + b, ids + 1) with its manifest and
 // init.safetensors is compiled with compileSharedObject and run through
 // runForward and the Runner; then every bad-input case is checked for its
-// documented message.
+// documented message, and the random key a run writes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 using namespace ztc::rt;
 using ztc::rt::test::TempDir;
@@ -59,6 +60,15 @@ extern "C" void ztc_forward(void *const *bindings, char *arena) {
   const long long *ids = static_cast<const long long *>(bindings[1]);
   ztc::cpu::gather<float, long long>(table, {3}, ids, {2}, 0,
                                      reinterpret_cast<float *>(arena));
+}
+)";
+
+// Copies the `rng` hyper (binding 0, int64) to the arena: what the runner
+// wrote as the random key.
+constexpr char kKeyStep[] = R"(
+extern "C" void ztc_forward(void *const *bindings, char *arena) {
+  *reinterpret_cast<long long *>(arena) =
+      *static_cast<const long long *>(bindings[0]);
 }
 )";
 
@@ -141,6 +151,13 @@ protected:
     std::filesystem::create_directories(data_);
     writeNpy(data_ + "/input_0.npy", floats({2, 3}, 1.0f));
     writeNpy(data_ + "/ids.npy", int64s({7, -3}));
+  }
+
+  /// Compiles `source` as NAME.cpp (in the suite's cache); the .so path.
+  std::string compileStep(const std::string &name, const char *source) {
+    writeText(dir_ / (name + ".cpp"), source);
+    return compileSharedObject(dir_ / (name + ".cpp"), Target::Cpu,
+                               *shared_ / "cache");
   }
 
   std::string runError(const std::string &artifact) {
@@ -318,9 +335,7 @@ TEST_F(RunnerTest, ArtifactErrors) {
 }
 
 TEST_F(RunnerTest, WritingPastTheArenaIsCaught) {
-  writeText(dir_ / "overflow.cpp", kOverflowStep);
-  std::string so = compileSharedObject(dir_ / "overflow.cpp", Target::Cpu,
-                                       *shared_ / "cache");
+  std::string so = compileStep("overflow", kOverflowStep);
   Manifest manifest;
   manifest.arenaBytes = 16;
   std::string artifact = dir_ / "overflow.ztc";
@@ -331,10 +346,54 @@ TEST_F(RunnerTest, WritingPastTheArenaIsCaught) {
       artifact + ": generated code wrote past the end of the 16-byte arena");
 }
 
+// runForward writes the random key of its seed into the `rng` hyper; a
+// Runner that runs before any key is written refuses.
+TEST_F(RunnerTest, RandomKeyComesFromTheSeed) {
+  std::string so = compileStep("key", kKeyStep);
+  Manifest manifest;
+  manifest.arenaBytes = 64;
+  manifest.bindings = {{BindingRole::Hyper, "rng", "", DType::Int64, {}}};
+  manifest.outputs = {{"key", "key", DType::Int64, {}, 0}};
+  std::string artifact = dir_ / "key.ztc";
+  writeArtifact(artifact, manifest, {}, so);
+  std::filesystem::create_directories(dir_ / "empty");
+  for (uint64_t seed : {0u, 1u, 12345u}) {
+    runForward(artifact, dir_ / "empty", dir_ / "out", seed);
+    EXPECT_EQ(*readNpy(dir_ / "out/key.npy").data<int64_t>(),
+              randomKey(seed, 0, 0))
+        << "seed " << seed;
+  }
+
+  Artifact loaded = Artifact::load(artifact);
+  Runner runner(loaded, createCpuBackend());
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.run()), "hyper 'rng' was not set");
+  runner.setRandomKey(-5);
+  runner.run();
+  EXPECT_EQ(*runner.output(0).data<int64_t>(), -5);
+
+  // A key of another type is refused, not reinterpreted.
+  manifest.bindings[0].dtype = DType::Float32;
+  writeArtifact(artifact, manifest, {}, so);
+  Artifact floatKey = Artifact::load(artifact);
+  Runner wrong(floatKey, createCpuBackend());
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(wrong.setRandomKey(1)),
+            "hyper 'rng': expected float32[], got int64[]");
+}
+
+// Keys of neighbouring seeds, steps and micro-batches are all different,
+// and the same arguments give the same key.
+TEST(RandomKeyTest, NeighboursGetDistinctKeys) {
+  std::set<int64_t> keys;
+  for (uint64_t seed = 0; seed < 16; ++seed)
+    for (uint64_t step = 0; step < 64; ++step)
+      for (uint64_t micro = 0; micro < 4; ++micro)
+        keys.insert(randomKey(seed, step, micro));
+  EXPECT_EQ(keys.size(), 16u * 64u * 4u);
+  EXPECT_EQ(randomKey(3, 10, 1), randomKey(3, 10, 1));
+}
+
 TEST_F(RunnerTest, KernelDataErrorsAreReportedAndCleared) {
-  writeText(dir_ / "gather.cpp", kGatherStep);
-  std::string so =
-      compileSharedObject(dir_ / "gather.cpp", Target::Cpu, *shared_ / "cache");
+  std::string so = compileStep("gather", kGatherStep);
   Manifest manifest;
   manifest.arenaBytes = 64;
   manifest.bindings = {

@@ -6,7 +6,8 @@
 // compileSharedObject and trained on synthetic data. The losses and final
 // params are checked against a reference loop computed here in double;
 // then the lr schedule, logging, checkpoint resume (bit-identical to an
-// uninterrupted run), gradient dumps, accumulation and every error.
+// uninterrupted run), gradient dumps, accumulation, the random key and
+// every error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 #include "runtime/DataLoader.h"
 #include "runtime/Error.h"
 #include "runtime/Npy.h"
+#include "runtime/Runner.h"
 #include "runtime/SafeTensors.h"
 
 #include <cmath>
@@ -26,6 +28,7 @@
 #include <limits>
 #include <memory>
 #include <regex>
+#include <set>
 
 using namespace ztc::rt;
 using ztc::rt::test::TempDir;
@@ -128,6 +131,36 @@ extern "C" void ztc_train_step_gather(void *const *bindings, char *arena) {
   float value;
   ztc::cpu::gather<float, long long>(at(bindings, 2), {3}, &index, {1}, 0,
                                      &value);
+}
+)";
+
+// Appended to kStep: entries that also record the random key of every call
+// in the state `keys` (binding 11, int64[16]: the keys in call order, their
+// count in the last entry), so a test sees what the trainer wrote into the
+// `rng` hyper (binding 10).
+constexpr char kRandomKeyEntries[] = R"(
+namespace {
+void recordKey(void *const *bindings) {
+  const long long *key = static_cast<const long long *>(bindings[10]);
+  long long *keys = static_cast<long long *>(bindings[11]);
+  if (keys[15] < 15)
+    keys[keys[15]++] = *key;
+}
+} // namespace
+
+extern "C" void ztc_train_step_keys(void *const *bindings, char *arena) {
+  recordKey(bindings);
+  ztc_train_step_accum2(bindings, arena);
+}
+
+extern "C" void ztc_accumulate_keys(void *const *bindings, char *arena) {
+  recordKey(bindings);
+  ztc_accumulate(bindings, arena);
+}
+
+extern "C" void ztc_loss_and_grads_keys(void *const *bindings, char *arena) {
+  recordKey(bindings);
+  ztc_loss_and_grads(bindings, arena);
 }
 )";
 
@@ -586,6 +619,66 @@ TEST_F(TrainerTest, GradientAccumulation) {
   EXPECT_EQ(final.batch, 3u);
 }
 
+// The trainer writes the `rng` hyper before every call: randomKey(seed,
+// step, micro-batch), so each step and micro-batch draws new dropout masks,
+// a resumed run draws the ones an uninterrupted run would, and the gradient
+// dump uses the key of the first micro-batch it stands for.
+TEST_F(TrainerTest, RandomKeyPerStepAndMicroBatch) {
+  writeText(dir_ / "keys.cpp", std::string(kStep) + kRandomKeyEntries);
+  std::string so =
+      compileSharedObject(dir_ / "keys.cpp", Target::Cpu, *shared_ / "cache");
+  Manifest manifest = trainManifest();
+  manifest.bindings.push_back(
+      {BindingRole::Hyper, "rng", "", DType::Int64, {}});
+  manifest.bindings.push_back(
+      {BindingRole::State, "keys", "", DType::Int64, {16}});
+  manifest.entry = "ztc_train_step_keys";
+  manifest.accumEntry = "ztc_accumulate_keys";
+  manifest.gradEntry = "ztc_loss_and_grads_keys";
+  manifest.train.gradAccum = 2;
+  writeArtifact(manifest);
+  std::filesystem::remove(artifact_ + "/step.so");
+  std::filesystem::copy_file(so, artifact_ + "/step.so");
+  auto keysOf = [&](const std::string &dir) {
+    Tensor keys = loadCheckpoint(dir, manifest).tensors.at("keys");
+    const int64_t *data = keys.data<int64_t>();
+    return std::vector<int64_t>(data, data + data[15]);
+  };
+
+  TrainOptions straight = options(3);
+  straight.saveDir = dir_ / "straight";
+  train(straight);
+  std::vector<int64_t> keys = keysOf(straight.saveDir);
+  std::vector<int64_t> expected;
+  for (uint64_t step = 1; step <= 3; ++step)
+    for (uint64_t micro = 0; micro < 2; ++micro)
+      expected.push_back(randomKey(7, step, micro));
+  EXPECT_EQ(keys, expected);
+  EXPECT_EQ(std::set<int64_t>(keys.begin(), keys.end()).size(), 6u);
+
+  TrainOptions first = options(1);
+  first.saveDir = dir_ / "split";
+  train(first);
+  TrainOptions rest = options(3);
+  rest.resumeDir = rest.saveDir = dir_ / "split";
+  train(rest);
+  EXPECT_EQ(keysOf(rest.saveDir), expected);
+
+  TrainOptions other = options(1);
+  other.seed = 8;
+  other.saveDir = dir_ / "other";
+  train(other);
+  EXPECT_EQ(keysOf(other.saveDir),
+            (std::vector<int64_t>{randomKey(8, 1, 0), randomKey(8, 1, 1)}));
+
+  TrainOptions dump = options(1);
+  dump.dumpGradsDir = dir_ / "grads";
+  dump.saveDir = dir_ / "dumped";
+  train(dump);
+  EXPECT_EQ(keysOf(dump.saveDir),
+            (std::vector<int64_t>{expected[0], expected[0], expected[1]}));
+}
+
 TEST_F(TrainerTest, NonFiniteLossStops) {
   Data poisoned = samples_;
   poisoned.x.assign(poisoned.x.size(), std::nanf(""));
@@ -692,7 +785,8 @@ TEST_F(TrainerTest, ArtifactAndOptionErrors) {
   unknownHyper.bindings[8].name = "beta1";
   writeArtifact(unknownHyper);
   EXPECT_EQ(trainError(options(1)),
-            "hyper 'beta1' is not one the trainer writes (known: lr, step)");
+            "hyper 'beta1' is not one the trainer writes (known: lr, step, "
+            "rng)");
 
   Manifest fixedLr = trainManifest();
   fixedLr.bindings.erase(fixedLr.bindings.begin() + 8);

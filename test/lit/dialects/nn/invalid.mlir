@@ -592,3 +592,49 @@ func.func @nll_loss_reduction(%lp: tensor<8x10xf32>, %t: tensor<8xi64>) {
   %0 = nn.nll_loss %lp, %t {reduction = "max"} : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
   return
 }
+
+// -----
+
+// The random key is a rank-0 i64: not a vector of keys...
+func.func @random_uniform_key_rank(%key: tensor<2xi64>) {
+  // expected-error @+1 {{operand #0 must be 0D tensor of 64-bit signless integer values}}
+  %0 = nn.random_uniform %key {stream = 0 : i64} : tensor<2xi64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// ... nor a narrower integer.
+func.func @random_uniform_key_type(%key: tensor<i32>) {
+  // expected-error @+1 {{operand #0 must be 0D tensor of 64-bit signless integer values}}
+  %0 = nn.random_uniform %key {stream = 0 : i64} : tensor<i32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Random values are f32 or f64: 16-bit floats would round values near 1 up
+// to 1, outside [0, 1).
+func.func @random_uniform_half(%key: tensor<i64>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 32-bit float or 64-bit float values}}
+  %0 = nn.random_uniform %key {stream = 0 : i64} : tensor<i64> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// The result shape is static, like every nn tensor.
+func.func @random_uniform_dynamic(%key: tensor<i64>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 32-bit float or 64-bit float values}}
+  %0 = nn.random_uniform %key {stream = 0 : i64} : tensor<i64> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// The stream is required.
+func.func @random_uniform_stream(%key: tensor<i64>) {
+  // expected-error @+1 {{requires attribute 'stream'}}
+  %0 = nn.random_uniform %key : tensor<i64> -> tensor<4xf32>
+  return
+}

@@ -248,3 +248,17 @@ func.func @nll_loss(%lp: tensor<8x10x3xf32>, %t: tensor<8x3xi64>,
          : tensor<8x10x3xf32>, tensor<8x3xi64> -> tensor<f32>
   return
 }
+
+// Random numbers: the key is a rank-0 i64, the result any static f32 or f64
+// shape (rank 0 included); the stream is a signed 64-bit attribute.
+// CHECK-LABEL: func.func @random_uniform
+// CHECK-SAME: (%[[K:.+]]: tensor<i64>)
+func.func @random_uniform(%key: tensor<i64>) {
+  // CHECK: nn.random_uniform %[[K]] {stream = 7 : i64} : tensor<i64> -> tensor<8x16xf32>
+  %0 = nn.random_uniform %key {stream = 7 : i64}
+         : tensor<i64> -> tensor<8x16xf32>
+  // CHECK: nn.random_uniform %[[K]] {stream = -3750763034362895579 : i64} : tensor<i64> -> tensor<f64>
+  %1 = nn.random_uniform %key {stream = -3750763034362895579 : i64}
+         : tensor<i64> -> tensor<f64>
+  return
+}
