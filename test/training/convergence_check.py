@@ -56,7 +56,17 @@ def train_classifier(ztc, tmp, name, digits_flags, compile_flags, epochs,
     np.save(os.path.join(test, "x.npy"), x)
     out = os.path.join(tmp, name + "_out")
     run(ztc, "run", trained, "--data", test, "--output-dir", out)
-    accuracy = float((np.load(os.path.join(out, "logits.npy")).argmax(-1) == labels).mean())
+    logits = np.load(os.path.join(out, "logits.npy"))
+    accuracy = float((logits.argmax(-1) == labels).mean())
+    if export_flags:
+        # The exported model is plain ONNX: onnxruntime computes the same.
+        import onnxruntime
+        session = onnxruntime.InferenceSession(trained,
+                                               providers=["CPUExecutionProvider"])
+        reference = session.run(None, {"x": x})[0]
+        error = float(np.abs(logits - reference).max() / np.abs(reference).max())
+        report(error <= 1e-5, "%s exported with %s: ztc run vs onnxruntime %.1e"
+               % (name, " ".join(export_flags), error))
     report(accuracy >= 0.95 and seconds < 60,
            "%s on digits: held-out accuracy %.1f%% (%d samples), compile+train+export %.1f s"
            % (name, 100 * accuracy, len(labels), seconds))

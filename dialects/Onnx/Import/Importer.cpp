@@ -188,8 +188,8 @@ FailureOr<Type> ModelImporter::valueType(const ::onnx::TypeProto &type,
       std::string sym =
           dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
       error(loc) << what << " has unbound dynamic "
-                 << "dimension " << shape.size() << sym
-                 << "; bind it with " << options.bindHint;
+                 << "dimension " << shape.size() << sym << "; bind it with "
+                 << options.bindHint;
       return failure();
     }
     shape.push_back(ShapedType::kDynamic);
@@ -217,6 +217,10 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
       if (auto found = options.shapeFor(input.name()))
         inputShapes[input.name()] = *found;
   }
+  // Old models list initializers among the inputs too.
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
   for (const auto &input : graph.input()) {
     if (options.batchSize <= 0 || inputShapes.count(input.name()) ||
         !input.type().has_tensor_type() ||
@@ -226,6 +230,19 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
     auto isStatic = [](const auto &dim) {
       return dim.has_dim_value() && dim.dim_value() >= 0;
     };
+    if (!dims.empty() && isStatic(dims[0]) &&
+        dims[0].dim_value() != options.batchSize &&
+        !initializerNames.contains(input.name())) {
+      // Every input's first dimension is the batch (the trainer slices
+      // samples from it): a static one must agree.
+      error() << "input '" << input.name() << "' has a static first dimension "
+              << dims[0].dim_value() << ", but the batch size is "
+              << options.batchSize << "; export the model with a dynamic "
+              << "batch axis or compile with --batch-size "
+              << dims[0].dim_value();
+      ok = false;
+      continue;
+    }
     if (dims.empty() || isStatic(dims[0]) ||
         !std::all_of(dims.begin() + 1, dims.end(), isStatic))
       continue;
@@ -840,7 +857,7 @@ mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
 static LogicalResult switchToInference(MLIRContext &context, StringRef path,
                                        ::onnx::GraphProto &graph,
                                        ExportSummary &summary) {
-  llvm::StringSet<> read;
+  llvm::StringSet<> read, dropped;
   for (const ::onnx::NodeProto &node : graph.node())
     for (const std::string &input : node.input())
       read.insert(input);
@@ -869,10 +886,35 @@ static LogicalResult switchToInference(MLIRContext &context, StringRef path,
       summary.batchNorms += training;
     } else if (node.op_type() == "Dropout" && node.input_size() > 2) {
       // Without the training_mode input, Dropout is the identity.
+      dropped.insert(node.input(2));
       node.mutable_input()->DeleteSubrange(2, node.input_size() - 2);
       ++summary.dropouts;
     }
   }
+  // The training_mode values nothing reads any more go too.
+  read.clear();
+  for (const ::onnx::NodeProto &node : graph.node())
+    for (const std::string &input : node.input())
+      read.insert(input);
+  for (const ::onnx::ValueInfoProto &output : graph.output())
+    read.insert(output.name());
+  auto unused = [&](const std::string &name) {
+    return dropped.contains(name) && !read.contains(name);
+  };
+  auto *nodes = graph.mutable_node();
+  nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
+                              [&](const ::onnx::NodeProto &node) {
+                                return node.op_type() == "Constant" &&
+                                       node.output_size() == 1 &&
+                                       unused(node.output(0));
+                              }),
+               nodes->end());
+  auto *inits = graph.mutable_initializer();
+  inits->erase(std::remove_if(inits->begin(), inits->end(),
+                              [&](const ::onnx::TensorProto &init) {
+                                return unused(init.name());
+                              }),
+               inits->end());
   return success();
 }
 
