@@ -134,8 +134,10 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
        `mse`: adds a labels argument shaped like the output and returns the
        mean squared error. `none`: the output itself is the loss and must be
        a scalar float.
-    3. The function then returns only the loss (tagged `onnx.name = "loss"`);
-       the other outputs are dropped, so their computation dies.
+    3. The function then returns the loss (tagged `onnx.name = "loss"`)
+       and the state updates (results tagged `train.update_of`, such as
+       training-mode running statistics); the other outputs are dropped, so
+       their computation dies.
 
     Example: `(x, W) -> logits` becomes `(x, labels, W) -> loss`.
   }];
@@ -256,10 +258,11 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
     2. Selects the trainable parameters: arguments tagged `onnx.param`
        with a float element type whose `onnx.name` matches none of the
        `frozen` regular expressions (each must match the whole name).
-       Batch-norm running statistics (parameters whose only uses are the
-       `mean` and `var` operands of `nn.batch_norm`: buffers PyTorch
-       exports as initializers) are not trained, as in PyTorch; they are
-       listed in the function attribute `train.buffers`.
+       Batch-norm running statistics (buffers PyTorch exports as
+       initializers: parameters whose only uses are the `mean` and `var`
+       operands of `nn.batch_norm`, or that the step itself updates, named
+       by a result tagged `train.update_of`) are not trained, as in PyTorch;
+       they are listed in the function attribute `train.buffers`.
     3. Prunes: a value needs a gradient when it depends on a selected
        parameter (forward, through float values) and the loss depends on it
        (backward, through float values). Nothing else gets gradient work.

@@ -12,10 +12,9 @@
 #include "dialects/NN/IR/NNOps.h"
 #include "passes/Passes.h"
 
-#include "llvm/ADT/StringSet.h"
-
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
 namespace mlir::ztc {
