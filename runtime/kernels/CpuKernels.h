@@ -1025,19 +1025,15 @@ void insertSlice(const T *dest, const Dims &destDims, const T *source,
                  const Dims &sourceDims, const int64_t *starts,
                  const int64_t *steps, T *y) {
   std::copy(dest, dest + destDims.numElements(), y);
-  int64_t count = sourceDims.numElements();
-  int64_t destStrides[8], srcStrides[8];
+  int64_t destStrides[8], sourceStrides[8], toStrides[8];
   detail::contiguousStrides(destDims, destStrides);
-  detail::contiguousStrides(sourceDims, srcStrides);
-#pragma omp parallel for if (count > detail::kParallelGrain)
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t offset = 0;
-    for (int64_t d = 0; d < sourceDims.rank; ++d) {
-      int64_t coord = (i / srcStrides[d]) % sourceDims.d[d];
-      offset += (starts[d] + coord * steps[d]) * destStrides[d];
-    }
-    y[offset] = source[i];
+  detail::contiguousStrides(sourceDims, sourceStrides);
+  int64_t base = 0;
+  for (int64_t d = 0; d < destDims.rank; ++d) {
+    base += starts[d] * destStrides[d];
+    toStrides[d] = destStrides[d] * steps[d];
   }
+  detail::stridedCopy(source, sourceStrides, y + base, toStrides, sourceDims);
 }
 
 //===----------------------------------------------------------------------===//
