@@ -411,9 +411,11 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   std::string call;
   std::string ns = target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::";
   if (callee == "matmul") {
+    // Operands stored transposed (ztc-fold-transposes) keep their shapes.
     call =
-        llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
-                      dims(in[0]), name(in[1]), dims(in[1]), y, dims(output));
+        llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})", T,
+                      x, dims(in[0]), name(in[1]), dims(in[1]), y, dims(output),
+                      boolValue("transpose_a"), boolValue("transpose_b"));
   } else if (callee == "conv2d") {
     std::string s = array("strides"), p = array("pads"), d = array("dilations");
     call = llvm::formatv(

@@ -79,6 +79,33 @@ def ConvertNNToKernelPass : Pass<"ztc-convert-nn-to-kernel", "func::FuncOp"> {
 // Kernel-level transforms
 //===----------------------------------------------------------------------===//
 
+def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
+  let summary = "Let matmul read transposed operands in place";
+  let description = [{
+    A `kernel.call "transpose"` that swaps only the last two dimensions and
+    whose result only matmuls read (weights in a backward step: dx = dy W^T;
+    keys in attention: q k^T) is removed: each matmul reads the transpose's
+    input instead, with `transpose_a` or `transpose_b` set in its config, and
+    the runtime's GEMM reads the operand as stored. Nothing is folded when
+    another kernel writes the input between the transpose and a matmul (an
+    in-place parameter update), so every matmul still reads what the
+    transpose would have copied. The copy and its arena buffer go.
+
+    Example:
+
+    ```mlir
+    %t = kernel.alloc : memref<64x32xf32>
+    kernel.call "transpose" ins(%w : memref<32x64xf32>) outs(%t : memref<64x32xf32>)
+        {config = {perm = array<i64: 1, 0>}}
+    kernel.call "matmul" ins(%dy, %t : memref<8x64xf32>, memref<64x32xf32>)
+        outs(%dx : memref<8x32xf32>) {config = {}}
+    // becomes
+    kernel.call "matmul" ins(%dy, %w : memref<8x64xf32>, memref<32x64xf32>)
+        outs(%dx : memref<8x32xf32>) {config = {transpose_b = true}}
+    ```
+  }];
+}
+
 def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
   let summary = "Fuse chains of elementwise kernels into one loop";
   let description = [{

@@ -26,10 +26,12 @@ void ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
 }
 
 void ztc::buildNNToKernelPipeline(OpPassManager &pm) {
-  // Expand optimizer updates into nn arithmetic, bufferize, then fuse elementwise chains (fewer buffers to place), then
-  // place what is left in the arena.
+  // Expand optimizer updates into nn arithmetic, bufferize, let matmuls read
+  // transposed operands in place, fuse elementwise chains (fewer buffers to
+  // place), then place what is left in the arena.
   pm.addNestedPass<func::FuncOp>(createLowerTrainPass());
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());
+  pm.addNestedPass<func::FuncOp>(createFoldTransposesPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }

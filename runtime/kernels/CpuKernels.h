@@ -38,6 +38,7 @@
 
 #include "Dims.h"
 #include "Half.h"
+#include "MatmulPlan.h"
 #include "Random.h"
 
 #include <cblas.h>
@@ -250,11 +251,14 @@ void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
   }
 }
 
-/// C[M,N] = A[M,K] * B[K,N] (+ rowBias[m] on every element of row m).
-/// Leading dimensions are in elements. OpenBLAS for float/double.
+/// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on every element of row
+/// m), where op transposes an operand stored transposed (transA: A is
+/// stored [K,M]). Leading dimensions are the stored matrices', in elements.
+/// OpenBLAS for float/double.
 template <typename T>
-void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
-          int64_t ldb, T *c, int64_t ldc, const T *rowBias) {
+void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
+          const T *b, int64_t ldb, bool transB, T *c, int64_t ldc,
+          const T *rowBias) {
   if (m == 0 || n == 0)
     return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -267,17 +271,19 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
     // libgomp's) cost more than they gain.
     static const bool singleThreaded = (openblas_set_num_threads(1), true);
     (void)singleThreaded;
+    CBLAS_TRANSPOSE opA = transA ? CblasTrans : CblasNoTrans;
+    CBLAS_TRANSPOSE opB = transB ? CblasTrans : CblasNoTrans;
     auto band = [&](int64_t begin, int64_t end) {
       if (begin >= end)
         return;
+      // Row i of op(A) is row i of A, or column i of a transposed A.
+      const T *aBand = a + (transA ? begin : begin * lda);
       if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, end - begin, n,
-                    k, 1.0f, a + begin * lda, lda, b, ldb, 1.0f,
-                    c + begin * ldc, ldc);
+        cblas_sgemm(CblasRowMajor, opA, opB, end - begin, n, k, 1.0f, aBand,
+                    lda, b, ldb, 1.0f, c + begin * ldc, ldc);
       else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, end - begin, n,
-                    k, 1.0, a + begin * lda, lda, b, ldb, 1.0, c + begin * ldc,
-                    ldc);
+        cblas_dgemm(CblasRowMajor, opA, opB, end - begin, n, k, 1.0, aBand, lda,
+                    b, ldb, 1.0, c + begin * ldc, ldc);
     };
 #ifdef _OPENMP
     if (m * n * k > 4 * kParallelGrain && m > 1) {
@@ -293,14 +299,17 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
     band(0, m);
   } else {
     using Acc = ComputeT<T>;
+    // Element (i, p) of op(A) and (p, j) of op(B).
+    int64_t aRow = transA ? 1 : lda, aCol = transA ? lda : 1;
+    int64_t bRow = transB ? 1 : ldb, bCol = transB ? ldb : 1;
 #pragma omp parallel for if (m * n * k > kParallelGrain)
     for (int64_t i = 0; i < m; ++i) {
       std::vector<Acc> row(n, rowBias ? load(rowBias[i]) : Acc(0));
       for (int64_t p = 0; p < k; ++p) {
-        Acc scale = load(a[i * lda + p]);
-        const T *bRow = b + p * ldb;
+        Acc scale = load(a[i * aRow + p * aCol]);
+        const T *bRowStart = b + p * bRow;
         for (int64_t j = 0; j < n; ++j)
-          row[j] += scale * load(bRow[j]);
+          row[j] += scale * load(bRowStart[j * bCol]);
       }
       for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = store<T>(row[j]);
@@ -343,51 +352,27 @@ inline void clearError() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
+/// c = a @ b, numpy-style (MatmulPlan.h); transA/transB: the operand is
+/// stored with its last two dimensions swapped.
 template <typename T>
 void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
-            const Dims &cDims) {
-  bool aVector = aDims.rank == 1, bVector = bDims.rank == 1;
-  int64_t m = aVector ? 1 : aDims.d[aDims.rank - 2];
-  int64_t k = aDims.d[aDims.rank - 1];
-  int64_t n = bVector ? 1 : bDims.d[bDims.rank - 1];
-  int64_t aBatchRank = std::max<int64_t>(aDims.rank - 2, 0);
-  int64_t bBatchRank = std::max<int64_t>(bDims.rank - 2, 0);
-  int64_t cBatchRank = cDims.rank - (aVector ? 0 : 1) - (bVector ? 0 : 1);
-
-  // Per c batch dim, the stride of a and b (0 where they broadcast).
-  int64_t aStride[8] = {0}, bStride[8] = {0};
-  int64_t stride = m * k;
-  for (int64_t i = 1; i <= aBatchRank; ++i) {
-    int64_t size = aDims.d[aBatchRank - i];
-    aStride[cBatchRank - i] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
-  stride = k * n;
-  for (int64_t i = 1; i <= bBatchRank; ++i) {
-    int64_t size = bDims.d[bBatchRank - i];
-    bStride[cBatchRank - i] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
-  int64_t aBatches = detail::product(aDims, 0, aBatchRank);
-  int64_t bBatches = detail::product(bDims, 0, bBatchRank);
-  int64_t batches = detail::product(cDims, 0, cBatchRank);
-  if (batches == 0)
+            const Dims &cDims, bool transA = false, bool transB = false) {
+  MatmulPlan p = planMatmul(aDims, bDims, cDims, transA, transB);
+  if (p.batches == 0)
     return;
-
-  // One shared b and a full batch of a: a single [batches*M, K] product.
-  if (bBatches == 1 && aBatches == batches) {
-    detail::gemm(batches * m, n, k, a, std::max<int64_t>(k, 1), b,
-                 std::max<int64_t>(n, 1), c, std::max<int64_t>(n, 1),
-                 static_cast<const T *>(nullptr));
+  if (p.single) {
+    detail::gemm(p.batches * p.m, p.n, p.k, a, p.lda, false, b, p.ldb, p.transB,
+                 c, p.ldc, static_cast<const T *>(nullptr));
     return;
   }
-  for (int64_t batch = 0; batch < batches; ++batch) {
+  for (int64_t o = 0; o < p.outer; ++o) {
     int64_t aOffset, bOffset;
-    detail::stridedOffsets(batch, cDims.d, cBatchRank, aStride, bStride,
-                           aOffset, bOffset);
-    detail::gemm(m, n, k, a + aOffset, std::max<int64_t>(k, 1), b + bOffset,
-                 std::max<int64_t>(n, 1), c + batch * m * n,
-                 std::max<int64_t>(n, 1), static_cast<const T *>(nullptr));
+    p.offsets(o, aOffset, bOffset);
+    for (int64_t i = 0; i < p.inner; ++i)
+      detail::gemm(p.m, p.n, p.k, a + aOffset + i * p.strideA, p.lda, p.transA,
+                   b + bOffset + i * p.strideB, p.ldb, p.transB,
+                   c + (o * p.inner + i) * p.m * p.n, p.ldc,
+                   static_cast<const T *>(nullptr));
   }
 }
 
@@ -435,7 +420,7 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
         cols = col;
       }
       detail::gemm(groupOut, pixels, patch, w + g * groupOut * patch,
-                   std::max<int64_t>(patch, 1), cols, pixels,
+                   std::max<int64_t>(patch, 1), false, cols, pixels, false,
                    y + (n * outChannels + g * groupOut) * pixels, pixels,
                    bias ? bias + g * groupOut : nullptr);
     }

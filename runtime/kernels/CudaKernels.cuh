@@ -44,6 +44,7 @@
 
 #include "Dims.h"
 #include "Half.h"
+#include "MatmulPlan.h"
 #include "Random.h"
 
 #include <cuda_runtime_api.h>
@@ -496,6 +497,8 @@ inline void freeScratch(void *memory, cudaStream_t stream, const char *kernel) {
 /// B[b] is [k, n] (ldb), C[b] is [m, n] (ldc). Strides may be 0.
 struct GemmShape {
   int64_t batch, m, n, k, lda, ldb, ldc, strideA, strideB, strideC;
+  /// A is stored [k, m] (B: [n, k]); lda (ldb) is the stored row length.
+  bool transA = false, transB = false;
 };
 
 /// One output element per call, accumulated in ComputeT<T> (the CPU gemm's
@@ -509,12 +512,14 @@ template <typename T> struct GemmBody {
     using Acc = ComputeT<T>;
     int64_t col = flat % s.n, row = (flat / s.n) % s.m;
     int64_t batch = flat / (s.n * s.m);
-    const T *aRow = a + batch * s.strideA + row * s.lda;
-    const T *bCol = b + batch * s.strideB + col;
+    // Element (row, p) of op(A) and (p, col) of op(B).
+    int64_t aStep = s.transA ? s.lda : 1, bStep = s.transB ? 1 : s.ldb;
+    const T *aRow = a + batch * s.strideA + (s.transA ? row : row * s.lda);
+    const T *bCol = b + batch * s.strideB + (s.transB ? col * s.ldb : col);
     T *out = c + batch * s.strideC + row * s.ldc + col;
     Acc acc = accumulate ? load(*out) : Acc(0);
     for (int64_t p = 0; p < s.k; ++p)
-      acc += load(aRow[p]) * load(bCol[p * s.ldb]);
+      acc += load(aRow[p * aStep]) * load(bCol[p * bStep]);
     *out = store<T>(acc);
   }
 };
@@ -578,7 +583,9 @@ template <typename T> cudaDataType_t cublasDataType() {
 }
 
 /// GemmShape on cuBLAS. cuBLAS is column-major: the row-major C = A * B is
-/// the column-major C^T = B^T * A^T, so B goes first and m and n swap.
+/// the column-major C^T = B^T * A^T, so B goes first and m and n swap; a
+/// row-major matrix is its transpose to cuBLAS, so an operand stored
+/// transposed is passed with CUBLAS_OP_T.
 template <typename T>
 void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
                 bool accumulate, cudaStream_t stream, const char *kernel) {
@@ -607,7 +614,8 @@ void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
   for (int64_t first = 0; first < s.batch; first += kMaxBatch) {
     int64_t count = s.batch - first < kMaxBatch ? s.batch - first : kMaxBatch;
     cublasStatus_t status = cublasGemmStridedBatchedEx(
-        handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s.n),
+        handle, s.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+        s.transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(s.n),
         static_cast<int>(s.m), static_cast<int>(s.k), &alpha,
         b + first * s.strideB, type, static_cast<int>(s.ldb), s.strideB,
         a + first * s.strideA, type, static_cast<int>(s.lda), s.strideA, &beta,
@@ -1316,69 +1324,28 @@ inline void clearError() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
+/// c = a @ b, numpy-style (MatmulPlan.h); transA/transB: the operand is
+/// stored with its last two dimensions swapped.
 template <typename T>
 void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
-            const Dims &cDims, cudaStream_t stream) {
-  bool aVector = aDims.rank == 1, bVector = bDims.rank == 1;
-  int64_t m = aVector ? 1 : aDims.d[aDims.rank - 2];
-  int64_t k = aDims.d[aDims.rank - 1];
-  int64_t n = bVector ? 1 : bDims.d[bDims.rank - 1];
-  int64_t aBatchRank = aDims.rank > 2 ? aDims.rank - 2 : 0;
-  int64_t bBatchRank = bDims.rank > 2 ? bDims.rank - 2 : 0;
-  int64_t cBatchRank = cDims.rank - (aVector ? 0 : 1) - (bVector ? 0 : 1);
-
-  // Per c batch dim, the stride of a and b (0 where they broadcast).
-  int64_t aStride[8] = {0}, bStride[8] = {0};
-  int64_t stride = m * k;
-  for (int64_t i = 1; i <= aBatchRank; ++i) {
-    int64_t size = aDims.d[aBatchRank - i];
-    aStride[cBatchRank - i] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
-  stride = k * n;
-  for (int64_t i = 1; i <= bBatchRank; ++i) {
-    int64_t size = bDims.d[bBatchRank - i];
-    bStride[cBatchRank - i] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
-  int64_t aBatches = detail::product(aDims, 0, aBatchRank);
-  int64_t bBatches = detail::product(bDims, 0, bBatchRank);
-  int64_t batches = detail::product(cDims, 0, cBatchRank);
-  int64_t lda = k > 1 ? k : 1, ldb = n > 1 ? n : 1, ldc = ldb;
-  if (batches == 0)
+            const Dims &cDims, bool transA, bool transB, cudaStream_t stream) {
+  MatmulPlan p = planMatmul(aDims, bDims, cDims, transA, transB);
+  if (p.batches == 0)
     return;
-
-  // One shared b and a full batch of a: a single [batches*M, K] product.
-  if (bBatches == 1 && aBatches == batches) {
-    detail::gemm(a, b, c, {1, batches * m, n, k, lda, ldb, ldc, 0, 0, 0}, false,
-                 stream, "matmul");
+  if (p.single) {
+    detail::gemm(a, b, c,
+                 {1, p.batches * p.m, p.n, p.k, p.lda, p.ldb, p.ldc, 0, 0, 0,
+                  false, p.transB},
+                 false, stream, "matmul");
     return;
   }
-  // The innermost batch dims over which a and b each advance by one stride
-  // run as one strided batch; the host loops over the outer ones (only
-  // broadcasts like [2,1] x [1,3] leave any).
-  int64_t inner = 1, strideA = 0, strideB = 0, split = cBatchRank;
-  for (int64_t i = cBatchRank - 1; i >= 0; --i) {
-    int64_t size = cDims.d[i];
-    if (size != 1) {
-      if (inner == 1) {
-        strideA = aStride[i];
-        strideB = bStride[i];
-      } else if (aStride[i] != strideA * inner ||
-                 bStride[i] != strideB * inner) {
-        break;
-      }
-      inner *= size;
-    }
-    split = i;
-  }
-  int64_t outer = batches / inner;
-  for (int64_t o = 0; o < outer; ++o) {
+  // Each group is one strided batch; the host loops over the groups.
+  for (int64_t o = 0; o < p.outer; ++o) {
     int64_t aOffset, bOffset;
-    detail::stridedOffsets(o, cDims.d, split, aStride, bStride, aOffset,
-                           bOffset);
-    detail::gemm(a + aOffset, b + bOffset, c + o * inner * m * n,
-                 {inner, m, n, k, lda, ldb, ldc, strideA, strideB, m * n},
+    p.offsets(o, aOffset, bOffset);
+    detail::gemm(a + aOffset, b + bOffset, c + o * p.inner * p.m * p.n,
+                 {p.inner, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.strideA,
+                  p.strideB, p.m * p.n, p.transA, p.transB},
                  false, stream, "matmul");
   }
 }

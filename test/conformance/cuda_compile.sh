@@ -138,7 +138,7 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   static const int64_t two[] = {1, 1}, four[] = {0, 0, 0, 0};
   static const int64_t perm[] = {3, 2, 1, 0};
   Dims d{2, 3, 4, 5};
-  matmul<T>(p, d, p, d, p, d, s);
+  matmul<T>(p, d, p, d, p, d, false, true, s);
   conv2d<T>(p, d, p, d, p, p, d, two, four, two, 1, s);
   maxPool2d<T>(p, d, p, d, two, two, four, two, s);
   avgPool2d<T>(p, d, p, d, two, two, four, true, s);

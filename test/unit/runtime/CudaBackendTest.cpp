@@ -48,9 +48,9 @@ extern "C" void ztc_forward(void *const *b, char *) {
   k::layerNorm<float>(x, {2, 3, 300}, 2, w, w + 300, 1e-5,
                       static_cast<float *>(b[6]), s);
   k::matmul<float>(x, {2, 3, 300}, w, {300, 70}, static_cast<float *>(b[7]),
-                   {2, 3, 70}, s);
+                   {2, 3, 70}, false, false, s);
   k::matmul<float>(x, {6, 10, 30}, w, {6, 30, 7}, static_cast<float *>(b[8]),
-                   {6, 10, 7}, s);
+                   {6, 10, 7}, false, false, s);
   k::reduce<float, k::ReduceKind::Sum>(x, {2, 3, 300}, 4ull,
                                        static_cast<float *>(b[9]), s);
   k::reduce<float, k::ReduceKind::Max>(x, {2, 3, 300}, 3ull,
@@ -63,7 +63,8 @@ extern "C" void ztc_forward(void *const *b, char *) {
   k::nllLoss<float, int64_t>(logProbs, {6, 300}, targets, nullptr, 2, false,
                              0, static_cast<float *>(b[13]), s);
   k::matmul<ztc::f16>(x16, {6, 10, 30}, w16, {30, 7},
-                      static_cast<ztc::f16 *>(b[14]), {6, 10, 7}, s);
+                      static_cast<ztc::f16 *>(b[14]), {6, 10, 7}, false, false,
+                      s);
 }
 extern "C" void ztc_bad(void *const *b, char *) {
   static const int64_t bad[] = {1, 9, 2};

@@ -147,9 +147,24 @@ Shape matmulShape(Shape a, Shape b) {
   return c;
 }
 
+/// `values` of `shape` with the last two dimensions swapped; `shape`
+/// becomes the swapped shape.
+template <typename T>
+std::vector<T> swapLastTwo(const std::vector<T> &values, Shape &shape) {
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  int64_t batches = numel(shape) / std::max<int64_t>(rows * cols, 1);
+  std::vector<T> swapped(values.size());
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        swapped[(b * cols + j) * rows + i] = values[(b * rows + i) * cols + j];
+  std::swap(shape[shape.size() - 2], shape.back());
+  return swapped;
+}
+
 template <typename T> void checkMatmuls() {
   // Shared b, vectors, full batches, a broadcast, broadcasts that leave an
-  // outer host loop, and an empty K.
+  // outer host loop, an empty K, and a product the CPU splits into bands.
   std::vector<std::pair<Shape, Shape>> cases = {{{3, 4}, {4, 5}},
                                                 {{2, 3, 4}, {4, 5}},
                                                 {{4}, {4, 5}},
@@ -161,7 +176,10 @@ template <typename T> void checkMatmuls() {
                                                 {{2, 1, 3, 4}, {1, 3, 4, 5}},
                                                 {{5, 1, 3, 4}, {2, 4, 6}},
                                                 {{2, 3, 1, 3, 4}, {3, 2, 4, 2}},
-                                                {{2, 3, 0}, {0, 4}}};
+                                                {{2, 3, 0}, {0, 4}},
+                                                // Large enough for the CPU's
+                                                // bands of rows.
+                                                {{64, 48}, {48, 64}}};
   unsigned seed = 1;
   for (const auto &[aShape, bShape] : cases) {
     Shape cShape = matmulShape(aShape, bShape);
@@ -172,9 +190,31 @@ template <typename T> void checkMatmuls() {
     cpu::matmul<T>(a.data(), cpuDims(aShape), b.data(), cpuDims(bShape),
                    expected.data(), cpuDims(cShape));
     gpu::matmul<T>(a.data(), gpuDims(aShape), b.data(), gpuDims(bShape),
-                   actual.data(), gpuDims(cShape), kStream);
-    expectClose(actual, expected,
-                "matmul " + describe(aShape) + " x " + describe(bShape));
+                   actual.data(), gpuDims(cShape), false, false, kStream);
+    std::string what = describe(aShape) + " x " + describe(bShape);
+    expectClose(actual, expected, "matmul " + what);
+    // The same products with operands stored transposed, on both libraries.
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        if ((!transA && !transB) || (transA && aShape.size() < 2) ||
+            (transB && bShape.size() < 2))
+          continue;
+        Shape aStored = aShape, bStored = bShape;
+        auto aValues = transA ? swapLastTwo(a, aStored) : a;
+        auto bValues = transB ? swapLastTwo(b, bStored) : b;
+        std::string flags =
+            std::string(transA ? " transA" : "") + (transB ? " transB" : "");
+        std::vector<T> cpuActual(numel(cShape), T(-5.0f));
+        cpu::matmul<T>(aValues.data(), cpuDims(aStored), bValues.data(),
+                       cpuDims(bStored), cpuActual.data(), cpuDims(cShape),
+                       transA, transB);
+        expectClose(cpuActual, expected, "cpu matmul " + what + flags);
+        std::fill(actual.begin(), actual.end(), T(-3.0f));
+        gpu::matmul<T>(aValues.data(), gpuDims(aStored), bValues.data(),
+                       gpuDims(bStored), actual.data(), gpuDims(cShape), transA,
+                       transB, kStream);
+        expectClose(actual, expected, "matmul " + what + flags);
+      }
   }
 }
 

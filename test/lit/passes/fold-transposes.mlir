@@ -1,0 +1,90 @@
+// RUN: ztc-opt %s -split-input-file -ztc-fold-transposes | FileCheck %s
+
+// A weight transposed for the product dx = dy W^T: the matmul reads W as
+// stored, and the copy and its buffer go.
+// CHECK-LABEL: func.func @weight
+// CHECK-SAME: (%[[DY:.+]]: memref<8x64xf32>, %[[W:.+]]: memref<32x64xf32>)
+// CHECK-NOT: "transpose"
+// CHECK: %[[DX:.+]] = kernel.alloc : memref<8x32xf32>
+// CHECK-NOT: kernel.alloc
+// CHECK: kernel.call "matmul" ins(%[[DY]], %[[W]] : memref<8x64xf32>, memref<32x64xf32>) outs(%[[DX]] : memref<8x32xf32>) {config = {transpose_b = true}}
+func.func @weight(%dy: memref<8x64xf32>, %w: memref<32x64xf32>) -> memref<8x32xf32> {
+  %t = kernel.alloc : memref<64x32xf32>
+  kernel.call "transpose" ins(%w : memref<32x64xf32>) outs(%t : memref<64x32xf32>) {config = {perm = array<i64: 1, 0>}}
+  %dx = kernel.alloc : memref<8x32xf32>
+  kernel.call "matmul" ins(%dy, %t : memref<8x64xf32>, memref<64x32xf32>) outs(%dx : memref<8x32xf32>) {config = {}}
+  return %dx : memref<8x32xf32>
+}
+
+// -----
+
+// A batched left operand (dW = x^T dy over a batch of 3), read by two
+// matmuls: both read it in place.
+// CHECK-LABEL: func.func @batched_left
+// CHECK-SAME: (%[[X:.+]]: memref<3x8x16xf32>, %[[DY:.+]]: memref<3x8x4xf32>)
+// CHECK-NOT: "transpose"
+// CHECK: kernel.call "matmul" ins(%[[X]], %[[DY]] : memref<3x8x16xf32>, memref<3x8x4xf32>) outs(%{{.+}} : memref<3x16x4xf32>) {config = {transpose_a = true}}
+// CHECK: kernel.call "matmul" ins(%[[X]], %[[DY]] : memref<3x8x16xf32>, memref<3x8x4xf32>) outs(%{{.+}} : memref<3x16x4xf32>) {config = {transpose_a = true}}
+func.func @batched_left(%x: memref<3x8x16xf32>, %dy: memref<3x8x4xf32>) -> (memref<3x16x4xf32>, memref<3x16x4xf32>) {
+  %t = kernel.alloc : memref<3x16x8xf32>
+  kernel.call "transpose" ins(%x : memref<3x8x16xf32>) outs(%t : memref<3x16x8xf32>) {config = {perm = array<i64: 0, 2, 1>}}
+  %a = kernel.alloc : memref<3x16x4xf32>
+  kernel.call "matmul" ins(%t, %dy : memref<3x16x8xf32>, memref<3x8x4xf32>) outs(%a : memref<3x16x4xf32>) {config = {}}
+  %b = kernel.alloc : memref<3x16x4xf32>
+  kernel.call "matmul" ins(%t, %dy : memref<3x16x8xf32>, memref<3x8x4xf32>) outs(%b : memref<3x16x4xf32>) {config = {}}
+  return %a, %b : memref<3x16x4xf32>, memref<3x16x4xf32>
+}
+
+// -----
+
+// Another kernel reads the transposed copy: it stays.
+// CHECK-LABEL: func.func @other_reader
+// CHECK: kernel.call "transpose"
+// CHECK: kernel.call "matmul" ins(%{{.+}}, %{{.+}} : memref<8x64xf32>, memref<64x32xf32>) outs(%{{.+}} : memref<8x32xf32>){{$}}
+func.func @other_reader(%dy: memref<8x64xf32>, %w: memref<32x64xf32>) -> (memref<8x32xf32>, memref<64x32xf32>) {
+  %t = kernel.alloc : memref<64x32xf32>
+  kernel.call "transpose" ins(%w : memref<32x64xf32>) outs(%t : memref<64x32xf32>) {config = {perm = array<i64: 1, 0>}}
+  %dx = kernel.alloc : memref<8x32xf32>
+  kernel.call "matmul" ins(%dy, %t : memref<8x64xf32>, memref<64x32xf32>) outs(%dx : memref<8x32xf32>) {config = {}}
+  %r = kernel.alloc : memref<64x32xf32>
+  kernel.elementwise ins(%t : memref<64x32xf32>) outs(%r : memref<64x32xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  return %dx, %r : memref<8x32xf32>, memref<64x32xf32>
+}
+
+// -----
+
+// The weight is updated in place (through a view) between the transpose
+// and the matmul: the matmul must read the copy of the old value.
+// CHECK-LABEL: func.func @overwritten
+// CHECK: kernel.call "transpose"
+// CHECK: kernel.call "matmul" {{.+}}){{$}}
+func.func @overwritten(%dy: memref<8x64xf32>, %w: memref<32x64xf32>, %nw: memref<2048xf32>) -> memref<8x32xf32> {
+  %t = kernel.alloc : memref<64x32xf32>
+  kernel.call "transpose" ins(%w : memref<32x64xf32>) outs(%t : memref<64x32xf32>) {config = {perm = array<i64: 1, 0>}}
+  %flat = kernel.view %w : memref<32x64xf32> to memref<2048xf32>
+  kernel.elementwise ins(%nw : memref<2048xf32>) outs(%flat : memref<2048xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  %dx = kernel.alloc : memref<8x32xf32>
+  kernel.call "matmul" ins(%dy, %t : memref<8x64xf32>, memref<64x32xf32>) outs(%dx : memref<8x32xf32>) {config = {}}
+  return %dx : memref<8x32xf32>
+}
+
+// -----
+
+// Only swaps of the last two dimensions fold; attention's head transposes
+// stay.
+// CHECK-LABEL: func.func @other_perm
+// CHECK: kernel.call "transpose"
+// CHECK: kernel.call "matmul" {{.+}}){{$}}
+func.func @other_perm(%x: memref<2x4x8xf32>, %y: memref<4x8x2xf32>) -> memref<4x2x2xf32> {
+  %t = kernel.alloc : memref<4x2x8xf32>
+  kernel.call "transpose" ins(%x : memref<2x4x8xf32>) outs(%t : memref<4x2x8xf32>) {config = {perm = array<i64: 1, 0, 2>}}
+  %c = kernel.alloc : memref<4x2x2xf32>
+  kernel.call "matmul" ins(%t, %y : memref<4x2x8xf32>, memref<4x8x2xf32>) outs(%c : memref<4x2x2xf32>) {config = {}}
+  return %c : memref<4x2x2xf32>
+}
