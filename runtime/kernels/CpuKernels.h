@@ -634,6 +634,45 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
     }
   }
   int64_t outputs = kept.numElements(), count = reduced.numElements();
+  auto combine = [](Acc &acc, Acc value) {
+    if constexpr (Kind == ReduceKind::Max) {
+      if (value > acc || detail::isNan(value))
+        acc = value;
+    } else {
+      acc += value;
+    }
+  };
+  auto finish = [&](Acc acc) {
+    if constexpr (Kind == ReduceKind::Mean)
+      if (count > 0)
+        acc = acc / static_cast<Acc>(count);
+    return detail::store<T>(acc);
+  };
+  // Leading axes reduced (bias and normalization gradients: [rows, inner]
+  // summed over rows): row by row into a block of accumulators, reading
+  // memory in order. Each output sees its values in the same order as in
+  // the general loop below, so the results are the same.
+  uint64_t leading = (uint64_t(1) << reduced.rank) - 1;
+  if (reduced.rank > 0 && kept.rank > 0 && axesMask == leading) {
+    constexpr int64_t kBlock = 256;
+    int64_t blocks = (outputs + kBlock - 1) / kBlock;
+#pragma omp parallel for if (outputs * count > detail::kParallelGrain)
+    for (int64_t block = 0; block < blocks; ++block) {
+      int64_t begin = block * kBlock;
+      int64_t width = std::min(kBlock, outputs - begin);
+      Acc acc[kBlock];
+      for (int64_t j = 0; j < width; ++j)
+        acc[j] = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
+      for (int64_t r = 0; r < count; ++r) {
+        const T *row = x + r * outputs + begin;
+        for (int64_t j = 0; j < width; ++j)
+          combine(acc[j], static_cast<Acc>(detail::load(row[j])));
+      }
+      for (int64_t j = 0; j < width; ++j)
+        y[begin + j] = finish(acc[j]);
+    }
+    return;
+  }
 #pragma omp parallel for if (outputs * count > detail::kParallelGrain)
   for (int64_t o = 0; o < outputs; ++o) {
     int64_t base = 0, rest = o;
@@ -645,13 +684,7 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
     int64_t index[8] = {0};
     int64_t offset = base;
     for (int64_t step = 0; step < count; ++step) {
-      Acc value = static_cast<Acc>(detail::load(x[offset]));
-      if constexpr (Kind == ReduceKind::Max) {
-        if (value > acc || detail::isNan(value))
-          acc = value;
-      } else {
-        acc += value;
-      }
+      combine(acc, static_cast<Acc>(detail::load(x[offset])));
       // Odometer over the reduced dimensions, innermost first.
       for (int64_t i = reduced.rank - 1; i >= 0; --i) {
         offset += reducedStrides[i];
@@ -661,10 +694,7 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
         index[i] = 0;
       }
     }
-    if constexpr (Kind == ReduceKind::Mean)
-      if (count > 0)
-        acc = acc / static_cast<Acc>(count);
-    y[o] = detail::store<T>(acc);
+    y[o] = finish(acc);
   }
 }
 
