@@ -209,20 +209,6 @@ inline void recordRangeError(const char *kernel, const char *what,
               kernel, what, value, low, high);
 }
 
-/// The offsets of row-major position `flat` of dims[0, rank) under two sets
-/// of strides.
-inline void stridedOffsets(int64_t flat, const int64_t *dims, int64_t rank,
-                           const int64_t *stridesA, const int64_t *stridesB,
-                           int64_t &offsetA, int64_t &offsetB) {
-  offsetA = offsetB = 0;
-  for (int64_t i = rank - 1; i >= 0; --i) {
-    int64_t index = flat % dims[i];
-    flat /= dims[i];
-    offsetA += index * stridesA[i];
-    offsetB += index * stridesB[i];
-  }
-}
-
 /// dst[index * dstStrides] = src[index * srcStrides] for every index of
 /// `dims`; strides are in elements and may be negative.
 template <typename T>

@@ -36,6 +36,22 @@ struct Dims {
   ZTC_HOST_DEVICE int64_t operator[](int64_t i) const { return d[i]; }
 };
 
+/// The offsets of row-major position `flat` of dims[0, rank) under two sets
+/// of strides (strided copies, matmul batches).
+ZTC_HOST_DEVICE inline void stridedOffsets(int64_t flat, const int64_t *dims,
+                                           int64_t rank,
+                                           const int64_t *stridesA,
+                                           const int64_t *stridesB,
+                                           int64_t &offsetA, int64_t &offsetB) {
+  offsetA = offsetB = 0;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    int64_t index = flat % dims[i];
+    flat /= dims[i];
+    offsetA += index * stridesA[i];
+    offsetB += index * stridesB[i];
+  }
+}
+
 } // namespace ztc
 
 #endif // ZTC_RUNTIME_KERNELS_DIMS_H

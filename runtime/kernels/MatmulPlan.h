@@ -35,13 +35,7 @@ struct MatmulPlan {
 
   /// The offsets of group `o`'s first A and B.
   void offsets(int64_t o, int64_t &aOffset, int64_t &bOffset) const {
-    aOffset = bOffset = 0;
-    for (int64_t i = split - 1; i >= 0; --i) {
-      int64_t index = o % cBatch[i];
-      o /= cBatch[i];
-      aOffset += index * aStride[i];
-      bOffset += index * bStride[i];
-    }
+    stridedOffsets(o, cBatch, split, aStride, bStride, aOffset, bOffset);
   }
 
   // C's batch dimensions before the inner group, and per C batch dimension
