@@ -1,106 +1,65 @@
 //===- Sha256.cpp - SHA-256 digests ---------------------------------------===//
 //
-// A direct transcription of FIPS 180-4, section 6.2.
+// Sha256 on OpenSSL's EVP digest interface. A failing EVP call (no memory,
+// or a FIPS-only provider configuration that refuses the algorithm) throws
+// Error with OpenSSL's reason, so a cache key is never computed from a
+// half-updated context.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Sha256.h"
 
-#include <algorithm>
-#include <cstring>
+#include "runtime/Error.h"
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
 
 namespace ztc::rt {
 
 namespace {
 
-constexpr uint32_t kRound[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
-    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
-
-inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+/// Throws Error for the failed EVP `call`, with the reason OpenSSL queued.
+[[noreturn]] void throwEvpError(const char *call) {
+  std::string message = std::string("SHA-256: ") + call + " failed";
+  if (unsigned long code = ERR_get_error()) {
+    char reason[256];
+    ERR_error_string_n(code, reason, sizeof reason);
+    message += std::string(": ") + reason;
+  }
+  ERR_clear_error();
+  throw Error(message);
+}
 
 } // namespace
 
-Sha256::Sha256()
-    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-             0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+void Sha256::ContextDeleter::operator()(evp_md_ctx_st *context) const {
+  EVP_MD_CTX_free(context);
+}
 
-void Sha256::compress(const uint8_t *block) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i)
-    w[i] = uint32_t(block[4 * i]) << 24 | uint32_t(block[4 * i + 1]) << 16 |
-           uint32_t(block[4 * i + 2]) << 8 | uint32_t(block[4 * i + 3]);
-  for (int i = 16; i < 64; ++i) {
-    uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-  uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
-  for (int i = 0; i < 64; ++i) {
-    uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
-    uint32_t choose = (e & f) ^ (~e & g);
-    uint32_t t1 = h + s1 + choose + kRound[i] + w[i];
-    uint32_t s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
-    uint32_t majority = (a & b) ^ (a & c) ^ (b & c);
-    uint32_t t2 = s0 + majority;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  state_[0] += a;
-  state_[1] += b;
-  state_[2] += c;
-  state_[3] += d;
-  state_[4] += e;
-  state_[5] += f;
-  state_[6] += g;
-  state_[7] += h;
+Sha256::Sha256() : context_(EVP_MD_CTX_new()) {
+  if (!context_)
+    throwEvpError("EVP_MD_CTX_new");
+  if (EVP_DigestInit_ex(context_.get(), EVP_sha256(), nullptr) != 1)
+    throwEvpError("EVP_DigestInit_ex");
 }
 
 void Sha256::update(const void *data, size_t size) {
-  const uint8_t *bytes = static_cast<const uint8_t *>(data);
-  totalBytes_ += size;
-  while (size > 0) {
-    size_t take = std::min(size, sizeof(buffer_) - buffered_);
-    std::memcpy(buffer_ + buffered_, bytes, take);
-    buffered_ += take;
-    bytes += take;
-    size -= take;
-    if (buffered_ == sizeof(buffer_)) {
-      compress(buffer_);
-      buffered_ = 0;
-    }
-  }
+  if (EVP_DigestUpdate(context_.get(), data, size) != 1)
+    throwEvpError("EVP_DigestUpdate");
 }
 
 std::string Sha256::hexDigest() {
-  uint64_t bitLength = totalBytes_ * 8;
-  uint8_t padding[72] = {0x80};
-  size_t padSize = (buffered_ < 56 ? 56 : 120) - buffered_;
-  for (int i = 0; i < 8; ++i)
-    padding[padSize + i] = static_cast<uint8_t>(bitLength >> (56 - 8 * i));
-  update(padding, padSize + 8);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(context_.get(), digest, &length) != 1)
+    throwEvpError("EVP_DigestFinal_ex");
   static const char kHex[] = "0123456789abcdef";
   std::string hex;
-  for (uint32_t word : state_)
-    for (int shift = 28; shift >= 0; shift -= 4)
-      hex += kHex[(word >> shift) & 0xf];
+  hex.reserve(2 * length);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xf];
+  }
   return hex;
 }
 

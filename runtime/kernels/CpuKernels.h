@@ -8,7 +8,8 @@
 // them. Matrix products go to OpenBLAS for f32/f64.
 //
 // This file must compile with only the C++17 standard library, OpenMP and
-// cblas.h: no MLIR, no other ztc headers (Half.h is part of this library).
+// cblas.h: no MLIR, no ztc headers outside kernels/ (Half.h, Numeric.h,
+// Window.h and the others beside it are part of this library).
 // Without -fopenmp the pragmas are ignored and everything runs serially.
 //
 // Conventions shared by every kernel:
@@ -39,7 +40,9 @@
 #include "Dims.h"
 #include "Half.h"
 #include "MatmulPlan.h"
+#include "Numeric.h"
 #include "Random.h"
+#include "Window.h"
 
 #include <cblas.h>
 #ifdef _OPENMP
@@ -127,49 +130,12 @@ enum class ReduceKind { Sum, Mean, Max };
 
 namespace detail {
 
+// ComputeT, SumT, load, store, isNan and lowestValue: the element
+// arithmetic CudaKernels.cuh shares.
+using namespace ztc::numeric;
+
 /// Work (in elements) below which a loop stays on one thread.
 constexpr int64_t kParallelGrain = 1 << 15;
-
-/// The type a kernel computes in: float for the 16-bit types.
-template <typename T> struct Compute { using type = T; };
-template <> struct Compute<f16> { using type = float; };
-template <> struct Compute<bf16> { using type = float; };
-template <typename T> using ComputeT = typename Compute<T>::type;
-
-/// The type sums accumulate in: double for floating point, T for integers.
-template <typename T>
-using SumT = std::conditional_t<std::is_integral_v<T>, T, double>;
-
-template <typename T> inline ComputeT<T> load(T value) {
-  return static_cast<ComputeT<T>>(value);
-}
-
-template <typename T, typename U> inline T store(U value) {
-  return static_cast<T>(static_cast<ComputeT<T>>(value));
-}
-
-template <typename T> inline bool isNan(T value) {
-  if constexpr (std::is_floating_point_v<T>)
-    return value != value;
-  else
-    return false;
-}
-
-/// Row-major element strides of `dims`.
-inline void contiguousStrides(const Dims &dims, int64_t *strides) {
-  int64_t stride = 1;
-  for (int64_t i = dims.rank - 1; i >= 0; --i) {
-    strides[i] = stride;
-    stride *= dims.d[i];
-  }
-}
-
-inline int64_t product(const Dims &dims, int64_t begin, int64_t end) {
-  int64_t count = 1;
-  for (int64_t i = begin; i < end; ++i)
-    count *= dims.d[i];
-  return count;
-}
 
 /// The first data error since clearError(). `state` is 0 (none), 1 (a
 /// thread is writing the message) or 2 (message complete): the first
@@ -303,17 +269,6 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
   }
 }
 
-/// The input rows (or columns) [begin, end) under one pooling window.
-struct Window {
-  int64_t begin, end;
-};
-
-inline Window poolWindow(int64_t out, int64_t stride, int64_t padBegin,
-                         int64_t kernel, int64_t size) {
-  int64_t begin = out * stride - padBegin;
-  return {std::max<int64_t>(begin, 0), std::min(begin + kernel, size)};
-}
-
 } // namespace detail
 
 //===----------------------------------------------------------------------===//
@@ -377,9 +332,9 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
   if (batch == 0 || outChannels == 0 || pixels == 0)
     return;
 
-  // A 1x1 kernel with unit stride and no padding reads the input as is.
-  bool direct = kH == 1 && kW == 1 && strides[0] == 1 && strides[1] == 1 &&
-                pads[0] == 0 && pads[1] == 0 && outH == height && outW == width;
+  Window2d window =
+      window2d(xDims, yDims, wDims.d + 2, strides, pads, dilations);
+  bool direct = window.readsInputAsIs();
   std::vector<T> columns(direct ? 0 : patch * pixels);
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t g = 0; g < group; ++g) {
@@ -393,10 +348,10 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
           const T *plane = input + c * height * width;
           T *out = col + r * pixels;
           for (int64_t oh = 0; oh < outH; ++oh) {
-            int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
+            int64_t ih = window.inputRow(oh, kh);
             bool rowInside = ih >= 0 && ih < height;
             for (int64_t ow = 0; ow < outW; ++ow) {
-              int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
+              int64_t iw = window.inputCol(ow, kw);
               out[oh * outW + ow] = rowInside && iw >= 0 && iw < width
                                         ? plane[ih * width + iw]
                                         : T(0.0f);
@@ -419,11 +374,11 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
 
 namespace detail {
 
-/// Stores `window(in, oh, ow)` (computed in ComputeT<T>) at every output
+/// Stores `pool(in, oh, ow)` (computed in ComputeT<T>) at every output
 /// position of a 2-D pooling; `in` is the input plane of the position.
-template <typename T, typename WindowFn>
+template <typename T, typename PoolFn>
 void poolPlanes(const T *x, const Dims &xDims, T *y, const Dims &yDims,
-                WindowFn window) {
+                PoolFn pool) {
   int64_t planes = xDims.d[0] * xDims.d[1];
   int64_t planeSize = xDims.d[2] * xDims.d[3];
   int64_t outH = yDims.d[2], outW = yDims.d[3];
@@ -433,15 +388,8 @@ void poolPlanes(const T *x, const Dims &xDims, T *y, const Dims &yDims,
     T *out = y + p * outH * outW;
     for (int64_t oh = 0; oh < outH; ++oh)
       for (int64_t ow = 0; ow < outW; ++ow)
-        out[oh * outW + ow] = store<T>(window(in, oh, ow));
+        out[oh * outW + ow] = store<T>(pool(in, oh, ow));
   }
-}
-
-/// The identity of max: -infinity, or the lowest value for integers.
-template <typename Acc> Acc lowestValue() {
-  return std::numeric_limits<Acc>::has_infinity
-             ? -std::numeric_limits<Acc>::infinity()
-             : std::numeric_limits<Acc>::lowest();
 }
 
 } // namespace detail
@@ -451,24 +399,11 @@ void maxPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
                const int64_t *kernel, const int64_t *strides,
                const int64_t *pads, const int64_t *dilations) {
   using Acc = detail::ComputeT<T>;
-  int64_t height = xDims.d[2], width = xDims.d[3];
+  Window2d window = window2d(xDims, yDims, kernel, strides, pads, dilations);
   detail::poolPlanes(
       x, xDims, y, yDims, [&](const T *in, int64_t oh, int64_t ow) {
-        Acc best = detail::lowestValue<Acc>();
-        for (int64_t kh = 0; kh < kernel[0]; ++kh) {
-          int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
-          if (ih < 0 || ih >= height)
-            continue;
-          for (int64_t kw = 0; kw < kernel[1]; ++kw) {
-            int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
-            if (iw < 0 || iw >= width)
-              continue;
-            Acc value = detail::load(in[ih * width + iw]);
-            if (value > best || detail::isNan(value))
-              best = value;
-          }
-        }
-        return best;
+        MaxPick<Acc> pick = window.maxPick(in, oh, ow);
+        return pick.where < 0 ? detail::lowestValue<Acc>() : pick.value;
       });
 }
 
@@ -477,20 +412,15 @@ void avgPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
                const int64_t *kernel, const int64_t *strides,
                const int64_t *pads, bool countIncludePad) {
   using Acc = detail::ComputeT<T>;
-  int64_t height = xDims.d[2], width = xDims.d[3];
+  Window2d window = window2d(xDims, yDims, kernel, strides, pads, nullptr);
   detail::poolPlanes(
       x, xDims, y, yDims, [&](const T *in, int64_t oh, int64_t ow) {
-        detail::Window rows =
-            detail::poolWindow(oh, strides[0], pads[0], kernel[0], height);
-        detail::Window cols =
-            detail::poolWindow(ow, strides[1], pads[1], kernel[1], width);
+        Span rows = window.rowSpan(oh), cols = window.colSpan(ow);
         Acc sum = 0;
         for (int64_t ih = rows.begin; ih < rows.end; ++ih)
           for (int64_t iw = cols.begin; iw < cols.end; ++iw)
-            sum += detail::load(in[ih * width + iw]);
-        int64_t count = countIncludePad
-                            ? kernel[0] * kernel[1]
-                            : (rows.end - rows.begin) * (cols.end - cols.begin);
+            sum += detail::load(in[ih * window.width + iw]);
+        int64_t count = window.avgDivisor(rows, cols, countIncludePad);
         return sum / static_cast<Acc>(count);
       });
 }
@@ -550,8 +480,8 @@ void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
   using Acc = detail::ComputeT<T>;
   if (axis < 0)
     axis += dims.rank;
-  int64_t rows = detail::product(dims, 0, axis);
-  int64_t length = detail::product(dims, axis, dims.rank);
+  int64_t rows = product(dims, 0, axis);
+  int64_t length = product(dims, axis, dims.rank);
 #pragma omp parallel for if (rows * length > detail::kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T *in = x + r * length;
@@ -583,7 +513,7 @@ void batchNorm(const T *x, const Dims &dims, const T *scale, const T *bias,
   using Acc = detail::ComputeT<T>;
   int64_t batch = dims.d[0], channels = dims.d[1];
   int64_t planes = batch * channels;
-  int64_t spatial = detail::product(dims, 2, dims.rank);
+  int64_t spatial = product(dims, 2, dims.rank);
 #pragma omp parallel for if (planes * spatial > detail::kParallelGrain)
   for (int64_t plane = 0; plane < planes; ++plane) {
     int64_t c = plane % channels;
@@ -607,7 +537,7 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
   using Acc = std::conditional_t<Kind == ReduceKind::Max, detail::ComputeT<T>,
                                  detail::SumT<T>>;
   int64_t strides[8];
-  detail::contiguousStrides(dims, strides);
+  contiguousStrides(dims, strides);
   Dims kept, reduced;
   int64_t keptStrides[8], reducedStrides[8];
   for (int64_t i = 0; i < dims.rank; ++i) {
@@ -691,14 +621,14 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
 template <typename T>
 void transpose(const T *x, const Dims &dims, const int64_t *perm, T *y) {
   int64_t xStrides[8], srcStrides[8], yStrides[8];
-  detail::contiguousStrides(dims, xStrides);
+  contiguousStrides(dims, xStrides);
   Dims yDims;
   yDims.rank = dims.rank;
   for (int64_t i = 0; i < dims.rank; ++i) {
     yDims.d[i] = dims.d[perm[i]];
     srcStrides[i] = xStrides[perm[i]];
   }
-  detail::contiguousStrides(yDims, yStrides);
+  contiguousStrides(yDims, yStrides);
   detail::stridedCopy(x, srcStrides, y, yStrides, yDims);
 }
 
@@ -706,8 +636,8 @@ template <typename T>
 void slice(const T *x, const Dims &dims, const int64_t *starts,
            const int64_t *steps, T *y, const Dims &yDims) {
   int64_t xStrides[8], srcStrides[8], yStrides[8];
-  detail::contiguousStrides(dims, xStrides);
-  detail::contiguousStrides(yDims, yStrides);
+  contiguousStrides(dims, xStrides);
+  contiguousStrides(yDims, yStrides);
   int64_t base = 0;
   for (int64_t i = 0; i < dims.rank; ++i) {
     base += starts[i] * xStrides[i];
@@ -720,8 +650,8 @@ template <typename T>
 void copyInto(const T *x, const Dims &xDims, T *y, const Dims &yDims,
               int64_t axis, int64_t offset) {
   int64_t xStrides[8], yStrides[8];
-  detail::contiguousStrides(xDims, xStrides);
-  detail::contiguousStrides(yDims, yStrides);
+  contiguousStrides(xDims, xStrides);
+  contiguousStrides(yDims, yStrides);
   detail::stridedCopy(x, xStrides, y + offset * yStrides[axis], yStrides,
                       xDims);
 }
@@ -729,9 +659,9 @@ void copyInto(const T *x, const Dims &xDims, T *y, const Dims &yDims,
 template <typename T, typename I>
 void gather(const T *data, const Dims &dataDims, const I *indices,
             const Dims &indexDims, int64_t axis, T *y) {
-  int64_t outer = detail::product(dataDims, 0, axis);
+  int64_t outer = product(dataDims, 0, axis);
   int64_t length = dataDims.d[axis];
-  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t inner = product(dataDims, axis + 1, dataDims.rank);
   int64_t count = indexDims.numElements();
 #pragma omp parallel for if (outer * count * inner > detail::kParallelGrain)
   for (int64_t row = 0; row < outer * count; ++row) {
@@ -752,7 +682,7 @@ void gather(const T *data, const Dims &dataDims, const I *indices,
 template <typename T>
 void trilu(const T *x, const Dims &dims, bool upper, int64_t diagonal, T *y) {
   int64_t rows = dims.d[dims.rank - 2], cols = dims.d[dims.rank - 1];
-  int64_t matrices = detail::product(dims, 0, dims.rank - 2);
+  int64_t matrices = product(dims, 0, dims.rank - 2);
 #pragma omp parallel for if (matrices * rows * cols > detail::kParallelGrain)
   for (int64_t r = 0; r < matrices * rows; ++r) {
     int64_t i = r % rows;
@@ -775,7 +705,7 @@ void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
              int64_t ignoreIndex, T *y) {
   using Acc = detail::SumT<T>;
   int64_t batch = lpDims.d[0], classes = lpDims.d[1];
-  int64_t spatial = detail::product(lpDims, 2, lpDims.rank);
+  int64_t spatial = product(lpDims, 2, lpDims.rank);
   // Serial on purpose: the sum's order must not depend on the thread count,
   // and the work is O(N * d), small next to the log-softmax before it.
   Acc total = 0, weightSum = 0;
@@ -829,6 +759,8 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
   int64_t outChannels = gyDims.d[1], outH = gyDims.d[2], outW = gyDims.d[3];
   int64_t groupIn = channels / group, groupOut = outChannels / group;
   int64_t kH = wDims.d[2], kW = wDims.d[3];
+  Window2d window =
+      window2d(gxDims, gyDims, wDims.d + 2, strides, pads, dilations);
 #pragma omp parallel for if (batch * channels * height * width * kH * kW *     \
                                  groupOut >                                    \
                              detail::kParallelGrain)
@@ -838,28 +770,16 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
     for (int64_t h = 0; h < height; ++h)
       for (int64_t x = 0; x < width; ++x) {
         Acc sum = 0;
-        for (int64_t kh = 0; kh < kH; ++kh) {
-          int64_t th = h + pads[0] - kh * dilations[0];
-          if (th < 0 || th % strides[0])
-            continue;
-          int64_t oh = th / strides[0];
-          if (oh >= outH)
-            continue;
-          for (int64_t kw = 0; kw < kW; ++kw) {
-            int64_t tw = x + pads[1] - kw * dilations[1];
-            if (tw < 0 || tw % strides[1])
-              continue;
-            int64_t ow = tw / strides[1];
-            if (ow >= outW)
-              continue;
-            for (int64_t j = 0; j < groupOut; ++j) {
-              int64_t oc = g * groupOut + j;
-              sum += detail::load(
-                         gy[((n * outChannels + oc) * outH + oh) * outW + ow]) *
-                     detail::load(w[((oc * groupIn + ic) * kH + kh) * kW + kw]);
-            }
-          }
-        }
+        window.forEachReaderOf(
+            h, x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
+              for (int64_t j = 0; j < groupOut; ++j) {
+                int64_t oc = g * groupOut + j;
+                sum +=
+                    detail::load(
+                        gy[((n * outChannels + oc) * outH + oh) * outW + ow]) *
+                    detail::load(w[((oc * groupIn + ic) * kH + kh) * kW + kw]);
+              }
+            });
         gx[(plane * height + h) * width + x] = detail::store<T>(sum);
       }
   }
@@ -879,6 +799,8 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
   int64_t outChannels = gyDims.d[1], outH = gyDims.d[2], outW = gyDims.d[3];
   int64_t groupIn = channels / group, groupOut = outChannels / group;
   int64_t kH = gwDims.d[2], kW = gwDims.d[3];
+  Window2d window =
+      window2d(xDims, gyDims, gwDims.d + 2, strides, pads, dilations);
 #pragma omp parallel for if (outChannels * groupIn * kH * kW * batch * outH *  \
                                  outW >                                        \
                              detail::kParallelGrain)
@@ -892,18 +814,11 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
             const T *in =
                 x + (n * channels + g * groupIn + ic) * height * width;
             const T *grad = gy + (n * outChannels + oc) * outH * outW;
-            for (int64_t oh = 0; oh < outH; ++oh) {
-              int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
-              if (ih < 0 || ih >= height)
-                continue;
-              for (int64_t ow = 0; ow < outW; ++ow) {
-                int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
-                if (iw < 0 || iw >= width)
-                  continue;
-                sum += detail::load(grad[oh * outW + ow]) *
-                       detail::load(in[ih * width + iw]);
-              }
-            }
+            window.forEachOutputOfTap(
+                kh, kw, [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
+                  sum += detail::load(grad[oh * outW + ow]) *
+                         detail::load(in[ih * width + iw]);
+                });
           }
           gw[((oc * groupIn + ic) * kH + kh) * kW + kw] = detail::store<T>(sum);
         }
@@ -921,6 +836,7 @@ void maxPool2dBackward(const T *x, const Dims &xDims, const T *gy,
   int64_t planes = xDims.d[0] * xDims.d[1];
   int64_t height = xDims.d[2], width = xDims.d[3];
   int64_t outH = gyDims.d[2], outW = gyDims.d[3];
+  Window2d window = window2d(xDims, gyDims, kernel, strides, pads, dilations);
 #pragma omp parallel for if (planes * height * width > detail::kParallelGrain)
   for (int64_t plane = 0; plane < planes; ++plane) {
     const T *in = x + plane * height * width;
@@ -928,23 +844,7 @@ void maxPool2dBackward(const T *x, const Dims &xDims, const T *gy,
     std::vector<Acc> acc(height * width, Acc(0));
     for (int64_t oh = 0; oh < outH; ++oh)
       for (int64_t ow = 0; ow < outW; ++ow) {
-        Acc best = detail::lowestValue<Acc>();
-        int64_t where = -1;
-        for (int64_t kh = 0; kh < kernel[0]; ++kh) {
-          int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
-          if (ih < 0 || ih >= height)
-            continue;
-          for (int64_t kw = 0; kw < kernel[1]; ++kw) {
-            int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
-            if (iw < 0 || iw >= width)
-              continue;
-            Acc value = detail::load(in[ih * width + iw]);
-            if (where < 0 || value > best || detail::isNan(value)) {
-              best = value;
-              where = ih * width + iw;
-            }
-          }
-        }
+        int64_t where = window.maxPick(in, oh, ow).where;
         if (where >= 0)
           acc[where] += detail::load(grad[oh * outW + ow]);
       }
@@ -964,19 +864,15 @@ void avgPool2dBackward(const T *gy, const Dims &gyDims, T *gx,
   int64_t planes = gxDims.d[0] * gxDims.d[1];
   int64_t height = gxDims.d[2], width = gxDims.d[3];
   int64_t outH = gyDims.d[2], outW = gyDims.d[3];
+  Window2d window = window2d(gxDims, gyDims, kernel, strides, pads, nullptr);
 #pragma omp parallel for if (planes * height * width > detail::kParallelGrain)
   for (int64_t plane = 0; plane < planes; ++plane) {
     const T *grad = gy + plane * outH * outW;
     std::vector<Acc> acc(height * width, Acc(0));
     for (int64_t oh = 0; oh < outH; ++oh)
       for (int64_t ow = 0; ow < outW; ++ow) {
-        detail::Window rows =
-            detail::poolWindow(oh, strides[0], pads[0], kernel[0], height);
-        detail::Window cols =
-            detail::poolWindow(ow, strides[1], pads[1], kernel[1], width);
-        int64_t count = countIncludePad
-                            ? kernel[0] * kernel[1]
-                            : (rows.end - rows.begin) * (cols.end - cols.begin);
+        Span rows = window.rowSpan(oh), cols = window.colSpan(ow);
+        int64_t count = window.avgDivisor(rows, cols, countIncludePad);
         if (count <= 0)
           continue;
         Acc share =
@@ -997,9 +893,9 @@ void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
                 const Dims &indexDims, const T *updates, int64_t axis, T *y) {
   int64_t total = dataDims.numElements();
   std::copy(data, data + total, y);
-  int64_t outer = detail::product(dataDims, 0, axis);
+  int64_t outer = product(dataDims, 0, axis);
   int64_t length = dataDims.d[axis];
-  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t inner = product(dataDims, axis + 1, dataDims.rank);
   int64_t count = indexDims.numElements();
 #pragma omp parallel for if (outer * count * inner > detail::kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
@@ -1027,8 +923,8 @@ void insertSlice(const T *dest, const Dims &destDims, const T *source,
                  const int64_t *steps, T *y) {
   std::copy(dest, dest + destDims.numElements(), y);
   int64_t destStrides[8], sourceStrides[8], toStrides[8];
-  detail::contiguousStrides(destDims, destStrides);
-  detail::contiguousStrides(sourceDims, sourceStrides);
+  contiguousStrides(destDims, destStrides);
+  contiguousStrides(sourceDims, sourceStrides);
   int64_t base = 0;
   for (int64_t d = 0; d < destDims.rank; ++d) {
     base += starts[d] * destStrides[d];

@@ -45,7 +45,9 @@
 #include "Dims.h"
 #include "Half.h"
 #include "MatmulPlan.h"
+#include "Numeric.h"
 #include "Random.h"
+#include "Window.h"
 
 #include <cuda_runtime_api.h>
 #if !defined(ZTC_CUDA_HOST_EMULATION)
@@ -60,7 +62,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
-#include <limits>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -87,27 +88,9 @@ void clearError();
 
 namespace detail {
 
-/// The type a kernel computes in: float for the 16-bit types.
-template <typename T> struct Compute { using type = T; };
-template <> struct Compute<f16> { using type = float; };
-template <> struct Compute<bf16> { using type = float; };
-template <typename T> using ComputeT = typename Compute<T>::type;
-
-/// The type sums accumulate in: double for floating point, T for integers.
-template <typename T>
-using SumT = std::conditional_t<std::is_integral_v<T>, T, double>;
-
-template <typename T> ZTC_HOST_DEVICE ComputeT<T> load(T value) {
-  return static_cast<ComputeT<T>>(value);
-}
-
-template <typename T, typename U> ZTC_HOST_DEVICE T store(U value) {
-  return static_cast<T>(static_cast<ComputeT<T>>(value));
-}
-
-template <typename T> ZTC_HOST_DEVICE bool isNan(T value) {
-  return value != value;
-}
+// ComputeT, SumT, load, store, isNan and lowestValue: the element
+// arithmetic CpuKernels.h shares.
+using namespace ztc::numeric;
 
 ZTC_HOST_DEVICE inline float mathExp(float x) { return ::expf(x); }
 ZTC_HOST_DEVICE inline double mathExp(double x) { return ::exp(x); }
@@ -149,29 +132,6 @@ struct MaxNanOp {
     return (b > a || isNan(b)) ? b : a;
   }
 };
-
-/// The identity of max: -infinity, or the lowest value for integers.
-template <typename Acc> Acc lowestValue() {
-  return std::numeric_limits<Acc>::has_infinity
-             ? -std::numeric_limits<Acc>::infinity()
-             : std::numeric_limits<Acc>::lowest();
-}
-
-inline int64_t product(const Dims &dims, int64_t begin, int64_t end) {
-  int64_t count = 1;
-  for (int64_t i = begin; i < end; ++i)
-    count *= dims.d[i];
-  return count;
-}
-
-/// Row-major element strides of `dims`.
-inline void contiguousStrides(const Dims &dims, int64_t *strides) {
-  int64_t stride = 1;
-  for (int64_t i = dims.rank - 1; i >= 0; --i) {
-    strides[i] = stride;
-    stride *= dims.d[i];
-  }
-}
 
 //===----------------------------------------------------------------------===//
 // Error state
@@ -673,12 +633,9 @@ void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
 // Kernel bodies
 //===----------------------------------------------------------------------===//
 
-/// conv2d's geometry (pads: top, left).
-struct ConvPlan {
-  int64_t channels, height, width;
-  int64_t outChannels, groupChannels, groupOut;
-  int64_t kH, kW, outH, outW;
-  int64_t strideH, strideW, padH, padW, dilationH, dilationW;
+/// conv2d's geometry: its window (Window.h) and its channels.
+struct ConvPlan : Window2d {
+  int64_t channels, outChannels, groupChannels, groupOut;
 };
 
 /// conv2d's plan from its input, weight and output shapes.
@@ -686,24 +643,8 @@ inline ConvPlan convPlan(const Dims &xDims, const Dims &wDims,
                          const Dims &yDims, const int64_t *strides,
                          const int64_t *pads, const int64_t *dilations,
                          int64_t group) {
-  ConvPlan p{};
-  p.channels = xDims.d[1];
-  p.height = xDims.d[2];
-  p.width = xDims.d[3];
-  p.outChannels = wDims.d[0];
-  p.groupChannels = wDims.d[1];
-  p.kH = wDims.d[2];
-  p.kW = wDims.d[3];
-  p.outH = yDims.d[2];
-  p.outW = yDims.d[3];
-  p.groupOut = p.outChannels / group;
-  p.strideH = strides[0];
-  p.strideW = strides[1];
-  p.padH = pads[0];
-  p.padW = pads[1];
-  p.dilationH = dilations[0];
-  p.dilationW = dilations[1];
-  return p;
+  return {window2d(xDims, yDims, wDims.d + 2, strides, pads, dilations),
+          xDims.d[1], wDims.d[0], wDims.d[1], wDims.d[0] / group};
 }
 
 /// cols[image][c * kH * kW + kh * kW + kw][oh * outW + ow] for the images
@@ -718,8 +659,8 @@ template <typename T> struct Im2colBody {
     int64_t r = (flat / pixels) % (p.channels * taps);
     int64_t image = flat / (pixels * p.channels * taps);
     int64_t c = r / taps, kh = (r / p.kW) % p.kH, kw = r % p.kW;
-    int64_t ih = (pixel / p.outW) * p.strideH - p.padH + kh * p.dilationH;
-    int64_t iw = (pixel % p.outW) * p.strideW - p.padW + kw * p.dilationW;
+    int64_t ih = p.inputRow(pixel / p.outW, kh);
+    int64_t iw = p.inputCol(pixel % p.outW, kw);
     bool inside = ih >= 0 && ih < p.height && iw >= 0 && iw < p.width;
     cols[flat] =
         inside ? x[((image * p.channels + c) * p.height + ih) * p.width + iw]
@@ -754,76 +695,42 @@ template <typename T> struct DirectConvBody {
       const T *plane =
           x + (n * p.channels + g * p.groupChannels + c) * p.height * p.width;
       const T *taps = w + (o * p.groupChannels + c) * p.kH * p.kW;
-      for (int64_t kh = 0; kh < p.kH; ++kh) {
-        int64_t ih = oh * p.strideH - p.padH + kh * p.dilationH;
-        if (ih < 0 || ih >= p.height)
-          continue;
-        for (int64_t kw = 0; kw < p.kW; ++kw) {
-          int64_t iw = ow * p.strideW - p.padW + kw * p.dilationW;
-          if (iw < 0 || iw >= p.width)
-            continue;
-          acc += load(plane[ih * p.width + iw]) * load(taps[kh * p.kW + kw]);
-        }
-      }
+      p.forEachTap(oh, ow, [&](int64_t kh, int64_t kw, int64_t ih, int64_t iw) {
+        acc += load(plane[ih * p.width + iw]) * load(taps[kh * p.kW + kw]);
+      });
     }
     y[flat] = store<T>(acc);
   }
 };
 
-/// 2-D pooling geometry (pads: top, left).
-struct PoolPlan {
-  int64_t height, width, outH, outW;
-  int64_t kH, kW, strideH, strideW, padH, padW, dilationH, dilationW;
-};
-
 template <typename T> struct MaxPoolBody {
   const T *x;
   T *y;
-  PoolPlan p;
+  Window2d p;
   ComputeT<T> lowest;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
-    using Acc = ComputeT<T>;
     int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
     const T *in = x + (flat / (p.outW * p.outH)) * p.height * p.width;
-    Acc best = lowest;
-    for (int64_t kh = 0; kh < p.kH; ++kh) {
-      int64_t ih = oh * p.strideH - p.padH + kh * p.dilationH;
-      if (ih < 0 || ih >= p.height)
-        continue;
-      for (int64_t kw = 0; kw < p.kW; ++kw) {
-        int64_t iw = ow * p.strideW - p.padW + kw * p.dilationW;
-        if (iw < 0 || iw >= p.width)
-          continue;
-        Acc value = load(in[ih * p.width + iw]);
-        if (value > best || isNan(value))
-          best = value;
-      }
-    }
-    y[flat] = store<T>(best);
+    MaxPick<ComputeT<T>> pick = p.maxPick(in, oh, ow);
+    y[flat] = store<T>(pick.where < 0 ? lowest : pick.value);
   }
 };
 
 template <typename T> struct AvgPoolBody {
   const T *x;
   T *y;
-  PoolPlan p;
+  Window2d p;
   bool countIncludePad;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
     int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
     const T *in = x + (flat / (p.outW * p.outH)) * p.height * p.width;
-    // The window clamped to the input, as detail::poolWindow on the CPU.
-    int64_t top = oh * p.strideH - p.padH, left = ow * p.strideW - p.padW;
-    int64_t rowBegin = top > 0 ? top : 0;
-    int64_t rowEnd = top + p.kH < p.height ? top + p.kH : p.height;
-    int64_t colBegin = left > 0 ? left : 0;
-    int64_t colEnd = left + p.kW < p.width ? left + p.kW : p.width;
+    Span rows = p.rowSpan(oh), cols = p.colSpan(ow);
     Acc sum = 0;
-    for (int64_t ih = rowBegin; ih < rowEnd; ++ih)
-      for (int64_t iw = colBegin; iw < colEnd; ++iw)
+    for (int64_t ih = rows.begin; ih < rows.end; ++ih)
+      for (int64_t iw = cols.begin; iw < cols.end; ++iw)
         sum += load(in[ih * p.width + iw]);
-    int64_t count = countIncludePad ? p.kH * p.kW
-                                    : (rowEnd - rowBegin) * (colEnd - colBegin);
+    int64_t count = p.avgDivisor(rows, cols, countIncludePad);
     y[flat] = store<T>(sum / static_cast<Acc>(count));
   }
 };
@@ -1083,28 +990,16 @@ template <typename T> struct ConvBackwardDataBody {
     int64_t n = flat / (p.width * p.height * p.channels);
     int64_t g = c / p.groupChannels, ic = c % p.groupChannels;
     Acc sum = 0;
-    for (int64_t kh = 0; kh < p.kH; ++kh) {
-      int64_t th = h + p.padH - kh * p.dilationH;
-      if (th < 0 || th % p.strideH)
-        continue;
-      int64_t oh = th / p.strideH;
-      if (oh >= p.outH)
-        continue;
-      for (int64_t kw = 0; kw < p.kW; ++kw) {
-        int64_t tw = x + p.padW - kw * p.dilationW;
-        if (tw < 0 || tw % p.strideW)
-          continue;
-        int64_t ow = tw / p.strideW;
-        if (ow >= p.outW)
-          continue;
-        for (int64_t j = 0; j < p.groupOut; ++j) {
-          int64_t oc = g * p.groupOut + j;
-          sum +=
-              load(gy[((n * p.outChannels + oc) * p.outH + oh) * p.outW + ow]) *
-              load(w[((oc * p.groupChannels + ic) * p.kH + kh) * p.kW + kw]);
-        }
-      }
-    }
+    p.forEachReaderOf(
+        h, x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
+          for (int64_t j = 0; j < p.groupOut; ++j) {
+            int64_t oc = g * p.groupOut + j;
+            sum +=
+                load(gy[((n * p.outChannels + oc) * p.outH + oh) * p.outW +
+                        ow]) *
+                load(w[((oc * p.groupChannels + ic) * p.kH + kh) * p.kW + kw]);
+          }
+        });
     gx[flat] = store<T>(sum);
   }
 };
@@ -1127,17 +1022,10 @@ template <typename T> struct ConvBackwardFilterBody {
       const T *in =
           x + (n * p.channels + g * p.groupChannels + ic) * p.height * p.width;
       const T *grad = gy + (n * p.outChannels + oc) * p.outH * p.outW;
-      for (int64_t oh = 0; oh < p.outH; ++oh) {
-        int64_t ih = oh * p.strideH - p.padH + kh * p.dilationH;
-        if (ih < 0 || ih >= p.height)
-          continue;
-        for (int64_t ow = 0; ow < p.outW; ++ow) {
-          int64_t iw = ow * p.strideW - p.padW + kw * p.dilationW;
-          if (iw < 0 || iw >= p.width)
-            continue;
-          sum += load(grad[oh * p.outW + ow]) * load(in[ih * p.width + iw]);
-        }
-      }
+      p.forEachOutputOfTap(
+          kh, kw, [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
+            sum += load(grad[oh * p.outW + ow]) * load(in[ih * p.width + iw]);
+          });
     }
     gw[flat] = store<T>(sum);
   }
@@ -1166,7 +1054,7 @@ coveringWindows(int64_t i, int64_t pad, int64_t stride, int64_t kernel,
 template <typename T> struct MaxPoolBackwardBody {
   const T *x, *gy;
   T *gx;
-  PoolPlan p;
+  Window2d p;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
     int64_t iw = flat % p.width, ih = (flat / p.width) % p.height;
@@ -1184,24 +1072,7 @@ template <typename T> struct MaxPoolBackwardBody {
       for (int64_t ow = cols.first; ow <= cols.last; ++ow) {
         if ((iw + p.padW - ow * p.strideW) % p.dilationW)
           continue;
-        Acc best = 0;
-        int64_t where = -1;
-        for (int64_t kh = 0; kh < p.kH; ++kh) {
-          int64_t h = oh * p.strideH - p.padH + kh * p.dilationH;
-          if (h < 0 || h >= p.height)
-            continue;
-          for (int64_t kw = 0; kw < p.kW; ++kw) {
-            int64_t w = ow * p.strideW - p.padW + kw * p.dilationW;
-            if (w < 0 || w >= p.width)
-              continue;
-            Acc value = load(in[h * p.width + w]);
-            if (where < 0 || value > best || isNan(value)) {
-              best = value;
-              where = h * p.width + w;
-            }
-          }
-        }
-        if (where == ih * p.width + iw)
+        if (p.maxPick(in, oh, ow).where == ih * p.width + iw)
           sum += load(grad[oh * p.outW + ow]);
       }
     }
@@ -1214,7 +1085,7 @@ template <typename T> struct MaxPoolBackwardBody {
 template <typename T> struct AvgPoolBackwardBody {
   const T *gy;
   T *gx;
-  PoolPlan p;
+  Window2d p;
   bool countIncludePad;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
@@ -1226,14 +1097,9 @@ template <typename T> struct AvgPoolBackwardBody {
         coveringWindows(iw, p.padW, p.strideW, p.kW, 1, p.outW);
     Acc sum = 0;
     for (int64_t oh = rows.first; oh <= rows.last; ++oh) {
-      int64_t top = oh * p.strideH - p.padH;
-      int64_t rowCount =
-          (top + p.kH < p.height ? top + p.kH : p.height) - (top > 0 ? top : 0);
+      Span rowSpan = p.rowSpan(oh);
       for (int64_t ow = cols.first; ow <= cols.last; ++ow) {
-        int64_t left = ow * p.strideW - p.padW;
-        int64_t colCount = (left + p.kW < p.width ? left + p.kW : p.width) -
-                           (left > 0 ? left : 0);
-        int64_t count = countIncludePad ? p.kH * p.kW : rowCount * colCount;
+        int64_t count = p.avgDivisor(rowSpan, p.colSpan(ow), countIncludePad);
         sum += load(grad[oh * p.outW + ow]) / static_cast<Acc>(count);
       }
     }
@@ -1357,11 +1223,8 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
   }
 
   // im2col + GEMM per group, over as many images at a time as fit in
-  // kScratchBytes of columns. A 1x1 kernel with unit stride and no padding
-  // reads the input as is.
-  bool direct = p.kH == 1 && p.kW == 1 && p.strideH == 1 && p.strideW == 1 &&
-                p.padH == 0 && p.padW == 0 && p.outH == p.height &&
-                p.outW == p.width;
+  // kScratchBytes of columns.
+  bool direct = p.readsInputAsIs();
   int64_t imageCols = p.channels * p.kH * p.kW * pixels;
   constexpr int64_t kScratchBytes = int64_t(256) << 20;
   int64_t chunk = kScratchBytes / (imageCols * int64_t(sizeof(T)));
@@ -1406,36 +1269,12 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
 // Pooling
 //===----------------------------------------------------------------------===//
 
-namespace detail {
-
-inline PoolPlan poolPlan(const Dims &xDims, const Dims &yDims,
-                         const int64_t *kernel, const int64_t *strides,
-                         const int64_t *pads, const int64_t *dilations) {
-  PoolPlan p{};
-  p.height = xDims.d[2];
-  p.width = xDims.d[3];
-  p.outH = yDims.d[2];
-  p.outW = yDims.d[3];
-  p.kH = kernel[0];
-  p.kW = kernel[1];
-  p.strideH = strides[0];
-  p.strideW = strides[1];
-  p.padH = pads[0];
-  p.padW = pads[1];
-  p.dilationH = dilations ? dilations[0] : 1;
-  p.dilationW = dilations ? dilations[1] : 1;
-  return p;
-}
-
-} // namespace detail
-
 template <typename T>
 void maxPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
                const int64_t *kernel, const int64_t *strides,
                const int64_t *pads, const int64_t *dilations,
                cudaStream_t stream) {
-  detail::PoolPlan p =
-      detail::poolPlan(xDims, yDims, kernel, strides, pads, dilations);
+  Window2d p = window2d(xDims, yDims, kernel, strides, pads, dilations);
   detail::launchElements(
       yDims.numElements(),
       detail::MaxPoolBody<T>{x, y, p,
@@ -1447,8 +1286,7 @@ template <typename T>
 void avgPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
                const int64_t *kernel, const int64_t *strides,
                const int64_t *pads, bool countIncludePad, cudaStream_t stream) {
-  detail::PoolPlan p =
-      detail::poolPlan(xDims, yDims, kernel, strides, pads, nullptr);
+  Window2d p = window2d(xDims, yDims, kernel, strides, pads, nullptr);
   detail::launchElements(yDims.numElements(),
                          detail::AvgPoolBody<T>{x, y, p, countIncludePad},
                          stream, "avgPool2d");
@@ -1494,8 +1332,8 @@ void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
                const T *bias, double epsilon, T *y, cudaStream_t stream) {
   if (axis < 0)
     axis += dims.rank;
-  int64_t rows = detail::product(dims, 0, axis);
-  int64_t length = detail::product(dims, axis, dims.rank);
+  int64_t rows = product(dims, 0, axis);
+  int64_t length = product(dims, axis, dims.rank);
   if (length == 0)
     return;
   detail::launchRows(
@@ -1511,7 +1349,7 @@ void batchNorm(const T *x, const Dims &dims, const T *scale, const T *bias,
   detail::launchElements(
       dims.numElements(),
       detail::BatchNormBody<T>{x, scale, bias, mean, var, y, dims.d[1],
-                               detail::product(dims, 2, dims.rank), epsilon},
+                               product(dims, 2, dims.rank), epsilon},
       stream, "batchNorm");
 }
 
@@ -1523,7 +1361,7 @@ template <typename T, ReduceKind Kind>
 void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y,
             cudaStream_t stream) {
   int64_t strides[8];
-  detail::contiguousStrides(dims, strides);
+  contiguousStrides(dims, strides);
   detail::ReducePlan p{};
   for (int64_t i = 0; i < dims.rank; ++i) {
     if (axesMask >> i & 1) {
@@ -1561,14 +1399,14 @@ template <typename T>
 void transpose(const T *x, const Dims &dims, const int64_t *perm, T *y,
                cudaStream_t stream) {
   int64_t xStrides[8], srcStrides[8], yStrides[8];
-  detail::contiguousStrides(dims, xStrides);
+  contiguousStrides(dims, xStrides);
   Dims yDims;
   yDims.rank = dims.rank;
   for (int64_t i = 0; i < dims.rank; ++i) {
     yDims.d[i] = dims.d[perm[i]];
     srcStrides[i] = xStrides[perm[i]];
   }
-  detail::contiguousStrides(yDims, yStrides);
+  contiguousStrides(yDims, yStrides);
   detail::stridedCopy(x, srcStrides, y, yStrides, yDims, stream, "transpose");
 }
 
@@ -1576,8 +1414,8 @@ template <typename T>
 void slice(const T *x, const Dims &dims, const int64_t *starts,
            const int64_t *steps, T *y, const Dims &yDims, cudaStream_t stream) {
   int64_t xStrides[8], srcStrides[8], yStrides[8];
-  detail::contiguousStrides(dims, xStrides);
-  detail::contiguousStrides(yDims, yStrides);
+  contiguousStrides(dims, xStrides);
+  contiguousStrides(yDims, yStrides);
   int64_t base = 0;
   for (int64_t i = 0; i < dims.rank; ++i) {
     base += starts[i] * xStrides[i];
@@ -1591,8 +1429,8 @@ template <typename T>
 void copyInto(const T *x, const Dims &xDims, T *y, const Dims &yDims,
               int64_t axis, int64_t offset, cudaStream_t stream) {
   int64_t xStrides[8], yStrides[8];
-  detail::contiguousStrides(xDims, xStrides);
-  detail::contiguousStrides(yDims, yStrides);
+  contiguousStrides(xDims, xStrides);
+  contiguousStrides(yDims, yStrides);
   detail::stridedCopy(x, xStrides, y + offset * yStrides[axis], yStrides, xDims,
                       stream, "copyInto");
 }
@@ -1600,9 +1438,9 @@ void copyInto(const T *x, const Dims &xDims, T *y, const Dims &yDims,
 template <typename T, typename I>
 void gather(const T *data, const Dims &dataDims, const I *indices,
             const Dims &indexDims, int64_t axis, T *y, cudaStream_t stream) {
-  int64_t outer = detail::product(dataDims, 0, axis);
+  int64_t outer = product(dataDims, 0, axis);
   int64_t length = dataDims.d[axis];
-  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t inner = product(dataDims, axis + 1, dataDims.rank);
   int64_t count = indexDims.numElements();
   if (inner == 0 || count == 0)
     return;
@@ -1630,7 +1468,7 @@ void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
              const T *weight, int64_t reduction, bool hasIgnore,
              int64_t ignoreIndex, T *y, cudaStream_t stream) {
   int64_t batch = lpDims.d[0], classes = lpDims.d[1];
-  int64_t spatial = detail::product(lpDims, 2, lpDims.rank);
+  int64_t spatial = product(lpDims, 2, lpDims.rank);
   // One block: its fixed-shape tree keeps the sum deterministic, and the
   // work is small next to the log-softmax before it.
   detail::launchRows(
@@ -1676,8 +1514,7 @@ void maxPool2dBackward(const T *x, const Dims &xDims, const T *gy,
                        const Dims &gyDims, T *gx, const int64_t *kernel,
                        const int64_t *strides, const int64_t *pads,
                        const int64_t *dilations, cudaStream_t stream) {
-  detail::PoolPlan p =
-      detail::poolPlan(xDims, gyDims, kernel, strides, pads, dilations);
+  Window2d p = window2d(xDims, gyDims, kernel, strides, pads, dilations);
   detail::launchElements(xDims.numElements(),
                          detail::MaxPoolBackwardBody<T>{x, gy, gx, p}, stream,
                          "maxPool2dBackward");
@@ -1688,8 +1525,7 @@ void avgPool2dBackward(const T *gy, const Dims &gyDims, T *gx,
                        const Dims &gxDims, const int64_t *kernel,
                        const int64_t *strides, const int64_t *pads,
                        bool countIncludePad, cudaStream_t stream) {
-  detail::PoolPlan p =
-      detail::poolPlan(gxDims, gyDims, kernel, strides, pads, nullptr);
+  Window2d p = window2d(gxDims, gyDims, kernel, strides, pads, nullptr);
   detail::launchElements(
       gxDims.numElements(),
       detail::AvgPoolBackwardBody<T>{gy, gx, p, countIncludePad}, stream,
@@ -1703,11 +1539,11 @@ void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
                 const Dims &indexDims, const T *updates, int64_t axis, T *y,
                 cudaStream_t stream) {
   int64_t strides[8];
-  detail::contiguousStrides(dataDims, strides);
+  contiguousStrides(dataDims, strides);
   detail::stridedCopy(data, strides, y, strides, dataDims, stream,
                       "scatterAdd");
-  int64_t outer = detail::product(dataDims, 0, axis);
-  int64_t inner = detail::product(dataDims, axis + 1, dataDims.rank);
+  int64_t outer = product(dataDims, 0, axis);
+  int64_t inner = product(dataDims, axis + 1, dataDims.rank);
   int64_t count = indexDims.numElements();
   if (count == 0)
     return;
@@ -1724,8 +1560,8 @@ void insertSlice(const T *dest, const Dims &destDims, const T *source,
                  const Dims &sourceDims, const int64_t *starts,
                  const int64_t *steps, T *y, cudaStream_t stream) {
   int64_t destStrides[8], sourceStrides[8], toStrides[8];
-  detail::contiguousStrides(destDims, destStrides);
-  detail::contiguousStrides(sourceDims, sourceStrides);
+  contiguousStrides(destDims, destStrides);
+  contiguousStrides(sourceDims, sourceStrides);
   detail::stridedCopy(dest, destStrides, y, destStrides, destDims, stream,
                       "insertSlice");
   int64_t base = 0;

@@ -1,9 +1,10 @@
-//===- Dims.h - static shapes for the kernel libraries ------------*- C++ -*-===//
+//===- Dims.h - static shapes for the kernel libraries ----------*- C++ -*-===//
 //
 // The shape type every kernel of the CPU and CUDA libraries takes: a rank
 // and up to eight sizes, built from a braced list in generated code and
-// passed to CUDA kernels by value. Shapes are static, checked at compile
-// time, so kernels never validate them.
+// passed to CUDA kernels by value, with the row-major index arithmetic both
+// libraries do on it. Shapes are static, checked at compile time, so
+// kernels never validate them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +36,23 @@ struct Dims {
   }
   ZTC_HOST_DEVICE int64_t operator[](int64_t i) const { return d[i]; }
 };
+
+/// The number of elements of dims.d[begin, end).
+inline int64_t product(const Dims &dims, int64_t begin, int64_t end) {
+  int64_t count = 1;
+  for (int64_t i = begin; i < end; ++i)
+    count *= dims.d[i];
+  return count;
+}
+
+/// Row-major element strides of `dims`.
+inline void contiguousStrides(const Dims &dims, int64_t *strides) {
+  int64_t stride = 1;
+  for (int64_t i = dims.rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= dims.d[i];
+  }
+}
 
 /// The offsets of row-major position `flat` of dims[0, rank) under two sets
 /// of strides (strided copies, matmul batches).

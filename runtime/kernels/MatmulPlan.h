@@ -1,5 +1,4 @@
-//===- MatmulPlan.h - batched matmul as row-major GEMMs -----------*- C++
-//-*-===//
+//===- MatmulPlan.h - batched matmul as row-major GEMMs ---------*- C++ -*-===//
 //
 // How a numpy-style matmul (batch dimensions broadcast, 1-D operands
 // promoted) maps onto row-major GEMMs, shared by the CPU and CUDA kernel
