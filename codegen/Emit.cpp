@@ -361,27 +361,14 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
 
 LogicalResult Emitter::emitCall(kernel::CallOp op) {
   comment(op);
-  DictionaryAttr config = op.getConfig();
-  auto ints = [&](StringRef key) {
-    auto attr = dyn_cast_or_null<DenseI64ArrayAttr>(config.get(key));
-    SmallVector<std::string> values;
-    if (attr)
-      for (int64_t v : attr.asArrayRef())
-        values.push_back(std::to_string(v));
-    return values;
-  };
-  auto intValue = [&](StringRef key, int64_t otherwise = 0) -> int64_t {
-    if (auto attr = dyn_cast_or_null<IntegerAttr>(config.get(key)))
-      return attr.getValue().getSExtValue();
-    return otherwise;
-  };
+  // Configuration through the library table's typed accessors: a key the
+  // kernel does not declare is a bug here, not a silent default.
+  auto intValue = [&](StringRef key) { return kernel::configInt(op, key); };
   auto boolValue = [&](StringRef key) {
-    auto attr = dyn_cast_or_null<BoolAttr>(config.get(key));
-    return attr && attr.getValue() ? "true" : "false";
+    return kernel::configBool(op, key) ? "true" : "false";
   };
   auto floatValue = [&](StringRef key) {
-    auto attr = dyn_cast_or_null<FloatAttr>(config.get(key));
-    return floatLiteral(attr ? attr.getValueAsDouble() : 0.0,
+    return floatLiteral(kernel::configFloat(op, key),
                         Float64Type::get(op.getContext()));
   };
   auto dims = [&](Value v) {
@@ -395,7 +382,9 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   unsigned arrays = 0;
   auto array = [&](StringRef key) {
     std::string id = "c" + std::to_string(arrays++);
-    SmallVector<std::string> values = ints(key);
+    SmallVector<std::string> values;
+    for (int64_t v : kernel::configInts(op, key))
+      values.push_back(std::to_string(v));
     decls += "    static const int64_t " + id + "[] = {" +
              llvm::join(values, ", ") + (values.empty() ? "0" : "") + "};\n";
     return id;
@@ -421,7 +410,7 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
     call = llvm::formatv(
         "conv2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11})",
         T, x, dims(in[0]), name(in[1]), dims(in[1]), optional(2), y,
-        dims(output), s, p, d, intValue("group", 1));
+        dims(output), s, p, d, intValue("group"));
   } else if (callee == "max_pool2d") {
     std::string k = array("kernel"), s = array("strides"), p = array("pads"),
                 d = array("dilations");
@@ -449,9 +438,8 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                       name(in[4]), floatValue("epsilon"), y);
   } else if (callee.starts_with("reduce_")) {
     uint64_t mask = 0;
-    if (auto axes = dyn_cast_or_null<DenseI64ArrayAttr>(config.get("axes")))
-      for (int64_t axis : axes.asArrayRef())
-        mask |= uint64_t(1) << axis;
+    for (int64_t axis : kernel::configInts(op, "axes"))
+      mask |= uint64_t(1) << axis;
     StringRef kind = callee == "reduce_sum"    ? "Sum"
                      : callee == "reduce_mean" ? "Mean"
                                                : "Max";
@@ -479,11 +467,10 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                          dims(in[0]), y, dims(output), intValue("axis"),
                          intValue("offset"));
   } else if (callee == "nll_loss") {
-    StringRef reduction = "mean";
-    if (auto attr = dyn_cast_or_null<StringAttr>(config.get("reduction")))
-      reduction = attr.getValue();
+    // An absent reduction is nn.nll_loss's default, mean.
+    StringRef reduction = kernel::configString(op, "reduction");
     int code = reduction == "none" ? 0 : reduction == "sum" ? 1 : 2;
-    bool hasIgnore = static_cast<bool>(config.get("ignore_index"));
+    bool hasIgnore = kernel::hasConfig(op, "ignore_index");
     call = llvm::formatv(
         "nllLoss<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}LL, {9})", T,
         elem(in[1]), x, dims(in[0]), name(in[1]), optional(2), code,
@@ -498,13 +485,13 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
     call = llvm::formatv("conv2dBackwardData<{0}>({1}, {2}, {3}, {4}, {5}, "
                          "{6}, {7}, {8}, {9}, {10})",
                          T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
-                         dims(output), s, p, d, intValue("group", 1));
+                         dims(output), s, p, d, intValue("group"));
   } else if (callee == "conv2d_backward_filter") {
     std::string s = array("strides"), p = array("pads"), d = array("dilations");
     call = llvm::formatv("conv2dBackwardFilter<{0}>({1}, {2}, {3}, {4}, {5}, "
                          "{6}, {7}, {8}, {9}, {10})",
                          T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
-                         dims(output), s, p, d, intValue("group", 1));
+                         dims(output), s, p, d, intValue("group"));
   } else if (callee == "max_pool2d_backward") {
     std::string k = array("kernel"), s = array("strides"), p = array("pads"),
                 d = array("dilations");
@@ -614,10 +601,8 @@ LogicalResult Emitter::run(func::FuncOp func) {
             .Case([&](kernel::CallOp c) { return emitCall(c); })
             .Case([&](func::ReturnOp ret) -> LogicalResult {
               for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-                Value root = value;
-                while (auto view = root.getDefiningOp<kernel::ViewOp>())
-                  root = view.getSource();
-                auto alloc = root.getDefiningOp<kernel::AllocOp>();
+                auto alloc = kernel::rootBuffer(value)
+                                 .getDefiningOp<kernel::AllocOp>();
                 if (!alloc)
                   return ret.emitOpError("returns a buffer outside the arena");
                 auto type = cast<MemRefType>(value.getType());

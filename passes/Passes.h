@@ -27,12 +27,6 @@ namespace mlir::ztc {
 /// Registers every ztc pass and pipeline with the global registry.
 void registerAllPasses();
 
-/// Adds the passes that take an imported module to the `nn` dialect.
-void buildOnnxToNNPipeline(OpPassManager &pm);
-
-/// Adds the passes that lower an nn step to planned kernels.
-void buildNNToKernelPipeline(OpPassManager &pm);
-
 /// Registers every dialect ztc tools parse or produce.
 void registerAllDialects(DialectRegistry &registry);
 

@@ -55,6 +55,9 @@ def ConvertNNToKernelPass : Pass<"ztc-convert-nn-to-kernel", "func::FuncOp"> {
        `kernel.constant`.
     4. Returned values that are not arena buffers (inputs, parameters,
        constants) are copied into one, so outputs are read at arena offsets.
+    5. Records on the function `kernel.tensor_bytes`, the bytes of every
+       intermediate nn value as its own buffer: the baseline the memory
+       plan is measured against.
 
     Example:
 
@@ -170,8 +173,8 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
   }];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
-           "cross_entropy, mse, none, or auto (none for a model with one "
-           "scalar float output, else cross_entropy)">,
+           "cross_entropy, mse, none, or auto (none for a model returning "
+           "one scalar float; an error otherwise)">,
     Option<"lossInput", "loss-input", "std::string", /*default=*/"\"\"",
            "The ONNX output the loss reads (default: the first)">,
     Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",
@@ -192,7 +195,9 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
   let description = [{
     Input: a function returning the scalar loss followed by gradients, each
     result tagged `train.grad_of = "<parameter name>"` (what ztc-autodiff
-    produces). Output: the training step, written with `train` ops.
+    produces). Output: the training step, written with `train` ops. In a
+    module of entries (`ztc-build-entries`) only `train.entry =
+    "train_step"` is updated; the other entries keep their gradients.
 
     1. Adds the hyperparameter arguments `lr` and `step` (rank-0 f32, the
        1-based optimizer step; tagged `train.hyper`), written by the runtime
@@ -340,6 +345,101 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
                "against the whole onnx.name">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Entries
+//===----------------------------------------------------------------------===//
+
+def BuildEntriesPass : Pass<"ztc-build-entries", "ModuleOp"> {
+  let summary = "Make the compiled step's entry functions from the model's";
+  let description = [{
+    Input: a module holding one function, the model's step (after
+    `ztc-attach-loss` and `ztc-autodiff` for every entry but `forward`).
+    Output: one function per requested entry, in the order of `entries`,
+    each named after its kind and tagged `train.entry`; the model's function
+    is gone. The emitter prints each as the C entry `ztc_<kind>`.
+
+    1. Checks the module: exactly one function; for the training entries,
+       a first result that is a scalar float loss.
+    2. Per entry kind:
+       - `forward`: the model's outputs; results tagged `train.update_of`
+         (running statistics) are dropped, so a forward run leaves the model
+         as it was;
+       - `train_step`: the function as it is: loss, gradients (for
+         `ztc-optimizer` to consume) and state updates;
+       - `loss_and_grads`: loss and gradients, state updates dropped; each
+         gradient result is named (`onnx.name`) after its parameter, the
+         name the runtime writes it under;
+       - `loss`: the loss alone; every gradient op dies in the next cleanup.
+    3. Erases the model's function.
+
+    Example (`entries=train_step,loss_and_grads`):
+
+    ```mlir
+    func.func @main(%w: tensor<4xf32> {onnx.name = "w", onnx.param}, ...)
+        -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"})
+    // becomes
+    func.func @train_step(...) -> (tensor<f32>,
+                                    tensor<4xf32> {train.grad_of = "w"})
+        attributes {train.entry = "train_step"}
+    func.func @loss_and_grads(...) -> (tensor<f32>,
+        tensor<4xf32> {onnx.name = "w", train.grad_of = "w"})
+        attributes {train.entry = "loss_and_grads"}
+    ```
+  }];
+  let options = [
+    ListOption<"entries", "entries", "std::string",
+               "Entries to build, in order: forward, train_step, "
+               "loss_and_grads, loss">,
+  ];
+  let dependentDialects = ["::mlir::ztc::train::TrainDialect"];
+}
+
+def AccumulatePass : Pass<"ztc-accumulate", "ModuleOp"> {
+  let summary = "Gradient accumulation: an accumulate entry and a mean step";
+  let description = [{
+    With `micro-batches` K > 1, one optimizer step spans K calls: K - 1 of
+    `@accumulate`, then one of `@train_step`. Input: a module with
+    `@train_step` returning the loss, gradients (`train.grad_of`) and state
+    updates (`train.update_of`), before `ztc-optimizer`. With K = 1 nothing
+    changes.
+
+    1. Per gradient of `@train_step`, adds a state argument
+       `<param>.grad_accum` (tagged `train.state`; the runtime zeroes it).
+    2. Clones `@train_step` into `@accumulate` (`train.entry =
+       "accumulate"`), which returns the loss, its state updates (running
+       statistics change every micro-batch) and accumulator + gradient as
+       the update of each accumulator.
+    3. Rewrites `@train_step` to hand the optimizer (accumulator + gradient)
+       / K in place of each gradient, and to reset every accumulator to
+       zero (updates after the others), so the next optimizer step starts
+       from nothing.
+
+    A result of `@train_step` that is neither the loss, a gradient nor an
+    update is an error naming its index.
+
+    Example (K = 2):
+
+    ```mlir
+    func.func @train_step(%w: ...) -> (tensor<f32>,
+                                       tensor<4xf32> {train.grad_of = "w"})
+    // becomes
+    func.func @train_step(%w: ..., %acc: tensor<4xf32>
+                          {onnx.name = "w.grad_accum", train.state})
+        -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"},
+            tensor<4xf32> {train.update_of = "w.grad_accum"})
+    func.func @accumulate(%w: ..., %acc: ...)
+        -> (tensor<f32>, tensor<4xf32> {train.update_of = "w.grad_accum"})
+    ```
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "unsigned", /*default=*/"1",
+           "Micro-batches per optimizer step (1: no accumulation)">,
+  ];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::ztc::train::TrainDialect",
                            "::mlir::arith::ArithDialect"];
 }
 

@@ -1,22 +1,81 @@
-//===- Pipelines.cpp - pass and dialect registration --------------*- C++
+//===- Pipelines.cpp - ztc's typed pass pipelines -----------------*- C++
 //-*-===//
 //
-// Registers ztc's passes and named pipelines, so that `ztc-opt
-// --pass-pipeline=...` reproduces what the `ztc` driver runs.
+// The pass order of every compile and the registration of passes, dialects
+// and named pipelines, so that `ztc-opt --ztc-training-pipeline='...'`
+// reproduces what `ztc compile` runs. The order, with the slots the
+// mission's passes fill, is drawn in docs/architecture.md.
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Pipelines/Pipelines.h"
 #include "passes/Passes.h"
 
 #include "dialects/Onnx/IR/OnnxOps.h"
+#include "runtime/Schedule.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-using namespace mlir;
+#include <algorithm>
 
-void ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
+using namespace mlir;
+using namespace mlir::ztc;
+
+std::vector<std::string> TrainingPipelineOptions::entryKinds() const {
+  if (!entries.empty())
+    return {entries.begin(), entries.end()};
+  return {"train_step", "loss_and_grads"};
+}
+
+std::pair<double, double> TrainingPipelineOptions::adamBetas() const {
+  if (betas.size() == 2)
+    return {betas[0], betas[1]};
+  return {0.9, 0.999};
+}
+
+LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
+  auto fail = [&](const std::string &message) {
+    error = message;
+    return failure();
+  };
+  if (!betas.empty() && betas.size() != 2)
+    return fail("--betas expects B1,B2 (e.g. 0.9,0.999), got " +
+                std::to_string(betas.size()) + " values");
+  if (gradAccum < 1)
+    return fail("--grad-accum must be at least 1");
+  if (!::ztc::rt::parseScheduleKind(lrSchedule))
+    return fail("--lr-schedule '" + lrSchedule +
+                "': expected constant, warmup, warmup-decay or warmup-cosine");
+  if (precision != "fp32" && precision != "fp64")
+    return fail("--precision '" + precision +
+                "': expected fp32 or fp64 (mixed precision is not built yet)");
+  if (recompute != "none")
+    return fail("--recompute '" + recompute +
+                "': expected none (recomputation is not built yet)");
+  if (zeroStage != 0)
+    return fail("--zero " + std::to_string(zeroStage) +
+                ": expected 0 (ZeRO sharding is not built yet)");
+  if (worldSize != 1)
+    return fail("--world-size " + std::to_string(worldSize) +
+                ": expected 1 (multi-rank steps are not built yet)");
+  return success();
+}
+
+llvm::cl::Option *TrainingPipelineOptions::findOption(llvm::StringRef name) {
+  return OptionsMap.lookup(name);
+}
+
+std::vector<std::string> TrainingPipelineOptions::optionNames() const {
+  std::vector<std::string> names;
+  for (const auto &entry : OptionsMap)
+    names.push_back(entry.first.str());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void mlir::ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
   // Convert node by node; the converters fold shape subgraphs as they go.
   pm.addNestedPass<func::FuncOp>(createConvertOnnxToNNPass());
   // Canonicalize folds what only becomes constant after conversion and drops
@@ -25,7 +84,7 @@ void ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 }
 
-void ztc::buildNNToKernelPipeline(OpPassManager &pm) {
+void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm) {
   // Expand optimizer updates into nn arithmetic, bufferize, let matmuls read
   // transposed operands in place, fuse elementwise chains (fewer buffers to
   // place), then place what is left in the arena.
@@ -36,7 +95,75 @@ void ztc::buildNNToKernelPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 
-void ztc::registerAllPasses() {
+void mlir::ztc::buildForwardPipeline(OpPassManager &pm) {
+  buildOnnxToNNPipeline(pm);
+  BuildEntriesPassOptions entries;
+  entries.entries.push_back("forward");
+  pm.addPass(createBuildEntriesPass(entries));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  buildNNToKernelPipeline(pm);
+}
+
+void mlir::ztc::buildTrainingPipeline(OpPassManager &pm,
+                                const TrainingPipelineOptions &options) {
+  buildTrainingNNPipeline(pm, options);
+  // 7. Kernels, fused and planned.
+  buildNNToKernelPipeline(pm);
+}
+
+void mlir::ztc::buildTrainingNNPipeline(OpPassManager &pm,
+                                  const TrainingPipelineOptions &options) {
+  // 1. The model in nn, static shapes.
+  buildOnnxToNNPipeline(pm);
+
+  // 2. [precision slot] fp64 promotes before the loss, so the loss and every
+  // gradient op are built in double too.
+  if (options.precision == "fp64")
+    pm.addNestedPass<func::FuncOp>(createPromoteF64Pass());
+
+  // 3. Loss and gradients; canonicalize and CSE fold the seed's broadcasts
+  // and merge the backward's repeated constants.
+  AttachLossPassOptions loss;
+  loss.loss = options.loss;
+  loss.lossInput = options.lossInput;
+  loss.labels = options.labels;
+  loss.ignoreIndex = options.ignoreIndex;
+  pm.addNestedPass<func::FuncOp>(createAttachLossPass(loss));
+  AutodiffPassOptions autodiff;
+  autodiff.frozen.assign(options.freeze.begin(), options.freeze.end());
+  pm.addNestedPass<func::FuncOp>(createAutodiffPass(autodiff));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+
+  // 4. [recompute slot] ztc-recompute goes here, on the forward/backward
+  // graph before it is split into entries.
+
+  // 5. Entries, accumulation, the optimizer on @train_step; the cleanup
+  // kills what an entry does not return (the loss entry's backward).
+  BuildEntriesPassOptions entries;
+  std::vector<std::string> kinds = options.entryKinds();
+  entries.entries.assign(kinds.begin(), kinds.end());
+  pm.addPass(createBuildEntriesPass(entries));
+  AccumulatePassOptions accumulate;
+  accumulate.microBatches = options.gradAccum;
+  pm.addPass(createAccumulatePass(accumulate));
+  OptimizerPassOptions optimizer;
+  optimizer.optimizer = options.optimizer;
+  optimizer.momentum = options.momentum;
+  optimizer.nesterov = options.nesterov;
+  optimizer.weightDecay = options.weightDecay;
+  std::tie(optimizer.beta1, optimizer.beta2) = options.adamBetas();
+  optimizer.eps = options.eps;
+  optimizer.clipGradNorm = options.clipGradNorm;
+  pm.addNestedPass<func::FuncOp>(createOptimizerPass(optimizer));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+
+  // 6. [ZeRO slot] ztc-zero goes here: whole updates are still visible
+  // (ztc-lower-train has not expanded them), so it can shard them.
+}
+
+void mlir::ztc::registerAllPasses() {
   registerZtcPasses();
   PassPipelineRegistration<>(
       "ztc-import-pipeline",
@@ -44,11 +171,36 @@ void ztc::registerAllPasses() {
       [](OpPassManager &pm) { buildOnnxToNNPipeline(pm); });
   PassPipelineRegistration<>(
       "ztc-lower-to-kernel-pipeline",
-      "Lower an nn step to fused kernels with a memory plan (ztc run)",
+      "Lower nn entries to fused kernels with a memory plan",
       [](OpPassManager &pm) { buildNNToKernelPipeline(pm); });
+  PassPipelineRegistration<>(
+      "ztc-forward-pipeline",
+      "Compile an imported onnx module's forward step to planned kernels "
+      "(ztc run)",
+      [](OpPassManager &pm) { buildForwardPipeline(pm); });
+  // Registered by hand rather than with PassPipelineRegistration so that
+  // option values no pass checks fail the pipeline with a message.
+  registerPassPipeline(
+      "ztc-training-pipeline",
+      "Compile an imported onnx module's training step to planned kernels "
+      "(ztc compile)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainingPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string error;
+        if (failed(options.verify(error)))
+          return errorHandler(error);
+        buildTrainingPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> handler) {
+        handler(TrainingPipelineOptions());
+      });
 }
 
-void ztc::registerAllDialects(DialectRegistry &registry) {
+void mlir::ztc::registerAllDialects(DialectRegistry &registry) {
   registry.insert<func::FuncDialect, arith::ArithDialect, math::MathDialect,
                   onnx::OnnxDialect, nn::NNDialect, train::TrainDialect,
                   kernel::KernelDialect>();

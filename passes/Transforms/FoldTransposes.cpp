@@ -24,10 +24,9 @@ bool swapsLastTwo(kernel::CallOp call) {
   if (call.getCallee() != "transpose" || call.getInputs().size() != 1 ||
       call.getOutputs().size() != 1)
     return false;
-  auto perm = dyn_cast_or_null<DenseI64ArrayAttr>(call.getConfig().get("perm"));
-  if (!perm || perm.size() < 2)
+  ArrayRef<int64_t> p = kernel::configInts(call, "perm");
+  if (p.size() < 2)
     return false;
-  ArrayRef<int64_t> p = perm.asArrayRef();
   int64_t rank = p.size();
   for (int64_t i = 0; i < rank - 2; ++i)
     if (p[i] != i)
@@ -35,28 +34,12 @@ bool swapsLastTwo(kernel::CallOp call) {
   return p[rank - 2] == rank - 1 && p[rank - 1] == rank - 2;
 }
 
-/// The buffer `value` is a view of (through kernel.view), or `value`.
-Value rootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<kernel::ViewOp>())
-    value = view.getSource();
-  return value;
-}
-
-/// The buffers `op` writes.
-SmallVector<Value> writtenBuffers(Operation *op) {
-  if (auto call = dyn_cast<kernel::CallOp>(op))
-    return llvm::to_vector(call.getOutputs());
-  if (auto elementwise = dyn_cast<kernel::ElementwiseOp>(op))
-    return {elementwise.getOutput()};
-  return {};
-}
-
 /// Whether an op after `from` and before `to` writes into `root`.
 bool writtenBetween(Operation *from, Operation *to, Value root) {
   for (Operation *op = from->getNextNode(); op && op != to;
        op = op->getNextNode())
-    for (Value written : writtenBuffers(op))
-      if (rootBuffer(written) == root)
+    for (Value written : kernel::writtenBuffers(op))
+      if (kernel::rootBuffer(written) == root)
         return true;
   return false;
 }
@@ -83,7 +66,7 @@ bool fold(kernel::CallOp transpose) {
     StringRef flag = index == 0 ? "transpose_a" : "transpose_b";
     if (matmul.getConfig().get(flag))
       return false;
-    if (writtenBetween(transpose, matmul, rootBuffer(source)))
+    if (writtenBetween(transpose, matmul, kernel::rootBuffer(source)))
       return false;
     reads.emplace_back(matmul, index);
   }

@@ -30,15 +30,16 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
   kernel::ElementwiseOp producer;
   for (Operation *user : alloc->getUsers()) {
     auto elementwise = dyn_cast<kernel::ElementwiseOp>(user);
-    if (elementwise && elementwise.getOutput() == buffer && !producer &&
-        elementwise != consumer)
+    bool writes = llvm::is_contained(kernel::writtenBuffers(user), buffer);
+    if (writes && elementwise && !producer && elementwise != consumer)
       producer = elementwise;
     else if (user != consumer.getOperation())
       return nullptr;
   }
   // The consumer must not also write the buffer, and both loops must cover
   // the same elements.
-  if (!producer || consumer.getOutput() == buffer ||
+  if (!producer ||
+      llvm::is_contained(kernel::writtenBuffers(consumer), buffer) ||
       producer.getOutput().getType() != consumer.getOutput().getType() ||
       producer->getBlock() != consumer->getBlock() ||
       !producer->isBeforeInBlock(consumer))

@@ -24,6 +24,10 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // Entries other than the training step keep their gradients.
+    StringRef entry = train::entryKind(func);
+    if (!entry.empty() && entry != "train_step")
+      return;
     if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw") {
       func.emitError("unknown optimizer '")
           << optimizer << "'; expected sgd, adam or adamw";
@@ -31,7 +35,7 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     }
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     if (func.getNumResults() < 1 ||
-        !isScalarFloat(ret.getOperand(0).getType())) {
+        !train::isLossType(ret.getOperand(0).getType())) {
       func.emitError("the optimizer needs a function returning a scalar "
                      "float loss first; run ztc-attach-loss and ztc-autodiff");
       return signalPassFailure();
@@ -167,12 +171,6 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
       func.setResultAttrs(
           i + 1, b.getDictionaryAttr(b.getNamedAttr(train::kUpdateOfAttr,
                                                     b.getStringAttr(name))));
-  }
-
-  static bool isScalarFloat(Type type) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    return tensor && tensor.getRank() == 0 &&
-           isa<FloatType>(tensor.getElementType());
   }
 
   /// Appends an argument named `name` with the unit attribute `role`.

@@ -1,9 +1,10 @@
 //===- Compile.h - ONNX model to a ztc artifact -------------------*- C++
 //-*-===//
 //
-// The compiler half of `ztc run` and `ztc emit`: import, lower through the
-// nn and kernel dialects, plan memory and print the step's source, then
-// gather what the runtime needs to execute it (manifest, initial values).
+// The compiler half of `ztc compile`, `ztc run` and `ztc emit`: import, run
+// one pipeline of passes/Pipelines, print the entries' source, then gather
+// what the runtime needs to execute it (manifest, initial values). No IR
+// work happens here: that is the pipelines' job.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,11 +12,10 @@
 #define ZTC_TOOLS_ZTC_COMPILE_H
 
 #include "codegen/Emit.h"
-#include "mlir/Pass/PassManager.h"
 #include "dialects/Onnx/Import/Importer.h"
+#include "passes/Pipelines/Pipelines.h"
 
 #include "runtime/Artifact.h"
-#include "runtime/Schedule.h"
 #include "runtime/Tensor.h"
 
 #include <map>
@@ -36,45 +36,35 @@ struct ArtifactContents {
 /// init.safetensors).
 std::vector<uint8_t> constantBytes(ElementsAttr value);
 
-/// The runtime's role for an emitted binding.
-::ztc::rt::BindingRole toRole(codegen::Binding::Role role);
+/// Fills the manifest of `artifact` (bindings, entries, outputs, arena) and
+/// the constants' values from the planned entries of `module`, printing
+/// their source for `target`. Parameter values are not read (see
+/// readParameterValues). Fails with a diagnostic on an element type the
+/// runtime does not know.
+LogicalResult emitArtifact(ModuleOp module, codegen::Target target,
+                           ArtifactContents &artifact);
 
-/// Manifest outputs for an entry's emitted outputs.
-std::vector<::ztc::rt::Output>
-toOutputs(const std::vector<codegen::Output> &outputs);
+/// Copies each param binding's value from the model's initializers into
+/// the artifact's initial values (weights never pass through the IR).
+LogicalResult readParameterValues(MLIRContext &context,
+                                  llvm::StringRef modelPath,
+                                  ArtifactContents &artifact);
 
-/// How a model trains: loss, optimizer, schedule, frozen parameters.
-struct TrainingOptions {
-  std::string loss = "cross_entropy";
-  std::string lossInput;
-  std::string labels = "labels";
-  int64_t ignoreIndex = -100;
-  std::string optimizer = "adamw";
-  double momentum = 0, weightDecay = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
-         clipGradNorm = 0;
-  bool nesterov = false;
-  /// Micro-batches per optimizer step (1: none).
-  unsigned gradAccum = 1;
-  std::vector<std::string> frozen;
-  ::ztc::rt::ScheduleConfig schedule;
-};
-
-/// Adds the passes that turn an nn model function into one returning the
-/// loss and its gradients (attach the loss, autodiff, clean up).
-void addLossAndGradientPasses(OpPassManager &pm,
-                              const TrainingOptions &training);
-
-/// Compiles the training step of the model at `modelPath` for `target`:
-/// entries `ztc_train_step` (loss, gradients, in-place update) and
-/// `ztc_loss_and_grads`.
+/// Compiles the training step of the model at `modelPath` for `target` with
+/// the training pipeline (passes/Pipelines): entries `ztc_train_step`,
+/// `ztc_loss_and_grads` and, when accumulating, `ztc_accumulate`.
+/// `options` must verify. When `kernelIR` is given, the planned kernel
+/// module is printed to it.
 LogicalResult compileTraining(MLIRContext &context, llvm::StringRef modelPath,
-                              const onnx::ImportOptions &options,
-                              const TrainingOptions &training,
+                              const onnx::ImportOptions &importOptions,
+                              const TrainingPipelineOptions &options,
                               codegen::Target target,
-                              ArtifactContents &artifact);
+                              ArtifactContents &artifact,
+                              llvm::raw_ostream *kernelIR = nullptr);
 
-/// Compiles the forward step of the model at `modelPath` for `target`.
-/// Diagnostics go to `context`; fails after reporting.
+/// Compiles the forward step of the model at `modelPath` for `target`
+/// (entry `ztc_forward`). Diagnostics go to `context`; fails after
+/// reporting.
 LogicalResult compileForward(MLIRContext &context, llvm::StringRef modelPath,
                              const onnx::ImportOptions &options,
                              codegen::Target target,

@@ -124,83 +124,6 @@ std::optional<int64_t> indexBound(Value value) {
   return bound;
 }
 
-/// Loss, promotion to f64 and gradients on the imported step, as `ztc
-/// compile` builds them (f64 first, so the loss and every gradient op are
-/// built in f64 too).
-LogicalResult buildLossAndGrads(func::FuncOp func,
-                                const TrainingOptions &training) {
-  PassManager pm(func->getContext(), func::FuncOp::getOperationName());
-  // Promote first, so the loss and gradient ops are built in f64.
-  pm.addPass(createPromoteF64Pass());
-  addLossAndGradientPasses(pm, training);
-  if (failed(pm.run(func)))
-    return failure();
-  // Every evaluation must see the same model: no running-statistics update.
-  train::eraseUpdateResults(func);
-  return success();
-}
-
-/// A copy of `grads` that returns only the loss; its gradient work dies.
-FailureOr<func::FuncOp> buildLossOnly(ModuleOp module, func::FuncOp grads) {
-  func::FuncOp loss = grads.clone();
-  loss.setName("loss");
-  module.push_back(loss);
-  auto ret = cast<func::ReturnOp>(loss.getBody().back().getTerminator());
-  ret->setOperands(ret.getOperand(0));
-  llvm::BitVector erase(loss.getNumResults(), true);
-  erase.reset(0);
-  if (failed(loss.eraseResults(erase)))
-    return failure();
-  PassManager pm(module.getContext(), func::FuncOp::getOperationName());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (failed(pm.run(loss)))
-    return failure();
-  return loss;
-}
-
-/// Lowers both functions to one CPU source with entries `ztc_loss` (the
-/// manifest's entry) and `ztc_loss_and_grads` (its grad_entry), and fills
-/// the manifest and the constants' values.
-LogicalResult lowerAndEmit(ModuleOp module, func::FuncOp grads,
-                           func::FuncOp loss, ArtifactContents &artifact) {
-  PassManager pm(module.getContext());
-  buildNNToKernelPipeline(pm);
-  if (failed(pm.run(module)))
-    return failure();
-  std::vector<codegen::StepInterface> steps;
-  llvm::raw_string_ostream source(artifact.source);
-  if (failed(codegen::emitSteps({codegen::Entry{grads, "ztc_loss_and_grads"},
-                                 codegen::Entry{loss, "ztc_loss"}},
-                                codegen::Target::Cpu, source, steps)))
-    return failure();
-  rt::Manifest &manifest = artifact.manifest;
-  manifest.target = rt::Target::Cpu;
-  manifest.source = "step.cpp";
-  manifest.entry = "ztc_loss";
-  manifest.gradEntry = "ztc_loss_and_grads";
-  for (const codegen::StepInterface &step : steps)
-    manifest.arenaBytes =
-        std::max<uint64_t>(manifest.arenaBytes, step.arenaBytes);
-  for (const codegen::Binding &binding : steps.front().bindings) {
-    rt::Binding entry;
-    entry.name = binding.name;
-    entry.file = rt::fileStemFor(binding.name);
-    entry.dtype = rt::parseDType(binding.dtype).value_or(rt::DType::Float64);
-    entry.shape = binding.shape;
-    entry.role = toRole(binding.role);
-    if (binding.role == codegen::Binding::Role::Constant) {
-      rt::Tensor tensor(entry.dtype, entry.shape);
-      tensor.bytes = constantBytes(binding.value);
-      artifact.initialValues[binding.name] = std::move(tensor);
-    }
-    manifest.bindings.push_back(std::move(entry));
-  }
-  manifest.outputs = toOutputs(steps[1].outputs);
-  manifest.gradOutputs = toOutputs(steps[0].outputs);
-  return success();
-}
-
 /// The initializer `bytes` of element type `element`, as doubles.
 std::vector<double> widen(StringRef bytes, Type element) {
   std::vector<double> values;
@@ -249,36 +172,36 @@ LogicalResult readParams(MLIRContext &context, StringRef modelPath,
       });
 }
 
-/// Imports, builds the f64 loss-and-gradients and loss-only functions,
-/// lowers them, and reads the parameters.
+/// Imports, compiles the f64 entries `loss_and_grads` and `loss` with the
+/// training pipeline (precision fp64), and reads the parameters.
 LogicalResult compileCheck(MLIRContext &context, StringRef modelPath,
                            const GradCheckOptions &options, CheckStep &step) {
   OwningOpRef<ModuleOp> module =
       onnx::importOnnxFile(context, modelPath, options.import);
   if (!module)
     return failure();
+  // The parameters' element types as the model stores them.
+  for (func::FuncOp model : module->getOps<func::FuncOp>())
+    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
+      if (auto name = model.getArgAttrOfType<StringAttr>(i, "onnx.name");
+          name && model.getArgAttr(i, "onnx.param"))
+        step.paramTypes[name] =
+            cast<ShapedType>(model.getArgument(i).getType()).getElementType();
+
+  TrainingPipelineOptions pipeline;
+  pipeline.copyOptionValuesFrom(options.training);
+  pipeline.precision = "fp64";
+  pipeline.entries = {"loss_and_grads", "loss"};
+  std::string error;
+  if (failed(pipeline.verify(error)))
+    return emitError(UnknownLoc::get(&context)) << error;
   {
     PassManager pm(&context);
-    buildOnnxToNNPipeline(pm);
+    buildTrainingNNPipeline(pm, pipeline);
     if (failed(pm.run(*module)))
       return failure();
   }
-  auto funcs = module->getOps<func::FuncOp>();
-  if (funcs.empty())
-    return module->emitError("the model has no step function");
-  func::FuncOp grads = *funcs.begin();
-  for (unsigned i = 0, e = grads.getNumArguments(); i < e; ++i)
-    if (auto name = grads.getArgAttrOfType<StringAttr>(i, "onnx.name");
-        name && grads.getArgAttr(i, "onnx.param"))
-      step.paramTypes[name] =
-          cast<ShapedType>(grads.getArgument(i).getType()).getElementType();
-
-  if (failed(buildLossAndGrads(grads, options.training)))
-    return failure();
-  grads.setName("loss_and_grads");
-  for (unsigned i = 1, e = grads.getNumResults(); i < e; ++i)
-    if (auto of = grads.getResultAttrOfType<StringAttr>(i, train::kGradOfAttr))
-      grads.setResultAttr(i, "onnx.name", of);
+  auto grads = module->lookupSymbol<func::FuncOp>("loss_and_grads");
   if (auto noGrad = grads->getAttrOfType<ArrayAttr>(train::kNoGradAttr))
     for (auto name : noGrad.getAsRange<StringAttr>())
       step.noGrad.push_back(name.str());
@@ -292,10 +215,13 @@ LogicalResult compileCheck(MLIRContext &context, StringRef modelPath,
     if (std::optional<int64_t> bound = indexBound(grads.getArgument(i)))
       step.indexBounds[name] = std::max<int64_t>(*bound, 1);
   }
-
-  FailureOr<func::FuncOp> loss = buildLossOnly(*module, grads);
-  if (failed(loss) ||
-      failed(lowerAndEmit(*module, grads, *loss, step.artifact)))
+  {
+    PassManager pm(&context);
+    buildNNToKernelPipeline(pm);
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+  if (failed(emitArtifact(*module, codegen::Target::Cpu, step.artifact)))
     return failure();
   return readParams(context, modelPath, step);
 }

@@ -19,9 +19,10 @@ namespace mlir::ztc {
 /// What `ztc gradcheck` compiles and how it checks.
 struct GradCheckOptions {
   onnx::ImportOptions import;
-  /// The loss (`loss`, `lossInput`, `labels`, `ignoreIndex`) and the frozen
-  /// parameters; the optimizer fields are unused.
-  TrainingOptions training;
+  /// The loss (`loss`, `loss-input`, `labels`, `ignore-index`) and the
+  /// frozen parameters; the check compiles them with precision fp64 and the
+  /// entries loss_and_grads and loss. The optimizer options are unused.
+  TrainingPipelineOptions training;
   /// Seeds the random inputs, the random key and the sampled elements.
   uint64_t seed = 0;
   /// The largest relative error a checked element may have.

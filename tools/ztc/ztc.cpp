@@ -129,60 +129,61 @@ cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Bind the batch (first) dimension of every input"),
               cl::init(0), cl::sub(compileCommand));
-cl::opt<std::string> lossKind("loss",
-                              cl::desc("cross_entropy, mse or none (default: "
-                                       "none when the model has one scalar "
-                                       "float output, else cross_entropy)"),
-                              cl::sub(compileCommand));
-cl::opt<std::string> lossInput("loss-input",
-                               cl::desc("The model output the loss reads"),
-                               cl::value_desc("OUTPUT"),
-                               cl::sub(compileCommand));
-cl::opt<std::string> labelsName("labels", cl::desc("Name of the labels input"),
-                                cl::init("labels"), cl::sub(compileCommand));
-cl::opt<int64_t> ignoreIndex("ignore-index",
-                             cl::desc("Label that contributes no loss"),
-                             cl::init(-100), cl::sub(compileCommand));
-cl::opt<std::string> optimizerKind("optimizer", cl::desc("sgd, adam or adamw"),
-                                   cl::init("adamw"), cl::sub(compileCommand));
-cl::opt<double> learningRate("lr", cl::desc("Learning rate (peak)"),
-                             cl::init(1e-3), cl::sub(compileCommand));
-cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0),
-                         cl::sub(compileCommand));
-cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
-                       cl::sub(compileCommand));
-cl::opt<double> weightDecay("weight-decay",
-                            cl::desc("Weight decay (default: 0.01 for adamw, "
-                                     "0 otherwise)"),
-                            cl::init(-1), cl::sub(compileCommand));
-cl::opt<std::string> betas("betas", cl::desc("Adam betas B1,B2"),
-                           cl::init("0.9,0.999"), cl::sub(compileCommand));
-cl::opt<double> adamEps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
-                        cl::sub(compileCommand));
-cl::opt<double> clipGradNorm("clip-grad-norm",
-                             cl::desc("Clip gradients to this global L2 norm"),
-                             cl::init(0), cl::sub(compileCommand));
-cl::opt<unsigned> gradAccum("grad-accum",
-                            cl::desc("Micro-batches per optimizer step"),
-                            cl::init(1), cl::sub(compileCommand));
-cl::opt<std::string> lrSchedule(
-    "lr-schedule",
-    cl::desc("constant, warmup, warmup-decay or warmup-cosine (DeepSpeed's "
-             "WarmupLR, WarmupDecayLR, WarmupCosineLR)"),
-    cl::init("constant"), cl::sub(compileCommand));
-cl::opt<uint64_t> warmupSteps("warmup-steps", cl::init(0),
-                              cl::desc("Warmup length in optimizer steps"),
-                              cl::sub(compileCommand));
-cl::opt<uint64_t> totalSteps("total-steps", cl::init(0),
-                             cl::desc("Schedule length in optimizer steps"),
-                             cl::sub(compileCommand));
-cl::opt<double> minLr("min-lr", cl::init(0),
-                      cl::desc("Schedule's lowest learning rate"),
-                      cl::sub(compileCommand));
-cl::list<std::string> freeze(
-    "freeze",
-    cl::desc("Freeze parameters whose ONNX name matches REGEX (repeatable)"),
-    cl::value_desc("REGEX"), cl::sub(compileCommand));
+cl::opt<std::string> kernelIRPath(
+    "emit-kernel-ir",
+    cl::desc("Also write the planned kernel IR (what `ztc-opt "
+             "--ztc-training-pipeline` prints) to FILE"),
+    cl::value_desc("FILE"), cl::sub(compileCommand));
+
+/// The flags of `ztc compile` and `ztc gradcheck` that set training pipeline
+/// options: each flag is the option of the same name, with its help, type
+/// and default (passes/Pipelines/Pipelines.h declares each option once).
+const char *const kCompilePipelineFlags[] = {
+    "loss",     "loss-input",   "labels",         "ignore-index",
+    "freeze",   "optimizer",    "lr",             "momentum",
+    "nesterov", "weight-decay", "betas",          "eps",
+    "clip-grad-norm", "grad-accum", "lr-schedule", "warmup-steps",
+    "total-steps",    "min-lr"};
+const char *const kGradCheckPipelineFlags[] = {"loss", "loss-input", "labels",
+                                               "ignore-index", "freeze"};
+
+/// A command's flags for pipeline options: one repeatable flag per option,
+/// whose occurrences are handed to the option's own parser.
+class PipelineFlags {
+public:
+  PipelineFlags(cl::SubCommand &command, llvm::ArrayRef<const char *> names) {
+    for (const char *name : names) {
+      cl::Option *option = defaults.findOption(name);
+      assert(option && "a pipeline flag names no pipeline option");
+      auto flag = std::make_unique<cl::list<std::string>>(
+          StringRef(name), cl::desc(option->HelpStr), cl::sub(command),
+          cl::value_desc(option->getValueExpectedFlag() == cl::ValueOptional
+                             ? "true|false"
+                             : "VALUE"));
+      flag->setValueExpectedFlag(option->getValueExpectedFlag());
+      flags.push_back(std::move(flag));
+    }
+  }
+
+  /// Sets every given flag on `options`; prints why and fails on a value the
+  /// option's parser rejects.
+  LogicalResult apply(mz::TrainingPipelineOptions &options) {
+    for (const auto &flag : flags) {
+      cl::Option *option = options.findOption(flag->ArgStr);
+      for (const std::string &value : *flag)
+        if (option->addOccurrence(0, flag->ArgStr, value))
+          return failure();
+    }
+    return success();
+  }
+
+private:
+  mz::TrainingPipelineOptions defaults;
+  std::vector<std::unique_ptr<cl::list<std::string>>> flags;
+};
+
+PipelineFlags compileFlags(compileCommand, kCompilePipelineFlags);
+PipelineFlags gradcheckFlags(gradcheckCommand, kGradCheckPipelineFlags);
 
 // ztc train.
 cl::opt<uint64_t> trainSteps("steps", cl::desc("Optimizer steps to run"),
@@ -210,18 +211,6 @@ cl::opt<std::string> dumpGrads(
 // ztc gradcheck.
 cl::opt<std::string> gradcheckModel(cl::Positional, cl::desc("MODEL.onnx"),
                                     cl::Required, cl::sub(gradcheckCommand));
-cl::opt<std::string> gradcheckLoss("loss",
-                                   cl::desc("cross_entropy, mse or none "
-                                            "(default: as ztc compile)"),
-                                   cl::sub(gradcheckCommand));
-cl::opt<std::string>
-    gradcheckLossInput("loss-input",
-                       cl::desc("The model output the loss reads"),
-                       cl::value_desc("OUTPUT"), cl::sub(gradcheckCommand));
-cl::opt<std::string> gradcheckLabels("labels",
-                                     cl::desc("Name of the labels input"),
-                                     cl::init("labels"),
-                                     cl::sub(gradcheckCommand));
 cl::opt<int64_t> gradcheckBatchSize(
     "batch-size", cl::desc("Bind the batch (first) dimension of every input"),
     cl::init(0), cl::sub(gradcheckCommand));
@@ -229,11 +218,6 @@ cl::list<std::string> gradcheckInputShapes(
     "input-shape",
     cl::desc("Bind a graph input's shape: NAME=D0xD1x... (repeatable)"),
     cl::sub(gradcheckCommand));
-cl::list<std::string>
-    gradcheckFreeze("freeze",
-                    cl::desc("Do not check parameters whose ONNX name matches "
-                             "REGEX (repeatable)"),
-                    cl::value_desc("REGEX"), cl::sub(gradcheckCommand));
 cl::opt<uint64_t> gradcheckSeed("seed",
                                 cl::desc("Seed of the random inputs, of "
                                          "the sampled elements and of the "
@@ -466,40 +450,27 @@ int runCompile() {
     llvm::errs() << "ztc: error: " << message << "\n";
     return 1;
   };
-  if (gradAccum < 1)
-    return fail("--grad-accum must be at least 1");
-  mz::TrainingOptions training;
-  training.loss = lossKind.empty() ? "cross_entropy" : lossKind.getValue();
-  training.lossInput = lossInput;
-  training.labels = labelsName;
-  training.ignoreIndex = ignoreIndex;
-  training.optimizer = optimizerKind;
-  training.momentum = momentum;
-  training.nesterov = nesterov;
-  training.weightDecay = weightDecay;
-  training.eps = adamEps;
-  training.clipGradNorm = clipGradNorm;
-  training.gradAccum = gradAccum;
-  training.frozen.assign(freeze.begin(), freeze.end());
-  StringRef b1, b2;
-  std::tie(b1, b2) = StringRef(betas).split(',');
-  if (b1.trim().getAsDouble(training.beta1) ||
-      b2.trim().getAsDouble(training.beta2))
-    return fail("--betas expects B1,B2 (e.g. 0.9,0.999), got '" + betas + "'");
-  if (!::ztc::bridge::parseSchedule(lrSchedule, training.schedule))
-    return fail("--lr-schedule '" + lrSchedule +
-                "': expected constant, warmup, warmup-decay or warmup-cosine");
-  training.schedule.lr = learningRate;
-  training.schedule.minLr = minLr;
-  training.schedule.warmupSteps = warmupSteps;
-  training.schedule.totalSteps = totalSteps;
-  if (lossKind.empty())
-    training.loss = "auto";
-  mz::ArtifactContents artifact;
-  if (failed(mz::compileTraining(*context, modelPath, *options, training,
-                                 target, artifact)))
+  mz::TrainingPipelineOptions training;
+  std::string error;
+  if (failed(compileFlags.apply(training)))
     return 1;
-  std::string error =
+  if (failed(training.verify(error)))
+    return fail(error);
+  std::string kernelIR;
+  llvm::raw_string_ostream kernelIRStream(kernelIR);
+  mz::ArtifactContents artifact;
+  if (failed(mz::compileTraining(
+          *context, modelPath, *options, training, target, artifact,
+          kernelIRPath.empty() ? nullptr : &kernelIRStream)))
+    return 1;
+  if (!kernelIRPath.empty()) {
+    auto output = openOutputFile(kernelIRPath, &error);
+    if (!output)
+      return fail(error);
+    output->os() << kernelIR;
+    output->keep();
+  }
+  error =
       ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact);
   if (!error.empty())
     return fail(error);
@@ -563,12 +534,8 @@ int runGradCheck() {
   options.import.batchSize = gradcheckBatchSize;
   options.import.bindHint =
       "--batch-size B (a first dimension) or --input-shape";
-  options.training.loss =
-      gradcheckLoss.empty() ? "auto" : gradcheckLoss.getValue();
-  options.training.lossInput = gradcheckLossInput;
-  options.training.labels = gradcheckLabels;
-  options.training.frozen.assign(gradcheckFreeze.begin(),
-                                 gradcheckFreeze.end());
+  if (failed(gradcheckFlags.apply(options.training)))
+    return 1;
   options.seed = gradcheckSeed;
   options.tolerance = gradcheckTolerance;
   std::unique_ptr<MLIRContext> context = makeContext();

@@ -10,6 +10,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using namespace mlir::ztc::kernel;
@@ -23,40 +25,206 @@ void KernelDialect::initialize() {
       >();
 }
 
+//===----------------------------------------------------------------------===//
+// The library kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// Shorthands for the table: a required or optional field of a kind.
+constexpr ConfigField req(llvm::StringLiteral name, ConfigKind kind) {
+  return {name, kind, true};
+}
+constexpr ConfigField opt(llvm::StringLiteral name, ConfigKind kind) {
+  return {name, kind, false};
+}
+constexpr ConfigKind Int = ConfigKind::Int, Bool = ConfigKind::Bool,
+                     Float = ConfigKind::Float, Ints = ConfigKind::Ints,
+                     String = ConfigKind::String;
+
+// The configuration of each kernel: the attributes of the nn op it lowers
+// from (ztc-convert-nn-to-kernel passes them on) plus those later passes
+// set (matmul's transposes, ztc-fold-transposes).
+const ConfigField kMatmul[] = {opt("transpose_a", Bool),
+                               opt("transpose_b", Bool)};
+const ConfigField kConv[] = {req("strides", Ints), req("pads", Ints),
+                             req("dilations", Ints), req("group", Int)};
+const ConfigField kConvBackwardData[] = {
+    req("input_size", Ints), req("strides", Ints), req("pads", Ints),
+    req("dilations", Ints), req("group", Int)};
+const ConfigField kConvBackwardFilter[] = {
+    req("kernel", Ints), req("strides", Ints), req("pads", Ints),
+    req("dilations", Ints), req("group", Int)};
+const ConfigField kMaxPool[] = {req("kernel", Ints), req("strides", Ints),
+                                req("pads", Ints), req("dilations", Ints),
+                                req("ceil_mode", Bool)};
+const ConfigField kAvgPool[] = {req("kernel", Ints), req("strides", Ints),
+                                req("pads", Ints), req("ceil_mode", Bool),
+                                req("count_include_pad", Bool)};
+const ConfigField kAvgPoolBackward[] = {
+    req("input_size", Ints), req("kernel", Ints),
+    req("strides", Ints),    req("pads", Ints),
+    req("ceil_mode", Bool),  req("count_include_pad", Bool)};
+const ConfigField kAxis[] = {req("axis", Int)};
+const ConfigField kLayerNorm[] = {req("axis", Int), req("epsilon", Float)};
+const ConfigField kBatchNorm[] = {req("epsilon", Float)};
+const ConfigField kReduce[] = {req("axes", Ints), req("keepdims", Bool)};
+const ConfigField kTranspose[] = {req("perm", Ints)};
+const ConfigField kSlice[] = {req("starts", Ints), req("sizes", Ints),
+                              req("steps", Ints)};
+const ConfigField kInsertSlice[] = {req("starts", Ints), req("steps", Ints)};
+const ConfigField kTrilu[] = {req("upper", Bool), req("diagonal", Int)};
+const ConfigField kCopyInto[] = {req("axis", Int), req("offset", Int)};
+const ConfigField kNllLoss[] = {opt("reduction", String),
+                                opt("ignore_index", Int)};
+const ConfigField kRandom[] = {req("stream", Int)};
+
+// Keep the names in step with the runtime's libraries
+// (runtime/kernels/CpuKernels.h, CudaKernels.cuh): the emitter prints one
+// library call per entry.
+const LibraryKernel kLibrary[] = {
+    {"matmul", "TT", 1, kMatmul},
+    {"conv2d", "TTt", 1, kConv},
+    {"max_pool2d", "T", 1, kMaxPool},
+    {"avg_pool2d", "T", 1, kAvgPool},
+    {"softmax", "T", 1, kAxis},
+    {"log_softmax", "T", 1, kAxis},
+    {"layer_norm", "TTt", 1, kLayerNorm},
+    {"batch_norm", "TTTTT", 1, kBatchNorm},
+    {"reduce_sum", "T", 1, kReduce},
+    {"reduce_mean", "T", 1, kReduce},
+    {"reduce_max", "T", 1, kReduce},
+    {"transpose", "T", 1, kTranspose},
+    {"slice", "T", 1, kSlice},
+    {"gather", "TI", 1, kAxis},
+    {"trilu", "T", 1, kTrilu},
+    {"copy_into", "T", 1, kCopyInto},
+    {"nll_loss", "TIt", 1, kNllLoss},
+    {"random_uniform", "I", 1, kRandom},
+    // Gradients.
+    {"conv2d_backward_data", "TT", 1, kConvBackwardData},
+    {"conv2d_backward_filter", "TT", 1, kConvBackwardFilter},
+    {"max_pool2d_backward", "TT", 1, kMaxPool},
+    {"avg_pool2d_backward", "T", 1, kAvgPoolBackward},
+    {"scatter_add", "TIT", 1, kAxis},
+    {"insert_slice", "TT", 1, kInsertSlice},
+};
+
+const char *kindName(ConfigKind kind) {
+  switch (kind) {
+  case ConfigKind::Int:
+    return "an integer";
+  case ConfigKind::Bool:
+    return "a bool";
+  case ConfigKind::Float:
+    return "a float";
+  case ConfigKind::Ints:
+    return "an i64 array";
+  case ConfigKind::String:
+    return "a string";
+  }
+  return "";
+}
+
+bool hasKind(Attribute attr, ConfigKind kind) {
+  switch (kind) {
+  case ConfigKind::Int:
+    return isa<IntegerAttr>(attr) && !isa<BoolAttr>(attr);
+  case ConfigKind::Bool:
+    return isa<BoolAttr>(attr);
+  case ConfigKind::Float:
+    return isa<FloatAttr>(attr);
+  case ConfigKind::Ints:
+    return isa<DenseI64ArrayAttr>(attr);
+  case ConfigKind::String:
+    return isa<StringAttr>(attr);
+  }
+  return false;
+}
+
+/// The attribute `name` of a verified call, checked against its kernel's
+/// declaration of `kind`; null when an optional one is absent.
+Attribute configAttr(CallOp call, StringRef name, ConfigKind kind) {
+  const LibraryKernel *kernel = lookupLibraryKernel(call.getCallee());
+  const ConfigField *field = kernel ? kernel->field(name) : nullptr;
+  if (!field || field->kind != kind)
+    llvm::report_fatal_error(llvm::Twine("library kernel '") +
+                             call.getCallee() + "' declares no " +
+                             kindName(kind) + " '" + name + "'");
+  return call.getConfig().get(name);
+}
+
+} // namespace
+
+unsigned LibraryKernel::minInputs() const {
+  return llvm::count_if(inputs, [](char c) { return llvm::isUpper(c); });
+}
+
+const ConfigField *LibraryKernel::field(StringRef name) const {
+  for (const ConfigField &field : config)
+    if (field.name == name)
+      return &field;
+  return nullptr;
+}
+
 const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
-  // Keep in sync with runtime/kernels/CpuKernels.h and the emitter.
-  static const LibraryKernel kernels[] = {
-      {"matmul", 2, 2, 1},
-      {"conv2d", 2, 3, 1},
-      {"max_pool2d", 1, 1, 1},
-      {"avg_pool2d", 1, 1, 1},
-      {"softmax", 1, 1, 1},
-      {"log_softmax", 1, 1, 1},
-      {"layer_norm", 2, 3, 1},
-      {"batch_norm", 5, 5, 1},
-      {"reduce_sum", 1, 1, 1},
-      {"reduce_mean", 1, 1, 1},
-      {"reduce_max", 1, 1, 1},
-      {"transpose", 1, 1, 1},
-      {"slice", 1, 1, 1},
-      {"gather", 2, 2, 1},
-      {"trilu", 1, 1, 1},
-      {"copy_into", 1, 1, 1},
-      {"nll_loss", 2, 3, 1},
-      {"random_uniform", 1, 1, 1},
-      // Gradients.
-      {"conv2d_backward_data", 2, 2, 1},
-      {"conv2d_backward_filter", 2, 2, 1},
-      {"max_pool2d_backward", 2, 2, 1},
-      {"avg_pool2d_backward", 1, 1, 1},
-      {"scatter_add", 3, 3, 1},
-      {"insert_slice", 2, 2, 1},
-  };
-  for (const LibraryKernel &kernel : kernels)
+  for (const LibraryKernel &kernel : kLibrary)
     if (kernel.name == name)
       return &kernel;
   return nullptr;
 }
+
+int64_t mlir::ztc::kernel::configInt(CallOp call, StringRef name) {
+  auto attr = cast_or_null<IntegerAttr>(configAttr(call, name, Int));
+  return attr ? attr.getValue().getSExtValue() : 0;
+}
+
+bool mlir::ztc::kernel::configBool(CallOp call, StringRef name) {
+  auto attr = cast_or_null<BoolAttr>(configAttr(call, name, Bool));
+  return attr && attr.getValue();
+}
+
+double mlir::ztc::kernel::configFloat(CallOp call, StringRef name) {
+  auto attr = cast_or_null<FloatAttr>(configAttr(call, name, Float));
+  return attr ? attr.getValueAsDouble() : 0.0;
+}
+
+ArrayRef<int64_t> mlir::ztc::kernel::configInts(CallOp call, StringRef name) {
+  auto attr = cast_or_null<DenseI64ArrayAttr>(configAttr(call, name, Ints));
+  return attr ? attr.asArrayRef() : ArrayRef<int64_t>();
+}
+
+StringRef mlir::ztc::kernel::configString(CallOp call, StringRef name) {
+  auto attr = cast_or_null<StringAttr>(configAttr(call, name, String));
+  return attr ? attr.getValue() : StringRef();
+}
+
+bool mlir::ztc::kernel::hasConfig(CallOp call, StringRef name) {
+  return static_cast<bool>(call.getConfig().get(name));
+}
+
+SmallVector<Value> mlir::ztc::kernel::writtenBuffers(Operation *op) {
+  SmallVector<Value> written;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return written;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  for (const MemoryEffects::EffectInstance &effect : instances)
+    if (isa<MemoryEffects::Write>(effect.getEffect()) && effect.getValue())
+      written.push_back(effect.getValue());
+  return written;
+}
+
+Value mlir::ztc::kernel::rootBuffer(Value value) {
+  while (auto view = value.getDefiningOp<ViewOp>())
+    value = view.getSource();
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
 
 /// Whether `from` broadcasts to `to` numpy-style.
 static bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
@@ -125,12 +293,41 @@ LogicalResult CallOp::verify() {
   if (!kernel)
     return emitOpError("unknown library kernel '") << getCallee() << "'";
   unsigned inputs = getInputs().size();
-  if (inputs < kernel->minInputs || inputs > kernel->maxInputs ||
+  if (inputs < kernel->minInputs() || inputs > kernel->maxInputs() ||
       getOutputs().size() != kernel->outputs)
     return emitOpError("'")
-           << getCallee() << "' takes " << kernel->minInputs << " to "
-           << kernel->maxInputs << " inputs and " << kernel->outputs
+           << getCallee() << "' takes " << kernel->minInputs() << " to "
+           << kernel->maxInputs() << " inputs and " << kernel->outputs
            << " outputs, got " << inputs << " and " << getOutputs().size();
+  Type elem = cast<MemRefType>(getOutputs()[0].getType()).getElementType();
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    Type type = cast<MemRefType>(input.getType()).getElementType();
+    char want = llvm::toUpper(kernel->inputs[i]);
+    if (want == 'T' && type != elem)
+      return emitOpError("'") << getCallee() << "' input " << i << " has "
+                              << type << ", expected the output's " << elem;
+    if (want == 'I' && !type.isSignlessInteger())
+      return emitOpError("'") << getCallee() << "' input " << i << " has "
+                              << type << ", expected an integer type";
+    if (want == 'F' && !isa<FloatType>(type))
+      return emitOpError("'") << getCallee() << "' input " << i << " has "
+                              << type << ", expected a float type";
+  }
+  for (NamedAttribute attr : getConfig()) {
+    const ConfigField *field = kernel->field(attr.getName());
+    if (!field)
+      return emitOpError("'") << getCallee() << "' has no config attribute '"
+                              << attr.getName().getValue() << "'";
+    if (!hasKind(attr.getValue(), field->kind))
+      return emitOpError("'")
+             << getCallee() << "' config '" << attr.getName().getValue()
+             << "' must be " << kindName(field->kind) << ", got "
+             << attr.getValue();
+  }
+  for (const ConfigField &field : kernel->config)
+    if (field.required && !getConfig().get(field.name))
+      return emitOpError("'") << getCallee() << "' needs config '"
+                              << field.name << "'";
   return success();
 }
 

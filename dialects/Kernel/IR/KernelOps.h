@@ -25,14 +25,59 @@
 
 namespace mlir::ztc::kernel {
 
-/// Inputs and outputs a library kernel takes.
+/// The kind of a library kernel's configuration attribute.
+enum class ConfigKind { Int, Bool, Float, Ints, String };
+
+/// One configuration attribute of a library kernel.
+struct ConfigField {
+  llvm::StringLiteral name;
+  ConfigKind kind;
+  /// Whether the attribute must be present; an absent optional one reads
+  /// as 0, false or "".
+  bool required;
+};
+
+/// A kernel of the runtime library: the one definition of its operands and
+/// configuration, from which the verifier checks every `kernel.call` and
+/// the emitter reads its attributes.
 struct LibraryKernel {
-  llvm::StringRef name;
-  unsigned minInputs, maxInputs, outputs;
+  llvm::StringLiteral name;
+  /// One letter per input, in order: `T` has the output's element type,
+  /// `I` is an integer tensor (indices, labels, a random key), `F` is a
+  /// float tensor of any width. Lowercase: optional (only trailing ones).
+  llvm::StringLiteral inputs;
+  unsigned outputs;
+  llvm::ArrayRef<ConfigField> config;
+
+  unsigned minInputs() const;
+  unsigned maxInputs() const { return inputs.size(); }
+  /// The field named `name`, or null.
+  const ConfigField *field(llvm::StringRef name) const;
 };
 
 /// The library kernel named `name`, or null when the runtime has none.
 const LibraryKernel *lookupLibraryKernel(llvm::StringRef name);
+
+/// A verified call's configuration attribute `name`, which its kernel must
+/// declare with that kind (the emitter's accessors); absent optional ones
+/// read as 0, false, 0.0 or empty.
+int64_t configInt(CallOp call, llvm::StringRef name);
+bool configBool(CallOp call, llvm::StringRef name);
+double configFloat(CallOp call, llvm::StringRef name);
+llvm::ArrayRef<int64_t> configInts(CallOp call, llvm::StringRef name);
+llvm::StringRef configString(CallOp call, llvm::StringRef name);
+/// Whether the call sets the (optional) attribute `name`.
+bool hasConfig(CallOp call, llvm::StringRef name);
+
+/// The buffers `op` writes, from its memory effects (kernel ops declare
+/// them; ops without effects write nothing). The one answer to "what does
+/// this op write" for fusion, transpose folding, bufferization, planning
+/// and emission.
+llvm::SmallVector<Value> writtenBuffers(Operation *op);
+
+/// The buffer `value` is a view of, through any number of kernel.view ops;
+/// `value` itself when it is no view.
+Value rootBuffer(Value value);
 
 } // namespace mlir::ztc::kernel
 

@@ -31,7 +31,8 @@ def Kernel_AllocOp : Kernel_Op<"alloc"> {
   }];
   // Set by the memory planner.
   let arguments = (ins OptionalAttr<I64Attr>:$offset);
-  let results = (outs Kernel_Buffer:$buffer);
+  // An allocation and nothing more: an alloc no kernel uses is dead.
+  let results = (outs Res<Kernel_Buffer, "", [MemAlloc]>:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
 }
 
@@ -39,7 +40,7 @@ def Kernel_AllocOp : Kernel_Op<"alloc"> {
 // ConstantOp
 //===----------------------------------------------------------------------===//
 
-def Kernel_ConstantOp : Kernel_Op<"constant"> {
+def Kernel_ConstantOp : Kernel_Op<"constant", [Pure]> {
   let summary = "a constant buffer";
   let description = [{
     A buffer holding a compile-time value. The emitter stores the value with
@@ -83,8 +84,7 @@ def Kernel_ViewOp : Kernel_Op<"view", [Pure]> {
 // ElementwiseOp
 //===----------------------------------------------------------------------===//
 
-def Kernel_ElementwiseOp : Kernel_Op<"elementwise",
-    [SingleBlock, RecursiveMemoryEffects]> {
+def Kernel_ElementwiseOp : Kernel_Op<"elementwise", [SingleBlock]> {
   let summary = "a fused elementwise kernel";
   let description = [{
     Computes `output` element by element: the body receives one scalar per
@@ -105,7 +105,11 @@ def Kernel_ElementwiseOp : Kernel_Op<"elementwise",
     }
     ```
   }];
-  let arguments = (ins Variadic<Kernel_Buffer>:$inputs, Kernel_Buffer:$output);
+  // The kernel's effects are its operands': it reads every input and
+  // writes the output, so cleanups never drop or merge it. The body is
+  // scalar arith/math and has none of its own.
+  let arguments = (ins Arg<Variadic<Kernel_Buffer>, "", [MemRead]>:$inputs,
+                   Arg<Kernel_Buffer, "", [MemWrite]>:$output);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $output `:`
@@ -154,8 +158,10 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
                          outs(%c : memref<8x10xf32>) {config = {}}
     ```
   }];
-  let arguments = (ins StrAttr:$callee, Variadic<Kernel_Buffer>:$inputs,
-                   Variadic<Kernel_Buffer>:$outputs,
+  // Reads its inputs, writes its outputs (see ElementwiseOp).
+  let arguments = (ins StrAttr:$callee,
+                   Arg<Variadic<Kernel_Buffer>, "", [MemRead]>:$inputs,
+                   Arg<Variadic<Kernel_Buffer>, "", [MemWrite]>:$outputs,
                    DefaultValuedAttr<DictionaryAttr, "{}">:$config);
   let assemblyFormat = [{
     $callee `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::ztc::train;
@@ -97,6 +98,14 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be a string";
     return success();
   }
+  if (name == kEntryAttr) {
+    auto kind = dyn_cast<StringAttr>(attr.getValue());
+    if (!kind || !llvm::is_contained(kEntryKinds, kind.getValue()))
+      return op->emitError("'")
+             << name << "' must be one of "
+             << llvm::join(llvm::ArrayRef(kEntryKinds), ", ");
+    return success();
+  }
   if (name == kBuffersAttr || name == kNoGradAttr) {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
@@ -104,6 +113,18 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitError("unknown function attribute '") << name << "'";
+}
+
+bool mlir::ztc::train::isLossType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getRank() == 0 &&
+         isa<FloatType>(tensor.getElementType());
+}
+
+StringRef mlir::ztc::train::entryKind(func::FuncOp func) {
+  if (auto kind = func->getAttrOfType<StringAttr>(kEntryAttr))
+    return kind.getValue();
+  return "";
 }
 
 void mlir::ztc::train::eraseUpdateResults(func::FuncOp func) {

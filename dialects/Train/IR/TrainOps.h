@@ -35,6 +35,27 @@ inline constexpr llvm::StringLiteral kUpdateOfAttr = "train.update_of";
 inline constexpr llvm::StringLiteral kLossAttr = "train.loss";
 inline constexpr llvm::StringLiteral kBuffersAttr = "train.buffers";
 inline constexpr llvm::StringLiteral kNoGradAttr = "train.no_grad";
+/// Function attribute: which entry of the compiled step a function is
+/// (`ztc-build-entries`): one of kEntryKinds.
+inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";
+
+/// The entries a step can have, as `train.entry` spells them; the emitted C
+/// symbol is `ztc_<entry>`.
+///   forward        the model's outputs, state left as it was (ztc run)
+///   train_step     loss, gradients and the optimizer's in-place update
+///   accumulate     loss, gradients added to accumulators (all but the last
+///                  micro-batch of an accumulated optimizer step)
+///   loss_and_grads loss and gradients, nothing updated (--dump-grads,
+///                  gradcheck)
+///   loss           the loss alone, nothing updated (gradcheck)
+inline constexpr llvm::StringLiteral kEntryKinds[] = {
+    "forward", "train_step", "accumulate", "loss_and_grads", "loss"};
+
+/// Whether `type` can be a loss: a rank-0 float tensor.
+bool isLossType(Type type);
+
+/// The `train.entry` of `func`, or "" when it has none.
+llvm::StringRef entryKind(func::FuncOp func);
 
 /// Drops the results of `func` tagged `train.update_of` (state updates such
 /// as running statistics) and the ops only they used: a function that must

@@ -35,9 +35,8 @@ MemRefType bufferType(Type type) {
 
 /// Whether `buffer` lives in the arena: an alloc, or a view of one.
 bool isArenaBuffer(Value buffer) {
-  while (auto view = buffer.getDefiningOp<kernel::ViewOp>())
-    buffer = view.getSource();
-  return static_cast<bool>(buffer.getDefiningOp<kernel::AllocOp>());
+  return static_cast<bool>(
+      kernel::rootBuffer(buffer).getDefiningOp<kernel::AllocOp>());
 }
 
 /// One kernel.elementwise computing `op` into `output`; a null `op` copies
@@ -158,14 +157,8 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
 /// The single kernel writing `alloc`, when that is its only writer.
 static Operation *soleWriter(Value alloc) {
   Operation *writer = nullptr;
-  for (OpOperand &use : alloc.getUses()) {
-    Operation *user = use.getOwner();
-    bool writes = false;
-    if (auto e = dyn_cast<kernel::ElementwiseOp>(user))
-      writes = e.getOutput() == alloc;
-    else if (auto c = dyn_cast<kernel::CallOp>(user))
-      writes = llvm::is_contained(c.getOutputs(), alloc);
-    if (!writes)
+  for (Operation *user : alloc.getUsers()) {
+    if (!llvm::is_contained(kernel::writtenBuffers(user), alloc))
       continue;
     if (writer)
       return nullptr;
@@ -236,6 +229,19 @@ LogicalResult Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
 struct ConvertNNToKernelPass
     : public ztc::impl::ConvertNNToKernelPassBase<ConvertNNToKernelPass> {
   void runOnOperation() override {
+    // The bytes of every intermediate nn value, each as its own buffer: the
+    // baseline the memory plan is measured against (the step's header).
+    int64_t tensorBytes = 0;
+    getOperation().walk([&](Operation *op) {
+      if (isa_and_nonnull<nn::NNDialect>(op->getDialect()))
+        for (Type type : op->getResultTypes())
+          if (auto tensor = dyn_cast<RankedTensorType>(type))
+            tensorBytes += tensor.getNumElements() *
+                           ((tensor.getElementTypeBitWidth() + 7) / 8);
+    });
+    getOperation()->setAttr(
+        "kernel.tensor_bytes",
+        Builder(&getContext()).getI64IntegerAttr(tensorBytes));
     Bufferizer bufferizer;
     if (failed(bufferizer.run(getOperation())))
       signalPassFailure();

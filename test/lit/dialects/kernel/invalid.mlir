@@ -67,3 +67,51 @@ func.func @callee_arity(%x: memref<3xf32>) {
   kernel.call "matmul" ins(%x : memref<3xf32>) outs(%a : memref<3xf32>)
   return
 }
+
+// -----
+
+// Typed library calls: each callee's operand element types and
+// configuration come from one table (dialects/Kernel/IR/KernelOps.cpp).
+
+func.func @operand_type(%x: memref<4x3xf32>, %i: memref<2xf32>) {
+  %a = kernel.alloc : memref<2x3xf32>
+  // expected-error @+1 {{'gather' input 1 has 'f32', expected an integer type}}
+  kernel.call "gather" ins(%x, %i : memref<4x3xf32>, memref<2xf32>) outs(%a : memref<2x3xf32>) {config = {axis = 0 : i64}}
+  return
+}
+
+// -----
+
+func.func @operand_like_output(%x: memref<2x3xf16>, %w: memref<3x4xf32>) {
+  %a = kernel.alloc : memref<2x4xf32>
+  // expected-error @+1 {{'matmul' input 0 has 'f16', expected the output's 'f32'}}
+  kernel.call "matmul" ins(%x, %w : memref<2x3xf16>, memref<3x4xf32>) outs(%a : memref<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @misspelt_config(%x: memref<2x3xf32>) {
+  %a = kernel.alloc : memref<2x3xf32>
+  // expected-error @+1 {{'softmax' has no config attribute 'axes'}}
+  kernel.call "softmax" ins(%x : memref<2x3xf32>) outs(%a : memref<2x3xf32>) {config = {axis = 1 : i64, axes = 1 : i64}}
+  return
+}
+
+// -----
+
+func.func @config_kind(%x: memref<2x3xf32>, %y: memref<3x4xf32>) {
+  %a = kernel.alloc : memref<2x4xf32>
+  // expected-error @+1 {{'matmul' config 'transpose_b' must be a bool, got 1 : i64}}
+  kernel.call "matmul" ins(%x, %y : memref<2x3xf32>, memref<3x4xf32>) outs(%a : memref<2x4xf32>) {config = {transpose_b = 1 : i64}}
+  return
+}
+
+// -----
+
+func.func @missing_config(%x: memref<2x3xf32>) {
+  %a = kernel.alloc : memref<3x2xf32>
+  // expected-error @+1 {{'transpose' needs config 'perm'}}
+  kernel.call "transpose" ins(%x : memref<2x3xf32>) outs(%a : memref<3x2xf32>)
+  return
+}

@@ -186,6 +186,14 @@ func.func @buffers() attributes {train.buffers = [1]} {
 
 // -----
 
+// An entry kind outside the list the emitter and runtime know.
+// expected-error @+1 {{'train.entry' must be one of forward, train_step, accumulate, loss_and_grads, loss}}
+func.func @entry_kind() attributes {train.entry = "eval"} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{unknown function attribute 'train.schedule'}}
 func.func @unknown_function_attr() attributes {train.schedule = "cosine"} {
   return

@@ -1,0 +1,174 @@
+//===- Pipelines.h - ztc's typed pass pipelines -------------------*- C++
+//-*-===//
+//
+// The pass order of every compile, in one place. `ztc compile`, `ztc run`,
+// `ztc gradcheck` and `ztc-opt --ztc-training-pipeline='...'` all build their
+// pass managers here, so the driver does no IR work of its own and ztc-opt
+// reproduces any compile. Each training option is declared once, in
+// TrainingPipelineOptions; the driver's flags are generated from it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_PASSES_PIPELINES_PIPELINES_H
+#define ZTC_PASSES_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::ztc {
+
+/// How a model trains. The options of `--ztc-training-pipeline` and, one for
+/// one, the flags of `ztc compile` (tools/ztc/ztc.cpp maps each flag to the
+/// option of the same name).
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  // --- Loss (ztc-attach-loss) ---------------------------------------------
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("cross_entropy, mse, none, or auto (none for a model "
+                     "returning one scalar float; otherwise say which)"),
+      llvm::cl::init("auto")};
+  Option<std::string> lossInput{
+      *this, "loss-input",
+      llvm::cl::desc("The model output the loss reads (default: the first)")};
+  Option<std::string> labels{*this, "labels",
+                             llvm::cl::desc("Name of the labels input"),
+                             llvm::cl::init("labels")};
+  Option<int64_t> ignoreIndex{
+      *this, "ignore-index",
+      llvm::cl::desc("Label that contributes no loss (cross_entropy)"),
+      llvm::cl::init(-100)};
+
+  // --- Gradients (ztc-autodiff) -------------------------------------------
+  ListOption<std::string> freeze{
+      *this, "freeze",
+      llvm::cl::desc("Freeze parameters whose ONNX name matches REGEX (a "
+                     "whole-name extended POSIX match; repeatable)")};
+
+  // --- Optimizer (ztc-optimizer) ------------------------------------------
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam or adamw"),
+                                llvm::cl::init("adamw")};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("SGD with Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay (negative: the optimizer's default, 0.01 "
+                     "for adamw, 0 otherwise)"),
+      llvm::cl::init(-1.0)};
+  ListOption<double> betas{*this, "betas",
+                           llvm::cl::desc("Adam betas B1,B2 (default "
+                                          "0.9,0.999)")};
+  Option<double> eps{*this, "eps", llvm::cl::desc("Adam epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("Clip gradients to this global L2 norm (0: no clipping)"),
+      llvm::cl::init(0.0)};
+
+  // --- Accumulation (ztc-accumulate) --------------------------------------
+  Option<unsigned> gradAccum{*this, "grad-accum",
+                             llvm::cl::desc("Micro-batches per optimizer step"),
+                             llvm::cl::init(1)};
+
+  // --- Schedule: inputs the runtime computes the learning rate from --------
+  // No pass reads these: the step takes `lr` as a hyper written before every
+  // call, so a schedule costs no recompilation. They travel to the manifest.
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate (peak)"),
+                    llvm::cl::init(1e-3)};
+  Option<std::string> lrSchedule{
+      *this, "lr-schedule",
+      llvm::cl::desc("constant, warmup, warmup-decay or warmup-cosine "
+                     "(DeepSpeed's WarmupLR, WarmupDecayLR, WarmupCosineLR)"),
+      llvm::cl::init("constant")};
+  Option<uint64_t> warmupSteps{
+      *this, "warmup-steps",
+      llvm::cl::desc("Warmup length in optimizer steps"), llvm::cl::init(0)};
+  Option<uint64_t> totalSteps{
+      *this, "total-steps",
+      llvm::cl::desc("Schedule length in optimizer steps"), llvm::cl::init(0)};
+  Option<double> minLr{*this, "min-lr",
+                       llvm::cl::desc("Schedule's lowest learning rate"),
+                       llvm::cl::init(0.0)};
+
+  // --- Entries (ztc-build-entries) ----------------------------------------
+  ListOption<std::string> entries{
+      *this, "entries",
+      llvm::cl::desc("Entries of the step: train_step, loss_and_grads, loss "
+                     "(default: train_step,loss_and_grads; grad-accum > 1 "
+                     "adds accumulate)")};
+
+  // --- Slots -----------------------------------------------------------
+  // Where the mission's passes plug in; see docs/architecture.md. Each slot
+  // accepts today only what is built.
+  /// Precision slot, between the loss and autodiff: `fp32` computes as the
+  /// model is written; `fp64` promotes every float to double first (what
+  /// `ztc gradcheck` compiles). ztc-autocast will add fp16 and bf16 here.
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 (as the model is written) or fp64 (every float "
+                     "promoted to double, for gradient checks)"),
+      llvm::cl::init("fp32")};
+  /// Recompute slot, after autodiff: ztc-recompute will choose what the
+  /// backward recomputes instead of keeping.
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("Activation recomputation policy (none)"),
+      llvm::cl::init("none")};
+  /// ZeRO slot, after the optimizer and before lowering: ztc-zero will shard
+  /// optimizer state, gradients and parameters over world-size ranks.
+  Option<unsigned> zeroStage{*this, "zero",
+                             llvm::cl::desc("ZeRO stage (0: data parallel)"),
+                             llvm::cl::init(0)};
+  Option<unsigned> worldSize{*this, "world-size",
+                             llvm::cl::desc("Ranks the step runs on"),
+                             llvm::cl::init(1)};
+
+  /// The entries to build: `entries`, or the default.
+  std::vector<std::string> entryKinds() const;
+  /// Adam's (beta1, beta2): `betas`, or PyTorch's default.
+  std::pair<double, double> adamBetas() const;
+
+  /// Checks values no single pass can (a slot asked for what is not built,
+  /// two betas, a known schedule). On failure, `error` says which option and
+  /// why, naming it as the flag `--NAME`.
+  LogicalResult verify(std::string &error) const;
+
+  /// The option named `name` (its flag name), or null. Lets the driver make
+  /// one flag per option without spelling it again.
+  llvm::cl::Option *findOption(llvm::StringRef name);
+  /// The names of all options, sorted.
+  std::vector<std::string> optionNames() const;
+};
+
+/// Adds the passes that take an imported onnx module to the `nn` dialect.
+void buildOnnxToNNPipeline(OpPassManager &pm);
+
+/// Adds the passes that lower nn entries to planned kernels.
+void buildNNToKernelPipeline(OpPassManager &pm);
+
+/// The whole training compile, from an imported onnx module to planned
+/// kernel entries (`ztc compile`): buildTrainingNNPipeline, then
+/// buildNNToKernelPipeline. `options` must verify.
+void buildTrainingPipeline(OpPassManager &pm,
+                           const TrainingPipelineOptions &options);
+
+/// The training compile up to nn entries with their optimizer (everything
+/// before the lowering to kernels); `ztc gradcheck` reads the entries at
+/// this point (which indices each integer input takes) before lowering.
+void buildTrainingNNPipeline(OpPassManager &pm,
+                             const TrainingPipelineOptions &options);
+
+/// The forward compile, from an imported onnx module to a planned
+/// `@forward` entry (`ztc run`, `ztc emit`).
+void buildForwardPipeline(OpPassManager &pm);
+
+} // namespace mlir::ztc
+
+#endif // ZTC_PASSES_PIPELINES_PIPELINES_H

@@ -1,0 +1,40 @@
+// RUN: ztc-opt %s -split-input-file --ztc-accumulate="micro-batches=2" | FileCheck %s
+// RUN: ztc-opt %s -split-input-file --ztc-accumulate | FileCheck %s --check-prefix=ONE
+
+// With two micro-batches, each gradient gets an accumulator state: the
+// accumulate entry returns loss, the running-statistics update and
+// accumulator + gradient; the step hands the optimizer the mean and resets
+// the accumulator to zero after its other updates.
+
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[ACC:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "w.grad_accum", train.state}
+// CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"}, tensor<4xf32> {train.update_of = "stat"}, tensor<4xf32> {train.update_of = "w.grad_accum"})
+// CHECK: %[[G:.+]] = nn.mul %{{.+}}, %{{.+}} :
+// CHECK: %[[SUM:.+]] = nn.add %[[ACC]], %[[G]]
+// CHECK: %[[HALF:.+]] = arith.constant dense<5.000000e-01>
+// CHECK: %[[MEAN:.+]] = nn.mul %[[SUM]], %[[HALF]]
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[RESET:.+]] = nn.broadcast_to %[[ZERO]]
+// CHECK: return %{{.+}}, %[[MEAN]], %{{.+}}, %[[RESET]]
+// CHECK-LABEL: func.func @accumulate
+// CHECK-SAME: %[[ACC2:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "w.grad_accum", train.state}
+// CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {train.update_of = "w.grad_accum"}, tensor<4xf32> {train.update_of = "stat"})
+// CHECK-SAME: attributes {train.entry = "accumulate"}
+// CHECK: %[[SUM2:.+]] = nn.add %[[ACC2]], %{{.+}}
+// CHECK: return %{{.+}}, %[[SUM2]], %{{.+}}
+
+// One micro-batch: nothing changes.
+// ONE-LABEL: func.func @train_step
+// ONE-SAME: -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"}, tensor<4xf32> {train.update_of = "stat"})
+// ONE-NOT: func.func @accumulate
+func.func @train_step(%x: tensor<4xf32>,
+                      %w: tensor<4xf32> {onnx.name = "w", onnx.param},
+                      %s: tensor<4xf32> {onnx.name = "stat", onnx.param})
+    -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"},
+        tensor<4xf32> {train.update_of = "stat"})
+    attributes {train.entry = "train_step"} {
+  %loss = arith.constant dense<1.0> : tensor<f32>
+  %gw = nn.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %ns = nn.add %s, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %loss, %gw, %ns : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
