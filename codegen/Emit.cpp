@@ -30,25 +30,28 @@
 using namespace mlir;
 using namespace mlir::ztc;
 using namespace mlir::ztc::codegen;
+namespace rt = ::ztc::rt;
 
-std::string codegen::dtypeName(Type type) {
+FailureOr<rt::DType> codegen::runtimeDType(Type type, Operation *where,
+                                           const llvm::Twine &what) {
   if (type.isF32())
-    return "float32";
+    return rt::DType::Float32;
   if (type.isF64())
-    return "float64";
+    return rt::DType::Float64;
   if (type.isF16())
-    return "float16";
+    return rt::DType::Float16;
   if (type.isBF16())
-    return "bfloat16";
+    return rt::DType::BFloat16;
   if (type.isSignlessInteger(64))
-    return "int64";
+    return rt::DType::Int64;
   if (type.isSignlessInteger(32))
-    return "int32";
+    return rt::DType::Int32;
   if (type.isSignlessInteger(8))
-    return "int8";
+    return rt::DType::Int8;
   if (type.isSignlessInteger(1))
-    return "bool";
-  return "";
+    return rt::DType::Bool;
+  return where->emitError(what) << " has element type " << type
+                                << ", which the runtime does not support";
 }
 
 namespace {
@@ -114,9 +117,9 @@ void collectNames(Location loc, SmallVectorImpl<std::string> &names) {
 class Emitter {
 public:
   Emitter(Target target, StringRef entryName, StepInterface &step,
-          std::vector<Binding> &bindings)
+          SharedInterface &shared)
       : target(target), entryName(entryName.str()), step(step),
-        bindings(bindings), out(entryText) {}
+        shared(shared), bindings(shared.bindings), out(entryText) {}
 
   /// Collects the entry's body and kernels, and fills `step`.
   LogicalResult run(func::FuncOp func);
@@ -140,8 +143,9 @@ private:
   Target target;
   std::string entryName;
   StepInterface &step;
-  /// The bindings array every entry of the source shares.
-  std::vector<Binding> &bindings;
+  /// What every entry of the source shares: bindings and constants.
+  SharedInterface &shared;
+  std::vector<rt::Binding> &bindings;
   /// The entry function's body, printed as ops are visited.
   std::string entryText;
   llvm::raw_string_ostream out;
@@ -149,7 +153,27 @@ private:
   /// Kernels (CUDA) printed ahead of the entry.
   std::string kernels;
   unsigned kernelCount = 0;
+  /// The stream the printed code enqueues on now, and each signalled
+  /// event's index in ctx->events.
+  int64_t currentStream = 0;
+  DenseMap<Value, int64_t> eventIndex;
+
+  /// Points `stream` at `op`'s stream (kernel.stream) before its work.
+  void switchStream(Operation *op);
 };
+
+void Emitter::switchStream(Operation *op) {
+  int64_t stream = kernel::streamOf(op);
+  step.streams = std::max(step.streams, stream + 1);
+  if (stream == currentStream)
+    return;
+  currentStream = stream;
+  if (target == Target::Cuda)
+    out << "  stream = static_cast<cudaStream_t>(ctx->streams[" << stream
+        << "]);\n";
+  else
+    out << "  // stream " << stream << "\n";
+}
 
 void Emitter::comment(Operation *op) {
   SmallVector<std::string> nodes;
@@ -157,6 +181,8 @@ void Emitter::comment(Operation *op) {
   out << "  // ";
   if (auto call = dyn_cast<kernel::CallOp>(op))
     out << call.getCallee();
+  else if (isa<kernel::RecordLossOp>(op))
+    out << "record_loss";
   else
     out << "elementwise";
   if (!nodes.empty())
@@ -536,17 +562,22 @@ LogicalResult Emitter::run(func::FuncOp func) {
   for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
     auto type = cast<MemRefType>(arg.getType());
     auto nameAttr = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
-    Binding binding;
-    binding.role = func.getArgAttr(i, "train.state")   ? Binding::Role::State
-                   : func.getArgAttr(i, "train.hyper") ? Binding::Role::Hyper
-                   : func.getArgAttr(i, "onnx.param")  ? Binding::Role::Param
-                                                       : Binding::Role::Input;
+    rt::Binding binding;
+    binding.role = func.getArgAttr(i, "train.state")   ? rt::BindingRole::State
+                   : func.getArgAttr(i, "train.hyper") ? rt::BindingRole::Hyper
+                   : func.getArgAttr(i, "onnx.param")  ? rt::BindingRole::Param
+                                                       : rt::BindingRole::Input;
     binding.name = nameAttr ? nameAttr.str() : "arg" + std::to_string(i);
-    binding.dtype = dtypeName(type.getElementType());
+    binding.file = rt::fileStemFor(binding.name);
+    FailureOr<rt::DType> dtype = runtimeDType(
+        type.getElementType(), func, "argument '" + binding.name + "'");
+    if (failed(dtype))
+      return failure();
+    binding.dtype = *dtype;
     binding.shape.assign(type.getShape().begin(), type.getShape().end());
     // Entries share one bindings array, matched by name: an argument
     // another entry already bound reuses its slot.
-    auto existing = llvm::find_if(bindings, [&](const Binding &other) {
+    auto existing = llvm::find_if(bindings, [&](const rt::Binding &other) {
       return other.name == binding.name;
     });
     size_t slot = existing - bindings.begin();
@@ -566,17 +597,25 @@ LogicalResult Emitter::run(func::FuncOp func) {
   }
 
   for (Operation &op : block) {
+    if (isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
+            kernel::SignalOp, kernel::WaitOp>(op))
+      switchStream(&op);
     LogicalResult result =
         TypeSwitch<Operation *, LogicalResult>(&op)
-            .Case([&](kernel::ConstantOp c) {
+            .Case([&](kernel::ConstantOp c) -> LogicalResult {
               auto type = cast<MemRefType>(c.getType());
-              Binding binding;
-              binding.role = Binding::Role::Constant;
+              rt::Binding binding;
+              binding.role = rt::BindingRole::Constant;
               binding.name = "__const" + std::to_string(bindings.size());
-              binding.dtype = dtypeName(type.getElementType());
+              binding.file = rt::fileStemFor(binding.name);
+              FailureOr<rt::DType> dtype =
+                  runtimeDType(type.getElementType(), c, "a constant");
+              if (failed(dtype))
+                return failure();
+              binding.dtype = *dtype;
               binding.shape.assign(type.getShape().begin(),
                                    type.getShape().end());
-              binding.value = c.getValue();
+              shared.constants[binding.name] = c.getValue();
               out << "  auto *" << bind(c.getResult(), "k") << " = static_cast<"
                   << storageType(type.getElementType()) << " *>(bindings["
                   << bindings.size() << "]);\n";
@@ -599,6 +638,34 @@ LogicalResult Emitter::run(func::FuncOp func) {
             })
             .Case([&](kernel::ElementwiseOp e) { return emitElementwise(e); })
             .Case([&](kernel::CallOp c) { return emitCall(c); })
+            .Case([&](kernel::SignalOp signal) {
+              int64_t index = step.events++;
+              eventIndex[signal.getEvent()] = index;
+              if (target == Target::Cuda)
+                out << "  cudaEventRecord(static_cast<cudaEvent_t>(ctx->events["
+                    << index << "]), stream);\n";
+              else
+                out << "  // signal event " << index
+                    << " (program order runs every stream)\n";
+              return success();
+            })
+            .Case([&](kernel::WaitOp wait) {
+              int64_t index = eventIndex.lookup(wait.getEvent());
+              if (target == Target::Cuda)
+                out << "  cudaStreamWaitEvent(stream, "
+                       "static_cast<cudaEvent_t>(ctx->events["
+                    << index << "]), 0);\n";
+              else
+                out << "  // wait for event " << index << "\n";
+              return success();
+            })
+            .Case([&](kernel::RecordLossOp record) {
+              comment(record);
+              out << "  " << (target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::")
+                  << "recordLoss(ctx->state, " << name(record.getLoss())
+                  << (target == Target::Cuda ? ", stream" : "") << ");\n";
+              return success();
+            })
             .Case([&](func::ReturnOp ret) -> LogicalResult {
               for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
                 auto alloc = kernel::rootBuffer(value)
@@ -608,12 +675,19 @@ LogicalResult Emitter::run(func::FuncOp func) {
                 auto type = cast<MemRefType>(value.getType());
                 auto nameAttr =
                     func.getResultAttrOfType<StringAttr>(i, "onnx.name");
-                step.outputs.push_back(
-                    {nameAttr ? nameAttr.str() : "out" + std::to_string(i),
-                     dtypeName(type.getElementType()),
-                     std::vector<int64_t>(type.getShape().begin(),
-                                          type.getShape().end()),
-                     static_cast<int64_t>(*alloc.getOffset())});
+                rt::Output output;
+                output.name =
+                    nameAttr ? nameAttr.str() : "out" + std::to_string(i);
+                output.file = rt::fileStemFor(output.name);
+                FailureOr<rt::DType> dtype = runtimeDType(
+                    type.getElementType(), ret, "output '" + output.name + "'");
+                if (failed(dtype))
+                  return failure();
+                output.dtype = *dtype;
+                output.shape.assign(type.getShape().begin(),
+                                    type.getShape().end());
+                output.offset = static_cast<uint64_t>(*alloc.getOffset());
+                step.outputs.push_back(std::move(output));
               }
               return success();
             })
@@ -676,10 +750,16 @@ template <class T> ZTC_SCALAR T ztc_ipow(T base, T exp) {
 /// Prints the entry function once its body is collected.
 void Emitter::printEntry(llvm::raw_ostream &os) {
   os << kernels;
+  // The step ABI (runtime/kernels/StepAbi.h): one context, work enqueued
+  // on its stream, nothing copied to the host, no synchronization.
   os << "extern \"C\" void " << entryName
-     << "(void *const *bindings, char *arena) {\n";
+     << "(const ztc_step_context *ctx) {\n"
+     << "  void *const *bindings = ctx->bindings;\n"
+     << "  char *arena = ctx->arena;\n"
+     << "  (void)bindings;\n  (void)arena;\n";
   if (target == Target::Cuda)
-    os << "  cudaStream_t stream = 0;\n";
+    os << "  cudaStream_t stream = static_cast<cudaStream_t>(ctx->streams[0]);"
+          "\n";
   os << entryText << "}\n\n";
 }
 
@@ -687,31 +767,20 @@ void Emitter::printEntry(llvm::raw_ostream &os) {
 
 LogicalResult codegen::emitSteps(ArrayRef<Entry> entries, Target target,
                                  llvm::raw_ostream &os,
-                                 std::vector<StepInterface> &steps) {
+                                 std::vector<StepInterface> &steps,
+                                 SharedInterface &shared) {
   steps.assign(entries.size(), StepInterface());
-  std::vector<Binding> bindings;
   SmallVector<std::unique_ptr<Emitter>> emitters;
   int64_t arena = 0;
   for (auto [entry, step] : llvm::zip(entries, steps)) {
     emitters.push_back(
-        std::make_unique<Emitter>(target, entry.name, step, bindings));
+        std::make_unique<Emitter>(target, entry.name, step, shared));
     if (failed(emitters.back()->run(entry.func)))
       return failure();
     arena = std::max(arena, step.arenaBytes);
   }
-  for (StepInterface &step : steps)
-    step.bindings = bindings;
   printPrelude(os, target, entries.front().func, arena);
   for (auto &emitter : emitters)
     emitter->printEntry(os);
-  return success();
-}
-
-LogicalResult codegen::emitStep(func::FuncOp func, Target target,
-                                llvm::raw_ostream &os, StepInterface &step) {
-  std::vector<StepInterface> steps;
-  if (failed(emitSteps({Entry{func, "ztc_forward"}}, target, os, steps)))
-    return failure();
-  step = std::move(steps.front());
   return success();
 }

@@ -1,9 +1,10 @@
 //===- Emit.h - kernel dialect to C++ / CUDA source ---------------*- C++
 //-*-===//
 //
-// Prints a planned kernel-dialect step function as one C++ source (CPU,
-// OpenMP + the runtime's kernel library) or CUDA source, and describes its
-// interface (bindings, outputs, arena size) for the artifact manifest.
+// Prints planned kernel-dialect entry functions as one C++ source (CPU,
+// OpenMP + the runtime's kernel library) or CUDA source, and describes
+// their interface for the artifact manifest in the manifest's own types
+// (runtime/io/Manifest.h): the schema is declared once, there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,49 +15,37 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "runtime/io/Manifest.h"
+
+#include <map>
 #include <string>
 #include <vector>
 
 namespace mlir::ztc::codegen {
 
-enum class Target { Cpu, Cuda };
+using Target = ::ztc::rt::Target;
 
-/// One entry of the step's `bindings` array.
-struct Binding {
-  /// Input: data given per call. Param: a weight. State: optimizer state,
-  /// zero at the start. Hyper: a scalar the runtime writes before each call
-  /// (learning rate, step). Constant: a compile-time value.
-  enum class Role { Input, Param, State, Hyper, Constant } role;
-  std::string name;
-  std::string dtype;
-  std::vector<int64_t> shape;
-  /// The value, for constants.
-  ElementsAttr value;
-};
-
-/// One output, read from the arena after the step.
-struct Output {
-  std::string name;
-  std::string dtype;
-  std::vector<int64_t> shape;
-  int64_t offset;
-};
-
-/// What the runtime needs to call an emitted step.
+/// What the runtime needs to call one emitted entry: its outputs, arena,
+/// streams and events.
 struct StepInterface {
-  std::vector<Binding> bindings;
-  std::vector<Output> outputs;
+  std::vector<::ztc::rt::Output> outputs;
   int64_t arenaBytes = 0;
+  /// Streams the entry runs on (the highest kernel.stream + 1) and events
+  /// it signals (ztc_step_context::streams, ::events).
+  int64_t streams = 1, events = 0;
 };
 
-/// The runtime's name for an element type ("float32", ...), or "" if none.
-std::string dtypeName(Type type);
+/// What every entry of one source shares: the bindings array (arguments,
+/// then constants) and the values of its constants, by binding name.
+struct SharedInterface {
+  std::vector<::ztc::rt::Binding> bindings;
+  std::map<std::string, ElementsAttr> constants;
+};
 
-/// Prints `func` (planned by ztc-plan-memory) as source for `target` into
-/// `os` with the entry `ztc_forward`, and fills `step`. Emits a diagnostic
-/// and fails on anything the emitter cannot print.
-LogicalResult emitStep(func::FuncOp func, Target target, llvm::raw_ostream &os,
-                       StepInterface &step);
+/// The runtime's element type for `type`; an error at `where`, naming
+/// `what`, when the runtime has none: never a silent default.
+FailureOr<::ztc::rt::DType> runtimeDType(Type type, Operation *where,
+                                         const llvm::Twine &what);
 
 /// A function to print and the C name of its entry.
 struct Entry {
@@ -64,12 +53,14 @@ struct Entry {
   std::string name;
 };
 
-/// Prints several planned functions into one source (one prelude, one entry
-/// each) and fills one StepInterface per entry. They share the arena, whose
-/// size is the largest plan.
+/// Prints several planned functions (ztc-plan-memory) into one source (one
+/// prelude, one entry each), fills one StepInterface per entry and the
+/// shared bindings. They share the arena, whose size is the largest plan.
+/// Emits a diagnostic and fails on anything the emitter cannot print.
 LogicalResult emitSteps(llvm::ArrayRef<Entry> entries, Target target,
                         llvm::raw_ostream &os,
-                        std::vector<StepInterface> &steps);
+                        std::vector<StepInterface> &steps,
+                        SharedInterface &shared);
 
 } // namespace mlir::ztc::codegen
 

@@ -52,7 +52,8 @@ def ConvertNNToKernelPass : Pass<"ztc-convert-nn-to-kernel", "func::FuncOp"> {
        structured ops a `kernel.call` into the runtime library (the op's
        attributes are its config), concat one `copy_into` call per input.
     3. Reshapes become `kernel.view` (no copy); tensor constants become
-       `kernel.constant`.
+       `kernel.constant`; `train.record_loss` becomes `kernel.record_loss`
+       of the loss's buffer.
     4. Returned values that are not arena buffers (inputs, parameters,
        constants) are copied into one, so outputs are read at arena offsets.
     5. Records on the function `kernel.tensor_bytes`, the bytes of every
@@ -131,8 +132,14 @@ def PlanMemoryPass : Pass<"ztc-plan-memory", "func::FuncOp"> {
   let summary = "Place every arena buffer at a byte offset";
   let description = [{
     1. Numbers the ops of the step and computes each alloc's live range:
-       from the op that first writes it to the last op that reads it or a
-       view of it; returned buffers live to the end.
+       from the alloc to the last op that uses it or a view of it; returned
+       buffers live to the end. With several streams (`kernel.stream`), a
+       use ends only where every stream that runs later work is ordered
+       after it: at the latest of the first covering waits (a
+       `kernel.wait` on that stream for a `kernel.signal` on the user's
+       stream after the use), or at the end when a stream has none. A step
+       whose stream other than 0 is not waited for by stream 0 before the
+       end is an error (the next call would race with it).
     2. Places buffers largest first, each at the lowest aligned offset whose
        bytes no already-placed buffer with an overlapping live range uses
        (best-fit offset assignment).
@@ -368,7 +375,8 @@ def BuildEntriesPass : Pass<"ztc-build-entries", "ModuleOp"> {
          (running statistics) are dropped, so a forward run leaves the model
          as it was;
        - `train_step`: the function as it is: loss, gradients (for
-         `ztc-optimizer` to consume) and state updates;
+         `ztc-optimizer` to consume) and state updates, plus a
+         `train.record_loss` of the loss for the trainer's logs;
        - `loss_and_grads`: loss and gradients, state updates dropped; each
          gradient result is named (`onnx.name`) after its parameter, the
          name the runtime writes it under;
@@ -383,7 +391,11 @@ def BuildEntriesPass : Pass<"ztc-build-entries", "ModuleOp"> {
     // becomes
     func.func @train_step(...) -> (tensor<f32>,
                                     tensor<4xf32> {train.grad_of = "w"})
-        attributes {train.entry = "train_step"}
+        attributes {train.entry = "train_step"} {
+      ...
+      train.record_loss %loss : tensor<f32>
+      return ...
+    }
     func.func @loss_and_grads(...) -> (tensor<f32>,
         tensor<4xf32> {onnx.name = "w", train.grad_of = "w"})
         attributes {train.entry = "loss_and_grads"}

@@ -8,8 +8,8 @@
 #include "runtime/Runner.h"
 
 #include "runtime/Error.h"
-#include "runtime/File.h"
-#include "runtime/Npy.h"
+#include "runtime/io/File.h"
+#include "runtime/io/Npy.h"
 #include "runtime/kernels/Random.h"
 
 #include <algorithm>
@@ -47,6 +47,11 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
   std::vector<unsigned char> guard(kGuardBytes, kGuardPattern);
   backend_->copyIn(static_cast<char *>(arena_.data()) + arenaBytes_,
                    guard.data(), kGuardBytes);
+
+  streams_ = backend_->streams(manifest().streams);
+  events_ = backend_->events(manifest().events);
+  // The training state starts zeroed, like every buffer.
+  trainState_ = DeviceBuffer(*backend_, sizeof(ztc_train_state));
 
   // Buffers start zeroed: states without an initial value stay so.
   std::map<std::string, Tensor> initial = artifact_.loadInitialValues();
@@ -158,6 +163,7 @@ void Runner::setBinding(size_t index, const Tensor &value) {
 
 Tensor Runner::binding(size_t index) const {
   const Binding &spec = manifest().bindings.at(index);
+  synchronize();
   Tensor value(spec.dtype, spec.shape);
   backend_->copyOut(value.bytes.data(), buffers_[index].data(),
                     value.byteSize());
@@ -184,7 +190,43 @@ void Runner::run(EntryFn entry) {
     if (!inputSet_[i])
       throw Error(std::string(roleName(bindings[i].role)) + " '" +
                   bindings[i].name + "' was not set");
-  backend_->call(entry, pointers_.data(), static_cast<char *>(arena_.data()));
+  ztc_step_context context{};
+  context.bindings = pointers_.data();
+  context.arena = static_cast<char *>(arena_.data());
+  context.streams = streams_.data();
+  context.stream_count = static_cast<int32_t>(streams_.size());
+  context.events = events_.data();
+  context.event_count = static_cast<int32_t>(events_.size());
+  context.comm = nullptr;
+  context.rank = 0;
+  context.world_size = 1;
+  context.state = static_cast<ztc_train_state *>(trainState_.data());
+  backend_->call(entry, context);
+  // A synchronous backend has finished: check the guard now, so an overrun
+  // names the call that did it. An asynchronous one is checked when the
+  // host next waits (synchronize).
+  if (!backend_->asynchronous())
+    checkGuard();
+}
+
+void Runner::synchronize() const {
+  backend_->synchronize();
+  checkGuard();
+}
+
+ztc_train_state Runner::trainState() const {
+  synchronize();
+  ztc_train_state state;
+  backend_->copyOut(&state, trainState_.data(), sizeof(state));
+  return state;
+}
+
+void Runner::resetTrainState() {
+  ztc_train_state zero{};
+  backend_->copyIn(trainState_.data(), &zero, sizeof(zero));
+}
+
+void Runner::checkGuard() const {
   unsigned char guard[kGuardBytes];
   backend_->copyOut(guard, static_cast<char *>(arena_.data()) + arenaBytes_,
                     kGuardBytes);
@@ -196,12 +238,13 @@ void Runner::run(EntryFn entry) {
 }
 
 Tensor Runner::output(size_t index) const {
-  return readArena(manifest().outputs.at(index));
+  return readArena(manifest().main().outputs.at(index));
 }
 
 Tensor Runner::readArena(const Output &spec) const {
   if (spec.offset > arenaBytes_ || spec.byteSize() > arenaBytes_ - spec.offset)
     throw Error("output '" + spec.name + "' lies outside the arena");
+  synchronize();
   Tensor value(spec.dtype, spec.shape);
   backend_->copyOut(value.bytes.data(),
                     static_cast<char *>(arena_.data()) + spec.offset,
@@ -211,7 +254,7 @@ Tensor Runner::readArena(const Output &spec) const {
 
 void Runner::writeOutputs(const std::string &outputDir) const {
   createDirectories(outputDir);
-  const std::vector<Output> &outputs = manifest().outputs;
+  const std::vector<Output> &outputs = manifest().main().outputs;
   for (size_t i = 0; i < outputs.size(); ++i) {
     try {
       writeNpy(joinPath(outputDir, outputs[i].file + ".npy"), output(i));

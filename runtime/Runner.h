@@ -22,7 +22,7 @@
 #define ZTC_RUNTIME_RUNNER_H
 
 #include "runtime/Artifact.h"
-#include "runtime/Backend.h"
+#include "runtime/backend/Backend.h"
 #include "runtime/Tensor.h"
 
 #include <memory>
@@ -59,9 +59,18 @@ public:
   /// Calls the entry; every input must have been set.
   void run();
   /// Calls `entry` (another entry of the same artifact, such as its
-  /// grad_entry) with the same bindings and arena; every input and hyper
-  /// must have been set.
+  /// grad_entry) with the same bindings, arena and training state; every
+  /// input and hyper must have been set. On an asynchronous backend (CUDA)
+  /// it returns once the call is enqueued; reads wait for it.
   void run(EntryFn entry);
+  /// Waits for every call so far; throws the first failure among them, or
+  /// an overrun of the arena.
+  void synchronize() const;
+  /// The device-side training state the calls since the last reset
+  /// accumulated (StepAbi.h), after waiting for them.
+  ztc_train_state trainState() const;
+  /// Zeroes the training state.
+  void resetTrainState();
   /// Output `index` of the manifest, copied from the arena.
   Tensor output(size_t index) const;
   /// The tensor `spec` describes, copied from the arena.
@@ -85,12 +94,18 @@ public:
 private:
   const Manifest &manifest() const { return artifact_.manifest(); }
   void uploadInput(size_t binding, const Tensor &value);
+  /// Throws when the guard band after the arena was overwritten.
+  void checkGuard() const;
 
   const Artifact &artifact_;
   std::unique_ptr<Backend> backend_;
   uint64_t arenaBytes_ = 0;
   /// The arena plus a guard band that detects writes past its end.
   DeviceBuffer arena_;
+  /// The context's streams and events, the backend's.
+  std::vector<void *> streams_, events_;
+  /// The context's ztc_train_state, in device memory.
+  DeviceBuffer trainState_;
   std::vector<DeviceBuffer> buffers_;
   std::vector<void *> pointers_;
   std::vector<bool> inputSet_;

@@ -12,7 +12,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/Onnx/IR/OnnxOps.h"
-#include "runtime/Schedule.h"
+#include "runtime/train/Schedule.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"

@@ -96,6 +96,11 @@ struct BuildEntriesPass
             entry.setResultAttr(i, "onnx.name", of);
       } else if (kind == "loss") {
         built = dropResults(entry, [](unsigned i) { return i > 0; });
+      } else if (kind == "train_step") {
+        // The step records its loss on the device for the trainer's logs.
+        Operation *ret = entry.getBody().back().getTerminator();
+        b.setInsertionPoint(ret);
+        train::RecordLossOp::create(b, ret->getLoc(), ret->getOperand(0));
       }
       if (failed(built))
         return signalPassFailure();

@@ -30,7 +30,7 @@
 //    wins. Nothing prints or aborts. The runtime clears the slot before
 //    each call of a step and checks it after, through the C symbols
 //    ztc_cpu_last_error and ztc_cpu_clear_error of the compiled step
-//    (runtime/CpuBackend.cpp), as it does for CudaKernels.cuh.
+//    (runtime/backend/CpuBackend.cpp), as it does for CudaKernels.cuh.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +42,8 @@
 #include "MatmulPlan.h"
 #include "Numeric.h"
 #include "Random.h"
+#include "StepAbi.h"
+#include "TrainState.h"
 #include "Window.h"
 
 #include <cblas.h>
@@ -287,6 +289,12 @@ inline void clearError() {
   detail::ErrorState &error = detail::errorState();
   error.message[0] = '\0';
   error.state.store(0, std::memory_order_release);
+}
+
+/// kernel.record_loss: adds `*loss` to the context's training state
+/// (TrainState.h), on the calling thread like every CPU kernel.
+template <typename T> void recordLoss(ztc_train_state *state, const T *loss) {
+  recordLossInto(state, *loss);
 }
 
 //===----------------------------------------------------------------------===//

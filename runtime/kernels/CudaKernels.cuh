@@ -47,6 +47,8 @@
 #include "MatmulPlan.h"
 #include "Numeric.h"
 #include "Random.h"
+#include "StepAbi.h"
+#include "TrainState.h"
 #include "Window.h"
 
 #include <cuda_runtime_api.h>
@@ -1587,6 +1589,25 @@ void randomUniform(const int64_t *key, uint64_t randomStream, T *y,
   detail::launchElements(dims.numElements(),
                          detail::RandomUniformBody<T>{key, y, randomStream},
                          stream, "randomUniform");
+}
+
+namespace detail {
+template <typename T> struct RecordLossBody {
+  ztc_train_state *state;
+  const T *loss;
+  ZTC_HOST_DEVICE void operator()(int64_t) const {
+    recordLossInto(state, *loss);
+  }
+};
+} // namespace detail
+
+/// kernel.record_loss: one thread on the step's stream adds `*loss` (a
+/// device pointer) to the context's training state, so the host never
+/// waits for the loss (TrainState.h).
+template <typename T>
+void recordLoss(ztc_train_state *state, const T *loss, cudaStream_t stream) {
+  detail::launchElements(1, detail::RecordLossBody<T>{state, loss}, stream,
+                         "recordLoss");
 }
 
 } // namespace ztc::cuda

@@ -44,52 +44,6 @@ std::vector<uint8_t> mlir::ztc::constantBytes(ElementsAttr value) {
 
 namespace {
 
-rt::BindingRole toRole(codegen::Binding::Role role) {
-  switch (role) {
-  case codegen::Binding::Role::Input:
-    return rt::BindingRole::Input;
-  case codegen::Binding::Role::Param:
-    return rt::BindingRole::Param;
-  case codegen::Binding::Role::State:
-    return rt::BindingRole::State;
-  case codegen::Binding::Role::Hyper:
-    return rt::BindingRole::Hyper;
-  case codegen::Binding::Role::Constant:
-    return rt::BindingRole::Constant;
-  }
-  return rt::BindingRole::Input;
-}
-
-/// The runtime's element type named `name`; an error at `func` when the
-/// runtime has none (never a silent default).
-FailureOr<rt::DType> toDType(func::FuncOp func, const std::string &name,
-                             const std::string &what) {
-  if (std::optional<rt::DType> dtype = rt::parseDType(name))
-    return *dtype;
-  return func.emitError(what) << " has an element type the runtime does not "
-                                 "support ('"
-                              << name << "')";
-}
-
-FailureOr<std::vector<rt::Output>>
-toOutputs(func::FuncOp func, const std::vector<codegen::Output> &outputs) {
-  std::vector<rt::Output> result;
-  for (const codegen::Output &output : outputs) {
-    rt::Output entry;
-    entry.name = output.name;
-    entry.file = rt::fileStemFor(output.name);
-    FailureOr<rt::DType> dtype =
-        toDType(func, output.dtype, "output '" + output.name + "'");
-    if (failed(dtype))
-      return failure();
-    entry.dtype = *dtype;
-    entry.shape = output.shape;
-    entry.offset = output.offset;
-    result.push_back(std::move(entry));
-  }
-  return result;
-}
-
 /// Imports the model and runs `build`'s pipeline on it.
 OwningOpRef<ModuleOp>
 compileModule(MLIRContext &context, StringRef modelPath,
@@ -117,63 +71,50 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
   if (entries.empty())
     return module.emitError("the module has no entry to emit");
   std::vector<codegen::StepInterface> steps;
+  codegen::SharedInterface shared;
   llvm::raw_string_ostream source(artifact.source);
-  if (failed(codegen::emitSteps(entries, target, source, steps)))
+  if (failed(codegen::emitSteps(entries, target, source, steps, shared)))
     return failure();
 
   rt::Manifest &manifest = artifact.manifest;
-  manifest.target =
-      target == codegen::Target::Cuda ? rt::Target::Cuda : rt::Target::Cpu;
-  manifest.source = target == codegen::Target::Cuda ? "step.cu" : "step.cpp";
-  for (const codegen::StepInterface &step : steps)
+  manifest.target = target;
+  manifest.source = target == rt::Target::Cuda ? "step.cu" : "step.cpp";
+  for (const codegen::StepInterface &step : steps) {
     manifest.arenaBytes =
         std::max<uint64_t>(manifest.arenaBytes, step.arenaBytes);
-  func::FuncOp first = entries.front().func;
-  for (const codegen::Binding &binding : steps.front().bindings) {
-    rt::Binding entry;
-    entry.name = binding.name;
-    entry.file = rt::fileStemFor(binding.name);
-    FailureOr<rt::DType> dtype =
-        toDType(first, binding.dtype, "binding '" + binding.name + "'");
-    if (failed(dtype))
-      return failure();
-    entry.dtype = *dtype;
-    entry.shape = binding.shape;
-    entry.role = toRole(binding.role);
-    if (binding.role == codegen::Binding::Role::Constant) {
-      rt::Tensor tensor(entry.dtype, entry.shape);
-      tensor.bytes = constantBytes(binding.value);
+    manifest.streams = std::max<uint64_t>(manifest.streams, step.streams);
+    manifest.events = std::max<uint64_t>(manifest.events, step.events);
+  }
+  manifest.bindings = shared.bindings;
+  for (const rt::Binding &binding : manifest.bindings)
+    if (binding.role == rt::BindingRole::Constant) {
+      rt::Tensor tensor(binding.dtype, binding.shape);
+      tensor.bytes = constantBytes(shared.constants.at(binding.name));
       artifact.initialValues[binding.name] = std::move(tensor);
     }
-    manifest.bindings.push_back(std::move(entry));
-  }
 
   // The manifest's entries: the main one (forward, train_step, or loss for
   // a gradient check), the gradient entry and the accumulation entry.
   for (auto [entry, step] : llvm::zip(entries, steps)) {
-    FailureOr<std::vector<rt::Output>> outputs =
-        toOutputs(entry.func, step.outputs);
-    if (failed(outputs))
-      return failure();
-    StringRef kind = train::entryKind(entry.func);
-    if (kind == "forward" || kind == "train_step" || kind == "loss") {
-      manifest.entry = entry.name;
-      manifest.outputs = std::move(*outputs);
-    } else if (kind == "loss_and_grads") {
-      manifest.gradEntry = entry.name;
-      manifest.gradOutputs = std::move(*outputs);
-    } else if (kind == "accumulate") {
-      manifest.accumEntry = entry.name;
-      manifest.accumOutputs = std::move(*outputs);
-    } else {
+    std::optional<rt::EntryPurpose> purpose =
+        rt::parsePurpose(train::entryKind(entry.func).str());
+    if (!purpose)
       return entry.func.emitError("function '")
              << entry.func.getSymName()
              << "' is not an entry (train.entry); run ztc-build-entries";
-    }
+    manifest.entries.push_back({entry.name, *purpose, step.outputs});
   }
-  if (manifest.entry.empty())
+  // The main entry first: the one a run or a training step calls.
+  auto isMain = [](const rt::Entry &entry) {
+    return entry.purpose == rt::EntryPurpose::Forward ||
+           entry.purpose == rt::EntryPurpose::TrainStep ||
+           entry.purpose == rt::EntryPurpose::Loss;
+  };
+  auto main = llvm::find_if(manifest.entries, isMain);
+  if (main == manifest.entries.end())
     return module.emitError("the module has no forward, train_step or loss "
                             "entry");
+  std::rotate(manifest.entries.begin(), main, main + 1);
   return success();
 }
 

@@ -319,7 +319,7 @@ FailureOr<double> runLoss(::ztc::bridge::StepSession &session,
                           std::string &error) {
   rt::Tensor loss;
   if (!(error = session.run(/*gradEntry=*/false)).empty() ||
-      !(error = session.read(session.manifest().outputs.front(), loss)).empty())
+      !(error = session.read(session.manifest().main().outputs.front(), loss)).empty())
     return failure();
   return loss.data<double>()[0];
 }
@@ -461,11 +461,13 @@ FailureOr<bool> runCheck(const std::string &dir, const CheckStep &step,
   if (!(error = session.run(/*gradEntry=*/true)).empty())
     return failure();
   std::map<std::string, rt::Tensor> grads;
-  for (const rt::Output &output : manifest.gradOutputs)
+  const std::vector<rt::Output> &gradOutputs =
+      manifest.find(rt::EntryPurpose::LossAndGrads)->outputs;
+  for (const rt::Output &output : gradOutputs)
     if (!(error = session.read(output, grads[output.name])).empty())
       return failure();
-  double loss = grads[manifest.gradOutputs.front().name].data<double>()[0];
-  grads.erase(manifest.gradOutputs.front().name);
+  double loss = grads[gradOutputs.front().name].data<double>()[0];
+  grads.erase(gradOutputs.front().name);
 
   // Parameters by name (std::map), so the report and the sampling order
   // do not depend on the model's argument order.

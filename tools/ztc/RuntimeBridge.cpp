@@ -9,14 +9,14 @@
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "runtime/Artifact.h"
-#include "runtime/Checkpoint.h"
-#include "runtime/Compile.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/backend/Compile.h"
 #include "runtime/Error.h"
-#include "runtime/File.h"
-#include "runtime/Npy.h"
+#include "runtime/io/File.h"
+#include "runtime/io/Npy.h"
 #include "runtime/Runner.h"
-#include "runtime/SafeTensors.h"
-#include "runtime/Trainer.h"
+#include "runtime/io/SafeTensors.h"
+#include "runtime/train/Trainer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -44,19 +44,12 @@ template <typename Fn> std::string guarded(Fn &&fn) noexcept {
 
 } // namespace
 
-std::string bridge::cacheDirectory() {
-  if (const char *dir = std::getenv("ZTC_CACHE_DIR"); dir && *dir)
-    return dir;
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::string(xdg) + "/ztc";
-  if (const char *home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/ztc";
-  return (fs::temp_directory_path() / "ztc-cache").string();
-}
+std::string bridge::cacheDirectory() { return rt::defaultCacheDir(); }
 
 std::string
 bridge::writeAndBuildArtifact(const std::string &dir,
-                              const mlir::ztc::ArtifactContents &artifact) {
+                              const mlir::ztc::ArtifactContents &artifact,
+                              bool build) {
   return guarded([&] {
     rt::createDirectories(dir);
     std::string sourcePath = dir + "/" + artifact.manifest.source;
@@ -69,14 +62,19 @@ bridge::writeAndBuildArtifact(const std::string &dir,
     rt::SafeTensors init;
     init.tensors = artifact.initialValues;
     rt::writeSafeTensors(dir + "/init.safetensors", init);
-    std::string soPath = rt::compileSharedObject(
-        sourcePath, artifact.manifest.target, cacheDirectory() + "/so");
-    fs::path step = fs::path(dir) / "step.so";
-    fs::remove(step);
-    std::error_code linkError;
-    fs::create_hard_link(soPath, step, linkError);
-    if (linkError)
-      fs::copy_file(soPath, step, fs::copy_options::overwrite_existing);
+    // How this machine builds the step, for whoever builds it elsewhere
+    // (the runtime rebuilds a missing step.so from the source by itself).
+    {
+      std::ofstream command(dir + "/step.build", std::ios::trunc);
+      for (const std::string &word :
+           rt::compileCommand(artifact.manifest.source,
+                              artifact.manifest.target, "step.so", {}))
+        command << word << "\n";
+      if (!command.flush())
+        throw rt::Error("cannot write " + dir + "/step.build");
+    }
+    if (build)
+      rt::buildStep(dir, artifact.manifest);
     if (!artifact.sourceModel.empty()) {
       std::ofstream model(dir + "/source-model", std::ios::trunc);
       model << artifact.sourceModel << "\n";
@@ -91,12 +89,13 @@ bridge::writeAndBuildArtifact(const std::string &dir,
 
 std::string
 bridge::writeArtifactAtomically(const std::string &dir,
-                                const mlir::ztc::ArtifactContents &artifact) {
+                                const mlir::ztc::ArtifactContents &artifact,
+                                bool build) {
   fs::path target = fs::absolute(dir);
   fs::path staging = target;
   staging += ".tmp-" + std::to_string(::getpid());
   removeDirectory(staging.string());
-  std::string error = writeAndBuildArtifact(staging.string(), artifact);
+  std::string error = writeAndBuildArtifact(staging.string(), artifact, build);
   if (error.empty())
     error = guarded([&] {
       removeDirectory(target.string());
@@ -128,32 +127,6 @@ std::string bridge::readCheckpointForExport(
         params[binding.name] = it->second.bytes;
       }
   });
-}
-
-std::string bridge::train(const TrainRequest &request) {
-  return guarded([&] {
-    rt::TrainOptions options;
-    options.artifactDir = request.artifactDir;
-    options.dataDir = request.dataDir;
-    options.steps = request.steps;
-    options.epochs = request.epochs;
-    options.seed = request.seed;
-    options.logEvery = request.logEvery;
-    options.saveDir = request.saveDir;
-    options.saveEvery = request.saveEvery;
-    options.resumeDir = request.resumeDir;
-    options.dumpGradsDir = request.dumpGradsDir;
-    rt::train(options);
-  });
-}
-
-bool bridge::parseSchedule(const std::string &name,
-                           rt::ScheduleConfig &config) {
-  std::optional<rt::LrScheduleKind> kind = rt::parseScheduleKind(name);
-  if (!kind)
-    return false;
-  config.kind = *kind;
-  return true;
 }
 
 std::string bridge::runArtifact(const std::string &dir,

@@ -12,7 +12,7 @@
 
 #include "tools/ztc/Compile.h"
 
-#include "runtime/Schedule.h"
+#include "runtime/train/Schedule.h"
 
 #include <map>
 #include <memory>
@@ -26,11 +26,14 @@ namespace ztc::bridge {
 /// $XDG_CACHE_HOME/ztc, else $HOME/.cache/ztc.
 std::string cacheDirectory();
 
-/// Writes manifest.json, the step source and init.safetensors into `dir`
-/// (created if needed), then compiles the source (cached by content) and
-/// places the shared object as `dir`/step.so.
+/// Writes manifest.json, the step source, its build command (step.build)
+/// and init.safetensors into `dir` (created if needed); with `build`, also
+/// compiles the source (cached by content) into `dir`/step.so. Without it,
+/// the runtime that loads the artifact builds the step with its own
+/// compiler (a GPU node with nvcc but no MLIR).
 std::string writeAndBuildArtifact(const std::string &dir,
-                                  const mlir::ztc::ArtifactContents &artifact);
+                                  const mlir::ztc::ArtifactContents &artifact,
+                                  bool build = true);
 
 /// Timings of repeated steps, in milliseconds.
 struct StepTimes {
@@ -43,7 +46,8 @@ struct StepTimes {
 /// artifact (and an existing one stays intact until the new one is ready).
 std::string
 writeArtifactAtomically(const std::string &dir,
-                        const mlir::ztc::ArtifactContents &artifact);
+                        const mlir::ztc::ArtifactContents &artifact,
+                        bool build = true);
 
 /// `ztc export`: the model an artifact was compiled from, and the parameter
 /// values of a checkpoint, checked against the artifact's manifest.
@@ -53,17 +57,7 @@ readCheckpointForExport(const std::string &artifactDir,
                         std::string &sourceModel,
                         std::map<std::string, std::vector<uint8_t>> &params);
 
-/// `ztc train`: what the runtime's trainer takes.
-struct TrainRequest {
-  std::string artifactDir, dataDir, saveDir, resumeDir, dumpGradsDir;
-  uint64_t steps = 0, epochs = 1, seed = 0, logEvery = 10, saveEvery = 0;
-};
 
-/// Trains the artifact; the trainer logs progress to stderr.
-std::string train(const TrainRequest &request);
-
-/// Parses a learning-rate schedule name ("constant", "warmup", ...).
-bool parseSchedule(const std::string &name, ::ztc::rt::ScheduleConfig &config);
 
 /// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy, with
 /// the random key of `seed` (dropout masks), and writes `outputDir`/*.npy;

@@ -26,7 +26,12 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -45,7 +50,6 @@ cl::SubCommand
                "inputs");
 cl::SubCommand compileCommand(
     "compile", "Compile the training step of an ONNX model into an artifact");
-cl::SubCommand trainCommand("train", "Train a compiled artifact on .npy data");
 cl::SubCommand
     exportCommand("export",
                   "Write the ONNX model with the weights of a checkpoint");
@@ -63,8 +67,7 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("MODEL.onnx"),
                                cl::sub(runCommand), cl::sub(emitCommand),
                                cl::sub(compileCommand));
 cl::opt<std::string> artifactPath(cl::Positional, cl::desc("ART.ztc"),
-                                  cl::Required, cl::sub(trainCommand),
-                                  cl::sub(exportCommand));
+                                  cl::Required, cl::sub(exportCommand));
 cl::opt<std::string> checkpointDir("checkpoint",
                                    cl::desc("Checkpoint directory (ztc train "
                                             "--save)"),
@@ -88,7 +91,7 @@ cl::opt<std::string> dataDir("data",
                              cl::desc("Directory with <input>.npy per graph "
                                       "input"),
                              cl::value_desc("DIR"), cl::Required,
-                             cl::sub(runCommand), cl::sub(trainCommand));
+                             cl::sub(runCommand));
 cl::opt<std::string> outputDir("output-dir",
                                cl::desc("Directory for <output>.npy"),
                                cl::value_desc("DIR"), cl::Required,
@@ -129,6 +132,12 @@ cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Bind the batch (first) dimension of every input"),
               cl::init(0), cl::sub(compileCommand));
+cl::opt<bool> noBuild(
+    "no-build",
+    cl::desc("Write the step's source and build command but do not compile "
+             "it: the runtime that loads the artifact builds it with its "
+             "own compiler (a GPU node)"),
+    cl::sub(compileCommand));
 cl::opt<std::string> kernelIRPath(
     "emit-kernel-ir",
     cl::desc("Also write the planned kernel IR (what `ztc-opt "
@@ -186,27 +195,7 @@ PipelineFlags compileFlags(compileCommand, kCompilePipelineFlags);
 PipelineFlags gradcheckFlags(gradcheckCommand, kGradCheckPipelineFlags);
 
 // ztc train.
-cl::opt<uint64_t> trainSteps("steps", cl::desc("Optimizer steps to run"),
-                             cl::init(0), cl::sub(trainCommand));
-cl::opt<uint64_t> trainEpochs("epochs",
-                              cl::desc("Epochs to run (without --steps)"),
-                              cl::init(1), cl::sub(trainCommand));
-cl::opt<uint64_t> seed("seed",
-                       cl::desc("Seed of the data order and of the dropout "
-                                "masks"),
-                       cl::init(0), cl::sub(trainCommand));
-cl::opt<uint64_t> logEvery("log-every", cl::desc("Log every K steps"),
-                           cl::init(10), cl::sub(trainCommand));
-cl::opt<std::string> saveDir("save", cl::desc("Checkpoint directory"),
-                             cl::value_desc("DIR"), cl::sub(trainCommand));
-cl::opt<uint64_t> saveEvery("save-every", cl::desc("Checkpoint every K steps"),
-                            cl::init(0), cl::sub(trainCommand));
-cl::opt<std::string> resumeDir("resume", cl::desc("Continue from a checkpoint"),
-                               cl::value_desc("DIR"), cl::sub(trainCommand));
-cl::opt<std::string> dumpGrads(
-    "dump-grads",
-    cl::desc("Write the first step's loss and gradients (before the update)"),
-    cl::value_desc("DIR"), cl::sub(trainCommand));
+
 
 // ztc gradcheck.
 cl::opt<std::string> gradcheckModel(cl::Positional, cl::desc("MODEL.onnx"),
@@ -471,31 +460,12 @@ int runCompile() {
     output->keep();
   }
   error =
-      ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact);
+      ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact,
+                                             /*build=*/!noBuild);
   if (!error.empty())
     return fail(error);
   llvm::errs() << "ztc: wrote " << compileOutput << " (arena "
                << artifact.manifest.arenaBytes << " bytes)\n";
-  return 0;
-}
-
-int runTrain() {
-  ::ztc::bridge::TrainRequest request;
-  request.artifactDir = artifactPath;
-  request.dataDir = dataDir;
-  request.steps = trainSteps;
-  request.epochs = trainEpochs;
-  request.seed = seed;
-  request.logEvery = logEvery;
-  request.saveDir = saveDir;
-  request.saveEvery = saveEvery;
-  request.resumeDir = resumeDir;
-  request.dumpGradsDir = dumpGrads;
-  std::string error = ::ztc::bridge::train(request);
-  if (!error.empty()) {
-    llvm::errs() << "ztc: error: " << error << "\n";
-    return 1;
-  }
   return 0;
 }
 
@@ -550,9 +520,32 @@ int runListOps() {
   return 0;
 }
 
+/// `ztc train ...` is `ztc-train ...`: the runtime-only trainer next to this
+/// binary runs the training (one implementation; mpirun starts ztc-train
+/// itself). Returns only when it cannot be started.
+int forwardToTrainer(int argc, char **argv) {
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&forwardToTrainer));
+  SmallString<256> trainer(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(trainer, "ztc-train");
+  std::vector<char *> args;
+  // Messages then start with "ztc: error:", as every other command's.
+  std::string name = "ztc";
+  args.push_back(name.data());
+  for (int i = 2; i < argc; ++i)
+    args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(trainer.c_str(), args.data());
+  llvm::errs() << "ztc: error: cannot start " << trainer << ": "
+               << std::strerror(errno) << "\n";
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && StringRef(argv[1]) == "train")
+    return forwardToTrainer(argc, argv);
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -565,6 +558,7 @@ int main(int argc, char **argv) {
       "  ztc compile MODEL.onnx -o ART.ztc [--batch-size B] [--loss ...] "
       "[--optimizer ...]\n"
       "  ztc train ART.ztc --data DIR [--steps N | --epochs E] [--save DIR]\n"
+      "    (runs ztc-train, which links no compiler; see ztc train --help)\n"
       "  ztc export ART.ztc --checkpoint DIR -o trained.onnx [--inference]\n"
       "  ztc gradcheck MODEL.onnx [--loss ...] [--batch-size B] [--seed S] "
       "[--tolerance T]\n"
@@ -579,8 +573,6 @@ int main(int argc, char **argv) {
     return runEmit();
   if (compileCommand)
     return runCompile();
-  if (trainCommand)
-    return runTrain();
   if (exportCommand)
     return runExport();
   if (gradcheckCommand)

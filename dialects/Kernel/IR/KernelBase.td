@@ -10,6 +10,7 @@
 #ifndef ZTC_DIALECTS_KERNEL_IR_KERNELBASE_TD
 #define ZTC_DIALECTS_KERNEL_IR_KERNELBASE_TD
 
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 
 def Kernel_Dialect : Dialect {
@@ -23,9 +24,30 @@ def Kernel_Dialect : Dialect {
     buffers. After `ztc-plan-memory` every alloc carries its byte offset in
     the arena and the function carries the arena size, so the peak memory
     of the step is known before it runs.
+
+    Kernels run on streams: the discardable attribute `kernel.stream = N`
+    (a non-negative i64; absent means 0) says on which. Ops of one stream
+    run in program order; across streams only `kernel.signal` and
+    `kernel.wait` order them. Program order is always one valid schedule
+    (the CPU runs it); the memory planner keeps a buffer alive until every
+    stream that runs later ops has waited for its last use.
+  }];
+  let hasOperationAttrVerify = 1;
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// The attribute naming an op's stream.
+    static constexpr ::llvm::StringLiteral kStreamAttr = "kernel.stream";
+    void registerTypes();
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];
+}
+
+/// An ordering point between streams: `kernel.signal` makes one,
+/// `kernel.wait` consumes it.
+def Kernel_EventType : TypeDef<Kernel_Dialect, "Event"> {
+  let mnemonic = "event";
+  let summary = "a point in one stream's work that other streams can wait for";
 }
 
 /// Base class of kernel ops.

@@ -8,7 +8,9 @@
 #include "dialects/Kernel/IR/KernelOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -18,11 +20,59 @@ using namespace mlir::ztc::kernel;
 
 #include "dialects/Kernel/IR/KernelOpsDialect.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/Kernel/IR/KernelOpsTypes.cpp.inc"
+
 void KernelDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Kernel/IR/KernelOps.cpp.inc"
       >();
+  registerTypes();
+}
+
+void KernelDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/Kernel/IR/KernelOpsTypes.cpp.inc"
+      >();
+}
+
+LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
+                                                      NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  // The plan's figures on a step function (ztc-convert-nn-to-kernel,
+  // ztc-plan-memory).
+  if (name == "kernel.arena_bytes" || name == "kernel.unplanned_bytes" ||
+      name == "kernel.tensor_bytes") {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || bytes.getInt() < 0)
+      return op->emitError("'") << name << "' must be a non-negative integer";
+    return success();
+  }
+  if (name != kStreamAttr)
+    return op->emitError("unknown kernel attribute '") << name << "'";
+  auto stream = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!stream || !stream.getType().isSignlessInteger(64) ||
+      stream.getInt() < 0)
+    return op->emitError("'") << kStreamAttr
+                              << "' must be a non-negative i64";
+  if (!isa<KernelDialect>(op->getDialect()))
+    return op->emitError("'") << kStreamAttr << "' belongs on a kernel op";
+  return success();
+}
+
+int64_t mlir::ztc::kernel::streamOf(Operation *op) {
+  if (auto stream = op->getAttrOfType<IntegerAttr>(KernelDialect::kStreamAttr))
+    return stream.getInt();
+  return 0;
+}
+
+LogicalResult WaitOp::verify() {
+  if (streamOf(getEvent().getDefiningOp()) == streamOf(*this))
+    return emitOpError("waits for an event of its own stream ")
+           << streamOf(*this) << ", which orders nothing";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -20,6 +20,9 @@
 
 #include "dialects/Kernel/IR/KernelOpsDialect.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/Kernel/IR/KernelOpsTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/Kernel/IR/KernelOps.h.inc"
 
@@ -68,6 +71,9 @@ llvm::ArrayRef<int64_t> configInts(CallOp call, llvm::StringRef name);
 llvm::StringRef configString(CallOp call, llvm::StringRef name);
 /// Whether the call sets the (optional) attribute `name`.
 bool hasConfig(CallOp call, llvm::StringRef name);
+
+/// The stream `op` runs on: its `kernel.stream`, or 0.
+int64_t streamOf(Operation *op);
 
 /// The buffers `op` writes, from its memory effects (kernel ops declare
 /// them; ops without effects write nothing). The one answer to "what does

@@ -170,4 +170,68 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// RecordLossOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_RecordLossOp : Kernel_Op<"record_loss", [MemoryEffects<[MemWrite]>]> {
+  let summary = "add a loss to the context's training state";
+  let description = [{
+    Reads the rank-0 `loss` buffer and updates the step context's training
+    state on the device (`ztc_train_state` in runtime/kernels/StepAbi.h):
+    adds the loss to the sum, counts the call, and keeps the first
+    non-finite loss and the call it came from. Writes no buffer; its write
+    is to the state, so it is never dropped.
+
+    Example:
+
+    ```mlir
+    kernel.record_loss %loss : memref<f32>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32, F64], [0]>, "", [MemRead]>:$loss);
+  let assemblyFormat = "$loss attr-dict `:` type($loss)";
+}
+
+//===----------------------------------------------------------------------===//
+// SignalOp, WaitOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_SignalOp : Kernel_Op<"signal", [MemoryEffects<[MemWrite]>]> {
+  let summary = "mark the work enqueued so far on this op's stream";
+  let description = [{
+    The event completes when every op before it on its stream
+    (`kernel.stream`) has finished. On CUDA it is a cudaEventRecord on the
+    stream, with an event the runtime created; on the CPU, where program
+    order runs every stream, nothing. Its effect (on the stream's state)
+    keeps cleanups from moving or dropping it.
+
+    Example:
+
+    ```mlir
+    %e = kernel.signal {kernel.stream = 1 : i64} : !kernel.event
+    ```
+  }];
+  let results = (outs Kernel_EventType:$event);
+  let assemblyFormat = "attr-dict `:` type($event)";
+}
+
+def Kernel_WaitOp : Kernel_Op<"wait", [MemoryEffects<[MemWrite]>]> {
+  let summary = "make this op's stream wait for an event of another stream";
+  let description = [{
+    Ops after it on its stream start only after the event's work has
+    finished (cudaStreamWaitEvent: the host does not wait). Waiting for an
+    event of the same stream would order nothing and is an error.
+
+    Example:
+
+    ```mlir
+    kernel.wait %e
+    ```
+  }];
+  let arguments = (ins Kernel_EventType:$event);
+  let assemblyFormat = "$event attr-dict";
+  let hasVerifier = 1;
+}
+
 #endif // ZTC_DIALECTS_KERNEL_IR_KERNELOPS_TD

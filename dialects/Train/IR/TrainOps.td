@@ -151,4 +151,31 @@ def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm"> {
   let results = (outs Variadic<Train_FloatTensor>:$clipped);
 }
 
+//===----------------------------------------------------------------------===//
+// RecordLossOp
+//===----------------------------------------------------------------------===//
+
+// Not a Train_Op: it has an effect (on the device-side training state), so
+// no cleanup may drop it although it has no result.
+def Train_RecordLossOp : Op<Train_Dialect, "record_loss",
+                            [MemoryEffects<[MemWrite]>]> {
+  let summary = "add the step's loss to the device-side training state";
+  let description = [{
+    Records one call's loss in the training state the step context points
+    to (runtime/kernels/StepAbi.h): adds it to the loss sum, counts the
+    call, and remembers the first call whose loss was not finite. The
+    trainer reads the state only when it logs, so recording costs no host
+    synchronization. `ztc-build-entries` puts one at the end of the
+    training step (and so of the accumulate entry cloned from it).
+
+    Example:
+
+    ```mlir
+    train.record_loss %loss : tensor<f32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32, F64]>:$loss);
+  let assemblyFormat = "$loss attr-dict `:` type($loss)";
+}
+
 #endif // ZTC_DIALECTS_TRAIN_IR_TRAINOPS_TD

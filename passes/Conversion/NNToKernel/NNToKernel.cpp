@@ -88,7 +88,8 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
   // Drop the tensor ops, last first, now that nothing reads them.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))
     if (op.getDialect() &&
-        (isa<nn::NNDialect>(op.getDialect()) || isa<arith::ConstantOp>(op)))
+        (isa<nn::NNDialect>(op.getDialect()) ||
+         isa<arith::ConstantOp, train::RecordLossOp>(op)))
       op.erase();
 
   SmallVector<Type> argTypes(entry.getArgumentTypes());
@@ -117,6 +118,10 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
   if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
     valueMap[reshape.getResult()] = kernel::ViewOp::create(
         b, loc, bufferType(reshape.getType()), lookup(reshape.getX()));
+    return success();
+  }
+  if (auto record = dyn_cast<train::RecordLossOp>(op)) {
+    kernel::RecordLossOp::create(b, loc, lookup(record.getLoss()));
     return success();
   }
   if (!isa_and_nonnull<nn::NNDialect>(op->getDialect()))

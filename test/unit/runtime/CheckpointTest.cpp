@@ -7,12 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Checkpoint.h"
+#include "runtime/train/Checkpoint.h"
 
 #include "TestUtil.h"
 #include "runtime/Error.h"
-#include "runtime/File.h"
-#include "runtime/SafeTensors.h"
+#include "runtime/io/File.h"
+#include "runtime/io/SafeTensors.h"
 
 #include <chrono>
 #include <filesystem>

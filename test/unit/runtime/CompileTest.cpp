@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Compile.h"
+#include "runtime/backend/Compile.h"
 
 #include "TestUtil.h"
 #include "runtime/Error.h"

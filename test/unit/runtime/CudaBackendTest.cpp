@@ -9,11 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Backend.h"
+#include "runtime/backend/Backend.h"
 
 #include "TestUtil.h"
 #include "kernels/CpuKernels.h"
-#include "runtime/Compile.h"
+#include "runtime/backend/Compile.h"
 #include "runtime/Error.h"
 
 #include <dlfcn.h>
@@ -36,8 +36,9 @@ namespace {
 // 3 x16 f16[6,10,30], 4 w16 f16[30,7], then one per result (5..14).
 constexpr char kStep[] = R"(#include "kernels/CudaKernels.cuh"
 namespace k = ztc::cuda;
-extern "C" void ztc_forward(void *const *b, char *) {
-  cudaStream_t s = 0;
+extern "C" void ztc_forward(const ztc_step_context *ctx) {
+  void *const *b = ctx->bindings;
+  cudaStream_t s = static_cast<cudaStream_t>(ctx->streams[0]);
   const float *x = static_cast<const float *>(b[0]);
   const float *w = static_cast<const float *>(b[1]);
   const int64_t *targets = static_cast<const int64_t *>(b[2]);
@@ -66,12 +67,14 @@ extern "C" void ztc_forward(void *const *b, char *) {
                       static_cast<ztc::f16 *>(b[14]), {6, 10, 7}, false, false,
                       s);
 }
-extern "C" void ztc_bad(void *const *b, char *) {
+extern "C" void ztc_bad(const ztc_step_context *ctx) {
+  void *const *b = ctx->bindings;
+  cudaStream_t s = static_cast<cudaStream_t>(ctx->streams[0]);
   static const int64_t bad[] = {1, 9, 2};
   int64_t *indices = static_cast<int64_t *>(b[2]);
-  cudaMemcpy(indices, bad, sizeof(bad), cudaMemcpyHostToDevice);
+  cudaMemcpyAsync(indices, bad, sizeof(bad), cudaMemcpyHostToDevice, s);
   k::gather<float, int64_t>(static_cast<const float *>(b[0]), {4, 150},
-                            indices, {3}, 0, static_cast<float *>(b[5]), 0);
+                            indices, {3}, 0, static_cast<float *>(b[5]), s);
 }
 )";
 
@@ -182,11 +185,20 @@ TEST(CudaBackendTest, KernelsMatchTheCpuAndErrorsReachTheCaller) {
     return values;
   };
 
-  EXPECT_EQ(ZTC_ERROR_MESSAGE(backend->call(bad, bindings.data(), nullptr)),
+  std::vector<void *> streams = backend->streams(1);
+  ztc_step_context context{};
+  context.bindings = bindings.data();
+  context.streams = streams.data();
+  context.stream_count = 1;
+  context.world_size = 1;
+  // The call only enqueues; the failure surfaces when the host waits.
+  backend->call(bad, context);
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(backend->synchronize()),
             "the CUDA step failed: gather: index 9 is outside [-4, 4)");
   // The error is cleared for the next call.
   backend->copyIn(bindings[2], targets.data(), targets.size() * 8);
-  backend->call(forward, bindings.data(), nullptr);
+  backend->call(forward, context);
+  backend->synchronize();
 
   namespace cpu = ztc::cpu;
   std::vector<float> expected(2400);

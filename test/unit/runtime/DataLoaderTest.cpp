@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/DataLoader.h"
+#include "runtime/train/DataLoader.h"
 
 #include "TestUtil.h"
 #include "runtime/Error.h"
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 
 #include <algorithm>
 #include <filesystem>

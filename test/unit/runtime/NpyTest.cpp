@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 
 #include "TestUtil.h"
 #include "runtime/Error.h"
-#include "runtime/File.h"
+#include "runtime/io/File.h"
 
 using namespace ztc::rt;
 using ztc::rt::test::randomTensor;

@@ -10,11 +10,11 @@
 #include "runtime/Runner.h"
 
 #include "TestUtil.h"
-#include "runtime/Compile.h"
+#include "runtime/backend/Compile.h"
 #include "runtime/Error.h"
-#include "runtime/File.h"
-#include "runtime/Npy.h"
-#include "runtime/SafeTensors.h"
+#include "runtime/io/File.h"
+#include "runtime/io/Npy.h"
+#include "runtime/io/SafeTensors.h"
 
 #include <chrono>
 #include <filesystem>
@@ -30,7 +30,9 @@ namespace {
 // Bindings: 0 x (input "input:0"), 1 w (param), 2 b (param), 3 ids (input),
 // 4 mask (constant). Arena: ids_plus_one at 0 (16 bytes), logits at 64.
 constexpr char kStep[] = R"(#include "kernels/CpuKernels.h"
-extern "C" void ztc_forward(void *const *bindings, char *arena) {
+extern "C" void ztc_forward(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   const float *x = static_cast<const float *>(bindings[0]);
   const float *w = static_cast<const float *>(bindings[1]);
   const float *b = static_cast<const float *>(bindings[2]);
@@ -48,14 +50,18 @@ extern "C" void ztc_forward(void *const *bindings, char *arena) {
 )";
 
 // Writes one byte past a 16-byte arena.
-constexpr char kOverflowStep[] = R"(
-extern "C" void ztc_forward(void *const *, char *arena) { arena[16] = 1; }
+constexpr char kOverflowStep[] = R"(#include "kernels/StepAbi.h"
+extern "C" void ztc_forward(const ztc_step_context *ctx) {
+  ctx->arena[16] = 1;
+}
 )";
 
 // y = table[ids] through the kernel library's gather: a bad id is an error
 // the kernel records and the backend reports.
 constexpr char kGatherStep[] = R"(#include "kernels/CpuKernels.h"
-extern "C" void ztc_forward(void *const *bindings, char *arena) {
+extern "C" void ztc_forward(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   const float *table = static_cast<const float *>(bindings[0]);
   const long long *ids = static_cast<const long long *>(bindings[1]);
   ztc::cpu::gather<float, long long>(table, {3}, ids, {2}, 0,
@@ -65,10 +71,10 @@ extern "C" void ztc_forward(void *const *bindings, char *arena) {
 
 // Copies the `rng` hyper (binding 0, int64) to the arena: what the runner
 // wrote as the random key.
-constexpr char kKeyStep[] = R"(
-extern "C" void ztc_forward(void *const *bindings, char *arena) {
-  *reinterpret_cast<long long *>(arena) =
-      *static_cast<const long long *>(bindings[0]);
+constexpr char kKeyStep[] = R"(#include "kernels/StepAbi.h"
+extern "C" void ztc_forward(const ztc_step_context *ctx) {
+  *reinterpret_cast<long long *>(ctx->arena) =
+      *static_cast<const long long *>(ctx->bindings[0]);
 }
 )";
 
@@ -82,10 +88,12 @@ Manifest stepManifest() {
       {BindingRole::Input, "ids", "ids", DType::Int64, {2}},
       {BindingRole::Constant, "__const0", "", DType::Bool, {4}},
   };
-  manifest.outputs = {
-      {"logits", "logits", DType::Float32, {2, 4}, 64},
-      {"ids/next", "ids_next", DType::Int64, {2}, 0},
-  };
+  manifest.entries = {{"ztc_forward",
+                       EntryPurpose::Forward,
+                       {
+                           {"logits", "logits", DType::Float32, {2, 4}, 64},
+                           {"ids/next", "ids_next", DType::Int64, {2}, 0},
+                       }}};
   return manifest;
 }
 
@@ -301,7 +309,12 @@ TEST_F(RunnerTest, InitValuesAreChecked) {
 }
 
 TEST_F(RunnerTest, ArtifactErrors) {
+  // Neither the compiled step nor its source.
   std::filesystem::remove(artifact_ + "/step.so");
+  EXPECT_EQ(runError(artifact_),
+            artifact_ + ": neither step.so nor its source step.cpp is there");
+  // A step.so that is not a shared object.
+  writeText(artifact_ + "/step.so", "not an ELF file");
   std::string message = runError(artifact_);
   EXPECT_EQ(
       message.rfind(artifact_ + "/step.so: cannot load the compiled step: ", 0),
@@ -309,7 +322,7 @@ TEST_F(RunnerTest, ArtifactErrors) {
       << message;
 
   Manifest manifest = stepManifest();
-  manifest.entry = "ztc_missing";
+  manifest.entries[0].name = "ztc_missing";
   writeArtifact(artifact_, manifest, stepInit(), soPath_);
   message = runError(artifact_);
   EXPECT_EQ(
@@ -338,6 +351,7 @@ TEST_F(RunnerTest, WritingPastTheArenaIsCaught) {
   std::string so = compileStep("overflow", kOverflowStep);
   Manifest manifest;
   manifest.arenaBytes = 16;
+  manifest.entries = {{"ztc_forward", EntryPurpose::Forward, {}}};
   std::string artifact = dir_ / "overflow.ztc";
   writeArtifact(artifact, manifest, {}, so);
   std::filesystem::create_directories(dir_ / "empty");
@@ -353,7 +367,9 @@ TEST_F(RunnerTest, RandomKeyComesFromTheSeed) {
   Manifest manifest;
   manifest.arenaBytes = 64;
   manifest.bindings = {{BindingRole::Hyper, "rng", "", DType::Int64, {}}};
-  manifest.outputs = {{"key", "key", DType::Int64, {}, 0}};
+  manifest.entries = {{"ztc_forward",
+                       EntryPurpose::Forward,
+                       {{"key", "key", DType::Int64, {}, 0}}}};
   std::string artifact = dir_ / "key.ztc";
   writeArtifact(artifact, manifest, {}, so);
   std::filesystem::create_directories(dir_ / "empty");
@@ -400,7 +416,9 @@ TEST_F(RunnerTest, KernelDataErrorsAreReportedAndCleared) {
       {BindingRole::Param, "table", "", DType::Float32, {3}},
       {BindingRole::Input, "ids", "ids", DType::Int64, {2}},
   };
-  manifest.outputs = {{"y", "y", DType::Float32, {2}, 0}};
+  manifest.entries = {{"ztc_forward",
+                       EntryPurpose::Forward,
+                       {{"y", "y", DType::Float32, {2}, 0}}}};
   SafeTensors init;
   init.tensors["table"] = floats({3}, 1.0f); // 1, 1.5, 2
   std::string artifactDir = dir_ / "gather.ztc";
@@ -436,9 +454,11 @@ TEST(ManifestTest, ParsesAndValidates) {
 
   // "file" defaults to the sanitized name.
   Manifest noFile = parseManifest(
-      R"({"format":1,"target":"cpu","entry":"e","source":"step.cpp",
-          "arena_bytes":8,"bindings":[{"role":"input","name":"x:0",
-          "dtype":"float32","shape":[2]}],"outputs":[]})",
+      R"({"format":2,"abi":2,"target":"cpu","source":"step.cpp",
+          "arena_bytes":8,"streams":1,"events":0,
+          "bindings":[{"role":"input","name":"x:0","dtype":"float32",
+          "shape":[2]}],
+          "entries":[{"name":"e","purpose":"forward","outputs":[]}]})",
       "m.json");
   EXPECT_EQ(noFile.bindings[0].file, "x_0");
 
@@ -446,17 +466,38 @@ TEST(ManifestTest, ParsesAndValidates) {
     return ZTC_ERROR_MESSAGE(parseManifest(text, "m.json"));
   };
   std::string head =
-      R"({"format":1,"target":"cpu","entry":"e","source":"s","arena_bytes":8,)";
-  // A manifest with the given bindings (JSON objects) and outputs.
+      R"({"format":2,"abi":2,"target":"cpu","source":"s","arena_bytes":8,)"
+      R"("streams":1,"events":0,)";
+  // A manifest with the given bindings (JSON objects) and one forward
+  // entry with the given outputs.
   auto manifestWith = [&](const std::string &bindings,
                           const std::string &outputs = "") {
-    return head + R"("bindings":[)" + bindings + R"(],"outputs":[)" + outputs +
-           "]}";
+    return head + R"("bindings":[)" + bindings +
+           R"(],"entries":[{"name":"e","purpose":"forward","outputs":[)" +
+           outputs + "]}]}";
   };
-  EXPECT_EQ(error(R"({"format":2})"),
-            "m.json: manifest has format 2; this runtime reads 1");
-  EXPECT_EQ(error(head + R"("outputs":[]})"),
+  EXPECT_EQ(error(R"({"format":1})"),
+            "m.json: manifest has format 1; this runtime reads 2");
+  EXPECT_EQ(error(R"({"format":2,"abi":1,"target":"cpu"})"),
+            "m.json: manifest was compiled for step ABI 1; this runtime "
+            "calls ABI 2 (recompile the model)");
+  EXPECT_EQ(error(head + R"("entries":[]})"),
             "m.json: manifest has no field 'bindings'");
+  EXPECT_EQ(error(R"({"format":2,"abi":2,"target":"cpu","source":"s",)"
+                  R"("arena_bytes":8,"streams":0,"events":0})"),
+            "m.json: manifest has 0 streams and 0 events; expected 1 to 64 "
+            "streams and at most 4096 events");
+  EXPECT_EQ(error(head + R"("bindings":[],"entries":[]})"),
+            "m.json: manifest lists no entry");
+  EXPECT_EQ(error(head + R"("bindings":[],"entries":[{"name":"e",)"
+                         R"("purpose":"eval","outputs":[]}]})"),
+            "m.json: entry 0 ('e') has unknown purpose 'eval' (known: "
+            "forward, train_step, accumulate, loss_and_grads, loss)");
+  EXPECT_EQ(error(head + R"("bindings":[],"entries":[)"
+                         R"({"name":"e","purpose":"forward","outputs":[]},)"
+                         R"({"name":"f","purpose":"forward","outputs":[]}]})"),
+            "m.json: entry 1 ('f') repeats a purpose or name of an earlier "
+            "entry");
   EXPECT_EQ(error(manifestWith(
                 R"({"role":"input","name":"x","dtype":"float8","shape":[1]})")),
             "m.json: binding 0 ('x') has unknown dtype 'float8'");
@@ -468,8 +509,8 @@ TEST(ManifestTest, ParsesAndValidates) {
             "m.json: binding 0 ('x') has invalid file stem '../x'");
   EXPECT_EQ(error(manifestWith("", R"({"name":"y","dtype":"float32",)"
                                    R"("shape":[4],"offset":0})")),
-            "m.json: output 0 ('y') (float32[4] at offset 0) lies outside the "
-            "8-byte arena");
+            "m.json: entry 0 ('e') output 0 ('y') (float32[4] at offset 0) "
+            "lies outside the 8-byte arena");
   EXPECT_EQ(error(manifestWith(
                 R"({"role":"input","name":"a:b","dtype":"bool","shape":[]},)"
                 R"({"role":"input","name":"a/b","dtype":"bool","shape":[]})")),

@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/SafeTensors.h"
+#include "runtime/io/SafeTensors.h"
 
 #include "TestUtil.h"
 #include "runtime/Error.h"
-#include "runtime/File.h"
+#include "runtime/io/File.h"
 
 #include <atomic>
 #include <cstring>

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Schedule.h"
+#include "runtime/train/Schedule.h"
 
 #include "TestUtil.h"
 #include "runtime/Error.h"

@@ -1,6 +1,6 @@
 //===- Sha256Test.cpp - SHA-256 against the FIPS 180-4 vectors ------------===//
 
-#include "runtime/Sha256.h"
+#include "runtime/io/Sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -11,17 +11,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Trainer.h"
+#include "runtime/train/Trainer.h"
 
 #include "TestUtil.h"
 #include "runtime/Artifact.h"
-#include "runtime/Checkpoint.h"
-#include "runtime/Compile.h"
-#include "runtime/DataLoader.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/backend/Compile.h"
+#include "runtime/train/DataLoader.h"
 #include "runtime/Error.h"
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 #include "runtime/Runner.h"
-#include "runtime/SafeTensors.h"
+#include "runtime/io/SafeTensors.h"
 
 #include <cmath>
 #include <filesystem>
@@ -45,7 +45,8 @@ constexpr int kSamples = 22; // 5 batches per epoch, 2 samples dropped
 // gradients), 5 last_step (state: the step hyper of the last update),
 // 6 w.acc, 7 b.acc (states: accumulated gradients), 8 lr, 9 step (hypers).
 // Arena: loss at 0, grad of w at 64, grad of b at 128.
-constexpr char kStep[] = R"(
+constexpr char kStep[] = R"(#include "kernels/StepAbi.h"
+#include "kernels/TrainState.h"
 namespace {
 float *at(void *const *bindings, int index) {
   return static_cast<float *>(bindings[index]);
@@ -89,18 +90,40 @@ void update(void *const *bindings, const float *gw, float gb) {
 }
 } // namespace
 
-extern "C" void ztc_loss_and_grads(void *const *bindings, char *arena) {
+extern "C" void ztc_loss_and_grads(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   lossAndGrads(bindings, arena);
 }
 
-extern "C" void ztc_train_step(void *const *bindings, char *arena) {
+extern "C" void ztc_train_step(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   lossAndGrads(bindings, arena);
+  ztc::recordLossInto(ctx->state, *reinterpret_cast<float *>(arena));
   update(bindings, reinterpret_cast<float *>(arena + 64),
          *reinterpret_cast<float *>(arena + 128));
 }
 
-extern "C" void ztc_accumulate(void *const *bindings, char *arena) {
+// The step, except that its loss is NaN at optimizer step 7 (the step
+// hyper, binding 9).
+extern "C" void ztc_train_step_nan7(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   lossAndGrads(bindings, arena);
+  float *loss = reinterpret_cast<float *>(arena);
+  if (*at(bindings, 9) == 7.0f)
+    *loss = __builtin_nanf("");
+  ztc::recordLossInto(ctx->state, *loss);
+  update(bindings, reinterpret_cast<float *>(arena + 64),
+         *reinterpret_cast<float *>(arena + 128));
+}
+
+extern "C" void ztc_accumulate(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
+  lossAndGrads(bindings, arena);
+  ztc::recordLossInto(ctx->state, *reinterpret_cast<float *>(arena));
   float *wAcc = at(bindings, 6), *bAcc = at(bindings, 7);
   for (int j = 0; j < 3; ++j)
     wAcc[j] += reinterpret_cast<float *>(arena + 64)[j];
@@ -108,8 +131,11 @@ extern "C" void ztc_accumulate(void *const *bindings, char *arena) {
 }
 
 // The last of 2 micro-batches: update with the mean gradient.
-extern "C" void ztc_train_step_accum2(void *const *bindings, char *arena) {
+extern "C" void ztc_train_step_accum2(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   lossAndGrads(bindings, arena);
+  ztc::recordLossInto(ctx->state, *reinterpret_cast<float *>(arena));
   float *wAcc = at(bindings, 6), *bAcc = at(bindings, 7);
   float gw[3];
   for (int j = 0; j < 3; ++j) {
@@ -125,8 +151,10 @@ extern "C" void ztc_train_step_accum2(void *const *bindings, char *arena) {
 // Appended to kStep (after an include of the kernel library): a train step
 // whose gather reads w at the step hyper, so step 3 reads past w[3].
 constexpr char kGatherAtStepEntry[] = R"(
-extern "C" void ztc_train_step_gather(void *const *bindings, char *arena) {
-  ztc_train_step(bindings, arena);
+extern "C" void ztc_train_step_gather(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
+  ztc_train_step(ctx);
   long long index = static_cast<long long>(*at(bindings, 9));
   float value;
   ztc::cpu::gather<float, long long>(at(bindings, 2), {3}, &index, {1}, 0,
@@ -148,27 +176,41 @@ void recordKey(void *const *bindings) {
 }
 } // namespace
 
-extern "C" void ztc_train_step_keys(void *const *bindings, char *arena) {
+extern "C" void ztc_train_step_keys(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   recordKey(bindings);
-  ztc_train_step_accum2(bindings, arena);
+  ztc_train_step_accum2(ctx);
 }
 
-extern "C" void ztc_accumulate_keys(void *const *bindings, char *arena) {
+extern "C" void ztc_accumulate_keys(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   recordKey(bindings);
-  ztc_accumulate(bindings, arena);
+  ztc_accumulate(ctx);
 }
 
-extern "C" void ztc_loss_and_grads_keys(void *const *bindings, char *arena) {
+extern "C" void ztc_loss_and_grads_keys(const ztc_step_context *ctx) {
+  void *const *bindings = ctx->bindings;
+  char *arena = ctx->arena;
   recordKey(bindings);
-  ztc_loss_and_grads(bindings, arena);
+  ztc_loss_and_grads(ctx);
 }
 )";
+
+/// The entry of `manifest` for `purpose`, appended (without outputs) when
+/// the manifest has none.
+Entry &entryFor(Manifest &manifest, EntryPurpose purpose) {
+  for (Entry &entry : manifest.entries)
+    if (entry.purpose == purpose)
+      return entry;
+  manifest.entries.push_back({"", purpose, {}});
+  return manifest.entries.back();
+}
 
 Manifest trainManifest() {
   Manifest manifest;
   manifest.kind = ArtifactKind::Train;
-  manifest.entry = "ztc_train_step";
-  manifest.gradEntry = "ztc_loss_and_grads";
   manifest.arenaBytes = 256;
   manifest.bindings = {
       {BindingRole::Input, "x", "x", DType::Float32, {kBatch, kFeatures}},
@@ -182,9 +224,15 @@ Manifest trainManifest() {
       {BindingRole::Hyper, "lr", "", DType::Float32, {}},
       {BindingRole::Hyper, "step", "", DType::Float32, {}},
   };
-  manifest.outputs = {{"loss", "loss", DType::Float32, {}, 0}};
-  manifest.gradOutputs = {{"w", "w", DType::Float32, {kFeatures}, 64},
-                          {"b", "b", DType::Float32, {}, 128}};
+  manifest.entries = {
+      {"ztc_train_step",
+       EntryPurpose::TrainStep,
+       {{"loss", "loss", DType::Float32, {}, 0}}},
+      {"ztc_loss_and_grads",
+       EntryPurpose::LossAndGrads,
+       {{"w", "w", DType::Float32, {kFeatures}, 64},
+        {"b", "b", DType::Float32, {}, 128}}},
+  };
   manifest.train.optimizer = "sgd";
   manifest.train.loss = "mse";
   manifest.train.batchSize = kBatch;
@@ -346,6 +394,8 @@ protected:
     options.dataDir = data_;
     options.steps = steps;
     options.seed = 7;
+    // A report every step: one loss per step in TrainResult::losses.
+    options.logEvery = 1;
     options.progressBar = false;
     options.log = [this](const std::string &line) { log_.push_back(line); };
     return options;
@@ -466,15 +516,51 @@ TEST_F(TrainerTest, LogLines) {
                   R"(\d+\.\d samples/s)");
   // Every logEvery steps, and the last.
   const uint64_t steps[] = {5, 10, 12};
+  ASSERT_EQ(result.loggedSteps, std::vector<uint64_t>(steps, steps + 3));
   for (int i = 0; i < 3; ++i) {
     std::smatch match;
     ASSERT_TRUE(std::regex_match(log_[i + 1], match, line)) << log_[i + 1];
     EXPECT_EQ(match[1], std::to_string(steps[i]));
     char loss[32];
-    std::snprintf(loss, sizeof loss, "%.6f", result.losses[steps[i] - 1]);
+    std::snprintf(loss, sizeof loss, "%.6f", result.losses[i]);
     EXPECT_EQ(match[2], loss);
   }
   EXPECT_EQ(log_[4], "saved checkpoint " + (dir_ / "ckpt") + " at step 12");
+}
+
+TEST_F(TrainerTest, ReadsTheLossOnlyWhenItReports) {
+  // Per-step losses from a run that reports every step...
+  TrainResult every = train(options(12));
+  ASSERT_EQ(every.losses.size(), 12u);
+  EXPECT_EQ(every.stateReads, 12u);
+  // ...and a run that reports every 4: the trainer read the device state
+  // three times, and each report is the mean of its four steps, summed on
+  // the device in double as here.
+  TrainOptions run = options(12);
+  run.logEvery = 4;
+  TrainResult result = train(run);
+  EXPECT_EQ(result.stateReads, 3u);
+  ASSERT_EQ(result.loggedSteps, (std::vector<uint64_t>{4, 8, 12}));
+  for (size_t i = 0; i < 3; ++i) {
+    double sum = 0;
+    for (size_t k = 0; k < 4; ++k)
+      sum += every.losses[4 * i + k];
+    EXPECT_EQ(result.losses[i], static_cast<float>(sum / 4)) << i;
+  }
+}
+
+TEST_F(TrainerTest, NonFiniteLossNamesItsStep) {
+  // The loss turns NaN at step 7; the trainer learns it at the report of
+  // step 10 and names step 7.
+  Manifest manifest = trainManifest();
+  manifest.entries[0].name = "ztc_train_step_nan7";
+  writeArtifact(manifest);
+  TrainOptions run = options(12);
+  run.logEvery = 10;
+  EXPECT_EQ(trainError(run), "training diverged at step 7: the loss is nan");
+  // Reporting every step finds it at once, with the same step.
+  EXPECT_EQ(trainError(options(12)),
+            "training diverged at step 7: the loss is nan");
 }
 
 TEST_F(TrainerTest, ProgressBarRedrawsOneLine) {
@@ -505,10 +591,14 @@ TEST_F(TrainerTest, ResumeIsBitIdentical) {
   TrainOptions straight = options(20);
   straight.saveDir = dir_ / "straight";
   straight.saveEvery = 7;
-  straight.logEvery = 0; // only the last step
   TrainResult whole = train(straight);
-  EXPECT_EQ(log_[1], "saved checkpoint " + straight.saveDir + " at step 7");
-  EXPECT_EQ(log_[2], "saved checkpoint " + straight.saveDir + " at step 14");
+  std::vector<std::string> saves;
+  for (const std::string &line : log_)
+    if (line.rfind("saved checkpoint", 0) == 0)
+      saves.push_back(line);
+  ASSERT_EQ(saves.size(), 3u);
+  EXPECT_EQ(saves[0], "saved checkpoint " + straight.saveDir + " at step 7");
+  EXPECT_EQ(saves[1], "saved checkpoint " + straight.saveDir + " at step 14");
   EXPECT_EQ(log_.back(),
             "saved checkpoint " + straight.saveDir + " at step 20");
 
@@ -596,8 +686,8 @@ TEST_F(TrainerTest, GradientAccumulation) {
             "train.grad_accum is 2, but gradient accumulation needs an "
             "accum_entry the artifact lacks");
 
-  manifest.entry = "ztc_train_step_accum2";
-  manifest.accumEntry = "ztc_accumulate";
+  manifest.entries[0].name = "ztc_train_step_accum2";
+  entryFor(manifest, EntryPurpose::Accumulate).name = "ztc_accumulate";
   writeArtifact(manifest);
   TrainOptions run = options(0);
   run.epochs = 2; // 5 micro-batches per epoch: 2 optimizer steps each
@@ -632,9 +722,10 @@ TEST_F(TrainerTest, RandomKeyPerStepAndMicroBatch) {
       {BindingRole::Hyper, "rng", "", DType::Int64, {}});
   manifest.bindings.push_back(
       {BindingRole::State, "keys", "", DType::Int64, {16}});
-  manifest.entry = "ztc_train_step_keys";
-  manifest.accumEntry = "ztc_accumulate_keys";
-  manifest.gradEntry = "ztc_loss_and_grads_keys";
+  manifest.entries[0].name = "ztc_train_step_keys";
+  entryFor(manifest, EntryPurpose::Accumulate).name = "ztc_accumulate_keys";
+  entryFor(manifest, EntryPurpose::LossAndGrads).name =
+      "ztc_loss_and_grads_keys";
   manifest.train.gradAccum = 2;
   writeArtifact(manifest);
   std::filesystem::remove(artifact_ + "/step.so");
@@ -702,7 +793,7 @@ TEST_F(TrainerTest, KernelErrorsNameTheStep) {
   std::string so =
       compileSharedObject(dir_ / "gather.cpp", Target::Cpu, *shared_ / "cache");
   Manifest manifest = trainManifest();
-  manifest.entry = "ztc_train_step_gather";
+  manifest.entries[0].name = "ztc_train_step_gather";
   writeArtifact(manifest);
   std::filesystem::remove(artifact_ + "/step.so");
   std::filesystem::copy_file(so, artifact_ + "/step.so");
@@ -773,8 +864,7 @@ TEST_F(TrainerTest, ArtifactAndOptionErrors) {
             artifact_ + ": not a training artifact (manifest kind 'forward')");
 
   Manifest noGrad = trainManifest();
-  noGrad.gradEntry.clear();
-  noGrad.gradOutputs.clear();
+  noGrad.entries.pop_back(); // loss_and_grads
   writeArtifact(noGrad);
   TrainOptions dump = options(1);
   dump.dumpGradsDir = dir_ / "grads";
@@ -799,7 +889,7 @@ TEST_F(TrainerTest, ArtifactAndOptionErrors) {
   writeArtifact(trainManifest());
   TrainOptions saveEvery = options(4);
   saveEvery.saveEvery = 2;
-  EXPECT_EQ(trainError(saveEvery), "--save-every needs --save-dir");
+  EXPECT_EQ(trainError(saveEvery), "--save-every needs --save DIR");
 
   TrainOptions nothing = options(0);
   nothing.epochs = 0;
@@ -810,7 +900,7 @@ TEST_F(TrainerTest, ArtifactAndOptionErrors) {
 
 TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
   Manifest manifest = trainManifest();
-  manifest.accumEntry = "ztc_accumulate";
+  entryFor(manifest, EntryPurpose::Accumulate).name = "ztc_accumulate";
   manifest.train.schedule.kind = LrScheduleKind::WarmupCosine;
   manifest.train.schedule.warmupType = WarmupType::Log;
   manifest.train.schedule.totalSteps = 100;
@@ -820,9 +910,11 @@ TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
   Manifest parsed = parseManifest(text, "m.json");
   EXPECT_EQ(printManifest(parsed), text);
   EXPECT_EQ(parsed.kind, ArtifactKind::Train);
-  EXPECT_EQ(parsed.gradEntry, "ztc_loss_and_grads");
-  EXPECT_EQ(parsed.accumEntry, "ztc_accumulate");
-  EXPECT_EQ(parsed.gradOutputs.size(), 2u);
+  EXPECT_EQ(parsed.main().name, "ztc_train_step");
+  EXPECT_EQ(parsed.find(EntryPurpose::LossAndGrads)->name,
+            "ztc_loss_and_grads");
+  EXPECT_EQ(parsed.find(EntryPurpose::Accumulate)->name, "ztc_accumulate");
+  EXPECT_EQ(parsed.find(EntryPurpose::LossAndGrads)->outputs.size(), 2u);
   EXPECT_EQ(parsed.bindings[4].role, BindingRole::State);
   EXPECT_EQ(parsed.bindings[8].role, BindingRole::Hyper);
   EXPECT_EQ(parsed.train.schedule.warmupMinRatio, 0.25);
@@ -831,6 +923,7 @@ TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
   // A forward manifest prints no training fields.
   Manifest forward;
   forward.arenaBytes = 8;
+  forward.entries = {{"ztc_forward", EntryPurpose::Forward, {}}};
   std::string forwardText = printManifest(forward);
   EXPECT_EQ(forwardText.find("kind"), std::string::npos);
   EXPECT_EQ(forwardText.find("train"), std::string::npos);
@@ -839,9 +932,8 @@ TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
 
 TEST(TrainManifestTest, ParsesTheDocumentedExample) {
   Manifest manifest = parseManifest(R"({
-    "format": 1, "kind": "train", "target": "cpu", "source": "step.cpp",
-    "entry": "ztc_train_step", "grad_entry": "ztc_loss_and_grads",
-    "arena_bytes": 8192,
+    "format": 2, "abi": 2, "kind": "train", "target": "cpu",
+    "source": "step.cpp", "arena_bytes": 8192, "streams": 1, "events": 0,
     "bindings": [
       {"role": "input", "name": "x", "file": "x", "dtype": "float32",
        "shape": [32, 64]},
@@ -854,11 +946,15 @@ TEST(TrainManifestTest, ParsesTheDocumentedExample) {
       {"role": "hyper", "name": "lr", "dtype": "float32", "shape": []},
       {"role": "hyper", "name": "step", "dtype": "float32", "shape": []}
     ],
-    "outputs": [{"name": "loss", "file": "loss", "dtype": "float32",
-                 "shape": [], "offset": 1024}],
-    "grad_outputs": [{"name": "fc.weight", "file": "fc.weight",
-                      "dtype": "float32", "shape": [10, 64],
-                      "offset": 4096}],
+    "entries": [
+      {"name": "ztc_train_step", "purpose": "train_step",
+       "outputs": [{"name": "loss", "file": "loss", "dtype": "float32",
+                    "shape": [], "offset": 1024}]},
+      {"name": "ztc_loss_and_grads", "purpose": "loss_and_grads",
+       "outputs": [{"name": "fc.weight", "file": "fc.weight",
+                    "dtype": "float32", "shape": [10, 64],
+                    "offset": 4096}]}
+    ],
     "train": {"optimizer": "adamw", "lr": 0.001,
               "lr_schedule": "warmup-decay", "warmup_steps": 10,
               "total_steps": 100, "min_lr": 0.0, "warmup_type": "log",
@@ -874,8 +970,9 @@ TEST(TrainManifestTest, ParsesTheDocumentedExample) {
   EXPECT_EQ(manifest.train.schedule.warmupSteps, 10u);
   EXPECT_EQ(manifest.train.schedule.totalSteps, 100u);
   EXPECT_EQ(manifest.train.batchSize, 32u);
-  EXPECT_EQ(manifest.gradOutputs[0].offset, 4096u);
-  EXPECT_EQ(manifest.outputIndex("loss"), 0);
+  EXPECT_EQ(manifest.find(EntryPurpose::LossAndGrads)->outputs[0].offset,
+            4096u);
+  EXPECT_EQ(manifest.main().outputIndex("loss"), 0);
 }
 
 TEST(TrainManifestTest, Errors) {
@@ -887,10 +984,10 @@ TEST(TrainManifestTest, Errors) {
   };
 
   Manifest noLoss = trainManifest();
-  noLoss.outputs[0].name = "total";
+  noLoss.entries[0].outputs[0].name = "total";
   EXPECT_EQ(error(noLoss), "m.json: training manifest has no output 'loss'");
   Manifest vectorLoss = trainManifest();
-  vectorLoss.outputs[0].shape = {2};
+  vectorLoss.entries[0].outputs[0].shape = {2};
   EXPECT_EQ(error(vectorLoss), "m.json: training manifest output 'loss' must "
                                "be float32[], got float32[2]");
   Manifest uneven = trainManifest();
@@ -906,33 +1003,37 @@ TEST(TrainManifestTest, Errors) {
   EXPECT_EQ(error(scalarInput), "m.json: training manifest input 'y' "
                                 "(float32[]) has no batch dimension");
   Manifest orphan = trainManifest();
-  orphan.gradOutputs[0].name = "v";
-  orphan.gradOutputs[0].file = "v";
+  orphan.entries[1].outputs[0].name = "v";
+  orphan.entries[1].outputs[0].file = "v";
   EXPECT_EQ(error(orphan),
             "m.json: training manifest grad output 'v' names no param");
   Manifest shape = trainManifest();
-  shape.gradOutputs[1].shape = {1};
+  shape.entries[1].outputs[1].shape = {1};
   EXPECT_EQ(error(shape), "m.json: training manifest grad output 'b' is "
                           "float32[1]; expected float32 in the param's shape "
                           "float32[]");
-  Manifest noGradEntry = trainManifest();
-  noGradEntry.gradEntry.clear();
-  EXPECT_EQ(error(noGradEntry), "m.json: training manifest lists "
-                                "grad_outputs but names no grad_entry");
+  Manifest gradsFirst = trainManifest();
+  std::swap(gradsFirst.entries[0], gradsFirst.entries[1]);
+  EXPECT_EQ(error(gradsFirst),
+            "m.json: training manifest starts with a loss_and_grads entry; "
+            "expected train_step (or loss, for a gradient check)");
   Manifest outside = trainManifest();
-  outside.gradOutputs[0].offset = 250;
-  EXPECT_EQ(error(outside), "m.json: grad output 0 ('w') (float32[3] at "
-                            "offset 250) lies outside the 256-byte arena");
+  outside.entries[1].outputs[0].offset = 250;
+  EXPECT_EQ(error(outside),
+            "m.json: entry 1 ('ztc_loss_and_grads') output 0 ('w') "
+            "(float32[3] at offset 250) lies outside the 256-byte arena");
   Manifest hyper = trainManifest();
   hyper.bindings[8].shape = {1};
   EXPECT_EQ(error(hyper), "m.json: binding 8 ('lr') is a hyper of shape "
                           "float32[1]; hypers are scalars");
 
   std::string head =
-      R"({"format":1,"target":"cpu","entry":"e","source":"s","arena_bytes":8,)"
+      R"({"format":2,"abi":2,"target":"cpu","source":"s","arena_bytes":8,)"
+      R"("streams":1,"events":0,)"
       R"("bindings":[{"role":"input","name":"x","dtype":"float32",)"
-      R"("shape":[2]}],"outputs":[{"name":"loss","dtype":"float32",)"
-      R"("shape":[],"offset":0}],)";
+      R"("shape":[2]}],"entries":[{"name":"e","purpose":"train_step",)"
+      R"("outputs":[{"name":"loss","dtype":"float32","shape":[],)"
+      R"("offset":0}]}],)";
   EXPECT_EQ(textError(head + R"("kind":"eval"})"),
             "m.json: manifest has unknown kind 'eval' (known: forward, train)");
   EXPECT_EQ(textError(head + R"("kind":"train"})"),

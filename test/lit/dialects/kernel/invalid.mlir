@@ -115,3 +115,37 @@ func.func @missing_config(%x: memref<2x3xf32>) {
   kernel.call "transpose" ins(%x : memref<2x3xf32>) outs(%a : memref<3x2xf32>)
   return
 }
+
+// -----
+
+// Streams: a wait orders two streams; the stream attribute is checked.
+
+func.func @wait_own_stream() {
+  %e = kernel.signal {kernel.stream = 1 : i64} : !kernel.event
+  // expected-error @+1 {{waits for an event of its own stream 1, which orders nothing}}
+  kernel.wait %e {kernel.stream = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @negative_stream() {
+  // expected-error @+1 {{'kernel.stream' must be a non-negative i64}}
+  %e = kernel.signal {kernel.stream = -1 : i64} : !kernel.event
+  return
+}
+
+// -----
+
+func.func @stream_on_other_op() {
+  // expected-error @+1 {{'kernel.stream' belongs on a kernel op}}
+  %c = arith.constant {kernel.stream = 1 : i64} 0.0 : f32
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown kernel attribute 'kernel.streams'}}
+func.func @unknown_attr() attributes {kernel.streams = 2 : i64} {
+  return
+}

@@ -23,3 +23,15 @@ func.func @step(%x: memref<2x3xf32>) -> memref<2x3xf32> {
   kernel.call "transpose" ins(%v : memref<3x2xf32>) outs(%b : memref<2x3xf32>) {config = {perm = array<i64: 1, 0>}}
   return %b : memref<2x3xf32>
 }
+
+// -----
+
+// Streams: an event signalled on stream 1, waited for on stream 0.
+// CHECK-LABEL: func.func @streams
+// CHECK: %[[E:.+]] = kernel.signal {kernel.stream = 1 : i64} : !kernel.event
+// CHECK: kernel.wait %[[E]]
+func.func @streams() {
+  %e = kernel.signal {kernel.stream = 1 : i64} : !kernel.event
+  kernel.wait %e
+  return
+}

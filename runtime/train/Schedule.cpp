@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Schedule.h"
+#include "runtime/train/Schedule.h"
 
 #include "runtime/Error.h"
 

@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Checkpoint.h"
+#include "runtime/train/Checkpoint.h"
 
 #include "runtime/Error.h"
-#include "runtime/File.h"
-#include "runtime/SafeTensors.h"
+#include "runtime/io/File.h"
+#include "runtime/io/SafeTensors.h"
 
 #include <cerrno>
 #include <filesystem>

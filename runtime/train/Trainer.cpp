@@ -7,16 +7,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Trainer.h"
+#include "runtime/train/Trainer.h"
 
 #include "runtime/Artifact.h"
-#include "runtime/Checkpoint.h"
-#include "runtime/DataLoader.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/DataLoader.h"
 #include "runtime/Error.h"
-#include "runtime/File.h"
-#include "runtime/Npy.h"
+#include "runtime/io/File.h"
+#include "runtime/io/Npy.h"
 #include "runtime/Runner.h"
-#include "runtime/Schedule.h"
+#include "runtime/train/Schedule.h"
 
 #include <chrono>
 #include <cmath>
@@ -112,16 +112,25 @@ public:
     log_(text);
   }
 
+  /// Whether `step` reports: every logEvery steps and the last (plain
+  /// lines), or when the bar is due for a redraw. Only then does the
+  /// trainer read the loss from the device.
+  bool due(uint64_t step) const {
+    if (step == lastStep_)
+      return true;
+    if (bar_)
+      return !drawn_ || secondsBetween(lastDraw_, Clock::now()) >= 0.1;
+    return logEvery_ != 0 && step % logEvery_ == 0;
+  }
+
+  /// Reports a due step; `loss` is the mean over the steps since the last
+  /// report.
   void step(uint64_t step, float loss, double lr) {
     Clock::time_point now = Clock::now();
-    bool last = step == lastStep_;
     if (bar_) {
-      if (last || secondsBetween(lastDraw_, now) >= 0.1 || !drawn_)
-        drawBar(step, loss, lr, now);
+      drawBar(step, loss, lr, now);
       return;
     }
-    if (!last && (logEvery_ == 0 || step % logEvery_ != 0))
-      return;
     double rate = samplesPerStep_ * double(step - lastLineStep_) /
                   std::max(secondsBetween(lastLine_, now), 1e-9);
     log_(printfString("step %llu/%llu  loss %.6f  lr %.3e  %.1f samples/s",
@@ -202,10 +211,10 @@ public:
                   ", but gradient accumulation needs an accum_entry the "
                   "artifact lacks");
     if (options.saveEvery != 0 && options.saveDir.empty())
-      throw Error("--save-every needs --save-dir");
+      throw Error("--save-every needs --save DIR");
     if (!options.dumpGradsDir.empty() && !artifact_.gradEntry())
       throw Error("--dump-grads needs a grad_entry the artifact lacks");
-    lossIndex_ = static_cast<size_t>(manifest().outputIndex("loss"));
+    lossIndex_ = static_cast<size_t>(manifest().main().outputIndex("loss"));
     lastStep_ = options.steps ? options.steps
                               : options.epochs *
                                     (loader_.batchesPerEpoch() / microBatches_);
@@ -243,14 +252,25 @@ public:
       dumpGradients(step + 1);
     uint64_t savedStep = step;
     reporter.start(step + 1);
+    intervalStart_ = step + 1;
+    runner_.resetTrainState();
     while (step < lastStep_) {
       ++step;
       double lr = schedule_->lrAtStep(step);
-      float loss = optimizerStep(step, lr);
-      result.losses.push_back(loss);
+      optimizerStep(step, lr);
       result.finalStep = step;
-      reporter.step(step, loss, lr);
-      if (shouldSave(step)) {
+      // The loss stays on the device until a report or a checkpoint needs
+      // it: no host synchronization in between.
+      bool saving = shouldSave(step) ||
+                    (step == lastStep_ && !options_.saveDir.empty());
+      if (reporter.due(step) || saving) {
+        float loss = readLoss(step);
+        ++result.stateReads;
+        result.losses.push_back(loss);
+        result.loggedSteps.push_back(step);
+        reporter.step(step, loss, lr);
+      }
+      if (saving) {
         save(step);
         savedStep = step;
       }
@@ -320,20 +340,34 @@ private:
       runner_.setBinding(indices[i], batch[i]);
   }
 
-  /// The loss the last call wrote: accum_entry's own place when the
-  /// manifest gives one, else the step's output.
-  float readLoss(uint64_t step, bool accumulated = false) {
-    const Output *place = nullptr;
-    if (accumulated)
-      for (const Output &output : manifest().accumOutputs)
-        if (output.name == "loss")
-          place = &output;
-    float loss = place ? *runner_.readArena(*place).data<float>()
-                       : *runner_.output(lossIndex_).data<float>();
-    if (!std::isfinite(loss))
-      throw Error("training diverged at step " + std::to_string(step) +
-                  ": the loss is " + (std::isnan(loss) ? "nan" : "inf"));
-    return loss;
+  /// The mean loss of the calls since the last read, from the device-side
+  /// training state (which it then resets); `step` is the step just run.
+  /// A non-finite loss names the optimizer step it appeared at.
+  float readLoss(uint64_t step) {
+    uint64_t first = intervalStart_;
+    ztc_train_state state;
+    try {
+      state = runner_.trainState();
+    } catch (const Error &failure) {
+      // An asynchronous backend reports a failed call when the host waits.
+      throw Error("steps " + std::to_string(first) + ".." +
+                  std::to_string(step) + ": " + failure.what());
+    }
+    runner_.resetTrainState();
+    intervalStart_ = step + 1;
+    if (state.first_nonfinite_call != 0) {
+      uint64_t at = first + uint64_t(state.first_nonfinite_call - 1) /
+                                microBatches_;
+      double loss = state.first_nonfinite_loss;
+      throw Error("training diverged at step " + std::to_string(at) +
+                  ": the loss is " +
+                  (loss != loss ? "nan" : loss > 0 ? "inf" : "-inf"));
+    }
+    if (state.calls == 0)
+      throw Error("step " + std::to_string(step) +
+                  ": the step recorded no loss (an artifact compiled without "
+                  "kernel.record_loss; recompile it)");
+    return static_cast<float>(state.loss_sum / double(state.calls));
   }
 
   /// Runs `entry` for optimizer step `step`; a failure of the step (bad
@@ -347,18 +381,16 @@ private:
     }
   }
 
-  /// One optimizer step over grad_accum micro-batches; the mean loss.
-  float optimizerStep(uint64_t step, double lr) {
+  /// One optimizer step over grad_accum micro-batches; each call records
+  /// its loss on the device.
+  void optimizerStep(uint64_t step, double lr) {
     setHypers(step, lr);
-    double sum = 0;
     for (uint64_t micro = 0; micro < microBatches_; ++micro) {
       uploadBatch(loader_.next());
       runner_.setRandomKey(randomKey(loader_.seed(), step, micro));
       bool last = micro + 1 == microBatches_;
       runStep(last ? artifact_.entry() : artifact_.accumEntry(), step);
-      sum += readLoss(step, /*accumulated=*/!last);
     }
-    return static_cast<float>(sum / double(microBatches_));
   }
 
   /// grad_entry on the batch the first update will use, with the random
@@ -375,7 +407,8 @@ private:
     // The grad entry writes its loss where grad_outputs says, when it says.
     Tensor loss = runner_.output(lossIndex_);
     size_t grads = 0;
-    for (const Output &grad : manifest().gradOutputs) {
+    for (const Output &grad :
+         manifest().find(EntryPurpose::LossAndGrads)->outputs) {
       if (grad.name == "loss") {
         loss = runner_.readArena(grad);
         continue;
@@ -455,6 +488,8 @@ private:
   uint64_t microBatches_ = 1;
   size_t lossIndex_ = 0;
   uint64_t lastStep_ = 0;
+  /// The first optimizer step whose loss the device state holds.
+  uint64_t intervalStart_ = 1;
   int lrHyper_ = -1, stepHyper_ = -1;
   std::optional<Schedule> schedule_;
   Reporter *reporter_ = nullptr;

@@ -57,6 +57,11 @@ bool tryCompileSharedObject(const std::string &sourcePath, Target target,
                             const CompileOptions &options, std::string &soPath,
                             std::string &error) noexcept;
 
+/// Where compiled steps are cached: $ZTC_CACHE_DIR, else
+/// $XDG_CACHE_HOME/ztc, else ~/.cache/ztc, else a directory under the
+/// system's temporary directory.
+std::string defaultCacheDir();
+
 /// The command line compileSharedObject runs (for messages and tests).
 std::vector<std::string> compileCommand(const std::string &sourcePath,
                                         Target target,

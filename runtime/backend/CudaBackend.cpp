@@ -1,21 +1,23 @@
 //===- CudaBackend.cpp - run generated code on a CUDA device --------------===//
 //
 // Device memory comes from cudaMalloc on the current device; copies are
-// synchronous cudaMemcpy. The entry enqueues its kernels on the legacy
-// default stream, so `call` synchronizes the device and then reports, as an
-// Error, the first failure of the step: the one the kernel library recorded
-// (it names the call and the kernel; read through the step's
-// ztc_cuda_last_error), else an asynchronous fault the synchronize returns,
-// else a failed launch of a generated kernel (cudaGetLastError). The step is
-// linked against the shared cudart (runtime/Compile.cpp), so it and this
-// file share one CUDA runtime and context.
+// cudaMemcpy, which waits for the work enqueued before them. Entries run on
+// the (blocking) streams and events the backend creates and the step
+// context carries; `call` only enqueues (a failed launch is recorded, not
+// waited for), so consecutive steps run back to back without the host. At
+// `synchronize` the backend waits for the device and reports, as an Error,
+// the first failure since the last synchronize: the one the kernel library
+// recorded (it names the call and the kernel; read through the step's
+// ztc_cuda_last_error), else an asynchronous fault, else a failed launch.
+// The step is linked against the shared cudart (runtime/backend/Compile.cpp), so it
+// and this file share one CUDA runtime and context.
 //
 // Without the CUDA toolkit at build time (ZTC_RUNTIME_CUDA unset) only
 // createCudaBackend exists, and it throws.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Backend.h"
+#include "runtime/backend/Backend.h"
 
 #include "runtime/Error.h"
 
@@ -26,6 +28,7 @@
 #endif
 
 #include <string>
+#include <vector>
 
 namespace ztc::rt {
 
@@ -57,6 +60,14 @@ public:
                   describe(status));
     if (devices == 0)
       throw Error("no usable CUDA device: cudaGetDeviceCount found none");
+    (void)streams(1);
+  }
+
+  ~CudaBackend() override {
+    for (cudaStream_t stream : streams_)
+      cudaStreamDestroy(stream);
+    for (cudaEvent_t event : events_)
+      cudaEventDestroy(event);
   }
 
   Target target() const override { return Target::Cuda; }
@@ -90,22 +101,64 @@ public:
                  "cudaMemcpy", bytes, "device to host");
   }
 
-  void call(EntryFn entry, void *const *bindings, char *arena) override {
+  std::vector<void *> streams(size_t count) override {
+    while (streams_.size() < count) {
+      // Blocking streams: cudaMemcpy and cudaMemset on the legacy default
+      // stream wait for their work and they for theirs, so copies stay the
+      // synchronization points the Backend interface promises.
+      cudaStream_t stream = nullptr;
+      cudaError_t status = cudaStreamCreate(&stream);
+      if (status != cudaSuccess)
+        throw Error("cannot create a CUDA stream: " + describe(status));
+      streams_.push_back(stream);
+    }
+    return {streams_.begin(), streams_.begin() + count};
+  }
+
+  std::vector<void *> events(size_t count) override {
+    while (events_.size() < count) {
+      // Ordering only: no timing, so recording and waiting stay cheap.
+      cudaEvent_t event = nullptr;
+      cudaError_t status =
+          cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+      if (status != cudaSuccess)
+        throw Error("cannot create a CUDA event: " + describe(status));
+      events_.push_back(event);
+    }
+    return {events_.begin(), events_.begin() + count};
+  }
+  bool asynchronous() const override { return true; }
+
+  void call(EntryFn entry, const ztc_step_context &ctx) override {
     if (entry != hooksEntry_) {
       hooks_ = findErrorHooks(entry, "cuda");
       hooksEntry_ = entry;
+      if (!pending_ && hooks_.clearError)
+        hooks_.clearError();
     }
-    // A failed launch left over from code outside the step is not the
-    // step's failure (a sticky fault resurfaces at the synchronize).
-    (void)cudaGetLastError();
-    if (hooks_.clearError)
-      hooks_.clearError();
+    if (!pending_)
+      // A failed launch left over from code outside the step is not the
+      // step's failure (a sticky fault resurfaces at the synchronize).
+      (void)cudaGetLastError();
+    pending_ = true;
+    entry(&ctx);
+    // Launch failures are recorded without waiting; the first one is kept.
+    cudaError_t launch = cudaGetLastError();
+    if (launch != cudaSuccess && launch_ == cudaSuccess)
+      launch_ = launch;
+  }
 
-    entry(bindings, arena);
-
+  void synchronize() override {
+    if (!pending_)
+      return;
+    // Every stream the calls used: the device, since they may fork.
     cudaError_t sync = cudaDeviceSynchronize();
     std::string library = hooks_.lastError ? hooks_.lastError() : "";
-    cudaError_t launch = cudaGetLastError();
+    cudaError_t launch = launch_;
+    pending_ = false;
+    launch_ = cudaSuccess;
+    if (hooks_.clearError)
+      hooks_.clearError();
     if (!library.empty())
       throw Error("the CUDA step failed: " + library);
     if (sync != cudaSuccess)
@@ -116,6 +169,12 @@ public:
   }
 
 private:
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> events_;
+  /// Whether calls were enqueued since the last synchronize.
+  bool pending_ = false;
+  /// The first failed launch since the last synchronize.
+  cudaError_t launch_ = cudaSuccess;
   EntryFn hooksEntry_ = nullptr;
   ErrorHooks hooks_;
 };

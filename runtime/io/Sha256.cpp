@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Sha256.h"
+#include "runtime/io/Sha256.h"
 
 #include "runtime/Error.h"
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Backend.h"
+#include "runtime/backend/Backend.h"
 
 #include <string>
 

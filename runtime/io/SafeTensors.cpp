@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/SafeTensors.h"
+#include "runtime/io/SafeTensors.h"
 
 #include "runtime/Error.h"
-#include "runtime/File.h"
+#include "runtime/io/File.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/File.h"
+#include "runtime/io/File.h"
 
 #include "runtime/Error.h"
 

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 
 #include "runtime/Error.h"
-#include "runtime/File.h"
+#include "runtime/io/File.h"
 
 #include <cctype>
 #include <cerrno>

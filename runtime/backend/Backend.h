@@ -1,27 +1,31 @@
 //===- Backend.h - where generated code runs --------------------*- C++ -*-===//
 //
 // The Runner talks to a device only through this interface: allocate device
-// memory, copy bytes in and out, and call the compiled entry point. Two
-// backends implement it: the CPU (host memory, direct call; CpuBackend.cpp)
-// and CUDA (cudaMalloc, cudaMemcpy, a call that synchronizes the device;
-// CudaBackend.cpp).
+// memory, copy bytes in and out, enqueue the compiled entry point on the
+// backend's stream, and wait for it. Two backends implement it: the CPU
+// (host memory, the entry runs on the calling thread; CpuBackend.cpp) and
+// CUDA (cudaMalloc, one stream, calls that return before the device is done;
+// CudaBackend.cpp). The calling convention is runtime/kernels/StepAbi.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ZTC_RUNTIME_BACKEND_H
 #define ZTC_RUNTIME_BACKEND_H
 
-#include "runtime/Compile.h"
+#include "runtime/backend/Compile.h"
+#include "runtime/kernels/StepAbi.h"
 
 #include <cstddef>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace ztc::rt {
 
-/// The generated entry point: `extern "C" void ztc_forward(void *const
-/// *bindings, char *arena)`; every pointer is a device pointer.
-using EntryFn = void (*)(void *const *bindings, char *arena);
+/// The generated entry point: `extern "C" void ztc_<entry>(const
+/// ztc_step_context *ctx)`; every pointer in the context is a device
+/// pointer (StepAbi.h).
+using EntryFn = ztc_entry_fn;
 
 /// Memory and execution on one device.
 class Backend {
@@ -33,10 +37,27 @@ public:
   /// still yields a valid pointer. Throws Error when out of memory.
   virtual void *allocate(size_t bytes) = 0;
   virtual void deallocate(void *device) = 0;
+  /// Copies after every call enqueued so far has finished (a copy is a
+  /// synchronization point).
   virtual void copyIn(void *device, const void *host, size_t bytes) = 0;
   virtual void copyOut(void *host, const void *device, size_t bytes) = 0;
-  /// Runs `entry`; returns once its results are visible to copyOut.
-  virtual void call(EntryFn entry, void *const *bindings, char *arena) = 0;
+  /// `count` streams for ztc_step_context::streams, owned by the backend
+  /// (the same ones on every call; the first is the one copies are ordered
+  /// with): cudaStream_t, or nulls on the CPU.
+  virtual std::vector<void *> streams(size_t count) = 0;
+  /// `count` events for ztc_step_context::events, owned by the backend:
+  /// cudaEvent_t, or nulls on the CPU.
+  virtual std::vector<void *> events(size_t count) = 0;
+  /// Enqueues `entry` with `ctx` (whose streams and events came from this
+  /// backend). The CPU runs it to completion and throws the kernel
+  /// library's first data error; CUDA returns at once, without waiting for
+  /// the device.
+  virtual void call(EntryFn entry, const ztc_step_context &ctx) = 0;
+  /// Waits for every call enqueued so far and throws the first failure
+  /// among them (the kernel library's, or the device's).
+  virtual void synchronize() = 0;
+  /// Whether call() returns before the entry has finished.
+  virtual bool asynchronous() const = 0;
 };
 
 /// Host memory, entry called on the calling thread (OpenMP inside).
@@ -52,10 +73,11 @@ ErrorHooks findErrorHooks(EntryFn entry, const char *library);
 
 std::unique_ptr<Backend> createCpuBackend();
 
-/// Memory on the current CUDA device; the entry runs on the legacy default
-/// stream and `call` synchronizes, then throws the step's first CUDA,
-/// cuBLAS or kernel-library failure (runtime/CudaBackend.cpp). Throws if
-/// there is no device, or if the runtime was built without CUDA.
+/// Memory on the current CUDA device; entries run on one stream the backend
+/// creates, and `synchronize` throws the first CUDA, cuBLAS or
+/// kernel-library failure of the calls since the last one
+/// (runtime/backend/CudaBackend.cpp). Throws if there is no device, or if the
+/// runtime was built without CUDA.
 std::unique_ptr<Backend> createCudaBackend();
 
 /// The backend that runs code generated for `target`.

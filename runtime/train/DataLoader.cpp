@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/DataLoader.h"
+#include "runtime/train/DataLoader.h"
 
 #include "runtime/Error.h"
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 
 #include <cstring>
 #include <filesystem>

@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Compile.h"
+#include "runtime/backend/Compile.h"
 
 #include "runtime/Error.h"
-#include "runtime/File.h"
-#include "runtime/Sha256.h"
+#include "runtime/io/File.h"
+#include "runtime/io/Sha256.h"
 #include "ztc/runtime/Config.h"
 
 #include <algorithm>
@@ -255,6 +255,16 @@ bool tryCompileSharedObject(const std::string &sourcePath, Target target,
     error = failure.what();
     return false;
   }
+}
+
+std::string defaultCacheDir() {
+  if (const char *dir = std::getenv("ZTC_CACHE_DIR"); dir && *dir)
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/ztc";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/ztc";
+  return (std::filesystem::temp_directory_path() / "ztc-cache").string();
 }
 
 } // namespace ztc::rt

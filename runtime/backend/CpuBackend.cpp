@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Backend.h"
+#include "runtime/backend/Backend.h"
 
 #include "runtime/Error.h"
 
@@ -53,14 +53,26 @@ public:
       std::memcpy(host, device, bytes);
   }
 
-  void call(EntryFn entry, void *const *bindings, char *arena) override {
+  // Entries run on the calling thread in program order, which satisfies
+  // every stream schedule; streams and events are placeholders.
+  std::vector<void *> streams(size_t count) override {
+    return std::vector<void *>(count, nullptr);
+  }
+  std::vector<void *> events(size_t count) override {
+    return std::vector<void *>(count, nullptr);
+  }
+  bool asynchronous() const override { return false; }
+  /// Every call has finished (and been checked) when it returns.
+  void synchronize() override {}
+
+  void call(EntryFn entry, const ztc_step_context &ctx) override {
     if (entry != hooksEntry_) {
       hooks_ = findErrorHooks(entry, "cpu");
       hooksEntry_ = entry;
     }
     if (hooks_.clearError)
       hooks_.clearError();
-    entry(bindings, arena);
+    entry(&ctx);
     if (!hooks_.lastError)
       return;
     const char *message = hooks_.lastError();

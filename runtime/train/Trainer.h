@@ -9,9 +9,17 @@
 //     for each of the grad_accum micro-batches m: upload the next batch,
 //       write hyper "rng" = randomKey(seed, t, m) (Runner.h: new dropout
 //       masks every call, the same ones again on resume), call
-//       accum_entry (all but the last) or entry (the last), read "loss"
-//     check the loss is finite; log; save a checkpoint every saveEvery steps
+//       accum_entry (all but the last) or entry (the last); each call adds
+//       its loss to the device-side training state (StepAbi.h)
+//     when a report or a checkpoint is due: read the state (the mean loss
+//     since the last read; the first non-finite loss names its step),
+//     reset it, log; save a checkpoint every saveEvery steps
 //   save a checkpoint at the end
+//
+// Between reports the host never waits for the device: it reads nothing
+// back, so on CUDA consecutive steps run back to back. A failure a CUDA
+// call reports asynchronously surfaces at the next read, naming the steps
+// since the previous one.
 //
 // Params and states live in the Runner's binding buffers for the whole run:
 // the step updates them in place and nothing re-uploads them. A run with
@@ -22,17 +30,21 @@
 // schedule spans the run's last step: give a resumed run the same steps.)
 //
 // Logging goes through TrainOptions::log, one message per call. With
-// progressBar, the per-step report is a single line on stderr redrawn in
-// place; otherwise every logEvery steps (and at the last) a line like
+// progressBar, the report is a single line on stderr redrawn in place at
+// most every 0.1 s; otherwise every logEvery steps (and at the last) a line
+// like
 //   step 10/100  loss 2.301234  lr 1.000e-03  1234.5 samples/s
+// where the loss is the mean over the steps since the previous line (as the
+// Hugging Face Trainer logs it).
 //
 // Errors are ztc::rt::Error; besides those of the parts:
 //   ARTIFACT: not a training artifact (manifest kind 'forward')
-//   training diverged at step 7: the loss is nan
+//   training diverged at step 7: the loss is nan   (the first step whose
+//     loss was not finite, found at the report after it)
 //   train.grad_accum is 4, but gradient accumulation needs an accum_entry
 //     the artifact lacks
 //   --dump-grads needs a grad_entry the artifact lacks
-//   --save-every needs --save-dir
+//   --save-every needs --save DIR
 //   the checkpoint in DIR was written with seed 1; this run has seed 0
 //
 //===----------------------------------------------------------------------===//
@@ -81,9 +93,15 @@ struct TrainOptions {
 };
 
 struct TrainResult {
-  /// The loss of every optimizer step this run executed (the mean over
-  /// micro-batches when accumulating), steps firstStep..finalStep.
+  /// The reported losses, one per report (log line, progress-bar redraw or
+  /// checkpoint): the mean over the steps and micro-batches since the
+  /// previous report. With logEvery 1, one per step.
   std::vector<float> losses;
+  /// The optimizer step of each entry of `losses`.
+  std::vector<uint64_t> loggedSteps;
+  /// How many times the trainer read the device-side state: the only
+  /// host synchronizations of the run besides checkpoints' parameter reads.
+  uint64_t stateReads = 0;
   uint64_t firstStep = 0;
   /// The last optimizer step completed (the resumed step if none ran).
   uint64_t finalStep = 0;

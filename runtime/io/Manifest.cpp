@@ -1,0 +1,507 @@
+//===- Manifest.cpp - manifest.json, parsed and printed -------------------===//
+//
+// Parsing is strict about what the runtime uses (a wrong field is a
+// compiler bug better caught here than as a crash in generated code) and
+// ignores fields it does not use (memory-plan breakdown, the training config
+// of a forward manifest).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/io/Manifest.h"
+
+#include "runtime/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace ztc::rt {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr BindingRole kRoles[] = {BindingRole::Input, BindingRole::Param,
+                                  BindingRole::Constant, BindingRole::State,
+                                  BindingRole::Hyper};
+
+/// Reads typed fields of one JSON object, with errors naming `where`.
+class ObjectReader {
+public:
+  ObjectReader(const json &object, std::string path, std::string where)
+      : object_(object), path_(std::move(path)), where_(std::move(where)) {
+    if (!object_.is_object())
+      fail("is not an object");
+  }
+
+  [[noreturn]] void fail(const std::string &what) const {
+    throw Error(path_ + ": " + where_ + " " + what);
+  }
+
+  const json &get(const char *key) const {
+    auto it = object_.find(key);
+    if (it == object_.end())
+      fail(std::string("has no field '") + key + "'");
+    return *it;
+  }
+
+  bool has(const char *key) const { return object_.contains(key); }
+
+  std::string string(const char *key) const {
+    const json &value = get(key);
+    if (!value.is_string())
+      fail(std::string("field '") + key + "' is not a string");
+    return value.get<std::string>();
+  }
+
+  uint64_t unsignedInt(const char *key) const {
+    const json &value = get(key);
+    if (!value.is_number_unsigned())
+      fail(std::string("field '") + key + "' is not a non-negative integer");
+    return value.get<uint64_t>();
+  }
+
+  double number(const char *key) const {
+    const json &value = get(key);
+    if (!value.is_number())
+      fail(std::string("field '") + key + "' is not a number");
+    return value.get<double>();
+  }
+
+  // Optional fields: `fallback` when absent, the checks above otherwise.
+  std::string stringOr(const char *key, const std::string &fallback) const {
+    return has(key) ? string(key) : fallback;
+  }
+  uint64_t unsignedIntOr(const char *key, uint64_t fallback) const {
+    return has(key) ? unsignedInt(key) : fallback;
+  }
+  double numberOr(const char *key, double fallback) const {
+    return has(key) ? number(key) : fallback;
+  }
+
+  DType dtype() const {
+    std::string name = string("dtype");
+    std::optional<DType> dtype = parseDType(name);
+    if (!dtype)
+      fail("has unknown dtype '" + name + "'");
+    return *dtype;
+  }
+
+  std::vector<int64_t> shape() const {
+    const json &value = get("shape");
+    if (!value.is_array())
+      fail("field 'shape' is not an array");
+    std::vector<int64_t> shape;
+    for (const json &dim : value) {
+      if (!dim.is_number_unsigned())
+        fail("field 'shape' has a non-integer or negative entry");
+      shape.push_back(dim.get<int64_t>());
+    }
+    return shape;
+  }
+
+  /// The "file" field, or the stem derived from `name`; must be a plain stem.
+  std::string file(const std::string &name) const {
+    std::string file = has("file") ? string("file") : fileStemFor(name);
+    if (file.empty() || file != fileStemFor(file) || file == "." ||
+        file == "..")
+      fail("has invalid file stem '" + file + "'");
+    return file;
+  }
+
+private:
+  const json &object_;
+  std::string path_;
+  std::string where_;
+};
+
+/// "binding 3 ('fc1.weight')": how errors name an array entry.
+std::string entryName(const char *kind, size_t index, const json &entry) {
+  std::string name = std::string(kind) + " " + std::to_string(index);
+  if (entry.is_object() && entry.contains("name") && entry["name"].is_string())
+    name += " ('" + entry["name"].get<std::string>() + "')";
+  return name;
+}
+
+size_t byteSizeOf(DType dtype, const std::vector<int64_t> &shape) {
+  return static_cast<size_t>(
+      checkedByteSize(shape, dtypeSize(dtype)).value_or(0));
+}
+
+/// Parses an array of outputs ("outputs", "grad_outputs"): each lies in the
+/// arena and has its own file stem. `kind` names an entry in errors.
+std::vector<Output> parseOutputs(const json &array, const std::string &path,
+                                 const char *kind, uint64_t arenaBytes) {
+  std::vector<Output> result;
+  std::set<std::string> files;
+  for (size_t i = 0; i < array.size(); ++i) {
+    ObjectReader reader(array[i], path, entryName(kind, i, array[i]));
+    Output output;
+    output.name = reader.string("name");
+    output.file = reader.file(output.name);
+    output.dtype = reader.dtype();
+    output.shape = reader.shape();
+    output.offset = reader.unsignedInt("offset");
+    if (!checkedByteSize(output.shape, dtypeSize(output.dtype)))
+      reader.fail("has a shape too large to allocate");
+    if (output.offset > arenaBytes ||
+        output.byteSize() > arenaBytes - output.offset)
+      reader.fail("(" + output.describe() + " at offset " +
+                  std::to_string(output.offset) + ") lies outside the " +
+                  std::to_string(arenaBytes) + "-byte arena");
+    if (!files.insert(output.file).second)
+      reader.fail("reuses output file '" + output.file + ".npy'");
+    result.push_back(std::move(output));
+  }
+  return result;
+}
+
+/// Parses the "train" object.
+TrainConfig parseTrainConfig(const json &object, const std::string &path) {
+  ObjectReader reader(object, path, "train config");
+  TrainConfig train;
+  train.optimizer = reader.string("optimizer");
+  train.loss = reader.stringOr("loss", "");
+  ScheduleConfig &schedule = train.schedule;
+  schedule.lr = reader.number("lr");
+  std::string kind = reader.stringOr("lr_schedule", "constant");
+  if (!parseScheduleKind(kind))
+    reader.fail("has unknown lr_schedule '" + kind +
+                "' (known: constant, warmup, warmup-decay, warmup-cosine)");
+  schedule.kind = *parseScheduleKind(kind);
+  std::string warmupType = reader.stringOr("warmup_type", "linear");
+  if (!parseWarmupType(warmupType))
+    reader.fail("has unknown warmup_type '" + warmupType +
+                "' (known: linear, log)");
+  schedule.warmupType = *parseWarmupType(warmupType);
+  schedule.minLr = reader.numberOr("min_lr", 0.0);
+  schedule.warmupSteps = reader.unsignedIntOr("warmup_steps", 0);
+  schedule.totalSteps = reader.unsignedIntOr("total_steps", 0);
+  schedule.warmupMinRatio = reader.numberOr("warmup_min_ratio", 0.0);
+  for (double rate : {schedule.lr, schedule.minLr, schedule.warmupMinRatio})
+    if (!(rate >= 0))
+      reader.fail("has a negative lr, min_lr or warmup_min_ratio");
+  train.batchSize = reader.unsignedIntOr("batch_size", 0);
+  train.gradAccum = reader.unsignedIntOr("grad_accum", 1);
+  if (train.gradAccum == 0)
+    reader.fail("has grad_accum 0; it counts micro-batches per step (>= 1)");
+  return train;
+}
+
+/// The checks that only a training manifest needs (see parseManifest).
+void checkTrainManifest(const Manifest &manifest, const std::string &path) {
+  auto fail = [&](const std::string &what) {
+    throw Error(path + ": training manifest " + what);
+  };
+  const Entry &step = manifest.entries.front();
+  if (step.purpose != EntryPurpose::TrainStep &&
+      step.purpose != EntryPurpose::Loss)
+    fail("starts with a " + std::string(purposeName(step.purpose)) +
+         " entry; expected train_step (or loss, for a gradient check)");
+  int loss = step.outputIndex("loss");
+  if (loss < 0)
+    fail("has no output 'loss'");
+  const Output &lossOutput = step.outputs[static_cast<size_t>(loss)];
+  if (lossOutput.dtype != DType::Float32 || !lossOutput.shape.empty())
+    fail("output 'loss' must be float32[], got " + lossOutput.describe());
+
+  uint64_t batch = 0;
+  try {
+    batch = inputBatchSize(manifest);
+  } catch (const Error &problem) {
+    fail(problem.what());
+  }
+  if (manifest.train.batchSize != 0 && manifest.train.batchSize != batch)
+    fail("has train.batch_size " + std::to_string(manifest.train.batchSize) +
+         " but its inputs hold batches of " + std::to_string(batch));
+
+  const Entry *grads = manifest.find(EntryPurpose::LossAndGrads);
+  for (const Output &grad : grads ? grads->outputs : std::vector<Output>()) {
+    // The grad entry's own loss (its arena place differs from the step's).
+    if (grad.name == "loss") {
+      if (grad.dtype != DType::Float32 || !grad.shape.empty())
+        fail("grad output 'loss' is " + grad.describe() +
+             "; expected float32[]");
+      continue;
+    }
+    auto param =
+        std::find_if(manifest.bindings.begin(), manifest.bindings.end(),
+                     [&](const Binding &binding) {
+                       return binding.role == BindingRole::Param &&
+                              binding.name == grad.name;
+                     });
+    if (param == manifest.bindings.end())
+      fail("grad output '" + grad.name + "' names no param");
+    if (grad.dtype != DType::Float32 || grad.shape != param->shape)
+      fail("grad output '" + grad.name + "' is " + grad.describe() +
+           "; expected float32 in the param's shape " +
+           describeType(DType::Float32, param->shape));
+  }
+}
+
+} // namespace
+
+const char *roleName(BindingRole role) {
+  switch (role) {
+  case BindingRole::Input:
+    return "input";
+  case BindingRole::Param:
+    return "param";
+  case BindingRole::Constant:
+    return "constant";
+  case BindingRole::State:
+    return "state";
+  case BindingRole::Hyper:
+    return "hyper";
+  }
+  return "?";
+}
+
+uint64_t inputBatchSize(const Manifest &manifest) {
+  const Binding *first = nullptr;
+  for (const Binding &binding : manifest.bindings) {
+    if (binding.role != BindingRole::Input)
+      continue;
+    if (binding.shape.empty() || binding.shape[0] == 0)
+      throw Error("input '" + binding.name + "' (" + binding.describe() +
+                  ") has no batch dimension");
+    if (first && binding.shape[0] != first->shape[0])
+      throw Error("inputs disagree on the batch size: '" + first->name +
+                  "' has " + std::to_string(first->shape[0]) + ", '" +
+                  binding.name + "' has " + std::to_string(binding.shape[0]));
+    if (!first)
+      first = &binding;
+  }
+  if (!first)
+    throw Error("has no input binding");
+  return static_cast<uint64_t>(first->shape[0]);
+}
+
+const char *purposeName(EntryPurpose purpose) {
+  switch (purpose) {
+  case EntryPurpose::Forward:
+    return "forward";
+  case EntryPurpose::TrainStep:
+    return "train_step";
+  case EntryPurpose::Accumulate:
+    return "accumulate";
+  case EntryPurpose::LossAndGrads:
+    return "loss_and_grads";
+  case EntryPurpose::Loss:
+    return "loss";
+  }
+  return "";
+}
+
+std::optional<EntryPurpose> parsePurpose(const std::string &name) {
+  for (EntryPurpose purpose :
+       {EntryPurpose::Forward, EntryPurpose::TrainStep,
+        EntryPurpose::Accumulate, EntryPurpose::LossAndGrads,
+        EntryPurpose::Loss})
+    if (name == purposeName(purpose))
+      return purpose;
+  return std::nullopt;
+}
+
+const Entry *Manifest::find(EntryPurpose purpose) const {
+  for (const Entry &entry : entries)
+    if (entry.purpose == purpose)
+      return &entry;
+  return nullptr;
+}
+
+const Entry &Manifest::main() const {
+  if (entries.empty())
+    throw Error("the manifest lists no entry");
+  return entries.front();
+}
+
+int Entry::outputIndex(const std::string &name) const {
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+size_t Binding::byteSize() const { return byteSizeOf(dtype, shape); }
+size_t Output::byteSize() const { return byteSizeOf(dtype, shape); }
+
+std::string fileStemFor(const std::string &name) {
+  std::string stem = name;
+  for (char &c : stem) {
+    bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!keep)
+      c = '_';
+  }
+  return stem;
+}
+
+Manifest parseManifest(const std::string &text, const std::string &path) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception &error) {
+    throw Error(path + ": invalid JSON: " + error.what());
+  }
+  ObjectReader top(root, path, "manifest");
+  Manifest manifest;
+  uint64_t format = top.unsignedInt("format");
+  if (format != static_cast<uint64_t>(kManifestFormat))
+    top.fail("has format " + std::to_string(format) + "; this runtime reads " +
+             std::to_string(kManifestFormat));
+  std::string target = top.string("target");
+  if (!parseTarget(target))
+    top.fail("has unknown target '" + target + "'");
+  manifest.target = *parseTarget(target);
+  uint64_t abi = top.unsignedInt("abi");
+  if (abi != static_cast<uint64_t>(ZTC_STEP_ABI_VERSION))
+    top.fail("was compiled for step ABI " + std::to_string(abi) +
+             "; this runtime calls ABI " +
+             std::to_string(ZTC_STEP_ABI_VERSION) + " (recompile the model)");
+  manifest.abi = static_cast<int>(abi);
+  manifest.source = top.string("source");
+  manifest.arenaBytes = top.unsignedInt("arena_bytes");
+  manifest.streams = top.unsignedInt("streams");
+  manifest.events = top.unsignedInt("events");
+  if (manifest.streams < 1 || manifest.streams > 64 || manifest.events > 4096)
+    top.fail("has " + std::to_string(manifest.streams) + " streams and " +
+             std::to_string(manifest.events) +
+             " events; expected 1 to 64 streams and at most 4096 events");
+  std::string kind = top.stringOr("kind", "forward");
+  if (kind == "train")
+    manifest.kind = ArtifactKind::Train;
+  else if (kind != "forward")
+    top.fail("has unknown kind '" + kind + "' (known: forward, train)");
+
+  const json &bindings = top.get("bindings");
+  const json &entries = top.get("entries");
+  if (!bindings.is_array() || !entries.is_array())
+    top.fail("fields 'bindings' and 'entries' must be arrays");
+  if (entries.empty())
+    top.fail("lists no entry");
+
+  std::set<std::string> inputFiles;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    ObjectReader reader(bindings[i], path,
+                        entryName("binding", i, bindings[i]));
+    Binding binding;
+    std::string role = reader.string("role");
+    auto known = std::find_if(
+        std::begin(kRoles), std::end(kRoles),
+        [&](BindingRole candidate) { return role == roleName(candidate); });
+    if (known == std::end(kRoles))
+      reader.fail("has unknown role '" + role + "'");
+    binding.role = *known;
+    binding.name = reader.string("name");
+    binding.dtype = reader.dtype();
+    binding.shape = reader.shape();
+    if (!checkedByteSize(binding.shape, dtypeSize(binding.dtype)))
+      reader.fail("has a shape too large to allocate");
+    if (binding.role == BindingRole::Hyper && !binding.shape.empty())
+      reader.fail("is a hyper of shape " + binding.describe() +
+                  "; hypers are scalars");
+    if (binding.role == BindingRole::Input) {
+      binding.file = reader.file(binding.name);
+      if (!inputFiles.insert(binding.file).second)
+        reader.fail("reuses input file '" + binding.file + ".npy'");
+    }
+    manifest.bindings.push_back(std::move(binding));
+  }
+
+  std::set<std::string> names;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string where = entryName("entry", i, entries[i]);
+    ObjectReader reader(entries[i], path, where);
+    Entry entry;
+    entry.name = reader.string("name");
+    std::string purpose = reader.string("purpose");
+    std::optional<EntryPurpose> known = parsePurpose(purpose);
+    if (!known)
+      reader.fail("has unknown purpose '" + purpose +
+                  "' (known: forward, train_step, accumulate, "
+                  "loss_and_grads, loss)");
+    entry.purpose = *known;
+    if (manifest.find(entry.purpose) || !names.insert(entry.name).second)
+      reader.fail("repeats a purpose or name of an earlier entry");
+    const json &outputs = reader.get("outputs");
+    if (!outputs.is_array())
+      reader.fail("field 'outputs' must be an array");
+    entry.outputs = parseOutputs(outputs, path, (where + " output").c_str(),
+                                 manifest.arenaBytes);
+    manifest.entries.push_back(std::move(entry));
+  }
+  if (manifest.kind == ArtifactKind::Train) {
+    manifest.train = parseTrainConfig(top.get("train"), path);
+    checkTrainManifest(manifest, path);
+  }
+  return manifest;
+}
+
+namespace {
+
+json printOutputs(const std::vector<Output> &outputs) {
+  json array = json::array();
+  for (const Output &output : outputs)
+    array.push_back({{"name", output.name},
+                     {"file", output.file},
+                     {"dtype", dtypeName(output.dtype)},
+                     {"shape", output.shape},
+                     {"offset", output.offset}});
+  return array;
+}
+
+json printTrainConfig(const TrainConfig &train) {
+  const ScheduleConfig &schedule = train.schedule;
+  json object = {{"optimizer", train.optimizer},
+                 {"lr", schedule.lr},
+                 {"lr_schedule", scheduleName(schedule.kind)},
+                 {"min_lr", schedule.minLr},
+                 {"warmup_steps", schedule.warmupSteps},
+                 {"total_steps", schedule.totalSteps},
+                 {"warmup_type", warmupTypeName(schedule.warmupType)},
+                 {"warmup_min_ratio", schedule.warmupMinRatio},
+                 {"grad_accum", train.gradAccum}};
+  if (!train.loss.empty())
+    object["loss"] = train.loss;
+  if (train.batchSize != 0)
+    object["batch_size"] = train.batchSize;
+  return object;
+}
+
+} // namespace
+
+std::string printManifest(const Manifest &manifest) {
+  json root = {{"format", manifest.format},
+               {"abi", manifest.abi},
+               {"target", targetName(manifest.target)},
+               {"source", manifest.source},
+               {"arena_bytes", manifest.arenaBytes},
+               {"streams", manifest.streams},
+               {"events", manifest.events}};
+  json bindings = json::array();
+  for (const Binding &binding : manifest.bindings) {
+    json entry = {{"role", roleName(binding.role)},
+                  {"name", binding.name},
+                  {"dtype", dtypeName(binding.dtype)},
+                  {"shape", binding.shape}};
+    if (binding.role == BindingRole::Input)
+      entry["file"] = binding.file;
+    bindings.push_back(std::move(entry));
+  }
+  root["bindings"] = std::move(bindings);
+  json entries = json::array();
+  for (const Entry &entry : manifest.entries)
+    entries.push_back({{"name", entry.name},
+                       {"purpose", purposeName(entry.purpose)},
+                       {"outputs", printOutputs(entry.outputs)}});
+  root["entries"] = std::move(entries);
+  if (manifest.kind == ArtifactKind::Train) {
+    root["kind"] = "train";
+    root["train"] = printTrainConfig(manifest.train);
+  }
+  return root.dump(2) + "\n";
+}
+
+} // namespace ztc::rt

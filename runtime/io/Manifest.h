@@ -1,0 +1,188 @@
+//===- Manifest.h - what a compiled step expects ----------------*- C++ -*-===//
+//
+// The schema of an artifact's manifest.json, in one place: the compiler
+// fills these structs and prints them with printManifest, the runtime reads
+// them with parseManifest, so the two cannot disagree. A manifest holds
+//   - "format" (kManifestFormat) and "abi" (the step ABI version,
+//     runtime/kernels/StepAbi.h);
+//   - "target" ("cpu" or "cuda"), "source" (the step's file), "arena_bytes",
+//     "streams" and "events" (how many the entries use);
+//   - "bindings": the pointers every entry receives, in order, each with a
+//     role (input, param, constant, state, hyper), ONNX name, dtype, shape;
+//   - "entries": a list of {name, purpose, outputs}; the first is the main
+//     entry (forward, train_step or loss); outputs are arena offsets;
+//   - training artifacts (`"kind": "train"`): a "train" object
+//     (TrainConfig), a train_step whose outputs include "loss"
+//     (float32[]), optionally accumulate and loss_and_grads entries; hypers
+//     are "lr", "step" and "rng" (the int64 key of the step's random
+//     numbers); states are zero-initialized unless init.safetensors has a
+//     value.
+// Parsing is strict about what the runtime uses (a wrong field is a
+// compiler bug better caught here than as a crash in generated code).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_MANIFEST_H
+#define ZTC_RUNTIME_MANIFEST_H
+
+#include "runtime/backend/Compile.h"
+#include "runtime/train/Schedule.h"
+#include "runtime/Tensor.h"
+#include "runtime/kernels/StepAbi.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ztc::rt {
+
+/// The manifest format this runtime reads (2: entries as a list, the step
+/// ABI version).
+constexpr int kManifestFormat = 2;
+
+/// What a binding of the entry's `bindings` array holds.
+enum class BindingRole {
+  /// Read from a data file (`ztc run`) or a batch (`ztc train`).
+  Input,
+  /// A trainable parameter: initial value from init.safetensors; a training
+  /// step updates it in place.
+  Param,
+  /// Read-only, from init.safetensors.
+  Constant,
+  /// Persistent optimizer state, updated in place by a training step.
+  State,
+  /// A scalar hyper-parameter written by the host before every call.
+  Hyper,
+};
+
+/// The manifest name: "input", "param", "constant", "state", "hyper".
+const char *roleName(BindingRole role);
+
+/// What the artifact computes (the manifest's "kind").
+enum class ArtifactKind { Forward, Train };
+
+/// One pointer of the entry's `bindings` array.
+struct Binding {
+  BindingRole role = BindingRole::Input;
+  /// The ONNX name (params and constants: the key in init.safetensors).
+  std::string name;
+  /// Inputs only: the data file stem, `<dataDir>/<file>.npy`.
+  std::string file;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+
+  size_t byteSize() const;
+  std::string describe() const { return describeType(dtype, shape); }
+};
+
+/// A result, read from the arena after the call.
+struct Output {
+  std::string name;
+  /// The output file stem, `<outputDir>/<file>.npy`.
+  std::string file;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  /// Byte offset into the arena.
+  uint64_t offset = 0;
+
+  size_t byteSize() const;
+  std::string describe() const { return describeType(dtype, shape); }
+};
+
+/// The "train" object of a training manifest.
+struct TrainConfig {
+  /// Informational (the compiled step implements it): "sgd", "adamw", ...
+  std::string optimizer;
+  /// Informational: "cross_entropy", "mse", ...
+  std::string loss;
+  /// "lr", "lr_schedule", "min_lr", "warmup_steps", "total_steps" (0: the
+  /// length of the run), "warmup_type", "warmup_min_ratio".
+  ScheduleConfig schedule;
+  /// Samples per micro-batch; 0 when absent (the inputs' shape[0] rules).
+  uint64_t batchSize = 0;
+  /// Micro-batches per optimizer step.
+  uint64_t gradAccum = 1;
+};
+
+/// What an entry computes: the IR's `train.entry` (dialects/Train).
+enum class EntryPurpose {
+  /// The model's outputs; state left as it was (`ztc run`).
+  Forward,
+  /// Loss, gradients and the optimizer's in-place update.
+  TrainStep,
+  /// All but the last micro-batch of an accumulated optimizer step.
+  Accumulate,
+  /// Loss and gradients, nothing updated (--dump-grads, gradient checks);
+  /// one output per gradient, named after its param.
+  LossAndGrads,
+  /// The loss alone (gradient checks).
+  Loss,
+};
+
+/// "forward", "train_step", "accumulate", "loss_and_grads", "loss".
+const char *purposeName(EntryPurpose purpose);
+std::optional<EntryPurpose> parsePurpose(const std::string &name);
+
+/// One entry of the compiled step: its C symbol, what it computes, and the
+/// outputs it leaves in the arena.
+struct Entry {
+  /// The C symbol, `ztc_<purpose>` as the compiler names it.
+  std::string name;
+  EntryPurpose purpose = EntryPurpose::Forward;
+  std::vector<Output> outputs;
+
+  /// The index of the output named `name` in `outputs`, or -1.
+  int outputIndex(const std::string &name) const;
+};
+
+/// manifest.json.
+struct Manifest {
+  int format = kManifestFormat;
+  /// The step ABI the entries were compiled for (runtime/kernels/StepAbi.h).
+  int abi = ZTC_STEP_ABI_VERSION;
+  Target target = Target::Cpu;
+  std::string source = "step.cpp";
+  uint64_t arenaBytes = 0;
+  /// Streams and events the entries use (ztc_step_context); the runtime
+  /// creates them once.
+  uint64_t streams = 1;
+  uint64_t events = 0;
+  /// Every entry's bindings: entries share the array and the arena.
+  std::vector<Binding> bindings;
+  /// The first is the main entry (forward, train_step, or loss); at most
+  /// one per purpose.
+  std::vector<Entry> entries;
+
+  // Training artifacts only (see the file comment).
+  ArtifactKind kind = ArtifactKind::Forward;
+  TrainConfig train;
+
+  /// The entry for `purpose`, or null.
+  const Entry *find(EntryPurpose purpose) const;
+  /// The main entry (entries.front()); throws when there is none.
+  const Entry &main() const;
+};
+
+/// Parses manifest JSON text; `path` names it in errors. Checks field types,
+/// dtypes, shapes, unique file stems, and that outputs lie in the arena;
+/// for a training manifest also the "train" object, a float32[] "loss"
+/// output, one batch size across inputs, scalar hypers, and that each grad
+/// output matches a param.
+Manifest parseManifest(const std::string &text, const std::string &path);
+
+/// Serializes `manifest` (the compiler's side; also used by tests).
+std::string printManifest(const Manifest &manifest);
+
+/// The batch size of a training manifest: shape[0] of its input bindings.
+/// Throws Error when there is no input, an input has no batch dimension, or
+/// two inputs disagree.
+uint64_t inputBatchSize(const Manifest &manifest);
+
+/// The file stem for an ONNX name: every character outside [A-Za-z0-9._-]
+/// becomes '_'.
+std::string fileStemFor(const std::string &name);
+
+} // namespace ztc::rt
+
+#endif // ZTC_RUNTIME_MANIFEST_H

@@ -1,0 +1,76 @@
+//===- StepAbi.h - the calling convention of a compiled step ----*- C++ -*-===//
+//
+// The one definition of how the runtime calls a generated entry and what the
+// entry may touch, included by the generated source (CPU and CUDA) and by
+// the runtime. Every entry is
+//
+//   extern "C" void ztc_<entry>(const ztc_step_context *ctx);
+//
+// and runs asynchronously on ctx->streams: it enqueues work and returns, and
+// never copies to the host or synchronizes. What the host wants to know
+// about a run (the loss, whether it stayed finite, how many calls ran)
+// accumulates in ctx->state, in device memory, which the trainer reads only
+// when it logs, checkpoints or finishes.
+//
+// Plain C layout (standard-layout structs of fixed-width fields), so the
+// emitter, nvcc, the C++ runtime and a future C or Python loader agree on
+// every offset. Bump kStepAbiVersion on any change; the manifest records the
+// version an artifact was compiled for.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_STEPABI_H
+#define ZTC_RUNTIME_KERNELS_STEPABI_H
+
+#include <stdint.h>
+
+/// The version of this calling convention (the manifest's "abi").
+#define ZTC_STEP_ABI_VERSION 2
+
+/// Training state the step updates on the device (`kernel.record_loss`):
+/// the host zeroes it, lets entries accumulate, and reads it at log points.
+typedef struct ztc_train_state {
+  /// Sum of the losses recorded since the host last reset the state.
+  double loss_sum;
+  /// Calls that recorded a loss since the reset: the device's step counter
+  /// (one per micro-batch).
+  int64_t calls;
+  /// 0 while every recorded loss was finite; else the value of `calls`
+  /// (1-based) at the first non-finite one.
+  int64_t first_nonfinite_call;
+  /// The first non-finite loss itself (NaN or an infinity), for the report.
+  double first_nonfinite_loss;
+} ztc_train_state;
+
+/// Everything an entry receives.
+typedef struct ztc_step_context {
+  /// One device pointer per manifest binding, in manifest order.
+  void *const *bindings;
+  /// The arena: arena_bytes of device memory, at the planned offsets.
+  char *arena;
+  /// The streams the entry enqueues on, `stream_count` of them (the
+  /// manifest's "streams"): cudaStream_t on CUDA, where stream 0 is the one
+  /// the host orders copies with; null on the CPU, where an entry runs on
+  /// the calling thread in program order, which every stream schedule
+  /// allows.
+  void *const *streams;
+  int32_t stream_count;
+  /// Events the entry signals and waits on between its streams,
+  /// `event_count` of them (the manifest's "events"): cudaEvent_t on CUDA,
+  /// created by the runtime (creating one synchronizes); null on the CPU.
+  int32_t event_count;
+  void *const *events;
+  /// The communicator collectives run on (null: a single rank).
+  void *comm;
+  /// This process's rank and the number of ranks.
+  int32_t rank;
+  int32_t world_size;
+  /// Device memory the entry's loss records accumulate into; null for an
+  /// entry that records none (forward, gradient checks).
+  ztc_train_state *state;
+} ztc_step_context;
+
+/// The generated entry point.
+typedef void (*ztc_entry_fn)(const ztc_step_context *ctx);
+
+#endif // ZTC_RUNTIME_KERNELS_STEPABI_H

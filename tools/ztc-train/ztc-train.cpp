@@ -1,0 +1,159 @@
+//===- ztc-train.cpp - train a compiled artifact, runtime only ------------===//
+//
+// The training executable: what `mpirun -np N ztc-train ART.ztc --data DIR`
+// starts on every rank, and what `ztc train` forwards to. It links the ztc
+// runtime and nothing of MLIR or LLVM (a test checks), so a GPU node needs
+// only this binary, a host compiler or nvcc, and the artifact: an artifact
+// shipped as source (`ztc compile --no-build`) is built on first load.
+//
+// Flags are parsed here by hand, strictly: an unknown flag, a missing value
+// or a malformed number is a one-line error naming the flag, exit status 1;
+// errors of the run itself (rt::Error) are one line too. Messages start with
+// the program name argv[0] gives ("ztc" when `ztc train` forwards).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Error.h"
+#include "runtime/train/Trainer.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+const char kUsage[] =
+    "USAGE: %s ART.ztc --data DIR [options]\n"
+    "\n"
+    "Trains a compiled artifact (ztc compile) on DIR/<input>.npy, the\n"
+    "sample count first; the labels input is `labels`.\n"
+    "\n"
+    "OPTIONS:\n"
+    "  --data DIR        directory with one .npy per input (required)\n"
+    "  --steps N         optimizer steps to run, counted from the start of\n"
+    "                    training (0: --epochs decides)\n"
+    "  --epochs E        epochs to run when --steps is 0 (default 1)\n"
+    "  --seed S          seed of the data order and the dropout masks\n"
+    "                    (default 0)\n"
+    "  --log-every K     log the mean loss every K steps (default 10; 0: only\n"
+    "                    the last); the loss is read from the device only then\n"
+    "  --save DIR        write checkpoints to DIR\n"
+    "  --save-every K    also checkpoint every K steps (needs --save)\n"
+    "  --resume DIR      continue from the checkpoint in DIR\n"
+    "  --dump-grads DIR  write the first step's loss and gradients (before\n"
+    "                    the update) to DIR\n"
+    "  --help            print this help\n";
+
+/// The program name for messages: argv[0]'s last path component.
+std::string programName(const char *argv0) {
+  const char *slash = std::strrchr(argv0, '/');
+  return slash ? slash + 1 : argv0;
+}
+
+/// A parse failure, already worded for the user.
+struct UsageError {
+  std::string message;
+};
+
+uint64_t parseCount(const std::string &flag, const std::string &text) {
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || text[0] == '+' || *end != '\0' ||
+      errno == ERANGE)
+    throw UsageError{flag + " expects a non-negative integer, got '" + text +
+                     "'"};
+  return value;
+}
+
+ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
+  ztc::rt::TrainOptions options;
+  bool haveData = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      help = true;
+      return options;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (!options.artifactDir.empty())
+        throw UsageError{"one artifact only; got '" + options.artifactDir +
+                         "' and '" + arg + "'"};
+      options.artifactDir = arg;
+      continue;
+    }
+    // --flag=value or --flag value.
+    std::string flag = arg, value;
+    size_t equals = arg.find('=');
+    bool inlineValue = equals != std::string::npos;
+    if (inlineValue) {
+      flag = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+    }
+    auto takeValue = [&]() -> std::string {
+      if (inlineValue)
+        return value;
+      if (i + 1 >= argc)
+        throw UsageError{flag + " needs a value"};
+      return argv[++i];
+    };
+    if (flag == "--data") {
+      options.dataDir = takeValue();
+      haveData = true;
+    } else if (flag == "--steps") {
+      options.steps = parseCount(flag, takeValue());
+    } else if (flag == "--epochs") {
+      options.epochs = parseCount(flag, takeValue());
+    } else if (flag == "--seed") {
+      options.seed = parseCount(flag, takeValue());
+    } else if (flag == "--log-every") {
+      options.logEvery = parseCount(flag, takeValue());
+    } else if (flag == "--save") {
+      options.saveDir = takeValue();
+    } else if (flag == "--save-every") {
+      options.saveEvery = parseCount(flag, takeValue());
+    } else if (flag == "--resume") {
+      options.resumeDir = takeValue();
+    } else if (flag == "--dump-grads") {
+      options.dumpGradsDir = takeValue();
+    } else {
+      throw UsageError{"unknown flag '" + flag + "' (see --help)"};
+    }
+  }
+  if (options.artifactDir.empty())
+    throw UsageError{"no artifact given (ART.ztc; see --help)"};
+  if (!haveData || options.dataDir.empty())
+    throw UsageError{"--data DIR is required"};
+  if (options.saveEvery != 0 && options.saveDir.empty())
+    throw UsageError{"--save-every needs --save DIR"};
+  return options;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string program = programName(argc > 0 ? argv[0] : "ztc-train");
+  bool help = false;
+  ztc::rt::TrainOptions options;
+  try {
+    options = parseArguments(argc, argv, help);
+  } catch (const UsageError &error) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(),
+                 error.message.c_str());
+    return 1;
+  }
+  if (help) {
+    std::printf(kUsage, program.c_str());
+    return 0;
+  }
+  try {
+    ztc::rt::train(options);
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.what());
+    return 1;
+  }
+  return 0;
+}
