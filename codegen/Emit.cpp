@@ -15,6 +15,7 @@
 #include "codegen/Emit.h"
 
 #include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -55,6 +56,25 @@ FailureOr<rt::DType> codegen::runtimeDType(Type type, Operation *where,
 }
 
 namespace {
+
+/// The manifest's role for a binding: the same role.
+rt::BindingRole runtimeRole(train::BindingRole role) {
+  switch (role) {
+  case train::BindingRole::Input:
+    return rt::BindingRole::Input;
+  case train::BindingRole::Label:
+    return rt::BindingRole::Label;
+  case train::BindingRole::Param:
+    return rt::BindingRole::Param;
+  case train::BindingRole::Buffer:
+    return rt::BindingRole::Buffer;
+  case train::BindingRole::State:
+    return rt::BindingRole::State;
+  case train::BindingRole::Hyper:
+    return rt::BindingRole::Hyper;
+  }
+  return rt::BindingRole::Input;
+}
 
 /// The C++ type buffers of `type` store.
 std::string storageType(Type type) {
@@ -561,13 +581,13 @@ LogicalResult Emitter::run(func::FuncOp func) {
   // Bindings: arguments (inputs and parameters), then constants.
   for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
     auto type = cast<MemRefType>(arg.getType());
-    auto nameAttr = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
+    train::BindingAttr bound = train::getBinding(func, i);
+    if (!bound)
+      return func.emitError("argument ")
+             << i << " has no train.binding: the runtime cannot bind it";
     rt::Binding binding;
-    binding.role = func.getArgAttr(i, "train.state")   ? rt::BindingRole::State
-                   : func.getArgAttr(i, "train.hyper") ? rt::BindingRole::Hyper
-                   : func.getArgAttr(i, "onnx.param")  ? rt::BindingRole::Param
-                                                       : rt::BindingRole::Input;
-    binding.name = nameAttr ? nameAttr.str() : "arg" + std::to_string(i);
+    binding.role = runtimeRole(bound.getRole());
+    binding.name = bound.getName().str();
     binding.file = rt::fileStemFor(binding.name);
     FailureOr<rt::DType> dtype = runtimeDType(
         type.getElementType(), func, "argument '" + binding.name + "'");

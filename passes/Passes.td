@@ -27,7 +27,7 @@ def ConvertOnnxToNNPass : Pass<"ztc-convert-onnx-to-nn", "func::FuncOp"> {
        subgraphs (Shape, Gather, Concat, ...) fold to constants as they are
        built. A training-mode Dropout draws its mask with
        `nn.random_uniform` from the function's random key, an argument
-       `rng` (rank-0 i64, tagged `train.hyper`) added on first use.
+       `rng` (rank-0 i64, bound as a `hyper`) added on first use.
     3. Rewrites the function type to the inferred result types.
 
     Example:
@@ -40,6 +40,7 @@ def ConvertOnnxToNNPass : Pass<"ztc-convert-onnx-to-nn", "func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::ztc::train::TrainDialect",
                            "::mlir::arith::ArithDialect"];
 }
 
@@ -190,6 +191,7 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
            "Label value that contributes nothing (cross_entropy)">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::ztc::train::TrainDialect",
                            "::mlir::arith::ArithDialect"];
 }
 
@@ -207,11 +209,11 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
     "train_step"` is updated; the other entries keep their gradients.
 
     1. Adds the hyperparameter arguments `lr` and `step` (rank-0 f32, the
-       1-based optimizer step; tagged `train.hyper`), written by the runtime
+       1-based optimizer step; bound as `hyper`s), written by the runtime
        before every call, so learning-rate schedules cost no recompilation.
     2. Clips gradients by their global L2 norm when `clip-grad-norm` > 0:
        one `train.clip_by_global_norm` over every gradient.
-    3. Per parameter, adds its state arguments (tagged `train.state`, named
+    3. Per parameter, adds its state arguments (bound as `state`s, named
        `<param>.momentum_buffer`, `<param>.exp_avg`, `<param>.exp_avg_sq`,
        zero-initialized by the runtime) and one `train.sgd` or `train.adam`
        (AdamW: `decoupled`) with PyTorch's defaults: weight decay 0.01 for
@@ -225,11 +227,11 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
     Example (SGD, no momentum):
 
     ```mlir
-    func.func @step(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
+    func.func @step(%w: tensor<4xf32> {train.binding = #train.binding<param "w">})
         -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"})
     // becomes
-    func.func @step(%w: ..., %lr: tensor<f32> {onnx.name = "lr", train.hyper},
-                    %step: tensor<f32> {onnx.name = "step", train.hyper})
+    func.func @step(%w: ..., %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
+                    %step: tensor<f32> {train.binding = #train.binding<hyper "step">})
         -> (tensor<f32> {onnx.name = "loss"},
             tensor<4xf32> {train.update_of = "w"}) {
       %new = train.sgd %w, %g, %lr
@@ -294,14 +296,15 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
 
     1. Checks the function: one block, and a first result that is a rank-0
        float tensor (the loss).
-    2. Selects the trainable parameters: arguments tagged `onnx.param`
-       with a float element type whose `onnx.name` matches none of the
+    2. Selects the trainable parameters: arguments bound as `param`
+       with a float element type whose binding name matches none of the
        `frozen` regular expressions (each must match the whole name).
        Batch-norm running statistics (buffers PyTorch exports as
        initializers: parameters whose only uses are the `mean` and `var`
        operands of `nn.batch_norm`, or that the step itself updates, named
        by a result tagged `train.update_of`) are not trained, as in PyTorch;
-       they are listed in the function attribute `train.buffers`.
+       their bindings become `buffer`s and they are listed in the function
+       attribute `train.buffers`.
     3. Prunes: a value needs a gradient when it depends on a selected
        parameter (forward, through float values) and the loss depends on it
        (backward, through float values). Nothing else gets gradient work.
@@ -325,7 +328,7 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
 
     ```mlir
     func.func @step(%x: tensor<4xf32>,
-                    %w: tensor<4xf32> {onnx.name = "w", onnx.param})
+                    %w: tensor<4xf32> {train.binding = #train.binding<param "w">})
         -> tensor<f32> {
       %y = nn.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
       %l = nn.reduce_sum %y {axes = array<i64: 0>, keepdims = false}
@@ -349,9 +352,10 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
     ListOption<"frozen", "frozen", "std::string",
                "Parameters to keep fixed: comma-separated regular "
                "expressions (llvm::Regex, extended POSIX), each matched "
-               "against the whole onnx.name">,
+               "against the whole binding name">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::ztc::train::TrainDialect",
                            "::mlir::arith::ArithDialect"];
 }
 
@@ -386,7 +390,7 @@ def BuildEntriesPass : Pass<"ztc-build-entries", "ModuleOp"> {
     Example (`entries=train_step,loss_and_grads`):
 
     ```mlir
-    func.func @main(%w: tensor<4xf32> {onnx.name = "w", onnx.param}, ...)
+    func.func @main(%w: tensor<4xf32> {train.binding = #train.binding<param "w">}, ...)
         -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"})
     // becomes
     func.func @train_step(...) -> (tensor<f32>,
@@ -419,7 +423,7 @@ def AccumulatePass : Pass<"ztc-accumulate", "ModuleOp"> {
     changes.
 
     1. Per gradient of `@train_step`, adds a state argument
-       `<param>.grad_accum` (tagged `train.state`; the runtime zeroes it).
+       `<param>.grad_accum` (bound as a `state`; the runtime zeroes it).
     2. Clones `@train_step` into `@accumulate` (`train.entry =
        "accumulate"`), which returns the loss, its state updates (running
        statistics change every micro-batch) and accumulator + gradient as
@@ -439,7 +443,7 @@ def AccumulatePass : Pass<"ztc-accumulate", "ModuleOp"> {
                                        tensor<4xf32> {train.grad_of = "w"})
     // becomes
     func.func @train_step(%w: ..., %acc: tensor<4xf32>
-                          {onnx.name = "w.grad_accum", train.state})
+                          {train.binding = #train.binding<state "w.grad_accum">})
         -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"},
             tensor<4xf32> {train.update_of = "w.grad_accum"})
     func.func @accumulate(%w: ..., %acc: ...)

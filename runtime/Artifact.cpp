@@ -101,14 +101,13 @@ std::map<std::string, Tensor> Artifact::loadInitialValues() const {
   // Inputs and hypers are written before each call; states start at zero
   // unless init.safetensors has a value.
   auto fromInit = [](const Binding &binding) {
-    return binding.role == BindingRole::Param ||
-           binding.role == BindingRole::Constant ||
+    return isWeight(binding.role) || binding.role == BindingRole::Constant ||
            binding.role == BindingRole::State;
   };
   bool needed = false;
   for (const Binding &binding : manifest_.bindings)
-    needed |= binding.role == BindingRole::Param ||
-              binding.role == BindingRole::Constant;
+    needed |=
+        isWeight(binding.role) || binding.role == BindingRole::Constant;
   std::map<std::string, Tensor> values;
   if (!needed)
     return values;

@@ -58,10 +58,10 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
   for (const Binding &binding : manifest().bindings) {
     buffers_.emplace_back(*backend_, binding.byteSize());
     pointers_.push_back(buffers_.back().data());
-    inputSet_.push_back(binding.role != BindingRole::Input &&
+    inputSet_.push_back(!isData(binding.role) &&
                         binding.role != BindingRole::Hyper);
     auto value = initial.find(binding.name);
-    if (binding.role != BindingRole::Input && value != initial.end())
+    if (!isData(binding.role) && value != initial.end())
       backend_->copyIn(buffers_.back().data(), value->second.bytes.data(),
                        value->second.byteSize());
   }
@@ -78,7 +78,7 @@ void Runner::uploadInput(size_t index, const Tensor &value) {
 void Runner::setInput(const std::string &name, const Tensor &value) {
   const std::vector<Binding> &bindings = manifest().bindings;
   for (size_t i = 0; i < bindings.size(); ++i) {
-    if (bindings[i].role != BindingRole::Input || bindings[i].name != name)
+    if (!isData(bindings[i].role) || bindings[i].name != name)
       continue;
     if (value.dtype != bindings[i].dtype || value.shape != bindings[i].shape)
       throw Error("input '" + name + "': expected " + bindings[i].describe() +
@@ -98,7 +98,7 @@ void Runner::loadInputs(const std::string &dataDir) {
   std::set<std::string> expected;
   std::string missing;
   for (const Binding &binding : bindings) {
-    if (binding.role != BindingRole::Input)
+    if (!isData(binding.role))
       continue;
     std::string file = binding.file + ".npy";
     expected.insert(file);
@@ -136,7 +136,7 @@ void Runner::loadInputs(const std::string &dataDir) {
 
   for (size_t i = 0; i < bindings.size(); ++i) {
     const Binding &binding = bindings[i];
-    if (binding.role != BindingRole::Input)
+    if (!isData(binding.role))
       continue;
     std::string path = joinPath(dataDir, binding.file + ".npy");
     Tensor value;

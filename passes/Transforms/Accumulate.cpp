@@ -81,9 +81,8 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
       unsigned index = func.getNumArguments();
       if (failed(func.insertArgument(
               index, grad.getType(),
-              b.getDictionaryAttr(
-                  {b.getNamedAttr("onnx.name", b.getStringAttr(name)),
-                   b.getNamedAttr(train::kStateAttr, b.getUnitAttr())}),
+              train::bindingAttrs(func.getContext(), name,
+                                  train::BindingRole::State),
               func.getLoc())))
         return failure();
       b.setInsertionPoint(ret);

@@ -135,20 +135,19 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
   FailureOr<Value> addLabels(func::FuncOp func, RankedTensorType type) {
     unsigned position = 0;
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-      if (auto name = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
-          name && name.getValue() == labels) {
+      if (train::bindingName(func, i) == labels) {
         func.emitError("the model already has an input named '")
             << labels << "'; choose another with --labels";
         return failure();
       }
-      if (!func.getArgAttr(i, "onnx.param"))
+      if (!train::hasRole(func, i, train::BindingRole::Param))
         position = i + 1;
     }
-    Builder b(func.getContext());
-    if (failed(func.insertArgument(position, type,
-                                   b.getDictionaryAttr(b.getNamedAttr(
-                                       "onnx.name", b.getStringAttr(labels))),
-                                   func.getLoc())))
+    if (failed(func.insertArgument(
+            position, type,
+            train::bindingAttrs(func.getContext(), labels,
+                                train::BindingRole::Label),
+            func.getLoc())))
       return failure();
     return func.getArgument(position);
   }

@@ -91,10 +91,11 @@ bool isRunningStatistic(BlockArgument arg) {
   });
 }
 
-/// The trainable parameters of `func`: float arguments tagged `onnx.param`
+/// The trainable parameters of `func`: float arguments bound as params
 /// whose name no frozen pattern matches and that are not running
 /// statistics, in inference form or updated by the step itself (a result
-/// tagged `train.update_of` names them); their names go to `buffers`.
+/// tagged `train.update_of` names them); those become buffers (their
+/// binding's role, and their names in `buffers`).
 SmallVector<Param> selectParams(func::FuncOp func, ArrayRef<llvm::Regex> frozen,
                                 SmallVectorImpl<Attribute> &buffers) {
   llvm::StringSet<> updated;
@@ -104,17 +105,18 @@ SmallVector<Param> selectParams(func::FuncOp func, ArrayRef<llvm::Regex> frozen,
   SmallVector<Param> params;
   for (BlockArgument arg : func.getArguments()) {
     unsigned index = arg.getArgNumber();
-    if (!func.getArgAttr(index, "onnx.param") || !isFloatTensor(arg.getType()))
+    if (!train::hasRole(func, index, train::BindingRole::Param) ||
+        !isFloatTensor(arg.getType()))
       continue;
-    auto name = func.getArgAttrOfType<StringAttr>(index, "onnx.name");
-    if (!name)
-      name = StringAttr::get(func.getContext(), "arg" + Twine(index));
+    StringAttr name = train::getBinding(func, index).getName();
     if (llvm::any_of(frozen, [&](const llvm::Regex &regex) {
           return regex.match(name.getValue());
         }))
       continue;
     if (isRunningStatistic(arg) || updated.contains(name.getValue())) {
       buffers.push_back(name);
+      train::setBinding(func, index, name.getValue(),
+                        train::BindingRole::Buffer);
       continue;
     }
     params.push_back({arg, name});

@@ -44,8 +44,8 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     // Parameters by name, and the gradient results.
     llvm::StringMap<unsigned> argByName;
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      if (auto name = func.getArgAttrOfType<StringAttr>(i, "onnx.name"))
-        argByName[name.getValue()] = i;
+      if (StringRef name = train::bindingName(func, i); !name.empty())
+        argByName[name] = i;
     struct Update {
       std::string name;
       unsigned arg;
@@ -85,8 +85,8 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr("optimizer"), ret.getLoc());
     Type scalarType = RankedTensorType::get({}, b.getF32Type());
-    Value lr = addArgument(func, scalarType, "lr", train::kHyperAttr);
-    Value step = addArgument(func, scalarType, "step", train::kHyperAttr);
+    Value lr = addArgument(func, scalarType, "lr", train::BindingRole::Hyper);
+    Value step = addArgument(func, scalarType, "step", train::BindingRole::Hyper);
     b.setInsertionPoint(ret);
 
     // 2. Global-norm clipping.
@@ -113,7 +113,7 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
         SmallVector<Type> types = {type};
         if (momentum != 0) {
           operands.push_back(addArgument(
-              func, type, u.name + ".momentum_buffer", train::kStateAttr));
+              func, type, u.name + ".momentum_buffer", train::BindingRole::State));
           types.push_back(type);
         }
         SmallVector<NamedAttribute> attrs = {
@@ -133,9 +133,9 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
       }
       // Adam and AdamW.
       Value expAvg =
-          addArgument(func, type, u.name + ".exp_avg", train::kStateAttr);
+          addArgument(func, type, u.name + ".exp_avg", train::BindingRole::State);
       Value expAvgSq =
-          addArgument(func, type, u.name + ".exp_avg_sq", train::kStateAttr);
+          addArgument(func, type, u.name + ".exp_avg_sq", train::BindingRole::State);
       SmallVector<NamedAttribute> attrs = {
           b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
           b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
@@ -173,15 +173,12 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
                                                     b.getStringAttr(name))));
   }
 
-  /// Appends an argument named `name` with the unit attribute `role`.
+  /// Appends an argument bound as `name` with `role`.
   static Value addArgument(func::FuncOp func, Type type, StringRef name,
-                           StringRef role) {
-    Builder b(func.getContext());
+                           train::BindingRole role) {
     unsigned index = func.getNumArguments();
     (void)func.insertArgument(
-        index, type,
-        b.getDictionaryAttr({b.getNamedAttr("onnx.name", b.getStringAttr(name)),
-                             b.getNamedAttr(role, b.getUnitAttr())}),
+        index, type, train::bindingAttrs(func.getContext(), name, role),
         func.getLoc());
     return func.getArgument(index);
   }

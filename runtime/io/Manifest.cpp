@@ -22,9 +22,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr BindingRole kRoles[] = {BindingRole::Input, BindingRole::Param,
-                                  BindingRole::Constant, BindingRole::State,
-                                  BindingRole::Hyper};
+constexpr BindingRole kRoles[] = {
+    BindingRole::Input,    BindingRole::Label, BindingRole::Param,
+    BindingRole::Buffer,   BindingRole::Constant, BindingRole::State,
+    BindingRole::Hyper};
 
 /// Reads typed fields of one JSON object, with errors naming `where`.
 class ObjectReader {
@@ -246,8 +247,12 @@ const char *roleName(BindingRole role) {
   switch (role) {
   case BindingRole::Input:
     return "input";
+  case BindingRole::Label:
+    return "label";
   case BindingRole::Param:
     return "param";
+  case BindingRole::Buffer:
+    return "buffer";
   case BindingRole::Constant:
     return "constant";
   case BindingRole::State:
@@ -261,7 +266,7 @@ const char *roleName(BindingRole role) {
 uint64_t inputBatchSize(const Manifest &manifest) {
   const Binding *first = nullptr;
   for (const Binding &binding : manifest.bindings) {
-    if (binding.role != BindingRole::Input)
+    if (!isData(binding.role))
       continue;
     if (binding.shape.empty() || binding.shape[0] == 0)
       throw Error("input '" + binding.name + "' (" + binding.describe() +
@@ -402,7 +407,7 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
     if (binding.role == BindingRole::Hyper && !binding.shape.empty())
       reader.fail("is a hyper of shape " + binding.describe() +
                   "; hypers are scalars");
-    if (binding.role == BindingRole::Input) {
+    if (isData(binding.role)) {
       binding.file = reader.file(binding.name);
       if (!inputFiles.insert(binding.file).second)
         reader.fail("reuses input file '" + binding.file + ".npy'");
@@ -486,7 +491,7 @@ std::string printManifest(const Manifest &manifest) {
                   {"name", binding.name},
                   {"dtype", dtypeName(binding.dtype)},
                   {"shape", binding.shape}};
-    if (binding.role == BindingRole::Input)
+    if (isData(binding.role))
       entry["file"] = binding.file;
     bindings.push_back(std::move(entry));
   }

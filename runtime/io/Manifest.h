@@ -42,12 +42,19 @@ namespace ztc::rt {
 constexpr int kManifestFormat = 2;
 
 /// What a binding of the entry's `bindings` array holds.
+/// The roles of the IR's train.binding (dialects/Train), plus constants.
 enum class BindingRole {
   /// Read from a data file (`ztc run`) or a batch (`ztc train`).
   Input,
+  /// Like an input, read only by the loss (the labels ztc-attach-loss adds).
+  Label,
   /// A trainable parameter: initial value from init.safetensors; a training
   /// step updates it in place.
   Param,
+  /// A weight the step updates but does not train (BatchNorm's running
+  /// statistics): initial value from init.safetensors, checkpointed and
+  /// exported like a param, no gradient.
+  Buffer,
   /// Read-only, from init.safetensors.
   Constant,
   /// Persistent optimizer state, updated in place by a training step.
@@ -56,8 +63,20 @@ enum class BindingRole {
   Hyper,
 };
 
-/// The manifest name: "input", "param", "constant", "state", "hyper".
+/// The manifest name: "input", "label", "param", "buffer", "constant",
+/// "state", "hyper".
 const char *roleName(BindingRole role);
+
+/// Data given with every call (read from .npy files): inputs and labels.
+inline bool isData(BindingRole role) {
+  return role == BindingRole::Input || role == BindingRole::Label;
+}
+
+/// Weights from the model (init.safetensors, checkpoints, export): params
+/// and buffers.
+inline bool isWeight(BindingRole role) {
+  return role == BindingRole::Param || role == BindingRole::Buffer;
+}
 
 /// What the artifact computes (the manifest's "kind").
 enum class ArtifactKind { Forward, Train };

@@ -131,8 +131,7 @@ void checkCheckpointMatches(const Checkpoint &checkpoint,
   std::vector<std::string> problems;
   std::set<std::string> expected;
   for (const Binding &binding : manifest.bindings) {
-    if (binding.role != BindingRole::Param &&
-        binding.role != BindingRole::State)
+    if (!isWeight(binding.role) && binding.role != BindingRole::State)
       continue;
     expected.insert(binding.name);
     std::string what =

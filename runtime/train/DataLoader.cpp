@@ -82,7 +82,7 @@ DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
   std::string missing;
   for (size_t i = 0; i < manifest.bindings.size(); ++i) {
     const Binding &binding = manifest.bindings[i];
-    if (binding.role != BindingRole::Input)
+    if (!isData(binding.role))
       continue;
     bindings_.push_back(i);
     std::string file = binding.file + ".npy";

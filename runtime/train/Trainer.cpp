@@ -424,8 +424,7 @@ private:
   }
 
   bool persistent(const Binding &binding) const {
-    return binding.role == BindingRole::Param ||
-           binding.role == BindingRole::State;
+    return isWeight(binding.role) || binding.role == BindingRole::State;
   }
 
   /// Checkpoint metadata that must match on resume: the data layout.

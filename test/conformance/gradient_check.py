@@ -20,7 +20,7 @@ values are given in the file by comment lines:
 
     // gradient-check @function name = <python literal>
 
-where `name` is the argument's onnx.name. A parameter that the loss depends
+where `name` is the argument's binding name (train.binding). A parameter that the loss depends
 on must come back with a gradient. The last line printed is
 "N gradients checked, M failed"; the exit status is 1 on any failure.
 """
@@ -104,6 +104,9 @@ def parse_value(text):
     m = re.fullmatch(r"(\S+) : ([if]\d+)", text)
     if m:
         return float(m.group(1)) if m.group(2).startswith("f") else int(m.group(1))
+    m = re.fullmatch(r'#train\.binding<(\w+) "(.*)">', text)
+    if m:
+        return (m.group(1), m.group(2))  # (role, name)
     if text in ("true", "false"):
         return text == "true"
     if text.startswith('"'):
@@ -490,7 +493,7 @@ def run(func, args):
 def make_inputs(func, given, rng):
     args = []
     for _, (shape, dtype), attrs in func.args:
-        name = attrs.get("onnx.name")
+        _, name = attrs.get("train.binding", (None, None))
         if name in given:
             args.append(convert(np.array(given[name]).reshape(shape), dtype))
         elif is_float(dtype):
@@ -514,8 +517,8 @@ def check_function(forward, backward, given, rng):
              if "train.grad_of" in attrs}
     checked, failures = 0, []
     for i, (_, (shape, dtype), attrs) in enumerate(forward.args):
-        name = attrs.get("onnx.name")
-        if "onnx.param" not in attrs or not is_float(dtype):
+        role, name = attrs.get("train.binding", (None, None))
+        if role != "param" or not is_float(dtype):
             continue
         if name not in grads:
             failures.append(f"@{forward.name}: no gradient for '{name}'")

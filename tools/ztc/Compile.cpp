@@ -123,7 +123,7 @@ LogicalResult mlir::ztc::readParameterValues(MLIRContext &context,
                                              ArtifactContents &artifact) {
   llvm::StringMap<const rt::Binding *> params;
   for (const rt::Binding &binding : artifact.manifest.bindings)
-    if (binding.role == rt::BindingRole::Param)
+    if (rt::isWeight(binding.role))
       params[binding.name] = &binding;
   return onnx::readInitializers(
       context, modelPath, [&](StringRef name, StringRef bytes) {

@@ -157,7 +157,7 @@ LogicalResult readParams(MLIRContext &context, StringRef modelPath,
         if (type == step.paramTypes.end())
           return success();
         for (const rt::Binding &binding : artifact.manifest.bindings) {
-          if (binding.name != name || binding.role != rt::BindingRole::Param)
+          if (binding.name != name || !rt::isWeight(binding.role))
             continue;
           std::vector<double> values = widen(bytes, type->second);
           rt::Tensor tensor(rt::DType::Float64, binding.shape);
@@ -183,9 +183,8 @@ LogicalResult compileCheck(MLIRContext &context, StringRef modelPath,
   // The parameters' element types as the model stores them.
   for (func::FuncOp model : module->getOps<func::FuncOp>())
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
-      if (auto name = model.getArgAttrOfType<StringAttr>(i, "onnx.name");
-          name && model.getArgAttr(i, "onnx.param"))
-        step.paramTypes[name] =
+      if (train::hasRole(model, i, train::BindingRole::Param))
+        step.paramTypes[train::bindingName(model, i)] =
             cast<ShapedType>(model.getArgument(i).getType()).getElementType();
 
   TrainingPipelineOptions pipeline;
@@ -206,9 +205,12 @@ LogicalResult compileCheck(MLIRContext &context, StringRef modelPath,
     for (auto name : noGrad.getAsRange<StringAttr>())
       step.noGrad.push_back(name.str());
   for (unsigned i = 0, e = grads.getNumArguments(); i < e; ++i) {
-    auto name = grads.getArgAttrOfType<StringAttr>(i, "onnx.name");
+    StringRef name = train::bindingName(grads, i);
     auto type = dyn_cast<RankedTensorType>(grads.getArgument(i).getType());
-    if (!name || grads.getArgAttr(i, "onnx.param") || !type ||
+    if (name.empty() ||
+        !(train::hasRole(grads, i, train::BindingRole::Input) ||
+          train::hasRole(grads, i, train::BindingRole::Label)) ||
+        !type ||
         !type.getElementType().isSignlessInteger())
       continue;
     // An empty table (extent 0) admits no index at all; 0 is the least bad.
@@ -429,7 +431,7 @@ FailureOr<bool> runCheck(const std::string &dir, const CheckStep &step,
   Random random(options.seed);
   for (size_t i = 0; i < manifest.bindings.size(); ++i) {
     const rt::Binding &binding = manifest.bindings[i];
-    if (binding.role != rt::BindingRole::Input)
+    if (!rt::isData(binding.role))
       continue;
     auto bound = step.indexBounds.find(binding.name);
     bool indexes = bound != step.indexBounds.end();

@@ -119,7 +119,7 @@ std::string bridge::readCheckpointForExport(
     rt::Checkpoint checkpoint =
         rt::loadCheckpoint(checkpointDir, artifact.manifest());
     for (const rt::Binding &binding : artifact.manifest().bindings)
-      if (binding.role == rt::BindingRole::Param) {
+      if (rt::isWeight(binding.role)) {
         auto it = checkpoint.tensors.find(binding.name);
         if (it == checkpoint.tensors.end())
           throw rt::Error(checkpointDir + ": no value for parameter '" +

@@ -273,21 +273,21 @@ void summarize(ModuleOp module, llvm::raw_ostream &os) {
     unsigned params = 0;
     os << "function @" << func.getName() << "\n";
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-      auto name = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
+      StringRef name = mz::train::bindingName(func, i);
+      if (name.empty())
+        name = "?";
       auto type = cast<ShapedType>(arg.getType());
-      if (func.getArgAttr(i, "onnx.param")) {
+      if (mz::train::hasRole(func, i, mz::train::BindingRole::Param)) {
         ++params;
         paramCount += type.getNumElements();
         paramBytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
         continue;
       }
-      if (func.getArgAttr(i, "train.hyper")) {
-        os << "  hyper  " << (name ? name.getValue() : "?") << ": " << type
-           << "\n";
+      if (mz::train::hasRole(func, i, mz::train::BindingRole::Hyper)) {
+        os << "  hyper  " << name << ": " << type << "\n";
         continue;
       }
-      os << "  input  " << (name ? name.getValue() : "?") << ": " << type
-         << "\n";
+      os << "  input  " << name << ": " << type << "\n";
     }
     for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
       auto name = func.getResultAttrOfType<StringAttr>(i, "onnx.name");

@@ -12,6 +12,7 @@
 #include "dialects/Onnx/Import/Importer.h"
 
 #include "dialects/Onnx/IR/OnnxOps.h"
+#include "dialects/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -559,7 +560,7 @@ LogicalResult ModelImporter::importNodes(const ::onnx::GraphProto &graph) {
 }
 
 OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
-  context.loadDialect<OnnxDialect, func::FuncDialect>();
+  context.loadDialect<OnnxDialect, func::FuncDialect, train::TrainDialect>();
   for (const auto &opset : model.opset_import()) {
     std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
     opsets[domain] = opset.version();
@@ -693,9 +694,11 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
                                    b.getFunctionType(argTypes, resultTypes));
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    func.setArgAttr(i, "onnx.name", b.getStringAttr(name));
-    if (argIsParam[i])
-      func.setArgAttr(i, "onnx.param", b.getUnitAttr());
+    // Graph inputs are data; initializers the graph does not use as
+    // constants are weights (ztc-autodiff decides which ones train).
+    train::setBinding(func, i, name,
+                      argIsParam[i] ? train::BindingRole::Param
+                                    : train::BindingRole::Input);
     values[name] = entry->getArgument(i);
   }
   builder.setInsertionPointToStart(entry);

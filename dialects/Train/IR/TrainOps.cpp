@@ -10,13 +10,19 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::ztc::train;
 
 #include "dialects/Train/IR/TrainOpsDialect.cpp.inc"
+#include "dialects/Train/IR/TrainOpsEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Train/IR/TrainOpsAttrs.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/Train/IR/TrainOps.cpp.inc"
@@ -25,6 +31,14 @@ void TrainDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Train/IR/TrainOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+void TrainDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Train/IR/TrainOpsAttrs.cpp.inc"
       >();
 }
 
@@ -37,19 +51,41 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name != kStateAttr && name != kHyperAttr)
+  if (name != kBindingAttr)
     return op->emitError("unknown argument attribute '") << name << "'";
-  if (!isa<UnitAttr>(attr.getValue()))
+  auto binding = dyn_cast<BindingAttr>(attr.getValue());
+  if (!binding)
     return op->emitError("'") << name << "' on argument " << argIndex
-                              << " must be a unit attribute";
-  if (name == kHyperAttr) {
-    Type type = op->getRegion(regionIndex).getArgument(argIndex).getType();
-    // A tensor, or the buffer bufferization makes of it.
-    auto shaped = dyn_cast<ShapedType>(type);
-    if (!shaped || !shaped.hasRank() || shaped.getRank() != 0)
-      return op->emitError("hyper argument ")
-             << argIndex << " must be rank 0, got " << type;
-  }
+                              << " must be a #train.binding";
+  if (binding.getName().getValue().empty())
+    return op->emitError("argument ") << argIndex << " has an empty name";
+  // A tensor, or the buffer bufferization makes of it.
+  Type type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return op->emitError("argument ")
+           << argIndex << " ('" << binding.getName().getValue()
+           << "') must have a static shape, got " << type;
+  // A number type: the ONNX tensor types ztc imports. Which of them the
+  // runtime has (no unsigned types, no i16 today) is the emitter's check,
+  // so a model still imports and converts whatever it runs on.
+  Type elem = shaped.getElementType();
+  if (!elem.isIntOrFloat())
+    return op->emitError("argument ")
+           << argIndex << " ('" << binding.getName().getValue()
+           << "') has element type " << elem
+           << "; a binding holds integers or floats";
+  if (binding.getRole() == BindingRole::Hyper && shaped.getRank() != 0)
+    return op->emitError("hyper argument ")
+           << argIndex << " must be rank 0, got " << type;
+  // Two arguments of one name would be one binding to the runtime.
+  auto func = dyn_cast<func::FuncOp>(op);
+  if (func)
+    for (unsigned i = 0; i < argIndex; ++i)
+      if (bindingName(func, i) == binding.getName().getValue())
+        return op->emitError("arguments ")
+               << i << " and " << argIndex << " are both bound as '"
+               << binding.getName().getValue() << "'";
   return success();
 }
 
@@ -72,8 +108,7 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
   if (!func)
     return success();
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    auto argName = func.getArgAttrOfType<StringAttr>(i, "onnx.name");
-    if (argName != target)
+    if (bindingName(func, i) != target.getValue())
       continue;
     Type argType = func.getArgument(i).getType();
     Type resultType = func.getResultTypes()[resultIndex];
@@ -119,6 +154,44 @@ bool mlir::ztc::train::isLossType(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && tensor.getRank() == 0 &&
          isa<FloatType>(tensor.getElementType());
+}
+
+BindingAttr mlir::ztc::train::getBinding(func::FuncOp func, unsigned index) {
+  return func.getArgAttrOfType<BindingAttr>(index, kBindingAttr);
+}
+
+StringRef mlir::ztc::train::bindingName(func::FuncOp func, unsigned index) {
+  BindingAttr binding = getBinding(func, index);
+  return binding ? binding.getName().getValue() : StringRef();
+}
+
+bool mlir::ztc::train::hasRole(func::FuncOp func, unsigned index,
+                               BindingRole role) {
+  BindingAttr binding = getBinding(func, index);
+  return binding && binding.getRole() == role;
+}
+
+BlockArgument mlir::ztc::train::findBinding(func::FuncOp func,
+                                            StringRef name) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (bindingName(func, i) == name)
+      return func.getArgument(i);
+  return nullptr;
+}
+
+DictionaryAttr mlir::ztc::train::bindingAttrs(MLIRContext *context,
+                                              StringRef name,
+                                              BindingRole role) {
+  Builder b(context);
+  return b.getDictionaryAttr(b.getNamedAttr(
+      kBindingAttr, BindingAttr::get(context, role, b.getStringAttr(name))));
+}
+
+void mlir::ztc::train::setBinding(func::FuncOp func, unsigned index,
+                                  StringRef name, BindingRole role) {
+  func.setArgAttr(index, kBindingAttr,
+                  BindingAttr::get(func.getContext(), role,
+                                   StringAttr::get(func.getContext(), name)));
 }
 
 StringRef mlir::ztc::train::entryKind(func::FuncOp func) {

@@ -18,15 +18,18 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/Train/IR/TrainOpsDialect.h.inc"
+#include "dialects/Train/IR/TrainOpsEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Train/IR/TrainOpsAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/Train/IR/TrainOps.h.inc"
 
 namespace mlir::ztc::train {
 
-/// Argument attributes: optimizer state, host-written hyperparameter.
-inline constexpr llvm::StringLiteral kStateAttr = "train.state";
-inline constexpr llvm::StringLiteral kHyperAttr = "train.hyper";
+/// Argument attribute: the argument's BindingAttr (name and role).
+inline constexpr llvm::StringLiteral kBindingAttr = "train.binding";
 /// Result attributes: the parameter a gradient belongs to; the argument a
 /// result is the new value of.
 inline constexpr llvm::StringLiteral kGradOfAttr = "train.grad_of";
@@ -50,6 +53,21 @@ inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";
 ///   loss           the loss alone, nothing updated (gradcheck)
 inline constexpr llvm::StringLiteral kEntryKinds[] = {
     "forward", "train_step", "accumulate", "loss_and_grads", "loss"};
+
+/// The binding of argument `index` of `func`, or null.
+BindingAttr getBinding(func::FuncOp func, unsigned index);
+/// The name of argument `index` (its binding's), or "".
+llvm::StringRef bindingName(func::FuncOp func, unsigned index);
+/// Whether argument `index` has a binding of `role`.
+bool hasRole(func::FuncOp func, unsigned index, BindingRole role);
+/// The argument whose binding is named `name`, or null.
+BlockArgument findBinding(func::FuncOp func, llvm::StringRef name);
+/// The argument attributes of a new binding: {train.binding = ...}.
+DictionaryAttr bindingAttrs(MLIRContext *context, llvm::StringRef name,
+                            BindingRole role);
+/// Sets argument `index`'s binding to `name` and `role`.
+void setBinding(func::FuncOp func, unsigned index, llvm::StringRef name,
+                BindingRole role);
 
 /// Whether `type` can be a loss: a rank-0 float tensor.
 bool isLossType(Type type);

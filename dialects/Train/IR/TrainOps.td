@@ -9,6 +9,8 @@
 #ifndef ZTC_DIALECTS_TRAIN_IR_TRAINOPS_TD
 #define ZTC_DIALECTS_TRAIN_IR_TRAINOPS_TD
 
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -27,9 +29,11 @@ def Train_Dialect : Dialect {
     The dialect also owns the `train.*` attributes that give function
     arguments and results their roles, and verifies them:
 
-    - on arguments: `train.state` (optimizer state, zero-initialized and
-      updated in place), `train.hyper` (a rank-0 value the runtime writes
-      before every call: `lr`, `step`);
+    - on arguments: `train.binding = #train.binding<ROLE "NAME">`, the one
+      statement of what an argument is, from import to the manifest: its
+      ONNX name and its role (input, label, param, buffer, state, hyper);
+      the element type and shape are the argument's type, and must be ones
+      the runtime has;
     - on results: `train.grad_of = "<parameter>"` (a gradient),
       `train.update_of = "<argument>"` (the new value of that argument, of
       its type, written into its buffer);
@@ -39,6 +43,47 @@ def Train_Dialect : Dialect {
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
+}
+
+/// What a step argument holds.
+def Train_BindingRole : I32EnumAttr<"BindingRole", "what a step argument holds", [
+  // Data given with every call (a batch of a graph input).
+  I32EnumAttrCase<"Input", 0, "input">,
+  // Data given with every call that only the loss reads (ztc-attach-loss).
+  I32EnumAttrCase<"Label", 1, "label">,
+  // A trainable weight, initialized from the model.
+  I32EnumAttrCase<"Param", 2, "param">,
+  // A weight the step updates but does not train (BatchNorm's running
+  // statistics), initialized from the model.
+  I32EnumAttrCase<"Buffer", 3, "buffer">,
+  // Optimizer or accumulation state, zero at the start.
+  I32EnumAttrCase<"State", 4, "state">,
+  // A rank-0 value the runtime writes before every call (lr, step, rng).
+  I32EnumAttrCase<"Hyper", 5, "hyper">,
+]> {
+  let cppNamespace = "::mlir::ztc::train";
+  let genSpecializedAttr = 0;
+}
+
+/// The identity and role of a step argument.
+def Train_BindingAttr : AttrDef<Train_Dialect, "Binding"> {
+  let mnemonic = "binding";
+  let summary = "an argument's ONNX name and role";
+  let description = [{
+    Carried by every argument of a step function as `train.binding`: the
+    name the runtime binds it by (the ONNX name of an input or initializer,
+    or the one a pass gave it: `labels`, `lr`, `<param>.exp_avg`) and its
+    role. Its element type and shape are the argument's type.
+
+    Example: `%w: tensor<10x64xf32> {train.binding = #train.binding<param "fc.weight">}`
+  }];
+  let parameters = (ins EnumParameter<Train_BindingRole>:$role,
+                        "::mlir::StringAttr":$name);
+  let assemblyFormat = "`<` $role $name `>`";
 }
 
 /// Parameters, gradients and optimizer states: static float tensors.

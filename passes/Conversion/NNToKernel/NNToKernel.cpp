@@ -195,9 +195,9 @@ LogicalResult Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
   auto func = ret->getParentOfType<func::FuncOp>();
   llvm::StringMap<BlockArgument> argByName;
   for (BlockArgument arg : func.getArguments())
-    if (auto name =
-            func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name"))
-      argByName[name.getValue()] = arg;
+    if (StringRef name = train::bindingName(func, arg.getArgNumber());
+        !name.empty())
+      argByName[name] = arg;
 
   SmallVector<Value> results;
   SmallVector<DictionaryAttr> resultAttrs;

@@ -60,14 +60,14 @@ public:
   /// Whether output `i` exists and is used.
   bool outputUsed(unsigned i) const;
   /// When input `i` is an initializer (a function argument tagged
-  /// `onnx.param`), records `value` as its new value after the step; the
+  /// bound as a `param`), records `value` as its new value after the step; the
   /// function returns it tagged `train.update_of`. Otherwise does nothing.
   /// An initializer updated twice is an error.
   LogicalResult updateState(unsigned i, Value value);
   /// The node's name (its location's), or "" when it has none.
   StringRef name() const;
   /// The key of the function's random numbers (nn.random_uniform): its
-  /// rank-0 i64 argument named `rng` and tagged `train.hyper`, added at the
+  /// rank-0 i64 argument bound as the `hyper` `rng`, added at the
   /// end on first use, so the runtime writes a new key before every call.
   /// Null after an error when another argument already has that name.
   Value randomKey();

@@ -170,12 +170,13 @@ LogicalResult NodeContext::updateState(unsigned i, Value value) {
   if (!updates || !value || !arg)
     return success(value != nullptr);
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  if (!func || !func.getArgAttr(arg.getArgNumber(), "onnx.param"))
+  if (!func ||
+      !train::hasRole(func, arg.getArgNumber(), train::BindingRole::Param))
     return success();
   for (const StateUpdate &update : *updates)
     if (update.arg == arg)
-      return error() << "initializer "
-                     << func.getArgAttr(arg.getArgNumber(), "onnx.name")
+      return error() << "initializer '"
+                     << train::bindingName(func, arg.getArgNumber()) << "'"
                      << " (input " << i
                      << ") is already updated by another node";
   updates->push_back({arg, value});
@@ -194,10 +195,10 @@ Value NodeContext::randomKey() {
   auto type = RankedTensorType::get({}, b.getI64Type());
   for (BlockArgument arg : func.getArguments()) {
     unsigned index = arg.getArgNumber();
-    auto argName = func.getArgAttrOfType<StringAttr>(index, "onnx.name");
-    if (!argName || argName.getValue() != kName)
+    if (train::bindingName(func, index) != kName)
       continue;
-    if (arg.getType() == type && func.getArgAttr(index, train::kHyperAttr))
+    if (arg.getType() == type &&
+        train::hasRole(func, index, train::BindingRole::Hyper))
       return arg;
     error() << "the random key of training-mode Dropout is an argument "
                "named '"
@@ -206,9 +207,8 @@ Value NodeContext::randomKey() {
     return nullptr;
   }
   unsigned index = func.getNumArguments();
-  DictionaryAttr attrs =
-      b.getDictionaryAttr({b.getNamedAttr("onnx.name", b.getStringAttr(kName)),
-                           b.getNamedAttr(train::kHyperAttr, b.getUnitAttr())});
+  DictionaryAttr attrs = train::bindingAttrs(b.getContext(), kName,
+                                             train::BindingRole::Hyper);
   if (failed(func.insertArgument(
           index, type, attrs,
           NameLoc::get(b.getStringAttr(kName), func.getLoc())))) {
@@ -464,9 +464,10 @@ struct ConvertOnnxToNNPass
     func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                    terminator->getOperandTypes()));
     for (auto [i, update] : llvm::enumerate(updates))
-      func.setResultAttr(
-          outputs + i, train::kUpdateOfAttr,
-          func.getArgAttr(update.arg.getArgNumber(), "onnx.name"));
+      func.setResultAttr(outputs + i, train::kUpdateOfAttr,
+                         StringAttr::get(func.getContext(),
+                                         train::bindingName(
+                                             func, update.arg.getArgNumber())));
   }
 
   LogicalResult convertNode(onnx::NodeOp node, int64_t since,

@@ -7,7 +7,7 @@
 // the accumulator to zero after its other updates.
 
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: %[[ACC:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "w.grad_accum", train.state}
+// CHECK-SAME: %[[ACC:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<state "w.grad_accum">}
 // CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"}, tensor<4xf32> {train.update_of = "stat"}, tensor<4xf32> {train.update_of = "w.grad_accum"})
 // CHECK: %[[G:.+]] = nn.mul %{{.+}}, %{{.+}} :
 // CHECK: %[[SUM:.+]] = nn.add %[[ACC]], %[[G]]
@@ -17,7 +17,7 @@
 // CHECK: %[[RESET:.+]] = nn.broadcast_to %[[ZERO]]
 // CHECK: return %{{.+}}, %[[MEAN]], %{{.+}}, %[[RESET]]
 // CHECK-LABEL: func.func @accumulate
-// CHECK-SAME: %[[ACC2:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "w.grad_accum", train.state}
+// CHECK-SAME: %[[ACC2:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<state "w.grad_accum">}
 // CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {train.update_of = "w.grad_accum"}, tensor<4xf32> {train.update_of = "stat"})
 // CHECK-SAME: attributes {train.entry = "accumulate"}
 // CHECK: %[[SUM2:.+]] = nn.add %[[ACC2]], %{{.+}}
@@ -28,8 +28,8 @@
 // ONE-SAME: -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"}, tensor<4xf32> {train.update_of = "stat"})
 // ONE-NOT: func.func @accumulate
 func.func @train_step(%x: tensor<4xf32>,
-                      %w: tensor<4xf32> {onnx.name = "w", onnx.param},
-                      %s: tensor<4xf32> {onnx.name = "stat", onnx.param})
+                      %w: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                      %s: tensor<4xf32> {train.binding = #train.binding<param "stat">})
     -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"},
         tensor<4xf32> {train.update_of = "stat"})
     attributes {train.entry = "train_step"} {

@@ -4,7 +4,7 @@
 // The loss replaces the model's outputs; state updates (training-mode
 // running statistics) stay, after it.
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: %[[Y:[a-z0-9]+]]: tensor<2x3xf32> {onnx.name = "labels"}
+// CHECK-SAME: %[[Y:[a-z0-9]+]]: tensor<2x3xf32> {train.binding = #train.binding<label "labels">}
 // CHECK-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<3xf32> {train.update_of = "bn.running_mean"})
 // CHECK-SAME: attributes {train.loss = "mse"}
 // CHECK: %[[D:.+]] = nn.sub %{{.+}}, %[[Y]]
@@ -13,12 +13,12 @@
 // CHECK: return %[[L]], %{{.+}} : tensor<f32>, tensor<3xf32>
 
 // XENT-LABEL: func.func @step
-// XENT-SAME: {onnx.name = "labels"}
+// XENT-SAME: {train.binding = #train.binding<label "labels">}
 // XENT-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<3xf32> {train.update_of = "bn.running_mean"})
 // XENT: nn.log_softmax
 // XENT: nn.nll_loss
-func.func @step(%x: tensor<2x3xf32> {onnx.name = "x"},
-                %m: tensor<3xf32> {onnx.name = "bn.running_mean", onnx.param})
+func.func @step(%x: tensor<2x3xf32> {train.binding = #train.binding<input "x">},
+                %m: tensor<3xf32> {train.binding = #train.binding<param "bn.running_mean">})
     -> (tensor<2x3xf32> {onnx.name = "out"}, tensor<3xf32> {train.update_of = "bn.running_mean"}) {
   %0 = nn.mul %x, %m : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
   %1 = nn.add %m, %m : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>

@@ -20,9 +20,9 @@
 // CHECK-DAG: nn.conv2d_backward_data %{{.+}} {dilations = array<i64: 2, 2>, group = 2 : i64, input_size = array<i64: 9, 9>, pads = array<i64: 1, 0, 2, 0>, strides = array<i64: 2, 2>} : tensor<1x6x4x3xf32>, tensor<6x2x3x3xf32> -> tensor<1x4x9x9xf32>
 // CHECK-DAG: nn.conv2d_backward_filter %{{.+}} {dilations = array<i64: 2, 2>, group = 2 : i64, kernel = array<i64: 3, 3>, pads = array<i64: 1, 0, 2, 0>, strides = array<i64: 2, 2>} : tensor<1x4x9x9xf32>, tensor<1x6x4x3xf32> -> tensor<6x2x3x3xf32>
 // CHECK: return
-func.func @conv_pool(%x: tensor<1x4x9x9xf32> {onnx.name = "x", onnx.param},
-                     %w: tensor<6x2x3x3xf32> {onnx.name = "w", onnx.param},
-                     %b: tensor<6xf32> {onnx.name = "b", onnx.param}) -> tensor<f32> {
+func.func @conv_pool(%x: tensor<1x4x9x9xf32> {train.binding = #train.binding<param "x">},
+                     %w: tensor<6x2x3x3xf32> {train.binding = #train.binding<param "w">},
+                     %b: tensor<6xf32> {train.binding = #train.binding<param "b">}) -> tensor<f32> {
   %0 = nn.conv2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 2, 0>,
          dilations = array<i64: 2, 2>, group = 2 : i64}
          : tensor<1x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<1x6x4x3xf32>
@@ -52,10 +52,10 @@ func.func @conv_pool(%x: tensor<1x4x9x9xf32> {onnx.name = "x", onnx.param},
 // CHECK-DAG: nn.scatter_add %{{.+}}, %{{.+}}, %{{.+}} {axis = 0 : i64} : tensor<5x3xf32>, tensor<2x3xi64>, tensor<2x3x3xf32> -> tensor<5x3xf32>
 // CHECK-DAG: nn.scatter_add %{{.+}}, %{{.+}}, %{{.+}} {axis = 1 : i64} : tensor<5x3xf32>, tensor<2xi32>, tensor<5x2xf32> -> tensor<5x3xf32>
 // CHECK: return
-func.func @slice_gather(%x: tensor<4x8xf32> {onnx.name = "x", onnx.param},
-                        %e: tensor<5x3xf32> {onnx.name = "e", onnx.param},
-                        %i: tensor<2x3xi64> {onnx.name = "i"},
-                        %j: tensor<2xi32> {onnx.name = "j"}) -> tensor<f32> {
+func.func @slice_gather(%x: tensor<4x8xf32> {train.binding = #train.binding<param "x">},
+                        %e: tensor<5x3xf32> {train.binding = #train.binding<param "e">},
+                        %i: tensor<2x3xi64> {train.binding = #train.binding<input "i">},
+                        %j: tensor<2xi32> {train.binding = #train.binding<input "j">}) -> tensor<f32> {
   %0 = nn.slice %x {starts = array<i64: 1, 7>, sizes = array<i64: 2, 4>, steps = array<i64: 2, -2>}
          : tensor<4x8xf32> -> tensor<2x4xf32>
   %g = nn.gather %e, %i {axis = 0 : i64} : tensor<5x3xf32>, tensor<2x3xi64> -> tensor<2x3x3xf32>
@@ -85,14 +85,14 @@ func.func @slice_gather(%x: tensor<4x8xf32> {onnx.name = "x", onnx.param},
 // CHECK-DAG: nn.gather %{{.+}}, %{{.+}} {axis = 0 : i64} : tensor<5x3xf32>, tensor<4xi64> -> tensor<4x3xf32>
 // CHECK-DAG: nn.slice %{{.+}} {sizes = array<i64: 2, 2>, starts = array<i64: 4, 0>, steps = array<i64: -2, 2>} : tensor<5x3xf32> -> tensor<2x2xf32>
 // CHECK: return
-func.func @second_order(%dy: tensor<1x4x3x3xf32> {onnx.name = "dy", onnx.param},
-                        %w: tensor<4x1x2x2xf32> {onnx.name = "w", onnx.param},
-                        %x: tensor<1x2x3x3xf32> {onnx.name = "x", onnx.param},
-                        %d: tensor<5x3xf32> {onnx.name = "d", onnx.param},
-                        %u: tensor<4x3xf32> {onnx.name = "u", onnx.param},
-                        %i: tensor<4xi64> {onnx.name = "i"},
-                        %s: tensor<2x2xf32> {onnx.name = "s", onnx.param},
-                        %c: tensor<1x2x3x3xf32> {onnx.name = "c"}) -> tensor<f32> {
+func.func @second_order(%dy: tensor<1x4x3x3xf32> {train.binding = #train.binding<param "dy">},
+                        %w: tensor<4x1x2x2xf32> {train.binding = #train.binding<param "w">},
+                        %x: tensor<1x2x3x3xf32> {train.binding = #train.binding<param "x">},
+                        %d: tensor<5x3xf32> {train.binding = #train.binding<param "d">},
+                        %u: tensor<4x3xf32> {train.binding = #train.binding<param "u">},
+                        %i: tensor<4xi64> {train.binding = #train.binding<input "i">},
+                        %s: tensor<2x2xf32> {train.binding = #train.binding<param "s">},
+                        %c: tensor<1x2x3x3xf32> {train.binding = #train.binding<input "c">}) -> tensor<f32> {
   %0 = nn.conv2d_backward_data %dy, %w {input_size = array<i64: 3, 3>,
          strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 0, 0>,
          dilations = array<i64: 1, 1>, group = 2 : i64}

@@ -8,7 +8,7 @@
 
 // The first result is the loss: it must be a scalar.
 // expected-error @+1 {{ztc-autodiff expects the first result to be the loss, a rank-0 float tensor, got 'tensor<4xf32>'}}
-func.func @vector_loss(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
+func.func @vector_loss(%w: tensor<4xf32> {train.binding = #train.binding<param "w">})
     -> tensor<4xf32> {
   %0 = nn.exp %w : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -18,7 +18,7 @@ func.func @vector_loss(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
 
 // ... and floating point.
 // expected-error @+1 {{ztc-autodiff expects the first result to be the loss, a rank-0 float tensor, got 'tensor<i64>'}}
-func.func @integer_loss(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
+func.func @integer_loss(%w: tensor<4xf32> {train.binding = #train.binding<param "w">})
     -> tensor<i64> {
   %c = arith.constant dense<0> : tensor<i64>
   return %c : tensor<i64>
@@ -28,7 +28,7 @@ func.func @integer_loss(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
 
 // A function that returns nothing has no loss.
 // expected-error @+1 {{ztc-autodiff expects the loss as the first result, but the function returns nothing}}
-func.func @no_result(%w: tensor<4xf32> {onnx.name = "w", onnx.param}) {
+func.func @no_result(%w: tensor<4xf32> {train.binding = #train.binding<param "w">}) {
   return
 }
 
@@ -36,7 +36,7 @@ func.func @no_result(%w: tensor<4xf32> {onnx.name = "w", onnx.param}) {
 
 // The step is straight-line code.
 // expected-error @+1 {{ztc-autodiff expects a function with one block}}
-func.func @two_blocks(%w: tensor<f32> {onnx.name = "w", onnx.param})
+func.func @two_blocks(%w: tensor<f32> {train.binding = #train.binding<param "w">})
     -> tensor<f32> {
   return %w : tensor<f32>
 ^unreachable:
@@ -47,7 +47,7 @@ func.func @two_blocks(%w: tensor<f32> {onnx.name = "w", onnx.param})
 
 // An op between a parameter and the loss must have a gradient; an arith op
 // on tensors has none.
-func.func @no_gradient(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
+func.func @no_gradient(%w: tensor<4xf32> {train.binding = #train.binding<param "w">})
     -> tensor<f32> {
   // expected-error @+1 {{'arith.mulf' op has no gradient, but the loss depends on its result through a trainable parameter}}
   %0 = arith.mulf %w, %w : tensor<4xf32>
@@ -61,7 +61,7 @@ func.func @no_gradient(%w: tensor<4xf32> {onnx.name = "w", onnx.param})
 // An op may refuse to differentiate: max pooling's gradient has no gradient
 // of its own.
 func.func @second_order_max_pool(%x: tensor<1x1x2x2xf32>,
-                                 %dy: tensor<1x1x1x1xf32> {onnx.name = "dy", onnx.param})
+                                 %dy: tensor<1x1x1x1xf32> {train.binding = #train.binding<param "dy">})
     -> tensor<f32> {
   // expected-error @+1 {{'nn.max_pool2d_backward' op has no second-order gradient}}
   %0 = nn.max_pool2d_backward %x, %dy {kernel = array<i64: 2, 2>,

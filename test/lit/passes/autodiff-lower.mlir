@@ -12,8 +12,8 @@
 // CHECK-LABEL: func.func @binary
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @binary(%a: tensor<2x3xf32> {onnx.name = "a", onnx.param},
-                  %b: tensor<3xf32> {onnx.name = "b", onnx.param}) -> tensor<f32> {
+func.func @binary(%a: tensor<2x3xf32> {train.binding = #train.binding<param "a">},
+                  %b: tensor<3xf32> {train.binding = #train.binding<param "b">}) -> tensor<f32> {
   %one = arith.constant dense<1.0> : tensor<f32>
   %lo = arith.constant dense<-0.2> : tensor<f32>
   %0 = nn.add %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
@@ -42,7 +42,7 @@ func.func @binary(%a: tensor<2x3xf32> {onnx.name = "a", onnx.param},
 // CHECK-LABEL: func.func @unary
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @unary(%x: tensor<6xf32> {onnx.name = "x", onnx.param}) -> tensor<f32> {
+func.func @unary(%x: tensor<6xf32> {train.binding = #train.binding<param "x">}) -> tensor<f32> {
   %one = arith.constant dense<1.0> : tensor<f32>
   %xx = nn.mul %x, %x : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
   %pos = nn.add %xx, %one : tensor<6xf32>, tensor<f32> -> tensor<6xf32>
@@ -73,8 +73,8 @@ func.func @unary(%x: tensor<6xf32> {onnx.name = "x", onnx.param}) -> tensor<f32>
 // CHECK-LABEL: func.func @select
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @select(%x: tensor<4xf32> {onnx.name = "x", onnx.param},
-                  %y: tensor<1xf32> {onnx.name = "y", onnx.param}) -> tensor<f32> {
+func.func @select(%x: tensor<4xf32> {train.binding = #train.binding<param "x">},
+                  %y: tensor<1xf32> {train.binding = #train.binding<param "y">}) -> tensor<f32> {
   %zero = arith.constant dense<0.0> : tensor<f32>
   %0 = nn.cast %x : tensor<4xf32> -> tensor<4xf64>
   %1 = nn.mul %0, %0 : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
@@ -91,12 +91,12 @@ func.func @select(%x: tensor<4xf32> {onnx.name = "x", onnx.param},
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @matmul(%a: tensor<2x3x4xf32> {onnx.name = "a"},
-                  %w: tensor<4x5xf32> {onnx.name = "w", onnx.param},
-                  %v: tensor<1x5x2xf32> {onnx.name = "v", onnx.param},
-                  %u: tensor<3x2xf32> {onnx.name = "u", onnx.param},
-                  %e: tensor<2x2x4xf32> {onnx.name = "e"},
-                  %u2: tensor<2x3xf32> {onnx.name = "u2", onnx.param}) -> tensor<f32> {
+func.func @matmul(%a: tensor<2x3x4xf32> {train.binding = #train.binding<input "a">},
+                  %w: tensor<4x5xf32> {train.binding = #train.binding<param "w">},
+                  %v: tensor<1x5x2xf32> {train.binding = #train.binding<param "v">},
+                  %u: tensor<3x2xf32> {train.binding = #train.binding<param "u">},
+                  %e: tensor<2x2x4xf32> {train.binding = #train.binding<input "e">},
+                  %u2: tensor<2x3xf32> {train.binding = #train.binding<param "u2">}) -> tensor<f32> {
   %0 = nn.matmul %a, %w : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
   %1 = nn.matmul %0, %v : tensor<2x3x5xf32>, tensor<1x5x2xf32> -> tensor<2x3x2xf32>
   %2 = nn.matmul %u, %e : tensor<3x2xf32>, tensor<2x2x4xf32> -> tensor<2x3x4xf32>
@@ -116,13 +116,13 @@ func.func @matmul(%a: tensor<2x3x4xf32> {onnx.name = "a"},
 // CHECK-LABEL: func.func @normalization
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @normalization(%x: tensor<2x3x4xf32> {onnx.name = "x"},
-                         %g: tensor<3x4xf32> {onnx.name = "g", onnx.param},
-                         %b: tensor<3x4xf32> {onnx.name = "b", onnx.param},
-                         %s: tensor<3xf32> {onnx.name = "s", onnx.param},
-                         %m: tensor<3xf32> {onnx.name = "m", onnx.param},
-                         %v: tensor<3xf32> {onnx.name = "v", onnx.param},
-                         %k: tensor<4xf32> {onnx.name = "k", onnx.param}) -> tensor<f32> {
+func.func @normalization(%x: tensor<2x3x4xf32> {train.binding = #train.binding<input "x">},
+                         %g: tensor<3x4xf32> {train.binding = #train.binding<param "g">},
+                         %b: tensor<3x4xf32> {train.binding = #train.binding<param "b">},
+                         %s: tensor<3xf32> {train.binding = #train.binding<param "s">},
+                         %m: tensor<3xf32> {train.binding = #train.binding<param "m">},
+                         %v: tensor<3xf32> {train.binding = #train.binding<param "v">},
+                         %k: tensor<4xf32> {train.binding = #train.binding<param "k">}) -> tensor<f32> {
   %one = arith.constant dense<1.0> : tensor<f32>
   %0 = nn.layer_norm %x, %g, %b {axis = 1 : i64, epsilon = 1.000000e-05 : f64}
     : tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<2x3x4xf32>
@@ -141,8 +141,8 @@ func.func @normalization(%x: tensor<2x3x4xf32> {onnx.name = "x"},
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @softmax(%x: tensor<3x5xf32> {onnx.name = "x", onnx.param},
-                   %c: tensor<3x5xf32> {onnx.name = "c"}) -> tensor<f32> {
+func.func @softmax(%x: tensor<3x5xf32> {train.binding = #train.binding<param "x">},
+                   %c: tensor<3x5xf32> {train.binding = #train.binding<input "c">}) -> tensor<f32> {
   %0 = nn.softmax %x {axis = 1 : i64} : tensor<3x5xf32> -> tensor<3x5xf32>
   %1 = nn.log_softmax %x {axis = 0 : i64} : tensor<3x5xf32> -> tensor<3x5xf32>
   %2 = nn.add %0, %1 : tensor<3x5xf32>, tensor<3x5xf32> -> tensor<3x5xf32>
@@ -155,8 +155,8 @@ func.func @softmax(%x: tensor<3x5xf32> {onnx.name = "x", onnx.param},
 // CHECK-LABEL: func.func @reductions
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @reductions(%x: tensor<2x3x4xf32> {onnx.name = "x", onnx.param},
-                      %c: tensor<2x1x4xf32> {onnx.name = "c"}) -> tensor<f32> {
+func.func @reductions(%x: tensor<2x3x4xf32> {train.binding = #train.binding<param "x">},
+                      %c: tensor<2x1x4xf32> {train.binding = #train.binding<input "c">}) -> tensor<f32> {
   %0 = nn.reduce_sum %x {axes = array<i64: 1>, keepdims = true} : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
   %1 = nn.reduce_mean %x {axes = array<i64: 0, 2>, keepdims = false} : tensor<2x3x4xf32> -> tensor<3xf32>
   %2 = nn.reduce_max %x {axes = array<i64: 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<2x4xf32>
@@ -175,9 +175,9 @@ func.func @reductions(%x: tensor<2x3x4xf32> {onnx.name = "x", onnx.param},
 // CHECK-LABEL: func.func @movement
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @movement(%x: tensor<2x3x4xf32> {onnx.name = "x", onnx.param},
-                    %y: tensor<2x4x3xf32> {onnx.name = "y", onnx.param},
-                    %c: tensor<4x6xf32> {onnx.name = "c"}) -> tensor<f32> {
+func.func @movement(%x: tensor<2x3x4xf32> {train.binding = #train.binding<param "x">},
+                    %y: tensor<2x4x3xf32> {train.binding = #train.binding<param "y">},
+                    %c: tensor<4x6xf32> {train.binding = #train.binding<input "c">}) -> tensor<f32> {
   %0 = nn.transpose %x {perm = array<i64: 0, 2, 1>} : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
   %1 = nn.concat %0, %y {axis = 2 : i64} : tensor<2x4x3xf32>, tensor<2x4x3xf32> -> tensor<2x4x6xf32>
   %2 = nn.reshape %1 : tensor<2x4x6xf32> -> tensor<8x6xf32>
@@ -193,12 +193,12 @@ func.func @movement(%x: tensor<2x3x4xf32> {onnx.name = "x", onnx.param},
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: train.grad_of
 // CHECK-SAME: kernel.arena_bytes
-func.func @loss(%x: tensor<4x5xf32> {onnx.name = "x", onnx.param},
-                %t: tensor<4xi64> {onnx.name = "t"},
-                %t2: tensor<4xi64> {onnx.name = "t2"},
-                %wt: tensor<5xf32> {onnx.name = "wt"},
-                %z: tensor<2x3x2xf32> {onnx.name = "z", onnx.param},
-                %tz: tensor<2x2xi32> {onnx.name = "tz"}) -> tensor<f32> {
+func.func @loss(%x: tensor<4x5xf32> {train.binding = #train.binding<param "x">},
+                %t: tensor<4xi64> {train.binding = #train.binding<input "t">},
+                %t2: tensor<4xi64> {train.binding = #train.binding<input "t2">},
+                %wt: tensor<5xf32> {train.binding = #train.binding<input "wt">},
+                %z: tensor<2x3x2xf32> {train.binding = #train.binding<param "z">},
+                %tz: tensor<2x2xi32> {train.binding = #train.binding<input "tz">}) -> tensor<f32> {
   %lp = nn.log_softmax %x {axis = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>
   %0 = nn.nll_loss %lp, %t, %wt {reduction = "mean", ignore_index = -100 : i64}
     : tensor<4x5xf32>, tensor<4xi64>, tensor<5xf32> -> tensor<f32>

@@ -12,7 +12,7 @@
 // squared value's two uses are accumulated; the bias gradient is summed
 // over the broadcast batch dimension.
 // CHECK-LABEL: func.func @linear
-// CHECK-SAME: %[[X:[^:]+]]: tensor<8x4xf32> {onnx.name = "x"}
+// CHECK-SAME: %[[X:[^:]+]]: tensor<8x4xf32> {train.binding = #train.binding<input "x">}
 // CHECK-SAME: -> (tensor<f32>, tensor<8x3xf32>, tensor<4x3xf32> {train.grad_of = "w"}, tensor<3xf32> {train.grad_of = "b"})
 // CHECK-SAME: attributes {train.no_grad = ["head"]}
 // CHECK: %[[Z:.+]] = nn.add
@@ -35,11 +35,11 @@
 // FROZEN-SAME: -> (tensor<f32>, tensor<8x3xf32>, tensor<3xf32> {train.grad_of = "b"}) {
 // FROZEN-NOT: nn.transpose
 // FROZEN: return
-func.func @linear(%x: tensor<8x4xf32> {onnx.name = "x"},
-                  %w: tensor<4x3xf32> {onnx.name = "w", onnx.param},
-                  %b: tensor<3xf32> {onnx.name = "b", onnx.param},
-                  %h: tensor<3xf32> {onnx.name = "head", onnx.param},
-                  %steps: tensor<i64> {onnx.name = "steps", onnx.param})
+func.func @linear(%x: tensor<8x4xf32> {train.binding = #train.binding<input "x">},
+                  %w: tensor<4x3xf32> {train.binding = #train.binding<param "w">},
+                  %b: tensor<3xf32> {train.binding = #train.binding<param "b">},
+                  %h: tensor<3xf32> {train.binding = #train.binding<param "head">},
+                  %steps: tensor<i64> {train.binding = #train.binding<param "steps">})
     -> (tensor<f32>, tensor<8x3xf32>) {
   %0 = nn.matmul %x, %w : tensor<8x4xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
   %1 = nn.add %0, %b : tensor<8x3xf32>, tensor<3xf32> -> tensor<8x3xf32>
@@ -62,7 +62,7 @@ func.func @linear(%x: tensor<8x4xf32> {onnx.name = "x"},
 // CHECK: %[[GR:.+]] = nn.where %[[POS]], %{{.+}}, %[[ZERO]]
 // CHECK: %[[GX:.+]] = nn.mul %[[GR]], %[[E]]
 // CHECK: return %{{.+}}, %[[GX]]
-func.func @saved_results(%x: tensor<4xf32> {onnx.name = "x", onnx.param})
+func.func @saved_results(%x: tensor<4xf32> {train.binding = #train.binding<param "x">})
     -> tensor<f32> {
   %0 = nn.exp %x : tensor<4xf32> -> tensor<4xf32>
   %1 = nn.relu %0 : tensor<4xf32> -> tensor<4xf32>
@@ -78,7 +78,7 @@ func.func @saved_results(%x: tensor<4xf32> {onnx.name = "x", onnx.param})
 // variable keeps the whole gradient where it is inside the bound, the bound
 // included (PyTorch's clamp).
 // CHECK-LABEL: func.func @extremum
-// CHECK-SAME: %[[A:[^:]+]]: tensor<4xf32> {onnx.name = "a", onnx.param}, %[[B:[^:]+]]: tensor<4xf32>
+// CHECK-SAME: %[[A:[^:]+]]: tensor<4xf32> {train.binding = #train.binding<param "a">}, %[[B:[^:]+]]: tensor<4xf32>
 // CHECK: %[[LO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[M:.+]] = nn.max %[[A]], %[[B]]
 // CHECK: %[[AT:.+]] = nn.equal %[[M]], %[[LO]]
@@ -93,8 +93,8 @@ func.func @saved_results(%x: tensor<4xf32> {onnx.name = "x", onnx.param})
 // CHECK: %[[BLOSES:.+]] = nn.less %[[B]], %[[A]]
 // CHECK: %[[GB:.+]] = nn.where %[[BLOSES]], %{{.+}}, %[[SHARED]]
 // CHECK: return %{{.+}}, %[[GA]], %[[GB]]
-func.func @extremum(%a: tensor<4xf32> {onnx.name = "a", onnx.param},
-                    %b: tensor<4xf32> {onnx.name = "b", onnx.param})
+func.func @extremum(%a: tensor<4xf32> {train.binding = #train.binding<param "a">},
+                    %b: tensor<4xf32> {train.binding = #train.binding<param "b">})
     -> tensor<f32> {
   %lo = arith.constant dense<0.0> : tensor<f32>
   %0 = nn.max %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
@@ -120,9 +120,9 @@ func.func @extremum(%a: tensor<4xf32> {onnx.name = "a", onnx.param},
 // CHECK: %[[RT:.+]] = nn.transpose %[[ROWS]] {perm = array<i64: 1, 0>}
 // CHECK: %[[GW:.+]] = nn.matmul %[[RT]], %[[GROWS]] : tensor<4x16xf32>, tensor<16x3xf32> -> tensor<4x3xf32>
 // CHECK: return %{{.+}}, %[[GW]], %[[GV]]
-func.func @batched_matmul(%x: tensor<2x8x4xf32> {onnx.name = "x"},
-                          %w: tensor<4x3xf32> {onnx.name = "w", onnx.param},
-                          %v: tensor<1x3x5xf32> {onnx.name = "v", onnx.param})
+func.func @batched_matmul(%x: tensor<2x8x4xf32> {train.binding = #train.binding<input "x">},
+                          %w: tensor<4x3xf32> {train.binding = #train.binding<param "w">},
+                          %v: tensor<1x3x5xf32> {train.binding = #train.binding<param "v">})
     -> tensor<f32> {
   %0 = nn.matmul %x, %w : tensor<2x8x4xf32>, tensor<4x3xf32> -> tensor<2x8x3xf32>
   %1 = nn.matmul %0, %v : tensor<2x8x3xf32>, tensor<1x3x5xf32> -> tensor<2x8x5xf32>
@@ -144,9 +144,9 @@ func.func @batched_matmul(%x: tensor<2x8x4xf32> {onnx.name = "x"},
 // CHECK: %[[GW:.+]] = nn.conv2d_backward_filter %[[X]], %[[GC]] {dilations = array<i64: 1, 1>, group = 1 : i64, kernel = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<1x3x8x8xf32>, tensor<1x4x4x4xf32> -> tensor<4x3x3x3xf32>
 // CHECK: %[[GB:.+]] = nn.reduce_sum %[[GC]] {axes = array<i64: 0, 2, 3>, keepdims = false} : tensor<1x4x4x4xf32> -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[GW]], %[[GB]]
-func.func @conv(%x: tensor<1x3x8x8xf32> {onnx.name = "x"},
-                %w: tensor<4x3x3x3xf32> {onnx.name = "w", onnx.param},
-                %b: tensor<4xf32> {onnx.name = "b", onnx.param}) -> tensor<f32> {
+func.func @conv(%x: tensor<1x3x8x8xf32> {train.binding = #train.binding<input "x">},
+                %w: tensor<4x3x3x3xf32> {train.binding = #train.binding<param "w">},
+                %b: tensor<4xf32> {train.binding = #train.binding<param "b">}) -> tensor<f32> {
   %0 = nn.conv2d %x, %w, %b {strides = array<i64: 2, 2>,
          pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>,
          group = 1 : i64}
@@ -175,8 +175,8 @@ func.func @conv(%x: tensor<1x3x8x8xf32> {onnx.name = "x"},
 // CHECK: %[[ZT:.+]] = nn.broadcast_to %{{.+}} {shape = array<i64: 10, 4>}
 // CHECK: %[[GT:.+]] = nn.scatter_add %[[ZT]], %[[IDS]], %[[GG]] {axis = 0 : i64} : tensor<10x4xf32>, tensor<2x3xi64>, tensor<2x3x4xf32> -> tensor<10x4xf32>
 // CHECK: return %{{.+}}, %[[GT]]
-func.func @embedding(%ids: tensor<2x3xi64> {onnx.name = "ids"},
-                     %table: tensor<10x4xf32> {onnx.name = "table", onnx.param})
+func.func @embedding(%ids: tensor<2x3xi64> {train.binding = #train.binding<input "ids">},
+                     %table: tensor<10x4xf32> {train.binding = #train.binding<param "table">})
     -> tensor<f32> {
   %0 = nn.gather %table, %ids {axis = 0 : i64}
          : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
@@ -214,8 +214,8 @@ func.func @embedding(%ids: tensor<2x3xi64> {onnx.name = "ids"},
 // CHECK: %[[P:.+]] = nn.mul %[[SM]], %[[SUM]]
 // CHECK: %[[GX:.+]] = nn.sub %[[GLP]], %[[P]]
 // CHECK: return %{{.+}}, %[[GX]]
-func.func @cross_entropy(%logits: tensor<4x10xf32> {onnx.name = "logits", onnx.param},
-                         %labels: tensor<4xi64> {onnx.name = "labels"})
+func.func @cross_entropy(%logits: tensor<4x10xf32> {train.binding = #train.binding<param "logits">},
+                         %labels: tensor<4xi64> {train.binding = #train.binding<label "labels">})
     -> tensor<f32> {
   %0 = nn.log_softmax %logits {axis = 1 : i64}
          : tensor<4x10xf32> -> tensor<4x10xf32>
@@ -232,9 +232,9 @@ func.func @cross_entropy(%logits: tensor<4x10xf32> {onnx.name = "logits", onnx.p
 // CHECK-LABEL: func.func @updated_statistics
 // CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {train.update_of = "bn.running_mean"}, tensor<3xf32> {train.grad_of = "w"})
 // CHECK-SAME: attributes {train.buffers = ["bn.running_mean"]}
-func.func @updated_statistics(%x: tensor<3xf32> {onnx.name = "x"},
-                              %w: tensor<3xf32> {onnx.name = "w", onnx.param},
-                              %m: tensor<3xf32> {onnx.name = "bn.running_mean", onnx.param})
+func.func @updated_statistics(%x: tensor<3xf32> {train.binding = #train.binding<input "x">},
+                              %w: tensor<3xf32> {train.binding = #train.binding<param "w">},
+                              %m: tensor<3xf32> {train.binding = #train.binding<param "bn.running_mean">})
     -> (tensor<f32>, tensor<3xf32> {train.update_of = "bn.running_mean"}) {
   %0 = nn.mul %x, %w : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
   %l = nn.reduce_sum %0 {axes = array<i64: 0>, keepdims = false}
@@ -251,12 +251,12 @@ func.func @updated_statistics(%x: tensor<3xf32> {onnx.name = "x"},
 // CHECK-LABEL: func.func @running_statistics
 // CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {train.grad_of = "bn.weight"}, tensor<3xf32> {train.grad_of = "bn.bias"}, tensor<3xf32> {train.grad_of = "shared"})
 // CHECK-SAME: attributes {train.buffers = ["bn.running_mean", "bn.running_var"]}
-func.func @running_statistics(%x: tensor<2x3xf32> {onnx.name = "x"},
-                              %s: tensor<3xf32> {onnx.name = "bn.weight", onnx.param},
-                              %b: tensor<3xf32> {onnx.name = "bn.bias", onnx.param},
-                              %m: tensor<3xf32> {onnx.name = "bn.running_mean", onnx.param},
-                              %v: tensor<3xf32> {onnx.name = "bn.running_var", onnx.param},
-                              %u: tensor<3xf32> {onnx.name = "shared", onnx.param})
+func.func @running_statistics(%x: tensor<2x3xf32> {train.binding = #train.binding<input "x">},
+                              %s: tensor<3xf32> {train.binding = #train.binding<param "bn.weight">},
+                              %b: tensor<3xf32> {train.binding = #train.binding<param "bn.bias">},
+                              %m: tensor<3xf32> {train.binding = #train.binding<param "bn.running_mean">},
+                              %v: tensor<3xf32> {train.binding = #train.binding<param "bn.running_var">},
+                              %u: tensor<3xf32> {train.binding = #train.binding<param "shared">})
     -> tensor<f32> {
   %0 = nn.batch_norm %x, %s, %b, %m, %v {epsilon = 1.000000e-05 : f64}
          : tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>,
@@ -294,9 +294,9 @@ func.func @running_statistics(%x: tensor<2x3xf32> {onnx.name = "x"},
 // CHECK: %[[GG:.+]] = nn.reduce_sum %[[GXHAT]] {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<4xf32>
 // CHECK: %[[GB:.+]] = nn.reduce_sum %[[GY]] {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[GG]], %[[GB]]
-func.func @layer_norm(%x: tensor<2x3x4xf32> {onnx.name = "x"},
-                      %g: tensor<4xf32> {onnx.name = "g", onnx.param},
-                      %b: tensor<4xf32> {onnx.name = "b", onnx.param})
+func.func @layer_norm(%x: tensor<2x3x4xf32> {train.binding = #train.binding<input "x">},
+                      %g: tensor<4xf32> {train.binding = #train.binding<param "g">},
+                      %b: tensor<4xf32> {train.binding = #train.binding<param "b">})
     -> tensor<f32> {
   %0 = nn.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
          : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
@@ -315,8 +315,8 @@ func.func @layer_norm(%x: tensor<2x3x4xf32> {onnx.name = "x"},
 // CHECK: %[[G1:.+]] = nn.slice %[[G]] {sizes = array<i64: 3, 1>, starts = array<i64: 0, 2>, steps = array<i64: 1, 1>}
 // CHECK: %[[GX:.+]] = nn.transpose %[[G0]] {perm = array<i64: 1, 0>} : tensor<3x2xf32> -> tensor<2x3xf32>
 // CHECK: return %{{.+}}, %[[GX]], %[[G1]]
-func.func @movement(%x: tensor<2x3xf32> {onnx.name = "x", onnx.param},
-                    %y: tensor<3x1xf32> {onnx.name = "y", onnx.param})
+func.func @movement(%x: tensor<2x3xf32> {train.binding = #train.binding<param "x">},
+                    %y: tensor<3x1xf32> {train.binding = #train.binding<param "y">})
     -> tensor<f32> {
   %0 = nn.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
   %1 = nn.concat %0, %y {axis = 1 : i64}
@@ -337,8 +337,8 @@ func.func @movement(%x: tensor<2x3xf32> {onnx.name = "x", onnx.param},
 // CHECK: %[[G:.+]] = nn.mul %[[SEED]], %[[N]]
 // CHECK: %[[GX:.+]] = nn.cast %[[G]] : tensor<4xf32> -> tensor<4xf16>
 // CHECK: return %{{.+}}, %[[GX]]
-func.func @casts(%x: tensor<4xf16> {onnx.name = "x", onnx.param},
-                 %n: tensor<4xi32> {onnx.name = "n"}) -> tensor<f32> {
+func.func @casts(%x: tensor<4xf16> {train.binding = #train.binding<param "x">},
+                 %n: tensor<4xi32> {train.binding = #train.binding<input "n">}) -> tensor<f32> {
   %0 = nn.cast %x : tensor<4xf16> -> tensor<4xf32>
   %1 = nn.cast %n : tensor<4xi32> -> tensor<4xf32>
   %2 = nn.mul %0, %1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
@@ -349,13 +349,12 @@ func.func @casts(%x: tensor<4xf16> {onnx.name = "x", onnx.param},
 
 // -----
 
-// The loss may be a parameter itself (gradient: the seed); a parameter
-// without onnx.name is named after its argument.
+// The loss may be a parameter itself (gradient: the seed).
 // CHECK-LABEL: func.func @loss_is_param
-// CHECK-SAME: -> (tensor<f64>, tensor<f64> {train.grad_of = "arg0"})
+// CHECK-SAME: -> (tensor<f64>, tensor<f64> {train.grad_of = "x"})
 // CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00> : tensor<f64>
 // CHECK: return %{{.+}}, %[[ONE]]
-func.func @loss_is_param(%x: tensor<f64> {onnx.param}) -> tensor<f64> {
+func.func @loss_is_param(%x: tensor<f64> {train.binding = #train.binding<param "x">}) -> tensor<f64> {
   return %x : tensor<f64>
 }
 
@@ -378,7 +377,7 @@ func.func @no_params(%x: tensor<4xf32>) -> tensor<f32> {
 // path: the mask drawn in the forward pass gates the gradient (nn.where's
 // product), nothing is drawn again and the key gets no gradient.
 // CHECK-LABEL: func.func @dropout
-// CHECK-SAME: (%[[X:.+]]: tensor<4xf32> {onnx.name = "x"}, %{{.+}}: tensor<4xf32> {onnx.name = "w", onnx.param}, %{{.+}}: tensor<i64> {onnx.name = "rng", train.hyper})
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32> {train.binding = #train.binding<input "x">}, %{{.+}}: tensor<4xf32> {train.binding = #train.binding<param "w">}, %{{.+}}: tensor<i64> {train.binding = #train.binding<hyper "rng">})
 // CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"})
 // CHECK: %[[U:.+]] = nn.random_uniform
 // CHECK: %[[DROP:.+]] = nn.less %[[U]]
@@ -389,9 +388,9 @@ func.func @no_params(%x: tensor<4xf32>) -> tensor<f32> {
 // CHECK: %[[GW:.+]] = nn.mul %[[GM]], %[[X]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
 // CHECK-NOT: nn.random_uniform
 // CHECK: return %{{.+}}, %[[GW]]
-func.func @dropout(%x: tensor<4xf32> {onnx.name = "x"},
-                   %w: tensor<4xf32> {onnx.name = "w", onnx.param},
-                   %rng: tensor<i64> {onnx.name = "rng", train.hyper})
+func.func @dropout(%x: tensor<4xf32> {train.binding = #train.binding<input "x">},
+                   %w: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                   %rng: tensor<i64> {train.binding = #train.binding<hyper "rng">})
     -> tensor<f32> {
   %half = arith.constant dense<0.5> : tensor<f32>
   %two = arith.constant dense<2.0> : tensor<f32>

@@ -36,8 +36,8 @@
 // NONE: ztc-build-entries needs at least one entry
 // UNKNOWN: unknown entry 'eval'; expected forward, train_step, loss_and_grads or loss (ztc-accumulate builds accumulate)
 func.func @main(%x: tensor<4xf32>,
-                %w: tensor<4xf32> {onnx.name = "w", onnx.param},
-                %s: tensor<4xf32> {onnx.name = "stat", onnx.param})
+                %w: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                %s: tensor<4xf32> {train.binding = #train.binding<param "stat">})
     -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"},
         tensor<4xf32> {train.update_of = "stat"}) {
   %loss = arith.constant dense<1.0> : tensor<f32>

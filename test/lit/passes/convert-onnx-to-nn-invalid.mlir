@@ -385,7 +385,7 @@ func.func @dropout_ratio_out_of_range(%x: tensor<2x3xf32>) -> none {
 
 // The random key is the argument named 'rng'; a graph input that already
 // has the name is not taken for it.
-func.func @dropout_rng_name_taken(%x: tensor<2x3xf32>, %rng: tensor<2xf32> {onnx.name = "rng"}) -> none {
+func.func @dropout_rng_name_taken(%x: tensor<2x3xf32>, %rng: tensor<2xf32> {train.binding = #train.binding<input "rng">}) -> none {
   %training = onnx.constant dense<true> : tensor<i1>
   %none = onnx.none
   // expected-error @unknown {{node 'dropout' (Dropout, opset 13): the random key of training-mode Dropout is an argument named 'rng', but the graph already has an input of that name ('tensor<2xf32>')}}

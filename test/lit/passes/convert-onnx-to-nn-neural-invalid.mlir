@@ -202,9 +202,9 @@ func.func @batch_norm_training_rank(%x: tensor<4xf32>, %s: tensor<4xf32>) -> non
 
 // One initializer cannot receive two updates in one step.
 func.func @batch_norm_shared_statistics(%x: tensor<2x4xf32>, %s: tensor<4xf32>,
-    %m: tensor<4xf32> {onnx.name = "m", onnx.param}) -> (none, none) {
+    %m: tensor<4xf32> {train.binding = #train.binding<param "m">}) -> (none, none) {
   %0:3 = onnx.node "BatchNormalization"(%x, %s, %s, %m, %s) {opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (none, none, none) loc("bn1")
-  // expected-error @unknown {{node 'bn2' (BatchNormalization, opset 15): initializer "m" (input 3) is already updated by another node}}
+  // expected-error @unknown {{node 'bn2' (BatchNormalization, opset 15): initializer 'm' (input 3) is already updated by another node}}
   %1:3 = onnx.node "BatchNormalization"(%x, %s, %s, %m, %s) {opset = 15 : i64, attrs = {training_mode = 1 : i64}} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (none, none, none) loc("bn2")
   return %0#0, %1#0 : none, none
 }

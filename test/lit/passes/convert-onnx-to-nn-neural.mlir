@@ -257,7 +257,7 @@ func.func @batch_norm(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf
 // statistics toward them: running * momentum + batch * (1 - momentum).
 // Running statistics that are initializers are returned as updates.
 // CHECK-LABEL: func.func @batch_norm_training
-// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x4x8x8xf32>, %[[S:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>, %[[M:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "bn.running_mean", onnx.param}, %[[V:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "bn.running_var", onnx.param})
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x4x8x8xf32>, %[[S:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>, %[[M:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<param "bn.running_mean">}, %[[V:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<param "bn.running_var">})
 // CHECK-SAME: -> (tensor<2x4x8x8xf32>, tensor<4xf32> {train.update_of = "bn.running_mean"}, tensor<4xf32> {train.update_of = "bn.running_var"})
 // CHECK: %[[MEAN:.+]] = nn.reduce_mean %[[X]] {axes = array<i64: 0, 2, 3>, keepdims = true} : tensor<2x4x8x8xf32> -> tensor<1x4x1x1xf32>
 // CHECK: %[[C:.+]] = nn.sub %[[X]], %[[MEAN]]
@@ -283,8 +283,8 @@ func.func @batch_norm(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf
 // CHECK: %[[NV:.+]] = nn.add %[[RV]], %[[BV]]
 // CHECK: return %[[Y]], %[[NM]], %[[NV]]
 func.func @batch_norm_training(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>,
-    %m: tensor<4xf32> {onnx.name = "bn.running_mean", onnx.param},
-    %v: tensor<4xf32> {onnx.name = "bn.running_var", onnx.param}) -> none {
+    %m: tensor<4xf32> {train.binding = #train.binding<param "bn.running_mean">},
+    %v: tensor<4xf32> {train.binding = #train.binding<param "bn.running_var">}) -> none {
   %0:3 = onnx.node "BatchNormalization"(%x, %s, %b, %m, %v) {opset = 15 : i64, attrs = {training_mode = 1 : i64, momentum = 0.8 : f32}} : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (none, none, none)
   return %0#0 : none
 }

@@ -359,7 +359,7 @@ func.func @dropout_zero_ratio(%x: tensor<2x3xf32>) -> none {
 // `rng`, a hyper the runtime writes; each node has its own stream: its seed
 // attribute (5), else the FNV-1a hash of its name ("drop2").
 // CHECK-LABEL: func.func @dropout_training
-// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[RNG:.+]]: tensor<i64> {onnx.name = "rng", train.hyper}) -> (tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>)
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[RNG:.+]]: tensor<i64> {train.binding = #train.binding<hyper "rng">}) -> (tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>)
 // CHECK: %[[U:.+]] = nn.random_uniform %[[RNG]] {stream = 5 : i64} : tensor<i64> -> tensor<2x3xf32>
 // CHECK: %[[RATIO:.+]] = arith.constant dense<2.500000e-01> : tensor<f32>
 // CHECK: %[[DROP:.+]] = nn.less %[[U]], %[[RATIO]] : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xi1>
@@ -385,7 +385,7 @@ func.func @dropout_training(%x: tensor<2x3xf32>) -> (none, none, none) {
 // The default ratio is 0.5. The draws and the comparison are f32 whatever
 // the data's type; the scale and the zeros have the data's type (f16).
 // CHECK-LABEL: func.func @dropout_training_default_ratio_f16
-// CHECK-SAME: (%[[X:.+]]: tensor<4xf16>, %[[RNG:.+]]: tensor<i64> {onnx.name = "rng", train.hyper}) -> tensor<4xf16>
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf16>, %[[RNG:.+]]: tensor<i64> {train.binding = #train.binding<hyper "rng">}) -> tensor<4xf16>
 // CHECK: %[[U:.+]] = nn.random_uniform %[[RNG]] {{.*}} : tensor<i64> -> tensor<4xf32>
 // CHECK: %[[RATIO:.+]] = arith.constant dense<5.000000e-01> : tensor<f32>
 // CHECK: nn.less %[[U]], %[[RATIO]] : tensor<4xf32>, tensor<f32> -> tensor<4xi1>

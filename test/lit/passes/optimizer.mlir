@@ -8,13 +8,13 @@
 // an update tagged before it (a gradient accumulator) passes through last.
 
 // SGD-LABEL: func.func @step
-// SGD-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "w", onnx.param}
-// SGD-SAME: %[[V:[a-z0-9]+]]: tensor<2x2xf32> {onnx.name = "v", onnx.param}
-// SGD-SAME: %[[ACC:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "w.grad_accum", train.state}
-// SGD-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {onnx.name = "lr", train.hyper}
-// SGD-SAME: %{{[a-z0-9]+}}: tensor<f32> {onnx.name = "step", train.hyper}
-// SGD-SAME: %[[BW:[a-z0-9]+]]: tensor<4xf32> {onnx.name = "w.momentum_buffer", train.state}
-// SGD-SAME: %[[BV:[a-z0-9]+]]: tensor<2x2xf32> {onnx.name = "v.momentum_buffer", train.state}
+// SGD-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<param "w">}
+// SGD-SAME: %[[V:[a-z0-9]+]]: tensor<2x2xf32> {train.binding = #train.binding<param "v">}
+// SGD-SAME: %[[ACC:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<state "w.grad_accum">}
+// SGD-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {train.binding = #train.binding<hyper "lr">}
+// SGD-SAME: %{{[a-z0-9]+}}: tensor<f32> {train.binding = #train.binding<hyper "step">}
+// SGD-SAME: %[[BW:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<state "w.momentum_buffer">}
+// SGD-SAME: %[[BV:[a-z0-9]+]]: tensor<2x2xf32> {train.binding = #train.binding<state "v.momentum_buffer">}
 // SGD-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<4xf32> {train.update_of = "w.momentum_buffer"}, tensor<4xf32> {train.update_of = "w"}, tensor<2x2xf32> {train.update_of = "v.momentum_buffer"}, tensor<2x2xf32> {train.update_of = "v"}, tensor<4xf32> {train.update_of = "w.grad_accum"})
 // SGD: %[[C:.+]]:2 = train.clip_by_global_norm %[[GW:.+]], %[[GV:.+]] {max_norm = 1.000000e+00 : f64}
 // SGD: %[[NW:.+]], %[[NBW:.+]] = train.sgd %[[W]], %[[C]]#0, %[[LR]], %[[BW]] {momentum = 9.000000e-01 : f64, nesterov} :
@@ -22,10 +22,10 @@
 // SGD: return %{{.+}}, %[[NBW]], %[[NW]], %[[NBV]], %[[NV]], %{{.+}} :
 
 // ADAMW-LABEL: func.func @step
-// ADAMW-SAME: {onnx.name = "w.exp_avg", train.state}
-// ADAMW-SAME: {onnx.name = "w.exp_avg_sq", train.state}
-// ADAMW-SAME: {onnx.name = "v.exp_avg", train.state}
-// ADAMW-SAME: {onnx.name = "v.exp_avg_sq", train.state}
+// ADAMW-SAME: {train.binding = #train.binding<state "w.exp_avg">}
+// ADAMW-SAME: {train.binding = #train.binding<state "w.exp_avg_sq">}
+// ADAMW-SAME: {train.binding = #train.binding<state "v.exp_avg">}
+// ADAMW-SAME: {train.binding = #train.binding<state "v.exp_avg_sq">}
 // ADAMW-SAME: {train.update_of = "w"}, tensor<4xf32> {train.update_of = "w.exp_avg"}, tensor<4xf32> {train.update_of = "w.exp_avg_sq"}
 // ADAMW-NOT: clip_by_global_norm
 // ADAMW: train.adam {{.+}} {decoupled, weight_decay = 1.000000e-02 : f64} :
@@ -35,9 +35,9 @@
 
 // UNKNOWN: unknown optimizer 'rmsprop'; expected sgd, adam or adamw
 func.func @step(%x: tensor<4xf32>,
-                %w: tensor<4xf32> {onnx.name = "w", onnx.param},
-                %v: tensor<2x2xf32> {onnx.name = "v", onnx.param},
-                %acc: tensor<4xf32> {onnx.name = "w.grad_accum", train.state})
+                %w: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                %v: tensor<2x2xf32> {train.binding = #train.binding<param "v">},
+                %acc: tensor<4xf32> {train.binding = #train.binding<state "w.grad_accum">})
     -> (tensor<f32>, tensor<4xf32> {train.grad_of = "w"},
         tensor<2x2xf32> {train.grad_of = "v"},
         tensor<4xf32> {train.update_of = "w.grad_accum"}) {

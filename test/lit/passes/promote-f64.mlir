@@ -8,14 +8,14 @@
 // constant keeps its values exactly (0.1 in f32 is 0.10000000149011612);
 // an op with inferred types is re-created on the f64 operands.
 // CHECK-LABEL: func.func @signature
-// CHECK-SAME: (%[[X:.+]]: tensor<4xf64> {onnx.name = "x"}, %[[W:.+]]: tensor<4xf64> {onnx.name = "w", onnx.param})
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf64> {train.binding = #train.binding<input "x">}, %[[W:.+]]: tensor<4xf64> {train.binding = #train.binding<param "w">})
 // CHECK-SAME: -> (tensor<4xf64> {onnx.name = "y"})
 // CHECK: %[[C:.+]] = arith.constant dense<[5.000000e-01, 1.000000e+00, 0.10000000149011612, 3.000000e+00]> : tensor<4xf64>
 // CHECK: %[[M:.+]] = nn.mul %[[X]], %[[C]] : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
 // CHECK: %[[A:.+]] = nn.add %[[M]], %[[W]] : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
 // CHECK: return %[[A]] : tensor<4xf64>
-func.func @signature(%x: tensor<4xf32> {onnx.name = "x"},
-                     %w: tensor<4xf32> {onnx.name = "w", onnx.param})
+func.func @signature(%x: tensor<4xf32> {train.binding = #train.binding<input "x">},
+                     %w: tensor<4xf32> {train.binding = #train.binding<param "w">})
     -> (tensor<4xf32> {onnx.name = "y"}) {
   %c = arith.constant dense<[0.5, 1.0, 0.1, 3.0]> : tensor<4xf32>
   %0 = nn.mul %x, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
@@ -50,11 +50,11 @@ func.func @half(%x: tensor<2x3xf16>, %y: tensor<3xbf16>)
 // values; their i64 key stays, and the ratio they are compared with keeps
 // its f32 value, so a promoted dropout keeps its masks.
 // CHECK-LABEL: func.func @random
-// CHECK-SAME: (%[[K:.+]]: tensor<i64> {onnx.name = "rng", train.hyper}) -> tensor<2x3xi1>
+// CHECK-SAME: (%[[K:.+]]: tensor<i64> {train.binding = #train.binding<hyper "rng">}) -> tensor<2x3xi1>
 // CHECK: %[[R:.+]] = arith.constant dense<0.30000001192092896> : tensor<f64>
 // CHECK: %[[U:.+]] = nn.random_uniform %[[K]] {stream = 3 : i64} : tensor<i64> -> tensor<2x3xf64>
 // CHECK: nn.less %[[U]], %[[R]] : tensor<2x3xf64>, tensor<f64> -> tensor<2x3xi1>
-func.func @random(%key: tensor<i64> {onnx.name = "rng", train.hyper})
+func.func @random(%key: tensor<i64> {train.binding = #train.binding<hyper "rng">})
     -> tensor<2x3xi1> {
   %r = arith.constant dense<0.3> : tensor<f32>
   %u = nn.random_uniform %key {stream = 3 : i64} : tensor<i64> -> tensor<2x3xf32>

@@ -462,6 +462,20 @@ TEST(ManifestTest, ParsesAndValidates) {
       "m.json");
   EXPECT_EQ(noFile.bindings[0].file, "x_0");
 
+  // Every role of the IR's train.binding round-trips; labels are data (a
+  // file stem), buffers are weights.
+  Manifest roles = stepManifest();
+  roles.bindings.push_back(
+      {BindingRole::Label, "labels", "labels", DType::Int64, {2}});
+  roles.bindings.push_back(
+      {BindingRole::Buffer, "bn.running_mean", "", DType::Float32, {4}});
+  Manifest parsedRoles = parseManifest(printManifest(roles), "m.json");
+  EXPECT_EQ(parsedRoles.bindings[5].role, BindingRole::Label);
+  EXPECT_EQ(parsedRoles.bindings[5].file, "labels");
+  EXPECT_EQ(parsedRoles.bindings[6].role, BindingRole::Buffer);
+  EXPECT_TRUE(isData(BindingRole::Label) && isWeight(BindingRole::Buffer));
+  EXPECT_FALSE(isData(BindingRole::Buffer) || isWeight(BindingRole::Label));
+
   auto error = [](const std::string &text) {
     return ZTC_ERROR_MESSAGE(parseManifest(text, "m.json"));
   };

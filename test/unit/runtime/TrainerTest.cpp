@@ -214,7 +214,8 @@ Manifest trainManifest() {
   manifest.arenaBytes = 256;
   manifest.bindings = {
       {BindingRole::Input, "x", "x", DType::Float32, {kBatch, kFeatures}},
-      {BindingRole::Input, "y", "y", DType::Float32, {kBatch}},
+      // The labels: data like an input, read by the loss.
+      {BindingRole::Label, "y", "y", DType::Float32, {kBatch}},
       {BindingRole::Param, "w", "", DType::Float32, {kFeatures}},
       {BindingRole::Param, "b", "", DType::Float32, {}},
       {BindingRole::State, "w.sq", "", DType::Float32, {kFeatures}},

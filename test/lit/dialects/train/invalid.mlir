@@ -130,15 +130,47 @@ func.func @unknown_arg(%a: tensor<4xf32> {train.param}) {
 
 // -----
 
-// expected-error @+1 {{'train.state' on argument 0 must be a unit attribute}}
-func.func @state_not_unit(%a: tensor<4xf32> {train.state = 1 : i64}) {
+// expected-error @+1 {{'train.binding' on argument 0 must be a #train.binding}}
+func.func @binding_not_binding(%a: tensor<4xf32> {train.binding = 1 : i64}) {
   return
 }
 
 // -----
 
 // expected-error @+1 {{hyper argument 0 must be rank 0, got 'tensor<1xf32>'}}
-func.func @hyper_rank(%a: tensor<1xf32> {train.hyper}) {
+func.func @hyper_rank(%a: tensor<1xf32> {train.binding = #train.binding<hyper "lr">}) {
+  return
+}
+
+// -----
+
+// A binding holds numbers.
+// expected-error @+1 {{argument 0 ('x') has element type 'index'; a binding holds integers or floats}}
+func.func @not_a_number(%a: tensor<4xindex> {train.binding = #train.binding<input "x">}) {
+  return
+}
+
+// -----
+
+// Two arguments of one name would be one binding to the runtime.
+// expected-error @+1 {{arguments 0 and 1 are both bound as 'w'}}
+func.func @same_name(%a: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                     %b: tensor<4xf32> {train.binding = #train.binding<state "w">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 has an empty name}}
+func.func @empty_name(%a: tensor<4xf32> {train.binding = #train.binding<input "">}) {
+  return
+}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::ztc::train::BindingRole to be one of: input, label, param, buffer, state, hyper}}
+// expected-error @+1 {{failed to parse Train_BindingAttr parameter 'role'}}
+func.func @unknown_role(%a: tensor<4xf32> {train.binding = #train.binding<weight "w">}) {
   return
 }
 
@@ -159,14 +191,14 @@ func.func @grad_of_not_string(%a: tensor<4xf32>) -> (tensor<4xf32> {train.grad_o
 // -----
 
 // expected-error @+1 {{result 0 updates 'w', which names no argument}}
-func.func @update_unknown(%a: tensor<4xf32> {onnx.name = "a"}) -> (tensor<4xf32> {train.update_of = "w"}) {
+func.func @update_unknown(%a: tensor<4xf32> {train.binding = #train.binding<input "a">}) -> (tensor<4xf32> {train.update_of = "w"}) {
   return %a : tensor<4xf32>
 }
 
 // -----
 
 // expected-error @+1 {{result 0 updates 'a' of type 'tensor<4xf32>' with a value of type 'tensor<4xf16>'}}
-func.func @update_type(%a: tensor<4xf32> {onnx.name = "a"}, %b: tensor<4xf16>) -> (tensor<4xf16> {train.update_of = "a"}) {
+func.func @update_type(%a: tensor<4xf32> {train.binding = #train.binding<input "a">}, %b: tensor<4xf16>) -> (tensor<4xf16> {train.update_of = "a"}) {
   return %b : tensor<4xf16>
 }
 

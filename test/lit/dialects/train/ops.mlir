@@ -3,22 +3,22 @@
 // Every train op and every train attribute round-trips.
 
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: {onnx.name = "lr", train.hyper}
-// CHECK-SAME: {onnx.name = "w.momentum_buffer", train.state}
+// CHECK-SAME: {train.binding = #train.binding<hyper "lr">}
+// CHECK-SAME: {train.binding = #train.binding<state "w.momentum_buffer">}
 // CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {train.update_of = "w"}, tensor<4xf32> {train.update_of = "w.momentum_buffer"}, tensor<2x2xf32> {train.grad_of = "v"})
 // CHECK-SAME: attributes {train.buffers = ["bn.running_mean"], train.loss = "cross_entropy", train.no_grad = ["unused"]}
 // CHECK: %[[C:.+]]:2 = train.clip_by_global_norm %{{.+}}, %{{.+}} {max_norm = 1.000000e+00 : f64} : tensor<4xf32>, tensor<2x2xf32> -> tensor<4xf32>, tensor<2x2xf32>
 // CHECK: train.sgd %{{.+}}, %[[C]]#0, %{{.+}}, %{{.+}} {momentum = 9.000000e-01 : f64, nesterov, weight_decay = 1.000000e-04 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
 // CHECK: train.sgd %{{.+}}, %[[C]]#1, %{{.+}} : tensor<2x2xf32>, tensor<2x2xf32>, tensor<f32> -> tensor<2x2xf32>
 // CHECK: train.adam %{{.+}} {beta1 = 8.000000e-01 : f64, decoupled, eps = {{.+}} : f64} : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<f32>, tensor<f32> -> tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>
-func.func @step(%w: tensor<4xf32> {onnx.name = "w", onnx.param},
-                %v: tensor<2x2xf32> {onnx.name = "v", onnx.param},
+func.func @step(%w: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                %v: tensor<2x2xf32> {train.binding = #train.binding<param "v">},
                 %gw: tensor<4xf32>, %gv: tensor<2x2xf32>,
-                %lr: tensor<f32> {onnx.name = "lr", train.hyper},
-                %step: tensor<f32> {onnx.name = "step", train.hyper},
-                %buf: tensor<4xf32> {onnx.name = "w.momentum_buffer", train.state},
-                %m: tensor<2x2xf32> {onnx.name = "v.exp_avg", train.state},
-                %s: tensor<2x2xf32> {onnx.name = "v.exp_avg_sq", train.state})
+                %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
+                %step: tensor<f32> {train.binding = #train.binding<hyper "step">},
+                %buf: tensor<4xf32> {train.binding = #train.binding<state "w.momentum_buffer">},
+                %m: tensor<2x2xf32> {train.binding = #train.binding<state "v.exp_avg">},
+                %s: tensor<2x2xf32> {train.binding = #train.binding<state "v.exp_avg_sq">})
     -> (tensor<f32>, tensor<4xf32> {train.update_of = "w"},
         tensor<4xf32> {train.update_of = "w.momentum_buffer"},
         tensor<2x2xf32> {train.grad_of = "v"})
