@@ -65,8 +65,8 @@ typedef struct ztc_step_context {
   /// This process's rank and the number of ranks.
   int32_t rank;
   int32_t world_size;
-  /// Device memory the entry's loss records accumulate into; null for an
-  /// entry that records none (forward, gradient checks).
+  /// Device memory the entry's loss records accumulate into (entries that
+  /// record no loss, forward and gradient checks, leave it alone).
   ztc_train_state *state;
 } ztc_step_context;
 
