@@ -30,6 +30,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <deque>
+#include <map>
 #include <cstring>
 #include <unistd.h>
 
@@ -161,11 +163,19 @@ const char *const kGradCheckPipelineFlags[] = {"loss", "loss-input", "labels",
 class PipelineFlags {
 public:
   PipelineFlags(cl::SubCommand &command, llvm::ArrayRef<const char *> names) {
+    std::map<std::string, std::string> initial = printedValues(defaults);
     for (const char *name : names) {
       cl::Option *option = defaults.findOption(name);
       assert(option && "a pipeline flag names no pipeline option");
+      // The help says the default, as the pipeline prints it.
+      std::string help = option->HelpStr.str();
+      auto value = initial.find(name);
+      if (value != initial.end() && !value->second.empty() &&
+          help.find("default") == std::string::npos)
+        help += " (default " + value->second + ")";
+      helps.push_back(std::move(help));
       auto flag = std::make_unique<cl::list<std::string>>(
-          StringRef(name), cl::desc(option->HelpStr), cl::sub(command),
+          StringRef(name), cl::desc(helps.back()), cl::sub(command),
           cl::value_desc(option->getValueExpectedFlag() == cl::ValueOptional
                              ? "true|false"
                              : "VALUE"));
@@ -187,7 +197,26 @@ public:
   }
 
 private:
+  /// Each option's value as `options.print` writes it: "{a=1 b=x}".
+  static std::map<std::string, std::string>
+  printedValues(const mz::TrainingPipelineOptions &options) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    options.print(os);
+    std::map<std::string, std::string> values;
+    StringRef rest = StringRef(text).trim().trim("{}");
+    while (!rest.empty()) {
+      StringRef entry;
+      std::tie(entry, rest) = rest.split(' ');
+      auto [key, value] = entry.split('=');
+      values[key.str()] = value.str();
+    }
+    return values;
+  }
+
   mz::TrainingPipelineOptions defaults;
+  /// The flags' help texts (cl::desc keeps a reference).
+  std::deque<std::string> helps;
   std::vector<std::unique_ptr<cl::list<std::string>>> flags;
 };
 
