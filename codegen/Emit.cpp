@@ -780,7 +780,14 @@ void Emitter::printEntry(llvm::raw_ostream &os) {
   if (target == Target::Cuda)
     os << "  cudaStream_t stream = static_cast<cudaStream_t>(ctx->streams[0]);"
           "\n";
-  os << entryText << "}\n\n";
+  os << entryText;
+  // Last: the kernels' data error into the context's slot, on the device.
+  if (target == Target::Cuda)
+    os << "  ztc::cuda::collectErrors(ctx->error, "
+          "static_cast<cudaStream_t>(ctx->streams[0]));\n";
+  else
+    os << "  ztc::cpu::collectErrors(ctx->error);\n";
+  os << "}\n\n";
 }
 
 } // namespace

@@ -7,6 +7,8 @@
 
 #include "runtime/Runner.h"
 
+#include "runtime/kernels/StepError.h"
+
 #include "runtime/Error.h"
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
@@ -50,8 +52,9 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
 
   streams_ = backend_->streams(manifest().streams);
   events_ = backend_->events(manifest().events);
-  // The training state starts zeroed, like every buffer.
+  // The training state and the error slot start zeroed, like every buffer.
   trainState_ = DeviceBuffer(*backend_, sizeof(ztc_train_state));
+  errorSlot_ = DeviceBuffer(*backend_, sizeof(ztc_step_error));
 
   // Buffers start zeroed: states without an initial value stay so.
   std::map<std::string, Tensor> initial = artifact_.loadInitialValues();
@@ -201,17 +204,32 @@ void Runner::run(EntryFn entry) {
   context.rank = 0;
   context.world_size = 1;
   context.state = static_cast<ztc_train_state *>(trainState_.data());
+  context.error = static_cast<ztc_step_error *>(errorSlot_.data());
   backend_->call(entry, context);
-  // A synchronous backend has finished: check the guard now, so an overrun
-  // names the call that did it. An asynchronous one is checked when the
-  // host next waits (synchronize).
-  if (!backend_->asynchronous())
+  // A synchronous backend has finished: check now, so a failure names the
+  // call that caused it. An asynchronous one is checked when the host next
+  // waits (synchronize).
+  if (!backend_->asynchronous()) {
     checkGuard();
+    checkStepError();
+  }
 }
 
 void Runner::synchronize() const {
   backend_->synchronize();
   checkGuard();
+  checkStepError();
+}
+
+void Runner::checkStepError() const {
+  ztc_step_error error;
+  backend_->copyOut(&error, errorSlot_.data(), sizeof(error));
+  if (error.kind == ZTC_ERROR_NONE)
+    return;
+  // The next call starts clean even if the caller goes on.
+  ztc_step_error none{};
+  backend_->copyIn(errorSlot_.data(), &none, sizeof(none));
+  throw Error(describeStepError(error));
 }
 
 ztc_train_state Runner::trainState() const {

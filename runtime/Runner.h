@@ -12,8 +12,9 @@
 //   input 'x' (DIR/x.npy): expected float32[8,64], got float32[8,32]
 //   input 'x': DIR/x.npy: truncated data: ...      (a corrupt .npy)
 //   generated code wrote past the end of the N-byte arena
-//   gather: index 70 is outside [-64, 64)   (bad data a kernel found; the
-//     backend reports the kernel library's first error of the call)
+//   gather: index 70 is outside [-64, 64)   (bad data a kernel found: the
+//     first the step's kernels recorded in the context's error slot, read
+//     after the call on the CPU and when the host next waits on CUDA)
 //   hyper 'rng' was not set                 (run() before setRandomKey)
 //
 //===----------------------------------------------------------------------===//
@@ -96,6 +97,8 @@ private:
   void uploadInput(size_t binding, const Tensor &value);
   /// Throws when the guard band after the arena was overwritten.
   void checkGuard() const;
+  /// Throws (and clears) the data error in the context's error slot.
+  void checkStepError() const;
 
   const Artifact &artifact_;
   std::unique_ptr<Backend> backend_;
@@ -104,8 +107,8 @@ private:
   DeviceBuffer arena_;
   /// The context's streams and events, the backend's.
   std::vector<void *> streams_, events_;
-  /// The context's ztc_train_state, in device memory.
-  DeviceBuffer trainState_;
+  /// The context's ztc_train_state and ztc_step_error, in device memory.
+  DeviceBuffer trainState_, errorSlot_;
   std::vector<DeviceBuffer> buffers_;
   std::vector<void *> pointers_;
   std::vector<bool> inputSet_;

@@ -43,6 +43,7 @@
 #include "Numeric.h"
 #include "Random.h"
 #include "StepAbi.h"
+#include "StepError.h"
 #include "TrainState.h"
 #include "Window.h"
 
@@ -146,6 +147,8 @@ constexpr int64_t kParallelGrain = 1 << 15;
 struct ErrorState {
   std::atomic<int> state{0};
   char message[256] = {};
+  /// The same error as the step's error slot records it.
+  ztc_step_error record = {};
 };
 
 inline ErrorState &errorState() {
@@ -153,28 +156,31 @@ inline ErrorState &errorState() {
   return state;
 }
 
-/// Keeps the printf-formatted message unless an earlier error is recorded.
-inline void recordError(const char *format, ...)
-    __attribute__((format(printf, 1, 2)));
-
-inline void recordError(const char *format, ...) {
+/// Keeps `data` (and its message) unless an earlier error is recorded.
+inline void recordDataError(const ztc_step_error &data) {
   ErrorState &error = errorState();
   int expected = 0;
   if (!error.state.compare_exchange_strong(expected, 1,
                                            std::memory_order_acquire))
     return;
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(error.message, sizeof error.message, format, args);
-  va_end(args);
+  error.record = data;
+  std::snprintf(error.message, sizeof error.message, "%s",
+                describeStepError(data).c_str());
   error.state.store(2, std::memory_order_release);
 }
 
-/// Records "KERNEL: WHAT VALUE is outside [LOW, HIGH)".
-inline void recordRangeError(const char *kernel, const char *what,
-                             int64_t value, int64_t low, int64_t high) {
-  recordError("%s: %s %" PRId64 " is outside [%" PRId64 ", %" PRId64 ")",
-              kernel, what, value, low, high);
+/// Records an index or label `value` outside [low, high).
+inline void recordRangeError(int32_t kind, int64_t value, int64_t low,
+                             int64_t high, bool hasIgnore = false,
+                             int64_t ignore = 0) {
+  ztc_step_error data{};
+  data.kind = kind;
+  data.value = value;
+  data.low = low;
+  data.high = high;
+  data.has_ignore = hasIgnore;
+  data.ignore = ignore;
+  recordDataError(data);
 }
 
 /// dst[index * dstStrides] = src[index * srcStrides] for every index of
@@ -288,7 +294,21 @@ inline const char *lastError() {
 inline void clearError() {
   detail::ErrorState &error = detail::errorState();
   error.message[0] = '\0';
+  error.record = ztc_step_error{};
   error.state.store(0, std::memory_order_release);
+}
+
+/// An entry's last work: moves the first data error its kernels recorded
+/// into the context's error slot (unless the slot holds an earlier one) and
+/// clears the library's, so the runtime finds it in the slot.
+inline void collectErrors(ztc_step_error *slot) {
+  if (!slot)
+    return;
+  detail::ErrorState &error = detail::errorState();
+  if (error.state.load(std::memory_order_acquire) == 2 &&
+      slot->kind == ZTC_ERROR_NONE)
+    *slot = error.record;
+  clearError();
 }
 
 /// kernel.record_loss: adds `*loss` to the context's training state
@@ -676,7 +696,8 @@ void gather(const T *data, const Dims &dataDims, const I *indices,
     int64_t o = row / count;
     int64_t index = static_cast<int64_t>(indices[row % count]);
     if (index < -length || index >= length) {
-      detail::recordRangeError("gather", "index", index, -length, length);
+      detail::recordRangeError(ZTC_ERROR_GATHER_INDEX, index, -length,
+                               length);
       std::fill(y + row * inner, y + (row + 1) * inner, T(0.0f));
       continue;
     }
@@ -725,13 +746,8 @@ void nllLoss(const T *logProbs, const Dims &lpDims, const I *target,
         // No loss and no weight.
       } else if (t < 0 || t >= classes) {
         // No loss and no weight either; the step reports the error.
-        if (hasIgnore)
-          detail::recordError("nll_loss: target %" PRId64
-                              " is outside [0, %" PRId64
-                              ") (ignore_index %" PRId64 ")",
-                              t, classes, ignoreIndex);
-        else
-          detail::recordRangeError("nll_loss", "target", t, 0, classes);
+        detail::recordRangeError(ZTC_ERROR_LOSS_TARGET, t, 0, classes,
+                                 hasIgnore, ignoreIndex);
       } else {
         Acc w = weight ? static_cast<Acc>(detail::load(weight[t])) : Acc(1);
         loss = -w * static_cast<Acc>(detail::load(
@@ -911,7 +927,7 @@ void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
       int64_t index = static_cast<int64_t>(indices[j]);
       if (index < -length || index >= length) {
         // Skipped: y keeps data there; the step reports the error.
-        detail::recordRangeError("scatter_add", "index", index, -length,
+        detail::recordRangeError(ZTC_ERROR_SCATTER_INDEX, index, -length,
                                  length);
         continue;
       }

@@ -48,6 +48,7 @@
 #include "Numeric.h"
 #include "Random.h"
 #include "StepAbi.h"
+#include "StepError.h"
 #include "TrainState.h"
 #include "Window.h"
 
@@ -174,39 +175,16 @@ inline bool checkCuda(cudaError_t status, const char *call,
   return false;
 }
 
-/// Invalid data found by a kernel; the first one is kept.
-enum DataErrorKind : int {
-  kNoDataError = 0,
-  kGatherIndex = 1,
-  kLossTarget = 2,
-  kScatterIndex = 3
-};
-
-struct DataError {
-  int kind;
-  long long value, low, high;
-  /// nll_loss: the ignore_index, when the loss has one.
-  int hasIgnore;
-  long long ignore;
-};
-
-/// The CpuKernels.h wording: "gather: index 70 is outside [-64, 64)",
-/// "nll_loss: target 12 is outside [0, 10) (ignore_index -100)".
-inline std::string describeDataError(const DataError &error) {
-  const char *what = error.kind == kGatherIndex    ? "gather: index"
-                     : error.kind == kScatterIndex ? "scatter_add: index"
-                                                   : "nll_loss: target";
-  std::string text = std::string(what) + " " + std::to_string(error.value) +
-                     " is outside [" + std::to_string(error.low) + ", " +
-                     std::to_string(error.high) + ")";
-  if (error.hasIgnore)
-    text += " (ignore_index " + std::to_string(error.ignore) + ")";
-  return text;
-}
+/// Invalid data found by a kernel (ztc_step_error, StepAbi.h; worded by
+/// StepError.h); the first one is kept.
+constexpr int kNoDataError = ZTC_ERROR_NONE;
+constexpr int kGatherIndex = ZTC_ERROR_GATHER_INDEX;
+constexpr int kLossTarget = ZTC_ERROR_LOSS_TARGET;
+constexpr int kScatterIndex = ZTC_ERROR_SCATTER_INDEX;
 
 #if !defined(ZTC_CUDA_HOST_EMULATION)
-/// kind: 0 free, -1 being written, else a DataErrorKind.
-static __device__ DataError deviceDataError;
+/// kind: 0 free, -1 being written, else a ZTC_ERROR_* kind.
+static __device__ ztc_step_error deviceDataError;
 #endif
 
 /// Called by a kernel thread that found invalid data.
@@ -219,13 +197,20 @@ static ZTC_HOST_DEVICE inline void reportDataError(int kind, int64_t value,
     deviceDataError.value = value;
     deviceDataError.low = low;
     deviceDataError.high = high;
-    deviceDataError.hasIgnore = hasIgnore;
+    deviceDataError.has_ignore = hasIgnore;
     deviceDataError.ignore = ignore;
     __threadfence();
     atomicExch(&deviceDataError.kind, kind);
   }
 #else
-  recordError(describeDataError({kind, value, low, high, hasIgnore, ignore}));
+  ztc_step_error data{};
+  data.kind = kind;
+  data.value = value;
+  data.low = low;
+  data.high = high;
+  data.has_ignore = hasIgnore;
+  data.ignore = ignore;
+  recordError(describeStepError(data));
 #endif
 }
 
@@ -234,13 +219,13 @@ static ZTC_HOST_DEVICE inline void reportDataError(int kind, int64_t value,
 /// synchronize to report.
 static inline void collectDeviceDataError() {
 #if !defined(ZTC_CUDA_HOST_EMULATION)
-  DataError record{};
+  ztc_step_error record{};
   if (cudaMemcpyFromSymbol(&record, deviceDataError, sizeof(record)) !=
       cudaSuccess)
     return;
   if (record.kind == kNoDataError)
     return;
-  recordError(describeDataError(record));
+  recordError(describeStepError(record));
   ErrorState &state = errorState();
   std::lock_guard<std::mutex> lock(state.mutex);
   state.deviceRecordSet = true;
@@ -249,7 +234,7 @@ static inline void collectDeviceDataError() {
 
 static inline void resetDeviceDataError() {
 #if !defined(ZTC_CUDA_HOST_EMULATION)
-  DataError record{};
+  ztc_step_error record{};
   (void)cudaMemcpyToSymbol(deviceDataError, &record, sizeof(record));
 #endif
 }
@@ -1600,6 +1585,33 @@ template <typename T> struct RecordLossBody {
   }
 };
 } // namespace detail
+
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+/// Moves the device-side data error into the slot (unless it holds one).
+__global__ void collectErrorsKernel(ztc_step_error *slot) {
+  if (detail::deviceDataError.kind > 0) {
+    if (slot->kind == ZTC_ERROR_NONE)
+      *slot = detail::deviceDataError;
+    detail::deviceDataError = ztc_step_error{};
+  }
+}
+#endif
+
+/// An entry's last work: one thread on `stream` moves the first data error
+/// its kernels found into the context's error slot, on the device, so the
+/// host learns of it when it next waits (the step never waits for it). In
+/// the host emulation errors stay with lastError().
+inline void collectErrors(ztc_step_error *slot, cudaStream_t stream) {
+#if defined(ZTC_CUDA_HOST_EMULATION)
+  (void)slot;
+  (void)stream;
+#else
+  if (!slot)
+    return;
+  collectErrorsKernel<<<1, 1, 0, stream>>>(slot);
+  detail::checkCuda(cudaGetLastError(), "kernel launch", "collectErrors");
+#endif
+}
 
 /// kernel.record_loss: one thread on the step's stream adds `*loss` (a
 /// device pointer) to the context's training state, so the host never

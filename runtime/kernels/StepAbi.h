@@ -42,6 +42,31 @@ typedef struct ztc_train_state {
   double first_nonfinite_loss;
 } ztc_train_state;
 
+/// What a step's kernels found wrong with its data: the first index or
+/// label outside the range it indexes, since the host last read the slot.
+/// Each entry moves its kernels' record here as its last work, on the
+/// device, so the host learns of it when it next waits, without the step
+/// waiting for the host.
+typedef struct ztc_step_error {
+  /// ZTC_ERROR_NONE (0) or which check failed.
+  int32_t kind;
+  /// nll_loss: whether the loss has an ignore_index, and its value.
+  int32_t has_ignore;
+  int64_t ignore;
+  /// The value found and the range [low, high) it should have been in.
+  int64_t value;
+  int64_t low;
+  int64_t high;
+} ztc_step_error;
+
+/// ztc_step_error::kind.
+enum {
+  ZTC_ERROR_NONE = 0,
+  ZTC_ERROR_GATHER_INDEX = 1,
+  ZTC_ERROR_LOSS_TARGET = 2,
+  ZTC_ERROR_SCATTER_INDEX = 3,
+};
+
 /// Everything an entry receives.
 typedef struct ztc_step_context {
   /// One device pointer per manifest binding, in manifest order.
@@ -68,6 +93,8 @@ typedef struct ztc_step_context {
   /// Device memory the entry's loss records accumulate into (entries that
   /// record no loss, forward and gradient checks, leave it alone).
   ztc_train_state *state;
+  /// Device memory for the step's data error (the error slot).
+  ztc_step_error *error;
 } ztc_step_context;
 
 /// The generated entry point.

@@ -57,7 +57,8 @@ extern "C" void ztc_forward(const ztc_step_context *ctx) {
 )";
 
 // y = table[ids] through the kernel library's gather: a bad id is an error
-// the kernel records and the backend reports.
+// the kernel records; the entry moves it into the context's error slot, as
+// generated entries do last, and the runner reports it.
 constexpr char kGatherStep[] = R"(#include "kernels/CpuKernels.h"
 extern "C" void ztc_forward(const ztc_step_context *ctx) {
   void *const *bindings = ctx->bindings;
@@ -66,6 +67,7 @@ extern "C" void ztc_forward(const ztc_step_context *ctx) {
   const long long *ids = static_cast<const long long *>(bindings[1]);
   ztc::cpu::gather<float, long long>(table, {3}, ids, {2}, 0,
                                      reinterpret_cast<float *>(arena));
+  ztc::cpu::collectErrors(ctx->error);
 }
 )";
 
@@ -406,6 +408,43 @@ TEST(RandomKeyTest, NeighboursGetDistinctKeys) {
         keys.insert(randomKey(seed, step, micro));
   EXPECT_EQ(keys.size(), 16u * 64u * 4u);
   EXPECT_EQ(randomKey(3, 10, 1), randomKey(3, 10, 1));
+}
+
+// A step whose device recorded a data error in the context's error slot
+// (what the CUDA library's collectErrors kernel writes): the runner reads
+// it with the library's words and clears it.
+constexpr char kSlotStep[] = R"(#include "kernels/StepAbi.h"
+extern "C" void ztc_forward(const ztc_step_context *ctx) {
+  if (*static_cast<const long long *>(ctx->bindings[0]) == 0)
+    return;
+  ctx->error->kind = ZTC_ERROR_LOSS_TARGET;
+  ctx->error->value = 12;
+  ctx->error->low = 0;
+  ctx->error->high = 10;
+  ctx->error->has_ignore = 1;
+  ctx->error->ignore = -100;
+}
+)";
+
+TEST_F(RunnerTest, TheErrorSlotIsReadAndCleared) {
+  std::string so = compileStep("slot", kSlotStep);
+  Manifest manifest;
+  manifest.arenaBytes = 64;
+  manifest.bindings = {{BindingRole::Input, "bad", "bad", DType::Int64, {}}};
+  manifest.entries = {{"ztc_forward", EntryPurpose::Forward, {}}};
+  std::string artifactDir = dir_ / "slot.ztc";
+  writeArtifact(artifactDir, manifest, {}, so);
+  Artifact artifact = Artifact::load(artifactDir);
+  Runner runner(artifact, createCpuBackend());
+  Tensor flag(DType::Int64, {});
+  *flag.data<int64_t>() = 1;
+  runner.setInput("bad", flag);
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.run()),
+            "nll_loss: target 12 is outside [0, 10) (ignore_index -100)");
+  *flag.data<int64_t>() = 0;
+  runner.setInput("bad", flag);
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.run()), "");
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(runner.synchronize()), "");
 }
 
 TEST_F(RunnerTest, KernelDataErrorsAreReportedAndCleared) {
