@@ -173,14 +173,7 @@ inline void recordDataError(const ztc_step_error &data) {
 inline void recordRangeError(int32_t kind, int64_t value, int64_t low,
                              int64_t high, bool hasIgnore = false,
                              int64_t ignore = 0) {
-  ztc_step_error data{};
-  data.kind = kind;
-  data.value = value;
-  data.low = low;
-  data.high = high;
-  data.has_ignore = hasIgnore;
-  data.ignore = ignore;
-  recordDataError(data);
+  recordDataError(makeStepError(kind, value, low, high, hasIgnore, ignore));
 }
 
 /// dst[index * dstStrides] = src[index * srcStrides] for every index of

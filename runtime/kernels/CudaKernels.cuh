@@ -203,14 +203,8 @@ static ZTC_HOST_DEVICE inline void reportDataError(int kind, int64_t value,
     atomicExch(&deviceDataError.kind, kind);
   }
 #else
-  ztc_step_error data{};
-  data.kind = kind;
-  data.value = value;
-  data.low = low;
-  data.high = high;
-  data.has_ignore = hasIgnore;
-  data.ignore = ignore;
-  recordError(describeStepError(data));
+  recordError(describeStepError(
+      makeStepError(kind, value, low, high, hasIgnore, ignore)));
 #endif
 }
 

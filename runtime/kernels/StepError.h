@@ -17,6 +17,21 @@
 
 namespace ztc {
 
+/// A record of `kind`: `value` outside [low, high), with nll_loss's
+/// ignore_index when it has one.
+inline ztc_step_error makeStepError(int32_t kind, int64_t value, int64_t low,
+                                    int64_t high, bool hasIgnore = false,
+                                    int64_t ignore = 0) {
+  ztc_step_error error{};
+  error.kind = kind;
+  error.value = value;
+  error.low = low;
+  error.high = high;
+  error.has_ignore = hasIgnore;
+  error.ignore = ignore;
+  return error;
+}
+
 /// The message for `error`; "" when it records nothing.
 inline std::string describeStepError(const ztc_step_error &error) {
   const char *what = nullptr;
