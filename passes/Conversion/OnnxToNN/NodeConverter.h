@@ -185,7 +185,17 @@ private:
 };
 
 /// Every since-version of default-domain `opType` (empty if unknown).
-ArrayRef<int64_t> onnxSinceVersions(StringRef opType);
+SmallVector<int64_t> onnxSinceVersions(StringRef opType);
+
+/// How many inputs and outputs a version of an operator takes, from its
+/// ONNX schema (max: INT32_MAX when variadic). Optional inputs come after
+/// the `minInputs` required ones.
+struct OpArity {
+  int64_t minInputs, maxInputs, minOutputs, maxOutputs;
+};
+
+/// The arity of `opType` at `sinceVersion`, or nothing when unknown.
+std::optional<OpArity> onnxArity(StringRef opType, int64_t sinceVersion);
 
 /// Maps an ONNX TensorProto data type to an element type, or null.
 Type onnxElementType(MLIRContext *context, int64_t dataType);

@@ -14,6 +14,8 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <limits>
+
 namespace mlir::ztc {
 #define GEN_PASS_DEF_CONVERTONNXTONNPASS
 #include "passes/Passes.h.inc"
@@ -27,16 +29,46 @@ using namespace mlir::ztc::onnx_to_nn;
 // Since-version resolution
 //===----------------------------------------------------------------------===//
 
-ArrayRef<int64_t> onnx_to_nn::onnxSinceVersions(StringRef opType) {
-  static const llvm::StringMap<SmallVector<int64_t>> history = [] {
-    llvm::StringMap<SmallVector<int64_t>> table;
-#define ZTC_ONNX_OP(name, ...) table[#name] = SmallVector<int64_t> __VA_ARGS__;
+namespace {
+
+/// One version of an operator: its since-version and arity.
+struct OpVersion {
+  int64_t since, minInputs, maxInputs, minOutputs, maxOutputs;
+};
+
+/// Every default-domain operator's versions, from the ONNX schemas
+/// (scripts/gen_onnx_op_versions.py).
+const llvm::StringMap<SmallVector<OpVersion>> &opHistory() {
+  static const llvm::StringMap<SmallVector<OpVersion>> history = [] {
+    llvm::StringMap<SmallVector<OpVersion>> table;
+#define ZTC_ONNX_OP(name, ...) table[#name] = SmallVector<OpVersion> __VA_ARGS__;
 #include "passes/Conversion/OnnxToNN/OnnxOpVersions.inc"
 #undef ZTC_ONNX_OP
     return table;
   }();
-  auto it = history.find(opType);
-  return it == history.end() ? ArrayRef<int64_t>() : it->second;
+  return history;
+}
+
+} // namespace
+
+SmallVector<int64_t> onnx_to_nn::onnxSinceVersions(StringRef opType) {
+  SmallVector<int64_t> versions;
+  auto it = opHistory().find(opType);
+  if (it != opHistory().end())
+    for (const OpVersion &version : it->second)
+      versions.push_back(version.since);
+  return versions;
+}
+
+std::optional<OpArity> onnx_to_nn::onnxArity(StringRef opType,
+                                             int64_t sinceVersion) {
+  auto it = opHistory().find(opType);
+  if (it != opHistory().end())
+    for (const OpVersion &version : it->second)
+      if (version.since == sinceVersion)
+        return OpArity{version.minInputs, version.maxInputs,
+                       version.minOutputs, version.maxOutputs};
+  return std::nullopt;
 }
 
 std::optional<int64_t> onnx_to_nn::resolveSinceVersion(StringRef opType,
@@ -470,10 +502,47 @@ struct ConvertOnnxToNNPass
                                              func, update.arg.getArgNumber())));
   }
 
+  /// "2", "1 to 3", "at least 1": a count range as the schema gives it.
+  static std::string countRange(int64_t low, int64_t high) {
+    if (high == std::numeric_limits<int32_t>::max())
+      return "at least " + std::to_string(low);
+    if (low == high)
+      return std::to_string(low);
+    return std::to_string(low) + " to " + std::to_string(high);
+  }
+
+  /// Checks `node`'s input and output counts against its operator's
+  /// schema, and that its required inputs are present, before any
+  /// converter looks at them.
+  static LogicalResult checkArity(NodeContext &ctx, onnx::NodeOp node,
+                                  int64_t since) {
+    std::optional<OpArity> arity = onnxArity(node.getOpType(), since);
+    if (!arity)
+      return success();
+    int64_t inputs = node.getInputs().size();
+    if (inputs < arity->minInputs || inputs > arity->maxInputs)
+      return ctx.error() << "takes "
+                         << countRange(arity->minInputs, arity->maxInputs)
+                         << " input" << (arity->maxInputs == 1 ? "" : "s")
+                         << ", got " << inputs;
+    for (int64_t i = 0; i < arity->minInputs; ++i)
+      if (isa<NoneType>(node.getInputs()[i].getType()))
+        return ctx.error() << "input " << i << " is required, but empty";
+    int64_t outputs = node.getNumResults();
+    if (outputs < arity->minOutputs || outputs > arity->maxOutputs)
+      return ctx.error() << "has "
+                         << countRange(arity->minOutputs, arity->maxOutputs)
+                         << " output" << (arity->maxOutputs == 1 ? "" : "s")
+                         << ", got " << outputs;
+    return success();
+  }
+
   LogicalResult convertNode(onnx::NodeOp node, int64_t since,
                             OpBuilder &builder,
                             SmallVectorImpl<StateUpdate> &updates) {
     NodeContext ctx(node, builder, since, &updates);
+    if (failed(checkArity(ctx, node, since)))
+      return failure();
     for (auto [i, value] : llvm::enumerate(node.getInputs())) {
       if (isa<NoneType>(value.getType()))
         continue;

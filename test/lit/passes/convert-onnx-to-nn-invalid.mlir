@@ -105,10 +105,10 @@ func.func @unsupported_element_type_second(%x: tensor<3xf32>, %y: tensor<2xui8>)
 
 // -----
 
-// A used output that the converter does not produce is an error, not a
-// dangling value.
+// An output the operator does not have is an error, not a dangling value:
+// the schema's output count is checked before conversion.
 func.func @used_output_not_produced(%x: tensor<4xf32>) -> none {
-  // expected-error @unknown {{node 'relu' (Relu, opset 17): output 1 is used but not supported}}
+  // expected-error @unknown {{node 'relu' (Relu, opset 17): has 1 output, got 2}}
   %0:2 = onnx.node "Relu"(%x) {opset = 17 : i64} : (tensor<4xf32>) -> (none, none) loc("relu")
   return %0#1 : none
 }
@@ -400,5 +400,15 @@ func.func @dropout_mode_not_constant(%x: tensor<2x3xf32>, %training: tensor<i1>)
   %ratio = onnx.constant dense<0.1> : tensor<f32>
   // expected-error @unknown {{node 'dropout' (Dropout, opset 13): training_mode must be a constant}}
   %0 = onnx.node "Dropout"(%x, %ratio, %training) {opset = 13 : i64} : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> none loc("dropout")
+  return %0 : none
+}
+
+// -----
+
+// Input counts are checked against the operator's schema before the
+// converter reads an input: a MatMul with one operand.
+func.func @matmul_one_input(%a: tensor<2x2xf32>) -> none {
+  // expected-error @unknown {{node 'mm' (MatMul, opset 17): takes 2 inputs, got 1}}
+  %0 = onnx.node "MatMul"(%a) {opset = 17 : i64} : (tensor<2x2xf32>) -> none loc("mm")
   return %0 : none
 }
