@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Onnx/Import/Importer.h"
+#include "dialects/Onnx/Import/TextParser.h"
 
 #include "dialects/Onnx/IR/OnnxOps.h"
 #include "dialects/Train/IR/TrainOps.h"
@@ -25,7 +26,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-#include "onnx/defs/parser.h"
 #include "onnx/onnx_pb.h"
 
 #include <optional>
@@ -780,12 +780,20 @@ static LogicalResult parseModel(MLIRContext &context, StringRef bytes,
   while (trimmed.starts_with("#"))
     trimmed = trimmed.split('\n').second.ltrim();
   if (trimmed.starts_with("<")) {
-    std::string text = bytes.str();
-    auto status = ::onnx::OnnxParser::Parse(model, text.c_str());
-    if (!status.IsOK())
-      return emitError(FileLineColLoc::get(&context, displayName, 0, 0))
-             << "cannot parse ONNX text: " << status.ErrorMessage();
-    return success();
+    TextParseError error;
+    if (parseOnnxText(bytes.str(), model, error))
+      return success();
+    // One line with the position, and the offending line as a note.
+    InFlightDiagnostic diag =
+        emitError(FileLineColLoc::get(&context, displayName, error.line,
+                                      error.column))
+        << "cannot parse ONNX text";
+    if (error.line)
+      diag << " at line " << error.line << ", column " << error.column;
+    diag << ": " << error.message;
+    if (!error.excerpt.empty())
+      diag.attachNote() << error.excerpt;
+    return failure();
   }
   if (bytes.empty() ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
