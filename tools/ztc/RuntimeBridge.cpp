@@ -157,11 +157,13 @@ std::string bridge::runArtifact(const std::string &dir,
   });
 }
 
-std::optional<std::vector<int64_t>> bridge::npyShape(const std::string &path) {
+std::optional<std::vector<int64_t>> bridge::npyShape(const std::string &path,
+                                                     std::string &error) {
   std::optional<std::vector<int64_t>> shape;
-  std::string error = guarded([&] {
-    if (fs::exists(path))
-      shape = rt::readNpy(path).shape;
+  error = guarded([&] {
+    if (!fs::exists(path))
+      throw rt::Error(path + " is missing");
+    shape = rt::readNpy(path).shape;
   });
   return error.empty() ? shape : std::nullopt;
 }

@@ -67,9 +67,10 @@ std::string runArtifact(const std::string &dir, const std::string &dataDir,
                         const std::string &outputDir, uint64_t seed,
                         unsigned repeat, StepTimes &times);
 
-/// The shape stored in the .npy file at `path`, or nothing when there is no
-/// readable file there.
-std::optional<std::vector<int64_t>> npyShape(const std::string &path);
+/// The shape stored in the .npy file at `path`, or nothing and `error` (the
+/// file is missing, truncated or not a .npy file).
+std::optional<std::vector<int64_t>> npyShape(const std::string &path,
+                                             std::string &error);
 
 /// The data-file stem of an ONNX name (characters outside [A-Za-z0-9._-]
 /// become '_').

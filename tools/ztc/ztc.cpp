@@ -416,12 +416,12 @@ int runRun() {
   if (!options)
     return 1;
   // Dynamic dimensions not bound by --input-shape take the shapes of the
-  // data given.
+  // data given; a missing or unreadable file says so, naming it.
   std::string data = dataDir;
-  options->shapeFor =
-      [data](StringRef name) -> std::optional<llvm::SmallVector<int64_t>> {
+  options->shapeFor = [data](StringRef name, std::string &why)
+      -> std::optional<llvm::SmallVector<int64_t>> {
     auto shape = ::ztc::bridge::npyShape(
-        data + "/" + ::ztc::bridge::fileStem(name.str()) + ".npy");
+        data + "/" + ::ztc::bridge::fileStem(name.str()) + ".npy", why);
     if (!shape)
       return std::nullopt;
     return llvm::SmallVector<int64_t>(shape->begin(), shape->end());

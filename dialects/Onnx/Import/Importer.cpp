@@ -207,16 +207,24 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
   bool ok = true;
   inputShapes = options.inputShapes;
   for (const auto &input : graph.input()) {
+    // Constants (--constant-input) take their shape from their value.
     if (!options.shapeFor || inputShapes.count(input.name()) ||
+        options.constantInputs.count(input.name()) ||
         !input.type().has_tensor_type())
       continue;
     const auto &shape = input.type().tensor_type().shape();
     bool dynamic = llvm::any_of(shape.dim(), [](const auto &dim) {
       return !dim.has_dim_value() || dim.dim_value() < 0;
     });
-    if (dynamic)
-      if (auto found = options.shapeFor(input.name()))
-        inputShapes[input.name()] = *found;
+    if (!dynamic)
+      continue;
+    std::string why;
+    if (auto found = options.shapeFor(input.name(), why)) {
+      inputShapes[input.name()] = *found;
+    } else if (!why.empty()) {
+      error() << "input '" << input.name() << "': " << why;
+      ok = false;
+    }
   }
   // Old models list initializers among the inputs too.
   llvm::StringSet<> initializerNames;

@@ -34,7 +34,10 @@ struct ImportOptions {
   int64_t batchSize = 0;
   /// Asked for the shape of a graph input with dynamic dimensions that
   /// `inputShapes` does not bind (e.g. from the data a run is given).
-  std::function<std::optional<llvm::SmallVector<int64_t>>(llvm::StringRef)>
+  /// Without a shape, it may set its second argument to why (a missing or
+  /// unreadable data file), which the import reports for that input.
+  std::function<std::optional<llvm::SmallVector<int64_t>>(llvm::StringRef,
+                                                          std::string &)>
       shapeFor;
   /// Graph inputs to specialize as constants, by ONNX name, each read from
   /// a serialized TensorProto file (the ONNX test-data format). Inputs that
