@@ -262,6 +262,27 @@ cl::opt<bool> printSummary(
 
 /// Prints diagnostics as `FILE: error: MESSAGE`, one line each: users read
 /// them, so MLIR's location syntax stays out of the way.
+/// Writes `text` to `path` ("-": stdout) and keeps the file only when every
+/// byte reached it; returns the error ("cannot write FILE: REASON") or "".
+/// A full disk or a failed write never ends in LLVM's fatal stream error.
+std::string writeOutput(StringRef path, StringRef text) {
+  std::string error;
+  auto output = openOutputFile(path, &error);
+  if (!output)
+    return error;
+  output->os() << text;
+  output->os().flush();
+  if (std::error_code failed = output->os().error()) {
+    output->os().clear_error();
+    return ("cannot write " +
+            (path == "-" ? StringRef("standard output") : path) + ": " +
+            failed.message())
+        .str();
+  }
+  output->keep();
+  return "";
+}
+
 void installDiagnosticPrinter(MLIRContext &context) {
   context.getDiagEngine().registerHandler([](Diagnostic &diag) {
     std::string file;
@@ -384,14 +405,14 @@ int runImport() {
       return 1;
   }
   std::string error;
-  auto output = openOutputFile(outputPath, &error);
-  if (!output) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  os << "\n";
+  if (!(error = writeOutput(outputPath, text)).empty()) {
     llvm::errs() << "ztc: error: " << error << "\n";
     return 1;
   }
-  module->print(output->os());
-  output->os() << "\n";
-  output->keep();
   if (printSummary)
     summarize(*module, llvm::errs());
   return 0;
@@ -406,7 +427,10 @@ int runEmit() {
   if (failed(
           mz::compileForward(*context, modelPath, *options, target, artifact)))
     return 1;
-  llvm::outs() << artifact.source;
+  if (std::string error = writeOutput("-", artifact.source); !error.empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -482,11 +506,8 @@ int runCompile() {
           kernelIRPath.empty() ? nullptr : &kernelIRStream)))
     return 1;
   if (!kernelIRPath.empty()) {
-    auto output = openOutputFile(kernelIRPath, &error);
-    if (!output)
+    if (!(error = writeOutput(kernelIRPath, kernelIR)).empty())
       return fail(error);
-    output->os() << kernelIR;
-    output->keep();
   }
   error =
       ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact,
