@@ -12,10 +12,13 @@
 #include "runtime/io/SafeTensors.h"
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace ztc::rt {
@@ -154,6 +157,38 @@ void checkCheckpointMatches(const Checkpoint &checkpoint,
   for (size_t i = 0; i < problems.size(); ++i)
     message += (i ? "; " : "") + problems[i];
   throw Error(message);
+}
+
+CheckpointLock::CheckpointLock(const std::string &directory) {
+  createDirectories(directory);
+  std::string path = directory + "/.ztc-lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw Error("cannot lock " + directory + ": " + path + ": " +
+                std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    int reason = errno;
+    char owner[32] = {};
+    ssize_t read = ::pread(fd_, owner, sizeof owner - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (reason != EWOULDBLOCK)
+      throw Error("cannot lock " + directory + ": " + std::strerror(reason));
+    std::string pid = read > 0 ? std::string(owner, size_t(read)) : "";
+    pid.erase(pid.find_last_not_of(" \n") + 1);
+    throw Error(directory + " is being written by another trainer" +
+                (pid.empty() ? "" : " (pid " + pid + ")") +
+                "; give this run its own --save directory");
+  }
+  // The owner, for the message above; the lock itself is what counts.
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0)
+    (void)!::pwrite(fd_, pid.data(), pid.size(), 0);
+}
+
+CheckpointLock::~CheckpointLock() {
+  if (fd_ >= 0)
+    ::close(fd_); // releases the flock
 }
 
 } // namespace ztc::rt

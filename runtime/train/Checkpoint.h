@@ -78,6 +78,24 @@ Checkpoint loadCheckpoint(const std::string &dir, const Manifest &manifest);
 void checkCheckpointMatches(const Checkpoint &checkpoint,
                             const Manifest &manifest, const std::string &path);
 
+/// Exclusive use of a checkpoint directory for one trainer: a lock on
+/// DIR/.ztc-lock (flock, so it goes with its process, however that ends),
+/// which holds the owner's pid for the message another trainer gets:
+///   DIR is being written by another trainer (pid 1234); give this run its
+///   own --save directory
+class CheckpointLock {
+public:
+  /// Creates DIR if needed and takes the lock; throws Error when another
+  /// process holds it.
+  explicit CheckpointLock(const std::string &directory);
+  ~CheckpointLock();
+  CheckpointLock(const CheckpointLock &) = delete;
+  CheckpointLock &operator=(const CheckpointLock &) = delete;
+
+private:
+  int fd_ = -1;
+};
+
 } // namespace ztc::rt
 
 #endif // ZTC_RUNTIME_CHECKPOINT_H

@@ -235,6 +235,11 @@ public:
   }
 
   TrainResult run() {
+    // One trainer per checkpoint directory: a second one would interleave
+    // its saves with ours ("last writer wins").
+    std::optional<CheckpointLock> lock;
+    if (!options_.saveDir.empty())
+      lock.emplace(options_.saveDir);
     Reporter reporter(options_, lastStep_, loader_.batchSize() * microBatches_);
     reporter_ = &reporter;
     TrainResult result;

@@ -46,6 +46,8 @@
 //   --dump-grads needs a grad_entry the artifact lacks
 //   --save-every needs --save DIR
 //   the checkpoint in DIR was written with seed 1; this run has seed 0
+//   DIR is being written by another trainer (pid 1234); give this run its
+//     own --save directory          (CheckpointLock, Checkpoint.h)
 //
 //===----------------------------------------------------------------------===//
 

@@ -30,6 +30,9 @@
 #include <regex>
 #include <set>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace ztc::rt;
 using ztc::rt::test::TempDir;
 using ztc::rt::test::writeText;
@@ -548,6 +551,36 @@ TEST_F(TrainerTest, ReadsTheLossOnlyWhenItReports) {
       sum += every.losses[4 * i + k];
     EXPECT_EQ(result.losses[i], static_cast<float>(sum / 4)) << i;
   }
+}
+
+TEST_F(TrainerTest, OneTrainerPerCheckpointDirectory) {
+  std::string dir = dir_ / "ckpt";
+  TrainOptions run = options(2);
+  run.saveDir = dir;
+  {
+    // Another writer holds the directory: the run refuses, naming it.
+    CheckpointLock held(dir);
+    EXPECT_EQ(trainError(run),
+              dir + " is being written by another trainer (pid " +
+                  std::to_string(::getpid()) +
+                  "); give this run its own --save directory");
+  }
+  // Released: the run saves.
+  EXPECT_EQ(trainError(run), "");
+  EXPECT_EQ(loadCheckpoint(dir).step, 2u);
+  // A writer that dies without releasing (SIGKILL) leaves no stale lock.
+  pid_t child = ::fork();
+  if (child == 0) {
+    CheckpointLock held(dir);
+    ::raise(SIGKILL);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  run.steps = 3;
+  run.resumeDir = dir;
+  EXPECT_EQ(trainError(run), "");
+  EXPECT_EQ(loadCheckpoint(dir).step, 3u);
 }
 
 TEST_F(TrainerTest, NonFiniteLossNamesItsStep) {
