@@ -168,7 +168,8 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
        graph inputs, shaped like the output without its last dimension),
        flattens the output to [rows, classes], and returns the mean of
        -log_softmax at the label over rows whose label is not
-       `ignore-index`, exactly as torch.nn.functional.cross_entropy.
+       `ignore-index`, exactly as torch.nn.functional.cross_entropy, and
+       records the class count on the function (`train.classes`).
        `mse`: adds a labels argument shaped like the output and returns the
        mean squared error. `none`: the output itself is the loss and must be
        a scalar float.

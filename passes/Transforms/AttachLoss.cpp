@@ -174,6 +174,8 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
     Value flatTarget = nn::ReshapeOp::create(
         b, loc, RankedTensorType::get({rows}, b.getI64Type()), *target);
     Value logProbs = nn::LogSoftmaxOp::create(b, loc, flat, uint64_t(1));
+    // The class count, for checking labels before a run.
+    func->setAttr(train::kClassesAttr, b.getI64IntegerAttr(classes));
     return Value(nn::NllLossOp::create(b, loc, logProbs, flatTarget, Value(),
                                        "mean",
                                        b.getI64IntegerAttr(ignoreIndex)));

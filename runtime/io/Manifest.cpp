@@ -80,6 +80,14 @@ public:
   double numberOr(const char *key, double fallback) const {
     return has(key) ? number(key) : fallback;
   }
+  std::optional<int64_t> integerOr(const char *key) const {
+    if (!has(key))
+      return std::nullopt;
+    const json &value = get(key);
+    if (!value.is_number_integer())
+      fail(std::string("field '") + key + "' is not an integer");
+    return value.get<int64_t>();
+  }
 
   DType dtype() const {
     std::string name = string("dtype");
@@ -187,6 +195,8 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
   train.gradAccum = reader.unsignedIntOr("grad_accum", 1);
   if (train.gradAccum == 0)
     reader.fail("has grad_accum 0; it counts micro-batches per step (>= 1)");
+  train.classes = reader.unsignedIntOr("classes", 0);
+  train.ignoreIndex = reader.integerOr("ignore_index");
   return train;
 }
 
@@ -472,6 +482,10 @@ json printTrainConfig(const TrainConfig &train) {
     object["loss"] = train.loss;
   if (train.batchSize != 0)
     object["batch_size"] = train.batchSize;
+  if (train.classes != 0)
+    object["classes"] = train.classes;
+  if (train.ignoreIndex)
+    object["ignore_index"] = *train.ignoreIndex;
   return object;
 }
 

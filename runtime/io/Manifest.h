@@ -122,6 +122,11 @@ struct TrainConfig {
   uint64_t batchSize = 0;
   /// Micro-batches per optimizer step.
   uint64_t gradAccum = 1;
+  /// cross_entropy: the classes the labels index (0: unknown) and the
+  /// label that contributes nothing ("classes", "ignore_index"), for
+  /// checking data before training.
+  uint64_t classes = 0;
+  std::optional<int64_t> ignoreIndex;
 };
 
 /// What an entry computes: the IR's `train.entry` (dialects/Train).

@@ -11,6 +11,7 @@
 #include "runtime/io/Npy.h"
 
 #include <cstring>
+#include <cmath>
 #include <filesystem>
 #include <numeric>
 
@@ -86,6 +87,8 @@ DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
       continue;
     bindings_.push_back(i);
     std::string file = binding.file + ".npy";
+    files_.push_back(file);
+    roles_.push_back(binding.role);
     if (!std::filesystem::is_regular_file(joinPath(dataDir, file), error))
       missing += (missing.empty() ? "" : ", ") + file + " (input '" +
                  binding.name + "', batches of " + binding.describe() + ")";
@@ -163,6 +166,90 @@ std::vector<Tensor> DataLoader::next() {
     position_.batch = 0;
   }
   return batch;
+}
+
+std::vector<uint64_t>
+DataLoader::samplesAt(const DataPosition &position) const {
+  std::vector<uint64_t> order =
+      epochPermutation(numSamples_, seed_, position.epoch);
+  auto first = order.begin() + position.batch * batchSize_;
+  return {first, first + batchSize_};
+}
+
+namespace {
+
+/// "NaN" or "infinity" when element `i` of a float array is one, else null
+/// (16-bit floats by their bits).
+const char *nonFinite(const Tensor &array, int64_t i) {
+  auto classify = [](double value) -> const char * {
+    return std::isnan(value) ? "NaN" : std::isinf(value) ? "infinity" : nullptr;
+  };
+  auto classifyBits = [](uint16_t bits, uint16_t exponent,
+                         uint16_t mantissa) -> const char * {
+    if ((bits & exponent) != exponent)
+      return nullptr;
+    return bits & mantissa ? "NaN" : "infinity";
+  };
+  switch (array.dtype) {
+  case DType::Float32:
+    return classify(array.data<float>()[i]);
+  case DType::Float64:
+    return classify(array.data<double>()[i]);
+  case DType::Float16:
+    return classifyBits(array.data<uint16_t>()[i], 0x7C00, 0x03FF);
+  case DType::BFloat16:
+    return classifyBits(array.data<uint16_t>()[i], 0x7F80, 0x007F);
+  default:
+    return nullptr;
+  }
+}
+
+/// Element `i` of an integer array of `dtype`.
+int64_t integerElement(const Tensor &array, int64_t i) {
+  switch (array.dtype) {
+  case DType::Int64:
+    return array.data<int64_t>()[i];
+  case DType::Int32:
+    return array.data<int32_t>()[i];
+  case DType::Int8:
+    return array.data<int8_t>()[i];
+  default:
+    return 0;
+  }
+}
+
+} // namespace
+
+std::string DataLoader::check(const DataCheck &check) const {
+  for (size_t a = 0; a < arrays_.size(); ++a) {
+    const Tensor &array = arrays_[a];
+    int64_t perSample = numSamples_ ? array.numElements() / numSamples_ : 0;
+    bool labels = roles_[a] == BindingRole::Label &&
+                  (array.dtype == DType::Int64 || array.dtype == DType::Int32 ||
+                   array.dtype == DType::Int8);
+    auto where = [&](int64_t i) {
+      return files_[a] + ": sample " +
+             std::to_string(perSample ? i / perSample : 0);
+    };
+    for (int64_t i = 0; i < array.numElements(); ++i) {
+      if (const char *what = nonFinite(array, i))
+        return where(i) + (what[0] == 'N' ? " has a " : " has an ") + what +
+               " (element " +
+               std::to_string(i % std::max<int64_t>(perSample, 1)) + ")";
+      if (!labels || check.classes == 0)
+        continue;
+      int64_t label = integerElement(array, i);
+      if (check.hasIgnore && label == check.ignoreIndex)
+        continue;
+      if (label < 0 || static_cast<uint64_t>(label) >= check.classes)
+        return where(i) + " has label " + std::to_string(label) +
+               ", outside [0, " + std::to_string(check.classes) + ")" +
+               (check.hasIgnore ? " (ignore_index " +
+                                      std::to_string(check.ignoreIndex) + ")"
+                                : "");
+    }
+  }
+  return "";
 }
 
 } // namespace ztc::rt

@@ -68,6 +68,15 @@ struct DataPosition {
   }
 };
 
+/// What DataLoader::check scans for (`ztc-train --check-data`).
+struct DataCheck {
+  /// Integer labels must lie in [0, classes) (0: not checked) or equal the
+  /// ignore index.
+  uint64_t classes = 0;
+  bool hasIgnore = false;
+  int64_t ignoreIndex = -100;
+};
+
 /// All samples of a training run in host memory, served as batches.
 class DataLoader {
 public:
@@ -95,6 +104,16 @@ public:
   /// epoch after the last full batch.
   std::vector<Tensor> next();
 
+  /// The samples (indices into the arrays) of the batch at `position`.
+  std::vector<uint64_t> samplesAt(const DataPosition &position) const;
+
+  /// Scans every sample before training: integer labels in range (see
+  /// DataCheck), no NaN or infinity in float data. The first problem, e.g.
+  ///   labels.npy: sample 17 has label 12, outside [0, 10) (ignore_index -100)
+  ///   x.npy: sample 3 has a NaN (element 5)
+  /// or "" when the data is clean.
+  std::string check(const DataCheck &check) const;
+
 private:
   const std::vector<uint64_t> &permutation();
 
@@ -102,6 +121,9 @@ private:
   uint64_t numSamples_ = 0;
   uint64_t batchSize_ = 0;
   std::vector<size_t> bindings_;
+  /// Per input: its file name and role (for check()).
+  std::vector<std::string> files_;
+  std::vector<BindingRole> roles_;
   /// One array per input: every sample.
   std::vector<Tensor> arrays_;
   std::vector<std::vector<int64_t>> batchShapes_;

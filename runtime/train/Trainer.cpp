@@ -253,6 +253,8 @@ public:
       return result;
     }
     reporter.message(describeRun(step + 1));
+    if (options_.checkData)
+      reporter.message(checkData());
     if (!options_.dumpGradsDir.empty())
       dumpGradients(step + 1);
     uint64_t savedStep = step;
@@ -360,19 +362,54 @@ private:
     }
     runner_.resetTrainState();
     intervalStart_ = step + 1;
+    std::vector<DataPosition> positions = std::move(callPositions_);
+    callPositions_.clear();
     if (state.first_nonfinite_call != 0) {
-      uint64_t at = first + uint64_t(state.first_nonfinite_call - 1) /
-                                microBatches_;
+      uint64_t call = uint64_t(state.first_nonfinite_call - 1);
+      uint64_t at = first + call / microBatches_;
       double loss = state.first_nonfinite_loss;
+      std::string batch;
+      if (call < positions.size())
+        batch = " (its " + std::string(microBatches_ > 1 ? "micro-" : "") +
+                "batch: samples " + listSamples(positions[call]) + ")";
       throw Error("training diverged at step " + std::to_string(at) +
                   ": the loss is " +
-                  (loss != loss ? "nan" : loss > 0 ? "inf" : "-inf"));
+                  (loss != loss ? "nan" : loss > 0 ? "inf" : "-inf") + batch);
     }
     if (state.calls == 0)
       throw Error("step " + std::to_string(step) +
                   ": the step recorded no loss (an artifact compiled without "
                   "kernel.record_loss; recompile it)");
     return static_cast<float>(state.loss_sum / double(state.calls));
+  }
+
+  /// "3, 17, 22, 9": the samples of the batch at `position` (the first 16,
+  /// then how many more).
+  std::string listSamples(const DataPosition &position) const {
+    std::vector<uint64_t> samples = loader_.samplesAt(position);
+    std::string text;
+    for (size_t i = 0; i < samples.size() && i < 16; ++i)
+      text += (i ? ", " : "") + std::to_string(samples[i]);
+    if (samples.size() > 16)
+      text += " and " + std::to_string(samples.size() - 16) + " more";
+    return text;
+  }
+
+  /// --check-data: scans the data; throws on the first bad sample.
+  std::string checkData() const {
+    DataCheck check;
+    check.classes = manifest().train.classes;
+    check.hasIgnore = manifest().train.ignoreIndex.has_value();
+    check.ignoreIndex = manifest().train.ignoreIndex.value_or(0);
+    std::string problem = loader_.check(check);
+    if (!problem.empty())
+      throw Error("data check: " + problem);
+    std::string labels =
+        check.classes ? ", labels in [0, " + std::to_string(check.classes) +
+                            ")"
+                      : "";
+    return "data check: " + std::to_string(loader_.numSamples()) +
+           " samples, no NaN or infinity" + labels + ": ok";
   }
 
   /// Runs `entry` for optimizer step `step`; a failure of the step (bad
@@ -391,6 +428,7 @@ private:
   void optimizerStep(uint64_t step, double lr) {
     setHypers(step, lr);
     for (uint64_t micro = 0; micro < microBatches_; ++micro) {
+      callPositions_.push_back(loader_.position());
       uploadBatch(loader_.next());
       runner_.setRandomKey(randomKey(loader_.seed(), step, micro));
       bool last = micro + 1 == microBatches_;
@@ -492,8 +530,10 @@ private:
   uint64_t microBatches_ = 1;
   size_t lossIndex_ = 0;
   uint64_t lastStep_ = 0;
-  /// The first optimizer step whose loss the device state holds.
+  /// The first optimizer step whose loss the device state holds, and the
+  /// data position of every call since (to name a diverging batch).
   uint64_t intervalStart_ = 1;
+  std::vector<DataPosition> callPositions_;
   int lrHyper_ = -1, stepHyper_ = -1;
   std::optional<Schedule> schedule_;
   Reporter *reporter_ = nullptr;

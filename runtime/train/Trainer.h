@@ -39,8 +39,11 @@
 //
 // Errors are ztc::rt::Error; besides those of the parts:
 //   ARTIFACT: not a training artifact (manifest kind 'forward')
-//   training diverged at step 7: the loss is nan   (the first step whose
-//     loss was not finite, found at the report after it)
+//   training diverged at step 7: the loss is nan (its batch: samples 3, 17,
+//     22, 9)   (the first step whose loss was not finite, found at the
+//     report after it; with accumulation, the micro-batch's samples)
+//   data check: labels.npy: sample 17 has label 12, outside [0, 10)
+//     (ignore_index -100)      (--check-data)
 //   train.grad_accum is 4, but gradient accumulation needs an accum_entry
 //     the artifact lacks
 //   --dump-grads needs a grad_entry the artifact lacks
@@ -88,6 +91,10 @@ struct TrainOptions {
   /// random key of the first micro-batch) and write DIR/loss.npy and
   /// DIR/grad/<file>.npy per grad output; empty: don't.
   std::string dumpGradsDir;
+  /// Before training, scan every sample: labels within the classes the
+  /// loss indexes (or its ignore index), no NaN or infinity in float data;
+  /// the first bad sample is an error naming its file and index.
+  bool checkData = false;
   /// Redraw one progress line on stderr instead of plain log lines.
   bool progressBar = stderrIsTerminal();
   /// Receives each message (no trailing newline); empty: print to stderr.

@@ -45,6 +45,8 @@ const char kUsage[] =
     "  --resume DIR      continue from the checkpoint in DIR\n"
     "  --dump-grads DIR  write the first step's loss and gradients (before\n"
     "                    the update) to DIR\n"
+    "  --check-data      scan every sample before training: labels within\n"
+    "                    the loss's classes, no NaN or infinity in inputs\n"
     "  --help            print this help\n";
 
 /// The program name for messages: argv[0]'s last path component.
@@ -77,6 +79,10 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
     if (arg == "--help" || arg == "-h") {
       help = true;
       return options;
+    }
+    if (arg == "--check-data") {
+      options.checkData = true;
+      continue;
     }
     if (arg.rfind("--", 0) != 0) {
       if (!options.artifactDir.empty())

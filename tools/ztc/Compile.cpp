@@ -161,11 +161,16 @@ LogicalResult mlir::ztc::compileTraining(
     return failure();
   if (kernelIR)
     *kernelIR << *module << "\n";
-  // The loss the pipeline chose (`auto` resolved).
+  // The loss the pipeline chose (`auto` resolved) and the classes its
+  // labels index.
   std::string lossKind = options.loss;
-  if (auto step = module->lookupSymbol<func::FuncOp>("train_step"))
+  uint64_t classes = 0;
+  if (auto step = module->lookupSymbol<func::FuncOp>("train_step")) {
     if (auto built = step->getAttrOfType<StringAttr>(train::kLossAttr))
       lossKind = built.str();
+    if (auto count = step->getAttrOfType<IntegerAttr>(train::kClassesAttr))
+      classes = count.getInt();
+  }
   if (failed(emitArtifact(*module, target, artifact)) ||
       failed(readParameterValues(context, modelPath, artifact)))
     return failure();
@@ -185,5 +190,8 @@ LogicalResult mlir::ztc::compileTraining(
   config.schedule.totalSteps = options.totalSteps;
   config.batchSize = importOptions.batchSize;
   config.gradAccum = options.gradAccum;
+  config.classes = classes;
+  if (lossKind == "cross_entropy")
+    config.ignoreIndex = options.ignoreIndex;
   return success();
 }

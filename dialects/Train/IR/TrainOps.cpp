@@ -133,6 +133,12 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be a string";
     return success();
   }
+  if (name == kClassesAttr) {
+    auto classes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!classes || classes.getInt() < 1)
+      return op->emitError("'") << name << "' must be a positive integer";
+    return success();
+  }
   if (name == kEntryAttr) {
     auto kind = dyn_cast<StringAttr>(attr.getValue());
     if (!kind || !llvm::is_contained(kEntryKinds, kind.getValue()))

@@ -38,6 +38,9 @@ inline constexpr llvm::StringLiteral kUpdateOfAttr = "train.update_of";
 inline constexpr llvm::StringLiteral kLossAttr = "train.loss";
 inline constexpr llvm::StringLiteral kBuffersAttr = "train.buffers";
 inline constexpr llvm::StringLiteral kNoGradAttr = "train.no_grad";
+/// Function attribute (ztc-attach-loss, cross_entropy): how many classes
+/// the labels index, for checking data before a run.
+inline constexpr llvm::StringLiteral kClassesAttr = "train.classes";
 /// Function attribute: which entry of the compiled step a function is
 /// (`ztc-build-entries`): one of kEntryKinds.
 inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";

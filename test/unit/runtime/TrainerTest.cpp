@@ -553,6 +553,39 @@ TEST_F(TrainerTest, ReadsTheLossOnlyWhenItReports) {
   }
 }
 
+TEST_F(TrainerTest, CheckDataFindsTheFirstBadSample) {
+  // A label outside [0, 3) at sample 5, with ignore index -1 allowed.
+  Manifest manifest = trainManifest();
+  manifest.bindings[1] = {BindingRole::Label, "y", "y", DType::Int64, {kBatch}};
+  manifest.train.classes = 3;
+  manifest.train.ignoreIndex = -1;
+  writeArtifact(manifest);
+  Tensor labels(DType::Int64, {kSamples});
+  for (int64_t i = 0; i < kSamples; ++i)
+    labels.data<int64_t>()[i] = i == 9 ? -1 : i % 3;
+  labels.data<int64_t>()[5] = 3;
+  writeNpy(data_ + "/y.npy", labels);
+  TrainOptions run = options(1);
+  run.checkData = true;
+  EXPECT_EQ(trainError(run), "data check: y.npy: sample 5 has label 3, "
+                             "outside [0, 3) (ignore_index -1)");
+  // Labels fixed, a NaN in sample 8's feature 2.
+  labels.data<int64_t>()[5] = 0;
+  writeNpy(data_ + "/y.npy", labels);
+  Tensor x(DType::Float32, {kSamples, kFeatures});
+  x.data<float>()[8 * kFeatures + 2] = std::nanf("");
+  writeNpy(data_ + "/x.npy", x);
+  EXPECT_EQ(trainError(run), "data check: x.npy: sample 8 has a NaN "
+                             "(element 2)");
+  // Clean data passes the scan (the run's own step then runs).
+  x.data<float>()[8 * kFeatures + 2] = 0.5f;
+  writeNpy(data_ + "/x.npy", x);
+  log_.clear();
+  EXPECT_EQ(trainError(run), "");
+  EXPECT_EQ(log_[1], "data check: 22 samples, no NaN or infinity, labels in "
+                     "[0, 3): ok");
+}
+
 TEST_F(TrainerTest, OneTrainerPerCheckpointDirectory) {
   std::string dir = dir_ / "ckpt";
   TrainOptions run = options(2);
@@ -591,10 +624,17 @@ TEST_F(TrainerTest, NonFiniteLossNamesItsStep) {
   writeArtifact(manifest);
   TrainOptions run = options(12);
   run.logEvery = 10;
-  EXPECT_EQ(trainError(run), "training diverged at step 7: the loss is nan");
-  // Reporting every step finds it at once, with the same step.
-  EXPECT_EQ(trainError(options(12)),
-            "training diverged at step 7: the loss is nan");
+  // Step 7 reads batch 6: epoch 1 (5 batches per epoch), batch 1.
+  std::vector<uint64_t> order = epochPermutation(kSamples, 7, 1);
+  std::string samples;
+  for (int k = 0; k < kBatch; ++k)
+    samples += (k ? ", " : "") + std::to_string(order[kBatch + k]);
+  std::string expected = "training diverged at step 7: the loss is nan (its "
+                         "batch: samples " +
+                         samples + ")";
+  EXPECT_EQ(trainError(run), expected);
+  // Reporting every step finds it at once, with the same step and batch.
+  EXPECT_EQ(trainError(options(12)), expected);
 }
 
 TEST_F(TrainerTest, ProgressBarRedrawsOneLine) {
@@ -808,8 +848,19 @@ TEST_F(TrainerTest, NonFiniteLossStops) {
   Data poisoned = samples_;
   poisoned.x.assign(poisoned.x.size(), std::nanf(""));
   writeData(data_, poisoned);
+  // The message names the step and its batch's samples (the first batch
+  // of epoch 0 in the seed's order).
+  auto batchOf = [](uint64_t epoch, uint64_t batch) {
+    std::vector<uint64_t> order = epochPermutation(kSamples, 7, epoch);
+    std::string text;
+    for (int k = 0; k < kBatch; ++k)
+      text += (k ? ", " : "") + std::to_string(order[batch * kBatch + k]);
+    return text;
+  };
   EXPECT_EQ(trainError(options(5)),
-            "training diverged at step 1: the loss is nan");
+            "training diverged at step 1: the loss is nan (its batch: "
+            "samples " +
+                batchOf(0, 0) + ")");
 
   // A huge lr: step 1 is finite, its update overflows step 2's loss.
   writeData(data_, samples_);
@@ -817,7 +868,9 @@ TEST_F(TrainerTest, NonFiniteLossStops) {
   manifest.train.schedule.lr = 1e30;
   writeArtifact(manifest);
   EXPECT_EQ(trainError(options(5)),
-            "training diverged at step 2: the loss is inf");
+            "training diverged at step 2: the loss is inf (its batch: "
+            "samples " +
+                batchOf(0, 1) + ")");
 }
 
 TEST_F(TrainerTest, KernelErrorsNameTheStep) {
