@@ -68,6 +68,19 @@ Artifact Artifact::load(const std::string &directory) {
     }
     return reinterpret_cast<EntryFn>(symbol);
   };
+  // The step states the interface it was compiled for (steps ztc emits
+  // always do): a manifest that describes another one would have the step
+  // read or write outside its buffers.
+  ::dlerror();
+  if (auto *compiled = static_cast<const unsigned long long *>(
+          ::dlsym(artifact.handle_, kInterfaceHashSymbol))) {
+    uint64_t described = interfaceHash(artifact.manifest_);
+    if (*compiled != described)
+      throw Error(manifestPath +
+                  " does not describe the compiled step: its bindings, "
+                  "entries or arena differ from what step.so was compiled "
+                  "for (recompile the model, or restore the manifest)");
+  }
   for (const Entry &entry : artifact.manifest_.entries)
     artifact.entries_.push_back(resolve(entry.name));
   artifact.entry_ = artifact.entries_.front();

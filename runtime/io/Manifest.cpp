@@ -523,4 +523,38 @@ std::string printManifest(const Manifest &manifest) {
   return root.dump(2) + "\n";
 }
 
+uint64_t interfaceHash(const Manifest &manifest) {
+  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64
+  auto mix = [&](const std::string &text) {
+    // Each field ends with a separator byte no field contains, so fields
+    // cannot run into each other.
+    for (unsigned char c : text + '\x1f') {
+      hash ^= c;
+      hash *= 0x100000001b3ull;
+    }
+  };
+  auto mixShape = [&](DType dtype, const std::vector<int64_t> &shape) {
+    mix(describeType(dtype, shape));
+  };
+  mix(std::to_string(manifest.abi));
+  mix(std::to_string(manifest.arenaBytes));
+  mix(std::to_string(manifest.streams));
+  mix(std::to_string(manifest.events));
+  for (const Binding &binding : manifest.bindings) {
+    mix(roleName(binding.role));
+    mix(binding.name);
+    mixShape(binding.dtype, binding.shape);
+  }
+  for (const Entry &entry : manifest.entries) {
+    mix(entry.name);
+    mix(purposeName(entry.purpose));
+    for (const Output &output : entry.outputs) {
+      mix(output.name);
+      mixShape(output.dtype, output.shape);
+      mix(std::to_string(output.offset));
+    }
+  }
+  return hash;
+}
+
 } // namespace ztc::rt

@@ -198,6 +198,19 @@ Manifest parseManifest(const std::string &text, const std::string &path);
 /// Serializes `manifest` (the compiler's side; also used by tests).
 std::string printManifest(const Manifest &manifest);
 
+/// The name of the symbol by which a compiled step states the interface
+/// it was compiled for: `extern "C" const unsigned long long
+/// ztc_interface_hash`.
+constexpr char kInterfaceHashSymbol[] = "ztc_interface_hash";
+
+/// A 64-bit hash (FNV-1a) of everything a compiled step assumes about its
+/// manifest: the ABI version, arena size, streams and events, every
+/// binding's role, name, dtype and shape in order, and every entry's name,
+/// purpose and outputs (dtype, shape, arena offset). The compiler writes it
+/// into the step; the loader recomputes it from manifest.json and refuses a
+/// manifest that differs (reordered bindings, a shrunk shape).
+uint64_t interfaceHash(const Manifest &manifest);
+
 /// The batch size of a training manifest: shape[0] of its input bindings.
 /// Throws Error when there is no input, an input has no batch dimension, or
 /// two inputs disagree.

@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -115,6 +116,11 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
     return module.emitError("the module has no forward, train_step or loss "
                             "entry");
   std::rotate(manifest.entries.begin(), main, main + 1);
+  // The interface the step is compiled for, which the loader checks the
+  // manifest against.
+  source << "extern \"C\" const unsigned long long "
+         << rt::kInterfaceHashSymbol << " = "
+         << llvm::format_hex(rt::interfaceHash(manifest), 18) << "ull;\n";
   return success();
 }
 
