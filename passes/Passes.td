@@ -114,15 +114,21 @@ def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
 def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
   let summary = "Fuse chains of elementwise kernels into one loop";
   let description = [{
-    1. Walks kernel.elementwise ops in order. A producer fuses into a
-       consumer when the producer's output is an alloc that only the
-       producer writes and only that consumer reads, and both iterate over
-       the same shape (so no element is computed twice).
-    2. Fusing clones the producer's body into the consumer in place of the
-       consumer's scalar argument, adds the producer's inputs to the
-       consumer's, and erases the producer and its buffer.
-    3. Repeats until nothing fuses; locations merge so every fused kernel
-       still names the ONNX nodes it computes.
+    1. Visits kernel.elementwise ops once, in program order. A producer
+       fuses into a consumer when the producer's output is an alloc that
+       only the producer writes and only that consumer reads, and both
+       iterate over the same shape (so no element is computed twice).
+    2. Fusing moves the producer's body into a new kernel, followed by the
+       consumer's ops reading the producer's value in place of the
+       consumer's scalar argument; the consumer's other inputs come first
+       (those the producer already reads reuse its argument), then the
+       producer's. The producer, consumer and buffer are erased.
+       Nothing is cloned, so a chain of n kernels fuses in time linear in
+       n.
+    3. The fused kernel absorbs fusible producers until none is left (a
+       fusion may expose the producer's own producers); producers come
+       before their consumers, so one pass finds every fusion. Locations
+       merge so every fused kernel still names the ONNX nodes it computes.
 
     Example: `relu(add(a, b))` becomes one kernel whose body adds and takes
     the maximum with zero, and the buffer of the sum disappears.

@@ -69,3 +69,31 @@ func.func @broadcast(%a: memref<4xf32>, %b: memref<3x4xf32>) -> memref<3x4xf32> 
   }
   return %out : memref<3x4xf32>
 }
+
+// -----
+
+// A consumer that reads a value its producer also reads reuses the
+// producer's argument (2 inputs, not 3): a chain of kernels over one value
+// does not grow an input per link (and fusing a chain stays linear in its
+// length).
+// CHECK-LABEL: func.func @shared_input
+// CHECK: kernel.elementwise ins(%[[X:[a-z0-9]+]], %[[X]] : memref<4xf32>, memref<4xf32>) outs(%{{.+}} : memref<4xf32>)
+// CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32):
+// CHECK-NEXT: %[[S:.+]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT: %[[T:.+]] = arith.mulf %[[S]], %[[A]] : f32
+// CHECK-NEXT: kernel.yield %[[T]] : f32
+func.func @shared_input(%x: memref<4xf32>) -> memref<4xf32> {
+  %a = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%x, %x : memref<4xf32>, memref<4xf32>) outs(%a : memref<4xf32>) {
+  ^bb0(%u: f32, %v: f32):
+    %s = arith.addf %u, %v : f32
+    kernel.yield %s : f32
+  }
+  %b = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%a, %x : memref<4xf32>, memref<4xf32>) outs(%b : memref<4xf32>) {
+  ^bb0(%u: f32, %v: f32):
+    %t = arith.mulf %u, %v : f32
+    kernel.yield %t : f32
+  }
+  return %b : memref<4xf32>
+}
