@@ -138,8 +138,8 @@ class Emitter {
 public:
   Emitter(Target target, StringRef entryName, StepInterface &step,
           SharedInterface &shared)
-      : target(target), entryName(entryName.str()), step(step),
-        shared(shared), bindings(shared.bindings), out(entryText) {}
+      : target(target), entryName(entryName.str()), step(step), shared(shared),
+        bindings(shared.bindings), out(entryText) {}
 
   /// Collects the entry's body and kernels, and fills `step`.
   LogicalResult run(func::FuncOp func);
@@ -681,15 +681,16 @@ LogicalResult Emitter::run(func::FuncOp func) {
             })
             .Case([&](kernel::RecordLossOp record) {
               comment(record);
-              out << "  " << (target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::")
+              out << "  "
+                  << (target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::")
                   << "recordLoss(ctx->state, " << name(record.getLoss())
                   << (target == Target::Cuda ? ", stream" : "") << ");\n";
               return success();
             })
             .Case([&](func::ReturnOp ret) -> LogicalResult {
               for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-                auto alloc = kernel::rootBuffer(value)
-                                 .getDefiningOp<kernel::AllocOp>();
+                auto alloc =
+                    kernel::rootBuffer(value).getDefiningOp<kernel::AllocOp>();
                 if (!alloc)
                   return ret.emitOpError("returns a buffer outside the arena");
                 auto type = cast<MemRefType>(value.getType());
@@ -772,8 +773,7 @@ void Emitter::printEntry(llvm::raw_ostream &os) {
   os << kernels;
   // The step ABI (runtime/kernels/StepAbi.h): one context, work enqueued
   // on its stream, nothing copied to the host, no synchronization.
-  os << "extern \"C\" void " << entryName
-     << "(const ztc_step_context *ctx) {\n"
+  os << "extern \"C\" void " << entryName << "(const ztc_step_context *ctx) {\n"
      << "  void *const *bindings = ctx->bindings;\n"
      << "  char *arena = ctx->arena;\n"
      << "  (void)bindings;\n  (void)arena;\n";

@@ -119,8 +119,7 @@ std::map<std::string, Tensor> Artifact::loadInitialValues() const {
   };
   bool needed = false;
   for (const Binding &binding : manifest_.bindings)
-    needed |=
-        isWeight(binding.role) || binding.role == BindingRole::Constant;
+    needed |= isWeight(binding.role) || binding.role == BindingRole::Constant;
   std::map<std::string, Tensor> values;
   if (!needed)
     return values;

@@ -1,20 +1,20 @@
 //===- Artifact.h - a compiled model on disk --------------------*- C++ -*-===//
 //
-// An artifact directory (model.ztc/) holds manifest.json (runtime/io/Manifest.h:
-// what the compiled step expects), the step's source (step.cpp or step.cu)
-// with the command this machine built it with (step.build), step.so (the
-// compiled step; rebuilt from the source when absent) and init.safetensors
-// (parameter and constant values, by name). This file loads the shared
-// object, resolves its entries, and reads the initial values. Errors throw
-// ztc::rt::Error naming the file.
+// An artifact directory (model.ztc/) holds manifest.json
+// (runtime/io/Manifest.h: what the compiled step expects), the step's source
+// (step.cpp or step.cu) with the command this machine built it with
+// (step.build), step.so (the compiled step; rebuilt from the source when
+// absent) and init.safetensors (parameter and constant values, by name). This
+// file loads the shared object, resolves its entries, and reads the initial
+// values. Errors throw ztc::rt::Error naming the file.
 //===----------------------------------------------------------------------===//
 
 #ifndef ZTC_RUNTIME_ARTIFACT_H
 #define ZTC_RUNTIME_ARTIFACT_H
 
+#include "runtime/Tensor.h"
 #include "runtime/backend/Backend.h"
 #include "runtime/io/Manifest.h"
-#include "runtime/Tensor.h"
 
 #include <cstdint>
 #include <map>

@@ -23,8 +23,8 @@
 #define ZTC_RUNTIME_RUNNER_H
 
 #include "runtime/Artifact.h"
-#include "runtime/backend/Backend.h"
 #include "runtime/Tensor.h"
+#include "runtime/backend/Backend.h"
 
 #include <memory>
 #include <string>

@@ -105,14 +105,14 @@ void mlir::ztc::buildForwardPipeline(OpPassManager &pm) {
 }
 
 void mlir::ztc::buildTrainingPipeline(OpPassManager &pm,
-                                const TrainingPipelineOptions &options) {
+                                      const TrainingPipelineOptions &options) {
   buildTrainingNNPipeline(pm, options);
   // 7. Kernels, fused and planned.
   buildNNToKernelPipeline(pm);
 }
 
-void mlir::ztc::buildTrainingNNPipeline(OpPassManager &pm,
-                                  const TrainingPipelineOptions &options) {
+void mlir::ztc::buildTrainingNNPipeline(
+    OpPassManager &pm, const TrainingPipelineOptions &options) {
   // 1. The model in nn, static shapes.
   buildOnnxToNNPipeline(pm);
 

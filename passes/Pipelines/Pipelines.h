@@ -88,8 +88,8 @@ struct TrainingPipelineOptions
                      "(DeepSpeed's WarmupLR, WarmupDecayLR, WarmupCosineLR)"),
       llvm::cl::init("constant")};
   Option<uint64_t> warmupSteps{
-      *this, "warmup-steps",
-      llvm::cl::desc("Warmup length in optimizer steps"), llvm::cl::init(0)};
+      *this, "warmup-steps", llvm::cl::desc("Warmup length in optimizer steps"),
+      llvm::cl::init(0)};
   Option<uint64_t> totalSteps{
       *this, "total-steps",
       llvm::cl::desc("Schedule length in optimizer steps"), llvm::cl::init(0)};

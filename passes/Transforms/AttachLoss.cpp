@@ -143,11 +143,11 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
       if (!train::hasRole(func, i, train::BindingRole::Param))
         position = i + 1;
     }
-    if (failed(func.insertArgument(
-            position, type,
-            train::bindingAttrs(func.getContext(), labels,
-                                train::BindingRole::Label),
-            func.getLoc())))
+    if (failed(
+            func.insertArgument(position, type,
+                                train::bindingAttrs(func.getContext(), labels,
+                                                    train::BindingRole::Label),
+                                func.getLoc())))
       return failure();
     return func.getArgument(position);
   }

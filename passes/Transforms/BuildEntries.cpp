@@ -65,8 +65,9 @@ struct BuildEntriesPass
         module.emitError("entry '") << kind << "' is listed twice";
         return signalPassFailure();
       }
-      if (kind != "forward" && (model.getNumResults() == 0 ||
-                                !train::isLossType(model.getResultTypes()[0]))) {
+      if (kind != "forward" &&
+          (model.getNumResults() == 0 ||
+           !train::isLossType(model.getResultTypes()[0]))) {
         model.emitError("entry '")
             << kind
             << "' needs a function returning a scalar float loss first; "

@@ -119,8 +119,9 @@ kernel::ElementwiseOp fuse(kernel::ElementwiseOp producer,
   for (auto [i, arg] : llvm::enumerate(consumerBody.getArguments())) {
     auto [slot, fromProducer] = consumerSlot[i];
     arg.replaceAllUsesWith(
-        slot < 0 ? produced
-                 : body->getArgument(fromProducer ? producerBase + slot : slot));
+        slot < 0
+            ? produced
+            : body->getArgument(fromProducer ? producerBase + slot : slot));
   }
   body->getOperations().splice(body->end(), consumerBody.getOperations());
 

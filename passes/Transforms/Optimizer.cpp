@@ -86,7 +86,8 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     Location loc = NameLoc::get(b.getStringAttr("optimizer"), ret.getLoc());
     Type scalarType = RankedTensorType::get({}, b.getF32Type());
     Value lr = addArgument(func, scalarType, "lr", train::BindingRole::Hyper);
-    Value step = addArgument(func, scalarType, "step", train::BindingRole::Hyper);
+    Value step =
+        addArgument(func, scalarType, "step", train::BindingRole::Hyper);
     b.setInsertionPoint(ret);
 
     // 2. Global-norm clipping.
@@ -112,8 +113,9 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
         SmallVector<Value> operands = {p, u.grad, lr};
         SmallVector<Type> types = {type};
         if (momentum != 0) {
-          operands.push_back(addArgument(
-              func, type, u.name + ".momentum_buffer", train::BindingRole::State));
+          operands.push_back(addArgument(func, type,
+                                         u.name + ".momentum_buffer",
+                                         train::BindingRole::State));
           types.push_back(type);
         }
         SmallVector<NamedAttribute> attrs = {
@@ -132,10 +134,10 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
         continue;
       }
       // Adam and AdamW.
-      Value expAvg =
-          addArgument(func, type, u.name + ".exp_avg", train::BindingRole::State);
-      Value expAvgSq =
-          addArgument(func, type, u.name + ".exp_avg_sq", train::BindingRole::State);
+      Value expAvg = addArgument(func, type, u.name + ".exp_avg",
+                                 train::BindingRole::State);
+      Value expAvgSq = addArgument(func, type, u.name + ".exp_avg_sq",
+                                   train::BindingRole::State);
       SmallVector<NamedAttribute> attrs = {
           b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
           b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),

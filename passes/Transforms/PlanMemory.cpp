@@ -63,8 +63,8 @@ public:
         lastWork[stream] = at;
       if (auto wait = dyn_cast<kernel::WaitOp>(op)) {
         Operation *signal = wait.getEvent().getDefiningOp();
-        waits.push_back({at, stream, number.lookup(signal),
-                         kernel::streamOf(signal)});
+        waits.push_back(
+            {at, stream, number.lookup(signal), kernel::streamOf(signal)});
       }
     }
   }

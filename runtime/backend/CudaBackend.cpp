@@ -9,8 +9,8 @@
 // the first failure since the last synchronize: the one the kernel library
 // recorded (it names the call and the kernel; read through the step's
 // ztc_cuda_last_error), else an asynchronous fault, else a failed launch.
-// The step is linked against the shared cudart (runtime/backend/Compile.cpp), so it
-// and this file share one CUDA runtime and context.
+// The step is linked against the shared cudart (runtime/backend/Compile.cpp),
+// so it and this file share one CUDA runtime and context.
 //
 // Without the CUDA toolkit at build time (ZTC_RUNTIME_CUDA unset) only
 // createCudaBackend exists, and it throws.

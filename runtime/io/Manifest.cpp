@@ -22,10 +22,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr BindingRole kRoles[] = {
-    BindingRole::Input,    BindingRole::Label, BindingRole::Param,
-    BindingRole::Buffer,   BindingRole::Constant, BindingRole::State,
-    BindingRole::Hyper};
+constexpr BindingRole kRoles[] = {BindingRole::Input,    BindingRole::Label,
+                                  BindingRole::Param,    BindingRole::Buffer,
+                                  BindingRole::Constant, BindingRole::State,
+                                  BindingRole::Hyper};
 
 /// Reads typed fields of one JSON object, with errors naming `where`.
 class ObjectReader {
@@ -310,10 +310,9 @@ const char *purposeName(EntryPurpose purpose) {
 }
 
 std::optional<EntryPurpose> parsePurpose(const std::string &name) {
-  for (EntryPurpose purpose :
-       {EntryPurpose::Forward, EntryPurpose::TrainStep,
-        EntryPurpose::Accumulate, EntryPurpose::LossAndGrads,
-        EntryPurpose::Loss})
+  for (EntryPurpose purpose : {EntryPurpose::Forward, EntryPurpose::TrainStep,
+                               EntryPurpose::Accumulate,
+                               EntryPurpose::LossAndGrads, EntryPurpose::Loss})
     if (name == purposeName(purpose))
       return purpose;
   return std::nullopt;

@@ -25,10 +25,10 @@
 #ifndef ZTC_RUNTIME_MANIFEST_H
 #define ZTC_RUNTIME_MANIFEST_H
 
-#include "runtime/backend/Compile.h"
-#include "runtime/train/Schedule.h"
 #include "runtime/Tensor.h"
+#include "runtime/backend/Compile.h"
 #include "runtime/kernels/StepAbi.h"
+#include "runtime/train/Schedule.h"
 
 #include <cstdint>
 #include <optional>

@@ -689,8 +689,7 @@ void gather(const T *data, const Dims &dataDims, const I *indices,
     int64_t o = row / count;
     int64_t index = static_cast<int64_t>(indices[row % count]);
     if (index < -length || index >= length) {
-      detail::recordRangeError(ZTC_ERROR_GATHER_INDEX, index, -length,
-                               length);
+      detail::recordRangeError(ZTC_ERROR_GATHER_INDEX, index, -length, length);
       std::fill(y + row * inner, y + (row + 1) * inner, T(0.0f));
       continue;
     }

@@ -10,8 +10,8 @@
 #include "runtime/Error.h"
 #include "runtime/io/Npy.h"
 
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 

@@ -10,12 +10,12 @@
 #include "runtime/train/Trainer.h"
 
 #include "runtime/Artifact.h"
-#include "runtime/train/Checkpoint.h"
-#include "runtime/train/DataLoader.h"
 #include "runtime/Error.h"
+#include "runtime/Runner.h"
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
-#include "runtime/Runner.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/DataLoader.h"
 #include "runtime/train/Schedule.h"
 
 #include <chrono>
@@ -268,8 +268,8 @@ public:
       result.finalStep = step;
       // The loss stays on the device until a report or a checkpoint needs
       // it: no host synchronization in between.
-      bool saving = shouldSave(step) ||
-                    (step == lastStep_ && !options_.saveDir.empty());
+      bool saving =
+          shouldSave(step) || (step == lastStep_ && !options_.saveDir.empty());
       if (reporter.due(step) || saving) {
         float loss = readLoss(step);
         ++result.stateReads;
@@ -374,7 +374,10 @@ private:
                 "batch: samples " + listSamples(positions[call]) + ")";
       throw Error("training diverged at step " + std::to_string(at) +
                   ": the loss is " +
-                  (loss != loss ? "nan" : loss > 0 ? "inf" : "-inf") + batch);
+                  (loss != loss ? "nan"
+                   : loss > 0   ? "inf"
+                                : "-inf") +
+                  batch);
     }
     if (state.calls == 0)
       throw Error("step " + std::to_string(step) +
@@ -405,8 +408,7 @@ private:
     if (!problem.empty())
       throw Error("data check: " + problem);
     std::string labels =
-        check.classes ? ", labels in [0, " + std::to_string(check.classes) +
-                            ")"
+        check.classes ? ", labels in [0, " + std::to_string(check.classes) + ")"
                       : "";
     return "data check: " + std::to_string(loader_.numSamples()) +
            " samples, no NaN or infinity" + labels + ": ok";

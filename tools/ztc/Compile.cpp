@@ -46,10 +46,9 @@ std::vector<uint8_t> mlir::ztc::constantBytes(ElementsAttr value) {
 namespace {
 
 /// Imports the model and runs `build`'s pipeline on it.
-OwningOpRef<ModuleOp>
-compileModule(MLIRContext &context, StringRef modelPath,
-              const onnx::ImportOptions &options,
-              function_ref<void(OpPassManager &)> build) {
+OwningOpRef<ModuleOp> compileModule(MLIRContext &context, StringRef modelPath,
+                                    const onnx::ImportOptions &options,
+                                    function_ref<void(OpPassManager &)> build) {
   OwningOpRef<ModuleOp> module =
       onnx::importOnnxFile(context, modelPath, options);
   if (!module)
@@ -67,8 +66,7 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
                                       ArtifactContents &artifact) {
   SmallVector<codegen::Entry> entries;
   for (func::FuncOp func : module.getOps<func::FuncOp>())
-    entries.push_back(
-        codegen::Entry{func, "ztc_" + func.getSymName().str()});
+    entries.push_back(codegen::Entry{func, "ztc_" + func.getSymName().str()});
   if (entries.empty())
     return module.emitError("the module has no entry to emit");
   std::vector<codegen::StepInterface> steps;
@@ -118,9 +116,9 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
   std::rotate(manifest.entries.begin(), main, main + 1);
   // The interface the step is compiled for, which the loader checks the
   // manifest against.
-  source << "extern \"C\" const unsigned long long "
-         << rt::kInterfaceHashSymbol << " = "
-         << llvm::format_hex(rt::interfaceHash(manifest), 18) << "ull;\n";
+  source << "extern \"C\" const unsigned long long " << rt::kInterfaceHashSymbol
+         << " = " << llvm::format_hex(rt::interfaceHash(manifest), 18)
+         << "ull;\n";
   return success();
 }
 
@@ -155,14 +153,16 @@ LogicalResult mlir::ztc::compileForward(MLIRContext &context,
   return readParameterValues(context, modelPath, artifact);
 }
 
-LogicalResult mlir::ztc::compileTraining(
-    MLIRContext &context, StringRef modelPath,
-    const onnx::ImportOptions &importOptions,
-    const TrainingPipelineOptions &options, codegen::Target target,
-    ArtifactContents &artifact, llvm::raw_ostream *kernelIR) {
-  OwningOpRef<ModuleOp> module = compileModule(
-      context, modelPath, importOptions,
-      [&](OpPassManager &pm) { buildTrainingPipeline(pm, options); });
+LogicalResult
+mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
+                           const onnx::ImportOptions &importOptions,
+                           const TrainingPipelineOptions &options,
+                           codegen::Target target, ArtifactContents &artifact,
+                           llvm::raw_ostream *kernelIR) {
+  OwningOpRef<ModuleOp> module =
+      compileModule(context, modelPath, importOptions, [&](OpPassManager &pm) {
+        buildTrainingPipeline(pm, options);
+      });
   if (!module)
     return failure();
   if (kernelIR)

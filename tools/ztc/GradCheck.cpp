@@ -210,8 +210,7 @@ LogicalResult compileCheck(MLIRContext &context, StringRef modelPath,
     if (name.empty() ||
         !(train::hasRole(grads, i, train::BindingRole::Input) ||
           train::hasRole(grads, i, train::BindingRole::Label)) ||
-        !type ||
-        !type.getElementType().isSignlessInteger())
+        !type || !type.getElementType().isSignlessInteger())
       continue;
     // An empty table (extent 0) admits no index at all; 0 is the least bad.
     if (std::optional<int64_t> bound = indexBound(grads.getArgument(i)))
@@ -321,7 +320,8 @@ FailureOr<double> runLoss(::ztc::bridge::StepSession &session,
                           std::string &error) {
   rt::Tensor loss;
   if (!(error = session.run(/*gradEntry=*/false)).empty() ||
-      !(error = session.read(session.manifest().main().outputs.front(), loss)).empty())
+      !(error = session.read(session.manifest().main().outputs.front(), loss))
+           .empty())
     return failure();
   return loss.data<double>()[0];
 }

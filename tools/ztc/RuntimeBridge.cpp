@@ -9,13 +9,13 @@
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "runtime/Artifact.h"
-#include "runtime/train/Checkpoint.h"
-#include "runtime/backend/Compile.h"
 #include "runtime/Error.h"
+#include "runtime/Runner.h"
+#include "runtime/backend/Compile.h"
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
-#include "runtime/Runner.h"
 #include "runtime/io/SafeTensors.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 
 #include <algorithm>

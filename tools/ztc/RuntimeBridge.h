@@ -44,10 +44,9 @@ struct StepTimes {
 /// Writes and builds the artifact at `dir` through a temporary sibling
 /// directory renamed into place, so a failure leaves no half-written
 /// artifact (and an existing one stays intact until the new one is ready).
-std::string
-writeArtifactAtomically(const std::string &dir,
-                        const mlir::ztc::ArtifactContents &artifact,
-                        bool build = true);
+std::string writeArtifactAtomically(const std::string &dir,
+                                    const mlir::ztc::ArtifactContents &artifact,
+                                    bool build = true);
 
 /// `ztc export`: the model an artifact was compiled from, and the parameter
 /// values of a checkpoint, checked against the artifact's manifest.
@@ -56,8 +55,6 @@ readCheckpointForExport(const std::string &artifactDir,
                         const std::string &checkpointDir,
                         std::string &sourceModel,
                         std::map<std::string, std::vector<uint8_t>> &params);
-
-
 
 /// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy, with
 /// the random key of `seed` (dropout masks), and writes `outputDir`/*.npy;

@@ -25,14 +25,14 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cstring>
 #include <deque>
 #include <map>
-#include <cstring>
 #include <unistd.h>
 
 using namespace mlir;
@@ -140,20 +140,20 @@ cl::opt<bool> noBuild(
              "it: the runtime that loads the artifact builds it with its "
              "own compiler (a GPU node)"),
     cl::sub(compileCommand));
-cl::opt<std::string> kernelIRPath(
-    "emit-kernel-ir",
-    cl::desc("Also write the planned kernel IR (what `ztc-opt "
-             "--ztc-training-pipeline` prints) to FILE"),
-    cl::value_desc("FILE"), cl::sub(compileCommand));
+cl::opt<std::string>
+    kernelIRPath("emit-kernel-ir",
+                 cl::desc("Also write the planned kernel IR (what `ztc-opt "
+                          "--ztc-training-pipeline` prints) to FILE"),
+                 cl::value_desc("FILE"), cl::sub(compileCommand));
 
 /// The flags of `ztc compile` and `ztc gradcheck` that set training pipeline
 /// options: each flag is the option of the same name, with its help, type
 /// and default (passes/Pipelines/Pipelines.h declares each option once).
 const char *const kCompilePipelineFlags[] = {
-    "loss",     "loss-input",   "labels",         "ignore-index",
-    "freeze",   "optimizer",    "lr",             "momentum",
-    "nesterov", "weight-decay", "betas",          "eps",
-    "clip-grad-norm", "grad-accum", "lr-schedule", "warmup-steps",
+    "loss",           "loss-input",   "labels",      "ignore-index",
+    "freeze",         "optimizer",    "lr",          "momentum",
+    "nesterov",       "weight-decay", "betas",       "eps",
+    "clip-grad-norm", "grad-accum",   "lr-schedule", "warmup-steps",
     "total-steps",    "min-lr"};
 const char *const kGradCheckPipelineFlags[] = {"loss", "loss-input", "labels",
                                                "ignore-index", "freeze"};
@@ -224,7 +224,6 @@ PipelineFlags compileFlags(compileCommand, kCompilePipelineFlags);
 PipelineFlags gradcheckFlags(gradcheckCommand, kGradCheckPipelineFlags);
 
 // ztc train.
-
 
 // ztc gradcheck.
 cl::opt<std::string> gradcheckModel(cl::Positional, cl::desc("MODEL.onnx"),
@@ -442,8 +441,9 @@ int runRun() {
   // Dynamic dimensions not bound by --input-shape take the shapes of the
   // data given; a missing or unreadable file says so, naming it.
   std::string data = dataDir;
-  options->shapeFor = [data](StringRef name, std::string &why)
-      -> std::optional<llvm::SmallVector<int64_t>> {
+  options->shapeFor =
+      [data](StringRef name,
+             std::string &why) -> std::optional<llvm::SmallVector<int64_t>> {
     auto shape = ::ztc::bridge::npyShape(
         data + "/" + ::ztc::bridge::fileStem(name.str()) + ".npy", why);
     if (!shape)
@@ -509,9 +509,8 @@ int runCompile() {
     if (!(error = writeOutput(kernelIRPath, kernelIR)).empty())
       return fail(error);
   }
-  error =
-      ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact,
-                                             /*build=*/!noBuild);
+  error = ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact,
+                                                 /*build=*/!noBuild);
   if (!error.empty())
     return fail(error);
   llvm::errs() << "ztc: wrote " << compileOutput << " (arena "

@@ -10,9 +10,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
@@ -53,10 +53,8 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
   if (name != kStreamAttr)
     return op->emitError("unknown kernel attribute '") << name << "'";
   auto stream = dyn_cast<IntegerAttr>(attr.getValue());
-  if (!stream || !stream.getType().isSignlessInteger(64) ||
-      stream.getInt() < 0)
-    return op->emitError("'") << kStreamAttr
-                              << "' must be a non-negative i64";
+  if (!stream || !stream.getType().isSignlessInteger(64) || stream.getInt() < 0)
+    return op->emitError("'") << kStreamAttr << "' must be a non-negative i64";
   if (!isa<KernelDialect>(op->getDialect()))
     return op->emitError("'") << kStreamAttr << "' belongs on a kernel op";
   return success();
@@ -376,8 +374,8 @@ LogicalResult CallOp::verify() {
   }
   for (const ConfigField &field : kernel->config)
     if (field.required && !getConfig().get(field.name))
-      return emitOpError("'") << getCallee() << "' needs config '"
-                              << field.name << "'";
+      return emitOpError("'")
+             << getCallee() << "' needs config '" << field.name << "'";
   return success();
 }
 

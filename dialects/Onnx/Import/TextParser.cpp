@@ -33,8 +33,7 @@ std::string excerptOf(std::string line) {
 TextParseError fromStatus(const std::string &status) {
   TextParseError error;
   std::smatch match;
-  static const std::regex position(
-      R"(\(line: (\d+) column: (\d+)\))");
+  static const std::regex position(R"(\(line: (\d+) column: (\d+)\))");
   if (std::regex_search(status, match, position)) {
     error.line = static_cast<unsigned>(std::stoul(match[1]));
     error.column = static_cast<unsigned>(std::stoul(match[2]));
@@ -71,8 +70,7 @@ bool mlir::ztc::onnx::parseOnnxText(const std::string &text,
   } catch (const std::invalid_argument &) {
     error = TextParseError{"a number is malformed"};
   } catch (const std::exception &failure) {
-    error = TextParseError{std::string("the parser failed: ") +
-                           failure.what()};
+    error = TextParseError{std::string("the parser failed: ") + failure.what()};
   } catch (...) {
     error = TextParseError{"the parser failed"};
   }

@@ -12,8 +12,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::ztc::train;
@@ -177,8 +177,7 @@ bool mlir::ztc::train::hasRole(func::FuncOp func, unsigned index,
   return binding && binding.getRole() == role;
 }
 
-BlockArgument mlir::ztc::train::findBinding(func::FuncOp func,
-                                            StringRef name) {
+BlockArgument mlir::ztc::train::findBinding(func::FuncOp func, StringRef name) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
     if (bindingName(func, i) == name)
       return func.getArgument(i);

@@ -87,9 +87,8 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
   }
   // Drop the tensor ops, last first, now that nothing reads them.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))
-    if (op.getDialect() &&
-        (isa<nn::NNDialect>(op.getDialect()) ||
-         isa<arith::ConstantOp, train::RecordLossOp>(op)))
+    if (op.getDialect() && (isa<nn::NNDialect>(op.getDialect()) ||
+                            isa<arith::ConstantOp, train::RecordLossOp>(op)))
       op.erase();
 
   SmallVector<Type> argTypes(entry.getArgumentTypes());

@@ -41,7 +41,8 @@ struct OpVersion {
 const llvm::StringMap<SmallVector<OpVersion>> &opHistory() {
   static const llvm::StringMap<SmallVector<OpVersion>> history = [] {
     llvm::StringMap<SmallVector<OpVersion>> table;
-#define ZTC_ONNX_OP(name, ...) table[#name] = SmallVector<OpVersion> __VA_ARGS__;
+#define ZTC_ONNX_OP(name, ...)                                                 \
+  table[#name] = SmallVector<OpVersion> __VA_ARGS__;
 #include "passes/Conversion/OnnxToNN/OnnxOpVersions.inc"
 #undef ZTC_ONNX_OP
     return table;
@@ -66,8 +67,8 @@ std::optional<OpArity> onnx_to_nn::onnxArity(StringRef opType,
   if (it != opHistory().end())
     for (const OpVersion &version : it->second)
       if (version.since == sinceVersion)
-        return OpArity{version.minInputs, version.maxInputs,
-                       version.minOutputs, version.maxOutputs};
+        return OpArity{version.minInputs, version.maxInputs, version.minOutputs,
+                       version.maxOutputs};
   return std::nullopt;
 }
 
@@ -239,8 +240,8 @@ Value NodeContext::randomKey() {
     return nullptr;
   }
   unsigned index = func.getNumArguments();
-  DictionaryAttr attrs = train::bindingAttrs(b.getContext(), kName,
-                                             train::BindingRole::Hyper);
+  DictionaryAttr attrs =
+      train::bindingAttrs(b.getContext(), kName, train::BindingRole::Hyper);
   if (failed(func.insertArgument(
           index, type, attrs,
           NameLoc::get(b.getStringAttr(kName), func.getLoc())))) {
@@ -496,10 +497,10 @@ struct ConvertOnnxToNNPass
     func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                    terminator->getOperandTypes()));
     for (auto [i, update] : llvm::enumerate(updates))
-      func.setResultAttr(outputs + i, train::kUpdateOfAttr,
-                         StringAttr::get(func.getContext(),
-                                         train::bindingName(
-                                             func, update.arg.getArgNumber())));
+      func.setResultAttr(
+          outputs + i, train::kUpdateOfAttr,
+          StringAttr::get(func.getContext(),
+                          train::bindingName(func, update.arg.getArgNumber())));
   }
 
   /// "2", "1 to 3", "at least 1": a count range as the schema gives it.

@@ -13,8 +13,8 @@
 
 #include "TestUtil.h"
 #include "kernels/CpuKernels.h"
-#include "runtime/backend/Compile.h"
 #include "runtime/Error.h"
+#include "runtime/backend/Compile.h"
 
 #include <dlfcn.h>
 

@@ -10,8 +10,8 @@
 #include "runtime/Runner.h"
 
 #include "TestUtil.h"
-#include "runtime/backend/Compile.h"
 #include "runtime/Error.h"
+#include "runtime/backend/Compile.h"
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/SafeTensors.h"

@@ -15,13 +15,13 @@
 
 #include "TestUtil.h"
 #include "runtime/Artifact.h"
-#include "runtime/train/Checkpoint.h"
-#include "runtime/backend/Compile.h"
-#include "runtime/train/DataLoader.h"
 #include "runtime/Error.h"
-#include "runtime/io/Npy.h"
 #include "runtime/Runner.h"
+#include "runtime/backend/Compile.h"
+#include "runtime/io/Npy.h"
 #include "runtime/io/SafeTensors.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/DataLoader.h"
 
 #include <cmath>
 #include <filesystem>
