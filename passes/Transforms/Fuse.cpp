@@ -47,15 +47,15 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
   return producer;
 }
 
-/// Replaces `consumer` and `producer` by one kernel computing both and
-/// returns it. The producer's body moves into the new kernel (no clone) and
-/// the consumer's ops follow it, so fusing along a chain costs each step
-/// the consumer's size, not the chain's: lowering stays linear in depth.
 /// The locations each fused kernel computes, gathered as kernels fuse and
 /// merged into one FusedLoc at the end: merging at every fusion would
 /// re-flatten the whole chain's names each time.
 using FusedLocations = llvm::DenseMap<Operation *, SmallVector<Location>>;
 
+/// Replaces `consumer` and `producer` by one kernel computing both and
+/// returns it. The producer's body moves into the new kernel (no clone) and
+/// the consumer's ops follow it, so fusing along a chain costs each step
+/// the consumer's size, not the chain's: lowering stays linear in depth.
 kernel::ElementwiseOp fuse(kernel::ElementwiseOp producer,
                            kernel::ElementwiseOp consumer, Value buffer,
                            FusedLocations &locations) {
