@@ -23,8 +23,8 @@ using namespace mlir::ztc;
 
 namespace {
 
-/// Drops every result of `func` for which `drop(i)` holds, and the ops
-/// only they used.
+/// Drops every result of `func` for which `drop(i)` holds; the ops only
+/// they used die in the cleanup that follows the pass.
 LogicalResult dropResults(func::FuncOp func,
                           function_ref<bool(unsigned)> drop) {
   Operation *ret = func.getBody().back().getTerminator();
