@@ -57,23 +57,10 @@ FailureOr<rt::DType> codegen::runtimeDType(Type type, Operation *where,
 
 namespace {
 
-/// The manifest's role for a binding: the same role.
+/// The manifest's role for a binding: the role of the same name (the
+/// train dialect and the manifest spell roles alike).
 rt::BindingRole runtimeRole(train::BindingRole role) {
-  switch (role) {
-  case train::BindingRole::Input:
-    return rt::BindingRole::Input;
-  case train::BindingRole::Label:
-    return rt::BindingRole::Label;
-  case train::BindingRole::Param:
-    return rt::BindingRole::Param;
-  case train::BindingRole::Buffer:
-    return rt::BindingRole::Buffer;
-  case train::BindingRole::State:
-    return rt::BindingRole::State;
-  case train::BindingRole::Hyper:
-    return rt::BindingRole::Hyper;
-  }
-  return rt::BindingRole::Input;
+  return *rt::parseRole(train::stringifyBindingRole(role).str());
 }
 
 /// The C++ type buffers of `type` store.

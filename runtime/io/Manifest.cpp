@@ -22,11 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr BindingRole kRoles[] = {BindingRole::Input,    BindingRole::Label,
-                                  BindingRole::Param,    BindingRole::Buffer,
-                                  BindingRole::Constant, BindingRole::State,
-                                  BindingRole::Hyper};
-
 /// Reads typed fields of one JSON object, with errors naming `where`.
 class ObjectReader {
 public:
@@ -273,6 +268,16 @@ const char *roleName(BindingRole role) {
   return "?";
 }
 
+std::optional<BindingRole> parseRole(const std::string &name) {
+  for (BindingRole role :
+       {BindingRole::Input, BindingRole::Label, BindingRole::Param,
+        BindingRole::Buffer, BindingRole::Constant, BindingRole::State,
+        BindingRole::Hyper})
+    if (name == roleName(role))
+      return role;
+  return std::nullopt;
+}
+
 uint64_t inputBatchSize(const Manifest &manifest) {
   const Binding *first = nullptr;
   for (const Binding &binding : manifest.bindings) {
@@ -402,10 +407,8 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
                         entryName("binding", i, bindings[i]));
     Binding binding;
     std::string role = reader.string("role");
-    auto known = std::find_if(
-        std::begin(kRoles), std::end(kRoles),
-        [&](BindingRole candidate) { return role == roleName(candidate); });
-    if (known == std::end(kRoles))
+    std::optional<BindingRole> known = parseRole(role);
+    if (!known)
       reader.fail("has unknown role '" + role + "'");
     binding.role = *known;
     binding.name = reader.string("name");

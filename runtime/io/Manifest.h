@@ -66,6 +66,8 @@ enum class BindingRole {
 /// The manifest name: "input", "label", "param", "buffer", "constant",
 /// "state", "hyper".
 const char *roleName(BindingRole role);
+/// The role named `name` (roleName's inverse), or nothing.
+std::optional<BindingRole> parseRole(const std::string &name);
 
 /// Data given with every call (read from .npy files): inputs and labels.
 inline bool isData(BindingRole role) {
