@@ -78,13 +78,23 @@ SmallVector<Value> lower(train::AdamOp op, Math &m) {
     p = m.sub(p, m.mul(p, m.mul(lr, m.scalar(decay))));
   else if (decay != 0)
     g = m.add(g, m.mul(p, decay));
-  Value newAvg = m.add(m.mul(op.getExpAvg(), beta1), m.mul(g, 1.0 - beta1));
-  Value newAvgSq =
-      m.add(m.mul(op.getExpAvgSq(), beta2), m.mul(m.mul(g, g), 1.0 - beta2));
-  Value bc1 = m.sub(m.scalar(1.0), m.pow(m.scalar(beta1), op.getStep()));
-  Value bc2 = m.sub(m.scalar(1.0), m.pow(m.scalar(beta2), op.getStep()));
-  Value denom = m.add(m.div(m.sqrt(newAvgSq), m.sqrt(bc2)),
-                      m.scalar(op.getEps().convertToDouble()));
+  // One builder call per statement where two would be arguments of a third:
+  // C++ leaves the order of arguments open, and the ops' order (hence the
+  // memory plan) must not depend on the compiler ztc is built with.
+  Value keptAvg = m.mul(op.getExpAvg(), beta1);
+  Value newAvg = m.add(keptAvg, m.mul(g, 1.0 - beta1));
+  Value keptAvgSq = m.mul(op.getExpAvgSq(), beta2);
+  Value newAvgSq = m.add(keptAvgSq, m.mul(m.mul(g, g), 1.0 - beta2));
+  auto biasCorrection = [&](double beta) {
+    Value one = m.scalar(1.0);
+    return m.sub(one, m.pow(m.scalar(beta), op.getStep()));
+  };
+  Value bc1 = biasCorrection(beta1);
+  Value bc2 = biasCorrection(beta2);
+  Value rootAvgSq = m.sqrt(newAvgSq);
+  Value rootBc2 = m.sqrt(bc2);
+  Value quotient = m.div(rootAvgSq, rootBc2);
+  Value denom = m.add(quotient, m.scalar(op.getEps().convertToDouble()));
   Value stepSize = m.div(lr, bc1);
   Value newP = m.sub(p, m.mul(m.div(newAvg, denom), stepSize));
   return {newP, newAvg, newAvgSq};

@@ -157,6 +157,8 @@ std::optional<Target> parseTarget(const std::string &name) {
 
 std::string defaultRuntimeIncludeDir() { return ZTC_RUNTIME_SOURCE_DIR; }
 
+std::string defaultStepCompiler() { return ZTC_STEP_CXX; }
+
 std::vector<std::string> compileCommand(const std::string &sourcePath,
                                         Target target,
                                         const std::string &outputPath,
@@ -170,6 +172,9 @@ std::vector<std::string> compileCommand(const std::string &sourcePath,
     // so results do not depend on the host's instruction set.
     command = {options.cxx, "-std=c++17", "-O2",      "-ffp-contract=off",
                "-fPIC",     "-shared",    "-fopenmp", "-I" + includeDir};
+    std::istringstream buildFlags(ZTC_STEP_CXX_FLAGS);
+    for (std::string flag; buildFlags >> flag;)
+      command.push_back(flag);
   } else {
     // -cudart shared: one CUDA runtime per process, so the CUDA backend
     // shares its memory and sees the step's failed launches

@@ -30,11 +30,15 @@ std::optional<Target> parseTarget(const std::string &name);
 /// code is compiled with -I pointing at it.
 std::string defaultRuntimeIncludeDir();
 
+/// The host compiler generated CPU steps are built with by default.
+std::string defaultStepCompiler();
+
 struct CompileOptions {
   /// Directory that holds kernels/ (passed as -I). Empty: the default above.
   std::string runtimeIncludeDir;
-  /// Host compiler for Target::Cpu.
-  std::string cxx = "c++";
+  /// Host compiler for Target::Cpu (ZTC_STEP_CXX of Config.h: "c++",
+  /// or the sanitizer build's clang).
+  std::string cxx = defaultStepCompiler();
   /// nvcc for Target::Cuda. Empty: $CUDA_HOME/bin/nvcc, else nvcc on PATH.
   std::string nvcc;
   /// Appended to the command line (part of the cache key).

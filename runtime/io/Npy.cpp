@@ -11,6 +11,7 @@
 #include "runtime/Error.h"
 #include "runtime/io/File.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -69,7 +70,10 @@ public:
 
 private:
   [[noreturn]] void fail(const std::string &what) {
-    throw Error(path_ + ": malformed .npy header (" + what + "): " + text_);
+    // The header can be 4 GiB of anything: show the text at the problem.
+    throw Error(path_ + ": malformed .npy header (" + what + ") at character " +
+                std::to_string(pos_) + ": " +
+                printable(text_.substr(std::min(pos_, text_.size())), 60));
   }
 
   void skipSpace() {
@@ -142,7 +146,7 @@ private:
         }
       }
     } else {
-      fail(std::string("unexpected '") + c + "'");
+      fail("unexpected '" + printable(std::string(1, c)) + "'");
     }
     return value;
   }
@@ -162,10 +166,10 @@ DType dtypeForDescr(const std::string &descr, const std::string &path) {
   if (descr == "<b1")
     return DType::Bool;
   if (!descr.empty() && descr[0] == '>' && descr != ">i1" && descr != ">b1")
-    throw Error(path + ": big-endian dtype '" + descr +
+    throw Error(path + ": big-endian dtype '" + printable(descr) +
                 "' is not supported; save a little-endian array "
                 "(arr.astype(arr.dtype.newbyteorder('<')))");
-  throw Error(path + ": unsupported dtype '" + descr +
+  throw Error(path + ": unsupported dtype '" + printable(descr) +
               "' (supported: float32, float64, float16, int64, int32, int8, "
               "bool)");
 }
@@ -231,7 +235,7 @@ Tensor readNpy(const std::string &path) {
     auto it = dict.find(name);
     if (it == dict.end() || it->second.kind != kind)
       throw Error(path + ": malformed .npy header (no valid '" +
-                  std::string(name) + "'): " + header);
+                  std::string(name) + "'): " + printable(header));
     return it->second;
   };
   const std::string &descr = field("descr", PyValue::String).text;
@@ -242,8 +246,8 @@ Tensor readNpy(const std::string &path) {
   tensor.dtype = dtypeForDescr(descr, path);
   for (const PyValue &dim : shapeValue.items) {
     if (dim.kind != PyValue::Int)
-      throw Error(path +
-                  ": malformed .npy header (non-integer shape): " + header);
+      throw Error(path + ": malformed .npy header (non-integer shape): " +
+                  printable(header));
     tensor.shape.push_back(dim.number);
   }
   // A Fortran-order array of rank <= 1 has the same bytes as a C-order one.

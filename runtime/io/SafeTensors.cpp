@@ -48,7 +48,7 @@ const char *typeName(DType dtype) {
 Tensor parseEntry(const std::string &path, const std::string &name,
                   const json &entry, uint64_t dataSize, uint64_t &begin) {
   auto bad = [&](const std::string &what) {
-    return Error(path + ": tensor '" + name + "': " + what);
+    return Error(path + ": tensor '" + printable(name) + "': " + what);
   };
   if (!entry.is_object())
     throw bad("header entry is not an object");
@@ -73,7 +73,7 @@ Tensor parseEntry(const std::string &path, const std::string &name,
       known = true;
     }
   if (!known)
-    throw bad("unsupported dtype '" + dtype +
+    throw bad("unsupported dtype '" + printable(dtype) +
               "' (supported: F32, F64, F16, BF16, I64, I32, I8, BOOL)");
   for (const json &dim : *shapeIt) {
     if (!dim.is_number_unsigned())
@@ -137,7 +137,8 @@ SafeTensors readSafeTensors(const std::string &path) {
         throw Error(path + ": '__metadata__' is not an object");
       for (auto meta = it->begin(); meta != it->end(); ++meta) {
         if (!meta->is_string())
-          throw Error(path + ": metadata '" + meta.key() + "' is not a string");
+          throw Error(path + ": metadata '" + printable(meta.key()) +
+                      "' is not a string");
         contents.metadata[meta.key()] = meta->get<std::string>();
       }
       continue;
@@ -148,7 +149,7 @@ SafeTensors readSafeTensors(const std::string &path) {
     in.read(reinterpret_cast<char *>(tensor.bytes.data()),
             static_cast<std::streamsize>(tensor.bytes.size()));
     if (static_cast<size_t>(in.gcount()) != tensor.bytes.size())
-      throw Error(path + ": tensor '" + it.key() + "': read error");
+      throw Error(path + ": tensor '" + printable(it.key()) + "': read error");
     contents.tensors.emplace(it.key(), std::move(tensor));
   }
   return contents;

@@ -439,12 +439,14 @@ template <typename T> struct GemmBody {
     int64_t batch = flat / (s.n * s.m);
     // Element (row, p) of op(A) and (p, col) of op(B).
     int64_t aStep = s.transA ? s.lda : 1, bStep = s.transB ? 1 : s.ldb;
-    const T *aRow = a + batch * s.strideA + (s.transA ? row : row * s.lda);
-    const T *bCol = b + batch * s.strideB + (s.transB ? col * s.ldb : col);
+    // Offsets, not pointers: with k == 0 an operand may be null, and
+    // offsetting a null pointer is undefined.
+    int64_t aRow = batch * s.strideA + (s.transA ? row : row * s.lda);
+    int64_t bCol = batch * s.strideB + (s.transB ? col * s.ldb : col);
     T *out = c + batch * s.strideC + row * s.ldc + col;
     Acc acc = accumulate ? load(*out) : Acc(0);
     for (int64_t p = 0; p < s.k; ++p)
-      acc += load(aRow[p * aStep]) * load(bCol[p * bStep]);
+      acc += load(a[aRow + p * aStep]) * load(b[bCol + p * bStep]);
     *out = store<T>(acc);
   }
 };

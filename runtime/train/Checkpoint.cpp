@@ -60,12 +60,12 @@ uint64_t metadataInteger(const SafeTensors &contents, const std::string &path,
   if (text.empty() || text.size() > 20 ||
       text.find_first_not_of("0123456789") != std::string::npos)
     throw Error(path + ": metadata '" + key +
-                "' is not a non-negative integer: '" + text + "'");
+                "' is not a non-negative integer: '" + printable(text) + "'");
   try {
     return std::stoull(text);
   } catch (const std::exception &) {
     throw Error(path + ": metadata '" + key +
-                "' is not a non-negative integer: '" + text + "'");
+                "' is not a non-negative integer: '" + printable(text) + "'");
   }
 }
 
@@ -109,7 +109,7 @@ Checkpoint loadCheckpoint(const std::string &dir) {
                 "missing; expected '" +
                 std::string(kCheckpointFormat) + "')");
   if (format->second != kCheckpointFormat)
-    throw Error(path + ": checkpoint format '" + format->second +
+    throw Error(path + ": checkpoint format '" + printable(format->second) +
                 "'; this runtime reads '" + kCheckpointFormat + "'");
   Checkpoint checkpoint;
   checkpoint.step = metadataInteger(contents, path, "step");
@@ -127,6 +127,23 @@ Checkpoint loadCheckpoint(const std::string &dir, const Manifest &manifest) {
   Checkpoint checkpoint = loadCheckpoint(dir);
   checkCheckpointMatches(checkpoint, manifest, checkpointPath(dir));
   return checkpoint;
+}
+
+void checkDataPosition(const Checkpoint &checkpoint, uint64_t batchesPerEpoch,
+                       const std::string &path) {
+  if (checkpoint.batch >= batchesPerEpoch)
+    throw Error(path + ": batch " + std::to_string(checkpoint.batch) +
+                " is outside an epoch of this data (" +
+                std::to_string(batchesPerEpoch) + " batches)");
+  // No run gets near 2^53 steps or batches: larger counters are damage.
+  constexpr uint64_t kMaxCount = uint64_t(1) << 53;
+  if (checkpoint.epoch > (kMaxCount - checkpoint.batch) / batchesPerEpoch)
+    throw Error(path + ": epoch " + std::to_string(checkpoint.epoch) +
+                " is out of range (the data position, in batches of this "
+                "data, must be at most 2^53)");
+  if (checkpoint.step > kMaxCount)
+    throw Error(path + ": step " + std::to_string(checkpoint.step) +
+                " is out of range (at most 2^53)");
 }
 
 void checkCheckpointMatches(const Checkpoint &checkpoint,
@@ -149,7 +166,7 @@ void checkCheckpointMatches(const Checkpoint &checkpoint,
   }
   for (const auto &[name, tensor] : checkpoint.tensors)
     if (!expected.count(name))
-      problems.push_back("unexpected tensor '" + name + "' (" +
+      problems.push_back("unexpected tensor '" + printable(name) + "' (" +
                          tensor.describe() + ")");
   if (problems.empty())
     return;

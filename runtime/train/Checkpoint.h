@@ -78,6 +78,16 @@ Checkpoint loadCheckpoint(const std::string &dir, const Manifest &manifest);
 void checkCheckpointMatches(const Checkpoint &checkpoint,
                             const Manifest &manifest, const std::string &path);
 
+/// Range checks of the counters a resume trusts, for data of
+/// `batchesPerEpoch` batches per epoch (at least 1): the batch lies inside
+/// an epoch, and the data position in batches (epoch * batchesPerEpoch +
+/// batch) and the step are at most 2^53 (they count exactly in a double,
+/// which the schedules use; no run comes near). Throws Error naming `path`:
+///   DIR/checkpoint.safetensors: batch 12 is outside an epoch of this data
+///   (10 batches of 32 samples each)
+void checkDataPosition(const Checkpoint &checkpoint, uint64_t batchesPerEpoch,
+                       const std::string &path);
+
 /// Exclusive use of a checkpoint directory for one trainer: a lock on
 /// DIR/.ztc-lock (flock, so it goes with its process, however that ends),
 /// which holds the owner's pid for the message another trainer gets:

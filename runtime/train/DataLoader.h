@@ -35,6 +35,7 @@
 #include "runtime/Tensor.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,7 +131,8 @@ private:
   DataPosition position_;
   /// The permutation of permutationEpoch_ (computed once per epoch).
   std::vector<uint64_t> permutation_;
-  uint64_t permutationEpoch_ = UINT64_MAX;
+  /// Empty until the first batch: every epoch number is a valid position.
+  std::optional<uint64_t> permutationEpoch_;
 };
 
 } // namespace ztc::rt

@@ -498,6 +498,8 @@ private:
   uint64_t restore() {
     const std::string &dir = options_.resumeDir;
     Checkpoint checkpoint = loadCheckpoint(dir, manifest());
+    checkDataPosition(checkpoint, loader_.batchesPerEpoch(),
+                      checkpointPath(dir));
     if (checkpoint.seed != loader_.seed())
       throw Error("the checkpoint in " + dir + " was written with seed " +
                   std::to_string(checkpoint.seed) + "; this run has seed " +

@@ -96,15 +96,17 @@ static LogicalResult buildExtremumVjp(OpBuilder &b, Location loc, Value lhs,
   };
   auto clampGrad = [&](Value x, Value bound) {
     // Inside: x >= bound for max (x <= bound for min), NaN excluded.
-    Value inside = v.logicalOr(isMax ? v.greater(x, bound) : v.less(x, bound),
-                               v.equal(x, bound));
+    // One op per statement: argument order is the compiler's choice.
+    Value beyond = isMax ? v.greater(x, bound) : v.less(x, bound);
+    Value inside = v.logicalOr(beyond, v.equal(x, bound));
     return v.sumToShape(v.where(inside, g, zero), x.getType());
   };
   if (matchPattern(rhs, m_Constant()))
     return setGradients(operandGrads, {clampGrad(lhs, rhs), Value()});
   if (matchPattern(lhs, m_Constant()))
     return setGradients(operandGrads, {Value(), clampGrad(rhs, lhs)});
-  Value shared = v.where(v.equal(lhs, rhs), v.mul(g, v.scalar(g, 0.5)), g);
+  Value tie = v.equal(lhs, rhs);
+  Value shared = v.where(tie, v.mul(g, v.scalar(g, 0.5)), g);
   Value dl = v.where(loses(lhs, rhs), zero, shared);
   Value dr = v.where(loses(rhs, lhs), zero, shared);
   return setGradients(operandGrads, {v.sumToShape(dl, lhs.getType()),

@@ -51,7 +51,8 @@ LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
     int64_t k = lhsType.getShape().back(), n = rhsType.getShape().back();
     int64_t rows = lhsType.getNumElements() / std::max<int64_t>(k, 1);
     Value rowsOfA = v.reshape(lhs, {rows, k});
-    db = v.matmul(v.transpose(rowsOfA, {1, 0}), v.reshape(g, {rows, n}));
+    Value rowsOfG = v.reshape(g, {rows, n});
+    db = v.matmul(v.transpose(rowsOfA, {1, 0}), rowsOfG);
   } else {
     db = v.sumToShape(v.matmul(v.transpose(lhs, swapLastTwo(lhsRank)), g),
                       rhsType);

@@ -597,18 +597,19 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
     declaredTypes[info.name()] = &info.type();
 
   Builder b(&context);
-  auto module = ModuleOp::create(fileLoc);
-  module->setAttr("onnx.source", b.getStringAttr(displayName));
+  // Owned until returned: every failure below destroys what was built.
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  (*module)->setAttr("onnx.source", b.getStringAttr(displayName));
   SmallVector<NamedAttribute> opsetAttrs;
   for (const auto &entry : opsets)
     opsetAttrs.push_back(
         b.getNamedAttr(entry.getKey().empty() ? "ai.onnx" : entry.getKey(),
                        b.getI64IntegerAttr(entry.getValue())));
-  module->setAttr("onnx.opsets", b.getDictionaryAttr(opsetAttrs));
+  (*module)->setAttr("onnx.opsets", b.getDictionaryAttr(opsetAttrs));
   if (!model.producer_name().empty())
-    module->setAttr("onnx.producer",
-                    b.getStringAttr(model.producer_name() + " " +
-                                    model.producer_version()));
+    (*module)->setAttr("onnx.producer",
+                       b.getStringAttr(model.producer_name() + " " +
+                                       model.producer_version()));
 
   // Arguments: graph inputs (those that are not initializers), then the float
   // initializers, which are the weights.
@@ -697,7 +698,7 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
     resultTypes.push_back(*type);
   }
 
-  builder.setInsertionPointToEnd(module.getBody());
+  builder.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(builder, fileLoc, "main",
                                    b.getFunctionType(argTypes, resultTypes));
   Block *entry = func.addEntryBlock();
@@ -738,7 +739,7 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   func.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func::ReturnOp::create(builder, fileLoc, results);
 
-  if (failed(verify(module)))
+  if (failed(verify(*module)))
     return nullptr;
   return module;
 }

@@ -296,7 +296,7 @@ InFlightDiagnostic NodeContext::error() { return emitError(loc) << prefix(); }
 
 FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
                                               StringRef what) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+  if (axis < -rank || axis >= rank) {
     error() << what << " " << axis << " is out of range for rank " << rank;
     return failure();
   }

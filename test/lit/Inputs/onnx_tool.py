@@ -6,8 +6,12 @@
   onnx_tool.py external IN.onnxtxt OUT.onnx      initializers moved to
                                                  OUT.onnx.data
   onnx_tool.py npy OUT.npy DTYPE D0xD1...        an .npy of 0, 1, 2, ...
+  onnx_tool.py metadata FILE.safetensors K=V...  sets metadata entries of a
+                                                 safetensors file in place
 """
+import json
 import os
+import struct
 import sys
 
 import onnx
@@ -26,6 +30,20 @@ def main():
         path, dtype, dims = sys.argv[2:5]
         shape = [int(d) for d in dims.split("x")] if dims else []
         np.save(path, np.arange(int(np.prod(shape))).astype(dtype).reshape(shape))
+        return
+    if sys.argv[1] == "metadata":
+        path = sys.argv[2]
+        with open(path, "rb") as f:
+            data = f.read()
+        (length,) = struct.unpack("<Q", data[:8])
+        header = json.loads(data[8:8 + length])
+        for entry in sys.argv[3:]:
+            key, value = entry.split("=", 1)
+            header.setdefault("__metadata__", {})[key] = value
+        text = json.dumps(header).encode()
+        text += b" " * ((8 - len(text) % 8) % 8)
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + data[8 + length:])
         return
     command, src, dst = sys.argv[1:4]
     model = load(src)

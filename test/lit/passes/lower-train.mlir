@@ -34,18 +34,18 @@ func.func @sgd(%p: tensor<4xf32>, %g: tensor<4xf32>, %lr: tensor<f32>, %b: tenso
 // CHECK: %[[LRWD:.+]] = nn.mul %[[LR]], %{{.+}} : tensor<f32>, tensor<f32>
 // CHECK: %[[DEC:.+]] = nn.mul %[[P]], %[[LRWD]]
 // CHECK: %[[PD:.+]] = nn.sub %[[P]], %[[DEC]]
-// CHECK: nn.mul %[[G]], %{{.+}}
 // CHECK: nn.mul %[[M]], %{{.+}}
+// CHECK: nn.mul %[[G]], %{{.+}}
 // CHECK: %[[NM:.+]] = nn.add
-// CHECK: nn.mul %[[G]], %[[G]]
 // CHECK: nn.mul %[[V]], %{{.+}}
+// CHECK: nn.mul %[[G]], %[[G]]
 // CHECK: %[[NV:.+]] = nn.add
 // CHECK: nn.pow %{{.+}}, %[[T]]
 // CHECK: %[[BC1:.+]] = nn.sub
 // CHECK: nn.pow %{{.+}}, %[[T]]
 // CHECK: %[[BC2:.+]] = nn.sub
-// CHECK-DAG: %[[SBC2:.+]] = nn.sqrt %[[BC2]]
-// CHECK-DAG: %[[SV:.+]] = nn.sqrt %[[NV]]
+// CHECK: %[[SV:.+]] = nn.sqrt %[[NV]]
+// CHECK: %[[SBC2:.+]] = nn.sqrt %[[BC2]]
 // CHECK: %[[Q:.+]] = nn.div %[[SV]], %[[SBC2]]
 // CHECK: %[[DEN:.+]] = nn.add %[[Q]], %{{.+}}
 // CHECK: %[[SS:.+]] = nn.div %[[LR]], %[[BC1]]

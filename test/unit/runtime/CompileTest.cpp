@@ -134,11 +134,13 @@ TEST(CompileTest, CompilerErrorsShowCommandAndFirstLines) {
   writeText(dir / "bad.cpp", source);
   std::string message = ZTC_ERROR_MESSAGE(
       compileSharedObject(dir / "bad.cpp", Target::Cpu, dir / "cache"));
-  EXPECT_EQ(message.rfind("compiling " + (dir / "bad.cpp") +
-                              " failed (exit code 1): c++ -std=c++17 -O2 "
-                              "-ffp-contract=off -fPIC -shared -fopenmp -I",
-                          0),
-            0u)
+  EXPECT_EQ(
+      message.rfind("compiling " + (dir / "bad.cpp") +
+                        " failed (exit code 1): " + defaultStepCompiler() +
+                        " -std=c++17 -O2 -ffp-contract=off -fPIC "
+                        "-shared -fopenmp -I",
+                    0),
+      0u)
       << message;
   EXPECT_NE(message.find("undefined_name"), std::string::npos);
   size_t lines = std::count(message.begin(), message.end(), '\n');

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 using namespace ztc::rt;
@@ -145,6 +146,14 @@ TEST(DataLoaderTest, SeekResumesTheSameBatches) {
   EXPECT_EQ(ZTC_ERROR_MESSAGE(resumed.seek({0, 3})),
             "data position: batch 3 of an epoch that has 3 batches (13 "
             "samples, batches of 4)");
+
+  // Every epoch number is a position, the largest too (it once stood for
+  // "no permutation yet", and its batches read an empty one).
+  const uint64_t last = std::numeric_limits<uint64_t>::max();
+  resumed.seek({last, 2});
+  std::vector<uint64_t> order = epochPermutation(13, 9, last);
+  EXPECT_EQ(samplesOf(resumed.next()), slice(order, 8, 4));
+  EXPECT_EQ(resumed.position(), (DataPosition{0, 0}));
 }
 
 TEST(DataLoaderTest, Errors) {

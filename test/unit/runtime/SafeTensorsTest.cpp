@@ -44,9 +44,11 @@ TEST(SafeTensorsTest, RoundTripsEveryDTypeAndMetadata) {
                           DType::BFloat16, DType::Int64,   DType::Int32,
                           DType::Int8,     DType::Bool};
   unsigned seed = 0;
-  for (DType dtype : dtypes)
+  for (DType dtype : dtypes) {
+    ++seed;
     original.tensors["t." + std::string(dtypeName(dtype))] =
-        randomTensor(dtype, {3, static_cast<int64_t>(seed % 3) + 1}, ++seed);
+        randomTensor(dtype, {3, static_cast<int64_t>(seed % 3) + 1}, seed);
+  }
   original.tensors["scalar"] = randomTensor(DType::Float32, {}, 99);
   original.tensors["empty"] = randomTensor(DType::Float32, {0, 5}, 98);
   original.metadata = {{"format", "pt"}, {"step", "12"}};

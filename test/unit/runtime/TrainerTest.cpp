@@ -941,6 +941,33 @@ TEST_F(TrainerTest, CheckpointErrors) {
   EXPECT_EQ(trainError(run), "the checkpoint in " + run.resumeDir +
                                  " was written with num_samples 22; this "
                                  "run has 26");
+
+  // Counters out of range, as a corrupted or edited checkpoint has them:
+  // refused before anything is restored.
+  writeData(data_, makeData(kSamples));
+  const Checkpoint saved = loadCheckpoint(run.resumeDir);
+  auto resumeWith = [&](uint64_t step, uint64_t epoch, uint64_t batch) {
+    Checkpoint edited = saved;
+    edited.step = step;
+    edited.epoch = epoch;
+    edited.batch = batch;
+    saveCheckpoint(run.resumeDir, edited);
+    return trainError(run);
+  };
+  const std::string path = run.resumeDir + "/checkpoint.safetensors";
+  EXPECT_EQ(resumeWith(2, 0, 5),
+            path + ": batch 5 is outside an epoch of this data (5 batches)");
+  // 5 batches per epoch: the last epoch whose batch 1 is within 2^53.
+  const uint64_t lastEpoch = ((uint64_t(1) << 53) - 1) / 5;
+  EXPECT_EQ(resumeWith(2, lastEpoch + 1, 1),
+            path + ": epoch " + std::to_string(lastEpoch + 1) +
+                " is out of range (the data position, in batches of this "
+                "data, must be at most 2^53)");
+  EXPECT_EQ(resumeWith(2, std::numeric_limits<uint64_t>::max(), 0),
+            path + ": epoch 18446744073709551615 is out of range (the data "
+                   "position, in batches of this data, must be at most 2^53)");
+  EXPECT_EQ(resumeWith((uint64_t(1) << 53) + 1, 0, 2),
+            path + ": step 9007199254740993 is out of range (at most 2^53)");
 }
 
 TEST_F(TrainerTest, ArtifactAndOptionErrors) {
