@@ -31,8 +31,9 @@ public:
       fail("is not an object");
   }
 
+  /// Names in a manifest are ONNX names: anything, of any length.
   [[noreturn]] void fail(const std::string &what) const {
-    throw Error(path_ + ": " + where_ + " " + what);
+    throw Error(path_ + ": " + printable(where_ + " " + what, 400));
   }
 
   const json &get(const char *key) const {
@@ -198,7 +199,7 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
 /// The checks that only a training manifest needs (see parseManifest).
 void checkTrainManifest(const Manifest &manifest, const std::string &path) {
   auto fail = [&](const std::string &what) {
-    throw Error(path + ": training manifest " + what);
+    throw Error(path + ": training manifest " + printable(what, 400));
   };
   const Entry &step = manifest.entries.front();
   if (step.purpose != EntryPurpose::TrainStep &&
@@ -284,12 +285,14 @@ uint64_t inputBatchSize(const Manifest &manifest) {
     if (!isData(binding.role))
       continue;
     if (binding.shape.empty() || binding.shape[0] == 0)
-      throw Error("input '" + binding.name + "' (" + binding.describe() +
-                  ") has no batch dimension");
+      throw Error("input '" + printable(binding.name) + "' (" +
+                  binding.describe() + ") has no batch dimension");
     if (first && binding.shape[0] != first->shape[0])
-      throw Error("inputs disagree on the batch size: '" + first->name +
-                  "' has " + std::to_string(first->shape[0]) + ", '" +
-                  binding.name + "' has " + std::to_string(binding.shape[0]));
+      throw Error("inputs disagree on the batch size: '" +
+                  printable(first->name) + "' has " +
+                  std::to_string(first->shape[0]) + ", '" +
+                  printable(binding.name) + "' has " +
+                  std::to_string(binding.shape[0]));
     if (!first)
       first = &binding;
   }
@@ -362,7 +365,7 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
   try {
     root = json::parse(text);
   } catch (const json::exception &error) {
-    throw Error(path + ": invalid JSON: " + error.what());
+    throw Error(path + ": invalid JSON: " + printable(error.what(), 200));
   }
   ObjectReader top(root, path, "manifest");
   Manifest manifest;

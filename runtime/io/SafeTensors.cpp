@@ -123,7 +123,8 @@ SafeTensors readSafeTensors(const std::string &path) {
   try {
     header = json::parse(headerText);
   } catch (const json::exception &error) {
-    throw Error(path + ": invalid safetensors header: " + error.what());
+    throw Error(
+        path + ": invalid safetensors header: " + printable(error.what(), 200));
   }
   if (!header.is_object())
     throw Error(path + ": invalid safetensors header: not a JSON object");

@@ -43,7 +43,7 @@ void requireOneLine(const std::string &message, const char *what) {
     fail(what, "empty error message");
   if (message.find('\n') != std::string::npos)
     fail(what, "error message of several lines: " + message);
-  if (message.size() > 2000)
+  if (message.size() > 4096)
     fail(what, "error message of " + std::to_string(message.size()) +
                    " characters: " + message.substr(0, 200) + "...");
 }

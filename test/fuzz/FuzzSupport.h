@@ -33,7 +33,8 @@ private:
 };
 
 /// Stops the fuzzer with `what` unless `message` is an error a user can
-/// read: non-empty, one line, at most 2,000 characters.
+/// read: non-empty, one line, at most 4,096 characters (a few long node
+/// names, never a dump of the input).
 void requireOneLine(const std::string &message, const char *what);
 
 /// Stops the fuzzer: the target's oracle does not hold.

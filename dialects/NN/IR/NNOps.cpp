@@ -18,6 +18,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <numeric>
 #include <optional>
@@ -178,14 +179,25 @@ static LogicalResult inferAlongAxis(std::optional<Location> loc,
 static std::optional<int64_t> windowOutputSize(int64_t input, int64_t padBefore,
                                                int64_t padAfter, int64_t extent,
                                                int64_t stride, bool ceilMode) {
-  int64_t span = input + padBefore + padAfter - extent;
-  if (span < 0)
+  // Checked: pads and extents come from model files.
+  std::optional<int64_t> padded = llvm::checkedAdd(input, padBefore);
+  if (padded)
+    padded = llvm::checkedAdd(*padded, padAfter);
+  if (!padded || *padded < extent)
     return std::nullopt;
+  int64_t span = *padded - extent;
   int64_t size =
       (ceilMode ? llvm::divideCeil(span, stride) : span / stride) + 1;
   if (ceilMode && (size - 1) * stride >= input + padBefore)
     --size;
   return size;
+}
+
+/// The elements a window of `kernel` elements spans with `dilation`, or
+/// nothing when that overflows (attributes come from model files).
+static std::optional<int64_t> dilatedExtent(int64_t dilation, int64_t kernel) {
+  std::optional<int64_t> extent = llvm::checkedMul(dilation, kernel - 1);
+  return extent ? llvm::checkedAdd(*extent, int64_t(1)) : std::nullopt;
 }
 
 /// Spatial output sizes of a 2-D window op over `[N, C, H, W]` `input` whose
@@ -199,15 +211,25 @@ inferWindowShape(std::optional<Location> loc, StringRef opName,
                  bool ceilMode, SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> shape = {input.getDimSize(0), channels};
   for (int dim = 0; dim < 2; ++dim) {
-    int64_t extent = dilations[dim] * (kernel[dim] - 1) + 1;
+    std::optional<int64_t> extent = dilatedExtent(dilations[dim], kernel[dim]);
+    if (!extent)
+      return inferError(loc, opName, "dilated kernel (dilation ",
+                        dilations[dim], ", kernel ", kernel[dim],
+                        ") overflows 64 bits");
     std::optional<int64_t> size =
         windowOutputSize(input.getDimSize(dim + 2), pads[dim], pads[dim + 2],
-                         extent, strides[dim], ceilMode);
-    if (!size)
+                         *extent, strides[dim], ceilMode);
+    if (!size) {
+      std::optional<int64_t> padded =
+          llvm::checkedAdd(input.getDimSize(dim + 2), pads[dim]);
+      if (padded)
+        padded = llvm::checkedAdd(*padded, pads[dim + 2]);
+      if (!padded)
+        return inferError(loc, opName, "pads [", pads, "] overflow 64 bits");
       return inferError(loc, opName, "padded input ",
-                        dim == 0 ? "height" : "width", " (",
-                        input.getDimSize(dim + 2) + pads[dim] + pads[dim + 2],
-                        ") is smaller than the dilated kernel (", extent, ")");
+                        dim == 0 ? "height" : "width", " (", *padded,
+                        ") is smaller than the dilated kernel (", *extent, ")");
+    }
     shape.push_back(*size);
   }
   types.push_back(RankedTensorType::get(shape, input.getElementType()));
@@ -228,10 +250,15 @@ static LogicalResult inferPool2d(
       failed(checkArray(loc, opName, "dilations", dilations, 2, 1)))
     return failure();
   for (int i = 0; i < 4; ++i) {
-    int64_t extent = dilations[i % 2] * (kernel[i % 2] - 1) + 1;
-    if (pads[i] >= extent)
+    std::optional<int64_t> extent =
+        dilatedExtent(dilations[i % 2], kernel[i % 2]);
+    if (!extent)
+      return inferError(loc, opName, "dilated kernel (dilation ",
+                        dilations[i % 2], ", kernel ", kernel[i % 2],
+                        ") overflows 64 bits");
+    if (pads[i] >= *extent)
       return inferError(loc, opName, "expects pads smaller than the ",
-                        "dilated kernel (", extent, "), got [", pads, "]");
+                        "dilated kernel (", *extent, "), got [", pads, "]");
   }
   return inferWindowShape(loc, opName, type, type.getDimSize(1), kernel,
                           strides, pads, dilations, ceilMode, types);
@@ -823,7 +850,7 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
     return failure();
   auto group = static_cast<int64_t>(adaptor.getGroup());
   int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
-  if (channels != weight.getDimSize(1) * group)
+  if (channels % group != 0 || channels / group != weight.getDimSize(1))
     return inferError(location, name, "input channels (", channels,
                       ") must equal weight channels (", weight.getDimSize(1),
                       ") times group (", group, ")");
@@ -1298,10 +1325,14 @@ LogicalResult Conv2dBackwardDataOp::inferReturnTypes(
   if (outChannels % group != 0)
     return inferError(location, name, "output channels (", outChannels,
                       ") must be divisible by group (", group, ")");
-  auto input = RankedTensorType::get({gradOutput.getDimSize(0),
-                                      weight.getDimSize(1) * group,
-                                      inputSize[0], inputSize[1]},
-                                     gradOutput.getElementType());
+  std::optional<int64_t> channels =
+      llvm::checkedMul(weight.getDimSize(1), group);
+  if (!channels)
+    return inferError(location, name, "input channels (", weight.getDimSize(1),
+                      " times group ", group, ") overflow 64 bits");
+  auto input = RankedTensorType::get(
+      {gradOutput.getDimSize(0), *channels, inputSize[0], inputSize[1]},
+      gradOutput.getElementType());
   SmallVector<Type, 1> forward;
   if (failed(inferWindowShape(
           location, name, input, outChannels, weight.getShape().drop_front(2),

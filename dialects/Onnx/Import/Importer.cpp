@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Onnx/Import/Importer.h"
+#include "dialects/NN/IR/ShapeLimits.h"
 #include "dialects/Onnx/Import/TextParser.h"
 
 #include "dialects/Onnx/IR/OnnxOps.h"
@@ -35,6 +36,16 @@ using namespace mlir::ztc;
 using namespace mlir::ztc::onnx;
 
 namespace {
+
+/// "[2, 3, ?]" for messages.
+std::string describeShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(shape))
+    text +=
+        (i ? ", " : "") +
+        (ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim));
+  return text + "]";
+}
 
 /// The highest default-domain opset whose operators ztc knows; newer models
 /// are rejected up front rather than half-understood.
@@ -194,6 +205,11 @@ FailureOr<Type> ModelImporter::valueType(const ::onnx::TypeProto &type,
       return failure();
     }
     shape.push_back(ShapedType::kDynamic);
+  }
+  if (!nn::isWithinSizeLimit(shape)) {
+    error(loc) << what << " has shape " << describeShape(shape)
+               << ", beyond the 2^48 elements ztc supports";
+    return failure();
   }
   return Type(RankedTensorType::get(shape, *elem));
 }
@@ -571,6 +587,11 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   context.loadDialect<OnnxDialect, func::FuncDialect, train::TrainDialect>();
   for (const auto &opset : model.opset_import()) {
     std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    if (opset.version() < 1) {
+      error() << "opset_import gives domain '" << opset.domain() << "' version "
+              << opset.version() << "; versions start at 1";
+      return nullptr;
+    }
     opsets[domain] = opset.version();
   }
   if (!opsets.count("")) {
@@ -661,6 +682,13 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
       continue;
     }
     SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
+    if (!nn::isWithinSizeLimit(shape)) {
+      error(loc) << "initializer '" << init.name() << "' has dims "
+                 << describeShape(shape)
+                 << ": negative, or beyond the 2^48 elements ztc supports";
+      ok = false;
+      continue;
+    }
     auto type = RankedTensorType::get(shape, *elem);
     // Rank-0 floats are constants (a 1/sqrt(d) factor); anything with a
     // dimension, even of size 1 (the bias of a one-output Linear), is a

@@ -189,8 +189,8 @@ LogicalResult convertDropout(NodeContext &ctx,
   if (ctx.since >= 12) {
     if (ctx.input(2)) {
       DenseElementsAttr mode = ctx.constantInput(2);
-      if (!mode)
-        return ctx.error() << "training_mode must be a constant";
+      if (!mode || !mode.isSplat() || !mode.getElementType().isInteger(1))
+        return ctx.error() << "training_mode must be a constant bool scalar";
       training = mode.getSplatValue<bool>();
     }
     if (training && ctx.input(1)) {

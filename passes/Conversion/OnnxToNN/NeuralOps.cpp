@@ -184,11 +184,14 @@ LogicalResult convertConv(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   if (wShape.size() != xShape.size())
     return ctx.error() << "weight rank " << wShape.size()
                        << " differs from input rank " << xShape.size();
-  FailureOr<Window> w = readWindow(ctx, xShape, wShape.drop_front(2));
+  // [M, C/group, spatial...]; readWindow refuses ranks below 3.
+  ArrayRef<int64_t> spatial =
+      wShape.size() >= 2 ? wShape.drop_front(2) : ArrayRef<int64_t>();
+  FailureOr<Window> w = readWindow(ctx, xShape, spatial);
   if (failed(w))
     return failure();
   if (auto kernel = ctx.intsAttr("kernel_shape");
-      kernel && ArrayRef<int64_t>(*kernel) != wShape.drop_front(2))
+      kernel && ArrayRef<int64_t>(*kernel) != spatial)
     return ctx.error() << "kernel_shape disagrees with the weight's shape";
   Value x = ctx.input(0), weight = ctx.input(1);
   if (w->oneDimensional) {

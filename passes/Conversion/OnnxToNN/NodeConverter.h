@@ -87,6 +87,9 @@ public:
   FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                    StringRef what = "axis");
 
+  /// Reports at the node a result type beyond nn::kMaxTensorElements.
+  LogicalResult checkResultSizes(TypeRange types);
+
   /// Builds an `nn` op whose result types are inferred, folding it when its
   /// operands are constant. Shape errors found by inference become errors at
   /// the node instead of crashes; the result is null then.
@@ -109,6 +112,8 @@ public:
   template <typename OpTy>
   Value createWithTypes(TypeRange types, ValueRange operands,
                         ArrayRef<NamedAttribute> attrs = {}) {
+    if (failed(checkResultSizes(types)))
+      return nullptr;
     SmallVector<Value, 1> results;
     b.createOrFold<OpTy>(results, loc, types, operands, attrs);
     if (failed(verifyCreated(results.front())))
@@ -192,6 +197,29 @@ SmallVector<int64_t> onnxSinceVersions(StringRef opType);
 /// the `minInputs` required ones.
 struct OpArity {
   int64_t minInputs, maxInputs, minOutputs, maxOutputs;
+  /// Bit i: input i is optional in the schema, so it may be empty ("").
+  /// Bit 63 covers every input from 63 on (a variadic tail).
+  uint64_t optionalInputs;
+
+  /// "name:kind;..." (kinds f i s t F I S, x unchecked; see
+  /// OnnxOpVersions.inc).
+  const char *attributes;
+
+  bool mayBeEmpty(int64_t input) const {
+    return (optionalInputs >> std::min<int64_t>(input, 63)) & 1;
+  }
+  /// The kind letter of attribute `name`, or 0 when the schema does not
+  /// declare it or its kind is not checked.
+  char attributeKind(StringRef name) const {
+    SmallVector<StringRef> entries;
+    StringRef(attributes).split(entries, ';', -1, /*KeepEmpty=*/false);
+    for (StringRef entry : entries) {
+      auto [declared, kind] = entry.split(':');
+      if (declared == name)
+        return kind == "x" ? 0 : kind.front();
+    }
+    return 0;
+  }
 };
 
 /// The arity of `opType` at `sinceVersion`, or nothing when unknown.

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/NN/IR/ShapeLimits.h"
 #include "passes/Conversion/OnnxToNN/NodeConverter.h"
 #include "passes/Passes.h"
 
@@ -31,9 +32,12 @@ using namespace mlir::ztc::onnx_to_nn;
 
 namespace {
 
-/// One version of an operator: its since-version and arity.
+/// One version of an operator: its since-version, arity and which inputs
+/// may be empty.
 struct OpVersion {
   int64_t since, minInputs, maxInputs, minOutputs, maxOutputs;
+  uint64_t optionalInputs;
+  const char *attributes;
 };
 
 /// Every default-domain operator's versions, from the ONNX schemas
@@ -67,8 +71,9 @@ std::optional<OpArity> onnx_to_nn::onnxArity(StringRef opType,
   if (it != opHistory().end())
     for (const OpVersion &version : it->second)
       if (version.since == sinceVersion)
-        return OpArity{version.minInputs, version.maxInputs, version.minOutputs,
-                       version.maxOutputs};
+        return OpArity{version.minInputs,      version.maxInputs,
+                       version.minOutputs,     version.maxOutputs,
+                       version.optionalInputs, version.attributes};
   return std::nullopt;
 }
 
@@ -328,11 +333,26 @@ LogicalResult NodeContext::inferTypes(
     result = infer(loc, b.getDictionaryAttr(attrs), types);
   });
   if (succeeded(result))
-    return success();
+    return checkResultSizes(types);
   InFlightDiagnostic diag = error() << "cannot build " << opName;
   if (!messages.empty())
     diag << ": " << messages;
   return failure();
+}
+
+LogicalResult NodeContext::checkResultSizes(TypeRange types) {
+  for (auto [i, type] : llvm::enumerate(types)) {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasRank() ||
+        nn::isWithinSizeLimit(shaped.getShape()))
+      continue;
+    InFlightDiagnostic diag = error()
+                              << "result " << i << " would have shape [";
+    llvm::interleaveComma(shaped.getShape(), diag);
+    diag << "], beyond the 2^48 elements ztc supports";
+    return failure();
+  }
+  return success();
 }
 
 LogicalResult NodeContext::verifyCreated(Value result) {
@@ -453,9 +473,14 @@ struct ConvertOnnxToNNPass
     if (firstUnsupported) {
       InFlightDiagnostic diag = firstUnsupported->emitError()
                                 << "unsupported ONNX operators: ";
-      bool first = true;
+      // One line however many: five operators, five nodes of each.
+      size_t shown = 0;
       for (auto &[key, names] : unsupported) {
-        diag << (first ? "" : "; ") << key << " at node"
+        if (shown == 5) {
+          diag << "; and " << unsupported.size() - shown << " more";
+          break;
+        }
+        diag << (shown++ ? "; " : "") << key << " at node"
              << (names.size() > 1 ? "s " : " ")
              << llvm::join(names.begin(),
                            names.begin() + std::min<size_t>(names.size(), 5),
@@ -463,7 +488,6 @@ struct ConvertOnnxToNNPass
              << (names.size() > 5
                      ? " and " + std::to_string(names.size() - 5) + " more"
                      : "");
-        first = false;
       }
       return signalPassFailure();
     }
@@ -512,11 +536,11 @@ struct ConvertOnnxToNNPass
     return std::to_string(low) + " to " + std::to_string(high);
   }
 
-  /// Checks `node`'s input and output counts against its operator's
-  /// schema, and that its required inputs are present, before any
-  /// converter looks at them.
-  static LogicalResult checkArity(NodeContext &ctx, onnx::NodeOp node,
-                                  int64_t since) {
+  /// Checks `node` against its operator's schema before any converter
+  /// looks at it: input and output counts, required inputs present, and
+  /// the declared attributes of their declared types.
+  static LogicalResult checkSchema(NodeContext &ctx, onnx::NodeOp node,
+                                   int64_t since) {
     std::optional<OpArity> arity = onnxArity(node.getOpType(), since);
     if (!arity)
       return success();
@@ -526,8 +550,8 @@ struct ConvertOnnxToNNPass
                          << countRange(arity->minInputs, arity->maxInputs)
                          << " input" << (arity->maxInputs == 1 ? "" : "s")
                          << ", got " << inputs;
-    for (int64_t i = 0; i < arity->minInputs; ++i)
-      if (isa<NoneType>(node.getInputs()[i].getType()))
+    for (int64_t i = 0; i < inputs; ++i)
+      if (isa<NoneType>(node.getInputs()[i].getType()) && !arity->mayBeEmpty(i))
         return ctx.error() << "input " << i << " is required, but empty";
     int64_t outputs = node.getNumResults();
     if (outputs < arity->minOutputs || outputs > arity->maxOutputs)
@@ -535,14 +559,68 @@ struct ConvertOnnxToNNPass
                          << countRange(arity->minOutputs, arity->maxOutputs)
                          << " output" << (arity->maxOutputs == 1 ? "" : "s")
                          << ", got " << outputs;
+    // Attributes the schema declares must have its type: converters read
+    // them by kind (an ints list holding a float would be misread).
+    for (NamedAttribute attr : node.getAttrs()) {
+      char kind = arity->attributeKind(attr.getName().strref());
+      if (kind && !hasAttributeKind(attr.getValue(), kind))
+        return ctx.error() << "attribute '" << attr.getName().strref()
+                           << "' must be " << attributeKindName(kind);
+    }
     return success();
+  }
+
+  /// Whether `value` (as the importer builds attributes) is of schema kind
+  /// `kind` (OnnxOpVersions.inc); an empty list is any list.
+  static bool hasAttributeKind(Attribute value, char kind) {
+    auto list = dyn_cast<ArrayAttr>(value);
+    auto all = [&](auto isKind) { return list && llvm::all_of(list, isKind); };
+    switch (kind) {
+    case 'i':
+      return isa<IntegerAttr>(value);
+    case 'f':
+      return isa<FloatAttr>(value);
+    case 's':
+      return isa<StringAttr>(value);
+    case 't':
+      return isa<ElementsAttr>(value);
+    case 'I':
+      return all([](Attribute a) { return isa<IntegerAttr>(a); });
+    case 'F':
+      return all([](Attribute a) { return isa<FloatAttr>(a); });
+    case 'S':
+      return all([](Attribute a) { return isa<StringAttr>(a); });
+    default:
+      return true;
+    }
+  }
+
+  static StringRef attributeKindName(char kind) {
+    switch (kind) {
+    case 'i':
+      return "an integer (INT)";
+    case 'f':
+      return "a float (FLOAT)";
+    case 's':
+      return "a string (STRING)";
+    case 't':
+      return "a tensor (TENSOR)";
+    case 'I':
+      return "a list of integers (INTS)";
+    case 'F':
+      return "a list of floats (FLOATS)";
+    case 'S':
+      return "a list of strings (STRINGS)";
+    default:
+      return "of its declared type";
+    }
   }
 
   LogicalResult convertNode(onnx::NodeOp node, int64_t since,
                             OpBuilder &builder,
                             SmallVectorImpl<StateUpdate> &updates) {
     NodeContext ctx(node, builder, since, &updates);
-    if (failed(checkArity(ctx, node, since)))
+    if (failed(checkSchema(ctx, node, since)))
       return failure();
     for (auto [i, value] : llvm::enumerate(node.getInputs())) {
       if (isa<NoneType>(value.getType()))

@@ -8,11 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/NN/IR/ShapeLimits.h"
 #include "passes/Conversion/OnnxToNN/NodeConverter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -93,6 +95,13 @@ LogicalResult convertReshape(NodeContext &ctx,
     }
     if (dim < 0)
       return ctx.error() << "shape entry " << i << " is " << dim;
+    // Beyond the limit a product of entries could overflow: such a shape
+    // cannot match the input's element count anyway.
+    if (std::max<int64_t>(dim, 1) >
+        nn::kMaxTensorElements / std::max<int64_t>(known, 1))
+      return ctx.error() << "shape entry " << i << " (" << dim
+                         << ") makes the target shape larger than 2^48 "
+                            "elements";
     known *= dim;
   }
   int64_t total = ctx.inputType(0).getNumElements();
@@ -225,6 +234,9 @@ LogicalResult convertSplit(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   } else {
     // Equal parts; from opset 18 the last one may be smaller.
     int64_t parts = ctx.intAttr("num_outputs", outputs);
+    if (parts != outputs)
+      return ctx.error() << "num_outputs is " << parts << " but the node has "
+                         << outputs << " outputs";
     int64_t chunk = (dim + parts - 1) / parts;
     if (ctx.since < 18 && dim % parts != 0)
       return ctx.error() << "cannot split size " << dim << " into " << parts
@@ -232,8 +244,15 @@ LogicalResult convertSplit(NodeContext &ctx, SmallVectorImpl<Value> &results) {
     for (int64_t i = 0; i < parts; ++i)
       sizes.push_back(std::min(chunk, dim - i * chunk));
   }
-  if (static_cast<int64_t>(sizes.size()) != outputs || product(sizes) < 0 ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim)
+  // Each size within [0, dim] keeps the running sum from overflowing.
+  int64_t sum = 0;
+  bool inRange = true;
+  for (int64_t size : sizes) {
+    inRange = inRange && size >= 0 && size <= dim - sum;
+    if (inRange)
+      sum += size;
+  }
+  if (static_cast<int64_t>(sizes.size()) != outputs || !inRange || sum != dim)
     return ctx.error() << "split sizes do not add up to dimension " << *axis
                        << " (size " << dim << ") over " << outputs
                        << " outputs";
@@ -415,18 +434,24 @@ LogicalResult convertConstantOfShape(NodeContext &ctx,
     elem = value.getElementType();
     fill = *value.value_begin<Attribute>();
   }
+  if (!nn::isWithinSizeLimit(*shape))
+    return ctx.error() << "shape [" << *shape
+                       << "] has a negative entry or more than 2^48 elements";
   auto type = RankedTensorType::get(*shape, elem);
   return produce(results,
                  arith::ConstantOp::create(ctx.b, ctx.loc,
                                            DenseElementsAttr::get(type, fill)));
 }
 
+/// The most elements a Range may fold to (2^24: positions, not data).
+constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
+
 /// Range needs constant bounds; its result then is a constant.
 LogicalResult convertRange(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   DenseElementsAttr attrs[3];
   for (unsigned i = 0; i < 3; ++i)
-    if (!(attrs[i] = ctx.constantInput(i)))
-      return ctx.error() << "start, limit and delta must be constants";
+    if (!(attrs[i] = ctx.constantInput(i)) || attrs[i].getNumElements() != 1)
+      return ctx.error() << "start, limit and delta must be constant scalars";
   Type elem = attrs[0].getElementType();
   auto asDouble = [](DenseElementsAttr attr) -> double {
     if (isa<FloatType>(attr.getElementType()))
@@ -437,8 +462,14 @@ LogicalResult convertRange(NodeContext &ctx, SmallVectorImpl<Value> &results) {
          delta = asDouble(attrs[2]);
   if (delta == 0)
     return ctx.error() << "delta is 0";
-  int64_t count = std::max<int64_t>(
-      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  // The result is a constant, materialized here: bounded, and finite first
+  // (casting a NaN or an out-of-range double to an integer is undefined).
+  double steps = std::ceil((limit - start) / delta);
+  if (!std::isfinite(steps) || steps > double(kMaxRangeElements))
+    return ctx.error() << "Range(" << start << ", " << limit << ", " << delta
+                       << ") has more than " << kMaxRangeElements
+                       << " elements";
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   auto type = RankedTensorType::get({count}, elem);
   SmallVector<Attribute> values;
   for (int64_t i = 0; i < count; ++i) {

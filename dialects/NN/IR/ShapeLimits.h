@@ -1,0 +1,41 @@
+//===- ShapeLimits.h - the largest tensor ztc accepts -----------*- C++ -*-===//
+//
+// Shapes come from model files, and a damaged or hostile file can declare a
+// dimension of 2^63 - 1. Every shape ztc builds (at import, and each result
+// of the conversion to nn) stays within 2^48 elements, counting every
+// dimension as at least 1 so that no product of some of its dimensions
+// overflows either. Beyond that, int64 arithmetic on sizes and byte offsets
+// could overflow; no real tensor comes near (2^48 floats are 1 PiB).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_DIALECTS_NN_IR_SHAPELIMITS_H
+#define ZTC_DIALECTS_NN_IR_SHAPELIMITS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mlir::ztc::nn {
+
+constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
+
+/// Whether each static dimension of `shape` is non-negative and their
+/// product, each counted as at least 1, is at most kMaxTensorElements.
+/// Dynamic dimensions are skipped.
+inline bool isWithinSizeLimit(ArrayRef<int64_t> shape) {
+  int64_t elements = 1;
+  for (int64_t dim : shape) {
+    if (ShapedType::isDynamic(dim))
+      continue;
+    if (dim < 0 || std::max<int64_t>(dim, 1) > kMaxTensorElements / elements)
+      return false;
+    elements *= std::max<int64_t>(dim, 1);
+  }
+  return true;
+}
+
+} // namespace mlir::ztc::nn
+
+#endif // ZTC_DIALECTS_NN_IR_SHAPELIMITS_H
