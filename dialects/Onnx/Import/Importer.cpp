@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
@@ -588,7 +589,10 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   for (const auto &opset : model.opset_import()) {
     std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
     if (opset.version() < 1) {
-      error() << "opset_import gives domain '" << opset.domain() << "' version "
+      std::string escaped; // a domain is any bytes: keep the message one line
+      llvm::raw_string_ostream os(escaped);
+      llvm::printEscapedString(opset.domain(), os);
+      error() << "opset_import gives domain '" << escaped << "' version "
               << opset.version() << "; versions start at 1";
       return nullptr;
     }

@@ -109,16 +109,21 @@ public:
 
   /// Builds an `nn` op with explicit result types (reshape, cast), folding it
   /// when possible; the verifier's complaints become errors at the node.
+  /// Verified before folding: a fold may assume what the verifier checks
+  /// (gather's indices are integers).
   template <typename OpTy>
   Value createWithTypes(TypeRange types, ValueRange operands,
                         ArrayRef<NamedAttribute> attrs = {}) {
     if (failed(checkResultSizes(types)))
       return nullptr;
-    SmallVector<Value, 1> results;
-    b.createOrFold<OpTy>(results, loc, types, operands, attrs);
-    if (failed(verifyCreated(results.front())))
+    Operation *op = OpTy::create(b, loc, types, operands, attrs);
+    if (failed(verifyCreated(op->getResult(0))))
       return nullptr;
-    return results.front();
+    SmallVector<Value, 1> folded;
+    if (failed(b.tryFold(op, folded)) || folded.front() == op->getResult(0))
+      return op->getResult(0);
+    op->erase();
+    return folded.front();
   }
 
   /// Named attribute helpers for building ops.
