@@ -84,7 +84,7 @@ void checkCheckpointMatches(const Checkpoint &checkpoint,
 /// batch) and the step are at most 2^53 (they count exactly in a double,
 /// which the schedules use; no run comes near). Throws Error naming `path`:
 ///   DIR/checkpoint.safetensors: batch 12 is outside an epoch of this data
-///   (10 batches of 32 samples each)
+///   (10 batches)
 void checkDataPosition(const Checkpoint &checkpoint, uint64_t batchesPerEpoch,
                        const std::string &path);
 

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Onnx/Import/Importer.h"
+#include "passes/Conversion/OnnxToNN/NodeConverter.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines/Pipelines.h"
 #include "test/fuzz/FuzzSupport.h"
@@ -27,8 +28,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-
-#include "passes/Conversion/OnnxToNN/NodeConverter.h"
 
 #include <onnx/onnx_pb.h>
 
