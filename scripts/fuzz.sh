@@ -59,6 +59,10 @@ mkdir -p "$WORK/seeds/manifest"
 [[ -f "$ARTIFACT/manifest.json" ]] &&
   cp "$ARTIFACT/manifest.json" "$WORK/seeds/manifest/mlp-train.json"
 export ZTC_FUZZ_ARTIFACT="$ARTIFACT"
+# The targets' scratch files, removed whatever happens.
+ZTC_FUZZ_SCRATCH="$(mktemp -d /dev/shm/ztc-fuzz.XXXXXX 2>/dev/null || mktemp -d)"
+export ZTC_FUZZ_SCRATCH
+trap 'rm -rf "$ZTC_FUZZ_SCRATCH"' EXIT
 
 status=0
 for target in "${TARGETS[@]}"; do

@@ -10,8 +10,12 @@
 namespace ztc::fuzz {
 
 ScratchDir::ScratchDir(const char *tag) {
-  // Memory-backed when the machine has it: a file per input costs less.
-  std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
+  // In ZTC_FUZZ_SCRATCH when given (scripts/fuzz.sh removes it after the
+  // run: libFuzzer ends without running static destructors), else
+  // memory-backed when the machine has it: a file per input costs less.
+  const char *given = std::getenv("ZTC_FUZZ_SCRATCH");
+  std::filesystem::path base = given && *given ? std::filesystem::path(given)
+                               : std::filesystem::is_directory("/dev/shm")
                                    ? std::filesystem::path("/dev/shm")
                                    : std::filesystem::temp_directory_path();
   std::string pattern =

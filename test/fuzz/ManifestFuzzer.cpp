@@ -26,21 +26,22 @@ namespace {
 /// A copy of the artifact (its manifest replaced per input) whose step.so
 /// is a link to the original, or null without ZTC_FUZZ_ARTIFACT.
 const fuzz::ScratchDir *artifactCopy() {
-  static const fuzz::ScratchDir *copy = []() -> const fuzz::ScratchDir * {
-    const char *source = std::getenv("ZTC_FUZZ_ARTIFACT");
-    if (!source || !*source)
-      return nullptr;
+  static const char *source = std::getenv("ZTC_FUZZ_ARTIFACT");
+  if (!source || !*source)
+    return nullptr;
+  static const fuzz::ScratchDir dir("artifact");
+  static const bool linked = [] {
     namespace fs = std::filesystem;
-    auto *dir = new fuzz::ScratchDir("artifact");
     for (const char *name : {"step.so", "init.safetensors"}) {
       fs::path from = fs::absolute(fs::path(source) / name);
       if (!fs::exists(from))
         fuzz::fail("ZTC_FUZZ_ARTIFACT", from.string() + " is missing");
-      fs::create_symlink(from, fs::path(dir->path()) / name);
+      fs::create_symlink(from, fs::path(dir.path()) / name);
     }
-    return dir;
+    return true;
   }();
-  return copy;
+  (void)linked;
+  return &dir;
 }
 
 /// Runs the main entry once with zero inputs, labels and hypers.
