@@ -589,9 +589,12 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   for (const auto &opset : model.opset_import()) {
     std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
     if (opset.version() < 1) {
-      std::string escaped; // a domain is any bytes: keep the message one line
+      // A domain is any bytes, of any length: keep the message one line.
+      std::string escaped;
       llvm::raw_string_ostream os(escaped);
-      llvm::printEscapedString(opset.domain(), os);
+      llvm::printEscapedString(StringRef(opset.domain()).take_front(80), os);
+      if (opset.domain().size() > 80)
+        os << "...";
       error() << "opset_import gives domain '" << escaped << "' version "
               << opset.version() << "; versions start at 1";
       return nullptr;
