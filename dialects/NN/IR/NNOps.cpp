@@ -173,22 +173,21 @@ static LogicalResult inferAlongAxis(std::optional<Location> loc,
 
 /// Output size of a sliding window along one dimension (convolution and
 /// pooling): `input` padded by `padBefore` and `padAfter`, a window spanning
-/// `extent` elements (dilation applied), moved by `stride`. In ceil mode a
-/// last window starting past the input and the left padding is dropped (the
-/// ONNX and PyTorch rule). Returns std::nullopt when the window does not fit.
-static std::optional<int64_t> windowOutputSize(int64_t input, int64_t padBefore,
-                                               int64_t padAfter, int64_t extent,
-                                               int64_t stride, bool ceilMode) {
-  // Checked: pads and extents come from model files.
-  std::optional<int64_t> padded = llvm::checkedAdd(input, padBefore);
-  if (padded)
-    padded = llvm::checkedAdd(*padded, padAfter);
-  if (!padded || *padded < extent)
+/// `extent` elements (dilation applied), moved by `stride`, over `padded`
+/// elements (the input and both pads) of which the first `paddedBefore` are
+/// the left padding and the input. In ceil mode a last window starting past
+/// them is dropped (the ONNX and PyTorch rule). Returns std::nullopt when
+/// the window does not fit.
+static std::optional<int64_t> windowOutputSize(int64_t padded,
+                                               int64_t paddedBefore,
+                                               int64_t extent, int64_t stride,
+                                               bool ceilMode) {
+  if (padded < extent)
     return std::nullopt;
-  int64_t span = *padded - extent;
+  int64_t span = padded - extent;
   int64_t size =
       (ceilMode ? llvm::divideCeil(span, stride) : span / stride) + 1;
-  if (ceilMode && (size - 1) * stride >= input + padBefore)
+  if (ceilMode && (size - 1) * stride >= paddedBefore)
     --size;
   return size;
 }
@@ -216,20 +215,20 @@ inferWindowShape(std::optional<Location> loc, StringRef opName,
       return inferError(loc, opName, "dilated kernel (dilation ",
                         dilations[dim], ", kernel ", kernel[dim],
                         ") overflows 64 bits");
-    std::optional<int64_t> size =
-        windowOutputSize(input.getDimSize(dim + 2), pads[dim], pads[dim + 2],
-                         *extent, strides[dim], ceilMode);
-    if (!size) {
-      std::optional<int64_t> padded =
-          llvm::checkedAdd(input.getDimSize(dim + 2), pads[dim]);
-      if (padded)
-        padded = llvm::checkedAdd(*padded, pads[dim + 2]);
-      if (!padded)
-        return inferError(loc, opName, "pads [", pads, "] overflow 64 bits");
+    // Checked: pads come from model files.
+    std::optional<int64_t> paddedBefore =
+        llvm::checkedAdd(input.getDimSize(dim + 2), pads[dim]);
+    std::optional<int64_t> padded =
+        paddedBefore ? llvm::checkedAdd(*paddedBefore, pads[dim + 2])
+                     : std::nullopt;
+    if (!padded)
+      return inferError(loc, opName, "pads [", pads, "] overflow 64 bits");
+    std::optional<int64_t> size = windowOutputSize(
+        *padded, *paddedBefore, *extent, strides[dim], ceilMode);
+    if (!size)
       return inferError(loc, opName, "padded input ",
                         dim == 0 ? "height" : "width", " (", *padded,
                         ") is smaller than the dilated kernel (", *extent, ")");
-    }
     shape.push_back(*size);
   }
   types.push_back(RankedTensorType::get(shape, input.getElementType()));

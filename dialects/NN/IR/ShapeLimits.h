@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace mlir::ztc::nn {
 
@@ -34,6 +35,16 @@ inline bool isWithinSizeLimit(ArrayRef<int64_t> shape) {
     elements *= std::max<int64_t>(dim, 1);
   }
   return true;
+}
+
+/// "[2, 3, ?]", for the messages that refuse a shape.
+inline std::string describeShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(shape))
+    text +=
+        (i ? ", " : "") +
+        (ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim));
+  return text + "]";
 }
 
 } // namespace mlir::ztc::nn

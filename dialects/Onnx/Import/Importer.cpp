@@ -38,16 +38,6 @@ using namespace mlir::ztc::onnx;
 
 namespace {
 
-/// "[2, 3, ?]" for messages.
-std::string describeShape(ArrayRef<int64_t> shape) {
-  std::string text = "[";
-  for (auto [i, dim] : llvm::enumerate(shape))
-    text +=
-        (i ? ", " : "") +
-        (ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim));
-  return text + "]";
-}
-
 /// The highest default-domain opset whose operators ztc knows; newer models
 /// are rejected up front rather than half-understood.
 constexpr int64_t kMaxDefaultOpset = 22;
@@ -208,7 +198,7 @@ FailureOr<Type> ModelImporter::valueType(const ::onnx::TypeProto &type,
     shape.push_back(ShapedType::kDynamic);
   }
   if (!nn::isWithinSizeLimit(shape)) {
-    error(loc) << what << " has shape " << describeShape(shape)
+    error(loc) << what << " has shape " << nn::describeShape(shape)
                << ", beyond the 2^48 elements ztc supports";
     return failure();
   }
@@ -691,7 +681,7 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
     SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
     if (!nn::isWithinSizeLimit(shape)) {
       error(loc) << "initializer '" << init.name() << "' has dims "
-                 << describeShape(shape)
+                 << nn::describeShape(shape)
                  << ": negative, or beyond the 2^48 elements ztc supports";
       ok = false;
       continue;

@@ -346,11 +346,9 @@ LogicalResult NodeContext::checkResultSizes(TypeRange types) {
     if (!shaped || !shaped.hasRank() ||
         nn::isWithinSizeLimit(shaped.getShape()))
       continue;
-    InFlightDiagnostic diag = error()
-                              << "result " << i << " would have shape [";
-    llvm::interleaveComma(shaped.getShape(), diag);
-    diag << "], beyond the 2^48 elements ztc supports";
-    return failure();
+    return error() << "result " << i << " would have shape "
+                   << nn::describeShape(shaped.getShape())
+                   << ", beyond the 2^48 elements ztc supports";
   }
   return success();
 }
