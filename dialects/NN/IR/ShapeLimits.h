@@ -37,14 +37,28 @@ inline bool isWithinSizeLimit(ArrayRef<int64_t> shape) {
   return true;
 }
 
-/// "[2, 3, ?]", for the messages that refuse a shape.
+/// "[2, 3, ?]", for the messages that refuse a shape; past rank 8,
+/// "[1, 2, 3, 4, ..., 9, 10] (rank 10)".
 inline std::string describeShape(ArrayRef<int64_t> shape) {
+  // A shape from a file has any rank: past 8 dimensions, the first 4 and
+  // the last 2, and the rank, keep the message short.
+  constexpr size_t kHead = 4, kTail = 2;
+  bool elide = shape.size() > 8;
   std::string text = "[";
-  for (auto [i, dim] : llvm::enumerate(shape))
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (elide && i >= kHead && i < shape.size() - kTail) {
+      if (i == kHead)
+        text += ", ...";
+      continue;
+    }
     text +=
         (i ? ", " : "") +
         (ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim));
-  return text + "]";
+  }
+  text += "]";
+  if (elide)
+    text += " (rank " + std::to_string(shape.size()) + ")";
+  return text;
 }
 
 } // namespace mlir::ztc::nn

@@ -188,8 +188,14 @@ FailureOr<Type> ModelImporter::valueType(const ::onnx::TypeProto &type,
       continue;
     }
     if (requireStatic) {
-      std::string sym =
-          dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
+      // A symbol is any text, of any length: keep the message one line.
+      std::string sym;
+      if (dim.has_dim_param()) {
+        llvm::raw_string_ostream os(sym);
+        os << " ('";
+        llvm::printEscapedString(StringRef(dim.dim_param()).take_front(80), os);
+        os << (dim.dim_param().size() > 80 ? "...')" : "')");
+      }
       error(loc) << what << " has unbound dynamic "
                  << "dimension " << shape.size() << sym << "; bind it with "
                  << options.bindHint;
