@@ -366,6 +366,65 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def RecomputePass : Pass<"ztc-recompute", "func::FuncOp"> {
+  let summary = "Recompute activations in the backward instead of keeping them";
+  let description = [{
+    Gradient checkpointing on the function `ztc-autodiff` built (loss first,
+    then gradients). The forward is what the loss depends on; the backward
+    is every op after the loss that computes gradients; an activation is a
+    forward op's result, and the backward keeps it alive (a saved
+    activation) unless the policy recomputes it.
+
+    1. The policy chooses the activations to recompute:
+       - `none`: nothing (the pass only reports);
+       - `selective`: the results of cheap ops (elementwise, normalization,
+         softmax, reshapes, and matrix products of two activations, as in
+         attention), as in Megatron's selective recomputation. Kept: the
+         products with a weight operand and convolutions, values several
+         forward ops read (a residual stream), and values whose replay
+         would clone more than 32 ops;
+       - `full`: per block, as `gradient_checkpointing_enable()` does per
+         layer: only values that cross a block's boundary are kept. Blocks
+         are the numbered scope of each node name (`/h.3/...`,
+         `/blocks.0/...`, `/layer1/...`), or the text `blocks` (a regular
+         expression) matches in it; ops in no block keep their results;
+       - `sqrt`: Chen et al.'s √n checkpoints: the forward ops cut into
+         ⌈√n⌉ segments, each cut where the fewest bytes cross it within
+         half a segment of its even position, then as `full`.
+    2. Every backward use of a recomputed value reads a clone built right
+       before the first backward op that needs it (its recomputed operands
+       cloned first), so its buffer lives from there to its last backward
+       use; the forward value dies after its last forward use. Clones are
+       tagged `train.recomputed`, which also keeps CSE from merging them
+       back. Recomputing is exact: ops are pure, random numbers are a
+       function of the key and the stream, and running statistics are
+       updated by the forward's ops alone.
+    3. Tags the function with `train.recompute`: the policy, the saved
+       activation bytes with it and with `none` (each buffer once; a
+       reshape is a view), the FLOPs of the clones and of the step.
+
+    Example (`policy=selective`): the backward's use of `%t` reads a clone.
+
+    ```mlir
+    %h = nn.matmul %x, %wt : ...
+    %t = nn.tanh %h : ...
+    ... loss ...
+    %g = nn.mul %dy, %t : ...      // the tanh's VJP
+    // becomes
+    %t2 = nn.tanh %h {train.recomputed} : ...
+    %g = nn.mul %dy, %t2 : ...
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none, selective, full or sqrt">,
+    Option<"blocks", "blocks", "std::string", /*default=*/"\"\"",
+           "For full: a regular expression whose first match in a node name "
+           "names the node's block (default: its numbered scope)">,
+  ];
+  let dependentDialects = ["::mlir::ztc::train::TrainDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Entries
 //===----------------------------------------------------------------------===//

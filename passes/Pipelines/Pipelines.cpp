@@ -51,9 +51,13 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (precision != "fp32" && precision != "fp64")
     return fail("--precision '" + precision +
                 "': expected fp32 or fp64 (mixed precision is not built yet)");
-  if (recompute != "none")
+  if (recompute != "none" && recompute != "selective" && recompute != "full" &&
+      recompute != "sqrt")
     return fail("--recompute '" + recompute +
-                "': expected none (recomputation is not built yet)");
+                "': expected none, selective, full or sqrt");
+  if (!recomputeBlocks.empty() && recompute != "full")
+    return fail("--recompute-blocks applies to --recompute full, not '" +
+                recompute + "'");
   if (zeroStage != 0)
     return fail("--zero " + std::to_string(zeroStage) +
                 ": expected 0 (ZeRO sharding is not built yet)");
@@ -135,8 +139,13 @@ void mlir::ztc::buildTrainingNNPipeline(
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 
-  // 4. [recompute slot] ztc-recompute goes here, on the forward/backward
-  // graph before it is split into entries.
+  // 4. [recompute slot] What the backward keeps and what it recomputes, on
+  // the forward/backward graph before it is split into entries (with
+  // `none`, the pass only reports the saved activations).
+  RecomputePassOptions recompute;
+  recompute.policy = options.recompute;
+  recompute.blocks = options.recomputeBlocks;
+  pm.addNestedPass<func::FuncOp>(createRecomputePass(recompute));
 
   // 5. Entries, accumulation, the optimizer on @train_step; the cleanup
   // kills what an entry does not return (the loss entry's backward).

@@ -115,12 +115,22 @@ struct TrainingPipelineOptions
       llvm::cl::desc("fp32 (as the model is written) or fp64 (every float "
                      "promoted to double, for gradient checks)"),
       llvm::cl::init("fp32")};
-  /// Recompute slot, after autodiff: ztc-recompute will choose what the
+  /// Recompute slot, after autodiff: ztc-recompute chooses what the
   /// backward recomputes instead of keeping.
   Option<std::string> recompute{
       *this, "recompute",
-      llvm::cl::desc("Activation recomputation policy (none)"),
+      llvm::cl::desc("Activation recomputation (gradient checkpointing): "
+                     "none; selective (keep matrix products and "
+                     "convolutions, recompute the cheap ops between them); "
+                     "full (keep only each block's input); sqrt (Chen et "
+                     "al.'s sqrt(n) checkpoints)"),
       llvm::cl::init("none")};
+  Option<std::string> recomputeBlocks{
+      *this, "recompute-blocks",
+      llvm::cl::desc("For --recompute full: a regular expression whose first "
+                     "match in an ONNX node name names the node's block "
+                     "(default: the name's first numbered scope, such as "
+                     "/h.3 or /layer1)")};
   /// ZeRO slot, after the optimizer and before lowering: ztc-zero will shard
   /// optimizer state, gradients and parameters over world-size ranks.
   Option<unsigned> zeroStage{*this, "zero",

@@ -193,6 +193,16 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
     reader.fail("has grad_accum 0; it counts micro-batches per step (>= 1)");
   train.classes = reader.unsignedIntOr("classes", 0);
   train.ignoreIndex = reader.integerOr("ignore_index");
+  if (reader.has("recompute")) {
+    ObjectReader report(reader.get("recompute"), path, "train recompute");
+    RecomputeReport &recompute = train.recompute.emplace();
+    recompute.policy = report.string("policy");
+    recompute.savedBytes = report.unsignedInt("saved_activation_bytes");
+    recompute.baselineSavedBytes =
+        report.unsignedInt("baseline_saved_activation_bytes");
+    recompute.recomputeFlops = report.unsignedInt("recompute_flops");
+    recompute.stepFlops = report.unsignedInt("step_flops");
+  }
   return train;
 }
 
@@ -491,6 +501,13 @@ json printTrainConfig(const TrainConfig &train) {
     object["classes"] = train.classes;
   if (train.ignoreIndex)
     object["ignore_index"] = *train.ignoreIndex;
+  if (const std::optional<RecomputeReport> &recompute = train.recompute)
+    object["recompute"] = {
+        {"policy", recompute->policy},
+        {"saved_activation_bytes", recompute->savedBytes},
+        {"baseline_saved_activation_bytes", recompute->baselineSavedBytes},
+        {"recompute_flops", recompute->recomputeFlops},
+        {"step_flops", recompute->stepFlops}};
   return object;
 }
 

@@ -111,6 +111,21 @@ struct Output {
   std::string describe() const { return describeType(dtype, shape); }
 };
 
+/// What the compiler's recomputation (gradient checkpointing) chose: the
+/// "recompute" object of "train". Informational: the step implements it.
+struct RecomputeReport {
+  /// "none", "selective", "full" or "sqrt".
+  std::string policy = "none";
+  /// Activation bytes the backward keeps from the forward, with this
+  /// policy and with none.
+  uint64_t savedBytes = 0;
+  uint64_t baselineSavedBytes = 0;
+  /// FLOPs the backward spends recomputing; the forward and backward's
+  /// FLOPs without recomputation.
+  uint64_t recomputeFlops = 0;
+  uint64_t stepFlops = 0;
+};
+
 /// The "train" object of a training manifest.
 struct TrainConfig {
   /// Informational (the compiled step implements it): "sgd", "adamw", ...
@@ -129,6 +144,8 @@ struct TrainConfig {
   /// checking data before training.
   uint64_t classes = 0;
   std::optional<int64_t> ignoreIndex;
+  /// Absent in manifests of older compilers.
+  std::optional<RecomputeReport> recompute;
 };
 
 /// What an entry computes: the IR's `train.entry` (dialects/Train).

@@ -21,6 +21,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -154,9 +155,10 @@ const char *const kCompilePipelineFlags[] = {
     "freeze",         "optimizer",    "lr",          "momentum",
     "nesterov",       "weight-decay", "betas",       "eps",
     "clip-grad-norm", "grad-accum",   "lr-schedule", "warmup-steps",
-    "total-steps",    "min-lr"};
-const char *const kGradCheckPipelineFlags[] = {"loss", "loss-input", "labels",
-                                               "ignore-index", "freeze"};
+    "total-steps",    "min-lr",       "recompute",   "recompute-blocks"};
+const char *const kGradCheckPipelineFlags[] = {
+    "loss",   "loss-input", "labels",          "ignore-index",
+    "freeze", "recompute",  "recompute-blocks"};
 
 /// A command's flags for pipeline options: one repeatable flag per option,
 /// whose occurrences are handed to the option's own parser.
@@ -254,6 +256,12 @@ cl::opt<EmitKind>
 cl::opt<std::string> outputPath("o", cl::desc("Write the IR to FILE"),
                                 cl::value_desc("FILE"), cl::init("-"),
                                 cl::sub(importCommand));
+cl::opt<bool> printLocations(
+    "locations",
+    cl::desc("Print each op's location: the ONNX node name and the file, "
+             "which `ztc-opt` then reads back (for --recompute full's "
+             "blocks, and errors that name the node)"),
+    cl::sub(importCommand));
 cl::opt<bool> printSummary(
     "summary",
     cl::desc("Print a summary (inputs, outputs, parameters, ops) to stderr"),
@@ -282,6 +290,25 @@ std::string writeOutput(StringRef path, StringRef text) {
   return "";
 }
 
+/// A diagnostic as one terminal line: names from a model are any bytes of
+/// any length, so control characters are escaped and a message past 2000
+/// characters keeps its start and end.
+std::string oneLine(const std::string &message) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (char c : message) {
+    if (llvm::isPrint(c))
+      os << c;
+    else
+      os << "\\x" << llvm::hexdigit((c >> 4) & 0xF) << llvm::hexdigit(c & 0xF);
+  }
+  constexpr size_t kLimit = 2000;
+  if (text.size() > kLimit)
+    text =
+        text.substr(0, kLimit - 200) + " ... " + text.substr(text.size() - 195);
+  return text;
+}
+
 void installDiagnosticPrinter(MLIRContext &context) {
   context.getDiagEngine().registerHandler([](Diagnostic &diag) {
     std::string file;
@@ -297,9 +324,9 @@ void installDiagnosticPrinter(MLIRContext &context) {
         : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
                                                             : "note";
     llvm::errs() << (file.empty() ? "ztc" : file) << ": " << severity << ": "
-                 << diag.str() << "\n";
+                 << oneLine(diag.str()) << "\n";
     for (const Diagnostic &note : diag.getNotes())
-      llvm::errs() << "  note: " << note.str() << "\n";
+      llvm::errs() << "  note: " << oneLine(note.str()) << "\n";
     return success();
   });
 }
@@ -406,7 +433,7 @@ int runImport() {
   std::string error;
   std::string text;
   llvm::raw_string_ostream os(text);
-  module->print(os);
+  module->print(os, OpPrintingFlags().enableDebugInfo(printLocations));
   os << "\n";
   if (!(error = writeOutput(outputPath, text)).empty()) {
     llvm::errs() << "ztc: error: " << error << "\n";
@@ -515,6 +542,15 @@ int runCompile() {
     return fail(error);
   llvm::errs() << "ztc: wrote " << compileOutput << " (arena "
                << artifact.manifest.arenaBytes << " bytes)\n";
+  if (const auto &recompute = artifact.manifest.train.recompute;
+      recompute && recompute->policy != "none")
+    llvm::errs() << llvm::formatv(
+        "ztc: --recompute {0}: saved activations {1} bytes (none: {2}); "
+        "recomputation adds {3:F1}% to the step's FLOPs\n",
+        recompute->policy, recompute->savedBytes, recompute->baselineSavedBytes,
+        recompute->stepFlops
+            ? 100.0 * recompute->recomputeFlops / recompute->stepFlops
+            : 0.0);
   return 0;
 }
 

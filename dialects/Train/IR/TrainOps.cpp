@@ -126,6 +126,11 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kRecomputedAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) || isa<func::FuncOp>(op))
+      return op->emitError("'") << name << "' is a unit attribute of an op";
+    return success();
+  }
   if (!isa<func::FuncOp>(op))
     return op->emitError("'") << name << "' belongs on a function";
   if (name == kLossAttr) {
@@ -151,6 +156,22 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
       return op->emitError("'") << name << "' must be an array of strings";
+    return success();
+  }
+  if (name == kRecomputeAttr) {
+    auto report = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto integer = [&](StringRef key) {
+      return report && isa_and_nonnull<IntegerAttr>(report.get(key));
+    };
+    if (!report || !isa_and_nonnull<StringAttr>(report.get("policy")) ||
+        !integer("saved_bytes") || !integer("baseline_saved_bytes") ||
+        !integer("recompute_flops") || !integer("recomputed_ops") ||
+        !integer("step_flops"))
+      return op->emitError("'")
+             << name
+             << "' must be a dictionary of policy (string), saved_bytes, "
+                "baseline_saved_bytes, recompute_flops, recomputed_ops and "
+                "step_flops (integers)";
     return success();
   }
   return op->emitError("unknown function attribute '") << name << "'";

@@ -41,6 +41,16 @@ inline constexpr llvm::StringLiteral kNoGradAttr = "train.no_grad";
 /// Function attribute (ztc-attach-loss, cross_entropy): how many classes
 /// the labels index, for checking data before a run.
 inline constexpr llvm::StringLiteral kClassesAttr = "train.classes";
+/// Function attribute (`ztc-recompute`): the recomputation policy and what
+/// it buys, a dictionary of `policy` (string) and the integers
+/// `saved_bytes`, `baseline_saved_bytes` (under `none`), `recompute_flops`,
+/// `recomputed_ops` and `step_flops` (forward and backward, before
+/// recomputation).
+inline constexpr llvm::StringLiteral kRecomputeAttr = "train.recompute";
+/// Op attribute (unit): the op is a clone `ztc-recompute` placed in the
+/// backward. It also keeps CSE from merging the clone back into the op it
+/// recomputes.
+inline constexpr llvm::StringLiteral kRecomputedAttr = "train.recomputed";
 /// Function attribute: which entry of the compiled step a function is
 /// (`ztc-build-entries`): one of kEntryKinds.
 inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";

@@ -153,8 +153,14 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
   StringRef callee = op->getName().stripDialect();
   if (!kernel::lookupLibraryKernel(callee))
     return op->emitOpError("has no kernel in the runtime library");
+  // The configuration is the op's own attributes; dialect-prefixed ones
+  // (train.recomputed) describe the op, not the kernel.
+  SmallVector<NamedAttribute> config;
+  for (NamedAttribute attr : op->getAttrs())
+    if (!attr.getName().getValue().contains('.'))
+      config.push_back(attr);
   kernel::CallOp::create(b, loc, callee, inputs, ValueRange{output},
-                         op->getAttrDictionary());
+                         b.getDictionaryAttr(config));
   return success();
 }
 

@@ -1020,9 +1020,16 @@ TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
   manifest.train.schedule.totalSteps = 100;
   manifest.train.schedule.warmupMinRatio = 0.25;
   manifest.train.gradAccum = 3;
+  manifest.train.recompute = RecomputeReport{"selective", 1000, 4000, 70, 900};
   std::string text = printManifest(manifest);
   Manifest parsed = parseManifest(text, "m.json");
   EXPECT_EQ(printManifest(parsed), text);
+  ASSERT_TRUE(parsed.train.recompute);
+  EXPECT_EQ(parsed.train.recompute->policy, "selective");
+  EXPECT_EQ(parsed.train.recompute->savedBytes, 1000u);
+  EXPECT_EQ(parsed.train.recompute->baselineSavedBytes, 4000u);
+  EXPECT_EQ(parsed.train.recompute->recomputeFlops, 70u);
+  EXPECT_EQ(parsed.train.recompute->stepFlops, 900u);
   EXPECT_EQ(parsed.kind, ArtifactKind::Train);
   EXPECT_EQ(parsed.main().name, "ztc_train_step");
   EXPECT_EQ(parsed.find(EntryPurpose::LossAndGrads)->name,
@@ -1087,6 +1094,8 @@ TEST(TrainManifestTest, ParsesTheDocumentedExample) {
   EXPECT_EQ(manifest.find(EntryPurpose::LossAndGrads)->outputs[0].offset,
             4096u);
   EXPECT_EQ(manifest.main().outputIndex("loss"), 0);
+  // Manifests written before recomputation have no report.
+  EXPECT_FALSE(manifest.train.recompute);
 }
 
 TEST(TrainManifestTest, Errors) {
@@ -1173,6 +1182,9 @@ TEST(TrainManifestTest, Errors) {
                              R"("lr":-0.1}})"),
             "m.json: train config has a negative lr, min_lr or "
             "warmup_min_ratio");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
+                             R"("lr":0.1,"recompute":{"policy":"full"}}})"),
+            "m.json: train recompute has no field 'saved_activation_bytes'");
   // The smallest valid training manifest.
   Manifest minimal = parseManifest(
       head + R"("kind":"train","train":{"optimizer":"sgd","lr":0.1}})",

@@ -1,0 +1,21 @@
+// RUN: not ztc-opt %s --ztc-autodiff --ztc-recompute=policy=budget 2>&1 | FileCheck %s --check-prefix=POLICY
+// RUN: not ztc-opt %s --ztc-autodiff --ztc-recompute=policy=full 2>&1 | FileCheck %s --check-prefix=NOBLOCK
+// RUN: not ztc-opt %s --ztc-autodiff --ztc-recompute="policy=full blocks=/encoder" 2>&1 | FileCheck %s --check-prefix=NOMATCH
+// RUN: not ztc-opt %s --ztc-autodiff --ztc-recompute="policy=full blocks=/h[" 2>&1 | FileCheck %s --check-prefix=REGEX
+
+// Every ztc-recompute diagnostic, on a model whose node names have no
+// numbered scope.
+
+// POLICY: error: --recompute 'budget': expected none, selective, full or sqrt
+// NOBLOCK: error: --recompute full: no block found: no node name has a numbered scope (such as /h.0/ or /layer1/); name the blocks with --recompute-blocks REGEX
+// NOMATCH: error: --recompute-blocks '/encoder' matches no node name
+// REGEX: error: --recompute-blocks '/h[' is not a valid regular expression: brackets ([ ]) not balanced
+
+func.func @step(%x: tensor<4x8xf32> {train.binding = #train.binding<input "x">},
+                %w: tensor<8x8xf32> {train.binding = #train.binding<param "w">})
+    -> tensor<f32> {
+  %h = nn.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32> loc("/fc/MatMul")
+  %t = nn.tanh %h : tensor<4x8xf32> -> tensor<4x8xf32> loc("/act/Tanh")
+  %l = nn.reduce_sum %t {axes = array<i64: 0, 1>, keepdims = false} : tensor<4x8xf32> -> tensor<f32> loc("/ReduceSum")
+  return %l : tensor<f32>
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Recomputation (ztc compile --recompute) changes memory, never results.
+
+For each model, the artifact of every policy (none, selective, full, sqrt)
+trains from the same weights on the same data, and must give:
+  - bit-identical losses at every step and bit-identical parameters,
+    optimizer states and buffers (BatchNorm running statistics) at the end;
+  - the same first-step gradients (--dump-grads), bit for bit.
+Models: the example MLP, CNN (inference- and training-mode BatchNorm), a
+4-layer GPT (50 AdamW steps, and 10 with --grad-accum 2), and a PyTorch MLP
+with training-mode Dropout (the recomputed mask must be the original).
+Also:
+  - the manifests' figures: on the GPT, selective keeps fewer saved
+    activation bytes than none and full fewer than selective, and every
+    policy's planned arena is smaller than none's;
+  - a GPT with frozen embeddings and a frozen first block compiles and
+    trains under full, identically to the same model without recompute.
+Usage: recompute_check.py --ztc PATH
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from checks import check, read_safetensors, summary
+
+POLICIES = ("none", "selective", "full", "sqrt")
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "examples", "onnx")
+
+
+def make_example(script, out, *flags):
+    subprocess.run([sys.executable, os.path.join(EXAMPLES, script), "--out", out,
+                    "--quiet", *flags], check=True)
+
+
+def save_data(directory, **arrays):
+    os.makedirs(directory, exist_ok=True)
+    for name, array in arrays.items():
+        np.save(os.path.join(directory, name + ".npy"), array)
+    return directory
+
+
+def compile_model(args, model, art, policy, *flags):
+    subprocess.run([args.ztc, "compile", model, "-o", art, "--loss", "cross_entropy",
+                    "--optimizer", "adamw", "--lr", "1e-3", "--recompute", policy,
+                    *flags], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    with open(os.path.join(art, "manifest.json")) as f:
+        return json.load(f)
+
+
+def train(args, art, data, steps, save, dump):
+    log = subprocess.run([args.ztc, "train", art, "--data", data, "--steps", str(steps),
+                          "--log-every", "1", "--save", save], check=True,
+                         capture_output=True, text=True).stderr
+    subprocess.run([args.ztc, "train", art, "--data", data, "--steps", "1",
+                    "--dump-grads", dump], check=True, capture_output=True)
+    return re.findall(r"loss ([0-9.eE+-]+)", log)
+
+
+def tensors_equal(a, b):
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def grads(directory):
+    grad = os.path.join(directory, "grad")
+    out = {f: np.load(os.path.join(grad, f)) for f in os.listdir(grad)}
+    out["loss"] = np.load(os.path.join(directory, "loss.npy"))
+    return out
+
+
+def compare_policies(args, tmp, name, model, data, steps, *flags, policies=POLICIES):
+    """Trains every policy's artifact; returns {policy: manifest}."""
+    runs, manifests = {}, {}
+    for policy in policies:
+        art = os.path.join(tmp, "%s-%s.ztc" % (name, policy))
+        manifests[policy] = compile_model(args, model, art, policy, *flags)
+        save, dump = art + ".ckpt", art + ".grads"
+        losses = train(args, art, data, steps, save, dump)
+        runs[policy] = (losses, read_safetensors(os.path.join(save, "checkpoint.safetensors")),
+                        grads(dump))
+    base_losses, base_state, base_grads = runs[policies[0]]
+    for policy in policies[1:]:
+        losses, state, first = runs[policy]
+        check(len(losses) == steps and losses == base_losses and
+              tensors_equal(state, base_state) and tensors_equal(first, base_grads),
+              "%s --recompute %s: %d losses, %d tensors after %d steps and %d first-step "
+              "gradients bit-identical to %s" % (name, policy, len(losses), len(state), steps,
+                                                 len(first) - 1, policies[0]))
+    return manifests
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ztc", required=True)
+    args = parser.parse_args()
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory(prefix="ztc-recompute-") as tmp:
+        make_example("make_mlp.py", tmp)
+        make_example("make_cnn.py", tmp)
+        make_example("make_cnn.py", tmp, "--training")
+        make_example("make_gpt.py", tmp, "--layers", "4", "--name", "gpt4")
+        images = save_data(os.path.join(tmp, "images"),
+                           x=rng.standard_normal((64, 1, 8, 8)).astype(np.float32),
+                           labels=rng.integers(0, 10, 64).astype(np.int64))
+        vectors = save_data(os.path.join(tmp, "vectors"),
+                            x=rng.standard_normal((64, 64)).astype(np.float32),
+                            labels=rng.integers(0, 10, 64).astype(np.int64))
+        text = save_data(os.path.join(tmp, "text"),
+                         tokens=rng.integers(0, 64, (64, 16)).astype(np.int64),
+                         labels=rng.integers(0, 64, (64, 16)).astype(np.int64))
+
+        compare_policies(args, tmp, "mlp", os.path.join(tmp, "mlp.onnx"), vectors, 10,
+                         "--batch-size", "8")
+        compare_policies(args, tmp, "cnn", os.path.join(tmp, "cnn.onnx"), images, 10,
+                         "--batch-size", "8")
+        compare_policies(args, tmp, "cnn_train", os.path.join(tmp, "cnn_train.onnx"), images,
+                         10, "--batch-size", "8")
+        gpt = os.path.join(tmp, "gpt4.onnx")
+        manifests = compare_policies(args, tmp, "gpt4", gpt, text, 50, "--batch-size", "4")
+        compare_policies(args, tmp, "gpt4_accum", gpt, text, 10, "--batch-size", "2",
+                         "--grad-accum", "2", policies=("none", "selective", "full"))
+
+        figures = {p: m["train"]["recompute"] for p, m in manifests.items()}
+        saved = {p: f["saved_activation_bytes"] for p, f in figures.items()}
+        arena = {p: m["arena_bytes"] for p, m in manifests.items()}
+        check(saved["full"] < saved["selective"] < saved["none"] and
+              all(f["baseline_saved_activation_bytes"] == saved["none"]
+                  for f in figures.values()),
+              "gpt4 saved activation bytes: none %d, selective %d, full %d, sqrt %d"
+              % (saved["none"], saved["selective"], saved["full"], saved["sqrt"]))
+        check(all(arena[p] < arena["none"] for p in POLICIES[1:]),
+              "gpt4 planned arena: " + ", ".join("%s %d" % (p, arena[p]) for p in POLICIES))
+        check(figures["none"]["recompute_flops"] == 0 and
+              all(figures[p]["recompute_flops"] > 0 for p in POLICIES[1:]),
+              "gpt4 recomputation FLOPs: " +
+              ", ".join("%s %.1f%%" % (p, 100.0 * f["recompute_flops"] / f["step_flops"])
+                        for p, f in figures.items()))
+
+        # Frozen embeddings and first block under full: no "does not require
+        # grad" failure, and the same training as without recomputation.
+        frozen = ("--freeze", r"wte\..*|wpe\..*|blocks\.0\..*")
+        compare_policies(args, tmp, "gpt4_frozen", gpt, text, 10, "--batch-size", "4",
+                         *frozen, policies=("none", "full"))
+
+        # Training-mode Dropout: a recomputed mask is the original one.
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from dropout_check import export_mlp
+        dropout = os.path.join(tmp, "mlp_dropout.onnx")
+        export_mlp(dropout)
+        small = save_data(os.path.join(tmp, "small"),
+                          x=rng.standard_normal((64, 16)).astype(np.float32),
+                          labels=rng.integers(0, 4, 64).astype(np.int64))
+        compare_policies(args, tmp, "mlp_dropout", dropout, small, 10, "--batch-size", "8")
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
