@@ -109,17 +109,6 @@ std::string floatLiteral(double value, Type type) {
   return type.isF64() ? text : "static_cast<float>(" + text + ")";
 }
 
-/// The ONNX node names a location carries, for comments.
-void collectNames(Location loc, SmallVectorImpl<std::string> &names) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    if (!llvm::is_contained(names, name.getName().str()))
-      names.push_back(name.getName().str());
-  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location inner : fused.getLocations())
-      collectNames(inner, names);
-  }
-}
-
 /// Prints one step.
 class Emitter {
 public:
@@ -184,7 +173,7 @@ void Emitter::switchStream(Operation *op) {
 
 void Emitter::comment(Operation *op) {
   SmallVector<std::string> nodes;
-  collectNames(op->getLoc(), nodes);
+  train::collectNodeNames(op->getLoc(), nodes);
   out << "  // ";
   if (auto call = dyn_cast<kernel::CallOp>(op))
     out << call.getCallee();

@@ -151,9 +151,10 @@ def PlanMemoryPass : Pass<"ztc-plan-memory", "func::FuncOp"> {
        bytes no already-placed buffer with an overlapping live range uses
        (best-fit offset assignment).
     3. Records `offset` on every alloc, and on the function
-       `kernel.arena_bytes` (the peak: the exact size the runtime allocates)
-       and `kernel.unplanned_bytes` (the sum of all buffer sizes, for
-       comparison).
+       `kernel.arena_bytes` (the peak: the highest end of a buffer, the
+       exact size the runtime allocates and, once every entry ran, its
+       measured high-water mark) and `kernel.unplanned_bytes` (the sum of
+       all buffer sizes, each rounded up to the alignment, for comparison).
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"256",

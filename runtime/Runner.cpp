@@ -26,6 +26,8 @@ namespace {
 /// Bytes after the arena filled with a pattern and checked after each call.
 constexpr size_t kGuardBytes = 64;
 constexpr unsigned char kGuardPattern = 0xA5;
+/// Bytes the arena is filled and scanned in at a time.
+constexpr uint64_t kScanChunk = uint64_t(1) << 20;
 
 std::string joinPath(const std::string &directory, const std::string &file) {
   return (std::filesystem::path(directory) / file).string();
@@ -46,9 +48,16 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
                 targetName(backend_->target()));
   arenaBytes_ = manifest().arenaBytes;
   arena_ = DeviceBuffer(*backend_, arenaBytes_ + kGuardBytes);
-  std::vector<unsigned char> guard(kGuardBytes, kGuardPattern);
-  backend_->copyIn(static_cast<char *>(arena_.data()) + arenaBytes_,
-                   guard.data(), kGuardBytes);
+  // The arena and its guard band start filled with the pattern: the guard
+  // catches overruns, and the highest byte that no longer holds it is the
+  // high-water mark (touchedArenaBytes). No kernel may read arena bytes
+  // it did not write, so the pattern changes no result.
+  std::vector<unsigned char> pattern(
+      std::min<uint64_t>(arenaBytes_ + kGuardBytes, kScanChunk), kGuardPattern);
+  for (uint64_t at = 0; at < arenaBytes_ + kGuardBytes; at += kScanChunk)
+    backend_->copyIn(
+        static_cast<char *>(arena_.data()) + at, pattern.data(),
+        std::min<uint64_t>(kScanChunk, arenaBytes_ + kGuardBytes - at));
 
   streams_ = backend_->streams(manifest().streams);
   events_ = backend_->events(manifest().events);
@@ -253,6 +262,22 @@ void Runner::checkGuard() const {
     throw Error(artifact_.directory() +
                 ": generated code wrote past the end of the " +
                 std::to_string(arenaBytes_) + "-byte arena");
+}
+
+uint64_t Runner::touchedArenaBytes() const {
+  synchronize();
+  std::vector<unsigned char> chunk;
+  for (uint64_t end = arenaBytes_; end > 0;) {
+    uint64_t begin = end > kScanChunk ? end - kScanChunk : 0;
+    chunk.resize(end - begin);
+    backend_->copyOut(chunk.data(), static_cast<char *>(arena_.data()) + begin,
+                      chunk.size());
+    for (uint64_t i = chunk.size(); i > 0; --i)
+      if (chunk[i - 1] != kGuardPattern)
+        return begin + i;
+    end = begin;
+  }
+  return 0;
 }
 
 Tensor Runner::output(size_t index) const {

@@ -91,6 +91,12 @@ public:
 
   /// Bytes allocated for the arena: the manifest's arena_bytes.
   uint64_t arenaBytes() const { return arenaBytes_; }
+  /// The arena's high-water mark so far: one past the highest byte any call
+  /// wrote (the arena starts filled with a pattern; a byte written with the
+  /// pattern's own value reads as untouched). After waiting for the calls.
+  /// The memory plan's arena_bytes is the highest end of a buffer, so once
+  /// every entry has run this equals it.
+  uint64_t touchedArenaBytes() const;
 
 private:
   const Manifest &manifest() const { return artifact_.manifest(); }

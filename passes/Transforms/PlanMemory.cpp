@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/Transforms/LiveRanges.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -21,121 +22,12 @@ using namespace mlir::ztc;
 
 namespace {
 
-struct Buffer {
-  kernel::AllocOp alloc;
-  int64_t bytes = 0;
-  int64_t first = 0, last = 0; // live range, in op numbers, inclusive
+struct Buffer : LiveRange {
   int64_t offset = -1;
 };
 
 int64_t alignTo(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
-}
-
-int64_t bufferBytes(MemRefType type) {
-  int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-  return type.getNumElements() * elementBytes;
-}
-
-/// The op of `block` that contains `op`.
-Operation *topLevel(Operation *op, Block &block) {
-  while (op->getBlock() != &block)
-    op = op->getParentOp();
-  return op;
-}
-
-/// The cross-stream order of a step: which streams run which ops, and which
-/// waits order one stream after another's work (kernel.signal/kernel.wait).
-class StreamOrder {
-public:
-  StreamOrder(Block &block, const DenseMap<Operation *, int64_t> &number,
-              int64_t end)
-      : streamAt(end, -1), end(end) {
-    for (Operation &op : block) {
-      if (!isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
-               kernel::SignalOp, kernel::WaitOp>(op))
-        continue; // placement and views run on no stream
-      int64_t at = number.lookup(&op), stream = kernel::streamOf(&op);
-      streamAt[at] = stream;
-      if (lastWork.size() <= size_t(stream))
-        lastWork.resize(stream + 1, -1);
-      if (!isa<kernel::SignalOp>(op))
-        lastWork[stream] = at;
-      if (auto wait = dyn_cast<kernel::WaitOp>(op)) {
-        Operation *signal = wait.getEvent().getDefiningOp();
-        waits.push_back(
-            {at, stream, number.lookup(signal), kernel::streamOf(signal)});
-      }
-    }
-  }
-
-  /// The first position by which every stream that runs work after the op
-  /// at `at` is ordered after it: the latest of the first covering waits
-  /// (a wait on that stream for a signal on the op's stream after the op),
-  /// or the end of the step when some stream has none.
-  int64_t completion(int64_t at) const {
-    int64_t stream = at < end ? streamAt[at] : -1;
-    if (stream < 0)
-      return at;
-    int64_t done = at;
-    for (int64_t other = 0; other < int64_t(lastWork.size()); ++other) {
-      if (other == stream || lastWork[other] <= at)
-        continue;
-      const Wait *covering = nullptr;
-      for (const Wait &wait : waits)
-        if (wait.stream == other && wait.signalStream == stream &&
-            wait.signalAt > at) {
-          covering = &wait;
-          break;
-        }
-      if (!covering)
-        return end;
-      done = std::max(done, covering->at);
-    }
-    return done;
-  }
-
-  /// The streams whose work stream 0 does not wait for before the step
-  /// ends: the next call would race with them.
-  SmallVector<int64_t> unjoined() const {
-    SmallVector<int64_t> streams;
-    for (int64_t stream = 1; stream < int64_t(lastWork.size()); ++stream) {
-      if (lastWork[stream] < 0)
-        continue;
-      bool joined = llvm::any_of(waits, [&](const Wait &wait) {
-        return wait.stream == 0 && wait.signalStream == stream &&
-               wait.signalAt > lastWork[stream];
-      });
-      if (!joined)
-        streams.push_back(stream);
-    }
-    return streams;
-  }
-
-private:
-  struct Wait {
-    int64_t at, stream, signalAt, signalStream;
-  };
-  /// Per op number: its stream, or -1 for ops that run on none.
-  std::vector<int64_t> streamAt;
-  /// Per stream: the last op number with work on it (not a signal).
-  std::vector<int64_t> lastWork;
-  std::vector<Wait> waits;
-  int64_t end;
-};
-
-/// Extends `buffer`'s range over every op that reads or writes `value` or a
-/// view of it, up to where every stream is ordered after that op.
-void extendOverUses(Value value, Buffer &buffer, Block &block,
-                    const DenseMap<Operation *, int64_t> &number, int64_t end,
-                    const StreamOrder &order) {
-  for (Operation *user : value.getUsers()) {
-    Operation *top = topLevel(user, block);
-    int64_t at = isa<func::ReturnOp>(top) ? end : number.lookup(top);
-    buffer.last = std::max(buffer.last, order.completion(at));
-    if (auto view = dyn_cast<kernel::ViewOp>(user))
-      extendOverUses(view.getResult(), buffer, block, number, end, order);
-  }
 }
 
 struct PlanMemoryPass : public ztc::impl::PlanMemoryPassBase<PlanMemoryPass> {
@@ -148,32 +40,15 @@ struct PlanMemoryPass : public ztc::impl::PlanMemoryPassBase<PlanMemoryPass> {
           << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
-    Block &block = func.getBody().front();
-    DenseMap<Operation *, int64_t> number;
-    for (auto [i, op] : llvm::enumerate(block))
-      number[&op] = i;
-    int64_t end = block.getOperations().size();
-    StreamOrder streams(block, number, end);
-    SmallVector<int64_t> unjoined = streams.unjoined();
-    if (!unjoined.empty()) {
-      func.emitError("stream ")
-          << unjoined.front()
-          << " has work that stream 0 does not wait for before the step "
-             "ends (add a kernel.signal on it and a kernel.wait on stream 0)";
-      return signalPassFailure();
-    }
-
     // 1. Live ranges.
+    FailureOr<SmallVector<LiveRange>> ranges = computeLiveRanges(func);
+    if (failed(ranges))
+      return signalPassFailure();
     SmallVector<Buffer> buffers;
     int64_t unplanned = 0;
-    for (auto alloc : block.getOps<kernel::AllocOp>()) {
-      Buffer buffer;
-      buffer.alloc = alloc;
-      buffer.bytes = bufferBytes(cast<MemRefType>(alloc.getType()));
-      buffer.first = buffer.last = number.lookup(alloc);
-      extendOverUses(alloc.getResult(), buffer, block, number, end, streams);
-      unplanned += alignTo(buffer.bytes, alignment);
-      buffers.push_back(buffer);
+    for (const LiveRange &range : *ranges) {
+      buffers.push_back({range});
+      unplanned += alignTo(range.bytes, alignment);
     }
 
     // 2. Largest first, lowest free offset among live-overlapping buffers.
@@ -201,7 +76,9 @@ struct PlanMemoryPass : public ztc::impl::PlanMemoryPassBase<PlanMemoryPass> {
                              alignTo(other->offset + other->bytes, alignment));
       }
       buffer->offset = candidate;
-      peak = std::max(peak, alignTo(candidate + buffer->bytes, alignment));
+      // The arena ends where its highest buffer does: offsets are aligned,
+      // the end is exact, so a run can measure it (the high-water mark).
+      peak = std::max(peak, candidate + buffer->bytes);
       placed.push_back(buffer);
     }
 

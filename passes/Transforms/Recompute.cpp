@@ -101,19 +101,6 @@ int64_t estimateFlops(Operation *op) {
       });
 }
 
-/// The ONNX node name a location carries (the first, for fused ones).
-std::optional<StringRef> nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (std::optional<StringRef> name = nodeName(inner))
-        return name;
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    return nodeName(callSite.getCallee());
-  return std::nullopt;
-}
-
 /// The block scope exporters write into node names: the path up to the
 /// first numbered scope, as in `/transformer/h.3/attn/c_attn/MatMul` →
 /// `/transformer/h.3`, `/blocks.0/ln1/LayerNormalization` → `/blocks.0`,
@@ -329,7 +316,11 @@ blockSegments(const StepGraph &graph, func::FuncOp func,
   DenseMap<Operation *, int64_t> segmentOf;
   llvm::StringMap<int64_t> ids;
   for (Operation *op : graph.forwardOps()) {
-    std::optional<StringRef> name = nodeName(op->getLoc());
+    SmallVector<std::string> names;
+    train::collectNodeNames(op->getLoc(), names);
+    std::optional<StringRef> name;
+    if (!names.empty())
+      name = names.front();
     std::optional<std::string> scope;
     if (name && regex) {
       SmallVector<StringRef> matches;

@@ -285,6 +285,11 @@ public:
     if (!options_.saveDir.empty() && savedStep != step)
       save(step);
     reporter.finish();
+    // Every entry has run: the bytes written equal the memory plan.
+    result.arenaTouched = runner_.touchedArenaBytes();
+    reporter.message("arena: " + std::to_string(runner_.arenaBytes()) +
+                     " bytes planned, " + std::to_string(result.arenaTouched) +
+                     " written (high-water mark)");
     return result;
   }
 

@@ -114,6 +114,9 @@ struct TrainResult {
   uint64_t firstStep = 0;
   /// The last optimizer step completed (the resumed step if none ran).
   uint64_t finalStep = 0;
+  /// The arena's measured high-water mark after the run
+  /// (Runner::touchedArenaBytes); 0 when no step ran.
+  uint64_t arenaTouched = 0;
 };
 
 /// Trains; see the file comment.

@@ -5,7 +5,9 @@ For each model, the artifact of every policy (none, selective, full, sqrt)
 trains from the same weights on the same data, and must give:
   - bit-identical losses at every step and bit-identical parameters,
     optimizer states and buffers (BatchNorm running statistics) at the end;
-  - the same first-step gradients (--dump-grads), bit for bit.
+  - the same first-step gradients (--dump-grads), bit for bit;
+  - a measured arena high-water mark (the trainer's report) equal to the
+    planned arena_bytes.
 Models: the example MLP, CNN (inference- and training-mode BatchNorm), a
 4-layer GPT (50 AdamW steps, and 10 with --grad-accum 2), and a PyTorch MLP
 with training-mode Dropout (the recomputed mask must be the original).
@@ -62,7 +64,8 @@ def train(args, art, data, steps, save, dump):
                          capture_output=True, text=True).stderr
     subprocess.run([args.ztc, "train", art, "--data", data, "--steps", "1",
                     "--dump-grads", dump], check=True, capture_output=True)
-    return re.findall(r"loss ([0-9.eE+-]+)", log)
+    arena = re.search(r"arena: (\d+) bytes planned, (\d+) written", log)
+    return re.findall(r"loss ([0-9.eE+-]+)", log), arena and arena.groups()
 
 
 def tensors_equal(a, b):
@@ -83,7 +86,10 @@ def compare_policies(args, tmp, name, model, data, steps, *flags, policies=POLIC
         art = os.path.join(tmp, "%s-%s.ztc" % (name, policy))
         manifests[policy] = compile_model(args, model, art, policy, *flags)
         save, dump = art + ".ckpt", art + ".grads"
-        losses = train(args, art, data, steps, save, dump)
+        losses, arena = train(args, art, data, steps, save, dump)
+        check(arena is not None and arena[0] == arena[1] == str(manifests[policy]["arena_bytes"]),
+              "%s --recompute %s: the arena's measured high-water mark %s equals the plan's "
+              "%d bytes" % (name, policy, arena and arena[1], manifests[policy]["arena_bytes"]))
         runs[policy] = (losses, read_safetensors(os.path.join(save, "checkpoint.safetensors")),
                         grads(dump))
     base_losses, base_state, base_grads = runs[policies[0]]

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/ztc/Compile.h"
+#include "tools/ztc/MemoryReport.h"
 
 #include "passes/Passes.h"
 #include "passes/Pipelines/Pipelines.h"
@@ -18,6 +19,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -153,6 +155,15 @@ LogicalResult mlir::ztc::compileForward(MLIRContext &context,
   return readParameterValues(context, modelPath, artifact);
 }
 
+OwningOpRef<ModuleOp>
+mlir::ztc::planTraining(MLIRContext &context, StringRef modelPath,
+                        const onnx::ImportOptions &importOptions,
+                        const TrainingPipelineOptions &options) {
+  return compileModule(
+      context, modelPath, importOptions,
+      [&](OpPassManager &pm) { buildTrainingPipeline(pm, options); });
+}
+
 LogicalResult
 mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
                            const onnx::ImportOptions &importOptions,
@@ -160,13 +171,16 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
                            codegen::Target target, ArtifactContents &artifact,
                            llvm::raw_ostream *kernelIR) {
   OwningOpRef<ModuleOp> module =
-      compileModule(context, modelPath, importOptions, [&](OpPassManager &pm) {
-        buildTrainingPipeline(pm, options);
-      });
+      planTraining(context, modelPath, importOptions, options);
   if (!module)
     return failure();
   if (kernelIR)
     *kernelIR << *module << "\n";
+  FailureOr<MemoryReport> memory = buildMemoryReport(*module);
+  if (failed(memory))
+    return failure();
+  llvm::raw_string_ostream memoryJson(artifact.memoryReport);
+  memoryJson << llvm::formatv("{0:2}", memoryReportToJson(*memory)) << "\n";
   // The loss the pipeline chose (`auto` resolved) and the classes its
   // labels index.
   std::string lossKind = options.loss;

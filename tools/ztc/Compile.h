@@ -30,6 +30,9 @@ struct ArtifactContents {
   std::map<std::string, ::ztc::rt::Tensor> initialValues;
   /// The ONNX model compiled (absolute path), for `ztc export`.
   std::string sourceModel;
+  /// memory.json: the step's memory report (MemoryReport.h), for `ztc
+  /// inspect`; empty for forward artifacts.
+  std::string memoryReport;
 };
 
 /// The little-endian bytes of a constant, one byte per bool (the layout of
@@ -61,6 +64,14 @@ LogicalResult compileTraining(MLIRContext &context, llvm::StringRef modelPath,
                               codegen::Target target,
                               ArtifactContents &artifact,
                               llvm::raw_ostream *kernelIR = nullptr);
+
+/// Runs the training pipeline on the model at `modelPath` and returns the
+/// planned kernel module, without emitting anything (`ztc inspect`). Null
+/// after reporting a failure.
+OwningOpRef<ModuleOp> planTraining(MLIRContext &context,
+                                   llvm::StringRef modelPath,
+                                   const onnx::ImportOptions &importOptions,
+                                   const TrainingPipelineOptions &options);
 
 /// Compiles the forward step of the model at `modelPath` for `target`
 /// (entry `ztc_forward`). Diagnostics go to `context`; fails after

@@ -79,6 +79,12 @@ bridge::writeAndBuildArtifact(const std::string &dir,
       std::ofstream model(dir + "/source-model", std::ios::trunc);
       model << artifact.sourceModel << "\n";
     }
+    if (!artifact.memoryReport.empty()) {
+      std::ofstream memory(dir + "/memory.json", std::ios::trunc);
+      memory << artifact.memoryReport;
+      if (!memory.flush())
+        throw rt::Error("cannot write " + dir + "/memory.json");
+    }
     // The manifest goes last: a directory with a manifest is complete.
     std::ofstream manifest(dir + "/manifest.json", std::ios::trunc);
     manifest << rt::printManifest(artifact.manifest);

@@ -13,6 +13,7 @@
 #include "passes/Passes.h"
 #include "tools/ztc/Compile.h"
 #include "tools/ztc/GradCheck.h"
+#include "tools/ztc/MemoryReport.h"
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "mlir/IR/AsmState.h"
@@ -26,6 +27,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -61,6 +64,10 @@ cl::SubCommand
                      "Compare compiled gradients with finite differences in "
                      "float64 on random inputs");
 cl::SubCommand
+    inspectCommand("inspect",
+                   "Show what a training step needs before it runs: its "
+                   "memory per rank, by role and over time");
+cl::SubCommand
     emitCommand("emit",
                 "Print the C++ or CUDA source ztc generates for a model's "
                 "forward step");
@@ -69,6 +76,23 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("MODEL.onnx"),
                                cl::Required, cl::sub(importCommand),
                                cl::sub(runCommand), cl::sub(emitCommand),
                                cl::sub(compileCommand));
+cl::opt<std::string> inspectPath(cl::Positional,
+                                 cl::desc("ART.ztc | MODEL.onnx"), cl::Required,
+                                 cl::sub(inspectCommand));
+cl::opt<bool> inspectMemory(
+    "memory",
+    cl::desc("The memory report (the default): parameters, optimizer "
+             "state, data and the arena, the arena at its fullest by role "
+             "(saved activations, recomputation, gradients, workspace) and "
+             "the tensors live then with their ONNX nodes"),
+    cl::init(true), cl::sub(inspectCommand));
+cl::opt<bool> inspectJson("json", cl::desc("Print the report as JSON"),
+                          cl::sub(inspectCommand));
+cl::opt<std::string> inspectSvg(
+    "svg",
+    cl::desc("Also draw the arena's live bytes over the step's ops, by "
+             "role, as an SVG"),
+    cl::value_desc("FILE"), cl::sub(inspectCommand));
 cl::opt<std::string> artifactPath(cl::Positional, cl::desc("ART.ztc"),
                                   cl::Required, cl::sub(exportCommand));
 cl::opt<std::string> checkpointDir("checkpoint",
@@ -89,7 +113,8 @@ cl::list<std::string>
                 cl::desc("Bind a graph input's shape: NAME=D0xD1x... "
                          "(repeatable); binds its symbolic dimensions"),
                 cl::sub(importCommand), cl::sub(runCommand),
-                cl::sub(emitCommand), cl::sub(compileCommand));
+                cl::sub(emitCommand), cl::sub(compileCommand),
+                cl::sub(inspectCommand));
 cl::opt<std::string> dataDir("data",
                              cl::desc("Directory with <input>.npy per graph "
                                       "input"),
@@ -126,7 +151,7 @@ cl::list<std::string> constantInputs(
     cl::desc("Specialize a graph input to the value in a serialized ONNX "
              "TensorProto: NAME=FILE.pb (repeatable)"),
     cl::sub(importCommand), cl::sub(runCommand), cl::sub(emitCommand),
-    cl::sub(compileCommand));
+    cl::sub(compileCommand), cl::sub(inspectCommand));
 // ztc compile.
 cl::opt<std::string> compileOutput("o", cl::desc("Write the artifact to DIR"),
                                    cl::value_desc("ART.ztc"), cl::Required,
@@ -134,7 +159,7 @@ cl::opt<std::string> compileOutput("o", cl::desc("Write the artifact to DIR"),
 cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Bind the batch (first) dimension of every input"),
-              cl::init(0), cl::sub(compileCommand));
+              cl::init(0), cl::sub(compileCommand), cl::sub(inspectCommand));
 cl::opt<bool> noBuild(
     "no-build",
     cl::desc("Write the step's source and build command but do not compile "
@@ -188,14 +213,36 @@ public:
 
   /// Sets every given flag on `options`; prints why and fails on a value the
   /// option's parser rejects.
-  LogicalResult apply(mz::TrainingPipelineOptions &options) {
+  LogicalResult
+  apply(mz::TrainingPipelineOptions &options,
+        const std::map<std::string, std::string> &overrides = {}) {
     for (const auto &flag : flags) {
       cl::Option *option = options.findOption(flag->ArgStr);
+      auto override = overrides.find(flag->ArgStr.str());
+      if (override != overrides.end()) {
+        if (option->addOccurrence(0, flag->ArgStr, override->second))
+          return failure();
+        continue;
+      }
       for (const std::string &value : *flag)
         if (option->addOccurrence(0, flag->ArgStr, value))
           return failure();
     }
     return success();
+  }
+
+  /// The values given for flag `name`, in order.
+  std::vector<std::string> values(llvm::StringRef name) const {
+    for (const auto &flag : flags)
+      if (flag->ArgStr == name)
+        return {flag->begin(), flag->end()};
+    return {};
+  }
+
+  /// Whether any of the flags was given.
+  bool any() const {
+    return llvm::any_of(
+        flags, [](const auto &flag) { return flag->getNumOccurrences() > 0; });
   }
 
 private:
@@ -223,6 +270,7 @@ private:
 };
 
 PipelineFlags compileFlags(compileCommand, kCompilePipelineFlags);
+PipelineFlags inspectFlags(inspectCommand, kCompilePipelineFlags);
 PipelineFlags gradcheckFlags(gradcheckCommand, kGradCheckPipelineFlags);
 
 // ztc train.
@@ -402,6 +450,17 @@ std::optional<mz::onnx::ImportOptions> importOptions() {
   return options;
 }
 
+/// The import options of a training compile: importOptions() with
+/// --batch-size binding the first dimensions.
+std::optional<mz::onnx::ImportOptions> trainingImportOptions() {
+  std::optional<mz::onnx::ImportOptions> options = importOptions();
+  if (options) {
+    options->batchSize = batchSize;
+    options->bindHint = "--batch-size B (a first dimension) or --input-shape";
+  }
+  return options;
+}
+
 /// A context with every ztc dialect and the one-line diagnostic printer.
 std::unique_ptr<MLIRContext> makeContext() {
   DialectRegistry registry;
@@ -510,11 +569,9 @@ int runRun() {
 
 int runCompile() {
   std::unique_ptr<MLIRContext> context = makeContext();
-  std::optional<mz::onnx::ImportOptions> options = importOptions();
+  std::optional<mz::onnx::ImportOptions> options = trainingImportOptions();
   if (!options)
     return 1;
-  options->batchSize = batchSize;
-  options->bindHint = "--batch-size B (a first dimension) or --input-shape";
   auto fail = [](const Twine &message) {
     llvm::errs() << "ztc: error: " << message << "\n";
     return 1;
@@ -628,6 +685,130 @@ int forwardToTrainer(int argc, char **argv) {
 
 } // namespace
 
+/// Prints `reports` as `ztc inspect` was asked to: JSON, one report, or a
+/// table of several; writes the SVG of the first.
+int printInspection(llvm::ArrayRef<mz::MemoryReport> reports) {
+  if (!inspectSvg.empty()) {
+    std::string svg;
+    llvm::raw_string_ostream os(svg);
+    mz::writeMemorySvg(reports.front(), os);
+    if (std::string error = writeOutput(inspectSvg, svg); !error.empty()) {
+      llvm::errs() << "ztc: error: " << error << "\n";
+      return 1;
+    }
+  }
+  if (inspectJson) {
+    llvm::json::Array array;
+    for (const mz::MemoryReport &report : reports)
+      array.push_back(mz::memoryReportToJson(report));
+    llvm::outs() << llvm::formatv("{0:2}",
+                                  reports.size() == 1
+                                      ? std::move(array.front())
+                                      : llvm::json::Value(std::move(array)))
+                 << "\n";
+  } else if (reports.size() == 1) {
+    mz::printMemoryReport(reports.front(), llvm::outs());
+  } else {
+    mz::printMemoryComparison(reports, llvm::outs());
+  }
+  return 0;
+}
+
+/// `ztc inspect ART.ztc`: the report `ztc compile` stored.
+int inspectArtifact() {
+  auto fail = [](const Twine &message) {
+    llvm::errs() << "ztc: error: " << message << "\n";
+    return 1;
+  };
+  if (inspectFlags.any() || batchSize != 0 || !inputShapes.empty() ||
+      !constantInputs.empty())
+    return fail("compile flags apply to a model (ztc inspect MODEL.onnx "
+                "...); " +
+                inspectPath + " is a compiled artifact");
+  std::string path = inspectPath + "/memory.json";
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return fail(path + ": " + file.getError().message() +
+                " (an artifact of a forward step, or of an older ztc: "
+                "compile it again)");
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*file)->getBuffer());
+  if (!json)
+    return fail(path + ": " + llvm::toString(json.takeError()));
+  std::string error;
+  std::optional<mz::MemoryReport> report =
+      mz::memoryReportFromJson(*json, error);
+  if (!report)
+    return fail(path + ": " + error);
+  return printInspection({*report});
+}
+
+/// `ztc inspect MODEL.onnx [flags]`: plans the step (nothing is built) once,
+/// or once per policy with `--recompute all`.
+int inspectModel() {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  std::optional<mz::onnx::ImportOptions> options = trainingImportOptions();
+  if (!options)
+    return 1;
+  std::vector<std::string> recompute = inspectFlags.values("recompute");
+  bool all = !recompute.empty() && recompute.back() == "all";
+  std::vector<std::string> policies =
+      all ? std::vector<std::string>{"none", "selective", "full", "sqrt"}
+          : std::vector<std::string>{""};
+  std::vector<mz::MemoryReport> reports;
+  std::vector<std::string> skipped;
+  for (const std::string &policy : policies) {
+    mz::TrainingPipelineOptions training;
+    std::map<std::string, std::string> overrides;
+    if (all)
+      overrides["recompute"] = policy;
+    if (failed(inspectFlags.apply(training, overrides)))
+      return 1;
+    std::string error;
+    if (failed(training.verify(error))) {
+      // ztc inspect also takes `all`.
+      if (StringRef(error).starts_with("--recompute '"))
+        error += " (or all, to compare them)";
+      llvm::errs() << "ztc: error: " << error << "\n";
+      return 1;
+    }
+    // With --recompute all, a model with no blocks has no `full` row: its
+    // reason follows the table instead of failing the comparison.
+    std::vector<std::string> errors;
+    std::optional<ScopedDiagnosticHandler> collect;
+    if (all && policy == "full")
+      collect.emplace(context.get(), [&](Diagnostic &diag) {
+        errors.push_back(oneLine(diag.str()));
+        return success();
+      });
+    OwningOpRef<ModuleOp> module =
+        mz::planTraining(*context, inspectPath, *options, training);
+    collect.reset();
+    if (!module && !errors.empty()) {
+      skipped.push_back(policy + ": not planned: " + errors.front());
+      continue;
+    }
+    if (!module)
+      return 1;
+    FailureOr<mz::MemoryReport> report = mz::buildMemoryReport(*module);
+    if (failed(report))
+      return 1;
+    reports.push_back(std::move(*report));
+  }
+  int status = printInspection(reports);
+  for (const std::string &line : skipped)
+    llvm::outs() << line << "\n";
+  return status;
+}
+
+int runInspect() {
+  if (llvm::sys::fs::is_directory(inspectPath) &&
+      llvm::sys::fs::exists(inspectPath + "/manifest.json"))
+    return inspectArtifact();
+  return inspectModel();
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && StringRef(argv[1]) == "train")
     return forwardToTrainer(argc, argv);
@@ -647,6 +828,8 @@ int main(int argc, char **argv) {
       "  ztc export ART.ztc --checkpoint DIR -o trained.onnx [--inference]\n"
       "  ztc gradcheck MODEL.onnx [--loss ...] [--batch-size B] [--seed S] "
       "[--tolerance T]\n"
+      "  ztc inspect ART.ztc | MODEL.onnx [compile flags] [--recompute "
+      "all] [--json] [--svg FILE]\n"
       "  ztc list-ops\n");
   if (importCommand)
     return runImport();
@@ -662,6 +845,8 @@ int main(int argc, char **argv) {
     return runExport();
   if (gradcheckCommand)
     return runGradCheck();
+  if (inspectCommand)
+    return runInspect();
   llvm::errs() << "ztc: error: no command given; see `ztc --help`\n";
   return 1;
 }

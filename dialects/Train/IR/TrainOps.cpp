@@ -177,6 +177,19 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   return op->emitError("unknown function attribute '") << name << "'";
 }
 
+void mlir::ztc::train::collectNodeNames(Location loc,
+                                        SmallVectorImpl<std::string> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (!llvm::is_contained(names, name.getName().str()))
+      names.push_back(name.getName().str());
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      collectNodeNames(inner, names);
+  } else if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
+    collectNodeNames(callSite.getCallee(), names);
+  }
+}
+
 bool mlir::ztc::train::isLossType(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && tensor.getRank() == 0 &&

@@ -82,6 +82,11 @@ DictionaryAttr bindingAttrs(MLIRContext *context, llvm::StringRef name,
 void setBinding(func::FuncOp func, unsigned index, llvm::StringRef name,
                 BindingRole role);
 
+/// The ONNX node names `loc` carries (a NameLoc, or those inside fused and
+/// call-site locations), each once, in order: what reports and generated
+/// code name an op by.
+void collectNodeNames(Location loc, SmallVectorImpl<std::string> &names);
+
 /// Whether `type` can be a loss: a rank-0 float tensor.
 bool isLossType(Type type);
 

@@ -82,8 +82,16 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
         return failure();
       continue;
     }
+    Operation *before = op.getPrevNode();
     if (failed(convert(b, &op)))
       return failure();
+    // The kernels of an op ztc-recompute cloned stay marked, for memory
+    // reports (their effects keep them apart already).
+    if (op.hasAttr(train::kRecomputedAttr))
+      for (Operation *made = before ? before->getNextNode() : &entry.front();
+           made != &op; made = made->getNextNode())
+        if (isa<kernel::ElementwiseOp, kernel::CallOp>(made))
+          made->setAttr(train::kRecomputedAttr, b.getUnitAttr());
   }
   // Drop the tensor ops, last first, now that nothing reads them.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))

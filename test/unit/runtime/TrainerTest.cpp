@@ -512,7 +512,7 @@ TEST_F(TrainerTest, LogLines) {
   run.logEvery = 5;
   run.saveDir = dir_ / "ckpt";
   TrainResult result = train(run);
-  ASSERT_EQ(log_.size(), 5u);
+  ASSERT_EQ(log_.size(), 6u);
   EXPECT_EQ(log_[0], "training " + artifact_ +
                          ": 22 samples, batches of 4 (5 per epoch), steps "
                          "1..12, optimizer sgd, lr schedule constant");
@@ -530,6 +530,10 @@ TEST_F(TrainerTest, LogLines) {
     EXPECT_EQ(match[2], loss);
   }
   EXPECT_EQ(log_[4], "saved checkpoint " + (dir_ / "ckpt") + " at step 12");
+  // The measured high-water mark: the hand-written step's highest write is
+  // b's gradient, at bytes 128..131 of its 256-byte arena.
+  EXPECT_EQ(log_[5], "arena: 256 bytes planned, 132 written (high-water mark)");
+  EXPECT_EQ(result.arenaTouched, 132u);
 }
 
 TEST_F(TrainerTest, ReadsTheLossOnlyWhenItReports) {
@@ -643,8 +647,9 @@ TEST_F(TrainerTest, ProgressBarRedrawsOneLine) {
   testing::internal::CaptureStderr();
   train(run);
   std::string bar = testing::internal::GetCapturedStderr();
-  // Only the banner went to the log; the steps went to the bar.
-  EXPECT_EQ(log_.size(), 1u);
+  // Only the banner and the arena's report went to the log; the steps went
+  // to the bar.
+  EXPECT_EQ(log_.size(), 2u);
   EXPECT_NE(bar.find("\rstep 12/12 [########################] loss "),
             std::string::npos)
       << bar;
@@ -673,7 +678,7 @@ TEST_F(TrainerTest, ResumeIsBitIdentical) {
   ASSERT_EQ(saves.size(), 3u);
   EXPECT_EQ(saves[0], "saved checkpoint " + straight.saveDir + " at step 7");
   EXPECT_EQ(saves[1], "saved checkpoint " + straight.saveDir + " at step 14");
-  EXPECT_EQ(log_.back(),
+  EXPECT_EQ(log_[log_.size() - 2],
             "saved checkpoint " + straight.saveDir + " at step 20");
 
   TrainOptions first = options(10);

@@ -1,0 +1,564 @@
+//===- MemoryReport.cpp - where a compiled step's memory goes -----*- C++
+//-*-===//
+//
+// Builds, stores and prints `ztc inspect --memory`'s report; see the
+// header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/ztc/MemoryReport.h"
+
+#include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/Train/IR/TrainOps.h"
+#include "passes/Transforms/LiveRanges.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+const char *mlir::ztc::arenaRoleName(ArenaRole role) {
+  switch (role) {
+  case ArenaRole::Activation:
+    return "activations";
+  case ArenaRole::Recompute:
+    return "recomputation";
+  case ArenaRole::Gradient:
+    return "gradients";
+  case ArenaRole::Workspace:
+    return "workspace";
+  }
+  return "workspace";
+}
+
+namespace {
+
+uint64_t memrefBytes(Type type) {
+  auto memref = cast<MemRefType>(type);
+  return uint64_t(memref.getNumElements()) *
+         ((memref.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// Up to three ONNX node names a location carries, comma-separated.
+std::string nodeNames(Location loc) {
+  SmallVector<std::string> names;
+  train::collectNodeNames(loc, names);
+  std::string text;
+  for (auto [i, name] : llvm::enumerate(names)) {
+    if (i == 3) {
+      text += llvm::formatv(" (+{0} more)", names.size() - 3).str();
+      break;
+    }
+    text += (i ? ", " : "") + name;
+  }
+  return text.empty() ? "(unnamed)" : text;
+}
+
+/// The alloc behind `value` (through views), or null (an argument or a
+/// constant).
+kernel::AllocOp allocOf(Value value) {
+  return kernel::rootBuffer(value).getDefiningOp<kernel::AllocOp>();
+}
+
+/// Classifies the arena buffers of `func` by what wrote them.
+DenseMap<Operation *, std::pair<ArenaRole, Operation *>>
+classifyBuffers(func::FuncOp func) {
+  Block &block = func.getBody().front();
+  DenseMap<Operation *, Operation *> writer;
+  DenseMap<Operation *, int64_t> position;
+  Value loss;
+  for (auto [i, op] : llvm::enumerate(block)) {
+    position[&op] = i;
+    for (Value written : kernel::writtenBuffers(&op))
+      if (kernel::AllocOp alloc = allocOf(written))
+        writer.try_emplace(alloc, &op);
+    if (auto record = dyn_cast<kernel::RecordLossOp>(op))
+      loss = record.getLoss();
+  }
+  Operation *ret = block.getTerminator();
+  if (!loss && ret->getNumOperands())
+    loss = ret->getOperand(0);
+
+  // Buffers that depend on the step's data (inputs, labels, the random
+  // key): a forward kernel of the weights alone (a transposed weight)
+  // holds no activation.
+  DenseSet<Operation *> dataDependent;
+  auto dependent = [&](Value value) {
+    Value root = kernel::rootBuffer(value);
+    if (auto arg = dyn_cast<BlockArgument>(root)) {
+      train::BindingAttr binding = train::getBinding(func, arg.getArgNumber());
+      return !binding || (binding.getRole() != train::BindingRole::Param &&
+                          binding.getRole() != train::BindingRole::Buffer);
+    }
+    Operation *alloc = root.getDefiningOp<kernel::AllocOp>();
+    return alloc && dataDependent.contains(alloc);
+  };
+  for (Operation &op : block) {
+    SmallVector<Value> written = kernel::writtenBuffers(&op);
+    bool reads = llvm::any_of(op.getOperands(), [&](Value operand) {
+      return !llvm::is_contained(written, operand) && dependent(operand);
+    });
+    if (reads)
+      for (Value value : written)
+        if (kernel::AllocOp alloc = allocOf(value))
+          dataDependent.insert(alloc);
+  }
+
+  // The forward: the kernels the loss depends on.
+  DenseSet<Operation *> forward;
+  if (kernel::AllocOp lossAlloc = loss ? allocOf(loss) : nullptr) {
+    DenseSet<Operation *> needed{lossAlloc};
+    Operation *lossWriter = writer.lookup(lossAlloc);
+    for (Operation *op = lossWriter; op; op = op->getPrevNode()) {
+      bool writes = llvm::any_of(kernel::writtenBuffers(op), [&](Value v) {
+        kernel::AllocOp alloc = allocOf(v);
+        return alloc && needed.contains(alloc);
+      });
+      if (!writes)
+        continue;
+      forward.insert(op);
+      for (Value operand : op->getOperands())
+        if (kernel::AllocOp alloc = allocOf(operand))
+          needed.insert(alloc);
+    }
+  }
+  // Gradients: what updates of the arguments (parameters and states, in
+  // place) and the entry's results read.
+  DenseSet<Operation *> gradients;
+  for (Operation &op : block) {
+    bool updates = llvm::any_of(kernel::writtenBuffers(&op), [](Value v) {
+      return isa<BlockArgument>(kernel::rootBuffer(v));
+    });
+    if (updates || &op == ret)
+      for (Value operand : op.getOperands())
+        if (kernel::AllocOp alloc = allocOf(operand))
+          gradients.insert(alloc);
+  }
+
+  DenseMap<Operation *, std::pair<ArenaRole, Operation *>> roles;
+  for (auto alloc : block.getOps<kernel::AllocOp>()) {
+    Operation *first = writer.lookup(alloc);
+    ArenaRole role = ArenaRole::Workspace;
+    if (first && first->hasAttr(train::kRecomputedAttr))
+      role = ArenaRole::Recompute;
+    else if (first && forward.contains(first) && dataDependent.contains(alloc))
+      role = ArenaRole::Activation;
+    else if (gradients.contains(alloc))
+      role = ArenaRole::Gradient;
+    roles[alloc] = {role, first};
+  }
+  return roles;
+}
+
+} // namespace
+
+FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
+  MemoryReport report;
+  func::FuncOp entry;
+  llvm::StringSet<> bound;
+  DenseSet<Attribute> constants;
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    auto arena = func->getAttrOfType<IntegerAttr>("kernel.arena_bytes");
+    if (!arena)
+      continue;
+    report.arena = std::max<uint64_t>(report.arena, arena.getInt());
+    if (!entry || func.getSymName() == "train_step")
+      entry = func;
+    // Bindings are shared by name across entries; count each once.
+    for (BlockArgument arg : func.getArguments()) {
+      train::BindingAttr binding = train::getBinding(func, arg.getArgNumber());
+      if (!binding || !bound.insert(binding.getName().getValue()).second)
+        continue;
+      uint64_t bytes = memrefBytes(arg.getType());
+      switch (binding.getRole()) {
+      case train::BindingRole::Param:
+        report.params += bytes;
+        break;
+      case train::BindingRole::Buffer:
+        report.buffers += bytes;
+        break;
+      case train::BindingRole::State:
+        report.states += bytes;
+        break;
+      default:
+        report.data += bytes;
+      }
+    }
+    for (auto constant : func.getOps<kernel::ConstantOp>())
+      if (constants.insert(constant.getValue()).second)
+        report.constants += memrefBytes(constant.getType());
+  }
+  if (!entry)
+    return module.emitError("the module has no planned entry (run the "
+                            "training pipeline)");
+  report.entry = entry.getSymName().str();
+  if (auto recompute =
+          entry->getAttrOfType<DictionaryAttr>(train::kRecomputeAttr)) {
+    report.policy = recompute.getAs<StringAttr>("policy").str();
+    auto figure = [&](StringRef key) {
+      return uint64_t(recompute.getAs<IntegerAttr>(key).getInt());
+    };
+    report.recompute = MemoryReport::Recompute{
+        figure("saved_bytes"), figure("baseline_saved_bytes"),
+        figure("recompute_flops"), figure("step_flops")};
+  }
+
+  FailureOr<SmallVector<LiveRange>> ranges = computeLiveRanges(entry);
+  if (failed(ranges))
+    return failure();
+  auto roles = classifyBuffers(entry);
+  uint64_t ops = entry.getBody().front().getOperations().size();
+  report.ops = ops;
+  // Live bytes per role after each op: a difference array, summed.
+  std::vector<std::array<int64_t, kArenaRoles>> delta(ops + 1);
+  for (const LiveRange &range : *ranges) {
+    size_t role = size_t(roles.lookup(range.alloc).first);
+    delta[range.first][role] += range.bytes;
+    delta[std::min<uint64_t>(range.last, ops - 1) + 1][role] -= range.bytes;
+  }
+  std::array<int64_t, kArenaRoles> live{};
+  uint64_t best = 0;
+  for (uint64_t at = 0; at < ops; ++at) {
+    std::array<uint64_t, kArenaRoles> row;
+    uint64_t total = 0;
+    for (size_t role = 0; role < kArenaRoles; ++role) {
+      live[role] += delta[at][role];
+      row[role] = uint64_t(live[role]);
+      total += row[role];
+    }
+    report.timeline.push_back(row);
+    if (total > best) {
+      best = total;
+      report.peakAt = at;
+      report.peakRoles = row;
+    }
+  }
+  for (LiveRange range : *ranges) {
+    if (range.first > int64_t(report.peakAt) ||
+        range.last < int64_t(report.peakAt))
+      continue;
+    auto [role, writer] = roles.lookup(range.alloc);
+    MemoryReport::Tensor tensor;
+    tensor.role = role;
+    tensor.bytes = range.bytes;
+    tensor.offset = range.alloc.getOffset().value_or(0);
+    tensor.nodes = nodeNames(writer ? writer->getLoc() : range.alloc.getLoc());
+    report.atPeak.push_back(std::move(tensor));
+  }
+  llvm::stable_sort(report.atPeak, [](const auto &a, const auto &b) {
+    return a.bytes > b.bytes;
+  });
+  return report;
+}
+
+//===----------------------------------------------------------------------===//
+// memory.json
+//===----------------------------------------------------------------------===//
+
+llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
+  llvm::json::Object roles;
+  for (size_t role = 0; role < kArenaRoles; ++role)
+    roles[arenaRoleName(ArenaRole(role))] = int64_t(report.peakRoles[role]);
+  llvm::json::Array tensors;
+  for (const MemoryReport::Tensor &tensor : report.atPeak)
+    tensors.push_back(llvm::json::Object{{"role", arenaRoleName(tensor.role)},
+                                         {"bytes", int64_t(tensor.bytes)},
+                                         {"offset", int64_t(tensor.offset)},
+                                         {"nodes", tensor.nodes}});
+  llvm::json::Array timeline;
+  for (const auto &row : report.timeline)
+    timeline.push_back(llvm::json::Array(
+        {int64_t(row[0]), int64_t(row[1]), int64_t(row[2]), int64_t(row[3])}));
+  llvm::json::Object root{
+      {"entry", report.entry},
+      {"policy", report.policy},
+      {"total_bytes", int64_t(report.total())},
+      {"bindings",
+       llvm::json::Object{{"params", int64_t(report.params)},
+                          {"buffers", int64_t(report.buffers)},
+                          {"optimizer_state", int64_t(report.states)},
+                          {"constants", int64_t(report.constants)},
+                          {"data", int64_t(report.data)}}},
+      {"arena_bytes", int64_t(report.arena)},
+      {"ops", int64_t(report.ops)},
+      {"peak", llvm::json::Object{{"op", int64_t(report.peakAt)},
+                                  {"live_bytes", int64_t(report.peakLive())},
+                                  {"roles", std::move(roles)},
+                                  {"tensors", std::move(tensors)}}},
+      {"timeline_roles", llvm::json::Array({"activations", "recomputation",
+                                            "gradients", "workspace"})},
+      {"timeline", std::move(timeline)}};
+  if (report.recompute)
+    root["recompute"] = llvm::json::Object{
+        {"saved_activation_bytes", int64_t(report.recompute->savedBytes)},
+        {"baseline_saved_activation_bytes",
+         int64_t(report.recompute->baselineSavedBytes)},
+        {"recompute_flops", int64_t(report.recompute->recomputeFlops)},
+        {"step_flops", int64_t(report.recompute->stepFlops)}};
+  return root;
+}
+
+std::optional<MemoryReport>
+mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
+                                std::string &error) {
+  MemoryReport report;
+  auto fail = [&](const std::string &what) -> std::optional<MemoryReport> {
+    error = what;
+    return std::nullopt;
+  };
+  const llvm::json::Object *top = json.getAsObject();
+  if (!top)
+    return fail("not a JSON object");
+  auto number = [&](const llvm::json::Object *object, StringRef key,
+                    uint64_t &out) {
+    std::optional<int64_t> value =
+        object ? object->getInteger(key) : std::nullopt;
+    if (!value || *value < 0)
+      return false;
+    out = uint64_t(*value);
+    return true;
+  };
+  const llvm::json::Object *bindings = top->getObject("bindings");
+  const llvm::json::Object *peak = top->getObject("peak");
+  const llvm::json::Object *roles = peak ? peak->getObject("roles") : nullptr;
+  std::optional<StringRef> entry = top->getString("entry");
+  std::optional<StringRef> policy = top->getString("policy");
+  if (!entry || !policy || !number(bindings, "params", report.params) ||
+      !number(bindings, "buffers", report.buffers) ||
+      !number(bindings, "optimizer_state", report.states) ||
+      !number(bindings, "constants", report.constants) ||
+      !number(bindings, "data", report.data) ||
+      !number(top, "arena_bytes", report.arena) ||
+      !number(top, "ops", report.ops) || !number(peak, "op", report.peakAt))
+    return fail("a field of the report is missing or not a count");
+  report.entry = entry->str();
+  report.policy = policy->str();
+  for (size_t role = 0; role < kArenaRoles; ++role)
+    if (!number(roles, arenaRoleName(ArenaRole(role)), report.peakRoles[role]))
+      return fail(std::string("peak.roles has no count for ") +
+                  arenaRoleName(ArenaRole(role)));
+  const llvm::json::Array *tensors = peak->getArray("tensors");
+  const llvm::json::Array *timeline = top->getArray("timeline");
+  if (!tensors || !timeline)
+    return fail("peak.tensors or timeline is missing");
+  for (const llvm::json::Value &value : *tensors) {
+    const llvm::json::Object *object = value.getAsObject();
+    MemoryReport::Tensor tensor;
+    std::optional<StringRef> role =
+        object ? object->getString("role") : std::nullopt;
+    std::optional<StringRef> nodes =
+        object ? object->getString("nodes") : std::nullopt;
+    if (!role || !nodes || !number(object, "bytes", tensor.bytes) ||
+        !number(object, "offset", tensor.offset))
+      return fail("an entry of peak.tensors is malformed");
+    for (size_t r = 0; r < kArenaRoles; ++r)
+      if (*role == arenaRoleName(ArenaRole(r)))
+        tensor.role = ArenaRole(r);
+    tensor.nodes = nodes->str();
+    report.atPeak.push_back(std::move(tensor));
+  }
+  for (const llvm::json::Value &value : *timeline) {
+    const llvm::json::Array *row = value.getAsArray();
+    if (!row || row->size() != kArenaRoles)
+      return fail("a timeline row is not " + std::to_string(kArenaRoles) +
+                  " counts");
+    std::array<uint64_t, kArenaRoles> counts;
+    for (size_t role = 0; role < kArenaRoles; ++role) {
+      std::optional<int64_t> count = (*row)[role].getAsInteger();
+      if (!count || *count < 0)
+        return fail("a timeline row is not " + std::to_string(kArenaRoles) +
+                    " counts");
+      counts[role] = uint64_t(*count);
+    }
+    report.timeline.push_back(counts);
+  }
+  if (const llvm::json::Object *recompute = top->getObject("recompute")) {
+    MemoryReport::Recompute figures;
+    if (!number(recompute, "saved_activation_bytes", figures.savedBytes) ||
+        !number(recompute, "baseline_saved_activation_bytes",
+                figures.baselineSavedBytes) ||
+        !number(recompute, "recompute_flops", figures.recomputeFlops) ||
+        !number(recompute, "step_flops", figures.stepFlops))
+      return fail("a field of recompute is missing or not a count");
+    report.recompute = figures;
+  }
+  return report;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string bytesText(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? llvm::formatv("{0} B", bytes).str()
+                   : llvm::formatv("{0:F2} {1}", value, units[unit]).str();
+}
+
+std::string flopsText(uint64_t flops) {
+  const char *units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
+  double value = double(flops);
+  int unit = 0;
+  while (value >= 1000 && unit < 5) {
+    value /= 1000;
+    ++unit;
+  }
+  return llvm::formatv("{0:F2} {1}", value, units[unit]).str();
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  return whole ? llvm::formatv("{0:F1}%", 100.0 * part / whole).str() : "-";
+}
+
+} // namespace
+
+void mlir::ztc::printMemoryReport(const MemoryReport &report,
+                                  llvm::raw_ostream &os) {
+  os << llvm::formatv("memory per rank: {0} ({1} bytes), recompute {2}\n",
+                      bytesText(report.total()), report.total(), report.policy);
+  auto line = [&](StringRef what, uint64_t bytes) {
+    os << llvm::formatv("  {0,-30} {1,12}  {2,6}\n", what, bytesText(bytes),
+                        percent(bytes, report.total()));
+  };
+  line("parameters", report.params);
+  line("optimizer state", report.states);
+  if (report.buffers)
+    line("buffers (running statistics)", report.buffers);
+  if (report.constants)
+    line("constants", report.constants);
+  line("inputs and labels", report.data);
+  line("arena (planned peak)", report.arena);
+  os << llvm::formatv("arena at its fullest, op {0} of {1} in {2}: {3} "
+                      "live\n",
+                      report.peakAt, report.ops, report.entry,
+                      bytesText(report.peakLive()));
+  for (size_t role = 0; role < kArenaRoles; ++role)
+    os << llvm::formatv("  {0,-30} {1,12}  {2,6}\n",
+                        role == 0 ? "saved activations"
+                                  : arenaRoleName(ArenaRole(role)),
+                        bytesText(report.peakRoles[role]),
+                        percent(report.peakRoles[role], report.peakLive()));
+  if (report.recompute) {
+    const MemoryReport::Recompute &figures = *report.recompute;
+    os << llvm::formatv("saved activations {0} (none: {1}); recomputation "
+                        "{2}, {3} of the step's {4}\n",
+                        bytesText(figures.savedBytes),
+                        bytesText(figures.baselineSavedBytes),
+                        flopsText(figures.recomputeFlops),
+                        percent(figures.recomputeFlops, figures.stepFlops),
+                        flopsText(figures.stepFlops));
+  }
+  size_t shown = std::min<size_t>(report.atPeak.size(), 12);
+  os << llvm::formatv("largest tensors live then ({0} of {1}):\n", shown,
+                      report.atPeak.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const MemoryReport::Tensor &tensor = report.atPeak[i];
+    os << llvm::formatv("  {0,12}  {1,-13}  {2}\n", bytesText(tensor.bytes),
+                        arenaRoleName(tensor.role), tensor.nodes);
+  }
+}
+
+void mlir::ztc::printMemoryComparison(llvm::ArrayRef<MemoryReport> reports,
+                                      llvm::raw_ostream &os) {
+  os << llvm::formatv("{0,-10} {1,14} {2,14} {3,16} {4,12}\n", "recompute",
+                      "total", "arena", "saved activ.", "extra FLOPs");
+  for (const MemoryReport &report : reports) {
+    std::string saved = "-", flops = "-";
+    if (report.recompute) {
+      saved = bytesText(report.recompute->savedBytes);
+      flops = percent(report.recompute->recomputeFlops,
+                      report.recompute->stepFlops);
+    }
+    os << llvm::formatv("{0,-10} {1,14} {2,14} {3,16} {4,12}\n", report.policy,
+                        bytesText(report.total()), bytesText(report.arena),
+                        saved, flops);
+  }
+}
+
+void mlir::ztc::writeMemorySvg(const MemoryReport &report,
+                               llvm::raw_ostream &os) {
+  constexpr double kWidth = 900, kHeight = 360, kLeft = 80, kRight = 180,
+                   kTop = 40, kBottom = 50;
+  const char *colors[kArenaRoles] = {"#4e79a7", "#f28e2b", "#59a14f",
+                                     "#bab0ac"};
+  double plotW = kWidth - kLeft - kRight, plotH = kHeight - kTop - kBottom;
+  double top = std::max<double>(1, double(report.arena));
+  size_t n = report.timeline.size();
+  auto x = [&](double at) {
+    return kLeft + (n > 1 ? at / double(n - 1) : 0.0) * plotW;
+  };
+  auto y = [&](double bytes) { return kTop + plotH - bytes / top * plotH; };
+  os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                      "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
+                      "font-size=\"12\">\n",
+                      int(kWidth), int(kHeight));
+  os << llvm::formatv(
+      "<title>ztc memory timeline: {0}, recompute {1}</title>\n", report.entry,
+      report.policy);
+  os << llvm::formatv("<text x=\"{0}\" y=\"20\" font-size=\"14\">Arena bytes "
+                      "live over {1}'s ops (recompute {2})</text>\n",
+                      kLeft, report.entry, report.policy);
+  // One stacked band per role: the polygon between the sum of the roles
+  // below it and that sum plus its own bytes.
+  std::vector<double> below(n, 0.0);
+  for (size_t role = 0; role < kArenaRoles; ++role) {
+    std::string upper, lower;
+    for (size_t i = 0; i < n; ++i) {
+      double base = below[i], high = base + double(report.timeline[i][role]);
+      upper += llvm::formatv("{0:F1},{1:F1} ", x(i), y(high)).str();
+      lower = llvm::formatv("{0:F1},{1:F1} ", x(i), y(base)).str() + lower;
+      below[i] = high;
+    }
+    os << llvm::formatv("<polygon class=\"{0}\" fill=\"{1}\" "
+                        "points=\"{2}{3}\"/>\n",
+                        arenaRoleName(ArenaRole(role)), colors[role], upper,
+                        lower);
+    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"12\" "
+                        "height=\"12\" fill=\"{2}\"/><text x=\"{3}\" "
+                        "y=\"{4}\">{5}</text>\n",
+                        kWidth - kRight + 20, kTop + 20 * role, colors[role],
+                        kWidth - kRight + 38, kTop + 20 * role + 11,
+                        arenaRoleName(ArenaRole(role)));
+  }
+  // Axes, the planned arena and the fullest point.
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
+                      "stroke=\"black\"/>\n",
+                      kLeft, kTop, kTop + plotH);
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" "
+                      "stroke=\"black\"/>\n",
+                      kLeft, kTop + plotH, kLeft + plotW);
+  os << llvm::formatv("<line class=\"arena\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" "
+                      "y2=\"{1}\" stroke=\"black\" stroke-dasharray=\"4 3\"/>"
+                      "<text x=\"{3}\" y=\"{4}\">planned arena {5}</text>\n",
+                      kLeft, y(top), kLeft + plotW, kLeft + plotW + 4,
+                      y(top) + 4, bytesText(report.arena));
+  os << llvm::formatv("<line class=\"peak\" x1=\"{0:F1}\" y1=\"{1}\" "
+                      "x2=\"{0:F1}\" y2=\"{2}\" stroke=\"red\"/>"
+                      "<text x=\"{3:F1}\" y=\"{4}\" fill=\"red\">fullest: {5} "
+                      "at op {6}</text>\n",
+                      x(report.peakAt), kTop, kTop + plotH,
+                      x(report.peakAt) + 4, kTop + 14,
+                      bytesText(report.peakLive()), report.peakAt);
+  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\">0</text><text x=\"{2}\" "
+                      "y=\"{1}\" text-anchor=\"end\">op {3}</text>\n",
+                      kLeft, kTop + plotH + 16, kLeft + plotW, n ? n - 1 : 0);
+  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">{2}"
+                      "</text><text x=\"{0}\" y=\"{3}\" text-anchor=\"end\">0"
+                      "</text>\n",
+                      kLeft - 6, kTop + 4, bytesText(report.arena),
+                      kTop + plotH);
+  os << "</svg>\n";
+}

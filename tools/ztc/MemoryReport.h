@@ -1,0 +1,98 @@
+//===- MemoryReport.h - where a compiled step's memory goes -------*- C++
+//-*-===//
+//
+// `ztc inspect --memory`: the per-rank memory of a planned training step
+// before anything runs. Bindings (parameters, optimizer state, buffers,
+// constants, data) are fixed; the arena's buffers are classified by what
+// wrote them and drawn over the step's ops from their live ranges (the ones
+// the planner placed them by). `ztc compile` stores the report in the
+// artifact as memory.json; `ztc inspect` prints it, as text, JSON or an SVG
+// timeline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_TOOLS_ZTC_MEMORYREPORT_H
+#define ZTC_TOOLS_ZTC_MEMORYREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::ztc {
+
+/// What an arena buffer holds, by what wrote it: a forward kernel (an
+/// activation: those alive in the backward are the saved ones), a kernel
+/// ztc-recompute cloned into the backward, a kernel whose result an
+/// optimizer update or the entry's results read (a gradient), or anything
+/// else (workspace: the backward's temporaries).
+enum class ArenaRole { Activation, Recompute, Gradient, Workspace };
+constexpr size_t kArenaRoles = 4;
+/// "activations", "recomputation", "gradients", "workspace".
+const char *arenaRoleName(ArenaRole role);
+
+struct MemoryReport {
+  /// The entry reported (the one with the largest arena: train_step).
+  std::string entry;
+  /// The recompute policy ("none" when the step has no report).
+  std::string policy = "none";
+  /// Bytes of the bindings, by role, and of the arena (the planned peak:
+  /// the arena the runtime allocates, shared by every entry).
+  uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,
+           arena = 0;
+  uint64_t total() const {
+    return params + buffers + states + constants + data + arena;
+  }
+  /// The entry's ops, and the op at which the most arena bytes are live.
+  uint64_t ops = 0, peakAt = 0;
+  /// Live arena bytes per role at `peakAt`.
+  std::array<uint64_t, kArenaRoles> peakRoles{};
+  uint64_t peakLive() const {
+    return peakRoles[0] + peakRoles[1] + peakRoles[2] + peakRoles[3];
+  }
+  /// The buffers live at `peakAt`, largest first: role, bytes, offset and
+  /// the ONNX nodes of the kernel that wrote it.
+  struct Tensor {
+    ArenaRole role = ArenaRole::Workspace;
+    uint64_t bytes = 0, offset = 0;
+    std::string nodes;
+  };
+  std::vector<Tensor> atPeak;
+  /// Live arena bytes per role after each op (ops entries).
+  std::vector<std::array<uint64_t, kArenaRoles>> timeline;
+  /// ztc-recompute's figures (train.recompute), when present.
+  struct Recompute {
+    uint64_t savedBytes = 0, baselineSavedBytes = 0, recomputeFlops = 0,
+             stepFlops = 0;
+  };
+  std::optional<Recompute> recompute;
+};
+
+/// The report of a planned module (after the training pipeline). Fails with
+/// a diagnostic when the module has no planned entry.
+FailureOr<MemoryReport> buildMemoryReport(ModuleOp module);
+
+/// memory.json: the report as JSON, and back (`error` says what is wrong
+/// with a file that does not parse as one).
+llvm::json::Value memoryReportToJson(const MemoryReport &report);
+std::optional<MemoryReport> memoryReportFromJson(const llvm::json::Value &json,
+                                                 std::string &error);
+
+/// The report for a terminal: totals, the arena at its fullest point by
+/// role, recomputation, and the largest tensors alive then.
+void printMemoryReport(const MemoryReport &report, llvm::raw_ostream &os);
+/// One row per report, side by side (`ztc inspect --recompute all`).
+void printMemoryComparison(llvm::ArrayRef<MemoryReport> reports,
+                           llvm::raw_ostream &os);
+/// The timeline as an SVG: live arena bytes over the step's ops, stacked by
+/// role, the fullest point marked.
+void writeMemorySvg(const MemoryReport &report, llvm::raw_ostream &os);
+
+} // namespace mlir::ztc
+
+#endif // ZTC_TOOLS_ZTC_MEMORYREPORT_H
