@@ -339,16 +339,17 @@ std::string writeOutput(StringRef path, StringRef text) {
 }
 
 /// A diagnostic as one terminal line: names from a model are any bytes of
-/// any length, so control characters are escaped and a message past 2000
-/// characters keeps its start and end.
+/// any length, so control characters are escaped (UTF-8 passes) and a
+/// message past 2000 characters keeps its start and end.
 std::string oneLine(const std::string &message) {
   std::string text;
   llvm::raw_string_ostream os(text);
   for (char c : message) {
-    if (llvm::isPrint(c))
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7F)
       os << c;
     else
-      os << "\\x" << llvm::hexdigit((c >> 4) & 0xF) << llvm::hexdigit(c & 0xF);
+      os << "\\x" << llvm::hexdigit(byte >> 4) << llvm::hexdigit(byte & 0xF);
   }
   constexpr size_t kLimit = 2000;
   if (text.size() > kLimit)
