@@ -441,6 +441,12 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (policy != "none" && policy != "selective" && policy != "full" &&
+        policy != "sqrt") {
+      func.emitError("--recompute '")
+          << policy << "': expected none, selective, full or sqrt";
+      return signalPassFailure();
+    }
     if (func.isExternal() || func.getNumResults() == 0 ||
         !train::isLossType(func.getResultTypes().front()))
       return;
@@ -468,10 +474,6 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
       recompute = selectSegments(graph, *segments);
     } else if (policy == "sqrt") {
       recompute = selectSegments(graph, sqrtSegments(graph));
-    } else if (policy != "none") {
-      func.emitError("--recompute '")
-          << policy << "': expected none, selective, full or sqrt";
-      return signalPassFailure();
     }
 
     // 2. The backward reads clones of what it no longer keeps.
