@@ -9,17 +9,14 @@
 
 #include "passes/Transforms/LiveRanges.h"
 
+#include "dialects/NN/IR/ShapeLimits.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
 using namespace mlir::ztc;
 
 namespace {
-
-int64_t bufferBytes(MemRefType type) {
-  int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-  return type.getNumElements() * elementBytes;
-}
 
 /// The op of `block` that contains `op`.
 Operation *topLevel(Operation *op, Block &block) {
@@ -142,7 +139,7 @@ mlir::ztc::computeLiveRanges(func::FuncOp func) {
   for (auto alloc : block.getOps<kernel::AllocOp>()) {
     LiveRange range;
     range.alloc = alloc;
-    range.bytes = bufferBytes(cast<MemRefType>(alloc.getType()));
+    range.bytes = nn::storageBytes(cast<MemRefType>(alloc.getType()));
     range.first = range.last = number.lookup(alloc);
     extendOverUses(alloc.getResult(), range, block, number, end, streams);
     ranges.push_back(range);

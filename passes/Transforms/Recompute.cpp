@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/NN/IR/NNOps.h"
+#include "dialects/NN/IR/ShapeLimits.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,8 +44,7 @@ int64_t tensorBytes(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || !type.hasStaticShape())
     return 0;
-  return type.getNumElements() *
-         int64_t((type.getElementTypeBitWidth() + 7) / 8);
+  return nn::storageBytes(type);
 }
 
 int64_t elements(Value value) {

@@ -185,23 +185,11 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   // labels index.
   std::string lossKind = options.loss;
   uint64_t classes = 0;
-  std::optional<rt::RecomputeReport> recompute;
   if (auto step = module->lookupSymbol<func::FuncOp>("train_step")) {
     if (auto built = step->getAttrOfType<StringAttr>(train::kLossAttr))
       lossKind = built.str();
     if (auto count = step->getAttrOfType<IntegerAttr>(train::kClassesAttr))
       classes = count.getInt();
-    // The train dialect verified the dictionary's fields.
-    if (auto report =
-            step->getAttrOfType<DictionaryAttr>(train::kRecomputeAttr)) {
-      auto figure = [&](StringRef key) {
-        return uint64_t(report.getAs<IntegerAttr>(key).getInt());
-      };
-      recompute = rt::RecomputeReport{
-          report.getAs<StringAttr>("policy").str(), figure("saved_bytes"),
-          figure("baseline_saved_bytes"), figure("recompute_flops"),
-          figure("step_flops")};
-    }
   }
   if (failed(emitArtifact(*module, target, artifact)) ||
       failed(readParameterValues(context, modelPath, artifact)))
@@ -225,6 +213,10 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   config.classes = classes;
   if (lossKind == "cross_entropy")
     config.ignoreIndex = options.ignoreIndex;
-  config.recompute = recompute;
+  // The memory report read ztc-recompute's figures (train.recompute).
+  if (const std::optional<MemoryReport::Recompute> &figures = memory->recompute)
+    config.recompute = rt::RecomputeReport{
+        memory->policy, figures->savedBytes, figures->baselineSavedBytes,
+        figures->recomputeFlops, figures->stepFlops};
   return success();
 }

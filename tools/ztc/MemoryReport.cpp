@@ -9,6 +9,7 @@
 #include "tools/ztc/MemoryReport.h"
 
 #include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/NN/IR/ShapeLimits.h"
 #include "dialects/Train/IR/TrainOps.h"
 #include "passes/Transforms/LiveRanges.h"
 
@@ -39,9 +40,7 @@ const char *mlir::ztc::arenaRoleName(ArenaRole role) {
 namespace {
 
 uint64_t memrefBytes(Type type) {
-  auto memref = cast<MemRefType>(type);
-  return uint64_t(memref.getNumElements()) *
-         ((memref.getElementTypeBitWidth() + 7) / 8);
+  return uint64_t(nn::storageBytes(cast<MemRefType>(type)));
 }
 
 /// Up to three ONNX node names a location carries, comma-separated.

@@ -37,6 +37,13 @@ inline bool isWithinSizeLimit(ArrayRef<int64_t> shape) {
   return true;
 }
 
+/// The bytes a tensor or buffer of static shape `type` holds, a whole byte
+/// per element narrower than one (bools): how buffers are laid out.
+inline int64_t storageBytes(ShapedType type) {
+  return type.getNumElements() *
+         int64_t((type.getElementTypeBitWidth() + 7) / 8);
+}
+
 /// "[2, 3, ?]", for the messages that refuse a shape; past rank 8,
 /// "[1, 2, 3, 4, ..., 9, 10] (rank 10)".
 inline std::string describeShape(ArrayRef<int64_t> shape) {

@@ -12,6 +12,7 @@
 
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/NN/IR/NNOps.h"
+#include "dialects/NN/IR/ShapeLimits.h"
 #include "passes/Conversion/NNToKernel/ScalarBodies.h"
 #include "passes/Passes.h"
 
@@ -254,8 +255,7 @@ struct ConvertNNToKernelPass
       if (isa_and_nonnull<nn::NNDialect>(op->getDialect()))
         for (Type type : op->getResultTypes())
           if (auto tensor = dyn_cast<RankedTensorType>(type))
-            tensorBytes += tensor.getNumElements() *
-                           ((tensor.getElementTypeBitWidth() + 7) / 8);
+            tensorBytes += nn::storageBytes(tensor);
     });
     getOperation()->setAttr(
         "kernel.tensor_bytes",
