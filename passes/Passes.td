@@ -367,7 +367,7 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
-def RecomputePass : Pass<"ztc-recompute", "func::FuncOp"> {
+def RecomputePass : Pass<"ztc-recompute", "ModuleOp"> {
   let summary = "Recompute activations in the backward instead of keeping them";
   let description = [{
     Gradient checkpointing on the function `ztc-autodiff` built (loss first,
@@ -391,7 +391,27 @@ def RecomputePass : Pass<"ztc-recompute", "func::FuncOp"> {
          expression) matches in it; ops in no block keep their results;
        - `sqrt`: Chen et al.'s √n checkpoints: the forward ops cut into
          ⌈√n⌉ segments, each cut where the fewest bytes cross it within
-         half a segment of its even position, then as `full`.
+         half a segment of its even position, then as `full`;
+       - `budget=BYTES` or `budget=FRACTION` (of the peak with `none`):
+         the least recomputation (in FLOPs) whose planned peak — the
+         bytes per rank `ztc inspect` reports — fits. Plans are weighed
+         by planning the rest of the step on a copy of the module, with
+         the planner the training pipeline hands the pass (run alone, the
+         pass refuses budgets). The candidates are the fixed policies and
+         the plans of a 0-1 integer program, solved by COIN-OR CBC within
+         `time-limit` seconds in all: one column per decided value (keep
+         it) and per forward op (recompute it); rows say that what the
+         backward reads is kept or recomputed, that a recomputed op's
+         operands are kept or recomputed in its own segment (a block of
+         the node names' scopes, else a √n segment), and that the bytes
+         alive in each interval of the backward — kept values until
+         their last read, a segment's clones in the span of its backward
+         uses, everything else as it lives in nn — stay under a capacity;
+         the objective is the recompute FLOPs. Solved for 24 capacities
+         spread between the smallest reachable and that of keeping
+         everything (the same candidates whatever the budget, so a larger
+         budget never costs more), the cheapest candidate that fits wins;
+         when none does, the error states the smallest planned peak.
     2. Every backward use of a recomputed value reads a clone built right
        before the first backward op that needs it (its recomputed operands
        cloned first), so its buffer lives from there to its last backward
@@ -402,7 +422,9 @@ def RecomputePass : Pass<"ztc-recompute", "func::FuncOp"> {
        updated by the forward's ops alone.
     3. Tags the function with `train.recompute`: the policy, the saved
        activation bytes with it and with `none` (each buffer once; a
-       reshape is a view), the FLOPs of the clones and of the step.
+       reshape is a view), the FLOPs of the clones and of the step; with a
+       budget also the budget, the plan's planned bytes and how it was
+       chosen (which candidate, the integer program's size and its gap).
 
     Example (`policy=selective`): the backward's use of `%t` reads a clone.
 
@@ -418,10 +440,12 @@ def RecomputePass : Pass<"ztc-recompute", "func::FuncOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none, selective, full or sqrt">,
+           "none, selective, full, sqrt, or budget=BYTES|FRACTION">,
     Option<"blocks", "blocks", "std::string", /*default=*/"\"\"",
            "For full: a regular expression whose first match in a node name "
            "names the node's block (default: its numbered scope)">,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"20",
+           "For budget: seconds the integer programs may take in all">,
   ];
   let dependentDialects = ["::mlir::ztc::train::TrainDialect"];
 }

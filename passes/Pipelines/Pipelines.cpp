@@ -10,6 +10,8 @@
 
 #include "passes/Pipelines/Pipelines.h"
 #include "passes/Passes.h"
+#include "passes/Transforms/Footprint.h"
+#include "passes/Transforms/Recompute.h"
 
 #include "dialects/Onnx/IR/OnnxOps.h"
 #include "runtime/train/Schedule.h"
@@ -51,10 +53,18 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (precision != "fp32" && precision != "fp64")
     return fail("--precision '" + precision +
                 "': expected fp32 or fp64 (mixed precision is not built yet)");
-  if (recompute != "none" && recompute != "selective" && recompute != "full" &&
-      recompute != "sqrt")
+  if (isRecomputeBudget(recompute)) {
+    std::string budgetError;
+    if (!parseRecomputeBudget(recompute, budgetError))
+      return fail(budgetError);
+  } else if (recompute != "none" && recompute != "selective" &&
+             recompute != "full" && recompute != "sqrt") {
     return fail("--recompute '" + recompute +
-                "': expected none, selective, full or sqrt");
+                "': expected none, selective, full, sqrt or budget=BYTES");
+  }
+  if (!(recomputeTimeLimit > 0))
+    return fail("--recompute-time-limit must be positive, got " +
+                std::to_string(recomputeTimeLimit));
   if (!recomputeBlocks.empty() && recompute != "full")
     return fail("--recompute-blocks applies to --recompute full, not '" +
                 recompute + "'");
@@ -141,12 +151,32 @@ void mlir::ztc::buildTrainingNNPipeline(
 
   // 4. [recompute slot] What the backward keeps and what it recomputes, on
   // the forward/backward graph before it is split into entries (with
-  // `none`, the pass only reports the saved activations).
+  // `none`, the pass only reports the saved activations). Budget mode
+  // measures each plan it weighs by planning the rest of the step on a
+  // copy: stages 5 to 7.
   RecomputePassOptions recompute;
   recompute.policy = options.recompute;
   recompute.blocks = options.recomputeBlocks;
-  pm.addNestedPass<func::FuncOp>(createRecomputePass(recompute));
+  recompute.timeLimit = options.recomputeTimeLimit;
+  auto tail = std::make_shared<TrainingPipelineOptions>();
+  tail->copyOptionValuesFrom(options);
+  pm.addPass(createRecomputePass(
+      recompute, [tail](ModuleOp module) -> FailureOr<uint64_t> {
+        PassManager pm(module.getContext());
+        buildTrainingEntriesPipeline(pm, *tail);
+        buildNNToKernelPipeline(pm);
+        if (failed(pm.run(module)))
+          return failure();
+        FailureOr<StepFootprint> footprint = measureFootprint(module);
+        if (failed(footprint))
+          return failure();
+        return footprint->total();
+      }));
+  buildTrainingEntriesPipeline(pm, options);
+}
 
+void mlir::ztc::buildTrainingEntriesPipeline(
+    OpPassManager &pm, const TrainingPipelineOptions &options) {
   // 5. Entries, accumulation, the optimizer on @train_step; the cleanup
   // kills what an entry does not return (the loss entry's backward).
   BuildEntriesPassOptions entries;

@@ -123,8 +123,15 @@ struct TrainingPipelineOptions
                      "none; selective (keep matrix products and "
                      "convolutions, recompute the cheap ops between them); "
                      "full (keep only each block's input); sqrt (Chen et "
-                     "al.'s sqrt(n) checkpoints)"),
+                     "al.'s sqrt(n) checkpoints); budget=BYTES or "
+                     "budget=FRACTION (the least recomputation whose planned "
+                     "peak fits: 8GiB, 0.6 or 60% of the peak with none)"),
       llvm::cl::init("none")};
+  Option<double> recomputeTimeLimit{
+      *this, "recompute-time-limit",
+      llvm::cl::desc("For --recompute budget=...: seconds the integer "
+                     "programs may take in all"),
+      llvm::cl::init(20.0)};
   Option<std::string> recomputeBlocks{
       *this, "recompute-blocks",
       llvm::cl::desc("For --recompute full: a regular expression whose first "
@@ -174,6 +181,11 @@ void buildTrainingPipeline(OpPassManager &pm,
 /// this point (which indices each integer input takes) before lowering.
 void buildTrainingNNPipeline(OpPassManager &pm,
                              const TrainingPipelineOptions &options);
+
+/// Stages 5 and 6 of the training compile, after the recompute slot:
+/// entries, accumulation and the optimizer, in nn.
+void buildTrainingEntriesPipeline(OpPassManager &pm,
+                                  const TrainingPipelineOptions &options);
 
 /// The forward compile, from an imported onnx module to a planned
 /// `@forward` entry (`ztc run`, `ztc emit`).

@@ -11,9 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Transforms/Recompute.h"
 #include "dialects/NN/IR/NNOps.h"
 #include "dialects/NN/IR/ShapeLimits.h"
 #include "passes/Passes.h"
+#include "passes/Transforms/Footprint.h"
+#include "passes/Transforms/IntegerProgram.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -21,10 +24,14 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <optional>
+#include <set>
 
 namespace mlir::ztc {
 #define GEN_PASS_DEF_RECOMPUTEPASS
@@ -130,6 +137,8 @@ public:
 
   /// Whether the function has a loss computed in its body.
   bool valid() const { return lossOp != nullptr; }
+  /// The op computing the loss: the last forward op.
+  Operation *loss() const { return lossOp; }
 
   /// Ops the loss depends on, in program order (constants excluded): the
   /// forward. Only these are ever recomputed.
@@ -299,8 +308,44 @@ RecomputeSet selectSegments(const StepGraph &graph,
   return recompute;
 }
 
+/// The blocks the node names scope (or the text `regex` matches in them):
+/// each forward op's block number, -1 for an op in no block. Empty when no
+/// op is in a block.
+DenseMap<Operation *, int64_t> scopeSegments(const StepGraph &graph,
+                                             llvm::Regex *regex) {
+  DenseMap<Operation *, int64_t> segmentOf;
+  llvm::StringMap<int64_t> ids;
+  for (Operation *op : graph.forwardOps()) {
+    SmallVector<std::string> names;
+    train::collectNodeNames(op->getLoc(), names);
+    std::optional<std::string> scope;
+    if (!names.empty() && regex) {
+      SmallVector<StringRef> matches;
+      if (regex->match(names.front(), &matches) && !matches.front().empty())
+        scope = matches.front().str();
+    } else if (!names.empty()) {
+      scope = defaultScope(names.front());
+    }
+    segmentOf[op] =
+        scope ? ids.try_emplace(*scope, ids.size()).first->second : -1;
+  }
+  if (ids.empty())
+    segmentOf.clear();
+  return segmentOf;
+}
+
+DenseMap<Operation *, int64_t> repeatedSegments(const StepGraph &graph);
+
+/// `full`'s blocks without --recompute-blocks: the node names' numbered
+/// scopes, else repeated structure.
+DenseMap<Operation *, int64_t> defaultBlocks(const StepGraph &graph) {
+  DenseMap<Operation *, int64_t> segmentOf = scopeSegments(graph, nullptr);
+  return segmentOf.empty() ? repeatedSegments(graph) : segmentOf;
+}
+
 /// `full`: the segments are the blocks the node names scope (or the text
-/// `blocks` matches in them). Fails, naming the flag, when there is none.
+/// `blocks` matches in them, or repeated structure). Fails, naming the
+/// flag, when there is none.
 FailureOr<DenseMap<Operation *, int64_t>>
 blockSegments(const StepGraph &graph, func::FuncOp func,
               StringRef blocksPattern) {
@@ -313,51 +358,29 @@ blockSegments(const StepGraph &graph, func::FuncOp func,
              << blocksPattern
              << "' is not a valid regular expression: " << error;
   }
-  DenseMap<Operation *, int64_t> segmentOf;
-  llvm::StringMap<int64_t> ids;
-  for (Operation *op : graph.forwardOps()) {
-    SmallVector<std::string> names;
-    train::collectNodeNames(op->getLoc(), names);
-    std::optional<StringRef> name;
-    if (!names.empty())
-      name = names.front();
-    std::optional<std::string> scope;
-    if (name && regex) {
-      SmallVector<StringRef> matches;
-      if (regex->match(*name, &matches) && !matches.front().empty())
-        scope = matches.front().str();
-    } else if (name) {
-      scope = defaultScope(*name);
-    }
-    segmentOf[op] =
-        scope ? ids.try_emplace(*scope, ids.size()).first->second : -1;
-  }
-  if (ids.empty()) {
+  DenseMap<Operation *, int64_t> segmentOf =
+      regex ? scopeSegments(graph, &*regex) : defaultBlocks(graph);
+  if (segmentOf.empty()) {
     if (regex)
       return func.emitError("--recompute-blocks '")
              << blocksPattern << "' matches no node name";
     return func.emitError(
         "--recompute full: no block found: no node name has a numbered "
-        "scope (such as /h.0/ or /layer1/); name the blocks with "
-        "--recompute-blocks REGEX");
+        "scope (such as /h.0/ or /layer1/) and no run of ops repeats; name "
+        "the blocks with --recompute-blocks REGEX");
   }
   return segmentOf;
 }
 
-/// `sqrt`: Chen et al.'s √n checkpoints. The forward ops are cut into
-/// ⌈√n⌉ segments; each cut is placed, within half a segment of its even
-/// position, where the fewest bytes cross it.
-DenseMap<Operation *, int64_t> sqrtSegments(const StepGraph &graph) {
+/// crossing[p], for p in [0, n]: the bytes of forward values defined
+/// before forward op p and read by op p or later (what a cut before op p
+/// keeps).
+std::vector<int64_t> crossingBytes(const StepGraph &graph) {
   ArrayRef<Operation *> ops = graph.forwardOps();
   int64_t n = ops.size();
-  DenseMap<Operation *, int64_t> segmentOf;
-  if (n == 0)
-    return segmentOf;
-  int64_t k = int64_t(std::ceil(std::sqrt(double(n))));
   DenseMap<Operation *, int64_t> index;
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = i;
-  // crossing[p]: bytes defined before op p and read by op p or later.
   std::vector<int64_t> delta(n + 2, 0);
   for (auto [i, op] : llvm::enumerate(ops))
     for (Value result : op->getResults()) {
@@ -373,6 +396,84 @@ DenseMap<Operation *, int64_t> sqrtSegments(const StepGraph &graph) {
   std::vector<int64_t> crossing(n + 1, 0);
   for (int64_t p = 1; p <= n; ++p)
     crossing[p] = crossing[p - 1] + delta[p];
+  return crossing;
+}
+
+/// Blocks from repeated structure, for names without scopes: the longest
+/// run of k ≥ 2 consecutive repetitions of the same ops (by op name and
+/// result types) — the most forward ops covered, then the shortest period
+/// — and, among the shifts of that run, the one whose cuts keep the fewest
+/// bytes. Each repetition is a block; empty when nothing repeats.
+DenseMap<Operation *, int64_t> repeatedSegments(const StepGraph &graph) {
+  ArrayRef<Operation *> ops = graph.forwardOps();
+  int64_t n = ops.size();
+  // Each op as a number: equal numbers, equal op name and result types.
+  std::vector<int64_t> ids;
+  std::map<std::vector<const void *>, int64_t> numbers;
+  for (Operation *op : ops) {
+    std::vector<const void *> key{op->getName().getAsOpaquePointer()};
+    for (Type type : op->getResultTypes())
+      key.push_back(type.getAsOpaquePointer());
+    ids.push_back(numbers.try_emplace(key, numbers.size()).first->second);
+  }
+  // equalRun(i, j, p): ops [i, i+p) and [j, j+p) have the same numbers.
+  auto equalRun = [&](int64_t i, int64_t j, int64_t p) {
+    return std::equal(ids.begin() + i, ids.begin() + i + p, ids.begin() + j);
+  };
+  int64_t bestStart = -1, bestPeriod = 0, bestCount = 0;
+  for (int64_t p = 2; 2 * p <= n; ++p)
+    for (int64_t i = 0; i + 2 * p <= n; ++i) {
+      if (ids[i] != ids[i + p] || !equalRun(i, i + p, p))
+        continue;
+      int64_t count = 2;
+      while (i + (count + 1) * p <= n && equalRun(i, i + count * p, p))
+        ++count;
+      if (count * p > bestCount * bestPeriod) {
+        bestStart = i;
+        bestPeriod = p;
+        bestCount = count;
+      }
+      i += (count - 1) * p; // the rest of this run repeats what it found
+    }
+  DenseMap<Operation *, int64_t> segmentOf;
+  if (bestStart < 0)
+    return segmentOf;
+  // The run starts where its repetitions first do; a later start (up to a
+  // period later) keeps them all while the ops stay periodic. Take the
+  // one whose cuts keep the fewest bytes.
+  std::vector<int64_t> crossing = crossingBytes(graph);
+  int64_t span = bestCount * bestPeriod;
+  auto cost = [&](int64_t start) {
+    int64_t bytes = 0;
+    for (int64_t j = 0; j <= bestCount; ++j)
+      bytes += crossing[start + j * bestPeriod];
+    return bytes;
+  };
+  int64_t start = bestStart;
+  for (int64_t s = bestStart + 1;
+       s < bestStart + bestPeriod && s + span <= n &&
+       equalRun(s, s + bestPeriod, span - bestPeriod);
+       ++s)
+    if (cost(s) < cost(start))
+      start = s;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    int64_t at = int64_t(i) - start;
+    segmentOf[op] = at >= 0 && at < span ? at / bestPeriod : -1;
+  }
+  return segmentOf;
+}
+
+/// `sqrt`: Chen et al.'s √n checkpoints. The forward ops are cut into
+/// ⌈√n⌉ segments; each cut is placed, within half a segment of its even
+/// position, where the fewest bytes cross it.
+DenseMap<Operation *, int64_t> sqrtSegments(const StepGraph &graph) {
+  ArrayRef<Operation *> ops = graph.forwardOps();
+  int64_t n = ops.size();
+  DenseMap<Operation *, int64_t> segmentOf;
+  if (n == 0)
+    return segmentOf;
+  int64_t k = int64_t(std::ceil(std::sqrt(double(n))));
+  std::vector<int64_t> crossing = crossingBytes(graph);
   std::vector<int64_t> cuts;
   int64_t half = std::max<int64_t>(1, n / (2 * k));
   for (int64_t s = 1; s < k; ++s) {
@@ -436,27 +537,525 @@ std::pair<int64_t, int64_t> rewriteBackward(StepGraph &graph,
   return {flops, count};
 }
 
+//===----------------------------------------------------------------------===//
+// Budget mode
+//===----------------------------------------------------------------------===//
+
+/// A plan by position: the (op number in the block, result number) of each
+/// recomputed value, so that it applies to a copy of the function.
+using PlanKey = std::vector<std::pair<unsigned, unsigned>>;
+
+PlanKey keyOf(func::FuncOp func, const RecomputeSet &recompute) {
+  DenseMap<Operation *, unsigned> number;
+  for (auto [i, op] : llvm::enumerate(func.getBody().front()))
+    number[&op] = i;
+  PlanKey key;
+  for (Value value : recompute)
+    key.push_back({number.lookup(value.getDefiningOp()),
+                   cast<OpResult>(value).getResultNumber()});
+  llvm::sort(key);
+  return key;
+}
+
+RecomputeSet setOf(func::FuncOp func, const PlanKey &key) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  RecomputeSet recompute;
+  for (auto [op, result] : key)
+    recompute.insert(ops[op]->getResult(result));
+  return recompute;
+}
+
+/// Budget mode's integer program over the step's forward ops, on nn-level
+/// liveness (the pass description in Passes.td states it). Bytes are in
+/// MiB and costs in millionths of the step's FLOPs, so CBC's tolerances
+/// apply to both alike.
+class BudgetModel {
+public:
+  BudgetModel(const StepGraph &graph, func::FuncOp func,
+              const DenseMap<Operation *, int64_t> &segmentOf,
+              int64_t stepFlops);
+
+  /// The plan of least recompute whose modelled peak is at most
+  /// `capacity` MiB; nullopt when none is, or none was found in `seconds`.
+  std::optional<std::pair<RecomputeSet, IntegerProgram::Solution>>
+  solve(double capacity, double seconds) const;
+  /// The smallest modelled peak a plan reaches (MiB).
+  std::optional<double> smallestPeak(double seconds) const;
+  /// The modelled peak of keeping every activation (MiB).
+  double peakWithoutRecompute() const { return keepAllPeak; }
+
+  size_t columns() const { return keep.size() + recompute.size(); }
+  size_t rows() const { return logic.size() + memory.size(); }
+
+private:
+  using Terms = std::vector<std::pair<int, double>>;
+  /// Columns 0..|values|-1: keep value v; then recompute op o.
+  std::vector<Value> values;
+  DenseMap<Value, int> valueIndex;
+  std::vector<Operation *> ops;
+  std::vector<double> keep, recompute;
+  /// Rows Σ ≥ lower that make a plan valid.
+  std::vector<std::pair<Terms, double>> logic;
+  /// Rows Σ + base ≤ capacity, one per interval of the backward in which
+  /// the same values are alive.
+  std::vector<std::pair<Terms, double>> memory;
+  double keepAllPeak = 0;
+
+  IntegerProgram program(std::optional<double> capacity, int *peak) const;
+};
+
+BudgetModel::BudgetModel(const StepGraph &graph, func::FuncOp func,
+                         const DenseMap<Operation *, int64_t> &segmentOf,
+                         int64_t stepFlops) {
+  Block &block = func.getBody().front();
+  DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(block))
+    position[&op] = i;
+  int64_t end = block.getOperations().size();
+  auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
+  auto isView = [](Value value) {
+    return isa_and_nonnull<nn::ReshapeOp>(value.getDefiningOp());
+  };
+  auto viewedBytes = [&](Value value) {
+    return isView(value) ? 0 : tensorBytes(value);
+  };
+
+  // The candidates: forward nn ops with an activation result.
+  DenseMap<Operation *, int> opColumn;
+  for (Operation *op : graph.forwardOps())
+    if (isa<nn::NNDialect>(op->getDialect()) &&
+        llvm::any_of(op->getResults(),
+                     [&](Value v) { return graph.isActivation(v); })) {
+      opColumn[op] = ops.size();
+      ops.push_back(op);
+    }
+  // The values a plan decides on: activations the backward or a candidate
+  // reads.
+  DenseMap<Value, int> valueColumn;
+  for (Operation *op : graph.forwardOps())
+    for (Value result : op->getResults()) {
+      if (!graph.isActivation(result))
+        continue;
+      bool needed = llvm::any_of(result.getUsers(), [&](Operation *user) {
+        return graph.isBackward(user) || opColumn.contains(user);
+      });
+      if (needed) {
+        valueColumn[result] = values.size();
+        values.push_back(result);
+      }
+    }
+  valueIndex = valueColumn;
+  int columnsBefore = values.size();
+  auto recomputeColumn = [&](Operation *op) {
+    return columnsBefore + opColumn.lookup(op);
+  };
+  keep.assign(values.size(), 0.0);
+  for (Operation *op : ops)
+    recompute.push_back(
+        (stepFlops ? 1e6 * double(estimateFlops(op)) / double(stepFlops)
+                   : double(estimateFlops(op))) +
+        1e-3);
+
+  // When the backward reads each value (first and last), and in which
+  // span of the backward each segment's clones can be alive: a clone is
+  // made at a backward use of its segment's values, or for a clone of its
+  // segment that reads it (chains never leave a segment).
+  auto segment = [&](Operation *op) { return segmentOf.lookup(op); };
+  DenseMap<int64_t, std::pair<int64_t, int64_t>> window;
+  std::vector<int64_t> lastUse(values.size(), -1);
+  for (auto [i, value] : llvm::enumerate(values)) {
+    int64_t first = end, last = -1;
+    for (Operation *user : value.getUsers())
+      if (graph.isBackward(user)) {
+        first = std::min(first, position.lookup(user));
+        last = std::max(last, position.lookup(user));
+      }
+    lastUse[i] = last;
+    Operation *def = value.getDefiningOp();
+    if (last >= 0 && opColumn.contains(def)) {
+      auto [it, inserted] =
+          window.try_emplace(segment(def), std::make_pair(first, last));
+      it->second.first = std::min(it->second.first, first);
+      it->second.second = std::max(it->second.second, last);
+    }
+  }
+  // A kept value lives until the backward's last read of it, or of a clone
+  // that reads it; a view keeps its operand's buffer.
+  for (auto [i, value] : llvm::enumerate(values))
+    for (Operation *user : value.getUsers())
+      if (opColumn.contains(user))
+        if (auto it = window.find(segment(user)); it != window.end())
+          lastUse[i] = std::max(lastUse[i], it->second.second);
+  for (int i = values.size() - 1; i >= 0; --i)
+    if (isView(values[i]))
+      if (auto it = valueColumn.find(values[i].getDefiningOp()->getOperand(0));
+          it != valueColumn.end())
+        lastUse[it->second] = std::max(lastUse[it->second], lastUse[i]);
+
+  // Validity: what the backward reads is kept or recomputed; a recomputed
+  // op's operands are kept, or recomputed in its own segment; a kept view
+  // keeps its operand.
+  for (auto [i, value] : llvm::enumerate(values)) {
+    Operation *def = value.getDefiningOp();
+    bool read = llvm::any_of(value.getUsers(), [&](Operation *user) {
+      return graph.isBackward(user);
+    });
+    if (read) {
+      Terms terms{{int(i), 1.0}};
+      if (opColumn.contains(def))
+        terms.push_back({recomputeColumn(def), 1.0});
+      logic.push_back({std::move(terms), 1.0});
+    }
+  }
+  for (Operation *op : ops) {
+    llvm::SmallDenseSet<Value> seen;
+    for (Value operand : op->getOperands()) {
+      auto it = valueColumn.find(operand);
+      if (it == valueColumn.end() || !seen.insert(operand).second)
+        continue;
+      Terms terms{{it->second, 1.0}, {recomputeColumn(op), -1.0}};
+      Operation *def = operand.getDefiningOp();
+      if (opColumn.contains(def) && segment(def) == segment(op))
+        terms.push_back({recomputeColumn(def), 1.0});
+      logic.push_back({std::move(terms), 0.0});
+    }
+    if (isa<nn::ReshapeOp>(op))
+      if (auto operand = valueColumn.find(op->getOperand(0));
+          operand != valueColumn.end())
+        if (auto result = valueColumn.find(op->getResult(0));
+            result != valueColumn.end())
+          logic.push_back(
+              {{{operand->second, 1.0}, {result->second, -1.0}}, 0.0});
+  }
+
+  // What lives whatever the plan: every other value from its definition to
+  // its last use (a view's uses extend its operand's), and the decided
+  // values until their last forward use. Only the loss op and what follows
+  // it matter: the backward holds the peak (the end of the forward is its
+  // first op).
+  int64_t from = position.lookup(graph.loss());
+  std::vector<int64_t> delta(end + 2, 0);
+  DenseMap<Value, int64_t> last;
+  for (Operation &op : llvm::reverse(block)) {
+    for (Value result : op.getResults()) {
+      int64_t at = position.lookup(&op);
+      bool decided = valueColumn.contains(result);
+      for (Operation *user : result.getUsers())
+        if (!decided || !graph.isBackward(user))
+          at = std::max(at, position.lookup(user));
+      at = std::max(at, last.lookup(result));
+      if (isView(result)) {
+        Value operand = op.getOperand(0);
+        last[operand] = std::max(last.lookup(operand), at);
+        continue;
+      }
+      if (op.hasTrait<OpTrait::ConstantLike>())
+        continue;
+      int64_t begin = std::max(from, position.lookup(&op));
+      if (at >= begin) {
+        delta[begin] += tensorBytes(result);
+        delta[at + 1] -= tensorBytes(result);
+      }
+    }
+  }
+  std::vector<int64_t> base(end + 1, 0);
+  for (int64_t p = 0, live = 0; p <= end; ++p)
+    base[p] = live += delta[p];
+
+  // The intervals of the backward in which the same decided values are
+  // alive: one memory row each, at its largest base.
+  std::vector<int64_t> events{from, end + 1};
+  for (int64_t at : lastUse)
+    if (at + 1 > from)
+      events.push_back(at + 1);
+  for (auto &[segmentId, span] : window) {
+    events.push_back(std::max(from, span.first));
+    events.push_back(std::max(from, span.second + 1));
+  }
+  llvm::sort(events);
+  events.erase(std::unique(events.begin(), events.end()), events.end());
+  for (size_t e = 0; e + 1 < events.size(); ++e) {
+    int64_t at = events[e];
+    int64_t most = *std::max_element(
+        base.begin() + at, base.begin() + std::min(events[e + 1], end + 1));
+    Terms terms;
+    double kept = 0;
+    for (auto [i, value] : llvm::enumerate(values))
+      if (lastUse[i] >= at && viewedBytes(value) > 0) {
+        terms.push_back({int(i), mib(viewedBytes(value))});
+        if (llvm::any_of(value.getUsers(), [&](Operation *user) {
+              return graph.isBackward(user);
+            }))
+          kept += mib(viewedBytes(value));
+      }
+    for (Operation *op : ops) {
+      auto it = window.find(segment(op));
+      if (it == window.end() || at < it->second.first || at > it->second.second)
+        continue;
+      int64_t bytes = 0;
+      for (Value result : op->getResults())
+        bytes += viewedBytes(result);
+      if (bytes)
+        terms.push_back({recomputeColumn(op), mib(bytes)});
+    }
+    keepAllPeak = std::max(keepAllPeak, mib(most) + kept);
+    memory.push_back({std::move(terms), mib(most)});
+  }
+}
+
+IntegerProgram BudgetModel::program(std::optional<double> capacity,
+                                    int *peak) const {
+  IntegerProgram program;
+  for (double cost : keep)
+    program.addColumn(cost);
+  for (double cost : recompute)
+    program.addColumn(capacity ? cost : 0.0);
+  for (const auto &[terms, lower] : logic)
+    program.addRowAtLeast(terms, lower);
+  if (!capacity)
+    *peak = program.addColumn(1.0, 0, 1e18, /*continuous=*/true);
+  for (const auto &[terms, base] : memory) {
+    auto row = terms;
+    if (capacity) {
+      program.addRowAtMost(std::move(row), *capacity - base);
+    } else {
+      row.push_back({*peak, -1.0});
+      program.addRowAtMost(std::move(row), -base);
+    }
+  }
+  return program;
+}
+
+std::optional<std::pair<RecomputeSet, IntegerProgram::Solution>>
+BudgetModel::solve(double capacity, double seconds) const {
+  std::optional<IntegerProgram::Solution> solution =
+      program(capacity, nullptr).solve(seconds);
+  if (!solution)
+    return std::nullopt;
+  RecomputeSet chosen;
+  int columnsBefore = values.size();
+  for (auto [j, op] : llvm::enumerate(ops)) {
+    if (!solution->isSet(columnsBefore + j))
+      continue;
+    for (Value result : op->getResults()) {
+      auto it = valueIndex.find(result);
+      if (it != valueIndex.end() && !solution->isSet(it->second))
+        chosen.insert(result);
+    }
+  }
+  return std::make_pair(std::move(chosen), std::move(*solution));
+}
+
+std::optional<double> BudgetModel::smallestPeak(double seconds) const {
+  int peak = -1;
+  IntegerProgram minimal = program(std::nullopt, &peak);
+  std::optional<IntegerProgram::Solution> solution = minimal.solve(seconds);
+  if (!solution)
+    return std::nullopt;
+  return solution->values[peak];
+}
+
+/// One plan budget mode measured: its planned bytes per rank and its cost.
+struct Candidate {
+  std::string name;
+  PlanKey key;
+  uint64_t plannedBytes = 0;
+  int64_t flops = 0, ops = 0;
+  int64_t savedBytes = 0;
+  /// For a plan of the integer program: its solution.
+  std::optional<IntegerProgram::Solution> solution;
+};
+
+/// The segments budget mode's chains stay in: the blocks the node names
+/// scope, each run of forward ops in no block a segment of its own; √n
+/// segments when no name has a scope.
+DenseMap<Operation *, int64_t> budgetSegments(const StepGraph &graph) {
+  DenseMap<Operation *, int64_t> segmentOf = defaultBlocks(graph);
+  if (segmentOf.empty())
+    return sqrtSegments(graph);
+  int64_t next = 0;
+  for (auto &entry : segmentOf)
+    next = std::max(next, entry.second + 1);
+  bool inRun = false;
+  for (Operation *op : graph.forwardOps()) {
+    int64_t &id = segmentOf[op];
+    if (id >= 0) {
+      inRun = false;
+      continue;
+    }
+    if (!inRun)
+      ++next;
+    inRun = true;
+    id = next;
+  }
+  return segmentOf;
+}
+
+/// Bytes in budget mode's messages: "7.25 GiB (7784628224 bytes)".
+std::string budgetBytes(uint64_t bytes) {
+  return bytesText(bytes) + " (" + std::to_string(bytes) + " bytes)";
+}
+/// Budget mode's search: measures the fixed policies and the integer
+/// program's plans for capacities spread between its smallest modelled
+/// peak and that of keeping everything (the same plans whatever the
+/// budget, so a larger budget never costs more), each by planning the
+/// rest of the step on a copy; returns the cheapest that fits.
+FailureOr<RecomputeSet>
+chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
+                   const RecomputeBudget &budget, double timeLimit,
+                   int64_t stepFlops, const RecomputePlanner &planner,
+                   SmallVectorImpl<NamedAttribute> &figures) {
+  if (!planner)
+    return func.emitError("--recompute ")
+           << policy
+           << ": budget mode measures each plan by planning the rest of the "
+              "step; run it in the training pipeline (ztc compile, ztc "
+              "inspect, or ztc-opt --ztc-training-pipeline)";
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  ModuleOp module = func->getParentOfType<ModuleOp>();
+  std::vector<Candidate> candidates;
+  std::set<PlanKey> measured;
+  auto measure =
+      [&](StringRef name, PlanKey key,
+          std::optional<IntegerProgram::Solution> solution) -> LogicalResult {
+    if (!measured.insert(key).second)
+      return success();
+    OwningOpRef<ModuleOp> copy = cast<ModuleOp>(module->clone());
+    auto copyFunc = copy->lookupSymbol<func::FuncOp>(func.getSymName());
+    StepGraph copyGraph(copyFunc);
+    auto [flops, count] = rewriteBackward(copyGraph, setOf(copyFunc, key));
+    int64_t saved = copyGraph.savedBytes();
+    FailureOr<uint64_t> bytes = planner(*copy);
+    if (failed(bytes))
+      return failure();
+    candidates.push_back(
+        {name.str(), std::move(key), *bytes, flops, count, saved, solution});
+    return success();
+  };
+
+  // The fixed policies: `none` first (a fraction is of its peak).
+  if (failed(measure("none", {}, std::nullopt)) ||
+      failed(measure("selective", keyOf(func, selectSelective(graph)),
+                     std::nullopt)))
+    return failure();
+  DenseMap<Operation *, int64_t> blocks = defaultBlocks(graph);
+  if (!blocks.empty() &&
+      failed(measure("full", keyOf(func, selectSegments(graph, blocks)),
+                     std::nullopt)))
+    return failure();
+  if (failed(measure("sqrt",
+                     keyOf(func, selectSegments(graph, sqrtSegments(graph))),
+                     std::nullopt)))
+    return failure();
+  uint64_t noneBytes = candidates.front().plannedBytes;
+  uint64_t limit = budget.fraction > 0
+                       ? uint64_t(budget.fraction * double(noneBytes))
+                       : budget.bytes;
+
+  // The integer program's plans.
+  BudgetModel model(graph, func, budgetSegments(graph), stepFlops);
+  constexpr int kCapacities = 24;
+  auto share = [&](int solves) {
+    return std::max(0.05, (timeLimit - elapsed()) / solves);
+  };
+  double high = model.peakWithoutRecompute();
+  double low = model.smallestPeak(share(kCapacities + 1)).value_or(0.0);
+  int solved = 0;
+  for (int i = 0; i < kCapacities; ++i) {
+    double capacity = low + (high - low) * i / kCapacities;
+    auto plan = model.solve(capacity, share(kCapacities - i));
+    if (!plan)
+      continue;
+    ++solved;
+    if (failed(
+            measure("integer program", keyOf(func, plan->first), plan->second)))
+      return failure();
+  }
+
+  const Candidate *chosen = nullptr, *smallest = nullptr;
+  for (const Candidate &candidate : candidates) {
+    if (!smallest || candidate.plannedBytes < smallest->plannedBytes)
+      smallest = &candidate;
+    if (candidate.plannedBytes > limit)
+      continue;
+    if (!chosen || candidate.flops < chosen->flops ||
+        (candidate.flops == chosen->flops &&
+         candidate.plannedBytes < chosen->plannedBytes))
+      chosen = &candidate;
+  }
+  if (!chosen)
+    return func.emitError("--recompute ")
+           << policy << ": no plan fits in " << budgetBytes(limit)
+           << ": the smallest planned peak reachable is "
+           << budgetBytes(smallest->plannedBytes) << " (" << smallest->name
+           << "); without recomputation it is " << budgetBytes(noneBytes);
+
+  Builder b(func.getContext());
+  double gap = chosen->solution ? chosen->solution->gap() : 0.0;
+  figures.push_back(b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(limit)));
+  figures.push_back(b.getNamedAttr("planned_bytes",
+                                   b.getI64IntegerAttr(chosen->plannedBytes)));
+  figures.push_back(b.getNamedAttr(
+      "budget_plan",
+      b.getStringAttr(llvm::formatv(
+          "{0}, the cheapest of {1} plans measured ({2} columns and {3} "
+          "rows in the integer program, {4} of {5} solves found a plan){6}",
+          chosen->name, candidates.size(), model.columns(), model.rows(),
+          solved, kCapacities,
+          chosen->solution
+              ? llvm::formatv("; gap {0:F2}%{1}", 100 * gap,
+                              chosen->solution->optimal ? " (optimal)"
+                                                        : " (time limit)")
+                    .str()
+              : std::string()))));
+  return setOf(func, chosen->key);
+}
+
 struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
   using RecomputePassBase::RecomputePassBase;
+  RecomputePass(const RecomputePassOptions &options, RecomputePlanner planner)
+      : RecomputePassBase(options), planner(std::move(planner)) {}
 
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    if (policy != "none" && policy != "selective" && policy != "full" &&
-        policy != "sqrt") {
-      func.emitError("--recompute '")
-          << policy << "': expected none, selective, full or sqrt";
+    ModuleOp module = getOperation();
+    std::optional<RecomputeBudget> budget;
+    if (isRecomputeBudget(policy)) {
+      std::string error;
+      budget = parseRecomputeBudget(policy, error);
+      if (!budget) {
+        module.emitError(error);
+        return signalPassFailure();
+      }
+    } else if (policy != "none" && policy != "selective" && policy != "full" &&
+               policy != "sqrt") {
+      module.emitError("--recompute '")
+          << policy
+          << "': expected none, selective, full, sqrt or budget=BYTES";
       return signalPassFailure();
     }
+    for (func::FuncOp func :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (failed(runOnFunction(func, budget)))
+        return signalPassFailure();
+  }
+
+  LogicalResult runOnFunction(func::FuncOp func,
+                              const std::optional<RecomputeBudget> &budget) {
     if (func.isExternal() || func.getNumResults() == 0 ||
         !train::isLossType(func.getResultTypes().front()))
-      return;
-    if (!func.getBody().hasOneBlock()) {
-      func.emitError("ztc-recompute expects a function with one block");
-      return signalPassFailure();
-    }
+      return success();
+    if (!func.getBody().hasOneBlock())
+      return func.emitError("ztc-recompute expects a function with one block");
     StepGraph graph(func);
     if (!graph.valid())
-      return;
+      return success();
     int64_t stepFlops = 0;
     for (Operation &op : func.getBody().front())
       stepFlops += estimateFlops(&op);
@@ -464,16 +1063,23 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
 
     // 1. The policy chooses what the backward recomputes.
     RecomputeSet recompute;
+    SmallVector<NamedAttribute> figures;
     if (policy == "selective") {
       recompute = selectSelective(graph);
     } else if (policy == "full") {
       FailureOr<DenseMap<Operation *, int64_t>> segments =
           blockSegments(graph, func, blocks);
       if (failed(segments))
-        return signalPassFailure();
+        return failure();
       recompute = selectSegments(graph, *segments);
     } else if (policy == "sqrt") {
       recompute = selectSegments(graph, sqrtSegments(graph));
+    } else if (budget) {
+      FailureOr<RecomputeSet> chosen = chooseWithinBudget(
+          func, graph, policy, *budget, timeLimit, stepFlops, planner, figures);
+      if (failed(chosen))
+        return failure();
+      recompute = std::move(*chosen);
     }
 
     // 2. The backward reads clones of what it no longer keeps.
@@ -481,21 +1087,83 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
 
     // 3. What the choice buys, for the manifest and `ztc compile`'s report.
     Builder b(&getContext());
-    func->setAttr(
-        train::kRecomputeAttr,
-        b.getDictionaryAttr({
-            b.getNamedAttr("policy", b.getStringAttr(policy)),
-            b.getNamedAttr("saved_bytes",
-                           b.getI64IntegerAttr(graph.savedBytes())),
-            b.getNamedAttr("baseline_saved_bytes",
-                           b.getI64IntegerAttr(baselineBytes)),
-            b.getNamedAttr("recompute_flops",
-                           b.getI64IntegerAttr(recomputeFlops)),
-            b.getNamedAttr("recomputed_ops",
-                           b.getI64IntegerAttr(recomputedOps)),
-            b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
-        }));
+    figures.append({
+        b.getNamedAttr("policy", b.getStringAttr(policy)),
+        b.getNamedAttr("saved_bytes", b.getI64IntegerAttr(graph.savedBytes())),
+        b.getNamedAttr("baseline_saved_bytes",
+                       b.getI64IntegerAttr(baselineBytes)),
+        b.getNamedAttr("recompute_flops", b.getI64IntegerAttr(recomputeFlops)),
+        b.getNamedAttr("recomputed_ops", b.getI64IntegerAttr(recomputedOps)),
+        b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
+    });
+    func->setAttr(train::kRecomputeAttr, b.getDictionaryAttr(figures));
+    return success();
   }
+
+  RecomputePlanner planner;
 };
 
 } // namespace
+
+bool mlir::ztc::isRecomputeBudget(StringRef policy) {
+  return policy.starts_with("budget=");
+}
+
+std::optional<RecomputeBudget>
+mlir::ztc::parseRecomputeBudget(StringRef policy, std::string &error) {
+  StringRef text = policy.drop_front(strlen("budget="));
+  auto fail = [&](const Twine &why) {
+    error = ("--recompute '" + policy + "': " + why).str();
+    return std::nullopt;
+  };
+  const char *expected =
+      "expected budget=BYTES (such as 8GiB, 7.5GB, 512MiB or 6000000000) or "
+      "a fraction of the peak without recomputation (0.6 or 60%)";
+  if (text.empty())
+    return fail(expected);
+  // The number, then its unit.
+  size_t digits = text.find_first_not_of("0123456789.eE+");
+  StringRef number = text.take_front(digits),
+            unit = text.drop_front(number.size());
+  double value = 0;
+  if (number.empty() || number.getAsDouble(value) || !std::isfinite(value) ||
+      value <= 0)
+    return fail(expected);
+  RecomputeBudget budget;
+  if (unit == "%") {
+    if (value > 100)
+      return fail("a share of the peak is at most 100%");
+    budget.fraction = value / 100;
+    return budget;
+  }
+  if (unit.empty() && value <= 1) {
+    budget.fraction = value;
+    return budget;
+  }
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},
+      {"B", 1},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", 1 << 10},
+      {"MiB", 1 << 20},
+      {"GiB", double(1 << 30)},
+      {"TiB", double(1ull << 40)}};
+  for (auto [name, scale] : units)
+    if (unit == name) {
+      double bytes = value * scale;
+      if (bytes >= 9.0e18)
+        return fail("the budget is beyond 2^63 bytes");
+      budget.bytes = uint64_t(bytes);
+      return budget;
+    }
+  return fail(("unknown unit '" + unit + "'; " + expected).str());
+}
+
+std::unique_ptr<Pass>
+mlir::ztc::createRecomputePass(const RecomputePassOptions &options,
+                               RecomputePlanner planner) {
+  return std::make_unique<RecomputePass>(options, std::move(planner));
+}

@@ -16,7 +16,11 @@ Also:
     activation bytes than none and full fewer than selective, and every
     policy's planned arena is smaller than none's;
   - a GPT with frozen embeddings and a frozen first block compiles and
-    trains under full, identically to the same model without recompute.
+    trains under full, identically to the same model without recompute;
+  - budget mode (--recompute budget=BYTES), at a budget halfway between
+    the smallest fixed policy's planned peak and none's (from `ztc inspect
+    --recompute all --json`), is one more policy above, and its plan fits
+    the budget at no more recompute than any fixed policy that fits.
 Usage: recompute_check.py --ztc PATH
 """
 
@@ -79,9 +83,30 @@ def grads(directory):
     return out
 
 
-def compare_policies(args, tmp, name, model, data, steps, *flags, policies=POLICIES):
-    """Trains every policy's artifact; returns {policy: manifest}."""
+def inspect_policies(args, model, *flags):
+    """{policy: memory report} of every fixed policy, planned by ztc inspect."""
+    out = subprocess.run([args.ztc, "inspect", model, "--loss", "cross_entropy",
+                          "--optimizer", "adamw", "--lr", "1e-3", "--recompute", "all",
+                          "--json", *flags], check=True, stdout=subprocess.PIPE).stdout
+    return {report["policy"]: report for report in json.loads(out)}
+
+
+def budget_policy(args, name, model, *flags):
+    """A budget halfway between the smallest fixed policy's peak and none's."""
+    reports = inspect_policies(args, model, *flags)
+    least = min(r["total_bytes"] for r in reports.values())
+    budget = (least + reports["none"]["total_bytes"]) // 2
+    return "budget=%d" % budget, budget, reports
+
+
+def compare_policies(args, tmp, name, model, data, steps, *flags, policies=POLICIES,
+                     budget=True):
+    """Trains every policy's artifact (and budget mode's); returns {policy: manifest}."""
     runs, manifests = {}, {}
+    policies = list(policies)
+    if budget:
+        policy, limit, reports = budget_policy(args, name, model, *flags)
+        policies.append(policy)
     for policy in policies:
         art = os.path.join(tmp, "%s-%s.ztc" % (name, policy))
         manifests[policy] = compile_model(args, model, art, policy, *flags)
@@ -92,6 +117,17 @@ def compare_policies(args, tmp, name, model, data, steps, *flags, policies=POLIC
               "%d bytes" % (name, policy, arena and arena[1], manifests[policy]["arena_bytes"]))
         runs[policy] = (losses, read_safetensors(os.path.join(save, "checkpoint.safetensors")),
                         grads(dump))
+    if budget:
+        with open(os.path.join(tmp, "%s-%s.ztc" % (name, policy), "memory.json")) as f:
+            planned = json.load(f)
+        flops = planned["recompute"]["recompute_flops"]
+        fitting = {p: r["recompute"]["recompute_flops"] for p, r in reports.items()
+                   if r["total_bytes"] <= limit}
+        check(planned["total_bytes"] <= limit and
+              all(flops <= other for other in fitting.values()),
+              "%s --recompute %s: planned %d bytes, %d recompute FLOPs; fixed policies "
+              "that fit: %s" % (name, policy, planned["total_bytes"], flops,
+                                ", ".join("%s %d" % item for item in fitting.items())))
     base_losses, base_state, base_grads = runs[policies[0]]
     for policy in policies[1:]:
         losses, state, first = runs[policy]
@@ -132,11 +168,12 @@ def main():
         gpt = os.path.join(tmp, "gpt4.onnx")
         manifests = compare_policies(args, tmp, "gpt4", gpt, text, 50, "--batch-size", "4")
         compare_policies(args, tmp, "gpt4_accum", gpt, text, 10, "--batch-size", "2",
-                         "--grad-accum", "2", policies=("none", "selective", "full"))
+                         "--grad-accum", "2", policies=("none", "selective", "full"),
+                         budget=False)
 
-        figures = {p: m["train"]["recompute"] for p, m in manifests.items()}
+        figures = {p: m["train"]["recompute"] for p, m in manifests.items() if p in POLICIES}
         saved = {p: f["saved_activation_bytes"] for p, f in figures.items()}
-        arena = {p: m["arena_bytes"] for p, m in manifests.items()}
+        arena = {p: m["arena_bytes"] for p, m in manifests.items() if p in POLICIES}
         check(saved["full"] < saved["selective"] < saved["none"] and
               all(f["baseline_saved_activation_bytes"] == saved["none"]
                   for f in figures.values()),
@@ -154,7 +191,7 @@ def main():
         # grad" failure, and the same training as without recomputation.
         frozen = ("--freeze", r"wte\..*|wpe\..*|blocks\.0\..*")
         compare_policies(args, tmp, "gpt4_frozen", gpt, text, 10, "--batch-size", "4",
-                         *frozen, policies=("none", "full"))
+                         *frozen, policies=("none", "full"), budget=False)
 
         # Training-mode Dropout: a recomputed mask is the original one.
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -214,9 +214,15 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   if (lossKind == "cross_entropy")
     config.ignoreIndex = options.ignoreIndex;
   // The memory report read ztc-recompute's figures (train.recompute).
-  if (const std::optional<MemoryReport::Recompute> &figures = memory->recompute)
+  if (const std::optional<MemoryReport::Recompute> &figures =
+          memory->recompute) {
     config.recompute = rt::RecomputeReport{
         memory->policy, figures->savedBytes, figures->baselineSavedBytes,
         figures->recomputeFlops, figures->stepFlops};
+    if (figures->budgetBytes)
+      artifact.recomputeBudget = llvm::formatv(
+          "budget {0} bytes, planned {1} bytes; chosen: {2}",
+          figures->budgetBytes, memory->total(), figures->budgetPlan);
+  }
   return success();
 }

@@ -33,6 +33,9 @@ struct ArtifactContents {
   /// memory.json: the step's memory report (MemoryReport.h), for `ztc
   /// inspect`; empty for forward artifacts.
   std::string memoryReport;
+  /// For --recompute budget=...: the budget, the planned bytes and how the
+  /// plan was chosen, as `ztc compile` prints them; empty otherwise.
+  std::string recomputeBudget;
 };
 
 /// The little-endian bytes of a constant, one byte per bool (the layout of

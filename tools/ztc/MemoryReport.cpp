@@ -9,13 +9,12 @@
 #include "tools/ztc/MemoryReport.h"
 
 #include "dialects/Kernel/IR/KernelOps.h"
-#include "dialects/NN/IR/ShapeLimits.h"
 #include "dialects/Train/IR/TrainOps.h"
+#include "passes/Transforms/Footprint.h"
 #include "passes/Transforms/LiveRanges.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -38,10 +37,6 @@ const char *mlir::ztc::arenaRoleName(ArenaRole role) {
 }
 
 namespace {
-
-uint64_t memrefBytes(Type type) {
-  return uint64_t(nn::storageBytes(cast<MemRefType>(type)));
-}
 
 /// Up to three ONNX node names a location carries, comma-separated.
 std::string nodeNames(Location loc) {
@@ -158,43 +153,16 @@ classifyBuffers(func::FuncOp func) {
 
 FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   MemoryReport report;
-  func::FuncOp entry;
-  llvm::StringSet<> bound;
-  DenseSet<Attribute> constants;
-  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    auto arena = func->getAttrOfType<IntegerAttr>("kernel.arena_bytes");
-    if (!arena)
-      continue;
-    report.arena = std::max<uint64_t>(report.arena, arena.getInt());
-    if (!entry || func.getSymName() == "train_step")
-      entry = func;
-    // Bindings are shared by name across entries; count each once.
-    for (BlockArgument arg : func.getArguments()) {
-      train::BindingAttr binding = train::getBinding(func, arg.getArgNumber());
-      if (!binding || !bound.insert(binding.getName().getValue()).second)
-        continue;
-      uint64_t bytes = memrefBytes(arg.getType());
-      switch (binding.getRole()) {
-      case train::BindingRole::Param:
-        report.params += bytes;
-        break;
-      case train::BindingRole::Buffer:
-        report.buffers += bytes;
-        break;
-      case train::BindingRole::State:
-        report.states += bytes;
-        break;
-      default:
-        report.data += bytes;
-      }
-    }
-    for (auto constant : func.getOps<kernel::ConstantOp>())
-      if (constants.insert(constant.getValue()).second)
-        report.constants += memrefBytes(constant.getType());
-  }
-  if (!entry)
-    return module.emitError("the module has no planned entry (run the "
-                            "training pipeline)");
+  FailureOr<StepFootprint> footprint = measureFootprint(module);
+  if (failed(footprint))
+    return failure();
+  func::FuncOp entry = footprint->entry;
+  report.params = footprint->params;
+  report.buffers = footprint->buffers;
+  report.states = footprint->states;
+  report.constants = footprint->constants;
+  report.data = footprint->data;
+  report.arena = footprint->arena;
   report.entry = entry.getSymName().str();
   if (auto recompute =
           entry->getAttrOfType<DictionaryAttr>(train::kRecomputeAttr)) {
@@ -205,6 +173,17 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
     report.recompute = MemoryReport::Recompute{
         figure("saved_bytes"), figure("baseline_saved_bytes"),
         figure("recompute_flops"), figure("step_flops")};
+    if (recompute.get("budget_bytes")) {
+      report.recompute->budgetBytes = figure("budget_bytes");
+      report.recompute->budgetPlan =
+          recompute.getAs<StringAttr>("budget_plan").str();
+      // Budget mode measured its plan on a copy of this very step.
+      if (figure("planned_bytes") != report.total())
+        return entry.emitError("--recompute ")
+               << report.policy << ": the plan was measured at "
+               << figure("planned_bytes") << " bytes, but the step plans "
+               << report.total() << " (a bug in ztc: please report it)";
+    }
   }
 
   FailureOr<SmallVector<LiveRange>> ranges = computeLiveRanges(entry);
@@ -292,13 +271,19 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
       {"timeline_roles", llvm::json::Array({"activations", "recomputation",
                                             "gradients", "workspace"})},
       {"timeline", std::move(timeline)}};
-  if (report.recompute)
-    root["recompute"] = llvm::json::Object{
+  if (report.recompute) {
+    llvm::json::Object recompute{
         {"saved_activation_bytes", int64_t(report.recompute->savedBytes)},
         {"baseline_saved_activation_bytes",
          int64_t(report.recompute->baselineSavedBytes)},
         {"recompute_flops", int64_t(report.recompute->recomputeFlops)},
         {"step_flops", int64_t(report.recompute->stepFlops)}};
+    if (report.recompute->budgetBytes) {
+      recompute["budget_bytes"] = int64_t(report.recompute->budgetBytes);
+      recompute["budget_plan"] = report.recompute->budgetPlan;
+    }
+    root["recompute"] = std::move(recompute);
+  }
   return root;
 }
 
@@ -384,6 +369,13 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
         !number(recompute, "recompute_flops", figures.recomputeFlops) ||
         !number(recompute, "step_flops", figures.stepFlops))
       return fail("a field of recompute is missing or not a count");
+    if (recompute->get("budget_bytes")) {
+      std::optional<StringRef> plan = recompute->getString("budget_plan");
+      if (!number(recompute, "budget_bytes", figures.budgetBytes) || !plan)
+        return fail("recompute's budget_bytes is not a count, or its "
+                    "budget_plan is missing");
+      figures.budgetPlan = plan->str();
+    }
     report.recompute = figures;
   }
   return report;
@@ -394,18 +386,6 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-std::string bytesText(uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? llvm::formatv("{0} B", bytes).str()
-                   : llvm::formatv("{0:F2} {1}", value, units[unit]).str();
-}
 
 std::string flopsText(uint64_t flops) {
   const char *units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};

@@ -69,6 +69,10 @@ struct MemoryReport {
   struct Recompute {
     uint64_t savedBytes = 0, baselineSavedBytes = 0, recomputeFlops = 0,
              stepFlops = 0;
+    /// Budget mode (--recompute budget=...): the budget in bytes (0
+    /// otherwise) and how the plan was chosen.
+    uint64_t budgetBytes = 0;
+    std::string budgetPlan;
   };
   std::optional<Recompute> recompute;
 };

@@ -175,15 +175,18 @@ cl::opt<std::string>
 /// The flags of `ztc compile` and `ztc gradcheck` that set training pipeline
 /// options: each flag is the option of the same name, with its help, type
 /// and default (passes/Pipelines/Pipelines.h declares each option once).
+// clang-format off
 const char *const kCompilePipelineFlags[] = {
     "loss",           "loss-input",   "labels",      "ignore-index",
     "freeze",         "optimizer",    "lr",          "momentum",
     "nesterov",       "weight-decay", "betas",       "eps",
     "clip-grad-norm", "grad-accum",   "lr-schedule", "warmup-steps",
-    "total-steps",    "min-lr",       "recompute",   "recompute-blocks"};
+    "total-steps",    "min-lr",       "recompute",   "recompute-blocks",
+    "recompute-time-limit"};
+// clang-format on
 const char *const kGradCheckPipelineFlags[] = {
-    "loss",   "loss-input", "labels",          "ignore-index",
-    "freeze", "recompute",  "recompute-blocks"};
+    "loss",   "loss-input", "labels",           "ignore-index",
+    "freeze", "recompute",  "recompute-blocks", "recompute-time-limit"};
 
 /// A command's flags for pipeline options: one repeatable flag per option,
 /// whose occurrences are handed to the option's own parser.
@@ -609,6 +612,10 @@ int runCompile() {
         recompute->stepFlops
             ? 100.0 * recompute->recomputeFlops / recompute->stepFlops
             : 0.0);
+  if (!artifact.recomputeBudget.empty())
+    llvm::errs() << "ztc: --recompute "
+                 << artifact.manifest.train.recompute->policy << ": "
+                 << artifact.recomputeBudget << "\n";
   return 0;
 }
 

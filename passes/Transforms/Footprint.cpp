@@ -1,0 +1,71 @@
+//===- Footprint.cpp - the planned bytes of a training step -------*- C++
+//-*-===//
+
+#include "passes/Transforms/Footprint.h"
+
+#include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/NN/IR/ShapeLimits.h"
+#include "dialects/Train/IR/TrainOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
+  StepFootprint footprint;
+  llvm::StringSet<> bound;
+  DenseSet<Attribute> constants;
+  auto bytesOf = [](Type type) {
+    return uint64_t(nn::storageBytes(cast<MemRefType>(type)));
+  };
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    auto arena = func->getAttrOfType<IntegerAttr>("kernel.arena_bytes");
+    if (!arena)
+      continue;
+    footprint.arena = std::max<uint64_t>(footprint.arena, arena.getInt());
+    if (!footprint.entry || func.getSymName() == "train_step")
+      footprint.entry = func;
+    // Bindings are shared by name across entries; count each once.
+    for (BlockArgument arg : func.getArguments()) {
+      train::BindingAttr binding = train::getBinding(func, arg.getArgNumber());
+      if (!binding || !bound.insert(binding.getName().getValue()).second)
+        continue;
+      uint64_t bytes = bytesOf(arg.getType());
+      switch (binding.getRole()) {
+      case train::BindingRole::Param:
+        footprint.params += bytes;
+        break;
+      case train::BindingRole::Buffer:
+        footprint.buffers += bytes;
+        break;
+      case train::BindingRole::State:
+        footprint.states += bytes;
+        break;
+      default:
+        footprint.data += bytes;
+      }
+    }
+    for (auto constant : func.getOps<kernel::ConstantOp>())
+      if (constants.insert(constant.getValue()).second)
+        footprint.constants += bytesOf(constant.getType());
+  }
+  if (!footprint.entry)
+    return module.emitError("the module has no planned entry (run the "
+                            "training pipeline)");
+  return footprint;
+}
+
+std::string mlir::ztc::bytesText(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? llvm::formatv("{0} B", bytes).str()
+                   : llvm::formatv("{0:F2} {1}", value, units[unit]).str();
+}

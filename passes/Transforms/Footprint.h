@@ -1,0 +1,44 @@
+//===- Footprint.h - the planned bytes of a training step ---------*- C++
+//-*-===//
+//
+// What one rank holds for a planned (kernel-level) module: its bindings by
+// role, its constants and the arena every entry shares. `ztc inspect`
+// reports it; ztc-recompute's budget mode measures its candidate plans by
+// it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_PASSES_TRANSFORMS_FOOTPRINT_H
+#define ZTC_PASSES_TRANSFORMS_FOOTPRINT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::ztc {
+
+struct StepFootprint {
+  /// The entry with the largest arena (train_step when there is one).
+  func::FuncOp entry;
+  /// Bytes of the bindings by role (each name once across entries), of the
+  /// distinct constants, and of the arena (the largest entry's plan).
+  uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,
+           arena = 0;
+  uint64_t total() const {
+    return params + buffers + states + constants + data + arena;
+  }
+};
+
+/// The footprint of a module after ztc-plan-memory. Fails with a diagnostic
+/// when no entry is planned.
+FailureOr<StepFootprint> measureFootprint(ModuleOp module);
+
+/// Bytes as reports print them: "512 B", "7.25 GiB" (binary units, two
+/// decimals).
+std::string bytesText(uint64_t bytes);
+
+} // namespace mlir::ztc
+
+#endif // ZTC_PASSES_TRANSFORMS_FOOTPRINT_H
