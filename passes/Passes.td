@@ -554,6 +554,55 @@ def AccumulatePass : Pass<"ztc-accumulate", "ModuleOp"> {
 // Numerics
 //===----------------------------------------------------------------------===//
 
+def AutocastPass : Pass<"ztc-autocast", "func::FuncOp"> {
+  let summary = "Mixed precision: give every nn op a compute type, cast between them";
+  let description = [{
+    The precision slot's pass for `--precision bf16` (and `fp16`), on the
+    model's function before the loss is attached. Each `nn` op gets a
+    compute type, PyTorch's autocast lists being the anchor:
+    - half: `nn.matmul` and `nn.conv2d`;
+    - f32 (the model's own type): exp, log, pow, reciprocal, softplus,
+      softmax, log-softmax, layer and batch normalization (their
+      statistics), sums and means, the loss (attached after this pass, on
+      the model's f32 outputs);
+    - every other op: the widest type among its activation operands
+      (values that depend on the step's data); weights and constants follow
+      it, as PyTorch's type promotion ignores scalars, so a bias added to a
+      half product is cast to half. An op of weights alone keeps the widest
+      of its operands.
+    `keep-fp32` (a regular expression) moves the half ops whose op name
+    (`nn.matmul`) or ONNX node name it matches to f32.
+
+    Casts are inserted where an operand's type differs from its op's
+    compute type, one per value and type, right after the value is
+    defined: each weight is cast to half once per step, whatever its uses.
+    The function's results are cast back to their declared types. Parameters
+    stay f32 (the master weights); their gradients come back through the
+    casts' VJPs in f32. Kernels compute half ops in f32 and round the
+    result once, to nearest even.
+
+    Example (`precision=bf16`):
+
+    ```mlir
+    %h = nn.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %t = nn.tanh %h : ...
+    // becomes
+    %xb = nn.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %wb = nn.cast %w : tensor<8x8xf32> -> tensor<8x8xbf16>
+    %h = nn.matmul %xb, %wb : ... -> tensor<4x8xbf16>
+    %t = nn.tanh %h : tensor<4x8xbf16> -> tensor<4x8xbf16>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The half type: bf16 or fp16">,
+    Option<"keepFp32", "keep-fp32", "std::string", /*default=*/"\"\"",
+           "A regular expression: half ops whose op name or ONNX node name "
+           "it matches compute in f32">,
+  ];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect"];
+}
+
 def PromoteF64Pass : Pass<"ztc-promote-f64", "func::FuncOp"> {
   let summary = "Compute a function in f64: every f32, f16 and bf16 tensor";
   let description = [{

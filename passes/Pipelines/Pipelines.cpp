@@ -50,9 +50,14 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (!::ztc::rt::parseScheduleKind(lrSchedule))
     return fail("--lr-schedule '" + lrSchedule +
                 "': expected constant, warmup, warmup-decay or warmup-cosine");
-  if (precision != "fp32" && precision != "fp64")
-    return fail("--precision '" + precision +
-                "': expected fp32 or fp64 (mixed precision is not built yet)");
+  if (precision == "fp16")
+    return fail("--precision fp16 needs loss scaling, which is not built "
+                "yet; use --precision bf16 (no scaling needed)");
+  if (precision != "fp32" && precision != "fp64" && precision != "bf16")
+    return fail("--precision '" + precision + "': expected fp32, bf16 or fp64");
+  if (!keepFp32.empty() && precision != "bf16")
+    return fail("--keep-fp32 applies to --precision bf16, not '" + precision +
+                "'");
   if (isRecomputeBudget(recompute)) {
     std::string budgetError;
     if (!parseRecomputeBudget(recompute, budgetError))
@@ -132,8 +137,16 @@ void mlir::ztc::buildTrainingNNPipeline(
 
   // 2. [precision slot] fp64 promotes before the loss, so the loss and every
   // gradient op are built in double too.
+  // bf16 gives each op a compute type before the loss, which is then built
+  // on the model's f32 outputs.
   if (options.precision == "fp64")
     pm.addNestedPass<func::FuncOp>(createPromoteF64Pass());
+  if (options.precision == "bf16") {
+    AutocastPassOptions autocast;
+    autocast.precision = options.precision;
+    autocast.keepFp32 = options.keepFp32;
+    pm.addNestedPass<func::FuncOp>(createAutocastPass(autocast));
+  }
 
   // 3. Loss and gradients; canonicalize and CSE fold the seed's broadcasts
   // and merge the backward's repeated constants.

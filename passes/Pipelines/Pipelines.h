@@ -107,14 +107,24 @@ struct TrainingPipelineOptions
   // --- Slots -----------------------------------------------------------
   // Where the mission's passes plug in; see docs/architecture.md. Each slot
   // accepts today only what is built.
-  /// Precision slot, between the loss and autodiff: `fp32` computes as the
+  /// Precision slot, before the loss and autodiff: `fp32` computes as the
   /// model is written; `fp64` promotes every float to double first (what
-  /// `ztc gradcheck` compiles). ztc-autocast will add fp16 and bf16 here.
+  /// `ztc gradcheck` compiles); `bf16` runs ztc-autocast (half matrix
+  /// products and convolutions, f32 master weights). fp16 waits for loss
+  /// scaling.
   Option<std::string> precision{
       *this, "precision",
-      llvm::cl::desc("fp32 (as the model is written) or fp64 (every float "
-                     "promoted to double, for gradient checks)"),
+      llvm::cl::desc("fp32 (as the model is written); bf16 (mixed precision: "
+                     "matrix products and convolutions in bfloat16, "
+                     "softmax, normalizations, sums and the loss in f32, "
+                     "f32 master weights); fp64 (every float promoted to "
+                     "double, for gradient checks)"),
       llvm::cl::init("fp32")};
+  Option<std::string> keepFp32{
+      *this, "keep-fp32",
+      llvm::cl::desc("For --precision bf16: a regular expression; matrix "
+                     "products and convolutions whose op name (nn.matmul, "
+                     "nn.conv2d) or ONNX node name it matches stay in f32")};
   /// Recompute slot, after autodiff: ztc-recompute chooses what the
   /// backward recomputes instead of keeping.
   Option<std::string> recompute{

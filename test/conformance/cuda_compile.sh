@@ -85,19 +85,22 @@ check() {
   check_so "$name" "$so" "$entry" "$start"
 }
 
-# compile_training NAME BATCH: ztc compile --target cuda builds the training
-# step (forward, backward, optimizer) with nvcc itself.
+# compile_training NAME BATCH [TAG FLAG...]: ztc compile --target cuda builds
+# the training step (forward, backward, optimizer) with nvcc itself, with
+# the extra compile flags (TAG names the artifact: NAME-TAG.ztc).
 compile_training() {
-  local name="$1" batch="$2" art="$OUT/$1-train.ztc" start=$SECONDS
+  local name="$1" batch="$2" tag="${3:-train}"
+  shift $(($# < 3 ? $# : 3))
+  local art="$OUT/$name-$tag.ztc" start=$SECONDS
   if ! ZTC_CACHE_DIR="$OUT/cache" "$ZTC" compile "$OUT/models/$name.onnx" \
-    -o "$art" --target cuda --batch-size "$batch" --loss cross_entropy \
-    >"$OUT/$name-train.log" 2>&1; then
-    echo "FAIL $name-train: ztc compile --target cuda failed:"
-    head -30 "$OUT/$name-train.log"
+    -o "$art" --target cuda --batch-size "$batch" --loss cross_entropy "$@" \
+    >"$OUT/$name-$tag.log" 2>&1; then
+    echo "FAIL $name-$tag: ztc compile --target cuda $* failed:"
+    head -30 "$OUT/$name-$tag.log"
     failed=$((failed + 1))
     return
   fi
-  check_so "$name-train" "$art/step.so" ztc_train_step "$start"
+  check_so "$name-$tag" "$art/step.so" ztc_train_step "$start"
 }
 
 emit_and_check() {
@@ -119,6 +122,9 @@ emit_and_check gpt tokens=4x16
 # scatter_add, insert_slice) on the CNN and the GPT.
 compile_training cnn 8
 compile_training gpt 4
+# Mixed precision: bf16 products and convolutions, f32 master weights.
+compile_training gpt 4 bf16 --precision bf16
+compile_training cnn 8 bf16 --precision bf16
 
 # Every entry point for every element type it is meant for.
 cat >"$OUT/kernels.cu" <<'EOF'

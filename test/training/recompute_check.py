@@ -9,7 +9,8 @@ trains from the same weights on the same data, and must give:
   - a measured arena high-water mark (the trainer's report) equal to the
     planned arena_bytes.
 Models: the example MLP, CNN (inference- and training-mode BatchNorm), a
-4-layer GPT (50 AdamW steps, and 10 with --grad-accum 2), and a PyTorch MLP
+4-layer GPT (50 AdamW steps, and 10 with --grad-accum 2 and 10 in bf16
+mixed precision), and a PyTorch MLP
 with training-mode Dropout (the recomputed mask must be the original).
 Also:
   - the manifests' figures: on the GPT, selective keeps fewer saved
@@ -186,6 +187,11 @@ def main():
               "gpt4 recomputation FLOPs: " +
               ", ".join("%s %.1f%%" % (p, 100.0 * f["recompute_flops"] / f["step_flops"])
                         for p, f in figures.items()))
+
+        # Mixed precision: recomputed bf16 values are the kept ones, bit for bit.
+        compare_policies(args, tmp, "gpt4_bf16", gpt, text, 10, "--batch-size", "4",
+                         "--precision", "bf16", policies=("none", "selective", "full"),
+                         budget=False)
 
         # Frozen embeddings and first block under full: no "does not require
         # grad" failure, and the same training as without recomputation.

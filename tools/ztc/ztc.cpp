@@ -182,7 +182,7 @@ const char *const kCompilePipelineFlags[] = {
     "nesterov",       "weight-decay", "betas",       "eps",
     "clip-grad-norm", "grad-accum",   "lr-schedule", "warmup-steps",
     "total-steps",    "min-lr",       "recompute",   "recompute-blocks",
-    "recompute-time-limit"};
+    "recompute-time-limit", "precision", "keep-fp32"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",

@@ -1,0 +1,243 @@
+//===- Autocast.cpp - the ztc-autocast pass -----------------------*- C++
+//-*-===//
+//
+// Mixed precision as a rewrite of the model's nn function: every op gets a
+// compute type (half for matrix products and convolutions, f32 for the ops
+// half precision ruins, the widest of its activation operands for the
+// rest) and casts are inserted where types change. See the pass
+// description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Regex.h"
+
+#include <optional>
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_AUTOCASTPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+/// How an op chooses its compute type.
+enum class Compute {
+  /// Half precision: matrix products and convolutions.
+  Half,
+  /// f32 (or wider, as the model has it): what half precision ruins —
+  /// exp, log, pow, reciprocal, softplus, softmax and log-softmax,
+  /// normalizations (their statistics), sums and means, the loss.
+  Wide,
+  /// The widest type among its activation operands; weights and constants
+  /// follow it (as PyTorch's type promotion ignores scalars).
+  Follow,
+};
+
+Compute computeOf(Operation *op) {
+  return TypeSwitch<Operation *, Compute>(op)
+      .Case<nn::MatMulOp, nn::Conv2dOp>(
+          [](Operation *) { return Compute::Half; })
+      .Case<nn::ExpOp, nn::LogOp, nn::PowOp, nn::ReciprocalOp, nn::SoftplusOp,
+            nn::SoftmaxOp, nn::LogSoftmaxOp, nn::LayerNormOp, nn::BatchNormOp,
+            nn::ReduceSumOp, nn::ReduceMeanOp, nn::NllLossOp>(
+          [](Operation *) { return Compute::Wide; })
+      .Default([](Operation *) { return Compute::Follow; });
+}
+
+bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+Type elementOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+unsigned widthOf(Type element) { return element.getIntOrFloatBitWidth(); }
+
+struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
+  using AutocastPassBase::AutocastPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    MLIRContext *context = &getContext();
+    Type half;
+    if (precision == "bf16")
+      half = BFloat16Type::get(context);
+    else if (precision == "fp16")
+      half = Float16Type::get(context);
+    else {
+      func.emitError("ztc-autocast: --precision '")
+          << precision << "': expected bf16 or fp16";
+      return signalPassFailure();
+    }
+    std::optional<llvm::Regex> keep;
+    if (!keepFp32.empty()) {
+      keep.emplace(keepFp32);
+      std::string error;
+      if (!keep->isValid(error)) {
+        func.emitError("--keep-fp32 '")
+            << keepFp32 << "' is not a valid regular expression: " << error;
+        return signalPassFailure();
+      }
+    }
+
+    // Activations: what depends on the step's data (arguments that are not
+    // parameters or buffers). Only they decide a Follow op's type.
+    DenseSet<Value> data;
+    for (BlockArgument arg : func.getArguments()) {
+      train::BindingAttr binding = train::getBinding(func, arg.getArgNumber());
+      if (!binding || (binding.getRole() != train::BindingRole::Param &&
+                       binding.getRole() != train::BindingRole::Buffer))
+        data.insert(arg);
+    }
+
+    Block &block = func.getBody().front();
+    OpBuilder b(context);
+    // One cast per value and type: a weight is cast once per step, right
+    // after it is defined (at the entry for an argument).
+    DenseMap<std::pair<Value, Type>, Value> casts;
+    auto castTo = [&](Value value, Type element) -> Value {
+      if (elementOf(value) == element)
+        return value;
+      auto key = std::make_pair(value, element);
+      if (auto it = casts.find(key); it != casts.end())
+        return it->second;
+      OpBuilder::InsertionGuard guard(b);
+      if (Operation *def = value.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(&block);
+      auto type = cast<RankedTensorType>(value.getType()).clone(element);
+      Value converted = nn::CastOp::create(b, value.getLoc(), type, value);
+      if (data.contains(value))
+        data.insert(converted);
+      casts[key] = converted;
+      return converted;
+    };
+
+    for (Operation &op :
+         llvm::make_early_inc_range(block.without_terminator())) {
+      if (!isa<nn::NNDialect>(op.getDialect()) ||
+          isa<nn::CastOp, nn::RandomUniformOp>(op))
+        continue;
+      bool dependsOnData = llvm::any_of(
+          op.getOperands(), [&](Value v) { return data.contains(v); });
+      SmallVector<unsigned> floats;
+      for (auto [i, operand] : llvm::enumerate(op.getOperands()))
+        if (isFloatTensor(operand.getType()))
+          floats.push_back(i);
+      if (floats.empty()) {
+        if (dependsOnData)
+          data.insert(op.result_begin(), op.result_end());
+        continue;
+      }
+      // The compute type.
+      Compute compute = computeOf(&op);
+      if (keep && compute == Compute::Half && matchesKeep(op, *keep))
+        compute = Compute::Wide;
+      Type target;
+      if (compute == Compute::Half) {
+        target = half;
+      } else if (compute == Compute::Wide) {
+        // As the model has it: the widest float operand before autocast
+        // narrowed any (a half operand here came from a half op).
+        for (unsigned i : floats) {
+          Type element = elementOf(op.getOperand(i));
+          if (element == half)
+            element = Float32Type::get(context);
+          if (!target || widthOf(element) > widthOf(target))
+            target = element;
+        }
+      } else {
+        // Activations decide; an op of weights and constants alone keeps
+        // the widest of them (f32 unless a half op fed it).
+        for (bool activationsOnly : {true, false}) {
+          for (unsigned i : floats) {
+            Value operand = op.getOperand(i);
+            if (activationsOnly && !data.contains(operand))
+              continue;
+            Type element = elementOf(operand);
+            if (!target || widthOf(element) > widthOf(target))
+              target = element;
+          }
+          if (target)
+            break;
+        }
+      }
+      if (dependsOnData)
+        data.insert(op.result_begin(), op.result_end());
+      for (unsigned i : floats)
+        op.setOperand(i, castTo(op.getOperand(i), target));
+      // Re-typed when its operands' types changed: here, or because an
+      // earlier op was re-typed.
+      if (failed(retype(b, op, data)))
+        return signalPassFailure();
+    }
+
+    // The model's outputs keep their types (the loss is computed in f32).
+    Operation *ret = block.getTerminator();
+    for (auto [i, result] : llvm::enumerate(func.getResultTypes())) {
+      Value value = ret->getOperand(i);
+      if (value.getType() != result && isFloatTensor(result)) {
+        b.setInsertionPoint(ret);
+        ret->setOperand(i,
+                        nn::CastOp::create(b, value.getLoc(), result, value));
+      }
+    }
+  }
+
+  /// Whether `op`'s name (nn.matmul) or one of its ONNX node names matches
+  /// --keep-fp32.
+  static bool matchesKeep(Operation &op, llvm::Regex &keep) {
+    if (keep.match(op.getName().getStringRef()))
+      return true;
+    SmallVector<std::string> names;
+    train::collectNodeNames(op.getLoc(), names);
+    return llvm::any_of(
+        names, [&](const std::string &name) { return keep.match(name); });
+  }
+
+  /// Re-infers `op`'s result types from its (cast) operands, and re-creates
+  /// it when they changed.
+  static LogicalResult retype(OpBuilder &b, Operation &op,
+                              DenseSet<Value> &data) {
+    SmallVector<Type> types;
+    if (auto infer = dyn_cast<InferTypeOpInterface>(&op)) {
+      if (failed(infer.inferReturnTypes(
+              op.getContext(), op.getLoc(), op.getOperands(),
+              op.getAttrDictionary(), op.getPropertiesStorage(),
+              op.getRegions(), types)))
+        return op.emitOpError("ztc-autocast: has no valid result type on its "
+                              "cast operands");
+    } else if (isa<nn::ReshapeOp>(op)) {
+      types.push_back(cast<RankedTensorType>(op.getResult(0).getType())
+                          .clone(elementOf(op.getOperand(0))));
+    } else {
+      return op.emitOpError("ztc-autocast cannot re-type this op");
+    }
+    if (TypeRange(types) == op.getResultTypes())
+      return success();
+    b.setInsertionPoint(&op);
+    OperationState state(op.getLoc(), op.getName(), op.getOperands(), types,
+                         op.getAttrs());
+    Operation *retyped = b.create(state);
+    if (data.contains(op.getResult(0)))
+      data.insert(retyped->result_begin(), retyped->result_end());
+    op.replaceAllUsesWith(retyped->getResults());
+    op.erase();
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Mixed precision (ztc compile --precision bf16) trains like f32.
+
+  - the example GPT on the GPL-3 characters Debian ships and the CNN
+    (training-mode BatchNorm) on scikit-learn's digits, 200 steps each
+    from the same weights and data in f32 and in bf16: the bf16 run's final
+    loss is within 2% of the f32 run's;
+  - the MLP and the CNN trained in bf16 reach at least 95% held-out
+    accuracy on digits (the whole path: compile, train, export, run);
+  - the bf16 GPT keeps at most 3/4 of the f32 saved activation bytes (the
+    matrix products' inputs and outputs are half; softmax outputs, the
+    residual stream and normalizations stay f32, as under PyTorch's
+    autocast) and plans a smaller arena, with the same parameter and
+    optimizer-state bytes (f32 master weights).
+Usage: precision_check.py --ztc PATH
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convergence_check  # noqa: E402
+from checks import check, summary  # noqa: E402
+
+REPO = convergence_check.REPO
+
+
+def run(*args):
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True)
+
+
+def final_loss(ztc, model, data, precision, *flags):
+    art = "%s-%s.ztc" % (model, precision)
+    run(ztc, "compile", model, "-o", art, "--loss", "cross_entropy", "--precision", precision,
+        *flags)
+    log = run(ztc, "train", art, "--data", data, "--steps", "200", "--log-every", "25",
+              "--seed", "1").stderr
+    losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", log)]
+    return float(np.mean(losses[-2:]))
+
+
+def compare_losses(ztc, name, model, data, *flags):
+    f32 = final_loss(ztc, model, data, "fp32", *flags)
+    bf16 = final_loss(ztc, model, data, "bf16", *flags)
+    check(abs(bf16 - f32) <= 0.02 * f32,
+          "%s, 200 steps: final loss bf16 %.4f, f32 %.4f (%.2f%% apart, at most 2%%)"
+          % (name, bf16, f32, 100 * abs(bf16 - f32) / f32))
+
+
+def inspect(ztc, model, precision, *flags):
+    out = run(ztc, "inspect", model, "--loss", "cross_entropy", "--optimizer", "adamw",
+              "--precision", precision, "--json", *flags).stdout
+    return json.loads(out)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ztc", required=True)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ztc-precision-") as tmp:
+        models = os.path.join(tmp, "models")
+        subprocess.run([os.path.join(REPO, "examples", "onnx", "make_all.sh"), models],
+                       check=True)
+        # The GPT on characters.
+        text = open(convergence_check.TEXT, encoding="utf-8").read().lower()
+        symbols = sorted(set(text), key=lambda c: (-text.count(c), c))[:63]
+        index = {c: i for i, c in enumerate(symbols)}
+        ids = np.array([index.get(c, 63) for c in text], dtype=np.int64)
+        windows = (len(ids) - 1) // 16
+        gpl = os.path.join(tmp, "gpl3")
+        os.makedirs(gpl)
+        np.save(os.path.join(gpl, "tokens.npy"), ids[: windows * 16].reshape(windows, 16))
+        np.save(os.path.join(gpl, "labels.npy"), ids[1: windows * 16 + 1].reshape(windows, 16))
+        gpt = os.path.join(models, "gpt.onnx")
+        compare_losses(args.ztc, "gpt on GPL-3 characters", gpt, gpl, "--batch-size", "16",
+                       "--optimizer", "adamw", "--lr", "3e-3")
+        # The CNN on digits.
+        digits = os.path.join(tmp, "digits")
+        run(sys.executable, os.path.join(REPO, "examples", "onnx", "prepare_digits.py"),
+            "--out", digits, "--images")
+        compare_losses(args.ztc, "cnn_train on digits", os.path.join(models, "cnn_train.onnx"),
+                       os.path.join(digits, "train"), "--batch-size", "32", "--lr", "3e-3")
+
+        # Held-out accuracy in bf16, through the whole user path.
+        convergence_check.train_classifier(args.ztc, tmp, "mlp", [],
+                                           ["--lr", "3e-3", "--precision", "bf16"], "30")
+        convergence_check.train_classifier(args.ztc, tmp, "cnn_train", ["--images"],
+                                           ["--lr", "3e-3", "--precision", "bf16"], "30",
+                                           ["--inference"])
+        check(len(convergence_check.results) >= 2 and all(convergence_check.results),
+              "bf16: the MLP and the CNN reach 95% held-out accuracy on digits (above)")
+
+        # Memory: half activations, f32 master weights and states.
+        wide = inspect(args.ztc, gpt, "fp32", "--batch-size", "16")
+        half = inspect(args.ztc, gpt, "bf16", "--batch-size", "16")
+        saved = (half["recompute"]["saved_activation_bytes"],
+                 wide["recompute"]["saved_activation_bytes"])
+        check(saved[0] < 0.75 * saved[1] and half["arena_bytes"] < wide["arena_bytes"] and
+              all(half["bindings"][k] == wide["bindings"][k]
+                  for k in ("params", "optimizer_state")),
+              "gpt memory: saved activations bf16 %d bytes vs f32 %d; arena %d vs %d; "
+              "parameters %d and optimizer states %d bytes in both"
+              % (saved[0], saved[1], half["arena_bytes"], wide["arena_bytes"],
+                 half["bindings"]["params"], half["bindings"]["optimizer_state"]))
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
