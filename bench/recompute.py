@@ -18,7 +18,6 @@ the machine's state.
 import argparse
 import io
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -114,24 +113,36 @@ def bench_model(ztc, name, model, data, flags, steps, repeat, work):
             1e3 * best[policy], best[policy] / best["none"]))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(doc):
+    """The benchmarks' flags: --build, --steps, --repeat."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def make_gpt(work, rng):
+    """The 4-layer GPT (width 256, 4 heads, context 128, vocab 1024) as
+    work/gpt.onnx, and 256 random windows of text in work/text."""
+    subprocess.run([sys.executable, str(ROOT / "examples/onnx/make_gpt.py"), "--out",
+                    str(work), "--quiet", "--name", "gpt", "--layers", "4", "--width", "256",
+                    "--heads", "4", "--context", "128", "--vocab", "1024"], check=True)
+    text = work / "text"
+    text.mkdir()
+    np.save(text / "tokens.npy", rng.integers(0, 1024, (256, 128)).astype(np.int64))
+    np.save(text / "labels.npy", rng.integers(0, 1024, (256, 128)).astype(np.int64))
+    return work / "gpt.onnx", text
+
+
+def main():
+    args = parse_args(__doc__)
     ztc = str(pathlib.Path(args.build) / "bin" / "ztc")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="ztc-bench-recompute-") as tmp:
         work = pathlib.Path(tmp)
-        subprocess.run([sys.executable, str(ROOT / "examples/onnx/make_gpt.py"), "--out", tmp,
-                        "--quiet", "--name", "gpt", "--layers", "4", "--width", "256",
-                        "--heads", "4", "--context", "128", "--vocab", "1024"], check=True)
-        text = work / "text"
-        text.mkdir()
-        np.save(text / "tokens.npy", rng.integers(0, 1024, (256, 128)).astype(np.int64))
-        np.save(text / "labels.npy", rng.integers(0, 1024, (256, 128)).astype(np.int64))
-        bench_model(ztc, "4-layer GPT", work / "gpt.onnx", text, ["--batch-size", "8"],
+        gpt, text = make_gpt(work, rng)
+        bench_model(ztc, "4-layer GPT", gpt, text, ["--batch-size", "8"],
                     args.steps, args.repeat, work)
 
         resnet_onnx(work / "resnet.onnx")

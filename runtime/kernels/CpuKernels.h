@@ -250,6 +250,31 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
     }
 #endif
     band(0, m);
+  } else if constexpr (std::is_same_v<ComputeT<T>, float>) {
+    // f16 and bf16: both operands widened to float (exactly), multiplied by
+    // sgemm with f32 accumulation (as cuBLAS does for half GEMMs), each
+    // result rounded once.
+    int64_t aRow = transA ? 1 : lda, aCol = transA ? lda : 1;
+    int64_t bRow = transB ? 1 : ldb, bCol = transB ? ldb : 1;
+    std::vector<float> a32(size_t(m) * k), b32(size_t(k) * n),
+        c32(size_t(m) * n), bias32;
+#pragma omp parallel for if (m * k > kParallelGrain)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p)
+        a32[i * k + p] = load(a[i * aRow + p * aCol]);
+#pragma omp parallel for if (k * n > kParallelGrain)
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        b32[p * n + j] = load(b[p * bRow + j * bCol]);
+    if (rowBias)
+      for (int64_t i = 0; i < m; ++i)
+        bias32.push_back(load(rowBias[i]));
+    gemm<float>(m, n, k, a32.data(), k, false, b32.data(), n, false,
+                c32.data(), n, rowBias ? bias32.data() : nullptr);
+#pragma omp parallel for if (m * n > kParallelGrain)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = store<T>(c32[i * n + j]);
   } else {
     using Acc = ComputeT<T>;
     // Element (i, p) of op(A) and (p, j) of op(B).
