@@ -4,8 +4,8 @@
 For the 4-layer GPT of bench/recompute.py (width 256, 4 heads, context 128,
 vocab 1024, batch 8, AdamW), the step is compiled with each
 `--precision` and trained on the CPU backend. One table: precision,
-planned memory per rank, the arena, saved activation bytes, persistent
-bytes per parameter (parameters and optimizer states), and the step time
+planned memory per rank, the arena, saved activation bytes, bytes per
+parameter (parameter, gradient and optimizer state), and the step time
 relative to fp32 (the difference between runs of 2 and 2 + --steps steps,
 best of --repeat rounds in which the precisions take turns). A precision
 ztc refuses gets a row with its message.
@@ -63,7 +63,8 @@ def main():
                 print("%-9s refused: %s" % (precision, refused[precision]))
                 continue
             r = reports[precision]
-            persistent = r["bindings"]["params"] + r["bindings"]["optimizer_state"]
+            # As the ZeRO paper counts: parameter, gradient, optimizer state.
+            persistent = 2 * r["bindings"]["params"] + r["bindings"]["optimizer_state"]
             print("%-9s %9.2f MB %9.2f MB %11.2f MB %10.1f %10.1f %7.2fx" % (
                 precision, r["total_bytes"] / 1e6, r["arena_bytes"] / 1e6,
                 r["recompute"]["saved_activation_bytes"] / 1e6, persistent / count,

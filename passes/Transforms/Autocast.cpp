@@ -185,6 +185,7 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
         return signalPassFailure();
     }
 
+    func->setAttr(train::kPrecisionAttr, b.getStringAttr(precision));
     // The model's outputs keep their types (the loss is computed in f32).
     Operation *ret = block.getTerminator();
     for (auto [i, result] : llvm::enumerate(func.getResultTypes())) {

@@ -37,6 +37,8 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
       switch (binding.getRole()) {
       case train::BindingRole::Param:
         footprint.params += bytes;
+        footprint.paramCount +=
+            cast<MemRefType>(arg.getType()).getNumElements();
         break;
       case train::BindingRole::Buffer:
         footprint.buffers += bytes;

@@ -26,6 +26,8 @@ struct StepFootprint {
   /// distinct constants, and of the arena (the largest entry's plan).
   uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,
            arena = 0;
+  /// How many parameters (elements of the param bindings).
+  uint64_t paramCount = 0;
   uint64_t total() const {
     return params + buffers + states + constants + data + arena;
   }

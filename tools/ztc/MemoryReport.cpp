@@ -163,6 +163,9 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   report.constants = footprint->constants;
   report.data = footprint->data;
   report.arena = footprint->arena;
+  report.paramCount = footprint->paramCount;
+  if (auto precision = entry->getAttrOfType<StringAttr>(train::kPrecisionAttr))
+    report.precision = precision.str();
   report.entry = entry.getSymName().str();
   if (auto recompute =
           entry->getAttrOfType<DictionaryAttr>(train::kRecomputeAttr)) {
@@ -255,6 +258,8 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
   llvm::json::Object root{
       {"entry", report.entry},
       {"policy", report.policy},
+      {"precision", report.precision},
+      {"param_count", int64_t(report.paramCount)},
       {"total_bytes", int64_t(report.total())},
       {"bindings",
        llvm::json::Object{{"params", int64_t(report.params)},
@@ -322,6 +327,13 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
     return fail("a field of the report is missing or not a count");
   report.entry = entry->str();
   report.policy = policy->str();
+  // Reports of an older ztc have neither: f32, and no count.
+  if (top->get("precision") || top->get("param_count")) {
+    std::optional<StringRef> precision = top->getString("precision");
+    if (!precision || !number(top, "param_count", report.paramCount))
+      return fail("precision is not a string or param_count not a count");
+    report.precision = precision->str();
+  }
   for (size_t role = 0; role < kArenaRoles; ++role)
     if (!number(roles, arenaRoleName(ArenaRole(role)), report.peakRoles[role]))
       return fail(std::string("peak.roles has no count for ") +
@@ -398,6 +410,17 @@ std::string flopsText(uint64_t flops) {
   return llvm::formatv("{0:F2} {1}", value, units[unit]).str();
 }
 
+/// Bytes per parameter as the ZeRO paper counts them: the parameter, its
+/// gradient (the parameter's type: f32 masters have f32 gradients) and its
+/// optimizer state.
+std::string perParameter(const MemoryReport &report) {
+  if (!report.paramCount)
+    return "-";
+  return llvm::formatv("{0:F1} B", double(2 * report.params + report.states) /
+                                       double(report.paramCount))
+      .str();
+}
+
 std::string percent(uint64_t part, uint64_t whole) {
   return whole ? llvm::formatv("{0:F1}%", 100.0 * part / whole).str() : "-";
 }
@@ -414,6 +437,11 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
   };
   line("parameters", report.params);
   line("optimizer state", report.states);
+  if (report.paramCount)
+    os << llvm::formatv("  {0,-30} {1,12}  (parameter, gradient and "
+                        "optimizer state; {2} parameters, {3})\n",
+                        "per parameter", perParameter(report),
+                        report.paramCount, report.precision);
   if (report.buffers)
     line("buffers (running statistics)", report.buffers);
   if (report.constants)
@@ -452,8 +480,14 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
 
 void mlir::ztc::printMemoryComparison(llvm::ArrayRef<MemoryReport> reports,
                                       llvm::raw_ostream &os) {
-  os << llvm::formatv("{0,-10} {1,14} {2,14} {3,16} {4,12}\n", "recompute",
-                      "total", "arena", "saved activ.", "extra FLOPs");
+  // Rows are named by what differs between them: the policy (--recompute
+  // all) or the precision (--precision all).
+  bool byPrecision = llvm::any_of(reports, [&](const MemoryReport &report) {
+    return report.precision != reports.front().precision;
+  });
+  os << llvm::formatv("{0,-10} {1,14} {2,14} {3,16} {4,12} {5,12}\n",
+                      byPrecision ? "precision" : "recompute", "total", "arena",
+                      "saved activ.", "extra FLOPs", "bytes/param");
   for (const MemoryReport &report : reports) {
     std::string saved = "-", flops = "-";
     if (report.recompute) {
@@ -461,9 +495,10 @@ void mlir::ztc::printMemoryComparison(llvm::ArrayRef<MemoryReport> reports,
       flops = percent(report.recompute->recomputeFlops,
                       report.recompute->stepFlops);
     }
-    os << llvm::formatv("{0,-10} {1,14} {2,14} {3,16} {4,12}\n", report.policy,
+    os << llvm::formatv("{0,-10} {1,14} {2,14} {3,16} {4,12} {5,12}\n",
+                        byPrecision ? report.precision : report.policy,
                         bytesText(report.total()), bytesText(report.arena),
-                        saved, flops);
+                        saved, flops, perParameter(report));
   }
 }
 

@@ -41,6 +41,13 @@ struct MemoryReport {
   std::string entry;
   /// The recompute policy ("none" when the step has no report).
   std::string policy = "none";
+  /// The compute precision: "fp32" (as the model is written), "bf16" or
+  /// "fp16" (train.precision).
+  std::string precision = "fp32";
+  /// How many parameters. Bytes per parameter, as the ZeRO paper counts
+  /// them: (2 * params + states) / paramCount (a gradient has its
+  /// parameter's type).
+  uint64_t paramCount = 0;
   /// Bytes of the bindings, by role, and of the arena (the planned peak:
   /// the arena the runtime allocates, shared by every entry).
   uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,

@@ -760,27 +760,48 @@ int inspectModel() {
   if (!options)
     return 1;
   std::vector<std::string> recompute = inspectFlags.values("recompute");
+  std::vector<std::string> precision = inspectFlags.values("precision");
   bool all = !recompute.empty() && recompute.back() == "all";
-  std::vector<std::string> policies =
-      all ? std::vector<std::string>{"none", "selective", "full", "sqrt"}
-          : std::vector<std::string>{""};
+  bool allPrecisions = !precision.empty() && precision.back() == "all";
+  if (all && allPrecisions) {
+    llvm::errs() << "ztc: error: --recompute all and --precision all: "
+                    "compare one at a time\n";
+    return 1;
+  }
+  // One row per policy or per precision, or the one plan asked for.
+  std::vector<std::pair<std::string, std::string>> rows;
+  if (all)
+    for (const char *policy : {"none", "selective", "full", "sqrt"})
+      rows.push_back({"recompute", policy});
+  else if (allPrecisions)
+    for (const char *name : {"fp32", "bf16", "fp16"})
+      rows.push_back({"precision", name});
+  else
+    rows.push_back({"", ""});
   std::vector<mz::MemoryReport> reports;
   std::vector<std::string> skipped;
-  for (const std::string &policy : policies) {
+  for (const auto &[option, value] : rows) {
     mz::TrainingPipelineOptions training;
     std::map<std::string, std::string> overrides;
-    if (all)
-      overrides["recompute"] = policy;
+    if (!option.empty())
+      overrides[option] = value;
     if (failed(inspectFlags.apply(training, overrides)))
       return 1;
     std::string error;
     if (failed(training.verify(error))) {
+      // A precision not built yet gets a line after the table.
+      if (allPrecisions) {
+        skipped.push_back(value + ": not planned: " + error);
+        continue;
+      }
       // ztc inspect also takes `all`.
-      if (StringRef(error).starts_with("--recompute '"))
+      if (StringRef(error).starts_with("--recompute '") ||
+          StringRef(error).starts_with("--precision '"))
         error += " (or all, to compare them)";
       llvm::errs() << "ztc: error: " << error << "\n";
       return 1;
     }
+    std::string policy = option == "recompute" ? value : "";
     // With --recompute all, a model with no blocks has no `full` row: its
     // reason follows the table instead of failing the comparison.
     std::vector<std::string> errors;
@@ -837,7 +858,7 @@ int main(int argc, char **argv) {
       "  ztc gradcheck MODEL.onnx [--loss ...] [--batch-size B] [--seed S] "
       "[--tolerance T]\n"
       "  ztc inspect ART.ztc | MODEL.onnx [compile flags] [--recompute "
-      "all] [--json] [--svg FILE]\n"
+      "all | --precision all] [--json] [--svg FILE]\n"
       "  ztc list-ops\n");
   if (importCommand)
     return runImport();

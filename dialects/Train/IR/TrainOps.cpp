@@ -158,6 +158,13 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be an array of strings";
     return success();
   }
+  if (name == kPrecisionAttr) {
+    auto precision = dyn_cast<StringAttr>(attr.getValue());
+    if (!precision ||
+        (precision.getValue() != "bf16" && precision.getValue() != "fp16"))
+      return op->emitError("'") << name << "' must be \"bf16\" or \"fp16\"";
+    return success();
+  }
   if (name == kRecomputeAttr) {
     auto report = dyn_cast<DictionaryAttr>(attr.getValue());
     auto integer = [&](StringRef key) {

@@ -47,6 +47,10 @@ inline constexpr llvm::StringLiteral kClassesAttr = "train.classes";
 /// `recomputed_ops` and `step_flops` (forward and backward, before
 /// recomputation).
 inline constexpr llvm::StringLiteral kRecomputeAttr = "train.recompute";
+/// Function attribute (`ztc-autocast`): the half type the function's
+/// matrix products compute in, "bf16" or "fp16" (absent: as the model is
+/// written).
+inline constexpr llvm::StringLiteral kPrecisionAttr = "train.precision";
 /// Op attribute (unit): the op is a clone `ztc-recompute` placed in the
 /// backward. It also keeps CSE from merging the clone back into the op it
 /// recomputes.
