@@ -18,11 +18,16 @@
 #include "runtime/train/DataLoader.h"
 #include "runtime/train/Schedule.h"
 
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include <unistd.h>
@@ -244,6 +249,7 @@ public:
     reporter_ = &reporter;
     TrainResult result;
     uint64_t step = options_.resumeDir.empty() ? 0 : restore();
+    openMetrics(step);
     result.firstStep = step + 1;
     result.finalStep = step;
     if (step >= lastStep_) {
@@ -266,16 +272,21 @@ public:
       double lr = schedule_->lrAtStep(step);
       optimizerStep(step, lr);
       result.finalStep = step;
-      // The loss stays on the device until a report or a checkpoint needs
-      // it: no host synchronization in between.
+      // The loss stays on the device until a report, a metrics line or a
+      // checkpoint needs it: no host synchronization in between.
       bool saving =
           shouldSave(step) || (step == lastStep_ && !options_.saveDir.empty());
-      if (reporter.due(step) || saving) {
+      bool metricsDue = metrics_.is_open() &&
+                        (step == lastStep_ || (options_.logEvery != 0 &&
+                                               step % options_.logEvery == 0));
+      if (reporter.due(step) || saving || metricsDue) {
         float loss = readLoss(step);
         ++result.stateReads;
         result.losses.push_back(loss);
         result.loggedSteps.push_back(step);
         reporter.step(step, loss, lr);
+        if (metricsDue)
+          writeMetrics(step, lr);
       }
       if (saving) {
         save(step);
@@ -367,6 +378,8 @@ private:
     }
     runner_.resetTrainState();
     intervalStart_ = step + 1;
+    metricsLossSum_ += state.loss_sum;
+    metricsCalls_ += state.calls;
     std::vector<DataPosition> positions = std::move(callPositions_);
     callPositions_.clear();
     if (state.first_nonfinite_call != 0) {
@@ -389,6 +402,65 @@ private:
                   ": the step recorded no loss (an artifact compiled without "
                   "kernel.record_loss; recompile it)");
     return static_cast<float>(state.loss_sum / double(state.calls));
+  }
+
+  /// --metrics FILE: truncated for a new run, appended to by a resumed one
+  /// (its earlier lines describe the steps before the checkpoint).
+  void openMetrics(uint64_t step) {
+    if (options_.metricsFile.empty())
+      return;
+    metrics_.open(options_.metricsFile, options_.resumeDir.empty()
+                                            ? std::ios::out | std::ios::trunc
+                                            : std::ios::out | std::ios::app);
+    if (!metrics_)
+      throw Error("cannot write metrics file " + options_.metricsFile + ": " +
+                  std::strerror(errno));
+    metricsLast_ = Clock::now();
+    metricsLastStep_ = step;
+    // Tokens per sample: the labels' elements per sample when there is one
+    // per position (a language model), else none.
+    for (const Binding &binding : manifest().bindings)
+      if (binding.role == BindingRole::Label && binding.shape.size() >= 2) {
+        tokensPerSample_ = 1;
+        for (size_t d = 1; d < binding.shape.size(); ++d)
+          tokensPerSample_ *= uint64_t(binding.shape[d]);
+      }
+  }
+
+  /// One JSON line per logged step, with the fields of the Hugging Face
+  /// Trainer's log_history: the mean loss since the previous line, the
+  /// learning rate, the epoch (fractional), throughput and the arena. The
+  /// gradient norm and loss scale are null until a step computes them.
+  void writeMetrics(uint64_t step, double lr) {
+    Clock::time_point now = Clock::now();
+    double seconds = std::max(secondsBetween(metricsLast_, now), 1e-9);
+    double samples = double(step - metricsLastStep_) *
+                     double(loader_.batchSize() * microBatches_);
+    nlohmann::ordered_json line = {
+        {"step", step},
+        {"epoch", double(step * microBatches_) /
+                      double(std::max<uint64_t>(1, loader_.batchesPerEpoch()))},
+        {"loss", metricsCalls_ ? metricsLossSum_ / double(metricsCalls_) : 0.0},
+        {"learning_rate", lr},
+        {"grad_norm", nullptr},
+        {"loss_scale", nullptr},
+        {"skipped_steps", 0},
+        {"samples_per_second", samples / seconds},
+        {"arena_bytes", runner_.arenaBytes()}};
+    line["tokens_per_second"] =
+        tokensPerSample_ ? nlohmann::ordered_json(
+                               samples * double(tokensPerSample_) / seconds)
+                         : nlohmann::ordered_json(nullptr);
+    metrics_ << line.dump() << "\n";
+    metrics_.flush();
+    if (!metrics_)
+      throw Error("cannot write metrics file " + options_.metricsFile +
+                  " at step " + std::to_string(step) + ": " +
+                  std::strerror(errno));
+    metricsLossSum_ = 0;
+    metricsCalls_ = 0;
+    metricsLast_ = now;
+    metricsLastStep_ = step;
   }
 
   /// "3, 17, 22, 9": the samples of the batch at `position` (the first 16,
@@ -546,6 +618,14 @@ private:
   int lrHyper_ = -1, stepHyper_ = -1;
   std::optional<Schedule> schedule_;
   Reporter *reporter_ = nullptr;
+  /// --metrics: the file, the loss summed over the calls since its last
+  /// line, and when that line was written.
+  std::ofstream metrics_;
+  double metricsLossSum_ = 0;
+  uint64_t metricsCalls_ = 0;
+  Clock::time_point metricsLast_;
+  uint64_t metricsLastStep_ = 0;
+  uint64_t tokensPerSample_ = 0;
 };
 
 } // namespace

@@ -80,6 +80,9 @@ struct TrainOptions {
   uint64_t seed = 0;
   /// Plain log line every logEvery steps (0: only the last step).
   uint64_t logEvery = 10;
+  /// --metrics: a JSON line per logged step (every logEvery steps and the
+  /// last) in this file; empty: none.
+  std::string metricsFile;
   /// Where checkpoints go; empty: none.
   std::string saveDir;
   /// Also save every saveEvery steps (0: only at the end).

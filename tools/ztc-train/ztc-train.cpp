@@ -41,6 +41,10 @@ const char kUsage[] =
     "  --log-every K     log the mean loss every K steps (default 10; 0: only\n"
     "                    the last); the loss is read from the device only "
     "then\n"
+    "  --metrics FILE    also write one JSON line per logged step to FILE\n"
+    "                    (step, epoch, loss, learning_rate, throughput, arena\n"
+    "                    bytes: the Hugging Face Trainer's log_history\n"
+    "                    fields); a resumed run appends\n"
     "  --save DIR        write checkpoints to DIR\n"
     "  --save-every K    also checkpoint every K steps (needs --save)\n"
     "  --resume DIR      continue from the checkpoint in DIR\n"
@@ -118,6 +122,8 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
       options.seed = parseCount(flag, takeValue());
     } else if (flag == "--log-every") {
       options.logEvery = parseCount(flag, takeValue());
+    } else if (flag == "--metrics") {
+      options.metricsFile = takeValue();
     } else if (flag == "--save") {
       options.saveDir = takeValue();
     } else if (flag == "--save-every") {

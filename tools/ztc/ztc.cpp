@@ -14,6 +14,7 @@
 #include "tools/ztc/Compile.h"
 #include "tools/ztc/GradCheck.h"
 #include "tools/ztc/MemoryReport.h"
+#include "tools/ztc/Plot.h"
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "mlir/IR/AsmState.h"
@@ -71,6 +72,15 @@ cl::SubCommand
     emitCommand("emit",
                 "Print the C++ or CUDA source ztc generates for a model's "
                 "forward step");
+
+cl::SubCommand plotCommand("plot",
+                           "Draw a run's loss, learning rate and loss scale "
+                           "against the step (ztc-train --metrics) as an SVG");
+cl::opt<std::string> plotInput(cl::Positional, cl::desc("METRICS.jsonl"),
+                               cl::Required, cl::sub(plotCommand));
+cl::opt<std::string> plotOutput("o", cl::desc("Write the SVG to FILE"),
+                                cl::value_desc("FILE"), cl::Required,
+                                cl::sub(plotCommand));
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("MODEL.onnx"),
                                cl::Required, cl::sub(importCommand),
@@ -831,6 +841,26 @@ int inspectModel() {
   return status;
 }
 
+int runPlot() {
+  auto fail = [](const Twine &message) {
+    llvm::errs() << "ztc: error: " << message << "\n";
+    return 1;
+  };
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(plotInput);
+  if (!file)
+    return fail(plotInput + ": " + file.getError().message());
+  std::string svg;
+  llvm::raw_string_ostream os(svg);
+  if (std::string error = mz::plotMetrics(plotInput, (*file)->getBuffer(), os);
+      !error.empty())
+    return fail(error);
+  if (std::string error = writeOutput(plotOutput, svg); !error.empty())
+    return fail(error);
+  llvm::errs() << "ztc: wrote " << plotOutput << "\n";
+  return 0;
+}
+
 int runInspect() {
   if (llvm::sys::fs::is_directory(inspectPath) &&
       llvm::sys::fs::exists(inspectPath + "/manifest.json"))
@@ -859,6 +889,7 @@ int main(int argc, char **argv) {
       "[--tolerance T]\n"
       "  ztc inspect ART.ztc | MODEL.onnx [compile flags] [--recompute "
       "all | --precision all] [--json] [--svg FILE]\n"
+      "  ztc plot METRICS.jsonl -o curves.svg\n"
       "  ztc list-ops\n");
   if (importCommand)
     return runImport();
@@ -876,6 +907,8 @@ int main(int argc, char **argv) {
     return runGradCheck();
   if (inspectCommand)
     return runInspect();
+  if (plotCommand)
+    return runPlot();
   llvm::errs() << "ztc: error: no command given; see `ztc --help`\n";
   return 1;
 }

@@ -23,8 +23,11 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/DataLoader.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <regex>
@@ -555,6 +558,54 @@ TEST_F(TrainerTest, ReadsTheLossOnlyWhenItReports) {
       sum += every.losses[4 * i + k];
     EXPECT_EQ(result.losses[i], static_cast<float>(sum / 4)) << i;
   }
+}
+
+TEST_F(TrainerTest, MetricsLines) {
+  // Per-step losses, to check each line's mean against.
+  TrainResult every = train(options(12));
+  std::string file = dir_ / "metrics.jsonl";
+  TrainOptions run = options(7);
+  run.logEvery = 5;
+  run.metricsFile = file;
+  run.saveDir = dir_ / "ckpt";
+  train(run);
+  // A resumed run appends.
+  run.steps = 12;
+  run.resumeDir = run.saveDir;
+  train(run);
+  std::ifstream in(file);
+  std::vector<nlohmann::json> lines;
+  for (std::string text; std::getline(in, text);)
+    lines.push_back(nlohmann::json::parse(text));
+  // Every logEvery steps and the last of each run: 5, 7 | 10, 12.
+  ASSERT_EQ(lines.size(), 4u);
+  const uint64_t steps[] = {5, 7, 10, 12};
+  const uint64_t firsts[] = {1, 6, 8, 11};
+  for (size_t i = 0; i < 4; ++i) {
+    const nlohmann::json &line = lines[i];
+    EXPECT_EQ(line["step"], steps[i]);
+    // 22 samples in batches of 4: 5 batches per epoch.
+    EXPECT_DOUBLE_EQ(line["epoch"].get<double>(), double(steps[i]) / 5);
+    double sum = 0;
+    for (uint64_t k = firsts[i]; k <= steps[i]; ++k)
+      sum += every.losses[k - 1];
+    EXPECT_NEAR(line["loss"].get<double>(),
+                sum / double(steps[i] - firsts[i] + 1), 1e-6)
+        << i;
+    EXPECT_DOUBLE_EQ(line["learning_rate"].get<double>(), 0.1);
+    EXPECT_TRUE(line["grad_norm"].is_null());
+    EXPECT_TRUE(line["loss_scale"].is_null());
+    EXPECT_EQ(line["skipped_steps"], 0);
+    EXPECT_GT(line["samples_per_second"].get<double>(), 0);
+    // One label per sample: no tokens.
+    EXPECT_TRUE(line["tokens_per_second"].is_null());
+    EXPECT_EQ(line["arena_bytes"], 256);
+  }
+  // A file that cannot be written is an error before the first step.
+  run = options(3);
+  run.metricsFile = dir_ / "no-such-directory/metrics.jsonl";
+  EXPECT_EQ(trainError(run), "cannot write metrics file " + run.metricsFile +
+                                 ": No such file or directory");
 }
 
 TEST_F(TrainerTest, CheckDataFindsTheFirstBadSample) {
