@@ -23,12 +23,16 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include <unistd.h>
 
@@ -193,6 +197,107 @@ private:
   bool drawn_ = false;
 };
 
+/// The next batch, gathered on a background thread while the step runs.
+/// One reader thread lives as long as the run (a thread per batch costs
+/// more than a small batch). Only one thread uses the loader at a time:
+/// the reader while a batch is pending, the caller otherwise.
+class Prefetcher {
+public:
+  Prefetcher(DataLoader &loader, bool enabled) : loader_(loader) {
+    if (enabled)
+      reader_ = std::thread([this] { read(); });
+  }
+  ~Prefetcher() {
+    drain();
+    if (reader_.joinable()) {
+      {
+        std::lock_guard<std::mutex> guard(mutex_);
+        stop_ = true;
+      }
+      wake_.notify_all();
+      reader_.join();
+    }
+  }
+  Prefetcher(const Prefetcher &) = delete;
+  Prefetcher &operator=(const Prefetcher &) = delete;
+
+  /// Where the batch take() returns next comes from.
+  DataPosition position() const {
+    return pending_ ? pendingAt_ : loader_.position();
+  }
+
+  /// The next batch; asks the reader for the one after it.
+  std::vector<Tensor> take() {
+    std::vector<Tensor> batch = pending_ ? wait() : loader_.next();
+    if (reader_.joinable()) {
+      pendingAt_ = loader_.position();
+      std::lock_guard<std::mutex> guard(mutex_);
+      pending_ = requested_ = true;
+      wake_.notify_all();
+    }
+    return batch;
+  }
+
+  /// Waits for the batch being gathered and puts the loader back at its
+  /// position, for the caller to use the loader itself.
+  void drain() {
+    if (!pending_)
+      return;
+    try {
+      wait();
+    } catch (...) {
+      // take() would have rethrown it; the batch is read again.
+    }
+    loader_.seek(pendingAt_);
+  }
+
+private:
+  /// The pending batch, or its reader's error.
+  std::vector<Tensor> wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [this] { return !requested_; });
+    pending_ = false;
+    if (failure_) {
+      std::exception_ptr failure = std::exchange(failure_, nullptr);
+      std::rethrow_exception(failure);
+    }
+    return std::move(ready_);
+  }
+
+  void read() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return requested_ || stop_; });
+      if (stop_)
+        return;
+      lock.unlock();
+      std::vector<Tensor> batch;
+      std::exception_ptr failure;
+      try {
+        batch = loader_.next();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      lock.lock();
+      ready_ = std::move(batch);
+      failure_ = failure;
+      requested_ = false;
+      wake_.notify_all();
+    }
+  }
+
+  DataLoader &loader_;
+  std::thread reader_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  /// requested_: the reader owes a batch; pending_: take() has not
+  /// collected it (the caller's view).
+  bool requested_ = false, stop_ = false, pending_ = false;
+  std::vector<Tensor> ready_;
+  std::exception_ptr failure_;
+  DataPosition pendingAt_;
+};
+
 /// Loads the artifact and checks that it is a training artifact.
 Artifact loadTrainingArtifact(const std::string &directory) {
   Artifact artifact = Artifact::load(directory);
@@ -209,6 +314,7 @@ public:
       : options_(options), artifact_(loadTrainingArtifact(options.artifactDir)),
         runner_(artifact_, createBackend(artifact_.manifest().target)),
         loader_(manifest(), options.dataDir, options.seed),
+        prefetcher_(loader_, options.prefetch),
         microBatches_(manifest().train.gradAccum) {
     findHypers();
     if (microBatches_ > 1 && !artifact_.accumEntry())
@@ -466,6 +572,7 @@ private:
   /// "3, 17, 22, 9": the samples of the batch at `position` (the first 16,
   /// then how many more).
   std::string listSamples(const DataPosition &position) const {
+    // A pure function of the position: safe while the reader runs.
     std::vector<uint64_t> samples = loader_.samplesAt(position);
     std::string text;
     for (size_t i = 0; i < samples.size() && i < 16; ++i)
@@ -507,8 +614,8 @@ private:
   void optimizerStep(uint64_t step, double lr) {
     setHypers(step, lr);
     for (uint64_t micro = 0; micro < microBatches_; ++micro) {
-      callPositions_.push_back(loader_.position());
-      uploadBatch(loader_.next());
+      callPositions_.push_back(prefetcher_.position());
+      uploadBatch(prefetcher_.take());
       runner_.setRandomKey(randomKey(loader_.seed(), step, micro));
       bool last = micro + 1 == microBatches_;
       runStep(last ? artifact_.entry() : artifact_.accumEntry(), step);
@@ -518,6 +625,7 @@ private:
   /// grad_entry on the batch the first update will use, with the random
   /// key of its first micro-batch: the gradients that micro-batch computes.
   void dumpGradients(uint64_t step) {
+    prefetcher_.drain();
     DataPosition position = loader_.position();
     uploadBatch(loader_.next());
     loader_.seek(position);
@@ -558,8 +666,8 @@ private:
   void save(uint64_t step) {
     Checkpoint checkpoint;
     checkpoint.step = step;
-    checkpoint.epoch = loader_.position().epoch;
-    checkpoint.batch = loader_.position().batch;
+    checkpoint.epoch = prefetcher_.position().epoch;
+    checkpoint.batch = prefetcher_.position().batch;
     checkpoint.seed = loader_.seed();
     checkpoint.metadata = dataMetadata();
     const std::vector<Binding> &bindings = manifest().bindings;
@@ -608,6 +716,8 @@ private:
   Artifact artifact_;
   Runner runner_;
   DataLoader loader_;
+  /// After loader_: it stops its reader before the loader goes.
+  Prefetcher prefetcher_;
   uint64_t microBatches_ = 1;
   size_t lossIndex_ = 0;
   uint64_t lastStep_ = 0;

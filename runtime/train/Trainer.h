@@ -83,6 +83,9 @@ struct TrainOptions {
   /// --metrics: a JSON line per logged step (every logEvery steps and the
   /// last) in this file; empty: none.
   std::string metricsFile;
+  /// Gather the next batch on a background thread while the step runs
+  /// (the batches are the same either way).
+  bool prefetch = true;
   /// Where checkpoints go; empty: none.
   std::string saveDir;
   /// Also save every saveEvery steps (0: only at the end).

@@ -45,6 +45,8 @@ const char kUsage[] =
     "                    (step, epoch, loss, learning_rate, throughput, arena\n"
     "                    bytes: the Hugging Face Trainer's log_history\n"
     "                    fields); a resumed run appends\n"
+    "  --no-prefetch     gather each batch when the step needs it, not on\n"
+    "                    a background thread while the previous step runs\n"
     "  --save DIR        write checkpoints to DIR\n"
     "  --save-every K    also checkpoint every K steps (needs --save)\n"
     "  --resume DIR      continue from the checkpoint in DIR\n"
@@ -122,6 +124,8 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
       options.seed = parseCount(flag, takeValue());
     } else if (flag == "--log-every") {
       options.logEvery = parseCount(flag, takeValue());
+    } else if (flag == "--no-prefetch") {
+      options.prefetch = false;
     } else if (flag == "--metrics") {
       options.metricsFile = takeValue();
     } else if (flag == "--save") {

@@ -608,6 +608,28 @@ TEST_F(TrainerTest, MetricsLines) {
                                  ": No such file or directory");
 }
 
+TEST_F(TrainerTest, PrefetchChangesNothing) {
+  // Batches gathered on a background thread are the batches: the same
+  // losses, the same checkpoint (its data position included).
+  TrainOptions run = options(12);
+  run.saveDir = dir_ / "prefetched";
+  run.saveEvery = 5;
+  TrainResult prefetched = train(run);
+  run.prefetch = false;
+  run.saveDir = dir_ / "inline";
+  TrainResult inlined = train(run);
+  EXPECT_EQ(prefetched.losses, inlined.losses);
+  Checkpoint a =
+      loadCheckpoint(dir_ / "prefetched", Artifact::load(artifact_).manifest());
+  Checkpoint b =
+      loadCheckpoint(dir_ / "inline", Artifact::load(artifact_).manifest());
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.epoch, b.epoch);
+  EXPECT_EQ(a.batch, b.batch);
+  for (const auto &[name, tensor] : a.tensors)
+    EXPECT_EQ(tensor.bytes, b.tensors.at(name).bytes) << name;
+}
+
 TEST_F(TrainerTest, CheckDataFindsTheFirstBadSample) {
   // A label outside [0, 3) at sample 5, with ignore index -1 allowed.
   Manifest manifest = trainManifest();
