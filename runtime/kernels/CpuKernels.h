@@ -251,30 +251,33 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
 #endif
     band(0, m);
   } else if constexpr (std::is_same_v<ComputeT<T>, float>) {
-    // f16 and bf16: both operands widened to float (exactly), multiplied by
-    // sgemm with f32 accumulation (as cuBLAS does for half GEMMs), each
-    // result rounded once.
-    int64_t aRow = transA ? 1 : lda, aCol = transA ? lda : 1;
-    int64_t bRow = transB ? 1 : ldb, bCol = transB ? ldb : 1;
-    std::vector<float> a32(size_t(m) * k), b32(size_t(k) * n),
-        c32(size_t(m) * n), bias32;
-#pragma omp parallel for if (m * k > kParallelGrain)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t p = 0; p < k; ++p)
-        a32[i * k + p] = load(a[i * aRow + p * aCol]);
-#pragma omp parallel for if (k * n > kParallelGrain)
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t j = 0; j < n; ++j)
-        b32[p * n + j] = load(b[p * bRow + j * bCol]);
+    // f16 and bf16: both operands widened to float (exactly) in their
+    // stored layout, multiplied by sgemm with f32 accumulation (as cuBLAS
+    // does for half GEMMs), each result rounded once. The buffers live as
+    // long as the thread: a step's GEMMs reuse them.
+    thread_local std::vector<float> a32, b32, c32, bias32;
+    auto widen = [](std::vector<float> &to, const T *from, int64_t rows,
+                    int64_t cols, int64_t ld) {
+      to.resize(size_t(rows) * size_t(cols));
+      float *dense = to.data();
+#pragma omp parallel for if (rows * cols > kParallelGrain)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          dense[r * cols + c] = load(from[r * ld + c]);
+    };
+    int64_t aCols = transA ? m : k, bCols = transB ? k : n;
+    widen(a32, a, transA ? k : m, aCols, lda);
+    widen(b32, b, transB ? n : k, bCols, ldb);
     if (rowBias)
-      for (int64_t i = 0; i < m; ++i)
-        bias32.push_back(load(rowBias[i]));
-    gemm<float>(m, n, k, a32.data(), k, false, b32.data(), n, false,
+      widen(bias32, rowBias, 1, m, m);
+    c32.resize(size_t(m) * size_t(n));
+    gemm<float>(m, n, k, a32.data(), aCols, transA, b32.data(), bCols, transB,
                 c32.data(), n, rowBias ? bias32.data() : nullptr);
+    const float *product = c32.data();
 #pragma omp parallel for if (m * n > kParallelGrain)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = store<T>(c32[i * n + j]);
+        c[i * ldc + j] = store<T>(product[i * n + j]);
   } else {
     using Acc = ComputeT<T>;
     // Element (i, p) of op(A) and (p, j) of op(B).

@@ -314,7 +314,8 @@ public:
       : options_(options), artifact_(loadTrainingArtifact(options.artifactDir)),
         runner_(artifact_, createBackend(artifact_.manifest().target)),
         loader_(manifest(), options.dataDir, options.seed),
-        prefetcher_(loader_, options.prefetch),
+        prefetcher_(loader_, options.prefetch &&
+                                 batchBytes() >= options.prefetchMinBytes),
         microBatches_(manifest().train.gradAccum) {
     findHypers();
     if (microBatches_ > 1 && !artifact_.accumEntry())
@@ -412,6 +413,14 @@ public:
 
 private:
   const Manifest &manifest() const { return artifact_.manifest(); }
+
+  /// The bytes of one batch of every data input.
+  uint64_t batchBytes() const {
+    uint64_t bytes = 0;
+    for (size_t index : loader_.bindingIndices())
+      bytes += manifest().bindings[index].byteSize();
+    return bytes;
+  }
 
   void findHypers() {
     const std::vector<Binding> &bindings = manifest().bindings;
