@@ -458,7 +458,7 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
         llvm::formatv("batchNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})",
                       T, x, dims(in[0]), name(in[1]), name(in[2]), name(in[3]),
                       name(in[4]), floatValue("epsilon"), y);
-  } else if (callee.starts_with("reduce_")) {
+  } else if (callee.starts_with("reduce_") && callee != "reduce_scatter") {
     uint64_t mask = 0;
     for (int64_t axis : kernel::configInts(op, "axes"))
       mask |= uint64_t(1) << axis;
@@ -538,6 +538,31 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
         llvm::formatv("insertSlice<{0}>({1}, {2}, {3}, {4}, {5}, {6}, "
                       "{7})",
                       T, x, dims(in[0]), name(in[1]), dims(in[1]), st, sp, y);
+  } else if (callee == "all_reduce" || callee == "reduce_scatter" ||
+             callee == "all_gather" || callee == "shard") {
+    // n: the elements of the smaller side (StepAbi.h's ztc_comm).
+    auto count = [](Value v) {
+      return cast<MemRefType>(v.getType()).getNumElements();
+    };
+    int64_t n = std::min(count(in[0]), count(output));
+    StringRef fn = callee == "all_reduce"       ? "allReduce"
+                   : callee == "reduce_scatter" ? "reduceScatter"
+                   : callee == "all_gather"     ? "allGather"
+                                                : "shard";
+    call = llvm::formatv("{0}<{1}>(ctx, {2}, {3}, {4})", fn, T, x, y, n);
+    if (callee != "shard") {
+      ::ztc::rt::Collective collective;
+      collective.entry = entryName;
+      collective.op = callee.str();
+      FailureOr<rt::DType> dtype =
+          runtimeDType(cast<MemRefType>(output.getType()).getElementType(), op,
+                       "a collective");
+      if (failed(dtype))
+        return failure();
+      collective.dtype = *dtype;
+      collective.elements = std::max(count(in[0]), count(output));
+      step.collectives.push_back(std::move(collective));
+    }
   } else {
     return op.emitOpError("the emitter has no call for this kernel");
   }

@@ -33,6 +33,8 @@ struct StepInterface {
   /// Streams the entry runs on (the highest kernel.stream + 1) and events
   /// it signals (ztc_step_context::streams, ::events).
   int64_t streams = 1, events = 0;
+  /// The entry's collectives, in program order (the manifest's "dist").
+  std::vector<::ztc::rt::Collective> collectives;
 };
 
 /// What every entry of one source shares: the bindings array (arguments,

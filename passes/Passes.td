@@ -266,6 +266,56 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
   let dependentDialects = ["::mlir::ztc::train::TrainDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// ZeRO
+//===----------------------------------------------------------------------===//
+
+def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
+  let summary = "Data parallelism and ZeRO sharding with dist collectives";
+  let description = [{
+    Runs on the training step (`train.entry = "train_step"`, after
+    `ztc-optimizer`, before `ztc-lower-train`) of a program every one of
+    `world-size` ranks runs on its own micro-batch; other entries are left
+    alone (`@accumulate` sums local gradients, so a step with accumulation
+    reduces once per optimizer step). Gradients are grouped, in the order
+    the backward completes them, into buckets of at most
+    `reduce-bucket-bytes` (one tensor larger than that is a bucket alone);
+    each bucket's collective is placed right after its last gradient.
+
+    - Stage 0 (data parallelism): each bucket is flattened, all-reduced and
+      scaled by 1/world-size, the mean gradient of the global batch, and the
+      updates stay as they were. The new values of BatchNorm's running
+      statistics (`buffer`s) are averaged the same way, so every rank keeps
+      the same buffers.
+    - Stages 1 and 2: each bucket is flattened and padded to a multiple of
+      world-size elements; rank r owns block r of every bucket. Stage 1
+      all-reduces a bucket and keeps its block (`dist.shard`), stage 2
+      reduce-scatters it, so no rank holds the whole reduced gradient.
+      One `train.sgd` or `train.adam` updates this rank's blocks of the
+      parameters, whose optimizer states are now flat shards
+      (`zero.exp_avg`, `zero.exp_avg_sq`, `zero.momentum_buffer`: one block
+      per bucket, in bucket order). Global-norm clipping sums squares over
+      the shard and all-reduces the sum. Each bucket's updated block is
+      all-gathered and every parameter is written back whole.
+
+    Every update op of the step must have the same kind and hyperparameters
+    (the optimizer pass makes them so) for stages 1 and 2.
+  }];
+  let options = [
+    Option<"stage", "stage", "unsigned", /*default=*/"0",
+           "ZeRO stage: 0 (data parallel), 1 (optimizer states sharded), "
+           "2 (and gradients)">,
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
+           "Ranks the step runs on">,
+    Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t",
+           /*default=*/"26214400",
+           "Gradient bytes per reduction bucket (default 25 MiB)">,
+  ];
+  let dependentDialects = ["::mlir::ztc::dist::DistDialect",
+                           "::mlir::ztc::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def LowerTrainPass : Pass<"ztc-lower-train", "func::FuncOp"> {
   let summary = "Expand train ops into nn arithmetic";
   let description = [{

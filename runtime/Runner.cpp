@@ -194,6 +194,19 @@ void Runner::setRandomKey(int64_t key) {
   }
 }
 
+void Runner::setCommunicator(Communicator *comm) {
+  uint64_t want = manifest().dist.worldSize;
+  uint64_t have = comm ? comm->worldSize() : 1;
+  if (want != have)
+    throw Error("the step was compiled for " + std::to_string(want) + " rank" +
+                (want == 1 ? "" : "s") + " (--world-size " +
+                std::to_string(want) + "), but runs on " +
+                std::to_string(have) + ": start it with mpirun -np " +
+                std::to_string(want) + (want == 1 ? " or without mpirun" : "") +
+                ", or recompile with --world-size " + std::to_string(have));
+  comm_ = comm;
+}
+
 void Runner::run() { run(artifact_.entry()); }
 
 void Runner::run(EntryFn entry) {
@@ -209,9 +222,11 @@ void Runner::run(EntryFn entry) {
   context.stream_count = static_cast<int32_t>(streams_.size());
   context.events = events_.data();
   context.event_count = static_cast<int32_t>(events_.size());
-  context.comm = nullptr;
-  context.rank = 0;
-  context.world_size = 1;
+  if (!comm_ && manifest().dist.worldSize != 1)
+    setCommunicator(nullptr); // throws: the step needs its ranks
+  context.comm = comm_ ? comm_->table() : nullptr;
+  context.rank = comm_ ? comm_->rank() : 0;
+  context.world_size = comm_ ? comm_->worldSize() : 1;
   context.state = static_cast<ztc_train_state *>(trainState_.data());
   context.error = static_cast<ztc_step_error *>(errorSlot_.data());
   backend_->call(entry, context);
@@ -238,7 +253,11 @@ void Runner::checkStepError() const {
   // The next call starts clean even if the caller goes on.
   ztc_step_error none{};
   backend_->copyIn(errorSlot_.data(), &none, sizeof(none));
-  throw Error(describeStepError(error));
+  std::string message = describeStepError(error);
+  if (error.kind == ZTC_ERROR_COLLECTIVE && comm_ &&
+      !comm_->lastError().empty())
+    message += ": " + comm_->lastError();
+  throw Error(message);
 }
 
 ztc_train_state Runner::trainState() const {

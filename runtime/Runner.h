@@ -16,6 +16,10 @@
 //     first the step's kernels recorded in the context's error slot, read
 //     after the call on the CPU and when the host next waits on CUDA)
 //   hyper 'rng' was not set                 (run() before setRandomKey)
+//   the step was compiled for 2 ranks (--world-size 2), but runs on 4:
+//     start it with mpirun -np 2        (setCommunicator, or run() with none)
+//   all_reduce: the communicator failed (error 5): <the communicator's
+//     message>
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +29,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/Tensor.h"
 #include "runtime/backend/Backend.h"
+#include "runtime/comm/Communicator.h"
 
 #include <memory>
 #include <string>
@@ -86,6 +91,10 @@ public:
   /// Writes `key` into the random-key hyper (kRandomKeyHyper) when the
   /// artifact has one; its dtype must be int64.
   void setRandomKey(int64_t key);
+  /// Runs the entries' collectives on `comm` (which must outlive the
+  /// Runner): its world size must be the one the step was compiled for.
+  /// Without one, only a step compiled for one rank runs.
+  void setCommunicator(Communicator *comm);
   /// Writes every output to `outputDir/<file>.npy`, creating the directory.
   void writeOutputs(const std::string &outputDir) const;
 
@@ -108,6 +117,7 @@ private:
 
   const Artifact &artifact_;
   std::unique_ptr<Backend> backend_;
+  Communicator *comm_ = nullptr;
   uint64_t arenaBytes_ = 0;
   /// The arena plus a guard band that detects writes past its end.
   DeviceBuffer arena_;

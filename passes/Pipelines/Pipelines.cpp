@@ -73,12 +73,17 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (!recomputeBlocks.empty() && recompute != "full")
     return fail("--recompute-blocks applies to --recompute full, not '" +
                 recompute + "'");
-  if (zeroStage != 0)
+  if (zeroStage > 3)
     return fail("--zero " + std::to_string(zeroStage) +
-                ": expected 0 (ZeRO sharding is not built yet)");
-  if (worldSize != 1)
-    return fail("--world-size " + std::to_string(worldSize) +
-                ": expected 1 (multi-rank steps are not built yet)");
+                ": expected 0, 1, 2 or 3");
+  if (zeroStage == 3)
+    return fail("--zero 3: parameter sharding is not built yet; stages 0, "
+                "1 and 2 are");
+  if (worldSize < 1)
+    return fail("--world-size must be at least 1");
+  if (reduceBucketBytes < 1)
+    return fail("--reduce-bucket-bytes must be positive, got " +
+                std::to_string(reduceBucketBytes));
   return success();
 }
 
@@ -211,8 +216,15 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 
-  // 6. [ZeRO slot] ztc-zero goes here: whole updates are still visible
-  // (ztc-lower-train has not expanded them), so it can shard them.
+  // 6. ZeRO: whole updates are still visible (ztc-lower-train has not
+  // expanded them), so ztc-zero can shard them.
+  ZeroPassOptions zero;
+  zero.stage = options.zeroStage;
+  zero.worldSize = options.worldSize;
+  zero.reduceBucketBytes = options.reduceBucketBytes;
+  pm.addNestedPass<func::FuncOp>(createZeroPass(zero));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
 }
 
 void mlir::ztc::registerAllPasses() {
@@ -255,5 +267,5 @@ void mlir::ztc::registerAllPasses() {
 void mlir::ztc::registerAllDialects(DialectRegistry &registry) {
   registry.insert<func::FuncDialect, arith::ArithDialect, math::MathDialect,
                   onnx::OnnxDialect, nn::NNDialect, train::TrainDialect,
-                  kernel::KernelDialect>();
+                  kernel::KernelDialect, dist::DistDialect>();
 }

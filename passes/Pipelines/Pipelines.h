@@ -148,14 +148,23 @@ struct TrainingPipelineOptions
                      "match in an ONNX node name names the node's block "
                      "(default: the name's first numbered scope, such as "
                      "/h.3 or /layer1)")};
-  /// ZeRO slot, after the optimizer and before lowering: ztc-zero will shard
-  /// optimizer state, gradients and parameters over world-size ranks.
-  Option<unsigned> zeroStage{*this, "zero",
-                             llvm::cl::desc("ZeRO stage (0: data parallel)"),
-                             llvm::cl::init(0)};
-  Option<unsigned> worldSize{*this, "world-size",
-                             llvm::cl::desc("Ranks the step runs on"),
-                             llvm::cl::init(1)};
+  /// ZeRO slot, after the optimizer and before lowering: ztc-zero shards
+  /// optimizer state and gradients over world-size ranks.
+  Option<unsigned> zeroStage{
+      *this, "zero",
+      llvm::cl::desc("ZeRO stage: 0 data parallel (gradients all-reduced), "
+                     "1 optimizer states sharded, 2 gradients too"),
+      llvm::cl::init(0)};
+  Option<unsigned> worldSize{
+      *this, "world-size",
+      llvm::cl::desc("Ranks the step runs on (mpirun -np N); every rank "
+                     "takes a micro-batch of the batch size"),
+      llvm::cl::init(1)};
+  Option<int64_t> reduceBucketBytes{
+      *this, "reduce-bucket-bytes",
+      llvm::cl::desc("Gradient bytes reduced per collective (DeepSpeed's "
+                     "reduce_bucket_size, in bytes)"),
+      llvm::cl::init(26214400)};
 
   /// The entries to build: `entries`, or the default.
   std::vector<std::string> entryKinds() const;

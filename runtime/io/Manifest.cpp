@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace ztc::rt {
@@ -204,6 +205,47 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
     recompute.stepFlops = report.unsignedInt("step_flops");
   }
   return train;
+}
+
+/// Parses the "dist" object; every collective names an entry.
+Distribution parseDistribution(const json &object, const Manifest &manifest,
+                               const std::string &path) {
+  ObjectReader reader(object, path, "dist");
+  Distribution dist;
+  dist.worldSize = reader.unsignedInt("world_size");
+  if (dist.worldSize < 1 || dist.worldSize > (1u << 20))
+    reader.fail("has world_size " + std::to_string(dist.worldSize) +
+                "; expected 1 to 1048576");
+  uint64_t stage = reader.unsignedInt("zero");
+  if (stage > 3)
+    reader.fail("has ZeRO stage " + std::to_string(stage) + "; expected 0-3");
+  dist.zeroStage = static_cast<unsigned>(stage);
+  const json &collectives = reader.get("collectives");
+  if (!collectives.is_array())
+    reader.fail("field 'collectives' must be an array");
+  for (size_t i = 0; i < collectives.size(); ++i) {
+    ObjectReader item(collectives[i], path,
+                      "dist collective " + std::to_string(i));
+    Collective collective;
+    collective.entry = item.string("entry");
+    collective.op = item.string("op");
+    collective.dtype = item.dtype();
+    collective.elements = item.unsignedInt("elements");
+    if (collective.op != "all_reduce" && collective.op != "reduce_scatter" &&
+        collective.op != "all_gather")
+      item.fail("has unknown op '" + collective.op +
+                "' (known: all_reduce, reduce_scatter, all_gather)");
+    if (!std::any_of(
+            manifest.entries.begin(), manifest.entries.end(),
+            [&](const Entry &e) { return e.name == collective.entry; }))
+      item.fail("names no entry of the manifest ('" + collective.entry + "')");
+    if (collective.op != "all_reduce" &&
+        collective.elements % dist.worldSize != 0)
+      item.fail("moves " + std::to_string(collective.elements) +
+                " elements, not a multiple of the world size");
+    dist.collectives.push_back(std::move(collective));
+  }
+  return dist;
 }
 
 /// The checks that only a training manifest needs (see parseManifest).
@@ -462,6 +504,8 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
                                  manifest.arenaBytes);
     manifest.entries.push_back(std::move(entry));
   }
+  if (top.has("dist"))
+    manifest.dist = parseDistribution(top.get("dist"), manifest, path);
   if (manifest.kind == ArtifactKind::Train) {
     manifest.train = parseTrainConfig(top.get("train"), path);
     checkTrainManifest(manifest, path);
@@ -470,6 +514,14 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
 }
 
 namespace {
+
+/// `hash` as 16 hexadecimal digits.
+std::string hexHash(uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(hash));
+  return text;
+}
 
 json printOutputs(const std::vector<Output> &outputs) {
   json array = json::array();
@@ -538,11 +590,55 @@ std::string printManifest(const Manifest &manifest) {
                        {"purpose", purposeName(entry.purpose)},
                        {"outputs", printOutputs(entry.outputs)}});
   root["entries"] = std::move(entries);
+  if (manifest.dist.worldSize != 1 || !manifest.dist.collectives.empty()) {
+    json collectives = json::array();
+    for (const Collective &collective : manifest.dist.collectives)
+      collectives.push_back({{"entry", collective.entry},
+                             {"op", collective.op},
+                             {"dtype", dtypeName(collective.dtype)},
+                             {"elements", collective.elements}});
+    root["dist"] = {{"world_size", manifest.dist.worldSize},
+                    {"zero", manifest.dist.zeroStage},
+                    {"collectives", std::move(collectives)},
+                    {"collective_hash", hexHash(manifest.dist.hash())}};
+  }
   if (manifest.kind == ArtifactKind::Train) {
     root["kind"] = "train";
     root["train"] = printTrainConfig(manifest.train);
   }
   return root.dump(2) + "\n";
+}
+
+uint64_t Collective::ringElements(uint64_t worldSize) const {
+  uint64_t moved = elements * (worldSize - 1) / worldSize;
+  return op == "all_reduce" ? 2 * moved : moved;
+}
+
+uint64_t Distribution::hash() const {
+  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64
+  auto mix = [&](const std::string &text) {
+    for (unsigned char c : text + '\x1f') {
+      hash ^= c;
+      hash *= 0x100000001b3ull;
+    }
+  };
+  mix(std::to_string(worldSize));
+  mix(std::to_string(zeroStage));
+  for (const Collective &collective : collectives) {
+    mix(collective.entry);
+    mix(collective.op);
+    mix(dtypeName(collective.dtype));
+    mix(std::to_string(collective.elements));
+  }
+  return hash;
+}
+
+uint64_t Distribution::ringElements(const std::string &entry) const {
+  uint64_t total = 0;
+  for (const Collective &collective : collectives)
+    if (collective.entry == entry)
+      total += collective.ringElements(worldSize);
+  return total;
 }
 
 uint64_t interfaceHash(const Manifest &manifest) {
@@ -559,6 +655,7 @@ uint64_t interfaceHash(const Manifest &manifest) {
     mix(describeType(dtype, shape));
   };
   mix(std::to_string(manifest.abi));
+  mix(std::to_string(manifest.dist.hash()));
   mix(std::to_string(manifest.arenaBytes));
   mix(std::to_string(manifest.streams));
   mix(std::to_string(manifest.events));

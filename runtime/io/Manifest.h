@@ -7,6 +7,8 @@
 //     runtime/kernels/StepAbi.h);
 //   - "target" ("cpu" or "cuda"), "source" (the step's file), "arena_bytes",
 //     "streams" and "events" (how many the entries use);
+//   - "dist" when the step spans ranks: world size, ZeRO stage, and the
+//     collectives of every entry in order (Distribution);
 //   - "bindings": the pointers every entry receives, in order, each with a
 //     role (input, param, constant, state, hyper), ONNX name, dtype, shape;
 //   - "entries": a list of {name, purpose, outputs}; the first is the main
@@ -179,6 +181,37 @@ struct Entry {
   int outputIndex(const std::string &name) const;
 };
 
+/// One collective of an entry, in program order (the dist dialect).
+struct Collective {
+  /// The entry that runs it.
+  std::string entry;
+  /// "all_reduce", "reduce_scatter" or "all_gather".
+  std::string op;
+  DType dtype = DType::Float32;
+  /// Elements of the larger side: what an all-reduce reduces, what a
+  /// reduce-scatter reads, what an all-gather writes.
+  uint64_t elements = 0;
+
+  /// The elements one rank sends for it in a bandwidth-optimal ring of
+  /// `worldSize` ranks (Communicator.h counts the same).
+  uint64_t ringElements(uint64_t worldSize) const;
+};
+
+/// How the step spans ranks ("dist"; absent: one rank).
+struct Distribution {
+  uint64_t worldSize = 1;
+  /// The ZeRO stage ztc-zero applied (0: data parallelism).
+  unsigned zeroStage = 0;
+  /// Every entry's collectives in order; ranks compare their hash before
+  /// the first one runs.
+  std::vector<Collective> collectives;
+
+  /// FNV-1a of the collective sequence and the world size.
+  uint64_t hash() const;
+  /// The elements one rank sends in `entry`'s collectives.
+  uint64_t ringElements(const std::string &entry) const;
+};
+
 /// manifest.json.
 struct Manifest {
   int format = kManifestFormat;
@@ -196,6 +229,8 @@ struct Manifest {
   /// The first is the main entry (forward, train_step, or loss); at most
   /// one per purpose.
   std::vector<Entry> entries;
+
+  Distribution dist;
 
   // Training artifacts only (see the file comment).
   ArtifactKind kind = ArtifactKind::Forward;

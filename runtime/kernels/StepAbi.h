@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /// The version of this calling convention (the manifest's "abi").
-#define ZTC_STEP_ABI_VERSION 2
+#define ZTC_STEP_ABI_VERSION 3
 
 /// Training state the step updates on the device (`kernel.record_loss`):
 /// the host zeroes it, lets entries accumulate, and reads it at log points.
@@ -65,7 +65,48 @@ enum {
   ZTC_ERROR_GATHER_INDEX = 1,
   ZTC_ERROR_LOSS_TARGET = 2,
   ZTC_ERROR_SCATTER_INDEX = 3,
+  /// A collective failed: `value` is the communicator's error code, `low`
+  /// which collective (ZTC_COLLECTIVE_*); the communicator keeps the
+  /// message.
+  ZTC_ERROR_COLLECTIVE = 4,
 };
+
+/// The element types a collective moves (ztc_comm's `dtype`).
+enum {
+  ZTC_COMM_F32 = 0,
+  ZTC_COMM_F64 = 1,
+  ZTC_COMM_BF16 = 2,
+  ZTC_COMM_F16 = 3,
+};
+
+/// The collectives (ztc_step_error::low of a ZTC_ERROR_COLLECTIVE).
+enum {
+  ZTC_COLLECTIVE_ALL_REDUCE = 0,
+  ZTC_COLLECTIVE_REDUCE_SCATTER = 1,
+  ZTC_COLLECTIVE_ALL_GATHER = 2,
+};
+
+/// The communicator a step's collectives run on (runtime/comm): a table of
+/// functions the runtime fills, so the generated code links no MPI or
+/// NCCL. Every rank calls the same collectives in the same order (the
+/// program is SPMD). Each returns 0, or an error code after which the
+/// communicator can say what failed. `stream` is the cudaStream_t the
+/// collective is ordered on (null on the CPU, where it completes before it
+/// returns). Half-precision types sum in fp32 and round once.
+typedef struct ztc_comm {
+  void *self;
+  /// recv[i] = the sum over ranks of send[i], for `count` elements; send
+  /// may equal recv.
+  int32_t (*all_reduce_sum)(void *self, const void *send, void *recv,
+                            int64_t count, int32_t dtype, void *stream);
+  /// send holds world_size blocks of `count` elements; recv = block `rank`
+  /// of the sum over ranks.
+  int32_t (*reduce_scatter_sum)(void *self, const void *send, void *recv,
+                                int64_t count, int32_t dtype, void *stream);
+  /// recv = every rank's `count` elements of send, in rank order.
+  int32_t (*all_gather)(void *self, const void *send, void *recv, int64_t count,
+                        int32_t dtype, void *stream);
+} ztc_comm;
 
 /// Everything an entry receives.
 typedef struct ztc_step_context {
@@ -85,8 +126,9 @@ typedef struct ztc_step_context {
   /// created by the runtime (creating one synchronizes); null on the CPU.
   int32_t event_count;
   void *const *events;
-  /// The communicator collectives run on (null: a single rank).
-  void *comm;
+  /// The communicator collectives run on (null: a single rank, where a
+  /// step compiled for one rank has no collectives).
+  const ztc_comm *comm;
   /// This process's rank and the number of ranks.
   int32_t rank;
   int32_t world_size;

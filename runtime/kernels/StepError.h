@@ -45,6 +45,13 @@ inline std::string describeStepError(const ztc_step_error &error) {
   case ZTC_ERROR_LOSS_TARGET:
     what = "nll_loss: target";
     break;
+  case ZTC_ERROR_COLLECTIVE: {
+    const char *names[] = {"all_reduce", "reduce_scatter", "all_gather"};
+    const char *name =
+        error.low >= 0 && error.low < 3 ? names[error.low] : "a collective";
+    return std::string(name) + ": the communicator failed (error " +
+           std::to_string(error.value) + ")";
+  }
   default:
     return error.kind == ZTC_ERROR_NONE ? "" : "unknown data error";
   }

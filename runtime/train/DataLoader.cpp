@@ -70,7 +70,7 @@ std::vector<uint64_t> epochPermutation(uint64_t count, uint64_t seed,
 
 DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
                        uint64_t seed)
-    : seed_(seed) {
+    : seed_(seed), dataDir_(dataDir) {
   std::error_code error;
   if (!std::filesystem::is_directory(dataDir, error))
     throw Error("data directory " + dataDir + " does not exist");
@@ -131,6 +131,18 @@ DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
                 std::to_string(batchSize_));
 }
 
+void DataLoader::setShard(uint64_t rank, uint64_t worldSize,
+                          uint64_t maxBatches) {
+  if (numSamples_ < batchSize_ * worldSize)
+    throw Error(dataDir_ + " has " + std::to_string(numSamples_) +
+                " samples, fewer than one global batch of " +
+                std::to_string(batchSize_) + " x " + std::to_string(worldSize) +
+                " ranks");
+  rank_ = rank;
+  worldSize_ = worldSize;
+  maxBatches_ = maxBatches;
+}
+
 void DataLoader::seek(const DataPosition &position) {
   if (position.batch >= batchesPerEpoch())
     throw Error("data position: batch " + std::to_string(position.batch) +
@@ -150,7 +162,8 @@ const std::vector<uint64_t> &DataLoader::permutation() {
 
 std::vector<Tensor> DataLoader::next() {
   const std::vector<uint64_t> &order = permutation();
-  const uint64_t *samples = order.data() + position_.batch * batchSize_;
+  const uint64_t *samples =
+      order.data() + (position_.batch * worldSize_ + rank_) * batchSize_;
   std::vector<Tensor> batch;
   for (size_t i = 0; i < arrays_.size(); ++i) {
     Tensor tensor(arrays_[i].dtype, batchShapes_[i]);
@@ -172,7 +185,8 @@ std::vector<uint64_t>
 DataLoader::samplesAt(const DataPosition &position) const {
   std::vector<uint64_t> order =
       epochPermutation(numSamples_, seed_, position.epoch);
-  auto first = order.begin() + position.batch * batchSize_;
+  auto first =
+      order.begin() + (position.batch * worldSize_ + rank_) * batchSize_;
   return {first, first + batchSize_};
 }
 

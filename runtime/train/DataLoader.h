@@ -25,6 +25,7 @@
 //     got float64[100,64]
 //   inputs disagree on the number of samples: x.npy has 100, labels.npy has 90
 //   DIR has 20 samples, fewer than one batch of 32
+//   DIR has 40 samples, fewer than one global batch of 32 x 2 ranks
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/Tensor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -86,10 +88,23 @@ public:
   DataLoader(const Manifest &manifest, const std::string &dataDir,
              uint64_t seed);
 
+  /// Makes this loader rank `rank` of `worldSize`: a global batch is
+  /// worldSize consecutive batches of the epoch's permutation, and this
+  /// rank takes the rank-th (a distributed sampler's split: every rank
+  /// shuffles alike from the seed). At most `maxBatches` global batches
+  /// per epoch (0: as many as the samples fill), so ranks with different
+  /// amounts of data run the same steps. Throws when the samples do not
+  /// fill one global batch.
+  void setShard(uint64_t rank, uint64_t worldSize, uint64_t maxBatches = 0);
+
   uint64_t numSamples() const { return numSamples_; }
   uint64_t batchSize() const { return batchSize_; }
-  /// floor(numSamples / batchSize) >= 1.
-  uint64_t batchesPerEpoch() const { return numSamples_ / batchSize_; }
+  /// Batches of this rank per epoch: floor(numSamples / (batchSize *
+  /// worldSize)) >= 1, at most maxBatches.
+  uint64_t batchesPerEpoch() const {
+    uint64_t batches = numSamples_ / (batchSize_ * worldSize_);
+    return maxBatches_ ? std::min(batches, maxBatches_) : batches;
+  }
   uint64_t seed() const { return seed_; }
 
   /// The manifest binding index of each input, in manifest order; next()
@@ -119,8 +134,10 @@ private:
   const std::vector<uint64_t> &permutation();
 
   uint64_t seed_ = 0;
+  std::string dataDir_;
   uint64_t numSamples_ = 0;
   uint64_t batchSize_ = 0;
+  uint64_t rank_ = 0, worldSize_ = 1, maxBatches_ = 0;
   std::vector<size_t> bindings_;
   /// Per input: its file name and role (for check()).
   std::vector<std::string> files_;

@@ -12,6 +12,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/Error.h"
 #include "runtime/Runner.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
 #include "runtime/train/Checkpoint.h"
@@ -307,17 +308,45 @@ Artifact loadTrainingArtifact(const std::string &directory) {
   return artifact;
 }
 
+/// The data loader of this rank: its share of every global batch, and the
+/// epoch length every rank can fill (the ranks agree on it at start-up).
+DataLoader shardedLoader(const Manifest &manifest, const TrainOptions &options,
+                         Communicator &comm) {
+  DataLoader loader(manifest, options.dataDir, options.seed);
+  if (comm.worldSize() == 1)
+    return loader;
+  loader.setShard(comm.rank(), comm.worldSize());
+  char mine[24];
+  std::snprintf(mine, sizeof mine, "%020llu",
+                static_cast<unsigned long long>(loader.batchesPerEpoch()));
+  uint64_t fewest = loader.batchesPerEpoch();
+  for (const std::string &theirs : comm.allGatherBytes(mine))
+    fewest = std::min<uint64_t>(fewest, std::stoull(theirs));
+  loader.setShard(comm.rank(), comm.worldSize(), fewest);
+  return loader;
+}
+
 /// One call of train().
 class TrainingRun {
 public:
-  explicit TrainingRun(const TrainOptions &options)
-      : options_(options), artifact_(loadTrainingArtifact(options.artifactDir)),
+  TrainingRun(const TrainOptions &options, Communicator &comm)
+      : options_(options), comm_(comm),
+        artifact_(loadTrainingArtifact(options.artifactDir)),
         runner_(artifact_, createBackend(artifact_.manifest().target)),
-        loader_(manifest(), options.dataDir, options.seed),
+        loader_(shardedLoader(manifest(), options, comm)),
         prefetcher_(loader_, options.prefetch &&
                                  batchBytes() >= options.prefetchMinBytes),
         microBatches_(manifest().train.gradAccum) {
+    runner_.setCommunicator(comm.worldSize() > 1 ? &comm : nullptr);
     findHypers();
+    if (comm.worldSize() > 1 && manifest().dist.zeroStage > 0 &&
+        (!options.saveDir.empty() || !options.resumeDir.empty()))
+      throw Error(std::string(options.saveDir.empty() ? "--resume" : "--save") +
+                  " with ZeRO stage " +
+                  std::to_string(manifest().dist.zeroStage) + " on " +
+                  std::to_string(comm.worldSize()) +
+                  " ranks: sharded checkpoints are not built yet; compile "
+                  "with --zero 0 to checkpoint a multi-rank run");
     if (microBatches_ > 1 && !artifact_.accumEntry())
       throw Error("train.grad_accum is " + std::to_string(microBatches_) +
                   ", but gradient accumulation needs an accum_entry the "
@@ -350,9 +379,17 @@ public:
     // One trainer per checkpoint directory: a second one would interleave
     // its saves with ours ("last writer wins").
     std::optional<CheckpointLock> lock;
-    if (!options_.saveDir.empty())
+    if (!options_.saveDir.empty() && comm_.rank() == 0)
       lock.emplace(options_.saveDir);
-    Reporter reporter(options_, lastStep_, loader_.batchSize() * microBatches_);
+    agreeAcrossRanks();
+    TrainOptions reporting = options_;
+    if (comm_.rank() != 0) {
+      // Only rank 0 reports; the others stay quiet unless they fail.
+      reporting.log = [](const std::string &) {};
+      reporting.progressBar = false;
+    }
+    Reporter reporter(reporting, lastStep_,
+                      loader_.batchSize() * microBatches_ * comm_.worldSize());
     reporter_ = &reporter;
     TrainResult result;
     uint64_t step = options_.resumeDir.empty() ? 0 : restore();
@@ -408,6 +445,16 @@ public:
     reporter.message("arena: " + std::to_string(runner_.arenaBytes()) +
                      " bytes planned, " + std::to_string(result.arenaTouched) +
                      " written (high-water mark)");
+    if (comm_.worldSize() > 1) {
+      // What this rank's collectives moved, against the manifest's plan.
+      uint64_t steps = result.finalStep - result.firstStep + 1;
+      reporter.message(
+          "communication: " +
+          std::to_string(comm_.elementsMoved() / std::max<uint64_t>(steps, 1)) +
+          " elements per rank per step (planned " +
+          std::to_string(manifest().dist.ringElements(manifest().main().name)) +
+          ")");
+    }
     return result;
   }
 
@@ -438,6 +485,38 @@ private:
     }
   }
 
+  /// Before the first collective: every rank runs the same artifact (the
+  /// interface and collective hashes) on the same world size; a mismatch
+  /// stops every rank with the ranks that differ from rank 0.
+  void agreeAcrossRanks() {
+    if (comm_.worldSize() == 1)
+      return;
+    // The whole manifest (training configuration included: ranks with
+    // different learning rates would drift apart silently), the collective
+    // sequence, the world size.
+    std::string text = printManifest(manifest());
+    uint64_t whole = 0xcbf29ce484222325ull; // FNV-1a 64
+    for (unsigned char c : text) {
+      whole ^= c;
+      whole *= 0x100000001b3ull;
+    }
+    char mine[64];
+    std::snprintf(mine, sizeof mine, "%016llx %016llx %08llx",
+                  static_cast<unsigned long long>(whole),
+                  static_cast<unsigned long long>(manifest().dist.hash()),
+                  static_cast<unsigned long long>(manifest().dist.worldSize));
+    std::vector<std::string> all = comm_.allGatherBytes(mine);
+    std::string differ;
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0])
+        differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+    if (!differ.empty())
+      throw Error("ranks run different artifacts: rank(s) " + differ +
+                  " differ from rank 0 in the manifest (the step, its "
+                  "training configuration, collectives or world size); give "
+                  "every rank the same artifact");
+  }
+
   std::string describeRun(uint64_t firstStep) const {
     const TrainConfig &train = manifest().train;
     std::string text = "training " + options_.artifactDir + ": " +
@@ -447,6 +526,12 @@ private:
                        std::to_string(loader_.batchesPerEpoch()) + " per epoch";
     if (microBatches_ > 1)
       text += ", " + std::to_string(microBatches_) + " per step";
+    if (comm_.worldSize() > 1)
+      text += ", on each of " + std::to_string(comm_.worldSize()) +
+              " ranks: global batch " +
+              std::to_string(loader_.batchSize() * microBatches_ *
+                             comm_.worldSize()) +
+              ", ZeRO stage " + std::to_string(manifest().dist.zeroStage);
     text += "), steps " + std::to_string(firstStep) + ".." +
             std::to_string(lastStep_) + ", optimizer " + train.optimizer +
             ", lr schedule " + scheduleName(train.schedule.kind);
@@ -493,6 +578,19 @@ private:
     }
     runner_.resetTrainState();
     intervalStart_ = step + 1;
+    if (comm_.worldSize() > 1) {
+      // The reported loss is the mean over ranks; a rank that diverged
+      // stops every rank at the same report.
+      double sums[3] = {state.loss_sum, double(state.calls),
+                        state.first_nonfinite_call != 0 ? 1.0 : 0.0};
+      comm_.allReduceSum(sums, 3);
+      if (sums[2] > 0 && state.first_nonfinite_call == 0)
+        throw Error("training diverged on another rank between steps " +
+                    std::to_string(first) + " and " + std::to_string(step) +
+                    " (that rank names the step and its batch)");
+      state.loss_sum = sums[0];
+      state.calls = int64_t(sums[1]);
+    }
     metricsLossSum_ += state.loss_sum;
     metricsCalls_ += state.calls;
     std::vector<DataPosition> positions = std::move(callPositions_);
@@ -652,10 +750,13 @@ private:
         loss = runner_.readArena(grad);
         continue;
       }
-      writeNpy(joinPath(dir, "grad/" + grad.file + ".npy"),
-               runner_.readArena(grad));
+      if (comm_.rank() == 0)
+        writeNpy(joinPath(dir, "grad/" + grad.file + ".npy"),
+                 runner_.readArena(grad));
       ++grads;
     }
+    if (comm_.rank() != 0)
+      return;
     writeNpy(joinPath(dir, "loss.npy"), loss);
     reporter_->message("wrote the loss and " + std::to_string(grads) +
                        " gradient(s) of step " + std::to_string(step) + " to " +
@@ -673,6 +774,9 @@ private:
   }
 
   void save(uint64_t step) {
+    // Stage 0 replicates everything: rank 0 writes for all.
+    if (comm_.rank() != 0)
+      return;
     Checkpoint checkpoint;
     checkpoint.step = step;
     checkpoint.epoch = prefetcher_.position().epoch;
@@ -722,6 +826,7 @@ private:
   }
 
   const TrainOptions &options_;
+  Communicator &comm_;
   Artifact artifact_;
   Runner runner_;
   DataLoader loader_;
@@ -752,8 +857,22 @@ private:
 bool stderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 TrainResult train(const TrainOptions &options) {
-  TrainingRun run(options);
-  return run.run();
+  std::unique_ptr<Communicator> comm = makeCommunicator(options.comm);
+  comm->setTimeout(options.collectiveTimeout);
+  if (comm->worldSize() == 1) {
+    TrainingRun run(options, *comm);
+    return run.run();
+  }
+  try {
+    TrainingRun run(options, *comm);
+    return run.run();
+  } catch (const std::exception &failure) {
+    // The other ranks would wait for this one in their next collective:
+    // end them all now, saying which rank failed and why.
+    std::fprintf(stderr, "error: rank %d of %d: %s\n", comm->rank(),
+                 comm->worldSize(), failure.what());
+    comm->abortAll(1);
+  }
 }
 
 } // namespace ztc::rt

@@ -51,6 +51,18 @@
 //   the checkpoint in DIR was written with seed 1; this run has seed 0
 //   DIR is being written by another trainer (pid 1234); give this run its
 //     own --save directory          (CheckpointLock, Checkpoint.h)
+//   ranks run different artifacts: rank(s) 2 differ from rank 0 in the
+//     manifest (the step, its training configuration, collectives or world
+//     size); give every rank the same artifact
+//   --save with ZeRO stage 2 on 4 ranks: sharded checkpoints are not built
+//     yet; compile with --zero 0 to checkpoint a multi-rank run
+//
+// With several ranks (mpirun -np N ztc-train ...; TrainOptions::comm), each
+// rank reads its share of every global batch (DataLoader::setShard), the
+// ranks agree on the artifact before the first collective, the reported
+// loss is the mean over ranks, and only rank 0 logs, writes metrics and
+// saves. An error on one rank prints "error: rank R of N: ..." and ends
+// every rank (the others would wait for it in their next collective).
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,6 +118,13 @@ struct TrainOptions {
   bool checkData = false;
   /// Redraw one progress line on stderr instead of plain log lines.
   bool progressBar = stderrIsTerminal();
+  /// The communicator: "auto" (MPI when an MPI launcher started this
+  /// process with several ranks, else one local rank), "local" or "mpi"
+  /// (Communicator.h). Only rank 0 logs, writes metrics and checkpoints.
+  std::string comm = "auto";
+  /// Seconds a collective may wait for the other ranks before this rank
+  /// exits with an error naming it (0: forever).
+  double collectiveTimeout = 60;
   /// Receives each message (no trailing newline); empty: print to stderr.
   std::function<void(const std::string &)> log;
 };

@@ -125,6 +125,10 @@ compile_training gpt 4
 # Mixed precision: bf16 products and convolutions, f32 master weights.
 compile_training gpt 4 bf16 --precision bf16
 compile_training cnn 8 bf16 --precision bf16
+# Data parallelism and ZeRO: the collectives through the context's
+# communicator, on the step's stream.
+compile_training gpt 4 zero2 --world-size 2 --zero 2 --clip-grad-norm 1
+compile_training mlp 8 zero0 --world-size 4 --precision bf16
 
 # Every entry point for every element type it is meant for.
 cat >"$OUT/kernels.cu" <<'EOF'

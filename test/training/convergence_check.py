@@ -72,21 +72,25 @@ def train_classifier(ztc, tmp, name, digits_flags, compile_flags, epochs,
            % (name, 100 * accuracy, len(labels), seconds))
 
 
-def train_gpt(ztc, tmp):
+def write_gpl_characters(directory):
+    """The GPL-3 text Debian ships as next-character windows of 16:
+    DIRECTORY/tokens.npy and labels.npy (64 symbols: the 63 most frequent
+    characters, the rest folded into one). Returns the window count."""
     text = open(TEXT, encoding="utf-8").read().lower()
-    alphabet = sorted(set(text))
-    # 64 symbols: the most frequent characters, the rest folded into one.
-    counts = {c: text.count(c) for c in alphabet}
-    kept = sorted(alphabet, key=lambda c: -counts[c])[:63]
+    kept = sorted(set(text), key=lambda c: (-text.count(c), c))[:63]
     index = {c: i for i, c in enumerate(kept)}
     ids = np.array([index.get(c, 63) for c in text], dtype=np.int64)
     windows = (len(ids) - 1) // 16
-    tokens = ids[: windows * 16].reshape(windows, 16)
-    labels = ids[1: windows * 16 + 1].reshape(windows, 16)
+    os.makedirs(directory)
+    np.save(os.path.join(directory, "tokens.npy"), ids[: windows * 16].reshape(windows, 16))
+    np.save(os.path.join(directory, "labels.npy"),
+            ids[1: windows * 16 + 1].reshape(windows, 16))
+    return windows
+
+
+def train_gpt(ztc, tmp):
     data = os.path.join(tmp, "gpl3")
-    os.makedirs(data)
-    np.save(os.path.join(data, "tokens.npy"), tokens)
-    np.save(os.path.join(data, "labels.npy"), labels)
+    windows = write_gpl_characters(data)
     art = os.path.join(tmp, "gpt.ztc")
     run(ztc, "compile", os.path.join(tmp, "models", "gpt.onnx"), "-o", art,
         "--batch-size", "32", "--loss", "cross_entropy", "--lr", "3e-3",

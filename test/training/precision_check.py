@@ -69,15 +69,8 @@ def main():
         subprocess.run([os.path.join(REPO, "examples", "onnx", "make_all.sh"), models],
                        check=True)
         # The GPT on characters.
-        text = open(convergence_check.TEXT, encoding="utf-8").read().lower()
-        symbols = sorted(set(text), key=lambda c: (-text.count(c), c))[:63]
-        index = {c: i for i, c in enumerate(symbols)}
-        ids = np.array([index.get(c, 63) for c in text], dtype=np.int64)
-        windows = (len(ids) - 1) // 16
         gpl = os.path.join(tmp, "gpl3")
-        os.makedirs(gpl)
-        np.save(os.path.join(gpl, "tokens.npy"), ids[: windows * 16].reshape(windows, 16))
-        np.save(os.path.join(gpl, "labels.npy"), ids[1: windows * 16 + 1].reshape(windows, 16))
+        convergence_check.write_gpl_characters(gpl)
         gpt = os.path.join(models, "gpt.onnx")
         compare_losses(args.ztc, "gpt on GPL-3 characters", gpt, gpl, "--batch-size", "16",
                        "--optimizer", "adamw", "--lr", "3e-3")

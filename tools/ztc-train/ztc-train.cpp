@@ -54,6 +54,17 @@ const char kUsage[] =
     "                    the update) to DIR\n"
     "  --check-data      scan every sample before training: labels within\n"
     "                    the loss's classes, no NaN or infinity in inputs\n"
+    "  --comm KIND       auto (default: mpi when mpirun or srun started\n"
+    "                    several ranks, else local), local or mpi\n"
+    "  --collective-timeout S\n"
+    "                    seconds a collective waits for the other ranks\n"
+    "                    before this rank exits with an error (default 60;\n"
+    "                    0: forever)\n"
+    "\n"
+    "MULTI-RANK: compile with --world-size N (and --zero 0|1|2), then\n"
+    "  mpirun -np N %s ART.ztc --data DIR\n"
+    "Each rank takes its share of every global batch (batch size x N);\n"
+    "rank 0 logs the mean loss over ranks and writes checkpoints.\n"
     "  --help            print this help\n";
 
 /// The program name for messages: argv[0]'s last path component.
@@ -136,6 +147,14 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
       options.resumeDir = takeValue();
     } else if (flag == "--dump-grads") {
       options.dumpGradsDir = takeValue();
+    } else if (flag == "--comm") {
+      options.comm = takeValue();
+      if (options.comm != "auto" && options.comm != "local" &&
+          options.comm != "mpi")
+        throw UsageError{"--comm expects auto, local or mpi, got '" +
+                         options.comm + "'"};
+    } else if (flag == "--collective-timeout") {
+      options.collectiveTimeout = double(parseCount(flag, takeValue()));
     } else {
       throw UsageError{"unknown flag '" + flag + "' (see --help)"};
     }
@@ -163,7 +182,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (help) {
-    std::printf(kUsage, program.c_str());
+    std::printf(kUsage, program.c_str(), program.c_str());
     return 0;
   }
   try {

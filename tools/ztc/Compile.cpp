@@ -87,6 +87,16 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
     manifest.events = std::max<uint64_t>(manifest.events, step.events);
   }
   manifest.bindings = shared.bindings;
+  for (auto [entry, step] : llvm::zip(entries, steps)) {
+    llvm::append_range(manifest.dist.collectives, step.collectives);
+    func::FuncOp func = entry.func;
+    if (auto world =
+            func->getAttrOfType<IntegerAttr>(dist::DistDialect::kWorldSizeAttr))
+      manifest.dist.worldSize = world.getInt();
+    if (auto stage =
+            func->getAttrOfType<IntegerAttr>(dist::DistDialect::kZeroStageAttr))
+      manifest.dist.zeroStage = static_cast<unsigned>(stage.getInt());
+  }
   for (const rt::Binding &binding : manifest.bindings)
     if (binding.role == rt::BindingRole::Constant) {
       rt::Tensor tensor(binding.dtype, binding.shape);

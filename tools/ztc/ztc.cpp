@@ -192,7 +192,8 @@ const char *const kCompilePipelineFlags[] = {
     "nesterov",       "weight-decay", "betas",       "eps",
     "clip-grad-norm", "grad-accum",   "lr-schedule", "warmup-steps",
     "total-steps",    "min-lr",       "recompute",   "recompute-blocks",
-    "recompute-time-limit", "precision", "keep-fp32"};
+    "recompute-time-limit", "precision", "keep-fp32", "zero",
+    "world-size",     "reduce-bucket-bytes"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",

@@ -126,6 +126,7 @@ const ConfigField kCopyInto[] = {req("axis", Int), req("offset", Int)};
 const ConfigField kNllLoss[] = {opt("reduction", String),
                                 opt("ignore_index", Int)};
 const ConfigField kRandom[] = {req("stream", Int)};
+const ConfigField kCollective[] = {req("world_size", Int)};
 
 // Keep the names in step with the runtime's libraries
 // (runtime/kernels/CpuKernels.h, CudaKernels.cuh): the emitter prints one
@@ -156,6 +157,11 @@ const LibraryKernel kLibrary[] = {
     {"avg_pool2d_backward", "T", 1, kAvgPoolBackward},
     {"scatter_add", "TIT", 1, kAxis},
     {"insert_slice", "TT", 1, kInsertSlice},
+    // Collectives (the dist dialect), on the context's communicator.
+    {"all_reduce", "T", 1, kCollective},
+    {"reduce_scatter", "T", 1, kCollective},
+    {"all_gather", "T", 1, kCollective},
+    {"shard", "T", 1, kCollective},
 };
 
 const char *kindName(ConfigKind kind) {

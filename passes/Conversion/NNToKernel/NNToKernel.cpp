@@ -96,8 +96,9 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
   }
   // Drop the tensor ops, last first, now that nothing reads them.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))
-    if (op.getDialect() && (isa<nn::NNDialect>(op.getDialect()) ||
-                            isa<arith::ConstantOp, train::RecordLossOp>(op)))
+    if (op.getDialect() &&
+        (isa<nn::NNDialect, dist::DistDialect>(op.getDialect()) ||
+         isa<arith::ConstantOp, train::RecordLossOp>(op)))
       op.erase();
 
   SmallVector<Type> argTypes(entry.getArgumentTypes());
@@ -132,7 +133,7 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
     kernel::RecordLossOp::create(b, loc, lookup(record.getLoss()));
     return success();
   }
-  if (!isa_and_nonnull<nn::NNDialect>(op->getDialect()))
+  if (!isa_and_nonnull<nn::NNDialect, dist::DistDialect>(op->getDialect()))
     return op->emitOpError("cannot be lowered to the kernel dialect");
 
   SmallVector<Value> inputs;

@@ -1,0 +1,447 @@
+//===- Zero.cpp - the ztc-zero pass -----------------------------*- C++ -*-===//
+//
+// Data parallelism (stage 0) and ZeRO stages 1 and 2 on the training step:
+// gradient buckets, their collectives, sharded optimizer states and the
+// all-gather of the updated parameters. See the pass description in
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/NN/IR/ShapeLimits.h"
+
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_ZEROPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+/// One parameter the step updates.
+struct Update {
+  /// The train.sgd or train.adam that updates it.
+  Operation *op;
+  BlockArgument param;
+  /// Where its gradient is read: the clip's operand, else the update's.
+  OpOperand *gradUse;
+  /// Elements, and where the backward completes the gradient.
+  int64_t elements;
+  int64_t readyAt;
+};
+
+/// Builders at one insertion point.
+struct Build {
+  OpBuilder &b;
+  Location loc;
+
+  Value scalar(double value, Type element) {
+    auto type = RankedTensorType::get({}, element);
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+  }
+  Value zeros(int64_t n, Type element) {
+    auto type = RankedTensorType::get({n}, element);
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0)));
+  }
+  Value reshape(Value x, RankedTensorType type) {
+    if (x.getType() == type)
+      return x;
+    return nn::ReshapeOp::create(b, loc, type, x);
+  }
+  Value flat(Value x) {
+    auto type = cast<RankedTensorType>(x.getType());
+    return reshape(x, RankedTensorType::get({type.getNumElements()},
+                                            type.getElementType()));
+  }
+  /// The values flattened and joined, then `pad` zeros.
+  Value concat(ArrayRef<Value> values, int64_t pad) {
+    SmallVector<Value> parts =
+        llvm::map_to_vector(values, [&](Value v) { return flat(v); });
+    if (pad > 0)
+      parts.push_back(zeros(
+          pad,
+          cast<RankedTensorType>(parts.front().getType()).getElementType()));
+    if (parts.size() == 1)
+      return parts.front();
+    return nn::ConcatOp::create(b, loc, parts, uint64_t(0));
+  }
+  Value slice(Value x, int64_t start, int64_t size) {
+    if (start == 0 && cast<RankedTensorType>(x.getType()).getDimSize(0) == size)
+      return x;
+    return nn::SliceOp::create(b, loc, x, ArrayRef<int64_t>{start},
+                               ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
+  }
+  Value mul(Value x, Value y) { return nn::MulOp::create(b, loc, x, y); }
+  Value scale(Value x, double factor) {
+    return mul(x, scalar(factor,
+                         cast<RankedTensorType>(x.getType()).getElementType()));
+  }
+};
+
+RankedTensorType flatType(int64_t n, Type element) {
+  return RankedTensorType::get({n}, element);
+}
+
+struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
+  using ZeroPassBase::ZeroPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    StringRef entry = train::entryKind(func);
+    if (!entry.empty() && entry != "train_step")
+      return;
+    if (stage > 2) {
+      func.emitError("ZeRO stage ")
+          << unsigned(stage)
+          << " is not built: stages 0, 1 and 2 shard over ranks";
+      return signalPassFailure();
+    }
+    if (worldSize < 1) {
+      func.emitError("world-size must be at least 1, got ")
+          << int64_t(worldSize);
+      return signalPassFailure();
+    }
+    if (reduceBucketBytes < 1) {
+      func.emitError("reduce-bucket-bytes must be positive, got ")
+          << int64_t(reduceBucketBytes);
+      return signalPassFailure();
+    }
+    if (stage == 0 && worldSize == 1)
+      return;
+    Builder attrs(func.getContext());
+    func->setAttr(dist::DistDialect::kWorldSizeAttr,
+                  attrs.getI64IntegerAttr(worldSize));
+    func->setAttr(dist::DistDialect::kZeroStageAttr,
+                  attrs.getI64IntegerAttr(stage));
+
+    Block &block = func.getBody().front();
+    llvm::DenseMap<Operation *, int64_t> position;
+    for (auto [i, op] : llvm::enumerate(block))
+      position[&op] = int64_t(i) + 1;
+
+    // The updates and the clip that feeds them.
+    SmallVector<Update> updates;
+    train::ClipByGlobalNormOp clip;
+    for (Operation &op : block) {
+      if (auto found = dyn_cast<train::ClipByGlobalNormOp>(op)) {
+        if (clip) {
+          found.emitError("ztc-zero expects one global-norm clip per step");
+          return signalPassFailure();
+        }
+        clip = found;
+        continue;
+      }
+      if (!isa<train::SgdOp, train::AdamOp>(op))
+        continue;
+      auto param = dyn_cast<BlockArgument>(op.getOperand(0));
+      if (!param) {
+        op.emitError("ztc-zero updates parameters that are step arguments");
+        return signalPassFailure();
+      }
+      OpOperand *use = &op.getOpOperand(1);
+      if (clip && use->get().getDefiningOp() == clip)
+        use = &clip->getOpOperand(cast<OpResult>(use->get()).getResultNumber());
+      Value grad = use->get();
+      Operation *def = grad.getDefiningOp();
+      updates.push_back(
+          {&op, param, use,
+           cast<RankedTensorType>(grad.getType()).getNumElements(),
+           def ? position.lookup(def) : 0});
+    }
+    if (updates.empty()) {
+      func.emitError("ztc-zero found no optimizer update: run ztc-optimizer "
+                     "first");
+      return signalPassFailure();
+    }
+
+    // Buckets, in the order the backward completes the gradients.
+    llvm::stable_sort(updates, [](const Update &a, const Update &b) {
+      return a.readyAt < b.readyAt;
+    });
+    SmallVector<SmallVector<Update *>> buckets;
+    int64_t bucketBytes = 0;
+    for (Update &u : updates) {
+      int64_t bytes =
+          nn::storageBytes(cast<RankedTensorType>(u.gradUse->get().getType()));
+      if (buckets.empty() || bucketBytes + bytes > reduceBucketBytes) {
+        buckets.emplace_back();
+        bucketBytes = 0;
+      }
+      buckets.back().push_back(&u);
+      bucketBytes += bytes;
+    }
+
+    if (stage == 0) {
+      reduceBuckets(func, buckets);
+      averageBuffers(func);
+      return;
+    }
+    if (failed(shard(func, updates, buckets, clip)))
+      return signalPassFailure();
+    averageBuffers(func);
+  }
+
+  /// Where a bucket's collective goes: after its last gradient.
+  static void setAfterBucket(OpBuilder &b, Block &block,
+                             ArrayRef<Update *> bucket) {
+    Operation *last = nullptr;
+    for (Update *u : bucket)
+      if (Operation *def = u->gradUse->get().getDefiningOp())
+        if (!last || last->isBeforeInBlock(def))
+          last = def;
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(&block);
+  }
+
+  /// Stage 0: every gradient becomes the mean over ranks.
+  void reduceBuckets(func::FuncOp func,
+                     ArrayRef<SmallVector<Update *>> buckets) {
+    OpBuilder b(func.getContext());
+    for (ArrayRef<Update *> bucket : buckets) {
+      setAfterBucket(b, func.getBody().front(), bucket);
+      Build m{b, NameLoc::get(b.getStringAttr("zero.bucket"), func.getLoc())};
+      SmallVector<Value> grads = llvm::map_to_vector(
+          bucket, [](Update *u) { return u->gradUse->get(); });
+      Value joined = m.concat(grads, 0);
+      Value sum = dist::AllReduceOp::create(b, m.loc, joined.getType(), joined,
+                                            worldSize);
+      Value mean = m.scale(sum, 1.0 / double(worldSize));
+      int64_t offset = 0;
+      for (Update *u : bucket) {
+        auto type = cast<RankedTensorType>(u->gradUse->get().getType());
+        Value part =
+            bucket.size() == 1 ? mean : m.slice(mean, offset, u->elements);
+        u->gradUse->set(m.reshape(part, type));
+        offset += u->elements;
+      }
+    }
+  }
+
+  /// Every rank's new BatchNorm statistics become their mean, so the ranks'
+  /// buffers stay equal.
+  void averageBuffers(func::FuncOp func) {
+    if (worldSize == 1)
+      return;
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    llvm::StringMap<unsigned> argByName;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      argByName[train::bindingName(func, i)] = i;
+    OpBuilder b(ret);
+    Build m{b, NameLoc::get(b.getStringAttr("zero.buffers"), ret.getLoc())};
+    for (unsigned i = 0, e = ret.getNumOperands(); i < e; ++i) {
+      auto of = func.getResultAttrOfType<StringAttr>(i, train::kUpdateOfAttr);
+      if (!of || !argByName.count(of.getValue()) ||
+          !train::hasRole(func, argByName[of.getValue()],
+                          train::BindingRole::Buffer))
+        continue;
+      Value value = ret.getOperand(i);
+      Value sum = dist::AllReduceOp::create(b, m.loc, value.getType(), value,
+                                            worldSize);
+      ret.setOperand(i, m.scale(sum, 1.0 / double(worldSize)));
+    }
+  }
+
+  /// Stages 1 and 2.
+  LogicalResult shard(func::FuncOp func, MutableArrayRef<Update> updates,
+                      ArrayRef<SmallVector<Update *>> buckets,
+                      train::ClipByGlobalNormOp clip) {
+    Operation *first = updates.front().op;
+    for (Update &u : updates)
+      if (u.op->isBeforeInBlock(first))
+        first = u.op;
+    for (Update &u : updates) {
+      if (u.op->getName() != first->getName() ||
+          u.op->getAttrDictionary() != first->getAttrDictionary() ||
+          u.op->getNumOperands() != first->getNumOperands())
+        return u.op->emitError("ZeRO stage ")
+               << unsigned(stage)
+               << " updates every parameter with one optimizer, but this "
+                  "update differs from the first";
+      if (u.param.getType() != first->getOperand(0).getType() &&
+          cast<RankedTensorType>(u.param.getType()).getElementType() !=
+              cast<RankedTensorType>(first->getOperand(0).getType())
+                  .getElementType())
+        return u.op->emitError("ZeRO stage ")
+               << unsigned(stage) << " needs parameters of one element type";
+    }
+    Type element =
+        cast<RankedTensorType>(first->getOperand(0).getType()).getElementType();
+    int64_t n = worldSize;
+
+    // 1. Each bucket's gradient block, after its last gradient.
+    OpBuilder b(func.getContext());
+    Location loc = NameLoc::get(b.getStringAttr("zero"), func.getLoc());
+    SmallVector<Value> gradBlocks;
+    SmallVector<int64_t> blockSizes, pads;
+    for (ArrayRef<Update *> bucket : buckets) {
+      int64_t total = 0;
+      for (Update *u : bucket)
+        total += u->elements;
+      int64_t padded = (total + n - 1) / n * n;
+      blockSizes.push_back(padded / n);
+      pads.push_back(padded - total);
+      setAfterBucket(b, func.getBody().front(), bucket);
+      Build m{b, loc};
+      SmallVector<Value> grads = llvm::map_to_vector(
+          bucket, [](Update *u) { return u->gradUse->get(); });
+      Value joined = m.concat(grads, pads.back());
+      auto blockType = flatType(blockSizes.back(), element);
+      Value mine;
+      if (stage == 2) {
+        mine = dist::ReduceScatterOp::create(b, loc, blockType, joined, n);
+      } else {
+        Value sum =
+            dist::AllReduceOp::create(b, loc, joined.getType(), joined, n);
+        mine = dist::ShardOp::create(b, loc, blockType, sum, n);
+      }
+      gradBlocks.push_back(m.scale(mine, 1.0 / double(n)));
+    }
+
+    // 2. This rank's parameter blocks, the clip and one update, where the
+    //    step's update began.
+    b.setInsertionPoint(clip ? clip.getOperation() : first);
+    Build m{b, loc};
+    SmallVector<Value> paramBlocks;
+    for (auto [bucket, pad] : llvm::zip(buckets, pads)) {
+      SmallVector<Value> params = llvm::map_to_vector(
+          bucket, [](Update *u) { return Value(u->param); });
+      Value joined = m.concat(params, pad);
+      paramBlocks.push_back(dist::ShardOp::create(
+          b, loc,
+          flatType(cast<RankedTensorType>(joined.getType()).getDimSize(0) / n,
+                   element),
+          joined, n));
+    }
+    Value grad = m.concat(gradBlocks, 0);
+    Value param = m.concat(paramBlocks, 0);
+    if (clip) {
+      double maxNorm = clip.getMaxNorm().convertToDouble();
+      Value squares = m.mul(grad, grad);
+      Value partial =
+          nn::ReduceSumOp::create(b, loc, squares, ArrayRef<int64_t>{0}, false);
+      Value total =
+          dist::AllReduceOp::create(b, loc, partial.getType(), partial, n);
+      Value norm = nn::SqrtOp::create(b, loc, total);
+      Value factor = nn::DivOp::create(
+          b, loc, m.scalar(maxNorm, element),
+          nn::AddOp::create(b, loc, norm, m.scalar(1e-6, element)));
+      factor = nn::MinOp::create(b, loc, factor, m.scalar(1.0, element));
+      grad = m.mul(grad, factor);
+    }
+
+    auto shardType = cast<RankedTensorType>(param.getType());
+    auto addState = [&](StringRef name) {
+      unsigned index = func.getNumArguments();
+      (void)func.insertArgument(index, shardType,
+                                train::bindingAttrs(func.getContext(), name,
+                                                    train::BindingRole::State),
+                                func.getLoc());
+      return func.getArgument(index);
+    };
+    // train.sgd: param, grad, lr[, momentum buffer]; train.adam: param,
+    // grad, exp_avg, exp_avg_sq, lr, step.
+    SmallVector<std::string> stateNames;
+    SmallVector<Value> operands = {param, grad};
+    if (isa<train::SgdOp>(first)) {
+      operands.push_back(first->getOperand(2));
+      if (first->getNumOperands() > 3) {
+        stateNames.push_back("zero.momentum_buffer");
+        operands.push_back(addState(stateNames.back()));
+      }
+    } else {
+      stateNames = {"zero.exp_avg", "zero.exp_avg_sq"};
+      for (const std::string &name : stateNames)
+        operands.push_back(addState(name));
+      operands.append({first->getOperand(4), first->getOperand(5)});
+    }
+    SmallVector<Type> types(1 + stateNames.size(), shardType);
+    OperationState state(first->getLoc(), first->getName());
+    state.addOperands(operands);
+    state.addTypes(types);
+    state.addAttributes(first->getAttrs());
+    Operation *update = b.create(state);
+
+    // 3. Every bucket's updated block gathered, each parameter whole again.
+    int64_t offset = 0;
+    DenseMap<Operation *, Value> newParam;
+    for (auto [bucket, size] : llvm::zip(buckets, blockSizes)) {
+      Value mine = m.slice(update->getResult(0), offset, size);
+      offset += size;
+      Value whole = dist::AllGatherOp::create(
+          b, loc, flatType(size * n, element), mine, n);
+      int64_t at = 0;
+      for (Update *u : bucket) {
+        Value part = m.slice(whole, at, u->elements);
+        at += u->elements;
+        newParam[u->op] =
+            m.reshape(part, cast<RankedTensorType>(u->param.getType()));
+      }
+    }
+
+    // 4. The return: new parameters in place of the old updates' results,
+    //    the old per-parameter states dropped, the sharded states added.
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      Operation *def = value.getDefiningOp();
+      if (def && newParam.count(def)) {
+        if (cast<OpResult>(value).getResultNumber() != 0)
+          continue;
+        results.push_back(newParam[def]);
+      } else {
+        results.push_back(value);
+      }
+      resultAttrs.push_back(func.getResultAttrDict(i));
+    }
+    for (auto [i, name] : llvm::enumerate(stateNames)) {
+      results.push_back(update->getResult(i + 1));
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
+    }
+    OpBuilder end(ret);
+    func::ReturnOp::create(end, ret.getLoc(), results);
+    ret.erase();
+
+    llvm::BitVector deadArgs(func.getNumArguments());
+    for (Update &u : updates) {
+      SmallVector<Value> states;
+      if (auto sgd = dyn_cast<train::SgdOp>(u.op)) {
+        if (Value buffer = sgd.getMomentumBuffer())
+          states.push_back(buffer);
+      } else {
+        auto adam = cast<train::AdamOp>(u.op);
+        states = {adam.getExpAvg(), adam.getExpAvgSq()};
+      }
+      for (Value value : states)
+        if (auto arg = dyn_cast<BlockArgument>(value))
+          deadArgs.set(arg.getArgNumber());
+    }
+    for (Update &u : updates)
+      u.op->erase();
+    if (clip)
+      clip.erase();
+    for (unsigned i : deadArgs.set_bits())
+      if (!func.getArgument(i).use_empty())
+        return func.emitError("optimizer state argument ")
+               << i << " is still read after ZeRO sharded the update";
+    if (failed(func.eraseArguments(deadArgs)))
+      return failure();
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    func.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,257 @@
+//===- Mpi.cpp - the ranks of an MPI launch -------------------------------===//
+//
+// The CPU backend's communicator: one process per rank, started by mpirun
+// or srun, over MPI_COMM_WORLD. Float and double reduce natively; half
+// types are widened to fp32, summed, and rounded once, so a half
+// reduction's result does not depend on the order MPI adds in.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/Communicator.h"
+
+#include "runtime/Error.h"
+
+#if ZTC_RUNTIME_MPI
+
+#include "runtime/kernels/Half.h"
+
+// The C API only: OpenMPI's deprecated C++ bindings need a library we do
+// not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+namespace ztc::rt {
+namespace {
+
+std::string mpiMessage(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "error " + std::to_string(code);
+  return std::string(text, length);
+}
+
+MPI_Datatype nativeType(int32_t dtype) {
+  return dtype == ZTC_COMM_F64 ? MPI_DOUBLE : MPI_FLOAT;
+}
+
+bool isHalf(int32_t dtype) {
+  return dtype == ZTC_COMM_BF16 || dtype == ZTC_COMM_F16;
+}
+
+float halfToFloat(uint16_t bits, int32_t dtype) {
+  return dtype == ZTC_COMM_BF16 ? half_detail::bfloat16BitsToFloat(bits)
+                                : half_detail::halfBitsToFloat(bits);
+}
+
+uint16_t floatToHalf(float value, int32_t dtype) {
+  return dtype == ZTC_COMM_BF16 ? half_detail::floatToBFloat16Bits(value)
+                                : half_detail::floatToHalfBits(value);
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(int rank, int worldSize) : Communicator(rank, worldSize) {
+    watchdog_ = std::thread([this] { watch(); });
+  }
+
+  ~MpiCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    watchdog_.join();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Finalize();
+  }
+
+  const char *kind() const override { return "mpi"; }
+
+  void allReduceSum(double *values, int64_t count) override {
+    Watch watch(this, "the loss all-reduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, values, int(count), MPI_DOUBLE, MPI_SUM,
+                        MPI_COMM_WORLD),
+          "MPI_Allreduce");
+  }
+
+  std::vector<std::string> allGatherBytes(const std::string &bytes) override {
+    Watch watch(this, "the start-up agreement");
+    std::string all(bytes.size() * worldSize_, '\0');
+    check(MPI_Allgather(bytes.data(), int(bytes.size()), MPI_BYTE, all.data(),
+                        int(bytes.size()), MPI_BYTE, MPI_COMM_WORLD),
+          "MPI_Allgather");
+    std::vector<std::string> out;
+    for (int r = 0; r < worldSize_; ++r)
+      out.push_back(all.substr(r * bytes.size(), bytes.size()));
+    return out;
+  }
+
+  void barrier() override {
+    Watch watch(this, "a barrier");
+    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  }
+
+  [[noreturn]] void abortAll(int status) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, status);
+    std::_Exit(status);
+  }
+
+protected:
+  int32_t allReduce(const void *send, void *recv, int64_t count,
+                    int32_t dtype) override {
+    Watch watch(this, "all_reduce");
+    if (isHalf(dtype)) {
+      std::vector<float> wide = widen(send, count, dtype);
+      int code = MPI_Allreduce(MPI_IN_PLACE, wide.data(), int(count), MPI_FLOAT,
+                               MPI_SUM, MPI_COMM_WORLD);
+      narrow(wide, recv, dtype);
+      return record(code, "MPI_Allreduce");
+    }
+    return record(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv,
+                                int(count), nativeType(dtype), MPI_SUM,
+                                MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+  }
+
+  int32_t reduceScatter(const void *send, void *recv, int64_t count,
+                        int32_t dtype) override {
+    Watch watch(this, "reduce_scatter");
+    if (isHalf(dtype)) {
+      std::vector<float> wide = widen(send, count * worldSize_, dtype);
+      std::vector<float> mine(count);
+      int code = MPI_Reduce_scatter_block(wide.data(), mine.data(), int(count),
+                                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      narrow(mine, recv, dtype);
+      return record(code, "MPI_Reduce_scatter_block");
+    }
+    return record(MPI_Reduce_scatter_block(send, recv, int(count),
+                                           nativeType(dtype), MPI_SUM,
+                                           MPI_COMM_WORLD),
+                  "MPI_Reduce_scatter_block");
+  }
+
+  int32_t allGather(const void *send, void *recv, int64_t count,
+                    int32_t dtype) override {
+    Watch watch(this, "all_gather");
+    int bytes = int(count * commElementBytes(dtype));
+    return record(MPI_Allgather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE,
+                                MPI_COMM_WORLD),
+                  "MPI_Allgather");
+  }
+
+private:
+  /// Marks this rank as waiting in `what` for as long as it lives.
+  struct Watch {
+    Watch(MpiCommunicator *comm, const char *what) : comm(comm) {
+      std::lock_guard<std::mutex> lock(comm->mutex_);
+      comm->waitingIn_ = what;
+      comm->since_ = std::chrono::steady_clock::now();
+    }
+    ~Watch() {
+      std::lock_guard<std::mutex> lock(comm->mutex_);
+      comm->waitingIn_ = nullptr;
+    }
+    MpiCommunicator *comm;
+  };
+
+  /// The watchdog: ends the process when one collective waits too long.
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(200));
+      if (!waitingIn_ || timeoutSeconds_ <= 0)
+        continue;
+      double waited = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - since_)
+                          .count();
+      if (waited < timeoutSeconds_)
+        continue;
+      std::fprintf(stderr,
+                   "error: rank %d of %d: %s has waited %.0f s for the other "
+                   "ranks (--collective-timeout %g): a rank died, stalled or "
+                   "runs another program\n",
+                   rank_, worldSize_, waitingIn_, waited, timeoutSeconds_);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
+
+  void check(int code, const char *call) {
+    if (code != MPI_SUCCESS)
+      throw Error("mpi: " + std::string(call) + " failed: " + mpiMessage(code));
+  }
+
+  int32_t record(int code, const char *call) {
+    if (code == MPI_SUCCESS)
+      return 0;
+    lastError_ = std::string(call) + " failed: " + mpiMessage(code);
+    return code;
+  }
+
+  static std::vector<float> widen(const void *data, int64_t count,
+                                  int32_t dtype) {
+    std::vector<float> wide(count);
+    const auto *bits = static_cast<const uint16_t *>(data);
+    for (int64_t i = 0; i < count; ++i)
+      wide[i] = halfToFloat(bits[i], dtype);
+    return wide;
+  }
+
+  static void narrow(const std::vector<float> &wide, void *data,
+                     int32_t dtype) {
+    auto *bits = static_cast<uint16_t *>(data);
+    for (size_t i = 0; i < wide.size(); ++i)
+      bits[i] = floatToHalf(wide[i], dtype);
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  const char *waitingIn_ = nullptr;
+  std::chrono::steady_clock::time_point since_;
+  std::thread watchdog_;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> makeMpiCommunicator() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
+        MPI_SUCCESS)
+      throw Error("mpi: MPI_Init_thread failed");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return std::make_unique<MpiCommunicator>(rank, size);
+}
+
+} // namespace ztc::rt
+
+#else
+
+namespace ztc::rt {
+std::unique_ptr<Communicator> makeMpiCommunicator() {
+  throw Error("--comm mpi: this ztc-train was built without MPI "
+              "(install libopenmpi-dev and rebuild)");
+}
+} // namespace ztc::rt
+
+#endif

@@ -1,0 +1,68 @@
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2" | FileCheck %s --check-prefix=STAGE0
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=2" | FileCheck %s --check-prefix=STAGE2
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=1 reduce-bucket-bytes=16" | FileCheck %s --check-prefix=BUCKETS
+
+// Stage 0: the gradients, in the order the step computes them, form one
+// bucket; it is all-reduced right after the last of them and scaled by
+// 1/world-size, and the update reads the mean.
+// STAGE0-LABEL: func.func @step
+// STAGE0-SAME: dist.world_size = 2 : i64, dist.zero_stage = 0 : i64
+// STAGE0: %[[GB:.+]] = nn.neg %arg1
+// STAGE0: %[[GW:.+]] = nn.neg %arg0
+// STAGE0: %[[FW:.+]] = nn.reshape %[[GW]] : tensor<2x3xf32> -> tensor<6xf32>
+// STAGE0: %[[CAT:.+]] = nn.concat %[[GB]], %[[FW]] {axis = 0 : i64} : tensor<3xf32>, tensor<6xf32> -> tensor<9xf32>
+// STAGE0: %[[SUM:.+]] = dist.all_reduce %[[CAT]] {world_size = 2 : i64} : tensor<9xf32> -> tensor<9xf32>
+// STAGE0: %[[MEAN:.+]] = nn.mul %[[SUM]], %{{.+}} : tensor<9xf32>, tensor<f32> -> tensor<9xf32>
+// STAGE0: nn.slice %[[MEAN]] {sizes = array<i64: 3>, starts = array<i64: 0>
+// STAGE0: nn.slice %[[MEAN]] {sizes = array<i64: 6>, starts = array<i64: 3>
+// STAGE0: train.sgd %arg0,
+// STAGE0: train.sgd %arg1,
+
+// Stage 2: the padded bucket (9 -> 10 elements) is reduce-scattered; one
+// update runs on this rank's 5 elements of the parameters, which are then
+// all-gathered and written back whole. The per-parameter momentum buffers
+// become one sharded state.
+// STAGE2-LABEL: func.func @step
+// STAGE2-SAME: %arg2: tensor<f32> {train.binding = #train.binding<hyper "lr">}
+// STAGE2-SAME: %arg3: tensor<5xf32> {train.binding = #train.binding<state "zero.momentum_buffer">}
+// STAGE2-SAME: {train.update_of = "w"}, tensor<3xf32> {train.update_of = "b"}, tensor<5xf32> {train.update_of = "zero.momentum_buffer"})
+// STAGE2: %[[PAD:.+]] = arith.constant dense<0.000000e+00> : tensor<1xf32>
+// STAGE2: %[[CAT:.+]] = nn.concat %{{.+}}, %{{.+}}, %[[PAD]] {axis = 0 : i64} : tensor<3xf32>, tensor<6xf32>, tensor<1xf32> -> tensor<10xf32>
+// STAGE2: %[[MINE:.+]] = dist.reduce_scatter %[[CAT]] {world_size = 2 : i64} : tensor<10xf32> -> tensor<5xf32>
+// STAGE2: %[[G:.+]] = nn.mul %[[MINE]]
+// STAGE2: %[[P:.+]] = dist.shard %{{.+}} {world_size = 2 : i64} : tensor<10xf32> -> tensor<5xf32>
+// STAGE2: %[[NEW:.+]], %[[BUF:.+]] = train.sgd %[[P]], %[[G]], %arg2, %arg3
+// STAGE2: %[[ALL:.+]] = dist.all_gather %[[NEW]] {world_size = 2 : i64} : tensor<5xf32> -> tensor<10xf32>
+// STAGE2: return %{{.+}}, %{{.+}}, %{{.+}}, %[[BUF]]
+// STAGE2-NOT: train.sgd
+
+// Stage 1 with 16-byte buckets: each gradient is a bucket of its own,
+// all-reduced and sharded right after it is computed.
+// BUCKETS-LABEL: func.func @step
+// BUCKETS: %[[GB:.+]] = nn.neg %arg1
+// BUCKETS: nn.concat %[[GB]], %{{.+}} : tensor<3xf32>, tensor<1xf32> -> tensor<4xf32>
+// BUCKETS-NEXT: dist.all_reduce
+// BUCKETS-NEXT: dist.shard {{.+}} : tensor<4xf32> -> tensor<2xf32>
+// BUCKETS: %[[GW:.+]] = nn.neg %arg0
+// BUCKETS: dist.all_reduce {{.+}} : tensor<6xf32> -> tensor<6xf32>
+// BUCKETS: dist.all_gather {{.+}} : tensor<2xf32> -> tensor<4xf32>
+// BUCKETS: dist.all_gather {{.+}} : tensor<3xf32> -> tensor<6xf32>
+func.func @step(%w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
+                %b: tensor<3xf32> {train.binding = #train.binding<param "b">},
+                %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
+                %wm: tensor<2x3xf32> {train.binding = #train.binding<state "w.momentum_buffer">},
+                %bm: tensor<3xf32> {train.binding = #train.binding<state "b.momentum_buffer">})
+    -> (tensor<f32> {onnx.name = "loss"},
+        tensor<2x3xf32> {train.update_of = "w"}, tensor<2x3xf32> {train.update_of = "w.momentum_buffer"},
+        tensor<3xf32> {train.update_of = "b"}, tensor<3xf32> {train.update_of = "b.momentum_buffer"})
+    attributes {train.entry = "train_step"} {
+  %loss = nn.reduce_sum %b {axes = array<i64: 0>, keepdims = false} : tensor<3xf32> -> tensor<f32>
+  %gb = nn.neg %b : tensor<3xf32> -> tensor<3xf32>
+  %gw = nn.neg %w : tensor<2x3xf32> -> tensor<2x3xf32>
+  %w1:2 = train.sgd %w, %gw, %lr, %wm {momentum = 0.9 : f64}
+      : tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>
+  %b1:2 = train.sgd %b, %gb, %lr, %bm {momentum = 0.9 : f64}
+      : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>
+  return %loss, %w1#0, %w1#1, %b1#0, %b1#1
+      : tensor<f32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>
+}
