@@ -14,6 +14,7 @@
 
 #include "codegen/Emit.h"
 
+#include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/Train/IR/TrainOps.h"
 
@@ -596,6 +597,10 @@ LogicalResult Emitter::run(func::FuncOp func) {
       return failure();
     binding.dtype = *dtype;
     binding.shape.assign(type.getShape().begin(), type.getShape().end());
+    if (auto full = func.getArgAttrOfType<DenseI64ArrayAttr>(
+            i, dist::DistDialect::kFullShapeAttr))
+      binding.fullShape.assign(full.asArrayRef().begin(),
+                               full.asArrayRef().end());
     // Entries share one bindings array, matched by name: an argument
     // another entry already bound reuses its slot.
     auto existing = llvm::find_if(bindings, [&](const rt::Binding &other) {
@@ -605,6 +610,7 @@ LogicalResult Emitter::run(func::FuncOp func) {
     if (existing == bindings.end()) {
       bindings.push_back(binding);
     } else if (existing->shape != binding.shape ||
+               existing->fullShape != binding.fullShape ||
                existing->dtype != binding.dtype ||
                existing->role != binding.role) {
       return func.emitError("argument ")

@@ -273,7 +273,8 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
 def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
   let summary = "Data parallelism and ZeRO sharding with dist collectives";
   let description = [{
-    Runs on the training step (`train.entry = "train_step"`, after
+    Runs on the training step (`train.entry = "train_step"`; at stage 3 on
+    every entry; after
     `ztc-optimizer`, before `ztc-lower-train`) of a program every one of
     `world-size` ranks runs on its own micro-batch; other entries are left
     alone (`@accumulate` sums local gradients, so a step with accumulation
@@ -288,15 +289,27 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
       statistics (`buffer`s) are averaged the same way, so every rank keeps
       the same buffers.
     - Stages 1 and 2: each bucket is flattened and padded to a multiple of
-      world-size elements; rank r owns block r of every bucket. Stage 1
-      all-reduces a bucket and keeps its block (`dist.shard`), stage 2
-      reduce-scatters it, so no rank holds the whole reduced gradient.
+      world-size elements; rank r owns block r of every bucket, which a
+      reduce-scatter hands it. Stage 2 reduce-scatters each bucket right
+      after its last gradient, so whole gradients are freed as the backward
+      goes; stage 1 keeps them all until the backward is done and
+      reduce-scatters where the update starts.
       One `train.sgd` or `train.adam` updates this rank's blocks of the
       parameters, whose optimizer states are now flat shards
       (`zero.exp_avg`, `zero.exp_avg_sq`, `zero.momentum_buffer`: one block
       per bucket, in bucket order). Global-norm clipping sums squares over
       the shard and all-reduces the sum. Each bucket's updated block is
       all-gathered and every parameter is written back whole.
+
+    - Stage 3: every entry holds each parameter of at least
+      `param-persistence-threshold` elements as this rank's block
+      (`dist.full_shape` on the argument) and gathers it right before each
+      use, forward, backward and recomputed alike, so a whole parameter
+      lives only as long as its use. The step reduce-scatters each such
+      gradient's block (bucketed: gradients padded to [world-size, block]
+      and joined along the blocks), keeps the optimizer states as blocks
+      and updates blocks; the parameter is never gathered back. Smaller
+      parameters stay whole and are updated as in stage 0.
 
     Every update op of the step must have the same kind and hyperparameters
     (the optimizer pass makes them so) for stages 1 and 2.
@@ -310,6 +323,10 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
     Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t",
            /*default=*/"26214400",
            "Gradient bytes per reduction bucket (default 25 MiB)">,
+    Option<"paramPersistenceThreshold", "param-persistence-threshold",
+           "int64_t", /*default=*/"100000",
+           "Stage 3: parameters with fewer elements stay whole on every "
+           "rank">,
   ];
   let dependentDialects = ["::mlir::ztc::dist::DistDialect",
                            "::mlir::ztc::nn::NNDialect",

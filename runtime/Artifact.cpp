@@ -135,10 +135,14 @@ std::map<std::string, Tensor> Artifact::loadInitialValues() const {
       throw Error(path + ": no tensor for " + roleName(binding.role) + " '" +
                   binding.name + "' (" + binding.describe() + ")");
     const Tensor &value = it->second;
-    if (value.dtype != binding.dtype || value.shape != binding.shape)
+    // A shard's initial value is the whole tensor; the runner takes its
+    // rank's block.
+    const std::vector<int64_t> &shape =
+        binding.sharded() ? binding.fullShape : binding.shape;
+    if (value.dtype != binding.dtype || value.shape != shape)
       throw Error(path + ": " + roleName(binding.role) + " '" + binding.name +
-                  "': expected " + binding.describe() + ", got " +
-                  value.describe());
+                  "': expected " + describeType(binding.dtype, shape) +
+                  ", got " + value.describe());
     values[binding.name] = std::move(it->second);
   }
   return values;

@@ -73,9 +73,18 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
     inputSet_.push_back(!isData(binding.role) &&
                         binding.role != BindingRole::Hyper);
     auto value = initial.find(binding.name);
-    if (!isData(binding.role) && value != initial.end())
-      backend_->copyIn(buffers_.back().data(), value->second.bytes.data(),
-                       value->second.byteSize());
+    if (isData(binding.role) || value == initial.end())
+      continue;
+    if (binding.sharded()) {
+      // Rank 0's block until setCommunicator says which rank this is.
+      Tensor block = shardBlock(value->second, binding, 0);
+      backend_->copyIn(buffers_.back().data(), block.bytes.data(),
+                       block.byteSize());
+      wholeValues_[binding.name] = std::move(value->second);
+      continue;
+    }
+    backend_->copyIn(buffers_.back().data(), value->second.bytes.data(),
+                     value->second.byteSize());
   }
 }
 
@@ -205,6 +214,17 @@ void Runner::setCommunicator(Communicator *comm) {
                 std::to_string(want) + (want == 1 ? " or without mpirun" : "") +
                 ", or recompile with --world-size " + std::to_string(have));
   comm_ = comm;
+  // Shards start as this rank's block of their initial value.
+  const std::vector<Binding> &bindings = manifest().bindings;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    auto whole = wholeValues_.find(bindings[i].name);
+    if (whole == wholeValues_.end())
+      continue;
+    Tensor block =
+        shardBlock(whole->second, bindings[i], comm ? comm->rank() : 0);
+    backend_->copyIn(buffers_[i].data(), block.bytes.data(), block.byteSize());
+  }
+  wholeValues_.clear();
 }
 
 void Runner::run() { run(artifact_.entry()); }

@@ -31,6 +31,7 @@
 #include "runtime/backend/Backend.h"
 #include "runtime/comm/Communicator.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +119,9 @@ private:
   const Artifact &artifact_;
   std::unique_ptr<Backend> backend_;
   Communicator *comm_ = nullptr;
+  /// Initial values of sharded bindings, until setCommunicator takes this
+  /// rank's blocks of them.
+  std::map<std::string, Tensor> wholeValues_;
   uint64_t arenaBytes_ = 0;
   /// The arena plus a guard band that detects writes past its end.
   DeviceBuffer arena_;

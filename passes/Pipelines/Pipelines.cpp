@@ -76,9 +76,8 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (zeroStage > 3)
     return fail("--zero " + std::to_string(zeroStage) +
                 ": expected 0, 1, 2 or 3");
-  if (zeroStage == 3)
-    return fail("--zero 3: parameter sharding is not built yet; stages 0, "
-                "1 and 2 are");
+  if (paramPersistenceThreshold < 0)
+    return fail("--param-persistence-threshold must not be negative");
   if (worldSize < 1)
     return fail("--world-size must be at least 1");
   if (reduceBucketBytes < 1)
@@ -222,6 +221,7 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   zero.stage = options.zeroStage;
   zero.worldSize = options.worldSize;
   zero.reduceBucketBytes = options.reduceBucketBytes;
+  zero.paramPersistenceThreshold = options.paramPersistenceThreshold;
   pm.addNestedPass<func::FuncOp>(createZeroPass(zero));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());

@@ -153,7 +153,7 @@ struct TrainingPipelineOptions
   Option<unsigned> zeroStage{
       *this, "zero",
       llvm::cl::desc("ZeRO stage: 0 data parallel (gradients all-reduced), "
-                     "1 optimizer states sharded, 2 gradients too"),
+                     "1 optimizer states sharded, 2 gradients too, 3 parameters too"),
       llvm::cl::init(0)};
   Option<unsigned> worldSize{
       *this, "world-size",
@@ -165,6 +165,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Gradient bytes reduced per collective (DeepSpeed's "
                      "reduce_bucket_size, in bytes)"),
       llvm::cl::init(26214400)};
+  Option<int64_t> paramPersistenceThreshold{
+      *this, "param-persistence-threshold",
+      llvm::cl::desc("ZeRO stage 3: parameters with fewer elements stay "
+                     "whole on every rank (DeepSpeed's "
+                     "stage3_param_persistence_threshold)"),
+      llvm::cl::init(100000)};
 
   /// The entries to build: `entries`, or the default.
   std::vector<std::string> entryKinds() const;

@@ -3,6 +3,7 @@
 
 #include "passes/Transforms/Footprint.h"
 
+#include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/NN/IR/ShapeLimits.h"
 #include "dialects/Train/IR/TrainOps.h"
@@ -18,6 +19,7 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
   StepFootprint footprint;
   llvm::StringSet<> bound;
   DenseSet<Attribute> constants;
+  uint64_t wholeParamBytes = 0;
   auto bytesOf = [](Type type) {
     return uint64_t(nn::storageBytes(cast<MemRefType>(type)));
   };
@@ -28,6 +30,12 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
     footprint.arena = std::max<uint64_t>(footprint.arena, arena.getInt());
     if (!footprint.entry || func.getSymName() == "train_step")
       footprint.entry = func;
+    if (auto world =
+            func->getAttrOfType<IntegerAttr>(dist::DistDialect::kWorldSizeAttr))
+      footprint.worldSize = world.getInt();
+    if (auto stage =
+            func->getAttrOfType<IntegerAttr>(dist::DistDialect::kZeroStageAttr))
+      footprint.zeroStage = stage.getInt();
     // Bindings are shared by name across entries; count each once.
     for (BlockArgument arg : func.getArguments()) {
       train::BindingAttr binding = train::getBinding(func, arg.getArgNumber());
@@ -35,11 +43,21 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
         continue;
       uint64_t bytes = bytesOf(arg.getType());
       switch (binding.getRole()) {
-      case train::BindingRole::Param:
+      case train::BindingRole::Param: {
         footprint.params += bytes;
-        footprint.paramCount +=
-            cast<MemRefType>(arg.getType()).getNumElements();
+        auto type = cast<MemRefType>(arg.getType());
+        uint64_t count = type.getNumElements();
+        if (auto full = func.getArgAttrOfType<DenseI64ArrayAttr>(
+                arg.getArgNumber(), dist::DistDialect::kFullShapeAttr)) {
+          count = 1;
+          for (int64_t d : full.asArrayRef())
+            count *= uint64_t(d);
+        }
+        footprint.paramCount += count;
+        wholeParamBytes += count * uint64_t(nn::storageBytes(MemRefType::get(
+                                       {1}, type.getElementType())));
         break;
+      }
       case train::BindingRole::Buffer:
         footprint.buffers += bytes;
         break;
@@ -57,6 +75,9 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
   if (!footprint.entry)
     return module.emitError("the module has no planned entry (run the "
                             "training pipeline)");
+  footprint.gradients = footprint.zeroStage >= 2
+                            ? wholeParamBytes / footprint.worldSize
+                            : wholeParamBytes;
   return footprint;
 }
 

@@ -26,8 +26,14 @@ struct StepFootprint {
   /// distinct constants, and of the arena (the largest entry's plan).
   uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,
            arena = 0;
-  /// How many parameters (elements of the param bindings).
+  /// How many parameters the model has (elements of the param bindings,
+  /// whole: a stage-3 shard counts its tensor's `dist.full_shape`).
   uint64_t paramCount = 0;
+  /// One rank's gradient as the ZeRO paper counts it: the parameters' bytes
+  /// whole, or a 1/world-size share from stage 2 on.
+  uint64_t gradients = 0;
+  /// The training step's `dist.world_size` and `dist.zero_stage`.
+  uint64_t worldSize = 1, zeroStage = 0;
   uint64_t total() const {
     return params + buffers + states + constants + data + arena;
   }

@@ -11,8 +11,12 @@
 
 #include "dialects/NN/IR/ShapeLimits.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
 
 namespace mlir::ztc {
 #define GEN_PASS_DEF_ZEROPASS
@@ -80,6 +84,7 @@ struct Build {
                                ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
   }
   Value mul(Value x, Value y) { return nn::MulOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) { return nn::AddOp::create(b, loc, x, y); }
   Value scale(Value x, double factor) {
     return mul(x, scalar(factor,
                          cast<RankedTensorType>(x.getType()).getElementType()));
@@ -96,14 +101,23 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     StringRef entry = train::entryKind(func);
-    if (!entry.empty() && entry != "train_step")
-      return;
-    if (stage > 2) {
-      func.emitError("ZeRO stage ")
-          << unsigned(stage)
-          << " is not built: stages 0, 1 and 2 shard over ranks";
+    if (stage > 3) {
+      func.emitError("ZeRO stage ") << unsigned(stage) << " does not exist: "
+                                    << "stages are 0, 1, 2 and 3";
       return signalPassFailure();
     }
+    // Stage 3: every entry holds its parameters in shards and gathers them
+    // for each use; the training step also reduces and updates shards.
+    if (stage == 3 && !entry.empty() && entry != "train_step") {
+      if (worldSize == 1)
+        return;
+      if (failed(gatherParameters(func, {})))
+        return signalPassFailure();
+      markStep(func);
+      return;
+    }
+    if (!entry.empty() && entry != "train_step")
+      return;
     if (worldSize < 1) {
       func.emitError("world-size must be at least 1, got ")
           << int64_t(worldSize);
@@ -114,13 +128,9 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
           << int64_t(reduceBucketBytes);
       return signalPassFailure();
     }
-    if (stage == 0 && worldSize == 1)
+    if ((stage == 0 || stage == 3) && worldSize == 1)
       return;
-    Builder attrs(func.getContext());
-    func->setAttr(dist::DistDialect::kWorldSizeAttr,
-                  attrs.getI64IntegerAttr(worldSize));
-    func->setAttr(dist::DistDialect::kZeroStageAttr,
-                  attrs.getI64IntegerAttr(stage));
+    markStep(func);
 
     Block &block = func.getBody().front();
     llvm::DenseMap<Operation *, int64_t> position;
@@ -166,27 +176,306 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     llvm::stable_sort(updates, [](const Update &a, const Update &b) {
       return a.readyAt < b.readyAt;
     });
-    SmallVector<SmallVector<Update *>> buckets;
-    int64_t bucketBytes = 0;
-    for (Update &u : updates) {
-      int64_t bytes =
-          nn::storageBytes(cast<RankedTensorType>(u.gradUse->get().getType()));
-      if (buckets.empty() || bucketBytes + bytes > reduceBucketBytes) {
-        buckets.emplace_back();
-        bucketBytes = 0;
-      }
-      buckets.back().push_back(&u);
-      bucketBytes += bytes;
-    }
+    SmallVector<SmallVector<Update *>> buckets =
+        bucketsOf(llvm::map_to_vector(updates, [](Update &u) { return &u; }));
 
     if (stage == 0) {
       reduceBuckets(func, buckets);
       averageBuffers(func);
       return;
     }
+    if (stage == 3) {
+      if (failed(shardParameters(func, updates, clip)))
+        return signalPassFailure();
+      averageBuffers(func);
+      return;
+    }
     if (failed(shard(func, updates, buckets, clip)))
       return signalPassFailure();
     averageBuffers(func);
+  }
+
+  /// Records the world size and stage on the step (the manifest's).
+  void markStep(func::FuncOp func) {
+    Builder attrs(func.getContext());
+    func->setAttr(dist::DistDialect::kWorldSizeAttr,
+                  attrs.getI64IntegerAttr(worldSize));
+    func->setAttr(dist::DistDialect::kZeroStageAttr,
+                  attrs.getI64IntegerAttr(stage));
+  }
+
+  /// Groups `updates` (in backward order) into buckets of at most
+  /// reduce-bucket-bytes of gradient.
+  SmallVector<SmallVector<Update *>> bucketsOf(ArrayRef<Update *> updates) {
+    SmallVector<SmallVector<Update *>> buckets;
+    int64_t bucketBytes = 0;
+    for (Update *u : updates) {
+      int64_t bytes =
+          nn::storageBytes(cast<RankedTensorType>(u->gradUse->get().getType()));
+      if (buckets.empty() || bucketBytes + bytes > reduceBucketBytes) {
+        buckets.emplace_back();
+        bucketBytes = 0;
+      }
+      buckets.back().push_back(u);
+      bucketBytes += bytes;
+    }
+    return buckets;
+  }
+
+  /// Stage 3 shards a parameter with at least param-persistence-threshold
+  /// elements; smaller ones stay whole on every rank.
+  bool shardsParameter(func::FuncOp func, unsigned index) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(index).getType());
+    return type && train::hasRole(func, index, train::BindingRole::Param) &&
+           type.getNumElements() >= int64_t(paramPersistenceThreshold);
+  }
+
+  /// The block of each rank: ceil(n / world-size) elements.
+  int64_t blockOf(int64_t elements) {
+    return (elements + worldSize - 1) / worldSize;
+  }
+
+  /// Stage 3, every entry: each sharded parameter argument becomes this
+  /// rank's block of it (`dist.full_shape` keeps its shape), and every use
+  /// other than `updates` reads a copy gathered right before it. What is
+  /// computed from parameters alone (a transpose, a cast to half) is
+  /// recomputed at each use from its own gather, so no whole parameter,
+  /// nor anything made of one, outlives the op that reads it: the forward
+  /// and the backward gather separately.
+  LogicalResult gatherParameters(func::FuncOp func,
+                                 ArrayRef<Operation *> updates) {
+    Block &body = func.getBody().front();
+    // The whole type of each sharded argument.
+    DenseMap<Value, RankedTensorType> wholeType;
+    OpBuilder b(func.getContext());
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      if (!shardsParameter(func, i))
+        continue;
+      BlockArgument arg = func.getArgument(i);
+      auto full = cast<RankedTensorType>(arg.getType());
+      wholeType[arg] = full;
+      arg.setType(
+          flatType(blockOf(full.getNumElements()), full.getElementType()));
+      func.setArgAttr(i, dist::DistDialect::kFullShapeAttr,
+                      b.getDenseI64ArrayAttr(full.getShape()));
+    }
+    if (wholeType.empty())
+      return success();
+
+    // Ops computed from sharded parameters (and constants) alone.
+    llvm::SetVector<Operation *> derived;
+    for (Operation &op : body) {
+      if (op.getNumRegions() != 0 || op.getNumResults() == 0 ||
+          llvm::is_contained(updates, &op) ||
+          !isa_and_nonnull<nn::NNDialect>(op.getDialect()))
+        continue;
+      bool fromParams = false, only = true;
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (wholeType.count(operand) || (def && derived.contains(def)))
+          fromParams = true;
+        else if (!def || !isa<arith::ConstantOp>(def))
+          only = false;
+      }
+      if (fromParams && only)
+        derived.insert(&op);
+    }
+
+    int64_t useCount = 0;
+    SmallVector<Operation *> users;
+    for (Operation &op : body)
+      if (!derived.contains(&op) && !llvm::is_contained(updates, &op))
+        users.push_back(&op);
+    for (Operation *user : users) {
+      // This user's own copies: one gather per parameter, one clone per
+      // derived op.
+      IRMapping copies;
+      std::function<Value(Value)> materialize = [&](Value value) -> Value {
+        if (Value done = copies.lookupOrNull(value))
+          return done;
+        if (auto it = wholeType.find(value); it != wholeType.end()) {
+          RankedTensorType full = it->second;
+          Build m{b,
+                  NameLoc::get(b.getStringAttr("zero.gather"), user->getLoc())};
+          auto gather = dist::AllGatherOp::create(
+              b, m.loc,
+              flatType(blockOf(full.getNumElements()) * worldSize,
+                       full.getElementType()),
+              value, worldSize);
+          // Gathers of one parameter for different uses stay apart (CSE
+          // would merge them and keep the whole parameter alive between).
+          gather->setAttr(dist::DistDialect::kUseAttr,
+                          b.getI64IntegerAttr(useCount++));
+          Value whole =
+              m.reshape(m.slice(gather, 0, full.getNumElements()), full);
+          copies.map(value, whole);
+          return whole;
+        }
+        Operation *def = value.getDefiningOp();
+        if (!def || !derived.contains(def))
+          return value;
+        for (Value operand : def->getOperands())
+          materialize(operand);
+        Operation *clone = b.clone(*def, copies);
+        return clone->getResult(cast<OpResult>(value).getResultNumber());
+      };
+      for (OpOperand &use : user->getOpOperands()) {
+        Value value = use.get();
+        Operation *def = value.getDefiningOp();
+        if (!wholeType.count(value) && !(def && derived.contains(def)))
+          continue;
+        if (isa<func::ReturnOp>(user))
+          return user->emitError(
+              "ZeRO stage 3 cannot return a sharded parameter as it is");
+        b.setInsertionPoint(user);
+        use.set(materialize(value));
+      }
+    }
+    for (Operation *op : llvm::reverse(derived))
+      op->erase();
+    func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                   func.getResultTypes()));
+    return success();
+  }
+
+  /// Stage 3, the training step: sharded parameters' gradients are
+  /// reduce-scattered in buckets (each parameter's block of the mean
+  /// gradient), their states are blocks, and their updates run on blocks;
+  /// whole (persistent) parameters are updated as in stage 0.
+  LogicalResult shardParameters(func::FuncOp func,
+                                MutableArrayRef<Update> updates,
+                                train::ClipByGlobalNormOp clip) {
+    int64_t n = worldSize;
+    SmallVector<Update *> sharded, whole;
+    for (Update &u : updates)
+      (shardsParameter(func, u.param.getArgNumber()) ? sharded : whole)
+          .push_back(&u);
+
+    // Whole parameters: the mean gradient, as in stage 0.
+    reduceBuckets(func, bucketsOf(whole));
+
+    // Sharded ones: a bucket is each gradient padded to n blocks and laid
+    // out as [n, block], joined along the blocks, so that the
+    // reduce-scatter hands rank r block r of every gradient in the bucket.
+    OpBuilder b(func.getContext());
+    Location loc = NameLoc::get(b.getStringAttr("zero"), func.getLoc());
+    DenseMap<Operation *, Value> gradBlock;
+    for (ArrayRef<Update *> bucket : bucketsOf(sharded)) {
+      setAfterBucket(b, func.getBody().front(), bucket);
+      Build m{b, loc};
+      Type element = cast<RankedTensorType>(bucket.front()->param.getType())
+                         .getElementType();
+      SmallVector<Value> rows;
+      int64_t width = 0;
+      for (Update *u : bucket) {
+        int64_t block = blockOf(u->elements);
+        Value flat = m.concat({u->gradUse->get()}, block * n - u->elements);
+        rows.push_back(
+            m.reshape(flat, RankedTensorType::get({n, block}, element)));
+        width += block;
+      }
+      Value joined =
+          rows.size() == 1
+              ? rows.front()
+              : Value(nn::ConcatOp::create(b, loc, rows, uint64_t(1)));
+      Value flat = m.reshape(joined, flatType(n * width, element));
+      Value mine = dist::ReduceScatterOp::create(
+          b, loc, flatType(width, element), flat, n);
+      Value mean = m.scale(mine, 1.0 / double(n));
+      int64_t offset = 0;
+      for (Update *u : bucket) {
+        int64_t block = blockOf(u->elements);
+        gradBlock[u->op] = m.slice(mean, offset, block);
+        offset += block;
+      }
+    }
+
+    // The update point: where the first update (or the clip) was.
+    Operation *first = updates.front().op;
+    for (Update &u : updates)
+      if (u.op->isBeforeInBlock(first))
+        first = u.op;
+    b.setInsertionPoint(clip ? clip.getOperation() : first);
+    Build m{b, loc};
+    auto gradOf = [&](Update *u) {
+      return gradBlock.count(u->op) ? gradBlock[u->op] : u->gradUse->get();
+    };
+    if (clip) {
+      // The squares of the blocks summed over ranks, plus the whole
+      // gradients' (equal on every rank).
+      Type element = cast<RankedTensorType>(updates.front().param.getType())
+                         .getElementType();
+      auto sumOfSquares = [&](Value g) -> Value {
+        auto type = cast<RankedTensorType>(g.getType());
+        Value square = m.mul(g, g);
+        SmallVector<int64_t> axes =
+            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+        return axes.empty() ? square
+                            : Value(nn::ReduceSumOp::create(b, loc, square,
+                                                            axes, false));
+      };
+      Value shardTotal, wholeTotal;
+      for (Update *u : sharded) {
+        Value squares = sumOfSquares(gradOf(u));
+        shardTotal = shardTotal ? m.add(shardTotal, squares) : squares;
+      }
+      for (Update *u : whole) {
+        Value squares = sumOfSquares(gradOf(u));
+        wholeTotal = wholeTotal ? m.add(wholeTotal, squares) : squares;
+      }
+      Value total;
+      if (shardTotal)
+        total = dist::AllReduceOp::create(b, loc, shardTotal.getType(),
+                                          shardTotal, n);
+      if (wholeTotal)
+        total = total ? m.add(total, wholeTotal) : wholeTotal;
+      double maxNorm = clip.getMaxNorm().convertToDouble();
+      Value norm = nn::SqrtOp::create(b, loc, total);
+      Value factor = nn::DivOp::create(b, loc, m.scalar(maxNorm, element),
+                                       m.add(norm, m.scalar(1e-6, element)));
+      factor = nn::MinOp::create(b, loc, factor, m.scalar(1.0, element));
+      for (Update &u : updates) {
+        Value clipped = m.mul(gradOf(&u), factor);
+        if (gradBlock.count(u.op))
+          gradBlock[u.op] = clipped;
+        else
+          u.op->setOperand(1, clipped);
+      }
+    } else {
+      for (Update *u : whole)
+        u->op->setOperand(1, u->gradUse->get());
+    }
+
+    // Parameters and states of the sharded updates become blocks; the
+    // other uses of the parameters read gathered copies.
+    SmallVector<Operation *> shardedOps =
+        llvm::map_to_vector(sharded, [](Update *u) { return u->op; });
+    if (failed(gatherParameters(func, shardedOps)))
+      return failure();
+    for (Update *u : sharded) {
+      Operation *op = u->op;
+      auto blockType = cast<RankedTensorType>(u->param.getType());
+      op->setOperand(1, gradBlock[op]);
+      for (unsigned i = 2, e = op->getNumOperands(); i < e; ++i) {
+        auto arg = dyn_cast<BlockArgument>(op->getOperand(i));
+        if (!arg || !train::hasRole(func, arg.getArgNumber(),
+                                    train::BindingRole::State))
+          continue;
+        func.setArgAttr(arg.getArgNumber(), dist::DistDialect::kFullShapeAttr,
+                        b.getDenseI64ArrayAttr(
+                            cast<RankedTensorType>(arg.getType()).getShape()));
+        arg.setType(blockType);
+      }
+      for (Value result : op->getResults())
+        result.setType(blockType);
+    }
+    if (clip)
+      clip.erase();
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    func.setType(FunctionType::get(func.getContext(),
+                                   func.getBody().front().getArgumentTypes(),
+                                   ret.getOperandTypes()));
+    return success();
   }
 
   /// Where a bucket's collective goes: after its last gradient.
@@ -278,7 +567,12 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         cast<RankedTensorType>(first->getOperand(0).getType()).getElementType();
     int64_t n = worldSize;
 
-    // 1. Each bucket's gradient block, after its last gradient.
+    // 1. Each bucket's gradient block: stage 2 reduce-scatters a bucket
+    //    right after its last gradient, so the whole gradient is freed as
+    //    the backward goes; stage 1 keeps every whole gradient until the
+    //    backward is done and reduce-scatters them where the update starts.
+    //    Both move 2 psi (N-1)/N elements, as the ZeRO paper counts.
+    Operation *updateStart = clip ? clip.getOperation() : first;
     OpBuilder b(func.getContext());
     Location loc = NameLoc::get(b.getStringAttr("zero"), func.getLoc());
     SmallVector<Value> gradBlocks;
@@ -290,26 +584,22 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       int64_t padded = (total + n - 1) / n * n;
       blockSizes.push_back(padded / n);
       pads.push_back(padded - total);
-      setAfterBucket(b, func.getBody().front(), bucket);
+      if (stage == 2)
+        setAfterBucket(b, func.getBody().front(), bucket);
+      else
+        b.setInsertionPoint(updateStart);
       Build m{b, loc};
       SmallVector<Value> grads = llvm::map_to_vector(
           bucket, [](Update *u) { return u->gradUse->get(); });
       Value joined = m.concat(grads, pads.back());
-      auto blockType = flatType(blockSizes.back(), element);
-      Value mine;
-      if (stage == 2) {
-        mine = dist::ReduceScatterOp::create(b, loc, blockType, joined, n);
-      } else {
-        Value sum =
-            dist::AllReduceOp::create(b, loc, joined.getType(), joined, n);
-        mine = dist::ShardOp::create(b, loc, blockType, sum, n);
-      }
+      Value mine = dist::ReduceScatterOp::create(
+          b, loc, flatType(blockSizes.back(), element), joined, n);
       gradBlocks.push_back(m.scale(mine, 1.0 / double(n)));
     }
 
     // 2. This rank's parameter blocks, the clip and one update, where the
     //    step's update began.
-    b.setInsertionPoint(clip ? clip.getOperation() : first);
+    b.setInsertionPoint(updateStart);
     Build m{b, loc};
     SmallVector<Value> paramBlocks;
     for (auto [bucket, pad] : llvm::zip(buckets, pads)) {

@@ -94,14 +94,15 @@ public:
     return *dtype;
   }
 
-  std::vector<int64_t> shape() const {
-    const json &value = get("shape");
+  std::vector<int64_t> shape(const char *key = "shape") const {
+    const json &value = get(key);
     if (!value.is_array())
-      fail("field 'shape' is not an array");
+      fail("field '" + std::string(key) + "' is not an array");
     std::vector<int64_t> shape;
     for (const json &dim : value) {
       if (!dim.is_number_unsigned())
-        fail("field 'shape' has a non-integer or negative entry");
+        fail("field '" + std::string(key) +
+             "' has a non-integer or negative entry");
       shape.push_back(dim.get<int64_t>());
     }
     return shape;
@@ -292,10 +293,13 @@ void checkTrainManifest(const Manifest &manifest, const std::string &path) {
                      });
     if (param == manifest.bindings.end())
       fail("grad output '" + grad.name + "' names no param");
-    if (grad.dtype != DType::Float32 || grad.shape != param->shape)
+    // A shard's gradient (loss_and_grads) is the whole, local one.
+    const std::vector<int64_t> &shape =
+        param->sharded() ? param->fullShape : param->shape;
+    if (grad.dtype != DType::Float32 || grad.shape != shape)
       fail("grad output '" + grad.name + "' is " + grad.describe() +
            "; expected float32 in the param's shape " +
-           describeType(DType::Float32, param->shape));
+           describeType(DType::Float32, shape));
   }
 }
 
@@ -471,6 +475,13 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
     binding.shape = reader.shape();
     if (!checkedByteSize(binding.shape, dtypeSize(binding.dtype)))
       reader.fail("has a shape too large to allocate");
+    if (reader.has("full_shape")) {
+      binding.fullShape = reader.shape("full_shape");
+      if (binding.shape.size() != 1 ||
+          !checkedByteSize(binding.fullShape, dtypeSize(binding.dtype)))
+        reader.fail("is a shard (full_shape) but not a 1-D block of a "
+                    "tensor of allocatable size");
+    }
     if (binding.role == BindingRole::Hyper && !binding.shape.empty())
       reader.fail("is a hyper of shape " + binding.describe() +
                   "; hypers are scalars");
@@ -579,6 +590,8 @@ std::string printManifest(const Manifest &manifest) {
                   {"name", binding.name},
                   {"dtype", dtypeName(binding.dtype)},
                   {"shape", binding.shape}};
+    if (binding.sharded())
+      entry["full_shape"] = binding.fullShape;
     if (isData(binding.role))
       entry["file"] = binding.file;
     bindings.push_back(std::move(entry));
@@ -590,7 +603,8 @@ std::string printManifest(const Manifest &manifest) {
                        {"purpose", purposeName(entry.purpose)},
                        {"outputs", printOutputs(entry.outputs)}});
   root["entries"] = std::move(entries);
-  if (manifest.dist.worldSize != 1 || !manifest.dist.collectives.empty()) {
+  if (manifest.dist.worldSize != 1 || manifest.dist.zeroStage != 0 ||
+      !manifest.dist.collectives.empty()) {
     json collectives = json::array();
     for (const Collective &collective : manifest.dist.collectives)
       collectives.push_back({{"entry", collective.entry},
@@ -607,6 +621,19 @@ std::string printManifest(const Manifest &manifest) {
     root["train"] = printTrainConfig(manifest.train);
   }
   return root.dump(2) + "\n";
+}
+
+Tensor shardBlock(const Tensor &whole, const Binding &binding, uint64_t rank) {
+  Tensor block(binding.dtype, binding.shape);
+  size_t bytes = block.byteSize();
+  size_t from = rank * bytes;
+  // Past the tensor's end the block is padding: zeros.
+  std::fill(block.bytes.begin(), block.bytes.end(), 0);
+  if (from < whole.bytes.size())
+    std::copy(whole.bytes.begin() + from,
+              whole.bytes.begin() + std::min(whole.bytes.size(), from + bytes),
+              block.bytes.begin());
+  return block;
 }
 
 uint64_t Collective::ringElements(uint64_t worldSize) const {
@@ -663,6 +690,8 @@ uint64_t interfaceHash(const Manifest &manifest) {
     mix(roleName(binding.role));
     mix(binding.name);
     mixShape(binding.dtype, binding.shape);
+    if (binding.sharded())
+      mixShape(binding.dtype, binding.fullShape);
   }
   for (const Entry &entry : manifest.entries) {
     mix(entry.name);

@@ -94,10 +94,18 @@ struct Binding {
   std::string file;
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;
+  /// A shard (ZeRO stage 3: "full_shape"): the whole tensor's shape. The
+  /// binding, 1-D, holds one rank's block: the tensor flattened, padded
+  /// with zeros to world_size equal blocks, block `rank`.
+  std::vector<int64_t> fullShape;
 
+  bool sharded() const { return !fullShape.empty(); }
   size_t byteSize() const;
   std::string describe() const { return describeType(dtype, shape); }
 };
+
+/// Block `rank` of `whole` as `binding` (a shard) holds it.
+Tensor shardBlock(const Tensor &whole, const Binding &binding, uint64_t rank);
 
 /// A result, read from the arena after the call.
 struct Output {

@@ -448,11 +448,14 @@ public:
     if (comm_.worldSize() > 1) {
       // What this rank's collectives moved, against the manifest's plan.
       uint64_t steps = result.finalStep - result.firstStep + 1;
+      uint64_t planned = manifest().dist.ringElements(manifest().main().name);
+      if (const Entry *accumulate = manifest().find(EntryPurpose::Accumulate))
+        planned += (microBatches_ - 1) *
+                   manifest().dist.ringElements(accumulate->name);
       reporter.message(
           "communication: " +
           std::to_string(comm_.elementsMoved() / std::max<uint64_t>(steps, 1)) +
-          " elements per rank per step (planned " +
-          std::to_string(manifest().dist.ringElements(manifest().main().name)) +
+          " elements per rank per step (planned " + std::to_string(planned) +
           ")");
     }
     return result;

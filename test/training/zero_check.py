@@ -71,7 +71,8 @@ class Runs:
         return run(*command, ok=ok)
 
 
-def equivalence(runs, name, model, data, batch, steps, worlds, *flags, params=True):
+def equivalence(runs, name, model, data, batch, steps, worlds, *flags, params=True,
+                tolerance=1e-5):
     """Every (world, stage) against one rank with the whole batch; with
     `params`, stage 0's final parameters too."""
     ref_art = runs.compile(model, name + "-1", batch, 1, 0, *flags)
@@ -88,10 +89,10 @@ def equivalence(runs, name, model, data, batch, steps, worlds, *flags, params=Tr
         log = runs.launch(art, world, data, steps, *extra).stderr
         got = losses_of(log)
         worst = max((abs(a - b) / abs(b) for a, b in zip(got, ref)), default=float("inf"))
-        check(len(got) == len(ref) == steps and worst <= 1e-5,
+        check(len(got) == len(ref) == steps and worst <= tolerance,
               "%s: %d ranks, ZeRO stage %d, batch %d per rank: %d losses, worst relative "
-              "difference to one rank with batch %d is %.2e (at most 1e-5)"
-              % (name, world, stage, batch // world, len(got), batch, worst))
+              "difference to one rank with batch %d is %.2e (at most %g)"
+              % (name, world, stage, batch // world, len(got), batch, worst, tolerance))
         if stage == 0 and params:
             got_params = read_safetensors(os.path.join(ckpt, "checkpoint.safetensors"))
             # Per tensor, ||p - p_ref|| / ||p_ref||: Adam divides by the
@@ -120,6 +121,11 @@ def manifest(art):
 def state_bytes(art):
     return sum(4 * int(np.prod(b["shape"])) for b in manifest(art)["bindings"]
                if b["role"] == "state")
+
+
+def param_bytes(art):
+    return sum(4 * int(np.prod(b["shape"])) for b in manifest(art)["bindings"]
+               if b["role"] == "param")
 
 
 def main():
@@ -153,8 +159,20 @@ def main():
         # summation order (another rank count, another BLAS) moves it
         # differently. Under SGD the same parameters compare.
         equivalence(runs, "gpt", gpt, gpl, 16, 50,
-                    [(2, 0), (2, 1), (2, 2), (4, 2)], "--lr", "3e-3", "--clip-grad-norm", "1",
+                    [(2, 0), (2, 1), (2, 2), (2, 3), (4, 2), (4, 3)], "--lr", "3e-3",
+                    "--clip-grad-norm", "1", "--param-persistence-threshold", "0",
                     params=False)
+        # Stage 3 composes with recomputation (re-gathers for the recomputed
+        # forward) and accumulation (the accumulate entry gathers too); and
+        # with bf16, where each rank rounds its partial weight gradients
+        # (sums over its own rows) to bf16, so one rank's sums over twice
+        # the rows round differently: 1e-3 there.
+        equivalence(runs, "gpt-composed", gpt, gpl, 16, 20, [(2, 3)], "--lr", "3e-3",
+                    "--recompute", "full", "--grad-accum", "2",
+                    "--param-persistence-threshold", "0", params=False)
+        equivalence(runs, "gpt-bf16", gpt, gpl, 16, 20, [(2, 3)], "--lr", "3e-3",
+                    "--precision", "bf16", "--param-persistence-threshold", "0",
+                    params=False, tolerance=1e-3)
         equivalence(runs, "gpt-sgd", gpt, gpl, 16, 50, [(2, 0), (4, 1)], "--optimizer", "sgd",
                     "--momentum", "0.9", "--lr", "0.1")
         equivalence(runs, "cnn", os.path.join(models, "cnn.onnx"),
@@ -165,6 +183,7 @@ def main():
         # 2. What the manifests plan: sharded states, the collectives.
         z0 = runs.compile(gpt, "plan-z0", 4, 4, 0)
         z2 = runs.compile(gpt, "plan-z2", 4, 4, 2)
+        z3 = runs.compile(gpt, "plan-z3", 4, 4, 3, "--param-persistence-threshold", "0")
         one = runs.compile(gpt, "plan-1", 4, 1, 0)
         dist = manifest(z2)["dist"]
         ops = [c["op"] for c in dist["collectives"]]
@@ -172,6 +191,12 @@ def main():
               "all_gather" in ops and "all_reduce" not in ops,
               "gpt, stage 2 on 4 ranks: the manifest lists %d collectives (%s)"
               % (len(ops), ", ".join(sorted(set(ops)))))
+        check(param_bytes(z3) * 4 >= param_bytes(one) and
+              param_bytes(z3) * 4 <= param_bytes(one) + 4 * 4 * 28 and
+              param_bytes(z2) == param_bytes(one) and state_bytes(z3) == state_bytes(z2),
+              "gpt parameters per rank: %d bytes on one rank and at stage 2, %d at stage 3 "
+              "on 4 ranks (a quarter, plus padding); stage 3 states %d bytes"
+              % (param_bytes(one), param_bytes(z3), state_bytes(z3)))
         check(state_bytes(z2) * 4 >= state_bytes(one) and
               state_bytes(z2) * 4 <= state_bytes(one) + 4 * 4 * 2 * 4 and
               state_bytes(z0) == state_bytes(one),
@@ -179,23 +204,49 @@ def main():
               "stage 2 on 4 ranks (a quarter, plus padding)"
               % (state_bytes(one), state_bytes(z0), state_bytes(z2)))
 
+        # Bytes per parameter held by one rank (ztc inspect): the ZeRO paper's
+        # model states for fp32 Adam (4 parameter + 4 gradient + 8 state):
+        # 16, 8 + 8/N, 4 + 12/N and 16/N.
+        for world in (2, 4):
+            for stage, paper in ((0, 16), (1, 8 + 8 / world), (2, 4 + 12 / world),
+                                 (3, 16 / world)):
+                report = json.loads(run(args.ztc, "inspect", gpt, "--loss", "cross_entropy",
+                                        "--batch-size", "4", "--world-size", world, "--zero",
+                                        stage, "--param-persistence-threshold", "0",
+                                        "--json").stdout)
+                held = (report["bindings"]["params"] + report["gradient_bytes"] +
+                        report["bindings"]["optimizer_state"]) / report["param_count"]
+                check(abs(held - paper) <= 0.05 * paper,
+                      "ztc inspect, stage %d on %d ranks: %.2f bytes per parameter held by a "
+                      "rank; the paper's fp32-Adam figure is %.2f" % (stage, world, held, paper))
+
         # 3. Communication per rank per step, counted by the runtime, against
-        # the plan and the ZeRO paper: 2 psi (N-1)/N elements for stages 0-2,
-        # psi the parameter count (padded to a multiple of N when sharded).
+        # the plan and the ZeRO paper: 2 psi (N-1)/N elements for stages 0-2
+        # and 3 psi (N-1)/N for stage 3 (a gather for the forward and one
+        # for the backward, a reduce-scatter), psi the parameter count
+        # (padded to a multiple of N when sharded). Stage 3 gathers a
+        # parameter once per op that reads it: twice for a matrix (forward,
+        # and the backward's input gradient), once for a bias, three times
+        # for the embedding the output layer shares; so it is near the
+        # paper's figure, not equal to it.
         psi = sum(int(np.prod(b["shape"])) for b in manifest(one)["bindings"]
                   if b["role"] == "param")
-        for art, stage in ((z0, 0), (z2, 2)):
+        for art, stage in ((z0, 0), (z2, 2), (z3, 3)):
             log = runs.launch(art, 4, gpl, 3).stderr
             moved = re.findall(r"communication: (\d+) elements per rank per step "
                                r"\(planned (\d+)\)", log)
             padded = -(-psi // 4) * 4
-            paper = 2 * (psi if stage == 0 else padded) * 3 // 4
-            check(moved and int(moved[0][0]) == int(moved[0][1]) and
-                  abs(int(moved[0][0]) - paper) <= 4,
-                  "gpt on 4 ranks, stage %d: %s elements per rank per step, planned %s; "
-                  "the paper's 2 psi (N-1)/N is %d (psi = %d)"
+            factor = 3 if stage == 3 else 2
+            paper = factor * (psi if stage == 0 else padded) * 3 // 4
+            ok = moved and int(moved[0][0]) == int(moved[0][1])
+            if stage == 3:
+                ok = ok and 0.8 * paper <= int(moved[0][0]) <= 1.25 * paper
+            else:
+                ok = ok and abs(int(moved[0][0]) - paper) <= 4
+            check(ok, "gpt on 4 ranks, stage %d: %s elements per rank per step, planned %s; "
+                  "the paper's %d psi (N-1)/N is %d (psi = %d)"
                   % (stage, moved[0][0] if moved else "?", moved[0][1] if moved else "?",
-                     paper, psi))
+                     factor, paper, psi))
 
         # 4. Faults and bad input.
         other = runs.compile(mlp, "other", 16, 2, 0, "--lr", "0.5")

@@ -61,7 +61,7 @@ const char kUsage[] =
     "                    before this rank exits with an error (default 60;\n"
     "                    0: forever)\n"
     "\n"
-    "MULTI-RANK: compile with --world-size N (and --zero 0|1|2), then\n"
+    "MULTI-RANK: compile with --world-size N (and --zero 0|1|2|3), then\n"
     "  mpirun -np N %s ART.ztc --data DIR\n"
     "Each rank takes its share of every global batch (batch size x N);\n"
     "rank 0 logs the mean loss over ranks and writes checkpoints.\n"

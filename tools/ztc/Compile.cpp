@@ -146,7 +146,11 @@ LogicalResult mlir::ztc::readParameterValues(MLIRContext &context,
         auto it = params.find(name);
         if (it == params.end())
           return success();
-        rt::Tensor tensor(it->second->dtype, it->second->shape);
+        // A shard's initial value is the whole tensor (Runner takes a
+        // rank's block).
+        rt::Tensor tensor(it->second->dtype, it->second->sharded()
+                                                 ? it->second->fullShape
+                                                 : it->second->shape);
         tensor.bytes.assign(bytes.begin(), bytes.end());
         artifact.initialValues[name.str()] = std::move(tensor);
         return success();

@@ -164,6 +164,9 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   report.data = footprint->data;
   report.arena = footprint->arena;
   report.paramCount = footprint->paramCount;
+  report.gradients = footprint->gradients;
+  report.worldSize = footprint->worldSize;
+  report.zeroStage = footprint->zeroStage;
   if (auto precision = entry->getAttrOfType<StringAttr>(train::kPrecisionAttr))
     report.precision = precision.str();
   report.entry = entry.getSymName().str();
@@ -260,6 +263,9 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
       {"policy", report.policy},
       {"precision", report.precision},
       {"param_count", int64_t(report.paramCount)},
+      {"gradient_bytes", int64_t(report.gradients)},
+      {"world_size", int64_t(report.worldSize)},
+      {"zero_stage", int64_t(report.zeroStage)},
       {"total_bytes", int64_t(report.total())},
       {"bindings",
        llvm::json::Object{{"params", int64_t(report.params)},
@@ -334,6 +340,13 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
       return fail("precision is not a string or param_count not a count");
     report.precision = precision->str();
   }
+  // Reports of an older ztc: one rank, whole gradients.
+  report.gradients = report.params;
+  if (top->get("gradient_bytes") &&
+      (!number(top, "gradient_bytes", report.gradients) ||
+       !number(top, "world_size", report.worldSize) ||
+       !number(top, "zero_stage", report.zeroStage)))
+    return fail("gradient_bytes, world_size or zero_stage is not a count");
   for (size_t role = 0; role < kArenaRoles; ++role)
     if (!number(roles, arenaRoleName(ArenaRole(role)), report.peakRoles[role]))
       return fail(std::string("peak.roles has no count for ") +
@@ -410,13 +423,15 @@ std::string flopsText(uint64_t flops) {
   return llvm::formatv("{0:F2} {1}", value, units[unit]).str();
 }
 
-/// Bytes per parameter as the ZeRO paper counts them: the parameter, its
-/// gradient (the parameter's type: f32 masters have f32 gradients) and its
+/// Bytes per parameter of the model held by one rank, as the ZeRO paper
+/// counts them: the parameters, their gradient (the parameter's type: f32
+/// masters have f32 gradients; a 1/N share from stage 2 on) and the
 /// optimizer state.
 std::string perParameter(const MemoryReport &report) {
   if (!report.paramCount)
     return "-";
-  return llvm::formatv("{0:F1} B", double(2 * report.params + report.states) /
+  return llvm::formatv("{0:F1} B", double(report.params + report.gradients +
+                                          report.states) /
                                        double(report.paramCount))
       .str();
 }
@@ -429,8 +444,12 @@ std::string percent(uint64_t part, uint64_t whole) {
 
 void mlir::ztc::printMemoryReport(const MemoryReport &report,
                                   llvm::raw_ostream &os) {
-  os << llvm::formatv("memory per rank: {0} ({1} bytes), recompute {2}\n",
+  os << llvm::formatv("memory per rank: {0} ({1} bytes), recompute {2}",
                       bytesText(report.total()), report.total(), report.policy);
+  if (report.worldSize > 1)
+    os << llvm::formatv(", ZeRO stage {0} on {1} ranks", report.zeroStage,
+                        report.worldSize);
+  os << "\n";
   auto line = [&](StringRef what, uint64_t bytes) {
     os << llvm::formatv("  {0,-30} {1,12}  {2,6}\n", what, bytesText(bytes),
                         percent(bytes, report.total()));

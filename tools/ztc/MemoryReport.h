@@ -48,6 +48,9 @@ struct MemoryReport {
   /// them: (2 * params + states) / paramCount (a gradient has its
   /// parameter's type).
   uint64_t paramCount = 0;
+  /// One rank's gradient bytes as the ZeRO paper counts them (a share from
+  /// stage 2 on), and the ranks and stage the step was compiled for.
+  uint64_t gradients = 0, worldSize = 1, zeroStage = 0;
   /// Bytes of the bindings, by role, and of the arena (the planned peak:
   /// the arena the runtime allocates, shared by every entry).
   uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,

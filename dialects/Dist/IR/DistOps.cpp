@@ -35,7 +35,28 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be an integer in 0-3";
     return success();
   }
+  if (name == kUseAttr) {
+    if (!value || value.getInt() < 0 || !isa<AllGatherOp>(op))
+      return op->emitError("'") << name
+                                << "' must be a non-negative integer on a "
+                                   "dist.all_gather";
+    return success();
+  }
   return op->emitError("unknown dist attribute '") << name << "'";
+}
+
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned index,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != kFullShapeAttr)
+    return op->emitError("unknown dist argument attribute '")
+           << attr.getName().getValue() << "'";
+  auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+  if (!shape ||
+      llvm::any_of(shape.asArrayRef(), [](int64_t d) { return d < 0; }))
+    return op->emitError("'") << kFullShapeAttr << "' of argument " << index
+                              << " must be an array of sizes";
+  return success();
 }
 
 namespace {

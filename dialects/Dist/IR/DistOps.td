@@ -27,12 +27,20 @@ def Dist_Dialect : Dialect {
 
     On a training step `ztc-zero` records what it did as function
     attributes: `dist.world_size` (the ranks, >= 1) and `dist.zero_stage`
-    (0-3); the manifest carries both.
+    (0-3); the manifest carries both. A sharded argument (ZeRO stage 3: a
+    parameter or its optimizer state) holds this rank's block of the
+    flattened tensor, zero-padded to world_size equal blocks, and carries
+    `dist.full_shape`, the whole tensor's shape. A stage-3 gather carries
+    `dist.use`, a number unique in its function, so gathers of one
+    parameter for different uses stay apart.
   }];
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     static constexpr ::llvm::StringLiteral kWorldSizeAttr = "dist.world_size";
     static constexpr ::llvm::StringLiteral kZeroStageAttr = "dist.zero_stage";
+    static constexpr ::llvm::StringLiteral kFullShapeAttr = "dist.full_shape";
+    static constexpr ::llvm::StringLiteral kUseAttr = "dist.use";
   }];
 }
 

@@ -1,6 +1,8 @@
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2" | FileCheck %s --check-prefix=STAGE0
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=2" | FileCheck %s --check-prefix=STAGE2
-// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=1 reduce-bucket-bytes=16" | FileCheck %s --check-prefix=BUCKETS
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=2 reduce-bucket-bytes=16" | FileCheck %s --check-prefix=BUCKETS
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=1 reduce-bucket-bytes=16" | FileCheck %s --check-prefix=STAGE1
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=3 param-persistence-threshold=4" | FileCheck %s --check-prefix=STAGE3
 
 // Stage 0: the gradients, in the order the step computes them, form one
 // bucket; it is all-reduced right after the last of them and scaled by
@@ -36,17 +38,39 @@
 // STAGE2: return %{{.+}}, %{{.+}}, %{{.+}}, %[[BUF]]
 // STAGE2-NOT: train.sgd
 
-// Stage 1 with 16-byte buckets: each gradient is a bucket of its own,
-// all-reduced and sharded right after it is computed.
+// Stage 2 with 16-byte buckets: each gradient is a bucket of its own,
+// reduce-scattered right after it is computed.
 // BUCKETS-LABEL: func.func @step
 // BUCKETS: %[[GB:.+]] = nn.neg %arg1
 // BUCKETS: nn.concat %[[GB]], %{{.+}} : tensor<3xf32>, tensor<1xf32> -> tensor<4xf32>
-// BUCKETS-NEXT: dist.all_reduce
-// BUCKETS-NEXT: dist.shard {{.+}} : tensor<4xf32> -> tensor<2xf32>
+// BUCKETS-NEXT: dist.reduce_scatter {{.+}} : tensor<4xf32> -> tensor<2xf32>
 // BUCKETS: %[[GW:.+]] = nn.neg %arg0
-// BUCKETS: dist.all_reduce {{.+}} : tensor<6xf32> -> tensor<6xf32>
+// BUCKETS: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
 // BUCKETS: dist.all_gather {{.+}} : tensor<2xf32> -> tensor<4xf32>
 // BUCKETS: dist.all_gather {{.+}} : tensor<3xf32> -> tensor<6xf32>
+
+// Stage 1: the same collectives, but only once the backward is done: the
+// whole gradients live until the update.
+// STAGE1-LABEL: func.func @step
+// STAGE1: nn.neg %arg1
+// STAGE1: nn.neg %arg0
+// STAGE1: dist.reduce_scatter {{.+}} : tensor<4xf32> -> tensor<2xf32>
+// STAGE1: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
+// Stage 3 with a threshold of 4 elements: w (6) is sharded into blocks
+// of 3, b (3) stays whole. w's block is gathered for each op that reads
+// it; its gradient is reduce-scattered; its momentum buffer is a block
+// too; b's gradient is all-reduced as in stage 0.
+// STAGE3-LABEL: func.func @step
+// STAGE3-SAME: %arg0: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
+// STAGE3-SAME: %arg1: tensor<3xf32> {train.binding = #train.binding<param "b">}
+// STAGE3-SAME: %arg3: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.momentum_buffer">}
+// STAGE3: dist.all_reduce {{.+}} : tensor<3xf32> -> tensor<3xf32>
+// STAGE3: %[[G:.+]] = dist.all_gather %arg0 {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xf32> -> tensor<6xf32>
+// STAGE3: %[[W:.+]] = nn.reshape %[[G]] : tensor<6xf32> -> tensor<2x3xf32>
+// STAGE3: %[[GW:.+]] = nn.neg %[[W]]
+// STAGE3: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
+// STAGE3: train.sgd %arg0, {{.+}}, %arg2, %arg3 {momentum = 9.000000e-01 : f64} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>
+// STAGE3: train.sgd %arg1,
 func.func @step(%w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
                 %b: tensor<3xf32> {train.binding = #train.binding<param "b">},
                 %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
