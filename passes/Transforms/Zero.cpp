@@ -184,13 +184,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       averageBuffers(func);
       return;
     }
-    if (stage == 3) {
-      if (failed(shardParameters(func, updates, clip)))
-        return signalPassFailure();
-      averageBuffers(func);
-      return;
-    }
-    if (failed(shard(func, updates, buckets, clip)))
+    if (failed(shardParameters(func, updates, clip)))
       return signalPassFailure();
     averageBuffers(func);
   }
@@ -346,10 +340,28 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
                                 MutableArrayRef<Update> updates,
                                 train::ClipByGlobalNormOp clip) {
     int64_t n = worldSize;
+    // Stages 1 and 2 shard every updated parameter's gradient and state
+    // (the parameter itself stays whole); stage 3 those above the
+    // persistence threshold, parameters included.
     SmallVector<Update *> sharded, whole;
     for (Update &u : updates)
-      (shardsParameter(func, u.param.getArgNumber()) ? sharded : whole)
+      (stage < 3 || shardsParameter(func, u.param.getArgNumber()) ? sharded
+                                                                  : whole)
           .push_back(&u);
+    for (Update *u : sharded)
+      if (cast<RankedTensorType>(u->param.getType()).getElementType() !=
+          cast<RankedTensorType>(sharded.front()->param.getType())
+              .getElementType())
+        return u->op->emitError("ZeRO stage ")
+               << unsigned(stage)
+               << " needs the parameters of a step in one element type";
+
+    // The update point: where the first update (or the clip) was.
+    Operation *first = updates.front().op;
+    for (Update &u : updates)
+      if (u.op->isBeforeInBlock(first))
+        first = u.op;
+    Operation *updateStart = clip ? clip.getOperation() : first;
 
     // Whole parameters: the mean gradient, as in stage 0.
     reduceBuckets(func, bucketsOf(whole));
@@ -360,8 +372,14 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     OpBuilder b(func.getContext());
     Location loc = NameLoc::get(b.getStringAttr("zero"), func.getLoc());
     DenseMap<Operation *, Value> gradBlock;
-    for (ArrayRef<Update *> bucket : bucketsOf(sharded)) {
-      setAfterBucket(b, func.getBody().front(), bucket);
+    SmallVector<SmallVector<Update *>> buckets = bucketsOf(sharded);
+    for (ArrayRef<Update *> bucket : buckets) {
+      // Stage 1 keeps the whole gradients until the backward is done;
+      // stages 2 and 3 free them as the backward goes.
+      if (stage == 1)
+        b.setInsertionPoint(updateStart);
+      else
+        setAfterBucket(b, func.getBody().front(), bucket);
       Build m{b, loc};
       Type element = cast<RankedTensorType>(bucket.front()->param.getType())
                          .getElementType();
@@ -390,12 +408,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       }
     }
 
-    // The update point: where the first update (or the clip) was.
-    Operation *first = updates.front().op;
-    for (Update &u : updates)
-      if (u.op->isBeforeInBlock(first))
-        first = u.op;
-    b.setInsertionPoint(clip ? clip.getOperation() : first);
+    b.setInsertionPoint(updateStart);
     Build m{b, loc};
     auto gradOf = [&](Update *u) {
       return gradBlock.count(u->op) ? gradBlock[u->op] : u->gradUse->get();
@@ -446,15 +459,26 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         u->op->setOperand(1, u->gradUse->get());
     }
 
-    // Parameters and states of the sharded updates become blocks; the
-    // other uses of the parameters read gathered copies.
+    // Stage 3: the parameters become blocks and their other uses read
+    // gathered copies. Stages 1 and 2: each update reads this rank's block
+    // of its whole parameter.
     SmallVector<Operation *> shardedOps =
         llvm::map_to_vector(sharded, [](Update *u) { return u->op; });
-    if (failed(gatherParameters(func, shardedOps)))
+    if (stage == 3 && failed(gatherParameters(func, shardedOps)))
       return failure();
     for (Update *u : sharded) {
       Operation *op = u->op;
-      auto blockType = cast<RankedTensorType>(u->param.getType());
+      auto full = cast<RankedTensorType>(op->getOperand(0).getType());
+      auto blockType =
+          stage == 3 ? cast<RankedTensorType>(u->param.getType())
+                     : flatType(blockOf(u->elements), full.getElementType());
+      if (stage < 3) {
+        b.setInsertionPoint(op);
+        Build m{b, loc};
+        Value padded =
+            m.concat({u->param}, blockOf(u->elements) * n - u->elements);
+        op->setOperand(0, dist::ShardOp::create(b, loc, blockType, padded, n));
+      }
       op->setOperand(1, gradBlock[op]);
       for (unsigned i = 2, e = op->getNumOperands(); i < e; ++i) {
         auto arg = dyn_cast<BlockArgument>(op->getOperand(i));
@@ -468,6 +492,43 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       }
       for (Value result : op->getResults())
         result.setType(blockType);
+    }
+
+    // Stages 1 and 2: every bucket's updated blocks gathered, laid out as
+    // [n, block] per parameter like the reduce-scatter's, and each
+    // parameter written back whole.
+    if (stage < 3) {
+      auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+      b.setInsertionPoint(ret);
+      Build m{b, loc};
+      for (ArrayRef<Update *> bucket : buckets) {
+        SmallVector<Value> blocks = llvm::map_to_vector(
+            bucket, [](Update *u) -> Value { return u->op->getResult(0); });
+        Value joined = m.concat(blocks, 0);
+        int64_t width = cast<RankedTensorType>(joined.getType()).getDimSize(0);
+        Type element =
+            cast<RankedTensorType>(joined.getType()).getElementType();
+        Value all = dist::AllGatherOp::create(
+            b, loc, flatType(n * width, element), joined, n);
+        Value rows = m.reshape(all, RankedTensorType::get({n, width}, element));
+        int64_t offset = 0;
+        for (Update *u : bucket) {
+          int64_t block = blockOf(u->elements);
+          Value columns =
+              bucket.size() == 1
+                  ? rows
+                  : Value(nn::SliceOp::create(
+                        b, loc, rows, ArrayRef<int64_t>{0, offset},
+                        ArrayRef<int64_t>{n, block}, ArrayRef<int64_t>{1, 1}));
+          offset += block;
+          Value flat = m.reshape(columns, flatType(n * block, element));
+          Value whole = m.reshape(m.slice(flat, 0, u->elements),
+                                  cast<RankedTensorType>(u->param.getType()));
+          u->op->getResult(0).replaceUsesWithIf(whole, [&](OpOperand &use) {
+            return isa<func::ReturnOp>(use.getOwner());
+          });
+        }
+      }
     }
     if (clip)
       clip.erase();
@@ -538,199 +599,6 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
                                             worldSize);
       ret.setOperand(i, m.scale(sum, 1.0 / double(worldSize)));
     }
-  }
-
-  /// Stages 1 and 2.
-  LogicalResult shard(func::FuncOp func, MutableArrayRef<Update> updates,
-                      ArrayRef<SmallVector<Update *>> buckets,
-                      train::ClipByGlobalNormOp clip) {
-    Operation *first = updates.front().op;
-    for (Update &u : updates)
-      if (u.op->isBeforeInBlock(first))
-        first = u.op;
-    for (Update &u : updates) {
-      if (u.op->getName() != first->getName() ||
-          u.op->getAttrDictionary() != first->getAttrDictionary() ||
-          u.op->getNumOperands() != first->getNumOperands())
-        return u.op->emitError("ZeRO stage ")
-               << unsigned(stage)
-               << " updates every parameter with one optimizer, but this "
-                  "update differs from the first";
-      if (u.param.getType() != first->getOperand(0).getType() &&
-          cast<RankedTensorType>(u.param.getType()).getElementType() !=
-              cast<RankedTensorType>(first->getOperand(0).getType())
-                  .getElementType())
-        return u.op->emitError("ZeRO stage ")
-               << unsigned(stage) << " needs parameters of one element type";
-    }
-    Type element =
-        cast<RankedTensorType>(first->getOperand(0).getType()).getElementType();
-    int64_t n = worldSize;
-
-    // 1. Each bucket's gradient block: stage 2 reduce-scatters a bucket
-    //    right after its last gradient, so the whole gradient is freed as
-    //    the backward goes; stage 1 keeps every whole gradient until the
-    //    backward is done and reduce-scatters them where the update starts.
-    //    Both move 2 psi (N-1)/N elements, as the ZeRO paper counts.
-    Operation *updateStart = clip ? clip.getOperation() : first;
-    OpBuilder b(func.getContext());
-    Location loc = NameLoc::get(b.getStringAttr("zero"), func.getLoc());
-    SmallVector<Value> gradBlocks;
-    SmallVector<int64_t> blockSizes, pads;
-    for (ArrayRef<Update *> bucket : buckets) {
-      int64_t total = 0;
-      for (Update *u : bucket)
-        total += u->elements;
-      int64_t padded = (total + n - 1) / n * n;
-      blockSizes.push_back(padded / n);
-      pads.push_back(padded - total);
-      if (stage == 2)
-        setAfterBucket(b, func.getBody().front(), bucket);
-      else
-        b.setInsertionPoint(updateStart);
-      Build m{b, loc};
-      SmallVector<Value> grads = llvm::map_to_vector(
-          bucket, [](Update *u) { return u->gradUse->get(); });
-      Value joined = m.concat(grads, pads.back());
-      Value mine = dist::ReduceScatterOp::create(
-          b, loc, flatType(blockSizes.back(), element), joined, n);
-      gradBlocks.push_back(m.scale(mine, 1.0 / double(n)));
-    }
-
-    // 2. This rank's parameter blocks, the clip and one update, where the
-    //    step's update began.
-    b.setInsertionPoint(updateStart);
-    Build m{b, loc};
-    SmallVector<Value> paramBlocks;
-    for (auto [bucket, pad] : llvm::zip(buckets, pads)) {
-      SmallVector<Value> params = llvm::map_to_vector(
-          bucket, [](Update *u) { return Value(u->param); });
-      Value joined = m.concat(params, pad);
-      paramBlocks.push_back(dist::ShardOp::create(
-          b, loc,
-          flatType(cast<RankedTensorType>(joined.getType()).getDimSize(0) / n,
-                   element),
-          joined, n));
-    }
-    Value grad = m.concat(gradBlocks, 0);
-    Value param = m.concat(paramBlocks, 0);
-    if (clip) {
-      double maxNorm = clip.getMaxNorm().convertToDouble();
-      Value squares = m.mul(grad, grad);
-      Value partial =
-          nn::ReduceSumOp::create(b, loc, squares, ArrayRef<int64_t>{0}, false);
-      Value total =
-          dist::AllReduceOp::create(b, loc, partial.getType(), partial, n);
-      Value norm = nn::SqrtOp::create(b, loc, total);
-      Value factor = nn::DivOp::create(
-          b, loc, m.scalar(maxNorm, element),
-          nn::AddOp::create(b, loc, norm, m.scalar(1e-6, element)));
-      factor = nn::MinOp::create(b, loc, factor, m.scalar(1.0, element));
-      grad = m.mul(grad, factor);
-    }
-
-    auto shardType = cast<RankedTensorType>(param.getType());
-    auto addState = [&](StringRef name) {
-      unsigned index = func.getNumArguments();
-      (void)func.insertArgument(index, shardType,
-                                train::bindingAttrs(func.getContext(), name,
-                                                    train::BindingRole::State),
-                                func.getLoc());
-      return func.getArgument(index);
-    };
-    // train.sgd: param, grad, lr[, momentum buffer]; train.adam: param,
-    // grad, exp_avg, exp_avg_sq, lr, step.
-    SmallVector<std::string> stateNames;
-    SmallVector<Value> operands = {param, grad};
-    if (isa<train::SgdOp>(first)) {
-      operands.push_back(first->getOperand(2));
-      if (first->getNumOperands() > 3) {
-        stateNames.push_back("zero.momentum_buffer");
-        operands.push_back(addState(stateNames.back()));
-      }
-    } else {
-      stateNames = {"zero.exp_avg", "zero.exp_avg_sq"};
-      for (const std::string &name : stateNames)
-        operands.push_back(addState(name));
-      operands.append({first->getOperand(4), first->getOperand(5)});
-    }
-    SmallVector<Type> types(1 + stateNames.size(), shardType);
-    OperationState state(first->getLoc(), first->getName());
-    state.addOperands(operands);
-    state.addTypes(types);
-    state.addAttributes(first->getAttrs());
-    Operation *update = b.create(state);
-
-    // 3. Every bucket's updated block gathered, each parameter whole again.
-    int64_t offset = 0;
-    DenseMap<Operation *, Value> newParam;
-    for (auto [bucket, size] : llvm::zip(buckets, blockSizes)) {
-      Value mine = m.slice(update->getResult(0), offset, size);
-      offset += size;
-      Value whole = dist::AllGatherOp::create(
-          b, loc, flatType(size * n, element), mine, n);
-      int64_t at = 0;
-      for (Update *u : bucket) {
-        Value part = m.slice(whole, at, u->elements);
-        at += u->elements;
-        newParam[u->op] =
-            m.reshape(part, cast<RankedTensorType>(u->param.getType()));
-      }
-    }
-
-    // 4. The return: new parameters in place of the old updates' results,
-    //    the old per-parameter states dropped, the sharded states added.
-    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-    SmallVector<Value> results;
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-      Operation *def = value.getDefiningOp();
-      if (def && newParam.count(def)) {
-        if (cast<OpResult>(value).getResultNumber() != 0)
-          continue;
-        results.push_back(newParam[def]);
-      } else {
-        results.push_back(value);
-      }
-      resultAttrs.push_back(func.getResultAttrDict(i));
-    }
-    for (auto [i, name] : llvm::enumerate(stateNames)) {
-      results.push_back(update->getResult(i + 1));
-      resultAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
-    }
-    OpBuilder end(ret);
-    func::ReturnOp::create(end, ret.getLoc(), results);
-    ret.erase();
-
-    llvm::BitVector deadArgs(func.getNumArguments());
-    for (Update &u : updates) {
-      SmallVector<Value> states;
-      if (auto sgd = dyn_cast<train::SgdOp>(u.op)) {
-        if (Value buffer = sgd.getMomentumBuffer())
-          states.push_back(buffer);
-      } else {
-        auto adam = cast<train::AdamOp>(u.op);
-        states = {adam.getExpAvg(), adam.getExpAvgSq()};
-      }
-      for (Value value : states)
-        if (auto arg = dyn_cast<BlockArgument>(value))
-          deadArgs.set(arg.getArgNumber());
-    }
-    for (Update &u : updates)
-      u.op->erase();
-    if (clip)
-      clip.erase();
-    for (unsigned i : deadArgs.set_bits())
-      if (!func.getArgument(i).use_empty())
-        return func.emitError("optimizer state argument ")
-               << i << " is still read after ZeRO sharded the update";
-    if (failed(func.eraseArguments(deadArgs)))
-      return failure();
-    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                   ValueRange(results).getTypes()));
-    func.setAllResultAttrs(resultAttrs);
-    return success();
   }
 };
 

@@ -20,29 +20,32 @@ Communicator::Communicator(int rank, int worldSize)
 Communicator::~Communicator() = default;
 
 // The table's entries: count what a ring moves, then run the collective.
-// The stream is the CPU's null; a CUDA communicator orders on it.
+// The stream is the CPU's null, which local and mpi ignore; nccl orders the
+// collective on it.
 
 int32_t Communicator::allReduceEntry(void *self, const void *send, void *recv,
-                                     int64_t count, int32_t dtype, void *) {
+                                     int64_t count, int32_t dtype,
+                                     void *stream) {
   auto *comm = static_cast<Communicator *>(self);
   uint64_t n = comm->worldSize_;
   comm->elementsMoved_ += 2 * (uint64_t(count) * (n - 1) / n);
-  return comm->allReduce(send, recv, count, dtype);
+  return comm->allReduce(send, recv, count, dtype, stream);
 }
 
 int32_t Communicator::reduceScatterEntry(void *self, const void *send,
                                          void *recv, int64_t count,
-                                         int32_t dtype, void *) {
+                                         int32_t dtype, void *stream) {
   auto *comm = static_cast<Communicator *>(self);
   comm->elementsMoved_ += uint64_t(count) * (comm->worldSize_ - 1);
-  return comm->reduceScatter(send, recv, count, dtype);
+  return comm->reduceScatter(send, recv, count, dtype, stream);
 }
 
 int32_t Communicator::allGatherEntry(void *self, const void *send, void *recv,
-                                     int64_t count, int32_t dtype, void *) {
+                                     int64_t count, int32_t dtype,
+                                     void *stream) {
   auto *comm = static_cast<Communicator *>(self);
   comm->elementsMoved_ += uint64_t(count) * (comm->worldSize_ - 1);
-  return comm->allGather(send, recv, count, dtype);
+  return comm->allGather(send, recv, count, dtype, stream);
 }
 
 size_t commElementBytes(int32_t dtype) {
@@ -72,19 +75,19 @@ public:
   [[noreturn]] void abortAll(int status) override { std::exit(status); }
 
 protected:
-  int32_t allReduce(const void *send, void *recv, int64_t count,
-                    int32_t dtype) override {
+  int32_t allReduce(const void *send, void *recv, int64_t count, int32_t dtype,
+                    void *) override {
     if (send != recv)
       std::memcpy(recv, send, count * commElementBytes(dtype));
     return 0;
   }
   int32_t reduceScatter(const void *send, void *recv, int64_t count,
-                        int32_t dtype) override {
-    return allReduce(send, recv, count, dtype);
+                        int32_t dtype, void *stream) override {
+    return allReduce(send, recv, count, dtype, stream);
   }
-  int32_t allGather(const void *send, void *recv, int64_t count,
-                    int32_t dtype) override {
-    return allReduce(send, recv, count, dtype);
+  int32_t allGather(const void *send, void *recv, int64_t count, int32_t dtype,
+                    void *stream) override {
+    return allReduce(send, recv, count, dtype, stream);
   }
 };
 
@@ -111,10 +114,12 @@ std::unique_ptr<Communicator> makeCommunicator(const std::string &kind) {
     return makeLocalCommunicator();
   if (kind == "mpi")
     return makeMpiCommunicator();
+  if (kind == "nccl")
+    return makeNcclCommunicator();
   if (kind == "auto")
     return launchedByMpi() ? makeMpiCommunicator() : makeLocalCommunicator();
   throw Error("unknown communicator '" + printable(kind) +
-              "' (expected auto, local or mpi)");
+              "' (expected auto, local, mpi or nccl)");
 }
 
 } // namespace ztc::rt

@@ -7,26 +7,49 @@
 //   local  one rank, no MPI: a step compiled for one rank has no
 //          collectives, and the host-side ones return their input;
 //   mpi    real processes started by `mpirun -np N` (or `srun`), over
-//          Debian's OpenMPI: the CPU backend's ranks.
+//          Debian's OpenMPI: the CPU backend's ranks;
+//   nccl   the CUDA backend's ranks, launched as for mpi: each rank takes
+//          one GPU of its node (its local rank modulo the node's devices)
+//          and runs the step's collectives with NCCL, on the step's
+//          stream; MPI starts NCCL and carries the host-side collectives.
 //
 // The step reaches a communicator through the C table of StepAbi.h
-// (table()), so generated code links no MPI. The trainer uses the host-side
-// collectives below (the loss of a report, the start-up agreement).
+// (table()), so generated code links no MPI or NCCL. The trainer uses the
+// host-side collectives below (the loss of a report, the start-up
+// agreement).
 //
 // Every collective counts the elements this rank moves, as a
 // bandwidth-optimal ring does and the ZeRO paper counts them: an all-reduce
 // of n elements moves 2n(N-1)/N, a reduce-scatter from n elements and an
 // all-gather to n elements move n(N-1)/N each.
 //
+// Half types: mpi sums them in fp32 and rounds once, as StepAbi.h says;
+// nccl sums them as NCCL does, rounding at each hop of its ring or tree, so
+// with more than two ranks a half result may differ from mpi's in the last
+// bits.
+//
 // A collective that waits longer than the timeout (a rank died or stalled)
 // ends this process with exit status 1 and a message naming the collective
 // and the time waited: the launcher then stops the others, and no rank
-// hangs.
+// hangs. On nccl this holds for the host-side collectives only: the step's
+// collectives enqueue work on the stream and return, and NCCL has no
+// timeout, so a rank that stalls inside a step leaves the others waiting on
+// the device.
 //
 // Errors (ztc::rt::Error):
 //   --comm mpi: this ztc-train was built without MPI
-//   unknown communicator 'x' (expected auto, local or mpi)
+//   --comm nccl: this ztc-train was built without NCCL (needs ...)
+//   unknown communicator 'x' (expected auto, local, mpi or nccl)
 //   mpi: MPI_Allreduce failed: <MPI's message>
+//   nccl: rank 1 sees no CUDA device (cudaGetDeviceCount: <CUDA's message>)
+//   nccl: rank 1 cannot use CUDA device 1 (cudaSetDevice: <CUDA's message>)
+//   nccl: ncclGetUniqueId failed on rank 0: <NCCL's message>
+//   nccl: ncclCommInitRank failed on rank 1: <NCCL's message>
+// nccl's start-up is agreed: when one rank fails, every rank throws (the
+// failing one its own message, the others the first failing rank's), so
+// none waits for it. A failed step collective returns its MPI or NCCL code
+// to the step, and lastError() says "ncclAllReduce failed: <NCCL's
+// message>" (or the MPI call's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,7 +69,7 @@ class Communicator {
 public:
   virtual ~Communicator();
 
-  /// "local" or "mpi".
+  /// "local", "mpi" or "nccl".
   virtual const char *kind() const = 0;
   int rank() const { return rank_; }
   int worldSize() const { return worldSize_; }
@@ -69,18 +92,19 @@ public:
   const std::string &lastError() const { return lastError_; }
 
   /// Seconds a collective may wait before the process ends (0: forever).
-  void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
+  virtual void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
 
 protected:
   Communicator(int rank, int worldSize);
 
-  /// The step's collectives, in the table's convention (StepAbi.h).
+  /// The step's collectives, in the table's convention (StepAbi.h):
+  /// `stream` is the step's cudaStream_t on CUDA, null on the CPU.
   virtual int32_t allReduce(const void *send, void *recv, int64_t count,
-                            int32_t dtype) = 0;
+                            int32_t dtype, void *stream) = 0;
   virtual int32_t reduceScatter(const void *send, void *recv, int64_t count,
-                                int32_t dtype) = 0;
+                                int32_t dtype, void *stream) = 0;
   virtual int32_t allGather(const void *send, void *recv, int64_t count,
-                            int32_t dtype) = 0;
+                            int32_t dtype, void *stream) = 0;
 
   int rank_, worldSize_;
   double timeoutSeconds_ = 60;
@@ -105,11 +129,21 @@ std::unique_ptr<Communicator> makeLocalCommunicator();
 /// and finalized at exit. Throws when ztc was built without MPI.
 std::unique_ptr<Communicator> makeMpiCommunicator();
 
+/// The ranks `mpirun` or `srun` started, each on one GPU of its node (its
+/// local rank, from OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID or
+/// MPI_LOCALRANKID, modulo the node's devices), which it makes current; the
+/// step's collectives run with NCCL on the step's stream, the host-side ones
+/// over the MPI communicator that started NCCL. Throws when ztc was built
+/// without CUDA, NCCL or MPI, and on every rank when one has no device or
+/// NCCL fails to start.
+std::unique_ptr<Communicator> makeNcclCommunicator();
+
 /// Whether this process was started by an MPI launcher (OpenMPI's mpirun,
 /// a PMI or PMIx launcher such as srun) with more than one rank.
 bool launchedByMpi();
 
-/// `kind`: "auto" (mpi when launchedByMpi(), else local), "local" or "mpi".
+/// `kind`: "auto" (mpi when launchedByMpi(), else local), "local", "mpi" or
+/// "nccl".
 std::unique_ptr<Communicator> makeCommunicator(const std::string &kind);
 
 /// The bytes of one element of a ztc_comm dtype.

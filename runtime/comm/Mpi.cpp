@@ -110,8 +110,8 @@ public:
   }
 
 protected:
-  int32_t allReduce(const void *send, void *recv, int64_t count,
-                    int32_t dtype) override {
+  int32_t allReduce(const void *send, void *recv, int64_t count, int32_t dtype,
+                    void *) override {
     Watch watch(this, "all_reduce");
     if (isHalf(dtype)) {
       std::vector<float> wide = widen(send, count, dtype);
@@ -127,7 +127,7 @@ protected:
   }
 
   int32_t reduceScatter(const void *send, void *recv, int64_t count,
-                        int32_t dtype) override {
+                        int32_t dtype, void *) override {
     Watch watch(this, "reduce_scatter");
     if (isHalf(dtype)) {
       std::vector<float> wide = widen(send, count * worldSize_, dtype);
@@ -143,8 +143,8 @@ protected:
                   "MPI_Reduce_scatter_block");
   }
 
-  int32_t allGather(const void *send, void *recv, int64_t count,
-                    int32_t dtype) override {
+  int32_t allGather(const void *send, void *recv, int64_t count, int32_t dtype,
+                    void *) override {
     Watch watch(this, "all_gather");
     int bytes = int(count * commElementBytes(dtype));
     return record(MPI_Allgather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE,

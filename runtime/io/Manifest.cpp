@@ -668,6 +668,15 @@ uint64_t Distribution::ringElements(const std::string &entry) const {
   return total;
 }
 
+uint64_t manifestHash(const Manifest &manifest) {
+  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64
+  for (unsigned char c : printManifest(manifest)) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
 uint64_t interfaceHash(const Manifest &manifest) {
   uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64
   auto mix = [&](const std::string &text) {

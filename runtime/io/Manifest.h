@@ -273,6 +273,11 @@ constexpr char kInterfaceHashSymbol[] = "ztc_interface_hash";
 /// manifest that differs (reordered bindings, a shrunk shape).
 uint64_t interfaceHash(const Manifest &manifest);
 
+/// FNV-1a of the whole manifest as printManifest writes it: the step, its
+/// training configuration, collectives and world size. Ranks compare it
+/// before the first collective; a sharded checkpoint records it.
+uint64_t manifestHash(const Manifest &manifest);
+
 /// The batch size of a training manifest: shape[0] of its input bindings.
 /// Throws Error when there is no input, an input has no batch dimension, or
 /// two inputs disagree.

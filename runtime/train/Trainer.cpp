@@ -18,6 +18,7 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/DataLoader.h"
 #include "runtime/train/Schedule.h"
+#include "runtime/train/ShardedCheckpoint.h"
 
 #include <nlohmann/json.hpp>
 
@@ -339,14 +340,7 @@ public:
         microBatches_(manifest().train.gradAccum) {
     runner_.setCommunicator(comm.worldSize() > 1 ? &comm : nullptr);
     findHypers();
-    if (comm.worldSize() > 1 && manifest().dist.zeroStage > 0 &&
-        (!options.saveDir.empty() || !options.resumeDir.empty()))
-      throw Error(std::string(options.saveDir.empty() ? "--resume" : "--save") +
-                  " with ZeRO stage " +
-                  std::to_string(manifest().dist.zeroStage) + " on " +
-                  std::to_string(comm.worldSize()) +
-                  " ranks: sharded checkpoints are not built yet; compile "
-                  "with --zero 0 to checkpoint a multi-rank run");
+
     if (microBatches_ > 1 && !artifact_.accumEntry())
       throw Error("train.grad_accum is " + std::to_string(microBatches_) +
                   ", but gradient accumulation needs an accum_entry the "
@@ -497,12 +491,7 @@ private:
     // The whole manifest (training configuration included: ranks with
     // different learning rates would drift apart silently), the collective
     // sequence, the world size.
-    std::string text = printManifest(manifest());
-    uint64_t whole = 0xcbf29ce484222325ull; // FNV-1a 64
-    for (unsigned char c : text) {
-      whole ^= c;
-      whole *= 0x100000001b3ull;
-    }
+    uint64_t whole = manifestHash(manifest());
     char mine[64];
     std::snprintf(mine, sizeof mine, "%016llx %016llx %08llx",
                   static_cast<unsigned long long>(whole),
@@ -776,9 +765,14 @@ private:
             {"num_samples", std::to_string(loader_.numSamples())}};
   }
 
+  /// Whether the ranks hold different state, so that each writes its own
+  /// part (ShardedCheckpoint.h); otherwise rank 0 writes for all.
+  bool shardedState() const {
+    return comm_.worldSize() > 1 && manifest().dist.zeroStage > 0;
+  }
+
   void save(uint64_t step) {
-    // Stage 0 replicates everything: rank 0 writes for all.
-    if (comm_.rank() != 0)
+    if (comm_.rank() != 0 && !shardedState())
       return;
     Checkpoint checkpoint;
     checkpoint.step = step;
@@ -790,7 +784,11 @@ private:
     for (size_t i = 0; i < bindings.size(); ++i)
       if (persistent(bindings[i]))
         checkpoint.tensors[bindings[i].name] = runner_.binding(i);
-    saveCheckpoint(options_.saveDir, checkpoint);
+    if (shardedState())
+      saveShardedCheckpoint(options_.saveDir, checkpoint, manifest(), comm_,
+                            options_.saveTotalLimit);
+    else
+      saveCheckpoint(options_.saveDir, checkpoint);
     reporter_->message("saved checkpoint " + options_.saveDir + " at step " +
                        std::to_string(step));
   }
@@ -798,7 +796,20 @@ private:
   /// Restores params, states and the data position; returns the step.
   uint64_t restore() {
     const std::string &dir = options_.resumeDir;
-    Checkpoint checkpoint = loadCheckpoint(dir, manifest());
+    bool sharded = isShardedCheckpoint(dir);
+    if (sharded != shardedState())
+      throw Error(
+          "the checkpoint in " + dir + " is " +
+          (sharded ? "sharded over ranks"
+                   : "whole (one rank, or ZeRO stage 0)") +
+          "; this run " +
+          (shardedState() ? "shards its state over ranks"
+                          : "keeps the whole state on every rank") +
+          ": resharding is not built yet (resume with the world size and "
+          "ZeRO stage that wrote it)");
+    Checkpoint checkpoint = sharded
+                                ? loadShardedCheckpoint(dir, manifest(), comm_)
+                                : loadCheckpoint(dir, manifest());
     checkDataPosition(checkpoint, loader_.batchesPerEpoch(),
                       checkpointPath(dir));
     if (checkpoint.seed != loader_.seed())
@@ -860,7 +871,16 @@ private:
 bool stderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 TrainResult train(const TrainOptions &options) {
-  std::unique_ptr<Communicator> comm = makeCommunicator(options.comm);
+  // auto: NCCL for a CUDA step that an MPI launcher started on several
+  // ranks, MPI for a CPU one, else one local rank.
+  std::string kind = options.comm;
+  if (kind == "auto" && launchedByMpi()) {
+    Manifest manifest =
+        parseManifest(readFile(joinPath(options.artifactDir, "manifest.json")),
+                      joinPath(options.artifactDir, "manifest.json"));
+    kind = manifest.target == Target::Cuda ? "nccl" : "mpi";
+  }
+  std::unique_ptr<Communicator> comm = makeCommunicator(kind);
   comm->setTimeout(options.collectiveTimeout);
   if (comm->worldSize() == 1) {
     TrainingRun run(options, *comm);
@@ -876,6 +896,7 @@ TrainResult train(const TrainOptions &options) {
                  comm->worldSize(), failure.what());
     comm->abortAll(1);
   }
+  return {}; // not reached: abortAll ends the process
 }
 
 } // namespace ztc::rt

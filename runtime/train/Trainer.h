@@ -54,14 +54,17 @@
 //   ranks run different artifacts: rank(s) 2 differ from rank 0 in the
 //     manifest (the step, its training configuration, collectives or world
 //     size); give every rank the same artifact
-//   --save with ZeRO stage 2 on 4 ranks: sharded checkpoints are not built
-//     yet; compile with --zero 0 to checkpoint a multi-rank run
+//   the checkpoint in DIR is sharded over ranks; this run keeps the whole
+//     state on every rank: resharding is not built yet (resume with the
+//     world size and ZeRO stage that wrote it)
 //
 // With several ranks (mpirun -np N ztc-train ...; TrainOptions::comm), each
 // rank reads its share of every global batch (DataLoader::setShard), the
 // ranks agree on the artifact before the first collective, the reported
-// loss is the mean over ranks, and only rank 0 logs, writes metrics and
-// saves. An error on one rank prints "error: rank R of N: ..." and ends
+// loss is the mean over ranks, and only rank 0 logs and writes metrics.
+// Rank 0 saves for all when every rank holds the same state (one rank, or
+// ZeRO stage 0); from stage 1 on every rank saves its part of one sharded
+// checkpoint (ShardedCheckpoint.h). An error on one rank prints "error: rank R of N: ..." and ends
 // every rank (the others would wait for it in their next collective).
 //
 //===----------------------------------------------------------------------===//
@@ -105,6 +108,9 @@ struct TrainOptions {
   std::string saveDir;
   /// Also save every saveEvery steps (0: only at the end).
   uint64_t saveEvery = 0;
+  /// Sharded checkpoints (ShardedCheckpoint.h): how many step directories
+  /// to keep, the newest (at least 1).
+  uint64_t saveTotalLimit = 1;
   /// A checkpoint directory to continue from; empty: start from
   /// init.safetensors.
   std::string resumeDir;
@@ -118,9 +124,9 @@ struct TrainOptions {
   bool checkData = false;
   /// Redraw one progress line on stderr instead of plain log lines.
   bool progressBar = stderrIsTerminal();
-  /// The communicator: "auto" (MPI when an MPI launcher started this
-  /// process with several ranks, else one local rank), "local" or "mpi"
-  /// (Communicator.h). Only rank 0 logs, writes metrics and checkpoints.
+  /// The communicator: "auto" (when an MPI launcher started this process
+  /// with several ranks, NCCL for a CUDA artifact and MPI for a CPU one;
+  /// else one local rank), "local", "mpi" or "nccl" (Communicator.h). Only rank 0 logs, writes metrics and checkpoints.
   std::string comm = "auto";
   /// Seconds a collective may wait for the other ranks before this rank
   /// exits with an error naming it (0: forever).

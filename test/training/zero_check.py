@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -248,7 +249,12 @@ def main():
                   % (stage, moved[0][0] if moved else "?", moved[0][1] if moved else "?",
                      factor, paper, psi))
 
-        # 4. Faults and bad input.
+        # 4. Sharded checkpoints (stage 2 on 2 ranks): resume is bit-identical
+        # to not stopping; a corrupt shard, another world size, a rank killed
+        # while saving.
+        sharded_checkpoints(runs, gpt, gpl, tmp)
+
+        # 5. Faults and bad input.
         other = runs.compile(mlp, "other", 16, 2, 0, "--lr", "0.5")
         mine = runs.compile(mlp, "mine", 16, 2, 0)
         command = [args.mpirun, "-np", "1", args.ztc_train, mine, "--data",
@@ -313,6 +319,92 @@ def main():
               "kill -9 of one of two ranks: mpirun exits %s after %.1f s (%s)"
               % (proc.returncode, waited, first_error(err)))
     return summary()
+
+
+def rank_files(ckpt):
+    """{rank directory: {name: array}} of the latest step in `ckpt`."""
+    with open(os.path.join(ckpt, "latest")) as f:
+        step = os.path.join(ckpt, f.read().strip())
+    return {d: read_safetensors(os.path.join(step, d, "checkpoint.safetensors"))
+            for d in sorted(os.listdir(step)) if d.startswith("rank-")}, step
+
+
+def sharded_checkpoints(runs, gpt, gpl, tmp):
+    art = runs.compile(gpt, "ckpt-z2", 8, 2, 2, "--lr", "3e-3")
+    whole = os.path.join(tmp, "ckpt-whole")
+    part = os.path.join(tmp, "ckpt-part")
+    runs.launch(art, 2, gpl, 20, "--save", whole)
+    runs.launch(art, 2, gpl, 10, "--save", part, "--save-every", "5")
+    log = runs.launch(art, 2, gpl, 20, "--resume", part, "--save", part).stderr
+    a, _ = rank_files(whole)
+    b, step_dir = rank_files(part)
+    same = len(a) == 2 and a.keys() == b.keys() and all(
+        a[r].keys() == b[r].keys() and all(np.array_equal(a[r][k], b[r][k]) for k in a[r])
+        for r in a)
+    steps = sorted(d for d in os.listdir(part) if d.startswith("step-"))
+    with open(os.path.join(step_dir, "index.json")) as f:
+        index = json.load(f)
+    check(same and "resumed from" in log and steps == ["step-00000020"] and
+          index["world_size"] == 2 and index["zero_stage"] == 2 and
+          len(index["files"]) == 2 and all(len(f["sha256"]) == 64 for f in index["files"]),
+          "stage 2 on 2 ranks: 10 steps, resume, 10 more: every rank's parameters and "
+          "sharded states equal those of 20 uninterrupted steps bit for bit; one step "
+          "directory kept (%s), an index of %d files with SHA-256"
+          % (", ".join(steps), len(index["files"])))
+
+    # Another world size: refused, naming both.
+    other = runs.compile(gpt, "ckpt-z2-4", 4, 4, 2, "--lr", "3e-3")
+    result = runs.launch(other, 4, gpl, 30, "--resume", part, ok=False)
+    check(result.returncode != 0 and "written by 2 ranks at ZeRO stage 2; this run has 4 "
+          "ranks at stage 2" in result.stderr,
+          "resume on 4 ranks: exit %d, %s" % (result.returncode, first_error(result.stderr)))
+
+    # A flipped byte in one shard: named by its checksum.
+    corrupt = os.path.join(tmp, "ckpt-corrupt")
+    shutil.copytree(part, corrupt)
+    _, step_dir = rank_files(corrupt)
+    shard = os.path.join(step_dir, "rank-00001", "checkpoint.safetensors")
+    with open(shard, "r+b") as f:
+        f.seek(-3, os.SEEK_END)
+        byte = f.read(1)
+        f.seek(-3, os.SEEK_END)
+        f.write(bytes([byte[0] ^ 0x40]))
+    result = runs.launch(art, 2, gpl, 30, "--resume", corrupt, ok=False)
+    check(result.returncode != 0 and "rank-00001/checkpoint.safetensors: SHA-256 differs "
+          "from the index" in result.stderr,
+          "a flipped byte in rank 1's shard: exit %d, %s"
+          % (result.returncode, first_error(result.stderr)))
+
+    # A rank killed while the ranks save every step, twice: the directory
+    # always resumes (from the last complete checkpoint).
+    killed = os.path.join(tmp, "ckpt-killed")
+    outcomes = []
+    for attempt in range(2):
+        proc = subprocess.Popen([runs.mpirun, "-np", "2", runs.train, art, "--data", gpl,
+                                 "--steps", "100000", "--save", killed, "--save-every", "1",
+                                 "--log-every", "0"] +
+                                (["--resume", killed] if attempt else []),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ENV)
+        time.sleep(6 + 1.3 * attempt)
+        victims = subprocess.run(["pgrep", "-f", "ztc-train " + art], capture_output=True,
+                                 text=True).stdout.split()
+        if victims:
+            os.kill(int(victims[-1]), signal.SIGKILL)
+        try:
+            proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        with open(os.path.join(killed, "latest")) as f:
+            latest = f.read().strip()
+        result = runs.launch(art, 2, gpl, int(latest[5:]) + 1, "--resume", killed, ok=False)
+        outcomes.append((bool(victims), latest, result.returncode,
+                         "resumed from" in result.stderr))
+    check(all(v and code == 0 and resumed for v, _, code, resumed in outcomes),
+          "kill -9 of a rank while saving every step, twice: the latest checkpoint "
+          "resumes each time (%s)" % ", ".join(
+              "%s: exit %d" % (latest, code) for _, latest, code, _ in outcomes))
 
 
 def first_error(text):

@@ -49,13 +49,17 @@ const char kUsage[] =
     "                    a background thread while the previous step runs\n"
     "  --save DIR        write checkpoints to DIR\n"
     "  --save-every K    also checkpoint every K steps (needs --save)\n"
+    "  --save-total-limit K\n"
+    "                    sharded checkpoints (ZeRO 1-3 on several ranks):\n"
+    "                    keep the K newest (default 1)\n"
     "  --resume DIR      continue from the checkpoint in DIR\n"
     "  --dump-grads DIR  write the first step's loss and gradients (before\n"
     "                    the update) to DIR\n"
     "  --check-data      scan every sample before training: labels within\n"
     "                    the loss's classes, no NaN or infinity in inputs\n"
-    "  --comm KIND       auto (default: mpi when mpirun or srun started\n"
-    "                    several ranks, else local), local or mpi\n"
+    "  --comm KIND       auto (default: when mpirun or srun started several\n"
+    "                    ranks, nccl for a CUDA artifact and mpi for a CPU\n"
+    "                    one; else local), local, mpi or nccl\n"
     "  --collective-timeout S\n"
     "                    seconds a collective waits for the other ranks\n"
     "                    before this rank exits with an error (default 60;\n"
@@ -64,7 +68,8 @@ const char kUsage[] =
     "MULTI-RANK: compile with --world-size N (and --zero 0|1|2|3), then\n"
     "  mpirun -np N %s ART.ztc --data DIR\n"
     "Each rank takes its share of every global batch (batch size x N);\n"
-    "rank 0 logs the mean loss over ranks and writes checkpoints.\n"
+    "rank 0 logs the mean loss over ranks; from ZeRO stage 1 on, every rank\n"
+    "writes its part of each checkpoint.\n"
     "  --help            print this help\n";
 
 /// The program name for messages: argv[0]'s last path component.
@@ -143,6 +148,10 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
       options.saveDir = takeValue();
     } else if (flag == "--save-every") {
       options.saveEvery = parseCount(flag, takeValue());
+    } else if (flag == "--save-total-limit") {
+      options.saveTotalLimit = parseCount(flag, takeValue());
+      if (options.saveTotalLimit == 0)
+        throw UsageError{"--save-total-limit must be at least 1"};
     } else if (flag == "--resume") {
       options.resumeDir = takeValue();
     } else if (flag == "--dump-grads") {
@@ -150,8 +159,8 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
     } else if (flag == "--comm") {
       options.comm = takeValue();
       if (options.comm != "auto" && options.comm != "local" &&
-          options.comm != "mpi")
-        throw UsageError{"--comm expects auto, local or mpi, got '" +
+          options.comm != "mpi" && options.comm != "nccl")
+        throw UsageError{"--comm expects auto, local, mpi or nccl, got '" +
                          options.comm + "'"};
     } else if (flag == "--collective-timeout") {
       options.collectiveTimeout = double(parseCount(flag, takeValue()));

@@ -1,15 +1,15 @@
 // RUN: ztc-opt %s -split-input-file -verify-diagnostics --ztc-zero="world-size=2 stage=1"
 
-// Stages 1 and 2 run one optimizer over every parameter's shard.
+// Buckets join gradients of one element type.
 func.func @mixed(%w: tensor<4xf32> {train.binding = #train.binding<param "w">},
-                 %b: tensor<4xf32> {train.binding = #train.binding<param "b">},
+                 %b: tensor<4xf64> {train.binding = #train.binding<param "b">},
                  %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">})
-    -> (tensor<4xf32> {train.update_of = "w"}, tensor<4xf32> {train.update_of = "b"})
+    -> (tensor<4xf32> {train.update_of = "w"}, tensor<4xf64> {train.update_of = "b"})
     attributes {train.entry = "train_step"} {
   %w1 = train.sgd %w, %w, %lr : tensor<4xf32>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
-  // expected-error @+1 {{ZeRO stage 1 updates every parameter with one optimizer, but this update differs from the first}}
-  %b1 = train.sgd %b, %b, %lr {weight_decay = 0.1 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
-  return %w1, %b1 : tensor<4xf32>, tensor<4xf32>
+  // expected-error @+1 {{ZeRO stage 1 needs the parameters of a step in one element type}}
+  %b1 = train.sgd %b, %b, %lr : tensor<4xf64>, tensor<4xf64>, tensor<f32> -> tensor<4xf64>
+  return %w1, %b1 : tensor<4xf32>, tensor<4xf64>
 }
 
 // -----

@@ -20,30 +20,32 @@
 // STAGE0: train.sgd %arg0,
 // STAGE0: train.sgd %arg1,
 
-// Stage 2: the padded bucket (9 -> 10 elements) is reduce-scattered; one
-// update runs on this rank's 5 elements of the parameters, which are then
-// all-gathered and written back whole. The per-parameter momentum buffers
-// become one sharded state.
+// Stage 2: each gradient is padded to 2 blocks and laid out as [2, block]
+// (b: 3 -> 2x2, w: 6 -> 2x3); the bucket joins them along the blocks, so
+// the reduce-scatter hands this rank block r of each. Each update runs on
+// this rank's block of its parameter with a block of its momentum buffer
+// (the states keep their names, with dist.full_shape); the updated blocks
+// are all-gathered in the same layout and each parameter is written back
+// whole.
 // STAGE2-LABEL: func.func @step
-// STAGE2-SAME: %arg2: tensor<f32> {train.binding = #train.binding<hyper "lr">}
-// STAGE2-SAME: %arg3: tensor<5xf32> {train.binding = #train.binding<state "zero.momentum_buffer">}
-// STAGE2-SAME: {train.update_of = "w"}, tensor<3xf32> {train.update_of = "b"}, tensor<5xf32> {train.update_of = "zero.momentum_buffer"})
-// STAGE2: %[[PAD:.+]] = arith.constant dense<0.000000e+00> : tensor<1xf32>
-// STAGE2: %[[CAT:.+]] = nn.concat %{{.+}}, %{{.+}}, %[[PAD]] {axis = 0 : i64} : tensor<3xf32>, tensor<6xf32>, tensor<1xf32> -> tensor<10xf32>
-// STAGE2: %[[MINE:.+]] = dist.reduce_scatter %[[CAT]] {world_size = 2 : i64} : tensor<10xf32> -> tensor<5xf32>
-// STAGE2: %[[G:.+]] = nn.mul %[[MINE]]
-// STAGE2: %[[P:.+]] = dist.shard %{{.+}} {world_size = 2 : i64} : tensor<10xf32> -> tensor<5xf32>
-// STAGE2: %[[NEW:.+]], %[[BUF:.+]] = train.sgd %[[P]], %[[G]], %arg2, %arg3
-// STAGE2: %[[ALL:.+]] = dist.all_gather %[[NEW]] {world_size = 2 : i64} : tensor<5xf32> -> tensor<10xf32>
-// STAGE2: return %{{.+}}, %{{.+}}, %{{.+}}, %[[BUF]]
-// STAGE2-NOT: train.sgd
+// STAGE2-SAME: %arg3: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.momentum_buffer">}
+// STAGE2-SAME: %arg4: tensor<2xf32> {dist.full_shape = array<i64: 3>, train.binding = #train.binding<state "b.momentum_buffer">}
+// STAGE2-SAME: tensor<2x3xf32> {train.update_of = "w"}, tensor<3xf32> {train.update_of = "w.momentum_buffer"}, tensor<3xf32> {train.update_of = "b"}, tensor<2xf32> {train.update_of = "b.momentum_buffer"}
+// STAGE2: nn.concat %{{.+}}, %{{.+}} {axis = 1 : i64} : tensor<2x2xf32>, tensor<2x3xf32> -> tensor<2x5xf32>
+// STAGE2: %[[MINE:.+]] = dist.reduce_scatter %{{.+}} {world_size = 2 : i64} : tensor<10xf32> -> tensor<5xf32>
+// STAGE2: %[[P:.+]] = dist.shard %{{.+}} {world_size = 2 : i64} : tensor<6xf32> -> tensor<3xf32>
+// STAGE2: %[[NEW:.+]], %[[BUF:.+]] = train.sgd %[[P]], %{{.+}}, %arg2, %arg3
+// STAGE2: dist.shard %{{.+}} {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+// STAGE2: %[[NEWB:.+]], %[[BUFB:.+]] = train.sgd
+// STAGE2: %[[JOIN:.+]] = nn.concat %[[NEWB]], %[[NEW]] {axis = 0 : i64}
+// STAGE2: dist.all_gather %[[JOIN]] {world_size = 2 : i64} : tensor<5xf32> -> tensor<10xf32>
+// STAGE2: return %{{.+}}, %{{.+}}, %[[BUF]], %{{.+}}, %[[BUFB]]
 
 // Stage 2 with 16-byte buckets: each gradient is a bucket of its own,
 // reduce-scattered right after it is computed.
 // BUCKETS-LABEL: func.func @step
 // BUCKETS: %[[GB:.+]] = nn.neg %arg1
-// BUCKETS: nn.concat %[[GB]], %{{.+}} : tensor<3xf32>, tensor<1xf32> -> tensor<4xf32>
-// BUCKETS-NEXT: dist.reduce_scatter {{.+}} : tensor<4xf32> -> tensor<2xf32>
+// BUCKETS: dist.reduce_scatter {{.+}} : tensor<4xf32> -> tensor<2xf32>
 // BUCKETS: %[[GW:.+]] = nn.neg %arg0
 // BUCKETS: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
 // BUCKETS: dist.all_gather {{.+}} : tensor<2xf32> -> tensor<4xf32>

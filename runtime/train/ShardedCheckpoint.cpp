@@ -1,0 +1,211 @@
+//===- ShardedCheckpoint.cpp - one checkpoint written by every rank ------===//
+
+#include "runtime/train/ShardedCheckpoint.h"
+
+#include "runtime/Error.h"
+#include "runtime/io/File.h"
+#include "runtime/io/Sha256.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+namespace ztc::rt {
+namespace {
+
+using json = nlohmann::json;
+
+std::string joinPath(const std::string &dir, const std::string &name) {
+  return (std::filesystem::path(dir) / name).string();
+}
+
+std::string stepName(uint64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08llu",
+                static_cast<unsigned long long>(step));
+  return name;
+}
+
+std::string rankName(int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank-%05d", rank);
+  return name;
+}
+
+std::string hexHash(uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(hash));
+  return text;
+}
+
+/// Every rank's outcome of a phase: "ok DETAIL" or "fail MESSAGE", in rank
+/// order (fixed-size messages for the all-gather).
+std::vector<std::string> agree(Communicator &comm, const std::string &mine) {
+  constexpr size_t kBytes = 1024;
+  std::string padded = mine.substr(0, kBytes);
+  padded.resize(kBytes, '\0');
+  std::vector<std::string> all = comm.allGatherBytes(padded);
+  for (std::string &one : all)
+    one.resize(std::min(one.find('\0'), one.size()));
+  return all;
+}
+
+/// Throws, on every rank alike, the first failure among `outcomes`.
+void throwFirstFailure(const std::vector<std::string> &outcomes,
+                       const std::string &what) {
+  for (size_t rank = 0; rank < outcomes.size(); ++rank)
+    if (outcomes[rank].rfind("fail ", 0) == 0)
+      throw Error(what + ": rank " + std::to_string(rank) + ": " +
+                  outcomes[rank].substr(5));
+}
+
+/// Removes all but the `keep` newest step directories other than `latest`.
+void prune(const std::string &dir, const std::string &latest, uint64_t keep) {
+  std::vector<std::string> steps;
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && entry.is_directory(error))
+      steps.push_back(name);
+  }
+  std::sort(steps.begin(), steps.end());
+  // The newest `keep` names, the latest one included, stay.
+  size_t kept = 0;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (*it == latest || kept < keep) {
+      ++kept;
+      continue;
+    }
+    std::filesystem::remove_all(joinPath(dir, *it), error);
+  }
+}
+
+} // namespace
+
+bool isShardedCheckpoint(const std::string &dir) {
+  std::error_code error;
+  return std::filesystem::exists(joinPath(dir, "latest"), error);
+}
+
+void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
+                           const Manifest &manifest, Communicator &comm,
+                           uint64_t keep) {
+  std::string step = stepName(mine.step);
+  std::string stepDir = joinPath(dir, step);
+  std::string rankDir = joinPath(stepDir, rankName(comm.rank()));
+  std::string what = "checkpoint at step " + std::to_string(mine.step) +
+                     " not saved (the previous checkpoint in " + dir +
+                     " stays)";
+
+  // 1. Every rank's file, durable, with its digest.
+  std::string outcome;
+  try {
+    saveCheckpoint(rankDir, mine);
+    outcome = "ok " + sha256Hex(readFile(checkpointPath(rankDir)));
+  } catch (const std::exception &failure) {
+    outcome = std::string("fail ") + failure.what();
+  }
+  std::vector<std::string> outcomes = agree(comm, outcome);
+  throwFirstFailure(outcomes, what);
+
+  // 2. Rank 0 publishes: the index, then `latest`.
+  outcome = "ok";
+  if (comm.rank() == 0) {
+    try {
+      json files = json::array();
+      for (size_t rank = 0; rank < outcomes.size(); ++rank)
+        files.push_back(
+            {{"rank", rank},
+             {"path", rankName(int(rank)) + "/checkpoint.safetensors"},
+             {"sha256", outcomes[rank].substr(3)}});
+      json tensors = json::array();
+      for (const Binding &binding : manifest.bindings) {
+        if (!mine.tensors.count(binding.name))
+          continue;
+        json tensor = {{"name", binding.name},
+                       {"role", roleName(binding.role)},
+                       {"dtype", dtypeName(binding.dtype)},
+                       {"shape", binding.shape}};
+        if (binding.sharded())
+          tensor["full_shape"] = binding.fullShape;
+        tensors.push_back(std::move(tensor));
+      }
+      json index = {{"format", kShardedCheckpointFormat},
+                    {"step", mine.step},
+                    {"world_size", comm.worldSize()},
+                    {"zero_stage", manifest.dist.zeroStage},
+                    {"manifest_hash", hexHash(manifestHash(manifest))},
+                    {"files", std::move(files)},
+                    {"tensors", std::move(tensors)}};
+      std::string text = index.dump(2) + "\n";
+      AtomicFileWriter indexFile(joinPath(stepDir, "index.json"));
+      indexFile.write(text.data(), text.size());
+      indexFile.commit();
+      std::string pointer = step + "\n";
+      AtomicFileWriter latest(joinPath(dir, "latest"));
+      latest.write(pointer.data(), pointer.size());
+      latest.commit();
+    } catch (const std::exception &failure) {
+      outcome = std::string("fail ") + failure.what();
+    }
+  }
+  throwFirstFailure(agree(comm, outcome), what);
+  if (comm.rank() == 0)
+    prune(dir, step, std::max<uint64_t>(keep, 1));
+}
+
+Checkpoint loadShardedCheckpoint(const std::string &dir,
+                                 const Manifest &manifest, Communicator &comm) {
+  std::string pointer = readFile(joinPath(dir, "latest"));
+  while (!pointer.empty() && (pointer.back() == '\n' || pointer.back() == ' '))
+    pointer.pop_back();
+  if (pointer.rfind("step-", 0) != 0 || pointer.size() < 6 ||
+      pointer.find_first_not_of("0123456789", 5) != std::string::npos)
+    throw Error(joinPath(dir, "latest") + " names '" + printable(pointer) +
+                "', not a step directory");
+  std::string stepDir = joinPath(dir, pointer);
+  std::string indexPath = joinPath(stepDir, "index.json");
+  json index;
+  try {
+    index = json::parse(readFile(indexPath));
+  } catch (const json::exception &failure) {
+    throw Error(indexPath + ": not a JSON index (" + failure.what() + ")");
+  }
+  auto field = [&](const char *key) -> const json & {
+    if (!index.is_object() || !index.contains(key))
+      throw Error(indexPath + ": field '" + key + "' is missing");
+    return index.at(key);
+  };
+  if (field("format") != kShardedCheckpointFormat)
+    throw Error(indexPath + ": format " + field("format").dump() +
+                "; this runtime reads '" + kShardedCheckpointFormat + "'");
+  uint64_t world = field("world_size").get<uint64_t>();
+  uint64_t stage = field("zero_stage").get<uint64_t>();
+  if (world != uint64_t(comm.worldSize()) || stage != manifest.dist.zeroStage)
+    throw Error(indexPath + ": written by " + std::to_string(world) +
+                " ranks at ZeRO stage " + std::to_string(stage) +
+                "; this run has " + std::to_string(comm.worldSize()) +
+                " ranks at stage " + std::to_string(manifest.dist.zeroStage) +
+                " (resharding is not built yet: resume with the same world "
+                "size and stage)");
+  if (field("manifest_hash") != hexHash(manifestHash(manifest)))
+    throw Error(indexPath +
+                ": written by another artifact (its manifest hash differs: "
+                "another model, batch size, optimizer or layout)");
+  const json &files = field("files");
+  if (!files.is_array() || files.size() != world)
+    throw Error(indexPath + ": field 'files' does not list one file per rank");
+  const json &file = files.at(size_t(comm.rank()));
+  std::string path = joinPath(stepDir, file.at("path").get<std::string>());
+  if (sha256Hex(readFile(path)) != file.at("sha256").get<std::string>())
+    throw Error(path + ": SHA-256 differs from the index (the file is "
+                       "corrupt or truncated)");
+  return loadCheckpoint(joinPath(stepDir, rankName(comm.rank())), manifest);
+}
+
+} // namespace ztc::rt

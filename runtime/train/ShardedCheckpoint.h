@@ -1,0 +1,74 @@
+//===- ShardedCheckpoint.h - one checkpoint written by every rank -*- C++
+//-*-===//
+//
+// A run whose ranks hold different state (ZeRO stages 1-3 on several ranks)
+// checkpoints as one file per rank plus an index, published atomically:
+//
+//   DIR/latest                               "step-00000050"
+//   DIR/step-00000050/index.json             rank 0's index (below)
+//   DIR/step-00000050/rank-00003/checkpoint.safetensors
+//                                            rank 3's bindings (Checkpoint.h)
+//
+// Saving: every rank writes its file (temporary name, fsync, rename), then
+// the ranks agree (an all-gather of each rank's outcome and the file's
+// SHA-256); only when every rank succeeded does rank 0 write the index and
+// then replace DIR/latest, each atomically. A rank killed or failing at any
+// point leaves DIR/latest naming the previous checkpoint, which stays
+// complete: a checkpoint is wholly there or not at all. After publishing,
+// rank 0 removes all but the `keep` newest step directories.
+//
+// The index records the format, step, world size, ZeRO stage, the hash of
+// the manifest that wrote it, every rank's file with its SHA-256, and every
+// binding of a rank with its shape and, for a block of a sharded tensor,
+// the whole tensor's shape (rank r holds block r of the flattened tensor,
+// zero-padded to world-size equal blocks).
+//
+// Loading checks the index against the run (the same manifest, world size
+// and stage: resharding to another world size or stage is not built yet)
+// and the rank's file against its SHA-256, then reads it like a one-rank
+// checkpoint.
+//
+// Errors (ztc::rt::Error):
+//   checkpoint at step 50 not saved: rank 1: DIR/...: No space left on
+//     device (the previous checkpoint in DIR stays)
+//   DIR/latest names 'step-x', not a step directory
+//   DIR/step-00000050/index.json: written by 4 ranks at ZeRO stage 2; this
+//     run has 2 ranks at stage 2 (resharding is not built yet: resume with
+//     the same world size and stage)
+//   DIR/step-00000050/rank-00001/checkpoint.safetensors: SHA-256 differs
+//     from the index (the file is corrupt or truncated)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_SHARDEDCHECKPOINT_H
+#define ZTC_RUNTIME_SHARDEDCHECKPOINT_H
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/io/Manifest.h"
+#include "runtime/train/Checkpoint.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ztc::rt {
+
+/// The index's `format`.
+constexpr char kShardedCheckpointFormat[] = "ztc-sharded-checkpoint-1";
+
+/// Whether DIR holds a sharded checkpoint (DIR/latest exists).
+bool isShardedCheckpoint(const std::string &dir);
+
+/// Every rank calls it with its own bindings in `mine`; see the file
+/// comment. Throws the same Error on every rank when any rank failed.
+void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
+                           const Manifest &manifest, Communicator &comm,
+                           uint64_t keep);
+
+/// This rank's checkpoint from the latest step in DIR, checked against
+/// `manifest` and `comm` (see the file comment).
+Checkpoint loadShardedCheckpoint(const std::string &dir,
+                                 const Manifest &manifest, Communicator &comm);
+
+} // namespace ztc::rt
+
+#endif // ZTC_RUNTIME_SHARDEDCHECKPOINT_H
