@@ -14,6 +14,11 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
 namespace ztc::rt {
 
 namespace {
@@ -66,6 +71,21 @@ std::string Sha256::hexDigest() {
 std::string sha256Hex(const std::string &text) {
   Sha256 hash;
   hash.update(text);
+  return hash.hexDigest();
+}
+
+std::string sha256File(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot open: " + std::strerror(errno));
+  Sha256 hash;
+  std::vector<char> piece(1 << 20);
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    hash.update(piece.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad())
+    throw Error(path + ": read error: " + std::strerror(errno));
   return hash.hexDigest();
 }
 

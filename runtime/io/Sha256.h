@@ -40,6 +40,10 @@ private:
 /// SHA-256 of `text` as hex.
 std::string sha256Hex(const std::string &text);
 
+/// The SHA-256 of the file at `path`, read in pieces (memory stays small
+/// whatever its size). Throws Error naming the file when it cannot be read.
+std::string sha256File(const std::string &path);
+
 } // namespace ztc::rt
 
 #endif // ZTC_RUNTIME_SHA256_H

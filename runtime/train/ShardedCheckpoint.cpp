@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -106,7 +107,7 @@ void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
   std::string outcome;
   try {
     saveCheckpoint(rankDir, mine);
-    outcome = "ok " + sha256Hex(readFile(checkpointPath(rankDir)));
+    outcome = "ok " + sha256File(checkpointPath(rankDir));
   } catch (const std::exception &failure) {
     outcome = std::string("fail ") + failure.what();
   }
@@ -159,8 +160,10 @@ void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
     prune(dir, step, std::max<uint64_t>(keep, 1));
 }
 
-Checkpoint loadShardedCheckpoint(const std::string &dir,
-                                 const Manifest &manifest, Communicator &comm) {
+ShardedIndex readShardedIndex(const std::string &dir) {
+  if (!isShardedCheckpoint(dir))
+    throw Error(dir + " holds no sharded checkpoint (no " +
+                joinPath(dir, "latest") + ")");
   std::string pointer = readFile(joinPath(dir, "latest"));
   while (!pointer.empty() && (pointer.back() == '\n' || pointer.back() == ' '))
     pointer.pop_back();
@@ -168,44 +171,85 @@ Checkpoint loadShardedCheckpoint(const std::string &dir,
       pointer.find_first_not_of("0123456789", 5) != std::string::npos)
     throw Error(joinPath(dir, "latest") + " names '" + printable(pointer) +
                 "', not a step directory");
-  std::string stepDir = joinPath(dir, pointer);
-  std::string indexPath = joinPath(stepDir, "index.json");
-  json index;
+  ShardedIndex index;
+  index.stepDir = joinPath(dir, pointer);
+  index.indexPath = joinPath(index.stepDir, "index.json");
+  const std::string &path = index.indexPath;
   try {
-    index = json::parse(readFile(indexPath));
+    json root = json::parse(readFile(path));
+    if (root.at("format") != kShardedCheckpointFormat)
+      throw Error(path + ": format " + root.at("format").dump() +
+                  "; this runtime reads '" + kShardedCheckpointFormat + "'");
+    index.step = root.at("step").get<uint64_t>();
+    index.worldSize = root.at("world_size").get<uint64_t>();
+    index.zeroStage = root.at("zero_stage").get<uint64_t>();
+    index.manifestHash = root.at("manifest_hash").get<std::string>();
+    const json &files = root.at("files");
+    if (!files.is_array() || files.size() != index.worldSize)
+      throw Error(path + ": field 'files' does not list one file per rank");
+    for (const json &file : files) {
+      std::string name = file.at("path").get<std::string>();
+      if (name.find("..") != std::string::npos || name.empty() ||
+          name[0] == '/')
+        throw Error(path + ": file path '" + printable(name) +
+                    "' leaves the step directory");
+      index.files.push_back({joinPath(index.stepDir, name),
+                             file.at("sha256").get<std::string>()});
+    }
+    for (const json &tensor : root.at("tensors")) {
+      Binding binding;
+      binding.name = tensor.at("name").get<std::string>();
+      std::optional<BindingRole> role =
+          parseRole(tensor.at("role").get<std::string>());
+      std::optional<DType> dtype =
+          parseDType(tensor.at("dtype").get<std::string>());
+      if (!role || !dtype)
+        throw Error(path + ": tensor '" + printable(binding.name) +
+                    "' has an unknown role or dtype");
+      binding.role = *role;
+      binding.dtype = *dtype;
+      binding.shape = tensor.at("shape").get<std::vector<int64_t>>();
+      if (tensor.contains("full_shape"))
+        binding.fullShape = tensor.at("full_shape").get<std::vector<int64_t>>();
+      for (const std::vector<int64_t> *shape :
+           {&binding.shape, &binding.fullShape})
+        if (!checkedByteSize(*shape, dtypeSize(binding.dtype)))
+          throw Error(path + ": tensor '" + printable(binding.name) +
+                      "' has an invalid shape");
+      if (binding.sharded() && binding.shape.size() != 1)
+        throw Error(path + ": tensor '" + printable(binding.name) +
+                    "' is a block but not 1-D");
+      index.tensors.push_back(std::move(binding));
+    }
   } catch (const json::exception &failure) {
-    throw Error(indexPath + ": not a JSON index (" + failure.what() + ")");
+    throw Error(path + ": not a sharded checkpoint index (" +
+                printable(failure.what(), 200) + ")");
   }
-  auto field = [&](const char *key) -> const json & {
-    if (!index.is_object() || !index.contains(key))
-      throw Error(indexPath + ": field '" + key + "' is missing");
-    return index.at(key);
-  };
-  if (field("format") != kShardedCheckpointFormat)
-    throw Error(indexPath + ": format " + field("format").dump() +
-                "; this runtime reads '" + kShardedCheckpointFormat + "'");
-  uint64_t world = field("world_size").get<uint64_t>();
-  uint64_t stage = field("zero_stage").get<uint64_t>();
-  if (world != uint64_t(comm.worldSize()) || stage != manifest.dist.zeroStage)
-    throw Error(indexPath + ": written by " + std::to_string(world) +
-                " ranks at ZeRO stage " + std::to_string(stage) +
-                "; this run has " + std::to_string(comm.worldSize()) +
-                " ranks at stage " + std::to_string(manifest.dist.zeroStage) +
+  return index;
+}
+
+Checkpoint loadShardedCheckpoint(const std::string &dir,
+                                 const Manifest &manifest, Communicator &comm) {
+  ShardedIndex index = readShardedIndex(dir);
+  if (index.worldSize != uint64_t(comm.worldSize()) ||
+      index.zeroStage != manifest.dist.zeroStage)
+    throw Error(index.indexPath + ": written by " +
+                std::to_string(index.worldSize) + " ranks at ZeRO stage " +
+                std::to_string(index.zeroStage) + "; this run has " +
+                std::to_string(comm.worldSize()) + " ranks at stage " +
+                std::to_string(manifest.dist.zeroStage) +
                 " (resharding is not built yet: resume with the same world "
                 "size and stage)");
-  if (field("manifest_hash") != hexHash(manifestHash(manifest)))
-    throw Error(indexPath +
+  if (index.manifestHash != hexHash(manifestHash(manifest)))
+    throw Error(index.indexPath +
                 ": written by another artifact (its manifest hash differs: "
                 "another model, batch size, optimizer or layout)");
-  const json &files = field("files");
-  if (!files.is_array() || files.size() != world)
-    throw Error(indexPath + ": field 'files' does not list one file per rank");
-  const json &file = files.at(size_t(comm.rank()));
-  std::string path = joinPath(stepDir, file.at("path").get<std::string>());
-  if (sha256Hex(readFile(path)) != file.at("sha256").get<std::string>())
+  const auto &[path, digest] = index.files.at(size_t(comm.rank()));
+  if (sha256File(path) != digest)
     throw Error(path + ": SHA-256 differs from the index (the file is "
                        "corrupt or truncated)");
-  return loadCheckpoint(joinPath(stepDir, rankName(comm.rank())), manifest);
+  return loadCheckpoint(joinPath(index.stepDir, rankName(comm.rank())),
+                        manifest);
 }
 
 } // namespace ztc::rt

@@ -49,11 +49,28 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ztc::rt {
 
 /// The index's `format`.
 constexpr char kShardedCheckpointFormat[] = "ztc-sharded-checkpoint-1";
+
+/// The index of the latest step of a sharded checkpoint.
+struct ShardedIndex {
+  std::string stepDir, indexPath;
+  uint64_t step = 0, worldSize = 0, zeroStage = 0;
+  std::string manifestHash;
+  /// Per rank: its file's path and SHA-256.
+  std::vector<std::pair<std::string, std::string>> files;
+  /// Every binding a rank file holds (shape: a rank's; fullShape: the
+  /// whole tensor's when the binding is a block of it).
+  std::vector<Binding> tensors;
+};
+
+/// Reads DIR/latest and the index it names, checking its fields.
+ShardedIndex readShardedIndex(const std::string &dir);
 
 /// Whether DIR holds a sharded checkpoint (DIR/latest exists).
 bool isShardedCheckpoint(const std::string &dir);

@@ -352,6 +352,42 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "directory kept (%s), an index of %d files with SHA-256"
           % (", ".join(steps), len(index["files"])))
 
+    # Consolidation: a 4-rank stage-3 checkpoint (SGD, where parameters
+    # compare across summation orders) streamed into whole weights that the
+    # safetensors package reads and that equal one rank's after the same
+    # steps; in bf16, those weights rounded.
+    z3 = runs.compile(gpt, "ckpt-z3", 4, 4, 3, "--param-persistence-threshold", "0",
+                      "--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.1")
+    one = runs.compile(gpt, "ckpt-1", 16, 1, 0, "--optimizer", "sgd", "--momentum", "0.9",
+                       "--lr", "0.1")
+    sharded, reference = os.path.join(tmp, "ckpt-z3"), os.path.join(tmp, "ckpt-1")
+    runs.launch(z3, 4, gpl, 10, "--save", sharded)
+    runs.launch(one, 1, gpl, 10, "--save", reference)
+    out = os.path.join(tmp, "consolidated.safetensors")
+    log = run(runs.ztc, "consolidate", sharded, "-o", out).stderr
+    run(runs.ztc, "consolidate", sharded, "-o", out + ".bf16", "--dtype", "bf16")
+    from safetensors.numpy import load_file
+    whole, ref = load_file(out), read_safetensors(os.path.join(reference,
+                                                               "checkpoint.safetensors"))
+    params = [k for k in ref if not k.endswith("momentum_buffer")]
+    worst = max(float(np.linalg.norm(whole[k] - ref[k]) / np.linalg.norm(ref[k]))
+                for k in params)
+    largest = max(int(np.prod(ref[k].shape)) * 4 for k in params)
+    piece = int(re.findall(r"at most (\d+) bytes read at once", log)[0])
+    import torch
+    from safetensors.torch import load_file as load_torch
+    half = load_torch(out + ".bf16")
+    rounded = all(torch.equal(half[k], torch.from_numpy(whole[k]).to(torch.bfloat16))
+                  for k in params)
+    check(sorted(whole) == sorted(params) and all(whole[k].shape == ref[k].shape
+                                                  for k in params) and
+          worst <= 1e-5 and piece * 4 <= largest + 64 and rounded,
+          "ztc consolidate of a 4-rank stage-3 checkpoint: %d tensors load with the "
+          "safetensors package, within %.2e of one rank's weights after 10 SGD steps "
+          "(relative L2 per tensor); at most %d bytes read at once (the largest tensor "
+          "has %d); --dtype bf16 gives those weights rounded" % (
+              len(whole), worst, piece, largest))
+
     # Another world size: refused, naming both.
     other = runs.compile(gpt, "ckpt-z2-4", 4, 4, 2, "--lr", "3e-3")
     result = runs.launch(other, 4, gpl, 30, "--resume", part, ok=False)

@@ -17,6 +17,8 @@
 #include "tools/ztc/Plot.h"
 #include "tools/ztc/RuntimeBridge.h"
 
+#include "runtime/train/Consolidate.h"
+
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -72,6 +74,24 @@ cl::SubCommand
     emitCommand("emit",
                 "Print the C++ or CUDA source ztc generates for a model's "
                 "forward step");
+
+cl::SubCommand consolidateCommand(
+    "consolidate",
+    "Write the whole weights of a sharded checkpoint (ZeRO stages 1-3 on "
+    "several ranks) as one safetensors file, streaming tensor by tensor");
+cl::opt<std::string> consolidateInput(cl::Positional,
+                                      cl::desc("CHECKPOINT_DIR"), cl::Required,
+                                      cl::sub(consolidateCommand));
+cl::opt<std::string> consolidateOutput("o",
+                                       cl::desc("Write the weights to FILE"),
+                                       cl::value_desc("model.safetensors"),
+                                       cl::Required,
+                                       cl::sub(consolidateCommand));
+cl::opt<std::string> consolidateDtype(
+    "dtype",
+    cl::desc("Element type of the floating-point weights written: fp32, "
+             "fp16 or bf16 (default: as trained)"),
+    cl::value_desc("TYPE"), cl::sub(consolidateCommand));
 
 cl::SubCommand plotCommand("plot",
                            "Draw a run's loss, learning rate and loss scale "
@@ -862,6 +882,22 @@ int runPlot() {
   return 0;
 }
 
+int runConsolidate() {
+  ::ztc::rt::ConsolidateResult result;
+  if (std::string error = ::ztc::rt::consolidateNoThrow(
+          consolidateInput, consolidateOutput, consolidateDtype, result);
+      !error.empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
+  llvm::errs() << llvm::formatv(
+      "ztc: wrote {0}: {1} tensors, {2} bytes, from the checkpoint of step "
+      "{3} on {4} ranks (at most {5} bytes read at once)\n",
+      consolidateOutput, result.tensors, result.bytes, result.step,
+      result.worldSize, result.largestPiece);
+  return 0;
+}
+
 int runInspect() {
   if (llvm::sys::fs::is_directory(inspectPath) &&
       llvm::sys::fs::exists(inspectPath + "/manifest.json"))
@@ -910,6 +946,8 @@ int main(int argc, char **argv) {
     return runInspect();
   if (plotCommand)
     return runPlot();
+  if (consolidateCommand)
+    return runConsolidate();
   llvm::errs() << "ztc: error: no command given; see `ztc --help`\n";
   return 1;
 }

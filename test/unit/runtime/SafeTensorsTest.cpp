@@ -207,3 +207,47 @@ TEST(SafeTensorsTest, FailedWriteLeavesTheOldFile) {
   EXPECT_EQ(readSafeTensors(path).tensors.at("a").bytes,
             first.tensors["a"].bytes);
 }
+
+// The piecewise writer and reader (ztc consolidate): tensors declared up
+// front, appended in pieces, read back in ranges, equal to the whole-file
+// functions' view; a writer that gets too few bytes publishes nothing.
+TEST(SafeTensorsTest, PiecewiseWriterAndReaderAgreeWithTheWholeFile) {
+  TempDir dir;
+  Tensor a = randomTensor(DType::Float32, {4, 3}, 1);
+  Tensor b = randomTensor(DType::BFloat16, {5}, 2);
+  std::vector<std::pair<std::string, Tensor>> layout = {{"z.a", a}, {"b", b}};
+  {
+    SafeTensorsWriter writer(dir / "p.safetensors", layout, {{"step", "3"}});
+    writer.append(a.bytes.data(), 20);
+    writer.append(a.bytes.data() + 20, a.bytes.size() - 20);
+    writer.append(b.bytes.data(), b.bytes.size());
+    EXPECT_EQ(ZTC_ERROR_MESSAGE(writer.append(b.bytes.data(), 1)),
+              (dir / "p.safetensors") +
+                  ": more tensor bytes than the header declares");
+    writer.commit();
+  }
+  SafeTensors whole = readSafeTensors(dir / "p.safetensors");
+  EXPECT_EQ(whole.metadata.at("step"), "3");
+  EXPECT_EQ(whole.tensors.at("z.a").bytes, a.bytes);
+  EXPECT_EQ(whole.tensors.at("b").bytes, b.bytes);
+  EXPECT_EQ(whole.tensors.at("b").dtype, DType::BFloat16);
+
+  SafeTensorsReader reader(dir / "p.safetensors");
+  ASSERT_EQ(reader.entries().size(), 2u);
+  std::vector<unsigned char> middle(8);
+  reader.read("z.a", 16, 8, middle.data());
+  EXPECT_EQ(0, std::memcmp(middle.data(), a.bytes.data() + 16, 8));
+  EXPECT_EQ(reader.read("b").bytes, b.bytes);
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(reader.read("z.a", 40, 16, middle.data())),
+            (dir / "p.safetensors") +
+                ": tensor 'z.a' has 48 bytes, not [40, 56)");
+
+  {
+    SafeTensorsWriter writer(dir / "short.safetensors", layout, {});
+    writer.append(a.bytes.data(), a.bytes.size());
+    EXPECT_EQ(ZTC_ERROR_MESSAGE(writer.commit()),
+              (dir / "short.safetensors") +
+                  ": 48 tensor bytes written, the header declares 58");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "short.safetensors"));
+}
