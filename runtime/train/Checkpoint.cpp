@@ -51,10 +51,10 @@ void removeStaleTemporaries(const std::string &dir) {
   }
 }
 
-uint64_t metadataInteger(const SafeTensors &contents, const std::string &path,
-                         const char *key) {
-  auto it = contents.metadata.find(key);
-  if (it == contents.metadata.end())
+uint64_t metadataInteger(const std::map<std::string, std::string> &metadata,
+                         const std::string &path, const char *key) {
+  auto it = metadata.find(key);
+  if (it == metadata.end())
     throw Error(path + ": metadata '" + key + "' is missing");
   const std::string &text = it->second;
   if (text.empty() || text.size() > 20 ||
@@ -92,7 +92,7 @@ void saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint) {
   writeSafeTensors(checkpointPath(dir), contents);
 }
 
-Checkpoint loadCheckpoint(const std::string &dir) {
+Checkpoint loadCheckpointMetadata(const std::string &dir) {
   std::string path = checkpointPath(dir);
   std::error_code error;
   if (!std::filesystem::exists(path, error)) {
@@ -101,9 +101,10 @@ Checkpoint loadCheckpoint(const std::string &dir) {
                              : "directory " + dir + " does not exist";
     throw Error("no checkpoint in " + dir + " (" + reason + ")");
   }
-  SafeTensors contents = readSafeTensors(path);
-  auto format = contents.metadata.find("format");
-  if (format == contents.metadata.end())
+  std::map<std::string, std::string> metadata =
+      SafeTensorsReader(path).metadata();
+  auto format = metadata.find("format");
+  if (format == metadata.end())
     throw Error(path +
                 ": not a ztc checkpoint (metadata 'format' is "
                 "missing; expected '" +
@@ -112,14 +113,19 @@ Checkpoint loadCheckpoint(const std::string &dir) {
     throw Error(path + ": checkpoint format '" + printable(format->second) +
                 "'; this runtime reads '" + kCheckpointFormat + "'");
   Checkpoint checkpoint;
-  checkpoint.step = metadataInteger(contents, path, "step");
-  checkpoint.epoch = metadataInteger(contents, path, "epoch");
-  checkpoint.batch = metadataInteger(contents, path, "batch");
-  checkpoint.seed = metadataInteger(contents, path, "seed");
+  checkpoint.step = metadataInteger(metadata, path, "step");
+  checkpoint.epoch = metadataInteger(metadata, path, "epoch");
+  checkpoint.batch = metadataInteger(metadata, path, "batch");
+  checkpoint.seed = metadataInteger(metadata, path, "seed");
   for (const char *key : kReservedKeys)
-    contents.metadata.erase(key);
-  checkpoint.metadata = std::move(contents.metadata);
-  checkpoint.tensors = std::move(contents.tensors);
+    metadata.erase(key);
+  checkpoint.metadata = std::move(metadata);
+  return checkpoint;
+}
+
+Checkpoint loadCheckpoint(const std::string &dir) {
+  Checkpoint checkpoint = loadCheckpointMetadata(dir);
+  checkpoint.tensors = readSafeTensors(checkpointPath(dir)).tensors;
   return checkpoint;
 }
 

@@ -68,6 +68,9 @@ void saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint);
 /// Reads the checkpoint in `dir` and checks its metadata.
 Checkpoint loadCheckpoint(const std::string &dir);
 
+/// The same without the tensors: only the file's header is read.
+Checkpoint loadCheckpointMetadata(const std::string &dir);
+
 /// Reads the checkpoint in `dir` and checks that its tensors are exactly the
 /// param and state bindings of `manifest` (names, dtypes, shapes); every
 /// mismatch is named in one error.

@@ -4,13 +4,16 @@
 
 #include "runtime/Error.h"
 #include "runtime/io/File.h"
+#include "runtime/io/SafeTensors.h"
 #include "runtime/io/Sha256.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <system_error>
 #include <vector>
@@ -228,6 +231,139 @@ ShardedIndex readShardedIndex(const std::string &dir) {
   return index;
 }
 
+namespace {
+
+/// The whole tensors of a checkpoint (sharded or whole), one at a time.
+class WholeTensors {
+public:
+  explicit WholeTensors(const std::string &dir) {
+    if (!isShardedCheckpoint(dir)) {
+      whole_ = loadCheckpoint(dir);
+      for (const auto &[name, tensor] : whole_.tensors)
+        shapes_[name] = {tensor.dtype, tensor.shape, {}};
+      return;
+    }
+    index_ = readShardedIndex(dir);
+    for (const auto &[path, digest] : index_.files) {
+      if (sha256File(path) != digest)
+        throw Error(path + ": SHA-256 differs from the index (the file is "
+                           "corrupt or truncated)");
+      readers_.push_back(std::make_unique<SafeTensorsReader>(path));
+    }
+    for (const Binding &binding : index_.tensors)
+      shapes_[binding.name] = {
+          binding.dtype, binding.sharded() ? binding.fullShape : binding.shape,
+          binding.shape};
+    // The counters and data metadata of rank 0's file.
+    std::string rank0 = index_.files.front().first;
+    std::filesystem::path rankDir = std::filesystem::path(rank0).parent_path();
+    Checkpoint counters = loadCheckpointMetadata(rankDir.string());
+    whole_.step = counters.step;
+    whole_.epoch = counters.epoch;
+    whole_.batch = counters.batch;
+    whole_.seed = counters.seed;
+    whole_.metadata = counters.metadata;
+  }
+
+  /// Step, data position, seed and metadata; no tensors.
+  Checkpoint counters() const {
+    Checkpoint c;
+    c.step = whole_.step;
+    c.epoch = whole_.epoch;
+    c.batch = whole_.batch;
+    c.seed = whole_.seed;
+    c.metadata = whole_.metadata;
+    return c;
+  }
+
+  struct Shape {
+    DType dtype;
+    std::vector<int64_t> whole, stored;
+  };
+  const std::map<std::string, Shape> &shapes() const { return shapes_; }
+
+  /// Tensor `name` whole, flattened: its first `elements` elements (a
+  /// one-rank stage-1 state is stored as a flat block).
+  std::vector<unsigned char> flat(const std::string &name, uint64_t elements) {
+    const Shape &shape = shapes_.at(name);
+    uint64_t bytes = elements * dtypeSize(shape.dtype);
+    std::vector<unsigned char> out(bytes);
+    if (readers_.empty()) {
+      const Tensor &tensor = whole_.tensors.at(name);
+      std::memcpy(out.data(), tensor.bytes.data(),
+                  std::min<size_t>(bytes, tensor.bytes.size()));
+      return out;
+    }
+    if (shape.stored == shape.whole || readers_.size() == 1 || !isBlock(name)) {
+      readers_.front()->read(name, 0, bytes, out.data());
+      return out;
+    }
+    uint64_t block = uint64_t(shape.stored[0]) * dtypeSize(shape.dtype);
+    for (size_t rank = 0; rank < readers_.size() && rank * block < bytes;
+         ++rank)
+      readers_[rank]->read(name, 0, std::min(block, bytes - rank * block),
+                           out.data() + rank * block);
+    return out;
+  }
+
+private:
+  bool isBlock(const std::string &name) const {
+    for (const Binding &binding : index_.tensors)
+      if (binding.name == name)
+        return binding.sharded();
+    return false;
+  }
+
+  Checkpoint whole_;
+  ShardedIndex index_;
+  std::vector<std::unique_ptr<SafeTensorsReader>> readers_;
+  std::map<std::string, Shape> shapes_;
+};
+
+} // namespace
+
+Checkpoint reshardCheckpoint(const std::string &dir, const Manifest &manifest,
+                             int rank) {
+  WholeTensors source(dir);
+  Checkpoint result = source.counters();
+  std::string problems;
+  auto problem = [&](const std::string &text) {
+    problems += (problems.empty() ? "" : "; ") + text;
+  };
+  for (const Binding &binding : manifest.bindings) {
+    if (!isWeight(binding.role) && binding.role != BindingRole::State)
+      continue;
+    const std::vector<int64_t> &whole =
+        binding.sharded() ? binding.fullShape : binding.shape;
+    auto it = source.shapes().find(binding.name);
+    if (it == source.shapes().end()) {
+      problem(std::string("missing ") + roleName(binding.role) + " '" +
+              binding.name + "' (" + describeType(binding.dtype, whole) + ")");
+      continue;
+    }
+    // A flat one-rank block of a state has the whole tensor's elements.
+    uint64_t want = uint64_t(*checkedByteSize(whole, 1));
+    uint64_t have = uint64_t(*checkedByteSize(it->second.whole, 1));
+    if (it->second.dtype != binding.dtype ||
+        (it->second.whole != whole && want != have)) {
+      problem(std::string(roleName(binding.role)) + " '" + binding.name +
+              "': " + describeType(binding.dtype, whole) +
+              " whole, the checkpoint has " +
+              describeType(it->second.dtype, it->second.whole));
+      continue;
+    }
+    std::vector<unsigned char> bytes = source.flat(binding.name, want);
+    Tensor value(binding.dtype, whole);
+    value.bytes = std::move(bytes);
+    result.tensors[binding.name] =
+        binding.sharded() ? shardBlock(value, binding, uint64_t(rank))
+                          : std::move(value);
+  }
+  if (!problems.empty())
+    throw Error(dir + ": the checkpoint does not match this run: " + problems);
+  return result;
+}
+
 Checkpoint loadShardedCheckpoint(const std::string &dir,
                                  const Manifest &manifest, Communicator &comm) {
   ShardedIndex index = readShardedIndex(dir);
@@ -238,8 +374,7 @@ Checkpoint loadShardedCheckpoint(const std::string &dir,
                 std::to_string(index.zeroStage) + "; this run has " +
                 std::to_string(comm.worldSize()) + " ranks at stage " +
                 std::to_string(manifest.dist.zeroStage) +
-                " (resharding is not built yet: resume with the same world "
-                "size and stage)");
+                " (reshardCheckpoint loads it for another layout)");
   if (index.manifestHash != hexHash(manifestHash(manifest)))
     throw Error(index.indexPath +
                 ": written by another artifact (its manifest hash differs: "

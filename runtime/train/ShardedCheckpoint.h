@@ -23,18 +23,16 @@
 // the whole tensor's shape (rank r holds block r of the flattened tensor,
 // zero-padded to world-size equal blocks).
 //
-// Loading checks the index against the run (the same manifest, world size
-// and stage: resharding to another world size or stage is not built yet)
-// and the rank's file against its SHA-256, then reads it like a one-rank
-// checkpoint.
+// Loading with the manifest, world size and stage that wrote it reads the
+// rank's own file (checked against its SHA-256) like a one-rank
+// checkpoint. Any other run reshards (reshardCheckpoint): each binding is
+// rebuilt from its whole tensor, so a run resumes at another world size or
+// stage, or from a one-rank checkpoint, and one rank resumes a sharded one.
 //
 // Errors (ztc::rt::Error):
 //   checkpoint at step 50 not saved: rank 1: DIR/...: No space left on
 //     device (the previous checkpoint in DIR stays)
 //   DIR/latest names 'step-x', not a step directory
-//   DIR/step-00000050/index.json: written by 4 ranks at ZeRO stage 2; this
-//     run has 2 ranks at stage 2 (resharding is not built yet: resume with
-//     the same world size and stage)
 //   DIR/step-00000050/rank-00001/checkpoint.safetensors: SHA-256 differs
 //     from the index (the file is corrupt or truncated)
 //
@@ -81,8 +79,23 @@ void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
                            const Manifest &manifest, Communicator &comm,
                            uint64_t keep);
 
-/// This rank's checkpoint from the latest step in DIR, checked against
-/// `manifest` and `comm` (see the file comment).
+/// This rank's state for `manifest` from the checkpoint in DIR, whatever
+/// world size and ZeRO stage wrote it (sharded, or whole: one rank or
+/// stage 0): every persistent binding is rebuilt from its whole tensor,
+/// one tensor at a time (a sharded one reassembled from every rank's
+/// block, after each rank file's SHA-256 is checked), then cut into this
+/// rank's block where the binding is one. The checkpoint must hold every
+/// param, buffer and state of `manifest`, with the same element types and
+/// whole shapes; everything that differs is named in one error:
+///   DIR: the checkpoint does not match this run: missing state
+///     'w.momentum_buffer' (float32[2,3]); param 'b': float32[4] whole,
+///     the checkpoint has float32[3]
+Checkpoint reshardCheckpoint(const std::string &dir, const Manifest &manifest,
+                             int rank);
+
+/// This rank's checkpoint from the latest step in DIR, which the same
+/// manifest, world size and stage wrote (an Error says what differs;
+/// reshardCheckpoint loads any other).
 Checkpoint loadShardedCheckpoint(const std::string &dir,
                                  const Manifest &manifest, Communicator &comm);
 

@@ -762,6 +762,7 @@ private:
   /// Checkpoint metadata that must match on resume: the data layout.
   std::map<std::string, std::string> dataMetadata() const {
     return {{"batch_size", std::to_string(loader_.batchSize())},
+            {"world_size", std::to_string(comm_.worldSize())},
             {"num_samples", std::to_string(loader_.numSamples())}};
   }
 
@@ -796,20 +797,31 @@ private:
   /// Restores params, states and the data position; returns the step.
   uint64_t restore() {
     const std::string &dir = options_.resumeDir;
+    // The checkpoint's own layout when this run has it; else every binding
+    // rebuilt from its whole tensor (another world size or stage).
     bool sharded = isShardedCheckpoint(dir);
-    if (sharded != shardedState())
-      throw Error(
-          "the checkpoint in " + dir + " is " +
-          (sharded ? "sharded over ranks"
-                   : "whole (one rank, or ZeRO stage 0)") +
-          "; this run " +
-          (shardedState() ? "shards its state over ranks"
-                          : "keeps the whole state on every rank") +
-          ": resharding is not built yet (resume with the world size and "
-          "ZeRO stage that wrote it)");
-    Checkpoint checkpoint = sharded
-                                ? loadShardedCheckpoint(dir, manifest(), comm_)
-                                : loadCheckpoint(dir, manifest());
+    bool sameLayout = !sharded && !shardedState();
+    if (sharded && shardedState()) {
+      ShardedIndex index = readShardedIndex(dir);
+      char hash[17];
+      std::snprintf(hash, sizeof hash, "%016llx",
+                    static_cast<unsigned long long>(manifestHash(manifest())));
+      sameLayout = index.worldSize == uint64_t(comm_.worldSize()) &&
+                   index.zeroStage == manifest().dist.zeroStage &&
+                   index.manifestHash == hash;
+    }
+    Checkpoint checkpoint;
+    if (!sameLayout) {
+      checkpoint = reshardCheckpoint(dir, manifest(), comm_.rank());
+      reporter_->message("resharded the checkpoint in " + dir + " for " +
+                         std::to_string(comm_.worldSize()) +
+                         " rank(s) at ZeRO stage " +
+                         std::to_string(manifest().dist.zeroStage));
+    } else if (sharded) {
+      checkpoint = loadShardedCheckpoint(dir, manifest(), comm_);
+    } else {
+      checkpoint = loadCheckpoint(dir, manifest());
+    }
     checkDataPosition(checkpoint, loader_.batchesPerEpoch(),
                       checkpointPath(dir));
     if (checkpoint.seed != loader_.seed())
@@ -817,12 +829,36 @@ private:
                   std::to_string(checkpoint.seed) + "; this run has seed " +
                   std::to_string(loader_.seed()) +
                   " (the data order would differ)");
-    for (const auto &[key, value] : dataMetadata()) {
+    // The same samples in the same global batches: the data position
+    // counts global batches.
+    auto written = [&](const char *key, const std::string &fallback) {
       auto it = checkpoint.metadata.find(key);
-      if (it != checkpoint.metadata.end() && it->second != value)
-        throw Error("the checkpoint in " + dir + " was written with " + key +
-                    " " + it->second + "; this run has " + value);
+      return it == checkpoint.metadata.end() ? fallback : it->second;
+    };
+    std::string samples = std::to_string(loader_.numSamples());
+    if (written("num_samples", samples) != samples)
+      throw Error("the checkpoint in " + dir + " was written with " +
+                  written("num_samples", "") + " samples; this run has " +
+                  samples);
+    uint64_t global = loader_.batchSize() * uint64_t(comm_.worldSize());
+    uint64_t theirs = 0;
+    try {
+      theirs = std::stoull(written("batch_size", std::to_string(global))) *
+               std::stoull(written("world_size", "1"));
+    } catch (const std::exception &) {
+      throw Error("the checkpoint in " + dir +
+                  " has a malformed batch_size or world_size");
     }
+    if (theirs != global)
+      throw Error("the checkpoint in " + dir +
+                  " was written with a global "
+                  "batch of " +
+                  std::to_string(theirs) +
+                  " (batch_size x "
+                  "world_size); this run has " +
+                  std::to_string(global) + " (" +
+                  std::to_string(loader_.batchSize()) + " x " +
+                  std::to_string(comm_.worldSize()) + ")");
     try {
       loader_.seek({checkpoint.epoch, checkpoint.batch});
     } catch (const Error &failure) {

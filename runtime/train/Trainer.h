@@ -54,9 +54,10 @@
 //   ranks run different artifacts: rank(s) 2 differ from rank 0 in the
 //     manifest (the step, its training configuration, collectives or world
 //     size); give every rank the same artifact
-//   the checkpoint in DIR is sharded over ranks; this run keeps the whole
-//     state on every rank: resharding is not built yet (resume with the
-//     world size and ZeRO stage that wrote it)
+//   the checkpoint in DIR was written with a global batch of 32
+//     (batch_size x world_size); this run has 16 (8 x 2)
+//   (a checkpoint of another world size or ZeRO stage is resharded:
+//     ShardedCheckpoint.h, reshardCheckpoint)
 //
 // With several ranks (mpirun -np N ztc-train ...; TrainOptions::comm), each
 // rank reads its share of every global batch (DataLoader::setShard), the
@@ -64,8 +65,9 @@
 // loss is the mean over ranks, and only rank 0 logs and writes metrics.
 // Rank 0 saves for all when every rank holds the same state (one rank, or
 // ZeRO stage 0); from stage 1 on every rank saves its part of one sharded
-// checkpoint (ShardedCheckpoint.h). An error on one rank prints "error: rank R of N: ..." and ends
-// every rank (the others would wait for it in their next collective).
+// checkpoint (ShardedCheckpoint.h). An error on one rank prints "error: rank R
+// of N: ..." and ends every rank (the others would wait for it in their next
+// collective).
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,7 +128,8 @@ struct TrainOptions {
   bool progressBar = stderrIsTerminal();
   /// The communicator: "auto" (when an MPI launcher started this process
   /// with several ranks, NCCL for a CUDA artifact and MPI for a CPU one;
-  /// else one local rank), "local", "mpi" or "nccl" (Communicator.h). Only rank 0 logs, writes metrics and checkpoints.
+  /// else one local rank), "local", "mpi" or "nccl" (Communicator.h). Only rank
+  /// 0 logs, writes metrics and checkpoints.
   std::string comm = "auto";
   /// Seconds a collective may wait for the other ranks before this rank
   /// exits with an error naming it (0: forever).

@@ -388,12 +388,33 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "has %d); --dtype bf16 gives those weights rounded" % (
               len(whole), worst, piece, largest))
 
-    # Another world size: refused, naming both.
-    other = runs.compile(gpt, "ckpt-z2-4", 4, 4, 2, "--lr", "3e-3")
-    result = runs.launch(other, 4, gpl, 30, "--resume", part, ok=False)
-    check(result.returncode != 0 and "written by 2 ranks at ZeRO stage 2; this run has 4 "
-          "ranks at stage 2" in result.stderr,
-          "resume on 4 ranks: exit %d, %s" % (result.returncode, first_error(result.stderr)))
+    # Another world size and stage: the checkpoint is resharded, and the
+    # loss curve goes on as the uninterrupted run's. 4 ranks at stage 3 for
+    # 10 steps, then 2 ranks at stage 1, one rank (whole), and from that
+    # one-rank checkpoint 2 ranks at stage 2 again.
+    flags = ["--lr", "3e-3", "--param-persistence-threshold", "0"]
+    four = runs.compile(gpt, "re-4z3", 4, 4, 3, *flags)
+    two = runs.compile(gpt, "re-2z1", 8, 2, 1, *flags)
+    one = runs.compile(gpt, "re-1", 16, 1, 0, *flags)
+    two2 = runs.compile(gpt, "re-2z2", 8, 2, 2, *flags)
+    curve = losses_of(runs.launch(four, 4, gpl, 30).stderr)
+    first = os.path.join(tmp, "re-first")
+    runs.launch(four, 4, gpl, 10, "--save", first)
+    log = runs.launch(two, 2, gpl, 20, "--resume", first, "--save",
+                      os.path.join(tmp, "re-second")).stderr
+    resumed = losses_of(log)
+    one_log = runs.launch(one, 1, gpl, 25, "--resume", os.path.join(tmp, "re-second"),
+                          "--save", os.path.join(tmp, "re-third")).stderr
+    resumed += losses_of(one_log)
+    log3 = runs.launch(two2, 2, gpl, 30, "--resume", os.path.join(tmp, "re-third")).stderr
+    resumed += losses_of(log3)
+    worst = max((abs(a - b) / abs(b) for a, b in zip(resumed, curve[10:])),
+                default=float("inf"))
+    check(len(resumed) == 20 and worst <= 1e-5 and "resharded" in log and
+          "resharded" in one_log and "resharded" in log3,
+          "resharding: 10 steps on 4 ranks at stage 3, 10 more on 2 ranks at stage 1, 5 "
+          "on one rank, 5 on 2 ranks at stage 2: %d losses within %.2e of 30 "
+          "uninterrupted steps on 4 ranks (at most 1e-5)" % (len(resumed), worst))
 
     # A flipped byte in one shard: named by its checksum.
     corrupt = os.path.join(tmp, "ckpt-corrupt")

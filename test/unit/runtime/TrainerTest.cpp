@@ -1018,8 +1018,8 @@ TEST_F(TrainerTest, CheckpointErrors) {
   Data more = makeData(kSamples + 4);
   writeData(data_, more);
   EXPECT_EQ(trainError(run), "the checkpoint in " + run.resumeDir +
-                                 " was written with num_samples 22; this "
-                                 "run has 26");
+                                 " was written with 22 samples; this run "
+                                 "has 26");
 
   // Counters out of range, as a corrupted or edited checkpoint has them:
   // refused before anything is restored.
