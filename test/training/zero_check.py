@@ -388,6 +388,18 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "has %d); --dtype bf16 gives those weights rounded" % (
               len(whole), worst, piece, largest))
 
+    # ztc export takes the sharded checkpoint too: the trained ONNX model's
+    # initializers are the consolidated weights.
+    trained = os.path.join(tmp, "trained.onnx")
+    run(runs.ztc, "export", z3, "--checkpoint", sharded, "-o", trained)
+    import onnx
+    from onnx import numpy_helper
+    initializers = {i.name: numpy_helper.to_array(i)
+                    for i in onnx.load(trained).graph.initializer}
+    check(all(np.array_equal(initializers[k], whole[k]) for k in params),
+          "ztc export of the 4-rank stage-3 checkpoint: the %d trained initializers equal "
+          "the consolidated weights" % len(params))
+
     # Another world size and stage: the checkpoint is resharded, and the
     # loss curve goes on as the uninterrupted run's. 4 ranks at stage 3 for
     # 10 steps, then 2 ranks at stage 1, one rank (whole), and from that

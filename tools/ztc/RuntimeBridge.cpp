@@ -16,6 +16,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/io/SafeTensors.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/ShardedCheckpoint.h"
 #include "runtime/train/Trainer.h"
 
 #include <algorithm>
@@ -122,8 +123,20 @@ std::string bridge::readCheckpointForExport(
     if (!std::getline(model, sourceModel) || sourceModel.empty())
       throw rt::Error(artifactDir +
                       ": not a training artifact (no source-model file)");
+    // A sharded checkpoint, or an artifact that holds blocks (ZeRO on
+    // several ranks): the whole tensors, reassembled.
+    rt::Manifest whole = artifact.manifest();
+    bool blocks = false;
+    for (rt::Binding &binding : whole.bindings)
+      if (binding.sharded()) {
+        binding.shape = binding.fullShape;
+        binding.fullShape.clear();
+        blocks = true;
+      }
     rt::Checkpoint checkpoint =
-        rt::loadCheckpoint(checkpointDir, artifact.manifest());
+        blocks || rt::isShardedCheckpoint(checkpointDir)
+            ? rt::reshardCheckpoint(checkpointDir, whole, 0)
+            : rt::loadCheckpoint(checkpointDir, artifact.manifest());
     for (const rt::Binding &binding : artifact.manifest().bindings)
       if (rt::isWeight(binding.role)) {
         auto it = checkpoint.tensors.find(binding.name);
