@@ -444,6 +444,24 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "a flipped byte in rank 1's shard: exit %d, %s"
           % (result.returncode, first_error(result.stderr)))
 
+    # A write error on one rank (a file where its directory should go): the
+    # save fails on every rank with a message naming it, and the previous
+    # checkpoint stays the latest, loadable.
+    blocked = os.path.join(tmp, "ckpt-blocked")
+    os.makedirs(os.path.join(blocked, "step-00000010"))
+    with open(os.path.join(blocked, "step-00000010", "rank-00001"), "w") as f:
+        f.write("in the way")
+    result = runs.launch(art, 2, gpl, 10, "--save", blocked, "--save-every", "5", ok=False)
+    with open(os.path.join(blocked, "latest")) as f:
+        latest = f.read().strip()
+    again = runs.launch(art, 2, gpl, 6, "--resume", blocked, ok=False)
+    check(result.returncode != 0 and "checkpoint at step 10 not saved (the previous "
+          "checkpoint in %s stays): rank 1: " % blocked in result.stderr and
+          latest == "step-00000005" and again.returncode == 0 and
+          "resumed from" in again.stderr,
+          "a write error on rank 1 at step 10: exit %d, %s; latest stays %s and resumes"
+          % (result.returncode, first_error(result.stderr), latest))
+
     # A rank killed while the ranks save every step, twice: the directory
     # always resumes (from the last complete checkpoint).
     killed = os.path.join(tmp, "ckpt-killed")
