@@ -323,6 +323,9 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
     Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t",
            /*default=*/"26214400",
            "Gradient bytes per reduction bucket (default 25 MiB)">,
+    Option<"commDtype", "comm-dtype", "std::string", /*default=*/"\"\"",
+           "Element type gradients are reduced in: fp32, fp16 or bf16 "
+           "(default: the gradients' own); sums accumulate in fp32">,
     Option<"paramPersistenceThreshold", "param-persistence-threshold",
            "int64_t", /*default=*/"100000",
            "Stage 3: parameters with fewer elements stay whole on every "

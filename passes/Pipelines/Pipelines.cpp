@@ -76,6 +76,9 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (zeroStage > 3)
     return fail("--zero " + std::to_string(zeroStage) +
                 ": expected 0, 1, 2 or 3");
+  if (!commDtype.empty() && commDtype != "fp32" && commDtype != "fp16" &&
+      commDtype != "bf16")
+    return fail("--comm-dtype '" + commDtype + "': expected fp32, fp16 or bf16");
   if (paramPersistenceThreshold < 0)
     return fail("--param-persistence-threshold must not be negative");
   if (worldSize < 1)
@@ -222,6 +225,7 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   zero.worldSize = options.worldSize;
   zero.reduceBucketBytes = options.reduceBucketBytes;
   zero.paramPersistenceThreshold = options.paramPersistenceThreshold;
+  zero.commDtype = options.commDtype;
   pm.addNestedPass<func::FuncOp>(createZeroPass(zero));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());

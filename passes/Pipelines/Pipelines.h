@@ -165,6 +165,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Gradient bytes reduced per collective (DeepSpeed's "
                      "reduce_bucket_size, in bytes)"),
       llvm::cl::init(26214400)};
+  Option<std::string> commDtype{
+      *this, "comm-dtype",
+      llvm::cl::desc("Element type gradients are reduced in across ranks: "
+                     "fp32, fp16 or bf16 (DeepSpeed's "
+                     "communication_data_type; default: the gradients' "
+                     "own); the sums accumulate in fp32")};
   Option<int64_t> paramPersistenceThreshold{
       *this, "param-persistence-threshold",
       llvm::cl::desc("ZeRO stage 3: parameters with fewer elements stay "

@@ -123,6 +123,12 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
           << int64_t(worldSize);
       return signalPassFailure();
     }
+    if (!commDtype.empty() && commDtype != "fp32" && commDtype != "fp16" &&
+        commDtype != "bf16") {
+      func.emitError("comm-dtype '")
+          << commDtype << "': expected fp32, fp16 or bf16";
+      return signalPassFailure();
+    }
     if (reduceBucketBytes < 1) {
       func.emitError("reduce-bucket-bytes must be positive, got ")
           << int64_t(reduceBucketBytes);
@@ -187,6 +193,35 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     if (failed(shardParameters(func, updates, clip)))
       return signalPassFailure();
     averageBuffers(func);
+  }
+
+  /// The element type gradients are reduced in: comm-dtype, or null for
+  /// the gradients' own.
+  Type commType(MLIRContext *context) {
+    if (commDtype == "bf16")
+      return BFloat16Type::get(context);
+    if (commDtype == "fp16")
+      return Float16Type::get(context);
+    if (commDtype == "fp32")
+      return Float32Type::get(context);
+    return nullptr;
+  }
+
+  /// `value` cast to the communication type (when there is one).
+  Value toComm(Build &m, Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    Type comm = commType(value.getContext());
+    if (!comm || comm == type.getElementType())
+      return value;
+    return nn::CastOp::create(m.b, m.loc, type.clone(comm), value);
+  }
+
+  /// A reduced `value` back in `element`, the gradients' type.
+  Value fromComm(Build &m, Value value, Type element) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getElementType() == element)
+      return value;
+    return nn::CastOp::create(m.b, m.loc, type.clone(element), value);
   }
 
   /// Records the world size and stage on the step (the manifest's).
@@ -396,9 +431,15 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
           rows.size() == 1
               ? rows.front()
               : Value(nn::ConcatOp::create(b, loc, rows, uint64_t(1)));
-      Value flat = m.reshape(joined, flatType(n * width, element));
-      Value mine = dist::ReduceScatterOp::create(
-          b, loc, flatType(width, element), flat, n);
+      Value flat = toComm(m, m.reshape(joined, flatType(n * width, element)));
+      Value mine = fromComm(
+          m,
+          dist::ReduceScatterOp::create(
+              b, loc,
+              flatType(width,
+                       cast<RankedTensorType>(flat.getType()).getElementType()),
+              flat, n),
+          element);
       Value mean = m.scale(mine, 1.0 / double(n));
       int64_t offset = 0;
       for (Update *u : bucket) {
@@ -562,9 +603,12 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       Build m{b, NameLoc::get(b.getStringAttr("zero.bucket"), func.getLoc())};
       SmallVector<Value> grads = llvm::map_to_vector(
           bucket, [](Update *u) { return u->gradUse->get(); });
-      Value joined = m.concat(grads, 0);
-      Value sum = dist::AllReduceOp::create(b, m.loc, joined.getType(), joined,
-                                            worldSize);
+      Value joined = toComm(m, m.concat(grads, 0));
+      Value sum = fromComm(
+          m,
+          dist::AllReduceOp::create(b, m.loc, joined.getType(), joined,
+                                    worldSize),
+          cast<RankedTensorType>(grads.front().getType()).getElementType());
       Value mean = m.scale(sum, 1.0 / double(worldSize));
       int64_t offset = 0;
       for (Update *u : bucket) {

@@ -174,6 +174,12 @@ def main():
         equivalence(runs, "gpt-bf16", gpt, gpl, 16, 20, [(2, 3)], "--lr", "3e-3",
                     "--precision", "bf16", "--param-persistence-threshold", "0",
                     params=False, tolerance=1e-3)
+        # Gradients reduced in bf16 (DeepSpeed's communication_data_type):
+        # each rank's contribution rounds to bf16, the sum accumulates in
+        # fp32; Adam's normalized steps keep the losses within 1e-4.
+        equivalence(runs, "gpt-comm-bf16", gpt, gpl, 16, 20, [(2, 0), (2, 2), (4, 3)],
+                    "--lr", "3e-3", "--comm-dtype", "bf16",
+                    "--param-persistence-threshold", "0", params=False, tolerance=1e-4)
         equivalence(runs, "gpt-sgd", gpt, gpl, 16, 50, [(2, 0), (4, 1)], "--optimizer", "sgd",
                     "--momentum", "0.9", "--lr", "0.1")
         equivalence(runs, "cnn", os.path.join(models, "cnn.onnx"),

@@ -213,7 +213,8 @@ const char *const kCompilePipelineFlags[] = {
     "clip-grad-norm", "grad-accum",   "lr-schedule", "warmup-steps",
     "total-steps",    "min-lr",       "recompute",   "recompute-blocks",
     "recompute-time-limit", "precision", "keep-fp32", "zero",
-    "world-size",     "reduce-bucket-bytes", "param-persistence-threshold"};
+    "world-size",     "reduce-bucket-bytes", "param-persistence-threshold",
+    "comm-dtype"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",

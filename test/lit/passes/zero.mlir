@@ -3,6 +3,7 @@
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=2 reduce-bucket-bytes=16" | FileCheck %s --check-prefix=BUCKETS
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=1 reduce-bucket-bytes=16" | FileCheck %s --check-prefix=STAGE1
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=3 param-persistence-threshold=4" | FileCheck %s --check-prefix=STAGE3
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=2 comm-dtype=bf16" | FileCheck %s --check-prefix=COMM
 
 // Stage 0: the gradients, in the order the step computes them, form one
 // bucket; it is all-reduced right after the last of them and scaled by
@@ -73,6 +74,14 @@
 // STAGE3: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
 // STAGE3: train.sgd %arg0, {{.+}}, %arg2, %arg3 {momentum = 9.000000e-01 : f64} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>
 // STAGE3: train.sgd %arg1,
+// comm-dtype=bf16: the bucket is cast to bf16 for the reduce-scatter and
+// its block back to f32 before the mean; the parameters' all-gather stays
+// f32.
+// COMM-LABEL: func.func @step
+// COMM: %[[HALF:.+]] = nn.cast %{{.+}} : tensor<10xf32> -> tensor<10xbf16>
+// COMM: %[[MINE:.+]] = dist.reduce_scatter %[[HALF]] {world_size = 2 : i64} : tensor<10xbf16> -> tensor<5xbf16>
+// COMM: nn.cast %[[MINE]] : tensor<5xbf16> -> tensor<5xf32>
+// COMM: dist.all_gather %{{.+}} {world_size = 2 : i64} : tensor<5xf32> -> tensor<10xf32>
 func.func @step(%w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
                 %b: tensor<3xf32> {train.binding = #train.binding<param "b">},
                 %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
