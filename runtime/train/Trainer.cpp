@@ -16,6 +16,7 @@
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/Consolidate.h"
 #include "runtime/train/DataLoader.h"
 #include "runtime/train/Schedule.h"
 #include "runtime/train/ShardedCheckpoint.h"
@@ -792,6 +793,34 @@ private:
       saveCheckpoint(options_.saveDir, checkpoint);
     reporter_->message("saved checkpoint " + options_.saveDir + " at step " +
                        std::to_string(step));
+    if (!options_.saveConsolidated.empty() && shardedState())
+      saveConsolidated();
+  }
+
+  /// --save-consolidated: rank 0 streams the checkpoint just published into
+  /// DIR/step-N/model.safetensors (Consolidate.h: one block in memory at a
+  /// time, never the whole model); the others wait, so every rank returns
+  /// with the file in place or the same error.
+  void saveConsolidated() {
+    std::string outcome = "ok";
+    std::string path;
+    if (comm_.rank() == 0) {
+      ConsolidateResult result;
+      ShardedIndex index = readShardedIndex(options_.saveDir);
+      path = index.stepDir + "/model.safetensors";
+      outcome = consolidateNoThrow(options_.saveDir, path,
+                                   options_.saveConsolidated, result);
+      outcome = outcome.empty() ? "ok" : "fail " + outcome;
+    }
+    char mine[512] = {};
+    std::snprintf(mine, sizeof mine, "%s", outcome.c_str());
+    std::vector<std::string> all = comm_.allGatherBytes(std::string(mine, 512));
+    std::string first = all.front().c_str();
+    if (first != "ok")
+      throw Error("--save-consolidated: " + first.substr(5));
+    if (comm_.rank() == 0)
+      reporter_->message("wrote consolidated " + options_.saveConsolidated +
+                         " weights " + path);
   }
 
   /// Restores params, states and the data position; returns the step.

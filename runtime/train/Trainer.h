@@ -113,6 +113,11 @@ struct TrainOptions {
   /// Sharded checkpoints (ShardedCheckpoint.h): how many step directories
   /// to keep, the newest (at least 1).
   uint64_t saveTotalLimit = 1;
+  /// Sharded checkpoints: also write the whole weights of each one as
+  /// DIR/step-N/model.safetensors in this type ("fp16", "bf16", "fp32";
+  /// empty: no), streamed by rank 0 (DeepSpeed's
+  /// stage3_gather_16bit_weights_on_model_save).
+  std::string saveConsolidated;
   /// A checkpoint directory to continue from; empty: start from
   /// init.safetensors.
   std::string resumeDir;

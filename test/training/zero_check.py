@@ -394,6 +394,21 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "has %d); --dtype bf16 gives those weights rounded" % (
               len(whole), worst, piece, largest))
 
+    # --save-consolidated bf16: each save also leaves the whole bf16 weights
+    # in its step directory, the same as ztc consolidate --dtype bf16.
+    with_weights = os.path.join(tmp, "ckpt-weights")
+    runs.launch(z3, 4, gpl, 4, "--save", with_weights, "--save-every", "2",
+                "--save-consolidated", "bf16")
+    saved = os.path.join(with_weights, "step-00000004", "model.safetensors")
+    run(runs.ztc, "consolidate", with_weights, "-o", out + ".again", "--dtype", "bf16")
+    mine, again = load_torch(saved), load_torch(out + ".again")
+    check(sorted(mine) == sorted(again) and all(torch.equal(mine[k], again[k])
+                                                for k in mine) and
+          all(t.dtype == torch.bfloat16 for t in mine.values()) and
+          not os.path.exists(os.path.join(with_weights, "step-00000002")),
+          "--save-consolidated bf16 on 4 ranks: step-00000004/model.safetensors holds the "
+          "%d weights ztc consolidate --dtype bf16 writes" % len(mine))
+
     # ztc export takes the sharded checkpoint too: the trained ONNX model's
     # initializers are the consolidated weights.
     trained = os.path.join(tmp, "trained.onnx")

@@ -49,6 +49,10 @@ const char kUsage[] =
     "                    a background thread while the previous step runs\n"
     "  --save DIR        write checkpoints to DIR\n"
     "  --save-every K    also checkpoint every K steps (needs --save)\n"
+    "  --save-consolidated TYPE\n"
+    "                    sharded checkpoints: also write the whole weights\n"
+    "                    as DIR/step-N/model.safetensors in fp16, bf16 or\n"
+    "                    fp32, streamed tensor by tensor\n"
     "  --save-total-limit K\n"
     "                    sharded checkpoints (ZeRO 1-3 on several ranks):\n"
     "                    keep the K newest (default 1)\n"
@@ -148,6 +152,14 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
       options.saveDir = takeValue();
     } else if (flag == "--save-every") {
       options.saveEvery = parseCount(flag, takeValue());
+    } else if (flag == "--save-consolidated") {
+      options.saveConsolidated = takeValue();
+      if (options.saveConsolidated != "fp16" &&
+          options.saveConsolidated != "bf16" &&
+          options.saveConsolidated != "fp32")
+        throw UsageError{"--save-consolidated expects fp16, bf16 or fp32, "
+                         "got '" +
+                         options.saveConsolidated + "'"};
     } else if (flag == "--save-total-limit") {
       options.saveTotalLimit = parseCount(flag, takeValue());
       if (options.saveTotalLimit == 0)
@@ -174,6 +186,8 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
     throw UsageError{"--data DIR is required"};
   if (options.saveEvery != 0 && options.saveDir.empty())
     throw UsageError{"--save-every needs --save DIR"};
+  if (!options.saveConsolidated.empty() && options.saveDir.empty())
+    throw UsageError{"--save-consolidated needs --save DIR"};
   return options;
 }
 
