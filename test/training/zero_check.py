@@ -483,6 +483,31 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "a write error on rank 1 at step 10: exit %d, %s; latest stays %s and resumes"
           % (result.returncode, first_error(result.stderr), latest))
 
+    # A full filesystem (a 512 KiB tmpfs: room for one checkpoint of this
+    # model, not two): the second save fails on every rank naming the rank,
+    # the first stays the latest and resumes. Needs mount(2) (root).
+    full = os.path.join(tmp, "ckpt-full")
+    os.makedirs(full)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", full],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        print("skip full-filesystem check: cannot mount a tmpfs (%s)"
+              % mounted.stderr.strip())
+    else:
+        try:
+            result = runs.launch(art, 2, gpl, 10, "--save", full, "--save-every", "5",
+                                 ok=False)
+            with open(os.path.join(full, "latest")) as f:
+                latest = f.read().strip()
+            again = runs.launch(art, 2, gpl, 6, "--resume", full, ok=False)
+            check(result.returncode != 0 and "checkpoint at step 10 not saved" in
+                  result.stderr and "No space left on device" in result.stderr and
+                  latest == "step-00000005" and again.returncode == 0,
+                  "a full filesystem at step 10: exit %d, %s; latest stays %s and resumes"
+                  % (result.returncode, first_error(result.stderr), latest))
+        finally:
+            subprocess.run(["umount", full], capture_output=True)
+
     # A rank killed while the ranks save every step, twice: the directory
     # always resumes (from the last complete checkpoint).
     killed = os.path.join(tmp, "ckpt-killed")
