@@ -191,6 +191,7 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
       reader.fail("has a negative lr, min_lr or warmup_min_ratio");
   train.batchSize = reader.unsignedIntOr("batch_size", 0);
   train.gradAccum = reader.unsignedIntOr("grad_accum", 1);
+  train.precision = reader.stringOr("precision", "fp32");
   if (train.gradAccum == 0)
     reader.fail("has grad_accum 0; it counts micro-batches per step (>= 1)");
   train.classes = reader.unsignedIntOr("classes", 0);
@@ -555,7 +556,8 @@ json printTrainConfig(const TrainConfig &train) {
                  {"total_steps", schedule.totalSteps},
                  {"warmup_type", warmupTypeName(schedule.warmupType)},
                  {"warmup_min_ratio", schedule.warmupMinRatio},
-                 {"grad_accum", train.gradAccum}};
+                 {"grad_accum", train.gradAccum},
+                 {"precision", train.precision}};
   if (!train.loss.empty())
     object["loss"] = train.loss;
   if (train.batchSize != 0)

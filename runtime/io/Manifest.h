@@ -149,6 +149,9 @@ struct TrainConfig {
   uint64_t batchSize = 0;
   /// Micro-batches per optimizer step.
   uint64_t gradAccum = 1;
+  /// Informational: "fp32", "bf16", ... (--precision); sharded
+  /// checkpoints record it.
+  std::string precision = "fp32";
   /// cross_entropy: the classes the labels index (0: unknown) and the
   /// label that contributes nothing ("classes", "ignore_index"), for
   /// checking data before training.

@@ -17,8 +17,9 @@
 // complete: a checkpoint is wholly there or not at all. After publishing,
 // rank 0 removes all but the `keep` newest step directories.
 //
-// The index records the format, step, world size, ZeRO stage, the hash of
-// the manifest that wrote it, every rank's file with its SHA-256, and every
+// The index records the format, step, world size, ZeRO stage, precision,
+// the data position and seed (the random keys derive from seed and step),
+// the hash of the manifest that wrote it, every rank's file with its SHA-256, and every
 // binding of a rank with its shape and, for a block of a sharded tensor,
 // the whole tensor's shape (rank r holds block r of the flattened tensor,
 // zero-padded to world-size equal blocks).

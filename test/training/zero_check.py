@@ -449,6 +449,19 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "on one rank, 5 on 2 ranks at stage 2: %d losses within %.2e of 30 "
           "uninterrupted steps on 4 ranks (at most 1e-5)" % (len(resumed), worst))
 
+    # A checkpoint of another model (a GPT of width 48, not 32): refused,
+    # every tensor that differs named.
+    wide = os.path.join(tmp, "wide")
+    run(sys.executable, os.path.join(REPO, "examples", "onnx", "make_gpt.py"), "--out", wide,
+        "--width", "48", "--quiet")
+    wide_art = runs.compile(os.path.join(wide, "gpt.onnx"), "wide", 8, 2, 2)
+    result = runs.launch(wide_art, 2, gpl, 30, "--resume", part, ok=False)
+    check(result.returncode != 0 and "the checkpoint does not match this run: " in
+          result.stderr and "param 'wte.weight': float32[64,48] whole, the checkpoint has "
+          "float32[64,32]" in result.stderr,
+          "a checkpoint of a narrower GPT: exit %d, %s"
+          % (result.returncode, first_error(result.stderr)[:160]))
+
     # A flipped byte in one shard: named by its checksum.
     corrupt = os.path.join(tmp, "ckpt-corrupt")
     shutil.copytree(part, corrupt)

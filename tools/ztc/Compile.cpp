@@ -224,6 +224,7 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   config.schedule.totalSteps = options.totalSteps;
   config.batchSize = importOptions.batchSize;
   config.gradAccum = options.gradAccum;
+  config.precision = options.precision;
   config.classes = classes;
   if (lossKind == "cross_entropy")
     config.ignoreIndex = options.ignoreIndex;
