@@ -483,9 +483,10 @@ private:
     }
   }
 
-  /// Before the first collective: every rank runs the same artifact (the
-  /// interface and collective hashes) on the same world size; a mismatch
-  /// stops every rank with the ranks that differ from rank 0.
+  /// Before the step's first collective: every rank runs the same artifact
+  /// (the manifest's hash, the collective sequence's) on the same world
+  /// size; a mismatch stops every rank, naming the ranks that differ from
+  /// rank 0.
   void agreeAcrossRanks() {
     if (comm_.worldSize() == 1)
       return;
