@@ -360,8 +360,14 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         use.set(materialize(value));
       }
     }
-    for (Operation *op : llvm::reverse(derived))
+    for (Operation *op : llvm::reverse(derived)) {
+      if (!op->use_empty())
+        return op->emitOpError("computes from sharded parameters alone and is "
+                               "still read by ")
+               << (*op->user_begin())->getName()
+               << " after ZeRO stage 3 gave every reader its own copy";
       op->erase();
+    }
     func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                    func.getResultTypes()));
     return success();
@@ -503,6 +509,16 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     // Stage 3: the parameters become blocks and their other uses read
     // gathered copies. Stages 1 and 2: each update reads this rank's block
     // of its whole parameter.
+    // From here on the sharded updates read their gradient blocks, and the
+    // clip (folded into those blocks and the whole gradients) is gone:
+    // nothing reads the whole gradients any more, so stage 3 may drop what
+    // computed them from parameters alone.
+    for (Update *u : sharded)
+      u->op->setOperand(1, gradBlock[u->op]);
+    if (clip) {
+      clip.erase();
+      clip = {};
+    }
     SmallVector<Operation *> shardedOps =
         llvm::map_to_vector(sharded, [](Update *u) { return u->op; });
     if (stage == 3 && failed(gatherParameters(func, shardedOps)))
@@ -520,7 +536,6 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
             m.concat({u->param}, blockOf(u->elements) * n - u->elements);
         op->setOperand(0, dist::ShardOp::create(b, loc, blockType, padded, n));
       }
-      op->setOperand(1, gradBlock[op]);
       for (unsigned i = 2, e = op->getNumOperands(); i < e; ++i) {
         auto arg = dyn_cast<BlockArgument>(op->getOperand(i));
         if (!arg || !train::hasRole(func, arg.getArgNumber(),
@@ -571,8 +586,6 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         }
       }
     }
-    if (clip)
-      clip.erase();
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     func.setType(FunctionType::get(func.getContext(),
                                    func.getBody().front().getArgumentTypes(),
