@@ -353,7 +353,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         Operation *def = value.getDefiningOp();
         if (!wholeType.count(value) && !(def && derived.contains(def)))
           continue;
-        if (isa<func::ReturnOp>(user))
+        if (isa<func::ReturnOp>(user) && wholeType.count(value))
           return user->emitError(
               "ZeRO stage 3 cannot return a sharded parameter as it is");
         b.setInsertionPoint(user);

@@ -4,6 +4,7 @@
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=1 reduce-bucket-bytes=16" | FileCheck %s --check-prefix=STAGE1
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=3 param-persistence-threshold=4" | FileCheck %s --check-prefix=STAGE3
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=2 comm-dtype=bf16" | FileCheck %s --check-prefix=COMM
+// RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=3 param-persistence-threshold=0" | FileCheck %s --check-prefix=ALL
 
 // Stage 0: the gradients, in the order the step computes them, form one
 // bucket; it is all-reduced right after the last of them and scaled by
@@ -74,6 +75,13 @@
 // STAGE3: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
 // STAGE3: train.sgd %arg0, {{.+}}, %arg2, %arg3 {momentum = 9.000000e-01 : f64} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>
 // STAGE3: train.sgd %arg1,
+// Stage 3 with every parameter sharded: the loss, computed from b alone
+// here, is recomputed right before the return from its own gather of b.
+// ALL-LABEL: func.func @step
+// ALL: %[[B:.+]] = dist.all_gather %arg1 {dist.use = {{[0-9]+}} : i64, world_size = 2 : i64} : tensor<2xf32> -> tensor<4xf32>
+// ALL: %[[LOSS:.+]] = nn.reduce_sum
+// ALL-NEXT: return %[[LOSS]],
+
 // comm-dtype=bf16: the bucket is cast to bf16 for the reduce-scatter and
 // its block back to f32 before the mean; the parameters' all-gather stays
 // f32.
