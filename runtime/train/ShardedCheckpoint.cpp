@@ -348,8 +348,11 @@ Checkpoint reshardCheckpoint(const std::string &dir, const Manifest &manifest,
     // A flat one-rank block of a state has the whole tensor's elements.
     uint64_t want = uint64_t(*checkedByteSize(whole, 1));
     uint64_t have = uint64_t(*checkedByteSize(it->second.whole, 1));
+    // Another shape is accepted only as a flat block of the same elements
+    // (how one rank at stage 1 or 2 stores a state), never a reshaped one.
+    bool flatBlock = it->second.whole.size() == 1 && want == have;
     if (it->second.dtype != binding.dtype ||
-        (it->second.whole != whole && want != have)) {
+        (it->second.whole != whole && !flatBlock)) {
       problem(std::string(roleName(binding.role)) + " '" + binding.name +
               "': " + describeType(binding.dtype, whole) +
               " whole, the checkpoint has " +
