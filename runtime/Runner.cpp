@@ -29,10 +29,6 @@ constexpr unsigned char kGuardPattern = 0xA5;
 /// Bytes the arena is filled and scanned in at a time.
 constexpr uint64_t kScanChunk = uint64_t(1) << 20;
 
-std::string joinPath(const std::string &directory, const std::string &file) {
-  return (std::filesystem::path(directory) / file).string();
-}
-
 } // namespace
 
 int64_t randomKey(uint64_t seed, uint64_t step, uint64_t microBatch) {

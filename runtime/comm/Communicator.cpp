@@ -4,6 +4,8 @@
 
 #include "runtime/Error.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -46,6 +48,16 @@ int32_t Communicator::allGatherEntry(void *self, const void *send, void *recv,
   auto *comm = static_cast<Communicator *>(self);
   comm->elementsMoved_ += uint64_t(count) * (comm->worldSize_ - 1);
   return comm->allGather(send, recv, count, dtype, stream);
+}
+
+std::vector<std::string> Communicator::allGatherText(const std::string &text) {
+  constexpr size_t kBytes = 1024;
+  std::string padded = text.substr(0, kBytes);
+  padded.resize(kBytes, '\0');
+  std::vector<std::string> all = allGatherBytes(padded);
+  for (std::string &one : all)
+    one.resize(std::min(one.find('\0'), one.size()));
+  return all;
 }
 
 size_t commElementBytes(int32_t dtype) {

@@ -80,6 +80,9 @@ public:
   virtual void allReduceSum(double *values, int64_t count) = 0;
   /// Every rank's `bytes` (the same length everywhere), in rank order.
   virtual std::vector<std::string> allGatherBytes(const std::string &bytes) = 0;
+  /// Every rank's `text` (any length up to 1024 bytes, the rest cut; no
+  /// NUL bytes), in rank order: outcomes and figures ranks agree on.
+  std::vector<std::string> allGatherText(const std::string &text);
   /// Waits for every rank.
   virtual void barrier() = 0;
   /// Ends every rank's process with `status` (after an error on this one,

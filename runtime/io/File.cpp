@@ -107,4 +107,8 @@ void createDirectories(const std::string &path) {
     throw Error("cannot create directory " + path + ": " + error.message());
 }
 
+std::string joinPath(const std::string &directory, const std::string &file) {
+  return (std::filesystem::path(directory) / file).string();
+}
+
 } // namespace ztc::rt

@@ -46,6 +46,9 @@ void commitFile(const std::string &tempPath, const std::string &path);
 /// The whole file as bytes; throws Error naming the file on failure.
 std::string readFile(const std::string &path);
 
+/// `directory/file`.
+std::string joinPath(const std::string &directory, const std::string &file);
+
 /// Creates `path` and its parents if missing; throws Error on failure.
 void createDirectories(const std::string &path);
 

@@ -525,15 +525,14 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
   return manifest;
 }
 
-namespace {
-
-/// `hash` as 16 hexadecimal digits.
 std::string hexHash(uint64_t hash) {
   char text[17];
   std::snprintf(text, sizeof text, "%016llx",
                 static_cast<unsigned long long>(hash));
   return text;
 }
+
+namespace {
 
 json printOutputs(const std::vector<Output> &outputs) {
   json array = json::array();
@@ -643,14 +642,27 @@ uint64_t Collective::ringElements(uint64_t worldSize) const {
   return op == "all_reduce" ? 2 * moved : moved;
 }
 
-uint64_t Distribution::hash() const {
-  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64
-  auto mix = [&](const std::string &text) {
-    for (unsigned char c : text + '\x1f') {
+namespace {
+
+/// FNV-1a 64 over text.
+struct Fnv1a {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  void bytes(const std::string &text) {
+    for (unsigned char c : text) {
       hash ^= c;
       hash *= 0x100000001b3ull;
     }
-  };
+  }
+  /// A field ended by a separator byte no field contains, so fields cannot
+  /// run into each other.
+  void field(const std::string &text) { bytes(text + '\x1f'); }
+};
+
+} // namespace
+
+uint64_t Distribution::hash() const {
+  Fnv1a fnv;
+  auto mix = [&](const std::string &text) { fnv.field(text); };
   mix(std::to_string(worldSize));
   mix(std::to_string(zeroStage));
   for (const Collective &collective : collectives) {
@@ -659,7 +671,7 @@ uint64_t Distribution::hash() const {
     mix(dtypeName(collective.dtype));
     mix(std::to_string(collective.elements));
   }
-  return hash;
+  return fnv.hash;
 }
 
 uint64_t Distribution::ringElements(const std::string &entry) const {
@@ -671,24 +683,14 @@ uint64_t Distribution::ringElements(const std::string &entry) const {
 }
 
 uint64_t manifestHash(const Manifest &manifest) {
-  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64
-  for (unsigned char c : printManifest(manifest)) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
+  Fnv1a fnv;
+  fnv.bytes(printManifest(manifest));
+  return fnv.hash;
 }
 
 uint64_t interfaceHash(const Manifest &manifest) {
-  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64
-  auto mix = [&](const std::string &text) {
-    // Each field ends with a separator byte no field contains, so fields
-    // cannot run into each other.
-    for (unsigned char c : text + '\x1f') {
-      hash ^= c;
-      hash *= 0x100000001b3ull;
-    }
-  };
+  Fnv1a fnv;
+  auto mix = [&](const std::string &text) { fnv.field(text); };
   auto mixShape = [&](DType dtype, const std::vector<int64_t> &shape) {
     mix(describeType(dtype, shape));
   };
@@ -713,7 +715,7 @@ uint64_t interfaceHash(const Manifest &manifest) {
       mix(std::to_string(output.offset));
     }
   }
-  return hash;
+  return fnv.hash;
 }
 
 } // namespace ztc::rt

@@ -276,6 +276,10 @@ constexpr char kInterfaceHashSymbol[] = "ztc_interface_hash";
 /// manifest that differs (reordered bindings, a shrunk shape).
 uint64_t interfaceHash(const Manifest &manifest);
 
+/// `hash` as 16 lowercase hexadecimal digits (how manifests and checkpoint
+/// indexes write hashes).
+std::string hexHash(uint64_t hash);
+
 /// FNV-1a of the whole manifest as printManifest writes it: the step, its
 /// training configuration, collectives and world size. Ranks compare it
 /// before the first collective; a sharded checkpoint records it.

@@ -8,6 +8,7 @@
 #include "runtime/train/DataLoader.h"
 
 #include "runtime/Error.h"
+#include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
 
 #include <cmath>
@@ -18,10 +19,6 @@
 namespace ztc::rt {
 
 namespace {
-
-std::string joinPath(const std::string &directory, const std::string &file) {
-  return (std::filesystem::path(directory) / file).string();
-}
 
 std::vector<int64_t> withoutFirst(const std::vector<int64_t> &shape) {
   return std::vector<int64_t>(shape.begin() + 1, shape.end());

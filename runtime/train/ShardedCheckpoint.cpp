@@ -23,10 +23,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string joinPath(const std::string &dir, const std::string &name) {
-  return (std::filesystem::path(dir) / name).string();
-}
-
 std::string stepName(uint64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "step-%08llu",
@@ -40,26 +36,8 @@ std::string rankName(int rank) {
   return name;
 }
 
-std::string hexHash(uint64_t hash) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx",
-                static_cast<unsigned long long>(hash));
-  return text;
-}
-
-/// Every rank's outcome of a phase: "ok DETAIL" or "fail MESSAGE", in rank
-/// order (fixed-size messages for the all-gather).
-std::vector<std::string> agree(Communicator &comm, const std::string &mine) {
-  constexpr size_t kBytes = 1024;
-  std::string padded = mine.substr(0, kBytes);
-  padded.resize(kBytes, '\0');
-  std::vector<std::string> all = comm.allGatherBytes(padded);
-  for (std::string &one : all)
-    one.resize(std::min(one.find('\0'), one.size()));
-  return all;
-}
-
-/// Throws, on every rank alike, the first failure among `outcomes`.
+/// Throws, on every rank alike, the first failure among `outcomes`: each
+/// rank's "ok DETAIL" or "fail MESSAGE" of a phase (allGatherText).
 void throwFirstFailure(const std::vector<std::string> &outcomes,
                        const std::string &what) {
   for (size_t rank = 0; rank < outcomes.size(); ++rank)
@@ -114,7 +92,7 @@ void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
   } catch (const std::exception &failure) {
     outcome = std::string("fail ") + failure.what();
   }
-  std::vector<std::string> outcomes = agree(comm, outcome);
+  std::vector<std::string> outcomes = comm.allGatherText(outcome);
   throwFirstFailure(outcomes, what);
 
   // 2. Rank 0 publishes: the index, then `latest`.
@@ -162,7 +140,7 @@ void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
       outcome = std::string("fail ") + failure.what();
     }
   }
-  throwFirstFailure(agree(comm, outcome), what);
+  throwFirstFailure(comm.allGatherText(outcome), what);
   if (comm.rank() == 0)
     prune(dir, step, std::max<uint64_t>(keep, 1));
 }
@@ -242,47 +220,36 @@ class WholeTensors {
 public:
   explicit WholeTensors(const std::string &dir) {
     if (!isShardedCheckpoint(dir)) {
-      whole_ = loadCheckpoint(dir);
-      for (const auto &[name, tensor] : whole_.tensors)
-        shapes_[name] = {tensor.dtype, tensor.shape, {}};
+      counters_ = loadCheckpoint(dir);
+      tensors_ = std::move(counters_.tensors);
+      counters_.tensors.clear();
+      for (const auto &[name, tensor] : tensors_)
+        shapes_[name] = {tensor.dtype, tensor.shape, 0};
       return;
     }
-    index_ = readShardedIndex(dir);
-    for (const auto &[path, digest] : index_.files) {
+    ShardedIndex index = readShardedIndex(dir);
+    for (const auto &[path, digest] : index.files) {
       if (sha256File(path) != digest)
         throw Error(path + ": SHA-256 differs from the index (the file is "
                            "corrupt or truncated)");
       readers_.push_back(std::make_unique<SafeTensorsReader>(path));
     }
-    for (const Binding &binding : index_.tensors)
+    for (const Binding &binding : index.tensors)
       shapes_[binding.name] = {
           binding.dtype, binding.sharded() ? binding.fullShape : binding.shape,
-          binding.shape};
+          binding.sharded() ? uint64_t(binding.shape[0]) : 0};
     // The counters and data metadata of rank 0's file.
-    std::string rank0 = index_.files.front().first;
-    std::filesystem::path rankDir = std::filesystem::path(rank0).parent_path();
-    Checkpoint counters = loadCheckpointMetadata(rankDir.string());
-    whole_.step = counters.step;
-    whole_.epoch = counters.epoch;
-    whole_.batch = counters.batch;
-    whole_.seed = counters.seed;
-    whole_.metadata = counters.metadata;
+    counters_ = loadCheckpointMetadata(joinPath(index.stepDir, rankName(0)));
   }
 
   /// Step, data position, seed and metadata; no tensors.
-  Checkpoint counters() const {
-    Checkpoint c;
-    c.step = whole_.step;
-    c.epoch = whole_.epoch;
-    c.batch = whole_.batch;
-    c.seed = whole_.seed;
-    c.metadata = whole_.metadata;
-    return c;
-  }
+  const Checkpoint &counters() const { return counters_; }
 
   struct Shape {
     DType dtype;
-    std::vector<int64_t> whole, stored;
+    std::vector<int64_t> whole;
+    /// Elements of each rank's block; 0: every rank holds it whole.
+    uint64_t block;
   };
   const std::map<std::string, Shape> &shapes() const { return shapes_; }
 
@@ -293,33 +260,27 @@ public:
     uint64_t bytes = elements * dtypeSize(shape.dtype);
     std::vector<unsigned char> out(bytes);
     if (readers_.empty()) {
-      const Tensor &tensor = whole_.tensors.at(name);
+      const Tensor &tensor = tensors_.at(name);
       std::memcpy(out.data(), tensor.bytes.data(),
                   std::min<size_t>(bytes, tensor.bytes.size()));
-      return out;
-    }
-    if (shape.stored == shape.whole || readers_.size() == 1 || !isBlock(name)) {
+    } else if (shape.block == 0) {
       readers_.front()->read(name, 0, bytes, out.data());
-      return out;
+    } else {
+      // Block r of rank r, up to the tensor's end.
+      uint64_t block = shape.block * dtypeSize(shape.dtype);
+      for (size_t rank = 0; rank < readers_.size() && rank * block < bytes;
+           ++rank)
+        readers_[rank]->read(name, 0, std::min(block, bytes - rank * block),
+                             out.data() + rank * block);
     }
-    uint64_t block = uint64_t(shape.stored[0]) * dtypeSize(shape.dtype);
-    for (size_t rank = 0; rank < readers_.size() && rank * block < bytes;
-         ++rank)
-      readers_[rank]->read(name, 0, std::min(block, bytes - rank * block),
-                           out.data() + rank * block);
     return out;
   }
 
 private:
-  bool isBlock(const std::string &name) const {
-    for (const Binding &binding : index_.tensors)
-      if (binding.name == name)
-        return binding.sharded();
-    return false;
-  }
-
-  Checkpoint whole_;
-  ShardedIndex index_;
+  Checkpoint counters_;
+  /// A whole-format checkpoint's tensors; empty for a sharded one, read
+  /// through readers_ instead.
+  std::map<std::string, Tensor> tensors_;
   std::vector<std::unique_ptr<SafeTensorsReader>> readers_;
   std::map<std::string, Shape> shapes_;
 };

@@ -90,10 +90,6 @@ Tensor scalarTensor(DType dtype, double value, const std::string &name) {
   }
 }
 
-std::string joinPath(const std::string &directory, const std::string &file) {
-  return (std::filesystem::path(directory) / file).string();
-}
-
 /// Per-step reports: plain log lines every logEvery steps, or a progress
 /// bar redrawn in place on stderr; other messages go to the log either way.
 class Reporter {
@@ -318,11 +314,9 @@ DataLoader shardedLoader(const Manifest &manifest, const TrainOptions &options,
   if (comm.worldSize() == 1)
     return loader;
   loader.setShard(comm.rank(), comm.worldSize());
-  char mine[24];
-  std::snprintf(mine, sizeof mine, "%020llu",
-                static_cast<unsigned long long>(loader.batchesPerEpoch()));
   uint64_t fewest = loader.batchesPerEpoch();
-  for (const std::string &theirs : comm.allGatherBytes(mine))
+  for (const std::string &theirs :
+       comm.allGatherText(std::to_string(loader.batchesPerEpoch())))
     fewest = std::min<uint64_t>(fewest, std::stoull(theirs));
   loader.setShard(comm.rank(), comm.worldSize(), fewest);
   return loader;
@@ -493,13 +487,10 @@ private:
     // The whole manifest (training configuration included: ranks with
     // different learning rates would drift apart silently), the collective
     // sequence, the world size.
-    uint64_t whole = manifestHash(manifest());
-    char mine[64];
-    std::snprintf(mine, sizeof mine, "%016llx %016llx %08llx",
-                  static_cast<unsigned long long>(whole),
-                  static_cast<unsigned long long>(manifest().dist.hash()),
-                  static_cast<unsigned long long>(manifest().dist.worldSize));
-    std::vector<std::string> all = comm_.allGatherBytes(mine);
+    std::vector<std::string> all =
+        comm_.allGatherText(hexHash(manifestHash(manifest())) + " " +
+                            hexHash(manifest().dist.hash()) + " " +
+                            std::to_string(manifest().dist.worldSize));
     std::string differ;
     for (size_t r = 1; r < all.size(); ++r)
       if (all[r] != all[0])
@@ -806,17 +797,15 @@ private:
     std::string outcome = "ok";
     std::string path;
     if (comm_.rank() == 0) {
-      ConsolidateResult result;
-      ShardedIndex index = readShardedIndex(options_.saveDir);
-      path = index.stepDir + "/model.safetensors";
-      outcome = consolidateNoThrow(options_.saveDir, path,
-                                   options_.saveConsolidated, result);
-      outcome = outcome.empty() ? "ok" : "fail " + outcome;
+      try {
+        path = joinPath(readShardedIndex(options_.saveDir).stepDir,
+                        "model.safetensors");
+        consolidate(options_.saveDir, path, options_.saveConsolidated);
+      } catch (const std::exception &failure) {
+        outcome = std::string("fail ") + failure.what();
+      }
     }
-    char mine[512] = {};
-    std::snprintf(mine, sizeof mine, "%s", outcome.c_str());
-    std::vector<std::string> all = comm_.allGatherBytes(std::string(mine, 512));
-    std::string first = all.front().c_str();
+    std::string first = comm_.allGatherText(outcome).front();
     if (first != "ok")
       throw Error("--save-consolidated: " + first.substr(5));
     if (comm_.rank() == 0)
@@ -833,12 +822,9 @@ private:
     bool sameLayout = !sharded && !shardedState();
     if (sharded && shardedState()) {
       ShardedIndex index = readShardedIndex(dir);
-      char hash[17];
-      std::snprintf(hash, sizeof hash, "%016llx",
-                    static_cast<unsigned long long>(manifestHash(manifest())));
       sameLayout = index.worldSize == uint64_t(comm_.worldSize()) &&
                    index.zeroStage == manifest().dist.zeroStage &&
-                   index.manifestHash == hash;
+                   index.manifestHash == hexHash(manifestHash(manifest()));
     }
     Checkpoint checkpoint;
     if (!sameLayout) {
