@@ -336,6 +336,51 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def LossScalePass : Pass<"ztc-loss-scale", "func::FuncOp"> {
+  let summary = "Dynamic loss scaling: finite check, skipped steps, scale rule";
+  let description = [{
+    Runs on the training step (`train.entry = "train_step"`) when it has
+    the `loss_scale` state `ztc-autodiff` adds for dynamic scaling (`loss-
+    scale` 0); after `ztc-zero`, before `ztc-lower-train`, so it sees the
+    gradients (or gradient shards) the updates read. Everything happens on
+    the device: the trainer reads the states only when it logs.
+
+    1. The finite check (DeepSpeed's): the sum of every gradient the
+       `train.sgd`/`train.adam` updates read, in f32; with ZeRO stages 1-3
+       the shard sums are all-reduced, so every rank decides alike. The
+       step applies when the total minus itself is 0 (not inf or NaN) and
+       the scale has not failed.
+    2. A skipped step keeps everything the updates would write: each
+       result becomes `nn.where(apply, new, old)`. Adam's step count is the
+       state `optimizer.step`, advanced only by applied steps.
+    3. DeepSpeed's `DynamicLossScaler.update_scale` on the states
+       `loss_scale`, `loss_scale.good_steps` (finite steps since the last
+       overflow or growth), `loss_scale.hysteresis_used` (overflows forgiven
+       since the hysteresis was restored), `loss_scale.skipped_steps` and
+       `loss_scale.failed_at`. An overflow with hysteresis left spends one;
+       else it halves the scale, not below `min-loss-scale`; an overflow
+       with the scale already at the minimum records the `step` hyper in
+       `failed_at`, after which nothing changes and the trainer stops.
+       `loss-scale-window` consecutive finite steps double the scale and
+       restore the hysteresis; with `consecutive-hysteresis` every finite
+       step restores it.
+  }];
+  let options = [
+    Option<"window", "loss-scale-window", "int64_t", /*default=*/"1000",
+           "Finite steps before the scale doubles">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"2",
+           "Overflows tolerated before the scale halves">,
+    Option<"consecutiveHysteresis", "consecutive-hysteresis", "bool",
+           /*default=*/"false",
+           "Restore the hysteresis after every finite step">,
+    Option<"minScale", "min-loss-scale", "double", /*default=*/"1.0",
+           "The scale never goes below this; an overflow there fails">,
+  ];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::ztc::dist::DistDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def LowerTrainPass : Pass<"ztc-lower-train", "func::FuncOp"> {
   let summary = "Expand train ops into nn arithmetic";
   let description = [{
@@ -386,7 +431,8 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
     3. Prunes: a value needs a gradient when it depends on a selected
        parameter (forward, through float values) and the loss depends on it
        (backward, through float values). Nothing else gets gradient work.
-    4. Seeds the loss's gradient with 1 and visits the ops in reverse
+    4. Seeds the loss's gradient with 1 (with `loss-scale`: the scale; see
+       below) and visits the ops in reverse
        program order. An op with a result that needs a gradient builds its
        VJP from its results' gradients (null where zero); an operand
        gradient is kept when the operand needs one, and gradients of a value
@@ -398,6 +444,13 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
        them) are listed in the function attribute `train.no_grad`.
     6. Erases the backward ops nothing uses (operand gradients that were
        built but not needed).
+
+    Loss scaling (mixed precision in fp16): with `loss-scale` S > 0 the
+    seed is the constant S; with `loss-scale` 0 it is a new rank-0 f32
+    `state` argument `loss_scale` whose `train.initial` is
+    2^`initial-scale-power` (`ztc-loss-scale` updates it). Either way each
+    parameter gradient is multiplied by 1/scale, so gradients leave the
+    backward unscaled and an overflow inside it stays inf or NaN.
 
     Backward ops carry the location of the forward op they differentiate,
     so reports about them name the ONNX node.
@@ -431,6 +484,13 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
                "Parameters to keep fixed: comma-separated regular "
                "expressions (llvm::Regex, extended POSIX), each matched "
                "against the whole binding name">,
+    Option<"lossScaleValue", "loss-scale", "double", /*default=*/"1.0",
+           "Seed the backward with this scale and unscale the gradients: "
+           "1 (no scaling), a positive static scale, or 0 (dynamic: the "
+           "`loss_scale` state, which ztc-loss-scale updates)">,
+    Option<"initialScalePower", "initial-scale-power", "unsigned",
+           /*default=*/"16",
+           "Dynamic scaling: the first scale is 2^this">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
                            "::mlir::ztc::train::TrainDialect",

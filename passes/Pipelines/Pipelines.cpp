@@ -21,6 +21,8 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -50,14 +52,42 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (!::ztc::rt::parseScheduleKind(lrSchedule))
     return fail("--lr-schedule '" + lrSchedule +
                 "': expected constant, warmup, warmup-decay or warmup-cosine");
-  if (precision == "fp16")
-    return fail("--precision fp16 needs loss scaling, which is not built "
-                "yet; use --precision bf16 (no scaling needed)");
-  if (precision != "fp32" && precision != "fp64" && precision != "bf16")
-    return fail("--precision '" + precision + "': expected fp32, bf16 or fp64");
-  if (!keepFp32.empty() && precision != "bf16")
-    return fail("--keep-fp32 applies to --precision bf16, not '" + precision +
-                "'");
+  if (precision != "fp32" && precision != "fp64" && precision != "bf16" &&
+      precision != "fp16")
+    return fail("--precision '" + precision +
+                "': expected fp32, bf16, fp16 or fp64");
+  bool half = precision == "bf16" || precision == "fp16";
+  if (!keepFp32.empty() && !half)
+    return fail("--keep-fp32 applies to --precision bf16 or fp16, not '" +
+                precision + "'");
+  // Loss scaling is fp16's; bf16 has f32's range and needs none.
+  std::pair<const char *, bool> scaling[] = {
+      {"loss-scale", lossScale.hasValue()},
+      {"initial-scale-power", initialScalePower.hasValue()},
+      {"loss-scale-window", lossScaleWindow.hasValue()},
+      {"hysteresis", hysteresis.hasValue()},
+      {"consecutive-hysteresis", consecutiveHysteresis.hasValue()},
+      {"min-loss-scale", minLossScale.hasValue()}};
+  for (auto [name, given] : scaling)
+    if (given && precision != "fp16")
+      return fail(std::string("--") + name +
+                  " applies to --precision fp16 (loss scaling), not '" +
+                  precision + "'");
+  if (!(lossScale >= 0) || !std::isfinite(lossScale)) {
+    std::ostringstream given;
+    given << double(lossScale);
+    return fail("--loss-scale must be 0 (dynamic) or a positive scale, got " +
+                given.str());
+  }
+  if (initialScalePower > 126)
+    return fail("--initial-scale-power " + std::to_string(initialScalePower) +
+                " is beyond float32's range (at most 126)");
+  if (lossScaleWindow < 1)
+    return fail("--loss-scale-window must be at least 1");
+  if (hysteresis < 1)
+    return fail("--hysteresis must be at least 1");
+  if (!(minLossScale > 0))
+    return fail("--min-loss-scale must be positive");
   if (isRecomputeBudget(recompute)) {
     std::string budgetError;
     if (!parseRecomputeBudget(recompute, budgetError))
@@ -78,7 +108,8 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
                 ": expected 0, 1, 2 or 3");
   if (!commDtype.empty() && commDtype != "fp32" && commDtype != "fp16" &&
       commDtype != "bf16")
-    return fail("--comm-dtype '" + commDtype + "': expected fp32, fp16 or bf16");
+    return fail("--comm-dtype '" + commDtype +
+                "': expected fp32, fp16 or bf16");
   if (paramPersistenceThreshold < 0)
     return fail("--param-persistence-threshold must not be negative");
   if (worldSize < 1)
@@ -144,11 +175,11 @@ void mlir::ztc::buildTrainingNNPipeline(
 
   // 2. [precision slot] fp64 promotes before the loss, so the loss and every
   // gradient op are built in double too.
-  // bf16 gives each op a compute type before the loss, which is then built
-  // on the model's f32 outputs.
+  // bf16 and fp16 give each op a compute type before the loss, which is
+  // then built on the model's f32 outputs.
   if (options.precision == "fp64")
     pm.addNestedPass<func::FuncOp>(createPromoteF64Pass());
-  if (options.precision == "bf16") {
+  if (options.precision == "bf16" || options.precision == "fp16") {
     AutocastPassOptions autocast;
     autocast.precision = options.precision;
     autocast.keepFp32 = options.keepFp32;
@@ -165,6 +196,12 @@ void mlir::ztc::buildTrainingNNPipeline(
   pm.addNestedPass<func::FuncOp>(createAttachLossPass(loss));
   AutodiffPassOptions autodiff;
   autodiff.frozen.assign(options.freeze.begin(), options.freeze.end());
+  // fp16: the backward runs on the scaled loss (dynamic: ztc-loss-scale,
+  // after ZeRO, keeps the scale).
+  if (options.precision == "fp16") {
+    autodiff.lossScaleValue = options.lossScale;
+    autodiff.initialScalePower = options.initialScalePower;
+  }
   pm.addNestedPass<func::FuncOp>(createAutodiffPass(autodiff));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
@@ -227,6 +264,14 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   zero.paramPersistenceThreshold = options.paramPersistenceThreshold;
   zero.commDtype = options.commDtype;
   pm.addNestedPass<func::FuncOp>(createZeroPass(zero));
+  // Dynamic loss scaling checks the gradients the updates read (whole or,
+  // after ZeRO, shards) and skips an overflowing step.
+  LossScalePassOptions lossScale;
+  lossScale.window = options.lossScaleWindow;
+  lossScale.hysteresis = options.hysteresis;
+  lossScale.consecutiveHysteresis = options.consecutiveHysteresis;
+  lossScale.minScale = options.minLossScale;
+  pm.addNestedPass<func::FuncOp>(createLossScalePass(lossScale));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 }

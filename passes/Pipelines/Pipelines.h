@@ -109,22 +109,56 @@ struct TrainingPipelineOptions
   // accepts today only what is built.
   /// Precision slot, before the loss and autodiff: `fp32` computes as the
   /// model is written; `fp64` promotes every float to double first (what
-  /// `ztc gradcheck` compiles); `bf16` runs ztc-autocast (half matrix
-  /// products and convolutions, f32 master weights). fp16 waits for loss
-  /// scaling.
+  /// `ztc gradcheck` compiles); `bf16` and `fp16` run ztc-autocast (half
+  /// matrix products and convolutions, f32 master weights); fp16 also
+  /// scales the loss (ztc-autodiff's seed, ztc-loss-scale).
   Option<std::string> precision{
       *this, "precision",
-      llvm::cl::desc("fp32 (as the model is written); bf16 (mixed precision: "
-                     "matrix products and convolutions in bfloat16, "
-                     "softmax, normalizations, sums and the loss in f32, "
-                     "f32 master weights); fp64 (every float promoted to "
-                     "double, for gradient checks)"),
+      llvm::cl::desc("fp32 (as the model is written); bf16 or fp16 (mixed "
+                     "precision: matrix products and convolutions in half "
+                     "precision, softmax, normalizations, sums and the loss "
+                     "in f32, f32 master weights; fp16 with loss scaling); "
+                     "fp64 (every float promoted to double, for gradient "
+                     "checks)"),
       llvm::cl::init("fp32")};
   Option<std::string> keepFp32{
       *this, "keep-fp32",
-      llvm::cl::desc("For --precision bf16: a regular expression; matrix "
-                     "products and convolutions whose op name (nn.matmul, "
-                     "nn.conv2d) or ONNX node name it matches stay in f32")};
+      llvm::cl::desc("For --precision bf16 or fp16: a regular expression; "
+                     "matrix products and convolutions whose op name "
+                     "(nn.matmul, nn.conv2d) or ONNX node name it matches "
+                     "stay in f32")};
+  /// Loss scaling for --precision fp16, with DeepSpeed's names and
+  /// defaults (its "fp16" section).
+  Option<double> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("For --precision fp16: 0 for dynamic loss scaling (the "
+                     "default), or a static scale (no overflow check, as in "
+                     "DeepSpeed)"),
+      llvm::cl::init(0.0)};
+  Option<unsigned> initialScalePower{
+      *this, "initial-scale-power",
+      llvm::cl::desc("Dynamic loss scaling: the first scale is 2^this"),
+      llvm::cl::init(16)};
+  Option<int64_t> lossScaleWindow{
+      *this, "loss-scale-window",
+      llvm::cl::desc("Dynamic loss scaling: finite steps before the scale "
+                     "doubles"),
+      llvm::cl::init(1000)};
+  Option<int64_t> hysteresis{
+      *this, "hysteresis",
+      llvm::cl::desc("Dynamic loss scaling: overflows tolerated before the "
+                     "scale halves"),
+      llvm::cl::init(2)};
+  Option<bool> consecutiveHysteresis{
+      *this, "consecutive-hysteresis",
+      llvm::cl::desc("Dynamic loss scaling: restore the hysteresis after "
+                     "every finite step"),
+      llvm::cl::init(false)};
+  Option<double> minLossScale{
+      *this, "min-loss-scale",
+      llvm::cl::desc("Dynamic loss scaling: the scale never goes below this; "
+                     "an overflow at it stops training"),
+      llvm::cl::init(1.0)};
   /// Recompute slot, after autodiff: ztc-recompute chooses what the
   /// backward recomputes instead of keeping.
   Option<std::string> recompute{
@@ -152,8 +186,9 @@ struct TrainingPipelineOptions
   /// optimizer state and gradients over world-size ranks.
   Option<unsigned> zeroStage{
       *this, "zero",
-      llvm::cl::desc("ZeRO stage: 0 data parallel (gradients all-reduced), "
-                     "1 optimizer states sharded, 2 gradients too, 3 parameters too"),
+      llvm::cl::desc(
+          "ZeRO stage: 0 data parallel (gradients all-reduced), "
+          "1 optimizer states sharded, 2 gradients too, 3 parameters too"),
       llvm::cl::init(0)};
   Option<unsigned> worldSize{
       *this, "world-size",

@@ -17,6 +17,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
+#include <cmath>
+
 namespace mlir::ztc {
 #define GEN_PASS_DEF_AUTODIFFPASS
 #include "passes/Passes.h.inc"
@@ -158,8 +160,9 @@ public:
   ReverseSweep(OpBuilder &builder, const DenseSet<Value> &active)
       : b(builder), active(active) {}
 
-  /// Seeds the loss with 1 and propagates through `block` in reverse.
-  LogicalResult run(Block &block, Value loss);
+  /// Seeds the loss with `seed` (a rank-0 tensor of the loss's type) and
+  /// propagates through `block` in reverse.
+  LogicalResult run(Block &block, Value loss, Value seed);
 
   /// The gradient of `value`, or null if it has none.
   Value lookup(Value value) const { return grads.lookup(value); }
@@ -173,12 +176,10 @@ private:
   DenseMap<Value, Value> grads;
 };
 
-LogicalResult ReverseSweep::run(Block &block, Value loss) {
+LogicalResult ReverseSweep::run(Block &block, Value loss, Value seed) {
   if (!active.contains(loss))
     return success();
-  grads[loss] = nn::buildScalar(
-      b, loss.getLoc(), cast<RankedTensorType>(loss.getType()).getElementType(),
-      1.0);
+  grads[loss] = seed;
   for (Operation &op : llvm::reverse(block.without_terminator()))
     if (failed(visit(&op)))
       return failure();
@@ -265,15 +266,34 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
     OpBuilder b(block.getTerminator());
     CreatedOps created;
     b.setListener(&created);
+    FailureOr<Value> scale = lossScale(func, b);
+    if (failed(scale))
+      return signalPassFailure();
+    Type lossElement =
+        cast<RankedTensorType>((*loss).getType()).getElementType();
+    Value seed = *scale
+                     ? castTo(b, *scale, lossElement)
+                     : nn::buildScalar(b, (*loss).getLoc(), lossElement, 1.0);
     ReverseSweep sweep(b, active);
-    if (failed(sweep.run(block, *loss)))
+    if (failed(sweep.run(block, *loss, seed)))
       return signalPassFailure();
 
+    // With a loss scale, the backward ran on scale * loss; the gradients
+    // leave it unscaled (an overflow stays inf or NaN, for ztc-loss-scale
+    // to find).
+    Value inverse;
+    if (*scale)
+      inverse = nn::ReciprocalOp::create(b, scaleLoc(), *scale);
     SmallVector<Value> grads;
     SmallVector<StringAttr> names;
     SmallVector<Attribute> noGrad;
     for (const Param &param : params) {
       if (Value grad = sweep.lookup(param.arg)) {
+        if (inverse)
+          grad = nn::MulOp::create(
+              b, scaleLoc(), grad,
+              castTo(b, inverse,
+                     cast<RankedTensorType>(grad.getType()).getElementType()));
         grads.push_back(grad);
         names.push_back(param.name);
       } else {
@@ -293,6 +313,60 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
     for (Operation *op : llvm::reverse(created.ops))
       if (op->use_empty())
         op->erase();
+  }
+
+  Location scaleLoc() {
+    return NameLoc::get(StringAttr::get(&getContext(), "loss_scale"));
+  }
+
+  /// `value` (rank 0) in `element`.
+  Value castTo(OpBuilder &b, Value value, Type element) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getElementType() == element)
+      return value;
+    return nn::CastOp::create(b, scaleLoc(), type.clone(element), value);
+  }
+
+  /// The loss scale the backward is seeded with, as a rank-0 f32 value:
+  /// null without scaling (loss-scale 1); a constant for a static scale;
+  /// for dynamic scaling (loss-scale 0) the `loss_scale` state, added with
+  /// the initial value 2^initial-scale-power, which ztc-loss-scale updates.
+  FailureOr<Value> lossScale(func::FuncOp func, OpBuilder &b) {
+    if (lossScaleValue == 1.0)
+      return Value();
+    if (!(lossScaleValue >= 0) || !std::isfinite(lossScaleValue)) {
+      func.emitError("loss-scale must be 0 (dynamic) or a positive number, "
+                     "got ")
+          << lossScaleValue;
+      return failure();
+    }
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    if (lossScaleValue > 0)
+      return Value(arith::ConstantOp::create(
+          b, scaleLoc(),
+          DenseElementsAttr::get(type, b.getF32FloatAttr(lossScaleValue))));
+    if (initialScalePower > 126) {
+      func.emitError("initial-scale-power ")
+          << unsigned(initialScalePower)
+          << " is beyond float32's range (at most 126)";
+      return failure();
+    }
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      if (train::bindingName(func, i) == train::kLossScaleName) {
+        func.emitError("argument ")
+            << i << " is already bound as '" << train::kLossScaleName
+            << "', the dynamic loss scale's state";
+        return failure();
+      }
+    unsigned index = func.getNumArguments();
+    NamedAttrList attrs(train::bindingAttrs(
+        func.getContext(), train::kLossScaleName, train::BindingRole::State));
+    attrs.set(train::kInitialAttr,
+              DenseElementsAttr::get(
+                  type, b.getF32FloatAttr(std::ldexp(1.0, initialScalePower))));
+    (void)func.insertArgument(
+        index, type, attrs.getDictionary(func.getContext()), scaleLoc());
+    return Value(func.getArgument(index));
   }
 };
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/Transforms/Arithmetic.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -21,34 +22,7 @@ using namespace mlir::ztc;
 
 namespace {
 
-/// Scalar-broadcast nn arithmetic at one insertion point.
-struct Math {
-  OpBuilder &b;
-  Location loc;
-
-  Value scalar(double value) {
-    auto type = RankedTensorType::get({}, b.getF32Type());
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
-  }
-  Value add(Value x, Value y) { return nn::AddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return nn::SubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return nn::MulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return nn::DivOp::create(b, loc, x, y); }
-  Value mul(Value x, double y) { return mul(x, scalar(y)); }
-  Value sqrt(Value x) { return nn::SqrtOp::create(b, loc, x); }
-  Value pow(Value x, Value y) { return nn::PowOp::create(b, loc, x, y); }
-  /// The sum of squares of every element, as a scalar.
-  Value sumOfSquares(Value x) {
-    auto type = cast<RankedTensorType>(x.getType());
-    SmallVector<int64_t> axes =
-        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-    Value square = mul(x, x);
-    return axes.empty()
-               ? square
-               : Value(nn::ReduceSumOp::create(b, loc, square, axes, false));
-  }
-};
+using Math = Arithmetic;
 
 SmallVector<Value> lower(train::SgdOp op, Math &m) {
   double decay = op.getWeightDecay().convertToDouble();
@@ -78,9 +52,7 @@ SmallVector<Value> lower(train::AdamOp op, Math &m) {
     p = m.sub(p, m.mul(p, m.mul(lr, m.scalar(decay))));
   else if (decay != 0)
     g = m.add(g, m.mul(p, decay));
-  // One builder call per statement where two would be arguments of a third:
-  // C++ leaves the order of arguments open, and the ops' order (hence the
-  // memory plan) must not depend on the compiler ztc is built with.
+  // One builder call per statement (passes/Transforms/Arithmetic.h).
   Value keptAvg = m.mul(op.getExpAvg(), beta1);
   Value newAvg = m.add(keptAvg, m.mul(g, 1.0 - beta1));
   Value keptAvgSq = m.mul(op.getExpAvgSq(), beta2);

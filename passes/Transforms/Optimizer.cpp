@@ -85,9 +85,10 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr("optimizer"), ret.getLoc());
     Type scalarType = RankedTensorType::get({}, b.getF32Type());
-    Value lr = addArgument(func, scalarType, "lr", train::BindingRole::Hyper);
-    Value step =
-        addArgument(func, scalarType, "step", train::BindingRole::Hyper);
+    Value lr = train::appendBoundArgument(func, scalarType, "lr",
+                                          train::BindingRole::Hyper);
+    Value step = train::appendBoundArgument(func, scalarType, "step",
+                                            train::BindingRole::Hyper);
     b.setInsertionPoint(ret);
 
     // 2. Global-norm clipping.
@@ -113,9 +114,9 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
         SmallVector<Value> operands = {p, u.grad, lr};
         SmallVector<Type> types = {type};
         if (momentum != 0) {
-          operands.push_back(addArgument(func, type,
-                                         u.name + ".momentum_buffer",
-                                         train::BindingRole::State));
+          operands.push_back(train::appendBoundArgument(
+              func, type, u.name + ".momentum_buffer",
+              train::BindingRole::State));
           types.push_back(type);
         }
         SmallVector<NamedAttribute> attrs = {
@@ -134,10 +135,10 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
         continue;
       }
       // Adam and AdamW.
-      Value expAvg = addArgument(func, type, u.name + ".exp_avg",
-                                 train::BindingRole::State);
-      Value expAvgSq = addArgument(func, type, u.name + ".exp_avg_sq",
-                                   train::BindingRole::State);
+      Value expAvg = train::appendBoundArgument(func, type, u.name + ".exp_avg",
+                                                train::BindingRole::State);
+      Value expAvgSq = train::appendBoundArgument(
+          func, type, u.name + ".exp_avg_sq", train::BindingRole::State);
       SmallVector<NamedAttribute> attrs = {
           b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
           b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
@@ -173,16 +174,6 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
       func.setResultAttrs(
           i + 1, b.getDictionaryAttr(b.getNamedAttr(train::kUpdateOfAttr,
                                                     b.getStringAttr(name))));
-  }
-
-  /// Appends an argument bound as `name` with `role`.
-  static Value addArgument(func::FuncOp func, Type type, StringRef name,
-                           train::BindingRole role) {
-    unsigned index = func.getNumArguments();
-    (void)func.insertArgument(
-        index, type, train::bindingAttrs(func.getContext(), name, role),
-        func.getLoc());
-    return func.getArgument(index);
   }
 };
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/Transforms/Arithmetic.h"
 
 #include "dialects/NN/IR/ShapeLimits.h"
 
@@ -41,55 +42,7 @@ struct Update {
 };
 
 /// Builders at one insertion point.
-struct Build {
-  OpBuilder &b;
-  Location loc;
-
-  Value scalar(double value, Type element) {
-    auto type = RankedTensorType::get({}, element);
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
-  }
-  Value zeros(int64_t n, Type element) {
-    auto type = RankedTensorType::get({n}, element);
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0)));
-  }
-  Value reshape(Value x, RankedTensorType type) {
-    if (x.getType() == type)
-      return x;
-    return nn::ReshapeOp::create(b, loc, type, x);
-  }
-  Value flat(Value x) {
-    auto type = cast<RankedTensorType>(x.getType());
-    return reshape(x, RankedTensorType::get({type.getNumElements()},
-                                            type.getElementType()));
-  }
-  /// The values flattened and joined, then `pad` zeros.
-  Value concat(ArrayRef<Value> values, int64_t pad) {
-    SmallVector<Value> parts =
-        llvm::map_to_vector(values, [&](Value v) { return flat(v); });
-    if (pad > 0)
-      parts.push_back(zeros(
-          pad,
-          cast<RankedTensorType>(parts.front().getType()).getElementType()));
-    if (parts.size() == 1)
-      return parts.front();
-    return nn::ConcatOp::create(b, loc, parts, uint64_t(0));
-  }
-  Value slice(Value x, int64_t start, int64_t size) {
-    if (start == 0 && cast<RankedTensorType>(x.getType()).getDimSize(0) == size)
-      return x;
-    return nn::SliceOp::create(b, loc, x, ArrayRef<int64_t>{start},
-                               ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
-  }
-  Value mul(Value x, Value y) { return nn::MulOp::create(b, loc, x, y); }
-  Value add(Value x, Value y) { return nn::AddOp::create(b, loc, x, y); }
-  Value scale(Value x, double factor) {
-    return mul(x, scalar(factor,
-                         cast<RankedTensorType>(x.getType()).getElementType()));
-  }
-};
+using Build = Arithmetic;
 
 RankedTensorType flatType(int64_t n, Type element) {
   return RankedTensorType::get({n}, element);
@@ -465,22 +418,13 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       // gradients' (equal on every rank).
       Type element = cast<RankedTensorType>(updates.front().param.getType())
                          .getElementType();
-      auto sumOfSquares = [&](Value g) -> Value {
-        auto type = cast<RankedTensorType>(g.getType());
-        Value square = m.mul(g, g);
-        SmallVector<int64_t> axes =
-            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-        return axes.empty() ? square
-                            : Value(nn::ReduceSumOp::create(b, loc, square,
-                                                            axes, false));
-      };
       Value shardTotal, wholeTotal;
       for (Update *u : sharded) {
-        Value squares = sumOfSquares(gradOf(u));
+        Value squares = m.sumOfSquares(gradOf(u));
         shardTotal = shardTotal ? m.add(shardTotal, squares) : squares;
       }
       for (Update *u : whole) {
-        Value squares = sumOfSquares(gradOf(u));
+        Value squares = m.sumOfSquares(gradOf(u));
         wholeTotal = wholeTotal ? m.add(wholeTotal, squares) : squares;
       }
       Value total;

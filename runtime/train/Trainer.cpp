@@ -133,18 +133,19 @@ public:
 
   /// Reports a due step; `loss` is the mean over the steps since the last
   /// report.
-  void step(uint64_t step, float loss, double lr) {
+  /// `extra` follows the learning rate (the loss scale, when there is one).
+  void step(uint64_t step, float loss, double lr, const std::string &extra) {
     Clock::time_point now = Clock::now();
     if (bar_) {
-      drawBar(step, loss, lr, now);
+      drawBar(step, loss, lr, extra, now);
       return;
     }
     double rate = samplesPerStep_ * double(step - lastLineStep_) /
                   std::max(secondsBetween(lastLine_, now), 1e-9);
-    log_(printfString("step %llu/%llu  loss %.6f  lr %.3e  %.1f samples/s",
+    log_(printfString("step %llu/%llu  loss %.6f  lr %.3e%s  %.1f samples/s",
                       static_cast<unsigned long long>(step),
                       static_cast<unsigned long long>(lastStep_), loss, lr,
-                      rate));
+                      extra.c_str(), rate));
     lastLine_ = now;
     lastLineStep_ = step;
   }
@@ -157,7 +158,8 @@ public:
   }
 
 private:
-  void drawBar(uint64_t step, float loss, double lr, Clock::time_point now) {
+  void drawBar(uint64_t step, float loss, double lr, const std::string &extra,
+               Clock::time_point now) {
     constexpr int kWidth = 24;
     double elapsed = std::max(secondsBetween(start_, now), 1e-9);
     uint64_t done = step - firstStep_;
@@ -167,11 +169,12 @@ private:
     bar.resize(kWidth, '.');
     double eta = elapsed / double(done) * double(lastStep_ - step);
     std::string line = printfString(
-        "\rstep %llu/%llu [%s] loss %.6f  lr %.3e  %.1f samples/s  ETA %s"
+        "\rstep %llu/%llu [%s] loss %.6f  lr %.3e%s  %.1f samples/s  ETA %s"
         "\033[K",
         static_cast<unsigned long long>(step),
         static_cast<unsigned long long>(lastStep_), bar.c_str(), loss, lr,
-        samplesPerStep_ * double(done) / elapsed, formatDuration(eta).c_str());
+        extra.c_str(), samplesPerStep_ * double(done) / elapsed,
+        formatDuration(eta).c_str());
     std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
     drawn_ = true;
@@ -417,7 +420,7 @@ public:
         ++result.stateReads;
         result.losses.push_back(loss);
         result.loggedSteps.push_back(step);
-        reporter.step(step, loss, lr);
+        reporter.step(step, loss, lr, readLossScale(step));
         if (metricsDue)
           writeMetrics(step, lr);
       }
@@ -464,6 +467,15 @@ private:
   void findHypers() {
     const std::vector<Binding> &bindings = manifest().bindings;
     for (size_t i = 0; i < bindings.size(); ++i) {
+      if (bindings[i].role == BindingRole::State &&
+          bindings[i].dtype == DType::Float32 && bindings[i].shape.empty()) {
+        if (bindings[i].name == "loss_scale")
+          scaleState_ = static_cast<int>(i);
+        else if (bindings[i].name == "loss_scale.skipped_steps")
+          skippedState_ = static_cast<int>(i);
+        else if (bindings[i].name == "loss_scale.failed_at")
+          failedState_ = static_cast<int>(i);
+      }
       if (bindings[i].role != BindingRole::Hyper)
         continue;
       if (bindings[i].name == "lr")
@@ -580,7 +592,9 @@ private:
     metricsCalls_ += state.calls;
     std::vector<DataPosition> positions = std::move(callPositions_);
     callPositions_.clear();
-    if (state.first_nonfinite_call != 0) {
+    // Under dynamic loss scaling an overflowing step is skipped, not
+    // trained on; the scaler's failure at its minimum is what stops a run.
+    if (state.first_nonfinite_call != 0 && !dynamicScaling()) {
       uint64_t call = uint64_t(state.first_nonfinite_call - 1);
       uint64_t at = first + call / microBatches_;
       double loss = state.first_nonfinite_loss;
@@ -600,6 +614,41 @@ private:
                   ": the step recorded no loss (an artifact compiled without "
                   "kernel.record_loss; recompile it)");
     return static_cast<float>(state.loss_sum / double(state.calls));
+  }
+
+  bool dynamicScaling() const {
+    return scaleState_ >= 0 && skippedState_ >= 0 && failedState_ >= 0;
+  }
+
+  float stateValue(int index) const {
+    Tensor value = runner_.binding(static_cast<size_t>(index));
+    return *value.data<float>();
+  }
+
+  /// Under dynamic loss scaling, reads the scale and the skipped steps
+  /// ("  loss scale 32768  skipped 3" for the log line) and stops the run
+  /// when the scale failed at its minimum; else "". Read only when the
+  /// loss is, so it costs no extra synchronization.
+  std::string readLossScale(uint64_t step) {
+    if (!dynamicScaling())
+      return "";
+    lossScale_ = stateValue(scaleState_);
+    skippedSteps_ = static_cast<uint64_t>(stateValue(skippedState_));
+    if (float failedAt = stateValue(failedState_); failedAt != 0) {
+      auto at = static_cast<uint64_t>(failedAt);
+      throw Error(
+          "step " + std::to_string(at) +
+          ": the gradients overflow in fp16 at the minimum loss scale (" +
+          printfString("%.10g", lossScale_) +
+          ") with no hysteresis left; training stops (steps " +
+          std::to_string(at) + ".." + std::to_string(step) +
+          " applied no update, so the parameters are those after step " +
+          std::to_string(at - 1) +
+          "). Compile with a lower --min-loss-scale, or with --precision "
+          "bf16 (float32's range, no scaling)");
+    }
+    return printfString("  loss scale %.10g  skipped %llu", lossScale_,
+                        static_cast<unsigned long long>(skippedSteps_));
   }
 
   /// --metrics FILE: truncated for a new run, appended to by a resumed one
@@ -641,8 +690,9 @@ private:
         {"loss", metricsCalls_ ? metricsLossSum_ / double(metricsCalls_) : 0.0},
         {"learning_rate", lr},
         {"grad_norm", nullptr},
-        {"loss_scale", nullptr},
-        {"skipped_steps", 0},
+        {"loss_scale", dynamicScaling() ? nlohmann::ordered_json(lossScale_)
+                                        : nlohmann::ordered_json(nullptr)},
+        {"skipped_steps", skippedSteps_},
         {"samples_per_second", samples / seconds},
         {"arena_bytes", runner_.arenaBytes()}};
     line["tokens_per_second"] =
@@ -906,6 +956,11 @@ private:
   uint64_t intervalStart_ = 1;
   std::vector<DataPosition> callPositions_;
   int lrHyper_ = -1, stepHyper_ = -1;
+  /// Dynamic loss scaling (ztc-loss-scale's states): the scale, the steps
+  /// it skipped and the step it failed at (0: none); and their last reading.
+  int scaleState_ = -1, skippedState_ = -1, failedState_ = -1;
+  double lossScale_ = 0;
+  uint64_t skippedSteps_ = 0;
   std::optional<Schedule> schedule_;
   Reporter *reporter_ = nullptr;
   /// --metrics: the file, the loss summed over the calls since its last

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Mixed precision (ztc compile --precision bf16) trains like f32.
+"""Mixed precision (ztc compile --precision bf16 or fp16) trains like f32.
 
   - the example GPT on the GPL-3 characters Debian ships and the CNN
     (training-mode BatchNorm) on scikit-learn's digits, 200 steps each
-    from the same weights and data in f32 and in bf16: the bf16 run's final
-    loss is within 2% of the f32 run's;
-  - the MLP and the CNN trained in bf16 reach at least 95% held-out
-    accuracy on digits (the whole path: compile, train, export, run);
+    from the same weights and data in f32, bf16 and fp16 (dynamic loss
+    scaling): each half-precision run's final loss is within 2% of the f32
+    run's;
+  - the MLP and the CNN trained in bf16 and in fp16 reach at least 95%
+    held-out accuracy on digits (the whole path: compile, train, export,
+    run);
   - the bf16 GPT keeps at most 3/4 of the f32 saved activation bytes (the
     matrix products' inputs and outputs are half; softmax outputs, the
     residual stream and normalizations stay f32, as under PyTorch's
@@ -48,10 +50,11 @@ def final_loss(ztc, model, data, precision, *flags):
 
 def compare_losses(ztc, name, model, data, *flags):
     f32 = final_loss(ztc, model, data, "fp32", *flags)
-    bf16 = final_loss(ztc, model, data, "bf16", *flags)
-    check(abs(bf16 - f32) <= 0.02 * f32,
-          "%s, 200 steps: final loss bf16 %.4f, f32 %.4f (%.2f%% apart, at most 2%%)"
-          % (name, bf16, f32, 100 * abs(bf16 - f32) / f32))
+    for precision in ("bf16", "fp16"):
+        half = final_loss(ztc, model, data, precision, *flags)
+        check(abs(half - f32) <= 0.02 * f32,
+              "%s, 200 steps: final loss %s %.4f, f32 %.4f (%.2f%% apart, at most 2%%)"
+              % (name, precision, half, f32, 100 * abs(half - f32) / f32))
 
 
 def inspect(ztc, model, precision, *flags):
@@ -81,14 +84,21 @@ def main():
         compare_losses(args.ztc, "cnn_train on digits", os.path.join(models, "cnn_train.onnx"),
                        os.path.join(digits, "train"), "--batch-size", "32", "--lr", "3e-3")
 
-        # Held-out accuracy in bf16, through the whole user path.
-        convergence_check.train_classifier(args.ztc, tmp, "mlp", [],
-                                           ["--lr", "3e-3", "--precision", "bf16"], "30")
-        convergence_check.train_classifier(args.ztc, tmp, "cnn_train", ["--images"],
-                                           ["--lr", "3e-3", "--precision", "bf16"], "30",
-                                           ["--inference"])
-        check(len(convergence_check.results) >= 2 and all(convergence_check.results),
-              "bf16: the MLP and the CNN reach 95% held-out accuracy on digits (above)")
+        # Held-out accuracy in bf16 and fp16, through the whole user path.
+        for precision in ("bf16", "fp16"):
+            start = len(convergence_check.results)
+            os.makedirs(os.path.join(tmp, precision))
+            os.symlink(models, os.path.join(tmp, precision, "models"))
+            convergence_check.train_classifier(
+                args.ztc, os.path.join(tmp, precision), "mlp", [],
+                ["--lr", "3e-3", "--precision", precision], "30")
+            convergence_check.train_classifier(
+                args.ztc, os.path.join(tmp, precision), "cnn_train", ["--images"],
+                ["--lr", "3e-3", "--precision", precision], "30", ["--inference"])
+            done = convergence_check.results[start:]
+            check(len(done) >= 2 and all(done),
+                  "%s: the MLP and the CNN reach 95%% held-out accuracy on digits (above)"
+                  % precision)
 
         # Memory: half activations, f32 master weights and states.
         wide = inspect(args.ztc, gpt, "fp32", "--batch-size", "16")

@@ -104,6 +104,32 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
       artifact.initialValues[binding.name] = std::move(tensor);
     }
 
+  // States whose first value is not zero (train.initial, a splat): the
+  // dynamic loss scale.
+  for (const codegen::Entry &entry : entries)
+    for (unsigned i = 0, e = func::FuncOp(entry.func).getNumArguments(); i < e;
+         ++i) {
+      func::FuncOp func = entry.func;
+      auto initial =
+          func.getArgAttrOfType<DenseElementsAttr>(i, train::kInitialAttr);
+      StringRef name = train::bindingName(func, i);
+      if (!initial || artifact.initialValues.count(name.str()))
+        continue;
+      auto binding =
+          llvm::find_if(manifest.bindings, [&](const rt::Binding &binding) {
+            return binding.name == name;
+          });
+      if (binding == manifest.bindings.end())
+        continue;
+      rt::Tensor tensor(binding->dtype, binding->sharded() ? binding->fullShape
+                                                           : binding->shape);
+      std::vector<uint8_t> element = constantBytes(initial);
+      size_t width = element.size() / size_t(initial.getNumElements());
+      for (size_t at = 0; at + width <= tensor.bytes.size(); at += width)
+        std::memcpy(tensor.bytes.data() + at, element.data(), width);
+      artifact.initialValues[name.str()] = std::move(tensor);
+    }
+
   // The manifest's entries: the main one (forward, train_step, or loss for
   // a gradient check), the gradient entry and the accumulation entry.
   for (auto [entry, step] : llvm::zip(entries, steps)) {

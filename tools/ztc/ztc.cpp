@@ -214,7 +214,9 @@ const char *const kCompilePipelineFlags[] = {
     "total-steps",    "min-lr",       "recompute",   "recompute-blocks",
     "recompute-time-limit", "precision", "keep-fp32", "zero",
     "world-size",     "reduce-bucket-bytes", "param-persistence-threshold",
-    "comm-dtype"};
+    "comm-dtype",     "loss-scale",   "initial-scale-power",
+    "loss-scale-window", "hysteresis", "consecutive-hysteresis",
+    "min-loss-scale"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",

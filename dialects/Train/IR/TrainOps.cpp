@@ -51,6 +51,20 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kInitialAttr) {
+    // A state's first value: a splat of the argument's element type, which
+    // the artifact's init.safetensors carries.
+    Type type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+    auto value = dyn_cast<DenseElementsAttr>(attr.getValue());
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!value || !value.isSplat() || !shaped ||
+        value.getElementType() != shaped.getElementType())
+      return op->emitError("'")
+             << name << "' on argument " << argIndex
+             << " must be a splat of the argument's element type, got "
+             << attr.getValue();
+    return success();
+  }
   if (name != kBindingAttr)
     return op->emitError("unknown argument attribute '") << name << "'";
   auto binding = dyn_cast<BindingAttr>(attr.getValue());
@@ -231,6 +245,14 @@ DictionaryAttr mlir::ztc::train::bindingAttrs(MLIRContext *context,
   Builder b(context);
   return b.getDictionaryAttr(b.getNamedAttr(
       kBindingAttr, BindingAttr::get(context, role, b.getStringAttr(name))));
+}
+
+Value mlir::ztc::train::appendBoundArgument(func::FuncOp func, Type type,
+                                            StringRef name, BindingRole role) {
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(
+      index, type, bindingAttrs(func.getContext(), name, role), func.getLoc());
+  return func.getArgument(index);
 }
 
 void mlir::ztc::train::setBinding(func::FuncOp func, unsigned index,

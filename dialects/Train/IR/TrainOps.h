@@ -30,6 +30,12 @@ namespace mlir::ztc::train {
 
 /// Argument attribute: the argument's BindingAttr (name and role).
 inline constexpr llvm::StringLiteral kBindingAttr = "train.binding";
+/// Argument attribute: a `state`'s value before the first step (a splat
+/// DenseElementsAttr), where zero is not it: the dynamic loss scale.
+inline constexpr llvm::StringLiteral kInitialAttr = "train.initial";
+/// The binding of the dynamic loss scale (a rank-0 f32 `state`) and of the
+/// states ztc-loss-scale keeps beside it.
+inline constexpr llvm::StringLiteral kLossScaleName = "loss_scale";
 /// Result attributes: the parameter a gradient belongs to; the argument a
 /// result is the new value of.
 inline constexpr llvm::StringLiteral kGradOfAttr = "train.grad_of";
@@ -83,6 +89,9 @@ BlockArgument findBinding(func::FuncOp func, llvm::StringRef name);
 DictionaryAttr bindingAttrs(MLIRContext *context, llvm::StringRef name,
                             BindingRole role);
 /// Sets argument `index`'s binding to `name` and `role`.
+/// Appends an argument of `type` bound as `name` with `role`; returns it.
+Value appendBoundArgument(func::FuncOp func, Type type, llvm::StringRef name,
+                          BindingRole role);
 void setBinding(func::FuncOp func, unsigned index, llvm::StringRef name,
                 BindingRole role);
 

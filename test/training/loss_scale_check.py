@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Dynamic loss scaling in fp16 (ztc compile --precision fp16) follows
+DeepSpeed's rule on the device, skips overflowing steps exactly, and stops
+at its minimum with a report.
+
+  - planted overflows: the example MLP on scikit-learn's digits, three of
+    whose training samples are scaled by 1e5 (beyond fp16's 65504, so every
+    batch holding one overflows), from a first scale of 2^24 (the first
+    steps' scaled gradients overflow too), with a window of 4 and a
+    hysteresis of 2: the scale the trainer logs after every step equals the
+    one DeepSpeed's DynamicLossScaler.update_scale computes from the same
+    overflows (replayed here from its definition), the skipped-step count
+    rises by one at each overflow, the scale grows back, and training
+    recovers;
+  - a skipped step changes nothing: the checkpoint after it holds the
+    parameters, Adam's moments and Adam's step count of the checkpoint
+    before it, bit for bit (and an applied step does change them);
+  - every batch overflowing: from 2^2 with hysteresis 1 the scale halves to
+    the minimum 1, and the overflow there stops training with exit status 1
+    and a message naming the step.
+Usage: loss_scale_check.py --ztc PATH
+"""
+
+import argparse
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, read_safetensors, summary  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LINE = re.compile(r"step (\d+)/\d+  loss (\S+)  lr \S+  loss scale (\S+)  skipped (\d+)")
+
+
+def run(*args, ok=True):
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    if ok and result.returncode != 0:
+        sys.exit("command failed (%d): %s\n%s" % (result.returncode, " ".join(map(str, args)),
+                                                 result.stderr))
+    return result
+
+
+def deepspeed_scales(overflows, initial, window, hysteresis, minimum):
+    """The scale after each step, from DeepSpeed's DynamicLossScaler as it is
+    defined (cur_iter, last_overflow_iter, cur_hysteresis)."""
+    scale, cur_iter, last_overflow, cur_hysteresis = initial, 0, -1, hysteresis
+    scales = []
+    for overflow in overflows:
+        if overflow:
+            if hysteresis == 1 or cur_hysteresis == 1:
+                scale = max(scale / 2, minimum)
+            else:
+                cur_hysteresis -= 1
+            last_overflow = cur_iter
+        elif (cur_iter - last_overflow) % window == 0:
+            cur_hysteresis = hysteresis
+            scale *= 2
+        cur_iter += 1
+        scales.append(scale)
+    return scales
+
+
+def trained_state(ztc, art, data, steps, directory):
+    """The checkpoint after `steps` steps (a fresh run: runs are
+    deterministic)."""
+    if steps == 0:
+        return None
+    ckpt = os.path.join(directory, "after-%d" % steps)
+    run(ztc, "train", art, "--data", data, "--steps", steps, "--seed", "1", "--save", ckpt)
+    return read_safetensors(os.path.join(ckpt, "checkpoint.safetensors"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ztc", required=True)
+    args = parser.parse_args()
+    ztc = args.ztc
+    with tempfile.TemporaryDirectory(prefix="ztc-loss-scale-") as tmp:
+        run(sys.executable, os.path.join(REPO, "examples", "onnx", "make_mlp.py"),
+            "--out", tmp, "--quiet")
+        digits = os.path.join(tmp, "digits")
+        run(sys.executable, os.path.join(REPO, "examples", "onnx", "prepare_digits.py"),
+            "--out", digits)
+        train = os.path.join(digits, "train")
+        planted = os.path.join(tmp, "planted")
+        os.makedirs(planted)
+        x = np.load(os.path.join(train, "x.npy"))
+        x[[100, 700, 1300]] *= 1e5
+        np.save(os.path.join(planted, "x.npy"), x)
+        shutil.copy(os.path.join(train, "labels.npy"), planted)
+
+        # 1. The scale follows DeepSpeed's rule step by step.
+        initial, window, hysteresis = 2.0 ** 24, 4, 2
+        art = os.path.join(tmp, "mlp-fp16.ztc")
+        run(ztc, "compile", os.path.join(tmp, "mlp.onnx"), "-o", art, "--batch-size", "32",
+            "--loss", "cross_entropy", "--optimizer", "adamw", "--lr", "3e-3",
+            "--precision", "fp16", "--initial-scale-power", "24",
+            "--loss-scale-window", window, "--hysteresis", hysteresis)
+        steps = 90
+        log = run(ztc, "train", art, "--data", planted, "--steps", steps, "--log-every", "1",
+                  "--seed", "1").stderr
+        lines = [LINE.match(line) for line in log.splitlines()]
+        lines = [m for m in lines if m]
+        check(len(lines) == steps, "fp16 MLP, %d steps logged one by one (%d lines with the "
+              "loss scale)" % (steps, len(lines)))
+        losses = [float(m.group(2)) for m in lines]
+        scales = [float(m.group(3)) for m in lines]
+        skipped = [int(m.group(4)) for m in lines]
+        overflows = [s - p for s, p in zip(skipped, [0] + skipped[:-1])]
+        expected = deepspeed_scales([o == 1 for o in overflows], initial, window, hysteresis, 1)
+        planted_steps = [i + 1 for i, loss in enumerate(losses) if not math.isfinite(loss)]
+        check(all(o in (0, 1) for o in overflows) and scales == expected,
+              "the scale after every step is DeepSpeed's: %s ... (overflows at steps %s)"
+              % (", ".join("%g" % s for s in scales[:12]),
+                 ", ".join(str(i + 1) for i, o in enumerate(overflows) if o)))
+        first_growth = next((i for i in range(1, steps) if scales[i] > scales[i - 1]), None)
+        check(overflows[0] == 1 and first_growth is not None and
+              any(overflows[first_growth:]),
+              "overflows from the first scale, growth after %d finite steps, and planted "
+              "overflows after it (infinite loss at steps %s)"
+              % (window, ", ".join(map(str, planted_steps))))
+        check(all(overflows[i - 1] for i in planted_steps),
+              "every step whose loss is infinite is skipped")
+        finite = [v for v in losses if math.isfinite(v)]
+        check(math.isfinite(losses[-1]) and np.mean(finite[-5:]) < 0.6 * finite[0],
+              "training recovers: loss %.3f at first, %.3f over the last 5 finite steps"
+              % (finite[0], np.mean(finite[-5:])))
+
+        # 2. Skipped steps change nothing; applied ones do.
+        skips = [t for t in range(2, steps + 1) if overflows[t - 1]][:3]
+        applied = [t for t in range(2, steps + 1) if not overflows[t - 1]][:1]
+        kept, changed = [], []
+        for step in skips + applied:
+            before = trained_state(ztc, art, planted, step - 1, tmp)
+            after = trained_state(ztc, art, planted, step, tmp)
+            names = [n for n in before if not n.startswith("loss_scale")]
+            same = all(np.array_equal(before[n], after[n]) for n in names)
+            (kept if step in skips else changed).append((step, same, len(names)))
+        check(kept and all(same for _, same, _ in kept),
+              "skipped steps %s: all %d parameters, moments and Adam's step count are "
+              "bit-identical to the step before"
+              % (", ".join(str(s) for s, _, _ in kept), kept[0][2] if kept else 0))
+        check(changed and not any(same for _, same, _ in changed),
+              "an applied step (%s) changes them" % ", ".join(str(s) for s, _, _ in changed))
+
+        # 3. At the minimum scale, an overflow stops training.
+        poisoned = os.path.join(tmp, "poisoned")
+        os.makedirs(poisoned)
+        np.save(os.path.join(poisoned, "x.npy"), x * 1e5)
+        shutil.copy(os.path.join(train, "labels.npy"), poisoned)
+        low = os.path.join(tmp, "mlp-low.ztc")
+        run(ztc, "compile", os.path.join(tmp, "mlp.onnx"), "-o", low, "--batch-size", "32",
+            "--loss", "cross_entropy", "--precision", "fp16", "--initial-scale-power", "2",
+            "--hysteresis", "1")
+        result = run(ztc, "train", low, "--data", poisoned, "--steps", "10", "--log-every", "5",
+                     "--seed", "1", ok=False)
+        message = ("step 3: the gradients overflow in fp16 at the minimum loss scale (1) with "
+                   "no hysteresis left; training stops (steps 3..5 applied no update")
+        check(result.returncode == 1 and message in result.stderr,
+              "scale 4 -> 2 -> 1, then an overflow at the minimum: exit %d, %r"
+              % (result.returncode, result.stderr.strip().splitlines()[-1][:160]))
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
