@@ -625,7 +625,7 @@ LogicalResult Emitter::run(func::FuncOp func) {
 
   for (Operation &op : block) {
     if (isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
-            kernel::SignalOp, kernel::WaitOp>(op))
+            kernel::CheckFiniteOp, kernel::SignalOp, kernel::WaitOp>(op))
       switchStream(&op);
     LogicalResult result =
         TypeSwitch<Operation *, LogicalResult>(&op)
@@ -684,6 +684,21 @@ LogicalResult Emitter::run(func::FuncOp func) {
                     << index << "]), 0);\n";
               else
                 out << "  // wait for event " << index << "\n";
+              return success();
+            })
+            .Case([&](kernel::CheckFiniteOp check) {
+              shared.finiteChecks.push_back({check.getNode().str(),
+                                             check.getOp().str(),
+                                             check.getPass().str()});
+              auto type = cast<MemRefType>(check.getBuffer().getType());
+              out << "  // check_finite " << shared.finiteChecks.size() << ": "
+                  << shared.finiteChecks.back().describe() << "\n";
+              out << "  "
+                  << (target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::")
+                  << "checkFinite(ctx->state, " << name(check.getBuffer())
+                  << ", " << type.getNumElements() << ", "
+                  << shared.finiteChecks.size()
+                  << (target == Target::Cuda ? ", stream" : "") << ");\n";
               return success();
             })
             .Case([&](kernel::RecordLossOp record) {

@@ -38,10 +38,12 @@ struct StepInterface {
 };
 
 /// What every entry of one source shares: the bindings array (arguments,
-/// then constants) and the values of its constants, by binding name.
+/// then constants), the values of its constants, by binding name, and the
+/// finite checks of all entries, numbered from 1 in the order printed.
 struct SharedInterface {
   std::vector<::ztc::rt::Binding> bindings;
   std::map<std::string, ElementsAttr> constants;
+  std::vector<::ztc::rt::FiniteCheck> finiteChecks;
 };
 
 /// The runtime's element type for `type`; an error at `where`, naming

@@ -336,6 +336,24 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def CheckFinitePass : Pass<"ztc-check-finite", "func::FuncOp"> {
+  let summary = "Mark every op with a float result for a finite check";
+  let description = [{
+    `--check-finite`: runs on the nn entries after `ztc-lower-train`, so
+    the optimizer's arithmetic is checked too. Every `nn` or `dist` op with
+    a float tensor result (a reshape excepted: it is a view) gets
+    `train.finite_check = {node, op, pass}`: the first ONNX node its
+    location names ("" for ztc's own arithmetic: the optimizer, ZeRO, the
+    loss scale), the op's name without `nn.`, and `forward` (the loss
+    depends on it; every op of a forward entry), `recomputed forward`
+    (a clone `ztc-recompute` placed in the backward), `update` (ztc's own
+    arithmetic after the loss) or `backward`. `ztc-convert-nn-to-kernel`
+    places a `kernel.check_finite` of the result right after the op's
+    kernels; at run time the first check that finds a NaN or an infinity
+    is noted in the training state, and the trainer names it.
+  }];
+}
+
 def LossScalePass : Pass<"ztc-loss-scale", "func::FuncOp"> {
   let summary = "Dynamic loss scaling: finite check, skipped steps, scale rule";
   let description = [{
@@ -657,6 +675,11 @@ def AccumulatePass : Pass<"ztc-accumulate", "ModuleOp"> {
     A result of `@train_step` that is neither the loss, a gradient nor an
     update is an error naming its index.
 
+    Accumulators of f32 gradients have the element type `accum-dtype`
+    (default fp32, whatever the training precision: DeepSpeed's bf16 mode
+    accumulates in bf16, which loses precision); a narrower one is cast to
+    f32, added to the gradient and rounded back once per micro-batch.
+
     Example (K = 2):
 
     ```mlir
@@ -674,6 +697,10 @@ def AccumulatePass : Pass<"ztc-accumulate", "ModuleOp"> {
   let options = [
     Option<"microBatches", "micro-batches", "unsigned", /*default=*/"1",
            "Micro-batches per optimizer step (1: no accumulation)">,
+    Option<"accumDtype", "accum-dtype", "std::string", /*default=*/"\"fp32\"",
+           "Element type of the accumulators of f32 gradients: fp32, bf16 "
+           "or fp16 (each micro-batch's sum is computed in f32 and rounded "
+           "once)">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
                            "::mlir::ztc::train::TrainDialect",

@@ -49,6 +49,12 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
                 std::to_string(betas.size()) + " values");
   if (gradAccum < 1)
     return fail("--grad-accum must be at least 1");
+  if (gradAccumDtype != "fp32" && gradAccumDtype != "bf16" &&
+      gradAccumDtype != "fp16")
+    return fail("--grad-accum-dtype '" + gradAccumDtype +
+                "': expected fp32, bf16 or fp16");
+  if (gradAccumDtype.hasValue() && gradAccum == 1)
+    return fail("--grad-accum-dtype applies with --grad-accum > 1");
   if (!::ztc::rt::parseScheduleKind(lrSchedule))
     return fail("--lr-schedule '" + lrSchedule +
                 "': expected constant, warmup, warmup-decay or warmup-cosine");
@@ -141,11 +147,14 @@ void mlir::ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 }
 
-void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm) {
+void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm, bool checkFinite) {
   // Expand optimizer updates into nn arithmetic, bufferize, let matmuls read
   // transposed operands in place, fuse elementwise chains (fewer buffers to
-  // place), then place what is left in the arena.
+  // place), then place what is left in the arena. --check-finite scans
+  // every op's result right after its kernels.
   pm.addNestedPass<func::FuncOp>(createLowerTrainPass());
+  if (checkFinite)
+    pm.addNestedPass<func::FuncOp>(createCheckFinitePass());
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());
   pm.addNestedPass<func::FuncOp>(createFoldTransposesPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
@@ -165,7 +174,7 @@ void mlir::ztc::buildTrainingPipeline(OpPassManager &pm,
                                       const TrainingPipelineOptions &options) {
   buildTrainingNNPipeline(pm, options);
   // 7. Kernels, fused and planned.
-  buildNNToKernelPipeline(pm);
+  buildNNToKernelPipeline(pm, options.checkFinite);
 }
 
 void mlir::ztc::buildTrainingNNPipeline(
@@ -221,7 +230,7 @@ void mlir::ztc::buildTrainingNNPipeline(
       recompute, [tail](ModuleOp module) -> FailureOr<uint64_t> {
         PassManager pm(module.getContext());
         buildTrainingEntriesPipeline(pm, *tail);
-        buildNNToKernelPipeline(pm);
+        buildNNToKernelPipeline(pm, tail->checkFinite);
         if (failed(pm.run(module)))
           return failure();
         FailureOr<StepFootprint> footprint = measureFootprint(module);
@@ -242,6 +251,7 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   pm.addPass(createBuildEntriesPass(entries));
   AccumulatePassOptions accumulate;
   accumulate.microBatches = options.gradAccum;
+  accumulate.accumDtype = options.gradAccumDtype;
   pm.addPass(createAccumulatePass(accumulate));
   OptimizerPassOptions optimizer;
   optimizer.optimizer = options.optimizer;

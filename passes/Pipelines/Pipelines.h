@@ -127,6 +127,21 @@ struct TrainingPipelineOptions
                      "matrix products and convolutions whose op name "
                      "(nn.matmul, nn.conv2d) or ONNX node name it matches "
                      "stay in f32")};
+  /// Debugging: every kernel's output scanned for NaN and infinity.
+  Option<bool> checkFinite{
+      *this, "check-finite",
+      llvm::cl::desc("Scan every op's output for NaN and infinity as the "
+                     "step runs; ztc-train names the first ONNX node that "
+                     "produced one (node, op, forward or backward, step). "
+                     "Slower: for finding where a run overflows"),
+      llvm::cl::init(false)};
+  Option<std::string> gradAccumDtype{
+      *this, "grad-accum-dtype",
+      llvm::cl::desc("With --grad-accum > 1: the element type gradients are "
+                     "summed in across micro-batches: fp32 (the default, "
+                     "whatever --precision), bf16 or fp16 (half the "
+                     "accumulators' memory; each sum rounded once)"),
+      llvm::cl::init("fp32")};
   /// Loss scaling for --precision fp16, with DeepSpeed's names and
   /// defaults (its "fp16" section).
   Option<double> lossScale{
@@ -233,8 +248,9 @@ struct TrainingPipelineOptions
 /// Adds the passes that take an imported onnx module to the `nn` dialect.
 void buildOnnxToNNPipeline(OpPassManager &pm);
 
-/// Adds the passes that lower nn entries to planned kernels.
-void buildNNToKernelPipeline(OpPassManager &pm);
+/// Adds the passes that lower nn entries to planned kernels (with a finite
+/// check after every op when `checkFinite`).
+void buildNNToKernelPipeline(OpPassManager &pm, bool checkFinite = false);
 
 /// The whole training compile, from an imported onnx module to planned
 /// kernel entries (`ztc compile`): buildTrainingNNPipeline, then

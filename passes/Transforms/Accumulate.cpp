@@ -30,6 +30,11 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
     }
     if (microBatches == 1)
       return;
+    if (accumDtype != "fp32" && accumDtype != "bf16" && accumDtype != "fp16") {
+      getOperation().emitError("accum-dtype '")
+          << accumDtype << "': expected fp32, bf16 or fp16";
+      return signalPassFailure();
+    }
     auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!step || train::entryKind(step) != "train_step") {
       getOperation().emitError("gradient accumulation needs a @train_step "
@@ -48,11 +53,23 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
         return signalPassFailure();
   }
 
-  /// A rank-0 f32 constant.
-  static Value scalar(OpBuilder &b, Location loc, double value) {
-    auto type = RankedTensorType::get({}, b.getF32Type());
+  /// A rank-0 constant of `element`.
+  static Value scalar(OpBuilder &b, Location loc, double value, Type element) {
+    auto type = RankedTensorType::get({}, element);
     return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+  }
+
+  /// The accumulators' element type for a gradient of `element`: accum-dtype
+  /// for f32 gradients (wider ones keep theirs).
+  Type accumElement(Type element) {
+    if (!element.isF32())
+      return element;
+    if (accumDtype == "bf16")
+      return BFloat16Type::get(&getContext());
+    if (accumDtype == "fp16")
+      return Float16Type::get(&getContext());
+    return element;
   }
 
   /// Adds the accumulators to `func` and rewrites its results: the
@@ -78,28 +95,38 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
                << i << " is neither the loss, a gradient nor an update";
       std::string name = of.str() + ".grad_accum";
       Value grad = ret.getOperand(i);
+      auto gradType = cast<RankedTensorType>(grad.getType());
+      auto accumType = gradType.clone(accumElement(gradType.getElementType()));
       unsigned index = func.getNumArguments();
       if (failed(func.insertArgument(
-              index, grad.getType(),
+              index, accumType,
               train::bindingAttrs(func.getContext(), name,
                                   train::BindingRole::State),
               func.getLoc())))
         return failure();
       b.setInsertionPoint(ret);
       Location loc = grad.getLoc();
-      Value sum = nn::AddOp::create(b, loc, func.getArgument(index), grad);
+      // A narrower accumulator is widened, summed in the gradient's type
+      // and rounded once.
+      Value accum = func.getArgument(index);
+      if (accumType != gradType)
+        accum = nn::CastOp::create(b, loc, gradType, accum);
+      Value sum = nn::AddOp::create(b, loc, accum, grad);
       if (!isStep) {
+        if (accumType != gradType)
+          sum = nn::CastOp::create(b, loc, accumType, sum);
         results.push_back(sum);
         attrs.push_back(b.getDictionaryAttr(
             b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
         continue;
       }
-      results.push_back(
-          nn::MulOp::create(b, loc, sum, scalar(b, loc, 1.0 / microBatches)));
+      Value inverse =
+          scalar(b, loc, 1.0 / microBatches, gradType.getElementType());
+      results.push_back(nn::MulOp::create(b, loc, sum, inverse));
       attrs.push_back(func.getResultAttrDict(i));
-      auto shape = cast<RankedTensorType>(grad.getType()).getShape();
+      Value zero = scalar(b, loc, 0.0, accumType.getElementType());
       resets.emplace_back(
-          nn::BroadcastToOp::create(b, loc, scalar(b, loc, 0.0), shape), name);
+          nn::BroadcastToOp::create(b, loc, zero, gradType.getShape()), name);
     }
     for (auto &[zeros, name] : resets) {
       results.push_back(zeros);

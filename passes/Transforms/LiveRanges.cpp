@@ -34,7 +34,7 @@ public:
       : streamAt(end, -1), end(end) {
     for (Operation &op : block) {
       if (!isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
-               kernel::SignalOp, kernel::WaitOp>(op))
+               kernel::CheckFiniteOp, kernel::SignalOp, kernel::WaitOp>(op))
         continue; // placement and views run on no stream
       int64_t at = number.lookup(&op), stream = kernel::streamOf(&op);
       streamAt[at] = stream;

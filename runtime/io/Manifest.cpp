@@ -518,6 +518,16 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
   }
   if (top.has("dist"))
     manifest.dist = parseDistribution(top.get("dist"), manifest, path);
+  if (top.has("finite_checks")) {
+    const json &checks = top.get("finite_checks");
+    if (!checks.is_array())
+      top.fail("field 'finite_checks' must be an array");
+    for (size_t i = 0; i < checks.size(); ++i) {
+      ObjectReader item(checks[i], path, "finite check " + std::to_string(i));
+      manifest.finiteChecks.push_back(
+          {item.string("node"), item.string("op"), item.string("pass")});
+    }
+  }
   if (manifest.kind == ArtifactKind::Train) {
     manifest.train = parseTrainConfig(top.get("train"), path);
     checkTrainManifest(manifest, path);
@@ -617,6 +627,13 @@ std::string printManifest(const Manifest &manifest) {
                     {"collectives", std::move(collectives)},
                     {"collective_hash", hexHash(manifest.dist.hash())}};
   }
+  if (!manifest.finiteChecks.empty()) {
+    json checks = json::array();
+    for (const FiniteCheck &check : manifest.finiteChecks)
+      checks.push_back(
+          {{"node", check.node}, {"op", check.op}, {"pass", check.pass}});
+    root["finite_checks"] = std::move(checks);
+  }
   if (manifest.kind == ArtifactKind::Train) {
     root["kind"] = "train";
     root["train"] = printTrainConfig(manifest.train);
@@ -635,6 +652,13 @@ Tensor shardBlock(const Tensor &whole, const Binding &binding, uint64_t rank) {
               whole.bytes.begin() + std::min(whole.bytes.size(), from + bytes),
               block.bytes.begin());
   return block;
+}
+
+std::string FiniteCheck::describe() const {
+  std::string text = "the " + pass + " of ";
+  text += node.empty() ? std::string("ztc's own arithmetic")
+                       : "ONNX node '" + node + "'";
+  return text + " (" + op + ")";
 }
 
 uint64_t Collective::ringElements(uint64_t worldSize) const {

@@ -223,6 +223,21 @@ struct Distribution {
   uint64_t ringElements(const std::string &entry) const;
 };
 
+/// One check of --check-finite (kernel.check_finite): the kernel whose
+/// output it scans. The step notes the 1-based index of the first check
+/// that found a NaN or an infinity (ztc_train_state).
+struct FiniteCheck {
+  /// The ONNX node the kernel computes ("" for ztc's own arithmetic).
+  std::string node;
+  /// The nn op ("pow", "matmul", "cast", ...).
+  std::string op;
+  /// "forward", "backward", "recomputed forward" or "update".
+  std::string pass;
+
+  /// "the backward of ONNX node '/h.0/Pow' (pow)".
+  std::string describe() const;
+};
+
 /// manifest.json.
 struct Manifest {
   int format = kManifestFormat;
@@ -242,6 +257,9 @@ struct Manifest {
   std::vector<Entry> entries;
 
   Distribution dist;
+  /// --check-finite: every check of every entry, numbered from 1 in order
+  /// ("finite_checks"; absent: none).
+  std::vector<FiniteCheck> finiteChecks;
 
   // Training artifacts only (see the file comment).
   ArtifactKind kind = ArtifactKind::Forward;

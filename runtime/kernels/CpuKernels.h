@@ -338,6 +338,19 @@ template <typename T> void recordLoss(ztc_train_state *state, const T *loss) {
   recordLossInto(state, *loss);
 }
 
+/// kernel.check_finite: notes check `check` (1-based) in the training
+/// state when `x` holds a NaN or an infinity and no earlier check did.
+template <typename T>
+void checkFinite(ztc_train_state *state, const T *x, int64_t n, int64_t check) {
+  if (!state || state->first_nonfinite_check != 0)
+    return;
+  for (int64_t i = 0; i < n; ++i)
+    if (nonFinite(x[i])) {
+      state->first_nonfinite_check = check;
+      return;
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives (the dist dialect): through the context's communicator
 //===----------------------------------------------------------------------===//

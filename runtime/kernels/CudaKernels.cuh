@@ -1618,6 +1618,40 @@ void recordLoss(ztc_train_state *state, const T *loss, cudaStream_t stream) {
                          "recordLoss");
 }
 
+namespace detail {
+template <typename T> struct CheckFiniteBody {
+  ztc_train_state *state;
+  const T *x;
+  int64_t check;
+  ZTC_HOST_DEVICE void operator()(int64_t i) const {
+    if (!nonFinite(x[i]))
+      return;
+      // Kernels of one stream run in order: the first check to find one
+      // wins; threads of the same check write the same value.
+#if defined(__CUDA_ARCH__)
+    atomicCAS(
+        reinterpret_cast<unsigned long long *>(&state->first_nonfinite_check),
+        0ull, static_cast<unsigned long long>(check));
+#else
+    if (state->first_nonfinite_check == 0)
+      state->first_nonfinite_check = check;
+#endif
+  }
+};
+} // namespace detail
+
+/// kernel.check_finite: notes check `check` (1-based) in the training state
+/// when `x` holds a NaN or an infinity and no earlier check did; on the
+/// step's stream, so the host learns of it only when it reads the state.
+template <typename T>
+void checkFinite(ztc_train_state *state, const T *x, int64_t n, int64_t check,
+                 cudaStream_t stream) {
+  if (!state)
+    return;
+  detail::launchElements(n, detail::CheckFiniteBody<T>{state, x, check}, stream,
+                         "checkFinite");
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives (the dist dialect): the context's communicator, on `stream`
 //===----------------------------------------------------------------------===//

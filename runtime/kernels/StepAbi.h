@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /// The version of this calling convention (the manifest's "abi").
-#define ZTC_STEP_ABI_VERSION 3
+#define ZTC_STEP_ABI_VERSION 4
 
 /// Training state the step updates on the device (`kernel.record_loss`):
 /// the host zeroes it, lets entries accumulate, and reads it at log points.
@@ -40,6 +40,10 @@ typedef struct ztc_train_state {
   int64_t first_nonfinite_call;
   /// The first non-finite loss itself (NaN or an infinity), for the report.
   double first_nonfinite_loss;
+  /// --check-finite (kernel.check_finite): 0 while every checked kernel
+  /// wrote finite values; else the 1-based index, in the manifest's
+  /// finite_checks, of the first check that found a NaN or an infinity.
+  int64_t first_nonfinite_check;
 } ztc_train_state;
 
 /// What a step's kernels found wrong with its data: the first index or

@@ -33,6 +33,13 @@ ZTC_HOST_DEVICE inline void recordLossInto(ztc_train_state *state, T loss) {
   }
 }
 
+/// kernel.check_finite: whether `value` is a NaN or an infinity (for any
+/// float type that converts to float).
+template <typename T> ZTC_HOST_DEVICE inline bool nonFinite(T value) {
+  float f = static_cast<float>(value);
+  return !(f == f) || (f - f) != (f - f);
+}
+
 } // namespace ztc
 
 #endif // ZTC_RUNTIME_KERNELS_TRAINSTATE_H

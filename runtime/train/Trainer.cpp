@@ -415,14 +415,22 @@ public:
       bool metricsDue = metrics_.is_open() &&
                         (step == lastStep_ || (options_.logEvery != 0 &&
                                                step % options_.logEvery == 0));
-      if (reporter.due(step) || saving || metricsDue) {
-        float loss = readLoss(step);
+      // --check-finite reads the state after every step, so that a NaN or
+      // infinity is named with the step it appeared in.
+      bool reading = reporter.due(step) || saving || metricsDue;
+      if (reading || checkingFinite()) {
+        readState(step);
         ++result.stateReads;
+      }
+      if (reading) {
+        float loss = takeLoss(step);
         result.losses.push_back(loss);
         result.loggedSteps.push_back(step);
         reporter.step(step, loss, lr, readLossScale(step));
         if (metricsDue)
           writeMetrics(step, lr);
+      } else if (checkingFinite()) {
+        readLossScale(step); // stops at the step the scale fails
       }
       if (saving) {
         save(step);
@@ -560,10 +568,34 @@ private:
       runner_.setBinding(indices[i], batch[i]);
   }
 
-  /// The mean loss of the calls since the last read, from the device-side
-  /// training state (which it then resets); `step` is the step just run.
-  /// A non-finite loss names the optimizer step it appeared at.
-  float readLoss(uint64_t step) {
+  bool checkingFinite() const { return !manifest().finiteChecks.empty(); }
+
+  /// "the forward of ONNX node '/Pow' (pow)": finite check `check`.
+  std::string describeCheck(int64_t check) const {
+    const std::vector<FiniteCheck> &checks = manifest().finiteChecks;
+    if (check < 1 || uint64_t(check) > checks.size())
+      return "finite check " + std::to_string(check) +
+             ", which the manifest does not list";
+    return checks[size_t(check - 1)].describe();
+  }
+
+  /// The mean loss of the calls since the last takeLoss, read by readState.
+  float takeLoss(uint64_t step) {
+    if (pendingCalls_ == 0)
+      throw Error("step " + std::to_string(step) +
+                  ": the step recorded no loss (an artifact compiled without "
+                  "kernel.record_loss; recompile it)");
+    float loss = static_cast<float>(pendingLossSum_ / double(pendingCalls_));
+    pendingLossSum_ = 0;
+    pendingCalls_ = 0;
+    return loss;
+  }
+
+  /// Reads the device-side training state (and resets it); `step` is the
+  /// step just run. A non-finite loss names the optimizer step it appeared
+  /// at; a --check-finite note names the kernel that first wrote a NaN or
+  /// an infinity.
+  void readState(uint64_t step) {
     uint64_t first = intervalStart_;
     ztc_train_state state;
     try {
@@ -590,6 +622,20 @@ private:
     }
     metricsLossSum_ += state.loss_sum;
     metricsCalls_ += state.calls;
+    pendingLossSum_ += state.loss_sum;
+    pendingCalls_ += uint64_t(state.calls);
+    if (state.first_nonfinite_check != 0) {
+      std::string where = "the first NaN or infinity was written by " +
+                          describeCheck(state.first_nonfinite_check);
+      if (!dynamicScaling())
+        throw Error("step " + std::to_string(step) +
+                    " (--check-finite): " + where);
+      // Under dynamic loss scaling the step was skipped; the note is kept
+      // for the report should the scale fail at its minimum.
+      lastOverflow_ = "step " + std::to_string(step) + ": " + where;
+      reporter_->message(lastOverflow_ + " (an overflow: the update is "
+                                         "skipped)");
+    }
     std::vector<DataPosition> positions = std::move(callPositions_);
     callPositions_.clear();
     // Under dynamic loss scaling an overflowing step is skipped, not
@@ -609,11 +655,6 @@ private:
                                 : "-inf") +
                   batch);
     }
-    if (state.calls == 0)
-      throw Error("step " + std::to_string(step) +
-                  ": the step recorded no loss (an artifact compiled without "
-                  "kernel.record_loss; recompile it)");
-    return static_cast<float>(state.loss_sum / double(state.calls));
   }
 
   bool dynamicScaling() const {
@@ -640,12 +681,18 @@ private:
           "step " + std::to_string(at) +
           ": the gradients overflow in fp16 at the minimum loss scale (" +
           printfString("%.10g", lossScale_) +
-          ") with no hysteresis left; training stops (steps " +
-          std::to_string(at) + ".." + std::to_string(step) +
+          ") with no hysteresis left; training stops (" +
+          (at == step
+               ? "step " + std::to_string(at)
+               : "steps " + std::to_string(at) + ".." + std::to_string(step)) +
           " applied no update, so the parameters are those after step " +
-          std::to_string(at - 1) +
-          "). Compile with a lower --min-loss-scale, or with --precision "
-          "bf16 (float32's range, no scaling)");
+          std::to_string(at - 1) + "). " +
+          (lastOverflow_.empty()
+               ? std::string("Compile with --check-finite to name the ONNX "
+                             "node that overflows, ")
+               : "At " + lastOverflow_ + ". Compile ") +
+          "with a lower --min-loss-scale, or with --precision bf16 "
+          "(float32's range, no scaling)");
     }
     return printfString("  loss scale %.10g  skipped %llu", lossScale_,
                         static_cast<unsigned long long>(skippedSteps_));
@@ -961,6 +1008,11 @@ private:
   int scaleState_ = -1, skippedState_ = -1, failedState_ = -1;
   double lossScale_ = 0;
   uint64_t skippedSteps_ = 0;
+  /// --check-finite under dynamic scaling: the last overflow it named.
+  std::string lastOverflow_;
+  /// The losses read since the last logged one.
+  double pendingLossSum_ = 0;
+  uint64_t pendingCalls_ = 0;
   std::optional<Schedule> schedule_;
   Reporter *reporter_ = nullptr;
   /// --metrics: the file, the loss summed over the calls since its last

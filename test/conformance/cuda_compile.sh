@@ -129,9 +129,10 @@ compile_training cnn 8 bf16 --precision bf16
 # communicator, on the step's stream.
 compile_training gpt 4 zero2 --world-size 2 --zero 2 --clip-grad-norm 1
 compile_training mlp 8 zero0 --world-size 4 --precision bf16
-# fp16 with dynamic loss scaling under ZeRO 2: the finite check's
-# all-reduce, the skipped updates and the scale's rule.
-compile_training mlp 8 fp16-zero2 --world-size 2 --zero 2 --precision fp16
+# fp16 with dynamic loss scaling under ZeRO 2 (the finite check's
+# all-reduce, the skipped updates, the scale's rule) and --check-finite.
+compile_training mlp 8 fp16-zero2 --world-size 2 --zero 2 --precision fp16 \
+  --check-finite
 
 # Every entry point for every element type it is meant for.
 cat >"$OUT/kernels.cu" <<'EOF'

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Dynamic loss scaling in fp16 (ztc compile --precision fp16) follows
 DeepSpeed's rule on the device, skips overflowing steps exactly, and stops
-at its minimum with a report.
+at its minimum with a report; --check-finite names the ONNX node that
+overflowed.
 
   - planted overflows: the example MLP on scikit-learn's digits, three of
     whose training samples are scaled by 1e5 (beyond fp16's 65504, so every
@@ -17,7 +18,13 @@ at its minimum with a report.
     before it, bit for bit (and an applied step does change them);
   - every batch overflowing: from 2^2 with hysteresis 1 the scale halves to
     the minimum 1, and the overflow there stops training with exit status 1
-    and a message naming the step.
+    and a message naming the step;
+  - --check-finite on a model with a planted Pow (x @ W1, cubed, @ W2):
+    in fp32, inputs scaled by 1e13 make the Pow overflow float32, and
+    training stops at step 1 naming the forward of '/planted/Pow'; in fp16
+    with dynamic scaling, inputs scaled by 200 make the Pow's result
+    overflow its cast to f16: each step names it as it is skipped, and the
+    stop at the minimum scale names it too.
 Usage: loss_scale_check.py --ztc PATH
 """
 
@@ -65,6 +72,34 @@ def deepspeed_scales(overflows, initial, window, hysteresis, minimum):
         cur_iter += 1
         scales.append(scale)
     return scales
+
+
+def make_pow_model(path):
+    """x[32,64] @ fc1.weight, cubed by the node '/planted/Pow', @ fc2.weight."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array((rng.standard_normal((64, 32)) * 0.1).astype(np.float32),
+                                "fc1.weight"),
+        numpy_helper.from_array((rng.standard_normal((32, 10)) * 0.1).astype(np.float32),
+                                "fc2.weight"),
+        numpy_helper.from_array(np.array(3.0, dtype=np.float32), "three")]
+    nodes = [helper.make_node("MatMul", ["x", "fc1.weight"], ["h"], name="/fc1/MatMul"),
+             helper.make_node("Pow", ["h", "three"], ["p"], name="/planted/Pow"),
+             helper.make_node("MatMul", ["p", "fc2.weight"], ["logits"], name="/fc2/MatMul")]
+    graph = helper.make_graph(
+        nodes, "planted_pow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [32, 10])], weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def scaled_copy(train, directory, factor):
+    os.makedirs(directory)
+    x = np.load(os.path.join(train, "x.npy"))
+    np.save(os.path.join(directory, "x.npy"), (x * factor).astype(np.float32))
+    shutil.copy(os.path.join(train, "labels.npy"), directory)
+    return directory
 
 
 def trained_state(ztc, art, data, steps, directory):
@@ -166,6 +201,39 @@ def main():
         check(result.returncode == 1 and message in result.stderr,
               "scale 4 -> 2 -> 1, then an overflow at the minimum: exit %d, %r"
               % (result.returncode, result.stderr.strip().splitlines()[-1][:160]))
+
+        # 4. --check-finite names the node.
+        pow_model = os.path.join(tmp, "pow.onnx")
+        make_pow_model(pow_model)
+        wide = os.path.join(tmp, "pow-fp32.ztc")
+        run(ztc, "compile", pow_model, "-o", wide, "--batch-size", "32", "--loss",
+            "cross_entropy", "--check-finite")
+        result = run(ztc, "train", wide, "--data", train, "--steps", "3", "--seed", "1", ok=False)
+        check(result.returncode == 0, "--check-finite on finite data trains (exit %d)"
+              % result.returncode)
+        result = run(ztc, "train", wide, "--data", scaled_copy(train, os.path.join(tmp, "e13"), 1e13),
+                     "--steps", "3", "--seed", "1", ok=False)
+        message = ("step 1 (--check-finite): the first NaN or infinity was written by the "
+                   "forward of ONNX node '/planted/Pow' (pow)")
+        check(result.returncode == 1 and message in result.stderr,
+              "fp32, Pow overflowing float32: exit %d, %r"
+              % (result.returncode, result.stderr.strip().splitlines()[-1]))
+        half = os.path.join(tmp, "pow-fp16.ztc")
+        run(ztc, "compile", pow_model, "-o", half, "--batch-size", "32", "--loss",
+            "cross_entropy", "--check-finite", "--precision", "fp16",
+            "--initial-scale-power", "2", "--hysteresis", "1")
+        result = run(ztc, "train", half, "--data", scaled_copy(train, os.path.join(tmp, "x200"), 200),
+                     "--steps", "8", "--log-every", "4", "--seed", "1", ok=False)
+        named = ("the first NaN or infinity was written by the forward of ONNX node "
+                 "'/planted/Pow' (cast to f16)")
+        check(result.returncode == 1 and
+              all("step %d: %s (an overflow: the update is skipped)" % (s, named)
+                  in result.stderr for s in (1, 2, 3)) and
+              "step 3: the gradients overflow in fp16 at the minimum loss scale (1)" in
+              result.stderr and "At step 3: " + named in result.stderr,
+              "fp16, the Pow's result overflowing f16: named at steps 1-3 as they are "
+              "skipped, and in the stop at the minimum scale: exit %d, %r"
+              % (result.returncode, result.stderr.strip().splitlines()[-1][:220]))
     return summary()
 
 

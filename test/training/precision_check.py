@@ -100,6 +100,31 @@ def main():
                   "%s: the MLP and the CNN reach 95%% held-out accuracy on digits (above)"
                   % precision)
 
+        # Gradient accumulation sums in f32 whatever the precision;
+        # --grad-accum-dtype bf16 halves the accumulators and still trains.
+        mlp = os.path.join(models, "mlp.onnx")
+        accum = {}
+        for dtype in ("fp32", "bf16"):
+            art = os.path.join(tmp, "mlp-accum-%s.ztc" % dtype)
+            flags = ["--grad-accum-dtype", dtype] if dtype == "bf16" else []
+            run(args.ztc, "compile", mlp, "-o", art, "--batch-size", "16", "--loss",
+                "cross_entropy", "--lr", "3e-3", "--precision", "bf16", "--grad-accum", "4",
+                *flags)
+            with open(os.path.join(art, "manifest.json")) as f:
+                types = {b["dtype"] for b in json.load(f)["bindings"]
+                         if b["name"].endswith(".grad_accum")}
+            log = run(args.ztc, "train", art, "--data", os.path.join(tmp, "bf16", "mlp_digits",
+                                                                     "train"),
+                      "--steps", "100", "--log-every", "25", "--seed", "1").stderr
+            losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", log)]
+            accum[dtype] = (types, float(np.mean(losses[-2:])))
+        check(accum["fp32"][0] == {"float32"} and accum["bf16"][0] == {"bfloat16"} and
+              abs(accum["bf16"][1] - accum["fp32"][1]) <= 0.02 * accum["fp32"][1],
+              "bf16 MLP, 4 micro-batches: accumulators %s by default, %s with "
+              "--grad-accum-dtype bf16; final loss %.4f vs %.4f"
+              % (sorted(accum["fp32"][0]), sorted(accum["bf16"][0]), accum["bf16"][1],
+                 accum["fp32"][1]))
+
         # Memory: half activations, f32 master weights and states.
         wide = inspect(args.ztc, gpt, "fp32", "--batch-size", "16")
         half = inspect(args.ztc, gpt, "bf16", "--batch-size", "16")

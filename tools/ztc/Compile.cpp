@@ -87,6 +87,7 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
     manifest.events = std::max<uint64_t>(manifest.events, step.events);
   }
   manifest.bindings = shared.bindings;
+  manifest.finiteChecks = shared.finiteChecks;
   for (auto [entry, step] : llvm::zip(entries, steps)) {
     llvm::append_range(manifest.dist.collectives, step.collectives);
     func::FuncOp func = entry.func;

@@ -216,7 +216,7 @@ const char *const kCompilePipelineFlags[] = {
     "world-size",     "reduce-bucket-bytes", "param-persistence-threshold",
     "comm-dtype",     "loss-scale",   "initial-scale-power",
     "loss-scale-window", "hysteresis", "consecutive-hysteresis",
-    "min-loss-scale"};
+    "min-loss-scale", "check-finite", "grad-accum-dtype"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",

@@ -194,6 +194,31 @@ def Kernel_RecordLossOp : Kernel_Op<"record_loss", [MemoryEffects<[MemWrite]>]> 
 }
 
 //===----------------------------------------------------------------------===//
+// CheckFiniteOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_CheckFiniteOp : Kernel_Op<"check_finite", [MemoryEffects<[MemWrite]>]> {
+  let summary = "note the first non-finite value a kernel wrote (--check-finite)";
+  let description = [{
+    Scans `buffer` right after the kernel that wrote it; if it holds a NaN or
+    an infinity and the step context's training state has no such note yet,
+    it notes this check (the emitter numbers the checks of an artifact and
+    lists `node`, `op` and `pass` in the manifest's `finite_checks`). Writes
+    no buffer; its write is to the state, so it is never dropped.
+
+    Example:
+
+    ```mlir
+    kernel.check_finite %h {node = "/h.0/Pow", op = "pow", pass = "forward"}
+        : memref<4x8xf16>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$buffer,
+                       StrAttr:$node, StrAttr:$op, StrAttr:$pass);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
+//===----------------------------------------------------------------------===//
 // SignalOp, WaitOp
 //===----------------------------------------------------------------------===//
 

@@ -145,6 +145,17 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' is a unit attribute of an op";
     return success();
   }
+  if (name == kFiniteCheckAttr) {
+    auto check = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!check || isa<func::FuncOp>(op) ||
+        !isa_and_nonnull<StringAttr>(check.get("node")) ||
+        !isa_and_nonnull<StringAttr>(check.get("op")) ||
+        !isa_and_nonnull<StringAttr>(check.get("pass")))
+      return op->emitError("'")
+             << name
+             << "' is a dictionary of node, op and pass (strings) on an op";
+    return success();
+  }
   if (!isa<func::FuncOp>(op))
     return op->emitError("'") << name << "' belongs on a function";
   if (name == kLossAttr) {

@@ -61,6 +61,10 @@ inline constexpr llvm::StringLiteral kPrecisionAttr = "train.precision";
 /// backward. It also keeps CSE from merging the clone back into the op it
 /// recomputes.
 inline constexpr llvm::StringLiteral kRecomputedAttr = "train.recomputed";
+/// Op attribute (`ztc-check-finite`): the dictionary {node, op, pass} of a
+/// finite check on the op's result, which ztc-convert-nn-to-kernel turns
+/// into a `kernel.check_finite` after the op's kernels.
+inline constexpr llvm::StringLiteral kFiniteCheckAttr = "train.finite_check";
 /// Function attribute: which entry of the compiled step a function is
 /// (`ztc-build-entries`): one of kEntryKinds.
 inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";

@@ -86,6 +86,13 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
     Operation *before = op.getPrevNode();
     if (failed(convert(b, &op)))
       return failure();
+    // --check-finite: the result is scanned right after its kernels.
+    if (auto check = op.getAttrOfType<DictionaryAttr>(train::kFiniteCheckAttr))
+      if (Value buffer = lookup(op.getResult(0)))
+        kernel::CheckFiniteOp::create(b, op.getLoc(), buffer,
+                                      cast<StringAttr>(check.get("node")),
+                                      cast<StringAttr>(check.get("op")),
+                                      cast<StringAttr>(check.get("pass")));
     // The kernels of an op ztc-recompute cloned stay marked, for memory
     // reports (their effects keep them apart already).
     if (op.hasAttr(train::kRecomputedAttr))
