@@ -613,7 +613,7 @@ private:
       double sums[3] = {state.loss_sum, double(state.calls),
                         state.first_nonfinite_call != 0 ? 1.0 : 0.0};
       comm_.allReduceSum(sums, 3);
-      if (sums[2] > 0 && state.first_nonfinite_call == 0)
+      if (sums[2] > 0 && state.first_nonfinite_call == 0 && !dynamicScaling())
         throw Error("training diverged on another rank between steps " +
                     std::to_string(first) + " and " + std::to_string(step) +
                     " (that rank names the step and its batch)");

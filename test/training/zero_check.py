@@ -114,6 +114,40 @@ def equivalence(runs, name, model, data, batch, steps, worlds, *flags, params=Tr
                   % (name, world, count, worst))
 
 
+def skips_agree(runs, mlp, digits):
+    """fp16 on 2 ranks, stage 2: 64 samples (two global batches of 32 per
+    epoch), one of them scaled past fp16's range, so exactly one step per
+    epoch overflows, on whichever rank reads that sample. Every rank skips
+    it: rank 0 counts all 5 skips of 10 steps (the other rank's own
+    overflows included: the non-finite values reach every rank's gradient
+    shard through the reduce-scatter, and the finite check's all-reduce
+    decides for all; test/lit/passes/loss-scale.mlir shows that
+    all-reduce), and the finite losses match one rank's with the whole
+    batch."""
+    data = os.path.join(runs.tmp, "planted64")
+    os.makedirs(data)
+    x = np.load(os.path.join(digits, "train", "x.npy"))[:64].copy()
+    x[17] *= 1e5
+    np.save(os.path.join(data, "x.npy"), x)
+    np.save(os.path.join(data, "labels.npy"),
+            np.load(os.path.join(digits, "train", "labels.npy"))[:64])
+    logs = {}
+    for world in (1, 2):
+        art = runs.compile(mlp, "mlp-planted-%d" % world, 32 // world, world, 2, "--lr",
+                           "3e-3", "--precision", "fp16", "--initial-scale-power", "12")
+        logs[world] = runs.launch(art, world, data, 10).stderr
+    lines = {w: re.findall(r"loss (\S+)  lr \S+  loss scale \S+  skipped (\d+)", log)
+             for w, log in logs.items()}
+    skipped = {w: int(found[-1][1]) if found else -1 for w, found in lines.items()}
+    pairs = [(float(a[0]), float(b[0])) for a, b in zip(lines[2], lines[1])
+             if np.isfinite(float(b[0]))]
+    worst = max((abs(a - b) / b for a, b in pairs), default=float("inf"))
+    check(skipped[1] == skipped[2] == 5 and len(pairs) == 5 and worst <= 3e-3,
+          "fp16, ZeRO 2 on 2 ranks, one planted overflow per epoch: rank 0 counts %d "
+          "skipped steps of 10 (one rank: %d); the %d finite losses within %.1e of one "
+          "rank's" % (skipped[2], skipped[1], len(pairs), worst))
+
+
 def manifest(art):
     with open(os.path.join(art, "manifest.json")) as f:
         return json.load(f)
@@ -180,6 +214,14 @@ def main():
         equivalence(runs, "gpt-comm-bf16", gpt, gpl, 16, 20, [(2, 0), (2, 2), (4, 3)],
                     "--lr", "3e-3", "--comm-dtype", "bf16",
                     "--param-persistence-threshold", "0", params=False, tolerance=1e-4)
+        # fp16 with dynamic loss scaling: the finite check sums the shards
+        # over the ranks, so every rank keeps or skips alike; each rank
+        # rounds its partial sums to fp16 as with bf16 (1.1e-3 measured).
+        equivalence(runs, "mlp-fp16", mlp, os.path.join(digits, "train"), 32, 30,
+                    [(2, 1), (2, 3)], "--lr", "3e-3", "--precision", "fp16",
+                    "--initial-scale-power", "12", "--param-persistence-threshold", "0",
+                    params=False, tolerance=3e-3)
+        skips_agree(runs, mlp, digits)
         equivalence(runs, "gpt-sgd", gpt, gpl, 16, 50, [(2, 0), (4, 1)], "--optimizer", "sgd",
                     "--momentum", "0.9", "--lr", "0.1")
         equivalence(runs, "cnn", os.path.join(models, "cnn.onnx"),
