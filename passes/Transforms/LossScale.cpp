@@ -83,15 +83,6 @@ struct LossScalePass : public ztc::impl::LossScalePassBase<LossScalePass> {
     Arithmetic m{b, loc};
     Type f32 = b.getF32Type();
     auto scalarType = RankedTensorType::get({}, f32);
-    auto state = [&](StringRef suffix) {
-      return train::appendBoundArgument(func, scalarType,
-                                        (train::kLossScaleName + suffix).str(),
-                                        train::BindingRole::State);
-    };
-    Value goodSteps = state(".good_steps");
-    Value hysteresisUsed = state(".hysteresis_used");
-    Value skippedSteps = state(".skipped_steps");
-    Value failedAt = state(".failed_at");
     BlockArgument stepHyper = train::findBinding(func, "step");
     if (!stepHyper ||
         !train::hasRole(func, stepHyper.getArgNumber(),
@@ -101,6 +92,15 @@ struct LossScalePass : public ztc::impl::LossScalePassBase<LossScalePass> {
                      "hyper argument");
       return signalPassFailure();
     }
+    auto state = [&](StringRef suffix) {
+      return train::appendBoundArgument(func, scalarType,
+                                        (train::kLossScaleName + suffix).str(),
+                                        train::BindingRole::State);
+    };
+    Value goodSteps = state(".good_steps");
+    Value hysteresisUsed = state(".hysteresis_used");
+    Value skippedSteps = state(".skipped_steps");
+    Value failedAt = state(".failed_at");
 
     // 1. The finite check, DeepSpeed's: the sum of every gradient the
     // updates read is finite. A shard's sum is summed over the ranks
