@@ -12,7 +12,8 @@ overflowed.
     one DeepSpeed's DynamicLossScaler.update_scale computes from the same
     overflows (replayed here from its definition), the skipped-step count
     rises by one at each overflow, the scale grows back, and training
-    recovers;
+    recovers; with --consecutive-hysteresis (hysteresis 3) the sequence is
+    DeepSpeed's with consecutive_hysteresis;
   - a skipped step changes nothing: the checkpoint after it holds the
     parameters, Adam's moments and Adam's step count of the checkpoint
     before it, bit for bit (and an applied step does change them);
@@ -54,7 +55,7 @@ def run(*args, ok=True):
     return result
 
 
-def deepspeed_scales(overflows, initial, window, hysteresis, minimum):
+def deepspeed_scales(overflows, initial, window, hysteresis, minimum, consecutive=False):
     """The scale after each step, from DeepSpeed's DynamicLossScaler as it is
     defined (cur_iter, last_overflow_iter, cur_hysteresis)."""
     scale, cur_iter, last_overflow, cur_hysteresis = initial, 0, -1, hysteresis
@@ -66,12 +67,27 @@ def deepspeed_scales(overflows, initial, window, hysteresis, minimum):
             else:
                 cur_hysteresis -= 1
             last_overflow = cur_iter
-        elif (cur_iter - last_overflow) % window == 0:
-            cur_hysteresis = hysteresis
-            scale *= 2
+        else:
+            if consecutive:
+                cur_hysteresis = hysteresis
+            if (cur_iter - last_overflow) % window == 0:
+                if not consecutive:
+                    cur_hysteresis = hysteresis
+                scale *= 2
         cur_iter += 1
         scales.append(scale)
     return scales
+
+
+def scale_log(ztc, art, data, steps):
+    """(losses, scales, overflows) from a run logging every step."""
+    log = run(ztc, "train", art, "--data", data, "--steps", steps, "--log-every", "1",
+              "--seed", "1").stderr
+    lines = [m for m in map(LINE.match, log.splitlines()) if m]
+    skipped = [int(m.group(4)) for m in lines]
+    overflows = [s - p for s, p in zip(skipped, [0] + skipped[:-1])]
+    return ([float(m.group(2)) for m in lines], [float(m.group(3)) for m in lines],
+            overflows)
 
 
 def make_pow_model(path):
@@ -139,16 +155,9 @@ def main():
             "--precision", "fp16", "--initial-scale-power", "24",
             "--loss-scale-window", window, "--hysteresis", hysteresis)
         steps = 90
-        log = run(ztc, "train", art, "--data", planted, "--steps", steps, "--log-every", "1",
-                  "--seed", "1").stderr
-        lines = [LINE.match(line) for line in log.splitlines()]
-        lines = [m for m in lines if m]
-        check(len(lines) == steps, "fp16 MLP, %d steps logged one by one (%d lines with the "
-              "loss scale)" % (steps, len(lines)))
-        losses = [float(m.group(2)) for m in lines]
-        scales = [float(m.group(3)) for m in lines]
-        skipped = [int(m.group(4)) for m in lines]
-        overflows = [s - p for s, p in zip(skipped, [0] + skipped[:-1])]
+        losses, scales, overflows = scale_log(ztc, art, planted, steps)
+        check(len(losses) == steps, "fp16 MLP, %d steps logged one by one (%d lines with the "
+              "loss scale)" % (steps, len(losses)))
         expected = deepspeed_scales([o == 1 for o in overflows], initial, window, hysteresis, 1)
         planted_steps = [i + 1 for i, loss in enumerate(losses) if not math.isfinite(loss)]
         check(all(o in (0, 1) for o in overflows) and scales == expected,
@@ -167,6 +176,23 @@ def main():
         check(math.isfinite(losses[-1]) and np.mean(finite[-5:]) < 0.6 * finite[0],
               "training recovers: loss %.3f at first, %.3f over the last 5 finite steps"
               % (finite[0], np.mean(finite[-5:])))
+
+        # With --consecutive-hysteresis every finite step restores the
+        # hysteresis: isolated overflows never halve the scale.
+        consecutive = os.path.join(tmp, "mlp-consecutive.ztc")
+        run(ztc, "compile", os.path.join(tmp, "mlp.onnx"), "-o", consecutive, "--batch-size",
+            "32", "--loss", "cross_entropy", "--optimizer", "adamw", "--lr", "3e-3",
+            "--precision", "fp16", "--initial-scale-power", "24", "--loss-scale-window",
+            window, "--hysteresis", "3", "--consecutive-hysteresis")
+        _, c_scales, c_overflows = scale_log(ztc, consecutive, planted, steps)
+        c_expected = deepspeed_scales([o == 1 for o in c_overflows], initial, window, 3, 1,
+                                      consecutive=True)
+        plain_expected = deepspeed_scales([o == 1 for o in c_overflows], initial, window, 3, 1)
+        check(len(c_scales) == steps and c_scales == c_expected and
+              c_expected != plain_expected,
+              "--consecutive-hysteresis (hysteresis 3): the scale after every step is "
+              "DeepSpeed's with consecutive_hysteresis (and differs from the rule "
+              "without it on these overflows: %d of them)" % sum(c_overflows))
 
         # 2. Skipped steps change nothing; applied ones do.
         skips = [t for t in range(2, steps + 1) if overflows[t - 1]][:3]
