@@ -69,6 +69,35 @@ template <typename H> void checkRounding(uint16_t exponentMask) {
 
 TEST(HalfTest, F16RoundTripsEveryPattern) { checkRoundTrip<f16>(0x7c00); }
 
+// This file is compiled with -mf16c where the compiler has it (see
+// CMakeLists.txt), so f16 converts by instruction here: every half and a
+// sweep of 2^32 / 61 float patterns (every exponent, sign and rounding
+// case) give the bits of the integer arithmetic CUDA uses.
+TEST(HalfTest, F16InstructionsMatchTheIntegerConversion) {
+#if !defined(ZTC_F16C)
+  GTEST_SKIP() << "compiled without F16C";
+#else
+  if (!__builtin_cpu_supports("f16c"))
+    GTEST_SKIP() << "this machine has no F16C";
+  for (uint32_t p = 0; p <= 0xffff; ++p) {
+    float byInstruction = valueOf<f16>(static_cast<uint16_t>(p));
+    float byIntegers =
+        ztc::half_detail::halfBitsToFloat(static_cast<uint16_t>(p));
+    uint32_t a, b;
+    std::memcpy(&a, &byInstruction, 4);
+    std::memcpy(&b, &byIntegers, 4);
+    ASSERT_EQ(a, b) << std::hex << p;
+  }
+  for (uint64_t p = 0; p <= 0xffffffffull; p += 61) {
+    uint32_t pattern = static_cast<uint32_t>(p);
+    float value;
+    std::memcpy(&value, &pattern, 4);
+    ASSERT_EQ(bitsOf<f16>(value), ztc::half_detail::floatToHalfBits(value))
+        << std::hex << pattern;
+  }
+#endif
+}
+
 TEST(HalfTest, F16RoundsToNearestEven) { checkRounding<f16>(0x7c00); }
 
 TEST(HalfTest, F16NamedValues) {
