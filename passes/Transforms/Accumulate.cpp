@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/Transforms/Arithmetic.h"
 
 namespace mlir::ztc {
 #define GEN_PASS_DEF_ACCUMULATEPASS
@@ -51,13 +52,6 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
     for (func::FuncOp func : {accumulate, step})
       if (failed(rewrite(func, /*isStep=*/func == step)))
         return signalPassFailure();
-  }
-
-  /// A rank-0 constant of `element`.
-  static Value scalar(OpBuilder &b, Location loc, double value, Type element) {
-    auto type = RankedTensorType::get({}, element);
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
   }
 
   /// The accumulators' element type for a gradient of `element`: accum-dtype
@@ -120,11 +114,11 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
             b.getNamedAttr(train::kUpdateOfAttr, b.getStringAttr(name))));
         continue;
       }
-      Value inverse =
-          scalar(b, loc, 1.0 / microBatches, gradType.getElementType());
+      Value inverse = Arithmetic{b, loc}.scalar(1.0 / microBatches,
+                                                gradType.getElementType());
       results.push_back(nn::MulOp::create(b, loc, sum, inverse));
       attrs.push_back(func.getResultAttrDict(i));
-      Value zero = scalar(b, loc, 0.0, accumType.getElementType());
+      Value zero = Arithmetic{b, loc}.scalar(0.0, accumType.getElementType());
       resets.emplace_back(
           nn::BroadcastToOp::create(b, loc, zero, gradType.getShape()), name);
     }
