@@ -305,7 +305,10 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
       `param-persistence-threshold` elements as this rank's block
       (`dist.full_shape` on the argument) and gathers it right before each
       use, forward, backward and recomputed alike, so a whole parameter
-      lives only as long as its use. The step reduce-scatters each such
+      lives only as long as its use. Under mixed precision a use of the
+      parameter's half working copy (its cast to bf16 or f16, perhaps after
+      a transpose or reshape) casts the block and gathers it in half, half
+      the bytes, then lays it out. The step reduce-scatters each such
       gradient's block (bucketed: gradients padded to [world-size, block]
       and joined along the blocks), keeps the optimizer states as blocks
       and updates blocks; the parameter is never gathered back. Smaller
@@ -399,6 +402,44 @@ def LossScalePass : Pass<"ztc-loss-scale", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def HalfGradientsPass : Pass<"ztc-half-gradients", "func::FuncOp"> {
+  let summary = "Keep half-precision gradients in half until their readers";
+  let description = [{
+    Mixed precision: the backward computes the gradient of a parameter
+    that the forward reads in bf16 or f16 in that half type, and
+    `ztc-autodiff` widens it to the f32 master's type (fp16: and unscales
+    it) as soon as it is complete, marking those ops
+    `train.half_gradient_of`. Left there, every f32 gradient would be live
+    from the backward to the optimizer: 4 bytes per parameter where the
+    half gradient needs 2.
+
+    Runs after `ztc-lower-train`, when the optimizer, the clip, the loss
+    scale's finite check and ZeRO's collectives are all plain readers. Each
+    marked op (a chain, latest first) is cloned right before each op that
+    reads it and then erased, so the half gradient is what waits, and each
+    f32 copy lives only for its reader (and fuses into it where the reader
+    is elementwise). The values are unchanged, bit for bit. The parameters
+    whose gradients stay half are listed in the function attribute
+    `train.half_gradients`, which the memory report counts at 2 bytes.
+
+    Example:
+
+    ```mlir
+    %g = nn.cast %gh {train.half_gradient_of = "w"}
+        : tensor<4xbf16> -> tensor<4xf32>
+    ... the rest of the backward ...
+    %m = nn.add %m0, %g ...
+    %v = nn.mul %g, %g ...
+    // becomes
+    ... the rest of the backward ...
+    %g0 = nn.cast %gh : tensor<4xbf16> -> tensor<4xf32>
+    %m = nn.add %m0, %g0 ...
+    %g1 = nn.cast %gh : tensor<4xbf16> -> tensor<4xf32>
+    %v = nn.mul %g1, %g1 ...
+    ```
+  }];
+}
+
 def LowerTrainPass : Pass<"ztc-lower-train", "func::FuncOp"> {
   let summary = "Expand train ops into nn arithmetic";
   let description = [{
@@ -407,7 +448,7 @@ def LowerTrainPass : Pass<"ztc-lower-train", "func::FuncOp"> {
     single-tensor implementations (see each op), so that the update fuses
     and bufferizes like the rest of the step. Scalars are f32 constants.
     Runs first in the lowering to kernels; passes that need whole updates
-    (ZeRO sharding, master weights) run before it.
+    (ZeRO sharding, loss scaling) run before it.
 
     Example:
 
@@ -467,8 +508,15 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
     seed is the constant S; with `loss-scale` 0 it is a new rank-0 f32
     `state` argument `loss_scale` whose `train.initial` is
     2^`initial-scale-power` (`ztc-loss-scale` updates it). Either way each
-    parameter gradient is multiplied by 1/scale, so gradients leave the
-    backward unscaled and an overflow inside it stays inf or NaN.
+    parameter gradient is multiplied by 1/scale right after the backward
+    completes it, so gradients leave the backward unscaled and an overflow
+    inside it stays inf or NaN.
+
+    Mixed precision: a gradient that is the widening cast of a half-
+    precision one (the VJP of the forward's cast of an f32 parameter to
+    bf16 or f16) has that cast, and its unscaling, marked
+    `train.half_gradient_of = "<onnx name>"`; `ztc-half-gradients` redoes
+    them at each reader.
 
     Backward ops carry the location of the forward op they differentiate,
     so reports about them name the ONNX node.

@@ -148,11 +148,13 @@ void mlir::ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
 }
 
 void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm, bool checkFinite) {
-  // Expand optimizer updates into nn arithmetic, bufferize, let matmuls read
+  // Expand optimizer updates into nn arithmetic (mixed precision: with each
+  // half gradient widened at its readers), bufferize, let matmuls read
   // transposed operands in place, fuse elementwise chains (fewer buffers to
   // place), then place what is left in the arena. --check-finite scans
   // every op's result right after its kernels.
   pm.addNestedPass<func::FuncOp>(createLowerTrainPass());
+  pm.addNestedPass<func::FuncOp>(createHalfGradientsPass());
   if (checkFinite)
     pm.addNestedPass<func::FuncOp>(createCheckFinitePass());
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());

@@ -101,6 +101,21 @@ struct Arithmetic {
                                ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
   }
 
+  /// `layout` (single-operand layout ops, a transpose or reshape, as met
+  /// walking back from a value: the last one read the original) cloned onto
+  /// `x` in the order they ran, their results in `x`'s element type: the
+  /// same layout for a copy in another precision.
+  Value relayout(ArrayRef<Operation *> layout, Value x) {
+    Type element = elementOf(x);
+    for (Operation *op : llvm::reverse(layout)) {
+      Operation *copy = b.clone(*op);
+      copy->setOperand(0, x);
+      x = copy->getResult(0);
+      x.setType(cast<RankedTensorType>(x.getType()).clone(element));
+    }
+    return x;
+  }
+
   static Type elementOf(Value x) {
     return cast<RankedTensorType>(x.getType()).getElementType();
   }

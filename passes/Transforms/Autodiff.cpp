@@ -11,6 +11,7 @@
 
 #include "dialects/NN/IR/NNOps.h"
 #include "passes/Passes.h"
+#include "passes/Transforms/Arithmetic.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -180,8 +181,13 @@ LogicalResult ReverseSweep::run(Block &block, Value loss, Value seed) {
   if (!active.contains(loss))
     return success();
   grads[loss] = seed;
-  for (Operation &op : llvm::reverse(block.without_terminator()))
-    if (failed(visit(&op)))
+  // The forward's ops, listed before the walk: the VJPs are inserted before
+  // the terminator, where a reverse iterator that starts there would next
+  // visit them (and the first op again), not the op before it.
+  SmallVector<Operation *> forward = llvm::map_to_vector(
+      block.without_terminator(), [](Operation &op) { return &op; });
+  for (Operation *op : llvm::reverse(forward))
+    if (failed(visit(op)))
       return failure();
   return success();
 }
@@ -274,26 +280,38 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
     Value seed = *scale
                      ? castTo(b, *scale, lossElement)
                      : nn::buildScalar(b, (*loss).getLoc(), lossElement, 1.0);
+    // With a loss scale, the backward runs on scale * loss; each gradient
+    // leaves it unscaled as soon as it is complete (an overflow stays inf
+    // or NaN, for ztc-loss-scale to find).
+    Value inverse;
+    if (*scale)
+      inverse = nn::ReciprocalOp::create(b, scaleLoc(), *scale);
     ReverseSweep sweep(b, active);
     if (failed(sweep.run(block, *loss, seed)))
       return signalPassFailure();
 
-    // With a loss scale, the backward ran on scale * loss; the gradients
-    // leave it unscaled (an overflow stays inf or NaN, for ztc-loss-scale
-    // to find).
-    Value inverse;
-    if (*scale)
-      inverse = nn::ReciprocalOp::create(b, scaleLoc(), *scale);
     SmallVector<Value> grads;
     SmallVector<StringAttr> names;
     SmallVector<Attribute> noGrad;
     for (const Param &param : params) {
       if (Value grad = sweep.lookup(param.arg)) {
-        if (inverse)
-          grad = nn::MulOp::create(
-              b, scaleLoc(), grad,
+        Operation *widen = halfWidening(b, grad);
+        if (widen)
+          grad = widen->getResult(0);
+        if (inverse) {
+          OpBuilder::InsertionGuard guard(b);
+          if (Operation *def = grad.getDefiningOp())
+            b.setInsertionPointAfter(def);
+          Value factor =
               castTo(b, inverse,
-                     cast<RankedTensorType>(grad.getType()).getElementType()));
+                     cast<RankedTensorType>(grad.getType()).getElementType());
+          grad = nn::MulOp::create(b, scaleLoc(), grad, factor);
+          if (widen)
+            grad.getDefiningOp()->setAttr(train::kHalfGradientOfAttr,
+                                          param.name);
+        }
+        if (widen)
+          widen->setAttr(train::kHalfGradientOfAttr, param.name);
         grads.push_back(grad);
         names.push_back(param.name);
       } else {
@@ -313,6 +331,42 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
     for (Operation *op : llvm::reverse(created.ops))
       if (op->use_empty())
         op->erase();
+  }
+
+  /// The cast that widens a half-precision gradient to its parameter's
+  /// type (the VJP of the forward's cast to half), when `grad` is one,
+  /// possibly transposed or reshaped after it (a weight the forward
+  /// transposed in f32, then cast). Such layout ops are rebuilt on the half
+  /// value, so that the widening cast comes last and is what is returned.
+  static Operation *halfWidening(OpBuilder &b, Value grad) {
+    // A parameter's gradient is read by nothing yet; what leads to it, by
+    // the next op alone.
+    if (!grad.use_empty())
+      return nullptr;
+    SmallVector<Operation *> layout;
+    Value value = grad;
+    while (isa_and_nonnull<nn::TransposeOp, nn::ReshapeOp>(
+        value.getDefiningOp())) {
+      layout.push_back(value.getDefiningOp());
+      value = layout.back()->getOperand(0);
+      if (!value.hasOneUse())
+        return nullptr;
+    }
+    auto widen = value.getDefiningOp<nn::CastOp>();
+    if (!widen)
+      return nullptr;
+    Type from = widen.getX().getType().getElementType();
+    auto to = dyn_cast<FloatType>(widen.getType().getElementType());
+    if (!isa<Float16Type, BFloat16Type>(from) || !to || to.getWidth() <= 16)
+      return nullptr;
+    if (layout.empty())
+      return widen;
+    // The layout ops in half, in their order, then the cast. The old ones
+    // are left unused, for the cleanup of unused backward ops.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfter(layout.front());
+    Value half = Arithmetic{b, widen.getLoc()}.relayout(layout, widen.getX());
+    return nn::CastOp::create(b, widen.getLoc(), grad.getType(), half);
   }
 
   Location scaleLoc() {

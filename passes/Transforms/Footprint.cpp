@@ -19,7 +19,13 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
   StepFootprint footprint;
   llvm::StringSet<> bound;
   DenseSet<Attribute> constants;
-  uint64_t wholeParamBytes = 0;
+  // Parameters with half gradients, by name (any entry's list).
+  llvm::StringSet<> halfGradients;
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (auto names = func->getAttrOfType<ArrayAttr>(train::kHalfGradientsAttr))
+      for (auto name : names.getAsRange<StringAttr>())
+        halfGradients.insert(name.getValue());
+  uint64_t gradientBytes = 0;
   auto bytesOf = [](Type type) {
     return uint64_t(nn::storageBytes(cast<MemRefType>(type)));
   };
@@ -47,15 +53,22 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
         footprint.params += bytes;
         auto type = cast<MemRefType>(arg.getType());
         uint64_t count = type.getNumElements();
-        if (auto full = func.getArgAttrOfType<DenseI64ArrayAttr>(
-                arg.getArgNumber(), dist::DistDialect::kFullShapeAttr)) {
+        auto full = func.getArgAttrOfType<DenseI64ArrayAttr>(
+            arg.getArgNumber(), dist::DistDialect::kFullShapeAttr);
+        if (full) {
           count = 1;
           for (int64_t d : full.asArrayRef())
             count *= uint64_t(d);
         }
         footprint.paramCount += count;
-        wholeParamBytes += count * uint64_t(nn::storageBytes(MemRefType::get(
+        if (halfGradients.contains(binding.getName().getValue())) {
+          gradientBytes += 2 * count;
+          if (!full)
+            footprint.workingCopies += 2 * count;
+        } else {
+          gradientBytes += count * uint64_t(nn::storageBytes(MemRefType::get(
                                        {1}, type.getElementType())));
+        }
         break;
       }
       case train::BindingRole::Buffer:
@@ -76,8 +89,8 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
     return module.emitError("the module has no planned entry (run the "
                             "training pipeline)");
   footprint.gradients = footprint.zeroStage >= 2
-                            ? wholeParamBytes / footprint.worldSize
-                            : wholeParamBytes;
+                            ? gradientBytes / footprint.worldSize
+                            : gradientBytes;
   return footprint;
 }
 

@@ -29,9 +29,16 @@ struct StepFootprint {
   /// How many parameters the model has (elements of the param bindings,
   /// whole: a stage-3 shard counts its tensor's `dist.full_shape`).
   uint64_t paramCount = 0;
-  /// One rank's gradient as the ZeRO paper counts it: the parameters' bytes
-  /// whole, or a 1/world-size share from stage 2 on.
+  /// One rank's gradient as the ZeRO paper counts it: each parameter's
+  /// elements at its gradient's width (2 bytes for those in
+  /// `train.half_gradients`, else the parameter's), whole, or a
+  /// 1/world-size share from stage 2 on.
   uint64_t gradients = 0;
+  /// Mixed precision: the half working copies of the parameters with half
+  /// gradients, 2 bytes per element, which the step casts once and keeps
+  /// from the forward to the backward (in the arena). A stage-3 shard's
+  /// copy is gathered for each use instead, and not counted.
+  uint64_t workingCopies = 0;
   /// The training step's `dist.world_size` and `dist.zero_stage`.
   uint64_t worldSize = 1, zeroStage = 0;
   uint64_t total() const {

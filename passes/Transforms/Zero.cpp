@@ -223,7 +223,9 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   /// computed from parameters alone (a transpose, a cast to half) is
   /// recomputed at each use from its own gather, so no whole parameter,
   /// nor anything made of one, outlives the op that reads it: the forward
-  /// and the backward gather separately.
+  /// and the backward gather separately. A half working copy (a cast to
+  /// half, perhaps after a transpose or reshape) is cast on the block and
+  /// gathered in half.
   LogicalResult gatherParameters(func::FuncOp func,
                                  ArrayRef<Operation *> updates) {
     Block &body = func.getBody().front();
@@ -272,30 +274,58 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       // This user's own copies: one gather per parameter, one clone per
       // derived op.
       IRMapping copies;
+      Build m{b, NameLoc::get(b.getStringAttr("zero.gather"), user->getLoc())};
+      // The whole parameter `full` from this rank's `block` (its element
+      // type: a half copy gathers half the bytes).
+      auto gatherWhole = [&](Value block, RankedTensorType full) -> Value {
+        auto gather = dist::AllGatherOp::create(
+            b, m.loc,
+            flatType(blockOf(full.getNumElements()) * worldSize,
+                     full.getElementType()),
+            block, worldSize);
+        // Gathers of one parameter for different uses stay apart (CSE
+        // would merge them and keep the whole parameter alive between).
+        gather->setAttr(dist::DistDialect::kUseAttr,
+                        b.getI64IntegerAttr(useCount++));
+        return m.reshape(m.slice(gather, 0, full.getNumElements()), full);
+      };
       std::function<Value(Value)> materialize = [&](Value value) -> Value {
         if (Value done = copies.lookupOrNull(value))
           return done;
         if (auto it = wholeType.find(value); it != wholeType.end()) {
-          RankedTensorType full = it->second;
-          Build m{b,
-                  NameLoc::get(b.getStringAttr("zero.gather"), user->getLoc())};
-          auto gather = dist::AllGatherOp::create(
-              b, m.loc,
-              flatType(blockOf(full.getNumElements()) * worldSize,
-                       full.getElementType()),
-              value, worldSize);
-          // Gathers of one parameter for different uses stay apart (CSE
-          // would merge them and keep the whole parameter alive between).
-          gather->setAttr(dist::DistDialect::kUseAttr,
-                          b.getI64IntegerAttr(useCount++));
-          Value whole =
-              m.reshape(m.slice(gather, 0, full.getNumElements()), full);
+          Value whole = gatherWhole(value, it->second);
           copies.map(value, whole);
           return whole;
         }
         Operation *def = value.getDefiningOp();
         if (!def || !derived.contains(def))
           return value;
+        // Mixed precision: a parameter's half working copy (perhaps
+        // transposed or reshaped first) is cast on the block and gathered
+        // in half, then laid out.
+        if (auto narrow = dyn_cast<nn::CastOp>(def)) {
+          SmallVector<Operation *> layout;
+          Value source = narrow.getX();
+          while (isa_and_nonnull<nn::TransposeOp, nn::ReshapeOp>(
+                     source.getDefiningOp()) &&
+                 derived.contains(source.getDefiningOp())) {
+            layout.push_back(source.getDefiningOp());
+            source = layout.back()->getOperand(0);
+          }
+          Type half = narrow.getType().getElementType();
+          auto it = wholeType.find(source);
+          if (it != wholeType.end() && isa<FloatType>(half) &&
+              half.getIntOrFloatBitWidth() <
+                  it->second.getElementType().getIntOrFloatBitWidth()) {
+            auto blockType = cast<RankedTensorType>(source.getType());
+            Value halfBlock =
+                nn::CastOp::create(b, m.loc, blockType.clone(half), source);
+            Value gathered = gatherWhole(halfBlock, it->second.clone(half));
+            Value whole = m.relayout(layout, gathered);
+            copies.map(value, whole);
+            return whole;
+          }
+        }
         for (Value operand : def->getOperands())
           materialize(operand);
         Operation *clone = b.clone(*def, copies);

@@ -25,7 +25,9 @@ overflowed.
     training stops at step 1 naming the forward of '/planted/Pow'; in fp16
     with dynamic scaling, inputs scaled by 200 make the Pow's result
     overflow its cast to f16: each step names it as it is skipped, and the
-    stop at the minimum scale names it too.
+    stop at the minimum scale names it too;
+  - the first step's gradients with dynamic and with static scaling equal
+    the f32 ones within fp16's rounding (unscaled once, not doubled).
 Usage: loss_scale_check.py --ztc PATH
 """
 
@@ -260,6 +262,27 @@ def main():
               "fp16, the Pow's result overflowing f16: named at steps 1-3 as they are "
               "skipped, and in the stop at the minimum scale: exit %d, %r"
               % (result.returncode, result.stderr.strip().splitlines()[-1][:220]))
+
+        # 5. The gradients leave the backward unscaled: the first step's
+        # gradients (--dump-grads, from the scale 2^16) are the f32 ones to
+        # within fp16's rounding, for static and dynamic scaling alike.
+        grads = {}
+        for name, flags in (("f32", []), ("dynamic", ["--precision", "fp16"]),
+                            ("static", ["--precision", "fp16", "--loss-scale", "1024"])):
+            art = os.path.join(tmp, "mlp-grads-%s.ztc" % name)
+            run(ztc, "compile", os.path.join(tmp, "mlp.onnx"), "-o", art, "--batch-size",
+                "32", "--loss", "cross_entropy", "--optimizer", "adamw", *flags)
+            dump = os.path.join(tmp, "grads-%s" % name)
+            run(ztc, "train", art, "--data", train, "--steps", "1", "--dump-grads", dump)
+            grad = os.path.join(dump, "grad")
+            grads[name] = {f: np.load(os.path.join(grad, f)) for f in os.listdir(grad)}
+        for name in ("dynamic", "static"):
+            errors = {f: float(np.abs(g - grads["f32"][f]).max() /
+                               np.abs(grads["f32"][f]).max())
+                      for f, g in grads[name].items()}
+            check(grads[name].keys() == grads["f32"].keys() and max(errors.values()) < 2e-2,
+                  "fp16 MLP, %s scaling: first-step gradients match f32's within %.2g "
+                  "(relative to each tensor's largest)" % (name, max(errors.values())))
     return summary()
 
 

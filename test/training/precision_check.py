@@ -13,7 +13,10 @@
     matrix products' inputs and outputs are half; softmax outputs, the
     residual stream and normalizations stay f32, as under PyTorch's
     autocast) and plans a smaller arena, with the same parameter and
-    optimizer-state bytes (f32 master weights).
+    optimizer-state bytes (f32 master weights);
+  - the MLP's parameters in bf16 and fp16 count 4 + 2 + 2 bytes (f32
+    master, half working copy, half gradient) and the bf16 gradients in
+    the arena peak at half the f32 ones.
 Usage: precision_check.py --ztc PATH
 """
 
@@ -137,6 +140,28 @@ def main():
               "parameters %d and optimizer states %d bytes in both"
               % (saved[0], saved[1], half["arena_bytes"], wide["arena_bytes"],
                  half["bindings"]["params"], half["bindings"]["optimizer_state"]))
+
+        # Half gradients: every MLP parameter is read in half, so it counts
+        # 4 (f32 master) + 2 (working copy) + 2 (gradient) + 8 (Adam), and the
+        # gradients waiting for the update in the arena take half the f32
+        # bytes (the widening happens inside the update kernels).
+        peaks, reports = {}, {}
+        for precision in ("fp32", "bf16", "fp16"):
+            reports[precision] = inspect(args.ztc, mlp, precision, "--batch-size", "16")
+            peaks[precision] = max(row[2] for row in reports[precision]["timeline"])
+        for precision in ("bf16", "fp16"):
+            report = reports[precision]
+            count = report["param_count"]
+            check(report["gradient_bytes"] == 2 * count and
+                  report["working_copy_bytes"] == 2 * count and
+                  report["bindings"]["params"] == 4 * count,
+                  "mlp %s: %d parameters, %d bytes of f32 masters, %d of working copies, "
+                  "%d of gradients (4 + 2 + 2 per parameter)"
+                  % (precision, count, report["bindings"]["params"],
+                     report["working_copy_bytes"], report["gradient_bytes"]))
+        check(peaks["bf16"] <= peaks["fp32"] // 2 + 64,
+              "mlp: the arena's gradients at their most %d bytes in bf16, %d in f32"
+              % (peaks["bf16"], peaks["fp32"]))
     return summary()
 
 

@@ -22,7 +22,11 @@ Also:
     the smallest fixed policy's planned peak and none's (from `ztc inspect
     --recompute all --json`), is one more policy above, and its plan fits
     the budget at no more recompute than any fixed policy that fits.
-Usage: recompute_check.py --ztc PATH
+With --quick (the sanitizer build, where every step runs instrumented) the
+GPT trains 10 steps instead of 50, the inference-mode CNN is left out and
+budget mode runs on the GPT only: every policy still runs on every kind of
+model, in fewer steps.
+Usage: recompute_check.py --ztc PATH [--quick]
 """
 
 import argparse
@@ -143,7 +147,10 @@ def compare_policies(args, tmp, name, model, data, steps, *flags, policies=POLIC
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ztc", required=True)
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer GPT steps, no inference-mode CNN, budget mode on the GPT only")
     args = parser.parse_args()
+    small_budget = not args.quick
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="ztc-recompute-") as tmp:
         make_example("make_mlp.py", tmp)
@@ -161,13 +168,15 @@ def main():
                          labels=rng.integers(0, 64, (64, 16)).astype(np.int64))
 
         compare_policies(args, tmp, "mlp", os.path.join(tmp, "mlp.onnx"), vectors, 10,
-                         "--batch-size", "8")
-        compare_policies(args, tmp, "cnn", os.path.join(tmp, "cnn.onnx"), images, 10,
-                         "--batch-size", "8")
+                         "--batch-size", "8", budget=small_budget)
+        if not args.quick:
+            compare_policies(args, tmp, "cnn", os.path.join(tmp, "cnn.onnx"), images, 10,
+                             "--batch-size", "8")
         compare_policies(args, tmp, "cnn_train", os.path.join(tmp, "cnn_train.onnx"), images,
-                         10, "--batch-size", "8")
+                         10, "--batch-size", "8", budget=small_budget)
         gpt = os.path.join(tmp, "gpt4.onnx")
-        manifests = compare_policies(args, tmp, "gpt4", gpt, text, 50, "--batch-size", "4")
+        manifests = compare_policies(args, tmp, "gpt4", gpt, text, 10 if args.quick else 50,
+                                     "--batch-size", "4")
         compare_policies(args, tmp, "gpt4_accum", gpt, text, 10, "--batch-size", "2",
                          "--grad-accum", "2", policies=("none", "selective", "full"),
                          budget=False)
@@ -207,7 +216,8 @@ def main():
         small = save_data(os.path.join(tmp, "small"),
                           x=rng.standard_normal((64, 16)).astype(np.float32),
                           labels=rng.integers(0, 4, 64).astype(np.int64))
-        compare_policies(args, tmp, "mlp_dropout", dropout, small, 10, "--batch-size", "8")
+        compare_policies(args, tmp, "mlp_dropout", dropout, small, 10, "--batch-size", "8",
+                         budget=small_budget)
     return summary()
 
 

@@ -165,6 +165,7 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   report.arena = footprint->arena;
   report.paramCount = footprint->paramCount;
   report.gradients = footprint->gradients;
+  report.workingCopies = footprint->workingCopies;
   report.worldSize = footprint->worldSize;
   report.zeroStage = footprint->zeroStage;
   if (auto precision = entry->getAttrOfType<StringAttr>(train::kPrecisionAttr))
@@ -264,6 +265,7 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
       {"precision", report.precision},
       {"param_count", int64_t(report.paramCount)},
       {"gradient_bytes", int64_t(report.gradients)},
+      {"working_copy_bytes", int64_t(report.workingCopies)},
       {"world_size", int64_t(report.worldSize)},
       {"zero_stage", int64_t(report.zeroStage)},
       {"total_bytes", int64_t(report.total())},
@@ -347,6 +349,10 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
        !number(top, "world_size", report.worldSize) ||
        !number(top, "zero_stage", report.zeroStage)))
     return fail("gradient_bytes, world_size or zero_stage is not a count");
+  // Reports of an older ztc: no working copies.
+  if (top->get("working_copy_bytes") &&
+      !number(top, "working_copy_bytes", report.workingCopies))
+    return fail("working_copy_bytes is not a count");
   for (size_t role = 0; role < kArenaRoles; ++role)
     if (!number(roles, arenaRoleName(ArenaRole(role)), report.peakRoles[role]))
       return fail(std::string("peak.roles has no count for ") +
@@ -424,16 +430,32 @@ std::string flopsText(uint64_t flops) {
 }
 
 /// Bytes per parameter of the model held by one rank, as the ZeRO paper
-/// counts them: the parameters, their gradient (the parameter's type: f32
-/// masters have f32 gradients; a 1/N share from stage 2 on) and the
-/// optimizer state.
+/// counts them: the parameters (the f32 masters under mixed precision),
+/// their half working copies, their gradients (a 1/N share from stage 2
+/// on) and the optimizer state.
 std::string perParameter(const MemoryReport &report) {
   if (!report.paramCount)
     return "-";
-  return llvm::formatv("{0:F1} B", double(report.params + report.gradients +
-                                          report.states) /
+  return llvm::formatv("{0:F1} B", double(report.params + report.workingCopies +
+                                          report.gradients + report.states) /
                                        double(report.paramCount))
       .str();
+}
+
+/// perParameter's terms: "parameter 4.0 + gradient 4.0 + optimizer state
+/// 8.0", or with working copies "master 4.0 + working copy 2.0 + ...".
+std::string perParameterTerms(const MemoryReport &report) {
+  auto each = [&](uint64_t bytes) {
+    return llvm::formatv("{0:F1}", double(bytes) / double(report.paramCount))
+        .str();
+  };
+  std::string terms = report.workingCopies
+                          ? "master " + each(report.params) + " + " +
+                                report.precision + " working copy " +
+                                each(report.workingCopies)
+                          : "parameter " + each(report.params);
+  return terms + " + gradient " + each(report.gradients) +
+         " + optimizer state " + each(report.states);
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
@@ -457,10 +479,10 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
   line("parameters", report.params);
   line("optimizer state", report.states);
   if (report.paramCount)
-    os << llvm::formatv("  {0,-30} {1,12}  (parameter, gradient and "
-                        "optimizer state; {2} parameters, {3})\n",
+    os << llvm::formatv("  {0,-30} {1,12}  ({2}; {3} parameters, {4})\n",
                         "per parameter", perParameter(report),
-                        report.paramCount, report.precision);
+                        perParameterTerms(report), report.paramCount,
+                        report.precision);
   if (report.buffers)
     line("buffers (running statistics)", report.buffers);
   if (report.constants)

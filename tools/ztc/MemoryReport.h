@@ -45,9 +45,11 @@ struct MemoryReport {
   /// "fp16" (train.precision).
   std::string precision = "fp32";
   /// How many parameters. Bytes per parameter, as the ZeRO paper counts
-  /// them: (2 * params + states) / paramCount (a gradient has its
-  /// parameter's type).
+  /// them: (params + working copies + gradients + states) / paramCount.
   uint64_t paramCount = 0;
+  /// Mixed precision: the parameters' half working copies (2 bytes each,
+  /// in the arena), where the step keeps them from forward to backward.
+  uint64_t workingCopies = 0;
   /// One rank's gradient bytes as the ZeRO paper counts them (a share from
   /// stage 2 on), and the ranks and stage the step was compiled for.
   uint64_t gradients = 0, worldSize = 1, zeroStage = 0;

@@ -156,6 +156,13 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << "' is a dictionary of node, op and pass (strings) on an op";
     return success();
   }
+  if (name == kHalfGradientOfAttr) {
+    if (!isa<StringAttr>(attr.getValue()) || isa<func::FuncOp>(op) ||
+        op->getNumResults() != 1)
+      return op->emitError("'")
+             << name << "' is a parameter's name on an op with one result";
+    return success();
+  }
   if (!isa<func::FuncOp>(op))
     return op->emitError("'") << name << "' belongs on a function";
   if (name == kLossAttr) {
@@ -177,7 +184,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << llvm::join(llvm::ArrayRef(kEntryKinds), ", ");
     return success();
   }
-  if (name == kBuffersAttr || name == kNoGradAttr) {
+  if (name == kBuffersAttr || name == kNoGradAttr ||
+      name == kHalfGradientsAttr) {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
       return op->emitError("'") << name << "' must be an array of strings";

@@ -65,6 +65,17 @@ inline constexpr llvm::StringLiteral kRecomputedAttr = "train.recomputed";
 /// finite check on the op's result, which ztc-convert-nn-to-kernel turns
 /// into a `kernel.check_finite` after the op's kernels.
 inline constexpr llvm::StringLiteral kFiniteCheckAttr = "train.finite_check";
+/// Op attribute (`ztc-autodiff`, mixed precision): the op is part of the
+/// widening of a parameter's half-precision gradient to its f32 master's
+/// type (the cast, and fp16's unscaling); the string names the parameter.
+/// `ztc-half-gradients` redoes the marked ops right before each reader, so
+/// the gradient waits for its update in half precision.
+inline constexpr llvm::StringLiteral kHalfGradientOfAttr =
+    "train.half_gradient_of";
+/// Function attribute (`ztc-half-gradients`): the parameters whose
+/// gradients the step keeps in half precision until their update.
+inline constexpr llvm::StringLiteral kHalfGradientsAttr =
+    "train.half_gradients";
 /// Function attribute: which entry of the compiled step a function is
 /// (`ztc-build-entries`): one of kEntryKinds.
 inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";

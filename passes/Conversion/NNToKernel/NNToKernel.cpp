@@ -68,6 +68,14 @@ private:
   DenseMap<Value, Value> valueMap;
 };
 
+/// An op of the tensor level, which bufferization replaces by kernels and
+/// then erases.
+static bool isTensorOp(Operation *op) {
+  return op->getDialect() &&
+         (isa<nn::NNDialect, dist::DistDialect>(op->getDialect()) ||
+          isa<arith::ConstantOp, train::RecordLossOp>(op));
+}
+
 LogicalResult Bufferizer::run(func::FuncOp func) {
   Block &entry = func.getBody().front();
 
@@ -103,9 +111,7 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
   }
   // Drop the tensor ops, last first, now that nothing reads them.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))
-    if (op.getDialect() &&
-        (isa<nn::NNDialect, dist::DistDialect>(op.getDialect()) ||
-         isa<arith::ConstantOp, train::RecordLossOp>(op)))
+    if (isTensorOp(&op))
       op.erase();
 
   SmallVector<Type> argTypes(entry.getArgumentTypes());
@@ -201,9 +207,11 @@ static void updateInPlace(OpBuilder &b, Location loc, Value buffer,
                           BlockArgument target) {
   auto alloc = buffer.getDefiningOp<kernel::AllocOp>();
   Operation *writer = alloc ? soleWriter(alloc) : nullptr;
+  // (The tensor ops still there read nothing by then: their kernels do.)
   bool oldValueReadLater =
       writer && llvm::any_of(target.getUsers(), [&](Operation *user) {
-        return user != writer && writer->isBeforeInBlock(user);
+        return user != writer && !isTensorOp(user) &&
+               writer->isBeforeInBlock(user);
       });
   if (writer && !oldValueReadLater && alloc.getType() == target.getType()) {
     alloc.getResult().replaceAllUsesWith(target);

@@ -109,3 +109,32 @@ func.func @step(%w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
   return %loss, %w1#0, %w1#1, %b1#0, %b1#1
       : tensor<f32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// Stage 3 under mixed precision: a parameter the forward reads as a bf16
+// working copy (transposed in f32, then cast) has its block cast to bf16
+// and gathered in bf16, half the bytes of an f32 gather, then transposed.
+// STAGE3-LABEL: func.func @half_copy
+// STAGE3: %[[H:.+]] = nn.cast %arg1 : tensor<3xf32> -> tensor<3xbf16>
+// STAGE3-NEXT: %[[G:.+]] = dist.all_gather %[[H]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
+// STAGE3-NEXT: %[[W:.+]] = nn.reshape %[[G]] : tensor<6xbf16> -> tensor<2x3xbf16>
+// STAGE3-NEXT: %[[T:.+]] = nn.transpose %[[W]] {perm = array<i64: 1, 0>} : tensor<2x3xbf16> -> tensor<3x2xbf16>
+// STAGE3-NEXT: nn.matmul %arg0, %[[T]] : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+func.func @half_copy(%x: tensor<4x3xbf16> {train.binding = #train.binding<input "x">},
+                     %w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
+                     %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
+                     %wm: tensor<2x3xf32> {train.binding = #train.binding<state "w.momentum_buffer">})
+    -> (tensor<f32> {onnx.name = "loss"},
+        tensor<2x3xf32> {train.update_of = "w"}, tensor<2x3xf32> {train.update_of = "w.momentum_buffer"})
+    attributes {train.entry = "train_step"} {
+  %wt = nn.transpose %w {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %wh = nn.cast %wt : tensor<3x2xf32> -> tensor<3x2xbf16>
+  %y = nn.matmul %x, %wh : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+  %yf = nn.cast %y : tensor<4x2xbf16> -> tensor<4x2xf32>
+  %loss = nn.reduce_sum %yf {axes = array<i64: 0, 1>, keepdims = false} : tensor<4x2xf32> -> tensor<f32>
+  %gw = nn.neg %w : tensor<2x3xf32> -> tensor<2x3xf32>
+  %w1:2 = train.sgd %w, %gw, %lr, %wm {momentum = 0.9 : f64}
+      : tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>
+  return %loss, %w1#0, %w1#1 : tensor<f32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
