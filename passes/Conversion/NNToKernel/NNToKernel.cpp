@@ -200,6 +200,16 @@ static Operation *soleWriter(Value alloc) {
   return writer;
 }
 
+/// Whether a kernel after `writer` reads `buffer`, or a view of it. (The
+/// tensor ops still there read nothing by then: their kernels do.)
+static bool readAfter(Value buffer, Operation *writer) {
+  return llvm::any_of(buffer.getUsers(), [&](Operation *user) {
+    if (auto view = dyn_cast<kernel::ViewOp>(user))
+      return readAfter(view.getResult(), writer);
+    return user != writer && !isTensorOp(user) && writer->isBeforeInBlock(user);
+  });
+}
+
 /// Makes the value in `buffer` the new content of argument `target`: the
 /// kernel that computes it writes straight into the argument when no later
 /// kernel still reads the argument's old value, else a copy at the end does.
@@ -207,13 +217,8 @@ static void updateInPlace(OpBuilder &b, Location loc, Value buffer,
                           BlockArgument target) {
   auto alloc = buffer.getDefiningOp<kernel::AllocOp>();
   Operation *writer = alloc ? soleWriter(alloc) : nullptr;
-  // (The tensor ops still there read nothing by then: their kernels do.)
-  bool oldValueReadLater =
-      writer && llvm::any_of(target.getUsers(), [&](Operation *user) {
-        return user != writer && !isTensorOp(user) &&
-               writer->isBeforeInBlock(user);
-      });
-  if (writer && !oldValueReadLater && alloc.getType() == target.getType()) {
+  if (writer && !readAfter(target, writer) &&
+      alloc.getType() == target.getType()) {
     alloc.getResult().replaceAllUsesWith(target);
     alloc.erase();
     return;

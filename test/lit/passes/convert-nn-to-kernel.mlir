@@ -75,3 +75,31 @@ func.func @scalars(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<4xi64>) -> t
   %2 = nn.where %0, %1, %a : tensor<4xi1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   return %2 : tensor<4xf32>
 }
+
+// -----
+
+// An update is written straight into its argument's buffer unless a kernel
+// after it still reads the old value, through a view too: here the reshape
+// (a view made before the update) is read after it, so the new value goes
+// to an alloc and is copied in at the end. Where(apply, new, old), whose
+// kernel is the last to read the old value, writes in place.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[V:.+]] = kernel.view %arg0 : memref<4xf32> to memref<2x2xf32>
+// CHECK: %[[NEW:.+]] = kernel.alloc : memref<4xf32>
+// CHECK-NEXT: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%[[NEW]] : memref<4xf32>)
+// CHECK: kernel.call "reduce_sum" ins(%[[V]] : memref<2x2xf32>)
+// CHECK: kernel.elementwise ins(%{{.+}}, %{{.+}}, %arg1 : memref<i1>, memref<4xf32>, memref<4xf32>) outs(%arg1 : memref<4xf32>)
+// CHECK: kernel.elementwise ins(%[[NEW]] : memref<4xf32>) outs(%arg0 : memref<4xf32>)
+// CHECK: return
+func.func @train_step(%w: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                      %m: tensor<4xf32> {train.binding = #train.binding<state "m">},
+                      %apply: tensor<i1> {train.binding = #train.binding<input "apply">})
+    -> (tensor<f32>, tensor<4xf32> {train.update_of = "w"}, tensor<4xf32> {train.update_of = "m"})
+    attributes {train.entry = "train_step"} {
+  %v = nn.reshape %w : tensor<4xf32> -> tensor<2x2xf32>
+  %new = nn.neg %w : tensor<4xf32> -> tensor<4xf32>
+  %r = nn.reduce_sum %v {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x2xf32> -> tensor<f32>
+  %m1 = nn.exp %m : tensor<4xf32> -> tensor<4xf32>
+  %m2 = nn.where %apply, %m1, %m : tensor<i1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %r, %new, %m2 : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
