@@ -279,9 +279,14 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
     `world-size` ranks runs on its own micro-batch; other entries are left
     alone (`@accumulate` sums local gradients, so a step with accumulation
     reduces once per optimizer step). Gradients are grouped, in the order
-    the backward completes them, into buckets of at most
-    `reduce-bucket-bytes` (one tensor larger than that is a bucket alone);
-    each bucket's collective is placed right after its last gradient.
+    the backward completes them, into buckets of one element type and at
+    most `reduce-bucket-bytes` (one tensor larger than that is a bucket
+    alone); each bucket's collective is placed right after its last
+    gradient. Under mixed precision a gradient `ztc-autodiff` widened from
+    half precision (the ops marked `train.half_gradient_of`) is reduced in
+    half, before the widening and fp16's unscaling, which are redone on the
+    result with the mean, still marked, so that `ztc-half-gradients` moves
+    them to the readers and the reduced half gradient waits for the update.
 
     - Stage 0 (data parallelism): each bucket is flattened, all-reduced and
       scaled by 1/world-size, the mean gradient of the global batch, and the

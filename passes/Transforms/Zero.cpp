@@ -39,7 +39,32 @@ struct Update {
   /// Elements, and where the backward completes the gradient.
   int64_t elements;
   int64_t readyAt;
+  /// Mixed precision: the gradient in half precision, before ztc-autodiff
+  /// widened (and, in fp16, unscaled) it, and those ops, first to last
+  /// (marked `train.half_gradient_of`); null and empty otherwise.
+  Value half;
+  SmallVector<Operation *> widening;
+
+  /// What the collectives reduce: the half gradient when there is one.
+  Value reduced() const { return half ? half : gradUse->get(); }
 };
+
+/// Fills `u.half` and `u.widening` when its gradient is a marked widening
+/// of a half one that nothing else reads.
+void findHalfGradient(Update &u) {
+  Value value = u.gradUse->get();
+  SmallVector<Operation *> chain;
+  while (Operation *def = value.getDefiningOp()) {
+    if (!def->hasAttr(train::kHalfGradientOfAttr) || !value.hasOneUse())
+      break;
+    chain.insert(chain.begin(), def);
+    value = def->getOperand(0);
+  }
+  if (chain.empty() || !isa<nn::CastOp>(chain.front()))
+    return;
+  u.half = value;
+  u.widening = std::move(chain);
+}
 
 /// Builders at one insertion point.
 using Build = Arithmetic;
@@ -124,6 +149,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
           {&op, param, use,
            cast<RankedTensorType>(grad.getType()).getNumElements(),
            def ? position.lookup(def) : 0});
+      findHalfGradient(updates.back());
     }
     if (updates.empty()) {
       func.emitError("ztc-zero found no optimizer update: run ztc-optimizer "
@@ -140,12 +166,15 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
 
     if (stage == 0) {
       reduceBuckets(func, buckets);
-      averageBuffers(func);
-      return;
-    }
-    if (failed(shardParameters(func, updates, clip)))
+    } else if (failed(shardParameters(func, updates, clip))) {
       return signalPassFailure();
+    }
     averageBuffers(func);
+    // The half gradients' widening was redone after their collectives.
+    for (Update &u : updates)
+      for (Operation *op : llvm::reverse(u.widening))
+        if (op->use_empty())
+          op->erase();
   }
 
   /// The element type gradients are reduced in: comm-dtype, or null for
@@ -177,6 +206,29 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     return nn::CastOp::create(m.b, m.loc, type.clone(element), value);
   }
 
+  /// `part`, `u`'s share of a reduced bucket (the sum over the ranks), as
+  /// the mean gradient the update reads: a half gradient is widened (and
+  /// unscaled) as ztc-autodiff did, then divided by the world size; those
+  /// ops stay marked, so ztc-half-gradients moves them to the readers and
+  /// the reduced half gradient is what waits for the update.
+  Value meanOf(Build &m, Update *u, Value part) {
+    if (!u->half)
+      return m.scale(part, 1.0 / double(worldSize));
+    auto mark = u->widening.front()->getAttr(train::kHalfGradientOfAttr);
+    for (Operation *op : u->widening) {
+      // On a shard's block, or on a bucket's slice: the shape of `part`.
+      Operation *copy = m.b.clone(*op);
+      copy->setOperand(0, part);
+      Type element = Build::elementOf(copy->getResult(0));
+      part = copy->getResult(0);
+      part.setType(
+          cast<RankedTensorType>(copy->getOperand(0).getType()).clone(element));
+    }
+    Value mean = m.scale(part, 1.0 / double(worldSize));
+    mean.getDefiningOp()->setAttr(train::kHalfGradientOfAttr, mark);
+    return mean;
+  }
+
   /// Records the world size and stage on the step (the manifest's).
   void markStep(func::FuncOp func) {
     Builder attrs(func.getContext());
@@ -187,18 +239,25 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   }
 
   /// Groups `updates` (in backward order) into buckets of at most
-  /// reduce-bucket-bytes of gradient.
+  /// reduce-bucket-bytes of gradient, each of one element type (as
+  /// DeepSpeed groups by dtype): under mixed precision the half gradients
+  /// and the f32 ones (normalization weights) fill buckets of their own.
   SmallVector<SmallVector<Update *>> bucketsOf(ArrayRef<Update *> updates) {
     SmallVector<SmallVector<Update *>> buckets;
-    int64_t bucketBytes = 0;
+    // The bucket each element type fills, and its bytes so far.
+    DenseMap<Type, std::pair<size_t, int64_t>> open;
     for (Update *u : updates) {
       int64_t bytes =
-          nn::storageBytes(cast<RankedTensorType>(u->gradUse->get().getType()));
-      if (buckets.empty() || bucketBytes + bytes > reduceBucketBytes) {
-        buckets.emplace_back();
+          nn::storageBytes(cast<RankedTensorType>(u->reduced().getType()));
+      auto [it, fresh] =
+          open.try_emplace(Build::elementOf(u->reduced()), buckets.size(), 0);
+      auto &[index, bucketBytes] = it->second;
+      if (fresh || bucketBytes + bytes > reduceBucketBytes) {
+        index = buckets.size();
         bucketBytes = 0;
+        buckets.emplace_back();
       }
-      buckets.back().push_back(u);
+      buckets[index].push_back(u);
       bucketBytes += bytes;
     }
     return buckets;
@@ -405,13 +464,12 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       else
         setAfterBucket(b, func.getBody().front(), bucket);
       Build m{b, loc};
-      Type element = cast<RankedTensorType>(bucket.front()->param.getType())
-                         .getElementType();
+      Type element = Build::elementOf(bucket.front()->reduced());
       SmallVector<Value> rows;
       int64_t width = 0;
       for (Update *u : bucket) {
         int64_t block = blockOf(u->elements);
-        Value flat = m.concat({u->gradUse->get()}, block * n - u->elements);
+        Value flat = m.concat({u->reduced()}, block * n - u->elements);
         rows.push_back(
             m.reshape(flat, RankedTensorType::get({n, block}, element)));
         width += block;
@@ -429,11 +487,11 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
                        cast<RankedTensorType>(flat.getType()).getElementType()),
               flat, n),
           element);
-      Value mean = m.scale(mine, 1.0 / double(n));
       int64_t offset = 0;
       for (Update *u : bucket) {
         int64_t block = blockOf(u->elements);
-        gradBlock[u->op] = m.slice(mean, offset, block);
+        Value part = m.slice(mine, offset, block);
+        gradBlock[u->op] = meanOf(m, u, part);
         offset += block;
       }
     }
@@ -572,7 +630,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
                              ArrayRef<Update *> bucket) {
     Operation *last = nullptr;
     for (Update *u : bucket)
-      if (Operation *def = u->gradUse->get().getDefiningOp())
+      if (Operation *def = u->reduced().getDefiningOp())
         if (!last || last->isBeforeInBlock(def))
           last = def;
     if (last)
@@ -588,21 +646,20 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     for (ArrayRef<Update *> bucket : buckets) {
       setAfterBucket(b, func.getBody().front(), bucket);
       Build m{b, NameLoc::get(b.getStringAttr("zero.bucket"), func.getLoc())};
-      SmallVector<Value> grads = llvm::map_to_vector(
-          bucket, [](Update *u) { return u->gradUse->get(); });
+      Type element = Build::elementOf(bucket.front()->reduced());
+      SmallVector<Value> grads =
+          llvm::map_to_vector(bucket, [](Update *u) { return u->reduced(); });
       Value joined = toComm(m, m.concat(grads, 0));
-      Value sum = fromComm(
-          m,
-          dist::AllReduceOp::create(b, m.loc, joined.getType(), joined,
-                                    worldSize),
-          cast<RankedTensorType>(grads.front().getType()).getElementType());
-      Value mean = m.scale(sum, 1.0 / double(worldSize));
+      Value reduced = dist::AllReduceOp::create(b, m.loc, joined.getType(),
+                                                joined, worldSize);
+      Value sum = fromComm(m, reduced, element);
       int64_t offset = 0;
       for (Update *u : bucket) {
-        auto type = cast<RankedTensorType>(u->gradUse->get().getType());
+        auto type = cast<RankedTensorType>(u->reduced().getType());
         Value part =
-            bucket.size() == 1 ? mean : m.slice(mean, offset, u->elements);
-        u->gradUse->set(m.reshape(part, type));
+            bucket.size() == 1 ? sum : m.slice(sum, offset, u->elements);
+        Value whole = m.reshape(part, type.clone(element));
+        u->gradUse->set(meanOf(m, u, whole));
         offset += u->elements;
       }
     }

@@ -7,8 +7,8 @@
 // RUN: ztc-opt %s -split-input-file --ztc-zero="world-size=2 stage=3 param-persistence-threshold=0" | FileCheck %s --check-prefix=ALL
 
 // Stage 0: the gradients, in the order the step computes them, form one
-// bucket; it is all-reduced right after the last of them and scaled by
-// 1/world-size, and the update reads the mean.
+// bucket; it is all-reduced right after the last of them, and each update
+// reads its slice scaled by 1/world-size (the mean).
 // STAGE0-LABEL: func.func @step
 // STAGE0-SAME: dist.world_size = 2 : i64, dist.zero_stage = 0 : i64
 // STAGE0: %[[GB:.+]] = nn.neg %arg1
@@ -16,11 +16,13 @@
 // STAGE0: %[[FW:.+]] = nn.reshape %[[GW]] : tensor<2x3xf32> -> tensor<6xf32>
 // STAGE0: %[[CAT:.+]] = nn.concat %[[GB]], %[[FW]] {axis = 0 : i64} : tensor<3xf32>, tensor<6xf32> -> tensor<9xf32>
 // STAGE0: %[[SUM:.+]] = dist.all_reduce %[[CAT]] {world_size = 2 : i64} : tensor<9xf32> -> tensor<9xf32>
-// STAGE0: %[[MEAN:.+]] = nn.mul %[[SUM]], %{{.+}} : tensor<9xf32>, tensor<f32> -> tensor<9xf32>
-// STAGE0: nn.slice %[[MEAN]] {sizes = array<i64: 3>, starts = array<i64: 0>
-// STAGE0: nn.slice %[[MEAN]] {sizes = array<i64: 6>, starts = array<i64: 3>
-// STAGE0: train.sgd %arg0,
-// STAGE0: train.sgd %arg1,
+// STAGE0: %[[B:.+]] = nn.slice %[[SUM]] {sizes = array<i64: 3>, starts = array<i64: 0>
+// STAGE0: %[[MB:.+]] = nn.mul %[[B]], %{{.+}} : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+// STAGE0: %[[W:.+]] = nn.slice %[[SUM]] {sizes = array<i64: 6>, starts = array<i64: 3>
+// STAGE0: %[[WW:.+]] = nn.reshape %[[W]] : tensor<6xf32> -> tensor<2x3xf32>
+// STAGE0: %[[MW:.+]] = nn.mul %[[WW]], %{{.+}} : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+// STAGE0: train.sgd %arg0, %[[MW]],
+// STAGE0: train.sgd %arg1, %[[MB]],
 
 // Stage 2: each gradient is padded to 2 blocks and laid out as [2, block]
 // (b: 3 -> 2x2, w: 6 -> 2x3); the bucket joins them along the blocks, so
@@ -137,4 +139,50 @@ func.func @half_copy(%x: tensor<4x3xbf16> {train.binding = #train.binding<input 
   %w1:2 = train.sgd %w, %gw, %lr, %wm {momentum = 0.9 : f64}
       : tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>
   return %loss, %w1#0, %w1#1 : tensor<f32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Mixed precision: w's gradient is a half one that ztc-autodiff widened
+// (marked train.half_gradient_of). The collective reduces it in bf16 (half
+// the bytes) and the widening is redone on the result, followed by the
+// 1/world-size mean, both marked, so ztc-half-gradients moves them to the
+// readers and the reduced bf16 gradient waits for the update. Buckets hold
+// one element type, so b's f32 gradient is reduced in a bucket of its own,
+// as before.
+// STAGE0-LABEL: func.func @half_gradient
+// STAGE0: %[[GH:.+]] = nn.reduce_sum %arg0 {{.+}} -> tensor<4xbf16>
+// STAGE0-NEXT: %[[SUM:.+]] = dist.all_reduce %[[GH]] {world_size = 2 : i64} : tensor<4xbf16> -> tensor<4xbf16>
+// STAGE0-NEXT: %[[WIDE:.+]] = nn.cast %[[SUM]] {train.half_gradient_of = "w"} : tensor<4xbf16> -> tensor<4xf32>
+// STAGE0: %[[MEAN:.+]] = nn.mul %[[WIDE]], %{{.+}} {train.half_gradient_of = "w"} : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+// STAGE0-NOT: nn.cast %[[GH]]
+// STAGE0: dist.all_reduce %{{.+}} : tensor<3xf32> -> tensor<3xf32>
+// STAGE0: train.sgd %arg1, %[[MEAN]],
+// Stage 2: the bf16 gradient is laid out and reduce-scattered in bf16; this
+// rank's block is widened and averaged.
+// STAGE2-LABEL: func.func @half_gradient
+// STAGE2: %[[MINE:.+]] = dist.reduce_scatter %{{.+}} {world_size = 2 : i64} : tensor<4xbf16> -> tensor<2xbf16>
+// STAGE2-NEXT: %[[WIDE:.+]] = nn.cast %[[MINE]] {train.half_gradient_of = "w"} : tensor<2xbf16> -> tensor<2xf32>
+// STAGE2: %[[MEAN:.+]] = nn.mul %[[WIDE]], %{{.+}} {train.half_gradient_of = "w"} : tensor<2xf32>, tensor<f32> -> tensor<2xf32>
+// STAGE2: train.sgd %{{.+}}, %[[MEAN]],
+func.func @half_gradient(%x: tensor<2x4xbf16> {train.binding = #train.binding<input "x">},
+                         %w: tensor<4xf32> {train.binding = #train.binding<param "w">},
+                         %b: tensor<3xf32> {train.binding = #train.binding<param "b">},
+                         %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
+                         %wm: tensor<4xf32> {train.binding = #train.binding<state "w.momentum_buffer">},
+                         %bm: tensor<3xf32> {train.binding = #train.binding<state "b.momentum_buffer">})
+    -> (tensor<f32> {onnx.name = "loss"},
+        tensor<4xf32> {train.update_of = "w"}, tensor<4xf32> {train.update_of = "w.momentum_buffer"},
+        tensor<3xf32> {train.update_of = "b"}, tensor<3xf32> {train.update_of = "b.momentum_buffer"})
+    attributes {train.entry = "train_step"} {
+  %loss = nn.reduce_sum %b {axes = array<i64: 0>, keepdims = false} : tensor<3xf32> -> tensor<f32>
+  %gh = nn.reduce_sum %x {axes = array<i64: 0>, keepdims = false} : tensor<2x4xbf16> -> tensor<4xbf16>
+  %gw = nn.cast %gh {train.half_gradient_of = "w"} : tensor<4xbf16> -> tensor<4xf32>
+  %gb = nn.neg %b : tensor<3xf32> -> tensor<3xf32>
+  %w1:2 = train.sgd %w, %gw, %lr, %wm {momentum = 0.9 : f64}
+      : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  %b1:2 = train.sgd %b, %gb, %lr, %bm {momentum = 0.9 : f64}
+      : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>
+  return %loss, %w1#0, %w1#1, %b1#0, %b1#1
+      : tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<3xf32>, tensor<3xf32>
 }
