@@ -443,17 +443,18 @@ std::string perParameter(const MemoryReport &report) {
 }
 
 /// perParameter's terms: "parameter 4.0 + gradient 4.0 + optimizer state
-/// 8.0", or with working copies "master 4.0 + working copy 2.0 + ...".
+/// 8.0"; under mixed precision "master 4.0 + bf16 working copy 2.0 + ..."
+/// (no working copy at stage 3, where it is gathered for each use).
 std::string perParameterTerms(const MemoryReport &report) {
   auto each = [&](uint64_t bytes) {
     return llvm::formatv("{0:F1}", double(bytes) / double(report.paramCount))
         .str();
   };
-  std::string terms = report.workingCopies
-                          ? "master " + each(report.params) + " + " +
-                                report.precision + " working copy " +
-                                each(report.workingCopies)
-                          : "parameter " + each(report.params);
+  bool mixed = report.precision == "bf16" || report.precision == "fp16";
+  std::string terms = (mixed ? "master " : "parameter ") + each(report.params);
+  if (report.workingCopies)
+    terms += " + " + report.precision + " working copy " +
+             each(report.workingCopies);
   return terms + " + gradient " + each(report.gradients) +
          " + optimizer state " + each(report.states);
 }
