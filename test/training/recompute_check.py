@@ -22,10 +22,12 @@ Also:
     the smallest fixed policy's planned peak and none's (from `ztc inspect
     --recompute all --json`), is one more policy above, and its plan fits
     the budget at no more recompute than any fixed policy that fits.
-With --quick (the sanitizer build, where every step runs instrumented) the
-GPT trains 10 steps instead of 50, the inference-mode CNN is left out and
-budget mode runs on the GPT only: every policy still runs on every kind of
-model, in fewer steps.
+With --quick (the sanitizer build, where every step is compiled and runs
+instrumented, so each artifact costs half a minute) the GPT trains 10
+steps instead of 50 under every policy and budget mode; the training-mode
+CNN and the Dropout MLP compare full against none; the MLP, the
+inference-mode CNN and the GPT's accumulated, bf16 and frozen variants are
+left to the main suite.
 Usage: recompute_check.py --ztc PATH [--quick]
 """
 
@@ -148,9 +150,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ztc", required=True)
     parser.add_argument("--quick", action="store_true",
-                        help="fewer GPT steps, no inference-mode CNN, budget mode on the GPT only")
+                        help="the sanitizer build's subset (see above)")
     args = parser.parse_args()
-    small_budget = not args.quick
+    # --quick: the models other than the GPT compare full against none.
+    small = {"policies": ("none", "full"), "budget": False} if args.quick else {}
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="ztc-recompute-") as tmp:
         make_example("make_mlp.py", tmp)
@@ -167,19 +170,20 @@ def main():
                          tokens=rng.integers(0, 64, (64, 16)).astype(np.int64),
                          labels=rng.integers(0, 64, (64, 16)).astype(np.int64))
 
-        compare_policies(args, tmp, "mlp", os.path.join(tmp, "mlp.onnx"), vectors, 10,
-                         "--batch-size", "8", budget=small_budget)
         if not args.quick:
+            compare_policies(args, tmp, "mlp", os.path.join(tmp, "mlp.onnx"), vectors, 10,
+                             "--batch-size", "8")
             compare_policies(args, tmp, "cnn", os.path.join(tmp, "cnn.onnx"), images, 10,
                              "--batch-size", "8")
         compare_policies(args, tmp, "cnn_train", os.path.join(tmp, "cnn_train.onnx"), images,
-                         10, "--batch-size", "8", budget=small_budget)
+                         10, "--batch-size", "8", **small)
         gpt = os.path.join(tmp, "gpt4.onnx")
         manifests = compare_policies(args, tmp, "gpt4", gpt, text, 10 if args.quick else 50,
                                      "--batch-size", "4")
-        compare_policies(args, tmp, "gpt4_accum", gpt, text, 10, "--batch-size", "2",
-                         "--grad-accum", "2", policies=("none", "selective", "full"),
-                         budget=False)
+        if not args.quick:
+            compare_policies(args, tmp, "gpt4_accum", gpt, text, 10, "--batch-size", "2",
+                             "--grad-accum", "2", policies=("none", "selective", "full"),
+                             budget=False)
 
         figures = {p: m["train"]["recompute"] for p, m in manifests.items() if p in POLICIES}
         saved = {p: f["saved_activation_bytes"] for p, f in figures.items()}
@@ -197,27 +201,29 @@ def main():
               ", ".join("%s %.1f%%" % (p, 100.0 * f["recompute_flops"] / f["step_flops"])
                         for p, f in figures.items()))
 
-        # Mixed precision: recomputed bf16 values are the kept ones, bit for bit.
-        compare_policies(args, tmp, "gpt4_bf16", gpt, text, 10, "--batch-size", "4",
-                         "--precision", "bf16", policies=("none", "selective", "full"),
-                         budget=False)
-
-        # Frozen embeddings and first block under full: no "does not require
-        # grad" failure, and the same training as without recomputation.
-        frozen = ("--freeze", r"wte\..*|wpe\..*|blocks\.0\..*")
-        compare_policies(args, tmp, "gpt4_frozen", gpt, text, 10, "--batch-size", "4",
-                         *frozen, policies=("none", "full"), budget=False)
+        if not args.quick:
+            # Mixed precision: recomputed bf16 values are the kept ones, bit
+            # for bit.
+            compare_policies(args, tmp, "gpt4_bf16", gpt, text, 10, "--batch-size", "4",
+                             "--precision", "bf16", policies=("none", "selective", "full"),
+                             budget=False)
+            # Frozen embeddings and first block under full: no "does not
+            # require grad" failure, and the same training as without
+            # recomputation.
+            frozen = ("--freeze", r"wte\..*|wpe\..*|blocks\.0\..*")
+            compare_policies(args, tmp, "gpt4_frozen", gpt, text, 10, "--batch-size", "4",
+                             *frozen, policies=("none", "full"), budget=False)
 
         # Training-mode Dropout: a recomputed mask is the original one.
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from dropout_check import export_mlp
         dropout = os.path.join(tmp, "mlp_dropout.onnx")
         export_mlp(dropout)
-        small = save_data(os.path.join(tmp, "small"),
+        vectors16 = save_data(os.path.join(tmp, "small"),
                           x=rng.standard_normal((64, 16)).astype(np.float32),
                           labels=rng.integers(0, 4, 64).astype(np.int64))
-        compare_policies(args, tmp, "mlp_dropout", dropout, small, 10, "--batch-size", "8",
-                         budget=small_budget)
+        compare_policies(args, tmp, "mlp_dropout", dropout, vectors16, 10, "--batch-size", "8",
+                         **small)
     return summary()
 
 
