@@ -331,6 +331,10 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
     Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t",
            /*default=*/"26214400",
            "Gradient bytes per reduction bucket (default 25 MiB)">,
+    Option<"reduceBucketElements", "reduce-bucket-elements", "int64_t",
+           /*default=*/"0",
+           "When positive: gradient elements per reduction bucket instead "
+           "of bytes (DeepSpeed's reduce_bucket_size)">,
     Option<"commDtype", "comm-dtype", "std::string", /*default=*/"\"\"",
            "Element type gradients are reduced in: fp32, fp16 or bf16 "
            "(default: the gradients' own); sums accumulate in fp32">,

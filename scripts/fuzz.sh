@@ -3,7 +3,8 @@
 # one after another, in the sanitizer build (scripts/sanitize.sh builds it).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    TARGET: npy checkpoint manifest
-#                                            onnx-binary onnx-text (all)
+#                                            ds-config onnx-binary onnx-text
+#                                            (all)
 #
 # Seeds come from the examples and tests (test/fuzz/make_seeds.py, and the
 # example MLP compiled into a training artifact whose step is built with
@@ -22,7 +23,7 @@ if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
   shift
 fi
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(npy checkpoint manifest onnx-binary onnx-text)
+((${#TARGETS[@]})) || TARGETS=(npy checkpoint manifest ds-config onnx-binary onnx-text)
 
 "$ROOT/scripts/sanitize.sh" --build-only
 BUILD="$ROOT/build-sanitize"
@@ -59,6 +60,9 @@ mkdir -p "$WORK/seeds/manifest"
 [[ -f "$ARTIFACT/manifest.json" ]] &&
   cp "$ARTIFACT/manifest.json" "$WORK/seeds/manifest/mlp-train.json"
 export ZTC_FUZZ_ARTIFACT="$ARTIFACT"
+# The ds-config target starts from the configs the driver tests compile.
+mkdir -p "$WORK/seeds/ds-config"
+cp "$ROOT"/test/lit/driver/Inputs/ds_config/*.json "$WORK/seeds/ds-config/"
 # The targets' scratch files, removed whatever happens.
 ZTC_FUZZ_SCRATCH="$(mktemp -d /dev/shm/ztc-fuzz.XXXXXX 2>/dev/null || mktemp -d)"
 export ZTC_FUZZ_SCRATCH

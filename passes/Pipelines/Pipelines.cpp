@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -39,6 +40,42 @@ std::pair<double, double> TrainingPipelineOptions::adamBetas() const {
   return {0.9, 0.999};
 }
 
+std::optional<::ztc::rt::LrScheduleKind>
+mlir::ztc::scheduleOfTrainerName(llvm::StringRef name) {
+  using ::ztc::rt::LrScheduleKind;
+  return llvm::StringSwitch<std::optional<LrScheduleKind>>(name)
+      .Case("linear", LrScheduleKind::WarmupDecay)
+      .Case("cosine", LrScheduleKind::WarmupCosine)
+      .Case("constant", LrScheduleKind::Constant)
+      .Case("constant_with_warmup", LrScheduleKind::Warmup)
+      .Default(std::nullopt);
+}
+
+::ztc::rt::ScheduleConfig TrainingPipelineOptions::scheduleConfig() const {
+  ::ztc::rt::ScheduleConfig config;
+  if (lrSchedulerType.hasValue()) {
+    config.kind = *scheduleOfTrainerName(lrSchedulerType);
+    config.warmupType = ::ztc::rt::WarmupType::Linear;
+  } else {
+    config.kind = *::ztc::rt::parseScheduleKind(lrSchedule);
+    config.warmupType = *::ztc::rt::parseWarmupType(warmupType);
+  }
+  config.lr = lr;
+  config.minLr = cosMinRatio.hasValue() ? cosMinRatio * lr : double(minLr);
+  config.warmupSteps = warmupSteps;
+  config.warmupRatio = warmupRatio;
+  config.totalSteps = totalSteps;
+  config.warmupMinRatio = warmupMinRatio;
+  config.cycleFirstStepSize = cycleFirstStepSize;
+  config.cycleSecondStepSize = cycleSecondStepSize;
+  config.decayLrRate = decayLrRate;
+  config.decayStepSize = decayStepSize;
+  config.rangeStepSize = lrRangeTestStepSize;
+  config.rangeStepRate = lrRangeTestStepRate;
+  config.rangeStaircase = lrRangeTestStaircase;
+  return config;
+}
+
 LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   auto fail = [&](const std::string &message) {
     error = message;
@@ -57,7 +94,39 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--grad-accum-dtype applies with --grad-accum > 1");
   if (!::ztc::rt::parseScheduleKind(lrSchedule))
     return fail("--lr-schedule '" + lrSchedule +
-                "': expected constant, warmup, warmup-decay or warmup-cosine");
+                "': expected constant, warmup, warmup-decay, warmup-cosine, "
+                "one-cycle or lr-range-test");
+  if (lrSchedulerType.hasValue()) {
+    if (lrSchedule.hasValue())
+      return fail("--lr-scheduler-type and --lr-schedule both name the "
+                  "schedule: give one");
+    if (!scheduleOfTrainerName(lrSchedulerType))
+      return fail("--lr-scheduler-type '" + lrSchedulerType +
+                  "': expected linear, cosine, constant or "
+                  "constant_with_warmup (the Trainer's others are not built; "
+                  "--lr-schedule lists DeepSpeed's)");
+  }
+  if (!::ztc::rt::parseWarmupType(warmupType))
+    return fail("--warmup-type '" + warmupType + "': expected linear or log");
+  if (!(warmupRatio >= 0 && warmupRatio <= 1))
+    return fail("--warmup-ratio must be within [0, 1], got " +
+                std::to_string(warmupRatio));
+  for (auto [name, value] : {std::pair<const char *, double>{"min-lr", minLr},
+                             {"warmup-min-ratio", warmupMinRatio},
+                             {"cos-min-ratio", cosMinRatio},
+                             {"decay-lr-rate", decayLrRate},
+                             {"lr-range-test-step-rate", lrRangeTestStepRate}})
+    if (!(value >= 0) || !std::isfinite(value))
+      return fail(std::string("--") + name +
+                  " must be a finite non-negative number, got " +
+                  std::to_string(value));
+  if (cosMinRatio.hasValue() && minLr.hasValue())
+    return fail("--cos-min-ratio and --min-lr both set the cosine's end: "
+                "give one");
+  if (cycleFirstStepSize < 1)
+    return fail("--cycle-first-step-size must be at least 1");
+  if (lrRangeTestStepSize < 1)
+    return fail("--lr-range-test-step-size must be at least 1");
   if (precision != "fp32" && precision != "fp64" && precision != "bf16" &&
       precision != "fp16")
     return fail("--precision '" + precision +
@@ -120,6 +189,12 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--param-persistence-threshold must not be negative");
   if (worldSize < 1)
     return fail("--world-size must be at least 1");
+  if (reduceBucketElements < 0)
+    return fail("--reduce-bucket-elements must not be negative, got " +
+                std::to_string(reduceBucketElements));
+  if (reduceBucketElements > 0 && reduceBucketBytes.hasValue())
+    return fail("--reduce-bucket-elements and --reduce-bucket-bytes both "
+                "size the buckets: give one");
   if (reduceBucketBytes < 1)
     return fail("--reduce-bucket-bytes must be positive, got " +
                 std::to_string(reduceBucketBytes));
@@ -273,6 +348,7 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   zero.stage = options.zeroStage;
   zero.worldSize = options.worldSize;
   zero.reduceBucketBytes = options.reduceBucketBytes;
+  zero.reduceBucketElements = options.reduceBucketElements;
   zero.paramPersistenceThreshold = options.paramPersistenceThreshold;
   zero.commDtype = options.commDtype;
   pm.addNestedPass<func::FuncOp>(createZeroPass(zero));

@@ -12,8 +12,12 @@
 #ifndef ZTC_PASSES_PIPELINES_PIPELINES_H
 #define ZTC_PASSES_PIPELINES_PIPELINES_H
 
+#include "runtime/train/Schedule.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+
+#include <optional>
 
 #include <string>
 #include <vector>
@@ -84,18 +88,78 @@ struct TrainingPipelineOptions
                     llvm::cl::init(1e-3)};
   Option<std::string> lrSchedule{
       *this, "lr-schedule",
-      llvm::cl::desc("constant, warmup, warmup-decay or warmup-cosine "
-                     "(DeepSpeed's WarmupLR, WarmupDecayLR, WarmupCosineLR)"),
+      llvm::cl::desc("constant, warmup, warmup-decay, warmup-cosine, "
+                     "one-cycle or lr-range-test (DeepSpeed's WarmupLR, "
+                     "WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest)"),
       llvm::cl::init("constant")};
+  Option<std::string> lrSchedulerType{
+      *this, "lr-scheduler-type",
+      llvm::cl::desc("The Hugging Face Trainer's name for the schedule, "
+                     "instead of --lr-schedule: linear (warmup-decay), "
+                     "cosine (warmup-cosine), constant, constant_with_warmup "
+                     "(warmup); the warmup is linear")};
   Option<uint64_t> warmupSteps{
       *this, "warmup-steps", llvm::cl::desc("Warmup length in optimizer steps"),
       llvm::cl::init(0)};
+  Option<double> warmupRatio{
+      *this, "warmup-ratio",
+      llvm::cl::desc("Warmup as a share of the schedule's length, rounded up "
+                     "(the Trainer's warmup_ratio; --warmup-steps wins)"),
+      llvm::cl::init(0.0)};
+  Option<std::string> warmupType{
+      *this, "warmup-type",
+      llvm::cl::desc("How the warmup rises: linear or log (DeepSpeed's "
+                     "warmup_type)"),
+      llvm::cl::init("linear")};
   Option<uint64_t> totalSteps{
       *this, "total-steps",
-      llvm::cl::desc("Schedule length in optimizer steps"), llvm::cl::init(0)};
+      llvm::cl::desc("Schedule length in optimizer steps (0: the run's "
+                     "length, from ztc-train's --steps or --epochs)"),
+      llvm::cl::init(0)};
   Option<double> minLr{*this, "min-lr",
-                       llvm::cl::desc("Schedule's lowest learning rate"),
+                       llvm::cl::desc("Schedule's lowest learning rate "
+                                      "(one-cycle: cycle_min_lr)"),
                        llvm::cl::init(0.0)};
+  Option<double> warmupMinRatio{
+      *this, "warmup-min-ratio",
+      llvm::cl::desc("warmup-cosine: the warmup's start as a share of --lr "
+                     "(DeepSpeed's warmup_min_ratio)"),
+      llvm::cl::init(0.0)};
+  Option<double> cosMinRatio{
+      *this, "cos-min-ratio",
+      llvm::cl::desc("warmup-cosine: the cosine's end as a share of --lr, "
+                     "instead of --min-lr (DeepSpeed's cos_min_ratio)"),
+      llvm::cl::init(0.0)};
+  Option<uint64_t> cycleFirstStepSize{
+      *this, "cycle-first-step-size",
+      llvm::cl::desc("one-cycle: steps rising from --min-lr to --lr"),
+      llvm::cl::init(2000)};
+  Option<uint64_t> cycleSecondStepSize{
+      *this, "cycle-second-step-size",
+      llvm::cl::desc("one-cycle: steps falling back (0: as the rise)"),
+      llvm::cl::init(0)};
+  Option<double> decayLrRate{
+      *this, "decay-lr-rate",
+      llvm::cl::desc("one-cycle, after the cycle: lr = min-lr / (1 + rate * "
+                     "steps / decay-step-size)"),
+      llvm::cl::init(0.0)};
+  Option<uint64_t> decayStepSize{
+      *this, "decay-step-size",
+      llvm::cl::desc("one-cycle: the decay's interval in steps (0: no decay)"),
+      llvm::cl::init(0)};
+  Option<uint64_t> lrRangeTestStepSize{
+      *this, "lr-range-test-step-size",
+      llvm::cl::desc("lr-range-test: steps per interval; lr = --lr * (1 + "
+                     "rate * intervals)"),
+      llvm::cl::init(2000)};
+  Option<double> lrRangeTestStepRate{
+      *this, "lr-range-test-step-rate",
+      llvm::cl::desc("lr-range-test: growth per interval"),
+      llvm::cl::init(1.0)};
+  Option<bool> lrRangeTestStaircase{
+      *this, "lr-range-test-staircase",
+      llvm::cl::desc("lr-range-test: whole intervals only"),
+      llvm::cl::init(false)};
 
   // --- Entries (ztc-build-entries) ----------------------------------------
   ListOption<std::string> entries{
@@ -215,6 +279,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Gradient bytes reduced per collective (DeepSpeed's "
                      "reduce_bucket_size, in bytes)"),
       llvm::cl::init(26214400)};
+  Option<int64_t> reduceBucketElements{
+      *this, "reduce-bucket-elements",
+      llvm::cl::desc("Gradient elements reduced per collective, instead of "
+                     "--reduce-bucket-bytes (DeepSpeed's reduce_bucket_size "
+                     "counts elements; 0: bytes decide)"),
+      llvm::cl::init(0)};
   Option<std::string> commDtype{
       *this, "comm-dtype",
       llvm::cl::desc("Element type gradients are reduced in across ranks: "
@@ -232,6 +302,9 @@ struct TrainingPipelineOptions
   std::vector<std::string> entryKinds() const;
   /// Adam's (beta1, beta2): `betas`, or PyTorch's default.
   std::pair<double, double> adamBetas() const;
+  /// The learning-rate schedule the options ask for, with
+  /// --lr-scheduler-type resolved; the options must verify.
+  ::ztc::rt::ScheduleConfig scheduleConfig() const;
 
   /// Checks values no single pass can (a slot asked for what is not built,
   /// two betas, a known schedule). On failure, `error` says which option and
@@ -244,6 +317,11 @@ struct TrainingPipelineOptions
   /// The names of all options, sorted.
   std::vector<std::string> optionNames() const;
 };
+
+/// The schedule kind of the Hugging Face Trainer's lr_scheduler_type `name`
+/// (linear, cosine, constant, constant_with_warmup), or none.
+std::optional<::ztc::rt::LrScheduleKind>
+scheduleOfTrainerName(llvm::StringRef name);
 
 /// Adds the passes that take an imported onnx module to the `nn` dialect.
 void buildOnnxToNNPipeline(OpPassManager &pm);

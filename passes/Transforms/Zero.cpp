@@ -239,7 +239,8 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   }
 
   /// Groups `updates` (in backward order) into buckets of at most
-  /// reduce-bucket-bytes of gradient, each of one element type (as
+  /// reduce-bucket-bytes (or reduce-bucket-elements) of gradient, each of
+  /// one element type (as
   /// DeepSpeed groups by dtype): under mixed precision the half gradients
   /// and the f32 ones (normalization weights) fill buckets of their own.
   SmallVector<SmallVector<Update *>> bucketsOf(ArrayRef<Update *> updates) {
@@ -247,12 +248,16 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     // The bucket each element type fills, and its bytes so far.
     DenseMap<Type, std::pair<size_t, int64_t>> open;
     for (Update *u : updates) {
-      int64_t bytes =
-          nn::storageBytes(cast<RankedTensorType>(u->reduced().getType()));
+      auto type = cast<RankedTensorType>(u->reduced().getType());
+      // DeepSpeed's reduce_bucket_size counts elements; bytes otherwise.
+      int64_t bytes = reduceBucketElements > 0 ? type.getNumElements()
+                                               : nn::storageBytes(type);
+      int64_t limit = reduceBucketElements > 0 ? int64_t(reduceBucketElements)
+                                               : int64_t(reduceBucketBytes);
       auto [it, fresh] =
           open.try_emplace(Build::elementOf(u->reduced()), buckets.size(), 0);
       auto &[index, bucketBytes] = it->second;
-      if (fresh || bucketBytes + bytes > reduceBucketBytes) {
+      if (fresh || bucketBytes + bytes > limit) {
         index = buckets.size();
         bucketBytes = 0;
         buckets.emplace_back();

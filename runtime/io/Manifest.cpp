@@ -175,7 +175,8 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
   std::string kind = reader.stringOr("lr_schedule", "constant");
   if (!parseScheduleKind(kind))
     reader.fail("has unknown lr_schedule '" + kind +
-                "' (known: constant, warmup, warmup-decay, warmup-cosine)");
+                "' (known: constant, warmup, warmup-decay, warmup-cosine, "
+                "one-cycle, lr-range-test)");
   schedule.kind = *parseScheduleKind(kind);
   std::string warmupType = reader.stringOr("warmup_type", "linear");
   if (!parseWarmupType(warmupType))
@@ -186,9 +187,24 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
   schedule.warmupSteps = reader.unsignedIntOr("warmup_steps", 0);
   schedule.totalSteps = reader.unsignedIntOr("total_steps", 0);
   schedule.warmupMinRatio = reader.numberOr("warmup_min_ratio", 0.0);
-  for (double rate : {schedule.lr, schedule.minLr, schedule.warmupMinRatio})
+  schedule.warmupRatio = reader.numberOr("warmup_ratio", 0.0);
+  schedule.cycleFirstStepSize =
+      reader.unsignedIntOr("cycle_first_step_size", 2000);
+  schedule.cycleSecondStepSize =
+      reader.unsignedIntOr("cycle_second_step_size", 0);
+  schedule.decayLrRate = reader.numberOr("decay_lr_rate", 0.0);
+  schedule.decayStepSize = reader.unsignedIntOr("decay_step_size", 0);
+  schedule.rangeStepSize =
+      reader.unsignedIntOr("lr_range_test_step_size", 2000);
+  schedule.rangeStepRate = reader.numberOr("lr_range_test_step_rate", 1.0);
+  schedule.rangeStaircase =
+      reader.unsignedIntOr("lr_range_test_staircase", 0) != 0;
+  for (double rate :
+       {schedule.lr, schedule.minLr, schedule.warmupMinRatio,
+        schedule.warmupRatio, schedule.decayLrRate, schedule.rangeStepRate})
     if (!(rate >= 0))
-      reader.fail("has a negative lr, min_lr or warmup_min_ratio");
+      reader.fail("has a negative lr, min_lr, warmup_min_ratio, "
+                  "warmup_ratio, decay_lr_rate or lr_range_test_step_rate");
   train.batchSize = reader.unsignedIntOr("batch_size", 0);
   train.gradAccum = reader.unsignedIntOr("grad_accum", 1);
   train.precision = reader.stringOr("precision", "fp32");
@@ -567,6 +583,19 @@ json printTrainConfig(const TrainConfig &train) {
                  {"warmup_min_ratio", schedule.warmupMinRatio},
                  {"grad_accum", train.gradAccum},
                  {"precision", train.precision}};
+  if (schedule.warmupRatio > 0)
+    object["warmup_ratio"] = schedule.warmupRatio;
+  if (schedule.kind == LrScheduleKind::OneCycle) {
+    object["cycle_first_step_size"] = schedule.cycleFirstStepSize;
+    object["cycle_second_step_size"] = schedule.cycleSecondStepSize;
+    object["decay_lr_rate"] = schedule.decayLrRate;
+    object["decay_step_size"] = schedule.decayStepSize;
+  }
+  if (schedule.kind == LrScheduleKind::LrRangeTest) {
+    object["lr_range_test_step_size"] = schedule.rangeStepSize;
+    object["lr_range_test_step_rate"] = schedule.rangeStepRate;
+    object["lr_range_test_staircase"] = schedule.rangeStaircase ? 1 : 0;
+  }
   if (!train.loss.empty())
     object["loss"] = train.loss;
   if (train.batchSize != 0)

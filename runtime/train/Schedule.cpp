@@ -26,6 +26,8 @@ constexpr ScheduleName kScheduleNames[] = {
     {LrScheduleKind::Warmup, "warmup"},
     {LrScheduleKind::WarmupDecay, "warmup-decay"},
     {LrScheduleKind::WarmupCosine, "warmup-cosine"},
+    {LrScheduleKind::OneCycle, "one-cycle"},
+    {LrScheduleKind::LrRangeTest, "lr-range-test"},
 };
 
 /// Checks one rate of the configuration.
@@ -68,6 +70,17 @@ Schedule::Schedule(const ScheduleConfig &config) : config_(config) {
   checkRate("lr", config.lr);
   checkRate("min_lr", config.minLr);
   checkRate("warmup_min_ratio", config.warmupMinRatio);
+  checkRate("warmup_ratio", config.warmupRatio);
+  checkRate("decay_lr_rate", config.decayLrRate);
+  checkRate("lr_range_test_step_rate", config.rangeStepRate);
+  if (config.warmupRatio > 1)
+    throw Error("lr schedule: warmup_ratio must be at most 1, got " +
+                std::to_string(config.warmupRatio));
+  if (config.kind == LrScheduleKind::OneCycle && config.cycleFirstStepSize == 0)
+    throw Error("lr schedule 'one-cycle' needs cycle_first_step_size > 0");
+  if (config.kind == LrScheduleKind::LrRangeTest && config.rangeStepSize == 0)
+    throw Error("lr schedule 'lr-range-test' needs lr_range_test_step_size "
+                "> 0");
   warmupNumSteps_ = std::max<uint64_t>(2, config.warmupSteps);
   std::string name = scheduleName(config.kind);
   if (config.kind == LrScheduleKind::WarmupDecay && config.totalSteps == 0)
@@ -124,6 +137,33 @@ double Schedule::lrAtIteration(uint64_t iteration) const {
       ratio = std::max(0.0, cosMinRatio + (1.0 - cosMinRatio) * cosine);
     }
     return c.lr * ratio;
+  }
+  case LrScheduleKind::OneCycle: {
+    double first = static_cast<double>(c.cycleFirstStepSize);
+    double total = first + static_cast<double>(c.cycleSecondStepSize
+                                                   ? c.cycleSecondStepSize
+                                                   : c.cycleFirstStepSize);
+    double i = static_cast<double>(iteration);
+    if (i < total) {
+      // DeepSpeed's _get_scale_factor: x runs over [0, 1) within the cycle,
+      // one iteration ahead.
+      double x = (i + 1.0) / total - std::floor((i + 1.0) / total);
+      double stepRatio = first / total;
+      double scale =
+          x <= stepRatio ? x / stepRatio : (x - 1.0) / (stepRatio - 1.0);
+      return c.minLr + (c.lr - c.minLr) * scale;
+    }
+    if (c.decayStepSize == 0 || c.decayLrRate == 0)
+      return c.minLr;
+    double interval = (i - total + 1.0) / static_cast<double>(c.decayStepSize);
+    return c.minLr / (1.0 + c.decayLrRate * interval);
+  }
+  case LrScheduleKind::LrRangeTest: {
+    double interval = (static_cast<double>(iteration) + 1.0) /
+                      static_cast<double>(c.rangeStepSize);
+    if (c.rangeStaircase)
+      interval = std::floor(interval);
+    return c.lr * (1.0 + c.rangeStepRate * interval);
   }
   }
   return c.lr;

@@ -17,6 +17,16 @@
 //                                  (1 + cos(pi * (i - W + 1) / (total - W)))
 //                                  / 2, clamped at 0; cos_min_ratio is
 //                                  min_lr / lr
+//   one-cycle      OneCycle:       min_lr (cycle_min_lr) rising linearly to
+//                                  lr (cycle_max_lr) over cycle_first_step_size
+//                                  iterations and falling back over
+//                                  cycle_second_step_size (x = (i + 1) / both,
+//                                  as DeepSpeed); after the cycle,
+//                                  min_lr / (1 + decay_lr_rate * d /
+//                                  decay_step_size), d = i - both + 1
+//                                  (min_lr when either is 0)
+//   lr-range-test  LRRangeTest:    lr * (1 + step_rate * (i + 1) / step_size),
+//                                  the quotient floored with staircase
 //
 // where i is DeepSpeed's `last_batch_iteration` (0-based), W =
 // max(2, warmup_steps) (DeepSpeed never warms up over fewer than 2 steps),
@@ -43,12 +53,20 @@
 namespace ztc::rt {
 
 /// The manifest's `train.lr_schedule`.
-enum class LrScheduleKind { Constant, Warmup, WarmupDecay, WarmupCosine };
+enum class LrScheduleKind {
+  Constant,
+  Warmup,
+  WarmupDecay,
+  WarmupCosine,
+  OneCycle,
+  LrRangeTest
+};
 
 /// The manifest's `train.warmup_type` (DeepSpeed's `warmup_type`).
 enum class WarmupType { Linear, Log };
 
-/// "constant", "warmup", "warmup-decay", "warmup-cosine".
+/// "constant", "warmup", "warmup-decay", "warmup-cosine", "one-cycle",
+/// "lr-range-test".
 const char *scheduleName(LrScheduleKind kind);
 std::optional<LrScheduleKind> parseScheduleKind(const std::string &name);
 
@@ -59,10 +77,12 @@ std::optional<WarmupType> parseWarmupType(const std::string &name);
 /// Everything a schedule depends on (the manifest's `train` fields).
 struct ScheduleConfig {
   LrScheduleKind kind = LrScheduleKind::Constant;
-  /// The peak (DeepSpeed: warmup_max_lr, or the optimizer's lr for cosine).
+  /// The peak (DeepSpeed: warmup_max_lr, the optimizer's lr for cosine,
+  /// cycle_max_lr); lr-range-test: the start (lr_range_test_min_lr).
   double lr = 1e-3;
   /// warmup/warmup-decay: the warmup's start and the decay's end
-  /// (warmup_min_lr); warmup-cosine: the cosine's end (cos_min_ratio * lr).
+  /// (warmup_min_lr); warmup-cosine: the cosine's end (cos_min_ratio * lr);
+  /// one-cycle: the cycle's low end (cycle_min_lr).
   double minLr = 0.0;
   uint64_t warmupSteps = 0;
   /// warmup-decay and warmup-cosine: the length of the run in optimizer
@@ -71,6 +91,21 @@ struct ScheduleConfig {
   WarmupType warmupType = WarmupType::Linear;
   /// warmup-cosine only: the warmup's start as a fraction of lr.
   double warmupMinRatio = 0.0;
+  /// When positive and warmupSteps is 0: the warmup is ceil(warmupRatio *
+  /// totalSteps) steps (the Hugging Face Trainer's warmup_ratio), fixed once
+  /// the run's length is known.
+  double warmupRatio = 0.0;
+  /// one-cycle: iterations rising and falling (second 0: as the first).
+  uint64_t cycleFirstStepSize = 2000;
+  uint64_t cycleSecondStepSize = 0;
+  /// one-cycle, after the cycle: the rate and interval of the decay.
+  double decayLrRate = 0.0;
+  uint64_t decayStepSize = 0;
+  /// lr-range-test: iterations per interval, growth per interval, and
+  /// whether the interval count is floored.
+  uint64_t rangeStepSize = 2000;
+  double rangeStepRate = 1.0;
+  bool rangeStaircase = false;
 };
 
 /// A validated schedule.

@@ -338,6 +338,8 @@ public:
         microBatches_(manifest().train.gradAccum) {
     runner_.setCommunicator(comm.worldSize() > 1 ? &comm : nullptr);
     findHypers();
+    if (options_.config)
+      applyConfig(*options_.config);
 
     if (microBatches_ > 1 && !artifact_.accumEntry())
       throw Error("train.grad_accum is " + std::to_string(microBatches_) +
@@ -361,10 +363,44 @@ public:
     ScheduleConfig schedule = manifest().train.schedule;
     if (schedule.totalSteps == 0)
       schedule.totalSteps = lastStep_;
+    // The Trainer's warmup_ratio: a share of the whole run, rounded up.
+    if (schedule.warmupSteps == 0 && schedule.warmupRatio > 0)
+      schedule.warmupSteps = static_cast<uint64_t>(std::ceil(
+          schedule.warmupRatio * static_cast<double>(schedule.totalSteps)));
     schedule_.emplace(schedule);
     if (lrHyper_ < 0 && schedule.kind != LrScheduleKind::Constant)
       throw Error("lr schedule '" + std::string(scheduleName(schedule.kind)) +
                   "' needs an 'lr' hyper binding the artifact lacks");
+  }
+
+  /// --config: the artifact must be what the config describes, on this
+  /// many ranks; its 16-bit save turns on the consolidated weights.
+  void applyConfig(const DeepSpeedConfig &config) {
+    const TrainConfig &train = manifest().train;
+    std::vector<std::pair<std::string, std::string>> compiled = {
+        {"batch-size", std::to_string(train.batchSize)},
+        {"grad-accum", std::to_string(train.gradAccum)},
+        {"precision", train.precision},
+        {"zero", std::to_string(manifest().dist.zeroStage)},
+        {"optimizer", train.optimizer}};
+    if (std::string error = checkCompiledAgainst(
+            config, compiled, comm_.worldSize(), options_.artifactDir);
+        !error.empty())
+      throw Error(error);
+    // Rank 0 says what the config asks for that ztc ignores.
+    std::vector<std::string> warnings;
+    checkNotices(config, /*strict=*/false, warnings);
+    for (const std::string &warning : warnings)
+      if (comm_.rank() == 0) {
+        if (options_.log)
+          options_.log("warning: " + warning);
+        else
+          std::fprintf(stderr, "warning: %s\n", warning.c_str());
+      }
+    if (config.gather16BitWeightsOnSave && options_.saveConsolidated.empty() &&
+        !options_.saveDir.empty())
+      options_.saveConsolidated =
+          train.precision == "fp64" ? "fp32" : train.precision;
   }
 
   TrainResult run() {
@@ -988,7 +1024,8 @@ private:
     return checkpoint.step;
   }
 
-  const TrainOptions &options_;
+  /// A copy: --config may fill in what the flags left out.
+  TrainOptions options_;
   Communicator &comm_;
   Artifact artifact_;
   Runner runner_;

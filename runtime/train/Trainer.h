@@ -74,8 +74,11 @@
 #ifndef ZTC_RUNTIME_TRAINER_H
 #define ZTC_RUNTIME_TRAINER_H
 
+#include "runtime/train/DeepSpeedConfig.h"
+
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +142,11 @@ struct TrainOptions {
   /// Seconds a collective may wait for the other ranks before this rank
   /// exits with an error naming it (0: forever).
   double collectiveTimeout = 60;
+  /// --config: the DeepSpeed config the artifact was compiled with; the
+  /// trainer checks the artifact and the world size against it, and its
+  /// stage3_gather_16bit_weights_on_model_save turns saveConsolidated on
+  /// (in the artifact's precision) when it is not given.
+  std::optional<DeepSpeedConfig> config;
   /// Receives each message (no trailing newline); empty: print to stderr.
   std::function<void(const std::string &)> log;
 };

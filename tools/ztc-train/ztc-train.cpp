@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -64,6 +65,13 @@ const char kUsage[] =
     "  --comm KIND       auto (default: when mpirun or srun started several\n"
     "                    ranks, nccl for a CUDA artifact and mpi for a CPU\n"
     "                    one; else local), local, mpi or nccl\n"
+    "  --config FILE     a DeepSpeed config (ds_config.json): the artifact\n"
+    "                    must be compiled with it (ztc compile --config);\n"
+    "                    its steps_per_print sets --log-every and its\n"
+    "                    stage3_gather_16bit_weights_on_model_save sets\n"
+    "                    --save-consolidated\n"
+    "  --strict          with --config: every key ztc does not implement is\n"
+    "                    an error, not a warning\n"
     "  --collective-timeout S\n"
     "                    seconds a collective waits for the other ranks\n"
     "                    before this rank exits with an error (default 60;\n"
@@ -98,7 +106,9 @@ uint64_t parseCount(const std::string &flag, const std::string &text) {
   return value;
 }
 
-ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
+ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
+                                     std::string &configPath, bool &strict,
+                                     bool &logEveryGiven) {
   ztc::rt::TrainOptions options;
   bool haveData = false;
   for (int i = 1; i < argc; ++i) {
@@ -109,6 +119,10 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
     }
     if (arg == "--check-data") {
       options.checkData = true;
+      continue;
+    }
+    if (arg == "--strict") {
+      strict = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -144,6 +158,9 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
       options.seed = parseCount(flag, takeValue());
     } else if (flag == "--log-every") {
       options.logEvery = parseCount(flag, takeValue());
+      logEveryGiven = true;
+    } else if (flag == "--config") {
+      configPath = takeValue();
     } else if (flag == "--no-prefetch") {
       options.prefetch = false;
     } else if (flag == "--metrics") {
@@ -188,17 +205,42 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help) {
     throw UsageError{"--save-every needs --save DIR"};
   if (!options.saveConsolidated.empty() && options.saveDir.empty())
     throw UsageError{"--save-consolidated needs --save DIR"};
+  if (strict && configPath.empty())
+    throw UsageError{"--strict applies to --config FILE"};
   return options;
+}
+
+/// --config: reads the DeepSpeed config, stops on a key ztc refuses, and
+/// takes steps_per_print as --log-every; the trainer checks the artifact
+/// against it, and rank 0 warns of the keys ignored.
+void applyConfig(const std::string &path, bool strict, bool logEveryGiven,
+                 ztc::rt::TrainOptions &options) {
+  ztc::rt::DeepSpeedConfig config = ztc::rt::readDeepSpeedConfig(path);
+  std::vector<std::string> warnings;
+  std::string error = ztc::rt::checkNotices(config, strict, warnings);
+  if (!error.empty())
+    throw ztc::rt::Error(error);
+  if (config.stepsPerPrint) {
+    if (logEveryGiven && options.logEvery != *config.stepsPerPrint)
+      throw ztc::rt::Error(path + ": steps_per_print is " +
+                           std::to_string(*config.stepsPerPrint) +
+                           ", but --log-every is " +
+                           std::to_string(options.logEvery) + ": give one");
+    options.logEvery = *config.stepsPerPrint;
+  }
+  options.config = std::move(config);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   std::string program = programName(argc > 0 ? argv[0] : "ztc-train");
-  bool help = false;
+  bool help = false, strict = false, logEveryGiven = false;
+  std::string configPath;
   ztc::rt::TrainOptions options;
   try {
-    options = parseArguments(argc, argv, help);
+    options =
+        parseArguments(argc, argv, help, configPath, strict, logEveryGiven);
   } catch (const UsageError &error) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(),
                  error.message.c_str());
@@ -209,6 +251,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   try {
+    if (!configPath.empty())
+      applyConfig(configPath, strict, logEveryGiven, options);
     ztc::rt::train(options);
   } catch (const std::exception &error) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.what());

@@ -244,11 +244,7 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   rt::TrainConfig &config = manifest.train;
   config.optimizer = options.optimizer;
   config.loss = lossKind;
-  config.schedule.kind = *rt::parseScheduleKind(options.lrSchedule);
-  config.schedule.lr = options.lr;
-  config.schedule.minLr = options.minLr;
-  config.schedule.warmupSteps = options.warmupSteps;
-  config.schedule.totalSteps = options.totalSteps;
+  config.schedule = options.scheduleConfig();
   config.batchSize = importOptions.batchSize;
   config.gradAccum = options.gradAccum;
   config.precision = options.precision;

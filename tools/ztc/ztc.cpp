@@ -18,6 +18,7 @@
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "runtime/train/Consolidate.h"
+#include "runtime/train/DeepSpeedConfig.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -210,10 +211,16 @@ const char *const kCompilePipelineFlags[] = {
     "loss",           "loss-input",   "labels",      "ignore-index",
     "freeze",         "optimizer",    "lr",          "momentum",
     "nesterov",       "weight-decay", "betas",       "eps",
-    "clip-grad-norm", "grad-accum",   "lr-schedule", "warmup-steps",
-    "total-steps",    "min-lr",       "recompute",   "recompute-blocks",
+    "clip-grad-norm", "grad-accum",   "lr-schedule", "lr-scheduler-type",
+    "warmup-steps",   "warmup-ratio", "warmup-type", "total-steps",
+    "min-lr",         "warmup-min-ratio", "cos-min-ratio",
+    "cycle-first-step-size",
+    "cycle-second-step-size", "decay-lr-rate", "decay-step-size",
+    "lr-range-test-step-size", "lr-range-test-step-rate",
+    "lr-range-test-staircase", "recompute",   "recompute-blocks",
     "recompute-time-limit", "precision", "keep-fp32", "zero",
-    "world-size",     "reduce-bucket-bytes", "param-persistence-threshold",
+    "world-size",     "reduce-bucket-bytes", "reduce-bucket-elements",
+    "param-persistence-threshold",
     "comm-dtype",     "loss-scale",   "initial-scale-power",
     "loss-scale-window", "hysteresis", "consecutive-hysteresis",
     "min-loss-scale", "check-finite", "grad-accum-dtype"};
@@ -309,6 +316,22 @@ private:
 PipelineFlags compileFlags(compileCommand, kCompilePipelineFlags);
 PipelineFlags inspectFlags(inspectCommand, kCompilePipelineFlags);
 PipelineFlags gradcheckFlags(gradcheckCommand, kGradCheckPipelineFlags);
+
+cl::opt<std::string> configFile(
+    "config",
+    cl::desc("A DeepSpeed config (ds_config.json, as Hugging Face's Trainer "
+             "and Accelerate take it): its batch sizes, gradient_clipping, "
+             "optimizer, scheduler, fp16, bf16, communication_data_type, "
+             "data_types, zero_optimization and activation_checkpointing set "
+             "the flags of the same meaning; \"auto\" leaves a value to the "
+             "flags; a value that contradicts a flag given is an error; keys "
+             "ztc does not implement are named, an error where they change "
+             "what is computed, else a warning (docs/config.md)"),
+    cl::value_desc("FILE"), cl::sub(compileCommand), cl::sub(inspectCommand));
+cl::opt<bool> strictConfig(
+    "strict",
+    cl::desc("With --config: every key ztc does not implement is an error"),
+    cl::sub(compileCommand), cl::sub(inspectCommand));
 
 // ztc train.
 
@@ -488,15 +511,136 @@ std::optional<mz::onnx::ImportOptions> importOptions() {
   return options;
 }
 
-/// The import options of a training compile: importOptions() with
-/// --batch-size binding the first dimensions.
-std::optional<mz::onnx::ImportOptions> trainingImportOptions() {
+/// The import options of a training compile: importOptions() with the batch
+/// size (--batch-size, or --config's micro-batch) binding the first
+/// dimensions.
+std::optional<mz::onnx::ImportOptions> trainingImportOptions(int64_t batch) {
   std::optional<mz::onnx::ImportOptions> options = importOptions();
   if (options) {
-    options->batchSize = batchSize;
+    options->batchSize = batch;
     options->bindHint = "--batch-size B (a first dimension) or --input-shape";
   }
   return options;
+}
+
+/// Whether a flag's value on the command line and a config's are the same:
+/// numbers compare as numbers ("3e-4" is "0.0003"), lists element by
+/// element, a bare boolean flag is "true".
+bool sameFlagValue(StringRef given, StringRef value) {
+  if (given.empty())
+    given = "true";
+  SmallVector<StringRef> left, right;
+  given.split(left, ',');
+  value.split(right, ',');
+  if (left.size() != right.size())
+    return false;
+  for (auto [a, b] : llvm::zip(left, right)) {
+    double x, y;
+    if (!a.trim().getAsDouble(x) && !b.trim().getAsDouble(y)) {
+      if (x != y)
+        return false;
+    } else if (a.trim() != b.trim()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// What --config adds to the command line: pipeline flag values and the
+/// batch size.
+struct ConfigFlags {
+  std::map<std::string, std::string> overrides;
+  int64_t batchSize = 0;
+};
+
+/// Reads --config FILE against the flags given (`flags`, --batch-size):
+/// an explicit value that contradicts a flag, a batch identity that does
+/// not hold and a key ztc refuses are one-line errors; the keys it ignores
+/// are warnings. Without --config: the flags as given.
+std::optional<ConfigFlags> readConfigFlags(const PipelineFlags &flags) {
+  ConfigFlags result;
+  result.batchSize = batchSize;
+  auto fail = [](const Twine &message) -> std::optional<ConfigFlags> {
+    llvm::errs() << "ztc: error: " << oneLine(message.str()) << "\n";
+    return std::nullopt;
+  };
+  if (configFile.empty()) {
+    if (strictConfig)
+      return fail("--strict applies to --config FILE");
+    return result;
+  }
+  ::ztc::rt::DeepSpeedConfig config;
+  if (std::string error =
+          ::ztc::rt::readDeepSpeedConfigNoThrow(configFile, config);
+      !error.empty())
+    return fail(error);
+  std::vector<std::string> warnings;
+  std::string refused = ::ztc::rt::checkNotices(config, strictConfig, warnings);
+  for (const std::string &warning : warnings)
+    llvm::errs() << "ztc: warning: " << oneLine(warning) << "\n";
+  if (!refused.empty())
+    return fail(refused);
+  // The last value a flag was given on the command line.
+  auto given = [&](StringRef flag) -> std::optional<std::string> {
+    std::vector<std::string> values = flags.values(flag);
+    if (values.empty())
+      return std::nullopt;
+    return values.back();
+  };
+  auto take = [&](const ::ztc::rt::ConfigSetting &setting) -> bool {
+    assert(llvm::is_contained(kCompilePipelineFlags, setting.flag) &&
+           "a config setting names no compile flag");
+    if (setting.source == ::ztc::rt::ConfigSource::Auto)
+      return true;
+    if (std::optional<std::string> value = given(setting.flag)) {
+      // A flag beats DeepSpeed's default, and must agree with the file.
+      if (setting.source == ::ztc::rt::ConfigSource::Explicit &&
+          !sameFlagValue(*value, setting.value)) {
+        fail(configFile + ": " + setting.key + " is " + setting.shown +
+             ", but --" + setting.flag + " is " +
+             (value->empty() ? "given" : *value) +
+             ": give one, or set it \"auto\"");
+        return false;
+      }
+      return true;
+    }
+    result.overrides[setting.flag] = setting.value;
+    return true;
+  };
+  for (const ::ztc::rt::ConfigSetting &setting : config.settings)
+    if (setting.appliesWith.empty() && !take(setting))
+      return std::nullopt;
+  // DeepSpeed's batch identity, over the world size of the flags.
+  auto number = [&](StringRef flag) -> uint64_t {
+    uint64_t value = 0;
+    if (std::optional<std::string> text = given(flag))
+      StringRef(*text).getAsInteger(10, value);
+    return value;
+  };
+  uint64_t world = std::max<uint64_t>(1, number("world-size"));
+  ::ztc::rt::BatchSizes sizes;
+  if (std::string error = ::ztc::rt::resolveBatchSizes(
+          config, batchSize > 0 ? uint64_t(batchSize) : 0, number("grad-accum"),
+          world, sizes);
+      !error.empty())
+    return fail(error);
+  result.batchSize = int64_t(sizes.micro);
+  if (!given("grad-accum"))
+    result.overrides["grad-accum"] = std::to_string(sizes.accum);
+  // The loss-scale keys under fp16.enabled "auto", and the accumulation
+  // type, apply where their flags do.
+  std::string precision = result.overrides.count("precision")
+                              ? result.overrides["precision"]
+                              : given("precision").value_or("fp32");
+  for (const ::ztc::rt::ConfigSetting &setting : config.settings) {
+    if (setting.appliesWith.empty() ||
+        (setting.appliesWith == "fp16" && precision != "fp16") ||
+        (setting.appliesWith == "grad-accum" && sizes.accum <= 1))
+      continue;
+    if (!take(setting))
+      return std::nullopt;
+  }
+  return result;
 }
 
 /// A context with every ztc dialect and the one-line diagnostic printer.
@@ -606,8 +750,12 @@ int runRun() {
 }
 
 int runCompile() {
+  std::optional<ConfigFlags> config = readConfigFlags(compileFlags);
+  if (!config)
+    return 1;
   std::unique_ptr<MLIRContext> context = makeContext();
-  std::optional<mz::onnx::ImportOptions> options = trainingImportOptions();
+  std::optional<mz::onnx::ImportOptions> options =
+      trainingImportOptions(config->batchSize);
   if (!options)
     return 1;
   auto fail = [](const Twine &message) {
@@ -616,7 +764,7 @@ int runCompile() {
   };
   mz::TrainingPipelineOptions training;
   std::string error;
-  if (failed(compileFlags.apply(training)))
+  if (failed(compileFlags.apply(training, config->overrides)))
     return 1;
   if (failed(training.verify(error)))
     return fail(error);
@@ -763,7 +911,7 @@ int inspectArtifact() {
     return 1;
   };
   if (inspectFlags.any() || batchSize != 0 || !inputShapes.empty() ||
-      !constantInputs.empty())
+      !constantInputs.empty() || !configFile.empty())
     return fail("compile flags apply to a model (ztc inspect MODEL.onnx "
                 "...); " +
                 inspectPath + " is a compiled artifact");
@@ -789,8 +937,12 @@ int inspectArtifact() {
 /// `ztc inspect MODEL.onnx [flags]`: plans the step (nothing is built) once,
 /// or once per policy with `--recompute all`.
 int inspectModel() {
+  std::optional<ConfigFlags> config = readConfigFlags(inspectFlags);
+  if (!config)
+    return 1;
   std::unique_ptr<MLIRContext> context = makeContext();
-  std::optional<mz::onnx::ImportOptions> options = trainingImportOptions();
+  std::optional<mz::onnx::ImportOptions> options =
+      trainingImportOptions(config->batchSize);
   if (!options)
     return 1;
   std::vector<std::string> recompute = inspectFlags.values("recompute");
@@ -816,7 +968,7 @@ int inspectModel() {
   std::vector<std::string> skipped;
   for (const auto &[option, value] : rows) {
     mz::TrainingPipelineOptions training;
-    std::map<std::string, std::string> overrides;
+    std::map<std::string, std::string> overrides = config->overrides;
     if (!option.empty())
       overrides[option] = value;
     if (failed(inspectFlags.apply(training, overrides)))
@@ -921,8 +1073,9 @@ int main(int argc, char **argv) {
       "[--seed N]\n"
       "  ztc emit MODEL.onnx [--target cpu|cuda]\n"
       "  ztc compile MODEL.onnx -o ART.ztc [--batch-size B] [--loss ...] "
-      "[--optimizer ...]\n"
-      "  ztc train ART.ztc --data DIR [--steps N | --epochs E] [--save DIR]\n"
+      "[--optimizer ...] [--config ds_config.json [--strict]]\n"
+      "  ztc train ART.ztc --data DIR [--steps N | --epochs E] [--save DIR] "
+      "[--config ds_config.json]\n"
       "    (runs ztc-train, which links no compiler; see ztc train --help)\n"
       "  ztc export ART.ztc --checkpoint DIR -o trained.onnx [--inference]\n"
       "  ztc gradcheck MODEL.onnx [--loss ...] [--batch-size B] [--seed S] "

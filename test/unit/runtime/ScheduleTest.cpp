@@ -2,8 +2,9 @@
 //
 // Each expected value is worked out by hand from DeepSpeed's formulas
 // (deepspeed/runtime/lr_schedules.py: WarmupLR, WarmupDecayLR,
-// WarmupCosineLR) at last_batch_iteration i = step - 1, with W =
-// max(2, warmup_steps); the comment above each value shows the arithmetic.
+// WarmupCosineLR, OneCycle, LRRangeTest) at last_batch_iteration i = step - 1,
+// with W = max(2, warmup_steps); the comment above each value shows the
+// arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -152,4 +153,57 @@ TEST(ScheduleTest, Errors) {
   Schedule schedule(config(LrScheduleKind::Constant, 0.1, 0, 0, 0));
   EXPECT_EQ(ZTC_ERROR_MESSAGE(schedule.lrAtStep(0)),
             "lr schedule: optimizer steps count from 1");
+}
+
+TEST(ScheduleTest, OneCycle) {
+  // DeepSpeed's OneCycle (the newer lr_schedules.py): cycle_min_lr 0.01,
+  // cycle_max_lr 0.1, 20 iterations up and 30 down (total 50, step_ratio
+  // 0.4), then decay_lr_rate 0.5 every decay_step_size 10.
+  ScheduleConfig c = config(LrScheduleKind::OneCycle, 0.1, 0.01, 0, 0);
+  c.cycleFirstStepSize = 20;
+  c.cycleSecondStepSize = 30;
+  c.decayLrRate = 0.5;
+  c.decayStepSize = 10;
+  Schedule schedule(c);
+  // i = 0: x = 1/50 = 0.02, scale 0.02/0.4 = 0.05: 0.01 + 0.09 * 0.05.
+  EXPECT_NEAR(schedule.lrAtIteration(0), 0.0145, kTolerance);
+  // i = 19: x = 20/50 = 0.4, scale 1: the peak.
+  EXPECT_NEAR(schedule.lrAtIteration(19), 0.1, kTolerance);
+  // i = 34: x = 35/50 = 0.7, scale (0.7 - 1)/(0.4 - 1) = 0.5.
+  EXPECT_NEAR(schedule.lrAtIteration(34), 0.055, 1e-12);
+  // i = 49 < 50: x = 50/50 - 1 = 0, scale 0: back at cycle_min_lr.
+  EXPECT_NEAR(schedule.lrAtIteration(49), 0.01, kTolerance);
+  // i = 50: decay, d = 1, interval 0.1: 0.01 / (1 + 0.5 * 0.1).
+  EXPECT_NEAR(schedule.lrAtIteration(50), 0.01 / 1.05, kTolerance);
+  // i = 69: d = 20, interval 2: 0.01 / 2.
+  EXPECT_NEAR(schedule.lrAtIteration(69), 0.005, kTolerance);
+  // Without decay_step_size the cycle ends at cycle_min_lr; the second
+  // half defaults to the first.
+  c.decayStepSize = 0;
+  c.cycleSecondStepSize = 0;
+  Schedule plain(c);
+  // i = 9: x = 10/40 = 0.25, step_ratio 0.5, scale 0.5.
+  EXPECT_NEAR(plain.lrAtIteration(9), 0.055, 1e-12);
+  EXPECT_NEAR(plain.lrAtIteration(500), 0.01, kTolerance);
+}
+
+TEST(ScheduleTest, LrRangeTest) {
+  // DeepSpeed's LRRangeTest: lr_range_test_min_lr 1e-4, step_size 5,
+  // step_rate 2: lr = 1e-4 * (1 + 2 * (i + 1) / 5).
+  ScheduleConfig c = config(LrScheduleKind::LrRangeTest, 1e-4, 0, 0, 0);
+  c.rangeStepSize = 5;
+  c.rangeStepRate = 2.0;
+  Schedule continuous(c);
+  EXPECT_NEAR(continuous.lrAtStep(1), 1e-4 * 1.4, kTolerance);
+  EXPECT_NEAR(continuous.lrAtStep(10), 1e-4 * 5.0, kTolerance);
+  // Staircase: floor((i + 1) / 5).
+  c.rangeStaircase = true;
+  Schedule staircase(c);
+  EXPECT_NEAR(staircase.lrAtStep(4), 1e-4, kTolerance);
+  EXPECT_NEAR(staircase.lrAtStep(5), 3e-4, kTolerance);
+  EXPECT_NEAR(staircase.lrAtStep(9), 3e-4, kTolerance);
+  EXPECT_NEAR(staircase.lrAtStep(10), 5e-4, kTolerance);
+  c.rangeStepSize = 0;
+  EXPECT_NE(ZTC_ERROR_MESSAGE(Schedule{c}).find("lr_range_test_step_size"),
+            std::string::npos);
 }

@@ -1120,6 +1120,34 @@ TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
   EXPECT_EQ(parsed.train.schedule.warmupMinRatio, 0.25);
   EXPECT_EQ(parsed.train.gradAccum, 3u);
 
+  // The one-cycle and lr-range-test parameters and the warmup ratio
+  // travel too.
+  ScheduleConfig &schedule = manifest.train.schedule;
+  schedule.kind = LrScheduleKind::OneCycle;
+  schedule.warmupRatio = 0.1;
+  schedule.cycleFirstStepSize = 20;
+  schedule.cycleSecondStepSize = 30;
+  schedule.decayLrRate = 0.5;
+  schedule.decayStepSize = 10;
+  text = printManifest(manifest);
+  ScheduleConfig cycle = parseManifest(text, "m.json").train.schedule;
+  EXPECT_EQ(cycle.kind, LrScheduleKind::OneCycle);
+  EXPECT_EQ(cycle.warmupRatio, 0.1);
+  EXPECT_EQ(cycle.cycleFirstStepSize, 20u);
+  EXPECT_EQ(cycle.cycleSecondStepSize, 30u);
+  EXPECT_EQ(cycle.decayLrRate, 0.5);
+  EXPECT_EQ(cycle.decayStepSize, 10u);
+  schedule.kind = LrScheduleKind::LrRangeTest;
+  schedule.rangeStepSize = 5;
+  schedule.rangeStepRate = 2.0;
+  schedule.rangeStaircase = true;
+  text = printManifest(manifest);
+  ScheduleConfig range = parseManifest(text, "m.json").train.schedule;
+  EXPECT_EQ(range.kind, LrScheduleKind::LrRangeTest);
+  EXPECT_EQ(range.rangeStepSize, 5u);
+  EXPECT_EQ(range.rangeStepRate, 2.0);
+  EXPECT_TRUE(range.rangeStaircase);
+
   // A forward manifest prints no training fields.
   Manifest forward;
   forward.arenaBytes = 8;
@@ -1248,7 +1276,8 @@ TEST(TrainManifestTest, Errors) {
   EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
                              R"("lr":0.1,"lr_schedule":"cosine"}})"),
             "m.json: train config has unknown lr_schedule 'cosine' (known: "
-            "constant, warmup, warmup-decay, warmup-cosine)");
+            "constant, warmup, warmup-decay, warmup-cosine, one-cycle, "
+            "lr-range-test)");
   EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
                              R"("lr":0.1,"warmup_type":"exp"}})"),
             "m.json: train config has unknown warmup_type 'exp' (known: "
@@ -1259,8 +1288,9 @@ TEST(TrainManifestTest, Errors) {
             "per step (>= 1)");
   EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
                              R"("lr":-0.1}})"),
-            "m.json: train config has a negative lr, min_lr or "
-            "warmup_min_ratio");
+            "m.json: train config has a negative lr, min_lr, "
+            "warmup_min_ratio, warmup_ratio, decay_lr_rate or "
+            "lr_range_test_step_rate");
   EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
                              R"("lr":0.1,"recompute":{"policy":"full"}}})"),
             "m.json: train recompute has no field 'saved_activation_bytes'");

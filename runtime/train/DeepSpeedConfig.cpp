@@ -1,0 +1,995 @@
+//===- DeepSpeedConfig.cpp - a DeepSpeed config, read for ztc -------------===//
+//
+// One reader per section, each consuming the keys it knows; a key no reader
+// consumes is a notice. Defaults are DeepSpeed's (deepspeed/runtime/
+// config.py, lr_schedules.py, zero/config.py), so a config means here what
+// it means there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/train/DeepSpeedConfig.h"
+
+#include "runtime/Error.h"
+#include "runtime/io/File.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace ztc::rt {
+
+namespace {
+
+using json = nlohmann::json;
+
+/// A number as a flag takes it: integers without a fraction, others in the
+/// shortest form that reads back to the same double.
+std::string flagNumber(double value) {
+  if (std::floor(value) == value && std::fabs(value) < 1e15)
+    return std::to_string(static_cast<int64_t>(value));
+  return json(value).dump();
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+class Reader {
+public:
+  Reader(const std::string &path, DeepSpeedConfig &out)
+      : path_(path), out_(out) {}
+
+  void read(const json &root) {
+    if (!root.is_object())
+      fail("", "expects a JSON object at the top, got " + kind(root));
+    Keys keys(*this, root, "");
+    for (const char *key :
+         {"train_batch_size", "train_micro_batch_size_per_gpu",
+          "gradient_accumulation_steps"}) {
+      if (!keys.take(key))
+        continue;
+      BatchTerm &term = std::string(key) == "train_batch_size"
+                            ? out_.trainBatchSize
+                        : std::string(key) == "gradient_accumulation_steps"
+                            ? out_.gradAccumSteps
+                            : out_.microBatchSize;
+      term.given = true;
+      term.isAuto = isAuto(root[key]);
+      if (!term.isAuto)
+        term.value = count(root[key], key, /*minimum=*/1);
+    }
+    if (keys.take("gradient_clipping"))
+      setNumber("clip-grad-norm", root["gradient_clipping"],
+                "gradient_clipping");
+    if (keys.take("steps_per_print"))
+      out_.stepsPerPrint = count(root["steps_per_print"], "steps_per_print", 1);
+    if (keys.take("optimizer"))
+      optimizer(root["optimizer"]);
+    if (keys.take("scheduler"))
+      scheduler(root["scheduler"]);
+    precision(root, keys);
+    if (keys.take("communication_data_type"))
+      communicationType(root["communication_data_type"]);
+    if (keys.take("data_types"))
+      dataTypes(root["data_types"]);
+    if (keys.take("zero_optimization"))
+      zero(root["zero_optimization"]);
+    if (keys.take("activation_checkpointing"))
+      activationCheckpointing(root["activation_checkpointing"]);
+    refusals(root, keys);
+    keys.reportRest("a key DeepSpeed's config does not have, or ztc does "
+                    "not know; ignored");
+  }
+
+private:
+  /// The keys of one object, each taken once; reportRest notes the others.
+  class Keys {
+  public:
+    Keys(Reader &reader, const json &object, std::string prefix)
+        : reader_(reader), object_(object), prefix_(std::move(prefix)) {}
+    bool take(const std::string &key) {
+      if (!object_.contains(key))
+        return false;
+      taken_.insert(key);
+      return true;
+    }
+    void reportRest(const std::string &why, bool error = false) {
+      for (auto it = object_.begin(); it != object_.end(); ++it)
+        if (!taken_.count(it.key()))
+          reader_.notice(error, prefix_ + it.key(), why);
+    }
+
+  private:
+    Reader &reader_;
+    const json &object_;
+    std::string prefix_;
+    std::set<std::string> taken_;
+  };
+
+  [[noreturn]] void fail(const std::string &key, const std::string &message) {
+    throw Error(path_ + ": " + (key.empty() ? "" : printable(key) + ": ") +
+                message);
+  }
+
+  void notice(bool error, const std::string &key, const std::string &message) {
+    out_.notices.push_back({error, key, message});
+  }
+
+  static std::string kind(const json &value) {
+    if (value.is_string())
+      return "the string " + printable(value.dump(), 40);
+    return std::string(value.type_name()) + " " + printable(value.dump(), 40);
+  }
+
+  static bool isAuto(const json &value) {
+    return value.is_string() && value.get<std::string>() == "auto";
+  }
+
+  static bool enabledIn(const json &section) {
+    return section.is_object() && section.contains("enabled") &&
+           section["enabled"].is_boolean() && section["enabled"].get<bool>();
+  }
+
+  double number(const json &value, const std::string &key) {
+    if (!value.is_number())
+      fail(key, "expects a number or \"auto\", got " + kind(value));
+    double number = value.get<double>();
+    if (!std::isfinite(number) || number < 0)
+      fail(key, "expects a finite non-negative number, got " + value.dump());
+    return number;
+  }
+
+  uint64_t count(const json &value, const std::string &key,
+                 uint64_t minimum = 0) {
+    // 5e8 is how configs often write bucket sizes.
+    if (!value.is_number() ||
+        value.get<double>() != std::floor(value.get<double>()))
+      fail(key, "expects a whole number, got " + kind(value));
+    double number = value.get<double>();
+    if (number < double(minimum) || number > 9e18)
+      fail(key, "expects a whole number of at least " +
+                    std::to_string(minimum) + ", got " + value.dump());
+    return static_cast<uint64_t>(number);
+  }
+
+  bool boolean(const json &value, const std::string &key) {
+    if (!value.is_boolean())
+      fail(key, "expects true or false, got " + kind(value));
+    return value.get<bool>();
+  }
+
+  std::string text(const json &value, const std::string &key) {
+    if (!value.is_string())
+      fail(key, "expects a string, got " + kind(value));
+    return value.get<std::string>();
+  }
+
+  void add(const std::string &flag, std::string value, const std::string &key,
+           const std::string &shown, ConfigSource source,
+           const std::string &appliesWith = "") {
+    out_.settings.push_back(
+        {flag, std::move(value), key, shown, source, appliesWith});
+  }
+  void addAuto(const std::string &flag, const std::string &key) {
+    add(flag, "", key, "\"auto\"", ConfigSource::Auto);
+  }
+  void setNumber(const std::string &flag, const json &value,
+                 const std::string &key, const std::string &appliesWith = "") {
+    if (isAuto(value))
+      return addAuto(flag, key);
+    add(flag, flagNumber(number(value, key)), key, value.dump(),
+        ConfigSource::Explicit, appliesWith);
+  }
+  void setCount(const std::string &flag, const json &value,
+                const std::string &key, uint64_t minimum = 0,
+                const std::string &appliesWith = "") {
+    if (isAuto(value))
+      return addAuto(flag, key);
+    add(flag, std::to_string(count(value, key, minimum)), key, value.dump(),
+        ConfigSource::Explicit, appliesWith);
+  }
+  void setDefault(const std::string &flag, const std::string &value,
+                  const std::string &key, const std::string &appliesWith = "") {
+    add(flag, value, key, value + " (DeepSpeed's default)",
+        ConfigSource::Default, appliesWith);
+  }
+
+  // --- optimizer -------------------------------------------------------
+  void optimizer(const json &section) {
+    if (!section.is_object())
+      fail("optimizer", "expects an object {\"type\": ..., \"params\": "
+                        "{...}}, got " +
+                            kind(section));
+    Keys keys(*this, section, "optimizer.");
+    if (!keys.take("type"))
+      fail("optimizer", "has no \"type\" (Adam, AdamW or SGD)");
+    std::string type = text(section["type"], "optimizer.type");
+    json params = json::object();
+    if (keys.take("params")) {
+      params = section["params"];
+      if (!params.is_object())
+        fail("optimizer.params", "expects an object, got " + kind(params));
+    }
+    keys.reportRest("not a key of DeepSpeed's optimizer section; ignored");
+    Keys given(*this, params, "optimizer.params.");
+    std::string name = lower(type);
+    std::string optimizer;
+    if (name == "adam") {
+      // DeepSpeed's Adam is AdamW unless adam_w_mode is false.
+      bool decoupled = true;
+      if (given.take("adam_w_mode"))
+        decoupled =
+            boolean(params["adam_w_mode"], "optimizer.params.adam_w_mode");
+      optimizer = decoupled ? "adamw" : "adam";
+      given.take("torch_adam");
+    } else if (name == "adamw") {
+      optimizer = "adamw";
+      given.take("torch_adam");
+    } else if (name == "sgd") {
+      optimizer = "sgd";
+    } else {
+      notice(true, "optimizer.type",
+             "'" + printable(type) +
+                 "' is not built: ztc compiles Adam, AdamW (DeepSpeed's Adam "
+                 "with adam_w_mode) and SGD");
+      return;
+    }
+    optimizerName_ = optimizer;
+    add("optimizer", optimizer, "optimizer.type", "\"" + type + "\"",
+        ConfigSource::Explicit);
+    const std::string prefix = "optimizer.params.";
+    // The scheduler's peak replaces the optimizer's lr (see scheduler()).
+    if (given.take("lr") && !isAuto(params["lr"]))
+      optimizerLr_ = number(params["lr"], prefix + "lr");
+    else if (params.contains("lr"))
+      optimizerLrAuto_ = true;
+    if (given.take("weight_decay"))
+      setNumber("weight-decay", params["weight_decay"],
+                prefix + "weight_decay");
+    else
+      setDefault("weight-decay", "0", prefix + "weight_decay");
+    if (optimizer == "sgd") {
+      if (given.take("momentum"))
+        setNumber("momentum", params["momentum"], prefix + "momentum");
+      if (given.take("nesterov")) {
+        bool nesterov = boolean(params["nesterov"], prefix + "nesterov");
+        add("nesterov", nesterov ? "true" : "false", prefix + "nesterov",
+            params["nesterov"].dump(), ConfigSource::Explicit);
+      }
+      if (given.take("dampening") &&
+          number(params["dampening"], prefix + "dampening") != 0)
+        notice(true, prefix + "dampening",
+               "is not built: ztc's SGD has no dampening (0)");
+    } else {
+      if (given.take("betas")) {
+        const json &betas = params["betas"];
+        if (isAuto(betas)) {
+          addAuto("betas", prefix + "betas");
+        } else {
+          if (!betas.is_array() || betas.size() != 2)
+            fail(prefix + "betas",
+                 "expects two numbers [B1, B2], got " + kind(betas));
+          add("betas",
+              flagNumber(number(betas[0], prefix + "betas")) + "," +
+                  flagNumber(number(betas[1], prefix + "betas")),
+              prefix + "betas", betas.dump(), ConfigSource::Explicit);
+        }
+      }
+      if (given.take("eps"))
+        setNumber("eps", params["eps"], prefix + "eps");
+      if (given.take("amsgrad") &&
+          boolean(params["amsgrad"], prefix + "amsgrad"))
+        notice(true, prefix + "amsgrad",
+               "is not built: ztc's Adam keeps no "
+               "maximum of the second moment");
+      if (given.take("bias_correction") &&
+          !boolean(params["bias_correction"], prefix + "bias_correction"))
+        notice(true, prefix + "bias_correction",
+               "false is not built: ztc's Adam always corrects the bias, as "
+               "PyTorch's does");
+    }
+    given.reportRest("not a parameter ztc's " + optimizer + " takes; ignored");
+  }
+
+  // --- scheduler -------------------------------------------------------
+  void scheduler(const json &section) {
+    if (!section.is_object())
+      fail("scheduler", "expects an object {\"type\": ..., \"params\": "
+                        "{...}}, got " +
+                            kind(section));
+    Keys keys(*this, section, "scheduler.");
+    if (!keys.take("type"))
+      fail("scheduler", "has no \"type\" (WarmupLR, WarmupDecayLR, "
+                        "WarmupCosineLR, OneCycle or LRRangeTest)");
+    std::string type = text(section["type"], "scheduler.type");
+    json params = json::object();
+    if (keys.take("params")) {
+      params = section["params"];
+      if (!params.is_object())
+        fail("scheduler.params", "expects an object, got " + kind(params));
+    }
+    keys.reportRest("not a key of DeepSpeed's scheduler section; ignored");
+    Keys given(*this, params, "scheduler.params.");
+    const std::string prefix = "scheduler.params.";
+    given.take("last_batch_iteration");
+    auto number = [&](const char *key, const char *flag,
+                      std::optional<double> fallback) {
+      if (given.take(key))
+        return setNumber(flag, params[key], prefix + key);
+      if (fallback)
+        setDefault(flag, flagNumber(*fallback), prefix + key);
+      else
+        fail(prefix + key, "is required by " + type);
+    };
+    auto steps = [&](const char *key, const char *flag, uint64_t fallback,
+                     uint64_t minimum = 0) {
+      if (given.take(key))
+        return setCount(flag, params[key], prefix + key, minimum);
+      setDefault(flag, std::to_string(fallback), prefix + key);
+    };
+    auto warmupType = [&] {
+      if (!given.take("warmup_type"))
+        return setDefault("warmup-type", "log", prefix + "warmup_type");
+      std::string value = text(params["warmup_type"], prefix + "warmup_type");
+      if (value != "log" && value != "linear")
+        fail(prefix + "warmup_type",
+             "expects \"log\" or \"linear\", got \"" + printable(value) + "\"");
+      add("warmup-type", value, prefix + "warmup_type", "\"" + value + "\"",
+          ConfigSource::Explicit);
+    };
+    std::string kind;
+    if (type == "WarmupLR" || type == "WarmupDecayLR") {
+      kind = type == "WarmupLR" ? "warmup" : "warmup-decay";
+      number("warmup_min_lr", "min-lr", 0.0);
+      number("warmup_max_lr", "lr", 0.001);
+      steps("warmup_num_steps", "warmup-steps", 1000);
+      warmupType();
+      if (kind == "warmup-decay") {
+        if (!given.take("total_num_steps"))
+          fail(prefix + "total_num_steps", "is required by WarmupDecayLR "
+                                           "(or \"auto\": the run's length)");
+        setCount("total-steps", params["total_num_steps"],
+                 prefix + "total_num_steps", 1);
+      }
+    } else if (type == "WarmupCosineLR") {
+      kind = "warmup-cosine";
+      if (!given.take("total_num_steps"))
+        fail(prefix + "total_num_steps", "is required by WarmupCosineLR (or "
+                                         "\"auto\": the run's length)");
+      setCount("total-steps", params["total_num_steps"],
+               prefix + "total_num_steps", 1);
+      number("warmup_min_ratio", "warmup-min-ratio", 0.0);
+      number("cos_min_ratio", "cos-min-ratio", 0.0001);
+      steps("warmup_num_steps", "warmup-steps", 1000);
+      warmupType();
+      optimizerLrIsPeak_ = true;
+    } else if (type == "OneCycle") {
+      kind = "one-cycle";
+      number("cycle_min_lr", "min-lr", std::nullopt);
+      number("cycle_max_lr", "lr", std::nullopt);
+      number("decay_lr_rate", "decay-lr-rate", 0.0);
+      steps("cycle_first_step_size", "cycle-first-step-size", 2000, 1);
+      if (given.take("cycle_second_step_size") &&
+          !params["cycle_second_step_size"].is_null())
+        setCount("cycle-second-step-size", params["cycle_second_step_size"],
+                 prefix + "cycle_second_step_size", 1);
+      steps("decay_step_size", "decay-step-size", 0);
+      for (const char *stairs :
+           {"cycle_first_stair_count", "cycle_second_stair_count"})
+        if (given.take(stairs) && !params[stairs].is_null() &&
+            count(params[stairs], prefix + stairs) != 0)
+          notice(false, prefix + stairs,
+                 "is not built: the cycle rises and falls in a straight "
+                 "line, as DeepSpeed's OneCycle computes it");
+      bool cycleMomentum = true;
+      if (given.take("cycle_momentum"))
+        cycleMomentum =
+            boolean(params["cycle_momentum"], prefix + "cycle_momentum");
+      for (const char *momentum :
+           {"cycle_min_mom", "cycle_max_mom", "decay_mom_rate"})
+        given.take(momentum);
+      // DeepSpeed cycles beta1 only for optimizers with betas.
+      if (cycleMomentum && optimizerName_ != "sgd")
+        notice(true, prefix + "cycle_momentum",
+               "true (DeepSpeed's default) cycles Adam's beta1 every step; "
+               "ztc compiles the betas into the step: set \"cycle_momentum\": "
+               "false, or use SGD");
+    } else if (type == "LRRangeTest") {
+      kind = "lr-range-test";
+      number("lr_range_test_min_lr", "lr", 0.001);
+      steps("lr_range_test_step_size", "lr-range-test-step-size", 2000, 1);
+      number("lr_range_test_step_rate", "lr-range-test-step-rate", 1.0);
+      if (given.take("lr_range_test_staircase")) {
+        bool staircase = boolean(params["lr_range_test_staircase"],
+                                 prefix + "lr_range_test_staircase");
+        add("lr-range-test-staircase", staircase ? "true" : "false",
+            prefix + "lr_range_test_staircase",
+            params["lr_range_test_staircase"].dump(), ConfigSource::Explicit);
+      }
+    } else {
+      notice(true, "scheduler.type",
+             "'" + printable(type) +
+                 "' is not built: ztc has WarmupLR, WarmupDecayLR, "
+                 "WarmupCosineLR, OneCycle and LRRangeTest");
+      return;
+    }
+    add("lr-schedule", kind, "scheduler.type", "\"" + type + "\"",
+        ConfigSource::Explicit);
+    hasScheduler_ = true;
+    given.reportRest("not a parameter of " + type + "; ignored");
+  }
+
+  // --- fp16, bf16 ------------------------------------------------------
+  void precision(const json &root, Keys &keys) {
+    bool fp16 = false, bf16 = false;
+    if (keys.take("fp16"))
+      fp16 = fp16Section(root["fp16"]);
+    for (const char *name : {"bf16", "bfloat16"}) {
+      if (!keys.take(name))
+        continue;
+      const json &section = root[name];
+      if (!section.is_object())
+        fail(name,
+             "expects an object {\"enabled\": ...}, got " + kind(section));
+      Keys bfKeys(*this, section, std::string(name) + ".");
+      if (bfKeys.take("enabled")) {
+        const json &enabled = section["enabled"];
+        if (isAuto(enabled))
+          addAuto("precision", std::string(name) + ".enabled");
+        else if (boolean(enabled, std::string(name) + ".enabled"))
+          bf16 = true;
+      }
+      for (const char *knob : {"immediate_grad_update", "check_grad_overflow"})
+        if (bfKeys.take(knob))
+          notice(false, std::string(name) + "." + knob,
+                 "a DeepSpeed implementation detail ztc has no use for; "
+                 "ignored");
+      bfKeys.reportRest("not a key of DeepSpeed's bf16 section; ignored");
+    }
+    if (fp16 && bf16)
+      fail("fp16.enabled", "and bf16.enabled are both true: choose one, as "
+                           "DeepSpeed requires");
+    if (bf16)
+      add("precision", "bf16", "bf16.enabled", "true", ConfigSource::Explicit);
+    if (fp16)
+      add("precision", "fp16", "fp16.enabled", "true", ConfigSource::Explicit);
+    if (keys.take("amp") && enabledIn(root["amp"]))
+      notice(true, "amp",
+             "NVIDIA Apex's amp is not built: use \"fp16\" or \"bf16\" "
+             "(--precision fp16|bf16), ztc's own mixed precision");
+  }
+
+  /// Reads the fp16 section; returns whether it is on (true, not "auto").
+  bool fp16Section(const json &section) {
+    if (!section.is_object())
+      fail("fp16",
+           "expects an object {\"enabled\": ...}, got " + kind(section));
+    Keys keys(*this, section, "fp16.");
+    bool enabled = false, automatic = false;
+    if (keys.take("enabled")) {
+      automatic = isAuto(section["enabled"]);
+      if (automatic)
+        addAuto("precision", "fp16.enabled");
+      else
+        enabled = boolean(section["enabled"], "fp16.enabled");
+    }
+    // DeepSpeed reads the loss-scale keys only when fp16 is on; with
+    // "auto", only if the flags make it fp16.
+    std::string when = automatic ? "fp16" : "";
+    bool on = enabled || automatic;
+    const std::string prefix = "fp16.";
+    struct Key {
+      const char *key, *flag;
+      bool whole;
+    } loss[] = {{"loss_scale", "loss-scale", false},
+                {"initial_scale_power", "initial-scale-power", true},
+                {"loss_scale_window", "loss-scale-window", true},
+                {"hysteresis", "hysteresis", true},
+                {"min_loss_scale", "min-loss-scale", false}};
+    for (const Key &k : loss) {
+      if (!keys.take(k.key) || !on)
+        continue;
+      if (k.whole)
+        setCount(k.flag, section[k.key], prefix + k.key, 0, when);
+      else
+        setNumber(k.flag, section[k.key], prefix + k.key, when);
+    }
+    if (keys.take("consecutive_hysteresis") && on) {
+      bool value = boolean(section["consecutive_hysteresis"],
+                           prefix + "consecutive_hysteresis");
+      add("consecutive-hysteresis", value ? "true" : "false",
+          prefix + "consecutive_hysteresis",
+          section["consecutive_hysteresis"].dump(), ConfigSource::Explicit,
+          when);
+    }
+    if (keys.take("fp16_master_weights_and_grads") &&
+        boolean(section["fp16_master_weights_and_grads"],
+                prefix + "fp16_master_weights_and_grads"))
+      notice(true, prefix + "fp16_master_weights_and_grads",
+             "is not built: ztc keeps f32 master weights and updates them "
+             "in f32");
+    if (keys.take("auto_cast") &&
+        boolean(section["auto_cast"], prefix + "auto_cast"))
+      notice(false, prefix + "auto_cast",
+             "ztc's autocast already chooses each op's type (products and "
+             "convolutions in fp16, the rest in f32); ignored");
+    keys.reportRest("not a key of DeepSpeed's fp16 section; ignored");
+    return enabled;
+  }
+
+  void communicationType(const json &value) {
+    const std::string key = "communication_data_type";
+    if (value.is_null())
+      return;
+    if (isAuto(value))
+      return addAuto("comm-dtype", key);
+    std::string type = text(value, key);
+    std::string flag = type == "fp16"                      ? "fp16"
+                       : type == "bfp16" || type == "bf16" ? "bf16"
+                       : type == "fp32"                    ? "fp32"
+                                                           : "";
+    if (flag.empty())
+      fail(key, "expects \"fp16\", \"bfp16\", \"bf16\" or \"fp32\", got \"" +
+                    printable(type) + "\"");
+    add("comm-dtype", flag, key, "\"" + type + "\"", ConfigSource::Explicit);
+  }
+
+  void dataTypes(const json &section) {
+    if (!section.is_object())
+      fail("data_types", "expects an object, got " + kind(section));
+    Keys keys(*this, section, "data_types.");
+    if (keys.take("grad_accum_dtype") &&
+        !section["grad_accum_dtype"].is_null()) {
+      const std::string key = "data_types.grad_accum_dtype";
+      std::string type = text(section["grad_accum_dtype"], key);
+      std::string flag = type == "fp16"                      ? "fp16"
+                         : type == "bf16" || type == "bfp16" ? "bf16"
+                         : type == "fp32"                    ? "fp32"
+                                                             : "";
+      if (flag.empty())
+        fail(key, "expects \"fp32\", \"fp16\" or \"bf16\", got \"" +
+                      printable(type) + "\"");
+      add("grad-accum-dtype", flag, key, "\"" + type + "\"",
+          ConfigSource::Explicit, "grad-accum");
+    }
+    keys.reportRest("not a key of DeepSpeed's data_types section; ignored");
+  }
+
+  // --- zero_optimization -----------------------------------------------
+  void zero(const json &section) {
+    const std::string prefix = "zero_optimization.";
+    if (section.is_boolean()) {
+      // The legacy form: true is stage 1.
+      bool on = section.get<bool>();
+      add("zero", on ? "1" : "0", "zero_optimization", section.dump(),
+          ConfigSource::Explicit);
+      return;
+    }
+    if (!section.is_object())
+      fail("zero_optimization",
+           "expects an object or a boolean, got " + kind(section));
+    Keys keys(*this, section, prefix);
+    if (keys.take("stage")) {
+      if (isAuto(section["stage"]))
+        addAuto("zero", prefix + "stage");
+      else {
+        uint64_t stage = count(section["stage"], prefix + "stage");
+        if (stage > 3)
+          fail(prefix + "stage",
+               "expects 0, 1, 2 or 3, got " + section["stage"].dump());
+        add("zero", std::to_string(stage), prefix + "stage",
+            section["stage"].dump(), ConfigSource::Explicit);
+      }
+    }
+    if (keys.take("reduce_bucket_size"))
+      setCount("reduce-bucket-elements", section["reduce_bucket_size"],
+               prefix + "reduce_bucket_size", 1);
+    if (keys.take("stage3_param_persistence_threshold"))
+      setCount("param-persistence-threshold",
+               section["stage3_param_persistence_threshold"],
+               prefix + "stage3_param_persistence_threshold");
+    for (const char *key : {"stage3_gather_16bit_weights_on_model_save",
+                            "stage3_gather_fp16_weights_on_model_save"})
+      if (keys.take(key))
+        out_.gather16BitWeightsOnSave |= boolean(section[key], prefix + key);
+    // What ztc does anyway: true is accepted as it is.
+    for (const char *key :
+         {"contiguous_gradients", "reduce_scatter", "allgather_partitions",
+          "ignore_unused_parameters", "load_from_fp32_weights"})
+      if (keys.take(key) && !isAuto(section[key]) &&
+          !boolean(section[key], prefix + key))
+        notice(false, prefix + key,
+               std::string("false is not built: ztc's buckets are "
+                           "contiguous, reduced by reduce-scatter at stages "
+                           "2-3 and gathered whole; ignored"));
+    // Tuning knobs ztc does not have.
+    struct Knob {
+      const char *key, *why;
+    } knobs[] = {
+        {"allgather_bucket_size", "ztc all-gathers each parameter on its own"},
+        {"overlap_comm", "ztc's collectives run in the step's order, on the "
+                         "step's stream"},
+        {"stage3_prefetch_bucket_size",
+         "ztc gathers each parameter right before its use"},
+        {"stage3_max_live_parameters",
+         "ztc frees each gathered parameter after its last use"},
+        {"stage3_max_reuse_distance", "ztc gathers again for the backward"},
+        {"sub_group_size", "ztc updates each shard in one pass"},
+        {"round_robin_gradients", "a DeepSpeed implementation detail"},
+        {"elastic_checkpoint", "ztc's checkpoints reshard on load anyway"},
+        {"memory_efficient_linear", "a DeepSpeed implementation detail"},
+        {"zero_hpz_partition_size", "ztc shards over all ranks"},
+        {"prefetch_bucket_size", "ztc gathers each parameter right before "
+                                 "its use"},
+        {"param_persistence_threshold",
+         "use stage3_param_persistence_threshold"},
+        {"model_persistence_threshold", "ztc has no such limit"},
+        {"max_live_parameters", "ztc frees gathered parameters after use"},
+        {"max_reuse_distance", "ztc gathers again for the backward"},
+    };
+    for (const Knob &knob : knobs)
+      if (keys.take(knob.key) && !isAuto(section[knob.key]))
+        notice(false, prefix + knob.key,
+               std::string("not built (") + knob.why + "); ignored");
+    for (const char *key :
+         {"offload_optimizer", "offload_param", "cpu_offload",
+          "cpu_offload_params", "cpu_offload_use_pin_memory"}) {
+      if (!keys.take(key))
+        continue;
+      const json &value = section[key];
+      bool on = value.is_boolean() ? value.get<bool>()
+                : value.is_object()
+                    ? !(value.contains("device") && value["device"] == "none")
+                    : !value.is_null();
+      if (on)
+        notice(true, prefix + key,
+               "offloading is not built: ztc keeps parameters and optimizer "
+               "state in device memory. To fit, use a higher stage, more "
+               "ranks or --recompute; `ztc inspect` gives the bytes per rank");
+    }
+    for (const char *key :
+         {"zero_quantized_weights", "zero_quantized_gradients",
+          "zero_quantized_nontrainable_weights"})
+      if (keys.take(key) && boolean(section[key], prefix + key))
+        notice(true, prefix + key,
+               "ZeRO++ quantized communication is not built; use "
+               "communication_data_type (fp16, bf16) to halve the bytes");
+    for (const char *key :
+         {"mics_shard_size", "mics_hierarchical_params_gather"})
+      if (keys.take(key) && !section[key].is_null() &&
+          !(section[key].is_number() && section[key].get<double>() <= 0) &&
+          !(section[key].is_boolean() && !section[key].get<bool>()))
+        notice(true, prefix + key,
+               "MiCS is not built: ztc shards over all ranks");
+    keys.reportRest("not a key of DeepSpeed's zero_optimization section; "
+                    "ignored");
+  }
+
+  void activationCheckpointing(const json &section) {
+    const std::string prefix = "activation_checkpointing.";
+    if (!section.is_object())
+      fail("activation_checkpointing",
+           "expects an object, got " + kind(section));
+    // DeepSpeed checkpoints what the model code wraps; ztc keeps each
+    // block's input and recomputes the rest, the layer-by-layer
+    // checkpointing Hugging Face models do.
+    add("recompute", "full", "activation_checkpointing", "{...}",
+        ConfigSource::Default);
+    Keys keys(*this, section, prefix);
+    if (keys.take("cpu_checkpointing") &&
+        boolean(section["cpu_checkpointing"], prefix + "cpu_checkpointing"))
+      notice(true, prefix + "cpu_checkpointing",
+             "offloading activations is not built: ztc recomputes instead "
+             "(--recompute full, sqrt, or budget=BYTES)");
+    for (const char *key :
+         {"partition_activations", "contiguous_memory_optimization",
+          "number_checkpoints", "synchronize_checkpoint_boundary", "profile"})
+      if (keys.take(key) && !section[key].is_null() &&
+          !(section[key].is_boolean() && !section[key].get<bool>()))
+        notice(false, prefix + key,
+               "not built (ztc plans what to keep itself; --recompute "
+               "budget=BYTES chooses the least recomputation that fits); "
+               "ignored");
+    keys.reportRest("not a key of DeepSpeed's activation_checkpointing "
+                    "section; ignored");
+  }
+
+  /// Top-level sections ztc does not implement.
+  void refusals(const json &root, Keys &keys) {
+    struct Refusal {
+      const char *key;
+      bool error;
+      const char *instead;
+    } refusals[] = {
+        {"sparse_gradients", true, "ztc's gradients are dense"},
+        {"elasticity", true, "ztc's batch is fixed at compile time"},
+        {"compression_training", true, "ztc does not quantize or prune"},
+        {"curriculum_learning", true, "ztc reads the data as it is given"},
+        {"data_efficiency", true, "ztc reads the data as it is given"},
+        {"pipeline", true, "ztc is data parallel (ZeRO)"},
+        {"tensor_parallel", true, "ztc is data parallel (ZeRO)"},
+        {"sequence_parallel_size", true, "ztc is data parallel (ZeRO)"},
+        {"hybrid_engine", true, "not built"},
+        {"quantize_training", true, "ztc does not quantize"},
+        {"progressive_layer_drop", true, "ztc runs every layer"},
+        {"sparse_attention", true, "ztc computes the model as exported"},
+        {"eigenvalue", true, "not built"},
+        {"prescale_gradients", false,
+         "ztc divides by the world size after the reduction"},
+        {"gradient_predivide_factor", false,
+         "ztc divides by the world size after the reduction"},
+        {"wall_clock_breakdown", false, "ztc-train --metrics has the timings"},
+        {"memory_breakdown", false,
+         "`ztc inspect` gives the memory per rank "
+         "before anything runs"},
+        {"flops_profiler", false, "--recompute reports the step's FLOPs"},
+        {"tensorboard", false, "ztc-train --metrics FILE, ztc plot"},
+        {"wandb", false, "ztc-train --metrics FILE, ztc plot"},
+        {"csv_monitor", false, "ztc-train --metrics FILE, ztc plot"},
+        {"comet", false, "ztc-train --metrics FILE, ztc plot"},
+        {"comms_logger", false, "`ztc inspect` lists the collectives"},
+        {"autotuning", false, "not built"},
+        {"checkpoint", false, "ztc-train --save writes sharded checkpoints"},
+        {"aio", false, "ztc does not offload"},
+        {"dump_state", false, "not built"},
+        {"zero_allow_untested_optimizer", false,
+         "every ztc optimizer is tested with ZeRO"},
+        {"zero_force_ds_cpu_optimizer", false, "ztc does not offload"},
+        {"gradient_accumulation_dtype", false,
+         "use data_types.grad_accum_dtype"},
+        {"seed", false, "ztc-train --seed"},
+        {"use_data_before_expert_parallelism", false, "not built"},
+    };
+    for (const Refusal &refusal : refusals) {
+      if (!keys.take(refusal.key))
+        continue;
+      const json &value = root[refusal.key];
+      // A section turned off, or a value at its default, says nothing.
+      bool off =
+          value.is_null() || (value.is_boolean() && !value.get<bool>()) ||
+          (value.is_object() && value.contains("enabled") &&
+           value["enabled"].is_boolean() && !value["enabled"].get<bool>()) ||
+          (std::string(refusal.key) == "gradient_predivide_factor" &&
+           value.is_number() && value.get<double>() == 1.0);
+      if (off)
+        continue;
+      notice(refusal.error, refusal.key,
+             std::string(refusal.error ? "is not built" : "not built") + " (" +
+                 refusal.instead + ")" + (refusal.error ? "" : "; ignored"));
+    }
+  }
+
+public:
+  /// After reading: the optimizer's lr goes to --lr unless the scheduler's
+  /// warmup_max_lr, cycle_max_lr or lr_range_test_min_lr is the peak.
+  void finish() {
+    bool schedulerPeak = hasScheduler_ && !optimizerLrIsPeak_;
+    if (optimizerLr_ && !schedulerPeak)
+      add("lr", flagNumber(*optimizerLr_), "optimizer.params.lr",
+          json(*optimizerLr_).dump(), ConfigSource::Explicit);
+    else if (optimizerLrAuto_ && !schedulerPeak)
+      addAuto("lr", "optimizer.params.lr");
+    else if (optimizerLr_ && schedulerPeak) {
+      const ConfigSetting *peak = out_.find("lr");
+      if (peak && peak->source != ConfigSource::Auto &&
+          peak->value != flagNumber(*optimizerLr_))
+        notice(false, "optimizer.params.lr",
+               json(*optimizerLr_).dump() + " has no effect: the scheduler's " +
+                   peak->key + " " + peak->shown +
+                   " sets the learning rate, as in DeepSpeed");
+    }
+  }
+
+private:
+  const std::string &path_;
+  DeepSpeedConfig &out_;
+  std::string optimizerName_;
+  std::optional<double> optimizerLr_;
+  bool optimizerLrAuto_ = false;
+  bool hasScheduler_ = false;
+  /// WarmupCosineLR scales the optimizer's lr instead of setting its own.
+  bool optimizerLrIsPeak_ = false;
+};
+
+} // namespace
+
+const ConfigSetting *DeepSpeedConfig::find(const std::string &flag) const {
+  for (const ConfigSetting &setting : settings)
+    if (setting.flag == flag)
+      return &setting;
+  return nullptr;
+}
+
+DeepSpeedConfig parseDeepSpeedConfig(const std::string &path,
+                                     const std::string &text) {
+  // DeepSpeed refuses a key given twice in one object; so does ztc.
+  std::vector<std::set<std::string>> open;
+  std::string duplicate;
+  json::parser_callback_t callback = [&](int, json::parse_event_t event,
+                                         json &parsed) {
+    if (event == json::parse_event_t::object_start)
+      open.emplace_back();
+    else if (event == json::parse_event_t::object_end && !open.empty())
+      open.pop_back();
+    else if (event == json::parse_event_t::key && !open.empty() &&
+             !open.back().insert(parsed.get<std::string>()).second &&
+             duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json root;
+  try {
+    root = json::parse(text, callback);
+  } catch (const json::parse_error &error) {
+    std::string what = error.what();
+    // "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
+    size_t at = what.find("parse error");
+    throw Error(
+        path + ": not valid JSON: " +
+        printable(at == std::string::npos ? what : what.substr(at), 200));
+  }
+  if (!duplicate.empty())
+    throw Error(path + ": the key \"" + printable(duplicate) +
+                "\" appears twice in one object (DeepSpeed refuses that too)");
+  DeepSpeedConfig config;
+  config.path = path;
+  Reader reader(path, config);
+  reader.read(root);
+  reader.finish();
+  return config;
+}
+
+DeepSpeedConfig readDeepSpeedConfig(const std::string &path) {
+  return parseDeepSpeedConfig(path, readFile(path));
+}
+
+std::string readDeepSpeedConfigNoThrow(const std::string &path,
+                                       DeepSpeedConfig &config) {
+  try {
+    config = readDeepSpeedConfig(path);
+  } catch (const std::exception &error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::string checkNotices(const DeepSpeedConfig &config, bool strict,
+                         std::vector<std::string> &warnings) {
+  std::string errors;
+  size_t count = 0;
+  for (const ConfigNotice &notice : config.notices) {
+    std::string line =
+        config.path + ": " + printable(notice.key) + ": " + notice.message;
+    if (!notice.error && !strict) {
+      warnings.push_back(line);
+      continue;
+    }
+    // The first error in full; the others counted after it.
+    if (count++ == 0)
+      errors = line;
+  }
+  if (count > 1)
+    errors += " (and " + std::to_string(count - 1) + " more key" +
+              (count > 2 ? "s" : "") + " ztc does not implement" +
+              (strict ? "; --strict makes every one an error" : "") + ")";
+  else if (count == 1 && strict)
+    errors += " (--strict makes it an error)";
+  return errors;
+}
+
+std::string resolveBatchSizes(const DeepSpeedConfig &config, uint64_t microFlag,
+                              uint64_t accumFlag, uint64_t worldSize,
+                              BatchSizes &sizes) {
+  const std::string &path = config.path;
+  // A term from the file, or "auto" and absent terms from the flag.
+  auto term = [&](const BatchTerm &given, uint64_t flag, const char *key,
+                  const char *flagName, std::string &error) -> uint64_t {
+    if (given.given && !given.isAuto) {
+      if (flag != 0 && flag != given.value)
+        error = path + ": " + key + " is " + std::to_string(given.value) +
+                ", but " + flagName + " is " + std::to_string(flag) +
+                ": give one, or set it \"auto\"";
+      return given.value;
+    }
+    return flag;
+  };
+  std::string error;
+  uint64_t micro =
+      term(config.microBatchSize, microFlag, "train_micro_batch_size_per_gpu",
+           "--batch-size", error);
+  uint64_t accum = term(config.gradAccumSteps, accumFlag,
+                        "gradient_accumulation_steps", "--grad-accum", error);
+  if (!error.empty())
+    return error;
+  const BatchTerm &train = config.trainBatchSize;
+  uint64_t world = std::max<uint64_t>(1, worldSize);
+  auto identity = [&](uint64_t global) {
+    return path + ": train_batch_size " + std::to_string(global) +
+           " is not train_micro_batch_size_per_gpu " + std::to_string(micro) +
+           " x gradient_accumulation_steps " + std::to_string(accum) +
+           " x world size " + std::to_string(world) +
+           " (= " + std::to_string(micro * accum * world) + ")";
+  };
+  if (train.given && !train.isAuto) {
+    uint64_t global = train.value;
+    // DeepSpeed derives the term left out.
+    if (micro == 0 && accum == 0) {
+      accum = 1;
+      micro = global / world;
+      if (micro == 0 || micro * world != global)
+        return path + ": train_batch_size " + std::to_string(global) +
+               " does not divide over world size " + std::to_string(world);
+    } else if (micro == 0) {
+      micro = global / (accum * world);
+      if (micro == 0 || micro * accum * world != global)
+        return path + ": train_batch_size " + std::to_string(global) +
+               " does not divide into gradient_accumulation_steps " +
+               std::to_string(accum) + " x world size " + std::to_string(world);
+    } else if (accum == 0) {
+      accum = global / (micro * world);
+      if (accum == 0 || micro * accum * world != global)
+        return path + ": train_batch_size " + std::to_string(global) +
+               " does not divide into train_micro_batch_size_per_gpu " +
+               std::to_string(micro) + " x world size " + std::to_string(world);
+    } else if (micro * accum * world != global) {
+      return identity(global);
+    }
+  } else {
+    if (micro == 0)
+      return path + ": no micro-batch size: give "
+                    "train_micro_batch_size_per_gpu or train_batch_size, or "
+                    "--batch-size";
+    if (accum == 0)
+      accum = 1;
+  }
+  sizes = {micro, accum, micro * accum * world};
+  return "";
+}
+
+std::string checkCompiledAgainst(
+    const DeepSpeedConfig &config,
+    const std::vector<std::pair<std::string, std::string>> &compiled,
+    uint64_t worldSize, const std::string &artifact) {
+  auto value = [&](const std::string &flag) -> std::string {
+    for (const auto &[name, given] : compiled)
+      if (name == flag)
+        return given;
+    return "";
+  };
+  auto differs = [&](const std::string &key, const std::string &shown,
+                     const std::string &flag) {
+    return config.path + ": " + key + " is " + shown + ", but " + artifact +
+           " was compiled with --" + flag + " " + value(flag) +
+           ": compile it with this config (ztc compile --config " +
+           config.path + ")";
+  };
+  struct Term {
+    const BatchTerm &term;
+    const char *key, *flag;
+  } terms[] = {
+      {config.microBatchSize, "train_micro_batch_size_per_gpu", "batch-size"},
+      {config.gradAccumSteps, "gradient_accumulation_steps", "grad-accum"}};
+  for (const Term &t : terms)
+    if (t.term.given && !t.term.isAuto &&
+        std::to_string(t.term.value) != value(t.flag))
+      return differs(t.key, std::to_string(t.term.value), t.flag);
+  for (const ConfigSetting &setting : config.settings) {
+    if (setting.source != ConfigSource::Explicit)
+      continue;
+    std::string given = value(setting.flag);
+    if (!given.empty() && given != setting.value)
+      return differs(setting.key, setting.shown, setting.flag);
+  }
+  BatchSizes sizes;
+  uint64_t micro = std::strtoull(value("batch-size").c_str(), nullptr, 10);
+  uint64_t accum = std::strtoull(value("grad-accum").c_str(), nullptr, 10);
+  return resolveBatchSizes(config, micro, accum, worldSize, sizes);
+}
+
+} // namespace ztc::rt

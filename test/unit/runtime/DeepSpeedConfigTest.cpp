@@ -1,0 +1,234 @@
+//===- DeepSpeedConfigTest.cpp - reading DeepSpeed configs ----------------===//
+//
+// What a config sets, what it derives, and what it refuses, on configs as
+// Hugging Face's DeepSpeed guide writes them and on edge cases.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/train/DeepSpeedConfig.h"
+
+#include "TestUtil.h"
+#include "runtime/Error.h"
+
+using namespace ztc::rt;
+
+namespace {
+
+DeepSpeedConfig parse(const std::string &text) {
+  return parseDeepSpeedConfig("ds.json", text);
+}
+
+/// "flag=value" for every setting, "flag=auto" or "flag=value (default)".
+std::vector<std::string> settings(const DeepSpeedConfig &config) {
+  std::vector<std::string> lines;
+  for (const ConfigSetting &s : config.settings)
+    lines.push_back(s.flag + "=" +
+                    (s.source == ConfigSource::Auto ? "auto" : s.value) +
+                    (s.source == ConfigSource::Default ? " (default)" : "") +
+                    (s.appliesWith.empty() ? "" : " [" + s.appliesWith + "]"));
+  return lines;
+}
+
+std::vector<std::string> notices(const DeepSpeedConfig &config) {
+  std::vector<std::string> lines;
+  for (const ConfigNotice &n : config.notices)
+    lines.push_back((n.error ? "error " : "warning ") + n.key);
+  return lines;
+}
+
+} // namespace
+
+TEST(DeepSpeedConfigTest, HuggingFaceAutoConfig) {
+  DeepSpeedConfig config = parse(R"({
+    "fp16": {"enabled": "auto", "loss_scale": 0, "initial_scale_power": 16},
+    "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto",
+                  "eps": "auto", "weight_decay": "auto"}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": "auto",
+                  "warmup_max_lr": "auto", "warmup_num_steps": "auto"}},
+    "zero_optimization": {"stage": 2, "overlap_comm": true,
+                          "reduce_bucket_size": 2e8},
+    "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+    "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"})");
+  std::vector<std::string> expected = {"clip-grad-norm=auto",
+                                       "optimizer=adamw",
+                                       "weight-decay=auto",
+                                       "betas=auto",
+                                       "eps=auto",
+                                       "min-lr=auto",
+                                       "lr=auto",
+                                       "warmup-steps=auto",
+                                       "warmup-type=log (default)",
+                                       "lr-schedule=warmup",
+                                       "precision=auto",
+                                       "loss-scale=0 [fp16]",
+                                       "initial-scale-power=16 [fp16]",
+                                       "zero=2",
+                                       "reduce-bucket-elements=200000000"};
+  EXPECT_EQ(settings(config), expected);
+  EXPECT_EQ(notices(config),
+            std::vector<std::string>{"warning zero_optimization.overlap_comm"});
+  EXPECT_TRUE(config.trainBatchSize.isAuto);
+  EXPECT_TRUE(config.microBatchSize.isAuto);
+  EXPECT_TRUE(config.gradAccumSteps.isAuto);
+}
+
+TEST(DeepSpeedConfigTest, AdamModesAndPeaks) {
+  // DeepSpeed's Adam is AdamW unless adam_w_mode is false; an optimizer
+  // without weight_decay takes DeepSpeed's 0.
+  EXPECT_EQ(
+      parse(R"({"optimizer": {"type": "Adam"}})").find("optimizer")->value,
+      "adamw");
+  DeepSpeedConfig l2 = parse(
+      R"({"optimizer": {"type": "adam", "params": {"adam_w_mode": false}}})");
+  EXPECT_EQ(l2.find("optimizer")->value, "adam");
+  EXPECT_EQ(l2.find("weight-decay")->value, "0");
+  EXPECT_EQ(l2.find("weight-decay")->source, ConfigSource::Default);
+  // WarmupLR's warmup_max_lr is the peak; the optimizer's lr then has no
+  // effect, and says so.
+  DeepSpeedConfig peak = parse(
+      R"({"optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
+          "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 3e-4}}})");
+  EXPECT_EQ(peak.find("lr")->value, "0.0003");
+  EXPECT_EQ(peak.find("lr")->key, "scheduler.params.warmup_max_lr");
+  EXPECT_EQ(notices(peak),
+            std::vector<std::string>{"warning optimizer.params.lr"});
+  // WarmupCosineLR scales the optimizer's lr.
+  DeepSpeedConfig cosine = parse(
+      R"({"optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
+          "scheduler": {"type": "WarmupCosineLR",
+                        "params": {"total_num_steps": 100}}})");
+  EXPECT_EQ(cosine.find("lr")->value, "0.01");
+  EXPECT_EQ(cosine.find("cos-min-ratio")->value, "0.0001");
+  // OneCycle cycles Adam's beta1 unless told not to.
+  DeepSpeedConfig cycle = parse(
+      R"({"optimizer": {"type": "AdamW"},
+          "scheduler": {"type": "OneCycle",
+                        "params": {"cycle_min_lr": 0.1, "cycle_max_lr": 1}}})");
+  EXPECT_EQ(notices(cycle),
+            std::vector<std::string>{"error scheduler.params.cycle_momentum"});
+  EXPECT_NE(ZTC_ERROR_MESSAGE(parse(R"({"scheduler": {"type": "OneCycle"}})"))
+                .find("scheduler.params.cycle_min_lr: is required by OneCycle"),
+            std::string::npos);
+}
+
+TEST(DeepSpeedConfigTest, NoticesAndStrict) {
+  DeepSpeedConfig config = parse(
+      R"({"zero_optimization": {"stage": 3, "sub_group_size": 1e9,
+            "offload_param": {"device": "none"},
+            "offload_optimizer": {"device": "cpu"}},
+          "wandb": {"enabled": false}, "tensorboard": {"enabled": true},
+          "zero_optimisation": {}})");
+  EXPECT_EQ(notices(config),
+            (std::vector<std::string>{
+                "warning zero_optimization.sub_group_size",
+                "error zero_optimization.offload_optimizer",
+                "warning tensorboard", "warning zero_optimisation"}));
+  std::vector<std::string> warnings;
+  std::string error = checkNotices(config, /*strict=*/false, warnings);
+  EXPECT_EQ(warnings.size(), 3u);
+  EXPECT_EQ(error.rfind("ds.json: zero_optimization.offload_optimizer: "
+                        "offloading is not built",
+                        0),
+            0u);
+  warnings.clear();
+  error = checkNotices(config, /*strict=*/true, warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_NE(error.find("(and 3 more keys ztc does not implement; --strict "
+                       "makes every one an error)"),
+            std::string::npos);
+  // The legacy boolean is stage 1.
+  EXPECT_EQ(parse(R"({"zero_optimization": true})").find("zero")->value, "1");
+}
+
+TEST(DeepSpeedConfigTest, Malformed) {
+  auto message = [](const std::string &text) {
+    return ZTC_ERROR_MESSAGE(parse(text));
+  };
+  EXPECT_EQ(message(R"({"a": {"b": 1, "b": 2}})"),
+            "ds.json: the key \"b\" appears twice in one object (DeepSpeed "
+            "refuses that too)");
+  // The same key in two objects is fine.
+  EXPECT_EQ(
+      message(R"({"fp16": {"enabled": false}, "bf16": {"enabled": false}})"),
+      "");
+  EXPECT_EQ(
+      message(R"({"train_batch_size": 8.5})"),
+      "ds.json: train_batch_size: expects a whole number, got number 8.5");
+  EXPECT_EQ(message(R"({"train_batch_size": 0})"),
+            "ds.json: train_batch_size: expects a whole number of at least 1, "
+            "got 0");
+  EXPECT_EQ(message(R"({"optimizer": {"type": "SGD", "params": []}})"),
+            "ds.json: optimizer.params: expects an object, got array []");
+  EXPECT_EQ(message("[1]"),
+            "ds.json: expects a JSON object at the top, got array [1]");
+  EXPECT_EQ(message(R"({"communication_data_type": "int8"})"),
+            "ds.json: communication_data_type: expects \"fp16\", \"bfp16\", "
+            "\"bf16\" or \"fp32\", got \"int8\"");
+}
+
+TEST(DeepSpeedConfigTest, BatchIdentity) {
+  auto resolve = [](const std::string &text, uint64_t micro, uint64_t accum,
+                    uint64_t world, BatchSizes &sizes) {
+    return resolveBatchSizes(parse(text), micro, accum, world, sizes);
+  };
+  BatchSizes sizes;
+  // DeepSpeed derives the accumulation, the micro-batch, or both.
+  EXPECT_EQ(resolve(R"({"train_batch_size": 64,
+                        "train_micro_batch_size_per_gpu": 8})",
+                    0, 0, 2, sizes),
+            "");
+  EXPECT_EQ(sizes.accum, 4u);
+  EXPECT_EQ(resolve(R"({"train_batch_size": 64,
+                        "gradient_accumulation_steps": 2})",
+                    0, 0, 4, sizes),
+            "");
+  EXPECT_EQ(sizes.micro, 8u);
+  EXPECT_EQ(resolve(R"({"train_batch_size": 64})", 0, 0, 4, sizes), "");
+  EXPECT_EQ(sizes.micro, 16u);
+  EXPECT_EQ(sizes.accum, 1u);
+  // "auto" takes the flags.
+  EXPECT_EQ(resolve(R"({"train_batch_size": "auto",
+                        "train_micro_batch_size_per_gpu": "auto"})",
+                    4, 3, 2, sizes),
+            "");
+  EXPECT_EQ(sizes.global, 24u);
+  EXPECT_EQ(resolve(R"({"train_batch_size": 64,
+                        "train_micro_batch_size_per_gpu": 8,
+                        "gradient_accumulation_steps": 2})",
+                    0, 0, 2, sizes),
+            "ds.json: train_batch_size 64 is not "
+            "train_micro_batch_size_per_gpu 8 x gradient_accumulation_steps "
+            "2 x world size 2 (= 32)");
+  EXPECT_EQ(resolve(R"({"train_micro_batch_size_per_gpu": 8})", 4, 0, 1, sizes),
+            "ds.json: train_micro_batch_size_per_gpu is 8, but --batch-size "
+            "is 4: give one, or set it \"auto\"");
+  EXPECT_EQ(resolve(R"({"train_batch_size": 10})", 0, 0, 4, sizes),
+            "ds.json: train_batch_size 10 does not divide over world size 4");
+  EXPECT_EQ(resolve("{}", 0, 0, 1, sizes),
+            "ds.json: no micro-batch size: give "
+            "train_micro_batch_size_per_gpu or train_batch_size, or "
+            "--batch-size");
+}
+
+TEST(DeepSpeedConfigTest, CompiledAgainst) {
+  DeepSpeedConfig config = parse(
+      R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 8,
+          "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})");
+  std::vector<std::pair<std::string, std::string>> compiled = {
+      {"batch-size", "8"},
+      {"grad-accum", "2"},
+      {"precision", "bf16"},
+      {"zero", "2"},
+      {"optimizer", "adamw"}};
+  EXPECT_EQ(checkCompiledAgainst(config, compiled, 2, "a.ztc"), "");
+  // On 4 ranks the same artifact makes a global batch of 64.
+  EXPECT_EQ(checkCompiledAgainst(config, compiled, 4, "a.ztc"),
+            "ds.json: train_batch_size 32 is not "
+            "train_micro_batch_size_per_gpu 8 x gradient_accumulation_steps "
+            "2 x world size 4 (= 64)");
+  compiled[3].second = "3";
+  EXPECT_EQ(checkCompiledAgainst(config, compiled, 2, "a.ztc"),
+            "ds.json: zero_optimization.stage is 2, but a.ztc was compiled "
+            "with --zero 3: compile it with this config (ztc compile "
+            "--config ds.json)");
+}
