@@ -111,7 +111,8 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (!(warmupRatio >= 0 && warmupRatio <= 1))
     return fail("--warmup-ratio must be within [0, 1], got " +
                 std::to_string(warmupRatio));
-  for (auto [name, value] : {std::pair<const char *, double>{"min-lr", minLr},
+  for (auto [name, value] : {std::pair<const char *, double>{"lr", lr},
+                             {"min-lr", minLr},
                              {"warmup-min-ratio", warmupMinRatio},
                              {"cos-min-ratio", cosMinRatio},
                              {"decay-lr-rate", decayLrRate},
@@ -170,7 +171,8 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   } else if (recompute != "none" && recompute != "selective" &&
              recompute != "full" && recompute != "sqrt") {
     return fail("--recompute '" + recompute +
-                "': expected none, selective, full, sqrt or budget=BYTES");
+                "': expected none, selective, full, sqrt, budget=BYTES or "
+                "budget=FRACTION");
   }
   if (!(recomputeTimeLimit > 0))
     return fail("--recompute-time-limit must be positive, got " +

@@ -271,8 +271,9 @@ struct TrainingPipelineOptions
       llvm::cl::init(0)};
   Option<unsigned> worldSize{
       *this, "world-size",
-      llvm::cl::desc("Ranks the step runs on (mpirun -np N); every rank "
-                     "takes a micro-batch of the batch size"),
+      llvm::cl::desc("Ranks the step runs on (mpirun -np N); --batch-size "
+                     "is per rank, so the global batch is batch size x "
+                     "accumulation x world size"),
       llvm::cl::init(1)};
   Option<int64_t> reduceBucketBytes{
       *this, "reduce-bucket-bytes",

@@ -60,7 +60,7 @@ compilePatterns(func::FuncOp func, ArrayRef<std::string> patterns) {
     std::string error;
     if (!regex.isValid(error))
       return func.emitError("invalid regular expression '")
-             << pattern << "' in option 'frozen': " << error;
+             << pattern << "' in --freeze: " << error;
     compiled.push_back(std::move(regex));
   }
   return compiled;

@@ -1037,7 +1037,8 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
                policy != "sqrt") {
       module.emitError("--recompute '")
           << policy
-          << "': expected none, selective, full, sqrt or budget=BYTES";
+          << "': expected none, selective, full, sqrt, budget=BYTES or "
+             "budget=FRACTION";
       return signalPassFailure();
     }
     for (func::FuncOp func :

@@ -381,8 +381,10 @@ public:
         {"batch-size", std::to_string(train.batchSize)},
         {"grad-accum", std::to_string(train.gradAccum)},
         {"precision", train.precision},
-        {"zero", std::to_string(manifest().dist.zeroStage)},
         {"optimizer", train.optimizer}};
+    // On one rank ZeRO shards nothing, and the artifact records no stage.
+    if (manifest().dist.worldSize > 1)
+      compiled.push_back({"zero", std::to_string(manifest().dist.zeroStage)});
     if (std::string error = checkCompiledAgainst(
             config, compiled, comm_.worldSize(), options_.artifactDir);
         !error.empty())

@@ -247,7 +247,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (help) {
-    std::printf(kUsage, program.c_str(), program.c_str());
+    // `ztc train` forwards here as "ztc": its usage line says "ztc train".
+    std::string usage = program == "ztc" ? "ztc train" : program;
+    std::printf(kUsage, usage.c_str(), usage.c_str());
     return 0;
   }
   try {

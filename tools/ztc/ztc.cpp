@@ -184,7 +184,9 @@ cl::list<std::string> constantInputs(
     cl::sub(importCommand), cl::sub(runCommand), cl::sub(emitCommand),
     cl::sub(compileCommand), cl::sub(inspectCommand));
 // ztc compile.
-cl::opt<std::string> compileOutput("o", cl::desc("Write the artifact to DIR"),
+cl::opt<std::string> compileOutput("o",
+                                   cl::desc("Write the artifact (a "
+                                            "directory) to ART.ztc"),
                                    cl::value_desc("ART.ztc"), cl::Required,
                                    cl::sub(compileCommand));
 cl::opt<int64_t>
@@ -564,6 +566,9 @@ std::optional<ConfigFlags> readConfigFlags(const PipelineFlags &flags) {
     llvm::errs() << "ztc: error: " << oneLine(message.str()) << "\n";
     return std::nullopt;
   };
+  if (batchSize.getNumOccurrences() && batchSize <= 0)
+    return fail("--batch-size must be positive, got " +
+                Twine(int64_t(batchSize)));
   if (configFile.empty()) {
     if (strictConfig)
       return fail("--strict applies to --config FILE");
@@ -610,7 +615,8 @@ std::optional<ConfigFlags> readConfigFlags(const PipelineFlags &flags) {
   for (const ::ztc::rt::ConfigSetting &setting : config.settings)
     if (setting.appliesWith.empty() && !take(setting))
       return std::nullopt;
-  // DeepSpeed's batch identity, over the world size of the flags.
+  // DeepSpeed's batch identity, over the world size of the flags, when the
+  // config speaks of the batch (a model with a fixed batch needs none).
   auto number = [&](StringRef flag) -> uint64_t {
     uint64_t value = 0;
     if (std::optional<std::string> text = given(flag))
@@ -619,14 +625,18 @@ std::optional<ConfigFlags> readConfigFlags(const PipelineFlags &flags) {
   };
   uint64_t world = std::max<uint64_t>(1, number("world-size"));
   ::ztc::rt::BatchSizes sizes;
-  if (std::string error = ::ztc::rt::resolveBatchSizes(
-          config, batchSize > 0 ? uint64_t(batchSize) : 0, number("grad-accum"),
-          world, sizes);
-      !error.empty())
-    return fail(error);
-  result.batchSize = int64_t(sizes.micro);
-  if (!given("grad-accum"))
-    result.overrides["grad-accum"] = std::to_string(sizes.accum);
+  sizes.accum = std::max<uint64_t>(1, number("grad-accum"));
+  if (config.trainBatchSize.given || config.microBatchSize.given ||
+      config.gradAccumSteps.given) {
+    if (std::string error = ::ztc::rt::resolveBatchSizes(
+            config, batchSize > 0 ? uint64_t(batchSize) : 0,
+            number("grad-accum"), world, sizes);
+        !error.empty())
+      return fail(error);
+    result.batchSize = int64_t(sizes.micro);
+    if (!given("grad-accum"))
+      result.overrides["grad-accum"] = std::to_string(sizes.accum);
+  }
   // The loss-scale keys under fp16.enabled "auto", and the accumulation
   // type, apply where their flags do.
   std::string precision = result.overrides.count("precision")
@@ -1064,6 +1074,11 @@ int main(int argc, char **argv) {
   if (argc >= 2 && StringRef(argv[1]) == "train")
     return forwardToTrainer(argc, argv);
   llvm::InitLLVM init(argc, argv);
+  // `ztc --help` lists ztc's commands, not the options LLVM's libraries
+  // register for their own tools.
+  for (auto &entry : cl::getRegisteredOptions(cl::SubCommand::getTopLevel()))
+    if (entry.first != "help" && entry.first != "version")
+      entry.second->setHiddenFlag(cl::ReallyHidden);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ztc: compile the training step of an ONNX model\n\n"
@@ -1082,6 +1097,8 @@ int main(int argc, char **argv) {
       "[--tolerance T]\n"
       "  ztc inspect ART.ztc | MODEL.onnx [compile flags] [--recompute "
       "all | --precision all] [--json] [--svg FILE]\n"
+      "  ztc consolidate CHECKPOINT_DIR -o model.safetensors [--dtype "
+      "fp32|fp16|bf16]\n"
       "  ztc plot METRICS.jsonl -o curves.svg\n"
       "  ztc list-ops\n");
   if (importCommand)

@@ -4,7 +4,7 @@
 // Every ztc-autodiff diagnostic, one case each.
 
 // A frozen pattern must be a valid regular expression.
-// REGEX: error: invalid regular expression '[b' in option 'frozen': brackets ([ ]) not balanced
+// REGEX: error: invalid regular expression '[b' in --freeze: brackets ([ ]) not balanced
 
 // The first result is the loss: it must be a scalar.
 // expected-error @+1 {{ztc-autodiff expects the first result to be the loss, a rank-0 float tensor, got 'tensor<4xf32>'}}

@@ -10,7 +10,7 @@
 // Every ztc-recompute diagnostic, on a model whose node names have no
 // numbered scope.
 
-// POLICY: error: --recompute 'budget': expected none, selective, full, sqrt or budget=BYTES
+// POLICY: error: --recompute 'budget': expected none, selective, full, sqrt, budget=BYTES or budget=FRACTION
 // ALONE: error: --recompute budget=1GiB: budget mode measures each plan by planning the rest of the step; run it in the training pipeline (ztc compile, ztc inspect, or ztc-opt --ztc-training-pipeline)
 // UNIT: error: --recompute 'budget=3XB': unknown unit 'XB'; expected budget=BYTES (such as 8GiB, 7.5GB, 512MiB or 6000000000) or a fraction of the peak without recomputation (0.6 or 60%)
 // SHARE: error: --recompute 'budget=150%': a share of the peak is at most 100%

@@ -125,7 +125,8 @@ TEST(ScheduleTest, WarmupCosine) {
 TEST(ScheduleTest, Names) {
   for (LrScheduleKind kind :
        {LrScheduleKind::Constant, LrScheduleKind::Warmup,
-        LrScheduleKind::WarmupDecay, LrScheduleKind::WarmupCosine})
+        LrScheduleKind::WarmupDecay, LrScheduleKind::WarmupCosine,
+        LrScheduleKind::OneCycle, LrScheduleKind::LrRangeTest})
     EXPECT_EQ(parseScheduleKind(scheduleName(kind)), kind);
   EXPECT_EQ(std::string(scheduleName(LrScheduleKind::WarmupCosine)),
             "warmup-cosine");
