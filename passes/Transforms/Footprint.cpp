@@ -63,7 +63,9 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
         footprint.paramCount += count;
         if (halfGradients.contains(binding.getName().getValue())) {
           gradientBytes += 2 * count;
-          if (!full)
+          // Stage 3 gathers the copy for each use; stages 1 and 2 gather
+          // it once a step, to live as a cast copy would.
+          if (!full || footprint.zeroStage < 3)
             footprint.workingCopies += 2 * count;
         } else {
           gradientBytes += count * uint64_t(nn::storageBytes(MemRefType::get(

@@ -86,7 +86,9 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     }
     // Stage 3: every entry holds its parameters in shards and gathers them
     // for each use; the training step also reduces and updates shards.
-    if (stage == 3 && !entry.empty() && entry != "train_step") {
+    // Stages 1 and 2 shard the f32 masters of half working copies, gathered
+    // once per step (see shardsParameter).
+    if (stage != 0 && stage <= 3 && !entry.empty() && entry != "train_step") {
       if (worldSize == 1)
         return;
       if (failed(gatherParameters(func, {})))
@@ -269,11 +271,50 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   }
 
   /// Stage 3 shards a parameter with at least param-persistence-threshold
-  /// elements; smaller ones stay whole on every rank.
+  /// elements; smaller ones stay whole on every rank. Stages 1 and 2, under
+  /// mixed precision, shard the f32 master of a parameter the step reads
+  /// only as its half working copy: each step gathers that copy in half,
+  /// once, and it lives until the backward's last use (as the copy cast
+  /// from a whole master did), so the master costs 4/N bytes per element
+  /// instead of 4, the ZeRO paper's 2 + 2 + 12/N at stage 1.
   bool shardsParameter(func::FuncOp func, unsigned index) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(index).getType());
-    return type && train::hasRole(func, index, train::BindingRole::Param) &&
-           type.getNumElements() >= int64_t(paramPersistenceThreshold);
+    if (!type || !train::hasRole(func, index, train::BindingRole::Param))
+      return false;
+    if (stage == 3)
+      return type.getNumElements() >= int64_t(paramPersistenceThreshold);
+    return (stage == 1 || stage == 2) && worldSize > 1 &&
+           onlyNarrowed(func.getArgument(index));
+  }
+
+  /// Whether every read of `param` other than its update is a cast to a
+  /// narrower float, perhaps after transposes and reshapes (and there is
+  /// one): the parameter is read only as its half working copy.
+  static bool onlyNarrowed(Value param) {
+    bool narrowed = false;
+    std::function<bool(Value)> walk = [&](Value value) {
+      for (Operation *user : value.getUsers()) {
+        if (isa<train::SgdOp, train::AdamOp>(user) &&
+            user->getOperand(0) == param)
+          continue;
+        if (isa<nn::TransposeOp, nn::ReshapeOp>(user)) {
+          if (!walk(user->getResult(0)))
+            return false;
+          continue;
+        }
+        auto narrow = dyn_cast<nn::CastOp>(user);
+        if (!narrow)
+          return false;
+        auto from = dyn_cast<FloatType>(
+            cast<RankedTensorType>(value.getType()).getElementType());
+        auto to = dyn_cast<FloatType>(narrow.getType().getElementType());
+        if (!from || !to || to.getWidth() >= from.getWidth())
+          return false;
+        narrowed = true;
+      }
+      return true;
+    };
+    return walk(param) && narrowed;
   }
 
   /// The block of each rank: ceil(n / world-size) elements.
@@ -292,6 +333,10 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   /// gathered in half.
   LogicalResult gatherParameters(func::FuncOp func,
                                  ArrayRef<Operation *> updates) {
+    // Stages 1 and 2 gather once per step: every reader shares the copy the
+    // first one gathered.
+    const bool once = stage < 3;
+    IRMapping shared;
     Block &body = func.getBody().front();
     // The whole type of each sharded argument.
     DenseMap<Value, RankedTensorType> wholeType;
@@ -336,8 +381,9 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         users.push_back(&op);
     for (Operation *user : users) {
       // This user's own copies: one gather per parameter, one clone per
-      // derived op.
-      IRMapping copies;
+      // derived op (at stages 1 and 2, the step's).
+      IRMapping own;
+      IRMapping &copies = once ? shared : own;
       Build m{b, NameLoc::get(b.getStringAttr("zero.gather"), user->getLoc())};
       // The whole parameter `full` from this rank's `block` (its element
       // type: a half copy gathers half the bytes).
@@ -544,8 +590,9 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     }
 
     // Stage 3: the parameters become blocks and their other uses read
-    // gathered copies. Stages 1 and 2: each update reads this rank's block
-    // of its whole parameter.
+    // gathered copies. Stages 1 and 2: so do the masters of half working
+    // copies (gathered once); each other update reads this rank's block of
+    // its whole parameter.
     // From here on the sharded updates read their gradient blocks, and the
     // clip (folded into those blocks and the whole gradients) is gone:
     // nothing reads the whole gradients any more, so stage 3 may drop what
@@ -558,15 +605,19 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     }
     SmallVector<Operation *> shardedOps =
         llvm::map_to_vector(sharded, [](Update *u) { return u->op; });
-    if (stage == 3 && failed(gatherParameters(func, shardedOps)))
+    if (failed(gatherParameters(func, shardedOps)))
       return failure();
+    auto isBlock = [&](Update *u) {
+      return bool(func.getArgAttr(u->param.getArgNumber(),
+                                  dist::DistDialect::kFullShapeAttr));
+    };
     for (Update *u : sharded) {
       Operation *op = u->op;
       auto full = cast<RankedTensorType>(op->getOperand(0).getType());
       auto blockType =
-          stage == 3 ? cast<RankedTensorType>(u->param.getType())
+          isBlock(u) ? cast<RankedTensorType>(u->param.getType())
                      : flatType(blockOf(u->elements), full.getElementType());
-      if (stage < 3) {
+      if (!isBlock(u)) {
         b.setInsertionPoint(op);
         Build m{b, loc};
         Value padded =
@@ -587,14 +638,19 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         result.setType(blockType);
     }
 
-    // Stages 1 and 2: every bucket's updated blocks gathered, laid out as
-    // [n, block] per parameter like the reduce-scatter's, and each
-    // parameter written back whole.
+    // Stages 1 and 2: every bucket's updated blocks of whole parameters
+    // gathered, laid out as [n, block] per parameter like the
+    // reduce-scatter's, and each parameter written back whole. (A sharded
+    // master stays a block: the next step gathers its half copy.)
     if (stage < 3) {
       auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
       b.setInsertionPoint(ret);
       Build m{b, loc};
-      for (ArrayRef<Update *> bucket : buckets) {
+      for (ArrayRef<Update *> reduced : buckets) {
+        SmallVector<Update *> bucket = llvm::to_vector(llvm::make_filter_range(
+            reduced, [&](Update *u) { return !isBlock(u); }));
+        if (bucket.empty())
+          continue;
         SmallVector<Value> blocks = llvm::map_to_vector(
             bucket, [](Update *u) -> Value { return u->op->getResult(0); });
         Value joined = m.concat(blocks, 0);

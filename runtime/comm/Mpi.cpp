@@ -5,6 +5,13 @@
 // types are widened to fp32, summed, and rounded once, so a half
 // reduction's result does not depend on the order MPI adds in.
 //
+// A watchdog thread ends a rank whose collective waits past
+// --collective-timeout. To name the rank that stalled or died, every rank
+// counts the collectives it has entered in memory shared by the ranks of
+// its node (MPI_Win_allocate_shared): the watchdog reads the others' counts
+// with plain loads, no MPI call, so even a stopped rank's count is there;
+// a rank whose count is below this one's has not reached the collective.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/Communicator.h"
@@ -26,7 +33,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <numeric>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace ztc::rt {
 namespace {
@@ -60,6 +70,7 @@ uint16_t floatToHalf(float value, int32_t dtype) {
 class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(int rank, int worldSize) : Communicator(rank, worldSize) {
+    shareProgress();
     watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -72,8 +83,13 @@ public:
     watchdog_.join();
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized)
-      MPI_Finalize();
+    if (finalized)
+      return;
+    if (window_ != MPI_WIN_NULL)
+      MPI_Win_free(&window_);
+    if (node_ != MPI_COMM_NULL)
+      MPI_Comm_free(&node_);
+    MPI_Finalize();
   }
 
   const char *kind() const override { return "mpi"; }
@@ -153,9 +169,12 @@ protected:
   }
 
 private:
-  /// Marks this rank as waiting in `what` for as long as it lives.
+  /// Marks this rank as waiting in `what` for as long as it lives, and
+  /// counts the collective in the node's shared progress.
   struct Watch {
     Watch(MpiCommunicator *comm, const char *what) : comm(comm) {
+      if (comm->entered_)
+        __atomic_add_fetch(comm->entered_, 1, __ATOMIC_RELEASE);
       std::lock_guard<std::mutex> lock(comm->mutex_);
       comm->waitingIn_ = what;
       comm->since_ = std::chrono::steady_clock::now();
@@ -181,12 +200,77 @@ private:
         continue;
       std::fprintf(stderr,
                    "error: rank %d of %d: %s has waited %.0f s for the other "
-                   "ranks (--collective-timeout %g): a rank died, stalled or "
-                   "runs another program\n",
-                   rank_, worldSize_, waitingIn_, waited, timeoutSeconds_);
+                   "ranks (--collective-timeout %g): %s\n",
+                   rank_, worldSize_, waitingIn_, waited, timeoutSeconds_,
+                   whoIsBehind().c_str());
       std::fflush(stderr);
       std::_Exit(1);
     }
+  }
+
+  /// Sets up the shared progress counts; without them (an MPI that cannot
+  /// share memory) the watchdog still ends the rank, naming no other.
+  void shareProgress() {
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
+                            MPI_INFO_NULL, &node_) != MPI_SUCCESS) {
+      node_ = MPI_COMM_NULL;
+      return;
+    }
+    void *base = nullptr;
+    if (MPI_Win_allocate_shared(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
+                                node_, &base, &window_) != MPI_SUCCESS) {
+      window_ = MPI_WIN_NULL;
+      return;
+    }
+    int nodeSize = 1;
+    MPI_Comm_size(node_, &nodeSize);
+    MPI_Group worldGroup, nodeGroup;
+    MPI_Comm_group(MPI_COMM_WORLD, &worldGroup);
+    MPI_Comm_group(node_, &nodeGroup);
+    std::vector<int> local(nodeSize), world(nodeSize);
+    std::iota(local.begin(), local.end(), 0);
+    MPI_Group_translate_ranks(nodeGroup, nodeSize, local.data(), worldGroup,
+                              world.data());
+    MPI_Group_free(&worldGroup);
+    MPI_Group_free(&nodeGroup);
+    entered_ = static_cast<int64_t *>(base);
+    __atomic_store_n(entered_, 0, __ATOMIC_RELEASE);
+    for (int r = 0; r < nodeSize; ++r) {
+      MPI_Aint size = 0;
+      int unit = 0;
+      void *count = nullptr;
+      if (MPI_Win_shared_query(window_, r, &size, &unit, &count) ==
+              MPI_SUCCESS &&
+          count && world[r] != rank_)
+        peers_.push_back({world[r], static_cast<int64_t *>(count)});
+    }
+    // Every count is 0 before any rank counts a collective.
+    MPI_Barrier(node_);
+  }
+
+  /// The watchdog's diagnosis: which ranks have not reached the collective
+  /// this one waits in.
+  std::string whoIsBehind() const {
+    if (!entered_)
+      return "a rank died, stalled or runs another program";
+    int64_t own = __atomic_load_n(entered_, __ATOMIC_ACQUIRE);
+    std::string behind;
+    for (const Peer &peer : peers_) {
+      int64_t theirs = __atomic_load_n(peer.entered, __ATOMIC_ACQUIRE);
+      if (theirs >= own)
+        continue;
+      behind += (behind.empty() ? "" : ", ") + std::string("rank ") +
+                std::to_string(peer.rank) + " (at collective " +
+                std::to_string(theirs) + ")";
+    }
+    if (!behind.empty())
+      return behind + " has not reached it, this rank's collective " +
+             std::to_string(own) + ": it stalled or died";
+    if (int(peers_.size()) + 1 < worldSize_)
+      return "every rank on this node reached it: a rank on another node "
+             "died, stalled or runs another program";
+    return "every rank reached it: a rank died in it, or runs another "
+           "program";
   }
 
   void check(int code, const char *call) {
@@ -216,6 +300,16 @@ private:
     for (size_t i = 0; i < wide.size(); ++i)
       bits[i] = floatToHalf(wide[i], dtype);
   }
+
+  /// The node's shared progress: this rank's count, and the others'.
+  struct Peer {
+    int rank;
+    const int64_t *entered;
+  };
+  MPI_Comm node_ = MPI_COMM_NULL;
+  MPI_Win window_ = MPI_WIN_NULL;
+  int64_t *entered_ = nullptr;
+  std::vector<Peer> peers_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -10,8 +10,9 @@
   - the collectives each rank ran equal the manifest's, and the per-rank
     optimizer-state bytes shrink by N from stage 1 on;
   - faults: ranks given different artifacts stop before any collective,
-    naming the rank; a rank that dies makes the others exit non-zero
-    within the collective timeout; ranks with different amounts of data
+    naming the rank; one rank of four that stalls or dies makes the
+    others exit non-zero within the collective timeout, naming it; ranks
+    with different amounts of data
     run the same steps; mpirun -np differing from --world-size, --zero 4
     and a missing --world-size value are one-line errors, exit 1.
 Usage: zero_check.py --ztc PATH --ztc-train PATH --mpirun PATH
@@ -64,18 +65,21 @@ class Runs:
             batch, "--world-size", world, "--zero", stage, *flags)
         return art
 
-    def launch(self, art, world, data, steps, *flags, ok=True):
+    def launch(self, art, world, data, steps, *flags, ok=True, hostfile=None):
         command = [self.train, art, "--data", data, "--steps", steps, "--log-every", "1",
                    "--no-prefetch", *flags]
         if world > 1:
             command = [self.mpirun, "-np", world] + command
+        if world > 1 and hostfile:
+            command[1:1] = ["--hostfile", hostfile]
         return run(*command, ok=ok)
 
 
 def equivalence(runs, name, model, data, batch, steps, worlds, *flags, params=True,
-                tolerance=1e-5):
+                tolerance=1e-5, hostfile=None):
     """Every (world, stage) against one rank with the whole batch; with
-    `params`, stage 0's final parameters too."""
+    `params`, stage 0's final parameters too; with `hostfile`, launched
+    with mpirun --hostfile as on a cluster."""
     ref_art = runs.compile(model, name + "-1", batch, 1, 0, *flags)
     ref_ckpt = os.path.join(runs.tmp, name + "-1.ckpt")
     ref = losses_of(runs.launch(ref_art, 1, data, steps, "--save", ref_ckpt).stderr)
@@ -87,7 +91,7 @@ def equivalence(runs, name, model, data, batch, steps, worlds, *flags, params=Tr
         if stage == 0 and params:
             ckpt = os.path.join(runs.tmp, tag + ".ckpt")
             extra = ["--save", ckpt]
-        log = runs.launch(art, world, data, steps, *extra).stderr
+        log = runs.launch(art, world, data, steps, *extra, hostfile=hostfile).stderr
         got = losses_of(log)
         worst = max((abs(a - b) / abs(b) for a, b in zip(got, ref)), default=float("inf"))
         check(len(got) == len(ref) == steps and worst <= tolerance,
@@ -197,6 +201,13 @@ def main():
                     [(2, 0), (2, 1), (2, 2), (2, 3), (4, 2), (4, 3)], "--lr", "3e-3",
                     "--clip-grad-norm", "1", "--param-persistence-threshold", "0",
                     params=False)
+        # Launched from a hostfile, as across machines (here one machine
+        # with 4 slots): stages 0 and 1 on 4 ranks.
+        hostfile = os.path.join(tmp, "hostfile")
+        with open(hostfile, "w") as f:
+            f.write("localhost slots=4\n")
+        equivalence(runs, "gpt-hostfile", gpt, gpl, 16, 50, [(4, 0), (4, 1)], "--lr", "3e-3",
+                    "--clip-grad-norm", "1", params=False, hostfile=hostfile)
         # Stage 3 composes with recomputation (re-gathers for the recomputed
         # forward) and accumulation (the accumulate entry gathers too); and
         # with bf16, where each rank rounds its partial weight gradients
@@ -206,7 +217,10 @@ def main():
         equivalence(runs, "gpt-composed", gpt, gpl, 16, 20, [(2, 3)], "--lr", "3e-3",
                     "--recompute", "full", "--grad-accum", "2",
                     "--param-persistence-threshold", "0", params=False)
-        equivalence(runs, "gpt-bf16", gpt, gpl, 16, 20, [(2, 3)], "--lr", "3e-3",
+        # At stages 1 and 2 the f32 masters of the bf16 working copies are
+        # sharded too, and the copies gathered in bf16 once a step.
+        equivalence(runs, "gpt-bf16", gpt, gpl, 16, 20, [(2, 1), (2, 2), (2, 3)],
+                    "--lr", "3e-3",
                     "--precision", "bf16", "--param-persistence-threshold", "0",
                     params=False, tolerance=1e-3)
         # Gradients reduced in bf16 (DeepSpeed's communication_data_type):
@@ -347,28 +361,56 @@ def main():
               "one epoch of %s steps, what the smaller rank fills"
               % (result.returncode, time.time() - start, steps[0] if steps else "?"))
 
-        # A rank that dies: the other exits non-zero within the timeout.
-        slow = runs.compile(gpt, "kill", 8, 2, 2)
-        proc = subprocess.Popen([args.mpirun, "-np", "2", args.ztc_train, slow, "--data", gpl,
-                                 "--steps", "100000", "--collective-timeout", "20"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=ENV)
-        time.sleep(8)
-        victims = subprocess.run(["pgrep", "-f", "ztc-train " + slow], capture_output=True,
-                                 text=True).stdout.split()
-        if victims:
-            os.kill(int(victims[-1]), signal.SIGKILL)
-        start = time.time()
-        try:
-            _, err = proc.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-        waited = time.time() - start
-        check(victims and proc.returncode not in (0, None) and waited < 60,
-              "kill -9 of one of two ranks: mpirun exits %s after %.1f s (%s)"
-              % (proc.returncode, waited, first_error(err)))
+        # One rank of four that stalls (SIGSTOP) or dies (SIGKILL): the
+        # others exit non-zero within the collective timeout, and the
+        # message names it (the watchdog reads the ranks' progress; for a
+        # death mpirun may say it first).
+        faults = runs.compile(gpt, "faults", 4, 4, 2)
+        for sig, what in ((signal.SIGSTOP, "stalls"), (signal.SIGKILL, "is killed")):
+            proc = subprocess.Popen([args.mpirun, "-np", "4", args.ztc_train, faults, "--data",
+                                     gpl, "--steps", "100000", "--collective-timeout", "10"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=ENV)
+            time.sleep(8)
+            victim = rank_pid(faults, 2)
+            if victim:
+                os.kill(victim, sig)
+            start = time.time()
+            try:
+                _, err = proc.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            finally:
+                if victim:
+                    try:
+                        os.kill(victim, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            waited = time.time() - start
+            named = re.search(r"rank 2 \(at collective \d+\) has not reached it|"
+                              r"process rank 2 with PID", err)
+            check(victim and proc.returncode not in (0, None) and waited < 60 and named,
+                  "rank 2 of 4 %s: mpirun exits %s after %.1f s, naming it: %s"
+                  % (what, proc.returncode, waited,
+                     named.group(0) if named else first_error(err)))
     return summary()
+
+
+def rank_pid(art, rank):
+    """The PID of `rank` among the running ztc-train processes of `art`
+    (mpirun puts OMPI_COMM_WORLD_RANK in each one's environment)."""
+    pids = subprocess.run(["pgrep", "-f", "ztc-train " + art], capture_output=True,
+                          text=True).stdout.split()
+    for pid in pids:
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if ("OMPI_COMM_WORLD_RANK=%d" % rank).encode() in env:
+            return int(pid)
+    return None
 
 
 def rank_files(ckpt):

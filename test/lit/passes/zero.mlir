@@ -143,6 +143,52 @@ func.func @half_copy(%x: tensor<4x3xbf16> {train.binding = #train.binding<input 
 
 // -----
 
+// Stages 1 and 2 under mixed precision: a parameter read only as its bf16
+// working copy keeps just this rank's block of its f32 master
+// (dist.full_shape), the step gathers the copy in bf16 once, before its
+// first reader, and every reader shares it; the update runs on the block
+// and the new block is the result, with no f32 all-gather at the end (the
+// ZeRO paper's 2 + 2 + 12/N bytes per parameter at stage 1).
+// STAGE1-LABEL: func.func @half_master
+// STAGE1-SAME: %arg2: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
+// STAGE1: %[[H:.+]] = nn.cast %arg2 : tensor<3xf32> -> tensor<3xbf16>
+// STAGE1-NEXT: %[[G:.+]] = dist.all_gather %[[H]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
+// STAGE1-NEXT: %[[W:.+]] = nn.reshape %[[G]] : tensor<6xbf16> -> tensor<2x3xbf16>
+// STAGE1-NEXT: %[[T:.+]] = nn.transpose %[[W]] {perm = array<i64: 1, 0>} : tensor<2x3xbf16> -> tensor<3x2xbf16>
+// STAGE1-NEXT: nn.matmul %arg0, %[[T]]
+// STAGE1-NEXT: nn.matmul %arg0, %[[T]]
+// STAGE1-NOT: dist.all_gather
+// STAGE1: dist.reduce_scatter %{{.+}} : tensor<6xf32> -> tensor<3xf32>
+// STAGE1: %[[NEW:.+]], %{{.+}} = train.sgd %arg2,
+// STAGE1-NOT: dist.all_gather
+// STAGE1: return %{{.+}}, %[[NEW]], %{{.+}} : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+// STAGE2-LABEL: func.func @half_master
+// STAGE2-SAME: %arg2: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
+// STAGE2: dist.all_gather %{{.+}} : tensor<3xbf16> -> tensor<6xbf16>
+// STAGE2-NOT: dist.all_gather
+// STAGE2: return
+func.func @half_master(%x: tensor<4x3xbf16> {train.binding = #train.binding<input "x">},
+                       %g: tensor<2x3xf32> {train.binding = #train.binding<input "g">},
+                       %w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
+                       %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
+                       %wm: tensor<2x3xf32> {train.binding = #train.binding<state "w.momentum_buffer">})
+    -> (tensor<f32> {onnx.name = "loss"},
+        tensor<2x3xf32> {train.update_of = "w"}, tensor<2x3xf32> {train.update_of = "w.momentum_buffer"})
+    attributes {train.entry = "train_step"} {
+  %wt = nn.transpose %w {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %wh = nn.cast %wt : tensor<3x2xf32> -> tensor<3x2xbf16>
+  %y = nn.matmul %x, %wh : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+  %y2 = nn.matmul %x, %wh : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+  %ys = nn.add %y, %y2 : tensor<4x2xbf16>, tensor<4x2xbf16> -> tensor<4x2xbf16>
+  %yf = nn.cast %ys : tensor<4x2xbf16> -> tensor<4x2xf32>
+  %loss = nn.reduce_sum %yf {axes = array<i64: 0, 1>, keepdims = false} : tensor<4x2xf32> -> tensor<f32>
+  %w1:2 = train.sgd %w, %g, %lr, %wm {momentum = 0.9 : f64}
+      : tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>
+  return %loss, %w1#0, %w1#1 : tensor<f32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
 // Mixed precision: w's gradient is a half one that ztc-autodiff widened
 // (marked train.half_gradient_of). The collective reduces it in bf16 (half
 // the bytes) and the widening is redone on the result, followed by the
