@@ -82,8 +82,10 @@ SmallVector<Value> lower(train::ClipByGlobalNormOp op, Math &m) {
   Value factor = m.div(m.scalar(op.getMaxNorm().convertToDouble()),
                        m.add(norm, m.scalar(1e-6)));
   factor = nn::MinOp::create(m.b, m.loc, factor, m.scalar(1.0));
-  return llvm::map_to_vector(op.getGrads(),
-                             [&](Value grad) { return m.mul(grad, factor); });
+  SmallVector<Value> results = {norm};
+  for (Value grad : op.getGrads())
+    results.push_back(m.mul(grad, factor));
+  return results;
 }
 
 struct LowerTrainPass : public ztc::impl::LowerTrainPassBase<LowerTrainPass> {

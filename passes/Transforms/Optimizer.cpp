@@ -92,14 +92,19 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     b.setInsertionPoint(ret);
 
     // 2. Global-norm clipping.
+    Value gradNorm;
     if (clipGradNorm > 0) {
       SmallVector<Value> grads =
           llvm::map_to_vector(updates, [](Update &u) { return u.grad; });
       auto clip = train::ClipByGlobalNormOp::create(
-          b, loc, ValueRange(grads).getTypes(), grads,
+          b, loc, scalarType, ValueRange(grads).getTypes(), grads,
           b.getF64FloatAttr(clipGradNorm));
       for (auto [u, clipped] : llvm::zip(updates, clip.getClipped()))
         u.grad = clipped;
+      // The norm before clipping, kept for the trainer's log (grad_norm).
+      gradNorm = clip.getNorm();
+      train::appendBoundArgument(func, scalarType, "grad_norm",
+                                 train::BindingRole::State);
     }
 
     // 3. Updates.
@@ -158,6 +163,10 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     for (auto [value, name] : passThrough) {
       results.push_back(value);
       updatedNames.push_back(name.str());
+    }
+    if (gradNorm) {
+      results.push_back(gradNorm);
+      updatedNames.push_back("grad_norm");
     }
 
     // 4. Return the loss and the updates.

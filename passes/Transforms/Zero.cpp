@@ -144,7 +144,8 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       }
       OpOperand *use = &op.getOpOperand(1);
       if (clip && use->get().getDefiningOp() == clip)
-        use = &clip->getOpOperand(cast<OpResult>(use->get()).getResultNumber());
+        use = &clip->getOpOperand(cast<OpResult>(use->get()).getResultNumber() -
+                                  1);
       Value grad = use->get();
       Operation *def = grad.getDefiningOp();
       updates.push_back(
@@ -574,6 +575,8 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         total = total ? m.add(total, wholeTotal) : wholeTotal;
       double maxNorm = clip.getMaxNorm().convertToDouble();
       Value norm = nn::SqrtOp::create(b, loc, total);
+      // The trainer's grad_norm reads the norm over every rank's blocks.
+      clip.getNorm().replaceAllUsesWith(norm);
       Value factor = nn::DivOp::create(b, loc, m.scalar(maxNorm, element),
                                        m.add(norm, m.scalar(1e-6, element)));
       factor = nn::MinOp::create(b, loc, factor, m.scalar(1.0, element));

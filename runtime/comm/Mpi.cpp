@@ -7,10 +7,12 @@
 //
 // A watchdog thread ends a rank whose collective waits past
 // --collective-timeout. To name the rank that stalled or died, every rank
-// counts the collectives it has entered in memory shared by the ranks of
-// its node (MPI_Win_allocate_shared): the watchdog reads the others' counts
-// with plain loads, no MPI call, so even a stopped rank's count is there;
-// a rank whose count is below this one's has not reached the collective.
+// keeps two numbers in memory shared by the ranks of its node
+// (MPI_Win_allocate_shared): the collectives it has entered, and a
+// heartbeat its watchdog writes every 200 ms. The watchdog reads the
+// others' with plain loads, no MPI call, so even a stopped rank's are
+// there: a rank whose heartbeat is stale is stopped or dead, and a rank
+// whose count is below this one's has not reached the collective.
 //
 //===----------------------------------------------------------------------===//
 
@@ -173,8 +175,8 @@ private:
   /// counts the collective in the node's shared progress.
   struct Watch {
     Watch(MpiCommunicator *comm, const char *what) : comm(comm) {
-      if (comm->entered_)
-        __atomic_add_fetch(comm->entered_, 1, __ATOMIC_RELEASE);
+      if (comm->mine_)
+        __atomic_add_fetch(&comm->mine_->entered, 1, __ATOMIC_RELEASE);
       std::lock_guard<std::mutex> lock(comm->mutex_);
       comm->waitingIn_ = what;
       comm->since_ = std::chrono::steady_clock::now();
@@ -191,6 +193,8 @@ private:
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
       wake_.wait_for(lock, std::chrono::milliseconds(200));
+      if (mine_)
+        __atomic_store_n(&mine_->heartbeat, nowNanoseconds(), __ATOMIC_RELEASE);
       if (!waitingIn_ || timeoutSeconds_ <= 0)
         continue;
       double waited = std::chrono::duration<double>(
@@ -217,8 +221,9 @@ private:
       return;
     }
     void *base = nullptr;
-    if (MPI_Win_allocate_shared(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
-                                node_, &base, &window_) != MPI_SUCCESS) {
+    if (MPI_Win_allocate_shared(sizeof(Progress), sizeof(Progress),
+                                MPI_INFO_NULL, node_, &base,
+                                &window_) != MPI_SUCCESS) {
       window_ = MPI_WIN_NULL;
       return;
     }
@@ -233,8 +238,9 @@ private:
                               world.data());
     MPI_Group_free(&worldGroup);
     MPI_Group_free(&nodeGroup);
-    entered_ = static_cast<int64_t *>(base);
-    __atomic_store_n(entered_, 0, __ATOMIC_RELEASE);
+    mine_ = static_cast<Progress *>(base);
+    __atomic_store_n(&mine_->entered, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&mine_->heartbeat, nowNanoseconds(), __ATOMIC_RELEASE);
     for (int r = 0; r < nodeSize; ++r) {
       MPI_Aint size = 0;
       int unit = 0;
@@ -242,21 +248,36 @@ private:
       if (MPI_Win_shared_query(window_, r, &size, &unit, &count) ==
               MPI_SUCCESS &&
           count && world[r] != rank_)
-        peers_.push_back({world[r], static_cast<int64_t *>(count)});
+        peers_.push_back({world[r], static_cast<const Progress *>(count)});
     }
     // Every count is 0 before any rank counts a collective.
     MPI_Barrier(node_);
   }
 
-  /// The watchdog's diagnosis: which ranks have not reached the collective
-  /// this one waits in.
+  /// The watchdog's diagnosis: which ranks are silent (stopped or dead),
+  /// else which have not reached the collective this one waits in.
   std::string whoIsBehind() const {
-    if (!entered_)
+    if (!mine_)
       return "a rank died, stalled or runs another program";
-    int64_t own = __atomic_load_n(entered_, __ATOMIC_ACQUIRE);
+    int64_t now = nowNanoseconds();
+    std::string silent;
+    for (const Peer &peer : peers_) {
+      double age = double(now - __atomic_load_n(&peer.progress->heartbeat,
+                                                __ATOMIC_ACQUIRE)) /
+                   1e9;
+      if (age < 2.0)
+        continue;
+      silent += (silent.empty() ? "" : ", ") + std::string("rank ") +
+                std::to_string(peer.rank) + " (silent for " +
+                std::to_string(int64_t(age)) + " s)";
+    }
+    if (!silent.empty())
+      return silent + " stopped or died";
+    int64_t own = __atomic_load_n(&mine_->entered, __ATOMIC_ACQUIRE);
     std::string behind;
     for (const Peer &peer : peers_) {
-      int64_t theirs = __atomic_load_n(peer.entered, __ATOMIC_ACQUIRE);
+      int64_t theirs =
+          __atomic_load_n(&peer.progress->entered, __ATOMIC_ACQUIRE);
       if (theirs >= own)
         continue;
       behind += (behind.empty() ? "" : ", ") + std::string("rank ") +
@@ -265,12 +286,18 @@ private:
     }
     if (!behind.empty())
       return behind + " has not reached it, this rank's collective " +
-             std::to_string(own) + ": it stalled or died";
+             std::to_string(own) + ": it is stuck elsewhere";
     if (int(peers_.size()) + 1 < worldSize_)
       return "every rank on this node reached it: a rank on another node "
              "died, stalled or runs another program";
     return "every rank reached it: a rank died in it, or runs another "
            "program";
+  }
+
+  static int64_t nowNanoseconds() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 
   void check(int code, const char *call) {
@@ -301,14 +328,21 @@ private:
       bits[i] = floatToHalf(wide[i], dtype);
   }
 
-  /// The node's shared progress: this rank's count, and the others'.
+  /// A rank's slot of the node's shared progress.
+  struct Progress {
+    /// Collectives entered.
+    int64_t entered;
+    /// The watchdog's last wake-up (steady clock, ns: one clock for every
+    /// process of the machine).
+    int64_t heartbeat;
+  };
   struct Peer {
     int rank;
-    const int64_t *entered;
+    const Progress *progress;
   };
   MPI_Comm node_ = MPI_COMM_NULL;
   MPI_Win window_ = MPI_WIN_NULL;
-  int64_t *entered_ = nullptr;
+  Progress *mine_ = nullptr;
   std::vector<Peer> peers_;
 
   std::mutex mutex_;

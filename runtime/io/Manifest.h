@@ -104,6 +104,19 @@ struct Binding {
   std::string describe() const { return describeType(dtype, shape); }
 };
 
+/// The state a step with --clip-grad-norm writes its gradients' global
+/// norm to, for the trainer's log: an observation of the last step, not
+/// training state.
+inline constexpr const char *kGradNormState = "grad_norm";
+
+/// What a checkpoint holds: weights and optimizer state, not the step's
+/// observations (kGradNormState), so a run may resume with clipping turned
+/// on or off.
+inline bool isCheckpointed(const Binding &binding) {
+  return isWeight(binding.role) ||
+         (binding.role == BindingRole::State && binding.name != kGradNormState);
+}
+
 /// Block `rank` of `whole` as `binding` (a shard) holds it.
 Tensor shardBlock(const Tensor &whole, const Binding &binding, uint64_t rank);
 

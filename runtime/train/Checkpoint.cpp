@@ -157,7 +157,7 @@ void checkCheckpointMatches(const Checkpoint &checkpoint,
   std::vector<std::string> problems;
   std::set<std::string> expected;
   for (const Binding &binding : manifest.bindings) {
-    if (!isWeight(binding.role) && binding.role != BindingRole::State)
+    if (!isCheckpointed(binding))
       continue;
     expected.insert(binding.name);
     std::string what =

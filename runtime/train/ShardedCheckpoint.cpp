@@ -296,7 +296,7 @@ Checkpoint reshardCheckpoint(const std::string &dir, const Manifest &manifest,
     problems += (problems.empty() ? "" : "; ") + text;
   };
   for (const Binding &binding : manifest.bindings) {
-    if (!isWeight(binding.role) && binding.role != BindingRole::State)
+    if (!isCheckpointed(binding))
       continue;
     const std::vector<int64_t> &whole =
         binding.sharded() ? binding.fullShape : binding.shape;

@@ -413,10 +413,13 @@ public:
       lock.emplace(options_.saveDir);
     agreeAcrossRanks();
     TrainOptions reporting = options_;
+    // Every rank reads the state (a collective) at the same steps, so the
+    // progress bar, which reads when its clock says, is one rank's only.
+    if (comm_.worldSize() > 1)
+      reporting.progressBar = false;
     if (comm_.rank() != 0) {
       // Only rank 0 reports; the others stay quiet unless they fail.
       reporting.log = [](const std::string &) {};
-      reporting.progressBar = false;
     }
     Reporter reporter(reporting, lastStep_,
                       loader_.batchSize() * microBatches_ * comm_.worldSize());
@@ -450,7 +453,9 @@ public:
       // checkpoint needs it: no host synchronization in between.
       bool saving =
           shouldSave(step) || (step == lastStep_ && !options_.saveDir.empty());
-      bool metricsDue = metrics_.is_open() &&
+      // Due on every rank alike (reading the state is a collective); rank
+      // 0 writes the line.
+      bool metricsDue = !options_.metricsFile.empty() &&
                         (step == lastStep_ || (options_.logEvery != 0 &&
                                                step % options_.logEvery == 0));
       // --check-finite reads the state after every step, so that a NaN or
@@ -464,8 +469,11 @@ public:
         float loss = takeLoss(step);
         result.losses.push_back(loss);
         result.loggedSteps.push_back(step);
-        reporter.step(step, loss, lr, readLossScale(step));
-        if (metricsDue)
+        std::string extra = readLossScale(step);
+        if (gradNormState_ >= 0)
+          extra += printfString("  grad norm %.4g", stateValue(gradNormState_));
+        reporter.step(step, loss, lr, extra);
+        if (metricsDue && metrics_.is_open())
           writeMetrics(step, lr);
       } else if (checkingFinite()) {
         readLossScale(step); // stops at the step the scale fails
@@ -521,6 +529,8 @@ private:
           skippedState_ = static_cast<int>(i);
         else if (bindings[i].name == "loss_scale.failed_at")
           failedState_ = static_cast<int>(i);
+        else if (bindings[i].name == kGradNormState)
+          gradNormState_ = static_cast<int>(i);
       }
       if (bindings[i].role != BindingRole::Hyper)
         continue;
@@ -739,7 +749,7 @@ private:
   /// --metrics FILE: truncated for a new run, appended to by a resumed one
   /// (its earlier lines describe the steps before the checkpoint).
   void openMetrics(uint64_t step) {
-    if (options_.metricsFile.empty())
+    if (options_.metricsFile.empty() || comm_.rank() != 0)
       return;
     metrics_.open(options_.metricsFile, options_.resumeDir.empty()
                                             ? std::ios::out | std::ios::trunc
@@ -762,7 +772,8 @@ private:
   /// One JSON line per logged step, with the fields of the Hugging Face
   /// Trainer's log_history: the mean loss since the previous line, the
   /// learning rate, the epoch (fractional), throughput and the arena. The
-  /// gradient norm and loss scale are null until a step computes them.
+  /// gradient norm (the logged step's, before clipping) is null unless the
+  /// step clips, the loss scale unless it scales dynamically.
   void writeMetrics(uint64_t step, double lr) {
     Clock::time_point now = Clock::now();
     double seconds = std::max(secondsBetween(metricsLast_, now), 1e-9);
@@ -774,7 +785,9 @@ private:
                       double(std::max<uint64_t>(1, loader_.batchesPerEpoch()))},
         {"loss", metricsCalls_ ? metricsLossSum_ / double(metricsCalls_) : 0.0},
         {"learning_rate", lr},
-        {"grad_norm", nullptr},
+        {"grad_norm", gradNormState_ >= 0
+                          ? nlohmann::ordered_json(stateValue(gradNormState_))
+                          : nlohmann::ordered_json(nullptr)},
         {"loss_scale", dynamicScaling() ? nlohmann::ordered_json(lossScale_)
                                         : nlohmann::ordered_json(nullptr)},
         {"skipped_steps", skippedSteps_},
@@ -884,7 +897,7 @@ private:
   }
 
   bool persistent(const Binding &binding) const {
-    return isWeight(binding.role) || binding.role == BindingRole::State;
+    return isCheckpointed(binding);
   }
 
   /// Checkpoint metadata that must match on resume: the data layout.
@@ -1046,6 +1059,9 @@ private:
   /// it skipped and the step it failed at (0: none); and their last reading.
   int scaleState_ = -1, skippedState_ = -1, failedState_ = -1;
   double lossScale_ = 0;
+  /// The state the step writes its gradients' global norm to (with
+  /// --clip-grad-norm), or -1.
+  int gradNormState_ = -1;
   uint64_t skippedSteps_ = 0;
   /// --check-finite under dynamic scaling: the last overflow it named.
   std::string lastOverflow_;

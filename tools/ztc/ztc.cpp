@@ -235,13 +235,17 @@ const char *const kGradCheckPipelineFlags[] = {
 /// whose occurrences are handed to the option's own parser.
 class PipelineFlags {
 public:
-  PipelineFlags(cl::SubCommand &command, llvm::ArrayRef<const char *> names) {
+  /// `more`: text a command adds to a flag's help.
+  PipelineFlags(cl::SubCommand &command, llvm::ArrayRef<const char *> names,
+                const std::map<std::string, std::string> &more = {}) {
     std::map<std::string, std::string> initial = printedValues(defaults);
     for (const char *name : names) {
       cl::Option *option = defaults.findOption(name);
       assert(option && "a pipeline flag names no pipeline option");
       // The help says the default, as the pipeline prints it.
       std::string help = option->HelpStr.str();
+      if (auto extra = more.find(name); extra != more.end())
+        help += "; " + extra->second;
       auto value = initial.find(name);
       if (value != initial.end() && !value->second.empty() &&
           help.find("default") == std::string::npos)
@@ -316,7 +320,10 @@ private:
 };
 
 PipelineFlags compileFlags(compileCommand, kCompilePipelineFlags);
-PipelineFlags inspectFlags(inspectCommand, kCompilePipelineFlags);
+PipelineFlags
+    inspectFlags(inspectCommand, kCompilePipelineFlags,
+                 {{"recompute", "or all, to compare every policy"},
+                  {"precision", "or all, to compare fp32, bf16 and fp16"}});
 PipelineFlags gradcheckFlags(gradcheckCommand, kGradCheckPipelineFlags);
 
 cl::opt<std::string> configFile(

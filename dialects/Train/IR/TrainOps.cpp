@@ -366,6 +366,8 @@ LogicalResult AdamOp::verify() {
 LogicalResult ClipByGlobalNormOp::verify() {
   if (getGrads().empty())
     return emitOpError("expects at least one gradient");
+  if (getNorm().getType().getRank() != 0)
+    return emitOpError("expects a scalar norm, got ") << getNorm().getType();
   if (getGrads().size() != getClipped().size())
     return emitOpError("expects one result per gradient, got ")
            << getClipped().size() << " for " << getGrads().size();

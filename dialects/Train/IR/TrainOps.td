@@ -183,17 +183,21 @@ def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm"> {
     of all operands, every operand is multiplied by
     `min(1, max_norm / (norm + 1e-6))`. The norm spans every operand, so
     the op takes all the step's gradients at once (a sharded step reduces
-    the partial sums across ranks).
+    the partial sums across ranks). The first result is the norm before
+    clipping (what clip_grad_norm_ returns, and the Trainer logs as
+    grad_norm).
 
     Example:
 
     ```mlir
-    %a1, %b1 = train.clip_by_global_norm %a, %b {max_norm = 1.0 : f64}
-        : tensor<4xf32>, tensor<2x2xf32> -> tensor<4xf32>, tensor<2x2xf32>
+    %norm, %a1, %b1 = train.clip_by_global_norm %a, %b {max_norm = 1.0 : f64}
+        : tensor<4xf32>, tensor<2x2xf32>
+        -> tensor<f32>, tensor<4xf32>, tensor<2x2xf32>
     ```
   }];
   let arguments = (ins Variadic<Train_FloatTensor>:$grads, F64Attr:$max_norm);
-  let results = (outs Variadic<Train_FloatTensor>:$clipped);
+  let results = (outs Train_FloatTensor:$norm,
+                      Variadic<Train_FloatTensor>:$clipped);
 }
 
 //===----------------------------------------------------------------------===//

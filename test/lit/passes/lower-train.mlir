@@ -76,7 +76,8 @@ func.func @adam_l2(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: 
 
 // -----
 
-// Clipping: one norm over every gradient, factor min(max / (norm + 1e-6), 1).
+// Clipping: one norm over every gradient, factor min(max / (norm + 1e-6), 1);
+// the norm is a result too (the trainer's grad_norm).
 // CHECK-LABEL: func.func @clip
 // CHECK-SAME: (%[[A:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<2x3xf32>)
 // CHECK: %[[A2:.+]] = nn.mul %[[A]], %[[A]]
@@ -90,9 +91,9 @@ func.func @adam_l2(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: 
 // CHECK: %[[F:.+]] = nn.min %[[F0]], %{{.+}}
 // CHECK: %[[CA:.+]] = nn.mul %[[A]], %[[F]]
 // CHECK: %[[CB:.+]] = nn.mul %[[B]], %[[F]]
-// CHECK: return %[[CA]], %[[CB]]
-func.func @clip(%a: tensor<4xf32>, %b: tensor<2x3xf32>) -> (tensor<4xf32>, tensor<2x3xf32>) {
-  %0:2 = train.clip_by_global_norm %a, %b {max_norm = 2.0 : f64}
-      : tensor<4xf32>, tensor<2x3xf32> -> tensor<4xf32>, tensor<2x3xf32>
-  return %0#0, %0#1 : tensor<4xf32>, tensor<2x3xf32>
+// CHECK: return %[[NORM]], %[[CA]], %[[CB]]
+func.func @clip(%a: tensor<4xf32>, %b: tensor<2x3xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<2x3xf32>) {
+  %0:3 = train.clip_by_global_norm %a, %b {max_norm = 2.0 : f64}
+      : tensor<4xf32>, tensor<2x3xf32> -> tensor<f32>, tensor<4xf32>, tensor<2x3xf32>
+  return %0#0, %0#1, %0#2 : tensor<f32>, tensor<4xf32>, tensor<2x3xf32>
 }

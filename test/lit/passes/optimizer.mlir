@@ -13,13 +13,14 @@
 // SGD-SAME: %[[ACC:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<state "w.grad_accum">}
 // SGD-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {train.binding = #train.binding<hyper "lr">}
 // SGD-SAME: %{{[a-z0-9]+}}: tensor<f32> {train.binding = #train.binding<hyper "step">}
+// SGD-SAME: %{{[a-z0-9]+}}: tensor<f32> {train.binding = #train.binding<state "grad_norm">}
 // SGD-SAME: %[[BW:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<state "w.momentum_buffer">}
 // SGD-SAME: %[[BV:[a-z0-9]+]]: tensor<2x2xf32> {train.binding = #train.binding<state "v.momentum_buffer">}
-// SGD-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<4xf32> {train.update_of = "w.momentum_buffer"}, tensor<4xf32> {train.update_of = "w"}, tensor<2x2xf32> {train.update_of = "v.momentum_buffer"}, tensor<2x2xf32> {train.update_of = "v"}, tensor<4xf32> {train.update_of = "w.grad_accum"})
-// SGD: %[[C:.+]]:2 = train.clip_by_global_norm %[[GW:.+]], %[[GV:.+]] {max_norm = 1.000000e+00 : f64}
+// SGD-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<4xf32> {train.update_of = "w.momentum_buffer"}, tensor<4xf32> {train.update_of = "w"}, tensor<2x2xf32> {train.update_of = "v.momentum_buffer"}, tensor<2x2xf32> {train.update_of = "v"}, tensor<4xf32> {train.update_of = "w.grad_accum"}, tensor<f32> {train.update_of = "grad_norm"})
+// SGD: %[[NORM:.+]], %[[C:.+]]:2 = train.clip_by_global_norm %[[GW:.+]], %[[GV:.+]] {max_norm = 1.000000e+00 : f64}
 // SGD: %[[NW:.+]], %[[NBW:.+]] = train.sgd %[[W]], %[[C]]#0, %[[LR]], %[[BW]] {momentum = 9.000000e-01 : f64, nesterov} :
 // SGD: %[[NV:.+]], %[[NBV:.+]] = train.sgd %[[V]], %[[C]]#1, %[[LR]], %[[BV]]
-// SGD: return %{{.+}}, %[[NBW]], %[[NW]], %[[NBV]], %[[NV]], %{{.+}} :
+// SGD: return %{{.+}}, %[[NBW]], %[[NW]], %[[NBV]], %[[NV]], %{{.+}}, %[[NORM]] :
 
 // ADAMW-LABEL: func.func @step
 // ADAMW-SAME: {train.binding = #train.binding<state "w.exp_avg">}

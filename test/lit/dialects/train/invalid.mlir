@@ -93,7 +93,7 @@ func.func @adam_decay(%p: tensor<4xf32>, %lr: tensor<f32>) {
 
 func.func @clip_empty() {
   // expected-error @+1 {{'train.clip_by_global_norm' op expects at least one gradient}}
-  "train.clip_by_global_norm"() {max_norm = 1.0 : f64} : () -> ()
+  %0 = "train.clip_by_global_norm"() {max_norm = 1.0 : f64} : () -> tensor<f32>
   return
 }
 
@@ -101,7 +101,7 @@ func.func @clip_empty() {
 
 func.func @clip_count(%a: tensor<4xf32>, %b: tensor<2xf32>) {
   // expected-error @+1 {{'train.clip_by_global_norm' op expects one result per gradient, got 1 for 2}}
-  %0 = train.clip_by_global_norm %a, %b {max_norm = 1.0 : f64} : tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>
+  %0:2 = train.clip_by_global_norm %a, %b {max_norm = 1.0 : f64} : tensor<4xf32>, tensor<2xf32> -> tensor<f32>, tensor<4xf32>
   return
 }
 
@@ -109,7 +109,7 @@ func.func @clip_count(%a: tensor<4xf32>, %b: tensor<2xf32>) {
 
 func.func @clip_type(%a: tensor<4xf32>) {
   // expected-error @+1 {{'train.clip_by_global_norm' op result 0 of type 'tensor<4xf64>' differs from its gradient's type 'tensor<4xf32>'}}
-  %0 = train.clip_by_global_norm %a {max_norm = 1.0 : f64} : tensor<4xf32> -> tensor<4xf64>
+  %0:2 = train.clip_by_global_norm %a {max_norm = 1.0 : f64} : tensor<4xf32> -> tensor<f32>, tensor<4xf64>
   return
 }
 
@@ -117,7 +117,15 @@ func.func @clip_type(%a: tensor<4xf32>) {
 
 func.func @clip_norm(%a: tensor<4xf32>) {
   // expected-error @+1 {{'train.clip_by_global_norm' op expects a positive max_norm}}
-  %0 = train.clip_by_global_norm %a {max_norm = 0.0 : f64} : tensor<4xf32> -> tensor<4xf32>
+  %0:2 = train.clip_by_global_norm %a {max_norm = 0.0 : f64} : tensor<4xf32> -> tensor<f32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @clip_norm_shape(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'train.clip_by_global_norm' op expects a scalar norm, got 'tensor<1xf32>'}}
+  %0:2 = train.clip_by_global_norm %a {max_norm = 1.0 : f64} : tensor<4xf32> -> tensor<1xf32>, tensor<4xf32>
   return
 }
 
