@@ -255,6 +255,23 @@ LogicalResult appendGradients(func::FuncOp func, ArrayRef<Value> grads,
 struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
   using AutodiffPassBase::AutodiffPassBase;
 
+  /// A --freeze pattern that names no parameter is most likely a typo: say
+  /// so, with a name it could have meant.
+  void warnUnmatched(func::FuncOp func, ArrayRef<llvm::Regex> patterns) {
+    SmallVector<StringRef> names;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      if (train::hasRole(func, i, train::BindingRole::Param) ||
+          train::hasRole(func, i, train::BindingRole::Buffer))
+        names.push_back(train::bindingName(func, i));
+    for (auto [pattern, regex] : llvm::zip(frozen, patterns))
+      if (!names.empty() && llvm::none_of(names, [&](StringRef name) {
+            return regex.match(name);
+          }))
+        func.emitWarning("--freeze '")
+            << pattern << "' matches no parameter (they are named as the "
+            << "model's initializers, such as '" << names.front() << "')";
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -267,6 +284,7 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
     Block &block = func.getBody().front();
     SmallVector<Attribute> buffers;
     SmallVector<Param> params = selectParams(func, *frozenPatterns, buffers);
+    warnUnmatched(func, *frozenPatterns);
     DenseSet<Value> active = findActiveValues(block, params, *loss);
 
     OpBuilder b(block.getTerminator());

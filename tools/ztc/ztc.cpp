@@ -192,7 +192,8 @@ cl::opt<std::string> compileOutput("o",
 cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Bind the batch (first) dimension of every input"),
-              cl::init(0), cl::sub(compileCommand), cl::sub(inspectCommand));
+              cl::init(0), cl::sub(compileCommand), cl::sub(inspectCommand),
+              cl::sub(importCommand), cl::sub(emitCommand));
 cl::opt<bool> noBuild(
     "no-build",
     cl::desc("Write the step's source and build command but do not compile "
@@ -210,22 +211,31 @@ cl::opt<std::string>
 /// and default (passes/Pipelines/Pipelines.h declares each option once).
 // clang-format off
 const char *const kCompilePipelineFlags[] = {
-    "loss",           "loss-input",   "labels",      "ignore-index",
-    "freeze",         "optimizer",    "lr",          "momentum",
-    "nesterov",       "weight-decay", "betas",       "eps",
-    "clip-grad-norm", "grad-accum",   "lr-schedule", "lr-scheduler-type",
-    "warmup-steps",   "warmup-ratio", "warmup-type", "total-steps",
-    "min-lr",         "warmup-min-ratio", "cos-min-ratio",
-    "cycle-first-step-size",
-    "cycle-second-step-size", "decay-lr-rate", "decay-step-size",
-    "lr-range-test-step-size", "lr-range-test-step-rate",
-    "lr-range-test-staircase", "recompute",   "recompute-blocks",
-    "recompute-time-limit", "precision", "keep-fp32", "zero",
-    "world-size",     "reduce-bucket-bytes", "reduce-bucket-elements",
-    "param-persistence-threshold",
-    "comm-dtype",     "loss-scale",   "initial-scale-power",
-    "loss-scale-window", "hysteresis", "consecutive-hysteresis",
-    "min-loss-scale", "check-finite", "grad-accum-dtype"};
+    "loss",                    "loss-input",
+    "labels",                  "ignore-index",
+    "freeze",                  "optimizer",
+    "lr",                      "momentum",
+    "nesterov",                "weight-decay",
+    "betas",                   "eps",
+    "clip-grad-norm",          "grad-accum",
+    "lr-schedule",             "lr-scheduler-type",
+    "warmup-steps",            "warmup-ratio",
+    "warmup-type",             "total-steps",
+    "min-lr",                  "warmup-min-ratio",
+    "cos-min-ratio",           "cycle-first-step-size",
+    "cycle-second-step-size",  "decay-lr-rate",
+    "decay-step-size",         "lr-range-test-step-size",
+    "lr-range-test-step-rate", "lr-range-test-staircase",
+    "recompute",               "recompute-blocks",
+    "recompute-time-limit",    "precision",
+    "keep-fp32",               "zero",
+    "world-size",              "reduce-bucket-bytes",
+    "reduce-bucket-elements",  "param-persistence-threshold",
+    "comm-dtype",              "loss-scale",
+    "initial-scale-power",     "loss-scale-window",
+    "hysteresis",              "consecutive-hysteresis",
+    "min-loss-scale",          "check-finite",
+    "grad-accum-dtype"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",
@@ -516,6 +526,16 @@ std::optional<mz::onnx::ImportOptions> importOptions() {
       llvm::errs() << "ztc: error: " << llvm::toString(std::move(err)) << "\n";
       return std::nullopt;
     }
+  }
+  if (batchSize.getNumOccurrences() && batchSize <= 0) {
+    llvm::errs() << "ztc: error: --batch-size must be positive, got "
+                 << batchSize << "\n";
+    return std::nullopt;
+  }
+  // `ztc run` binds what is left from its data, and has no --batch-size.
+  if (!runCommand) {
+    options.batchSize = batchSize;
+    options.bindHint = "--batch-size B (a first dimension) or --input-shape";
   }
   return options;
 }

@@ -244,6 +244,19 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
   for (const auto &init : graph.initializer())
     initializerNames.insert(init.name());
   for (const auto &input : graph.input()) {
+    // --input-shape wins for its input, but must agree on the batch.
+    if (options.batchSize > 0 && inputShapes.count(input.name()) &&
+        !initializerNames.contains(input.name())) {
+      const SmallVector<int64_t> &given = inputShapes[input.name()];
+      if (!given.empty() && given.front() != options.batchSize) {
+        error() << "--input-shape gives input '" << input.name()
+                << "' a first dimension of " << given.front()
+                << ", but --batch-size is " << options.batchSize
+                << "; give one, or make them agree";
+        ok = false;
+      }
+      continue;
+    }
     if (options.batchSize <= 0 || inputShapes.count(input.name()) ||
         !input.type().has_tensor_type() ||
         !input.type().tensor_type().has_shape())
