@@ -30,9 +30,11 @@ std::string label(double value) {
 
 std::string mlir::ztc::plotMetrics(llvm::StringRef path, llvm::StringRef text,
                                    llvm::raw_ostream &os) {
-  Curve curves[] = {{"loss", "loss", "#4e79a7", {}},
-                    {"learning_rate", "learning rate", "#f28e2b", {}},
-                    {"loss_scale", "loss scale", "#59a14f", {}}};
+  Curve curves[] = {
+      {"loss", "loss", "#4e79a7", {}},
+      {"learning_rate", "learning rate", "#f28e2b", {}},
+      {"grad_norm", "gradient norm (before clipping)", "#e15759", {}},
+      {"loss_scale", "loss scale", "#59a14f", {}}};
   size_t number = 0, lines = 0;
   llvm::SmallVector<llvm::StringRef> rows;
   text.split(rows, '\n');
@@ -72,7 +74,7 @@ std::string mlir::ztc::plotMetrics(llvm::StringRef path, llvm::StringRef text,
     }
   if (minStep > maxStep)
     minStep = maxStep = 0;
-  double height = kTop + 3 * (kPanel + kGap);
+  double height = kTop + double(std::size(curves)) * (kPanel + kGap);
   double plotW = kWidth - kLeft - kRight;
   os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
                       "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "

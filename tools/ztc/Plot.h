@@ -1,9 +1,10 @@
 //===- Plot.h - training curves from a metrics file ---------------*- C++
 //-*-===//
 //
-// `ztc plot METRICS.jsonl -o curves.svg`: the loss, the learning rate and
-// the loss scale of a run (`ztc-train --metrics`) against the step, as one
-// SVG with three panels. No Python: the drawing is plain SVG text.
+// `ztc plot METRICS.jsonl -o curves.svg`: the loss, the learning rate, the
+// gradient norm and the loss scale of a run (`ztc-train --metrics`) against
+// the step, as one SVG with four panels. No Python: the drawing is plain
+// SVG text.
 //
 //===----------------------------------------------------------------------===//
 

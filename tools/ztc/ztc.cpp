@@ -95,7 +95,8 @@ cl::opt<std::string> consolidateDtype(
     cl::value_desc("TYPE"), cl::sub(consolidateCommand));
 
 cl::SubCommand plotCommand("plot",
-                           "Draw a run's loss, learning rate and loss scale "
+                           "Draw a run's loss, learning rate, gradient norm "
+                           "and loss scale "
                            "against the step (ztc-train --metrics) as an SVG");
 cl::opt<std::string> plotInput(cl::Positional, cl::desc("METRICS.jsonl"),
                                cl::Required, cl::sub(plotCommand));
