@@ -18,7 +18,6 @@
 #include <cctype>
 #include <cmath>
 #include <set>
-#include <sstream>
 
 namespace ztc::rt {
 
