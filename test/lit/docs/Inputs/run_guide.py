@@ -161,9 +161,17 @@ def main():
         if block.argument not in ("", "fails"):
             fail(guide, block.line, "unknown marker 'tested: %s'" % block.argument)
         began = time.time()
+        # In the sanitizer build, Open MPI's own allocations at exit are not
+        # ours to suppress (test/CMakeLists.txt keeps zero-end-to-end out of
+        # that build for the same reason): no leak check under mpirun.
+        block_env = env
+        if "mpirun" in block.text:
+            block_env = dict(env)
+            block_env["ASAN_OPTIONS"] = ":".join(
+                filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
         try:
             result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text],
-                                    cwd=args.workdir, env=env, stdout=subprocess.PIPE,
+                                    cwd=args.workdir, env=block_env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True,
                                     timeout=args.timeout)
         except subprocess.TimeoutExpired as e:
