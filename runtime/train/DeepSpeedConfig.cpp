@@ -825,13 +825,15 @@ DeepSpeedConfig parseDeepSpeedConfig(const std::string &path,
   json root;
   try {
     root = json::parse(text, callback);
-  } catch (const json::parse_error &error) {
+  } catch (const json::exception &error) {
+    // "[json.exception.parse_error.101] parse error at line 3, column 5:
+    // ...", or a number past double's range ("[json.exception.out_of_range
+    // .406] number overflow parsing '8888e8888888'"): the text after the tag.
     std::string what = error.what();
-    // "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
-    size_t at = what.find("parse error");
+    size_t tag = what.find("] ");
     throw Error(
         path + ": not valid JSON: " +
-        printable(at == std::string::npos ? what : what.substr(at), 200));
+        printable(tag == std::string::npos ? what : what.substr(tag + 2), 200));
   }
   if (!duplicate.empty())
     throw Error(path + ": the key \"" + printable(duplicate) +

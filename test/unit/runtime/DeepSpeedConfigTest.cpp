@@ -232,3 +232,10 @@ TEST(DeepSpeedConfigTest, CompiledAgainst) {
             "with --zero 3: compile it with this config (ztc compile "
             "--config ds.json)");
 }
+
+TEST(DeepSpeedConfigTest, NumberOutOfRange) {
+  // Found by ztc-fuzz-ds-config: a number past double's range is a JSON
+  // error naming the file, not an uncaught exception.
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(parse("  8888e8888888")),
+            "ds.json: not valid JSON: number overflow parsing '8888e8888888'");
+}
