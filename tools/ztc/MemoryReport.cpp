@@ -193,6 +193,35 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
     }
   }
 
+  // The collectives, per entry: what ztc-train's "communication" line
+  // counts (Manifest.h's Collective::ringElements), planned.
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    func.walk([&](kernel::CallOp call) {
+      StringRef op = call.getCallee();
+      if (op != "all_reduce" && op != "reduce_scatter" && op != "all_gather")
+        return;
+      auto count = [](Value v) {
+        return uint64_t(cast<MemRefType>(v.getType()).getNumElements());
+      };
+      Type element =
+          cast<MemRefType>(call.getOutputs()[0].getType()).getElementType();
+      std::string dtype;
+      llvm::raw_string_ostream(dtype) << element;
+      uint64_t elements =
+          std::max(count(call.getInputs()[0]), count(call.getOutputs()[0]));
+      uint64_t moved = elements * (report.worldSize - 1) / report.worldSize;
+      auto line = llvm::find_if(report.communication, [&](const auto &l) {
+        return l.entry == func.getSymName() && l.op == op && l.dtype == dtype;
+      });
+      if (line == report.communication.end())
+        line = report.communication.insert(
+            report.communication.end(),
+            {func.getSymName().str(), op.str(), dtype, 0, 0, 0});
+      ++line->calls;
+      line->elements += elements;
+      line->sent += op == "all_reduce" ? 2 * moved : moved;
+    });
+
   FailureOr<SmallVector<LiveRange>> ranges = computeLiveRanges(entry);
   if (failed(ranges))
     return failure();
@@ -297,6 +326,16 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
     }
     root["recompute"] = std::move(recompute);
   }
+  llvm::json::Array communication;
+  for (const MemoryReport::Collectives &line : report.communication)
+    communication.push_back(
+        llvm::json::Object{{"entry", line.entry},
+                           {"op", line.op},
+                           {"dtype", line.dtype},
+                           {"calls", int64_t(line.calls)},
+                           {"elements", int64_t(line.elements)},
+                           {"sent_per_rank", int64_t(line.sent)}});
+  root["communication"] = std::move(communication);
   return root;
 }
 
@@ -409,6 +448,27 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
     }
     report.recompute = figures;
   }
+  // Reports of an older ztc have no communication.
+  if (const llvm::json::Array *lines = top->getArray("communication")) {
+    for (const llvm::json::Value &value : *lines) {
+      const llvm::json::Object *object = value.getAsObject();
+      MemoryReport::Collectives line;
+      std::optional<StringRef> entry, op, dtype;
+      if (object) {
+        entry = object->getString("entry");
+        op = object->getString("op");
+        dtype = object->getString("dtype");
+      }
+      if (!entry || !op || !dtype || !number(object, "calls", line.calls) ||
+          !number(object, "elements", line.elements) ||
+          !number(object, "sent_per_rank", line.sent))
+        return fail("an entry of communication is malformed");
+      line.entry = entry->str();
+      line.op = op->str();
+      line.dtype = dtype->str();
+      report.communication.push_back(std::move(line));
+    }
+  }
   return report;
 }
 
@@ -518,6 +578,39 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
     os << llvm::formatv("  {0,12}  {1,-13}  {2}\n", bytesText(tensor.bytes),
                         arenaRoleName(tensor.role), tensor.nodes);
   }
+}
+
+void mlir::ztc::printCommunication(const MemoryReport &report,
+                                   llvm::raw_ostream &os) {
+  if (report.worldSize <= 1) {
+    os << "communication: none (one rank)\n";
+    return;
+  }
+  os << llvm::formatv("communication per rank, per call of each entry (ZeRO "
+                      "stage {0} on {1} ranks; a ring: each rank receives as "
+                      "many elements as it sends):\n",
+                      report.zeroStage, report.worldSize);
+  // Entries in the order their first collective appears, each with its
+  // total, then its lines.
+  std::vector<std::string> entries;
+  for (const MemoryReport::Collectives &line : report.communication)
+    if (!llvm::is_contained(entries, line.entry))
+      entries.push_back(line.entry);
+  for (const std::string &entry : entries) {
+    uint64_t total = 0;
+    for (const MemoryReport::Collectives &line : report.communication)
+      if (line.entry == entry)
+        total += line.sent;
+    os << llvm::formatv("  {0}: sends {1} elements per rank\n", entry, total);
+    for (const MemoryReport::Collectives &line : report.communication)
+      if (line.entry == entry)
+        os << llvm::formatv("    {0,-15} {1,-5} {2,4} calls {3,12} elements  "
+                            "sends {4,12}\n",
+                            line.op, line.dtype, line.calls, line.elements,
+                            line.sent);
+  }
+  if (report.communication.empty())
+    os << "  no collectives\n";
 }
 
 void mlir::ztc::printMemoryComparison(llvm::ArrayRef<MemoryReport> reports,

@@ -87,6 +87,16 @@ struct MemoryReport {
     std::string budgetPlan;
   };
   std::optional<Recompute> recompute;
+  /// The collectives of each entry, one line per entry, op and element
+  /// type: how many calls, their elements (the larger side: what an
+  /// all-reduce reduces, what an all-gather writes), and the elements one
+  /// rank sends for them in a bandwidth-optimal ring (and receives: a ring
+  /// receives what it sends), as the runtime counts them.
+  struct Collectives {
+    std::string entry, op, dtype;
+    uint64_t calls = 0, elements = 0, sent = 0;
+  };
+  std::vector<Collectives> communication;
 };
 
 /// The report of a planned module (after the training pipeline). Fails with
@@ -105,6 +115,9 @@ void printMemoryReport(const MemoryReport &report, llvm::raw_ostream &os);
 /// One row per report, side by side (`ztc inspect --recompute all`).
 void printMemoryComparison(llvm::ArrayRef<MemoryReport> reports,
                            llvm::raw_ostream &os);
+/// `ztc inspect --comm`: per entry, the collectives and the elements each
+/// rank sends and receives per call of the entry.
+void printCommunication(const MemoryReport &report, llvm::raw_ostream &os);
 /// The timeline as an SVG: live arena bytes over the step's ops, stacked by
 /// role, the fullest point marked.
 void writeMemorySvg(const MemoryReport &report, llvm::raw_ostream &os);

@@ -120,6 +120,12 @@ cl::opt<bool> inspectMemory(
     cl::init(true), cl::sub(inspectCommand));
 cl::opt<bool> inspectJson("json", cl::desc("Print the report as JSON"),
                           cl::sub(inspectCommand));
+cl::opt<bool> inspectComm(
+    "comm",
+    cl::desc("Also list each entry's collectives (op, element type, calls, "
+             "elements) and the elements each rank sends and receives per "
+             "call of the entry (the JSON always has them)"),
+    cl::sub(inspectCommand));
 cl::opt<std::string> inspectSvg(
     "svg",
     cl::desc("Also draw the arena's live bytes over the step's ops, by "
@@ -939,6 +945,13 @@ int printInspection(llvm::ArrayRef<mz::MemoryReport> reports) {
   } else {
     mz::printMemoryComparison(reports, llvm::outs());
   }
+  if (inspectComm && !inspectJson)
+    for (const mz::MemoryReport &report : reports) {
+      if (reports.size() > 1)
+        llvm::outs() << "recompute " << report.policy << ", "
+                     << report.precision << ": ";
+      mz::printCommunication(report, llvm::outs());
+    }
   return 0;
 }
 
