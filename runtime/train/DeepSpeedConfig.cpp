@@ -199,23 +199,34 @@ private:
         ConfigSource::Default, appliesWith);
   }
 
-  // --- optimizer -------------------------------------------------------
-  void optimizer(const json &section) {
+  /// A section of the form {"type": ..., "params": {...}} (`name` is
+  /// "optimizer" or "scheduler"; `types` lists the types ztc knows, for the
+  /// message when there is none): its type and its params.
+  std::pair<std::string, json> typedSection(const json &section,
+                                            const std::string &name,
+                                            const std::string &types) {
     if (!section.is_object())
-      fail("optimizer", "expects an object {\"type\": ..., \"params\": "
-                        "{...}}, got " +
-                            kind(section));
-    Keys keys(*this, section, "optimizer.");
+      fail(name, "expects an object {\"type\": ..., \"params\": {...}}, "
+                 "got " +
+                     kind(section));
+    Keys keys(*this, section, name + ".");
     if (!keys.take("type"))
-      fail("optimizer", "has no \"type\" (Adam, AdamW or SGD)");
-    std::string type = text(section["type"], "optimizer.type");
+      fail(name, "has no \"type\" (" + types + ")");
+    std::string type = text(section["type"], name + ".type");
     json params = json::object();
     if (keys.take("params")) {
       params = section["params"];
       if (!params.is_object())
-        fail("optimizer.params", "expects an object, got " + kind(params));
+        fail(name + ".params", "expects an object, got " + kind(params));
     }
-    keys.reportRest("not a key of DeepSpeed's optimizer section; ignored");
+    keys.reportRest("not a key of DeepSpeed's " + name + " section; ignored");
+    return {type, params};
+  }
+
+  // --- optimizer -------------------------------------------------------
+  void optimizer(const json &section) {
+    auto [type, params] =
+        typedSection(section, "optimizer", "Adam, AdamW or SGD");
     Keys given(*this, params, "optimizer.params.");
     std::string name = lower(type);
     std::string optimizer;
@@ -298,22 +309,10 @@ private:
 
   // --- scheduler -------------------------------------------------------
   void scheduler(const json &section) {
-    if (!section.is_object())
-      fail("scheduler", "expects an object {\"type\": ..., \"params\": "
-                        "{...}}, got " +
-                            kind(section));
-    Keys keys(*this, section, "scheduler.");
-    if (!keys.take("type"))
-      fail("scheduler", "has no \"type\" (WarmupLR, WarmupDecayLR, "
-                        "WarmupCosineLR, OneCycle or LRRangeTest)");
-    std::string type = text(section["type"], "scheduler.type");
-    json params = json::object();
-    if (keys.take("params")) {
-      params = section["params"];
-      if (!params.is_object())
-        fail("scheduler.params", "expects an object, got " + kind(params));
-    }
-    keys.reportRest("not a key of DeepSpeed's scheduler section; ignored");
+    auto [type, params] = typedSection(section, "scheduler",
+                                       "WarmupLR, WarmupDecayLR, "
+                                       "WarmupCosineLR, OneCycle or "
+                                       "LRRangeTest");
     Keys given(*this, params, "scheduler.params.");
     const std::string prefix = "scheduler.params.";
     given.take("last_batch_iteration");
@@ -522,41 +521,40 @@ private:
     return enabled;
   }
 
+  /// A float type DeepSpeed names (fp16, bf16 or its bfp16, fp32) as the
+  /// flag value, added as `flag`; `expected` words the error.
+  void setFloatType(const std::string &flag, const json &value,
+                    const std::string &key, const std::string &expected,
+                    const std::string &appliesWith = "") {
+    std::string type = text(value, key);
+    std::string name = type == "fp16"                      ? "fp16"
+                       : type == "bfp16" || type == "bf16" ? "bf16"
+                       : type == "fp32"                    ? "fp32"
+                                                           : "";
+    if (name.empty())
+      fail(key, "expects " + expected + ", got \"" + printable(type) + "\"");
+    add(flag, name, key, "\"" + type + "\"", ConfigSource::Explicit,
+        appliesWith);
+  }
+
   void communicationType(const json &value) {
     const std::string key = "communication_data_type";
     if (value.is_null())
       return;
     if (isAuto(value))
       return addAuto("comm-dtype", key);
-    std::string type = text(value, key);
-    std::string flag = type == "fp16"                      ? "fp16"
-                       : type == "bfp16" || type == "bf16" ? "bf16"
-                       : type == "fp32"                    ? "fp32"
-                                                           : "";
-    if (flag.empty())
-      fail(key, "expects \"fp16\", \"bfp16\", \"bf16\" or \"fp32\", got \"" +
-                    printable(type) + "\"");
-    add("comm-dtype", flag, key, "\"" + type + "\"", ConfigSource::Explicit);
+    setFloatType("comm-dtype", value, key,
+                 "\"fp16\", \"bfp16\", \"bf16\" or \"fp32\"");
   }
 
   void dataTypes(const json &section) {
     if (!section.is_object())
       fail("data_types", "expects an object, got " + kind(section));
     Keys keys(*this, section, "data_types.");
-    if (keys.take("grad_accum_dtype") &&
-        !section["grad_accum_dtype"].is_null()) {
-      const std::string key = "data_types.grad_accum_dtype";
-      std::string type = text(section["grad_accum_dtype"], key);
-      std::string flag = type == "fp16"                      ? "fp16"
-                         : type == "bf16" || type == "bfp16" ? "bf16"
-                         : type == "fp32"                    ? "fp32"
-                                                             : "";
-      if (flag.empty())
-        fail(key, "expects \"fp32\", \"fp16\" or \"bf16\", got \"" +
-                      printable(type) + "\"");
-      add("grad-accum-dtype", flag, key, "\"" + type + "\"",
-          ConfigSource::Explicit, "grad-accum");
-    }
+    if (keys.take("grad_accum_dtype") && !section["grad_accum_dtype"].is_null())
+      setFloatType("grad-accum-dtype", section["grad_accum_dtype"],
+                   "data_types.grad_accum_dtype",
+                   "\"fp32\", \"fp16\" or \"bf16\"", "grad-accum");
     keys.reportRest("not a key of DeepSpeed's data_types section; ignored");
   }
 

@@ -391,14 +391,14 @@ public:
       throw Error(error);
     // Rank 0 says what the config asks for that ztc ignores.
     std::vector<std::string> warnings;
-    checkNotices(config, /*strict=*/false, warnings);
-    for (const std::string &warning : warnings)
-      if (comm_.rank() == 0) {
-        if (options_.log)
-          options_.log("warning: " + warning);
-        else
-          std::fprintf(stderr, "warning: %s\n", warning.c_str());
-      }
+    if (comm_.rank() == 0)
+      checkNotices(config, /*strict=*/false, warnings);
+    for (const std::string &warning : warnings) {
+      if (options_.log)
+        options_.log("warning: " + warning);
+      else
+        std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    }
     if (config.gather16BitWeightsOnSave && options_.saveConsolidated.empty() &&
         !options_.saveDir.empty())
       options_.saveConsolidated =

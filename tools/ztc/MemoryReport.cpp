@@ -12,6 +12,7 @@
 #include "dialects/Train/IR/TrainOps.h"
 #include "passes/Transforms/Footprint.h"
 #include "passes/Transforms/LiveRanges.h"
+#include "runtime/io/Manifest.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -194,7 +195,7 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   }
 
   // The collectives, per entry: what ztc-train's "communication" line
-  // counts (Manifest.h's Collective::ringElements), planned.
+  // counts, with the runtime's own Collective::ringElements, planned.
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     func.walk([&](kernel::CallOp call) {
       StringRef op = call.getCallee();
@@ -207,9 +208,10 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
           cast<MemRefType>(call.getOutputs()[0].getType()).getElementType();
       std::string dtype;
       llvm::raw_string_ostream(dtype) << element;
-      uint64_t elements =
+      ::ztc::rt::Collective collective;
+      collective.op = op.str();
+      collective.elements =
           std::max(count(call.getInputs()[0]), count(call.getOutputs()[0]));
-      uint64_t moved = elements * (report.worldSize - 1) / report.worldSize;
       auto line = llvm::find_if(report.communication, [&](const auto &l) {
         return l.entry == func.getSymName() && l.op == op && l.dtype == dtype;
       });
@@ -218,8 +220,8 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
             report.communication.end(),
             {func.getSymName().str(), op.str(), dtype, 0, 0, 0});
       ++line->calls;
-      line->elements += elements;
-      line->sent += op == "all_reduce" ? 2 * moved : moved;
+      line->elements += collective.elements;
+      line->sent += collective.ringElements(report.worldSize);
     });
 
   FailureOr<SmallVector<LiveRange>> ranges = computeLiveRanges(entry);
