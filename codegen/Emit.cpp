@@ -223,6 +223,10 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
   auto bin = [&](StringRef symbol) {
     return "(" + arg(0) + " " + symbol.str() + " " + arg(1) + ")";
   };
+  // Values computed in float (f32, and f16/bf16 widened to it).
+  auto vectorMath = [&](Type type) {
+    return target == Target::Cpu && computeType(type) == "float";
+  };
   auto call = [&](StringRef fn) {
     SmallVector<std::string> args;
     for (unsigned i = 0; i < op.getNumOperands(); ++i)
@@ -291,12 +295,20 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
             return "static_cast<" + computeType(cast->getResult(0).getType()) +
                    ">(" + arg(0) + ")";
           })
-          .Case([&](math::ExpOp) { return call("std::exp"); })
+          // Float exp and erf on the CPU: ztc::vecmath's, which the loop
+          // vectorizes (runtime/kernels/VecMath.h); libm's are calls.
+          .Case([&](math::ExpOp exp) {
+            return call(vectorMath(exp.getType()) ? "ztc::vecmath::exp"
+                                                  : "std::exp");
+          })
           .Case([&](math::LogOp) { return call("std::log"); })
           .Case([&](math::Log1pOp) { return call("std::log1p"); })
           .Case([&](math::TanhOp) { return call("std::tanh"); })
           .Case([&](math::SqrtOp) { return call("std::sqrt"); })
-          .Case([&](math::ErfOp) { return call("std::erf"); })
+          .Case([&](math::ErfOp erf) {
+            return call(vectorMath(erf.getType()) ? "ztc::vecmath::erf"
+                                                  : "std::erf");
+          })
           .Case([&](math::AbsFOp) { return call("std::fabs"); })
           .Case([&](math::PowFOp) { return call("std::pow"); })
           .Case([&](math::AbsIOp) { return call("ztc_absi"); })
@@ -349,9 +361,14 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
           : "static_cast<" + storageType(outElem) + ">(" + result + ")";
 
   if (target == Target::Cpu) {
+    // Iterations are independent (each writes its own element; an in-place
+    // kernel reads the element it writes), as the threads already assume:
+    // simd lets the compiler vectorize selects and ztc::vecmath's math.
     out << "  {\n";
     if (count >= 32768)
-      out << "#pragma omp parallel for\n";
+      out << "#pragma omp parallel for simd\n";
+    else
+      out << "#pragma omp simd\n";
     out << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
         << body << "    " << name(op.getOutput()) << "[i] = " << store
         << ";\n  }\n  }\n";

@@ -94,7 +94,16 @@ def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
     the runtime's GEMM reads the operand as stored. Nothing is folded when
     another kernel writes the input between the transpose and a matmul (an
     in-place parameter update), so every matmul still reads what the
-    transpose would have copied. The copy and its arena buffer go.
+    transpose would have copied. The copy and its arena buffer go. A matmul
+    that already reads the result transposed reads the input as stored (a
+    weight transposed for the forward product and back for the backward
+    one: both copies go).
+
+    A transpose whose input is a matmul's product that nothing else reads
+    (a weight gradient x^T dy transposed into the weight's layout) goes
+    too: the matmul writes the transposed product, (A B)^T = B^T A^T, into
+    the transpose's buffer, its operands swapped and their flags flipped.
+    The pass repeats until nothing folds.
 
     Example:
 

@@ -29,7 +29,7 @@ PACKAGES=(
   cmake ninja-build ccache g++
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
-  libopenblas-dev nlohmann-json3-dev libgtest-dev libssl-dev
+  libopenblas-dev libdnnl-dev nlohmann-json3-dev libgtest-dev libssl-dev
   libopenmpi-dev openmpi-bin
   coinor-libcbc-dev pkg-config
   clang-22 libclang-rt-22-dev libomp-22-dev

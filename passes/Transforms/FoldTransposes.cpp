@@ -44,9 +44,43 @@ bool writtenBetween(Operation *from, Operation *to, Value root) {
   return false;
 }
 
+/// The matmul's flag for operand `index` (0: a, 1: b).
+bool transposeFlag(kernel::CallOp matmul, unsigned index) {
+  auto flag = matmul.getConfig().getAs<BoolAttr>(index == 0 ? "transpose_a"
+                                                            : "transpose_b");
+  return flag && flag.getValue();
+}
+
+/// Sets matmul's flags for a and b (an unset flag is false).
+void setTransposeFlags(kernel::CallOp matmul, bool a, bool b) {
+  NamedAttrList config(matmul.getConfig());
+  config.erase("transpose_a");
+  config.erase("transpose_b");
+  MLIRContext *context = matmul.getContext();
+  if (a)
+    config.set("transpose_a", BoolAttr::get(context, true));
+  if (b)
+    config.set("transpose_b", BoolAttr::get(context, true));
+  matmul.setConfigAttr(config.getDictionary(context));
+}
+
+void addLoc(Operation *op, Location loc) {
+  op->setLoc(FusedLoc::get(op->getContext(), {op->getLoc(), loc}));
+}
+
+/// Erases `transpose` and its result's alloc when nothing else uses it.
+void eraseTranspose(kernel::CallOp transpose) {
+  Operation *alloc = transpose.getOutputs()[0].getDefiningOp();
+  transpose.erase();
+  if (alloc && alloc->use_empty())
+    alloc->erase();
+}
+
 /// Folds `transpose` into the matmuls that read its result, when they are
-/// its only readers and nothing overwrites its input before they run.
-bool fold(kernel::CallOp transpose) {
+/// its only readers and nothing overwrites its input before they run. A
+/// matmul that already reads the result transposed reads the input as
+/// stored (two transposes cancel).
+bool foldIntoReaders(kernel::CallOp transpose) {
   Value result = transpose.getOutputs()[0];
   Value source = transpose.getInputs()[0];
   if (!result.getDefiningOp<kernel::AllocOp>())
@@ -63,8 +97,8 @@ bool fold(kernel::CallOp transpose) {
     unsigned index = use.getOperandNumber();
     if (index >= matmul.getInputs().size())
       return false; // written, not read
-    StringRef flag = index == 0 ? "transpose_a" : "transpose_b";
-    if (matmul.getConfig().get(flag))
+    // Both operands the same buffer: one flag cannot describe both.
+    if (matmul.getInputs()[0] == matmul.getInputs()[1])
       return false;
     if (writtenBetween(transpose, matmul, kernel::rootBuffer(source)))
       return false;
@@ -73,31 +107,82 @@ bool fold(kernel::CallOp transpose) {
   if (reads.empty())
     return false;
   for (auto [matmul, index] : reads) {
-    NamedAttrList config(matmul.getConfig());
-    config.set(index == 0 ? "transpose_a" : "transpose_b",
-               BoolAttr::get(matmul.getContext(), true));
-    matmul.setConfigAttr(config.getDictionary(matmul.getContext()));
+    bool a = transposeFlag(matmul, 0), b = transposeFlag(matmul, 1);
+    (index == 0 ? a : b) ^= true;
+    setTransposeFlags(matmul, a, b);
     matmul->setOperand(index, source);
-    matmul->setLoc(FusedLoc::get(matmul.getContext(),
-                                 {matmul.getLoc(), transpose.getLoc()}));
+    addLoc(matmul, transpose.getLoc());
   }
-  Operation *alloc = result.getDefiningOp();
+  eraseTranspose(transpose);
+  return true;
+}
+
+/// Folds `transpose` into the matmul that computed its input, when the
+/// product is read by nothing else: the matmul writes the transposed
+/// product, (A B)^T = B^T A^T, by swapping its operands and their flags
+/// (weight gradients: dW^T = (x^T dy)^T = dy^T x).
+bool foldIntoProducer(kernel::CallOp transpose) {
+  Value result = transpose.getOutputs()[0];
+  Value product = transpose.getInputs()[0];
+  auto resultAlloc = result.getDefiningOp<kernel::AllocOp>();
+  if (!resultAlloc || !product.getDefiningOp<kernel::AllocOp>())
+    return false;
+  kernel::CallOp matmul;
+  for (Operation *user : product.getUsers()) {
+    if (user == transpose)
+      continue;
+    auto call = dyn_cast<kernel::CallOp>(user);
+    if (matmul || !call || call.getCallee() != "matmul" ||
+        call.getOutputs()[0] != product ||
+        call->getBlock() != transpose->getBlock() ||
+        !call->isBeforeInBlock(transpose))
+      return false;
+    matmul = call;
+  }
+  if (!matmul || resultAlloc->getBlock() != matmul->getBlock())
+    return false;
+  // Rank-1 operands have no second dimension to swap.
+  for (Value input : matmul.getInputs())
+    if (cast<MemRefType>(input.getType()).getRank() < 2)
+      return false;
+  // The result is first touched by the transpose; the matmul now writes
+  // it, earlier.
+  for (Operation *user : result.getUsers())
+    if (user != transpose && user->getBlock() == transpose->getBlock() &&
+        !transpose->isBeforeInBlock(user))
+      return false;
+  bool a = transposeFlag(matmul, 0), b = transposeFlag(matmul, 1);
+  Value lhs = matmul.getInputs()[0], rhs = matmul.getInputs()[1];
+  matmul->setOperand(0, rhs);
+  matmul->setOperand(1, lhs);
+  setTransposeFlags(matmul, !b, !a);
+  if (!resultAlloc->isBeforeInBlock(matmul))
+    resultAlloc->moveBefore(matmul);
+  matmul->setOperand(matmul.getInputs().size(), result);
+  addLoc(matmul, transpose.getLoc());
+  Operation *productAlloc = product.getDefiningOp();
   transpose.erase();
-  if (alloc->use_empty())
-    alloc->erase();
+  if (productAlloc->use_empty())
+    productAlloc->erase();
   return true;
 }
 
 struct FoldTransposesPass
     : public ztc::impl::FoldTransposesPassBase<FoldTransposesPass> {
   void runOnOperation() override {
-    SmallVector<kernel::CallOp> transposes;
-    getOperation().walk([&](kernel::CallOp call) {
-      if (swapsLastTwo(call))
-        transposes.push_back(call);
-    });
-    for (kernel::CallOp transpose : transposes)
-      (void)fold(transpose);
+    // Until nothing folds: folding one transpose can leave another's result
+    // read only by matmuls (a weight transposed for the forward product and
+    // transposed back for the backward one).
+    for (bool changed = true; changed;) {
+      changed = false;
+      SmallVector<kernel::CallOp> transposes;
+      getOperation().walk([&](kernel::CallOp call) {
+        if (swapsLastTwo(call))
+          transposes.push_back(call);
+      });
+      for (kernel::CallOp transpose : transposes)
+        changed |= foldIntoReaders(transpose) || foldIntoProducer(transpose);
+    }
   }
 };
 

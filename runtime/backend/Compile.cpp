@@ -159,6 +159,38 @@ std::string defaultRuntimeIncludeDir() { return ZTC_RUNTIME_SOURCE_DIR; }
 
 std::string defaultStepCompiler() { return ZTC_STEP_CXX; }
 
+namespace {
+
+constexpr const char *kIsaV4 = "-march=x86-64-v4";
+constexpr const char *kIsaV3 = "-march=x86-64-v3";
+
+/// This processor's x86-64 level: 4 (AVX-512), 3 (AVX2), else 0.
+int hostLevel() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4"))
+    return 4;
+  if (__builtin_cpu_supports("x86-64-v3"))
+    return 3;
+#endif
+  return 0;
+}
+
+} // namespace
+
+std::string hostIsaFlag() {
+  int level = hostLevel();
+  return level == 4 ? kIsaV4 : level == 3 ? kIsaV3 : "";
+}
+
+bool hostRunsIsa(const std::string &flag) {
+  if (flag == kIsaV4)
+    return hostLevel() >= 4;
+  if (flag == kIsaV3)
+    return hostLevel() >= 3;
+  return true;
+}
+
 std::vector<std::string> compileCommand(const std::string &sourcePath,
                                         Target target,
                                         const std::string &outputPath,
@@ -175,10 +207,24 @@ std::vector<std::string> compileCommand(const std::string &sourcePath,
     std::istringstream buildFlags(ZTC_STEP_CXX_FLAGS);
     for (std::string flag; buildFlags >> flag;)
       command.push_back(flag);
+    // The processor's vector instructions: the generated loops are
+    // `omp simd` (and ztc::vecmath's exp and erf are written for it). No
+    // result changes: -ffp-contract=off keeps FMA out, and the vector
+    // instructions round as the scalar ones. -fno-trapping-math lets the
+    // compiler evaluate both sides of a select (it changes no value, only
+    // which floating-point exception flags may be raised, which nothing
+    // reads), and so vectorize loops with selects. A step built here and
+    // loaded on a processor without these instructions is built again
+    // there (Artifact::load reads step.build).
+    command.push_back("-fno-trapping-math");
+    std::string isa = hostIsaFlag();
+    if (!isa.empty())
+      command.push_back(isa);
 #if defined(__x86_64__) || defined(__i386__)
     // f16 conversions by instruction (kernels/Half.h): identical results,
-    // several times faster; only where this machine has F16C.
-    if (__builtin_cpu_supports("f16c"))
+    // several times faster; only where this machine has F16C (x86-64-v3
+    // includes it).
+    if (isa.empty() && __builtin_cpu_supports("f16c"))
       command.push_back("-mf16c");
 #endif
   } else {
@@ -203,7 +249,7 @@ std::vector<std::string> compileCommand(const std::string &sourcePath,
                  options.extraFlags.end());
   command.insert(command.end(), {sourcePath, "-o", outputPath});
   if (target == Target::Cpu)
-    command.push_back("-lopenblas");
+    command.insert(command.end(), {"-ldnnl", "-lopenblas"});
   else
     command.insert(command.end(), {"-lcublasLt", "-lcublas"});
   return command;

@@ -66,6 +66,16 @@ bool tryCompileSharedObject(const std::string &sourcePath, Target target,
 /// system's temporary directory.
 std::string defaultCacheDir();
 
+/// The instruction-set level generated CPU code is built for on this
+/// machine: "-march=x86-64-v4" (AVX-512) or "-march=x86-64-v3" (AVX2)
+/// where the processor has it, else "" (the compiler's baseline).
+std::string hostIsaFlag();
+
+/// Whether this processor runs code built with `flag` (one of
+/// hostIsaFlag's answers, or any other argument, which says nothing about
+/// the processor).
+bool hostRunsIsa(const std::string &flag);
+
 /// The command line compileSharedObject runs (for messages and tests).
 std::vector<std::string> compileCommand(const std::string &sourcePath,
                                         Target target,

@@ -530,6 +530,11 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
       reader.fail("field 'outputs' must be an array");
     entry.outputs = parseOutputs(outputs, path, (where + " output").c_str(),
                                  manifest.arenaBytes);
+    entry.arenaBytes = reader.unsignedIntOr("arena_bytes", manifest.arenaBytes);
+    if (entry.arenaBytes > manifest.arenaBytes)
+      reader.fail("reaches " + std::to_string(entry.arenaBytes) +
+                  " bytes into an arena of " +
+                  std::to_string(manifest.arenaBytes));
     manifest.entries.push_back(std::move(entry));
   }
   if (top.has("dist"))
@@ -641,7 +646,8 @@ std::string printManifest(const Manifest &manifest) {
   for (const Entry &entry : manifest.entries)
     entries.push_back({{"name", entry.name},
                        {"purpose", purposeName(entry.purpose)},
-                       {"outputs", printOutputs(entry.outputs)}});
+                       {"outputs", printOutputs(entry.outputs)},
+                       {"arena_bytes", entry.arenaBytes}});
   root["entries"] = std::move(entries);
   if (manifest.dist.worldSize != 1 || manifest.dist.zeroStage != 0 ||
       !manifest.dist.collectives.empty()) {

@@ -11,8 +11,10 @@
 //     collectives of every entry in order (Distribution);
 //   - "bindings": the pointers every entry receives, in order, each with a
 //     role (input, param, constant, state, hyper), ONNX name, dtype, shape;
-//   - "entries": a list of {name, purpose, outputs}; the first is the main
-//     entry (forward, train_step or loss); outputs are arena offsets;
+//   - "entries": a list of {name, purpose, outputs, arena_bytes}; the first
+//     is the main entry (forward, train_step or loss); outputs are arena
+//     offsets; arena_bytes is how far into the arena the entry's buffers
+//     reach (the top-level arena_bytes is the largest);
 //   - training artifacts (`"kind": "train"`): a "train" object
 //     (TrainConfig), a train_step whose outputs include "loss"
 //     (float32[]), optionally accumulate and loss_and_grads entries; hypers
@@ -200,6 +202,10 @@ struct Entry {
   std::string name;
   EntryPurpose purpose = EntryPurpose::Forward;
   std::vector<Output> outputs;
+  /// How far into the arena this entry's buffers reach: what a run that
+  /// calls only it writes (the manifest's arenaBytes is the largest over
+  /// the entries; a manifest without the field gives that).
+  uint64_t arenaBytes = 0;
 
   /// The index of the output named `name` in `outputs`, or -1.
   int outputIndex(const std::string &name) const;

@@ -5,11 +5,12 @@
 // structured operators below are called by name. Every function takes raw
 // pointers into the arena (or to bound inputs/parameters) plus static shapes
 // as `Dims`; shapes were verified at compile time, so kernels do not check
-// them. Matrix products go to OpenBLAS for f32/f64.
+// them. Matrix products go to oneDNN (f32) and OpenBLAS (f64).
 //
-// This file must compile with only the C++17 standard library, OpenMP and
-// cblas.h: no MLIR, no ztc headers outside kernels/ (Half.h, Numeric.h,
-// Window.h and the others beside it are part of this library).
+// This file must compile with only the C++17 standard library, OpenMP,
+// cblas.h and oneDNN's dnnl.h: no MLIR, no ztc headers outside kernels/
+// (Half.h, Numeric.h, VecMath.h, Window.h and the others beside it are part
+// of this library).
 // Without -fopenmp the pragmas are ignored and everything runs serially.
 //
 // Conventions shared by every kernel:
@@ -45,9 +46,11 @@
 #include "StepAbi.h"
 #include "StepError.h"
 #include "TrainState.h"
+#include "VecMath.h"
 #include "Window.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -176,8 +179,62 @@ inline void recordRangeError(int32_t kind, int64_t value, int64_t low,
   recordDataError(makeStepError(kind, value, low, high, hasIgnore, ignore));
 }
 
+/// Calls body(srcOffset, dstOffset) for the row-major positions [begin,
+/// end) of dims[0, rank): one division per dimension for the first, then
+/// an odometer step per position.
+template <typename Body>
+void forStridedRows(int64_t begin, int64_t end, const int64_t *dims,
+                    int64_t rank, const int64_t *srcStrides,
+                    const int64_t *dstStrides, Body &&body) {
+  if (begin >= end)
+    return;
+  int64_t index[8] = {}, srcOffset = 0, dstOffset = 0;
+  for (int64_t i = rank - 1, flat = begin; i >= 0; --i) {
+    index[i] = flat % dims[i];
+    flat /= dims[i];
+    srcOffset += index[i] * srcStrides[i];
+    dstOffset += index[i] * dstStrides[i];
+  }
+  for (int64_t row = begin;;) {
+    body(srcOffset, dstOffset);
+    if (++row == end)
+      return;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      srcOffset += srcStrides[i];
+      dstOffset += dstStrides[i];
+      if (++index[i] < dims[i])
+        break;
+      srcOffset -= dims[i] * srcStrides[i];
+      dstOffset -= dims[i] * dstStrides[i];
+      index[i] = 0;
+    }
+  }
+}
+
+/// Runs body(begin, end) over [0, count) split into one contiguous range
+/// per OpenMP thread; on this thread alone when `work` (in elements) is
+/// below kParallelGrain.
+template <typename Body>
+void forThreadRanges(int64_t count, int64_t work, Body &&body) {
+#ifdef _OPENMP
+  if (work > kParallelGrain && count > 1) {
+#pragma omp parallel
+    {
+      int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+      int64_t chunk = (count + threads - 1) / threads;
+      body(std::min(count, t * chunk), std::min(count, (t + 1) * chunk));
+    }
+    return;
+  }
+#endif
+  body(int64_t(0), count);
+}
+
 /// dst[index * dstStrides] = src[index * srcStrides] for every index of
-/// `dims`; strides are in elements and may be negative.
+/// `dims`; strides are in elements and may be negative. Writes run along
+/// the last dimension; when the source is contiguous along another one
+/// instead (a transpose), the copy goes in 32 x 32 tiles of those two, so
+/// that reads too stay within a few cache lines.
 template <typename T>
 void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
                  const int64_t *dstStrides, const Dims &dims) {
@@ -190,24 +247,66 @@ void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
   }
   int64_t last = dims.rank - 1;
   int64_t inner = dims.d[last];
-  int64_t outer = count / inner;
   int64_t srcStep = srcStrides[last], dstStep = dstStrides[last];
-#pragma omp parallel for if (count > kParallelGrain)
-  for (int64_t row = 0; row < outer; ++row) {
-    int64_t srcOffset, dstOffset;
-    stridedOffsets(row, dims.d, last, srcStrides, dstStrides, srcOffset,
-                   dstOffset);
-    const T *from = src + srcOffset;
-    T *to = dst + dstOffset;
-    for (int64_t j = 0; j < inner; ++j)
-      to[j * dstStep] = from[j * srcStep];
+  int64_t across = -1;
+  if (srcStep != 1)
+    for (int64_t i = 0; i < last; ++i)
+      if (srcStrides[i] == 1 && dims.d[i] > 1)
+        across = i;
+  if (across < 0) {
+    forThreadRanges(count / inner, count, [&](int64_t begin, int64_t end) {
+      forStridedRows(begin, end, dims.d, last, srcStrides, dstStrides,
+                     [&](int64_t srcOffset, int64_t dstOffset) {
+                       const T *from = src + srcOffset;
+                       T *to = dst + dstOffset;
+                       if (srcStep == 1 && dstStep == 1)
+                         std::copy(from, from + inner, to);
+                       else
+                         for (int64_t j = 0; j < inner; ++j)
+                           to[j * dstStep] = from[j * srcStep];
+                     });
+    });
+    return;
   }
+  // The other dimensions, then tiles of (across, last).
+  int64_t outerDims[8], outerSrc[8], outerDst[8], outerRank = 0;
+  for (int64_t i = 0; i < last; ++i)
+    if (i != across) {
+      outerDims[outerRank] = dims.d[i];
+      outerSrc[outerRank] = srcStrides[i];
+      outerDst[outerRank++] = dstStrides[i];
+    }
+  constexpr int64_t kTile = 32;
+  int64_t rows = dims.d[across], acrossDst = dstStrides[across];
+  int64_t rowTiles = (rows + kTile - 1) / kTile;
+  int64_t colTiles = (inner + kTile - 1) / kTile;
+  int64_t outer = count / (rows * inner);
+  forThreadRanges(outer * rowTiles, count, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t srcOffset, dstOffset;
+      stridedOffsets(task / rowTiles, outerDims, outerRank, outerSrc, outerDst,
+                     srcOffset, dstOffset);
+      int64_t r0 = (task % rowTiles) * kTile, r1 = std::min(rows, r0 + kTile);
+      for (int64_t c = 0; c < colTiles; ++c) {
+        int64_t c0 = c * kTile, c1 = std::min(inner, c0 + kTile);
+        for (int64_t j = c0; j < c1; ++j) {
+          const T *from = src + srcOffset + j * srcStep;
+          T *to = dst + dstOffset + j * dstStep;
+          for (int64_t r = r0; r < r1; ++r)
+            to[r * acrossDst] = from[r];
+        }
+      }
+    }
+  });
 }
 
 /// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on every element of row
 /// m), where op transposes an operand stored transposed (transA: A is
 /// stored [K,M]). Leading dimensions are the stored matrices', in elements.
-/// OpenBLAS for float/double.
+/// oneDNN's sgemm for float (it generates kernels for the instructions this
+/// processor has, AVX-512 included, whatever OPENBLAS_CORETYPE says: on
+/// this project's AMD machines twice OpenBLAS's Haswell kernels), OpenBLAS
+/// for double.
 template <typename T>
 void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
           const T *b, int64_t ldb, bool transB, T *c, int64_t ldc,
@@ -215,13 +314,17 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
   if (m == 0 || n == 0)
     return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    for (int64_t i = 0; i < m; ++i)
-      std::fill(c + i * ldc, c + i * ldc + n, rowBias ? rowBias[i] : T(0));
+    // C starts as the bias (beta 1) or is overwritten (beta 0).
+    if (rowBias || k == 0)
+      for (int64_t i = 0; i < m; ++i)
+        std::fill(c + i * ldc, c + i * ldc + n, rowBias ? rowBias[i] : T(0));
     if (k == 0)
       return;
-    // OpenBLAS runs single-threaded inside OpenMP's threads, each on a band
+    T beta = rowBias ? T(1) : T(0);
+    // The BLAS runs single-threaded inside OpenMP's threads, each on a band
     // of rows: two thread pools spinning on the same cores (OpenBLAS's and
-    // libgomp's) cost more than they gain.
+    // libgomp's) cost more than they gain. oneDNN uses libgomp's pool and
+    // runs sequentially inside a parallel region.
     static const bool singleThreaded = (openblas_set_num_threads(1), true);
     (void)singleThreaded;
     CBLAS_TRANSPOSE opA = transA ? CblasTrans : CblasNoTrans;
@@ -231,12 +334,18 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
         return;
       // Row i of op(A) is row i of A, or column i of a transposed A.
       const T *aBand = a + (transA ? begin : begin * lda);
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, opA, opB, end - begin, n, k, 1.0f, aBand,
-                    lda, b, ldb, 1.0f, c + begin * ldc, ldc);
-      else
+      if constexpr (std::is_same_v<T, float>) {
+        // oneDNN fails only on arguments these are not, or out of memory;
+        // OpenBLAS then computes the band.
+        if (dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', end - begin, n,
+                       k, 1.0f, aBand, lda, b, ldb, beta, c + begin * ldc,
+                       ldc) != dnnl_success)
+          cblas_sgemm(CblasRowMajor, opA, opB, end - begin, n, k, 1.0f, aBand,
+                      lda, b, ldb, beta, c + begin * ldc, ldc);
+      } else {
         cblas_dgemm(CblasRowMajor, opA, opB, end - begin, n, k, 1.0, aBand, lda,
-                    b, ldb, 1.0, c + begin * ldc, ldc);
+                    b, ldb, beta, c + begin * ldc, ldc);
+      }
     };
 #ifdef _OPENMP
     if (m * n * k > 4 * kParallelGrain && m > 1) {
@@ -448,6 +557,66 @@ void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
   }
 }
 
+namespace detail {
+
+/// The columns of a convolution's GEMM: col[r, oh * outW + ow] for
+/// r = (c, kh, kw) is the input `channels` planes' element under tap
+/// (kh, kw) of output position (oh, ow), 0 in the padding.
+template <typename T>
+void im2col(const T *input, const Window2d &window, int64_t channels, T *col) {
+  int64_t kH = window.kH, kW = window.kW, height = window.height,
+          width = window.width, outH = window.outH, outW = window.outW;
+  int64_t patch = channels * kH * kW, pixels = outH * outW;
+#pragma omp parallel for if (patch * pixels > kParallelGrain)
+  for (int64_t r = 0; r < patch; ++r) {
+    int64_t c = r / (kH * kW), kh = (r / kW) % kH, kw = r % kW;
+    const T *plane = input + c * height * width;
+    T *out = col + r * pixels;
+    for (int64_t oh = 0; oh < outH; ++oh) {
+      int64_t ih = window.inputRow(oh, kh);
+      bool rowInside = ih >= 0 && ih < height;
+      for (int64_t ow = 0; ow < outW; ++ow) {
+        int64_t iw = window.inputCol(ow, kw);
+        out[oh * outW + ow] = rowInside && iw >= 0 && iw < width
+                                  ? plane[ih * width + iw]
+                                  : T(0.0f);
+      }
+    }
+  }
+}
+
+/// The adjoint of im2col: every column element is added to the input
+/// element it was read from (padding reads are dropped). Each task owns one
+/// channel plane and adds in a fixed order, so the result does not depend
+/// on the thread count.
+template <typename T>
+void col2im(const T *col, const Window2d &window, int64_t channels, T *input) {
+  int64_t kH = window.kH, kW = window.kW, height = window.height,
+          width = window.width, outH = window.outH, outW = window.outW;
+  int64_t pixels = outH * outW;
+#pragma omp parallel for if (channels * kH * kW * pixels > kParallelGrain)
+  for (int64_t c = 0; c < channels; ++c) {
+    T *plane = input + c * height * width;
+    std::fill(plane, plane + height * width, T(0.0f));
+    for (int64_t kh = 0; kh < kH; ++kh)
+      for (int64_t kw = 0; kw < kW; ++kw) {
+        const T *from = col + ((c * kH + kh) * kW + kw) * pixels;
+        for (int64_t oh = 0; oh < outH; ++oh) {
+          int64_t ih = window.inputRow(oh, kh);
+          if (ih < 0 || ih >= height)
+            continue;
+          for (int64_t ow = 0; ow < outW; ++ow) {
+            int64_t iw = window.inputCol(ow, kw);
+            if (iw >= 0 && iw < width)
+              plane[ih * width + iw] += from[oh * outW + ow];
+          }
+        }
+      }
+  }
+}
+
+} // namespace detail
+
 template <typename T>
 void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
             const T *bias, T *y, const Dims &yDims, const int64_t *strides,
@@ -472,24 +641,8 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
       const T *input = x + (n * channels + g * groupChannels) * height * width;
       const T *cols = input;
       if (!direct) {
-        T *col = columns.data();
-#pragma omp parallel for if (patch * pixels > detail::kParallelGrain)
-        for (int64_t r = 0; r < patch; ++r) {
-          int64_t c = r / (kH * kW), kh = (r / kW) % kH, kw = r % kW;
-          const T *plane = input + c * height * width;
-          T *out = col + r * pixels;
-          for (int64_t oh = 0; oh < outH; ++oh) {
-            int64_t ih = window.inputRow(oh, kh);
-            bool rowInside = ih >= 0 && ih < height;
-            for (int64_t ow = 0; ow < outW; ++ow) {
-              int64_t iw = window.inputCol(ow, kw);
-              out[oh * outW + ow] = rowInside && iw >= 0 && iw < width
-                                        ? plane[ih * width + iw]
-                                        : T(0.0f);
-            }
-          }
-        }
-        cols = col;
+        detail::im2col(input, window, groupChannels, columns.data());
+        cols = columns.data();
       }
       detail::gemm(groupOut, pixels, patch, w + g * groupOut * patch,
                    std::max<int64_t>(patch, 1), false, cols, pixels, false,
@@ -563,6 +716,10 @@ void avgPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
 namespace detail {
 
 /// softmax (log = false) or logSoftmax (log = true) along `axis`.
+/// e^x: ztc::vecmath's in float (loops vectorize it), libm's in double.
+inline float exp(float x) { return ztc::vecmath::exp(x); }
+inline double exp(double x) { return std::exp(x); }
+
 template <typename T>
 void softmaxImpl(const T *x, const Dims &dims, int64_t axis, T *y, bool log) {
   using Acc = ComputeT<T>;
@@ -579,16 +736,27 @@ void softmaxImpl(const T *x, const Dims &dims, int64_t axis, T *y, bool log) {
     for (int64_t i = 0; i < length; ++i)
       maximum = std::max(maximum, load(in[i * inner]));
     Acc sum = 0;
+    if (!log && std::is_same_v<T, Acc>) {
+      // Each exponential once, kept in the output until the sum is known.
+#pragma omp simd
+      for (int64_t i = 0; i < length; ++i)
+        out[i * inner] = store<T>(exp(load(in[i * inner]) - maximum));
+      for (int64_t i = 0; i < length; ++i)
+        sum += load(out[i * inner]);
+#pragma omp simd
+      for (int64_t i = 0; i < length; ++i)
+        out[i * inner] = store<T>(load(out[i * inner]) / sum);
+      continue;
+    }
     for (int64_t i = 0; i < length; ++i)
-      sum += std::exp(load(in[i * inner]) - maximum);
+      sum += exp(load(in[i * inner]) - maximum);
     if (log) {
       Acc shift = maximum + std::log(sum);
       for (int64_t i = 0; i < length; ++i)
         out[i * inner] = store<T>(load(in[i * inner]) - shift);
     } else {
       for (int64_t i = 0; i < length; ++i)
-        out[i * inner] =
-            store<T>(std::exp(load(in[i * inner]) - maximum) / sum);
+        out[i * inner] = store<T>(exp(load(in[i * inner]) - maximum) / sum);
     }
   }
 }
@@ -887,6 +1055,26 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
   int64_t kH = wDims.d[2], kW = wDims.d[3];
   Window2d window =
       window2d(gxDims, gyDims, wDims.d + 2, strides, pads, dilations);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    // Per image and group, the columns W^T gy (a GEMM) added back into the
+    // input planes they were read from (col2im); a 1x1 convolution with
+    // stride 1 reads its input as is, so the GEMM writes gx directly.
+    int64_t patch = groupIn * kH * kW, pixels = outH * outW;
+    bool direct = window.readsInputAsIs();
+    std::vector<T> columns(direct ? 0 : patch * pixels);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t g = 0; g < group; ++g) {
+        T *planes = gx + (n * channels + g * groupIn) * height * width;
+        T *cols = direct ? planes : columns.data();
+        detail::gemm(patch, pixels, groupOut, w + g * groupOut * patch, patch,
+                     /*transA=*/true,
+                     gy + (n * outChannels + g * groupOut) * pixels, pixels,
+                     false, cols, pixels, static_cast<const T *>(nullptr));
+        if (!direct)
+          detail::col2im(cols, window, groupIn, planes);
+      }
+    return;
+  }
 #pragma omp parallel for if (batch * channels * height * width * kH * kW *     \
                                  groupOut >                                    \
                              detail::kParallelGrain)
@@ -927,6 +1115,34 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
   int64_t kH = gwDims.d[2], kW = gwDims.d[3];
   Window2d window =
       window2d(xDims, gyDims, gwDims.d + 2, strides, pads, dilations);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    // Per group, gw = sum over images of gy cols^T: one GEMM per image into
+    // a block, added to gw in image order.
+    int64_t patch = groupIn * kH * kW, pixels = outH * outW;
+    bool direct = window.readsInputAsIs();
+    std::vector<T> columns(direct ? 0 : patch * pixels);
+    std::vector<T> product(batch > 1 ? groupOut * patch : 0);
+    for (int64_t g = 0; g < group; ++g) {
+      T *gwGroup = gw + g * groupOut * patch;
+      for (int64_t n = 0; n < batch; ++n) {
+        const T *input = x + (n * channels + g * groupIn) * height * width;
+        const T *cols = input;
+        if (!direct) {
+          detail::im2col(input, window, groupIn, columns.data());
+          cols = columns.data();
+        }
+        T *into = n == 0 ? gwGroup : product.data();
+        detail::gemm(groupOut, patch, pixels,
+                     gy + (n * outChannels + g * groupOut) * pixels, pixels,
+                     false, cols, pixels, /*transB=*/true, into, patch,
+                     static_cast<const T *>(nullptr));
+        if (n > 0)
+          for (int64_t i = 0; i < groupOut * patch; ++i)
+            gwGroup[i] += into[i];
+      }
+    }
+    return;
+  }
 #pragma omp parallel for if (outChannels * groupIn * kH * kW * batch * outH *  \
                                  outW >                                        \
                              detail::kParallelGrain)

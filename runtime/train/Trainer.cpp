@@ -486,9 +486,11 @@ public:
     if (!options_.saveDir.empty() && savedStep != step)
       save(step);
     reporter.finish();
-    // Every entry has run: the bytes written equal the memory plan.
+    // The bytes written equal the memory plan of the entries that ran (the
+    // arena is the largest over all of them: a gradient entry may reach
+    // further than the training step).
     result.arenaTouched = runner_.touchedArenaBytes();
-    reporter.message("arena: " + std::to_string(runner_.arenaBytes()) +
+    reporter.message("arena: " + std::to_string(plannedArena_) +
                      " bytes planned, " + std::to_string(result.arenaTouched) +
                      " written (high-water mark)");
     if (comm_.worldSize() > 1) {
@@ -841,7 +843,9 @@ private:
   /// Runs `entry` for optimizer step `step`; a failure of the step (bad
   /// data a kernel found, a device error) names the step:
   ///   step 3: nll_loss: target 12 is outside [0, 10) (ignore_index -100)
-  void runStep(EntryFn entry, uint64_t step) {
+  void runStep(EntryFn entry, EntryPurpose purpose, uint64_t step) {
+    plannedArena_ =
+        std::max(plannedArena_, manifest().find(purpose)->arenaBytes);
     try {
       runner_.run(entry);
     } catch (const Error &failure) {
@@ -858,7 +862,9 @@ private:
       uploadBatch(prefetcher_.take());
       runner_.setRandomKey(randomKey(loader_.seed(), step, micro));
       bool last = micro + 1 == microBatches_;
-      runStep(last ? artifact_.entry() : artifact_.accumEntry(), step);
+      runStep(last ? artifact_.entry() : artifact_.accumEntry(),
+              last ? manifest().main().purpose : EntryPurpose::Accumulate,
+              step);
     }
   }
 
@@ -871,7 +877,7 @@ private:
     loader_.seek(position);
     setHypers(step, schedule_->lrAtStep(step));
     runner_.setRandomKey(randomKey(loader_.seed(), step, 0));
-    runStep(artifact_.gradEntry(), step);
+    runStep(artifact_.gradEntry(), EntryPurpose::LossAndGrads, step);
     const std::string &dir = options_.dumpGradsDir;
     createDirectories(joinPath(dir, "grad"));
     // The grad entry writes its loss where grad_outputs says, when it says.
@@ -1050,6 +1056,8 @@ private:
   uint64_t microBatches_ = 1;
   size_t lossIndex_ = 0;
   uint64_t lastStep_ = 0;
+  /// How far into the arena the entries called so far reach (their plans).
+  uint64_t plannedArena_ = 0;
   /// The first optimizer step whose loss the device state holds, and the
   /// data position of every call since (to name a diverging batch).
   uint64_t intervalStart_ = 1;

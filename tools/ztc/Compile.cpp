@@ -140,7 +140,8 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
       return entry.func.emitError("function '")
              << entry.func.getSymName()
              << "' is not an entry (train.entry); run ztc-build-entries";
-    manifest.entries.push_back({entry.name, *purpose, step.outputs});
+    manifest.entries.push_back(
+        {entry.name, *purpose, step.outputs, uint64_t(step.arenaBytes)});
   }
   // The main entry first: the one a run or a training step calls.
   auto isMain = [](const rt::Entry &entry) {

@@ -88,3 +88,68 @@ func.func @other_perm(%x: memref<2x4x8xf32>, %y: memref<4x8x2xf32>) -> memref<4x
   kernel.call "matmul" ins(%t, %y : memref<4x2x8xf32>, memref<4x8x2xf32>) outs(%c : memref<4x2x2xf32>) {config = {}}
   return %c : memref<4x2x2xf32>
 }
+
+// -----
+
+// A weight transposed for the forward product y = x W^T and transposed
+// back for the backward one dx = dy (W^T)^T: once the second transpose
+// folds, the first one's copy is read only by matmuls and folds too; the
+// backward matmul reads W as stored, as the two transposes cancel.
+// CHECK-LABEL: func.func @cancel
+// CHECK-SAME: (%[[X:.+]]: memref<8x32xf32>, %[[DY:.+]]: memref<8x64xf32>, %[[W:.+]]: memref<64x32xf32>)
+// CHECK-NOT: "transpose"
+// CHECK: kernel.call "matmul" ins(%[[X]], %[[W]] : memref<8x32xf32>, memref<64x32xf32>) outs(%{{.+}} : memref<8x64xf32>) {config = {transpose_b = true}}
+// CHECK: kernel.call "matmul" ins(%[[DY]], %[[W]] : memref<8x64xf32>, memref<64x32xf32>) outs(%{{.+}} : memref<8x32xf32>){{$}}
+func.func @cancel(%x: memref<8x32xf32>, %dy: memref<8x64xf32>, %w: memref<64x32xf32>) -> (memref<8x64xf32>, memref<8x32xf32>) {
+  %wt = kernel.alloc : memref<32x64xf32>
+  kernel.call "transpose" ins(%w : memref<64x32xf32>) outs(%wt : memref<32x64xf32>) {config = {perm = array<i64: 1, 0>}}
+  %y = kernel.alloc : memref<8x64xf32>
+  kernel.call "matmul" ins(%x, %wt : memref<8x32xf32>, memref<32x64xf32>) outs(%y : memref<8x64xf32>) {config = {}}
+  %wtt = kernel.alloc : memref<64x32xf32>
+  kernel.call "transpose" ins(%wt : memref<32x64xf32>) outs(%wtt : memref<64x32xf32>) {config = {perm = array<i64: 1, 0>}}
+  %dx = kernel.alloc : memref<8x32xf32>
+  kernel.call "matmul" ins(%dy, %wtt : memref<8x64xf32>, memref<64x32xf32>) outs(%dx : memref<8x32xf32>) {config = {}}
+  return %y, %dx : memref<8x64xf32>, memref<8x32xf32>
+}
+
+// -----
+
+// A weight gradient computed as (W^T)' = x^T dy and transposed into W's
+// layout: the matmul writes it transposed, dW = dy^T x, into the
+// transpose's buffer, which it now allocates first.
+// CHECK-LABEL: func.func @product
+// CHECK-SAME: (%[[X:.+]]: memref<8x32xf32>, %[[DY:.+]]: memref<8x64xf32>)
+// CHECK-NOT: "transpose"
+// CHECK: %[[DW:.+]] = kernel.alloc : memref<64x32xf32>
+// CHECK-NOT: kernel.alloc
+// CHECK: kernel.call "matmul" ins(%[[DY]], %[[X]] : memref<8x64xf32>, memref<8x32xf32>) outs(%[[DW]] : memref<64x32xf32>) {config = {transpose_a = true}}
+// CHECK: return %[[DW]]
+func.func @product(%x: memref<8x32xf32>, %dy: memref<8x64xf32>) -> memref<64x32xf32> {
+  %xt = kernel.alloc : memref<32x8xf32>
+  kernel.call "transpose" ins(%x : memref<8x32xf32>) outs(%xt : memref<32x8xf32>) {config = {perm = array<i64: 1, 0>}}
+  %g = kernel.alloc : memref<32x64xf32>
+  kernel.call "matmul" ins(%xt, %dy : memref<32x8xf32>, memref<8x64xf32>) outs(%g : memref<32x64xf32>) {config = {}}
+  %dw = kernel.alloc : memref<64x32xf32>
+  kernel.call "transpose" ins(%g : memref<32x64xf32>) outs(%dw : memref<64x32xf32>) {config = {perm = array<i64: 1, 0>}}
+  return %dw : memref<64x32xf32>
+}
+
+// -----
+
+// The product is read by another kernel too: the matmul keeps writing it,
+// and the transpose stays.
+// CHECK-LABEL: func.func @product_read_twice
+// CHECK: kernel.call "matmul" ins(%{{.+}}, %{{.+}} : memref<32x8xf32>, memref<8x64xf32>) outs(%{{.+}} : memref<32x64xf32>)
+// CHECK: kernel.call "transpose"
+func.func @product_read_twice(%xt: memref<32x8xf32>, %dy: memref<8x64xf32>) -> (memref<64x32xf32>, memref<32x64xf32>) {
+  %g = kernel.alloc : memref<32x64xf32>
+  kernel.call "matmul" ins(%xt, %dy : memref<32x8xf32>, memref<8x64xf32>) outs(%g : memref<32x64xf32>) {config = {}}
+  %dw = kernel.alloc : memref<64x32xf32>
+  kernel.call "transpose" ins(%g : memref<32x64xf32>) outs(%dw : memref<64x32xf32>) {config = {perm = array<i64: 1, 0>}}
+  %r = kernel.alloc : memref<32x64xf32>
+  kernel.elementwise ins(%g : memref<32x64xf32>) outs(%r : memref<32x64xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  return %dw, %r : memref<64x32xf32>, memref<32x64xf32>
+}

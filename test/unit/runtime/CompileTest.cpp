@@ -11,6 +11,7 @@
 #include "TestUtil.h"
 #include "runtime/Error.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -169,6 +170,32 @@ TEST(CompileTest, MissingCompilerIsReported) {
                                                   Target::Cpu, dir / "cache"))
                 .find("cannot open"),
             std::string::npos);
+}
+
+TEST(CompileTest, CpuCommandLineTargetsThisProcessor) {
+  CompileOptions options;
+  options.cxx = "c++";
+  options.runtimeIncludeDir = "rt";
+  std::vector<std::string> command =
+      compileCommand("step.cpp", Target::Cpu, "step.so", options);
+  auto has = [&](const std::string &arg) {
+    return std::find(command.begin(), command.end(), arg) != command.end();
+  };
+  EXPECT_TRUE(has("-ffp-contract=off") && has("-fno-trapping-math"));
+  EXPECT_TRUE(has("-ldnnl") && has("-lopenblas"));
+  // The vector level of this processor, which it runs; a level names no
+  // other -march.
+  std::string isa = hostIsaFlag();
+  if (!isa.empty())
+    EXPECT_TRUE(has(isa));
+  EXPECT_TRUE(isa.empty() || isa == "-march=x86-64-v4" ||
+              isa == "-march=x86-64-v3")
+      << isa;
+  EXPECT_TRUE(hostRunsIsa(isa));
+  if (isa == "-march=x86-64-v4")
+    EXPECT_TRUE(hostRunsIsa("-march=x86-64-v3"));
+  // Arguments that name no level say nothing about the processor.
+  EXPECT_TRUE(hostRunsIsa("-O2") && hostRunsIsa("step.cpp"));
 }
 
 TEST(CompileTest, CudaCommandLine) {

@@ -178,18 +178,17 @@ Shape convOutShape(const ConvCase &cc) {
   return y;
 }
 
-std::vector<double> referenceConv(const ConvCase &cc,
-                                  const std::vector<double> &x,
-                                  const std::vector<double> &w,
-                                  const std::vector<double> &bias) {
+/// Calls visit(xi, wi, yi) for every product x[xi] * w[wi] that conv2d's
+/// output element yi sums (flat indices), output by output.
+template <typename Visit>
+void forEachConvProduct(const ConvCase &cc, Visit visit) {
   Shape y = convOutShape(cc);
   int64_t cPerGroup = cc.w[1], oPerGroup = cc.w[0] / cc.group;
-  std::vector<double> out(numel(y));
   for (int64_t n = 0; n < y[0]; ++n)
     for (int64_t o = 0; o < y[1]; ++o)
       for (int64_t oh = 0; oh < y[2]; ++oh)
         for (int64_t ow = 0; ow < y[3]; ++ow) {
-          double sum = cc.bias ? bias[o] : 0.0;
+          int64_t yi = ((n * y[1] + o) * y[2] + oh) * y[3] + ow;
           int64_t g = o / oPerGroup;
           for (int64_t c = 0; c < cPerGroup; ++c)
             for (int64_t kh = 0; kh < cc.w[2]; ++kh)
@@ -201,12 +200,38 @@ std::vector<double> referenceConv(const ConvCase &cc,
                 if (ih < 0 || ih >= cc.x[2] || iw < 0 || iw >= cc.x[3])
                   continue;
                 int64_t ic = g * cPerGroup + c;
-                sum += x[((n * cc.x[1] + ic) * cc.x[2] + ih) * cc.x[3] + iw] *
-                       w[((o * cPerGroup + c) * cc.w[2] + kh) * cc.w[3] + kw];
+                visit(((n * cc.x[1] + ic) * cc.x[2] + ih) * cc.x[3] + iw,
+                      ((o * cPerGroup + c) * cc.w[2] + kh) * cc.w[3] + kw, yi);
               }
-          out[((n * y[1] + o) * y[2] + oh) * y[3] + ow] = sum;
         }
+}
+
+std::vector<double> referenceConv(const ConvCase &cc,
+                                  const std::vector<double> &x,
+                                  const std::vector<double> &w,
+                                  const std::vector<double> &bias) {
+  Shape y = convOutShape(cc);
+  std::vector<double> out(numel(y));
+  for (int64_t i = 0; i < numel(y); ++i)
+    out[i] = cc.bias ? bias[(i / (y[2] * y[3])) % y[1]] : 0.0;
+  forEachConvProduct(cc, [&](int64_t xi, int64_t wi, int64_t yi) {
+    out[yi] += x[xi] * w[wi];
+  });
   return out;
+}
+
+/// conv2d's gradients by definition: every product x * w of the forward
+/// sum sends gy to the input element and to the weight it multiplied.
+void referenceConvGradients(const ConvCase &cc, const std::vector<double> &x,
+                            const std::vector<double> &w,
+                            const std::vector<double> &gy,
+                            std::vector<double> &gx, std::vector<double> &gw) {
+  gx.assign(numel(cc.x), 0.0);
+  gw.assign(numel(cc.w), 0.0);
+  forEachConvProduct(cc, [&](int64_t xi, int64_t wi, int64_t yi) {
+    gx[xi] += gy[yi] * w[wi];
+    gw[wi] += gy[yi] * x[xi];
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -271,6 +296,31 @@ template <typename T> void checkConv(const ConvCase &cc, unsigned seed) {
              std::sqrt(scale));
 }
 
+template <typename T>
+void checkConvGradients(const ConvCase &cc, unsigned seed) {
+  Shape yShape = convOutShape(cc);
+  auto x = randomValues<T>(numel(cc.x), seed);
+  auto w = randomValues<T>(numel(cc.w), seed + 1);
+  auto gy = randomValues<T>(numel(yShape), seed + 2);
+  // Outputs start as garbage: the kernels must write every element.
+  std::vector<T> gx(numel(cc.x), fromDouble<T>(7.0)),
+      gw(numel(cc.w), fromDouble<T>(7.0));
+  conv2dBackwardData<T>(gy.data(), dimsOf(yShape), w.data(), dimsOf(cc.w),
+                        gx.data(), dimsOf(cc.x), cc.strides, cc.pads,
+                        cc.dilations, cc.group);
+  conv2dBackwardFilter<T>(x.data(), dimsOf(cc.x), gy.data(), dimsOf(yShape),
+                          gw.data(), dimsOf(cc.w), cc.strides, cc.pads,
+                          cc.dilations, cc.group);
+  std::vector<double> expectedX, expectedW;
+  referenceConvGradients(cc, widen(x), widen(w), widen(gy), expectedX,
+                         expectedW);
+  // Sums of up to O*kH*kW (gx) and N*oH*oW (gw) terms of magnitude < 1.
+  expectNear(gx, expectedX, "conv2dBackwardData",
+             std::sqrt(double(cc.w[0] * cc.w[2] * cc.w[3])));
+  expectNear(gw, expectedW, "conv2dBackwardFilter",
+             std::sqrt(double(numel(yShape) / cc.w[0])));
+}
+
 template <typename T> void checkConvCases() {
   const ConvCase cases[] = {
       {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
@@ -282,8 +332,10 @@ template <typename T> void checkConvCases() {
       {{1, 2, 3, 3}, {2, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2, true},
   };
   unsigned seed = 100;
-  for (const ConvCase &cc : cases)
+  for (const ConvCase &cc : cases) {
     checkConv<T>(cc, seed += 3);
+    checkConvGradients<T>(cc, seed);
+  }
 }
 
 TEST(KernelsTest, Conv2dFloat) { checkConvCases<float>(); }
@@ -631,6 +683,19 @@ TEST(KernelsTest, Transpose) {
     for (int64_t i = 0; i < 64; i += 5)
       for (int64_t j = 0; j < 48; j += 3)
         ASSERT_EQ(yb[(k * 64 + i) * 48 + j], xb[(i * 48 + j) * 40 + k]);
+  // Tiles of 32 x 32 with ragged edges (37 and 70 rows and columns), and
+  // dimensions outside the tile on both sides of it: every element.
+  Shape tiled = {3, 37, 5, 70};
+  auto xt = randomValues<float>(numel(tiled), 62);
+  const int64_t swap[] = {0, 3, 2, 1};
+  std::vector<float> yt(xt.size());
+  transpose<float>(xt.data(), dimsOf(tiled), swap, yt.data());
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t d = 0; d < 70; ++d)
+      for (int64_t c = 0; c < 5; ++c)
+        for (int64_t b = 0; b < 37; ++b)
+          ASSERT_EQ(yt[((a * 70 + d) * 5 + c) * 37 + b],
+                    xt[((a * 37 + b) * 5 + c) * 70 + d]);
 }
 
 TEST(KernelsTest, Slice) {

@@ -500,6 +500,8 @@ TEST(ManifestTest, ParsesAndValidates) {
           "entries":[{"name":"e","purpose":"forward","outputs":[]}]})",
       "m.json");
   EXPECT_EQ(noFile.bindings[0].file, "x_0");
+  // An entry without "arena_bytes" reaches as far as the arena.
+  EXPECT_EQ(noFile.entries[0].arenaBytes, 8u);
 
   // Every role of the IR's train.binding round-trips; labels are data (a
   // file stem), buffers are weights.
@@ -551,6 +553,10 @@ TEST(ManifestTest, ParsesAndValidates) {
                          R"({"name":"f","purpose":"forward","outputs":[]}]})"),
             "m.json: entry 1 ('f') repeats a purpose or name of an earlier "
             "entry");
+  EXPECT_EQ(error(head + R"("bindings":[],"entries":[{"name":"e",)"
+                         R"("purpose":"forward","outputs":[],)"
+                         R"("arena_bytes":9}]})"),
+            "m.json: entry 0 ('e') reaches 9 bytes into an arena of 8");
   EXPECT_EQ(error(manifestWith(
                 R"({"role":"input","name":"x","dtype":"float8","shape":[1]})")),
             "m.json: binding 0 ('x') has unknown dtype 'float8'");
