@@ -546,15 +546,29 @@ void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
                  c, p.ldc, static_cast<const T *>(nullptr));
     return;
   }
-  for (int64_t o = 0; o < p.outer; ++o) {
+  auto product = [&](int64_t item) {
+    int64_t o = item / p.inner, i = item % p.inner;
     int64_t aOffset, bOffset;
     p.offsets(o, aOffset, bOffset);
-    for (int64_t i = 0; i < p.inner; ++i)
-      detail::gemm(p.m, p.n, p.k, a + aOffset + i * p.strideA, p.lda, p.transA,
-                   b + bOffset + i * p.strideB, p.ldb, p.transB,
-                   c + (o * p.inner + i) * p.m * p.n, p.ldc,
-                   static_cast<const T *>(nullptr));
+    detail::gemm(p.m, p.n, p.k, a + aOffset + i * p.strideA, p.lda, p.transA,
+                 b + bOffset + i * p.strideB, p.ldb, p.transB,
+                 c + item * p.m * p.n, p.ldc, static_cast<const T *>(nullptr));
+  };
+  int64_t items = p.outer * p.inner;
+#ifdef _OPENMP
+  // A batch of at least one product per thread (attention's heads): the
+  // threads share out the products, each GEMM on one thread, instead of
+  // every GEMM splitting its rows (one parallel region, not one per item).
+  if (items >= omp_get_max_threads() && items > 1 &&
+      items * p.m * p.n * p.k > 4 * detail::kParallelGrain) {
+#pragma omp parallel for schedule(static)
+    for (int64_t item = 0; item < items; ++item)
+      product(item);
+    return;
   }
+#endif
+  for (int64_t item = 0; item < items; ++item)
+    product(item);
 }
 
 namespace detail {

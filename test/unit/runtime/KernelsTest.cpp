@@ -262,6 +262,8 @@ template <typename T> void checkMatmulShapes() {
   checkMatmul<T>({2, 4, 5}, {5}, {2, 4}, ++seed);                // vector b
   checkMatmul<T>({5}, {5}, {}, ++seed);                          // dot
   checkMatmul<T>({3, 0}, {0, 4}, {3, 4}, ++seed);                // K = 0
+  // Large enough that the threads share out the batch.
+  checkMatmul<T>({2, 4, 64, 48}, {4, 48, 40}, {2, 4, 64, 40}, ++seed);
 }
 
 TEST(KernelsTest, MatmulFloat) { checkMatmulShapes<float>(); }
