@@ -68,9 +68,10 @@ void addLoc(Operation *op, Location loc) {
   op->setLoc(FusedLoc::get(op->getContext(), {op->getLoc(), loc}));
 }
 
-/// Erases `transpose` and its result's alloc when nothing else uses it.
-void eraseTranspose(kernel::CallOp transpose) {
-  Operation *alloc = transpose.getOutputs()[0].getDefiningOp();
+/// Erases `transpose` and then the alloc of `buffer` (its result or its
+/// input) when nothing else uses it.
+void eraseTranspose(kernel::CallOp transpose, Value buffer) {
+  Operation *alloc = buffer.getDefiningOp();
   transpose.erase();
   if (alloc && alloc->use_empty())
     alloc->erase();
@@ -113,7 +114,7 @@ bool foldIntoReaders(kernel::CallOp transpose) {
     matmul->setOperand(index, source);
     addLoc(matmul, transpose.getLoc());
   }
-  eraseTranspose(transpose);
+  eraseTranspose(transpose, result);
   return true;
 }
 
@@ -160,10 +161,7 @@ bool foldIntoProducer(kernel::CallOp transpose) {
     resultAlloc->moveBefore(matmul);
   matmul->setOperand(matmul.getInputs().size(), result);
   addLoc(matmul, transpose.getLoc());
-  Operation *productAlloc = product.getDefiningOp();
-  transpose.erase();
-  if (productAlloc->use_empty())
-    productAlloc->erase();
+  eraseTranspose(transpose, product);
   return true;
 }
 

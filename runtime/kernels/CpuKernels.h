@@ -212,12 +212,11 @@ void forStridedRows(int64_t begin, int64_t end, const int64_t *dims,
 }
 
 /// Runs body(begin, end) over [0, count) split into one contiguous range
-/// per OpenMP thread; on this thread alone when `work` (in elements) is
-/// below kParallelGrain.
+/// per OpenMP thread when `parallel`, else on this thread alone.
 template <typename Body>
-void forThreadRanges(int64_t count, int64_t work, Body &&body) {
+void forThreadRanges(int64_t count, bool parallel, Body &&body) {
 #ifdef _OPENMP
-  if (work > kParallelGrain && count > 1) {
+  if (parallel && count > 1) {
 #pragma omp parallel
     {
       int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
@@ -254,18 +253,19 @@ void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
       if (srcStrides[i] == 1 && dims.d[i] > 1)
         across = i;
   if (across < 0) {
-    forThreadRanges(count / inner, count, [&](int64_t begin, int64_t end) {
-      forStridedRows(begin, end, dims.d, last, srcStrides, dstStrides,
-                     [&](int64_t srcOffset, int64_t dstOffset) {
-                       const T *from = src + srcOffset;
-                       T *to = dst + dstOffset;
-                       if (srcStep == 1 && dstStep == 1)
-                         std::copy(from, from + inner, to);
-                       else
-                         for (int64_t j = 0; j < inner; ++j)
-                           to[j * dstStep] = from[j * srcStep];
-                     });
-    });
+    forThreadRanges(
+        count / inner, count > kParallelGrain, [&](int64_t begin, int64_t end) {
+          forStridedRows(begin, end, dims.d, last, srcStrides, dstStrides,
+                         [&](int64_t srcOffset, int64_t dstOffset) {
+                           const T *from = src + srcOffset;
+                           T *to = dst + dstOffset;
+                           if (srcStep == 1 && dstStep == 1)
+                             std::copy(from, from + inner, to);
+                           else
+                             for (int64_t j = 0; j < inner; ++j)
+                               to[j * dstStep] = from[j * srcStep];
+                         });
+        });
     return;
   }
   // The other dimensions, then tiles of (across, last).
@@ -281,23 +281,26 @@ void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
   int64_t rowTiles = (rows + kTile - 1) / kTile;
   int64_t colTiles = (inner + kTile - 1) / kTile;
   int64_t outer = count / (rows * inner);
-  forThreadRanges(outer * rowTiles, count, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      int64_t srcOffset, dstOffset;
-      stridedOffsets(task / rowTiles, outerDims, outerRank, outerSrc, outerDst,
-                     srcOffset, dstOffset);
-      int64_t r0 = (task % rowTiles) * kTile, r1 = std::min(rows, r0 + kTile);
-      for (int64_t c = 0; c < colTiles; ++c) {
-        int64_t c0 = c * kTile, c1 = std::min(inner, c0 + kTile);
-        for (int64_t j = c0; j < c1; ++j) {
-          const T *from = src + srcOffset + j * srcStep;
-          T *to = dst + dstOffset + j * dstStep;
-          for (int64_t r = r0; r < r1; ++r)
-            to[r * acrossDst] = from[r];
-        }
-      }
-    }
-  });
+  forThreadRanges(outer * rowTiles, count > kParallelGrain,
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t task = begin; task < end; ++task) {
+                      int64_t srcOffset, dstOffset;
+                      stridedOffsets(task / rowTiles, outerDims, outerRank,
+                                     outerSrc, outerDst, srcOffset, dstOffset);
+                      int64_t r0 = (task % rowTiles) * kTile,
+                              r1 = std::min(rows, r0 + kTile);
+                      for (int64_t c = 0; c < colTiles; ++c) {
+                        int64_t c0 = c * kTile,
+                                c1 = std::min(inner, c0 + kTile);
+                        for (int64_t j = c0; j < c1; ++j) {
+                          const T *from = src + srcOffset + j * srcStep;
+                          T *to = dst + dstOffset + j * dstStep;
+                          for (int64_t r = r0; r < r1; ++r)
+                            to[r * acrossDst] = from[r];
+                        }
+                      }
+                    }
+                  });
 }
 
 /// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on every element of row
@@ -347,18 +350,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
                     b, ldb, beta, c + begin * ldc, ldc);
       }
     };
-#ifdef _OPENMP
-    if (m * n * k > 4 * kParallelGrain && m > 1) {
-#pragma omp parallel
-      {
-        int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-        int64_t rows = (m + threads - 1) / threads;
-        band(t * rows, std::min(m, (t + 1) * rows));
-      }
-      return;
-    }
-#endif
-    band(0, m);
+    forThreadRanges(m, m * n * k > 4 * kParallelGrain, band);
   } else if constexpr (std::is_same_v<ComputeT<T>, float>) {
     // f16 and bf16: both operands widened to float (exactly) in their
     // stored layout, multiplied by sgemm with f32 accumulation (as cuBLAS
