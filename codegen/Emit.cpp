@@ -135,7 +135,8 @@ private:
   LogicalResult emitCall(kernel::CallOp op);
   FailureOr<std::string> scalarExpr(Operation &op,
                                     DenseMap<Value, std::string> &scalars);
-  std::string indexExpr(MemRefType input, MemRefType output);
+  std::string indexExpr(MemRefType input, MemRefType output,
+                        StringRef at = "i", int64_t run = 1);
 
   Target target;
   std::string entryName;
@@ -188,11 +189,13 @@ void Emitter::comment(Operation *op) {
   out << "\n";
 }
 
-/// The linear index into `input` (broadcast to `output`) at output index
-/// `i`.
-std::string Emitter::indexExpr(MemRefType input, MemRefType output) {
+/// The linear index into `input` (broadcast to `output`) at the output
+/// index named `at`, a multiple of `run` (a product of the innermost output
+/// dimensions): the coordinates in those dimensions are 0 and left out.
+std::string Emitter::indexExpr(MemRefType input, MemRefType output,
+                               StringRef at, int64_t run) {
   if (input.getShape() == output.getShape())
-    return "i";
+    return at.str();
   if (input.getNumElements() == 1)
     return "0";
   ArrayRef<int64_t> in = input.getShape(), out = output.getShape();
@@ -200,14 +203,15 @@ std::string Emitter::indexExpr(MemRefType input, MemRefType output) {
   SmallVector<std::string> terms;
   int64_t inStride = 1;
   for (int64_t k = in.size() - 1; k >= 0; --k) {
-    if (in[k] != 1) {
-      int64_t outStride = 1;
-      for (size_t j = lead + k + 1; j < out.size(); ++j)
-        outStride *= out[j];
+    int64_t outStride = 1;
+    for (size_t j = lead + k + 1; j < out.size(); ++j)
+      outStride *= out[j];
+    if (in[k] != 1 && outStride * out[lead + k] > run) {
       std::string coord =
           outStride == 1
-              ? llvm::formatv("(i % {0})", out[lead + k]).str()
-              : llvm::formatv("((i / {0}) % {1})", outStride, out[lead + k])
+              ? llvm::formatv("({0} % {1})", at, out[lead + k]).str()
+              : llvm::formatv("(({0} / {1}) % {2})", at, outStride,
+                              out[lead + k])
                     .str();
       terms.push_back(inStride == 1 ? coord
                                     : coord + " * " + std::to_string(inStride));
@@ -325,6 +329,42 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
   return expr;
 }
 
+/// Whether `input`, broadcast to `output`, has the output's innermost
+/// dimension that is not 1 (false for an output of ones).
+static bool readsInnermost(MemRefType input, MemRefType output) {
+  ArrayRef<int64_t> in = input.getShape(), out = output.getShape();
+  for (int64_t k = int64_t(out.size()) - 1; k >= 0; --k)
+    if (out[k] != 1) {
+      int64_t at = k - int64_t(out.size() - in.size());
+      return at >= 0 && in[at] == out[k];
+    }
+  return false;
+}
+
+/// The elements of the innermost output dimensions over which every input
+/// is either read in order (it has those dimensions) or not at all (they
+/// are broadcast): in a run of that many consecutive outputs, each input's
+/// index is its index at the run's start, plus the position in the run if
+/// `readsInnermost`. A bias added to rows, a row statistic or a per-channel
+/// scale of NCHW data runs over the row, the row or the image plane.
+static int64_t broadcastRun(ValueRange inputs, MemRefType output) {
+  ArrayRef<int64_t> out = output.getShape();
+  int64_t run = 1;
+  for (int64_t k = int64_t(out.size()) - 1; k >= 0; --k) {
+    if (out[k] == 1)
+      continue;
+    for (Value input : inputs) {
+      auto type = cast<MemRefType>(input.getType());
+      ArrayRef<int64_t> in = type.getShape();
+      int64_t at = k - int64_t(out.size() - in.size());
+      if ((at >= 0 && in[at] == out[k]) != readsInnermost(type, output))
+        return run;
+    }
+    run *= out[k];
+  }
+  return run;
+}
+
 LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   auto outType = cast<MemRefType>(op.getOutput().getType());
   int64_t count = outType.getNumElements();
@@ -333,15 +373,27 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   llvm::raw_string_ostream b(body);
   DenseMap<Value, std::string> scalars;
   Block &block = op.getBody().front();
+  // On the CPU, a broadcast splits the loop into runs (see broadcastRun):
+  // the outer loop computes each input's index once per run, the inner one
+  // reads the inputs in order, so it vectorizes without gathers.
+  int64_t run = target == Target::Cpu ? broadcastRun(op.getInputs(), outType)
+                                      : count;
+  bool split = run < count && run >= 16;
   for (auto [i, input, arg] :
        llvm::enumerate(op.getInputs(), block.getArguments())) {
     auto type = cast<MemRefType>(input.getType());
     std::string scalar = "a" + std::to_string(i);
     scalars[arg] = scalar;
+    std::string index = indexExpr(type, outType);
+    if (split) {
+      index = indexExpr(type, outType, "r", run);
+      if (readsInnermost(type, outType))
+        index = index == "0" ? "j" : index + " + j";
+    }
     b << "    const " << computeType(type.getElementType()) << " " << scalar
       << " = static_cast<" << computeType(type.getElementType()) << ">("
       << (target == Target::Cuda ? "in" + std::to_string(i) : name(input))
-      << "[" << indexExpr(type, outType) << "]);\n";
+      << "[" << index << "]);\n";
   }
   unsigned temp = 0;
   for (Operation &inner : block.without_terminator()) {
@@ -365,6 +417,21 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     // kernel reads the element it writes), as the threads already assume:
     // simd lets the compiler vectorize selects and ztc::vecmath's math.
     out << "  {\n";
+    if (split) {
+      // r: the run's first output; j: the position in the run.
+      if (count >= 32768)
+        out << "#pragma omp parallel for\n";
+      std::string inner;
+      for (StringRef line : llvm::split(StringRef(body).rtrim('\n'), '\n'))
+        inner += "  " + line.str() + "\n";
+      out << "  for (int64_t r = 0; r < " << count << "; r += " << run
+          << ") {\n"
+          << "#pragma omp simd\n"
+          << "    for (int64_t j = 0; j < " << run << "; ++j) {\n"
+          << inner << "      " << name(op.getOutput()) << "[r + j] = " << store
+          << ";\n    }\n  }\n  }\n";
+      return success();
+    }
     if (count >= 32768)
       out << "#pragma omp parallel for simd\n";
     else

@@ -39,6 +39,7 @@
 #define ZTC_RUNTIME_KERNELS_CPUKERNELS_H
 
 #include "Dims.h"
+#include "Dnnl.h"
 #include "Half.h"
 #include "MatmulPlan.h"
 #include "Numeric.h"
@@ -352,10 +353,16 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
     };
     forThreadRanges(m, m * n * k > 4 * kParallelGrain, band);
   } else if constexpr (std::is_same_v<ComputeT<T>, float>) {
-    // f16 and bf16: both operands widened to float (exactly) in their
-    // stored layout, multiplied by sgemm with f32 accumulation (as cuBLAS
-    // does for half GEMMs), each result rounded once. The buffers live as
-    // long as the thread: a step's GEMMs reuse them.
+    // f16 and bf16: f32 accumulation (as cuBLAS does for half GEMMs), each
+    // result rounded once. oneDNN's matmul where it has one (bf16 on
+    // AVX-512, on its bf16 dot products where the processor has them; f16
+    // where it has AVX512-FP16). Otherwise both operands are widened to
+    // float (exactly) in their stored layout and multiplied by sgemm. The
+    // buffers live as long as the thread: a step's GEMMs reuse them.
+    if (k > 0 && dnnl::matmul(std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f16,
+                              m, n, k, a, lda, transA, b, ldb, transB, c, ldc,
+                              rowBias))
+      return;
     thread_local std::vector<float> a32, b32, c32, bias32;
     auto widen = [](std::vector<float> &to, const T *from, int64_t rows,
                     int64_t cols, int64_t ld) {
@@ -637,6 +644,15 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
   int64_t pixels = outH * outW;            // gemm N
   if (batch == 0 || outChannels == 0 || pixels == 0)
     return;
+  if constexpr (std::is_same_v<T, float>) {
+    std::vector<void *> data = {const_cast<T *>(x), const_cast<T *>(w)};
+    if (bias)
+      data.push_back(const_cast<T *>(bias));
+    data.push_back(y);
+    if (dnnl::convolution(dnnl::ConvPass::Forward, xDims, wDims, yDims,
+                          strides, pads, dilations, group, bias, data))
+      return;
+  }
 
   Window2d window =
       window2d(xDims, yDims, wDims.d + 2, strides, pads, dilations);
@@ -872,7 +888,8 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
   // Leading axes reduced (bias and normalization gradients: [rows, inner]
   // summed over rows): row by row into a block of accumulators, reading
   // memory in order. Each output sees its values in the same order as in
-  // the general loop below, so the results are the same.
+  // the general loop below (whose runs are single elements here: the kept
+  // dimensions are the innermost), so the results are the same.
   uint64_t leading = (uint64_t(1) << reduced.rank) - 1;
   if (reduced.rank > 0 && kept.rank > 0 && axesMask == leading) {
     constexpr int64_t kBlock = 256;
@@ -894,6 +911,15 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
     }
     return;
   }
+  // A sum over the innermost dimensions, when they are contiguous in memory
+  // (normalization statistics: [rows, C] over C, [N, C, H, W] over H and
+  // W), adds whole runs: each run is summed in vector lanes, then added to
+  // the output's total. The order is fixed by the code, not by the threads.
+  int64_t run = 1, runDims = reduced.rank;
+  if constexpr (Kind != ReduceKind::Max)
+    while (runDims > 0 && reducedStrides[runDims - 1] == run)
+      run *= reduced.d[--runDims];
+  int64_t runs = run > 0 ? count / run : 0;
 #pragma omp parallel for if (outputs * count > detail::kParallelGrain)
   for (int64_t o = 0; o < outputs; ++o) {
     int64_t base = 0, rest = o;
@@ -904,10 +930,19 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
     Acc acc = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
     int64_t index[8] = {0};
     int64_t offset = base;
-    for (int64_t step = 0; step < count; ++step) {
-      combine(acc, static_cast<Acc>(detail::load(x[offset])));
-      // Odometer over the reduced dimensions, innermost first.
-      for (int64_t i = reduced.rank - 1; i >= 0; --i) {
+    for (int64_t step = 0; step < runs; ++step) {
+      if (run == 1) {
+        combine(acc, static_cast<Acc>(detail::load(x[offset])));
+      } else {
+        Acc sum = 0;
+        const T *from = x + offset;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < run; ++j)
+          sum += static_cast<Acc>(detail::load(from[j]));
+        acc += sum;
+      }
+      // Odometer over the other reduced dimensions, innermost first.
+      for (int64_t i = runDims - 1; i >= 0; --i) {
         offset += reducedStrides[i];
         if (++index[i] < reduced.d[i])
           break;
@@ -1061,6 +1096,11 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
   int64_t kH = wDims.d[2], kW = wDims.d[3];
   Window2d window =
       window2d(gxDims, gyDims, wDims.d + 2, strides, pads, dilations);
+  if constexpr (std::is_same_v<T, float>)
+    if (dnnl::convolution(dnnl::ConvPass::BackwardData, gxDims, wDims, gyDims,
+                          strides, pads, dilations, group, false,
+                          {const_cast<T *>(gy), const_cast<T *>(w), gx}))
+      return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     // Per image and group, the columns W^T gy (a GEMM) added back into the
     // input planes they were read from (col2im); a 1x1 convolution with
@@ -1121,6 +1161,11 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
   int64_t kH = gwDims.d[2], kW = gwDims.d[3];
   Window2d window =
       window2d(xDims, gyDims, gwDims.d + 2, strides, pads, dilations);
+  if constexpr (std::is_same_v<T, float>)
+    if (dnnl::convolution(dnnl::ConvPass::BackwardWeights, xDims, gwDims,
+                          gyDims, strides, pads, dilations, group, false,
+                          {const_cast<T *>(x), const_cast<T *>(gy), gw}))
+      return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     // Per group, gw = sum over images of gy cols^T: one GEMM per image into
     // a block, added to gw in image order.
