@@ -754,22 +754,28 @@ void softmaxImpl(const T *x, const Dims &dims, int64_t axis, T *y, bool log) {
     int64_t base = (row / inner) * length * inner + row % inner;
     const T *in = x + base;
     T *out = y + base;
+    // The maximum and the sum in vector lanes: the maximum is the same in
+    // any order (a NaN makes every output NaN either way, through the sum),
+    // and the sum's order is fixed by the code, not by the threads.
     Acc maximum = -std::numeric_limits<Acc>::infinity();
+#pragma omp simd reduction(max : maximum)
     for (int64_t i = 0; i < length; ++i)
       maximum = std::max(maximum, load(in[i * inner]));
     Acc sum = 0;
     if (!log && std::is_same_v<T, Acc>) {
       // Each exponential once, kept in the output until the sum is known.
-#pragma omp simd
-      for (int64_t i = 0; i < length; ++i)
-        out[i * inner] = store<T>(exp(load(in[i * inner]) - maximum));
-      for (int64_t i = 0; i < length; ++i)
-        sum += load(out[i * inner]);
+#pragma omp simd reduction(+ : sum)
+      for (int64_t i = 0; i < length; ++i) {
+        Acc e = exp(load(in[i * inner]) - maximum);
+        out[i * inner] = store<T>(e);
+        sum += e;
+      }
 #pragma omp simd
       for (int64_t i = 0; i < length; ++i)
         out[i * inner] = store<T>(load(out[i * inner]) / sum);
       continue;
     }
+#pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < length; ++i)
       sum += exp(load(in[i * inner]) - maximum);
     if (log) {
@@ -807,11 +813,14 @@ void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
   for (int64_t r = 0; r < rows; ++r) {
     const T *in = x + r * length;
     T *out = y + r * length;
+    // Both sums in vector lanes (an order fixed by the code).
     Acc sum = 0;
+#pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < length; ++i)
       sum += detail::load(in[i]);
     Acc mean = sum / static_cast<Acc>(length);
     Acc squares = 0;
+#pragma omp simd reduction(+ : squares)
     for (int64_t i = 0; i < length; ++i) {
       Acc centered = detail::load(in[i]) - mean;
       squares += centered * centered;
@@ -892,12 +901,24 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
   // dimensions are the innermost), so the results are the same.
   uint64_t leading = (uint64_t(1) << reduced.rank) - 1;
   if (reduced.rank > 0 && kept.rank > 0 && axesMask == leading) {
+    // Blocks of at most kBlock outputs, narrower when that leaves a thread
+    // without one (a bias gradient of 256): the width changes no output's
+    // order.
     constexpr int64_t kBlock = 256;
-    int64_t blocks = (outputs + kBlock - 1) / kBlock;
-#pragma omp parallel for if (outputs * count > detail::kParallelGrain)
+    bool parallel = outputs * count > detail::kParallelGrain;
+    int64_t threads = 1;
+#ifdef _OPENMP
+    if (parallel)
+      threads = omp_get_max_threads();
+#endif
+    int64_t perThread = (outputs + threads - 1) / threads;
+    int64_t blockWidth = std::clamp<int64_t>((perThread + 15) / 16 * 16, 16,
+                                             kBlock);
+    int64_t blocks = (outputs + blockWidth - 1) / blockWidth;
+#pragma omp parallel for if (parallel)
     for (int64_t block = 0; block < blocks; ++block) {
-      int64_t begin = block * kBlock;
-      int64_t width = std::min(kBlock, outputs - begin);
+      int64_t begin = block * blockWidth;
+      int64_t width = std::min(blockWidth, outputs - begin);
       Acc acc[kBlock];
       for (int64_t j = 0; j < width; ++j)
         acc[j] = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);

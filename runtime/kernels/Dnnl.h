@@ -5,8 +5,9 @@
 // library. The CPU kernels keep their tensors in the plain row-major
 // layout the step's arena plans; a primitive may prefer another (blocked
 // channels, nChw16c): its inputs are reordered into a buffer of that layout
-// before it runs and its outputs reordered back after. Those buffers, like the im2col columns of the
-// fallback path, live only during the call and are not part of the arena.
+// before it runs and its outputs reordered back after. Those buffers, like
+// the im2col columns of the fallback path, live only during the call and
+// are not part of the arena.
 //
 // Every function here answers false when oneDNN cannot do the operation
 // (a shape or layout it refuses, or no memory): the caller then computes it
