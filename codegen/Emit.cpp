@@ -5,8 +5,11 @@
 //   - arguments and kernel.constant become pointers into `bindings`,
 //   - kernel.alloc becomes a pointer at its planned arena offset,
 //   - kernel.view reuses its source's pointer,
-//   - kernel.elementwise becomes one loop (CPU, OpenMP) or one __global__
-//     kernel (CUDA) whose body prints the scalar arith/math ops,
+//   - kernel.elementwise becomes a call of a function of one loop (CPU,
+//     OpenMP) or a launch of a __global__ kernel (CUDA) whose body prints
+//     the scalar arith/math ops; on the CPU, kernels whose text is the same
+//     (a transformer's layers repeat theirs) share one function, so the
+//     host compiler builds each loop once,
 //   - kernel.call becomes a call into the runtime's kernel library.
 // Every kernel is preceded by a comment naming the ONNX nodes it computes.
 //
@@ -23,6 +26,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -110,13 +114,21 @@ std::string floatLiteral(double value, Type type) {
   return type.isF64() ? text : "static_cast<float>(" + text + ")";
 }
 
+/// The CPU's elementwise functions of one source, shared by its entries:
+/// one per distinct text.
+struct CpuKernels {
+  std::string text;
+  /// Each function's parameters and body, and its name.
+  llvm::StringMap<std::string> names;
+};
+
 /// Prints one step.
 class Emitter {
 public:
   Emitter(Target target, StringRef entryName, StepInterface &step,
-          SharedInterface &shared)
+          SharedInterface &shared, CpuKernels &cpuKernels)
       : target(target), entryName(entryName.str()), step(step), shared(shared),
-        bindings(shared.bindings), out(entryText) {}
+        bindings(shared.bindings), cpuKernels(cpuKernels), out(entryText) {}
 
   /// Collects the entry's body and kernels, and fills `step`.
   LogicalResult run(func::FuncOp func);
@@ -144,6 +156,7 @@ private:
   /// What every entry of the source shares: bindings and constants.
   SharedInterface &shared;
   std::vector<rt::Binding> &bindings;
+  CpuKernels &cpuKernels;
   /// The entry function's body, printed as ops are visited.
   std::string entryText;
   llvm::raw_string_ostream out;
@@ -392,8 +405,7 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     }
     b << "    const " << computeType(type.getElementType()) << " " << scalar
       << " = static_cast<" << computeType(type.getElementType()) << ">("
-      << (target == Target::Cuda ? "in" + std::to_string(i) : name(input))
-      << "[" << index << "]);\n";
+      << "in" << i << "[" << index << "]);\n";
   }
   unsigned temp = 0;
   for (Operation &inner : block.without_terminator()) {
@@ -412,48 +424,54 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
           ? storageType(outElem) + "(" + result + ")"
           : "static_cast<" + storageType(outElem) + ">(" + result + ")";
 
+  SmallVector<std::string> params, args;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    auto type = cast<MemRefType>(input.getType());
+    params.push_back("const " + storageType(type.getElementType()) +
+                     (target == Target::Cuda ? " *__restrict__ in" : " *in") +
+                     std::to_string(i));
+    args.push_back(name(input));
+  }
+  params.push_back(storageType(outElem) +
+                   (target == Target::Cuda ? " *__restrict__ out" : " *out"));
+  args.push_back(name(op.getOutput()));
+
   if (target == Target::Cpu) {
     // Iterations are independent (each writes its own element; an in-place
-    // kernel reads the element it writes), as the threads already assume:
-    // simd lets the compiler vectorize selects and ztc::vecmath's math.
-    out << "  {\n";
+    // kernel reads the element it writes, so the pointers are not
+    // __restrict__), as the threads already assume: simd lets the compiler
+    // vectorize selects and ztc::vecmath's math.
+    std::string loop;
+    llvm::raw_string_ostream l(loop);
     if (split) {
       // r: the run's first output; j: the position in the run.
       if (count >= 32768)
-        out << "#pragma omp parallel for\n";
+        l << "#pragma omp parallel for\n";
       std::string inner;
       for (StringRef line : llvm::split(StringRef(body).rtrim('\n'), '\n'))
         inner += "  " + line.str() + "\n";
-      out << "  for (int64_t r = 0; r < " << count << "; r += " << run
-          << ") {\n"
-          << "#pragma omp simd\n"
-          << "    for (int64_t j = 0; j < " << run << "; ++j) {\n"
-          << inner << "      " << name(op.getOutput()) << "[r + j] = " << store
-          << ";\n    }\n  }\n  }\n";
-      return success();
+      l << "  for (int64_t r = 0; r < " << count << "; r += " << run << ") {\n"
+        << "#pragma omp simd\n"
+        << "    for (int64_t j = 0; j < " << run << "; ++j) {\n"
+        << inner << "      out[r + j] = " << store << ";\n    }\n  }\n";
+    } else {
+      l << (count >= 32768 ? "#pragma omp parallel for simd\n"
+                           : "#pragma omp simd\n")
+        << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
+        << body << "    out[i] = " << store << ";\n  }\n";
     }
-    if (count >= 32768)
-      out << "#pragma omp parallel for simd\n";
-    else
-      out << "#pragma omp simd\n";
-    out << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
-        << body << "    " << name(op.getOutput()) << "[i] = " << store
-        << ";\n  }\n  }\n";
+    std::string key = "(" + llvm::join(params, ", ") + ") {\n" + loop + "}\n";
+    auto [found, added] = cpuKernels.names.try_emplace(
+        key, "ztc_elementwise" + std::to_string(cpuKernels.names.size()));
+    if (added)
+      cpuKernels.text += "static void " + found->second + key + "\n";
+    out << "  " << found->second << "(" << llvm::join(args, ", ") << ");\n";
     return success();
   }
   // CUDA: a grid-stride kernel ahead of the entry, launched here.
   std::string kernelName =
       entryName + "_kernel" + std::to_string(kernelCount++);
   llvm::raw_string_ostream k(kernels);
-  SmallVector<std::string> params, args;
-  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
-    auto type = cast<MemRefType>(input.getType());
-    params.push_back("const " + storageType(type.getElementType()) +
-                     " *__restrict__ in" + std::to_string(i));
-    args.push_back(name(input));
-  }
-  params.push_back(storageType(outElem) + " *__restrict__ out");
-  args.push_back(name(op.getOutput()));
   k << "__global__ void " << kernelName << "(" << llvm::join(params, ", ")
     << ") {\n"
     << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
@@ -847,7 +865,14 @@ void printPrelude(llvm::raw_ostream &os, Target target, func::FuncOp func,
     os << "// Intermediate tensors before fusion: " << tensors.getInt()
        << " bytes.\n";
   if (target == Target::Cpu)
-    os << "#include \"kernels/CpuKernels.h\"\n";
+    // The entries are long straight lines of calls (GPT-2's training step
+    // is some 8,000): GCC's -O2 spent three quarters of the step's build on
+    // them (15 of 19 s) and -O1 a fifth of that, with the same step time;
+    // the kernels they call keep -O2.
+    os << "#include \"kernels/CpuKernels.h\"\n"
+       << "#if defined(__GNUC__) && !defined(__clang__)\n"
+       << "#define ZTC_ENTRY __attribute__((optimize(\"O1\")))\n"
+       << "#else\n#define ZTC_ENTRY\n#endif\n";
   else
     os << "#include \"kernels/CudaKernels.cuh\"\n";
   os << R"(#include <cmath>
@@ -879,7 +904,8 @@ void Emitter::printEntry(llvm::raw_ostream &os) {
   os << kernels;
   // The step ABI (runtime/kernels/StepAbi.h): one context, work enqueued
   // on its stream, nothing copied to the host, no synchronization.
-  os << "extern \"C\" void " << entryName << "(const ztc_step_context *ctx) {\n"
+  os << "extern \"C\" " << (target == Target::Cpu ? "ZTC_ENTRY " : "")
+     << "void " << entryName << "(const ztc_step_context *ctx) {\n"
      << "  void *const *bindings = ctx->bindings;\n"
      << "  char *arena = ctx->arena;\n"
      << "  (void)bindings;\n  (void)arena;\n";
@@ -904,15 +930,17 @@ LogicalResult codegen::emitSteps(ArrayRef<Entry> entries, Target target,
                                  SharedInterface &shared) {
   steps.assign(entries.size(), StepInterface());
   SmallVector<std::unique_ptr<Emitter>> emitters;
+  CpuKernels cpuKernels;
   int64_t arena = 0;
   for (auto [entry, step] : llvm::zip(entries, steps)) {
-    emitters.push_back(
-        std::make_unique<Emitter>(target, entry.name, step, shared));
+    emitters.push_back(std::make_unique<Emitter>(target, entry.name, step,
+                                                 shared, cpuKernels));
     if (failed(emitters.back()->run(entry.func)))
       return failure();
     arena = std::max(arena, step.arenaBytes);
   }
   printPrelude(os, target, entries.front().func, arena);
+  os << cpuKernels.text;
   for (auto &emitter : emitters)
     emitter->printEntry(os);
   return success();
