@@ -16,6 +16,7 @@
 #include "tools/ztc/MemoryReport.h"
 #include "tools/ztc/Plot.h"
 #include "tools/ztc/RuntimeBridge.h"
+#include "tools/ztc/UpToDate.h"
 
 #include "runtime/train/Consolidate.h"
 #include "runtime/train/DeepSpeedConfig.h"
@@ -793,6 +794,25 @@ int runRun() {
   return 0;
 }
 
+/// The command line after `ztc compile`, for the compile key.
+std::vector<std::string> compileArgs;
+
+/// The compile key of this `ztc compile` (tools/ztc/UpToDate.h); none when
+/// the compile writes more than the artifact (--emit-kernel-ir) or an input
+/// cannot be read (the compile then reports it).
+std::optional<std::string> currentCompileKey(MLIRContext &context) {
+  if (!kernelIRPath.empty())
+    return std::nullopt;
+  std::vector<std::string> inputs;
+  if (!configFile.empty())
+    inputs.push_back(configFile);
+  for (const std::string &input : constantInputs)
+    inputs.push_back(StringRef(input).split('=').second.str());
+  ScopedDiagnosticHandler quiet(&context,
+                                [](Diagnostic &) { return success(); });
+  return mz::compileKey(context, compileArgs, modelPath, inputs);
+}
+
 int runCompile() {
   std::optional<ConfigFlags> config = readConfigFlags(compileFlags);
   if (!config)
@@ -812,6 +832,15 @@ int runCompile() {
     return 1;
   if (failed(training.verify(error)))
     return fail(error);
+  std::optional<std::string> key = currentCompileKey(*context);
+  if (key)
+    if (std::optional<int64_t> arena = mz::upToDateArena(compileOutput, *key)) {
+      llvm::errs() << "ztc: " << compileOutput << " is up to date (arena "
+                   << *arena
+                   << " bytes): this ztc compiled it from the same model, "
+                      "flags and files; nothing was redone\n";
+      return 0;
+    }
   std::string kernelIR;
   llvm::raw_string_ostream kernelIRStream(kernelIR);
   mz::ArtifactContents artifact;
@@ -829,6 +858,15 @@ int runCompile() {
     return fail(error);
   llvm::errs() << "ztc: wrote " << compileOutput << " (arena "
                << artifact.manifest.arenaBytes << " bytes)\n";
+  // Without the key the next compile redoes everything: a warning, not a
+  // failure.
+  if (key)
+    if (std::string failure = mz::recordCompileKey(
+            compileOutput, *key, artifact.manifest.arenaBytes);
+        !failure.empty())
+      llvm::errs() << "ztc: warning: cannot record the compile key (the next "
+                      "compile redoes everything): "
+                   << failure << "\n";
   if (const auto &recompute = artifact.manifest.train.recompute;
       recompute && recompute->policy != "none")
     llvm::errs() << llvm::formatv(
@@ -1115,6 +1153,8 @@ int main(int argc, char **argv) {
   if (argc >= 2 && StringRef(argv[1]) == "train")
     return forwardToTrainer(argc, argv);
   llvm::InitLLVM init(argc, argv);
+  if (argc >= 2 && StringRef(argv[1]) == "compile")
+    compileArgs.assign(argv + 2, argv + argc);
   // `ztc --help` lists ztc's commands, not the options LLVM's libraries
   // register for their own tools.
   for (auto &entry : cl::getRegisteredOptions(cl::SubCommand::getTopLevel()))

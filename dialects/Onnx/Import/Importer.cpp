@@ -906,6 +906,28 @@ LogicalResult mlir::ztc::onnx::readInitializers(
   return success();
 }
 
+FailureOr<std::vector<std::string>>
+mlir::ztc::onnx::externalDataFiles(MLIRContext &context, StringRef path) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readModelFile(context, path);
+  ::onnx::ModelProto model;
+  if (!buffer || failed(parseModel(context, buffer->getBuffer(), path, model)))
+    return failure();
+  std::vector<std::string> files;
+  for (const auto &init : model.graph().initializer()) {
+    if (init.data_location() != ::onnx::TensorProto::EXTERNAL)
+      continue;
+    for (const auto &entry : init.external_data()) {
+      if (entry.key() != "location")
+        continue;
+      SmallString<256> file = llvm::sys::path::parent_path(path);
+      llvm::sys::path::append(file, entry.value());
+      if (!llvm::is_contained(files, file.str()))
+        files.push_back(file.str().str());
+    }
+  }
+  return files;
+}
+
 OwningOpRef<ModuleOp>
 mlir::ztc::onnx::importOnnxFile(MLIRContext &context, StringRef path,
                                 const ImportOptions &options) {

@@ -80,6 +80,12 @@ readInitializers(MLIRContext &context, llvm::StringRef path,
                                                   llvm::StringRef bytes)>
                      fn);
 
+/// The external data files the initializers of the model at `path` name
+/// (each once, resolved against the model's directory, in first-use
+/// order). Diagnostics go to `context`.
+FailureOr<std::vector<std::string>>
+externalDataFiles(MLIRContext &context, llvm::StringRef path);
+
 /// What `writeModelWithInitializers` changed besides the weights.
 struct ExportSummary {
   /// Training-mode nodes switched to inference (`inference` only).
