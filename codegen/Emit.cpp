@@ -437,6 +437,10 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   args.push_back(name(op.getOutput()));
 
   if (target == Target::Cpu) {
+    // A half result is stored as its bits: GCC does not vectorize a loop
+    // that assigns a whole struct (f16, bf16) through a pointer.
+    std::string cpuStore =
+        isHalf(outElem) ? ".bits = " + store + ".bits" : " = " + store;
     // Iterations are independent (each writes its own element; an in-place
     // kernel reads the element it writes, so the pointers are not
     // __restrict__), as the threads already assume: simd lets the compiler
@@ -453,12 +457,12 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
       l << "  for (int64_t r = 0; r < " << count << "; r += " << run << ") {\n"
         << "#pragma omp simd\n"
         << "    for (int64_t j = 0; j < " << run << "; ++j) {\n"
-        << inner << "      out[r + j] = " << store << ";\n    }\n  }\n";
+        << inner << "      out[r + j]" << cpuStore << ";\n    }\n  }\n";
     } else {
       l << (count >= 32768 ? "#pragma omp parallel for simd\n"
                            : "#pragma omp simd\n")
         << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
-        << body << "    out[i] = " << store << ";\n  }\n";
+        << body << "    out[i]" << cpuStore << ";\n  }\n";
     }
     std::string key = "(" + llvm::join(params, ", ") + ") {\n" + loop + "}\n";
     auto [found, added] = cpuKernels.names.try_emplace(

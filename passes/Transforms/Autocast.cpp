@@ -16,6 +16,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Regex.h"
 
+#include <functional>
 #include <optional>
 
 namespace mlir::ztc {
@@ -107,19 +108,37 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
     // One cast per value and type: a weight is cast once per step, right
     // after it is defined (at the entry for an argument).
     DenseMap<std::pair<Value, Type>, Value> casts;
-    auto castTo = [&](Value value, Type element) -> Value {
+    std::function<Value(Value, Type)> castTo = [&](Value value,
+                                                   Type element) -> Value {
       if (elementOf(value) == element)
         return value;
       auto key = std::make_pair(value, element);
       if (auto it = casts.find(key); it != casts.end())
         return it->second;
       OpBuilder::InsertionGuard guard(b);
-      if (Operation *def = value.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPointToStart(&block);
       auto type = cast<RankedTensorType>(value.getType()).clone(element);
-      Value converted = nn::CastOp::create(b, value.getLoc(), type, value);
+      Value converted;
+      if (auto transpose = value.getDefiningOp<nn::TransposeOp>()) {
+        // A cast commutes with a transpose: cast what it reads and
+        // transpose that. The transpose then feeds its reader directly (a
+        // weight's into a matmul, which reads it as stored:
+        // ztc-fold-transposes) and copies half the bytes when it stays.
+        Value input = castTo(transpose.getX(), element);
+        b.setInsertionPointAfter(transpose);
+        if (Operation *def = input.getDefiningOp();
+            def && transpose->isBeforeInBlock(def))
+          b.setInsertionPointAfter(def);
+        Operation *copy = b.clone(*transpose);
+        copy->setOperand(0, input);
+        copy->getResult(0).setType(type);
+        converted = copy->getResult(0);
+      } else {
+        if (Operation *def = value.getDefiningOp())
+          b.setInsertionPointAfter(def);
+        else
+          b.setInsertionPointToStart(&block);
+        converted = nn::CastOp::create(b, value.getLoc(), type, value);
+      }
       if (data.contains(value))
         data.insert(converted);
       casts[key] = converted;
