@@ -560,6 +560,11 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
     call = llvm::formatv("layerNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7})", T,
                          x, dims(in[0]), intValue("axis"), name(in[1]),
                          optional(2), floatValue("epsilon"), y);
+  } else if (callee == "layer_norm_backward") {
+    call = llvm::formatv(
+        "layerNormBackward<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7})", T, x,
+        dims(in[0]), intValue("axis"), name(in[1]), name(in[2]),
+        floatValue("epsilon"), y);
   } else if (callee == "batch_norm") {
     call =
         llvm::formatv("batchNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})",

@@ -92,6 +92,7 @@ int64_t estimateFlops(Operation *op) {
         return 2 * elements(conv.getGradOutput()) * trailingProduct(result, 1);
       })
       .Case([&](nn::LayerNormOp) { return 8 * elements(result); })
+      .Case([&](nn::LayerNormBackwardOp) { return 14 * elements(result); })
       .Case([&](nn::BatchNormOp) { return 4 * elements(result); })
       .Case<nn::SoftmaxOp, nn::LogSoftmaxOp>(
           [&](Operation *) { return 5 * elements(result); })

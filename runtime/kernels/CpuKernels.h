@@ -67,6 +67,7 @@
 #include <initializer_list>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ztc::cpu {
@@ -103,6 +104,8 @@ enum class ReduceKind { Sum, Mean, Max };
 // softmax<T>(x, dims, axis, y), logSoftmax<T>(x, dims, axis, y)
 // layerNorm<T>(x, dims, axis, scale, bias or nullptr, epsilon, y)
 //   normalizes over dims[axis:], scale/bias have shape dims[axis:]
+// layerNormBackward<T>(x, dims, axis, scale, gy, epsilon, gx)
+//   the gradient of layerNorm's x given gy, the gradient of its y
 // batchNorm<T>(x, dims[N,C,...], scale, bias, mean, var, epsilon, y)
 //   inference form with the given running statistics
 // reduce<T, Kind>(x, dims, axesMask, y)  Kind: ReduceKind::Sum, Mean, Max
@@ -801,38 +804,84 @@ void logSoftmax(const T *x, const Dims &dims, int64_t axis, T *y) {
   detail::softmaxImpl(x, dims, axis, y, /*log=*/true);
 }
 
+namespace detail {
+
+/// The mean of a row and one over its standard deviation (`epsilon` added
+/// to the variance), both sums in vector lanes (an order fixed by the
+/// code): layerNorm and its gradient compute them alike.
+template <typename T>
+std::pair<ComputeT<T>, ComputeT<T>> rowStatistics(const T *in, int64_t length,
+                                                  double epsilon) {
+  using Acc = ComputeT<T>;
+  Acc sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < length; ++i)
+    sum += load(in[i]);
+  Acc mean = sum / static_cast<Acc>(length);
+  Acc squares = 0;
+#pragma omp simd reduction(+ : squares)
+  for (int64_t i = 0; i < length; ++i) {
+    Acc centered = load(in[i]) - mean;
+    squares += centered * centered;
+  }
+  Acc variance = squares / static_cast<Acc>(length);
+  return {mean, Acc(1) / std::sqrt(variance + static_cast<Acc>(epsilon))};
+}
+
+} // namespace detail
+
 template <typename T>
 void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
                const T *bias, double epsilon, T *y) {
   using Acc = detail::ComputeT<T>;
-  if (axis < 0)
-    axis += dims.rank;
-  int64_t rows = product(dims, 0, axis);
-  int64_t length = product(dims, axis, dims.rank);
+  auto [rows, length] = normalizedRows(dims, axis);
 #pragma omp parallel for if (rows * length > detail::kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T *in = x + r * length;
     T *out = y + r * length;
-    // Both sums in vector lanes (an order fixed by the code).
-    Acc sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < length; ++i)
-      sum += detail::load(in[i]);
-    Acc mean = sum / static_cast<Acc>(length);
-    Acc squares = 0;
-#pragma omp simd reduction(+ : squares)
-    for (int64_t i = 0; i < length; ++i) {
-      Acc centered = detail::load(in[i]) - mean;
-      squares += centered * centered;
-    }
-    Acc variance = squares / static_cast<Acc>(length);
-    Acc inverse = Acc(1) / std::sqrt(variance + static_cast<Acc>(epsilon));
+    auto [mean, inverse] = detail::rowStatistics(in, length, epsilon);
     for (int64_t i = 0; i < length; ++i) {
       Acc value =
           (detail::load(in[i]) - mean) * inverse * detail::load(scale[i]);
       if (bias)
         value += detail::load(bias[i]);
       out[i] = detail::store<T>(value);
+    }
+  }
+}
+
+/// The gradient of layerNorm's input: per row of the normalized dimensions,
+/// rstd * (dn - mean(dn) - xhat * mean(dn * xhat)) with dn = gy * scale,
+/// xhat the normalized input and rstd one over its standard deviation (the
+/// statistics recomputed as layerNorm computes them). The row stays in
+/// cache between its passes.
+template <typename T>
+void layerNormBackward(const T *x, const Dims &dims, int64_t axis,
+                       const T *scale, const T *gy, double epsilon, T *gx) {
+  using Acc = detail::ComputeT<T>;
+  auto [rows, length] = normalizedRows(dims, axis);
+  if (length == 0)
+    return;
+#pragma omp parallel for if (rows * length > detail::kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *in = x + r * length, *g = gy + r * length;
+    T *out = gx + r * length;
+    auto [mean, rstd] = detail::rowStatistics(in, length, epsilon);
+    Acc dnSum = 0, dnXhatSum = 0;
+#pragma omp simd reduction(+ : dnSum, dnXhatSum)
+    for (int64_t i = 0; i < length; ++i) {
+      Acc dn = detail::load(g[i]) * detail::load(scale[i]);
+      Acc xhat = (detail::load(in[i]) - mean) * rstd;
+      dnSum += dn;
+      dnXhatSum += dn * xhat;
+    }
+    Acc dnMean = dnSum / static_cast<Acc>(length);
+    Acc dnXhatMean = dnXhatSum / static_cast<Acc>(length);
+#pragma omp simd
+    for (int64_t i = 0; i < length; ++i) {
+      Acc dn = detail::load(g[i]) * detail::load(scale[i]);
+      Acc xhat = (detail::load(in[i]) - mean) * rstd;
+      out[i] = detail::store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
     }
   }
 }

@@ -751,6 +751,27 @@ template <typename T> struct SoftmaxBody {
   }
 };
 
+/// The mean of a row and one over its standard deviation (`epsilon` added
+/// to the variance), computed by the whole team: layerNorm and its
+/// gradient compute them alike.
+template <typename T, typename Team>
+ZTC_HOST_DEVICE void rowStatistics(const T *in, int64_t length, double epsilon,
+                                   const Team &team, ComputeT<T> &mean,
+                                   ComputeT<T> &inverse) {
+  using Acc = ComputeT<T>;
+  Acc sum = 0;
+  for (int64_t i = team.rank(); i < length; i += team.size())
+    sum += load(in[i]);
+  mean = team.reduce(sum, SumOp()) / static_cast<Acc>(length);
+  Acc squares = 0;
+  for (int64_t i = team.rank(); i < length; i += team.size()) {
+    Acc centered = load(in[i]) - mean;
+    squares += centered * centered;
+  }
+  Acc variance = team.reduce(squares, SumOp()) / static_cast<Acc>(length);
+  inverse = Acc(1) / mathSqrt(variance + static_cast<Acc>(epsilon));
+}
+
 template <typename T> struct LayerNormBody {
   const T *x, *scale, *bias;
   T *y;
@@ -761,22 +782,43 @@ template <typename T> struct LayerNormBody {
     using Acc = ComputeT<T>;
     const T *in = x + row * length;
     T *out = y + row * length;
-    Acc sum = 0;
-    for (int64_t i = team.rank(); i < length; i += team.size())
-      sum += load(in[i]);
-    Acc mean = team.reduce(sum, SumOp()) / static_cast<Acc>(length);
-    Acc squares = 0;
-    for (int64_t i = team.rank(); i < length; i += team.size()) {
-      Acc centered = load(in[i]) - mean;
-      squares += centered * centered;
-    }
-    Acc variance = team.reduce(squares, SumOp()) / static_cast<Acc>(length);
-    Acc inverse = Acc(1) / mathSqrt(variance + static_cast<Acc>(epsilon));
+    Acc mean, inverse;
+    rowStatistics(in, length, epsilon, team, mean, inverse);
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc value = (load(in[i]) - mean) * inverse * load(scale[i]);
       if (bias)
         value += load(bias[i]);
       out[i] = store<T>(value);
+    }
+  }
+};
+
+/// One row of layerNormBackward (CpuKernels.h has the formula).
+template <typename T> struct LayerNormBackwardBody {
+  const T *x, *scale, *gy;
+  T *gx;
+  int64_t length;
+  double epsilon;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
+    using Acc = ComputeT<T>;
+    const T *in = x + row * length, *g = gy + row * length;
+    T *out = gx + row * length;
+    Acc mean, rstd;
+    rowStatistics(in, length, epsilon, team, mean, rstd);
+    Acc dnSum = 0, dnXhatSum = 0;
+    for (int64_t i = team.rank(); i < length; i += team.size()) {
+      Acc dn = load(g[i]) * load(scale[i]);
+      dnSum += dn;
+      dnXhatSum += dn * (load(in[i]) - mean) * rstd;
+    }
+    Acc dnMean = team.reduce(dnSum, SumOp()) / static_cast<Acc>(length);
+    Acc dnXhatMean =
+        team.reduce(dnXhatSum, SumOp()) / static_cast<Acc>(length);
+    for (int64_t i = team.rank(); i < length; i += team.size()) {
+      Acc dn = load(g[i]) * load(scale[i]);
+      Acc xhat = (load(in[i]) - mean) * rstd;
+      out[i] = store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
     }
   }
 };
@@ -1313,16 +1355,26 @@ void logSoftmax(const T *x, const Dims &dims, int64_t axis, T *y,
 template <typename T>
 void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
                const T *bias, double epsilon, T *y, cudaStream_t stream) {
-  if (axis < 0)
-    axis += dims.rank;
-  int64_t rows = product(dims, 0, axis);
-  int64_t length = product(dims, axis, dims.rank);
+  auto [rows, length] = normalizedRows(dims, axis);
   if (length == 0)
     return;
   detail::launchRows(
       rows, length,
       detail::LayerNormBody<T>{x, scale, bias, y, length, epsilon}, stream,
       "layerNorm");
+}
+
+template <typename T>
+void layerNormBackward(const T *x, const Dims &dims, int64_t axis,
+                       const T *scale, const T *gy, double epsilon, T *gx,
+                       cudaStream_t stream) {
+  auto [rows, length] = normalizedRows(dims, axis);
+  if (length == 0)
+    return;
+  detail::launchRows(
+      rows, length,
+      detail::LayerNormBackwardBody<T>{x, scale, gy, gx, length, epsilon},
+      stream, "layerNormBackward");
 }
 
 template <typename T>

@@ -45,6 +45,17 @@ inline int64_t product(const Dims &dims, int64_t begin, int64_t end) {
   return count;
 }
 
+/// A normalization's rows: the dimensions before `axis` (negative counts
+/// from the end) index them, those from `axis` on make one row.
+struct NormalizedRows {
+  int64_t rows, length;
+};
+inline NormalizedRows normalizedRows(const Dims &dims, int64_t axis) {
+  if (axis < 0)
+    axis += dims.rank;
+  return {product(dims, 0, axis), product(dims, axis, dims.rank)};
+}
+
 /// Row-major element strides of `dims`.
 inline void contiguousStrides(const Dims &dims, int64_t *strides) {
   int64_t stride = 1;

@@ -354,6 +354,17 @@ def layer_norm(x, scale, bias, a):
     return y if bias is None else y + bias
 
 
+def layer_norm_backward(x, scale, dy, a):
+    """nn.layer_norm_backward's formula (the finite differences check it)."""
+    axes = tuple(range(a["axis"], x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + a["epsilon"])
+    xhat = (x - mean) * rstd
+    dn = dy * scale
+    return rstd * (dn - dn.mean(axis=axes, keepdims=True)
+                   - xhat * (dn * xhat).mean(axis=axes, keepdims=True))
+
+
 def batch_norm(x, scale, bias, mean, var, a):
     shape = (1, -1) + (1,) * (x.ndim - 2)
     r = lambda v: v.reshape(shape)
@@ -448,6 +459,7 @@ OPS = {
     "nn.conv2d": lambda x, a, t: conv2d(x[0], x[1], x[2] if len(x) > 2 else None, a, t[0][2:]),
     "nn.batch_norm": lambda x, a, t: batch_norm(*x, a),
     "nn.layer_norm": lambda x, a, t: layer_norm(x[0], x[1], x[2] if len(x) > 2 else None, a),
+    "nn.layer_norm_backward": lambda x, a, t: layer_norm_backward(x[0], x[1], x[2], a),
     "nn.max_pool2d": lambda x, a, t: max_pool2d(x[0], a, t[0][2:]),
     "nn.avg_pool2d": lambda x, a, t: avg_pool2d(x[0], a, t[0][2:]),
     "nn.softmax": lambda x, a, t: softmax(x[0], a["axis"]),

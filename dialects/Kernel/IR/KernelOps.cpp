@@ -153,6 +153,7 @@ const LibraryKernel kLibrary[] = {
     // Gradients.
     {"conv2d_backward_data", "TT", 1, kConvBackwardData},
     {"conv2d_backward_filter", "TT", 1, kConvBackwardFilter},
+    {"layer_norm_backward", "TTT", 1, kLayerNorm},
     {"max_pool2d_backward", "TT", 1, kMaxPool},
     {"avg_pool2d_backward", "T", 1, kAvgPoolBackward},
     {"scatter_add", "TIT", 1, kAxis},

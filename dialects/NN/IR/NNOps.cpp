@@ -925,6 +925,27 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult LayerNormBackwardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  auto axis = static_cast<int64_t>(adaptor.getAxis());
+  if (failed(checkAxis(location, getOperationName(), axis, x.getRank())))
+    return failure();
+  RankedTensorType scale = tensorType(adaptor.getScale());
+  if (scale.getShape() != x.getShape().drop_front(axis))
+    return inferError(location, getOperationName(), "expects scale of shape [",
+                      x.getShape().drop_front(axis),
+                      "] (x.shape[axis:]), got ", scale);
+  if (failed(checkElementType(location, getOperationName(), "scale", scale,
+                              x)) ||
+      failed(checkGradOutput(location, getOperationName(), x,
+                             tensorType(adaptor.getGradOutput()))))
+    return failure();
+  types.push_back(x);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//

@@ -117,29 +117,27 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());
   Value g = resultGrads[0], x = getX();
-  int64_t rank = typeOf(x).getRank();
-  auto axis = static_cast<int64_t>(getAxis());
-  auto normAxes = llvm::to_vector(llvm::seq<int64_t>(axis, rank));
-  // Recompute the normalized input.
-  Value mean = v.reduceMean(x, normAxes, /*keepdims=*/true);
-  Value centered = v.sub(x, mean);
-  Value var =
-      v.reduceMean(v.mul(centered, centered), normAxes, /*keepdims=*/true);
-  Value rstd = v.reciprocal(
-      v.sqrt(v.add(var, v.scalar(x, getEpsilon().convertToDouble()))));
-  Value normalized = v.mul(centered, rstd);
-  // dx = rstd * (dn - mean(dn) - n * mean(dn * n)), dn = g * scale.
-  Value dn = v.mul(g, getScale());
-  Value dx = v.mul(
-      rstd,
-      v.sub(v.sub(dn, v.reduceMean(dn, normAxes, /*keepdims=*/true)),
-            v.mul(normalized, v.reduceMean(v.mul(dn, normalized), normAxes,
-                                           /*keepdims=*/true))));
-  Value dscale = v.sumToShape(v.mul(g, normalized), getScale().getType());
+  RankedTensorType scaleType = getScale().getType();
+  // dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)), dn = g * scale:
+  // one fused kernel, which recomputes the row statistics.
+  Value dx = LayerNormBackwardOp::create(b, getLoc(), x, getScale(), g,
+                                         getAxisAttr(), getEpsilonAttr());
+  // The normalized input xhat for the scale's gradient: this op with a
+  // scale of ones and no bias, again one kernel.
+  Value ones = v.broadcastTo(v.scalar(x, 1.0), scaleType.getShape());
+  Value normalized = LayerNormOp::create(b, getLoc(), x, ones, Value(),
+                                         static_cast<int64_t>(getAxis()),
+                                         getEpsilon().convertToDouble());
+  Value dscale = v.sumToShape(v.mul(g, normalized), scaleType);
   if (!getBias())
     return setGradients(operandGrads, {dx, dscale});
   return setGradients(operandGrads,
                       {dx, dscale, v.sumToShape(g, getBias().getType())});
+}
+
+LogicalResult LayerNormBackwardOp::buildVjp(OpBuilder &, ArrayRef<Value>,
+                                            SmallVectorImpl<Value> &) {
+  return emitOpError("has no second-order gradient");
 }
 
 //===----------------------------------------------------------------------===//

@@ -272,8 +272,9 @@ func.func @running_statistics(%x: tensor<2x3xf32> {train.binding = #train.bindin
 
 // -----
 
-// layer_norm recomputes its statistics from the input; the scale and bias
-// gradients are summed over the leading dimensions. reduce_max shares the
+// layer_norm's scale gradient sums the output gradient times the normalized
+// input (layer_norm with a scale of ones) over the leading dimensions, the
+// bias gradient the output gradient. reduce_max shares the
 // gradient among the elements equal to the maximum.
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: %[[X:[^:]+]]: tensor<2x3x4xf32>
@@ -285,11 +286,8 @@ func.func @running_statistics(%x: tensor<2x3xf32> {train.binding = #train.bindin
 // CHECK: %[[COUNT:.+]] = nn.reduce_sum %[[WINF]] {axes = array<i64: 0, 1, 2>, keepdims = true}
 // CHECK: %[[SHARE:.+]] = nn.div %{{.+}}, %[[COUNT]]
 // CHECK: %[[GY:.+]] = nn.where %[[WIN]], %[[SHARE]], %{{.+}}
-// CHECK: %[[MEAN:.+]] = nn.reduce_mean %[[X]] {axes = array<i64: 2>, keepdims = true}
-// CHECK: %[[XC:.+]] = nn.sub %[[X]], %[[MEAN]]
-// CHECK: %[[VAR:.+]] = nn.reduce_mean %{{.+}} {axes = array<i64: 2>, keepdims = true}
-// CHECK: %[[RSTD:.+]] = nn.reciprocal
-// CHECK: %[[XHAT:.+]] = nn.mul %[[XC]], %[[RSTD]]
+// CHECK: %[[ONES:.+]] = nn.broadcast_to %{{.+}} {shape = array<i64: 4>}
+// CHECK: %[[XHAT:.+]] = nn.layer_norm %[[X]], %[[ONES]] {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
 // CHECK: %[[GXHAT:.+]] = nn.mul %[[GY]], %[[XHAT]]
 // CHECK: %[[GG:.+]] = nn.reduce_sum %[[GXHAT]] {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<4xf32>
 // CHECK: %[[GB:.+]] = nn.reduce_sum %[[GY]] {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<4xf32>
@@ -301,6 +299,30 @@ func.func @layer_norm(%x: tensor<2x3x4xf32> {train.binding = #train.binding<inpu
   %0 = nn.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
          : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
   %l = nn.reduce_max %0 {axes = array<i64: 0, 1, 2>, keepdims = false}
+         : tensor<2x3x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// The input's gradient, when something trains before the layer_norm, is one
+// nn.layer_norm_backward with the forward's scale, axis and epsilon.
+// CHECK-LABEL: func.func @layer_norm_input
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2x3x4xf32>
+// CHECK-SAME: %[[W:[^:]+]]: tensor<2x3x4xf32>
+// CHECK-SAME: %[[G:[^:]+]]: tensor<4xf32>
+// CHECK: %[[H:.+]] = nn.mul %[[X]], %[[W]]
+// CHECK: %[[DH:.+]] = nn.layer_norm_backward %[[H]], %[[G]], %{{.+}} {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
+// CHECK: %[[DW:.+]] = nn.mul %[[DH]], %[[X]]
+// CHECK: return %{{.+}}, %[[DW]]
+func.func @layer_norm_input(%x: tensor<2x3x4xf32> {train.binding = #train.binding<input "x">},
+                            %w: tensor<2x3x4xf32> {train.binding = #train.binding<param "w">},
+                            %g: tensor<4xf32> {train.binding = #train.binding<buffer "g">})
+    -> tensor<f32> {
+  %h = nn.mul %x, %w : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %0 = nn.layer_norm %h, %g {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
+         : tensor<2x3x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
+  %l = nn.reduce_sum %0 {axes = array<i64: 0, 1, 2>, keepdims = false}
          : tensor<2x3x4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }

@@ -364,6 +364,13 @@ template <typename T> void checkNorms() {
                         kStream);
       expectClose(actual, expected, "layerNorm axis " + std::to_string(axis));
     }
+    // The gradient, with `bias` as the result's gradient.
+    cpu::layerNormBackward<T>(x.data(), cpuDims(shape), axis, params.data(),
+                              bias.data(), 1e-5, expected.data());
+    gpu::layerNormBackward<T>(x.data(), gpuDims(shape), axis, params.data(),
+                              bias.data(), 1e-5, actual.data(), kStream);
+    expectClose(actual, expected,
+                "layerNormBackward axis " + std::to_string(axis));
   }
   auto mean = randomValues<T>(3, 403, -1, 1);
   auto var = randomValues<T>(3, 404, 0.5, 2);

@@ -607,6 +607,54 @@ TEST(KernelsTest, LayerNorm) {
   checkLayerNorm<bf16>(false);
 }
 
+/// layerNormBackward against central differences of sum(gy * layerNorm(x))
+/// computed in double: the gradient by its definition, not by the formula
+/// the kernel implements.
+template <typename T> void checkLayerNormBackward() {
+  Shape shape = {2, 3, 40};
+  for (int64_t axis : {1, 2}) {
+    int64_t rows = axis == 1 ? 2 : 6, length = numel(shape) / rows;
+    auto x = randomValues<T>(numel(shape), 60 + axis, -2, 3);
+    auto scale = randomValues<T>(length, 62, 0.5, 1.5);
+    auto gy = randomValues<T>(numel(shape), 63, -1, 1);
+    std::vector<double> xs = widen(x), gys = widen(gy), expected(xs.size());
+    // sum(gy * layerNorm(x)) over row r, in double.
+    auto rowLoss = [&](const std::vector<double> &v, int64_t r) {
+      double mean = 0, var = 0, loss = 0;
+      for (int64_t i = 0; i < length; ++i)
+        mean += v[r * length + i] / length;
+      for (int64_t i = 0; i < length; ++i)
+        var += std::pow(v[r * length + i] - mean, 2) / length;
+      for (int64_t i = 0; i < length; ++i)
+        loss += gys[r * length + i] * (v[r * length + i] - mean) /
+                std::sqrt(var + 1e-5) * toDouble(scale[i]);
+      return loss;
+    };
+    const double h = 1e-6;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < length; ++i) {
+        std::vector<double> up = xs, down = xs;
+        up[r * length + i] += h;
+        down[r * length + i] -= h;
+        expected[r * length + i] = (rowLoss(up, r) - rowLoss(down, r)) / (2 * h);
+      }
+    std::vector<T> gx(xs.size());
+    layerNormBackward<T>(x.data(), dimsOf(shape), axis, scale.data(),
+                         gy.data(), 1e-5, gx.data());
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    // Central differences are good to about 1e-9 here: double's own
+    // tolerance would be finer than the reference.
+    expectNear(gx, expected, "layerNormBackward",
+               std::max(4.0, 1e-7 / tolerance<T>()));
+  }
+}
+
+TEST(KernelsTest, LayerNormBackward) {
+  checkLayerNormBackward<float>();
+  checkLayerNormBackward<double>();
+  checkLayerNormBackward<bf16>();
+}
+
 TEST(KernelsTest, BatchNorm) {
   Shape shape = {2, 3, 4, 5};
   auto x = randomValues<float>(numel(shape), 40, -2, 2);

@@ -328,6 +328,26 @@ func.func @layer_norm_scale(%x: tensor<2x8xf32>, %s: tensor<2x8xf32>) {
 
 // -----
 
+// layer_norm_backward: the scale covers the normalized dimensions, and the
+// output gradient has the forward result's type (x's).
+func.func @layer_norm_backward_scale(%x: tensor<2x8xf32>, %s: tensor<2xf32>) {
+  // expected-error @+1 {{'nn.layer_norm_backward' op expects scale of shape [8] (x.shape[axis:]), got 'tensor<2xf32>'}}
+  %0 = nn.layer_norm_backward %x, %s, %x {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+         : tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_backward_grad(%x: tensor<2x8xf32>, %s: tensor<8xf32>, %g: tensor<2x4xf32>) {
+  // expected-error @+1 {{'nn.layer_norm_backward' op expects grad_output of type 'tensor<2x8xf32>' (the forward result), got 'tensor<2x4xf32>'}}
+  %0 = nn.layer_norm_backward %x, %s, %g {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+         : tensor<2x8xf32>, tensor<8xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
 // layer_norm bias covers the normalized dimensions.
 func.func @layer_norm_bias(%x: tensor<2x8xf32>, %s: tensor<8xf32>, %b: tensor<2xf32>) {
   // expected-error @+1 {{'nn.layer_norm' op expects bias of shape [8] (x.shape[axis:]), got 'tensor<2xf32>'}}
