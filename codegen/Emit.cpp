@@ -403,9 +403,16 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
       if (readsInnermost(type, outType))
         index = index == "0" ? "j" : index + " + j";
     }
-    b << "    const " << computeType(type.getElementType()) << " " << scalar
-      << " = static_cast<" << computeType(type.getElementType()) << ">("
-      << "in" << i << "[" << index << "]);\n";
+    // On the CPU a bool is read as its byte: GCC has no vector type for
+    // bool and leaves such a loop scalar (a ReLU's gradient).
+    if (target == Target::Cpu && type.getElementType().isInteger(1))
+      b << "    const bool " << scalar
+        << " = reinterpret_cast<const unsigned char *>(in" << i << ")["
+        << index << "] != 0;\n";
+    else
+      b << "    const " << computeType(type.getElementType()) << " " << scalar
+        << " = static_cast<" << computeType(type.getElementType()) << ">("
+        << "in" << i << "[" << index << "]);\n";
   }
   unsigned temp = 0;
   for (Operation &inner : block.without_terminator()) {
@@ -437,10 +444,16 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   args.push_back(name(op.getOutput()));
 
   if (target == Target::Cpu) {
-    // A half result is stored as its bits: GCC does not vectorize a loop
-    // that assigns a whole struct (f16, bf16) through a pointer.
+    // A half result is stored as its bits (GCC does not vectorize a loop
+    // that assigns a whole struct, f16 or bf16, through a pointer), a bool
+    // as its byte.
     std::string cpuStore =
         isHalf(outElem) ? ".bits = " + store + ".bits" : " = " + store;
+    std::string cpuOut = "out";
+    if (outElem.isInteger(1)) {
+      cpuOut = "reinterpret_cast<unsigned char *>(out)";
+      cpuStore = " = static_cast<unsigned char>(" + result + ")";
+    }
     // Iterations are independent (each writes its own element; an in-place
     // kernel reads the element it writes, so the pointers are not
     // __restrict__), as the threads already assume: simd lets the compiler
@@ -457,12 +470,13 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
       l << "  for (int64_t r = 0; r < " << count << "; r += " << run << ") {\n"
         << "#pragma omp simd\n"
         << "    for (int64_t j = 0; j < " << run << "; ++j) {\n"
-        << inner << "      out[r + j]" << cpuStore << ";\n    }\n  }\n";
+        << inner << "      " << cpuOut << "[r + j]" << cpuStore
+        << ";\n    }\n  }\n";
     } else {
       l << (count >= 32768 ? "#pragma omp parallel for simd\n"
                            : "#pragma omp simd\n")
         << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
-        << body << "    out[i]" << cpuStore << ";\n  }\n";
+        << body << "    " << cpuOut << "[i]" << cpuStore << ";\n  }\n";
     }
     std::string key = "(" + llvm::join(params, ", ") + ") {\n" + loop + "}\n";
     auto [found, added] = cpuKernels.names.try_emplace(
