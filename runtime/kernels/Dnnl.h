@@ -35,11 +35,9 @@
 
 namespace ztc::dnnl {
 
-/// The CPU engine and its stream, made on first use; null when oneDNN could
-/// not make them.
+/// The CPU engine, made on first use; null when oneDNN could not make it.
 struct Engine {
   dnnl_engine_t engine = nullptr;
-  dnnl_stream_t stream = nullptr;
 };
 
 inline const Engine &engine() {
@@ -47,13 +45,51 @@ inline const Engine &engine() {
     Engine e;
     if (dnnl_engine_create(&e.engine, dnnl_cpu, 0) != dnnl_success)
       return Engine{};
-    if (dnnl_stream_create(&e.stream, e.engine, dnnl_stream_default_flags) !=
-        dnnl_success)
-      return Engine{};
     return e;
   }();
   return made;
 }
+
+/// This thread's stream on the engine (null if it cannot be made): a
+/// batch of products runs one primitive per OpenMP thread at once.
+inline dnnl_stream_t stream() {
+  struct Holder {
+    dnnl_stream_t stream = nullptr;
+    ~Holder() {
+      if (stream)
+        dnnl_stream_destroy(stream);
+    }
+  };
+  thread_local Holder holder;
+  if (!holder.stream && engine().engine)
+    dnnl_stream_create(&holder.stream, engine().engine,
+                       dnnl_stream_default_flags);
+  return holder.stream;
+}
+
+/// Primitive attributes whose scratchpad the caller passes (with each
+/// execution, see `run`): with the library's default, every primitive
+/// shares one global scratchpad, and two products run at once by the
+/// threads of a batch corrupted each other's results. `attr` is null if
+/// oneDNN could not make it.
+struct UserScratchpad {
+  dnnl_primitive_attr_t attr = nullptr;
+  UserScratchpad() {
+    if (dnnl_primitive_attr_create(&attr) == dnnl_success &&
+        dnnl_primitive_attr_set_scratchpad_mode(
+            attr, dnnl_scratchpad_mode_user) == dnnl_success)
+      return;
+    if (attr)
+      dnnl_primitive_attr_destroy(attr);
+    attr = nullptr;
+  }
+  ~UserScratchpad() {
+    if (attr)
+      dnnl_primitive_attr_destroy(attr);
+  }
+  UserScratchpad(const UserScratchpad &) = delete;
+  UserScratchpad &operator=(const UserScratchpad &) = delete;
+};
 
 /// One argument of a primitive: the plain layout the kernel holds it in,
 /// the layout the primitive takes, and the reorder between them when they
@@ -65,9 +101,12 @@ struct Arg {
   dnnl_primitive_t reorder = nullptr;
 };
 
-/// A primitive and its arguments, in the order `run` takes their data.
+/// A primitive and its arguments, in the order `run` takes their data, and
+/// the scratchpad each execution needs (made with userScratchpadAttr).
 struct Op {
   dnnl_primitive_t primitive = nullptr;
+  dnnl_memory_desc_t scratchpad{};
+  size_t scratchpadBytes = 0;
   std::vector<Arg> args;
 };
 
@@ -154,6 +193,11 @@ inline Op makeOp(dnnl_primitive_desc_t pd,
     }
     op.args.push_back(arg);
   }
+  if (const dnnl_memory_desc_t *scratchpad =
+          dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)) {
+    op.scratchpad = *scratchpad;
+    op.scratchpadBytes = dnnl_memory_desc_get_size(scratchpad);
+  }
   if (dnnl_primitive_create(&op.primitive, pd) != dnnl_success)
     op.primitive = nullptr;
   dnnl_primitive_desc_destroy(pd);
@@ -186,7 +230,7 @@ struct FreeAligned {
 inline bool reorder(dnnl_primitive_t reorder, dnnl_memory_t from,
                     dnnl_memory_t to) {
   dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-  return dnnl_primitive_execute(reorder, engine().stream, 2, args) ==
+  return dnnl_primitive_execute(reorder, stream(), 2, args) ==
          dnnl_success;
 }
 
@@ -223,7 +267,19 @@ inline bool run(const Op &op, const std::vector<void *> &data) {
         !detail::reorder(op.args[i].reorder, memory[i].first,
                          memory[i].second))
       return false;
-  if (dnnl_primitive_execute(op.primitive, engine().stream, int(args.size()),
+  // This execution's own scratchpad, for as long as the call.
+  std::unique_ptr<void, detail::FreeAligned> scratchpad;
+  if (op.scratchpadBytes) {
+    scratchpad.reset(
+        std::aligned_alloc(64, (op.scratchpadBytes + 63) / 64 * 64));
+    dnnl_memory_t memory =
+        scratchpad ? memories.make(op.scratchpad, scratchpad.get()) : nullptr;
+    if (!memory)
+      return false;
+    args.push_back({DNNL_ARG_SCRATCHPAD, memory});
+  }
+  if (!stream() ||
+      dnnl_primitive_execute(op.primitive, stream(), int(args.size()),
                              args.data()) != dnnl_success)
     return false;
   for (size_t i = 0; i < op.args.size(); ++i)
@@ -231,7 +287,7 @@ inline bool run(const Op &op, const std::vector<void *> &data) {
         !detail::reorder(op.args[i].reorder, memory[i].second,
                          memory[i].first))
       return false;
-  return dnnl_stream_wait(engine().stream) == dnnl_success;
+  return dnnl_stream_wait(stream()) == dnnl_success;
 }
 
 /// The op made by `make` for `key`, made on first use and kept for the life
@@ -298,13 +354,16 @@ inline bool convolution(ConvPass pass, const Dims &xDims, const Dims &wDims,
       padEnd[i] = (yDims.d[2 + i] - 1) * strides[i] +
                   (wDims.d[2 + i] - 1) * dilations[i] + 1 - xDims.d[2 + i] -
                   pads[i];
+    UserScratchpad scratchpad;
+    if (!scratchpad.attr)
+      return Op{};
     dnnl_convolution_desc_t forwardDesc;
     dnnl_primitive_desc_t forward = nullptr;
     if (dnnl_dilated_convolution_forward_desc_init(
             &forwardDesc, dnnl_forward_training, dnnl_convolution_direct,
             &xAny, &wAny, bias ? &bAny : nullptr, &yAny, stride, dilate,
             padBegin, padEnd) != dnnl_success ||
-        dnnl_primitive_desc_create(&forward, &forwardDesc, nullptr,
+        dnnl_primitive_desc_create(&forward, &forwardDesc, scratchpad.attr,
                                    engine().engine, nullptr) != dnnl_success)
       return Op{};
     if (pass == ConvPass::Forward) {
@@ -326,8 +385,8 @@ inline bool convolution(ConvPass pass, const Dims &xDims, const Dims &wDims,
                   &desc, dnnl_convolution_direct, &xAny, &wAny, nullptr,
                   &yAny, stride, dilate, padBegin, padEnd) == dnnl_success;
     if (!described ||
-        dnnl_primitive_desc_create(&backward, &desc, nullptr, engine().engine,
-                                   forward) != dnnl_success)
+        dnnl_primitive_desc_create(&backward, &desc, scratchpad.attr,
+                                   engine().engine, forward) != dnnl_success)
       backward = nullptr;
     dnnl_primitive_desc_destroy(forward);
     if (pass == ConvPass::BackwardData)
@@ -376,22 +435,21 @@ inline bool matmul(dnnl_data_type_t type, int64_t m, int64_t n, int64_t k,
     dnnl_memory_desc_t bDesc = matrixDesc(k, n, ldb, transB, type);
     dnnl_memory_desc_t cDesc = matrixDesc(m, n, ldc, false, type);
     dnnl_matmul_desc_t desc;
-    dnnl_primitive_attr_t attr = nullptr;
+    UserScratchpad scratchpad;
     dnnl_post_ops_t postOps = nullptr;
     dnnl_primitive_desc_t pd = nullptr;
     bool made =
+        scratchpad.attr &&
         dnnl_matmul_desc_init(&desc, &aDesc, &bDesc, nullptr, &cDesc) ==
             dnnl_success &&
-        dnnl_primitive_attr_create(&attr) == dnnl_success &&
         dnnl_post_ops_create(&postOps) == dnnl_success &&
         (!rowBias || dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
-        dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
-        dnnl_primitive_desc_create(&pd, &desc, attr, engine().engine,
-                                   nullptr) == dnnl_success;
+        dnnl_primitive_attr_set_post_ops(scratchpad.attr, postOps) ==
+            dnnl_success &&
+        dnnl_primitive_desc_create(&pd, &desc, scratchpad.attr,
+                                   engine().engine, nullptr) == dnnl_success;
     if (postOps)
       dnnl_post_ops_destroy(postOps);
-    if (attr)
-      dnnl_primitive_attr_destroy(attr);
     if (!made)
       return Op{};
     return makeOp(pd, {{DNNL_ARG_SRC, false, aDesc},

@@ -322,6 +322,38 @@ TEST(KernelsTest, MatmulDouble) { checkMatmulShapes<double>(); }
 TEST(KernelsTest, MatmulF16) { checkMatmulShapes<f16>(); }
 TEST(KernelsTest, MatmulBF16) { checkMatmulShapes<bf16>(); }
 
+/// A batch of half-precision products shared out over threads (attention's
+/// heads) gives, bit for bit, what the products give one at a time: each
+/// oneDNN execution has its own scratchpad and stream. With oneDNN's shared
+/// default scratchpad, products run at once corrupted each other.
+TEST(KernelsTest, ConcurrentHalfProductsAreThoseComputedAlone) {
+  const Shape aShape = {8, 4, 128, 64}, bShape = {8, 4, 64, 128},
+              cShape = {8, 4, 128, 128};
+  auto a = randomValues<bf16>(numel(aShape), 90, -2, 2);
+  auto b = randomValues<bf16>(numel(bShape), 91, -2, 2);
+  const int64_t items = 32, m = 128, n = 128, k = 64;
+  std::vector<bf16> alone(numel(cShape));
+  for (int64_t item = 0; item < items; ++item)
+    detail::gemm<bf16>(m, n, k, a.data() + item * m * k, k, false,
+                       b.data() + item * k * n, n, false,
+                       alone.data() + item * m * n, n, nullptr);
+#ifdef _OPENMP
+  int threads = omp_get_max_threads();
+  omp_set_num_threads(4);
+#endif
+  for (int round = 0; round < 5; ++round) {
+    std::vector<bf16> batched(numel(cShape));
+    matmul<bf16>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape),
+                 batched.data(), dimsOf(cShape), false, false);
+    for (size_t i = 0; i < alone.size(); ++i)
+      ASSERT_EQ(batched[i].bits, alone[i].bits)
+          << "round " << round << ", element " << i;
+  }
+#ifdef _OPENMP
+  omp_set_num_threads(threads);
+#endif
+}
+
 TEST(KernelsTest, MatmulInt64) {
   Shape aShape = {2, 3, 4}, bShape = {4, 5}, cShape = {2, 3, 5};
   auto a = randomValues<int64_t>(numel(aShape), 3, -50, 50);
