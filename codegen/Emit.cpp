@@ -335,9 +335,12 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
     op.emitError("the emitter cannot print this scalar op");
     return failure();
   }
-  // 16-bit results round like a 16-bit operation would.
+  // 16-bit results round like a 16-bit operation would (bf16 in float
+  // lanes: runtime/kernels/Half.h's roundToBFloat16).
   Type type = op.getResult(0).getType();
-  if (isHalf(type))
+  if (type.isBF16())
+    expr = "ztc::roundToBFloat16(" + expr + ")";
+  else if (isHalf(type))
     expr = "static_cast<float>(" + storageType(type) + "(" + expr + "))";
   return expr;
 }

@@ -130,6 +130,28 @@ TEST(HalfTest, BF16RoundTripsEveryPattern) { checkRoundTrip<bf16>(0x7f80); }
 
 TEST(HalfTest, BF16RoundsToNearestEven) { checkRounding<bf16>(0x7f80); }
 
+/// The emitter's rounding of bf16 results in float lanes is the narrowing
+/// and widening it replaces, bit for bit: every 31st float pattern (both
+/// signs, subnormals, infinities and NaNs among them) and the ties.
+TEST(HalfTest, RoundToBFloat16IsNarrowingAndWidening) {
+  auto check = [](uint32_t pattern) {
+    float value;
+    std::memcpy(&value, &pattern, 4);
+    float expected = static_cast<float>(bf16(value));
+    float actual = ztc::roundToBFloat16(value);
+    uint32_t expectedBits, actualBits;
+    std::memcpy(&expectedBits, &expected, 4);
+    std::memcpy(&actualBits, &actual, 4);
+    ASSERT_EQ(actualBits, expectedBits) << "float pattern " << std::hex
+                                        << pattern;
+  };
+  for (uint64_t pattern = 0; pattern <= 0xffffffffu; pattern += 31)
+    check(static_cast<uint32_t>(pattern));
+  for (uint32_t high : {0x3f80u, 0x3f81u, 0x7f7fu, 0x0001u, 0x8001u})
+    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u})
+      check(high << 16 | low);
+}
+
 TEST(HalfTest, BF16NamedValues) {
   EXPECT_EQ(bitsOf<bf16>(1.0f), 0x3f80);
   EXPECT_EQ(bitsOf<bf16>(0.1f), 0x3dcd);
