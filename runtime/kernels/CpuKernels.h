@@ -834,12 +834,17 @@ template <typename T>
 void layerNorm(const T *x, const Dims &dims, int64_t axis, const T *scale,
                const T *bias, double epsilon, T *y) {
   using Acc = detail::ComputeT<T>;
-  auto [rows, length] = normalizedRows(dims, axis);
+  // Plain variables, not structured bindings: clang's OpenMP cannot
+  // capture those (the sanitizer build compiles steps with clang).
+  const NormalizedRows shape = normalizedRows(dims, axis);
+  const int64_t rows = shape.rows, length = shape.length;
 #pragma omp parallel for if (rows * length > detail::kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T *in = x + r * length;
     T *out = y + r * length;
-    auto [mean, inverse] = detail::rowStatistics(in, length, epsilon);
+    const std::pair<Acc, Acc> stats =
+        detail::rowStatistics(in, length, epsilon);
+    const Acc mean = stats.first, inverse = stats.second;
     for (int64_t i = 0; i < length; ++i) {
       Acc value =
           (detail::load(in[i]) - mean) * inverse * detail::load(scale[i]);
@@ -859,14 +864,17 @@ template <typename T>
 void layerNormBackward(const T *x, const Dims &dims, int64_t axis,
                        const T *scale, const T *gy, double epsilon, T *gx) {
   using Acc = detail::ComputeT<T>;
-  auto [rows, length] = normalizedRows(dims, axis);
+  const NormalizedRows shape = normalizedRows(dims, axis);
+  const int64_t rows = shape.rows, length = shape.length;
   if (length == 0)
     return;
 #pragma omp parallel for if (rows * length > detail::kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T *in = x + r * length, *g = gy + r * length;
     T *out = gx + r * length;
-    auto [mean, rstd] = detail::rowStatistics(in, length, epsilon);
+    const std::pair<Acc, Acc> stats =
+        detail::rowStatistics(in, length, epsilon);
+    const Acc mean = stats.first, rstd = stats.second;
     Acc dnSum = 0, dnXhatSum = 0;
 #pragma omp simd reduction(+ : dnSum, dnXhatSum)
     for (int64_t i = 0; i < length; ++i) {
