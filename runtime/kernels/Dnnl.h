@@ -51,20 +51,20 @@ inline const Engine &engine() {
 }
 
 /// This thread's stream on the engine (null if it cannot be made): a
-/// batch of products runs one primitive per OpenMP thread at once.
+/// batch of products runs one primitive per OpenMP thread at once. Like
+/// the primitives (cachedOp), the streams are kept for the library's life,
+/// in a registry that is never destroyed.
 inline dnnl_stream_t stream() {
-  struct Holder {
-    dnnl_stream_t stream = nullptr;
-    ~Holder() {
-      if (stream)
-        dnnl_stream_destroy(stream);
-    }
-  };
-  thread_local Holder holder;
-  if (!holder.stream && engine().engine)
-    dnnl_stream_create(&holder.stream, engine().engine,
-                       dnnl_stream_default_flags);
-  return holder.stream;
+  static std::mutex mutex;
+  static std::vector<dnnl_stream_t> *streams = new std::vector<dnnl_stream_t>;
+  thread_local dnnl_stream_t mine = nullptr;
+  if (!mine && engine().engine &&
+      dnnl_stream_create(&mine, engine().engine, dnnl_stream_default_flags) ==
+          dnnl_success) {
+    std::lock_guard<std::mutex> lock(mutex);
+    streams->push_back(mine);
+  }
+  return mine;
 }
 
 /// Primitive attributes whose scratchpad the caller passes (with each
@@ -292,17 +292,20 @@ inline bool run(const Op &op, const std::vector<void *> &data) {
 
 /// The op made by `make` for `key`, made on first use and kept for the life
 /// of the library (a shape oneDNN refused too, as an op with no primitive);
-/// null when oneDNN has no engine.
+/// null when oneDNN has no engine. The table is never destroyed: a map
+/// destroyed at exit would drop the primitives it holds (Op does not own
+/// them), which LeakSanitizer then reports, and a step library's OpenMP
+/// threads may still run one.
 template <typename Make>
 const Op *cachedOp(const std::vector<int64_t> &key, Make make) {
   static std::mutex mutex;
-  static std::map<std::vector<int64_t>, Op> ops;
+  static auto *ops = new std::map<std::vector<int64_t>, Op>;
   if (!engine().engine)
     return nullptr;
   std::lock_guard<std::mutex> lock(mutex);
-  auto found = ops.find(key);
-  if (found == ops.end())
-    found = ops.emplace(key, make()).first;
+  auto found = ops->find(key);
+  if (found == ops->end())
+    found = ops->emplace(key, make()).first;
   return found->second.primitive ? &found->second : nullptr;
 }
 
