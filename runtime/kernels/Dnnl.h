@@ -272,11 +272,11 @@ inline bool run(const Op &op, const std::vector<void *> &data) {
   if (op.scratchpadBytes) {
     scratchpad.reset(
         std::aligned_alloc(64, (op.scratchpadBytes + 63) / 64 * 64));
-    dnnl_memory_t memory =
+    dnnl_memory_t scratch =
         scratchpad ? memories.make(op.scratchpad, scratchpad.get()) : nullptr;
-    if (!memory)
+    if (!scratch)
       return false;
-    args.push_back({DNNL_ARG_SCRATCHPAD, memory});
+    args.push_back({DNNL_ARG_SCRATCHPAD, scratch});
   }
   if (!stream() ||
       dnnl_primitive_execute(op.primitive, stream(), int(args.size()),
