@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/Transforms/Arithmetic.h"
 
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/DenseSet.h"
@@ -128,10 +129,8 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
         if (Operation *def = input.getDefiningOp();
             def && transpose->isBeforeInBlock(def))
           b.setInsertionPointAfter(def);
-        Operation *copy = b.clone(*transpose);
-        copy->setOperand(0, input);
-        copy->getResult(0).setType(type);
-        converted = copy->getResult(0);
+        converted = Arithmetic{b, transpose.getLoc()}.relayout(
+            {transpose.getOperation()}, input);
       } else {
         if (Operation *def = value.getDefiningOp())
           b.setInsertionPointAfter(def);

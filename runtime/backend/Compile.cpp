@@ -116,14 +116,8 @@ std::string nvccPath(const CompileOptions &options) {
   return "nvcc";
 }
 
-/// Adds `text` with its length, so consecutive fields cannot run together.
-void hashField(Sha256 &hash, const std::string &text) {
-  hash.update(std::to_string(text.size()) + ":");
-  hash.update(text);
-}
+} // namespace
 
-/// Hashes every file in `includeDir/kernels`, in name order: generated code
-/// includes them, so a changed kernel must miss the cache.
 void hashKernelHeaders(Sha256 &hash, const std::string &includeDir) {
   std::filesystem::path kernels = std::filesystem::path(includeDir) / "kernels";
   std::error_code error;
@@ -136,12 +130,10 @@ void hashKernelHeaders(Sha256 &hash, const std::string &includeDir) {
                 "' has no kernels/ headers");
   std::sort(files.begin(), files.end());
   for (const auto &file : files) {
-    hashField(hash, file.filename().string());
-    hashField(hash, readFile(file.string()));
+    hash.updateField(file.filename().string());
+    hash.updateField(readFile(file.string()));
   }
 }
-
-} // namespace
 
 const char *targetName(Target target) {
   return target == Target::Cpu ? "cpu" : "cuda";
@@ -267,11 +259,11 @@ std::string compileSharedObject(const std::string &sourcePath, Target target,
                 " --version' failed: " + firstLines(version.output, 1));
 
   Sha256 hash;
-  hashField(hash, kCacheKeyVersion);
-  hashField(hash, source);
+  hash.updateField(kCacheKeyVersion);
+  hash.updateField(source);
   for (const std::string &arg : keyCommand)
-    hashField(hash, arg);
-  hashField(hash, version.output);
+    hash.updateField(arg);
+  hash.updateField(version.output);
   hashKernelHeaders(hash, options.runtimeIncludeDir.empty()
                               ? defaultRuntimeIncludeDir()
                               : options.runtimeIncludeDir);

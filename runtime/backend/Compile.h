@@ -19,6 +19,8 @@
 
 namespace ztc::rt {
 
+class Sha256;
+
 /// Where generated code runs.
 enum class Target { Cpu, Cuda };
 
@@ -29,6 +31,12 @@ std::optional<Target> parseTarget(const std::string &name);
 /// The runtime/ source directory this library was built from; generated
 /// code is compiled with -I pointing at it.
 std::string defaultRuntimeIncludeDir();
+
+/// Adds every file in `includeDir`/kernels to `hash`, in name order:
+/// generated code includes them, so a changed kernel must change every key
+/// over a step (the build cache's, ztc compile's). Throws Error when there
+/// are none.
+void hashKernelHeaders(Sha256 &hash, const std::string &includeDir);
 
 /// The host compiler generated CPU steps are built with by default.
 std::string defaultStepCompiler();

@@ -26,6 +26,15 @@ public:
   Sha256();
   void update(const void *data, size_t size);
   void update(const std::string &text) { update(text.data(), text.size()); }
+  /// Adds `size` bytes preceded by their count, so that consecutive fields
+  /// cannot run together (a key over several strings).
+  void updateField(const void *data, size_t size) {
+    update(std::to_string(size) + ":");
+    update(data, size);
+  }
+  void updateField(const std::string &text) {
+    updateField(text.data(), text.size());
+  }
   /// The digest as 64 lowercase hex digits; ends the hash: the object must
   /// not be used afterwards.
   std::string hexDigest();

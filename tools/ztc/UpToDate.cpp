@@ -29,12 +29,6 @@ namespace {
 constexpr llvm::StringLiteral kKeyFile = "compile.key";
 constexpr llvm::StringLiteral kKeyVersion = "ztc-compile-key-v1";
 
-/// Adds `text` with its length, so consecutive fields cannot run together.
-void hashField(::ztc::rt::Sha256 &hash, llvm::StringRef text) {
-  hash.update(std::to_string(text.size()) + ":");
-  hash.update(text.data(), text.size());
-}
-
 /// Adds the content of the file at `path` (mapped, not copied); false if it
 /// cannot be read.
 bool hashFile(::ztc::rt::Sha256 &hash, llvm::StringRef path) {
@@ -42,8 +36,8 @@ bool hashFile(::ztc::rt::Sha256 &hash, llvm::StringRef path) {
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return false;
-  hashField(hash, path);
-  hashField(hash, (*buffer)->getBuffer());
+  hash.updateField(path.str());
+  hash.updateField((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
   return true;
 }
 
@@ -85,24 +79,15 @@ mlir::ztc::compileKey(MLIRContext &context, llvm::ArrayRef<std::string> args,
                       llvm::ArrayRef<std::string> inputs) {
   try {
     ::ztc::rt::Sha256 hash;
-    hashField(hash, kKeyVersion);
+    hash.updateField(kKeyVersion.str());
     // This ztc, and the kernel headers the step is built from.
     std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
     if (self.empty() || !hashFile(hash, self))
       return std::nullopt;
-    llvm::SmallString<256> kernels(::ztc::rt::defaultRuntimeIncludeDir());
-    llvm::sys::path::append(kernels, "kernels");
-    std::vector<std::string> headers;
-    std::error_code error;
-    for (llvm::sys::fs::directory_iterator it(kernels, error), end;
-         it != end && !error; it.increment(error))
-      headers.push_back(it->path());
-    std::sort(headers.begin(), headers.end());
-    for (const std::string &header : headers)
-      if (!hashFile(hash, header))
-        return std::nullopt;
+    ::ztc::rt::hashKernelHeaders(hash,
+                                 ::ztc::rt::defaultRuntimeIncludeDir());
     for (const std::string &arg : args)
-      hashField(hash, arg);
+      hash.updateField(arg);
     FailureOr<std::vector<std::string>> external =
         onnx::externalDataFiles(context, modelPath);
     if (failed(external) || !hashFile(hash, modelPath))
