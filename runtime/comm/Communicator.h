@@ -23,10 +23,13 @@
 // of n elements moves 2n(N-1)/N, a reduce-scatter from n elements and an
 // all-gather to n elements move n(N-1)/N each.
 //
-// Half types: mpi sums them in fp32 and rounds once, as StepAbi.h says;
-// nccl sums them as NCCL does, rounding at each hop of its ring or tree, so
-// with more than two ranks a half result may differ from mpi's in the last
-// bits.
+// Order: mpi adds in rank order, ((r0 + r1) + r2) + ..., whatever the
+// message size, so N ranks compute bit for bit what one rank accumulating
+// the ranks' micro-batches in turn does (--grad-accum N), and every rank
+// holds the same sum. Half types: mpi sums them in fp32 and rounds once, as
+// StepAbi.h says; nccl sums as NCCL does, in the order of its ring or tree
+// and rounding at each hop, so its results may differ from mpi's in the
+// last bits.
 //
 // A collective that waits longer than the timeout (a rank died or stalled)
 // ends this process with exit status 1 and a message naming the collective

@@ -1,9 +1,12 @@
 //===- Mpi.cpp - the ranks of an MPI launch -------------------------------===//
 //
 // The CPU backend's communicator: one process per rank, started by mpirun
-// or srun, over MPI_COMM_WORLD. Float and double reduce natively; half
-// types are widened to fp32, summed, and rounded once, so a half
-// reduction's result does not depend on the order MPI adds in.
+// or srun, over MPI_COMM_WORLD. Reductions add in rank order, not in
+// whatever order MPI's algorithm for the message size picks: each rank
+// receives its block from every rank and adds them from rank 0 up. N ranks
+// then compute bit for bit what one rank accumulating the same
+// micro-batches in that order does, and every rank holds the same result.
+// Half types are widened to fp32, summed, and rounded once.
 //
 // A watchdog thread ends a rank whose collective waits past
 // --collective-timeout. To name the rank that stalled or died, every rank
@@ -32,7 +35,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <cstdio>
 #include <mutex>
 #include <numeric>
@@ -131,34 +136,28 @@ protected:
   int32_t allReduce(const void *send, void *recv, int64_t count, int32_t dtype,
                     void *) override {
     Watch watch(this, "all_reduce");
-    if (isHalf(dtype)) {
-      std::vector<float> wide = widen(send, count, dtype);
-      int code = MPI_Allreduce(MPI_IN_PLACE, wide.data(), int(count), MPI_FLOAT,
-                               MPI_SUM, MPI_COMM_WORLD);
-      narrow(wide, recv, dtype);
-      return record(code, "MPI_Allreduce");
-    }
-    return record(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                                int(count), nativeType(dtype), MPI_SUM,
-                                MPI_COMM_WORLD),
-                  "MPI_Allreduce");
+    // A reduce-scatter over blocks of ceil(count / N), padded, then an
+    // all-gather of the sums: the volume of a ring, the rank-ordered sum.
+    int64_t block = (count + worldSize_ - 1) / worldSize_;
+    size_t bytes = commElementBytes(dtype);
+    std::vector<char> padded(size_t(block) * worldSize_ * bytes, 0);
+    std::memcpy(padded.data(), send, size_t(count) * bytes);
+    std::vector<char> mine(size_t(block) * bytes);
+    if (int32_t code = sumInRankOrder(padded.data(), mine.data(), block, dtype))
+      return code;
+    std::vector<char> all(padded.size());
+    MPI_Datatype type = elementType(dtype);
+    if (int code = MPI_Allgather(mine.data(), int(block), type, all.data(),
+                                 int(block), type, MPI_COMM_WORLD))
+      return record(code, "MPI_Allgather");
+    std::memcpy(recv, all.data(), size_t(count) * bytes);
+    return 0;
   }
 
   int32_t reduceScatter(const void *send, void *recv, int64_t count,
                         int32_t dtype, void *) override {
     Watch watch(this, "reduce_scatter");
-    if (isHalf(dtype)) {
-      std::vector<float> wide = widen(send, count * worldSize_, dtype);
-      std::vector<float> mine(count);
-      int code = MPI_Reduce_scatter_block(wide.data(), mine.data(), int(count),
-                                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      narrow(mine, recv, dtype);
-      return record(code, "MPI_Reduce_scatter_block");
-    }
-    return record(MPI_Reduce_scatter_block(send, recv, int(count),
-                                           nativeType(dtype), MPI_SUM,
-                                           MPI_COMM_WORLD),
-                  "MPI_Reduce_scatter_block");
+    return sumInRankOrder(send, recv, count, dtype);
   }
 
   int32_t allGather(const void *send, void *recv, int64_t count, int32_t dtype,
@@ -310,6 +309,50 @@ private:
       return 0;
     lastError_ = std::string(call) + " failed: " + mpiMessage(code);
     return code;
+  }
+
+  static MPI_Datatype elementType(int32_t dtype) {
+    return isHalf(dtype) ? MPI_UINT16_T : nativeType(dtype);
+  }
+
+  /// The reduce-scatter: `send` holds N blocks of `count` elements, rank
+  /// r's block r of every rank reaches it (MPI_Alltoall, each rank sending
+  /// (N-1)/N of its buffer as a ring would), and it adds them in rank
+  /// order, so every element is ((b0 + b1) + b2) + ... whatever algorithm
+  /// MPI picks: the sum one rank accumulating the ranks' micro-batches in
+  /// turn computes. Half types add in fp32 and round once.
+  int32_t sumInRankOrder(const void *send, void *recv, int64_t count,
+                         int32_t dtype) {
+    size_t bytes = commElementBytes(dtype);
+    std::vector<char> blocks(size_t(count) * worldSize_ * bytes);
+    MPI_Datatype type = elementType(dtype);
+    if (int code = MPI_Alltoall(send, int(count), type, blocks.data(),
+                                int(count), type, MPI_COMM_WORLD))
+      return record(code, "MPI_Alltoall");
+    if (dtype == ZTC_COMM_F64) {
+      addBlocks(reinterpret_cast<const double *>(blocks.data()),
+                static_cast<double *>(recv), count);
+    } else if (dtype == ZTC_COMM_F32) {
+      addBlocks(reinterpret_cast<const float *>(blocks.data()),
+                static_cast<float *>(recv), count);
+    } else {
+      std::vector<float> wide =
+          widen(blocks.data(), count * worldSize_, dtype);
+      std::vector<float> sum(count);
+      addBlocks(wide.data(), sum.data(), count);
+      narrow(sum, recv, dtype);
+    }
+    return 0;
+  }
+
+  template <typename T>
+  void addBlocks(const T *blocks, T *sum, int64_t count) const {
+    std::copy(blocks, blocks + count, sum);
+    for (int r = 1; r < worldSize_; ++r) {
+      const T *block = blocks + size_t(r) * count;
+      for (int64_t i = 0; i < count; ++i)
+        sum[i] += block[i];
+    }
   }
 
   static std::vector<float> widen(const void *data, int64_t count,
