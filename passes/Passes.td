@@ -689,7 +689,13 @@ def BuildEntriesPass : Pass<"ztc-build-entries", "ModuleOp"> {
        - `loss_and_grads`: loss and gradients, state updates dropped; each
          gradient result is named (`onnx.name`) after its parameter, the
          name the runtime writes it under;
-       - `loss`: the loss alone; every gradient op dies in the next cleanup.
+       - `loss`: the loss alone; every gradient op dies in the next cleanup;
+       - `evaluate`: the loss as `model.eval()` computes it, and for a
+         cross entropy the f32 counts `correct` (rows whose label has the
+         highest score; a tie counts) and `counted` (rows whose label is
+         not `ignore-index`); state updates dropped.
+       Every `nn.mode_select` becomes its `inference` operand in
+       `evaluate` and its `training` operand elsewhere.
     3. Erases the model's function.
 
     Example (`entries=train_step,loss_and_grads`):

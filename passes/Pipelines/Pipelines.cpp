@@ -31,7 +31,7 @@ using namespace mlir::ztc;
 std::vector<std::string> TrainingPipelineOptions::entryKinds() const {
   if (!entries.empty())
     return {entries.begin(), entries.end()};
-  return {"train_step", "loss_and_grads"};
+  return {"train_step", "loss_and_grads", "evaluate"};
 }
 
 std::pair<double, double> TrainingPipelineOptions::adamBetas() const {

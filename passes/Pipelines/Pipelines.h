@@ -164,9 +164,9 @@ struct TrainingPipelineOptions
   // --- Entries (ztc-build-entries) ----------------------------------------
   ListOption<std::string> entries{
       *this, "entries",
-      llvm::cl::desc("Entries of the step: train_step, loss_and_grads, loss "
-                     "(default: train_step,loss_and_grads; grad-accum > 1 "
-                     "adds accumulate)")};
+      llvm::cl::desc("Entries of the step: train_step, loss_and_grads, loss, "
+                     "evaluate (default: train_step,loss_and_grads,evaluate; "
+                     "grad-accum > 1 adds accumulate)")};
 
   // --- Slots -----------------------------------------------------------
   // Where the mission's passes plug in; see docs/architecture.md. Each slot

@@ -386,6 +386,8 @@ const char *purposeName(EntryPurpose purpose) {
     return "loss_and_grads";
   case EntryPurpose::Loss:
     return "loss";
+  case EntryPurpose::Evaluate:
+    return "evaluate";
   }
   return "";
 }
@@ -393,7 +395,8 @@ const char *purposeName(EntryPurpose purpose) {
 std::optional<EntryPurpose> parsePurpose(const std::string &name) {
   for (EntryPurpose purpose : {EntryPurpose::Forward, EntryPurpose::TrainStep,
                                EntryPurpose::Accumulate,
-                               EntryPurpose::LossAndGrads, EntryPurpose::Loss})
+                               EntryPurpose::LossAndGrads, EntryPurpose::Loss,
+                               EntryPurpose::Evaluate})
     if (name == purposeName(purpose))
       return purpose;
   return std::nullopt;

@@ -189,9 +189,13 @@ enum class EntryPurpose {
   LossAndGrads,
   /// The loss alone (gradient checks).
   Loss,
+  /// The loss in evaluation mode, and for a cross entropy the float32
+  /// counts "correct" and "counted" (--eval-data).
+  Evaluate,
 };
 
-/// "forward", "train_step", "accumulate", "loss_and_grads", "loss".
+/// "forward", "train_step", "accumulate", "loss_and_grads", "loss",
+/// "evaluate".
 const char *purposeName(EntryPurpose purpose);
 std::optional<EntryPurpose> parsePurpose(const std::string &name);
 

@@ -66,7 +66,7 @@ std::vector<uint64_t> epochPermutation(uint64_t count, uint64_t seed,
 }
 
 DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
-                       uint64_t seed)
+                       uint64_t seed, bool partialBatches)
     : seed_(seed), dataDir_(dataDir) {
   std::error_code error;
   if (!std::filesystem::is_directory(dataDir, error))
@@ -122,7 +122,7 @@ DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
   }
   if (!agree)
     throw Error("inputs disagree on the number of samples: " + counts);
-  if (numSamples_ < batchSize_)
+  if (numSamples_ == 0 || (numSamples_ < batchSize_ && !partialBatches))
     throw Error(dataDir + " has " + std::to_string(numSamples_) +
                 " samples, fewer than one batch of " +
                 std::to_string(batchSize_));
@@ -174,6 +174,36 @@ std::vector<Tensor> DataLoader::next() {
   if (++position_.batch == batchesPerEpoch()) {
     ++position_.epoch;
     position_.batch = 0;
+  }
+  return batch;
+}
+
+std::vector<Tensor> DataLoader::gather(const std::vector<uint64_t> &samples,
+                                       int64_t padLabel) const {
+  std::vector<Tensor> batch;
+  for (size_t i = 0; i < arrays_.size(); ++i) {
+    Tensor tensor(arrays_[i].dtype, batchShapes_[i]);
+    size_t row = tensor.byteSize() / batchSize_;
+    for (uint64_t k = 0; k < batchSize_ && row; ++k) {
+      uint64_t sample = k < samples.size()   ? samples[k]
+                        : samples.empty() ? 0
+                                          : samples[0];
+      std::memcpy(tensor.bytes.data() + k * row,
+                  arrays_[i].bytes.data() + sample * row, row);
+      if (k < samples.size() || roles_[i] != BindingRole::Label)
+        continue;
+      auto *labels = tensor.bytes.data() + k * row;
+      size_t width = dtypeSize(tensor.dtype);
+      for (size_t at = 0; at + width <= row; at += width) {
+        if (tensor.dtype == DType::Int64)
+          std::memcpy(labels + at, &padLabel, width);
+        else if (tensor.dtype == DType::Int32) {
+          int32_t narrow = int32_t(padLabel);
+          std::memcpy(labels + at, &narrow, width);
+        }
+      }
+    }
+    batch.push_back(std::move(tensor));
   }
   return batch;
 }

@@ -84,9 +84,10 @@ struct DataCheck {
 class DataLoader {
 public:
   /// Reads `dataDir/<file>.npy` for every input binding of `manifest`
-  /// (see the file comment for the checks).
+  /// (see the file comment for the checks). With `partialBatches` (held-out
+  /// data, read by gather()), fewer samples than one batch are allowed.
   DataLoader(const Manifest &manifest, const std::string &dataDir,
-             uint64_t seed);
+             uint64_t seed, bool partialBatches = false);
 
   /// Makes this loader rank `rank` of `worldSize`: a global batch is
   /// worldSize consecutive batches of the epoch's permutation, and this
@@ -119,6 +120,13 @@ public:
   /// its binding), then advances to the next batch, moving to the next
   /// epoch after the last full batch.
   std::vector<Tensor> next();
+
+  /// A batch of `samples` in order (at most batchSize(); evaluation's). The
+  /// rows past them repeat the first sample (sample 0 when there is none)
+  /// with every label set to `padLabel`: cross entropy's ignore index, so
+  /// that they count for nothing.
+  std::vector<Tensor> gather(const std::vector<uint64_t> &samples,
+                             int64_t padLabel) const;
 
   /// The samples (indices into the arrays) of the batch at `position`.
   std::vector<uint64_t> samplesAt(const DataPosition &position) const;

@@ -349,6 +349,8 @@ public:
       throw Error("--save-every needs --save DIR");
     if (!options.dumpGradsDir.empty() && !artifact_.gradEntry())
       throw Error("--dump-grads needs a grad_entry the artifact lacks");
+    if (!options.evalDataDir.empty())
+      openEvalData();
     lossIndex_ = static_cast<size_t>(manifest().main().outputIndex("loss"));
     lastStep_ = options.steps ? options.steps
                               : options.epochs *
@@ -482,6 +484,10 @@ public:
         save(step);
         savedStep = step;
       }
+      if (evalLoader_ &&
+          (step == lastStep_ ||
+           (options_.evalEvery != 0 && step % options_.evalEvery == 0)))
+        result.evaluations.push_back(evaluate(step));
     }
     if (!options_.saveDir.empty() && savedStep != step)
       save(step);
@@ -840,6 +846,120 @@ private:
            " samples, no NaN or infinity" + labels + ": ok";
   }
 
+  /// --eval-data: the held-out samples, as many on every rank (the fewest
+  /// any rank has), and the batches that cover them.
+  void openEvalData() {
+    const Entry *entry = manifest().find(EntryPurpose::Evaluate);
+    evalEntry_ = artifact_.entry(EntryPurpose::Evaluate);
+    if (!entry || !evalEntry_)
+      throw Error("--eval-data needs an evaluate entry, which " +
+                  options_.artifactDir +
+                  " lacks (compiled by an older ztc or with --entries): "
+                  "recompile it");
+    try {
+      evalLoader_.emplace(manifest(), options_.evalDataDir, loader_.seed(),
+                          /*partialBatches=*/true);
+    } catch (const Error &failure) {
+      throw Error("--eval-data: " + std::string(failure.what()));
+    }
+    evalSamples_ = evalLoader_->numSamples();
+    if (comm_.worldSize() > 1)
+      for (const std::string &theirs :
+           comm_.allGatherText(std::to_string(evalSamples_)))
+        evalSamples_ = std::min<uint64_t>(evalSamples_, std::stoull(theirs));
+    evalCorrect_ = entry->outputIndex("correct");
+    evalCounted_ = entry->outputIndex("counted");
+    uint64_t global = evalLoader_->batchSize() * comm_.worldSize();
+    // A cross entropy pads the last global batch with ignored labels; any
+    // other loss evaluates the whole global batches the samples fill.
+    evalBatches_ = crossEntropyEval() ? (evalSamples_ + global - 1) / global
+                                      : evalSamples_ / global;
+    if (evalBatches_ == 0)
+      throw Error("--eval-data " + options_.evalDataDir + ": " +
+                  std::to_string(evalSamples_) +
+                  " samples do not fill one global batch of " +
+                  std::to_string(global) + " (" +
+                  std::to_string(evalLoader_->batchSize()) + " x " +
+                  std::to_string(comm_.worldSize()) +
+                  " ranks); a loss other than cross entropy cannot pad one");
+    if (!crossEntropyEval())
+      evalSamples_ = evalBatches_ * global;
+  }
+
+  bool crossEntropyEval() const { return evalCorrect_ >= 0 && evalCounted_ >= 0; }
+
+  /// Runs the evaluate entry over the held-out samples after step `step`
+  /// (every rank the same number of calls: the entry may gather ZeRO-3
+  /// shards) and reports the loss and accuracy over all ranks' samples.
+  EvalReport evaluate(uint64_t step) {
+    const Entry &entry = *manifest().find(EntryPurpose::Evaluate);
+    plannedArena_ = std::max(plannedArena_, entry.arenaBytes);
+    uint64_t batch = evalLoader_->batchSize();
+    uint64_t global = batch * comm_.worldSize();
+    int64_t ignore = manifest().train.ignoreIndex.value_or(-100);
+    // Weighted loss, weight, rows right, rows counted.
+    double sums[4] = {0, 0, 0, 0};
+    auto scalar = [&](int index) {
+      Tensor value = runner_.readArena(entry.outputs[size_t(index)]);
+      return double(*value.data<float>());
+    };
+    for (uint64_t g = 0; g < evalBatches_; ++g) {
+      std::vector<uint64_t> samples;
+      uint64_t first = g * global + uint64_t(comm_.rank()) * batch;
+      for (uint64_t k = first; k < first + batch && k < evalSamples_; ++k)
+        samples.push_back(k);
+      uploadBatch(evalLoader_->gather(samples, ignore));
+      try {
+        runner_.run(evalEntry_);
+      } catch (const Error &failure) {
+        throw Error("evaluation after step " + std::to_string(step) + ": " +
+                    failure.what());
+      }
+      double loss = scalar(entry.outputIndex("loss"));
+      if (crossEntropyEval()) {
+        double counted = scalar(evalCounted_);
+        // A batch of padding alone has no loss (0 / 0).
+        if (counted > 0) {
+          sums[0] += loss * counted;
+          sums[1] += counted;
+        }
+        sums[2] += scalar(evalCorrect_);
+        sums[3] += counted;
+      } else {
+        sums[0] += loss;
+        sums[1] += 1;
+      }
+    }
+    if (comm_.worldSize() > 1)
+      comm_.allReduceSum(sums, 4);
+    EvalReport report;
+    report.step = step;
+    report.loss = sums[1] > 0 ? sums[0] / sums[1] : std::nan("");
+    report.accuracy = crossEntropyEval() && sums[3] > 0 ? sums[2] / sums[3]
+                                                        : std::nan("");
+    report.samples = evalSamples_;
+    std::string text = printfString("eval after step %llu: loss %.6f",
+                                    (unsigned long long)step, report.loss);
+    if (crossEntropyEval())
+      text += printfString("  accuracy %.2f%%", 100 * report.accuracy);
+    text += "  (" + std::to_string(report.samples) + " samples of " +
+            options_.evalDataDir + ")";
+    reporter_->message(text);
+    if (metrics_.is_open()) {
+      nlohmann::ordered_json line = {{"step", step},
+                                     {"eval_loss", report.loss},
+                                     {"eval_samples", report.samples}};
+      if (crossEntropyEval())
+        line["eval_accuracy"] = report.accuracy;
+      metrics_ << line.dump() << "\n";
+      metrics_.flush();
+      if (!metrics_)
+        throw Error("cannot write metrics file " + options_.metricsFile +
+                    ": " + std::strerror(errno));
+    }
+    return report;
+  }
+
   /// Runs `entry` for optimizer step `step`; a failure of the step (bad
   /// data a kernel found, a device error) names the step:
   ///   step 3: nll_loss: target 12 is outside [0, 10) (ignore_index -100)
@@ -1051,6 +1171,13 @@ private:
   Artifact artifact_;
   Runner runner_;
   DataLoader loader_;
+  /// --eval-data: its samples (every rank the fewest any rank has), the
+  /// global batches that cover them, the entry and its count outputs (-1:
+  /// not a cross entropy).
+  std::optional<DataLoader> evalLoader_;
+  uint64_t evalSamples_ = 0, evalBatches_ = 0;
+  EntryFn evalEntry_ = nullptr;
+  int evalCorrect_ = -1, evalCounted_ = -1;
   /// After loader_: it stops its reader before the loader goes.
   Prefetcher prefetcher_;
   uint64_t microBatches_ = 1;

@@ -14,6 +14,11 @@
 //     when a report or a checkpoint is due: read the state (the mean loss
 //     since the last read; the first non-finite loss names its step),
 //     reset it, log; save a checkpoint every saveEvery steps
+//     every evalEvery steps and after the last (--eval-data): run the
+//     evaluate entry over the held-out samples, in order, each rank its
+//     share of every global batch (the last batch padded with ignored
+//     labels for a cross entropy, so every sample counts once), and log
+//     the loss and accuracy summed over ranks
 //   save a checkpoint at the end
 //
 // Between reports the host never waits for the device: it reads nothing
@@ -47,6 +52,10 @@
 //   train.grad_accum is 4, but gradient accumulation needs an accum_entry
 //     the artifact lacks
 //   --dump-grads needs a grad_entry the artifact lacks
+//   --eval-data needs an evaluate entry, which ART lacks (compiled by an
+//     older ztc or with --entries): recompile it
+//   --eval-data DIR: 5 samples do not fill one global batch of 8 (4 x 2
+//     ranks); a loss other than cross entropy cannot pad one
 //   --save-every needs --save DIR
 //   the checkpoint in DIR was written with seed 1; this run has seed 0
 //   DIR is being written by another trainer (pid 1234); give this run its
@@ -128,6 +137,12 @@ struct TrainOptions {
   /// random key of the first micro-batch) and write DIR/loss.npy and
   /// DIR/grad/<file>.npy per grad output; empty: don't.
   std::string dumpGradsDir;
+  /// --eval-data: held-out samples the evaluate entry runs on (loss as in
+  /// model.eval(), and accuracy for a cross entropy) every evalEvery steps
+  /// and after the last; empty: no evaluation.
+  std::string evalDataDir;
+  /// Evaluate every evalEvery optimizer steps (0: after the last only).
+  uint64_t evalEvery = 0;
   /// Before training, scan every sample: labels within the classes the
   /// loss indexes (or its ignore index), no NaN or infinity in float data;
   /// the first bad sample is an error naming its file and index.
@@ -151,7 +166,24 @@ struct TrainOptions {
   std::function<void(const std::string &)> log;
 };
 
+/// One evaluation on the held-out data, the same on every rank.
+struct EvalReport {
+  /// The optimizer step it followed.
+  uint64_t step = 0;
+  /// The mean loss over the samples (for a cross entropy, over the rows
+  /// whose label is not ignored).
+  double loss = 0;
+  /// The share of counted rows whose label scored highest; NaN when the
+  /// loss is not a cross entropy.
+  double accuracy = 0;
+  /// Samples evaluated (all of them for a cross entropy; otherwise the
+  /// whole global batches they fill).
+  uint64_t samples = 0;
+};
+
 struct TrainResult {
+  /// Every evaluation (--eval-data), in order.
+  std::vector<EvalReport> evaluations;
   /// The reported losses, one per report (log line, progress-bar redraw or
   /// checkpoint): the mean over the steps and micro-batches since the
   /// previous report. With logEvery 1, one per step.

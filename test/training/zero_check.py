@@ -274,6 +274,8 @@ def main():
         equivalence(runs, "mlp", mlp, os.path.join(digits, "train"), 32, 30,
                     [(4, 0), (4, 1)], "--lr", "3e-3")
 
+        evaluation(runs, args, gpt, gpl, images, tmp)
+
         # 2. What the manifests plan: sharded states, the collectives.
         z0 = runs.compile(gpt, "plan-z0", 4, 4, 0)
         z2 = runs.compile(gpt, "plan-z2", 4, 4, 2)
@@ -425,6 +427,105 @@ def main():
                   % (what, proc.returncode, waited,
                      named.group(0) if named else first_error(err)))
     return summary()
+
+
+def eval_reports(log):
+    """[(step, loss, accuracy percent, samples)] of the eval lines of a log."""
+    return [(int(a), float(b), float(c), int(d)) for a, b, c, d in re.findall(
+        r"eval after step (\d+): loss (\S+)  accuracy (\S+)%  \((\d+) samples", log)]
+
+
+def reference_eval(model, x, labels):
+    """Cross entropy and accuracy of an inference-mode ONNX model on (x,
+    labels), by the onnx package's reference evaluator, in float64 from
+    its float32 logits."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+    loaded = onnx.load(model)
+    logits = ReferenceEvaluator(loaded).run(None, {loaded.graph.input[0].name: x})[0]
+    logits = logits.astype(np.float64)
+    top = logits.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(logits - top).sum(axis=1)) + top[:, 0]
+    loss = float((lse - logits[np.arange(len(labels)), labels]).mean())
+    return loss, 100.0 * float((logits.argmax(axis=1) == labels).mean())
+
+
+def evaluation(runs, args, gpt, gpl, images, tmp):
+    """--eval-data under every stage: the same held-out loss and accuracy as
+    one rank; BatchNorm's running statistics and no padding error (the
+    inference-mode export, run by the onnx package); uneven held-out data
+    on two ranks runs to the end."""
+    held = os.path.join(tmp, "gpl-held")
+    os.makedirs(held)
+    for f in ("tokens.npy", "labels.npy"):
+        np.save(os.path.join(held, f), np.load(os.path.join(gpl, f))[-500:])
+    flags = ("--lr", "3e-3", "--param-persistence-threshold", "0")
+    one = runs.compile(gpt, "eval-1", 16, 1, 0, *flags)
+    ref = eval_reports(runs.launch(one, 1, gpl, 10, "--eval-data", held,
+                                   "--eval-every", "5").stderr)
+    check(len(ref) == 2 and ref[0][3] == 500,
+          "--eval-data on one rank: evaluations after steps %s of %s samples (loss %s)"
+          % ([r[0] for r in ref], [r[3] for r in ref], [r[1] for r in ref]))
+    for stage in (0, 1, 2, 3):
+        art = runs.compile(gpt, "eval-4z%d" % stage, 4, 4, stage, *flags)
+        metrics = os.path.join(tmp, "eval-4z%d.jsonl" % stage)
+        got = eval_reports(runs.launch(art, 4, gpl, 10, "--eval-data", held, "--eval-every",
+                                       "5", "--metrics", metrics).stderr)
+        with open(metrics) as f:
+            lines = [json.loads(line) for line in f if "eval_loss" in line]
+        worst = max((abs(a[1] - b[1]) / b[1] for a, b in zip(got, ref)),
+                    default=float("inf"))
+        check(len(got) == len(ref) and worst <= 1e-5 and
+              all(a[2] == b[2] and a[3] == b[3] for a, b in zip(got, ref)) and
+              [line["step"] for line in lines] == [5, 10] and
+              all(abs(line["eval_loss"] - r[1]) <= 1e-5 * r[1] for line, r in zip(lines, got)),
+              "--eval-data on 4 ranks at ZeRO stage %d: losses within %.1e of one rank's, "
+              "accuracies %s%% equal, 500 samples (the last global batch of 16 padded); "
+              "--metrics has eval_loss at steps %s"
+              % (stage, worst, [a[2] for a in got], [line["step"] for line in lines]))
+
+    # Training-mode BatchNorm: the evaluation normalizes with the running
+    # statistics, as the inference-mode export does; on 2 ranks at stage 3
+    # (sharded parameters, gathered by the evaluate entry) too.
+    bn = os.path.join(tmp, "cnn-bn")
+    run(sys.executable, os.path.join(REPO, "examples", "onnx", "make_cnn.py"), "--out", bn,
+        "--training", "--quiet")
+    model = os.path.join(bn, "cnn_train.onnx")
+    test = os.path.join(images, "test")
+    x, labels = np.load(os.path.join(test, "x.npy")), np.load(os.path.join(test, "labels.npy"))
+    for world, stage in ((1, 0), (2, 3)):
+        art = runs.compile(model, "eval-bn-%d" % world, 16, world, stage, "--lr", "3e-3",
+                           "--param-persistence-threshold", "0")
+        ckpt = os.path.join(tmp, "eval-bn-%d.ckpt" % world)
+        got = eval_reports(runs.launch(art, world, os.path.join(images, "train"), 40,
+                                       "--eval-data", test, "--save", ckpt).stderr)
+        exported = os.path.join(tmp, "eval-bn-%d.onnx" % world)
+        run(runs.ztc, "export", art, "--checkpoint", ckpt, "-o", exported, "--inference")
+        loss, accuracy = reference_eval(exported, x, labels)
+        check(len(got) == 1 and abs(got[0][1] - loss) <= 1e-5 * loss and
+              abs(got[0][2] - accuracy) < 0.005 and got[0][3] == len(labels),
+              "training-mode BatchNorm CNN, %d rank(s), stage %d, 40 steps: eval loss %.6f "
+              "accuracy %.2f%% on %d samples; the inference-mode export gives %.6f and "
+              "%.2f%% (onnx reference evaluator)"
+              % (world, stage, got[0][1] if got else float("nan"),
+                 got[0][2] if got else float("nan"), len(labels), loss, accuracy))
+
+    # Uneven held-out data: rank 1 has a fifth of rank 0's samples; both
+    # evaluate the fewer, the same number of calls, and nothing hangs.
+    short = os.path.join(tmp, "gpl-held-short")
+    os.makedirs(short)
+    for f in ("tokens.npy", "labels.npy"):
+        np.save(os.path.join(short, f), np.load(os.path.join(held, f))[:100])
+    art = runs.compile(gpt, "eval-uneven", 8, 2, 3, *flags)
+    start = time.time()
+    result = run(args.mpirun, "-np", "1", args.ztc_train, art, "--data", gpl, "--steps", "4",
+                 "--eval-data", held, ":", "-np", "1", args.ztc_train, art, "--data", gpl,
+                 "--steps", "4", "--eval-data", short, ok=False, timeout=120)
+    got = eval_reports(result.stderr)
+    check(result.returncode == 0 and len(got) == 1 and got[0][3] == 100,
+          "uneven held-out data at stage 3 (500 and 100 samples): exit %d after %.1f s, "
+          "%s samples evaluated on each rank"
+          % (result.returncode, time.time() - start, got[0][3] if got else "?"))
 
 
 def rank_pid(art, rank):

@@ -60,6 +60,12 @@ const char kUsage[] =
     "  --resume DIR      continue from the checkpoint in DIR\n"
     "  --dump-grads DIR  write the first step's loss and gradients (before\n"
     "                    the update) to DIR\n"
+    "  --eval-data DIR   held-out samples (the same .npy files as --data):\n"
+    "                    after the last step, and every --eval-every steps,\n"
+    "                    log their loss with BatchNorm's running statistics\n"
+    "                    and no dropout (PyTorch's model.eval()), and for a\n"
+    "                    cross entropy their accuracy; under every ZeRO stage\n"
+    "  --eval-every K    also evaluate every K steps (needs --eval-data)\n"
     "  --check-data      scan every sample before training: labels within\n"
     "                    the loss's classes, no NaN or infinity in inputs\n"
     "  --comm KIND       auto (default: when mpirun or srun started several\n"
@@ -183,6 +189,12 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
         throw UsageError{"--save-total-limit must be at least 1"};
     } else if (flag == "--resume") {
       options.resumeDir = takeValue();
+    } else if (flag == "--eval-data") {
+      options.evalDataDir = takeValue();
+      if (options.evalDataDir.empty())
+        throw UsageError{"--eval-data needs a directory"};
+    } else if (flag == "--eval-every") {
+      options.evalEvery = parseCount(flag, takeValue());
     } else if (flag == "--dump-grads") {
       options.dumpGradsDir = takeValue();
     } else if (flag == "--comm") {
@@ -205,6 +217,8 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
     throw UsageError{"--save-every needs --save DIR"};
   if (!options.saveConsolidated.empty() && options.saveDir.empty())
     throw UsageError{"--save-consolidated needs --save DIR"};
+  if (options.evalEvery != 0 && options.evalDataDir.empty())
+    throw UsageError{"--eval-every needs --eval-data DIR"};
   if (strict && configPath.empty())
     throw UsageError{"--strict applies to --config FILE"};
   return options;

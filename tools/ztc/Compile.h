@@ -58,7 +58,8 @@ LogicalResult readParameterValues(MLIRContext &context,
 
 /// Compiles the training step of the model at `modelPath` for `target` with
 /// the training pipeline (passes/Pipelines): entries `ztc_train_step`,
-/// `ztc_loss_and_grads` and, when accumulating, `ztc_accumulate`.
+/// `ztc_loss_and_grads`, `ztc_evaluate` and, when accumulating,
+/// `ztc_accumulate`.
 /// `options` must verify. When `kernelIR` is given, the planned kernel
 /// module is printed to it.
 LogicalResult compileTraining(MLIRContext &context, llvm::StringRef modelPath,

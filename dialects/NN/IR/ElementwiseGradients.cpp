@@ -305,6 +305,13 @@ LogicalResult WhereOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                        v.sumToShape(v.where(cond, zero, g), getB().getType())});
 }
 
+LogicalResult ModeSelectOp::buildVjp(OpBuilder &,
+                                     ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  // Training computes the first operand; the second is evaluation's alone.
+  return setGradients(operandGrads, {resultGrads[0], Value()});
+}
+
 LogicalResult BroadcastToOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   return setGradients(

@@ -501,6 +501,33 @@ def NN_WhereOp : NN_Op<"where", NN_InferredResult> {
 }
 
 //===----------------------------------------------------------------------===//
+// ModeSelectOp
+//===----------------------------------------------------------------------===//
+
+def NN_ModeSelectOp : NN_Op<"mode_select",
+    [AllTypesMatch<["training", "inference", "result"]>]> {
+  let summary = "a value that differs between training and evaluation";
+  let description = [{
+    `training` in the entries that train or run the model as exported
+    (forward, train_step, loss_and_grads, loss), `inference` in `evaluate`,
+    which runs the model as PyTorch's `model.eval()` does. The importer
+    builds it for a training-mode BatchNormalization (inference: the
+    running statistics normalize) and Dropout (inference: the identity).
+    `ztc-build-entries` replaces every one by the operand of its entry, so
+    no pass after it sees one. The gradient flows to `training` alone.
+
+    Example:
+
+    ```mlir
+    %y = nn.mode_select %batch_normalized, %running_normalized
+           : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$training, NN_Tensor:$inference);
+  let results = (outs NN_Tensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
 // MatMulOp
 //===----------------------------------------------------------------------===//
 

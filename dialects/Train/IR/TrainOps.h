@@ -89,8 +89,13 @@ inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";
 ///   loss_and_grads loss and gradients, nothing updated (--dump-grads,
 ///                  gradcheck)
 ///   loss           the loss alone, nothing updated (gradcheck)
+///   evaluate       the loss in evaluation mode (BatchNorm's running
+///                  statistics, no dropout) and, for a cross entropy, the
+///                  rows predicted right and counted; nothing updated
+///                  (ztc-train --eval-data)
 inline constexpr llvm::StringLiteral kEntryKinds[] = {
-    "forward", "train_step", "accumulate", "loss_and_grads", "loss"};
+    "forward", "train_step", "accumulate", "loss_and_grads", "loss",
+    "evaluate"};
 
 /// The binding of argument `index` of `func`, or null.
 BindingAttr getBinding(func::FuncOp func, unsigned index);

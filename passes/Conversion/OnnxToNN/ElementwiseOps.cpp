@@ -172,6 +172,9 @@ LogicalResult convertTrainingDropout(NodeContext &ctx, double ratio,
     y = scaled ? ctx.create<nn::WhereOp>({keep, scaled, ctx.scalar(elem, 0.0)})
                : nullptr;
   }
+  // The evaluate entry drops nothing.
+  if (y)
+    y = ctx.createWithTypes<nn::ModeSelectOp>(y.getType(), {y, ctx.input(0)});
   if (failed(produce(results, y)))
     return failure();
   if (ctx.outputUsed(1))

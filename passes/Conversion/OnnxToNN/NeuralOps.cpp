@@ -271,7 +271,8 @@ LogicalResult convertGlobalAveragePool(NodeContext &ctx,
 /// the running statistics move toward them, as ONNX defines it:
 /// `running = running * momentum + batch * (1 - momentum)` with the biased
 /// batch variance. Running statistics that are initializers are written
-/// back after the step (`NodeContext::updateState`).
+/// back after the step (`NodeContext::updateState`). The `evaluate` entry
+/// normalizes with the running statistics instead (nn.mode_select).
 LogicalResult convertTrainingBatchNorm(NodeContext &ctx,
                                        SmallVectorImpl<Value> &results) {
   RankedTensorType type = ctx.inputType(0);
@@ -314,10 +315,18 @@ LogicalResult convertTrainingBatchNorm(NodeContext &ctx,
   Value invStd = ctx.create<nn::ReciprocalOp>(ctx.create<nn::SqrtOp>(
       ctx.create<nn::AddOp>({batchVar, scalar(epsilon)})));
   Value normalized = ctx.create<nn::MulOp>({centered, invStd});
-  Value y = ctx.create<nn::AddOp>(
+  Value trained = ctx.create<nn::AddOp>(
       {ctx.create<nn::MulOp>(
            {normalized, ctx.reshape(ctx.input(1), perChannel)}),
        ctx.reshape(ctx.input(2), perChannel)});
+  // Evaluation normalizes with the running statistics, as inference does.
+  Value inferred = ctx.create<nn::BatchNormOp>(
+      {x, ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4)},
+      {ctx.f64Attr("epsilon", epsilon)});
+  if (!trained || !inferred)
+    return failure();
+  Value y = ctx.createWithTypes<nn::ModeSelectOp>(trained.getType(),
+                                                  {trained, inferred});
 
   Value savedMean = ctx.reshape(batchMean, {channels});
   Value savedVar = ctx.reshape(batchVar, {channels});

@@ -34,7 +34,7 @@
 
 // TWICE: entry 'train_step' is listed twice
 // NONE: ztc-build-entries needs at least one entry
-// UNKNOWN: unknown entry 'eval'; expected forward, train_step, loss_and_grads or loss (ztc-accumulate builds accumulate)
+// UNKNOWN: unknown entry 'eval'; expected forward, train_step, loss_and_grads, loss or evaluate (ztc-accumulate builds accumulate)
 func.func @main(%x: tensor<4xf32>,
                 %w: tensor<4xf32> {train.binding = #train.binding<param "w">},
                 %s: tensor<4xf32> {train.binding = #train.binding<param "stat">})

@@ -255,7 +255,9 @@ func.func @batch_norm(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf
 // Training-mode BatchNormalization normalizes with the batch's biased
 // statistics over every axis but the channels, and moves the running
 // statistics toward them: running * momentum + batch * (1 - momentum).
-// Running statistics that are initializers are returned as updates.
+// Running statistics that are initializers are returned as updates. The
+// evaluate entry normalizes with the running statistics (nn.mode_select's
+// second operand, an inference nn.batch_norm).
 // CHECK-LABEL: func.func @batch_norm_training
 // CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x4x8x8xf32>, %[[S:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>, %[[M:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<param "bn.running_mean">}, %[[V:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<param "bn.running_var">})
 // CHECK-SAME: -> (tensor<2x4x8x8xf32>, tensor<4xf32> {train.update_of = "bn.running_mean"}, tensor<4xf32> {train.update_of = "bn.running_var"})
@@ -270,7 +272,9 @@ func.func @batch_norm(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf
 // CHECK: %[[S4:.+]] = nn.reshape %[[S]] : tensor<4xf32> -> tensor<1x4x1x1xf32>
 // CHECK: %[[SN:.+]] = nn.mul %[[N]], %[[S4]]
 // CHECK: %[[B4:.+]] = nn.reshape %[[B]] : tensor<4xf32> -> tensor<1x4x1x1xf32>
-// CHECK: %[[Y:.+]] = nn.add %[[SN]], %[[B4]]
+// CHECK: %[[TRAINED:.+]] = nn.add %[[SN]], %[[B4]]
+// CHECK: %[[INFERRED:.+]] = nn.batch_norm %[[X]], %[[S]], %[[B]], %[[M]], %[[V]] {epsilon = {{.+}}}
+// CHECK: %[[Y:.+]] = nn.mode_select %[[TRAINED]], %[[INFERRED]] : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
 // CHECK: %[[MEAN1:.+]] = nn.reshape %[[MEAN]] : tensor<1x4x1x1xf32> -> tensor<4xf32>
 // CHECK: %[[VAR1:.+]] = nn.reshape %[[VAR]] : tensor<1x4x1x1xf32> -> tensor<4xf32>
 // CHECK: %[[MOM:.+]] = arith.constant dense<8.000000e-01> : tensor<f32>

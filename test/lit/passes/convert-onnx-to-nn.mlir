@@ -357,7 +357,8 @@ func.func @dropout_zero_ratio(%x: tensor<2x3xf32>) -> none {
 // (spelled !(u < ratio)), scaling kept elements by 1 / (1 - ratio); the mask
 // output is the kept elements. The key is one argument for the function,
 // `rng`, a hyper the runtime writes; each node has its own stream: its seed
-// attribute (5), else the FNV-1a hash of its name ("drop2").
+// attribute (5), else the FNV-1a hash of its name ("drop2"). The evaluate
+// entry takes the input itself (nn.mode_select's second operand).
 // CHECK-LABEL: func.func @dropout_training
 // CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[RNG:.+]]: tensor<i64> {train.binding = #train.binding<hyper "rng">}) -> (tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>)
 // CHECK: %[[U:.+]] = nn.random_uniform %[[RNG]] {stream = 5 : i64} : tensor<i64> -> tensor<2x3xf32>
@@ -367,10 +368,12 @@ func.func @dropout_zero_ratio(%x: tensor<2x3xf32>) -> none {
 // CHECK: %[[SCALE:.+]] = arith.constant dense<1.33333337> : tensor<f32>
 // CHECK: %[[SCALED:.+]] = nn.mul %[[X]], %[[SCALE]] : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
 // CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
-// CHECK: %[[Y:.+]] = nn.where %[[KEEP]], %[[SCALED]], %[[ZERO]] : tensor<2x3xi1>, tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+// CHECK: %[[DROPPED:.+]] = nn.where %[[KEEP]], %[[SCALED]], %[[ZERO]] : tensor<2x3xi1>, tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+// CHECK: %[[Y:.+]] = nn.mode_select %[[DROPPED]], %[[X]] : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
 // CHECK: %[[U2:.+]] = nn.random_uniform %[[RNG]] {stream = 7835719957706616186 : i64} : tensor<i64> -> tensor<2x3xf32>
 // CHECK: %[[KEEP2:.+]] = nn.not
-// CHECK: %[[Y2:.+]] = nn.where %[[KEEP2]]
+// CHECK: %[[DROPPED2:.+]] = nn.where %[[KEEP2]]
+// CHECK: %[[Y2:.+]] = nn.mode_select %[[DROPPED2]], %[[X]]
 // CHECK: return %[[Y]], %[[KEEP]], %[[Y2]] : tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>
 func.func @dropout_training(%x: tensor<2x3xf32>) -> (none, none, none) {
   %ratio = onnx.constant dense<0.25> : tensor<f32>
@@ -408,7 +411,8 @@ func.func @dropout_training_default_ratio_f16(%x: tensor<4xf16>) -> none {
 // CHECK-NOT: nn.random_uniform
 // CHECK-DAG: %[[ZEROS:.+]] = arith.constant dense<0.000000e+00> : tensor<2x3xf32>
 // CHECK-DAG: %[[NONE:.+]] = arith.constant dense<false> : tensor<2x3xi1>
-// CHECK: return %[[ZEROS]], %[[NONE]] : tensor<2x3xf32>, tensor<2x3xi1>
+// CHECK: %[[Y:.+]] = nn.mode_select %[[ZEROS]], %{{.+}} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK: return %[[Y]], %[[NONE]] : tensor<2x3xf32>, tensor<2x3xi1>
 func.func @dropout_training_ratio_one(%x: tensor<2x3xf32>) -> (none, none) {
   %ratio = onnx.constant dense<1.0> : tensor<f32>
   %training = onnx.constant dense<true> : tensor<i1>
