@@ -510,6 +510,26 @@ def evaluation(runs, args, gpt, gpl, images, tmp):
               % (world, stage, got[0][1] if got else float("nan"),
                  got[0][2] if got else float("nan"), len(labels), loss, accuracy))
 
+    # With --check-finite, whose checks stop a run at a NaN: a global batch
+    # whose padding leaves ranks no counted row (a loss of 0 / 0 there)
+    # is not training and stops nothing. 20 held-out samples on 4 ranks
+    # with batches of 4: ranks 1-3 get only padding in the second.
+    few = os.path.join(tmp, "images-few")
+    os.makedirs(few)
+    np.save(os.path.join(few, "x.npy"), x[:20])
+    np.save(os.path.join(few, "labels.npy"), labels[:20])
+    art = runs.compile(model, "eval-checked", 4, 4, 3, "--check-finite", "--lr", "3e-3",
+                       "--param-persistence-threshold", "0")
+    result = runs.launch(art, 4, os.path.join(images, "train"), 4, "--eval-data", few,
+                         "--eval-every", "2", ok=False)
+    got = eval_reports(result.stderr)
+    check(result.returncode == 0 and len(got) == 2 and all(r[3] == 20 for r in got) and
+          all(np.isfinite(r[1]) for r in got),
+          "--check-finite, 20 held-out samples on 4 ranks with batches of 4 (ranks 1-3 get "
+          "only padding in the second global batch): exit %d, evaluations after steps %s, "
+          "losses %s%s" % (result.returncode, [r[0] for r in got], [r[1] for r in got],
+                           "" if result.returncode == 0 else ": " + first_error(result.stderr)))
+
     # Uneven held-out data: rank 1 has a fifth of rank 0's samples; both
     # evaluate the fewer, the same number of calls, and nothing hangs.
     short = os.path.join(tmp, "gpl-held-short")
