@@ -161,16 +161,7 @@ std::vector<Tensor> DataLoader::next() {
   const std::vector<uint64_t> &order = permutation();
   const uint64_t *samples =
       order.data() + (position_.batch * worldSize_ + rank_) * batchSize_;
-  std::vector<Tensor> batch;
-  for (size_t i = 0; i < arrays_.size(); ++i) {
-    Tensor tensor(arrays_[i].dtype, batchShapes_[i]);
-    size_t row = tensor.byteSize() / batchSize_;
-    for (uint64_t k = 0; k < batchSize_; ++k)
-      if (row)
-        std::memcpy(tensor.bytes.data() + k * row,
-                    arrays_[i].bytes.data() + samples[k] * row, row);
-    batch.push_back(std::move(tensor));
-  }
+  std::vector<Tensor> batch = rows(samples, batchSize_, 0);
   if (++position_.batch == batchesPerEpoch()) {
     ++position_.epoch;
     position_.batch = 0;
@@ -180,17 +171,20 @@ std::vector<Tensor> DataLoader::next() {
 
 std::vector<Tensor> DataLoader::gather(const std::vector<uint64_t> &samples,
                                        int64_t padLabel) const {
+  return rows(samples.data(), samples.size(), padLabel);
+}
+
+std::vector<Tensor> DataLoader::rows(const uint64_t *samples, size_t count,
+                                     int64_t padLabel) const {
   std::vector<Tensor> batch;
   for (size_t i = 0; i < arrays_.size(); ++i) {
     Tensor tensor(arrays_[i].dtype, batchShapes_[i]);
     size_t row = tensor.byteSize() / batchSize_;
     for (uint64_t k = 0; k < batchSize_ && row; ++k) {
-      uint64_t sample = k < samples.size()   ? samples[k]
-                        : samples.empty() ? 0
-                                          : samples[0];
+      uint64_t sample = k < count ? samples[k] : count ? samples[0] : 0;
       std::memcpy(tensor.bytes.data() + k * row,
                   arrays_[i].bytes.data() + sample * row, row);
-      if (k < samples.size() || roles_[i] != BindingRole::Label)
+      if (k < count || roles_[i] != BindingRole::Label)
         continue;
       auto *labels = tensor.bytes.data() + k * row;
       size_t width = dtypeSize(tensor.dtype);

@@ -140,6 +140,10 @@ public:
 
 private:
   const std::vector<uint64_t> &permutation();
+  /// A batch of samples[0..count) (count <= batchSize()); rows past them
+  /// repeat the first sample with labels `padLabel` (see gather()).
+  std::vector<Tensor> rows(const uint64_t *samples, size_t count,
+                           int64_t padLabel) const;
 
   uint64_t seed_ = 0;
   std::string dataDir_;

@@ -309,6 +309,16 @@ Artifact loadTrainingArtifact(const std::string &directory) {
   return artifact;
 }
 
+/// The smallest `count` of any rank (a collective: every rank calls it).
+uint64_t fewestOnAnyRank(Communicator &comm, uint64_t count) {
+  if (comm.worldSize() == 1)
+    return count;
+  uint64_t fewest = count;
+  for (const std::string &theirs : comm.allGatherText(std::to_string(count)))
+    fewest = std::min<uint64_t>(fewest, std::stoull(theirs));
+  return fewest;
+}
+
 /// The data loader of this rank: its share of every global batch, and the
 /// epoch length every rank can fill (the ranks agree on it at start-up).
 DataLoader shardedLoader(const Manifest &manifest, const TrainOptions &options,
@@ -317,11 +327,8 @@ DataLoader shardedLoader(const Manifest &manifest, const TrainOptions &options,
   if (comm.worldSize() == 1)
     return loader;
   loader.setShard(comm.rank(), comm.worldSize());
-  uint64_t fewest = loader.batchesPerEpoch();
-  for (const std::string &theirs :
-       comm.allGatherText(std::to_string(loader.batchesPerEpoch())))
-    fewest = std::min<uint64_t>(fewest, std::stoull(theirs));
-  loader.setShard(comm.rank(), comm.worldSize(), fewest);
+  loader.setShard(comm.rank(), comm.worldSize(),
+                  fewestOnAnyRank(comm, loader.batchesPerEpoch()));
   return loader;
 }
 
@@ -782,6 +789,16 @@ private:
   /// learning rate, the epoch (fractional), throughput and the arena. The
   /// gradient norm (the logged step's, before clipping) is null unless the
   /// step clips, the loss scale unless it scales dynamically.
+  /// One JSON line of --metrics, flushed.
+  void appendMetrics(const nlohmann::ordered_json &line, uint64_t step) {
+    metrics_ << line.dump() << "\n";
+    metrics_.flush();
+    if (!metrics_)
+      throw Error("cannot write metrics file " + options_.metricsFile +
+                  " at step " + std::to_string(step) + ": " +
+                  std::strerror(errno));
+  }
+
   void writeMetrics(uint64_t step, double lr) {
     Clock::time_point now = Clock::now();
     double seconds = std::max(secondsBetween(metricsLast_, now), 1e-9);
@@ -805,12 +822,7 @@ private:
         tokensPerSample_ ? nlohmann::ordered_json(
                                samples * double(tokensPerSample_) / seconds)
                          : nlohmann::ordered_json(nullptr);
-    metrics_ << line.dump() << "\n";
-    metrics_.flush();
-    if (!metrics_)
-      throw Error("cannot write metrics file " + options_.metricsFile +
-                  " at step " + std::to_string(step) + ": " +
-                  std::strerror(errno));
+    appendMetrics(line, step);
     metricsLossSum_ = 0;
     metricsCalls_ = 0;
     metricsLast_ = now;
@@ -862,11 +874,7 @@ private:
     } catch (const Error &failure) {
       throw Error("--eval-data: " + std::string(failure.what()));
     }
-    evalSamples_ = evalLoader_->numSamples();
-    if (comm_.worldSize() > 1)
-      for (const std::string &theirs :
-           comm_.allGatherText(std::to_string(evalSamples_)))
-        evalSamples_ = std::min<uint64_t>(evalSamples_, std::stoull(theirs));
+    evalSamples_ = fewestOnAnyRank(comm_, evalLoader_->numSamples());
     evalCorrect_ = entry->outputIndex("correct");
     evalCounted_ = entry->outputIndex("counted");
     uint64_t global = evalLoader_->batchSize() * comm_.worldSize();
@@ -897,6 +905,7 @@ private:
     uint64_t batch = evalLoader_->batchSize();
     uint64_t global = batch * comm_.worldSize();
     int64_t ignore = manifest().train.ignoreIndex.value_or(-100);
+    int lossOutput = entry.outputIndex("loss");
     // Weighted loss, weight, rows right, rows counted.
     double sums[4] = {0, 0, 0, 0};
     auto scalar = [&](int index) {
@@ -915,7 +924,7 @@ private:
         throw Error("evaluation after step " + std::to_string(step) + ": " +
                     failure.what());
       }
-      double loss = scalar(entry.outputIndex("loss"));
+      double loss = scalar(lossOutput);
       if (crossEntropyEval()) {
         double counted = scalar(evalCounted_);
         // A batch of padding alone has no loss (0 / 0).
@@ -951,11 +960,7 @@ private:
                                      {"eval_samples", report.samples}};
       if (crossEntropyEval())
         line["eval_accuracy"] = report.accuracy;
-      metrics_ << line.dump() << "\n";
-      metrics_.flush();
-      if (!metrics_)
-        throw Error("cannot write metrics file " + options_.metricsFile +
-                    ": " + std::strerror(errno));
+      appendMetrics(line, step);
     }
     return report;
   }
