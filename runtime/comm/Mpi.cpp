@@ -140,17 +140,19 @@ protected:
     // all-gather of the sums: the volume of a ring, the rank-ordered sum.
     int64_t block = (count + worldSize_ - 1) / worldSize_;
     size_t bytes = commElementBytes(dtype);
-    std::vector<char> padded(size_t(block) * worldSize_ * bytes, 0);
-    std::memcpy(padded.data(), send, size_t(count) * bytes);
-    std::vector<char> mine(size_t(block) * bytes);
-    if (int32_t code = sumInRankOrder(padded.data(), mine.data(), block, dtype))
+    padded_.assign(size_t(block) * worldSize_ * bytes, 0);
+    std::memcpy(padded_.data(), send, size_t(count) * bytes);
+    ownSum_.resize(size_t(block) * bytes);
+    if (int32_t code =
+            sumInRankOrder(padded_.data(), ownSum_.data(), block, dtype))
       return code;
-    std::vector<char> all(padded.size());
+    // The padded buffer has been sent: it receives the sums.
     MPI_Datatype type = elementType(dtype);
-    if (int code = MPI_Allgather(mine.data(), int(block), type, all.data(),
-                                 int(block), type, MPI_COMM_WORLD))
+    if (int code = MPI_Allgather(ownSum_.data(), int(block), type,
+                                 padded_.data(), int(block), type,
+                                 MPI_COMM_WORLD))
       return record(code, "MPI_Allgather");
-    std::memcpy(recv, all.data(), size_t(count) * bytes);
+    std::memcpy(recv, padded_.data(), size_t(count) * bytes);
     return 0;
   }
 
@@ -324,7 +326,8 @@ private:
   int32_t sumInRankOrder(const void *send, void *recv, int64_t count,
                          int32_t dtype) {
     size_t bytes = commElementBytes(dtype);
-    std::vector<char> blocks(size_t(count) * worldSize_ * bytes);
+    std::vector<char> &blocks = received_;
+    blocks.resize(size_t(count) * worldSize_ * bytes);
     MPI_Datatype type = elementType(dtype);
     if (int code = MPI_Alltoall(send, int(count), type, blocks.data(),
                                 int(count), type, MPI_COMM_WORLD))
@@ -387,6 +390,11 @@ private:
   MPI_Win window_ = MPI_WIN_NULL;
   Progress *mine_ = nullptr;
   std::vector<Peer> peers_;
+
+  /// Scratch the step's collectives reuse (they run one at a time, on the
+  /// thread that calls the step): the padded all-reduce buffer, this
+  /// rank's block of its sum, and every rank's blocks as received.
+  std::vector<char> padded_, ownSum_, received_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
