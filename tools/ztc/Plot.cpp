@@ -15,10 +15,13 @@ using namespace mlir::ztc;
 
 namespace {
 
-/// One curve: (step, value) for the lines that have the field.
+/// One curve: (step, value) for the lines that have the field. An
+/// optional one (the held-out evaluation's) gets a panel only when the
+/// file has values for it.
 struct Curve {
   const char *field, *title, *color;
   std::vector<std::pair<double, double>> points;
+  bool optional = false;
 };
 
 /// A number for the axis labels: 3 significant digits.
@@ -34,7 +37,10 @@ std::string mlir::ztc::plotMetrics(llvm::StringRef path, llvm::StringRef text,
       {"loss", "loss", "#4e79a7", {}},
       {"learning_rate", "learning rate", "#f28e2b", {}},
       {"grad_norm", "gradient norm (before clipping)", "#e15759", {}},
-      {"loss_scale", "loss scale", "#59a14f", {}}};
+      {"loss_scale", "loss scale", "#59a14f", {}},
+      {"eval_loss", "held-out loss (--eval-data)", "#76b7b2", {}, true},
+      {"eval_accuracy", "held-out accuracy (--eval-data)", "#b07aa1", {},
+       true}};
   size_t number = 0, lines = 0;
   llvm::SmallVector<llvm::StringRef> rows;
   text.split(rows, '\n');
@@ -63,18 +69,22 @@ std::string mlir::ztc::plotMetrics(llvm::StringRef path, llvm::StringRef text,
   }
   if (lines == 0)
     return (path + ": no metrics lines").str();
+  std::vector<const Curve *> shown;
+  for (const Curve &curve : curves)
+    if (!curve.optional || !curve.points.empty())
+      shown.push_back(&curve);
 
   constexpr double kWidth = 720, kPanel = 200, kLeft = 80, kRight = 30,
                    kTop = 40, kGap = 50;
   double minStep = 1e300, maxStep = -1e300;
-  for (const Curve &curve : curves)
-    for (auto [x, y] : curve.points) {
+  for (const Curve *curve : shown)
+    for (auto [x, y] : curve->points) {
       minStep = std::min(minStep, x);
       maxStep = std::max(maxStep, x);
     }
   if (minStep > maxStep)
     minStep = maxStep = 0;
-  double height = kTop + double(std::size(curves)) * (kPanel + kGap);
+  double height = kTop + double(shown.size()) * (kPanel + kGap);
   double plotW = kWidth - kLeft - kRight;
   os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
                       "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
@@ -92,7 +102,8 @@ std::string mlir::ztc::plotMetrics(llvm::StringRef path, llvm::StringRef text,
       title += c;
   }
   os << "<title>ztc training curves: " << title << "</title>\n";
-  for (auto [index, curve] : llvm::enumerate(curves)) {
+  for (auto [index, shownCurve] : llvm::enumerate(shown)) {
+    const Curve &curve = *shownCurve;
     double top = kTop + double(index) * (kPanel + kGap);
     os << llvm::formatv(
         "<text x=\"{0}\" y=\"{1}\" font-size=\"14\">{2}</text>\n", int(kLeft),

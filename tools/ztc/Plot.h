@@ -3,8 +3,9 @@
 //
 // `ztc plot METRICS.jsonl -o curves.svg`: the loss, the learning rate, the
 // gradient norm and the loss scale of a run (`ztc-train --metrics`) against
-// the step, as one SVG with four panels. No Python: the drawing is plain
-// SVG text.
+// the step, as one SVG with four panels, and two more for the held-out loss
+// and accuracy when the run evaluated (`--eval-data`). No Python: the
+// drawing is plain SVG text.
 //
 //===----------------------------------------------------------------------===//
 
