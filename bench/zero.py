@@ -27,7 +27,12 @@ One table per model, one row per (world size, stage):
   arena        the per-rank planned arena (activations, gradients, scratch);
   comm elems   elements each rank sends per step, as the trainer counts them
                ("communication: X elements per rank per step"); 0 for one
-               rank.
+               rank;
+  thread       for several ranks, the same artifact's ms/step with
+               `ztc-train --comm-thread` (its collectives, which the compile
+               puts on stream 1, run on a thread of their own while the
+               step computes; stage 3 also gathers --prefetch-bytes ahead)
+               over its ms/step in program order (the default).
 Each rank gets max(1, cores // N) OpenMP/OpenBLAS threads. With more ranks
 than cores (4 ranks on a 2-core machine) the ranks are oversubscribed, so
 absolute times across world sizes are not a scaling measurement: compare
@@ -35,6 +40,7 @@ the ratios within a world size, which is what this benchmark is for.
 
     .venv/bin/python bench/zero.py [--build build] [--steps 200] [--repeat 3]
                                    [--layers L] [--width W] [--quick]
+                                   [--prefetch-bytes B]
 """
 import argparse
 import json
@@ -100,11 +106,11 @@ def rank_env(world):
     return env
 
 
-def run_steps(args, art, data, world, steps):
+def run_steps(args, art, data, world, steps, *flags):
     """Trains `steps` steps on `world` ranks: (wall seconds, the elements
     communicated per rank per step, the elements planned)."""
     command = [pathlib.Path(args.build) / "bin" / "ztc-train", art, "--data", data,
-               "--steps", steps, "--log-every", "0"]
+               "--steps", steps, "--log-every", "0", *flags]
     if world > 1:
         command = [args.mpirun, "-np", world] + command
     start = time.perf_counter()
@@ -125,11 +131,13 @@ def bench_model(args, name, model, data, global_batch, steps, work):
         art = work / ("%s-n%d-z%d.ztc" % (model.stem, world, stage))
         run([pathlib.Path(args.build) / "bin" / "ztc", "compile", model, "-o", art,
              "--loss", "cross_entropy", "--batch-size", global_batch // world,
-             "--world-size", world, "--zero", stage, "--param-persistence-threshold", 0])
+             "--world-size", world, "--zero", stage, "--param-persistence-threshold", 0,
+             *(["--prefetch-bytes", args.prefetch_bytes] if stage == 3 and world > 1 else [])])
         arts[world, stage] = art
         figures[world, stage] = footprint(art)
 
     best = {config: float("inf") for config in configs}
+    threaded = {config: float("inf") for config in configs if config[0] > 1}
     comm = {}
     for _ in range(args.repeat):
         for world, stage in configs:
@@ -137,17 +145,26 @@ def bench_model(args, name, model, data, global_batch, steps, work):
             long, comm[world, stage] = run_steps(args, arts[world, stage], data, world,
                                                  WARMUP_STEPS + steps)
             best[world, stage] = min(best[world, stage], (long - short) / steps)
+            if world > 1:
+                short, _ = run_steps(args, arts[world, stage], data, world, WARMUP_STEPS,
+                                     "--comm-thread")
+                long, _ = run_steps(args, arts[world, stage], data, world,
+                                    WARMUP_STEPS + steps, "--comm-thread")
+                threaded[world, stage] = min(threaded[world, stage], (long - short) / steps)
 
     print("\n%s, global batch %d, %d timed steps, best of %d" % (name, global_batch, steps,
                                                                  args.repeat))
-    print("%5s %4s %9s %10s %12s %12s %12s %11s" % ("ranks", "ZeRO", "ms/step", "vs stage 0",
-                                                   "params B", "opt state B", "arena B",
-                                                   "comm elems"))
+    print("%5s %4s %9s %10s %12s %12s %12s %11s %8s" % ("ranks", "ZeRO", "ms/step",
+                                                        "vs stage 0", "params B",
+                                                        "opt state B", "arena B",
+                                                        "comm elems", "thread"))
     for world, stage in configs:
         params, state, arena = figures[world, stage]
-        print("%5d %4d %9.3f %9.2fx %12d %12d %12d %11d" % (
+        thread = ("%7.2fx" % (threaded[world, stage] / best[world, stage])
+                  if (world, stage) in threaded else "%8s" % "-")
+        print("%5d %4d %9.3f %9.2fx %12d %12d %12d %11d %s" % (
             world, stage, 1e3 * best[world, stage], best[world, stage] / best[world, 0],
-            params, state, arena, comm[world, stage][0]))
+            params, state, arena, comm[world, stage][0], thread))
     # The trainer counts what it sends; the manifest plans it. They should agree.
     for config, (sent, planned) in sorted(comm.items()):
         if sent != planned:
@@ -173,6 +190,9 @@ def parse_args():
                         help="GPT blocks (default: make_gpt.py's, 2)")
     parser.add_argument("--width", type=int,
                         help="GPT width, a multiple of its 2 heads (default: make_gpt.py's, 32)")
+    parser.add_argument("--prefetch-bytes", type=int, default=1 << 20,
+                        help="stage 3 on several ranks: parameter bytes gathered ahead of "
+                             "their readers (ztc compile --prefetch-bytes; default 1 MiB)")
     parser.add_argument("--quick", action="store_true",
                         help="only the GPT, with fewer steps and rounds")
     args = parser.parse_args()

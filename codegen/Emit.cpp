@@ -755,6 +755,15 @@ LogicalResult Emitter::run(func::FuncOp func) {
     if (isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
             kernel::CheckFiniteOp, kernel::SignalOp, kernel::WaitOp>(op))
       switchStream(&op);
+    // On the CPU, work of a stream other than 0 is handed to the runtime's
+    // thread for that stream (kernels/CpuKernels.h, onStream), which runs
+    // it in order after what was handed to it before.
+    bool handOver = target == Target::Cpu && kernel::streamOf(&op) != 0 &&
+                    isa<kernel::ElementwiseOp, kernel::CallOp,
+                        kernel::RecordLossOp, kernel::CheckFiniteOp>(op);
+    if (handOver)
+      out << "  ztc::cpu::onStream(ctx, " << kernel::streamOf(&op)
+          << ", [=] {\n";
     LogicalResult result =
         TypeSwitch<Operation *, LogicalResult>(&op)
             .Case([&](kernel::ConstantOp c) -> LogicalResult {
@@ -800,8 +809,8 @@ LogicalResult Emitter::run(func::FuncOp func) {
                 out << "  cudaEventRecord(static_cast<cudaEvent_t>(ctx->events["
                     << index << "]), stream);\n";
               else
-                out << "  // signal event " << index
-                    << " (program order runs every stream)\n";
+                out << "  ztc::cpu::signalEvent(ctx, " << currentStream << ", "
+                    << index << ");\n";
               return success();
             })
             .Case([&](kernel::WaitOp wait) {
@@ -811,7 +820,8 @@ LogicalResult Emitter::run(func::FuncOp func) {
                        "static_cast<cudaEvent_t>(ctx->events["
                     << index << "]), 0);\n";
               else
-                out << "  // wait for event " << index << "\n";
+                out << "  ztc::cpu::waitEvent(ctx, " << currentStream << ", "
+                    << index << ");\n";
               return success();
             })
             .Case([&](kernel::CheckFiniteOp check) {
@@ -867,6 +877,8 @@ LogicalResult Emitter::run(func::FuncOp func) {
             });
     if (failed(result))
       return failure();
+    if (handOver)
+      out << "  });\n";
   }
 
   return success();

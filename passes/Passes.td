@@ -144,6 +144,69 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
   }];
 }
 
+def ScheduleCollectivesPass : Pass<"ztc-schedule-collectives",
+                                   "func::FuncOp"> {
+  let summary = "Run collectives on a second stream, overlapping compute";
+  let description = [{
+    Runs after fusion and before memory planning, on steps with
+    collectives (`kernel.call` of all_reduce, reduce_scatter, all_gather).
+
+    1. Prefetch (`prefetch-bytes`): a parameter all-gather whose input the
+       step computes from its arguments alone (ZeRO stage 3's gather of a
+       block, or of the block's half cast) moves up, with the ops that
+       compute its input and its buffer, to right before the first reader of
+       an earlier gather, as far as the gathers issued but not yet read stay
+       within `prefetch-bytes` (with it, the moved gather). Gathers stay in
+       program order, so every rank issues the same sequence. A gather
+       never moves above an op that writes a buffer its input reads, and
+       never so far that the bytes of gathered buffers alive at some op
+       would exceed `max-live-bytes`. `prefetch-elements` and
+       `max-live-elements`, when positive, count elements instead
+       (DeepSpeed's stage3_prefetch_bucket_size and
+       stage3_max_live_parameters).
+    2. Buckets (`allgather-bucket-bytes`): consecutive such gathers of one
+       element type (after prefetching) join into one all-gather of at most
+       that many gathered bytes, issued where the first was: each block is
+       copied into the bucket's input, and each parameter's rows are sliced
+       out of the gathered bucket right before the first op that reads it.
+       The bytes moved are the same, the collectives fewer. The live bound
+       holds here too.
+    3. Streams: each collective runs on stream 1 (`kernel.stream = 1`),
+       after a `kernel.wait` for a signal of stream 0 right before it (so
+       its input is complete), followed by a signal of its own. Stream 0
+       waits for that signal right before the first op that reads or
+       writes the collective's result, writes its input, or returns; for a
+       gradient reduction also before the next reduction starts, so at
+       most two reduction buckets are alive at once (double buffering).
+       The memory planner keeps every buffer a stream may still touch.
+
+    On CUDA stream 1 is a second cudaStream_t; on the CPU a thread of the
+    runtime runs it, so a rank computes its next gradients while the last
+    bucket is reduced.
+  }];
+  let options = [
+    Option<"prefetchBytes", "prefetch-bytes", "int64_t", /*default=*/"0",
+           "Gathered bytes issued ahead of their readers (0: none)">,
+    Option<"prefetchElements", "prefetch-elements", "int64_t",
+           /*default=*/"0",
+           "When positive: gathered elements issued ahead, instead of "
+           "bytes">,
+    Option<"maxLiveBytes", "max-live-bytes", "int64_t", /*default=*/"0",
+           "Bound on the gathered bytes alive at once that prefetching may "
+           "reach (0: no bound)">,
+    Option<"maxLiveElements", "max-live-elements", "int64_t",
+           /*default=*/"0",
+           "When positive: the bound in elements, instead of bytes">,
+    Option<"bucketBytes", "allgather-bucket-bytes", "int64_t",
+           /*default=*/"0",
+           "Parameter gathers joined into one collective up to this many "
+           "gathered bytes (0: each on its own)">,
+    Option<"bucketElements", "allgather-bucket-elements", "int64_t",
+           /*default=*/"0",
+           "When positive: the bucket size in elements, instead of bytes">,
+  ];
+}
+
 def PlanMemoryPass : Pass<"ztc-plan-memory", "func::FuncOp"> {
   let summary = "Place every arena buffer at a byte offset";
   let description = [{

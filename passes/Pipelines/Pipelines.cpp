@@ -200,6 +200,39 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (reduceBucketBytes < 1)
     return fail("--reduce-bucket-bytes must be positive, got " +
                 std::to_string(reduceBucketBytes));
+  for (auto [flag, value] :
+       {std::pair<const char *, int64_t>{"prefetch-bytes", prefetchBytes},
+        {"prefetch-elements", prefetchElements},
+        {"max-live-bytes", maxLiveBytes},
+        {"max-live-elements", maxLiveElements},
+        {"allgather-bucket-bytes", allgatherBucketBytes},
+        {"allgather-bucket-elements", allgatherBucketElements}})
+    if (value < 0)
+      return fail(std::string("--") + flag + " must not be negative, got " +
+                  std::to_string(value));
+  if (prefetchElements > 0 && prefetchBytes > 0)
+    return fail("--prefetch-elements and --prefetch-bytes both size the "
+                "prefetch: give one");
+  if (maxLiveElements > 0 && maxLiveBytes > 0)
+    return fail("--max-live-elements and --max-live-bytes both bound the "
+                "gathered parameters: give one");
+  bool elements = prefetchElements > 0 || maxLiveElements > 0 ||
+                  allgatherBucketElements > 0;
+  bool bytes =
+      prefetchBytes > 0 || maxLiveBytes > 0 || allgatherBucketBytes > 0;
+  if (elements && bytes)
+    return fail("--prefetch-elements, --max-live-elements and "
+                "--allgather-bucket-elements count elements, the -bytes "
+                "flags bytes: give the gather limits in one unit");
+  if (allgatherBucketElements > 0 && allgatherBucketBytes > 0)
+    return fail("--allgather-bucket-elements and --allgather-bucket-bytes "
+                "both size the buckets: give one");
+  if (!overlapComm && (prefetchBytes > 0 || prefetchElements > 0 ||
+                       allgatherBucketBytes > 0 ||
+                       allgatherBucketElements > 0))
+    return fail("--prefetch-bytes, --prefetch-elements and "
+                "--allgather-bucket-* need --overlap-comm (gathers issued "
+                "ahead run on the communication stream)");
   return success();
 }
 
@@ -224,7 +257,9 @@ void mlir::ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 }
 
-void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm, bool checkFinite) {
+void mlir::ztc::buildNNToKernelPipeline(
+    OpPassManager &pm, bool checkFinite,
+    const std::optional<ScheduleCollectivesPassOptions> &schedule) {
   // Expand optimizer updates into nn arithmetic (mixed precision: with each
   // half gradient widened at its readers), bufferize, let matmuls read
   // transposed operands in place, fuse elementwise chains (fewer buffers to
@@ -237,7 +272,25 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm, bool checkFinite) {
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());
   pm.addNestedPass<func::FuncOp>(createFoldTransposesPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
+  // Collectives on their own stream, before planning so the planner keeps
+  // what the streams may still touch.
+  if (schedule)
+    pm.addNestedPass<func::FuncOp>(createScheduleCollectivesPass(*schedule));
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
+}
+
+std::optional<ScheduleCollectivesPassOptions>
+TrainingPipelineOptions::scheduleOptions() const {
+  if (!overlapComm || worldSize <= 1)
+    return std::nullopt;
+  ScheduleCollectivesPassOptions schedule;
+  schedule.prefetchBytes = prefetchBytes;
+  schedule.prefetchElements = prefetchElements;
+  schedule.maxLiveBytes = maxLiveBytes;
+  schedule.maxLiveElements = maxLiveElements;
+  schedule.bucketBytes = allgatherBucketBytes;
+  schedule.bucketElements = allgatherBucketElements;
+  return schedule;
 }
 
 void mlir::ztc::buildForwardPipeline(OpPassManager &pm) {
@@ -253,7 +306,7 @@ void mlir::ztc::buildTrainingPipeline(OpPassManager &pm,
                                       const TrainingPipelineOptions &options) {
   buildTrainingNNPipeline(pm, options);
   // 7. Kernels, fused and planned.
-  buildNNToKernelPipeline(pm, options.checkFinite);
+  buildNNToKernelPipeline(pm, options.checkFinite, options.scheduleOptions());
 }
 
 void mlir::ztc::buildTrainingNNPipeline(
@@ -309,7 +362,8 @@ void mlir::ztc::buildTrainingNNPipeline(
       recompute, [tail](ModuleOp module) -> FailureOr<uint64_t> {
         PassManager pm(module.getContext());
         buildTrainingEntriesPipeline(pm, *tail);
-        buildNNToKernelPipeline(pm, tail->checkFinite);
+        buildNNToKernelPipeline(pm, tail->checkFinite,
+                                tail->scheduleOptions());
         if (failed(pm.run(module)))
           return failure();
         FailureOr<StepFootprint> footprint = measureFootprint(module);

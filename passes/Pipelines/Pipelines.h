@@ -12,6 +12,7 @@
 #ifndef ZTC_PASSES_PIPELINES_PIPELINES_H
 #define ZTC_PASSES_PIPELINES_PIPELINES_H
 
+#include "passes/Passes.h"
 #include "runtime/train/Schedule.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -298,6 +299,55 @@ struct TrainingPipelineOptions
                      "whole on every rank (DeepSpeed's "
                      "stage3_param_persistence_threshold)"),
       llvm::cl::init(100000)};
+  /// Kernel slot, before memory planning: ztc-schedule-collectives.
+  Option<bool> overlapComm{
+      *this, "overlap-comm",
+      llvm::cl::desc("Run collectives on a second stream (a thread on the "
+                     "CPU), so a bucket is reduced while the backward goes "
+                     "on and stage-3 gathers run ahead of their readers "
+                     "(DeepSpeed's overlap_comm)"),
+      llvm::cl::init(true)};
+  Option<int64_t> prefetchBytes{
+      *this, "prefetch-bytes",
+      llvm::cl::desc("ZeRO stage 3: parameter bytes gathered ahead of the "
+                     "op that reads them, with --overlap-comm (0: each "
+                     "right before its reader)"),
+      llvm::cl::init(0)};
+  Option<int64_t> prefetchElements{
+      *this, "prefetch-elements",
+      llvm::cl::desc("ZeRO stage 3: parameter elements gathered ahead, "
+                     "instead of --prefetch-bytes (DeepSpeed's "
+                     "stage3_prefetch_bucket_size; 0: bytes decide)"),
+      llvm::cl::init(0)};
+  Option<int64_t> maxLiveBytes{
+      *this, "max-live-bytes",
+      llvm::cl::desc("ZeRO stage 3: prefetching never makes the gathered "
+                     "parameter bytes alive at once exceed this (0: no "
+                     "bound)"),
+      llvm::cl::init(0)};
+  Option<int64_t> maxLiveElements{
+      *this, "max-live-elements",
+      llvm::cl::desc("ZeRO stage 3: the bound in elements, instead of "
+                     "--max-live-bytes (DeepSpeed's "
+                     "stage3_max_live_parameters; 0: bytes decide)"),
+      llvm::cl::init(0)};
+
+  Option<int64_t> allgatherBucketBytes{
+      *this, "allgather-bucket-bytes",
+      llvm::cl::desc("ZeRO stage 3: consecutive parameter gathers joined "
+                     "into one all-gather of at most this many gathered "
+                     "bytes, with --overlap-comm (0: each on its own)"),
+      llvm::cl::init(0)};
+  Option<int64_t> allgatherBucketElements{
+      *this, "allgather-bucket-elements",
+      llvm::cl::desc("ZeRO stage 3: the all-gather bucket in elements, "
+                     "instead of --allgather-bucket-bytes (DeepSpeed's "
+                     "allgather_bucket_size; 0: bytes decide)"),
+      llvm::cl::init(0)};
+
+  /// The options of ztc-schedule-collectives these ask for (null: the
+  /// pass does not run).
+  std::optional<ScheduleCollectivesPassOptions> scheduleOptions() const;
 
   /// The entries to build: `entries`, or the default.
   std::vector<std::string> entryKinds() const;
@@ -329,7 +379,10 @@ void buildOnnxToNNPipeline(OpPassManager &pm);
 
 /// Adds the passes that lower nn entries to planned kernels (with a finite
 /// check after every op when `checkFinite`).
-void buildNNToKernelPipeline(OpPassManager &pm, bool checkFinite = false);
+/// `schedule`: also ztc-schedule-collectives, with these options.
+void buildNNToKernelPipeline(
+    OpPassManager &pm, bool checkFinite = false,
+    const std::optional<ScheduleCollectivesPassOptions> &schedule = {});
 
 /// The whole training compile, from an imported onnx module to planned
 /// kernel entries (`ztc compile`): buildTrainingNNPipeline, then

@@ -13,6 +13,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::ztc;
 
@@ -50,29 +52,33 @@ public:
     }
   }
 
-  /// The first position by which every stream that runs work after the op
-  /// at `at` is ordered after it: the latest of the first covering waits
-  /// (a wait on that stream for a signal on the op's stream after the op),
-  /// or the end of the step when some stream has none.
-  int64_t completion(int64_t at) const {
-    int64_t stream = at < end ? streamAt[at] : -1;
-    if (stream < 0)
+  /// The streams of the step (at least 1).
+  int64_t count() const { return std::max<int64_t>(1, lastWork.size()); }
+  /// The stream of the op at `at` (-1: placement, views, the end).
+  int64_t streamOf(int64_t at) const { return at < end ? streamAt[at] : -1; }
+
+  /// The first position by which stream `other` is ordered after the op at
+  /// `at`: the op itself on its own stream or when `other` runs no later
+  /// work; else the first wait on `other` for a signal on the op's stream
+  /// after the op, or the end of the step when there is none.
+  int64_t completionOn(int64_t at, int64_t other) const {
+    int64_t stream = streamOf(at);
+    if (stream < 0 || other == stream || other >= int64_t(lastWork.size()) ||
+        lastWork[other] <= at)
       return at;
+    for (const Wait &wait : waits)
+      if (wait.stream == other && wait.signalStream == stream &&
+          wait.signalAt > at)
+        return wait.at;
+    return end;
+  }
+
+  /// The first position by which every stream that runs work after the op
+  /// at `at` is ordered after it.
+  int64_t completion(int64_t at) const {
     int64_t done = at;
-    for (int64_t other = 0; other < int64_t(lastWork.size()); ++other) {
-      if (other == stream || lastWork[other] <= at)
-        continue;
-      const Wait *covering = nullptr;
-      for (const Wait &wait : waits)
-        if (wait.stream == other && wait.signalStream == stream &&
-            wait.signalAt > at) {
-          covering = &wait;
-          break;
-        }
-      if (!covering)
-        return end;
-      done = std::max(done, covering->at);
-    }
+    for (int64_t other = 0; other < count(); ++other)
+      done = std::max(done, completionOn(at, other));
     return done;
   }
 
@@ -114,12 +120,35 @@ void extendOverUses(Value value, LiveRange &buffer, Block &block,
     Operation *top = topLevel(user, block);
     int64_t at = isa<func::ReturnOp>(top) ? end : number.lookup(top);
     buffer.last = std::max(buffer.last, order.completion(at));
-    if (auto view = dyn_cast<kernel::ViewOp>(user))
+    if (auto view = dyn_cast<kernel::ViewOp>(user)) {
       extendOverUses(view.getResult(), buffer, block, number, end, order);
+      continue;
+    }
+    // A returned buffer is read after the step, on stream 0.
+    int64_t stream = at == end ? 0 : order.streamOf(at);
+    if (stream >= 0)
+      buffer.firstOn[stream] = std::min(buffer.firstOn[stream], at);
+    for (int64_t other = 0; other < order.count(); ++other)
+      buffer.lastOn[other] =
+          std::max(buffer.lastOn[other], order.completionOn(at, other));
   }
 }
 
 } // namespace
+
+bool LiveRange::precedes(const LiveRange &later) const {
+  bool touched = false;
+  for (size_t stream = 0; stream < later.firstOn.size(); ++stream) {
+    if (later.firstOn[stream] == std::numeric_limits<int64_t>::max())
+      continue;
+    touched = true;
+    // Stream 0 counts from the alloc, as a one-stream plan always has.
+    int64_t from = stream == 0 ? later.first : later.firstOn[stream];
+    if (stream >= lastOn.size() || from <= lastOn[stream])
+      return false;
+  }
+  return touched || later.first > last;
+}
 
 FailureOr<SmallVector<LiveRange>>
 mlir::ztc::computeLiveRanges(func::FuncOp func) {
@@ -141,6 +170,8 @@ mlir::ztc::computeLiveRanges(func::FuncOp func) {
     range.alloc = alloc;
     range.bytes = nn::storageBytes(cast<MemRefType>(alloc.getType()));
     range.first = range.last = number.lookup(alloc);
+    range.firstOn.assign(streams.count(), std::numeric_limits<int64_t>::max());
+    range.lastOn.assign(streams.count(), range.first);
     extendOverUses(alloc.getResult(), range, block, number, end, streams);
     ranges.push_back(range);
   }

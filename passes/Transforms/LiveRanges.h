@@ -25,6 +25,16 @@ struct LiveRange {
   kernel::AllocOp alloc;
   int64_t bytes = 0;
   int64_t first = 0, last = 0;
+  /// Per stream of the step: the first op of that stream that reads or
+  /// writes the buffer (INT64_MAX: none), and the position by which that
+  /// stream is ordered after every use of the buffer on any stream.
+  SmallVector<int64_t, 2> firstOn, lastOn;
+
+  /// Whether `later` may take this buffer's bytes: every stream touches
+  /// `later` only after it is ordered after this buffer's last use (stream
+  /// 0 from `later`'s alloc on). With one stream, whether `later` is
+  /// allocated after this one's last use.
+  bool precedes(const LiveRange &later) const;
 };
 
 /// The live ranges of `func`'s buffers, in program order. Fails, with an

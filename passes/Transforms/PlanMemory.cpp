@@ -63,7 +63,7 @@ struct PlanMemoryPass : public ztc::impl::PlanMemoryPassBase<PlanMemoryPass> {
     for (Buffer *buffer : order) {
       SmallVector<Buffer *> conflicts;
       for (Buffer *other : placed)
-        if (other->first <= buffer->last && buffer->first <= other->last)
+        if (!other->precedes(*buffer) && !buffer->precedes(*other))
           conflicts.push_back(other);
       llvm::sort(conflicts, [](const Buffer *a, const Buffer *b) {
         return a->offset < b->offset;

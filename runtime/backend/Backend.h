@@ -60,6 +60,15 @@ public:
   virtual bool asynchronous() const = 0;
 };
 
+/// How a backend runs entries.
+struct BackendOptions {
+  /// CPU: run each stream other than 0 (a step's collectives, compiled with
+  /// --overlap-comm) on a thread of its own, overlapping compute; off: every
+  /// stream in program order on the calling thread. CUDA always has
+  /// streams.
+  bool streamThreads = false;
+};
+
 /// Host memory, entry called on the calling thread (OpenMP inside).
 /// The kernel library's error hooks in the shared object holding `entry`:
 /// `ztc_<library>_last_error` and `ztc_<library>_clear_error` ("cpu" or
@@ -71,7 +80,7 @@ struct ErrorHooks {
 };
 ErrorHooks findErrorHooks(EntryFn entry, const char *library);
 
-std::unique_ptr<Backend> createCpuBackend();
+std::unique_ptr<Backend> createCpuBackend(const BackendOptions &options = {});
 
 /// Memory on the current CUDA device; entries run on one stream the backend
 /// creates, and `synchronize` throws the first CUDA, cuBLAS or
@@ -81,7 +90,8 @@ std::unique_ptr<Backend> createCpuBackend();
 std::unique_ptr<Backend> createCudaBackend();
 
 /// The backend that runs code generated for `target`.
-std::unique_ptr<Backend> createBackend(Target target);
+std::unique_ptr<Backend> createBackend(Target target,
+                                       const BackendOptions &options = {});
 
 /// Device memory owned by a backend; freed on destruction.
 class DeviceBuffer {

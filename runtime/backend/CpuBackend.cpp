@@ -1,7 +1,9 @@
 //===- CpuBackend.cpp - run generated code on the host --------------------===//
 //
 // Device memory is 64-byte aligned host memory; copies are memcpy and the
-// entry runs on the calling thread (its kernels use OpenMP and OpenBLAS).
+// entry runs on the calling thread (its kernels use OpenMP and OpenBLAS);
+// a step whose collectives run on stream 1 hands them to a thread
+// (HostStreams.h), which `call` waits for before it returns.
 // `call` clears the kernel library's error slot before the entry and throws
 // its first data error after (a gather index or loss target out of range:
 // "nll_loss: target 12 is outside [0, 10) (ignore_index -100)"), read
@@ -12,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backend/Backend.h"
+#include "runtime/backend/HostStreams.h"
 
 #include "runtime/Error.h"
 
@@ -30,6 +33,8 @@ constexpr size_t kAlignment = 64;
 
 class CpuBackend final : public Backend {
 public:
+  explicit CpuBackend(const BackendOptions &options) : options_(options) {}
+
   Target target() const override { return Target::Cpu; }
 
   void *allocate(size_t bytes) override {
@@ -53,12 +58,24 @@ public:
       std::memcpy(host, device, bytes);
   }
 
-  // Entries run on the calling thread in program order, which satisfies
-  // every stream schedule; streams and events are placeholders.
+  // One stream, or streamThreads off: entries run on the calling thread in
+  // program order (which every stream schedule allows), with null streams.
+  // Else stream 0 is the calling thread and every other a thread of its
+  // own (HostStreams); events live there, so the context's are
+  // placeholders.
   std::vector<void *> streams(size_t count) override {
-    return std::vector<void *>(count, nullptr);
+    if (count <= 1 || !options_.streamThreads)
+      return std::vector<void *>(count, nullptr);
+    if (!hostStreams_ || hostStreams_->tables().size() != count) {
+      hostStreams_ = std::make_unique<HostStreams>(count);
+      hostStreams_->setEventCount(eventCount_);
+    }
+    return hostStreams_->tables();
   }
   std::vector<void *> events(size_t count) override {
+    eventCount_ = count;
+    if (hostStreams_)
+      hostStreams_->setEventCount(count);
     return std::vector<void *>(count, nullptr);
   }
   bool asynchronous() const override { return false; }
@@ -72,7 +89,15 @@ public:
     }
     if (hooks_.clearError)
       hooks_.clearError();
+    bool streamed = hostStreams_ && ctx.streams && ctx.stream_count > 1;
+    if (streamed)
+      hostStreams_->reset();
     entry(&ctx);
+    // Stream 0 waited for every other stream before the end (the memory
+    // planner refuses steps that do not); this also waits for what they
+    // ran after their last signal, so nothing outlives the call.
+    if (streamed)
+      hostStreams_->drain();
     if (!hooks_.lastError)
       return;
     const char *message = hooks_.lastError();
@@ -85,14 +110,17 @@ public:
   }
 
 private:
+  BackendOptions options_;
+  std::unique_ptr<HostStreams> hostStreams_;
+  size_t eventCount_ = 0;
   EntryFn hooksEntry_ = nullptr;
   ErrorHooks hooks_;
 };
 
 } // namespace
 
-std::unique_ptr<Backend> createCpuBackend() {
-  return std::make_unique<CpuBackend>();
+std::unique_ptr<Backend> createCpuBackend(const BackendOptions &options) {
+  return std::make_unique<CpuBackend>(options);
 }
 
 } // namespace ztc::rt

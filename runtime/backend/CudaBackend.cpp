@@ -194,8 +194,10 @@ std::unique_ptr<Backend> createCudaBackend() {
 
 #endif // ZTC_RUNTIME_CUDA
 
-std::unique_ptr<Backend> createBackend(Target target) {
-  return target == Target::Cuda ? createCudaBackend() : createCpuBackend();
+std::unique_ptr<Backend> createBackend(Target target,
+                                       const BackendOptions &options) {
+  return target == Target::Cuda ? createCudaBackend()
+                                : createCpuBackend(options);
 }
 
 } // namespace ztc::rt

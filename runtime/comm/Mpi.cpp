@@ -410,10 +410,17 @@ std::unique_ptr<Communicator> makeMpiCommunicator() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // Collectives run on the step's communication thread (HostStreams),
+    // the trainer's between steps on the main one: never two at once.
     int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) !=
         MPI_SUCCESS)
       throw Error("mpi: MPI_Init_thread failed");
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw Error("mpi: this MPI library cannot be called from more than one "
+                  "thread (it provides thread level " +
+                  std::to_string(provided) +
+                  ", ztc needs MPI_THREAD_SERIALIZED)");
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 1;

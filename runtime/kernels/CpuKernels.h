@@ -66,6 +66,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -460,6 +461,53 @@ void checkFinite(ztc_train_state *state, const T *x, int64_t n, int64_t check) {
       state->first_nonfinite_check = check;
       return;
     }
+}
+
+//===----------------------------------------------------------------------===//
+// Streams: work of stream 1 and up runs on the runtime's threads
+//===----------------------------------------------------------------------===//
+
+/// The runtime's stream `stream`, or null when the entry runs every stream
+/// on the calling thread.
+inline const ztc_host_stream *hostStream(const ztc_step_context *ctx,
+                                         int64_t stream) {
+  if (!ctx->streams || stream >= ctx->stream_count)
+    return nullptr;
+  return static_cast<const ztc_host_stream *>(ctx->streams[stream]);
+}
+
+/// Runs `work` on stream `stream`: handed to its thread, after the work
+/// handed to it before, or at once without host streams.
+template <typename Work>
+void onStream(const ztc_step_context *ctx, int64_t stream, Work work) {
+  const ztc_host_stream *host = hostStream(ctx, stream);
+  if (!host) {
+    work();
+    return;
+  }
+  auto *heap = new Work(std::move(work));
+  host->enqueue(
+      host->self,
+      [](void *arg) {
+        std::unique_ptr<Work> owned(static_cast<Work *>(arg));
+        (*owned)();
+      },
+      heap);
+}
+
+/// kernel.signal: `event` completes once the work handed to `stream` so far
+/// has.
+inline void signalEvent(const ztc_step_context *ctx, int64_t stream,
+                        int32_t event) {
+  if (const ztc_host_stream *host = hostStream(ctx, stream))
+    host->signal(host->self, event);
+}
+
+/// kernel.wait: later work of `stream` starts after `event` completed.
+inline void waitEvent(const ztc_step_context *ctx, int64_t stream,
+                      int32_t event) {
+  if (const ztc_host_stream *host = hostStream(ctx, stream))
+    host->wait(host->self, event);
 }
 
 //===----------------------------------------------------------------------===//

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /// The version of this calling convention (the manifest's "abi").
-#define ZTC_STEP_ABI_VERSION 4
+#define ZTC_STEP_ABI_VERSION 5
 
 /// Training state the step updates on the device (`kernel.record_loss`):
 /// the host zeroes it, lets entries accumulate, and reads it at log points.
@@ -112,6 +112,20 @@ typedef struct ztc_comm {
                         int32_t dtype, void *stream);
 } ztc_comm;
 
+/// A stream on the CPU, where the runtime runs stream 0 on the calling
+/// thread and every other stream on a thread of its own. Stream 0's
+/// `enqueue` runs the work at once and its `signal` completes the event at
+/// once; another stream's run in the order they were called. `wait` makes
+/// later work of the stream (stream 0: the caller) start only after the
+/// event completed. Events are numbered as the manifest counts them and
+/// each is signalled at most once per call of an entry.
+typedef struct ztc_host_stream {
+  void *self;
+  void (*enqueue)(void *self, void (*work)(void *arg), void *arg);
+  void (*signal)(void *self, int32_t event);
+  void (*wait)(void *self, int32_t event);
+} ztc_host_stream;
+
 /// Everything an entry receives.
 typedef struct ztc_step_context {
   /// One device pointer per manifest binding, in manifest order.
@@ -120,14 +134,15 @@ typedef struct ztc_step_context {
   char *arena;
   /// The streams the entry enqueues on, `stream_count` of them (the
   /// manifest's "streams"): cudaStream_t on CUDA, where stream 0 is the one
-  /// the host orders copies with; null on the CPU, where an entry runs on
-  /// the calling thread in program order, which every stream schedule
-  /// allows.
+  /// the host orders copies with; const ztc_host_stream * on the CPU, or
+  /// null there (every entry of one stream), when the entry runs on the
+  /// calling thread in program order, which every stream schedule allows.
   void *const *streams;
   int32_t stream_count;
   /// Events the entry signals and waits on between its streams,
   /// `event_count` of them (the manifest's "events"): cudaEvent_t on CUDA,
-  /// created by the runtime (creating one synchronizes); null on the CPU.
+  /// created by the runtime (creating one synchronizes); null on the CPU,
+  /// where the host streams keep them.
   int32_t event_count;
   void *const *events;
   /// The communicator collectives run on (null: a single rank, where a

@@ -591,6 +591,32 @@ private:
       setCount("param-persistence-threshold",
                section["stage3_param_persistence_threshold"],
                prefix + "stage3_param_persistence_threshold");
+    bool overlap = true;
+    if (keys.take("overlap_comm")) {
+      if (isAuto(section["overlap_comm"]))
+        addAuto("overlap-comm", prefix + "overlap_comm");
+      else {
+        overlap = boolean(section["overlap_comm"], prefix + "overlap_comm");
+        add("overlap-comm", overlap ? "true" : "false", prefix + "overlap_comm",
+            section["overlap_comm"].dump(), ConfigSource::Explicit);
+      }
+    }
+    // Counted in elements, as DeepSpeed does. Absent, ztc's defaults hold:
+    // no prefetch (DeepSpeed prefetches 5e7 elements) and no bound.
+    for (auto [key, flag] :
+         {std::pair<const char *, const char *>{"stage3_prefetch_bucket_size",
+                                                "prefetch-elements"},
+          {"stage3_max_live_parameters", "max-live-elements"}}) {
+      if (!keys.take(key))
+        continue;
+      if (!overlap) {
+        notice(false, prefix + key,
+               "ignored: prefetched gathers run on the communication stream, "
+               "which overlap_comm false turns off");
+        continue;
+      }
+      setCount(flag, section[key], prefix + key);
+    }
     for (const char *key : {"stage3_gather_16bit_weights_on_model_save",
                             "stage3_gather_fp16_weights_on_model_save"})
       if (keys.take(key))
@@ -609,13 +635,9 @@ private:
     struct Knob {
       const char *key, *why;
     } knobs[] = {
-        {"allgather_bucket_size", "ztc all-gathers each parameter on its own"},
-        {"overlap_comm", "ztc's collectives run in the step's order, on the "
-                         "step's stream"},
-        {"stage3_prefetch_bucket_size",
-         "ztc gathers each parameter right before its use"},
-        {"stage3_max_live_parameters",
-         "ztc frees each gathered parameter after its last use"},
+        {"allgather_bucket_size",
+         "ztc gathers stages 1-2's updated partitions per reduction bucket; "
+         "--allgather-bucket-bytes joins stage 3's parameter gathers"},
         {"stage3_max_reuse_distance", "ztc gathers again for the backward"},
         {"sub_group_size", "ztc updates each shard in one pass"},
         {"round_robin_gradients", "a DeepSpeed implementation detail"},

@@ -338,7 +338,8 @@ public:
   TrainingRun(const TrainOptions &options, Communicator &comm)
       : options_(options), comm_(comm),
         artifact_(loadTrainingArtifact(options.artifactDir)),
-        runner_(artifact_, createBackend(artifact_.manifest().target)),
+        runner_(artifact_, createBackend(artifact_.manifest().target,
+                                         {options.commThread})),
         loader_(shardedLoader(manifest(), options, comm)),
         prefetcher_(loader_, options.prefetch &&
                                  batchBytes() >= options.prefetchMinBytes),

@@ -157,6 +157,9 @@ struct TrainOptions {
   /// Seconds a collective may wait for the other ranks before this rank
   /// exits with an error naming it (0: forever).
   double collectiveTimeout = 60;
+  /// CPU: run the step's collectives on a thread of their own, overlapping
+  /// compute (BackendOptions::streamThreads).
+  bool commThread = false;
   /// --config: the DeepSpeed config the artifact was compiled with; the
   /// trainer checks the artifact and the world size against it, and its
   /// stage3_gather_16bit_weights_on_model_save turns saveConsolidated on

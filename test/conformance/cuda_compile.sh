@@ -126,9 +126,14 @@ compile_training gpt 4
 compile_training gpt 4 bf16 --precision bf16
 compile_training cnn 8 bf16 --precision bf16
 # Data parallelism and ZeRO: the collectives through the context's
-# communicator, on the step's stream.
+# communicator, on a second stream ordered by events (--overlap-comm), or
+# on the step's one stream.
 compile_training gpt 4 zero2 --world-size 2 --zero 2 --clip-grad-norm 1
 compile_training mlp 8 zero0 --world-size 4 --precision bf16
+compile_training gpt 4 zero3-prefetch --world-size 2 --zero 3 \
+  --param-persistence-threshold 0 --precision bf16 --prefetch-bytes 65536
+compile_training gpt 4 zero2-one-stream --world-size 2 --zero 2 \
+  --overlap-comm=false
 # fp16 with dynamic loss scaling under ZeRO 2 (the finite check's
 # all-reduce, the skipped updates, the scale's rule) and --check-finite.
 compile_training mlp 8 fp16-zero2 --world-size 2 --zero 2 --precision fp16 \

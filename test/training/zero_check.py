@@ -275,6 +275,7 @@ def main():
                     [(4, 0), (4, 1)], "--lr", "3e-3")
 
         evaluation(runs, args, gpt, gpl, images, tmp)
+        overlap(runs, gpt, gpl)
 
         # 2. What the manifests plan: sharded states, the collectives.
         z0 = runs.compile(gpt, "plan-z0", 4, 4, 0)
@@ -546,6 +547,98 @@ def evaluation(runs, args, gpt, gpl, images, tmp):
           "uneven held-out data at stage 3 (500 and 100 samples): exit %d after %.1f s, "
           "%s samples evaluated on each rank"
           % (result.returncode, time.time() - start, got[0][3] if got else "?"))
+
+
+def arena_lines(log):
+    """The trainer's "arena: P bytes planned, W written" figures."""
+    return [(int(p), int(w)) for p, w in
+            re.findall(r"arena: (\d+) bytes planned, (\d+) written", log)]
+
+
+def overlap(runs, gpt, gpl):
+    """Collectives on their own stream (--overlap-comm, a thread with
+    --comm-thread) and stage-3 gathers issued ahead (--prefetch-bytes) train
+    bit for bit as in program order: the same logged losses and the same
+    checkpoint files on every rank. What the streams keep alive is planned:
+    each run writes exactly its planned arena."""
+    steps = 10
+    cases = [
+        # Stage 2, many small buckets: each reduce-scatter runs while the
+        # backward computes the next bucket.
+        ("ov-z2", 2, 2, ["--reduce-bucket-bytes", "4096"]),
+        # Stage 3 on 4 ranks: gathers run ahead within 64 KiB.
+        ("ov-z3", 4, 3, ["--param-persistence-threshold", "0", "--prefetch-bytes", "65536"]),
+        # bf16 stage 3, the gathered bytes alive at once bounded.
+        ("ov-z3-bf16", 2, 3, ["--param-persistence-threshold", "0", "--precision", "bf16",
+                              "--prefetch-bytes", "65536", "--max-live-bytes", "49152"]),
+        # Stage 3 with the parameter gathers joined into 16 KiB buckets.
+        ("ov-z3-buckets", 2, 3, ["--param-persistence-threshold", "0",
+                                 "--allgather-bucket-bytes", "16384"]),
+        # Stage 0: the all-reduce of each bucket and of the clipping norm.
+        ("ov-z0", 2, 0, ["--reduce-bucket-bytes", "4096", "--clip-grad-norm", "1"]),
+    ]
+    for name, world, stage, flags in cases:
+        batch = 16 // world
+        plain = runs.compile(gpt, name + "-plain", batch, world, stage, "--lr", "3e-3",
+                             "--overlap-comm=false", *strip_prefetch(flags))
+        streamed = runs.compile(gpt, name, batch, world, stage, "--lr", "3e-3", *flags)
+        check(manifest(plain)["streams"] == 1 and manifest(streamed)["streams"] == 2,
+              "%s: %d stream(s) in program order, %d with --overlap-comm"
+              % (name, manifest(plain)["streams"], manifest(streamed)["streams"]))
+        outputs = {}
+        for tag, art, extra in (("plain", plain, []), ("inline", streamed, []),
+                                ("thread", streamed, ["--comm-thread"])):
+            ckpt = os.path.join(runs.tmp, "%s-%s.ckpt" % (name, tag))
+            log = runs.launch(art, world, gpl, steps, "--save", ckpt, *extra).stderr
+            files = sorted(os.path.relpath(os.path.join(d, f), ckpt)
+                           for d, _, fs in os.walk(ckpt) for f in fs
+                           if f.endswith(".safetensors"))
+            blobs = {f: open(os.path.join(ckpt, f), "rb").read() for f in files}
+            outputs[tag] = (re.findall(r"step \d+/\d+  loss (\S+)", log), blobs,
+                            arena_lines(log))
+        base_losses, base_files, _ = outputs["plain"]
+        for tag in ("inline", "thread"):
+            losses, files, arenas = outputs[tag]
+            check(len(losses) == steps and losses == base_losses and files and
+                  files == base_files,
+                  "%s: %d ranks, stage %d, %s: %d logged losses and %d checkpoint files "
+                  "equal to program order's bit for bit" % (
+                      name, world, stage,
+                      "collectives on a thread" if tag == "thread" else
+                      "streamed step run in program order", len(losses), len(files)))
+            check(arenas and all(p == w for p, w in arenas),
+                  "%s (%s): every rank writes its planned arena exactly: %s"
+                  % (name, tag, arenas))
+    # Prefetching costs memory (gathered buffers alive longer), which the
+    # plan counts: more than gathering each right before its reader.
+    ahead = manifest(os.path.join(runs.tmp, "ov-z3.ztc"))["arena_bytes"]
+    just = runs.compile(gpt, "ov-z3-noprefetch", 4, 4, 3, "--lr", "3e-3",
+                        "--param-persistence-threshold", "0")
+    check(ahead > manifest(just)["arena_bytes"],
+          "stage 3 on 4 ranks: arena %d bytes with 64 KiB of gathers ahead, %d without"
+          % (ahead, manifest(just)["arena_bytes"]))
+    # Buckets: fewer collectives, the same elements.
+    apart = manifest(os.path.join(runs.tmp, "ov-z3-buckets-plain.ztc"))["dist"]["collectives"]
+    joined = manifest(os.path.join(runs.tmp, "ov-z3-buckets.ztc"))["dist"]["collectives"]
+    check(len(joined) < len(apart) and
+          sum(c["elements"] for c in joined) == sum(c["elements"] for c in apart),
+          "stage 3, 16 KiB all-gather buckets: %d collectives per step instead of %d, "
+          "%d elements either way" % (len(joined), len(apart),
+                                      sum(c["elements"] for c in joined)))
+
+
+def strip_prefetch(flags):
+    """`flags` without --prefetch-*, --max-live-* and --allgather-bucket-*
+    and their values (they need --overlap-comm)."""
+    out, skip = [], False
+    for flag in flags:
+        if skip:
+            skip = False
+        elif flag.startswith(("--prefetch", "--max-live", "--allgather-bucket")):
+            skip = True
+        else:
+            out.append(flag)
+    return out
 
 
 def rank_pid(art, rank):

@@ -82,6 +82,11 @@ const char kUsage[] =
     "                    seconds a collective waits for the other ranks\n"
     "                    before this rank exits with an error (default 60;\n"
     "                    0: forever)\n"
+    "  --comm-thread     CPU: run the step's collectives on a thread of their\n"
+    "                    own while the step computes (an artifact compiled\n"
+    "                    with --overlap-comm, the default); without it they\n"
+    "                    run in program order, which is faster when the\n"
+    "                    ranks leave no core free\n"
     "\n"
     "MULTI-RANK: compile with --world-size N (and --zero 0|1|2|3), then\n"
     "  mpirun -np N %s ART.ztc --data DIR\n"
@@ -205,6 +210,8 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
                          options.comm + "'"};
     } else if (flag == "--collective-timeout") {
       options.collectiveTimeout = double(parseCount(flag, takeValue()));
+    } else if (flag == "--comm-thread") {
+      options.commThread = true;
     } else {
       throw UsageError{"unknown flag '" + flag + "' (see --help)"};
     }

@@ -63,13 +63,36 @@ TEST(DeepSpeedConfigTest, HuggingFaceAutoConfig) {
                                        "loss-scale=0 [fp16]",
                                        "initial-scale-power=16 [fp16]",
                                        "zero=2",
-                                       "reduce-bucket-elements=200000000"};
+                                       "reduce-bucket-elements=200000000",
+                                       "overlap-comm=true"};
   EXPECT_EQ(settings(config), expected);
-  EXPECT_EQ(notices(config),
-            std::vector<std::string>{"warning zero_optimization.overlap_comm"});
+  EXPECT_EQ(notices(config), std::vector<std::string>{});
   EXPECT_TRUE(config.trainBatchSize.isAuto);
   EXPECT_TRUE(config.microBatchSize.isAuto);
   EXPECT_TRUE(config.gradAccumSteps.isAuto);
+}
+
+TEST(DeepSpeedConfigTest, StageThreePrefetch) {
+  // DeepSpeed counts the prefetch budget and the live bound in elements.
+  DeepSpeedConfig config = parse(
+      R"({"zero_optimization": {"stage": 3, "overlap_comm": true,
+          "stage3_prefetch_bucket_size": 5e7,
+          "stage3_max_live_parameters": 1e9}})");
+  EXPECT_EQ(config.find("overlap-comm")->value, "true");
+  EXPECT_EQ(config.find("prefetch-elements")->value, "50000000");
+  EXPECT_EQ(config.find("prefetch-elements")->key,
+            "zero_optimization.stage3_prefetch_bucket_size");
+  EXPECT_EQ(config.find("max-live-elements")->value, "1000000000");
+  EXPECT_EQ(notices(config), std::vector<std::string>{});
+  // Without overlap there is no stream to prefetch on: said, not mapped.
+  DeepSpeedConfig off = parse(
+      R"({"zero_optimization": {"stage": 3, "overlap_comm": false,
+          "stage3_prefetch_bucket_size": 5e7}})");
+  EXPECT_EQ(off.find("overlap-comm")->value, "false");
+  EXPECT_EQ(off.find("prefetch-elements"), nullptr);
+  EXPECT_EQ(notices(off),
+            std::vector<std::string>{
+                "warning zero_optimization.stage3_prefetch_bucket_size"});
 }
 
 TEST(DeepSpeedConfigTest, AdamModesAndPeaks) {

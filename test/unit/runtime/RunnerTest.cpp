@@ -493,7 +493,7 @@ TEST(ManifestTest, ParsesAndValidates) {
 
   // "file" defaults to the sanitized name.
   Manifest noFile = parseManifest(
-      R"({"format":2,"abi":4,"target":"cpu","source":"step.cpp",
+      R"({"format":2,"abi":5,"target":"cpu","source":"step.cpp",
           "arena_bytes":8,"streams":1,"events":0,
           "bindings":[{"role":"input","name":"x:0","dtype":"float32",
           "shape":[2]}],
@@ -521,7 +521,7 @@ TEST(ManifestTest, ParsesAndValidates) {
     return ZTC_ERROR_MESSAGE(parseManifest(text, "m.json"));
   };
   std::string head =
-      R"({"format":2,"abi":4,"target":"cpu","source":"s","arena_bytes":8,)"
+      R"({"format":2,"abi":5,"target":"cpu","source":"s","arena_bytes":8,)"
       R"("streams":1,"events":0,)";
   // A manifest with the given bindings (JSON objects) and one forward
   // entry with the given outputs.
@@ -535,10 +535,10 @@ TEST(ManifestTest, ParsesAndValidates) {
             "m.json: manifest has format 1; this runtime reads 2");
   EXPECT_EQ(error(R"({"format":2,"abi":1,"target":"cpu"})"),
             "m.json: manifest was compiled for step ABI 1; this runtime "
-            "calls ABI 4 (recompile the model)");
+            "calls ABI 5 (recompile the model)");
   EXPECT_EQ(error(head + R"("entries":[]})"),
             "m.json: manifest has no field 'bindings'");
-  EXPECT_EQ(error(R"({"format":2,"abi":4,"target":"cpu","source":"s",)"
+  EXPECT_EQ(error(R"({"format":2,"abi":5,"target":"cpu","source":"s",)"
                   R"("arena_bytes":8,"streams":0,"events":0})"),
             "m.json: manifest has 0 streams and 0 events; expected 1 to 64 "
             "streams and at most 4096 events");

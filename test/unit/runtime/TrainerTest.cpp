@@ -1165,7 +1165,7 @@ TEST(TrainManifestTest, RoundTripsAndKeepsForwardManifestsUnchanged) {
 
 TEST(TrainManifestTest, ParsesTheDocumentedExample) {
   Manifest manifest = parseManifest(R"({
-    "format": 2, "abi": 4, "kind": "train", "target": "cpu",
+    "format": 2, "abi": 5, "kind": "train", "target": "cpu",
     "source": "step.cpp", "arena_bytes": 8192, "streams": 1, "events": 0,
     "bindings": [
       {"role": "input", "name": "x", "file": "x", "dtype": "float32",
@@ -1263,7 +1263,7 @@ TEST(TrainManifestTest, Errors) {
                           "float32[1]; hypers are scalars");
 
   std::string head =
-      R"({"format":2,"abi":4,"target":"cpu","source":"s","arena_bytes":8,)"
+      R"({"format":2,"abi":5,"target":"cpu","source":"s","arena_bytes":8,)"
       R"("streams":1,"events":0,)"
       R"("bindings":[{"role":"input","name":"x","dtype":"float32",)"
       R"("shape":[2]}],"entries":[{"name":"e","purpose":"train_step",)"

@@ -1,0 +1,97 @@
+// RUN: ztc-opt %s -split-input-file --ztc-schedule-collectives | FileCheck %s
+
+// Two gradient buckets. Each reduce-scatter runs on stream 1 once stream 0
+// has signalled that its bucket is complete. The scaling of the first
+// result moves down to where its result is read, so the second bucket is
+// computed while the first is reduced; stream 0 waits for the first
+// reduction before the second starts (at most two buckets in flight), and
+// for the second right before its result is read.
+
+// CHECK-LABEL: func.func @buckets
+// CHECK: kernel.elementwise ins(%arg0
+// CHECK: %[[READY1:.+]] = kernel.signal : !kernel.event
+// CHECK-NEXT: kernel.wait %[[READY1]] {kernel.stream = 1 : i64}
+// CHECK-NEXT: kernel.call "reduce_scatter" ins(%[[B1:.+]] : memref<8xf32>) outs(%[[R1:.+]] : memref<4xf32>) {{.*}}kernel.stream = 1 : i64
+// CHECK-NEXT: %[[DONE1:.+]] = kernel.signal {kernel.stream = 1 : i64}
+// CHECK-NOT: kernel.wait %[[DONE1]]
+// CHECK: kernel.elementwise ins(%arg1
+// CHECK: kernel.wait %[[DONE1]]
+// CHECK-NEXT: %[[READY2:.+]] = kernel.signal : !kernel.event
+// CHECK-NEXT: kernel.wait %[[READY2]] {kernel.stream = 1 : i64}
+// CHECK-NEXT: kernel.call "reduce_scatter" {{.*}}outs(%[[R2:.+]] : memref<4xf32>) {{.*}}kernel.stream = 1 : i64
+// CHECK-NEXT: %[[DONE2:.+]] = kernel.signal {kernel.stream = 1 : i64}
+// CHECK: kernel.elementwise ins(%[[R1]] : memref<4xf32>)
+// CHECK: kernel.wait %[[DONE2]]
+// CHECK-NEXT: kernel.elementwise ins({{.*}}, %[[R2]], %arg2
+// CHECK-NEXT: ^bb0
+// CHECK: return
+func.func @buckets(%g1: memref<8xf32>, %g2: memref<8xf32>, %w: memref<4xf32>) -> memref<4xf32> {
+  %b1 = kernel.alloc : memref<8xf32>
+  kernel.elementwise ins(%g1 : memref<8xf32>) outs(%b1 : memref<8xf32>) {
+  ^bb0(%v: f32):
+    %r = arith.negf %v : f32
+    kernel.yield %r : f32
+  }
+  %r1 = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_scatter" ins(%b1 : memref<8xf32>) outs(%r1 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  %s1 = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%r1 : memref<4xf32>) outs(%s1 : memref<4xf32>) {
+  ^bb0(%v: f32):
+    %h = arith.constant 5.000000e-01 : f32
+    %r = arith.mulf %v, %h : f32
+    kernel.yield %r : f32
+  }
+  %b2 = kernel.alloc : memref<8xf32>
+  kernel.elementwise ins(%g2 : memref<8xf32>) outs(%b2 : memref<8xf32>) {
+  ^bb0(%v: f32):
+    %r = arith.negf %v : f32
+    kernel.yield %r : f32
+  }
+  %r2 = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_scatter" ins(%b2 : memref<8xf32>) outs(%r2 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  %u = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%s1, %r2, %w : memref<4xf32>, memref<4xf32>, memref<4xf32>) outs(%u : memref<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %t = arith.addf %a, %b : f32
+    %r = arith.addf %t, %c : f32
+    kernel.yield %r : f32
+  }
+  return %u : memref<4xf32>
+}
+
+// -----
+
+// A collective whose input stream 0 overwrites later: stream 0 waits for
+// it before the overwrite, even though nothing reads its result before.
+
+// CHECK-LABEL: func.func @overwritten_input
+// CHECK: kernel.call "all_reduce" {{.*}}kernel.stream = 1 : i64
+// CHECK-NEXT: %[[DONE:.+]] = kernel.signal {kernel.stream = 1 : i64}
+// CHECK-NEXT: kernel.wait %[[DONE]]
+// CHECK-NEXT: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%arg1
+func.func @overwritten_input(%x: memref<4xf32>, %g: memref<4xf32>) -> memref<4xf32> {
+  %r = kernel.alloc : memref<4xf32>
+  kernel.call "all_reduce" ins(%g : memref<4xf32>) outs(%r : memref<4xf32>) {config = {world_size = 2 : i64}}
+  kernel.elementwise ins(%x : memref<4xf32>) outs(%g : memref<4xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  return %r : memref<4xf32>
+}
+
+// -----
+
+// No collectives: nothing changes.
+
+// CHECK-LABEL: func.func @local
+// CHECK-NOT: kernel.signal
+// CHECK-NOT: kernel.stream
+func.func @local(%x: memref<4xf32>) -> memref<4xf32> {
+  %a = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%x : memref<4xf32>) outs(%a : memref<4xf32>) {
+  ^bb0(%v: f32):
+    %r = arith.negf %v : f32
+    kernel.yield %r : f32
+  }
+  return %a : memref<4xf32>
+}
