@@ -218,8 +218,10 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
       if (line == report.communication.end())
         line = report.communication.insert(
             report.communication.end(),
-            {func.getSymName().str(), op.str(), dtype, 0, 0, 0});
+            {func.getSymName().str(), op.str(), dtype, 0, 0, 0, 0});
       ++line->calls;
+      if (kernel::streamOf(call) != 0)
+        ++line->streamed;
       line->elements += collective.elements;
       line->sent += collective.ringElements(report.worldSize);
     });
@@ -336,7 +338,8 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
                            {"dtype", line.dtype},
                            {"calls", int64_t(line.calls)},
                            {"elements", int64_t(line.elements)},
-                           {"sent_per_rank", int64_t(line.sent)}});
+                           {"sent_per_rank", int64_t(line.sent)},
+                           {"streamed", int64_t(line.streamed)}});
   root["communication"] = std::move(communication);
   return root;
 }
@@ -464,6 +467,9 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
       if (!entry || !op || !dtype || !number(object, "calls", line.calls) ||
           !number(object, "elements", line.elements) ||
           !number(object, "sent_per_rank", line.sent))
+        return fail("an entry of communication is malformed");
+      // Reports of an older ztc have no "streamed": in program order.
+      if (object->get("streamed") && !number(object, "streamed", line.streamed))
         return fail("an entry of communication is malformed");
       line.entry = entry->str();
       line.op = op->str();
@@ -599,11 +605,21 @@ void mlir::ztc::printCommunication(const MemoryReport &report,
     if (!llvm::is_contained(entries, line.entry))
       entries.push_back(line.entry);
   for (const std::string &entry : entries) {
-    uint64_t total = 0;
+    uint64_t total = 0, calls = 0, streamed = 0;
     for (const MemoryReport::Collectives &line : report.communication)
-      if (line.entry == entry)
+      if (line.entry == entry) {
         total += line.sent;
-    os << llvm::formatv("  {0}: sends {1} elements per rank\n", entry, total);
+        calls += line.calls;
+        streamed += line.streamed;
+      }
+    os << llvm::formatv("  {0}: sends {1} elements per rank; ", entry, total);
+    if (streamed == calls)
+      os << "collectives on a second stream, overlapping compute\n";
+    else if (streamed == 0)
+      os << "collectives in program order (--overlap-comm=false)\n";
+    else
+      os << llvm::formatv("{0} of {1} collectives on a second stream\n",
+                          streamed, calls);
     for (const MemoryReport::Collectives &line : report.communication)
       if (line.entry == entry)
         os << llvm::formatv("    {0,-15} {1,-5} {2,4} calls {3,12} elements  "

@@ -91,10 +91,11 @@ struct MemoryReport {
   /// type: how many calls, their elements (the larger side: what an
   /// all-reduce reduces, what an all-gather writes), and the elements one
   /// rank sends for them in a bandwidth-optimal ring (and receives: a ring
-  /// receives what it sends), as the runtime counts them.
+  /// receives what it sends), as the runtime counts them; `streamed`: the
+  /// calls on a stream of their own, overlapping compute (--overlap-comm).
   struct Collectives {
     std::string entry, op, dtype;
-    uint64_t calls = 0, elements = 0, sent = 0;
+    uint64_t calls = 0, elements = 0, sent = 0, streamed = 0;
   };
   std::vector<Collectives> communication;
 };
