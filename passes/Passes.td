@@ -171,13 +171,17 @@ def ScheduleCollectivesPass : Pass<"ztc-schedule-collectives",
        out of the gathered bucket right before the first op that reads it.
        The bytes moved are the same, the collectives fewer. The live bound
        holds here too.
-    3. Streams: each collective runs on stream 1 (`kernel.stream = 1`),
-       after a `kernel.wait` for a signal of stream 0 right before it (so
-       its input is complete), followed by a signal of its own. Stream 0
-       waits for that signal right before the first op that reads or
-       writes the collective's result, writes its input, or returns; for a
-       gradient reduction also before the next reduction starts, so at
-       most two reduction buckets are alive at once (double buffering).
+    3. Streams: a collective is needed by the first op that reads or
+       writes its result, writes its input, or returns; a gradient
+       reduction also by the next reduction, so at most two reduction
+       buckets are alive at once (double buffering). When compute lies
+       between a collective and that op, the collective runs on stream 1
+       (`kernel.stream = 1`), after a `kernel.wait` for a signal of stream
+       0 right before it (so its input is complete), followed by a signal
+       of its own that stream 0 waits for right before the op that needs
+       it. Otherwise it stays on stream 0 (a second stream would only add
+       hand-overs), after stream 0 waits for stream 1's last collective:
+       collectives run one at a time, in the order every rank issues them.
        The memory planner keeps every buffer a stream may still touch.
 
     On CUDA stream 1 is a second cudaStream_t; on the CPU a thread of the

@@ -220,10 +220,10 @@ struct ScheduleCollectivesPass
             total + g.size > limit || g.lowest >= gathers[i].at)
           break;
         // The gathered bucket lives beside the parameters sliced from it.
-        if (maxLive > 0 && mostLiveBetween(gathers, j, double(gathers[i].at),
-                                           double(g.at)) +
-                                   g.size + total + g.size >
-                               maxLive)
+        if (maxLive > 0 &&
+            mostLiveBetween(gathers, j, double(gathers[i].at), double(g.at)) +
+                    g.size + total + g.size >
+                maxLive)
           break;
         g.issue = double(gathers[i].at);
         total += g.size;
@@ -267,8 +267,7 @@ struct ScheduleCollectivesPass
         b, loc, MemRefType::get({total}, element), IntegerAttr());
     for (auto [g, offset] : llvm::zip(members, offsets))
       kernel::CallOp::create(
-          b, loc, "copy_into", ValueRange{g->op.getInputs()[0]},
-          ValueRange{in},
+          b, loc, "copy_into", ValueRange{g->op.getInputs()[0]}, ValueRange{in},
           b.getDictionaryAttr(
               {b.getNamedAttr("axis", b.getI64IntegerAttr(0)),
                b.getNamedAttr("offset", b.getI64IntegerAttr(offset))}));
@@ -288,8 +287,8 @@ struct ScheduleCollectivesPass
       SmallVector<Operation *> readers;
       bufferUsers(whole, readers);
       llvm::erase_if(readers, [&](Operation *r) { return r == g->op; });
-      Operation *reader = *llvm::min_element(
-          readers, [](Operation *a, Operation *c) {
+      Operation *reader =
+          *llvm::min_element(readers, [](Operation *a, Operation *c) {
             return a->isBeforeInBlock(c);
           });
       SmallVector<Operation *> views;
@@ -433,8 +432,8 @@ struct ScheduleCollectivesPass
   /// The size of `gather`'s result in the unit the limits count.
   int64_t sizeOf(kernel::CallOp gather) const {
     Type type = gather.getOutputs()[0].getType();
-    bool elements = prefetchElements > 0 || maxLiveElements > 0 ||
-                    bucketElements > 0;
+    bool elements =
+        prefetchElements > 0 || maxLiveElements > 0 || bucketElements > 0;
     return elements ? cast<MemRefType>(type).getNumElements() : bytesOf(type);
   }
 
@@ -545,64 +544,105 @@ struct ScheduleCollectivesPass
     }
   }
 
+  /// Whether `op` is work of stream 0 a collective can overlap.
+  static bool isCompute(Operation *op) {
+    return isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
+               kernel::CheckFiniteOp>(op) &&
+           !isCollective(op);
+  }
+
+  /// The first op after collective `op` that needs it done: one that reads
+  /// or writes its result or overwrites its input, for a reduction also the
+  /// next reduction (at most two buckets in flight), else the return.
+  static Operation *neededAt(kernel::CallOp op) {
+    Value input = kernel::rootBuffer(op.getInputs()[0]);
+    Value output = kernel::rootBuffer(op.getOutputs()[0]);
+    bool reduction = !isGather(op);
+    for (Operation *next = op->getNextNode(); next;
+         next = next->getNextNode()) {
+      if (isa<func::ReturnOp>(next))
+        return next;
+      if (isa<kernel::ViewOp, kernel::AllocOp>(next))
+        continue;
+      if (reduction && isCollective(next) && !isGather(next))
+        return next;
+      for (Value operand : next->getOperands())
+        if (isa<MemRefType>(operand.getType()) &&
+            kernel::rootBuffer(operand) == output)
+          return next;
+      for (Value written : kernel::writtenBuffers(next))
+        if (kernel::rootBuffer(written) == input)
+          return next;
+    }
+    return nullptr;
+  }
+
   void assignStreams(Block &block) {
     MLIRContext *context = block.getParentOp()->getContext();
     auto eventType = kernel::EventType::get(context);
-    auto streamAttr = [&](int64_t stream) {
-      return IntegerAttr::get(IntegerType::get(context, 64), stream);
+    auto onComm = [&](Operation *op) {
+      op->setAttr(kernel::KernelDialect::kStreamAttr,
+                  IntegerAttr::get(IntegerType::get(context, 64), kCommStream));
     };
-    SmallVector<std::pair<Operation *, kernel::SignalOp>> scheduled;
-    for (Operation &op : llvm::make_early_inc_range(block)) {
+    // Which collectives go to stream 1, and where stream 0 needs each:
+    // decided on the program as it is, before any signal moves an op.
+    struct Plan {
+      kernel::CallOp op;
+      Operation *needed;
+      bool streamed;
+    };
+    SmallVector<Plan> plans;
+    for (Operation &op : block) {
       if (!isCollective(&op))
         continue;
-      OpBuilder builder(&op);
-      auto ready = kernel::SignalOp::create(builder, op.getLoc(), eventType);
-      auto wait = kernel::WaitOp::create(builder, op.getLoc(), ready);
-      wait->setAttr(kernel::KernelDialect::kStreamAttr,
-                    streamAttr(kCommStream));
-      op.setAttr(kernel::KernelDialect::kStreamAttr, streamAttr(kCommStream));
-      builder.setInsertionPointAfter(&op);
-      auto done = kernel::SignalOp::create(builder, op.getLoc(), eventType);
-      done->setAttr(kernel::KernelDialect::kStreamAttr,
-                    streamAttr(kCommStream));
-      scheduled.push_back({&op, done});
-    }
-    // Stream 0 waits for each collective where it first needs it.
-    for (auto [op, done] : scheduled) {
       auto call = cast<kernel::CallOp>(op);
-      Value input = kernel::rootBuffer(call.getInputs()[0]);
-      Value output = kernel::rootBuffer(call.getOutputs()[0]);
-      bool reduction = !isGather(op);
-      Operation *waitBefore = nullptr;
-      for (Operation *next = done->getNextNode(); next && !waitBefore;
-           next = next->getNextNode()) {
-        if (isa<func::ReturnOp>(next)) {
-          waitBefore = next;
-          break;
-        }
-        if (isa<kernel::ViewOp, kernel::AllocOp, kernel::WaitOp>(next) ||
-            kernel::streamOf(next) != 0)
-          continue;
-        // Double buffering: a reduction finishes before the next starts.
-        if (reduction && isa<kernel::SignalOp>(next) &&
-            next->getNextNode() && next->getNextNode()->getNextNode() &&
-            isCollective(next->getNextNode()->getNextNode()) &&
-            !isGather(next->getNextNode()->getNextNode())) {
-          waitBefore = next;
-          break;
-        }
-        for (Value operand : next->getOperands()) {
-          if (!isa<MemRefType>(operand.getType()))
-            continue;
-          if (kernel::rootBuffer(operand) == output)
-            waitBefore = next;
-        }
-        for (Value written : kernel::writtenBuffers(next))
-          if (kernel::rootBuffer(written) == input)
-            waitBefore = next;
+      Operation *needed = neededAt(call);
+      // Only compute between the collective and its first need can
+      // overlap it; with none, a second stream would only add hand-overs.
+      bool streamed = false;
+      for (Operation *next = op.getNextNode(); next && next != needed;
+           next = next->getNextNode())
+        streamed |= isCompute(next);
+      plans.push_back({call, needed, streamed});
+    }
+    // Stream 1's events, then stream 0's waits for them, then what stream
+    // 1 waits for: each inserted right before its place, so an op placed
+    // before the same op as an earlier one follows it.
+    DenseMap<Operation *, kernel::SignalOp> done;
+    for (Plan &plan : plans) {
+      if (!plan.streamed)
+        continue;
+      onComm(plan.op);
+      OpBuilder builder(context);
+      builder.setInsertionPointAfter(plan.op);
+      auto signal =
+          kernel::SignalOp::create(builder, plan.op.getLoc(), eventType);
+      onComm(signal);
+      done[plan.op] = signal;
+      builder.setInsertionPoint(plan.needed);
+      kernel::WaitOp::create(builder, plan.op.getLoc(), signal.getEvent());
+    }
+    // A collective left on stream 0 starts after stream 1's last one ended:
+    // collectives run one at a time, in the order every rank issues them.
+    kernel::SignalOp lastStreamed;
+    for (Plan &plan : plans) {
+      OpBuilder builder(plan.op);
+      if (!plan.streamed) {
+        auto previous =
+            dyn_cast_or_null<kernel::WaitOp>(plan.op->getPrevNode());
+        bool waited = previous && lastStreamed &&
+                      previous.getEvent() == lastStreamed.getEvent();
+        if (lastStreamed && !waited)
+          kernel::WaitOp::create(builder, plan.op.getLoc(),
+                                 lastStreamed.getEvent());
+        lastStreamed = nullptr;
+        continue;
       }
-      OpBuilder builder(waitBefore);
-      kernel::WaitOp::create(builder, op->getLoc(), done.getEvent());
+      auto ready =
+          kernel::SignalOp::create(builder, plan.op.getLoc(), eventType);
+      auto wait = kernel::WaitOp::create(builder, plan.op.getLoc(), ready);
+      onComm(wait);
+      lastStreamed = done[plan.op];
     }
   }
 };

@@ -178,9 +178,7 @@ void HostStreams::wait(void *self, int32_t event) {
   stream->owner->push(*stream, {Task::Wait, nullptr, nullptr, event});
 }
 
-void HostStreams::runNow(void *, void (*work)(void *), void *arg) {
-  work(arg);
-}
+void HostStreams::runNow(void *, void (*work)(void *), void *arg) { work(arg); }
 
 void HostStreams::signalNow(void *self, int32_t event) {
   static_cast<Stream *>(self)->owner->complete(event);

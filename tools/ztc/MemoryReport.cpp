@@ -616,9 +616,11 @@ void mlir::ztc::printCommunication(const MemoryReport &report,
     if (streamed == calls)
       os << "collectives on a second stream, overlapping compute\n";
     else if (streamed == 0)
-      os << "collectives in program order (--overlap-comm=false)\n";
+      os << "collectives in program order (none has compute to overlap, "
+            "or --overlap-comm=false)\n";
     else
-      os << llvm::formatv("{0} of {1} collectives on a second stream\n",
+      os << llvm::formatv("{0} of {1} collectives on a second stream, "
+                          "overlapping compute\n",
                           streamed, calls);
     for (const MemoryReport::Collectives &line : report.communication)
       if (line.entry == entry)

@@ -18,7 +18,7 @@
 // JOINED-NEXT: kernel.call "copy_into" ins(%arg0 : memref<64xf32>) outs(%[[IN]] : memref<128xf32>) {config = {axis = 0 : i64, offset = 0 : i64}}
 // JOINED-NEXT: kernel.call "copy_into" ins(%[[CAST]] : memref<64xf32>) outs(%[[IN]] : memref<128xf32>) {config = {axis = 0 : i64, offset = 64 : i64}}
 // JOINED-NEXT: %[[OUT:.+]] = kernel.alloc : memref<256xf32>
-// JOINED: kernel.call "all_gather" ins(%[[IN]] : memref<128xf32>) outs(%[[OUT]] : memref<256xf32>) {{.*}}kernel.stream = 1
+// JOINED: kernel.call "all_gather" ins(%[[IN]] : memref<128xf32>) outs(%[[OUT]] : memref<256xf32>)
 // JOINED-NOT: all_gather
 // JOINED: %[[ROWS:.+]] = kernel.view %[[OUT]] : memref<256xf32> to memref<2x128xf32>
 // JOINED: kernel.call "slice" ins(%[[ROWS]] : memref<2x128xf32>) outs(%{{.+}} : memref<2x64xf32>) {config = {sizes = array<i64: 2, 64>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}}

@@ -62,21 +62,64 @@ func.func @buckets(%g1: memref<8xf32>, %g2: memref<8xf32>, %w: memref<4xf32>) ->
 // -----
 
 // A collective whose input stream 0 overwrites later: stream 0 waits for
-// it before the overwrite, even though nothing reads its result before.
+// it before the overwrite, even though nothing reads its result before,
+// and computes what does not depend on it meanwhile.
 
 // CHECK-LABEL: func.func @overwritten_input
 // CHECK: kernel.call "all_reduce" {{.*}}kernel.stream = 1 : i64
 // CHECK-NEXT: %[[DONE:.+]] = kernel.signal {kernel.stream = 1 : i64}
-// CHECK-NEXT: kernel.wait %[[DONE]]
+// CHECK: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%{{.+}} : memref<4xf32>)
+// CHECK: kernel.wait %[[DONE]]
 // CHECK-NEXT: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%arg1
-func.func @overwritten_input(%x: memref<4xf32>, %g: memref<4xf32>) -> memref<4xf32> {
+func.func @overwritten_input(%x: memref<4xf32>, %g: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
   %r = kernel.alloc : memref<4xf32>
   kernel.call "all_reduce" ins(%g : memref<4xf32>) outs(%r : memref<4xf32>) {config = {world_size = 2 : i64}}
+  %y = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%v: f32):
+    %n = arith.negf %v : f32
+    kernel.yield %n : f32
+  }
   kernel.elementwise ins(%x : memref<4xf32>) outs(%g : memref<4xf32>) {
   ^bb0(%v: f32):
     kernel.yield %v : f32
   }
-  return %r : memref<4xf32>
+  return %r, %y : memref<4xf32>, memref<4xf32>
+}
+
+// -----
+
+// Nothing to overlap: a collective whose result the very next op reads
+// stays on stream 0 (a second stream would only add hand-overs), and
+// waits for stream 1's earlier collective first, so collectives run one
+// at a time, in program order.
+
+// CHECK-LABEL: func.func @nothing_to_overlap
+// CHECK: kernel.call "all_reduce" ins(%arg0 {{.*}}kernel.stream = 1 : i64
+// CHECK-NEXT: %[[DONE:.+]] = kernel.signal {kernel.stream = 1 : i64}
+// CHECK: kernel.elementwise ins(%arg2
+// CHECK: kernel.wait %[[DONE]]
+// CHECK-NEXT: kernel.call "all_reduce" ins(%arg1 : memref<4xf32>) outs(%{{.+}} : memref<4xf32>) {config = {world_size = 2 : i64}}
+// CHECK-NOT: kernel.signal
+// CHECK: return
+func.func @nothing_to_overlap(%g1: memref<4xf32>, %g2: memref<4xf32>, %x: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>, memref<4xf32>) {
+  %r1 = kernel.alloc : memref<4xf32>
+  kernel.call "all_reduce" ins(%g1 : memref<4xf32>) outs(%r1 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  %y = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%v: f32):
+    %n = arith.negf %v : f32
+    kernel.yield %n : f32
+  }
+  %r2 = kernel.alloc : memref<4xf32>
+  kernel.call "all_reduce" ins(%g2 : memref<4xf32>) outs(%r2 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  %z = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%r2 : memref<4xf32>) outs(%z : memref<4xf32>) {
+  ^bb0(%v: f32):
+    %n = arith.negf %v : f32
+    kernel.yield %n : f32
+  }
+  return %r1, %y, %z : memref<4xf32>, memref<4xf32>, memref<4xf32>
 }
 
 // -----

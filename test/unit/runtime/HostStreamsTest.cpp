@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backend/Backend.h"
 #include "runtime/backend/HostStreams.h"
+#include "runtime/backend/Backend.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +30,8 @@ const ztc_host_stream &stream(std::vector<void *> &tables, size_t i) {
 /// Hands `fn` to `s` (a plain function pointer, as the step's onStream
 /// passes a trampoline).
 template <typename Fn> void hand(const ztc_host_stream &s, Fn *fn) {
-  s.enqueue(s.self, [](void *arg) { (*static_cast<Fn *>(arg))(); }, fn);
+  s.enqueue(
+      s.self, [](void *arg) { (*static_cast<Fn *>(arg))(); }, fn);
 }
 
 TEST(HostStreamsTest, WorkRunsInOrderOnAnotherThread) {
