@@ -1,9 +1,10 @@
 //===- ScheduleCollectives.cpp - the ztc-schedule-collectives pass -*- C++
 //-*-===//
 //
-// Puts a step's collectives on a second stream so communication overlaps
-// compute, and issues ZeRO stage 3's parameter gathers ahead of their
-// readers within a byte budget. See the pass description in Passes.td.
+// Puts a step's collectives on a second stream where compute can overlap
+// them, issues ZeRO stage 3's parameter gathers ahead of their readers
+// within a byte budget, and joins consecutive gathers into buckets. See the
+// pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
