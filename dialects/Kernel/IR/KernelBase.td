@@ -29,8 +29,9 @@ def Kernel_Dialect : Dialect {
     (a non-negative i64; absent means 0) says on which. Ops of one stream
     run in program order; across streams only `kernel.signal` and
     `kernel.wait` order them. Program order is always one valid schedule
-    (the CPU runs it); the memory planner keeps a buffer alive until every
-    stream that runs later ops has waited for its last use.
+    (the CPU runs it, unless the runtime gives it a thread per stream); the
+    memory planner gives a buffer's bytes to another only once every stream
+    that touches the other is ordered after the buffer's last use.
   }];
   let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;

@@ -227,9 +227,10 @@ def Kernel_SignalOp : Kernel_Op<"signal", [MemoryEffects<[MemWrite]>]> {
   let description = [{
     The event completes when every op before it on its stream
     (`kernel.stream`) has finished. On CUDA it is a cudaEventRecord on the
-    stream, with an event the runtime created; on the CPU, where program
-    order runs every stream, nothing. Its effect (on the stream's state)
-    keeps cleanups from moving or dropping it.
+    stream, with an event the runtime created; on the CPU a flag the
+    runtime's stream sets (`ztc_host_stream`), or nothing when program
+    order runs every stream. Its effect (on the stream's state) keeps
+    cleanups from moving or dropping it.
 
     Example:
 
