@@ -302,10 +302,11 @@ struct TrainingPipelineOptions
   /// Kernel slot, before memory planning: ztc-schedule-collectives.
   Option<bool> overlapComm{
       *this, "overlap-comm",
-      llvm::cl::desc("Run collectives on a second stream (a thread on the "
-                     "CPU), so a bucket is reduced while the backward goes "
-                     "on and stage-3 gathers run ahead of their readers "
-                     "(DeepSpeed's overlap_comm)"),
+      llvm::cl::desc("Run collectives that compute can overlap on a second "
+                     "stream (a CUDA stream; on the CPU a thread with "
+                     "ztc-train --comm-thread), so a bucket is reduced while "
+                     "the backward goes on and stage-3 gathers run ahead of "
+                     "their readers (DeepSpeed's overlap_comm)"),
       llvm::cl::init(true)};
   Option<int64_t> prefetchBytes{
       *this, "prefetch-bytes",
