@@ -60,6 +60,25 @@ void bufferUsers(Value root, SmallVectorImpl<Operation *> &users) {
   }
 }
 
+/// The views of `buffer`, and of those views, that come before `op`, in
+/// block order: what must follow the buffer when it moves down to `op`.
+SmallVector<Operation *> viewsBefore(Value buffer, Operation *op) {
+  SmallVector<Operation *> views;
+  SmallVector<Value> pending{buffer};
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    for (Operation *user : value.getUsers())
+      if (auto view = dyn_cast<kernel::ViewOp>(user);
+          view && view->isBeforeInBlock(op)) {
+        views.push_back(view);
+        pending.push_back(view.getResult());
+      }
+  }
+  llvm::sort(views,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return views;
+}
+
 /// A parameter gather that may move up: the ops that compute its input
 /// from the step's arguments alone and its own buffers, in block order.
 struct Gather {
@@ -197,8 +216,8 @@ struct ScheduleCollectivesPass
   /// ahead as a prefetch would issue them, within `max-live-bytes` (the
   /// gathered bucket counted beside the parameters sliced from it).
   void bucketGathers(Block &block) {
-    int64_t limit = bucketElements > 0 ? bucketElements : bucketBytes;
-    int64_t maxLive = maxLiveElements > 0 ? maxLiveElements : maxLiveBytes;
+    int64_t limit = inUnit(bucketElements, bucketBytes);
+    int64_t maxLive = inUnit(maxLiveElements, maxLiveBytes);
     if (limit <= 0)
       return;
     SmallVector<Operation *> ops;
@@ -292,19 +311,7 @@ struct ScheduleCollectivesPass
           *llvm::min_element(readers, [](Operation *a, Operation *c) {
             return a->isBeforeInBlock(c);
           });
-      SmallVector<Operation *> views;
-      SmallVector<Value> pending{whole};
-      while (!pending.empty()) {
-        Value value = pending.pop_back_val();
-        for (Operation *user : value.getUsers())
-          if (auto view = dyn_cast<kernel::ViewOp>(user)) {
-            views.push_back(view);
-            pending.push_back(view.getResult());
-          }
-      }
-      llvm::sort(views, [](Operation *a, Operation *c) {
-        return a->isBeforeInBlock(c);
-      });
+      SmallVector<Operation *> views = viewsBefore(whole, reader);
       Location memberLoc = g->op.getLoc();
       g->op.erase();
       alloc->moveBefore(reader);
@@ -319,8 +326,7 @@ struct ScheduleCollectivesPass
                                at.getDenseI64ArrayAttr({world, block})),
                at.getNamedAttr("steps", at.getDenseI64ArrayAttr({1, 1}))}));
       for (Operation *view : views)
-        if (view->isBeforeInBlock(reader))
-          view->moveBefore(reader);
+        view->moveBefore(reader);
     }
   }
 
@@ -408,26 +414,18 @@ struct ScheduleCollectivesPass
       // Its buffers begin where it now writes them; views of them that
       // were taken in between follow it.
       for (Value w : written) {
-        Operation *alloc = w.getDefiningOp();
-        SmallVector<Operation *> views;
-        SmallVector<Value> pending{w};
-        while (!pending.empty()) {
-          Value value = pending.pop_back_val();
-          for (Operation *user : value.getUsers())
-            if (auto view = dyn_cast<kernel::ViewOp>(user);
-                view && view->isBeforeInBlock(op)) {
-              views.push_back(view);
-              pending.push_back(view.getResult());
-            }
-        }
-        llvm::sort(views, [](Operation *a, Operation *b) {
-          return a->isBeforeInBlock(b);
-        });
-        alloc->moveBefore(op);
+        SmallVector<Operation *> views = viewsBefore(w, op);
+        w.getDefiningOp()->moveBefore(op);
         for (Operation *view : llvm::reverse(views))
           view->moveAfter(op);
       }
     }
+  }
+
+  /// A limit in the unit sizeOf counts: its -elements option when given,
+  /// else its -bytes one (0: none).
+  static int64_t inUnit(int64_t elements, int64_t bytes) {
+    return elements > 0 ? elements : bytes;
   }
 
   /// The size of `gather`'s result in the unit the limits count.
@@ -484,8 +482,8 @@ struct ScheduleCollectivesPass
   }
 
   void prefetch(Block &block) {
-    int64_t limit = prefetchElements > 0 ? prefetchElements : prefetchBytes;
-    int64_t maxLive = maxLiveElements > 0 ? maxLiveElements : maxLiveBytes;
+    int64_t limit = inUnit(prefetchElements, prefetchBytes);
+    int64_t maxLive = inUnit(maxLiveElements, maxLiveBytes);
     if (limit <= 0)
       return;
     SmallVector<Operation *> ops;
