@@ -147,7 +147,11 @@ std::optional<Target> parseTarget(const std::string &name) {
   return std::nullopt;
 }
 
-std::string defaultRuntimeIncludeDir() { return ZTC_RUNTIME_SOURCE_DIR; }
+std::string defaultRuntimeIncludeDir() {
+  if (const char *dir = std::getenv("ZTC_RUNTIME_DIR"); dir && *dir)
+    return dir;
+  return ZTC_RUNTIME_SOURCE_DIR;
+}
 
 std::string defaultStepCompiler() { return ZTC_STEP_CXX; }
 

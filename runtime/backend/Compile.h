@@ -28,8 +28,10 @@ enum class Target { Cpu, Cuda };
 const char *targetName(Target target);
 std::optional<Target> parseTarget(const std::string &name);
 
-/// The runtime/ source directory this library was built from; generated
-/// code is compiled with -I pointing at it.
+/// The runtime/ directory generated code is compiled with -I pointing at:
+/// $ZTC_RUNTIME_DIR when set (a runtime built on one machine and run on
+/// another, where the source tree lies elsewhere), else the source
+/// directory this library was built from.
 std::string defaultRuntimeIncludeDir();
 
 /// Adds every file in `includeDir`/kernels to `hash`, in name order:

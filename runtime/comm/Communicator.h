@@ -12,6 +12,8 @@
 //          one GPU of its node (its local rank modulo the node's devices)
 //          and runs the step's collectives with NCCL, on the step's
 //          stream; MPI starts NCCL and carries the host-side collectives.
+//          Without a launcher it is one rank on the first GPU, and needs
+//          no MPI.
 //
 // The step reaches a communicator through the C table of StepAbi.h
 // (table()), so generated code links no MPI or NCCL. The trainer uses the
@@ -139,9 +141,10 @@ std::unique_ptr<Communicator> makeMpiCommunicator();
 /// local rank, from OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID or
 /// MPI_LOCALRANKID, modulo the node's devices), which it makes current; the
 /// step's collectives run with NCCL on the step's stream, the host-side ones
-/// over the MPI communicator that started NCCL. Throws when ztc was built
-/// without CUDA, NCCL or MPI, and on every rank when one has no device or
-/// NCCL fails to start.
+/// over the MPI communicator that started NCCL. Without a launcher: one
+/// rank, started without MPI. Throws when ztc was built without CUDA or
+/// NCCL (or without MPI, for several ranks), and on every rank when one has
+/// no device or NCCL fails to start.
 std::unique_ptr<Communicator> makeNcclCommunicator();
 
 /// Whether this process was started by an MPI launcher (OpenMPI's mpirun,

@@ -3,14 +3,17 @@
 // The CUDA backend's communicator. It starts as an mpi one (mpirun or srun
 // launch it, MPI_COMM_WORLD numbers the ranks) and keeps it for the host-side
 // collectives; over it, rank 0's NCCL unique id reaches every rank, which
-// then makes its GPU current and joins one NCCL communicator. The step's
+// then makes its GPU current and joins one NCCL communicator. Started
+// without a launcher it is one rank, whose host side is the local
+// communicator: no MPI is initialized, and a build without MPI runs it. The step's
 // collectives are NCCL's, enqueued on the stream the step passes, so they
 // order with its kernels and the host does not wait for them. Start-up runs
 // in phases every rank reports on (agree()), so a rank that cannot start
 // makes all of them throw rather than leaving them waiting in NCCL for it.
 //
-// Without CUDA, NCCL or MPI at build time (ZTC_RUNTIME_NCCL unset) only
-// makeNcclCommunicator exists, and it throws.
+// Without CUDA or NCCL at build time (ZTC_RUNTIME_NCCL unset) only
+// makeNcclCommunicator exists, and it throws; without MPI it runs one rank,
+// and a launch of several says MPI is missing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,7 +100,7 @@ std::string selectDevice(int rank) {
 /// for none) and its `payload` (the same size on every rank). Throws on
 /// every rank when one failed (this rank's own message, else the first
 /// failing rank's); otherwise returns rank 0's payload.
-std::string agree(Communicator &mpi, const std::string &failure,
+std::string agree(Communicator &host, const std::string &failure,
                   const std::string &payload) {
   // Messages are one line; a fixed size keeps every rank's record the same
   // length, as allGatherBytes requires.
@@ -105,7 +108,7 @@ std::string agree(Communicator &mpi, const std::string &failure,
   std::string mine = failure.substr(0, kMessageBytes);
   mine.resize(kMessageBytes, '\0');
   mine += payload;
-  std::vector<std::string> all = mpi.allGatherBytes(mine);
+  std::vector<std::string> all = host.allGatherBytes(mine);
   if (!failure.empty())
     throw Error(failure);
   for (const std::string &theirs : all)
@@ -116,30 +119,31 @@ std::string agree(Communicator &mpi, const std::string &failure,
 
 class NcclCommunicator final : public Communicator {
 public:
-  NcclCommunicator(std::unique_ptr<Communicator> mpi, ncclComm_t comm)
-      : Communicator(mpi->rank(), mpi->worldSize()), mpi_(std::move(mpi)),
+  NcclCommunicator(std::unique_ptr<Communicator> host, ncclComm_t comm)
+      : Communicator(host->rank(), host->worldSize()), host_(std::move(host)),
         comm_(comm) {}
 
-  /// Before the mpi communicator (a member) finalizes MPI.
+  /// Before the host communicator (a member) finalizes MPI.
   ~NcclCommunicator() override { ncclCommDestroy(comm_); }
 
   const char *kind() const override { return "nccl"; }
 
-  // The host-side collectives are MPI's, with its watchdog.
+  // The host-side collectives are MPI's, with its watchdog (the local
+  // communicator's for one rank started without a launcher).
   void allReduceSum(double *values, int64_t count) override {
-    mpi_->allReduceSum(values, count);
+    host_->allReduceSum(values, count);
   }
   std::vector<std::string> allGatherBytes(const std::string &bytes) override {
-    return mpi_->allGatherBytes(bytes);
+    return host_->allGatherBytes(bytes);
   }
-  void barrier() override { mpi_->barrier(); }
+  void barrier() override { host_->barrier(); }
   [[noreturn]] void abortAll(int status) override {
-    mpi_->abortAll(status);
+    host_->abortAll(status);
     std::_Exit(status); // a virtual call is not known not to return
   }
   void setTimeout(double seconds) override {
     Communicator::setTimeout(seconds);
-    mpi_->setTimeout(seconds);
+    host_->setTimeout(seconds);
   }
 
 protected:
@@ -176,15 +180,17 @@ private:
     return int32_t(code);
   }
 
-  std::unique_ptr<Communicator> mpi_;
+  std::unique_ptr<Communicator> host_;
   ncclComm_t comm_;
 };
 
 } // namespace
 
 std::unique_ptr<Communicator> makeNcclCommunicator() {
-  std::unique_ptr<Communicator> mpi = makeMpiCommunicator();
-  int rank = mpi->rank();
+  // One rank without a launcher needs no MPI to share the id.
+  std::unique_ptr<Communicator> host =
+      launchedByMpi() ? makeMpiCommunicator() : makeLocalCommunicator();
+  int rank = host->rank();
   std::string onRank = " on rank " + std::to_string(rank) + ": ";
 
   // 1. Every rank has a GPU, and rank 0 an id: the id reaches every rank.
@@ -195,7 +201,7 @@ std::unique_ptr<Communicator> makeNcclCommunicator() {
       failure =
           "nccl: ncclGetUniqueId failed" + onRank + ncclMessage(code, nullptr);
   std::string shared =
-      agree(*mpi, failure,
+      agree(*host, failure,
             std::string(reinterpret_cast<const char *>(&id), sizeof id));
   std::memcpy(&id, shared.data(), sizeof id);
 
@@ -203,7 +209,7 @@ std::unique_ptr<Communicator> makeNcclCommunicator() {
   // first collective waiting forever.
   ncclComm_t comm = nullptr;
   failure.clear();
-  if (ncclResult_t code = ncclCommInitRank(&comm, mpi->worldSize(), id, rank);
+  if (ncclResult_t code = ncclCommInitRank(&comm, host->worldSize(), id, rank);
       code != ncclSuccess) {
     failure =
         "nccl: ncclCommInitRank failed" + onRank + ncclMessage(code, comm);
@@ -212,13 +218,13 @@ std::unique_ptr<Communicator> makeNcclCommunicator() {
     comm = nullptr;
   }
   try {
-    agree(*mpi, failure, "");
+    agree(*host, failure, "");
   } catch (const Error &) {
     if (comm)
       ncclCommAbort(comm);
     throw;
   }
-  return std::make_unique<NcclCommunicator>(std::move(mpi), comm);
+  return std::make_unique<NcclCommunicator>(std::move(host), comm);
 }
 
 } // namespace ztc::rt
@@ -228,7 +234,7 @@ std::unique_ptr<Communicator> makeNcclCommunicator() {
 namespace ztc::rt {
 std::unique_ptr<Communicator> makeNcclCommunicator() {
   throw Error("--comm nccl: this ztc-train was built without NCCL (needs the "
-              "CUDA toolkit's NCCL and MPI)");
+              "CUDA toolkit and its NCCL)");
 }
 } // namespace ztc::rt
 
