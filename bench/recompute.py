@@ -31,8 +31,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 POLICIES = ("none", "selective", "full", "sqrt", "budget=0.7")
 
 
-def resnet_onnx(path):
-    """A small ResNet (torchvision's BasicBlock layout), training mode."""
+def resnet_onnx(path, batch=16):
+    """A small ResNet (torchvision's BasicBlock layout), training mode, for
+    batches of `batch` 3x32x32 images."""
     import onnx
     import torch
     from torch import nn
@@ -73,7 +74,7 @@ def resnet_onnx(path):
     torch.manual_seed(0)
     model = ResNet().train()
     buf = io.BytesIO()
-    torch.onnx.export(model, (torch.randn(16, 3, 32, 32),), buf, opset_version=17,
+    torch.onnx.export(model, (torch.randn(batch, 3, 32, 32),), buf, opset_version=17,
                       input_names=["x"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False)

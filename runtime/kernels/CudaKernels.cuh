@@ -24,7 +24,9 @@
 //    (cublasGemmStridedBatchedEx): f32 computes in f32 (never TF32), f16 and
 //    bf16 accumulate in f32 and round once; integers use a plain kernel.
 //    conv2d is im2col + the same product, or a direct kernel for integers and
-//    for small patches (depthwise, first layers).
+//    for small patches (depthwise, first layers); its weight gradient is
+//    im2col + one product over the images, its input gradient (f32 and
+//    f64) a product per image + col2im.
 //  - One cuBLAS handle per device, created on first use and kept for the
 //    process; products on it are serialized by a mutex, so generated code
 //    may run on several host threads.
@@ -413,6 +415,22 @@ inline void freeScratch(void *memory, cudaStream_t stream, const char *kernel) {
 #endif
 }
 
+/// The most scratch bytes a convolution (or its gradient) takes at once; it
+/// works through the batch in chunks of images that fit. A variable so
+/// tests can lower it and cover the chunked path.
+inline int64_t &convScratchBytes() {
+  static int64_t bytes = int64_t(256) << 20;
+  return bytes;
+}
+
+/// How many of `batch` images, each `perImage` elements of T, fit in
+/// convScratchBytes(): at least 1.
+template <typename T> int64_t imagesPerChunk(int64_t perImage, int64_t batch) {
+  int64_t chunk =
+      convScratchBytes() / (perImage > 0 ? perImage * int64_t(sizeof(T)) : 1);
+  return chunk < 1 ? 1 : chunk > batch ? batch : chunk;
+}
+
 //===----------------------------------------------------------------------===//
 // Matrix products
 //===----------------------------------------------------------------------===//
@@ -632,22 +650,106 @@ inline ConvPlan convPlan(const Dims &xDims, const Dims &wDims,
 
 /// cols[image][c * kH * kW + kh * kW + kw][oh * outW + ow] for the images
 /// starting at x; the group-g rows are g's GEMM operand.
+/// Divides flat indices by run-time divisors in 32 bits when the launch's
+/// indices fit: such a division is a long instruction sequence on a GPU,
+/// about twice as long in 64 bits, and index arithmetic is most of what the
+/// copying kernels below do.
+struct IndexMath {
+  bool narrow;
+  ZTC_HOST_DEVICE int64_t div(int64_t a, int64_t b) const {
+    return narrow ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
+  }
+  ZTC_HOST_DEVICE int64_t mod(int64_t a, int64_t b) const {
+    return narrow ? int64_t(uint32_t(a) % uint32_t(b)) : a % b;
+  }
+};
+
+/// IndexMath for a launch over `count` elements whose divisors are extents
+/// of those elements (so no larger than `count`).
+inline IndexMath indexMath(int64_t count) { return {count <= INT32_MAX}; }
+
+/// What im2col puts in row r = c * taps + kh * kW + kw, column `pixel`, of
+/// `image`: the input element that filter tap reads for that output pixel,
+/// or 0 in the padding.
+template <typename T>
+ZTC_HOST_DEVICE T im2colValue(const T *x, const ConvPlan &p, const IndexMath &m,
+                              int64_t image, int64_t r, int64_t pixel) {
+  int64_t taps = p.kH * p.kW;
+  int64_t c = m.div(r, taps), kh = m.mod(m.div(r, p.kW), p.kH);
+  int64_t kw = m.mod(r, p.kW);
+  int64_t ih = p.inputRow(m.div(pixel, p.outW), kh);
+  int64_t iw = p.inputCol(m.mod(pixel, p.outW), kw);
+  bool inside = ih >= 0 && ih < p.height && iw >= 0 && iw < p.width;
+  return inside ? x[((image * p.channels + c) * p.height + ih) * p.width + iw]
+                : T(0.0f);
+}
+
+/// cols[image][r][pixel] (im2colValue): one image's columns after another.
 template <typename T> struct Im2colBody {
   const T *x;
   T *cols;
   ConvPlan p;
+  IndexMath m;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
-    int64_t pixels = p.outH * p.outW, taps = p.kH * p.kW;
-    int64_t pixel = flat % pixels;
-    int64_t r = (flat / pixels) % (p.channels * taps);
-    int64_t image = flat / (pixels * p.channels * taps);
-    int64_t c = r / taps, kh = (r / p.kW) % p.kH, kw = r % p.kW;
-    int64_t ih = p.inputRow(pixel / p.outW, kh);
-    int64_t iw = p.inputCol(pixel % p.outW, kw);
-    bool inside = ih >= 0 && ih < p.height && iw >= 0 && iw < p.width;
+    int64_t pixels = p.outH * p.outW, rows = p.channels * p.kH * p.kW;
+    int64_t pixel = m.mod(flat, pixels);
+    int64_t r = m.mod(m.div(flat, pixels), rows);
+    int64_t image = m.div(flat, pixels * rows);
+    cols[flat] = im2colValue(x, p, m, image, r, pixel);
+  }
+};
+
+/// im2col with the images side by side: cols[r][image * pixels + pixel],
+/// so that one product reduces over every image and pixel (conv2d's weight
+/// gradient).
+template <typename T> struct Im2colRowsBody {
+  const T *x;
+  T *cols;
+  ConvPlan p;
+  int64_t images;
+  IndexMath m;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t pixels = p.outH * p.outW;
+    int64_t column = m.mod(flat, images * pixels);
+    int64_t r = m.div(flat, images * pixels);
     cols[flat] =
-        inside ? x[((image * p.channels + c) * p.height + ih) * p.width + iw]
-               : T(0.0f);
+        im2colValue(x, p, m, m.div(column, pixels), r, m.mod(column, pixels));
+  }
+};
+
+/// y[o][image * pixels + pixel] = x[image][o][pixel]: a batch of channel
+/// planes with the images side by side per channel.
+template <typename T> struct ImagesSideBySideBody {
+  const T *x;
+  T *y;
+  int64_t images, channels, pixels;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t pixel = flat % pixels, image = (flat / pixels) % images;
+    int64_t o = flat / (pixels * images);
+    y[flat] = x[(image * channels + o) * pixels + pixel];
+  }
+};
+
+/// col2im: gx[image][c][h][w] sums the columns (laid out as Im2colBody
+/// writes them) that read (h, w), in filter-tap order.
+template <typename T> struct Col2imBody {
+  const T *cols;
+  T *gx;
+  ConvPlan p;
+  IndexMath m;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t x = m.mod(flat, p.width), h = m.mod(m.div(flat, p.width), p.height);
+    int64_t c = m.mod(m.div(flat, p.width * p.height), p.channels);
+    int64_t image = m.div(flat, p.width * p.height * p.channels);
+    int64_t pixels = p.outH * p.outW, taps = p.kH * p.kW;
+    const T *rows = cols + (image * p.channels + c) * taps * pixels;
+    Acc sum = 0;
+    p.forEachReaderOf(
+        h, x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
+          sum += load(rows[(kh * p.kW + kw) * pixels + oh * p.outW + ow]);
+        });
+    gx[flat] = store<T>(sum);
   }
 };
 
@@ -813,8 +915,7 @@ template <typename T> struct LayerNormBackwardBody {
       dnXhatSum += dn * (load(in[i]) - mean) * rstd;
     }
     Acc dnMean = team.reduce(dnSum, SumOp()) / static_cast<Acc>(length);
-    Acc dnXhatMean =
-        team.reduce(dnXhatSum, SumOp()) / static_cast<Acc>(length);
+    Acc dnXhatMean = team.reduce(dnXhatSum, SumOp()) / static_cast<Acc>(length);
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc dn = load(g[i]) * load(scale[i]);
       Acc xhat = (load(in[i]) - mean) * rstd;
@@ -839,10 +940,17 @@ template <typename T> struct BatchNormBody {
 };
 
 /// reduce's split of the dimensions into kept (outputs) and reduced ones.
+/// Long reductions view each output's elements as rows: the innermost
+/// reduced dimension (`inner` elements, `innerStride` apart) repeated over
+/// the outer reduced dimensions (`outerCount` rows); `segments` blocks share
+/// one output, each taking a range of rows, or of the one row when there
+/// is only one (`splitInner`).
 struct ReducePlan {
   int64_t keptRank, kept[8], keptStrides[8];
   int64_t reducedRank, reduced[8], reducedStrides[8];
   int64_t count; // elements per output
+  int64_t inner, innerStride, outerCount, segments;
+  bool splitInner;
   ZTC_HOST_DEVICE int64_t offsetOf(int64_t rank, const int64_t *dims,
                                    const int64_t *strides, int64_t flat) const {
     int64_t offset = 0;
@@ -857,6 +965,10 @@ struct ReducePlan {
   }
   ZTC_HOST_DEVICE int64_t reducedOffset(int64_t step) const {
     return offsetOf(reducedRank, reduced, reducedStrides, step);
+  }
+  /// The offset of outer row `row` (the reduced dimensions but the last).
+  ZTC_HOST_DEVICE int64_t outerOffset(int64_t row) const {
+    return offsetOf(reducedRank - 1, reduced, reducedStrides, row);
   }
 };
 
@@ -901,23 +1013,60 @@ template <typename T, ReduceKind Kind> struct ReduceElementBody {
   }
 };
 
-/// One output per block (long reductions).
+/// One segment of one output per block (long reductions): the block's
+/// threads walk the segment's rows side by side, each row's elements in
+/// order, so neighbouring threads read neighbouring elements when the row
+/// is contiguous, and no element needs a division to find. With one
+/// segment the block writes the output; with several, its partial result
+/// (ReduceCombineBody finishes).
 template <typename T, ReduceKind Kind> struct ReduceRowBody {
   const T *x;
   T *y;
+  ReduceAcc<T, Kind> *partials;
   ReducePlan p;
   ReduceAcc<T, Kind> identity;
   template <typename Team>
-  ZTC_HOST_DEVICE void operator()(int64_t output, const Team &team) const {
+  ZTC_HOST_DEVICE void operator()(int64_t block, const Team &team) const {
     using Acc = ReduceAcc<T, Kind>;
+    int64_t output = block / p.segments, segment = block % p.segments;
     const T *base = x + p.keptOffset(output);
     Acc acc = identity;
-    for (int64_t step = team.rank(); step < p.count; step += team.size())
-      acc = ReduceOp<Kind>()(
-          acc, static_cast<Acc>(load(base[p.reducedOffset(step)])));
+    if (p.splitInner) {
+      int64_t first = segment * p.inner / p.segments;
+      int64_t last = (segment + 1) * p.inner / p.segments;
+      for (int64_t i = first + team.rank(); i < last; i += team.size())
+        acc = ReduceOp<Kind>()(acc,
+                               static_cast<Acc>(load(base[i * p.innerStride])));
+    } else {
+      int64_t first = segment * p.outerCount / p.segments;
+      int64_t last = (segment + 1) * p.outerCount / p.segments;
+      for (int64_t row = first; row < last; ++row) {
+        const T *elements = base + p.outerOffset(row);
+        for (int64_t i = team.rank(); i < p.inner; i += team.size())
+          acc = ReduceOp<Kind>()(
+              acc, static_cast<Acc>(load(elements[i * p.innerStride])));
+      }
+    }
     acc = team.reduce(acc, ReduceOp<Kind>());
-    if (team.rank() == 0)
+    if (team.rank() != 0)
+      return;
+    if (p.segments == 1)
       y[output] = finishReduce<T, Kind>(acc, p.count);
+    else
+      partials[block] = acc;
+  }
+};
+
+/// An output's segments combined in order (reduce's second pass).
+template <typename T, ReduceKind Kind> struct ReduceCombineBody {
+  const ReduceAcc<T, Kind> *partials;
+  T *y;
+  int64_t segments, count;
+  ZTC_HOST_DEVICE void operator()(int64_t output) const {
+    ReduceAcc<T, Kind> acc = partials[output * segments];
+    for (int64_t i = 1; i < segments; ++i)
+      acc = ReduceOp<Kind>()(acc, partials[output * segments + i]);
+    y[output] = finishReduce<T, Kind>(acc, count);
   }
 };
 
@@ -1001,6 +1150,10 @@ template <typename T, typename I> struct NllLossBody {
 // Each body computes one output element by gathering what contributes to it,
 // in the order the CPU kernel accumulates: no atomics, so results are
 // deterministic and equal the CPU's up to the precision of the sum type.
+// The convolution's gradients use their bodies only where a product cannot
+// serve (integers, and half types where the product's result would round
+// more often): a thread per weight element summing over the whole batch
+// leaves most of a GPU idle.
 
 /// gx[n, c, h, w] of conv2d: gy * w over the output positions and filter
 /// taps that read (h, w). The plan's sizes are the forward conv's.
@@ -1248,12 +1401,10 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
   }
 
   // im2col + GEMM per group, over as many images at a time as fit in
-  // kScratchBytes of columns.
+  // convScratchBytes() of columns.
   bool direct = p.readsInputAsIs();
   int64_t imageCols = p.channels * p.kH * p.kW * pixels;
-  constexpr int64_t kScratchBytes = int64_t(256) << 20;
-  int64_t chunk = kScratchBytes / (imageCols * int64_t(sizeof(T)));
-  chunk = chunk < 1 ? 1 : chunk > batch ? batch : chunk;
+  int64_t chunk = detail::imagesPerChunk<T>(imageCols, batch);
   T *cols = nullptr;
   if (!direct) {
     cols = detail::allocateScratch<T>(chunk * imageCols, stream, "conv2d");
@@ -1267,9 +1418,11 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
     const T *input = x + first * imageIn;
     T *output = y + first * imageOut;
     if (!direct)
-      detail::launchElements(images * imageCols,
-                             detail::Im2colBody<T>{input, cols, p}, stream,
-                             "conv2d");
+      detail::launchElements(
+          images * imageCols,
+          detail::Im2colBody<T>{input, cols, p,
+                                detail::indexMath(images * imageCols)},
+          stream, "conv2d");
     if (bias)
       detail::launchElements(
           images * imageOut,
@@ -1407,6 +1560,20 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y,
       p.kept[p.keptRank++] = dims.d[i];
     }
   }
+  // Reduced dimensions adjacent in memory are one: the same elements in the
+  // same order, with longer rows.
+  int64_t merged = 0;
+  for (int64_t i = 0; i < p.reducedRank; ++i) {
+    if (merged > 0 &&
+        p.reducedStrides[merged - 1] == p.reducedStrides[i] * p.reduced[i]) {
+      p.reduced[merged - 1] *= p.reduced[i];
+      p.reducedStrides[merged - 1] = p.reducedStrides[i];
+      continue;
+    }
+    p.reduced[merged] = p.reduced[i];
+    p.reducedStrides[merged++] = p.reducedStrides[i];
+  }
+  p.reducedRank = merged;
   int64_t outputs = 1;
   for (int64_t i = 0; i < p.keptRank; ++i)
     outputs *= p.kept[i];
@@ -1416,14 +1583,44 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y,
   using Acc = detail::ReduceAcc<T, Kind>;
   Acc identity = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
   // Up to a block's worth of elements per output: one thread each.
-  if (p.count <= detail::kThreads)
+  if (p.count <= detail::kThreads) {
     detail::launchElements(
         outputs, detail::ReduceElementBody<T, Kind>{x, y, p, identity}, stream,
         "reduce");
-  else
-    detail::launchRows(outputs, p.count,
-                       detail::ReduceRowBody<T, Kind>{x, y, p, identity},
-                       stream, "reduce");
+    return;
+  }
+  // Longer ones: a block per segment, with enough segments that the blocks
+  // fill the device (BatchNorm's statistics reduce N*H*W elements into each
+  // of a few dozen channels) and each still reads kSegmentElements or more.
+  constexpr int64_t kBlocks = 1024, kSegmentElements = 4096;
+  p.inner = p.reduced[p.reducedRank - 1];
+  p.innerStride = p.reducedStrides[p.reducedRank - 1];
+  p.outerCount = p.count / p.inner;
+  p.splitInner = p.outerCount == 1;
+  int64_t segments = (kBlocks + outputs - 1) / outputs;
+  int64_t most = (p.count + kSegmentElements - 1) / kSegmentElements;
+  segments = segments < most ? segments : most;
+  if (!p.splitInner && segments > p.outerCount)
+    segments = p.outerCount;
+  p.segments = segments < 1 ? 1 : segments;
+  Acc *partials = nullptr;
+  if (p.segments > 1) {
+    partials =
+        detail::allocateScratch<Acc>(outputs * p.segments, stream, "reduce");
+    if (!partials)
+      return;
+  }
+  detail::launchRows(
+      outputs * p.segments, p.splitInner ? p.inner / p.segments : p.inner,
+      detail::ReduceRowBody<T, Kind>{x, y, partials, p, identity}, stream,
+      "reduce");
+  if (partials) {
+    detail::launchElements(
+        outputs,
+        detail::ReduceCombineBody<T, Kind>{partials, y, p.segments, p.count},
+        stream, "reduce");
+    detail::freeScratch(partials, stream, "reduce");
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -1525,9 +1722,43 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
                         cudaStream_t stream) {
   detail::ConvPlan p =
       detail::convPlan(gxDims, wDims, gyDims, strides, pads, dilations, group);
-  detail::launchElements(gxDims.numElements(),
-                         detail::ConvBackwardDataBody<T>{gy, w, gx, p}, stream,
-                         "conv2dBackwardData");
+  int64_t batch = gxDims.d[0];
+  int64_t patch = p.groupChannels * p.kH * p.kW;
+  int64_t pixels = p.outH * p.outW;
+  int64_t rows = p.channels * p.kH * p.kW;
+  // f32 and f64: per image, the columns' gradient w^T * gy (one product
+  // per group), then col2im. Half types keep the direct sum, which rounds
+  // once (the columns would round each partial sum to the half type).
+  if (!(std::is_same_v<T, float> || std::is_same_v<T, double>) || batch == 0 ||
+      pixels == 0 || p.groupOut == 0) {
+    detail::launchElements(gxDims.numElements(),
+                           detail::ConvBackwardDataBody<T>{gy, w, gx, p},
+                           stream, "conv2dBackwardData");
+    return;
+  }
+  int64_t chunk = detail::imagesPerChunk<T>(rows * pixels, batch);
+  T *cols = detail::allocateScratch<T>(chunk * rows * pixels, stream,
+                                       "conv2dBackwardData");
+  if (!cols)
+    return;
+  int64_t imageIn = p.channels * p.height * p.width;
+  int64_t imageOut = p.outChannels * pixels;
+  for (int64_t first = 0; first < batch; first += chunk) {
+    int64_t images = batch - first < chunk ? batch - first : chunk;
+    for (int64_t g = 0; g < group; ++g)
+      detail::gemm(w + g * p.groupOut * patch,
+                   gy + first * imageOut + g * p.groupOut * pixels,
+                   cols + g * patch * pixels,
+                   {images, patch, pixels, p.groupOut, patch, pixels, pixels, 0,
+                    imageOut, rows * pixels, /*transA=*/true, false},
+                   false, stream, "conv2dBackwardData");
+    detail::launchElements(
+        images * imageIn,
+        detail::Col2imBody<T>{cols, gx + first * imageIn, p,
+                              detail::indexMath(images * imageIn)},
+        stream, "conv2dBackwardData");
+  }
+  detail::freeScratch(cols, stream, "conv2dBackwardData");
 }
 
 template <typename T>
@@ -1538,10 +1769,59 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
                           cudaStream_t stream) {
   detail::ConvPlan p =
       detail::convPlan(xDims, gwDims, gyDims, strides, pads, dilations, group);
-  detail::launchElements(
-      gwDims.numElements(),
-      detail::ConvBackwardFilterBody<T>{x, gy, gw, p, xDims.d[0]}, stream,
-      "conv2dBackwardFilter");
+  int64_t batch = xDims.d[0];
+  int64_t patch = p.groupChannels * p.kH * p.kW;
+  int64_t pixels = p.outH * p.outW;
+  int64_t rows = p.channels * p.kH * p.kW;
+  // One product per group over all images and pixels at once: gw_g =
+  // gy_g * cols_g^T, with gy and the columns laid out images side by side.
+  // Integers, and half types whose batch needs several chunks (each would
+  // round the running sum to the half type), keep the direct sum.
+  int64_t chunk =
+      detail::imagesPerChunk<T>((rows + p.outChannels) * pixels, batch);
+  constexpr bool kWide = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  if (!detail::kCublasType<T> || (!kWide && chunk < batch) || batch == 0 ||
+      pixels == 0) {
+    detail::launchElements(
+        gwDims.numElements(),
+        detail::ConvBackwardFilterBody<T>{x, gy, gw, p, batch}, stream,
+        "conv2dBackwardFilter");
+    return;
+  }
+  T *cols = detail::allocateScratch<T>(chunk * rows * pixels, stream,
+                                       "conv2dBackwardFilter");
+  T *grads = cols ? detail::allocateScratch<T>(chunk * p.outChannels * pixels,
+                                               stream, "conv2dBackwardFilter")
+                  : nullptr;
+  if (!grads) {
+    if (cols)
+      detail::freeScratch(cols, stream, "conv2dBackwardFilter");
+    return;
+  }
+  int64_t imageIn = p.channels * p.height * p.width;
+  int64_t imageOut = p.outChannels * pixels;
+  for (int64_t first = 0; first < batch; first += chunk) {
+    int64_t images = batch - first < chunk ? batch - first : chunk;
+    int64_t width = images * pixels;
+    detail::launchElements(
+        rows * width,
+        detail::Im2colRowsBody<T>{x + first * imageIn, cols, p, images,
+                                  detail::indexMath(rows * width)},
+        stream, "conv2dBackwardFilter");
+    detail::launchElements(
+        p.outChannels * width,
+        detail::ImagesSideBySideBody<T>{gy + first * imageOut, grads, images,
+                                        p.outChannels, pixels},
+        stream, "conv2dBackwardFilter");
+    for (int64_t g = 0; g < group; ++g)
+      detail::gemm(grads + g * p.groupOut * width, cols + g * patch * width,
+                   gw + g * p.groupOut * patch,
+                   {1, p.groupOut, patch, width, width, width, patch, 0, 0, 0,
+                    false, /*transB=*/true},
+                   first > 0, stream, "conv2dBackwardFilter");
+  }
+  detail::freeScratch(grads, stream, "conv2dBackwardFilter");
+  detail::freeScratch(cols, stream, "conv2dBackwardFilter");
 }
 
 template <typename T>

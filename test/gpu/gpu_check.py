@@ -3,7 +3,7 @@
 
 A GPU node has no MLIR, so the check comes in two halves:
 
-  prepare BUNDLE --ztc ZTC --ztc-train ZTC_TRAIN   (on a build machine)
+  prepare BUNDLE --ztc ZTC --ztc-train ZTC_TRAIN [--cases a,b]   (a build machine)
       Generates the example models and their data, compiles every case for
       the CPU and for CUDA (`ztc compile --target cuda` builds step.so with
       nvcc, for sm_80 and sm_90), trains the CPU artifacts for reference
@@ -130,6 +130,23 @@ def copy_runtime(bundle, binaries):
                 run("xz", "-T2", "-6", target)
 
 
+def pack_step(art):
+    """Replaces ART/step.so by step.so.xz: a step's machine code for two GPU
+    generations compresses to a few percent, and the bundle travels."""
+    path = os.path.join(art, "step.so")
+    with open(path + ".xz", "wb") as f:
+        subprocess.run(["xz", "-T2", "-6", "-c", path], stdout=f, check=True)
+    os.unlink(path)
+
+
+def unpack_steps(bundle):
+    """Unpacks every BUNDLE/art/*/step.so.xz (before ztc-train loads one:
+    without step.so it would build the step with this machine's nvcc)."""
+    for packed in glob.glob(os.path.join(bundle, "art", "*", "step.so.xz")):
+        if not os.path.exists(packed[:-3]):
+            run("xz", "-dk", packed)
+
+
 def prepare(args):
     bundle = os.path.abspath(args.bundle)
     if os.path.exists(bundle):
@@ -153,7 +170,14 @@ def prepare(args):
     np.save(os.path.join(bundle, "dropout", "labels.npy"),
             np.argmax(x @ teacher, axis=1).astype(np.int64))
 
-    for case in CASES:
+    names = [case["name"] for case in CASES]
+    wanted = args.cases.split(",") if args.cases else names
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        raise SystemExit("gpu_check.py: --cases: unknown case %s (one of %s)"
+                         % (", ".join(unknown), ", ".join(names)))
+    cases = [case for case in CASES if case["name"] in wanted]
+    for case in cases:
         start = time.monotonic()
         model = os.path.join(models, case["model"])
         for target in ("cpu", "cuda"):
@@ -171,16 +195,21 @@ def prepare(args):
         run(args.ztc_train, cpu, "--data", data, "--steps", "1", "--no-prefetch",
             "--dump-grads", os.path.join(ref, "grads"))
         shutil.rmtree(cpu)
+        pack_step(os.path.join(bundle, "art", case["name"] + "-cuda.ztc"))
         print("prepared %s (%.0f s)" % (case["name"], time.monotonic() - start), flush=True)
 
+    # The backend's unit tests, from the same build: a runtime-only build
+    # puts them in test/, the full one in test/unit/runtime/.
     binaries = [args.ztc_train]
-    tests = os.path.join(os.path.dirname(os.path.dirname(args.ztc_train)), "test",
-                         "ztc-cuda-backend-tests")
-    if os.path.exists(tests):
-        binaries.append(tests)
+    build = os.path.dirname(os.path.dirname(os.path.abspath(args.ztc_train)))
+    for folder in ("test", os.path.join("test", "unit", "runtime")):
+        tests = os.path.join(build, folder, "ztc-cuda-backend-tests")
+        if os.path.exists(tests):
+            binaries.append(tests)
+            break
     copy_runtime(bundle, binaries)
     with open(os.path.join(bundle, "cases.json"), "w") as f:
-        json.dump(CASES, f, indent=1)
+        json.dump(cases, f, indent=1)
     size = sum(os.path.getsize(p) for p in glob.glob(bundle + "/**", recursive=True)
                if os.path.isfile(p))
     print("bundle %s: %.1f MiB" % (bundle, size / 2**20))
@@ -244,7 +273,8 @@ def gradient_difference(files, directory):
 
 def node_environment(bundle):
     """LD_LIBRARY_PATH: the bundle's libraries, the CUDA toolkit's, and the
-    NVIDIA wheels' (NCCL, cuBLAS) that the node's Python carries."""
+    NVIDIA wheels' (NCCL, cuBLAS) that the node's Python carries; and the
+    bundle's steps unpacked."""
     lib_dir = os.path.join(bundle, "lib")
     for packed in glob.glob(os.path.join(lib_dir, "*.xz")):
         if not os.path.exists(packed[:-3]):
@@ -260,6 +290,7 @@ def node_environment(bundle):
     env["LD_LIBRARY_PATH"] = ":".join(paths + [env.get("LD_LIBRARY_PATH", "")])
     env["ZTC_RUNTIME_DIR"] = os.path.join(REPO, "runtime")
     env["ZTC_CACHE_DIR"] = os.path.join(bundle, "cache")
+    unpack_steps(bundle)
     return env
 
 
@@ -414,6 +445,7 @@ def main():
     p.add_argument("--ztc-train", required=True,
                    help="the CPU reference and the node's trainer: a runtime-only build "
                    "with CUDA and NCCL (cmake -S runtime)")
+    p.add_argument("--cases", help="comma-separated case names (default: all)")
     r = sub.add_parser("run", help="on the GPU node: train, compare, print")
     r.add_argument("bundle")
     r.add_argument("--out")

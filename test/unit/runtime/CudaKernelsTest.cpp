@@ -425,6 +425,30 @@ TEST(CudaKernelsTest, Reduce) {
   checkReduces(withNan, shape);
 }
 
+// Long reductions into few outputs split each output over several blocks
+// and combine their partial results: over rows (BatchNorm's statistics of
+// [N, C, H, W] over N, H and W; H and W are one contiguous row), over one
+// long row (everything into one output), and with a kept innermost
+// dimension (rows strided by it).
+TEST(CudaKernelsTest, ReduceInSegments) {
+  Shape images = {6, 3, 40, 40};
+  checkReduces(randomValues<float>(numel(images), 504, -3, 3), images);
+  Shape line = {20000};
+  auto values = randomValues<float>(numel(line), 505, -3, 3);
+  checkReduce<float, gpu::ReduceKind::Sum, cpu::ReduceKind::Sum>(line, values,
+                                                                 1);
+  checkReduce<float, gpu::ReduceKind::Max, cpu::ReduceKind::Max>(line, values,
+                                                                 1);
+  values[12345] = NAN;
+  checkReduce<float, gpu::ReduceKind::Max, cpu::ReduceKind::Max>(line, values,
+                                                                 1);
+  checkReduce<float, gpu::ReduceKind::Mean, cpu::ReduceKind::Mean>(line, values,
+                                                                   1);
+  Shape columns = {5000, 3};
+  checkReduce<f16, gpu::ReduceKind::Sum, cpu::ReduceKind::Sum>(
+      columns, randomValues<f16>(numel(columns), 506, -3, 3), 1);
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement and losses
 //===----------------------------------------------------------------------===//
@@ -589,6 +613,20 @@ template <typename T> void checkConvGradients() {
 
 TEST(CudaKernelsTest, ConvGradientsFloat) { checkConvGradients<float>(); }
 TEST(CudaKernelsTest, ConvGradientsF16) { checkConvGradients<f16>(); }
+
+// One image per chunk of scratch: the products accumulate over chunks.
+template <typename T> void checkConvGradientsInChunks() {
+  int64_t saved = gpu::detail::convScratchBytes();
+  gpu::detail::convScratchBytes() = 1;
+  checkConvGradients<T>();
+  gpu::detail::convScratchBytes() = saved;
+}
+TEST(CudaKernelsTest, ConvGradientsFloatInChunks) {
+  checkConvGradientsInChunks<float>();
+}
+TEST(CudaKernelsTest, ConvGradientsF16InChunks) {
+  checkConvGradientsInChunks<f16>();
+}
 
 template <typename T> void checkPoolGradients() {
   unsigned seed = 950;
