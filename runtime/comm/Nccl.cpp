@@ -5,9 +5,10 @@
 // collectives; over it, rank 0's NCCL unique id reaches every rank, which
 // then makes its GPU current and joins one NCCL communicator. Started
 // without a launcher it is one rank, whose host side is the local
-// communicator: no MPI is initialized, and a build without MPI runs it. The step's
-// collectives are NCCL's, enqueued on the stream the step passes, so they
-// order with its kernels and the host does not wait for them. Start-up runs
+// communicator: no MPI is initialized, and a build without MPI runs it.
+// The step's collectives are NCCL's, enqueued on the stream the step
+// passes, so they order with its kernels and the host does not wait for
+// them. Start-up runs
 // in phases every rank reports on (agree()), so a rank that cannot start
 // makes all of them throw rather than leaving them waiting in NCCL for it.
 //
