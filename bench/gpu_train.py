@@ -29,9 +29,10 @@ halves:
       the peers' over K steps closed by a synchronize, the best of R rounds
       after two warm-up steps. Each row gives ms per step, ztc over the peer
       (below 1: ztc is faster), TFLOP/s (GPTs: 6N + 6*L*C*T per token; the
-      CNN: three times its forward's), and the device memory each used at
-      its peak (ztc: the planned arena plus parameters; PyTorch:
-      torch.cuda.max_memory_allocated).
+      CNN: three times its forward's), and device memory (ztc: the planned
+      arena plus its bindings, without the scratch its CUDA kernels
+      allocate while a step runs, such as a convolution's columns and
+      cuBLAS's workspace; PyTorch: torch.cuda.max_memory_allocated).
 
 Models (name[:batch][:bf16]): gpt2-small:8, gpt2-small:8:bf16,
 gpt-4layer:64, resnet:256, gpt-4layer:8, resnet:16 by default: the large
@@ -333,7 +334,7 @@ def print_rows(job, results):
         job["title"], job["tag"], job["batch"], job["precision"], format(job["flops"], ","),
         job["formula"]))
     print("  %-16s %10s %10s %9s %10s %12s  %s" % ("", "ms/step", "ztc/peer", "TFLOP/s",
-                                                  "peak MiB", "loss 1, 2", ""))
+                                                  "MiB", "loss 1, 2", ""))
     for peer, result in results.items():
         label = {"ztc": "ztc", "eager": "PyTorch eager", "compile": "torch.compile"}[peer]
         if "error" in result:
