@@ -42,9 +42,7 @@ ones first, and the small ones, where launches dominate, last.
 import argparse
 import base64
 import json
-import os
 import pathlib
-import re
 import shutil
 import struct
 import subprocess
