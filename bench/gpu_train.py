@@ -54,6 +54,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
+sys.path.insert(0, str(ROOT / "test" / "training"))
 
 DEFAULT_MODELS = ("gpt2-small:8,gpt2-small:8:bf16,gpt-4layer:64,resnet:256,gpt-4layer:8,"
                   "resnet:16")
@@ -77,17 +78,11 @@ def parse_model(text):
 # ----------------------------------------------------------------- prepare
 
 
-def read_safetensors_raw(path):
-    """(header, data bytes) of a safetensors file."""
-    with open(path, "rb") as f:
-        size = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(size))
-        return header, f.read()
-
-
 def thin_init(art):
     """Replaces ART/init.safetensors by init.plan.json: small tensors inline,
     large ones as shape, mean and standard deviation."""
+    from checks import read_safetensors_raw
+
     path = art / "init.safetensors"
     header, data = read_safetensors_raw(path)
     plan = []

@@ -668,6 +668,19 @@ struct IndexMath {
 /// of those elements (so no larger than `count`).
 inline IndexMath indexMath(int64_t count) { return {count <= INT32_MAX}; }
 
+/// Where element `flat` of a tensor shaped like a convolution's input
+/// ([images, channels, height, width]) lies.
+struct InputIndex {
+  int64_t image, c, h, x;
+};
+ZTC_HOST_DEVICE inline InputIndex inputIndex(const ConvPlan &p, int64_t flat,
+                                             const IndexMath &m) {
+  int64_t plane = p.width * p.height;
+  return {m.div(flat, plane * p.channels),
+          m.mod(m.div(flat, plane), p.channels),
+          m.mod(m.div(flat, p.width), p.height), m.mod(flat, p.width)};
+}
+
 /// What im2col puts in row r = c * taps + kh * kW + kw, column `pixel`, of
 /// `image`: the input element that filter tap reads for that output pixel,
 /// or 0 in the padding.
@@ -739,14 +752,12 @@ template <typename T> struct Col2imBody {
   IndexMath m;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
-    int64_t x = m.mod(flat, p.width), h = m.mod(m.div(flat, p.width), p.height);
-    int64_t c = m.mod(m.div(flat, p.width * p.height), p.channels);
-    int64_t image = m.div(flat, p.width * p.height * p.channels);
+    InputIndex at = inputIndex(p, flat, m);
     int64_t pixels = p.outH * p.outW, taps = p.kH * p.kW;
-    const T *rows = cols + (image * p.channels + c) * taps * pixels;
+    const T *rows = cols + (at.image * p.channels + at.c) * taps * pixels;
     Acc sum = 0;
     p.forEachReaderOf(
-        h, x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
+        at.h, at.x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
           sum += load(rows[(kh * p.kW + kw) * pixels + oh * p.outW + ow]);
         });
     gx[flat] = store<T>(sum);
@@ -1163,13 +1174,12 @@ template <typename T> struct ConvBackwardDataBody {
   ConvPlan p;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
-    int64_t x = flat % p.width, h = (flat / p.width) % p.height;
-    int64_t c = (flat / (p.width * p.height)) % p.channels;
-    int64_t n = flat / (p.width * p.height * p.channels);
-    int64_t g = c / p.groupChannels, ic = c % p.groupChannels;
+    InputIndex at = inputIndex(p, flat, IndexMath{false});
+    int64_t n = at.image;
+    int64_t g = at.c / p.groupChannels, ic = at.c % p.groupChannels;
     Acc sum = 0;
     p.forEachReaderOf(
-        h, x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
+        at.h, at.x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
           for (int64_t j = 0; j < p.groupOut; ++j) {
             int64_t oc = g * p.groupOut + j;
             sum +=

@@ -42,7 +42,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "test", "training"))
-from checks import check, read_safetensors, summary  # noqa: E402
+from checks import check, read_checkpoint, summary, tensors_equal  # noqa: E402
 
 # name, model, data (under the bundle), batch, steps, compile flags, and
 # the tolerances: first-step gradients (relative L2 per tensor), every
@@ -223,13 +223,8 @@ def losses(path):
         return [json.loads(line)["loss"] for line in f if '"loss"' in line]
 
 
-def read_checkpoint(directory):
-    return read_safetensors(os.path.join(directory, "checkpoint.safetensors"))
-
-
 def same_bits(a, b):
-    a, b = read_checkpoint(a), read_checkpoint(b)
-    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    return tensors_equal(read_checkpoint(a), read_checkpoint(b))
 
 
 def worst_tensor_difference(got, ref, skip=(".exp_avg", ".exp_avg_sq", "momentum_buffer")):

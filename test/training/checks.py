@@ -4,9 +4,13 @@ ztc's checkpoints (safetensors).
     check(ok, message)   prints "ok   message" or "FAIL message" and records it
     summary()            prints "N passed, M failed"; the exit status (0 or 1)
     read_safetensors(p)  {name: numpy array} of a checkpoint.safetensors
+    read_safetensors_raw(p)  (header, data bytes) of a safetensors file
+    read_checkpoint(d)   read_safetensors of d/checkpoint.safetensors
+    tensors_equal(a, b)  whether two {name: array} hold the same names and bits
 """
 
 import json
+import os
 
 import numpy as np
 
@@ -26,11 +30,14 @@ def summary():
     return 1 if _failures else 0
 
 
-def read_safetensors(path):
+def read_safetensors_raw(path):
     with open(path, "rb") as f:
         size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-        data = f.read()
+        return json.loads(f.read(size)), f.read()
+
+
+def read_safetensors(path):
+    header, data = read_safetensors_raw(path)
     dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
     out = {}
     for name, info in header.items():
@@ -40,3 +47,11 @@ def read_safetensors(path):
         out[name] = np.frombuffer(data[begin:end], dtype=dtypes[info["dtype"]]).reshape(
             info["shape"])
     return out
+
+
+def read_checkpoint(directory):
+    return read_safetensors(os.path.join(directory, "checkpoint.safetensors"))
+
+
+def tensors_equal(a, b):
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)

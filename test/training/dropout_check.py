@@ -37,7 +37,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from checks import check, read_safetensors, summary
+from checks import check, read_checkpoint, summary, tensors_equal
 
 RATIO = 0.3
 
@@ -145,9 +145,8 @@ def train_log(args, art, data, steps, *extra):
 
 
 def same_checkpoints(a, b):
-    a = read_safetensors(os.path.join(a, "checkpoint.safetensors"))
-    b = read_safetensors(os.path.join(b, "checkpoint.safetensors"))
-    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a), len(a)
+    a, b = read_checkpoint(a), read_checkpoint(b)
+    return tensors_equal(a, b), len(a)
 
 
 def run_training(args, tmp):

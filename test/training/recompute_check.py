@@ -42,7 +42,7 @@ import tempfile
 
 import numpy as np
 
-from checks import check, read_safetensors, summary
+from checks import check, read_safetensors, summary, tensors_equal
 
 POLICIES = ("none", "selective", "full", "sqrt")
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -80,10 +80,6 @@ def train(args, art, data, steps, save, dump):
     arenas = [re.search(r"arena: (\d+) bytes planned, (\d+) written", text)
               for text in (log, dump_log)]
     return re.findall(r"loss ([0-9.eE+-]+)", log), [a and a.groups() for a in arenas]
-
-
-def tensors_equal(a, b):
-    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def grads(directory):

@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-from checks import check, read_safetensors, summary  # noqa: E402
+from checks import check, read_checkpoint, read_safetensors, summary, tensors_equal  # noqa: E402
 
 STEM = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -166,9 +166,8 @@ def run_model(args, tmp, name, onnx_path, batch):
     ztc(args.ztc, "train", art, "--data", data, "--steps", "10", "--save", first)
     ztc(args.ztc, "train", art, "--data", data, "--steps", "20", "--resume", first,
         "--save", resumed)
-    a = read_safetensors(os.path.join(straight, "checkpoint.safetensors"))
-    b = read_safetensors(os.path.join(resumed, "checkpoint.safetensors"))
-    same = a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    a, b = read_checkpoint(straight), read_checkpoint(resumed)
+    same = tensors_equal(a, b)
     check(same, "%s 20 steps vs 10 + resume + 10: %d tensors bit-identical" % (name, len(a)))
 
     # 5. Gradient accumulation: 2 micro-batches of batch/2 make the same
