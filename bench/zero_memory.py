@@ -13,13 +13,16 @@ mixed-precision Adam (Rajbhandari et al., 2020, Figure 1; K = 12):
     stage 0  16 Psi          stage 2  2 Psi + 14 Psi / N
     stage 1  4 Psi + 12 Psi / N      stage 3  16 Psi / N
 
-with Psi the parameter count, and their ratio. Where ztc differs, the
-columns say why: parameters the model also reads in f32 (LayerNorm weights
-and biases, the position embedding, and the token embedding GPT-2 ties to
-its output layer) keep f32 gradients and whole f32 masters, as their f32
-reads need; the paper's count has every parameter in half. Stage 3's
-working copies are gathered for each use (the paper adds the largest
-gathered bucket to its figure; ztc's gathers are in the arena).
+with Psi the parameter count, and their ratio. Two tables: ztc's default
+mixed precision (PyTorch autocast's: parameters are cast to half where a
+half op reads them), and --half-weights (DeepSpeed's and FSDP's: every
+parameter is read as its half copy), which the paper counts. Under the
+default, parameters the model also reads in f32 (LayerNorm weights and
+biases, the position embedding, and the token embedding GPT-2 ties to its
+output layer) keep f32 gradients and whole f32 masters, as their f32 reads
+need. Stage 3's working copies are gathered for each use from the f32
+master's block, cast to half (the paper also keeps a half shard, 2 Psi / N,
+and adds the largest gathered bucket; ztc's gathers are in the arena).
 
     .venv/bin/python bench/zero_memory.py [--build build] [--small]
 """
@@ -54,36 +57,48 @@ def main():
         subprocess.run([sys.executable, os.path.join(REPO, "examples", "onnx", "make_gpt.py"),
                         "--out", tmp, "--quiet", *flags], check=True)
         model = os.path.join(tmp, "gpt.onnx")
-        print("model-state bytes per rank, bf16 AdamW, planned by ztc inspect")
-        print("%-6s %4s %14s %9s %9s %7s   %s" % ("stage", "N", "bytes/rank", "B/param",
-                                                 "paper", "ratio", "terms (B/param)"))
-        for stage in range(4):
-            for n in (1, 2, 4, 8, 64):
-                if stage == 0 and n > 1:
-                    continue
-                command = [ztc, "inspect", model, "--batch-size", "1", "--loss",
-                           "cross_entropy", "--precision", "bf16", "--optimizer", "adamw",
-                           "--world-size", str(n), "--zero", str(stage), "--json"]
-                if stage == 3:
-                    command += ["--param-persistence-threshold", "0"]
-                result = subprocess.run(command, capture_output=True, text=True)
-                if result.returncode != 0:
-                    print("stage %d, N %d: ztc inspect failed: %s"
-                          % (stage, n, result.stderr.strip()[:300]))
-                    return 1
-                report = json.loads(result.stdout)
-                psi = report["param_count"]
-                terms = [report["bindings"]["params"], report["working_copy_bytes"],
-                         report["gradient_bytes"], report["bindings"]["optimizer_state"]]
-                total = sum(terms)
-                per = total / psi
-                paper = PAPER[stage](n)
-                print("%-6d %4d %14d %9.2f %9.2f %7.3f   master %.2f + copy %.2f + gradient "
-                      "%.2f + states %.2f"
-                      % (stage, n, total, per, paper, per / paper,
-                         *(t / psi for t in terms)))
+        for policy in ([], ["--half-weights"]):
+            print("model-state bytes per rank, bf16 AdamW%s, planned by ztc inspect"
+                  % "".join(" " + flag for flag in policy))
+            psi = table(ztc, model, policy)
+            if psi is None:
+                return 1
+            print()
         print("Psi = %d parameters" % psi)
     return 0
+
+
+def table(ztc, model, policy):
+    """Prints one table; returns the parameter count, or None on failure."""
+    print("%-6s %4s %14s %9s %9s %7s   %s" % ("stage", "N", "bytes/rank", "B/param",
+                                             "paper", "ratio", "terms (B/param)"))
+    psi = None
+    for stage in range(4):
+        for n in (1, 2, 4, 8, 64):
+            if stage == 0 and n > 1:
+                continue
+            command = [ztc, "inspect", model, "--batch-size", "1", "--loss",
+                       "cross_entropy", "--precision", "bf16", "--optimizer", "adamw",
+                       "--world-size", str(n), "--zero", str(stage), "--json", *policy]
+            if stage == 3:
+                command += ["--param-persistence-threshold", "0"]
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode != 0:
+                print("stage %d, N %d: ztc inspect failed: %s"
+                      % (stage, n, result.stderr.strip()[:300]))
+                return None
+            report = json.loads(result.stdout)
+            psi = report["param_count"]
+            terms = [report["bindings"]["params"], report["working_copy_bytes"],
+                     report["gradient_bytes"], report["bindings"]["optimizer_state"]]
+            total = sum(terms)
+            per = total / psi
+            paper = PAPER[stage](n)
+            print("%-6d %4d %14d %9.2f %9.2f %7.3f   master %.2f + copy %.2f + gradient "
+                  "%.2f + states %.2f"
+                  % (stage, n, total, per, paper, per / paper,
+                     *(t / psi for t in terms)))
+    return psi
 
 
 if __name__ == "__main__":

@@ -877,6 +877,16 @@ def AutocastPass : Pass<"ztc-autocast", "func::FuncOp"> {
     casts' VJPs in f32. Kernels compute half ops in f32 and round the
     result once, to nearest even.
 
+    `half-weights` holds the whole model in half, as DeepSpeed's fp16 and
+    bf16 modes and FSDP's `param_dtype` do: each parameter is cast to half
+    once, at the entry, and every op reads that copy; an op that computes
+    in f32 (a normalization's weight, an embedding gathered into the f32
+    residual stream) reads the copy widened. Compute types are the same as
+    without it. Each parameter's gradient then comes back through one
+    widening of a half gradient, so it waits for the optimizer in half
+    (ztc-half-gradients), and the f32 masters are read by the optimizer
+    alone, which lets ZeRO stages 1 and 2 shard every one of them.
+
     Example (`precision=bf16`):
 
     ```mlir
@@ -895,6 +905,9 @@ def AutocastPass : Pass<"ztc-autocast", "func::FuncOp"> {
     Option<"keepFp32", "keep-fp32", "std::string", /*default=*/"\"\"",
            "A regular expression: half ops whose op name or ONNX node name "
            "it matches compute in f32">,
+    Option<"halfWeights", "half-weights", "bool", /*default=*/"false",
+           "Every parameter is read through its half working copy; ops "
+           "that compute in f32 read the copy widened">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect"];
 }

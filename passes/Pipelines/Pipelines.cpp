@@ -136,6 +136,9 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
   if (!keepFp32.empty() && !half)
     return fail("--keep-fp32 applies to --precision bf16 or fp16, not '" +
                 precision + "'");
+  if (halfWeights && !half)
+    return fail("--half-weights applies to --precision bf16 or fp16, not '" +
+                precision + "'");
   // Loss scaling is fp16's; bf16 has f32's range and needs none.
   std::pair<const char *, bool> scaling[] = {
       {"loss-scale", lossScale.hasValue()},
@@ -324,6 +327,7 @@ void mlir::ztc::buildTrainingNNPipeline(
     AutocastPassOptions autocast;
     autocast.precision = options.precision;
     autocast.keepFp32 = options.keepFp32;
+    autocast.halfWeights = options.halfWeights;
     pm.addNestedPass<func::FuncOp>(createAutocastPass(autocast));
   }
 

@@ -192,6 +192,15 @@ struct TrainingPipelineOptions
                      "matrix products and convolutions whose op name "
                      "(nn.matmul, nn.conv2d) or ONNX node name it matches "
                      "stay in f32")};
+  Option<bool> halfWeights{
+      *this, "half-weights",
+      llvm::cl::desc("For --precision bf16 or fp16: every parameter is read "
+                     "as its half working copy, as DeepSpeed's fp16/bf16 "
+                     "modes and FSDP's param_dtype hold the model (ops that "
+                     "compute in f32 read it widened); gradients wait in "
+                     "half and the f32 masters are the optimizer's alone, so "
+                     "ZeRO stages 1 and 2 shard all of them"),
+      llvm::cl::init(false)};
   /// Debugging: every kernel's output scanned for NaN and infinity.
   Option<bool> checkFinite{
       *this, "check-finite",

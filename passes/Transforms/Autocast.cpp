@@ -113,6 +113,12 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
                                                    Type element) -> Value {
       if (elementOf(value) == element)
         return value;
+      // Narrowing a widened value gives back what was widened, exactly.
+      if (auto widened = value.getDefiningOp<nn::CastOp>();
+          widened && elementOf(widened.getX()) == element &&
+          isa<FloatType>(element) &&
+          widthOf(element) < widthOf(elementOf(value)))
+        return widened.getX();
       auto key = std::make_pair(value, element);
       if (auto it = casts.find(key); it != casts.end())
         return it->second;
@@ -142,6 +148,22 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
         data.insert(converted);
       casts[key] = converted;
       return converted;
+    };
+
+    // --half-weights: the parameters whose every read goes through their
+    // half working copy (a widened one for an f32 reader).
+    DenseSet<Value> halfParams;
+    if (halfWeights)
+      for (BlockArgument arg : func.getArguments())
+        if (train::hasRole(func, arg.getArgNumber(),
+                           train::BindingRole::Param) &&
+            isFloatTensor(arg.getType()) &&
+            widthOf(elementOf(arg)) > widthOf(half))
+          halfParams.insert(arg);
+    auto read = [&](Value value, Type element) -> Value {
+      if (!halfParams.contains(value))
+        return castTo(value, element);
+      return castTo(castTo(value, half), element);
     };
 
     for (Operation &op :
@@ -196,11 +218,20 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
       if (dependsOnData)
         data.insert(op.result_begin(), op.result_end());
       for (unsigned i : floats)
-        op.setOperand(i, castTo(op.getOperand(i), target));
+        op.setOperand(i, read(op.getOperand(i), target));
       // Re-typed when its operands' types changed: here, or because an
       // earlier op was re-typed.
       if (failed(retype(b, op, data)))
         return signalPassFailure();
+    }
+
+    // What the walk left reading a half-weight parameter as it is (an op
+    // outside nn, the model's outputs) reads its copy widened back.
+    for (Value param : halfParams) {
+      Value copy = castTo(param, half);
+      for (OpOperand &use : llvm::make_early_inc_range(param.getUses()))
+        if (use.getOwner() != copy.getDefiningOp())
+          use.set(read(param, elementOf(param)));
     }
 
     func->setAttr(train::kPrecisionAttr, b.getStringAttr(precision));

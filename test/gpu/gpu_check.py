@@ -61,6 +61,11 @@ CASES = [
          loss=1e-4, params=None),
     dict(name="gpt-bf16", model="gpt.onnx", data="gpl", batch=16, steps=20,
          flags=["--lr", "3e-3", "--precision", "bf16"], grads=2e-2, loss=2e-3, params=None),
+    # Every parameter read as its bf16 copy (--half-weights): the f32
+    # readers (LayerNorm, the embeddings) read it widened.
+    dict(name="gpt-bf16-half-weights", model="gpt.onnx", data="gpl", batch=16, steps=20,
+         flags=["--lr", "3e-3", "--precision", "bf16", "--half-weights"], grads=2e-2,
+         loss=2e-3, params=None),
     dict(name="mlp-fp16", model="mlp.onnx", data="digits/train", batch=32, steps=30,
          flags=["--lr", "3e-3", "--precision", "fp16", "--initial-scale-power", "12"],
          grads=2e-2, loss=3e-3, params=None),

@@ -248,6 +248,12 @@ def main():
                     "--lr", "3e-3",
                     "--precision", "bf16", "--param-persistence-threshold", "0",
                     params=False, tolerance=1e-3)
+        # --half-weights: every parameter read as its bf16 copy, so every
+        # master is sharded at stages 1 and 2 and every gradient reduced in
+        # bf16.
+        equivalence(runs, "gpt-half-weights", gpt, gpl, 16, 20, [(2, 1), (2, 2)],
+                    "--lr", "3e-3", "--precision", "bf16", "--half-weights",
+                    params=False, tolerance=1e-3)
         # Gradients reduced in bf16 (DeepSpeed's communication_data_type):
         # each rank's contribution rounds to bf16, the sum accumulates in
         # fp32; Adam's normalized steps keep the losses within 1e-4.
@@ -303,19 +309,28 @@ def main():
 
         # Bytes per parameter held by one rank (ztc inspect): the ZeRO paper's
         # model states for fp32 Adam (4 parameter + 4 gradient + 8 state):
-        # 16, 8 + 8/N, 4 + 12/N and 16/N.
-        for world in (2, 4):
-            for stage, paper in ((0, 16), (1, 8 + 8 / world), (2, 4 + 12 / world),
-                                 (3, 16 / world)):
-                report = json.loads(run(args.ztc, "inspect", gpt, "--loss", "cross_entropy",
-                                        "--batch-size", "4", "--world-size", world, "--zero",
-                                        stage, "--param-persistence-threshold", "0",
-                                        "--json").stdout)
-                held = (report["bindings"]["params"] + report["gradient_bytes"] +
-                        report["bindings"]["optimizer_state"]) / report["param_count"]
-                check(abs(held - paper) <= 0.05 * paper,
-                      "ztc inspect, stage %d on %d ranks: %.2f bytes per parameter held by a "
-                      "rank; the paper's fp32-Adam figure is %.2f" % (stage, world, held, paper))
+        # 16, 8 + 8/N, 4 + 12/N and 16/N. And for mixed-precision Adam with
+        # every parameter in bf16 (--half-weights; 2 copy + 2 gradient + 12
+        # master and states): the paper's 16, 4 + 12/N and 2 + 14/N; stage 3
+        # holds 14/N, not 16/N, as ztc casts each gather's bf16 block from
+        # the f32 master's block rather than keeping a bf16 shard beside it.
+        policies = (
+            ("fp32", [], lambda n: (16, 8 + 8 / n, 4 + 12 / n, 16 / n)),
+            ("bf16 --half-weights", ["--precision", "bf16", "--half-weights"],
+             lambda n: (16, 4 + 12 / n, 2 + 14 / n, 14 / n)))
+        for policy, flags, figures in policies:
+            for world in (2, 4):
+                for stage, paper in enumerate(figures(world)):
+                    report = json.loads(run(args.ztc, "inspect", gpt, "--loss", "cross_entropy",
+                                            "--batch-size", "4", "--world-size", world, "--zero",
+                                            stage, "--param-persistence-threshold", "0",
+                                            "--json", *flags).stdout)
+                    held = (report["bindings"]["params"] + report["working_copy_bytes"] +
+                            report["gradient_bytes"] + report["bindings"]["optimizer_state"]
+                            ) / report["param_count"]
+                    check(abs(held - paper) <= 0.05 * paper,
+                          "ztc inspect, %s Adam, stage %d on %d ranks: %.2f bytes per parameter "
+                          "held by a rank; expected %.2f" % (policy, stage, world, held, paper))
 
         # 3. Communication per rank per step, counted by the runtime, against
         # the plan and the ZeRO paper: 2 psi (N-1)/N elements for stages 0-2

@@ -247,7 +247,7 @@ const char *const kCompilePipelineFlags[] = {
     "initial-scale-power",     "loss-scale-window",
     "hysteresis",              "consecutive-hysteresis",
     "min-loss-scale",          "check-finite",
-    "grad-accum-dtype"};
+    "grad-accum-dtype",        "half-weights"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",
