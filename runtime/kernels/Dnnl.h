@@ -5,9 +5,9 @@
 // library. The CPU kernels keep their tensors in the plain row-major
 // layout the step's arena plans; a primitive may prefer another (blocked
 // channels, nChw16c): its inputs are reordered into a buffer of that layout
-// before it runs and its outputs reordered back after. Those buffers, like
-// the im2col columns of the fallback path, live only during the call and
-// are not part of the arena.
+// before it runs and its outputs reordered back after. Those buffers and
+// the scratchpad are each thread's own, kept for its next call; like the
+// im2col columns of the fallback path, they are not part of the arena.
 //
 // Every function here answers false when oneDNN cannot do the operation
 // (a shape or layout it refuses, or no memory): the caller then computes it
@@ -227,6 +227,29 @@ struct FreeAligned {
   void operator()(void *p) const { std::free(p); }
 };
 
+/// This thread's buffer number `slot` (a reordered argument's, or the
+/// scratchpad), at least `bytes` long and 64-byte aligned; null if it
+/// cannot be had. Each thread keeps the largest it has needed, since the
+/// next step needs it again: allocated and freed on every call instead,
+/// glibc gave the heap's top back to the kernel and faulted it in again
+/// each time, a quarter of a small CNN's step.
+inline void *threadBuffer(size_t slot, size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<void, FreeAligned> memory;
+    size_t bytes = 0;
+  };
+  thread_local std::vector<Buffer> buffers;
+  if (buffers.size() <= slot)
+    buffers.resize(slot + 1);
+  Buffer &buffer = buffers[slot];
+  if (buffer.bytes < bytes) {
+    buffer.memory.reset(); // the old one first: no peak of both
+    buffer.memory.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    buffer.bytes = buffer.memory ? bytes : 0;
+  }
+  return buffer.memory.get();
+}
+
 inline bool reorder(dnnl_primitive_t reorder, dnnl_memory_t from,
                     dnnl_memory_t to) {
   dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
@@ -242,7 +265,6 @@ inline bool reorder(dnnl_primitive_t reorder, dnnl_memory_t from,
 /// the outputs are then undefined.
 inline bool run(const Op &op, const std::vector<void *> &data) {
   detail::Memories memories;
-  std::vector<std::unique_ptr<void, detail::FreeAligned>> buffers;
   std::vector<dnnl_exec_arg_t> args;
   // Per argument, its memory over the caller's data and the one the
   // primitive reads or writes (the same unless reordered).
@@ -252,10 +274,9 @@ inline bool run(const Op &op, const std::vector<void *> &data) {
     dnnl_memory_t plain = memories.make(arg.plain, data[i]);
     dnnl_memory_t chosen = plain;
     if (plain && arg.reorder) {
-      size_t bytes = (dnnl_memory_desc_get_size(&arg.chosen) + 63) / 64 * 64;
-      buffers.emplace_back(std::aligned_alloc(64, bytes));
-      chosen = buffers.back() ? memories.make(arg.chosen, buffers.back().get())
-                              : nullptr;
+      void *buffer =
+          detail::threadBuffer(i + 1, dnnl_memory_desc_get_size(&arg.chosen));
+      chosen = buffer ? memories.make(arg.chosen, buffer) : nullptr;
     }
     if (!chosen)
       return false;
@@ -267,13 +288,11 @@ inline bool run(const Op &op, const std::vector<void *> &data) {
         !detail::reorder(op.args[i].reorder, memory[i].first,
                          memory[i].second))
       return false;
-  // This execution's own scratchpad, for as long as the call.
-  std::unique_ptr<void, detail::FreeAligned> scratchpad;
+  // This thread's scratchpad: no other execution uses it meanwhile.
   if (op.scratchpadBytes) {
-    scratchpad.reset(
-        std::aligned_alloc(64, (op.scratchpadBytes + 63) / 64 * 64));
+    void *scratchpad = detail::threadBuffer(0, op.scratchpadBytes);
     dnnl_memory_t scratch =
-        scratchpad ? memories.make(op.scratchpad, scratchpad.get()) : nullptr;
+        scratchpad ? memories.make(op.scratchpad, scratchpad) : nullptr;
     if (!scratch)
       return false;
     args.push_back({DNNL_ARG_SCRATCHPAD, scratch});
