@@ -28,6 +28,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <functional>
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
@@ -427,13 +429,6 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     b << "    const " << computeType(inner.getResult(0).getType()) << " " << t
       << " = " << *expr << ";\n";
   }
-  Type outElem = outType.getElementType();
-  std::string result = scalars.lookup(op.getYielded());
-  std::string store =
-      isHalf(outElem)
-          ? storageType(outElem) + "(" + result + ")"
-          : "static_cast<" + storageType(outElem) + ">(" + result + ")";
-
   SmallVector<std::string> params, args;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     auto type = cast<MemRefType>(input.getType());
@@ -442,22 +437,53 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
                      std::to_string(i));
     args.push_back(name(input));
   }
-  params.push_back(storageType(outElem) +
-                   (target == Target::Cuda ? " *__restrict__ out" : " *out"));
-  args.push_back(name(op.getOutput()));
-
-  if (target == Target::Cpu) {
-    // A half result is stored as its bits (GCC does not vectorize a loop
-    // that assigns a whole struct, f16 or bf16, through a pointer), a bool
-    // as its byte.
+  // One output is `out`, several out0, out1, ...; each stored after every
+  // input element is read (an output may be an input, updated in place).
+  // `stores` take the element's index.
+  bool several = op.getOutputs().size() > 1;
+  SmallVector<std::function<std::string(StringRef)>> stores;
+  for (auto [i, output, yielded] :
+       llvm::enumerate(op.getOutputs(), op.getYielded())) {
+    Type outElem = cast<MemRefType>(output.getType()).getElementType();
+    std::string outName = several ? "out" + std::to_string(i) : "out";
+    std::string result = scalars.lookup(yielded);
+    std::string store =
+        isHalf(outElem)
+            ? storageType(outElem) + "(" + result + ")"
+            : "static_cast<" + storageType(outElem) + ">(" + result + ")";
+    params.push_back(storageType(outElem) +
+                     (target == Target::Cuda ? " *__restrict__ " : " *") +
+                     outName);
+    args.push_back(name(output));
+    if (target == Target::Cuda) {
+      stores.push_back([=](StringRef index) {
+        return outName + "[" + index.str() + "] = " + store + ";";
+      });
+      continue;
+    }
+    // On the CPU a half result is stored as its bits (GCC does not
+    // vectorize a loop that assigns a whole struct, f16 or bf16, through a
+    // pointer), a bool as its byte.
     std::string cpuStore =
         isHalf(outElem) ? ".bits = " + store + ".bits" : " = " + store;
-    std::string cpuOut = "out";
+    std::string cpuOut = outName;
     if (outElem.isInteger(1)) {
-      cpuOut = "reinterpret_cast<unsigned char *>(out)";
+      cpuOut = "reinterpret_cast<unsigned char *>(" + outName + ")";
       cpuStore = " = static_cast<unsigned char>(" + result + ")";
     }
-    // Iterations are independent (each writes its own element; an in-place
+    stores.push_back([=](StringRef index) {
+      return cpuOut + "[" + index.str() + "]" + cpuStore + ";";
+    });
+  }
+  auto storeAll = [&](StringRef index, StringRef indent) {
+    std::string text;
+    for (auto &store : stores)
+      text += indent.str() + store(index) + "\n";
+    return text;
+  };
+
+  if (target == Target::Cpu) {
+    // Iterations are independent (each writes its own elements; an in-place
     // kernel reads the element it writes, so the pointers are not
     // __restrict__), as the threads already assume: simd lets the compiler
     // vectorize selects and ztc::vecmath's math.
@@ -473,13 +499,12 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
       l << "  for (int64_t r = 0; r < " << count << "; r += " << run << ") {\n"
         << "#pragma omp simd\n"
         << "    for (int64_t j = 0; j < " << run << "; ++j) {\n"
-        << inner << "      " << cpuOut << "[r + j]" << cpuStore
-        << ";\n    }\n  }\n";
+        << inner << storeAll("r + j", "      ") << "    }\n  }\n";
     } else {
       l << (count >= 32768 ? "#pragma omp parallel for simd\n"
                            : "#pragma omp simd\n")
         << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
-        << body << "    " << cpuOut << "[i]" << cpuStore << ";\n  }\n";
+        << body << storeAll("i", "    ") << "  }\n";
     }
     std::string key = "(" + llvm::join(params, ", ") + ") {\n" + loop + "}\n";
     auto [found, added] = cpuKernels.names.try_emplace(
@@ -498,7 +523,7 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
        "i < "
     << count << "; i += (int64_t)gridDim.x * blockDim.x) {\n"
-    << body << "    out[i] = " << store << ";\n  }\n}\n\n";
+    << body << storeAll("i", "    ") << "  }\n}\n\n";
   int64_t blocks = std::min<int64_t>((count + 255) / 256, 65535);
   out << "  " << kernelName << "<<<" << blocks << ", 256, 0, stream>>>("
       << llvm::join(args, ", ") << ");\n";

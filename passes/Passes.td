@@ -134,7 +134,14 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
        producer's. The producer, consumer and buffer are erased.
        Nothing is cloned, so a chain of n kernels fuses in time linear in
        n.
-    3. The fused kernel absorbs fusible producers until none is left (a
+    3. Multi-output fusion: a producer whose output is a step argument the
+       consumer reads whole (an optimizer state written in place) moves
+       into the consumer, which then writes that argument too, when no op
+       between them reads what the producer writes or writes what it
+       reads or writes. A producer with several outputs fuses as in 1
+       under the same check. AdamW's moment updates thus run inside the
+       parameter's update: one loop over the four buffers.
+    4. The fused kernel absorbs fusible producers until none is left (a
        fusion may expose the producer's own producers); producers come
        before their consumers, so one pass finds every fusion. Locations
        merge so every fused kernel still names the ONNX nodes it computes.

@@ -9,6 +9,8 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::ztc {
 #define GEN_PASS_DEF_FUSEPASS
@@ -19,6 +21,41 @@ using namespace mlir;
 using namespace mlir::ztc;
 
 namespace {
+
+/// Whether `producer` can run where `consumer` is (fused into it): no op
+/// between them reads what it writes or writes what it reads or writes.
+bool canMoveTo(kernel::ElementwiseOp producer, kernel::ElementwiseOp consumer) {
+  DenseSet<Value> touched, written;
+  for (Value operand : producer->getOperands())
+    touched.insert(kernel::rootBuffer(operand));
+  for (Value output : producer.getOutputs())
+    written.insert(kernel::rootBuffer(output));
+  for (Operation *op = producer->getNextNode(); op && op != consumer;
+       op = op->getNextNode()) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects) {
+      if (!isMemoryEffectFree(op))
+        return false;
+      continue;
+    }
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances) {
+      bool writes = isa<MemoryEffects::Write>(effect.getEffect());
+      bool reads = isa<MemoryEffects::Read>(effect.getEffect());
+      if (!effect.getValue()) {
+        if (writes || reads)
+          return false;
+        continue;
+      }
+      Value root = kernel::rootBuffer(effect.getValue());
+      if ((writes && touched.contains(root)) ||
+          (reads && written.contains(root)))
+        return false;
+    }
+  }
+  return true;
+}
 
 /// The elementwise kernel that writes `buffer` and whose output nothing but
 /// `consumer` reads, or null.
@@ -37,12 +74,51 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
       return nullptr;
   }
   // The consumer must not also write the buffer, and both loops must cover
-  // the same elements.
+  // the same elements. A producer of several outputs (see fusibleSibling)
+  // writes its others later once fused: nothing between may touch them.
   if (!producer ||
       llvm::is_contained(kernel::writtenBuffers(consumer), buffer) ||
       producer.getOutput().getType() != consumer.getOutput().getType() ||
       producer->getBlock() != consumer->getBlock() ||
-      !producer->isBeforeInBlock(consumer))
+      !producer->isBeforeInBlock(consumer) ||
+      (producer.getOutputs().size() > 1 && !canMoveTo(producer, consumer)))
+    return nullptr;
+  return producer;
+}
+
+/// Multi-output fusion: the elementwise kernel that last wrote `buffer`, a
+/// step argument that `consumer` reads whole (an optimizer state the
+/// previous update wrote in place), when it can run inside the consumer,
+/// still writing `buffer`: both loops cover the same elements, nothing
+/// between them reads what it writes or writes what it reads or writes, and
+/// the consumer writes none of its outputs. Adam's moment updates then run
+/// in the parameter's update: one pass over the parameter, its gradient and
+/// its states instead of three.
+kernel::ElementwiseOp fusibleSibling(Value buffer,
+                                     kernel::ElementwiseOp consumer) {
+  Type space = consumer.getOutput().getType();
+  if (!isa<BlockArgument>(buffer) || buffer.getType() != space ||
+      llvm::is_contained(consumer.getOutputs(), buffer))
+    return nullptr;
+  kernel::ElementwiseOp producer;
+  for (Operation *op = consumer->getPrevNode(); op && !producer;
+       op = op->getPrevNode()) {
+    auto elementwise = dyn_cast<kernel::ElementwiseOp>(op);
+    if (elementwise && llvm::is_contained(elementwise.getOutputs(), buffer))
+      producer = elementwise;
+  }
+  if (!producer || producer.getOutput().getType() != space)
+    return nullptr;
+  for (Value output : consumer.getOutputs())
+    if (llvm::is_contained(producer.getOutputs(), output))
+      return nullptr;
+  // The consumer reads the producer's outputs whole, as the fused loop
+  // hands it their elements.
+  for (Value input : consumer.getInputs())
+    if (llvm::is_contained(producer.getOutputs(), input) &&
+        input.getType() != space)
+      return nullptr;
+  if (!canMoveTo(producer, consumer))
     return nullptr;
   return producer;
 }
@@ -53,39 +129,53 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
 using FusedLocations = llvm::DenseMap<Operation *, SmallVector<Location>>;
 
 /// Replaces `consumer` and `producer` by one kernel computing both and
-/// returns it. The producer's body moves into the new kernel (no clone) and
-/// the consumer's ops follow it, so fusing along a chain costs each step
-/// the consumer's size, not the chain's: lowering stays linear in depth.
+/// returns it. The consumer reads what the producer computes for its
+/// outputs as values. With `drop`, `buffer` (an alloc nothing else reads)
+/// is written no more and goes; the producer's other outputs stay outputs.
+/// The producer's body moves into the new kernel (no clone) and the
+/// consumer's ops follow it, so fusing along a chain costs each step the
+/// consumer's size, not the chain's: lowering stays linear in depth.
 kernel::ElementwiseOp fuse(kernel::ElementwiseOp producer,
                            kernel::ElementwiseOp consumer, Value buffer,
-                           FusedLocations &locations) {
+                           bool drop, FusedLocations &locations) {
   OpBuilder b(consumer);
   // The inputs: the consumer's other inputs that the producer does not
   // already read (each once), then the producer's. Reading a value the
   // producer reads reuses its argument, so a chain that reads one value at
   // every step keeps one input, not one per step.
-  llvm::SmallDenseMap<Value, int64_t> producerSlot;
+  llvm::SmallDenseMap<Value, int64_t> producerSlot, producedSlot;
   for (auto [i, input] : llvm::enumerate(producer.getInputs()))
     producerSlot.try_emplace(input, i);
+  for (auto [i, output] : llvm::enumerate(producer.getOutputs()))
+    producedSlot.try_emplace(output, i);
   SmallVector<Value> inputs;
   llvm::SmallDenseMap<Value, int64_t> frontSlot;
-  // Per consumer argument: -1 for the fused value, else (slot, from the
-  // producer's inputs?).
-  SmallVector<std::pair<int64_t, bool>> consumerSlot;
+  // Per consumer argument: what it becomes.
+  enum class From { Produced, Producer, Front };
+  SmallVector<std::pair<int64_t, From>> consumerSlot;
   for (Value input : consumer.getInputs()) {
-    if (input == buffer) {
-      consumerSlot.push_back({-1, false});
+    if (auto it = producedSlot.find(input); it != producedSlot.end()) {
+      consumerSlot.push_back({it->second, From::Produced});
     } else if (auto it = producerSlot.find(input); it != producerSlot.end()) {
-      consumerSlot.push_back({it->second, true});
+      consumerSlot.push_back({it->second, From::Producer});
     } else {
       auto [slot, inserted] = frontSlot.try_emplace(input, inputs.size());
       if (inserted)
         inputs.push_back(input);
-      consumerSlot.push_back({slot->second, false});
+      consumerSlot.push_back({slot->second, From::Front});
     }
   }
   size_t producerBase = inputs.size();
   llvm::append_range(inputs, producer.getInputs());
+  // The outputs: the producer's kept ones, then the consumer's.
+  SmallVector<Value> outputs;
+  SmallVector<unsigned> kept;
+  for (auto [i, output] : llvm::enumerate(producer.getOutputs()))
+    if (!drop || output != buffer) {
+      outputs.push_back(output);
+      kept.push_back(i);
+    }
+  llvm::append_range(outputs, consumer.getOutputs());
 
   // The producer's locations, then the consumer's (moved, not copied).
   SmallVector<Location> fusedLocations;
@@ -102,8 +192,7 @@ kernel::ElementwiseOp fuse(kernel::ElementwiseOp producer,
     locations.erase(it);
   }
   Location loc = consumer.getLoc();
-  auto fused =
-      kernel::ElementwiseOp::create(b, loc, inputs, consumer.getOutput());
+  auto fused = kernel::ElementwiseOp::create(b, loc, inputs, outputs);
   // The producer's block, with arguments for the consumer's other inputs
   // in front: the arguments follow `inputs`.
   fused.getBody().takeBody(producer.getBody());
@@ -111,24 +200,33 @@ kernel::ElementwiseOp fuse(kernel::ElementwiseOp producer,
   for (size_t i = 0; i < producerBase; ++i)
     body->insertArgument(
         i, cast<MemRefType>(inputs[i].getType()).getElementType(), loc);
-  // The producer's yield is the fused value; the consumer's ops follow.
+  // The producer's yields are the values it computes; the consumer's ops
+  // follow, and one yield ends the body: the kept values, the consumer's.
   Operation *yield = body->getTerminator();
-  Value produced = cast<kernel::YieldOp>(yield).getValue();
+  SmallVector<Value> produced(cast<kernel::YieldOp>(yield).getValues());
   yield->erase();
   Block &consumerBody = consumer.getBody().front();
   for (auto [i, arg] : llvm::enumerate(consumerBody.getArguments())) {
-    auto [slot, fromProducer] = consumerSlot[i];
-    arg.replaceAllUsesWith(
-        slot < 0
-            ? produced
-            : body->getArgument(fromProducer ? producerBase + slot : slot));
+    auto [slot, from] = consumerSlot[i];
+    arg.replaceAllUsesWith(from == From::Produced ? produced[slot]
+                           : from == From::Producer
+                               ? body->getArgument(producerBase + slot)
+                               : body->getArgument(slot));
   }
   body->getOperations().splice(body->end(), consumerBody.getOperations());
+  auto consumerYield = cast<kernel::YieldOp>(body->getTerminator());
+  SmallVector<Value> yielded;
+  for (unsigned i : kept)
+    yielded.push_back(produced[i]);
+  llvm::append_range(yielded, consumerYield.getValues());
+  b.setInsertionPoint(consumerYield);
+  kernel::YieldOp::create(b, consumerYield.getLoc(), yielded);
+  consumerYield.erase();
 
-  Operation *alloc = buffer.getDefiningOp();
   consumer.erase();
   producer.erase();
-  alloc->erase();
+  if (drop)
+    buffer.getDefiningOp()->erase();
   locations[fused] = std::move(fusedLocations);
   return fused;
 }
@@ -147,12 +245,20 @@ struct FusePass : public ztc::impl::FusePassBase<FusePass> {
       bool fusedOne = true;
       while (fusedOne) {
         fusedOne = false;
-        for (Value input : consumer.getInputs())
+        for (Value input : consumer.getInputs()) {
           if (auto producer = fusibleProducer(input, consumer)) {
-            consumer = fuse(producer, consumer, input, locations);
+            consumer =
+                fuse(producer, consumer, input, /*drop=*/true, locations);
             fusedOne = true;
             break;
           }
+          if (auto producer = fusibleSibling(input, consumer)) {
+            consumer =
+                fuse(producer, consumer, input, /*drop=*/false, locations);
+            fusedOne = true;
+            break;
+          }
+        }
       }
     }
     // Every fused kernel names all the ONNX nodes it computes.

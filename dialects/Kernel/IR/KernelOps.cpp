@@ -312,8 +312,8 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
-Value ElementwiseOp::getYielded() {
-  return cast<YieldOp>(getBody().front().getTerminator()).getValue();
+OperandRange ElementwiseOp::getYielded() {
+  return cast<YieldOp>(getBody().front().getTerminator()).getValues();
 }
 
 LogicalResult ElementwiseOp::verify() {
@@ -322,6 +322,8 @@ LogicalResult ElementwiseOp::verify() {
     return emitOpError("body takes ")
            << block.getNumArguments() << " scalars for " << getInputs().size()
            << " inputs";
+  if (getOutputs().empty())
+    return emitOpError("has no output");
   auto outType = cast<MemRefType>(getOutput().getType());
   for (auto [i, input, arg] :
        llvm::enumerate(getInputs(), block.getArguments())) {
@@ -336,10 +338,22 @@ LogicalResult ElementwiseOp::verify() {
   }
   if (!isa<YieldOp>(block.getTerminator()))
     return emitOpError("body must end in kernel.yield");
-  if (getYielded().getType() != outType.getElementType())
+  if (getYielded().size() != getOutputs().size())
     return emitOpError("body yields ")
-           << getYielded().getType() << " for output elements of type "
-           << outType.getElementType();
+           << getYielded().size() << " scalars for " << getOutputs().size()
+           << " outputs";
+  for (auto [i, output, yielded] :
+       llvm::enumerate(getOutputs(), getYielded())) {
+    auto type = cast<MemRefType>(output.getType());
+    if (type.getShape() != outType.getShape())
+      return emitOpError("output ")
+             << i << " of type " << type << " is not the shape of output 0, "
+             << outType;
+    if (yielded.getType() != type.getElementType())
+      return emitOpError("body yields ")
+             << yielded.getType() << " for output elements of type "
+             << type.getElementType();
+  }
   return success();
 }
 

@@ -84,15 +84,19 @@ def Kernel_ViewOp : Kernel_Op<"view", [Pure]> {
 // ElementwiseOp
 //===----------------------------------------------------------------------===//
 
-def Kernel_ElementwiseOp : Kernel_Op<"elementwise", [SingleBlock]> {
+def Kernel_ElementwiseOp : Kernel_Op<"elementwise",
+    [SingleBlock, AttrSizedOperandSegments]> {
   let summary = "a fused elementwise kernel";
   let description = [{
-    Computes `output` element by element: the body receives one scalar per
-    input and yields the output's scalar. Inputs broadcast numpy-style
-    (right-aligned, size-1 or missing dimensions repeat) to the output's
-    shape, which is the iteration space. The body holds `arith` and `math`
-    ops; `ztc-fuse` merges producer kernels into their consumers so a chain
-    of elementwise ops runs as one loop with no intermediate buffer.
+    Computes `outputs` element by element: the body receives one scalar per
+    input and yields one scalar per output. Inputs broadcast numpy-style
+    (right-aligned, size-1 or missing dimensions repeat) to the outputs'
+    shape, which is the iteration space; every output has it. The body
+    holds `arith` and `math` ops; `ztc-fuse` merges producer kernels into
+    their consumers so a chain of elementwise ops runs as one loop with no
+    intermediate buffer. A kernel with several outputs reads every input
+    element before it writes any, so an output may be one of its inputs
+    (an optimizer state updated in place).
 
     Example:
 
@@ -106,27 +110,29 @@ def Kernel_ElementwiseOp : Kernel_Op<"elementwise", [SingleBlock]> {
     ```
   }];
   // The kernel's effects are its operands': it reads every input and
-  // writes the output, so cleanups never drop or merge it. The body is
+  // writes the outputs, so cleanups never drop or merge it. The body is
   // scalar arith/math and has none of its own.
   let arguments = (ins Arg<Variadic<Kernel_Buffer>, "", [MemRead]>:$inputs,
-                   Arg<Kernel_Buffer, "", [MemWrite]>:$output);
+                   Arg<Variadic<Kernel_Buffer>, "", [MemWrite]>:$outputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $output `:`
-    type($output) `)` attr-dict-with-keyword $body
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`
+    type($outputs) `)` attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The scalar the body yields.
-    ::mlir::Value getYielded();
+    /// The scalars the body yields, one per output.
+    ::mlir::OperandRange getYielded();
+    /// The first output, whose shape is the iteration space.
+    ::mlir::Value getOutput() { return getOutputs().front(); }
   }];
 }
 
 def Kernel_YieldOp : Kernel_Op<"yield",
     [Pure, Terminator, HasParent<"ElementwiseOp">]> {
-  let summary = "the scalar an elementwise body produces";
+  let summary = "the scalars an elementwise body produces";
   let description = [{
-    Ends an elementwise body with the output element.
+    Ends an elementwise body with one element per output.
 
     Example:
 
@@ -134,8 +140,8 @@ def Kernel_YieldOp : Kernel_Op<"yield",
     kernel.yield %s : f32
     ```
   }];
-  let arguments = (ins AnyType:$value);
-  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -97,3 +97,90 @@ func.func @shared_input(%x: memref<4xf32>) -> memref<4xf32> {
   }
   return %b : memref<4xf32>
 }
+
+// -----
+
+// Adam's shape: the moment updated in place on its step argument, then the
+// parameter's update reading it (and the gradient). The moment's kernel
+// moves into the update, which writes both: one pass over the four
+// buffers. The scalar kernel between touches neither.
+// CHECK-LABEL: func.func @inplace_state
+// CHECK-SAME: (%[[P:[^:]+]]: memref<8xf32>, %[[G:[^:]+]]: memref<8xf32>, %[[M:[^:]+]]: memref<8xf32>
+// CHECK: kernel.elementwise ins({{.*}}) outs(%{{.+}} : memref<1xf32>)
+// CHECK: kernel.elementwise ins({{.*}}) outs(%[[M]], %[[P]] : memref<8xf32>, memref<8xf32>)
+// CHECK: %[[NEW:.+]] = arith.addf
+// CHECK: %[[STEP:.+]] = arith.mulf %[[NEW]]
+// CHECK: %[[UPDATED:.+]] = arith.subf %{{.+}}, %[[STEP]]
+// CHECK: kernel.yield %[[NEW]], %[[UPDATED]] : f32, f32
+// CHECK-NOT: kernel.elementwise
+func.func @inplace_state(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>, %lr: memref<1xf32>) {
+  kernel.elementwise ins(%m, %g : memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.addf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  %half = kernel.alloc : memref<1xf32>
+  kernel.elementwise ins(%lr : memref<1xf32>) outs(%half : memref<1xf32>) {
+  ^bb0(%x: f32):
+    %c = arith.constant 0.5 : f32
+    %0 = arith.mulf %x, %c : f32
+    kernel.yield %0 : f32
+  }
+  kernel.elementwise ins(%p, %m, %half : memref<8xf32>, memref<8xf32>, memref<1xf32>) outs(%p : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %0 = arith.mulf %y, %z : f32
+    %1 = arith.subf %x, %0 : f32
+    kernel.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// A library kernel between that reads the state after its update needs
+// the new value in memory: the moment's kernel stays where it is. (An
+// elementwise reader would take the moment's kernel in, as the update
+// does.)
+// CHECK-LABEL: func.func @state_read_between
+// CHECK-COUNT-2: kernel.elementwise
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.subf
+func.func @state_read_between(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>, %copy: memref<8xf32>) {
+  kernel.elementwise ins(%m, %g : memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.addf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  kernel.call "softmax" ins(%m : memref<8xf32>) outs(%copy : memref<8xf32>) {config = {axis = 0 : i64}}
+  kernel.elementwise ins(%p, %m : memref<8xf32>, memref<8xf32>) outs(%p : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.subf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// Nor when a kernel between writes what the moment's update reads (here
+// the gradient): moved later, it would read the new gradient.
+// CHECK-LABEL: func.func @input_written_between
+// CHECK-COUNT-3: kernel.elementwise ins
+func.func @input_written_between(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>) {
+  kernel.elementwise ins(%m, %g : memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.addf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  kernel.elementwise ins(%g : memref<8xf32>) outs(%g : memref<8xf32>) {
+  ^bb0(%x: f32):
+    %0 = arith.addf %x, %x : f32
+    kernel.yield %0 : f32
+  }
+  kernel.elementwise ins(%p, %m : memref<8xf32>, memref<8xf32>) outs(%p : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.subf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  return
+}

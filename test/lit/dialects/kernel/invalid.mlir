@@ -52,6 +52,28 @@ func.func @yield_type(%x: memref<3xf32>) {
 
 // -----
 
+func.func @yield_count(%x: memref<3xf32>, %y: memref<3xf32>) {
+  // expected-error @+1 {{body yields 1 scalars for 2 outputs}}
+  kernel.elementwise ins(%x : memref<3xf32>) outs(%x, %y : memref<3xf32>, memref<3xf32>) {
+  ^bb0(%p: f32):
+    kernel.yield %p : f32
+  }
+  return
+}
+
+// -----
+
+func.func @output_shapes(%x: memref<3xf32>, %y: memref<1x3xf32>) {
+  // expected-error @+1 {{output 1 of type 'memref<1x3xf32>' is not the shape of output 0, 'memref<3xf32>'}}
+  kernel.elementwise ins(%x : memref<3xf32>) outs(%x, %y : memref<3xf32>, memref<1x3xf32>) {
+  ^bb0(%p: f32):
+    kernel.yield %p, %p : f32, f32
+  }
+  return
+}
+
+// -----
+
 func.func @unknown_callee(%x: memref<3xf32>) {
   %a = kernel.alloc : memref<3xf32>
   // expected-error @+1 {{unknown library kernel 'fft'}}
