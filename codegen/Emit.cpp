@@ -28,12 +28,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
-
-#include <functional>
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -429,12 +428,20 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     b << "    const " << computeType(inner.getResult(0).getType()) << " " << t
       << " = " << *expr << ";\n";
   }
+  // CUDA's pointers are __restrict__ unless an output is also an input (an
+  // in-place update): the compiler may then move a read past a write.
+  bool inPlace = llvm::any_of(op.getOutputs(), [&](Value output) {
+    return llvm::any_of(op.getInputs(), [&](Value input) {
+      return kernel::rootBuffer(input) == kernel::rootBuffer(output);
+    });
+  });
+  std::string pointer =
+      target == Target::Cuda && !inPlace ? " *__restrict__ " : " *";
   SmallVector<std::string> params, args;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     auto type = cast<MemRefType>(input.getType());
-    params.push_back("const " + storageType(type.getElementType()) +
-                     (target == Target::Cuda ? " *__restrict__ in" : " *in") +
-                     std::to_string(i));
+    params.push_back("const " + storageType(type.getElementType()) + pointer +
+                     "in" + std::to_string(i));
     args.push_back(name(input));
   }
   // One output is `out`, several out0, out1, ...; each stored after every
@@ -451,9 +458,7 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
         isHalf(outElem)
             ? storageType(outElem) + "(" + result + ")"
             : "static_cast<" + storageType(outElem) + ">(" + result + ")";
-    params.push_back(storageType(outElem) +
-                     (target == Target::Cuda ? " *__restrict__ " : " *") +
-                     outName);
+    params.push_back(storageType(outElem) + pointer + outName);
     args.push_back(name(output));
     if (target == Target::Cuda) {
       stores.push_back([=](StringRef index) {
