@@ -57,6 +57,23 @@ bool canMoveTo(kernel::ElementwiseOp producer, kernel::ElementwiseOp consumer) {
   return true;
 }
 
+/// Whether `consumer` reads each of `producer`'s outputs it reads at all as
+/// that very buffer, whole (no view of it, no broadcast): the fused loop
+/// hands it their new elements, where a read through a view would see the
+/// old ones.
+bool readsOutputsWhole(kernel::ElementwiseOp producer,
+                       kernel::ElementwiseOp consumer) {
+  Type space = producer.getOutput().getType();
+  DenseSet<Value> roots;
+  for (Value output : producer.getOutputs())
+    roots.insert(kernel::rootBuffer(output));
+  return llvm::all_of(consumer.getInputs(), [&](Value input) {
+    return !roots.contains(kernel::rootBuffer(input)) ||
+           (llvm::is_contained(producer.getOutputs(), input) &&
+            input.getType() == space);
+  });
+}
+
 /// The elementwise kernel that writes `buffer` and whose output nothing but
 /// `consumer` reads, or null.
 kernel::ElementwiseOp fusibleProducer(Value buffer,
@@ -81,7 +98,9 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
       producer.getOutput().getType() != consumer.getOutput().getType() ||
       producer->getBlock() != consumer->getBlock() ||
       !producer->isBeforeInBlock(consumer) ||
-      (producer.getOutputs().size() > 1 && !canMoveTo(producer, consumer)))
+      (producer.getOutputs().size() > 1 &&
+       (!canMoveTo(producer, consumer) ||
+        !readsOutputsWhole(producer, consumer))))
     return nullptr;
   return producer;
 }
@@ -112,13 +131,7 @@ kernel::ElementwiseOp fusibleSibling(Value buffer,
   for (Value output : consumer.getOutputs())
     if (llvm::is_contained(producer.getOutputs(), output))
       return nullptr;
-  // The consumer reads the producer's outputs whole, as the fused loop
-  // hands it their elements.
-  for (Value input : consumer.getInputs())
-    if (llvm::is_contained(producer.getOutputs(), input) &&
-        input.getType() != space)
-      return nullptr;
-  if (!canMoveTo(producer, consumer))
+  if (!readsOutputsWhole(producer, consumer) || !canMoveTo(producer, consumer))
     return nullptr;
   return producer;
 }

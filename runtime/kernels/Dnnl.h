@@ -232,7 +232,7 @@ struct FreeAligned {
 /// cannot be had. Each thread keeps the largest it has needed, since the
 /// next step needs it again: allocated and freed on every call instead,
 /// glibc gave the heap's top back to the kernel and faulted it in again
-/// each time, a quarter of a small CNN's step.
+/// each time, a fifth of a small CNN's step.
 inline void *threadBuffer(size_t slot, size_t bytes) {
   struct Buffer {
     std::unique_ptr<void, FreeAligned> memory;

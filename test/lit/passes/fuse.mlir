@@ -184,3 +184,25 @@ func.func @input_written_between(%p: memref<8xf32>, %g: memref<8xf32>, %m: memre
   }
   return
 }
+
+// -----
+
+// The update also reads the state through a view: fused, that read would
+// see the old elements, so the moment's kernel stays.
+// CHECK-LABEL: func.func @state_read_through_view
+// CHECK-COUNT-2: kernel.elementwise ins
+func.func @state_read_through_view(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>) {
+  kernel.elementwise ins(%m, %g : memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.addf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  %v = kernel.view %m : memref<8xf32> to memref<8xf32>
+  kernel.elementwise ins(%p, %m, %v : memref<8xf32>, memref<8xf32>, memref<8xf32>) outs(%p : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %0 = arith.subf %x, %y : f32
+    %1 = arith.subf %0, %z : f32
+    kernel.yield %1 : f32
+  }
+  return
+}
