@@ -20,9 +20,10 @@ parameter is read as its half copy), which the paper counts. Under the
 default, parameters the model also reads in f32 (LayerNorm weights and
 biases, the position embedding, and the token embedding GPT-2 ties to its
 output layer) keep f32 gradients and whole f32 masters, as their f32 reads
-need. Stage 3's working copies are gathered for each use from the f32
-master's block, cast to half (the paper also keeps a half shard, 2 Psi / N,
-and adds the largest gathered bucket; ztc's gathers are in the arena).
+need. At stage 3 each rank keeps a half block of every parameter read
+only as its half copy beside the f32 master's block (2 + 4 bytes / N, as
+the paper counts), and gathers the copy from it for each use; the gathered
+buckets live in the arena, not in these figures.
 
     .venv/bin/python bench/zero_memory.py [--build build] [--small]
 """

@@ -759,6 +759,8 @@ LogicalResult Emitter::run(func::FuncOp func) {
             i, dist::DistDialect::kFullShapeAttr))
       binding.fullShape.assign(full.asArrayRef().begin(),
                                full.asArrayRef().end());
+    if (auto of = func.getArgAttrOfType<StringAttr>(i, train::kCopyOfAttr))
+      binding.copyOf = of.str();
     // Entries share one bindings array, matched by name: an argument
     // another entry already bound reuses its slot.
     auto existing = llvm::find_if(bindings, [&](const rt::Binding &other) {
@@ -770,7 +772,8 @@ LogicalResult Emitter::run(func::FuncOp func) {
     } else if (existing->shape != binding.shape ||
                existing->fullShape != binding.fullShape ||
                existing->dtype != binding.dtype ||
-               existing->role != binding.role) {
+               existing->role != binding.role ||
+               existing->copyOf != binding.copyOf) {
       return func.emitError("argument ")
              << i << " ('" << binding.name
              << "') differs from the binding of the same name in another "

@@ -82,6 +82,7 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
     backend_->copyIn(buffers_.back().data(), value->second.bytes.data(),
                      value->second.byteSize());
   }
+  writeAllCopies();
 }
 
 Runner::~Runner() = default;
@@ -176,6 +177,37 @@ void Runner::setBinding(size_t index, const Tensor &value) {
                 "': expected " + binding.describe() + ", got " +
                 value.describe());
   uploadInput(index, value);
+  writeCopies(index, value);
+}
+
+void Runner::writeCopies(size_t source, const Tensor &value) {
+  const std::vector<Binding> &bindings = manifest().bindings;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    if (bindings[i].copyOf.empty() ||
+        bindings[i].copyOf != bindings[source].name)
+      continue;
+    std::vector<uint8_t> bytes =
+        convertFloats(value.bytes, value.dtype, bindings[i].dtype);
+    backend_->copyIn(buffers_[i].data(), bytes.data(), bytes.size());
+  }
+}
+
+void Runner::writeAllCopies() {
+  const std::vector<Binding> &bindings = manifest().bindings;
+  std::set<std::string> sources;
+  for (const Binding &binding : bindings)
+    if (!binding.copyOf.empty())
+      sources.insert(binding.copyOf);
+  if (sources.empty())
+    return;
+  backend_->synchronize();
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    if (!sources.count(bindings[i].name))
+      continue;
+    Tensor value(bindings[i].dtype, bindings[i].shape);
+    backend_->copyOut(value.bytes.data(), buffers_[i].data(), value.byteSize());
+    writeCopies(i, value);
+  }
 }
 
 Tensor Runner::binding(size_t index) const {
@@ -221,6 +253,7 @@ void Runner::setCommunicator(Communicator *comm) {
     backend_->copyIn(buffers_[i].data(), block.bytes.data(), block.byteSize());
   }
   wholeValues_.clear();
+  writeAllCopies();
 }
 
 void Runner::run() { run(artifact_.entry()); }

@@ -84,8 +84,9 @@ public:
   Tensor readArena(const Output &spec) const;
 
   /// Uploads `value` into binding `index` of the manifest, any role (dtype
-  /// and shape must match). Buffers persist across run() calls: a training
-  /// step updates params and states in place.
+  /// and shape must match), and the param's copies (Binding::copyOf) made
+  /// of it. Buffers persist across run() calls: a training step updates
+  /// params and states in place.
   void setBinding(size_t index, const Tensor &value);
   /// The current contents of binding `index`.
   Tensor binding(size_t index) const;
@@ -111,6 +112,11 @@ public:
 private:
   const Manifest &manifest() const { return artifact_.manifest(); }
   void uploadInput(size_t binding, const Tensor &value);
+  /// Writes the copies (Binding::copyOf) of param `source`, which holds
+  /// `value`: each rounded to its copy's type.
+  void writeCopies(size_t source, const Tensor &value);
+  /// writeCopies for every param with copies, from what it holds now.
+  void writeAllCopies();
   /// Throws when the guard band after the arena was overwritten.
   void checkGuard() const;
   /// Throws (and clears) the data error in the context's error slot.

@@ -6,6 +6,9 @@
 
 #include "runtime/Tensor.h"
 
+#include "runtime/kernels/Half.h"
+
+#include <cstring>
 #include <limits>
 
 namespace ztc::rt {
@@ -26,6 +29,28 @@ constexpr DTypeInfo kDTypes[] = {
 
 const DTypeInfo &info(DType dtype) {
   return kDTypes[static_cast<size_t>(dtype)];
+}
+
+float loadFloat(const uint8_t *p, DType dtype) {
+  switch (dtype) {
+  case DType::Float64: {
+    double value;
+    std::memcpy(&value, p, sizeof value);
+    return static_cast<float>(value);
+  }
+  case DType::Float16:
+  case DType::BFloat16: {
+    uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return dtype == DType::Float16 ? half_detail::halfBitsToFloat(bits)
+                                   : half_detail::bfloat16BitsToFloat(bits);
+  }
+  default: {
+    float value;
+    std::memcpy(&value, p, sizeof value);
+    return value;
+  }
+  }
 }
 } // namespace
 
@@ -76,6 +101,34 @@ int64_t Tensor::numElements() const {
   for (int64_t dim : shape)
     count *= dim;
   return count;
+}
+
+bool isFloat(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 ||
+         dtype == DType::Float16 || dtype == DType::BFloat16;
+}
+
+std::vector<uint8_t> convertFloats(const std::vector<uint8_t> &bytes,
+                                   DType from, DType to) {
+  if (from == to)
+    return bytes;
+  size_t count = bytes.size() / dtypeSize(from);
+  std::vector<uint8_t> out(count * dtypeSize(to));
+  for (size_t i = 0; i < count; ++i) {
+    float value = loadFloat(bytes.data() + i * dtypeSize(from), from);
+    if (to == DType::Float32) {
+      std::memcpy(out.data() + 4 * i, &value, 4);
+    } else if (to == DType::Float64) {
+      double wide = value;
+      std::memcpy(out.data() + 8 * i, &wide, 8);
+    } else {
+      uint16_t bits = to == DType::Float16
+                          ? half_detail::floatToHalfBits(value)
+                          : half_detail::floatToBFloat16Bits(value);
+      std::memcpy(out.data() + 2 * i, &bits, 2);
+    }
+  }
+  return out;
 }
 
 } // namespace ztc::rt

@@ -40,6 +40,14 @@ const char *dtypeName(DType dtype);
 /// Parses a manifest name; nullopt for anything else.
 std::optional<DType> parseDType(const std::string &name);
 
+/// Whether `dtype` is float32, float64, float16 or bfloat16.
+bool isFloat(DType dtype);
+
+/// The elements `bytes` holds in `from` as `to`, both float types, each
+/// rounded to nearest even (through float32 from float64).
+std::vector<uint8_t> convertFloats(const std::vector<uint8_t> &bytes,
+                                   DType from, DType to);
+
 /// `float32[8,64]`; a scalar prints as `float32[]`.
 std::string describeType(DType dtype, const std::vector<int64_t> &shape);
 

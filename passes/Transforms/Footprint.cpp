@@ -77,7 +77,13 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
         footprint.buffers += bytes;
         break;
       case train::BindingRole::State:
-        footprint.states += bytes;
+        // Stage 3's persistent half blocks are the working copies' shards.
+        if (func.getArgAttr(arg.getArgNumber(), train::kCopyOfAttr)) {
+          footprint.copies += bytes;
+          footprint.workingCopies += bytes;
+        } else {
+          footprint.states += bytes;
+        }
         break;
       default:
         footprint.data += bytes;

@@ -36,13 +36,17 @@ struct StepFootprint {
   uint64_t gradients = 0;
   /// Mixed precision: the half working copies of the parameters with half
   /// gradients, 2 bytes per element, which the step casts once and keeps
-  /// from the forward to the backward (in the arena). A stage-3 shard's
-  /// copy is gathered for each use instead, and not counted.
+  /// from the forward to the backward (in the arena); at stage 3, the
+  /// rank's persistent half blocks of its sharded parameters (`copies`),
+  /// gathered for each use.
   uint64_t workingCopies = 0;
+  /// Stage 3 under mixed precision: bytes of the `state` bindings that are
+  /// a `train.copy_of` a parameter (its persistent half block).
+  uint64_t copies = 0;
   /// The training step's `dist.world_size` and `dist.zero_stage`.
   uint64_t worldSize = 1, zeroStage = 0;
   uint64_t total() const {
-    return params + buffers + states + constants + data + arena;
+    return params + buffers + states + copies + constants + data + arena;
   }
 };
 

@@ -192,32 +192,10 @@ struct LossScalePass : public ztc::impl::LossScalePassBase<LossScalePass> {
         {failedAt, m.select(alive, newFailedAt, failedAt)}};
     if (stepCount)
       stateUpdates.push_back({stepCount, newStepCount});
-    if (failed(returnUpdates(func, stateUpdates)))
+    if (failed(train::returnUpdates(func, stateUpdates))) {
+      func.emitError("cannot add the loss scale's results");
       return signalPassFailure();
-  }
-
-  /// Returns each new value as the update of its state argument.
-  static LogicalResult
-  returnUpdates(func::FuncOp func, ArrayRef<std::pair<Value, Value>> updates) {
-    Operation *ret = func.getBody().front().getTerminator();
-    unsigned end = func.getNumResults();
-    SmallVector<unsigned> indices(updates.size(), end);
-    SmallVector<Type> types;
-    SmallVector<DictionaryAttr> attrs;
-    SmallVector<Value> values;
-    Builder b(func.getContext());
-    for (auto [arg, value] : updates) {
-      unsigned index = cast<BlockArgument>(arg).getArgNumber();
-      types.push_back(value.getType());
-      values.push_back(value);
-      attrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(train::kUpdateOfAttr,
-                         b.getStringAttr(train::bindingName(func, index)))));
     }
-    if (failed(func.insertResults(indices, types, attrs)))
-      return func.emitError("cannot add the loss scale's results");
-    ret->insertOperands(ret->getNumOperands(), values);
-    return success();
   }
 };
 

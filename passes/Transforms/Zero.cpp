@@ -79,6 +79,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     StringRef entry = train::entryKind(func);
+    halfCopy.clear();
     if (stage > 3) {
       func.emitError("ZeRO stage ") << unsigned(stage) << " does not exist: "
                                     << "stages are 0, 1, 2 and 3";
@@ -91,7 +92,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     if (stage != 0 && stage <= 3 && !entry.empty() && entry != "train_step") {
       if (worldSize == 1)
         return;
-      if (failed(gatherParameters(func, {})))
+      if (failed(gatherParameters(func, {}, /*halfCopies=*/false)))
         return signalPassFailure();
       markStep(func);
       return;
@@ -232,6 +233,10 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     return mean;
   }
 
+  /// Stage 3, the training step: each sharded parameter whose half working
+  /// copy is gathered, and its persistent half block (halfCopyOf).
+  DenseMap<Value, Value> halfCopy;
+
   /// Records the world size and stage on the step (the manifest's).
   void markStep(func::FuncOp func) {
     Builder attrs(func.getContext());
@@ -330,10 +335,15 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
   /// recomputed at each use from its own gather, so no whole parameter,
   /// nor anything made of one, outlives the op that reads it: the forward
   /// and the backward gather separately. A half working copy (a cast to
-  /// half, perhaps after a transpose or reshape) is cast on the block and
-  /// gathered in half.
+  /// half, perhaps after a transpose or reshape) is gathered in half: with
+  /// `halfCopies` (the training step) from the rank's persistent half
+  /// block, a `state` argument `<param>.bf16` (or `.fp16`) that is a
+  /// `train.copy_of` the parameter (recorded in `halfCopy`; the step
+  /// returns its new value after the update), as DeepSpeed keeps a half
+  /// partition beside the f32 master's; otherwise cast on the block.
   LogicalResult gatherParameters(func::FuncOp func,
-                                 ArrayRef<Operation *> updates) {
+                                 ArrayRef<Operation *> updates,
+                                 bool halfCopies) {
     // Stages 1 and 2 gather once per step: every reader shares the copy the
     // first one gathered.
     const bool once = stage < 3;
@@ -430,7 +440,11 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
                   it->second.getElementType().getIntOrFloatBitWidth()) {
             auto blockType = cast<RankedTensorType>(source.getType());
             Value halfBlock =
-                nn::CastOp::create(b, m.loc, blockType.clone(half), source);
+                halfCopies ? halfCopyOf(func, cast<BlockArgument>(source),
+                                        it->second, half)
+                           : nn::CastOp::create(b, m.loc, blockType.clone(half),
+                                                source)
+                                 .getResult();
             Value gathered = gatherWhole(halfBlock, it->second.clone(half));
             Value whole = m.relayout(layout, gathered);
             copies.map(value, whole);
@@ -465,6 +479,26 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                    func.getResultTypes()));
     return success();
+  }
+
+  /// The persistent half block of the sharded parameter `param` (whole:
+  /// `full`) in `half`: a `state` argument made on first use.
+  Value halfCopyOf(func::FuncOp func, BlockArgument param,
+                   RankedTensorType full, Type half) {
+    Value &copy = halfCopy[param];
+    if (copy)
+      return copy;
+    StringRef name = train::bindingName(func, param.getArgNumber());
+    std::string suffix = half.isBF16() ? ".bf16" : ".fp16";
+    auto blockType = cast<RankedTensorType>(param.getType()).clone(half);
+    copy = train::appendBoundArgument(func, blockType, (name + suffix).str(),
+                                      train::BindingRole::State);
+    Builder b(func.getContext());
+    unsigned index = cast<BlockArgument>(copy).getArgNumber();
+    func.setArgAttr(index, dist::DistDialect::kFullShapeAttr,
+                    b.getDenseI64ArrayAttr(full.getShape()));
+    func.setArgAttr(index, train::kCopyOfAttr, b.getStringAttr(name));
+    return copy;
   }
 
   /// Stage 3, the training step: sharded parameters' gradients are
@@ -608,7 +642,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     }
     SmallVector<Operation *> shardedOps =
         llvm::map_to_vector(sharded, [](Update *u) { return u->op; });
-    if (failed(gatherParameters(func, shardedOps)))
+    if (failed(gatherParameters(func, shardedOps, /*halfCopies=*/stage == 3)))
       return failure();
     auto isBlock = [&](Update *u) {
       return bool(func.getArgAttr(u->param.getArgNumber(),
@@ -640,6 +674,19 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
       for (Value result : op->getResults())
         result.setType(blockType);
     }
+
+    // Stage 3: each persistent half block is the updated block, rounded.
+    SmallVector<std::pair<Value, Value>> newCopies;
+    for (Update *u : sharded) {
+      Value copy = halfCopy.lookup(u->param);
+      if (!copy)
+        continue;
+      b.setInsertionPointAfter(u->op);
+      newCopies.push_back({copy, nn::CastOp::create(b, loc, copy.getType(),
+                                                    u->op->getResult(0))});
+    }
+    if (failed(train::returnUpdates(func, newCopies)))
+      return func.emitError("cannot return the half parameter blocks");
 
     // Stages 1 and 2: every bucket's updated blocks of whole parameters
     // gathered, laid out as [n, block] per parameter like the

@@ -266,6 +266,30 @@ Distribution parseDistribution(const json &object, const Manifest &manifest,
   return dist;
 }
 
+/// Binding `index` is a copy of a param: that param exists, is a float of
+/// the copy's layout.
+void checkCopy(const Manifest &manifest, size_t index, const std::string &path,
+               const std::string &where) {
+  const Binding &copy = manifest.bindings[index];
+  auto fail = [&](const std::string &what) {
+    throw Error(path + ": " + printable(where + " " + what, 400));
+  };
+  auto source = std::find_if(
+      manifest.bindings.begin(), manifest.bindings.end(),
+      [&](const Binding &binding) { return binding.name == copy.copyOf; });
+  if (source == manifest.bindings.end() || source->role != BindingRole::Param)
+    fail("is a copy of '" + copy.copyOf + "', which is no param");
+  if (!isFloat(copy.dtype) || !isFloat(source->dtype))
+    fail("is a " + std::string(dtypeName(copy.dtype)) + " copy of the " +
+         dtypeName(source->dtype) + " param '" + copy.copyOf +
+         "'; copies are of floats, in floats");
+  if (copy.shape != source->shape || copy.fullShape != source->fullShape)
+    fail("has shape " + copy.describe() + (copy.sharded() ? " (a shard)" : "") +
+         " but its param '" + copy.copyOf + "' has " + source->describe() +
+         (source->sharded() ? " (a shard)" : "") +
+         "; a copy has its param's layout");
+}
+
 /// The checks that only a training manifest needs (see parseManifest).
 void checkTrainManifest(const Manifest &manifest, const std::string &path) {
   auto fail = [&](const std::string &what) {
@@ -502,6 +526,11 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
         reader.fail("is a shard (full_shape) but not a 1-D block of a "
                     "tensor of allocatable size");
     }
+    if (reader.has("copy_of")) {
+      binding.copyOf = reader.string("copy_of");
+      if (binding.role != BindingRole::State)
+        reader.fail("is a copy (copy_of) but not a state");
+    }
     if (binding.role == BindingRole::Hyper && !binding.shape.empty())
       reader.fail("is a hyper of shape " + binding.describe() +
                   "; hypers are scalars");
@@ -512,6 +541,9 @@ Manifest parseManifest(const std::string &text, const std::string &path) {
     }
     manifest.bindings.push_back(std::move(binding));
   }
+  for (size_t i = 0; i < bindings.size(); ++i)
+    if (!manifest.bindings[i].copyOf.empty())
+      checkCopy(manifest, i, path, entryName("binding", i, bindings[i]));
 
   std::set<std::string> names;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -640,6 +672,8 @@ std::string printManifest(const Manifest &manifest) {
                   {"shape", binding.shape}};
     if (binding.sharded())
       entry["full_shape"] = binding.fullShape;
+    if (!binding.copyOf.empty())
+      entry["copy_of"] = binding.copyOf;
     if (isData(binding.role))
       entry["file"] = binding.file;
     bindings.push_back(std::move(entry));

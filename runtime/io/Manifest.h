@@ -100,6 +100,12 @@ struct Binding {
   /// binding, 1-D, holds one rank's block: the tensor flattened, padded
   /// with zeros to world_size equal blocks, block `rank`.
   std::vector<int64_t> fullShape;
+  /// A copy ("copy_of", a state: ZeRO stage 3's half parameter block): the
+  /// named param, each element rounded to this binding's float type, in
+  /// the param's shard layout. The runner writes it whenever the param is
+  /// set; the step that updates the param updates it too. Not
+  /// checkpointed.
+  std::string copyOf;
 
   bool sharded() const { return !fullShape.empty(); }
   size_t byteSize() const;
@@ -113,10 +119,12 @@ inline constexpr const char *kGradNormState = "grad_norm";
 
 /// What a checkpoint holds: weights and optimizer state, not the step's
 /// observations (kGradNormState), so a run may resume with clipping turned
-/// on or off.
+/// on or off, nor copies of params (Binding::copyOf), so a run may resume
+/// at another ZeRO stage.
 inline bool isCheckpointed(const Binding &binding) {
   return isWeight(binding.role) ||
-         (binding.role == BindingRole::State && binding.name != kGradNormState);
+         (binding.role == BindingRole::State &&
+          binding.name != kGradNormState && binding.copyOf.empty());
 }
 
 /// Block `rank` of `whole` as `binding` (a shard) holds it.

@@ -5,7 +5,6 @@
 #include "runtime/Error.h"
 #include "runtime/io/SafeTensors.h"
 #include "runtime/io/Sha256.h"
-#include "runtime/kernels/Half.h"
 #include "runtime/train/ShardedCheckpoint.h"
 
 #include <algorithm>
@@ -18,54 +17,6 @@ namespace {
 
 /// A whole tensor is copied in pieces of at most this many bytes.
 constexpr uint64_t kPieceBytes = 16 << 20;
-
-bool isFloat(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float64 ||
-         dtype == DType::Float16 || dtype == DType::BFloat16;
-}
-
-float loadFloat(const unsigned char *p, DType dtype) {
-  switch (dtype) {
-  case DType::Float64: {
-    double value;
-    std::memcpy(&value, p, sizeof value);
-    return static_cast<float>(value);
-  }
-  case DType::Float16:
-  case DType::BFloat16: {
-    uint16_t bits;
-    std::memcpy(&bits, p, sizeof bits);
-    return dtype == DType::Float16 ? half_detail::halfBitsToFloat(bits)
-                                   : half_detail::bfloat16BitsToFloat(bits);
-  }
-  default: {
-    float value;
-    std::memcpy(&value, p, sizeof value);
-    return value;
-  }
-  }
-}
-
-/// `count` elements of `from` as `to` (rounded to nearest even).
-std::vector<unsigned char> convert(const std::vector<unsigned char> &bytes,
-                                   DType from, DType to) {
-  if (from == to)
-    return bytes;
-  size_t count = bytes.size() / dtypeSize(from);
-  std::vector<unsigned char> out(count * dtypeSize(to));
-  for (size_t i = 0; i < count; ++i) {
-    float value = loadFloat(bytes.data() + i * dtypeSize(from), from);
-    if (to == DType::Float32) {
-      std::memcpy(out.data() + 4 * i, &value, 4);
-    } else {
-      uint16_t bits = to == DType::Float16
-                          ? half_detail::floatToHalfBits(value)
-                          : half_detail::floatToBFloat16Bits(value);
-      std::memcpy(out.data() + 2 * i, &bits, 2);
-    }
-  }
-  return out;
-}
 
 } // namespace
 
@@ -125,7 +76,7 @@ ConsolidateResult consolidate(const std::string &dir, const std::string &output,
       std::vector<unsigned char> piece(bytes);
       reader.read(binding.name, from, bytes, piece.data());
       result.largestPiece = std::max<uint64_t>(result.largestPiece, bytes);
-      std::vector<unsigned char> converted = convert(piece, binding.dtype, out);
+      std::vector<unsigned char> converted = convertFloats(piece, binding.dtype, out);
       writer.append(converted.data(), converted.size());
       result.bytes += converted.size();
     };

@@ -250,10 +250,13 @@ def main():
                     params=False, tolerance=1e-3)
         # --half-weights: every parameter read as its bf16 copy, so every
         # master is sharded at stages 1 and 2 and every gradient reduced in
-        # bf16.
-        equivalence(runs, "gpt-half-weights", gpt, gpl, 16, 20, [(2, 1), (2, 2)],
+        # bf16; at stage 3 every parameter keeps a bf16 block beside its
+        # master block (written by the runtime from the initial weights,
+        # then by each step from the updated master) and is gathered from
+        # it.
+        equivalence(runs, "gpt-half-weights", gpt, gpl, 16, 20, [(2, 1), (2, 2), (2, 3)],
                     "--lr", "3e-3", "--precision", "bf16", "--half-weights",
-                    params=False, tolerance=1e-3)
+                    "--param-persistence-threshold", "0", params=False, tolerance=1e-3)
         # Gradients reduced in bf16 (DeepSpeed's communication_data_type):
         # each rank's contribution rounds to bf16, the sum accumulates in
         # fp32; Adam's normalized steps keep the losses within 1e-4.
@@ -311,13 +314,12 @@ def main():
         # model states for fp32 Adam (4 parameter + 4 gradient + 8 state):
         # 16, 8 + 8/N, 4 + 12/N and 16/N. And for mixed-precision Adam with
         # every parameter in bf16 (--half-weights; 2 copy + 2 gradient + 12
-        # master and states): the paper's 16, 4 + 12/N and 2 + 14/N; stage 3
-        # holds 14/N, not 16/N, as ztc casts each gather's bf16 block from
-        # the f32 master's block rather than keeping a bf16 shard beside it.
+        # master and states): the paper's 16, 4 + 12/N, 2 + 14/N and 16/N
+        # (stage 3: a bf16 block and an f32 master block of every parameter).
         policies = (
             ("fp32", [], lambda n: (16, 8 + 8 / n, 4 + 12 / n, 16 / n)),
             ("bf16 --half-weights", ["--precision", "bf16", "--half-weights"],
-             lambda n: (16, 4 + 12 / n, 2 + 14 / n, 14 / n)))
+             lambda n: (16, 4 + 12 / n, 2 + 14 / n, 16 / n)))
         for policy, flags, figures in policies:
             for world in (2, 4):
                 for stage, paper in enumerate(figures(world)):
@@ -680,10 +682,14 @@ def rank_files(ckpt):
             for d in sorted(os.listdir(step)) if d.startswith("rank-")}, step
 
 
-def sharded_checkpoints(runs, gpt, gpl, tmp):
-    art = runs.compile(gpt, "ckpt-z2", 8, 2, 2, "--lr", "3e-3")
-    whole = os.path.join(tmp, "ckpt-whole")
-    part = os.path.join(tmp, "ckpt-part")
+def resumes_exactly(runs, gpt, gpl, tmp, name, stage, *flags):
+    """10 steps on 2 ranks, a sharded checkpoint, a resume and 10 more: the
+    artifact, the resumed checkpoint directory, whether it equals that of
+    20 uninterrupted steps bit for bit, the resumed run's log, its step
+    directories, its index and its rank files."""
+    art = runs.compile(gpt, name, 8, 2, stage, "--lr", "3e-3", *flags)
+    whole = os.path.join(tmp, name + "-whole")
+    part = os.path.join(tmp, name + "-part")
     runs.launch(art, 2, gpl, 20, "--save", whole)
     runs.launch(art, 2, gpl, 10, "--save", part, "--save-every", "5")
     log = runs.launch(art, 2, gpl, 20, "--resume", part, "--save", part).stderr
@@ -695,6 +701,12 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
     steps = sorted(d for d in os.listdir(part) if d.startswith("step-"))
     with open(os.path.join(step_dir, "index.json")) as f:
         index = json.load(f)
+    return art, part, same, log, steps, index, b
+
+
+def sharded_checkpoints(runs, gpt, gpl, tmp):
+    art, part, same, log, steps, index, _ = resumes_exactly(runs, gpt, gpl, tmp, "ckpt-z2",
+                                                            2)
     check(same and "resumed from" in log and steps == ["step-00000020"] and
           index["world_size"] == 2 and index["zero_stage"] == 2 and
           len(index["files"]) == 2 and all(len(f["sha256"]) == 64 for f in index["files"]),
@@ -702,6 +714,20 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "sharded states equal those of 20 uninterrupted steps bit for bit; one step "
           "directory kept (%s), an index of %d files with SHA-256"
           % (", ".join(steps), len(index["files"])))
+
+    # Stage 3 with every parameter in bf16: the bf16 blocks are not
+    # checkpointed; on resume the runtime rounds them from the restored
+    # masters, which is what the step had left in them.
+    _, _, same, log, _, index, files = resumes_exactly(
+        runs, gpt, gpl, tmp, "ckpt-z3-half", 3, "--precision", "bf16", "--half-weights",
+        "--param-persistence-threshold", "0")
+    tensors = [k for names in files.values() for k in names]
+    copies = [k for k in tensors if k.endswith(".bf16")]
+    check(same and "resumed from" in log and index["zero_stage"] == 3 and not copies and
+          len(files) == 2 and tensors,
+          "stage 3, bf16 --half-weights, on 2 ranks: 10 steps, resume, 10 more: the ranks' "
+          "%d parameter and state blocks equal those of 20 uninterrupted steps bit for "
+          "bit; no bf16 block is checkpointed (%d found)" % (len(tensors), len(copies)))
 
     # Consolidation: a 4-rank stage-3 checkpoint streamed into whole
     # weights that the safetensors package reads and that are bit for bit

@@ -167,6 +167,7 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   report.paramCount = footprint->paramCount;
   report.gradients = footprint->gradients;
   report.workingCopies = footprint->workingCopies;
+  report.copies = footprint->copies;
   report.worldSize = footprint->worldSize;
   report.zeroStage = footprint->zeroStage;
   if (auto precision = entry->getAttrOfType<StringAttr>(train::kPrecisionAttr))
@@ -306,6 +307,7 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
        llvm::json::Object{{"params", int64_t(report.params)},
                           {"buffers", int64_t(report.buffers)},
                           {"optimizer_state", int64_t(report.states)},
+                          {"param_copies", int64_t(report.copies)},
                           {"constants", int64_t(report.constants)},
                           {"data", int64_t(report.data)}}},
       {"arena_bytes", int64_t(report.arena)},
@@ -393,6 +395,10 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
        !number(top, "world_size", report.worldSize) ||
        !number(top, "zero_stage", report.zeroStage)))
     return fail("gradient_bytes, world_size or zero_stage is not a count");
+  // Reports of an older ztc: no parameter copies.
+  if (bindings->get("param_copies") &&
+      !number(bindings, "param_copies", report.copies))
+    return fail("bindings.param_copies is not a count");
   // Reports of an older ztc: no working copies.
   if (top->get("working_copy_bytes") &&
       !number(top, "working_copy_bytes", report.workingCopies))
@@ -512,7 +518,7 @@ std::string perParameter(const MemoryReport &report) {
 
 /// perParameter's terms: "parameter 4.0 + gradient 4.0 + optimizer state
 /// 8.0"; under mixed precision "master 4.0 + bf16 working copy 2.0 + ..."
-/// (no working copy at stage 3, where it is gathered for each use).
+/// (at stage 3 the working copy is the rank's half block).
 std::string perParameterTerms(const MemoryReport &report) {
   auto each = [&](uint64_t bytes) {
     return llvm::formatv("{0:F1}", double(bytes) / double(report.paramCount))
@@ -547,6 +553,8 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
   };
   line("parameters", report.params);
   line("optimizer state", report.states);
+  if (report.copies)
+    line(report.precision + " parameter blocks", report.copies);
   if (report.paramCount)
     os << llvm::formatv("  {0,-30} {1,12}  ({2}; {3} parameters, {4})\n",
                         "per parameter", perParameter(report),

@@ -48,8 +48,12 @@ struct MemoryReport {
   /// them: (params + working copies + gradients + states) / paramCount.
   uint64_t paramCount = 0;
   /// Mixed precision: the parameters' half working copies (2 bytes each,
-  /// in the arena), where the step keeps them from forward to backward.
+  /// in the arena), where the step keeps them from forward to backward; at
+  /// stage 3, the persistent half blocks of the sharded ones (`copies`).
   uint64_t workingCopies = 0;
+  /// Stage 3 under mixed precision: the bindings holding the parameters'
+  /// persistent half blocks.
+  uint64_t copies = 0;
   /// One rank's gradient bytes as the ZeRO paper counts them (a share from
   /// stage 2 on), and the ranks and stage the step was compiled for.
   uint64_t gradients = 0, worldSize = 1, zeroStage = 0;
@@ -58,7 +62,7 @@ struct MemoryReport {
   uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,
            arena = 0;
   uint64_t total() const {
-    return params + buffers + states + constants + data + arena;
+    return params + buffers + states + copies + constants + data + arena;
   }
   /// The entry's ops, and the op at which the most arena bytes are live.
   uint64_t ops = 0, peakAt = 0;

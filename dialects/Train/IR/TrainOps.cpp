@@ -65,6 +65,15 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == kCopyOfAttr) {
+    // The param it copies, by binding name (the manifest checks the rest).
+    auto source = dyn_cast<StringAttr>(attr.getValue());
+    if (!source || source.getValue().empty())
+      return op->emitError("'")
+             << name << "' on argument " << argIndex
+             << " must name a param, got " << attr.getValue();
+    return success();
+  }
   if (name != kBindingAttr)
     return op->emitError("unknown argument attribute '") << name << "'";
   auto binding = dyn_cast<BindingAttr>(attr.getValue());
@@ -279,6 +288,29 @@ void mlir::ztc::train::setBinding(func::FuncOp func, unsigned index,
   func.setArgAttr(index, kBindingAttr,
                   BindingAttr::get(func.getContext(), role,
                                    StringAttr::get(func.getContext(), name)));
+}
+
+LogicalResult
+mlir::ztc::train::returnUpdates(func::FuncOp func,
+                                ArrayRef<std::pair<Value, Value>> updates) {
+  Operation *ret = func.getBody().front().getTerminator();
+  unsigned end = func.getNumResults();
+  SmallVector<unsigned> indices(updates.size(), end);
+  SmallVector<Type> types;
+  SmallVector<DictionaryAttr> attrs;
+  SmallVector<Value> values;
+  Builder b(func.getContext());
+  for (auto [arg, value] : updates) {
+    unsigned index = cast<BlockArgument>(arg).getArgNumber();
+    types.push_back(value.getType());
+    values.push_back(value);
+    attrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+        kUpdateOfAttr, b.getStringAttr(bindingName(func, index)))));
+  }
+  if (failed(func.insertResults(indices, types, attrs)))
+    return failure();
+  ret->insertOperands(ret->getNumOperands(), values);
+  return success();
 }
 
 StringRef mlir::ztc::train::entryKind(func::FuncOp func) {

@@ -33,6 +33,12 @@ inline constexpr llvm::StringLiteral kBindingAttr = "train.binding";
 /// Argument attribute: a `state`'s value before the first step (a splat
 /// DenseElementsAttr), where zero is not it: the dynamic loss scale.
 inline constexpr llvm::StringLiteral kInitialAttr = "train.initial";
+/// Argument attribute (ZeRO stage 3, mixed precision): the `state` is a
+/// rounded copy of the named `param`, in its own element type and with the
+/// param's shard layout. The runtime writes it whenever the param is set
+/// (initial values, a resumed checkpoint); the step that updates the param
+/// returns its new copy. Checkpoints leave it out.
+inline constexpr llvm::StringLiteral kCopyOfAttr = "train.copy_of";
 /// The binding of the dynamic loss scale (a rank-0 f32 `state`) and of the
 /// states ztc-loss-scale keeps beside it.
 inline constexpr llvm::StringLiteral kLossScaleName = "loss_scale";
@@ -108,12 +114,16 @@ BlockArgument findBinding(func::FuncOp func, llvm::StringRef name);
 /// The argument attributes of a new binding: {train.binding = ...}.
 DictionaryAttr bindingAttrs(MLIRContext *context, llvm::StringRef name,
                             BindingRole role);
-/// Sets argument `index`'s binding to `name` and `role`.
 /// Appends an argument of `type` bound as `name` with `role`; returns it.
 Value appendBoundArgument(func::FuncOp func, Type type, llvm::StringRef name,
                           BindingRole role);
+/// Sets argument `index`'s binding to `name` and `role`.
 void setBinding(func::FuncOp func, unsigned index, llvm::StringRef name,
                 BindingRole role);
+/// Returns each `(argument, value)`'s value as the new value of that bound
+/// argument: a result tagged `train.update_of` after the existing ones.
+LogicalResult returnUpdates(func::FuncOp func,
+                            ArrayRef<std::pair<Value, Value>> updates);
 
 /// The ONNX node names `loc` carries (a NameLoc, or those inside fused and
 /// call-site locations), each once, in order: what reports and generated

@@ -115,14 +115,22 @@ func.func @step(%w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
 // -----
 
 // Stage 3 under mixed precision: a parameter the forward reads as a bf16
-// working copy (transposed in f32, then cast) has its block cast to bf16
-// and gathered in bf16, half the bytes of an f32 gather, then transposed.
+// working copy (transposed in f32, then cast) keeps a bf16 block beside its
+// f32 master block, a state that is a train.copy_of the parameter (the
+// runtime writes it from the parameter's initial value). The copy is
+// gathered from it in bf16, half the bytes of an f32 gather, then
+// transposed; after the update the new master block, rounded, is returned
+// as the block's new value.
 // STAGE3-LABEL: func.func @half_copy
-// STAGE3: %[[H:.+]] = nn.cast %arg1 : tensor<3xf32> -> tensor<3xbf16>
-// STAGE3-NEXT: %[[G:.+]] = dist.all_gather %[[H]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
+// STAGE3-SAME: %arg4: tensor<3xbf16> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.bf16">, train.copy_of = "w"}
+// STAGE3-SAME: tensor<3xbf16> {train.update_of = "w.bf16"}
+// STAGE3-NEXT: %[[G:.+]] = dist.all_gather %arg4 {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
 // STAGE3-NEXT: %[[W:.+]] = nn.reshape %[[G]] : tensor<6xbf16> -> tensor<2x3xbf16>
 // STAGE3-NEXT: %[[T:.+]] = nn.transpose %[[W]] {perm = array<i64: 1, 0>} : tensor<2x3xbf16> -> tensor<3x2xbf16>
 // STAGE3-NEXT: nn.matmul %arg0, %[[T]] : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+// STAGE3: %[[NEW:.+]], %[[M:.+]] = train.sgd %arg1,
+// STAGE3-NEXT: %[[C:.+]] = nn.cast %[[NEW]] : tensor<3xf32> -> tensor<3xbf16>
+// STAGE3-NEXT: return %{{.+}}, %[[NEW]], %[[M]], %[[C]] : tensor<f32>, tensor<3xf32>, tensor<3xf32>, tensor<3xbf16>
 func.func @half_copy(%x: tensor<4x3xbf16> {train.binding = #train.binding<input "x">},
                      %w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
                      %lr: tensor<f32> {train.binding = #train.binding<hyper "lr">},
@@ -139,6 +147,27 @@ func.func @half_copy(%x: tensor<4x3xbf16> {train.binding = #train.binding<input 
   %w1:2 = train.sgd %w, %gw, %lr, %wm {momentum = 0.9 : f64}
       : tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32> -> tensor<2x3xf32>, tensor<2x3xf32>
   return %loss, %w1#0, %w1#1 : tensor<f32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Another entry (here evaluate) keeps no bf16 block: only the training
+// step updates one, so an entry that read it would depend on the step
+// having run. It casts the master block to bf16 and gathers that.
+// STAGE3-LABEL: func.func @half_copy_evaluate
+// STAGE3-NOT: train.copy_of
+// STAGE3: %[[H:.+]] = nn.cast %arg1 : tensor<3xf32> -> tensor<3xbf16>
+// STAGE3-NEXT: dist.all_gather %[[H]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
+func.func @half_copy_evaluate(%x: tensor<4x3xbf16> {train.binding = #train.binding<input "x">},
+                              %w: tensor<2x3xf32> {train.binding = #train.binding<param "w">})
+    -> (tensor<f32> {onnx.name = "loss"})
+    attributes {train.entry = "evaluate"} {
+  %wt = nn.transpose %w {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %wh = nn.cast %wt : tensor<3x2xf32> -> tensor<3x2xbf16>
+  %y = nn.matmul %x, %wh : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+  %yf = nn.cast %y : tensor<4x2xbf16> -> tensor<4x2xf32>
+  %loss = nn.reduce_sum %yf {axes = array<i64: 0, 1>, keepdims = false} : tensor<4x2xf32> -> tensor<f32>
+  return %loss : tensor<f32>
 }
 
 // -----

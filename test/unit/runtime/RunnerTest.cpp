@@ -484,6 +484,74 @@ TEST_F(RunnerTest, KernelDataErrorsAreReportedAndCleared) {
   EXPECT_EQ(y.data<float>()[1], 1.0f);
 }
 
+// A param's copy (ZeRO stage 3's bf16 block of it) is written from the
+// param's initial value and again whenever the param is set, rounded to
+// nearest even; checkpoints leave it out.
+TEST_F(RunnerTest, CopiesFollowTheirParam) {
+  Manifest manifest = stepManifest();
+  Binding copy{BindingRole::State, "fc.weight.bf16", "", DType::BFloat16,
+               {3, 4}};
+  copy.copyOf = "fc.weight";
+  manifest.bindings.push_back(copy);
+  std::string dir = dir_ / "copies.ztc";
+  writeArtifact(dir, manifest, stepInit(), soPath_);
+  Artifact artifact = Artifact::load(dir);
+  Runner runner(artifact, createCpuBackend());
+  // -1.0 + 0.5 i: every value is exact in bf16.
+  Tensor initial = runner.binding(5);
+  EXPECT_EQ(initial.bytes, convertFloats(floats({3, 4}, -1.0f).bytes,
+                                         DType::Float32, DType::BFloat16));
+
+  // 1 + 2^-8 lies halfway between two bf16 values and rounds to the even
+  // one, 1; 1 + 3 * 2^-8 rounds up to 1 + 2^-6.
+  Tensor weight = floats({3, 4}, 0.0f);
+  weight.data<float>()[0] = 1.0f + 1.0f / 256;
+  weight.data<float>()[1] = 1.0f + 3.0f / 256;
+  runner.setBinding(1, weight);
+  Tensor rounded = runner.binding(5);
+  const uint16_t *bits = rounded.data<uint16_t>();
+  EXPECT_EQ(bits[0], 0x3f80);
+  EXPECT_EQ(bits[1], 0x3f82);
+  EXPECT_EQ(bits[2], 0x3f80); // 1.0 exactly
+  EXPECT_FALSE(isCheckpointed(manifest.bindings[5]));
+  EXPECT_TRUE(isCheckpointed(manifest.bindings[1]));
+}
+
+TEST(ManifestTest, CopiesNameAParamOfTheirLayout) {
+  Manifest manifest = stepManifest();
+  Binding copy{BindingRole::State, "fc.bias.bf16", "", DType::BFloat16, {4}};
+  copy.copyOf = "fc.bias";
+  manifest.bindings.push_back(copy);
+  Manifest parsed = parseManifest(printManifest(manifest), "m.json");
+  EXPECT_EQ(parsed.bindings[5].copyOf, "fc.bias");
+  EXPECT_EQ(printManifest(parsed), printManifest(manifest));
+
+  auto error = [](const std::string &bindings) {
+    return ZTC_ERROR_MESSAGE(parseManifest(
+        R"({"format":2,"abi":5,"target":"cpu","source":"s","arena_bytes":8,)"
+        R"("streams":1,"events":0,"bindings":[)" +
+            bindings +
+            R"(],"entries":[{"name":"e","purpose":"forward","outputs":[]}]})",
+        "m.json"));
+  };
+  std::string param =
+      R"({"role":"param","name":"w","dtype":"float32","shape":[4]},)";
+  EXPECT_EQ(error(param + R"({"role":"param","name":"c","dtype":"bfloat16",)"
+                          R"("shape":[4],"copy_of":"w"})"),
+            "m.json: binding 1 ('c') is a copy (copy_of) but not a state");
+  EXPECT_EQ(error(param + R"({"role":"state","name":"c","dtype":"bfloat16",)"
+                          R"("shape":[4],"copy_of":"v"})"),
+            "m.json: binding 1 ('c') is a copy of 'v', which is no param");
+  EXPECT_EQ(error(param + R"({"role":"state","name":"c","dtype":"int8",)"
+                          R"("shape":[4],"copy_of":"w"})"),
+            "m.json: binding 1 ('c') is a int8 copy of the float32 param "
+            "'w'; copies are of floats, in floats");
+  EXPECT_EQ(error(param + R"({"role":"state","name":"c","dtype":"bfloat16",)"
+                          R"("shape":[2],"full_shape":[4],"copy_of":"w"})"),
+            "m.json: binding 1 ('c') has shape bfloat16[2] (a shard) but its "
+            "param 'w' has float32[4]; a copy has its param's layout");
+}
+
 TEST(ManifestTest, ParsesAndValidates) {
   Manifest manifest = stepManifest();
   Manifest parsed = parseManifest(printManifest(manifest), "m.json");
