@@ -337,8 +337,12 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
     return failure();
   }
   // 16-bit results round like a 16-bit operation would (bf16 in float
-  // lanes: runtime/kernels/Half.h's roundToBFloat16).
+  // lanes: runtime/kernels/Half.h's roundToBFloat16), except a gradient
+  // formula's intermediates (kernel.unrounded), which the store or an
+  // explicit cast rounds.
   Type type = op.getResult(0).getType();
+  if (op.hasAttr(kernel::kUnroundedAttr) && !isa<arith::TruncFOp>(op))
+    return expr;
   if (type.isBF16())
     expr = "ztc::roundToBFloat16(" + expr + ")";
   else if (isHalf(type))

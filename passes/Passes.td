@@ -60,6 +60,11 @@ def ConvertNNToKernelPass : Pass<"ztc-convert-nn-to-kernel", "func::FuncOp"> {
     5. Records on the function `kernel.tensor_bytes`, the bytes of every
        intermediate nn value as its own buffer: the baseline the memory
        plan is measured against.
+    6. The scalar ops of an op `ztc-autodiff` made (its location tagged
+       `train.gradient`) are marked `kernel.unrounded`: the emitter leaves
+       their half-precision results in float, so a fused gradient formula
+       rounds only where it stores or casts. A forward op's results round
+       as the op alone would, so recomputing it gives the saved bits.
 
     Example:
 
@@ -611,7 +616,10 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
     them at each reader.
 
     Backward ops carry the location of the forward op they differentiate,
-    so reports about them name the ONNX node.
+    so reports about them name the ONNX node, tagged `train.gradient` (a
+    FusedLoc's metadata; `train::isGradientLoc`): their elementwise work
+    keeps half-precision intermediates in float (see
+    `ztc-convert-nn-to-kernel`).
 
     Example:
 

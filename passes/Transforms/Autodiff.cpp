@@ -346,9 +346,13 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
 
     // VJPs build every operand's gradient; drop those nothing needed.
     // Users are created after what they use, so one reverse walk suffices.
-    for (Operation *op : llvm::reverse(created.ops))
+    // The others are the backward's (train.gradient).
+    for (Operation *op : llvm::reverse(created.ops)) {
       if (op->use_empty())
         op->erase();
+      else
+        op->setLoc(train::gradientLoc(op->getLoc()));
+    }
   }
 
   /// The cast that widens a half-precision gradient to its parameter's

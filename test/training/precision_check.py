@@ -4,8 +4,8 @@
   - the example GPT on the GPL-3 characters Debian ships and the CNN
     (training-mode BatchNorm) on scikit-learn's digits, 200 steps each
     from the same weights and data in f32, bf16 and fp16 (dynamic loss
-    scaling): each half-precision run's final loss is within 2% of the f32
-    run's;
+    scaling): each half-precision run's final loss (the mean over seeds 1
+    and 2) is within 2% of the f32 run's;
   - the MLP and the CNN trained in bf16 and in fp16 reach at least 95%
     held-out accuracy on digits (the whole path: compile, train, export,
     run);
@@ -51,10 +51,16 @@ def final_loss(ztc, model, data, precision, *flags):
         art = art.replace(".ztc", "-half-weights.ztc")
     run(ztc, "compile", model, "-o", art, "--loss", "cross_entropy", "--precision", precision,
         *flags)
-    log = run(ztc, "train", art, "--data", data, "--steps", "200", "--log-every", "25",
-              "--seed", "1").stderr
-    losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", log)]
-    return float(np.mean(losses[-2:]))
+    # Two seeds: one 200-step trajectory's final loss moves by about 1% with
+    # any change of rounding (measured over seeds 1-5 in bf16), as much as
+    # the precision itself moves it.
+    finals = []
+    for seed in ("1", "2"):
+        log = run(ztc, "train", art, "--data", data, "--steps", "200", "--log-every", "25",
+                  "--seed", seed).stderr
+        losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", log)]
+        finals.append(float(np.mean(losses[-2:])))
+    return float(np.mean(finals))
 
 
 def compare_losses(ztc, name, model, data, *flags, half_weights=False):

@@ -50,6 +50,14 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be a non-negative integer";
     return success();
   }
+  if (name == kUnroundedAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        !isa_and_nonnull<ElementwiseOp>(op->getParentOp()))
+      return op->emitError("'") << name
+                                << "' is a unit attribute of an op in a "
+                                   "kernel.elementwise body";
+    return success();
+  }
   if (name != kStreamAttr)
     return op->emitError("unknown kernel attribute '") << name << "'";
   auto stream = dyn_cast<IntegerAttr>(attr.getValue());

@@ -72,6 +72,13 @@ llvm::StringRef configString(CallOp call, llvm::StringRef name);
 /// Whether the call sets the (optional) attribute `name`.
 bool hasConfig(CallOp call, llvm::StringRef name);
 
+/// Attribute (unit) on a scalar op in a kernel.elementwise body: its
+/// half-precision result stays in float where the loop goes on using it,
+/// rounded only where it is stored or explicitly cast (a gradient formula's
+/// intermediates; see ztc-convert-nn-to-kernel). Without it every
+/// half-precision result is rounded, as its op alone would round it.
+inline constexpr llvm::StringLiteral kUnroundedAttr = "kernel.unrounded";
+
 /// The stream `op` runs on: its `kernel.stream`, or 0.
 int64_t streamOf(Operation *op);
 

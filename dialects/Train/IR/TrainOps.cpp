@@ -313,6 +313,21 @@ mlir::ztc::train::returnUpdates(func::FuncOp func,
   return success();
 }
 
+Location mlir::ztc::train::gradientLoc(Location loc) {
+  if (isGradientLoc(loc))
+    return loc;
+  MLIRContext *context = loc.getContext();
+  return FusedLoc::get(context, {loc},
+                       StringAttr::get(context, kGradientLocTag));
+}
+
+bool mlir::ztc::train::isGradientLoc(Location loc) {
+  auto fused = dyn_cast<FusedLoc>(loc);
+  auto tag =
+      fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata()) : nullptr;
+  return tag && tag.getValue() == kGradientLocTag;
+}
+
 StringRef mlir::ztc::train::entryKind(func::FuncOp func) {
   if (auto kind = func->getAttrOfType<StringAttr>(kEntryAttr))
     return kind.getValue();

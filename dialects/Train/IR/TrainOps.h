@@ -63,6 +63,13 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "train.recompute";
 /// matrix products compute in, "bf16" or "fp16" (absent: as the model is
 /// written).
 inline constexpr llvm::StringLiteral kPrecisionAttr = "train.precision";
+/// Location metadata: an op whose location is a FusedLoc tagged with this
+/// string is one `ztc-autodiff` made, part of the backward (gradientLoc).
+/// Its elementwise work may keep half-precision intermediates in float
+/// (kernel.unrounded): no forward value, and so no recomputed one, depends
+/// on that. A location, not an attribute: it survives rewrites that keep
+/// the op's location and prints only with debug info.
+inline constexpr llvm::StringLiteral kGradientLocTag = "train.gradient";
 /// Op attribute (unit): the op is a clone `ztc-recompute` placed in the
 /// backward. It also keeps CSE from merging the clone back into the op it
 /// recomputes.
@@ -129,6 +136,10 @@ LogicalResult returnUpdates(func::FuncOp func,
 /// call-site locations), each once, in order: what reports and generated
 /// code name an op by.
 void collectNodeNames(Location loc, SmallVectorImpl<std::string> &names);
+
+/// `loc`, tagged as the backward's (kGradientLocTag); whether `loc` is.
+Location gradientLoc(Location loc);
+bool isGradientLoc(Location loc);
 
 /// Whether `type` can be a loss: a rank-0 float tensor.
 bool isLossType(Type type);

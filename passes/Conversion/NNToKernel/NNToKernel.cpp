@@ -51,6 +51,11 @@ void buildElementwise(OpBuilder &b, Location loc, Operation *op,
   b.setInsertionPointToStart(body);
   Value result = op ? buildScalarBody(b, loc, op, body->getArguments())
                     : body->getArgument(0);
+  // A gradient formula's intermediates stay in float within the loop; a
+  // forward op rounds each, so recomputing it gives the same bits.
+  if (op && train::isGradientLoc(op->getLoc()))
+    for (Operation &scalar : body->getOperations())
+      scalar.setAttr(kernel::kUnroundedAttr, b.getUnitAttr());
   kernel::YieldOp::create(b, loc, result);
   b.setInsertionPointAfter(kernelOp);
 }

@@ -103,3 +103,23 @@ func.func @train_step(%w: tensor<4xf32> {train.binding = #train.binding<param "w
   %m2 = nn.where %apply, %m1, %m : tensor<i1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   return %r, %new, %m2 : tensor<f32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// An op ztc-autodiff made (its location tagged "train.gradient") keeps its
+// half-precision intermediates in float: every scalar op of its body is
+// kernel.unrounded. A forward op's body rounds each result.
+// CHECK-LABEL: func.func @gradient_rounding
+// CHECK: kernel.elementwise
+// CHECK-NOT: kernel.unrounded
+// CHECK: arith.mulf
+// CHECK-NOT: kernel.unrounded
+// CHECK: kernel.yield
+// CHECK: kernel.elementwise
+// CHECK: math.exp %{{.+}} {kernel.unrounded} : bf16
+// CHECK: kernel.yield
+func.func @gradient_rounding(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  %0 = nn.mul %x, %x : tensor<4xbf16>, tensor<4xbf16> -> tensor<4xbf16>
+  %1 = nn.exp %0 : tensor<4xbf16> -> tensor<4xbf16> loc(fused<"train.gradient">["g"])
+  return %1 : tensor<4xbf16>
+}

@@ -171,3 +171,11 @@ func.func @stream_on_other_op() {
 func.func @unknown_attr() attributes {kernel.streams = 2 : i64} {
   return
 }
+
+// -----
+
+func.func @unrounded_outside_a_kernel(%x: f32) -> f32 {
+  // expected-error @+1 {{'kernel.unrounded' is a unit attribute of an op in a kernel.elementwise body}}
+  %0 = arith.negf %x {kernel.unrounded} : f32
+  return %0 : f32
+}
