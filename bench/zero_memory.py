@@ -20,10 +20,10 @@ parameter is read as its half copy), which the paper counts. Under the
 default, parameters the model also reads in f32 (LayerNorm weights and
 biases, the position embedding, and the token embedding GPT-2 ties to its
 output layer) keep f32 gradients and whole f32 masters, as their f32 reads
-need. At stage 3 each rank keeps a half block of every parameter read
-only as its half copy beside the f32 master's block (2 + 4 bytes / N, as
-the paper counts), and gathers the copy from it for each use; the gathered
-buckets live in the arena, not in these figures.
+need. At stage 3 each rank keeps a half block of every parameter whose
+half copy the step gathers, beside the f32 master's block (2 + 4 bytes /
+N, as the paper counts), and gathers the copy from it for each use; the
+gathered buckets live in the arena, not in these figures.
 
     .venv/bin/python bench/zero_memory.py [--build build] [--small]
 """
