@@ -61,6 +61,15 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
   trainState_ = DeviceBuffer(*backend_, sizeof(ztc_train_state));
   errorSlot_ = DeviceBuffer(*backend_, sizeof(ztc_step_error));
 
+  // Each param's copies, found once (the manifest checked their names).
+  const std::vector<Binding> &all = manifest().bindings;
+  copies_.resize(all.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!all[i].copyOf.empty())
+      for (size_t j = 0; j < all.size(); ++j)
+        if (all[j].name == all[i].copyOf)
+          copies_[j].push_back(i);
+
   // Buffers start zeroed: states without an initial value stay so.
   std::map<std::string, Tensor> initial = artifact_.loadInitialValues();
   for (const Binding &binding : manifest().bindings) {
@@ -181,28 +190,18 @@ void Runner::setBinding(size_t index, const Tensor &value) {
 }
 
 void Runner::writeCopies(size_t source, const Tensor &value) {
-  const std::vector<Binding> &bindings = manifest().bindings;
-  for (size_t i = 0; i < bindings.size(); ++i) {
-    if (bindings[i].copyOf.empty() ||
-        bindings[i].copyOf != bindings[source].name)
-      continue;
-    std::vector<uint8_t> bytes =
-        convertFloats(value.bytes, value.dtype, bindings[i].dtype);
-    backend_->copyIn(buffers_[i].data(), bytes.data(), bytes.size());
+  for (size_t copy : copies_[source]) {
+    std::vector<uint8_t> bytes = convertFloats(value.bytes, value.dtype,
+                                               manifest().bindings[copy].dtype);
+    backend_->copyIn(buffers_[copy].data(), bytes.data(), bytes.size());
   }
 }
 
 void Runner::writeAllCopies() {
   const std::vector<Binding> &bindings = manifest().bindings;
-  std::set<std::string> sources;
-  for (const Binding &binding : bindings)
-    if (!binding.copyOf.empty())
-      sources.insert(binding.copyOf);
-  if (sources.empty())
-    return;
   backend_->synchronize();
   for (size_t i = 0; i < bindings.size(); ++i) {
-    if (!sources.count(bindings[i].name))
+    if (copies_[i].empty())
       continue;
     Tensor value(bindings[i].dtype, bindings[i].shape);
     backend_->copyOut(value.bytes.data(), buffers_[i].data(), value.byteSize());

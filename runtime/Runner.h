@@ -138,6 +138,8 @@ private:
   std::vector<DeviceBuffer> buffers_;
   std::vector<void *> pointers_;
   std::vector<bool> inputSet_;
+  /// Per binding, the bindings that are copies of it (Binding::copyOf).
+  std::vector<std::vector<size_t>> copies_;
 };
 
 /// `ztc run`: loads the artifact in `artifactDir`, runs it on the backend
