@@ -165,11 +165,12 @@ def ScheduleCollectivesPass : Pass<"ztc-schedule-collectives",
 
     1. Prefetch (`prefetch-bytes`): a parameter all-gather whose input the
        step computes from its arguments alone (ZeRO stage 3's gather of a
-       block, or of the block's half cast) moves up, with the ops that
-       compute its input and its buffer, to right before the first reader of
-       an earlier gather, as far as the gathers issued but not yet read stay
-       within `prefetch-bytes` (with it, the moved gather). Gathers stay in
-       program order, so every rank issues the same sequence. A gather
+       block, of its persistent half block, or of the block's half cast)
+       moves up, with the ops that compute its input and its buffer, to
+       right before the first reader of an earlier gather, as far as the
+       gathers issued but not yet read stay within `prefetch-bytes` (with
+       it, the moved gather). Gathers stay in program order, so every rank
+       issues the same sequence. A gather
        never moves above an op that writes a buffer its input reads, and
        never so far that the bytes of gathered buffers alive at some op
        would exceed `max-live-bytes`. `prefetch-elements` and
