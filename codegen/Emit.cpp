@@ -10,6 +10,8 @@
 //     the scalar arith/math ops; on the CPU, kernels whose text is the same
 //     (a transformer's layers repeat theirs) share one function, so the
 //     host compiler builds each loop once,
+//   - kernel.reduce becomes a function of loops over its kept and reduced
+//     indices (CPU) or a kernel of one block per output (CUDA),
 //   - kernel.call becomes a call into the runtime's kernel library.
 // Every kernel is preceded by a comment naming the ONNX nodes it computes.
 //
@@ -145,7 +147,18 @@ private:
   }
   void comment(Operation *op);
   LogicalResult emitElementwise(kernel::ElementwiseOp op);
+  LogicalResult emitReduce(kernel::ReduceOp op);
+  /// Calls the CPU function of `params` and `loop` with `args`, defining
+  /// it (named `prefix` and a number) unless one of the same text exists.
+  void callCpuFunction(StringRef prefix, ArrayRef<std::string> params,
+                       ArrayRef<std::string> args, StringRef loop);
   LogicalResult emitCall(kernel::CallOp op);
+  /// Prints a read of each input into a scalar (input i at `index(its
+  /// type)`, named a<i>), then the body's ops (t0, t1, ...), into `b`.
+  LogicalResult printBody(ValueRange inputs, Block &block,
+                          llvm::function_ref<std::string(MemRefType)> index,
+                          DenseMap<Value, std::string> &scalars,
+                          llvm::raw_ostream &b);
   FailureOr<std::string> scalarExpr(Operation &op,
                                     DenseMap<Value, std::string> &scalars);
   std::string indexExpr(MemRefType input, MemRefType output,
@@ -165,6 +178,9 @@ private:
   /// Kernels (CUDA) printed ahead of the entry.
   std::string kernels;
   unsigned kernelCount = 0;
+  std::string newCudaKernelName() {
+    return entryName + "_kernel" + std::to_string(kernelCount++);
+  }
   /// The stream the printed code enqueues on now, and each signalled
   /// event's index in ctx->events.
   int64_t currentStream = 0;
@@ -193,6 +209,8 @@ void Emitter::comment(Operation *op) {
   out << "  // ";
   if (auto call = dyn_cast<kernel::CallOp>(op))
     out << call.getCallee();
+  else if (auto reduce = dyn_cast<kernel::ReduceOp>(op))
+    out << "reduce " << reduce.getKind();
   else if (isa<kernel::RecordLossOp>(op))
     out << "record_loss";
   else
@@ -386,41 +404,36 @@ static int64_t broadcastRun(ValueRange inputs, MemRefType output) {
   return run;
 }
 
-LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
-  auto outType = cast<MemRefType>(op.getOutput().getType());
-  int64_t count = outType.getNumElements();
-  comment(op);
-  std::string body;
-  llvm::raw_string_ostream b(body);
-  DenseMap<Value, std::string> scalars;
-  Block &block = op.getBody().front();
-  // On the CPU, a broadcast splits the loop into runs (see broadcastRun):
-  // the outer loop computes each input's index once per run, the inner one
-  // reads the inputs in order, so it vectorizes without gathers.
-  int64_t run = target == Target::Cpu ? broadcastRun(op.getInputs(), outType)
-                                      : count;
-  bool split = run < count && run >= 16;
-  for (auto [i, input, arg] :
-       llvm::enumerate(op.getInputs(), block.getArguments())) {
+void Emitter::callCpuFunction(StringRef prefix, ArrayRef<std::string> params,
+                              ArrayRef<std::string> args, StringRef loop) {
+  std::string key =
+      "(" + llvm::join(params, ", ") + ") {\n" + loop.str() + "}\n";
+  auto [found, added] = cpuKernels.names.try_emplace(
+      key, prefix.str() + std::to_string(cpuKernels.names.size()));
+  if (added)
+    cpuKernels.text += "static void " + found->second + key + "\n";
+  out << "  " << found->second << "(" << llvm::join(args, ", ") << ");\n";
+}
+
+LogicalResult
+Emitter::printBody(ValueRange inputs, Block &block,
+                   llvm::function_ref<std::string(MemRefType)> index,
+                   DenseMap<Value, std::string> &scalars,
+                   llvm::raw_ostream &b) {
+  for (auto [i, input, arg] : llvm::enumerate(inputs, block.getArguments())) {
     auto type = cast<MemRefType>(input.getType());
     std::string scalar = "a" + std::to_string(i);
     scalars[arg] = scalar;
-    std::string index = indexExpr(type, outType);
-    if (split) {
-      index = indexExpr(type, outType, "r", run);
-      if (readsInnermost(type, outType))
-        index = index == "0" ? "j" : index + " + j";
-    }
     // On the CPU a bool is read as its byte: GCC has no vector type for
     // bool and leaves such a loop scalar (a ReLU's gradient).
     if (target == Target::Cpu && type.getElementType().isInteger(1))
       b << "    const bool " << scalar
         << " = reinterpret_cast<const unsigned char *>(in" << i << ")["
-        << index << "] != 0;\n";
+        << index(type) << "] != 0;\n";
     else
       b << "    const " << computeType(type.getElementType()) << " " << scalar
         << " = static_cast<" << computeType(type.getElementType()) << ">("
-        << "in" << i << "[" << index << "]);\n";
+        << "in" << i << "[" << index(type) << "]);\n";
   }
   unsigned temp = 0;
   for (Operation &inner : block.without_terminator()) {
@@ -432,6 +445,33 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     b << "    const " << computeType(inner.getResult(0).getType()) << " " << t
       << " = " << *expr << ";\n";
   }
+  return success();
+}
+
+LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
+  auto outType = cast<MemRefType>(op.getOutput().getType());
+  int64_t count = outType.getNumElements();
+  comment(op);
+  std::string body;
+  llvm::raw_string_ostream b(body);
+  DenseMap<Value, std::string> scalars;
+  Block &block = op.getBody().front();
+  // On the CPU, a broadcast splits the loop into runs (see broadcastRun):
+  // the outer loop computes each input's index once per run, the inner one
+  // reads the inputs in order, so it vectorizes without gathers.
+  int64_t run =
+      target == Target::Cpu ? broadcastRun(op.getInputs(), outType) : count;
+  bool split = run < count && run >= 16;
+  auto index = [&](MemRefType type) {
+    if (!split)
+      return indexExpr(type, outType);
+    std::string index = indexExpr(type, outType, "r", run);
+    if (readsInnermost(type, outType))
+      index = index == "0" ? "j" : index + " + j";
+    return index;
+  };
+  if (failed(printBody(op.getInputs(), block, index, scalars, b)))
+    return failure();
   // CUDA's pointers are __restrict__ unless an output is also an input (an
   // in-place update): the compiler may then move a read past a write.
   bool inPlace = llvm::any_of(op.getOutputs(), [&](Value output) {
@@ -515,17 +555,11 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
         << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
         << body << storeAll("i", "    ") << "  }\n";
     }
-    std::string key = "(" + llvm::join(params, ", ") + ") {\n" + loop + "}\n";
-    auto [found, added] = cpuKernels.names.try_emplace(
-        key, "ztc_elementwise" + std::to_string(cpuKernels.names.size()));
-    if (added)
-      cpuKernels.text += "static void " + found->second + key + "\n";
-    out << "  " << found->second << "(" << llvm::join(args, ", ") << ");\n";
+    callCpuFunction("ztc_elementwise", params, args, loop);
     return success();
   }
   // CUDA: a grid-stride kernel ahead of the entry, launched here.
-  std::string kernelName =
-      entryName + "_kernel" + std::to_string(kernelCount++);
+  std::string kernelName = newCudaKernelName();
   llvm::raw_string_ostream k(kernels);
   k << "__global__ void " << kernelName << "(" << llvm::join(params, ", ")
     << ") {\n"
@@ -534,6 +568,145 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     << count << "; i += (int64_t)gridDim.x * blockDim.x) {\n"
     << body << storeAll("i", "    ") << "  }\n}\n\n";
   int64_t blocks = std::min<int64_t>((count + 255) / 256, 65535);
+  out << "  " << kernelName << "<<<" << blocks << ", 256, 0, stream>>>("
+      << llvm::join(args, ", ") << ");\n";
+  return success();
+}
+
+LogicalResult Emitter::emitReduce(kernel::ReduceOp op) {
+  ArrayRef<int64_t> space = op.getSpace(), axes = op.getAxes();
+  std::optional<kernel::ReductionGroups> groups =
+      kernel::reductionGroups(space, axes);
+  if (!groups)
+    return op.emitOpError("reduces axes that do not group as [reduced, "
+                          "kept, reduced], which the emitter has no loops for");
+  int64_t outer = groups->outer, kept = groups->kept, inner = groups->inner;
+  comment(op);
+  // The input index at group indices o (outer), k (kept), i (inner).
+  std::string error;
+  auto index = [&](MemRefType type) -> std::string {
+    std::optional<std::array<int64_t, 3>> strides =
+        kernel::groupStrides(type.getShape(), space, axes);
+    if (!strides) {
+      error = "input of type " + std::to_string(type.getRank()) +
+              "-d does not broadcast group by group";
+      return "0";
+    }
+    SmallVector<std::string> terms;
+    const char *names[] = {"o", "k", "i"};
+    for (int g = 0; g < 3; ++g)
+      if ((*strides)[g] == 1)
+        terms.push_back(names[g]);
+      else if ((*strides)[g] > 1)
+        terms.push_back(std::string(names[g]) + " * " +
+                        std::to_string((*strides)[g]));
+    return terms.empty() ? "0" : llvm::join(terms, " + ");
+  };
+  std::string body;
+  llvm::raw_string_ostream b(body);
+  DenseMap<Value, std::string> scalars;
+  if (failed(
+          printBody(op.getInputs(), op.getBody().front(), index, scalars, b)))
+    return failure();
+  if (!error.empty())
+    return op.emitOpError(error);
+  std::string value = scalars.lookup(op.getYielded());
+  Type outElem = cast<MemRefType>(op.getOutput().getType()).getElementType();
+  // Sums accumulate in f32, f64 ones in f64; a mean divides at the end.
+  std::string acc = outElem.isF64() ? "double" : "float";
+  std::string total = op.getKind() == "mean"
+                          ? "(sum / static_cast<" + acc + ">(" +
+                                std::to_string(op.getCount()) + "))"
+                          : "sum";
+  std::string stored =
+      isHalf(outElem)
+          ? storageType(outElem) + "(" + total + ")"
+          : "static_cast<" + storageType(outElem) + ">(" + total + ")";
+  SmallVector<std::string> params, args;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    auto type = cast<MemRefType>(input.getType());
+    params.push_back("const " + storageType(type.getElementType()) +
+                     (target == Target::Cuda ? " *__restrict__ in" : " *in") +
+                     std::to_string(i));
+    args.push_back(name(input));
+  }
+  params.push_back(storageType(outElem) +
+                   (target == Target::Cuda ? " *__restrict__ out" : " *out"));
+  args.push_back(name(op.getOutput()));
+  std::string indented;
+  for (StringRef line : llvm::split(StringRef(body).rtrim('\n'), '\n'))
+    indented += "    " + line.str() + "\n";
+
+  if (target == Target::Cpu) {
+    // The terms of one output in the library reduction's order (reduce in
+    // CpuKernels.h): with an inner group, each inner run summed in vector
+    // lanes and the runs added in order; without, the outer index in order
+    // for a block of outputs side by side, reading rows in memory order.
+    // Each output is one thread's, so threads change no result.
+    std::string loop;
+    llvm::raw_string_ostream l(loop);
+    int64_t work = outer * kept * inner;
+    std::string parallel =
+        work >= 32768 ? "#pragma omp parallel for\n" : std::string();
+    std::string store = isHalf(outElem) ? "out[k].bits = " + stored + ".bits;"
+                                        : "out[k] = " + stored + ";";
+    if (inner > 1) {
+      l << parallel << "  for (int64_t k = 0; k < " << kept << "; ++k) {\n"
+        << "    " << acc << " sum = 0;\n"
+        << "    for (int64_t o = 0; o < " << outer << "; ++o) {\n"
+        << "      " << acc << " run = 0;\n"
+        << "#pragma omp simd reduction(+ : run)\n"
+        << "      for (int64_t i = 0; i < " << inner << "; ++i) {\n"
+        << indented << "        run += " << value << ";\n"
+        << "      }\n      sum += run;\n    }\n"
+        << "    " << store << "\n  }\n";
+    } else {
+      l << "  const int64_t width = ztc::cpu::detail::reduceBlockWidth(" << kept
+        << ", " << (work >= 32768 ? "true" : "false") << ");\n"
+        << parallel << "  for (int64_t first = 0; first < " << kept
+        << "; first += width) {\n"
+        << "    const int64_t n = std::min<int64_t>(width, " << kept
+        << " - first);\n"
+        << "    " << acc << " sums[ztc::cpu::detail::kReduceBlock] = {};\n"
+        << "    for (int64_t o = 0; o < " << outer << "; ++o) {\n"
+        << "#pragma omp simd\n"
+        << "      for (int64_t j = 0; j < n; ++j) {\n"
+        << "        const int64_t k = first + j;\n"
+        << indented << "        sums[j] += " << value << ";\n"
+        << "      }\n    }\n"
+        << "    for (int64_t j = 0; j < n; ++j) {\n"
+        << "      const int64_t k = first + j;\n"
+        << "      const " << acc << " sum = sums[j];\n"
+        << "      " << store << "\n    }\n  }\n";
+    }
+    callCpuFunction("ztc_reduce", params, args, loop);
+    return success();
+  }
+  // CUDA: a block per output (grid-stride over the outputs); its threads
+  // take the terms in turn, then add their sums in a fixed tree, so the
+  // result does not depend on scheduling.
+  std::string kernelName = newCudaKernelName();
+  llvm::raw_string_ostream k(kernels);
+  k << "__global__ void " << kernelName << "(" << llvm::join(params, ", ")
+    << ") {\n"
+    << "  __shared__ " << acc << " partial[256];\n"
+    << "  for (int64_t k = blockIdx.x; k < " << kept << "; k += gridDim.x) {\n"
+    << "    " << acc << " sum = 0;\n"
+    << "    for (int64_t r = threadIdx.x; r < " << outer * inner
+    << "; r += blockDim.x) {\n"
+    << "      const int64_t o = r / " << inner << ", i = r % " << inner << ";\n"
+    << "      (void)o; (void)i;\n"
+    << indented << "      sum += " << value << ";\n    }\n"
+    << "    partial[threadIdx.x] = sum;\n    __syncthreads();\n"
+    << "    for (int half = blockDim.x / 2; half > 0; half /= 2) {\n"
+    << "      if (threadIdx.x < half)\n"
+    << "        partial[threadIdx.x] += partial[threadIdx.x + half];\n"
+    << "      __syncthreads();\n    }\n"
+    << "    if (threadIdx.x == 0) {\n"
+    << "      sum = partial[0];\n"
+    << "      out[k] = " << stored << ";\n    }\n"
+    << "    __syncthreads();\n  }\n}\n\n";
+  int64_t blocks = std::min<int64_t>(kept, 65535);
   out << "  " << kernelName << "<<<" << blocks << ", 256, 0, stream>>>("
       << llvm::join(args, ", ") << ");\n";
   return success();
@@ -789,14 +962,15 @@ LogicalResult Emitter::run(func::FuncOp func) {
   }
 
   for (Operation &op : block) {
-    if (isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
-            kernel::CheckFiniteOp, kernel::SignalOp, kernel::WaitOp>(op))
+    if (isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
+            kernel::RecordLossOp, kernel::CheckFiniteOp, kernel::SignalOp,
+            kernel::WaitOp>(op))
       switchStream(&op);
     // On the CPU, work of a stream other than 0 is handed to the runtime's
     // thread for that stream (kernels/CpuKernels.h, onStream), which runs
     // it in order after what was handed to it before.
     bool handOver = target == Target::Cpu && kernel::streamOf(&op) != 0 &&
-                    isa<kernel::ElementwiseOp, kernel::CallOp,
+                    isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
                         kernel::RecordLossOp, kernel::CheckFiniteOp>(op);
     if (handOver)
       out << "  ztc::cpu::onStream(ctx, " << kernel::streamOf(&op)
@@ -838,6 +1012,7 @@ LogicalResult Emitter::run(func::FuncOp func) {
               return success();
             })
             .Case([&](kernel::ElementwiseOp e) { return emitElementwise(e); })
+            .Case([&](kernel::ReduceOp r) { return emitReduce(r); })
             .Case([&](kernel::CallOp c) { return emitCall(c); })
             .Case([&](kernel::SignalOp signal) {
               int64_t index = step.events++;

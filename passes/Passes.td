@@ -126,7 +126,7 @@ def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
 }
 
 def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
-  let summary = "Fuse chains of elementwise kernels into one loop";
+  let summary = "Fuse chains of elementwise kernels, and their reductions, into one loop";
   let description = [{
     1. Visits kernel.elementwise ops once, in program order. A producer
        fuses into a consumer when the producer's output is an alloc that
@@ -150,6 +150,14 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
        fusion may expose the producer's own producers); producers come
        before their consumers, so one pass finds every fusion. Locations
        merge so every fused kernel still names the ONNX nodes it computes.
+    5. Then reductions: a float `reduce_sum` or `reduce_mean` call and the
+       single-output elementwise kernel whose output only it reads become
+       one `kernel.reduce` with the kernel's body, when the kernel can run
+       where the call is (as in 3), reads nothing the call writes, and
+       the space groups as [reduced, kept, reduced] with every input
+       broadcast over whole groups (the emitter's loops). BatchNorm's
+       variance then reads its input and mean instead of stored squares,
+       and its gradient's sums read dy and the normalized input.
 
     Example: `relu(add(a, b))` becomes one kernel whose body adds and takes
     the maximum with zero, and the buffer of the sum disappears.

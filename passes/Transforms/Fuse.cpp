@@ -2,7 +2,9 @@
 //-*-===//
 //
 // Merges producer-consumer chains of kernel.elementwise into single loops,
-// removing the intermediate buffers. See the pass description in Passes.td.
+// removing the intermediate buffers, and a sum or mean of an elementwise
+// kernel's values into one kernel.reduce. See the pass description in
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +26,7 @@ namespace {
 
 /// Whether `producer` can run where `consumer` is (fused into it): no op
 /// between them reads what it writes or writes what it reads or writes.
-bool canMoveTo(kernel::ElementwiseOp producer, kernel::ElementwiseOp consumer) {
+bool canMoveTo(kernel::ElementwiseOp producer, Operation *consumer) {
   DenseSet<Value> touched, written;
   for (Value operand : producer->getOperands())
     touched.insert(kernel::rootBuffer(operand));
@@ -244,6 +246,88 @@ kernel::ElementwiseOp fuse(kernel::ElementwiseOp producer,
   return fused;
 }
 
+/// A reduce call's axes, non-negative and increasing; empty when they
+/// repeat.
+SmallVector<int64_t> reducedAxes(kernel::CallOp call) {
+  int64_t rank = cast<MemRefType>(call.getInputs().front().getType()).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t axis : kernel::configInts(call, "axes"))
+    axes.push_back(axis < 0 ? axis + rank : axis);
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end() ||
+      (!axes.empty() && (axes.front() < 0 || axes.back() >= rank)))
+    return {};
+  return axes;
+}
+
+/// The elementwise kernel whose values `call` (a float reduce_sum or
+/// reduce_mean) reduces, when they can be reduced where they are computed:
+/// the kernel writes only the call's input, which nothing else reads; it
+/// can run where the call is; it reads nothing the call writes; and the
+/// emitter has loops for the reduction (see kernel::reductionGroups).
+/// Null otherwise.
+kernel::ElementwiseOp reducedProducer(kernel::CallOp call) {
+  if (call.getCallee() != "reduce_sum" && call.getCallee() != "reduce_mean")
+    return nullptr;
+  Value buffer = call.getInputs().front();
+  auto type = cast<MemRefType>(buffer.getType());
+  auto alloc = buffer.getDefiningOp<kernel::AllocOp>();
+  if (!alloc || !isa<FloatType>(type.getElementType()))
+    return nullptr;
+  kernel::ElementwiseOp producer;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == call.getOperation())
+      continue;
+    auto elementwise = dyn_cast<kernel::ElementwiseOp>(user);
+    if (producer || !elementwise || elementwise.getOutputs().size() != 1 ||
+        elementwise.getOutput() != buffer)
+      return nullptr;
+    producer = elementwise;
+  }
+  if (!producer || producer->getBlock() != call->getBlock() ||
+      !producer->isBeforeInBlock(call) || !canMoveTo(producer, call))
+    return nullptr;
+  Value written = kernel::rootBuffer(call.getOutputs().front());
+  for (Value input : producer.getInputs())
+    if (kernel::rootBuffer(input) == written)
+      return nullptr;
+  SmallVector<int64_t> axes = reducedAxes(call);
+  ArrayRef<int64_t> space = type.getShape();
+  if (axes.empty() || !kernel::reductionGroups(space, axes))
+    return nullptr;
+  for (Value input : producer.getInputs())
+    if (!kernel::groupStrides(cast<MemRefType>(input.getType()).getShape(),
+                              space, axes))
+      return nullptr;
+  return producer;
+}
+
+/// Replaces `producer` and the reduction `call` of its output by one
+/// kernel.reduce: the producer's body, its values summed (or averaged) as
+/// the call would, never stored. The producer's output buffer goes.
+void fuseReduction(kernel::ElementwiseOp producer, kernel::CallOp call,
+                   FusedLocations &locations) {
+  OpBuilder b(call);
+  Value buffer = producer.getOutput();
+  SmallVector<Location> fused;
+  if (auto it = locations.find(producer); it != locations.end()) {
+    fused = std::move(it->second);
+    locations.erase(it);
+  } else {
+    fused.push_back(producer.getLoc());
+  }
+  fused.push_back(call.getLoc());
+  auto reduce = kernel::ReduceOp::create(
+      b, call.getLoc(), call.getCallee() == "reduce_sum" ? "sum" : "mean",
+      producer.getInputs(), call.getOutputs().front(), reducedAxes(call),
+      cast<MemRefType>(buffer.getType()).getShape());
+  reduce.getBody().takeBody(producer.getBody());
+  call.erase();
+  producer.erase();
+  buffer.getDefiningOp()->erase();
+  locations[reduce] = std::move(fused);
+}
+
 struct FusePass : public ztc::impl::FusePassBase<FusePass> {
   void runOnOperation() override {
     // One pass in program order: a producer comes before its consumer, so
@@ -274,6 +358,13 @@ struct FusePass : public ztc::impl::FusePassBase<FusePass> {
         }
       }
     }
+    // Then reductions take in the kernel computing what they reduce (which
+    // has absorbed its own producers by now).
+    SmallVector<kernel::CallOp> calls;
+    getOperation().walk([&](kernel::CallOp call) { calls.push_back(call); });
+    for (kernel::CallOp call : calls)
+      if (auto producer = reducedProducer(call))
+        fuseReduction(producer, call, locations);
     // Every fused kernel names all the ONNX nodes it computes.
     for (auto &[op, merged] : locations)
       op->setLoc(FusedLoc::get(&getContext(), merged));

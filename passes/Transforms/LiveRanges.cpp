@@ -35,8 +35,9 @@ public:
               int64_t end)
       : streamAt(end, -1), end(end) {
     for (Operation &op : block) {
-      if (!isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
-               kernel::CheckFiniteOp, kernel::SignalOp, kernel::WaitOp>(op))
+      if (!isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
+               kernel::RecordLossOp, kernel::CheckFiniteOp, kernel::SignalOp,
+               kernel::WaitOp>(op))
         continue; // placement and views run on no stream
       int64_t at = number.lookup(&op), stream = kernel::streamOf(&op);
       streamAt[at] = stream;

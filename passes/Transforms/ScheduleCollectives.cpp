@@ -133,7 +133,7 @@ bool collectChain(kernel::CallOp gather, Gather &out) {
     for (Operation *user : users) {
       if (user == gather || !user->isBeforeInBlock(gather))
         continue;
-      if (!isa<kernel::ElementwiseOp, kernel::CallOp>(user) ||
+      if (!isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp>(user) ||
           isCollective(user))
         return false;
       if (chain.insert(user))
@@ -345,7 +345,8 @@ struct ScheduleCollectivesPass
     // buffers that nothing else writes.
     SmallVector<Operation *> movable;
     for (Operation &op : block) {
-      if (!isa<kernel::ElementwiseOp, kernel::CallOp>(op) || isCollective(&op))
+      if (!isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp>(op) ||
+          isCollective(&op))
         continue;
       bool reads = llvm::any_of(op.getOperands(), [&](Value operand) {
         return isa<MemRefType>(operand.getType()) &&
@@ -545,8 +546,8 @@ struct ScheduleCollectivesPass
 
   /// Whether `op` is work of stream 0 a collective can overlap.
   static bool isCompute(Operation *op) {
-    return isa<kernel::ElementwiseOp, kernel::CallOp, kernel::RecordLossOp,
-               kernel::CheckFiniteOp>(op) &&
+    return isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
+               kernel::RecordLossOp, kernel::CheckFiniteOp>(op) &&
            !isCollective(op);
   }
 

@@ -148,6 +148,23 @@ using namespace ztc::numeric;
 /// Work (in elements) below which a loop stays on one thread.
 constexpr int64_t kParallelGrain = 1 << 15;
 
+/// The widest block of outputs a reduction over leading dimensions sums at
+/// once (reduce, and the generated kernel.reduce loops).
+constexpr int64_t kReduceBlock = 256;
+
+/// The width of those blocks for `outputs` outputs: at most kReduceBlock,
+/// narrower when that would leave a thread without a block (a bias
+/// gradient of 256). The width changes no output's order of terms.
+inline int64_t reduceBlockWidth(int64_t outputs, bool parallel) {
+  int64_t threads = 1;
+#ifdef _OPENMP
+  if (parallel)
+    threads = omp_get_max_threads();
+#endif
+  int64_t perThread = (outputs + threads - 1) / threads;
+  return std::clamp<int64_t>((perThread + 15) / 16 * 16, 16, kReduceBlock);
+}
+
 /// The first data error since clearError(). `state` is 0 (none), 1 (a
 /// thread is writing the message) or 2 (message complete): the first
 /// thread to move it from 0 to 1 wins, others drop their error, so OpenMP
@@ -1006,25 +1023,14 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
   // dimensions are the innermost), so the results are the same.
   uint64_t leading = (uint64_t(1) << reduced.rank) - 1;
   if (reduced.rank > 0 && kept.rank > 0 && axesMask == leading) {
-    // Blocks of at most kBlock outputs, narrower when that leaves a thread
-    // without one (a bias gradient of 256): the width changes no output's
-    // order.
-    constexpr int64_t kBlock = 256;
     bool parallel = outputs * count > detail::kParallelGrain;
-    int64_t threads = 1;
-#ifdef _OPENMP
-    if (parallel)
-      threads = omp_get_max_threads();
-#endif
-    int64_t perThread = (outputs + threads - 1) / threads;
-    int64_t blockWidth = std::clamp<int64_t>((perThread + 15) / 16 * 16, 16,
-                                             kBlock);
+    int64_t blockWidth = detail::reduceBlockWidth(outputs, parallel);
     int64_t blocks = (outputs + blockWidth - 1) / blockWidth;
 #pragma omp parallel for if (parallel)
     for (int64_t block = 0; block < blocks; ++block) {
       int64_t begin = block * blockWidth;
       int64_t width = std::min(blockWidth, outputs - begin);
-      Acc acc[kBlock];
+      Acc acc[detail::kReduceBlock];
       for (int64_t j = 0; j < width; ++j)
         acc[j] = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
       for (int64_t r = 0; r < count; ++r) {

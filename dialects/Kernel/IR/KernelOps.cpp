@@ -52,10 +52,10 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kUnroundedAttr) {
     if (!isa<UnitAttr>(attr.getValue()) ||
-        !isa_and_nonnull<ElementwiseOp>(op->getParentOp()))
+        !isa_and_nonnull<ElementwiseOp, ReduceOp>(op->getParentOp()))
       return op->emitError("'") << name
                                 << "' is a unit attribute of an op in a "
-                                   "kernel.elementwise body";
+                                   "kernel.elementwise or kernel.reduce body";
     return success();
   }
   if (name != kStreamAttr)
@@ -279,6 +279,71 @@ SmallVector<Value> mlir::ztc::kernel::writtenBuffers(Operation *op) {
   return written;
 }
 
+/// The group (0 outer, 1 kept, 2 inner) of each dimension of `space`; -1
+/// for dimensions of size 1. Empty when the axes do not group.
+static SmallVector<int> groupOf(ArrayRef<int64_t> space,
+                                ArrayRef<int64_t> axes) {
+  SmallVector<int> groups;
+  int phase = 0;
+  for (auto [d, size] : llvm::enumerate(space)) {
+    bool reduced = llvm::is_contained(axes, int64_t(d));
+    if (size == 1) {
+      groups.push_back(-1);
+      continue;
+    }
+    if (reduced && phase == 1)
+      phase = 2;
+    else if (!reduced && phase == 0)
+      phase = 1;
+    else if (!reduced && phase == 2)
+      return {};
+    groups.push_back(phase);
+  }
+  return groups;
+}
+
+std::optional<ReductionGroups>
+mlir::ztc::kernel::reductionGroups(ArrayRef<int64_t> space,
+                                   ArrayRef<int64_t> axes) {
+  SmallVector<int> groups = groupOf(space, axes);
+  if (groups.empty() && !space.empty())
+    return std::nullopt;
+  ReductionGroups result;
+  int64_t *counts[] = {&result.outer, &result.kept, &result.inner};
+  for (auto [d, group] : llvm::enumerate(groups))
+    if (group >= 0)
+      *counts[group] *= space[d];
+  return result;
+}
+
+std::optional<std::array<int64_t, 3>> mlir::ztc::kernel::groupStrides(
+    ArrayRef<int64_t> input, ArrayRef<int64_t> space, ArrayRef<int64_t> axes) {
+  std::optional<ReductionGroups> sizes = reductionGroups(space, axes);
+  if (!sizes || input.size() > space.size())
+    return std::nullopt;
+  SmallVector<int> groups = groupOf(space, axes);
+  size_t lead = space.size() - input.size();
+  // Per group: its dimensions the input has, and all its dimensions.
+  int present[3] = {0, 0, 0}, total[3] = {0, 0, 0};
+  for (auto [d, group] : llvm::enumerate(groups)) {
+    if (group < 0)
+      continue;
+    ++total[group];
+    if (d >= lead && input[d - lead] != 1)
+      ++present[group];
+  }
+  bool has[3];
+  for (int g = 0; g < 3; ++g) {
+    if (present[g] != 0 && present[g] != total[g])
+      return std::nullopt;
+    has[g] = present[g] != 0;
+  }
+  int64_t inner = has[2] ? sizes->inner : 1;
+  int64_t kept = has[1] ? sizes->kept : 1;
+  return std::array<int64_t, 3>{has[0] ? kept * inner : 0, has[1] ? inner : 0,
+                                has[2] ? 1 : 0};
+}
+
 Value mlir::ztc::kernel::rootBuffer(Value value) {
   while (auto view = value.getDefiningOp<ViewOp>())
     value = view.getSource();
@@ -320,6 +385,25 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
+/// Checks that the body takes one scalar of each input's element type and
+/// that each input broadcasts to `space` (named `spaceName` in errors).
+static LogicalResult verifyBodyInputs(Operation *op, ValueRange inputs,
+                                      Block &block, ArrayRef<int64_t> space,
+                                      StringRef spaceName) {
+  for (auto [i, input, arg] : llvm::enumerate(inputs, block.getArguments())) {
+    auto type = cast<MemRefType>(input.getType());
+    if (arg.getType() != type.getElementType())
+      return op->emitOpError("body argument ")
+             << i << " has type " << arg.getType() << ", input has "
+             << type.getElementType();
+    if (!broadcastsTo(type.getShape(), space))
+      return op->emitOpError("input ")
+             << i << " of type " << type << " does not broadcast to "
+             << spaceName;
+  }
+  return success();
+}
+
 OperandRange ElementwiseOp::getYielded() {
   return cast<YieldOp>(getBody().front().getTerminator()).getValues();
 }
@@ -333,17 +417,11 @@ LogicalResult ElementwiseOp::verify() {
   if (getOutputs().empty())
     return emitOpError("has no output");
   auto outType = cast<MemRefType>(getOutput().getType());
-  for (auto [i, input, arg] :
-       llvm::enumerate(getInputs(), block.getArguments())) {
-    auto type = cast<MemRefType>(input.getType());
-    if (arg.getType() != type.getElementType())
-      return emitOpError("body argument ")
-             << i << " has type " << arg.getType() << ", input has "
-             << type.getElementType();
-    if (!broadcastsTo(type.getShape(), outType.getShape()))
-      return emitOpError("input ") << i << " of type " << type
-                                   << " does not broadcast to " << outType;
-  }
+  std::string space;
+  llvm::raw_string_ostream(space) << "'" << outType << "'";
+  if (failed(verifyBodyInputs(*this, getInputs(), block, outType.getShape(),
+                              space)))
+    return failure();
   if (!isa<YieldOp>(block.getTerminator()))
     return emitOpError("body must end in kernel.yield");
   if (getYielded().size() != getOutputs().size())
@@ -362,6 +440,64 @@ LogicalResult ElementwiseOp::verify() {
              << yielded.getType() << " for output elements of type "
              << type.getElementType();
   }
+  return success();
+}
+
+Value ReduceOp::getYielded() {
+  return cast<YieldOp>(getBody().front().getTerminator()).getValues().front();
+}
+
+int64_t ReduceOp::getCount() {
+  int64_t count = 1;
+  for (int64_t axis : getAxes())
+    count *= getSpace()[axis];
+  return count;
+}
+
+LogicalResult ReduceOp::verify() {
+  if (getKind() != "sum" && getKind() != "mean")
+    return emitOpError("kind must be \"sum\" or \"mean\", got \"")
+           << getKind() << "\"";
+  ArrayRef<int64_t> space = getSpace(), axes = getAxes();
+  if (llvm::any_of(space, [](int64_t d) { return d < 1; }))
+    return emitOpError("space must have positive dimensions");
+  if (axes.empty())
+    return emitOpError("reduces no axis");
+  for (auto [i, axis] : llvm::enumerate(axes))
+    if (axis < 0 || axis >= int64_t(space.size()) ||
+        (i > 0 && axis <= axes[i - 1]))
+      return emitOpError("axes must be increasing dimensions of the ")
+             << space.size() << "-d space";
+  // The output: the space without the reduced dimensions, or with them 1.
+  SmallVector<int64_t> kept, ones;
+  for (auto [d, size] : llvm::enumerate(space)) {
+    bool reduced = llvm::is_contained(axes, int64_t(d));
+    ones.push_back(reduced ? 1 : size);
+    if (!reduced)
+      kept.push_back(size);
+  }
+  auto outType = cast<MemRefType>(getOutput().getType());
+  if (outType.getShape() != ArrayRef<int64_t>(kept) &&
+      outType.getShape() != ArrayRef<int64_t>(ones))
+    return emitOpError("output ")
+           << outType << " is not the space reduced along the axes";
+  if (!isa<FloatType>(outType.getElementType()))
+    return emitOpError("output elements must be floats, got ")
+           << outType.getElementType();
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ")
+           << block.getNumArguments() << " scalars for " << getInputs().size()
+           << " inputs";
+  if (failed(verifyBodyInputs(*this, getInputs(), block, space, "the space")))
+    return failure();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValues().size() != 1)
+    return emitOpError("body must end in a kernel.yield of one value");
+  if (getYielded().getType() != outType.getElementType())
+    return emitOpError("body yields ")
+           << getYielded().getType() << " for output elements of type "
+           << outType.getElementType();
   return success();
 }
 

@@ -1,8 +1,8 @@
 //===- KernelOps.h - kernel dialect -------------------------------*- C++
 //-*-===//
 //
-// The kernel dialect: arena buffers, fused elementwise kernels and calls into
-// the runtime's kernel library.
+// The kernel dialect: arena buffers, fused elementwise kernels and
+// reductions, and calls into the runtime's kernel library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,9 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <array>
+#include <optional>
 
 #include "dialects/Kernel/IR/KernelOpsDialect.h.inc"
 
@@ -78,6 +81,27 @@ bool hasConfig(CallOp call, llvm::StringRef name);
 /// intermediates; see ztc-convert-nn-to-kernel). Without it every
 /// half-precision result is rounded, as its op alone would round it.
 inline constexpr llvm::StringLiteral kUnroundedAttr = "kernel.unrounded";
+
+/// A reduction's space (kernel.reduce) as three groups of dimensions, in
+/// order: reduced, kept, reduced, each given by its element count (1 when
+/// empty; dimensions of size 1 join any group). The emitter's loops run
+/// over these three indices.
+struct ReductionGroups {
+  int64_t outer = 1, kept = 1, inner = 1;
+};
+
+/// The groups of `space` reduced along `axes` (increasing), or nullopt when
+/// a kept dimension lies between reduced ones on both sides of another
+/// reduced one ([kept, reduced, kept]).
+std::optional<ReductionGroups> reductionGroups(llvm::ArrayRef<int64_t> space,
+                                               llvm::ArrayRef<int64_t> axes);
+
+/// The strides of an input of shape `input`, broadcast to `space`, along
+/// the outer, kept and inner group indices (0 along a group it is
+/// broadcast over); nullopt when it has only some of a group's dimensions.
+std::optional<std::array<int64_t, 3>>
+groupStrides(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> space,
+             llvm::ArrayRef<int64_t> axes);
 
 /// The stream `op` runs on: its `kernel.stream`, or 0.
 int64_t streamOf(Operation *op);

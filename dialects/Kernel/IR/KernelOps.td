@@ -128,11 +128,66 @@ def Kernel_ElementwiseOp : Kernel_Op<"elementwise",
   }];
 }
 
-def Kernel_YieldOp : Kernel_Op<"yield",
-    [Pure, Terminator, HasParent<"ElementwiseOp">]> {
-  let summary = "the scalars an elementwise body produces";
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+def Kernel_ReduceOp : Kernel_Op<"reduce", [SingleBlock]> {
+  let summary = "a sum or mean of an elementwise expression";
   let description = [{
-    Ends an elementwise body with one element per output.
+    Sums (`kind` "sum") or averages ("mean") what the body computes over
+    the iteration space `space`, along `axes`, into `output`. The body is an
+    elementwise body (see `kernel.elementwise`): inputs broadcast to
+    `space`, it receives one scalar per input and yields the value to add.
+    The output has the space's shape with the reduced dimensions removed or
+    kept as 1. The sums accumulate in f32 (f64 for f64 values), one output's
+    terms always in the same order, whatever the threads.
+
+    `ztc-fuse` makes one from an elementwise kernel and the `reduce_sum` or
+    `reduce_mean` call that alone reads its output, so the values are never
+    stored: BatchNorm's variance reads its input and mean, not the squared
+    differences. Spaces whose dimensions group as [reduced, kept, reduced]
+    (either reduced group may be empty) are the ones the emitter takes.
+
+    Example:
+
+    ```mlir
+    kernel.reduce "sum" ins(%dy, %xhat : memref<16x64x8x8xf32>,
+                                         memref<16x64x8x8xf32>)
+                        outs(%g : memref<64xf32>)
+        attributes {axes = array<i64: 0, 2, 3>,
+                    space = array<i64: 16, 64, 8, 8>} {
+    ^bb0(%a: f32, %b: f32):
+      %p = arith.mulf %a, %b : f32
+      kernel.yield %p : f32
+    }
+    ```
+  }];
+  // Reads its inputs and writes its output (see ElementwiseOp).
+  let arguments = (ins StrAttr:$kind,
+                   Arg<Variadic<Kernel_Buffer>, "", [MemRead]>:$inputs,
+                   Arg<Kernel_Buffer, "", [MemWrite]>:$output,
+                   DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$space);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kind `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $output `:`
+    type($output) `)` attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scalar the body yields.
+    ::mlir::Value getYielded();
+    /// The number of terms each output element sums.
+    int64_t getCount();
+  }];
+}
+
+def Kernel_YieldOp : Kernel_Op<"yield",
+    [Pure, Terminator, ParentOneOf<["ElementwiseOp", "ReduceOp"]>]> {
+  let summary = "the scalars an elementwise or reduction body produces";
+  let description = [{
+    Ends an elementwise body with one element per output, or a reduction
+    body with the one value it adds.
 
     Example:
 

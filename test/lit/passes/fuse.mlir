@@ -206,3 +206,102 @@ func.func @state_read_through_view(%p: memref<8xf32>, %g: memref<8xf32>, %m: mem
   }
   return
 }
+
+// -----
+
+// A sum of an elementwise kernel's values that nothing else reads becomes
+// one kernel.reduce over the kernel's space (BatchNorm's gradient: the sum
+// of dy * xhat per channel), after the kernel has absorbed its own
+// producer; the product's buffer goes.
+// CHECK-LABEL: func.func @reduce_of_product
+// CHECK: %[[G:.+]] = kernel.alloc : memref<4xf32>
+// CHECK-NOT: kernel.alloc
+// CHECK-NOT: kernel.call
+// CHECK: kernel.reduce "sum" ins(%{{.+}}, %{{.+}}, %{{.+}} : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%[[G]] : memref<4xf32>) attributes {axes = array<i64: 0, 2, 3>, space = array<i64: 2, 4, 3, 3>}
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: kernel.yield
+func.func @reduce_of_product(%dy: memref<2x4x3x3xf32>, %x: memref<2x4x3x3xf32>, %mean: memref<1x4x1x1xf32>) -> memref<4xf32> {
+  %c = kernel.alloc : memref<2x4x3x3xf32>
+  kernel.elementwise ins(%x, %mean : memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%c : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.subf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  %p = kernel.alloc : memref<2x4x3x3xf32>
+  kernel.elementwise ins(%dy, %c : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>) outs(%p : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.mulf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  %g = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_sum" ins(%p : memref<2x4x3x3xf32>) outs(%g : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
+  return %g : memref<4xf32>
+}
+
+// -----
+
+// A mean keeps its kind, negative axes their meaning, keepdims its shape.
+// CHECK-LABEL: func.func @reduce_mean_keepdims
+// CHECK: kernel.reduce "mean" ins(%{{.+}} : memref<6x5xf32>) outs(%{{.+}} : memref<6x1xf32>) attributes {axes = array<i64: 1>, space = array<i64: 6, 5>}
+func.func @reduce_mean_keepdims(%x: memref<6x5xf32>) -> memref<6x1xf32> {
+  %s = kernel.alloc : memref<6x5xf32>
+  kernel.elementwise ins(%x : memref<6x5xf32>) outs(%s : memref<6x5xf32>) {
+  ^bb0(%a: f32):
+    %0 = arith.mulf %a, %a : f32
+    kernel.yield %0 : f32
+  }
+  %m = kernel.alloc : memref<6x1xf32>
+  kernel.call "reduce_mean" ins(%s : memref<6x5xf32>) outs(%m : memref<6x1xf32>) {config = {axes = array<i64: -1>, keepdims = true}}
+  return %m : memref<6x1xf32>
+}
+
+// -----
+
+// The values stay stored when another kernel reads them too, when the
+// reduced axes do not group as [reduced, kept, reduced] (the emitter's
+// loops), when an input broadcasts over part of a group only (here the
+// kept [3, 4] by a [3, 1]), and when a
+// kernel between writes what the producer reads.
+// CHECK-LABEL: func.func @reduce_not_fused
+// CHECK-NOT: kernel.reduce
+// CHECK-COUNT-4: kernel.call "reduce_sum"
+func.func @reduce_not_fused(%x: memref<2x3x4xf32>, %y: memref<3x1xf32>, %w: memref<2x3x4xf32>) -> (memref<2x3x4xf32>, memref<3xf32>, memref<2x4xf32>, memref<3x4xf32>, memref<3xf32>) {
+  %shared = kernel.alloc : memref<2x3x4xf32>
+  kernel.elementwise ins(%x : memref<2x3x4xf32>) outs(%shared : memref<2x3x4xf32>) {
+  ^bb0(%a: f32):
+    %0 = math.exp %a : f32
+    kernel.yield %0 : f32
+  }
+  %r0 = kernel.alloc : memref<3xf32>
+  kernel.call "reduce_sum" ins(%shared : memref<2x3x4xf32>) outs(%r0 : memref<3xf32>) {config = {axes = array<i64: 0, 2>, keepdims = false}}
+  %middle = kernel.alloc : memref<2x3x4xf32>
+  kernel.elementwise ins(%x : memref<2x3x4xf32>) outs(%middle : memref<2x3x4xf32>) {
+  ^bb0(%a: f32):
+    %0 = math.exp %a : f32
+    kernel.yield %0 : f32
+  }
+  %r1 = kernel.alloc : memref<2x4xf32>
+  kernel.call "reduce_sum" ins(%middle : memref<2x3x4xf32>) outs(%r1 : memref<2x4xf32>) {config = {axes = array<i64: 1>, keepdims = false}}
+  %partial = kernel.alloc : memref<2x3x4xf32>
+  kernel.elementwise ins(%x, %y : memref<2x3x4xf32>, memref<3x1xf32>) outs(%partial : memref<2x3x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.mulf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  %r2 = kernel.alloc : memref<3x4xf32>
+  kernel.call "reduce_sum" ins(%partial : memref<2x3x4xf32>) outs(%r2 : memref<3x4xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  %late = kernel.alloc : memref<2x3x4xf32>
+  kernel.elementwise ins(%w : memref<2x3x4xf32>) outs(%late : memref<2x3x4xf32>) {
+  ^bb0(%a: f32):
+    %0 = math.exp %a : f32
+    kernel.yield %0 : f32
+  }
+  kernel.elementwise ins(%x : memref<2x3x4xf32>) outs(%w : memref<2x3x4xf32>) {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  %r3 = kernel.alloc : memref<3xf32>
+  kernel.call "reduce_sum" ins(%late : memref<2x3x4xf32>) outs(%r3 : memref<3xf32>) {config = {axes = array<i64: 0, 2>, keepdims = false}}
+  return %shared, %r0, %r1, %r2, %r3 : memref<2x3x4xf32>, memref<3xf32>, memref<2x4xf32>, memref<3x4xf32>, memref<3xf32>
+}

@@ -175,7 +175,84 @@ func.func @unknown_attr() attributes {kernel.streams = 2 : i64} {
 // -----
 
 func.func @unrounded_outside_a_kernel(%x: f32) -> f32 {
-  // expected-error @+1 {{'kernel.unrounded' is a unit attribute of an op in a kernel.elementwise body}}
+  // expected-error @+1 {{'kernel.unrounded' is a unit attribute of an op in a kernel.elementwise or kernel.reduce body}}
   %0 = arith.negf %x {kernel.unrounded} : f32
   return %0 : f32
+}
+
+// -----
+
+func.func @reduce_kind(%x: memref<4x3xf32>, %y: memref<3xf32>) {
+  // expected-error @+1 {{'kernel.reduce' op kind must be "sum" or "mean", got "max"}}
+  kernel.reduce "max" ins(%x : memref<4x3xf32>) outs(%y : memref<3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_no_axis(%x: memref<4x3xf32>, %y: memref<4x3xf32>) {
+  // expected-error @+1 {{'kernel.reduce' op reduces no axis}}
+  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<4x3xf32>) attributes {axes = array<i64>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_axes_order(%x: memref<4x3xf32>, %y: memref<f32>) {
+  // expected-error @+1 {{'kernel.reduce' op axes must be increasing dimensions of the 2-d space}}
+  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<f32>) attributes {axes = array<i64: 1, 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_output_shape(%x: memref<4x3xf32>, %y: memref<4xf32>) {
+  // expected-error @+1 {{'kernel.reduce' op output 'memref<4xf32>' is not the space reduced along the axes}}
+  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<4xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_input_shape(%x: memref<5x3xf32>, %y: memref<3xf32>) {
+  // expected-error @+1 {{'kernel.reduce' op input 0 of type 'memref<5x3xf32>' does not broadcast to the space}}
+  kernel.reduce "sum" ins(%x : memref<5x3xf32>) outs(%y : memref<3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_integer(%x: memref<4x3xi32>, %y: memref<3xi32>) {
+  // expected-error @+1 {{'kernel.reduce' op output elements must be floats, got 'i32'}}
+  kernel.reduce "sum" ins(%x : memref<4x3xi32>) outs(%y : memref<3xi32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: i32):
+    kernel.yield %a : i32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_yield_type(%x: memref<4x3xf32>, %y: memref<3xbf16>) {
+  // expected-error @+1 {{'kernel.reduce' op body yields 'f32' for output elements of type 'bf16'}}
+  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<3xbf16>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
 }

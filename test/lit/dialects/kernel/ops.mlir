@@ -1,7 +1,7 @@
 // RUN: ztc-opt %s | ztc-opt | FileCheck %s
 
 // Every kernel op round-trips: planned allocs, constants, views, a fused
-// elementwise body and a library call.
+// elementwise body, a reduction and a library call.
 // CHECK-LABEL: func.func @step
 // CHECK: %[[A:.+]] = kernel.alloc {offset = 0 : i64} : memref<2x3xf32>
 // CHECK: %[[K:.+]] = kernel.constant dense<1.000000e+00> : tensor<3xf32> : memref<3xf32>
@@ -10,6 +10,9 @@
 // CHECK:   kernel.yield %{{.+}} : f32
 // CHECK: %[[V:.+]] = kernel.view %[[A]] : memref<2x3xf32> to memref<3x2xf32>
 // CHECK: kernel.call "transpose" ins(%[[V]] : memref<3x2xf32>) outs(%{{.+}} : memref<2x3xf32>) {config = {perm = array<i64: 1, 0>}}
+// CHECK: kernel.reduce "mean" ins(%[[X]], %[[K]] : memref<2x3xf32>, memref<3xf32>) outs(%{{.+}} : memref<1x3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
+// CHECK:   arith.mulf
+// CHECK:   kernel.yield %{{.+}} : f32
 func.func @step(%x: memref<2x3xf32>) -> memref<2x3xf32> {
   %a = kernel.alloc {offset = 0 : i64} : memref<2x3xf32>
   %k = kernel.constant dense<1.0> : tensor<3xf32> : memref<3xf32>
@@ -21,6 +24,12 @@ func.func @step(%x: memref<2x3xf32>) -> memref<2x3xf32> {
   %v = kernel.view %a : memref<2x3xf32> to memref<3x2xf32>
   %b = kernel.alloc {offset = 256 : i64} : memref<2x3xf32>
   kernel.call "transpose" ins(%v : memref<3x2xf32>) outs(%b : memref<2x3xf32>) {config = {perm = array<i64: 1, 0>}}
+  %m = kernel.alloc {offset = 512 : i64} : memref<1x3xf32>
+  kernel.reduce "mean" ins(%x, %k : memref<2x3xf32>, memref<3xf32>) outs(%m : memref<1x3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
+  ^bb0(%p: f32, %q: f32):
+    %s = arith.mulf %p, %q : f32
+    kernel.yield %s : f32
+  }
   return %b : memref<2x3xf32>
 }
 
