@@ -640,9 +640,11 @@ LogicalResult Emitter::emitReduce(kernel::ReduceOp op) {
   if (target == Target::Cpu) {
     // The terms of one output in the library reduction's order (reduce in
     // CpuKernels.h): with an inner group, each inner run summed in vector
-    // lanes and the runs added in order; without, the outer index in order
-    // for a block of outputs side by side, reading rows in memory order.
-    // Each output is one thread's, so threads change no result.
+    // lanes and the runs added in order (an output per thread); without,
+    // rows read in memory order, the outputs side by side: up to
+    // kReduceBlock outputs, the rows in reduceChunks chunks (a chunk per
+    // thread) whose sums are added in order, else blocks of outputs over
+    // every row (a block per thread). Threads change no result.
     std::string loop;
     llvm::raw_string_ostream l(loop);
     int64_t work = outer * kept * inner;
@@ -659,6 +661,25 @@ LogicalResult Emitter::emitReduce(kernel::ReduceOp op) {
         << "      for (int64_t i = 0; i < " << inner << "; ++i) {\n"
         << indented << "        run += " << value << ";\n"
         << "      }\n      sum += run;\n    }\n"
+        << "    " << store << "\n  }\n";
+    } else if (kept <= 256) {
+      l << "  constexpr int64_t chunks = ztc::cpu::detail::reduceChunks("
+        << outer << ");\n"
+        << "  " << acc << " partial[chunks][" << kept << "];\n"
+        << parallel << "  for (int64_t c = 0; c < chunks; ++c) {\n"
+        << "    " << acc << " *sums = partial[c];\n"
+        << "    for (int64_t k = 0; k < " << kept << "; ++k)\n"
+        << "      sums[k] = 0;\n"
+        << "    for (int64_t o = " << outer << " * c / chunks; o < " << outer
+        << " * (c + 1) / chunks; ++o) {\n"
+        << "#pragma omp simd\n"
+        << "      for (int64_t k = 0; k < " << kept << "; ++k) {\n"
+        << indented << "        sums[k] += " << value << ";\n"
+        << "      }\n    }\n  }\n"
+        << "  for (int64_t k = 0; k < " << kept << "; ++k) {\n"
+        << "    " << acc << " sum = partial[0][k];\n"
+        << "    for (int64_t c = 1; c < chunks; ++c)\n"
+        << "      sum += partial[c][k];\n"
         << "    " << store << "\n  }\n";
     } else {
       l << "  const int64_t width = ztc::cpu::detail::reduceBlockWidth(" << kept
@@ -751,6 +772,17 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   };
   StringRef callee = op.getCallee();
   std::string call;
+  // Convolutions over NHWC tensors (ztc-channels-last) take a trailing
+  // flag; the CUDA library has NCHW convolutions only.
+  std::string channelsLast;
+  if (callee.starts_with("conv2d") && kernel::configBool(op, "channels_last")) {
+    if (target == Target::Cuda)
+      return op.emitOpError("'")
+             << callee
+             << "' over channels-last tensors: the CUDA kernels take NCHW "
+                "(compile with --conv-layout nchw)";
+    channelsLast = ", true";
+  }
   std::string ns = target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::";
   if (callee == "matmul") {
     // Operands stored transposed (ztc-fold-transposes) keep their shapes.
@@ -760,10 +792,11 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                       boolValue("transpose_a"), boolValue("transpose_b"));
   } else if (callee == "conv2d") {
     std::string s = array("strides"), p = array("pads"), d = array("dilations");
-    call = llvm::formatv(
-        "conv2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11})",
-        T, x, dims(in[0]), name(in[1]), dims(in[1]), optional(2), y,
-        dims(output), s, p, d, intValue("group"));
+    call = llvm::formatv("conv2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
+                         "{9}, {10}, {11}{12})",
+                         T, x, dims(in[0]), name(in[1]), dims(in[1]),
+                         optional(2), y, dims(output), s, p, d,
+                         intValue("group"), channelsLast);
   } else if (callee == "max_pool2d") {
     std::string k = array("kernel"), s = array("strides"), p = array("pads"),
                 d = array("dilations");
@@ -840,16 +873,18 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                          dims(output));
   } else if (callee == "conv2d_backward_data") {
     std::string s = array("strides"), p = array("pads"), d = array("dilations");
-    call = llvm::formatv("conv2dBackwardData<{0}>({1}, {2}, {3}, {4}, {5}, "
-                         "{6}, {7}, {8}, {9}, {10})",
-                         T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
-                         dims(output), s, p, d, intValue("group"));
+    call =
+        llvm::formatv("conv2dBackwardData<{0}>({1}, {2}, {3}, {4}, {5}, "
+                      "{6}, {7}, {8}, {9}, {10}{11})",
+                      T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
+                      dims(output), s, p, d, intValue("group"), channelsLast);
   } else if (callee == "conv2d_backward_filter") {
     std::string s = array("strides"), p = array("pads"), d = array("dilations");
-    call = llvm::formatv("conv2dBackwardFilter<{0}>({1}, {2}, {3}, {4}, {5}, "
-                         "{6}, {7}, {8}, {9}, {10})",
-                         T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
-                         dims(output), s, p, d, intValue("group"));
+    call =
+        llvm::formatv("conv2dBackwardFilter<{0}>({1}, {2}, {3}, {4}, {5}, "
+                      "{6}, {7}, {8}, {9}, {10}{11})",
+                      T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
+                      dims(output), s, p, d, intValue("group"), channelsLast);
   } else if (callee == "max_pool2d_backward") {
     std::string k = array("kernel"), s = array("strides"), p = array("pads"),
                 d = array("dilations");

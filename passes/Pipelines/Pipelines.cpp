@@ -86,6 +86,8 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
                 std::to_string(betas.size()) + " values");
   if (gradAccum < 1)
     return fail("--grad-accum must be at least 1");
+  if (convLayout != "nhwc" && convLayout != "nchw")
+    return fail("--conv-layout '" + convLayout + "': expected nhwc or nchw");
   if (gradAccumDtype != "fp32" && gradAccumDtype != "bf16" &&
       gradAccumDtype != "fp16")
     return fail("--grad-accum-dtype '" + gradAccumDtype +
@@ -262,7 +264,8 @@ void mlir::ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
 
 void mlir::ztc::buildNNToKernelPipeline(
     OpPassManager &pm, bool checkFinite,
-    const std::optional<ScheduleCollectivesPassOptions> &schedule) {
+    const std::optional<ScheduleCollectivesPassOptions> &schedule,
+    bool channelsLast) {
   // Expand optimizer updates into nn arithmetic (mixed precision: with each
   // half gradient widened at its readers), bufferize, let matmuls read
   // transposed operands in place, fuse elementwise chains (fewer buffers to
@@ -270,6 +273,8 @@ void mlir::ztc::buildNNToKernelPipeline(
   // every op's result right after its kernels.
   pm.addNestedPass<func::FuncOp>(createLowerTrainPass());
   pm.addNestedPass<func::FuncOp>(createHalfGradientsPass());
+  if (channelsLast)
+    pm.addNestedPass<func::FuncOp>(createChannelsLastPass());
   if (checkFinite)
     pm.addNestedPass<func::FuncOp>(createCheckFinitePass());
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());
@@ -309,7 +314,8 @@ void mlir::ztc::buildTrainingPipeline(OpPassManager &pm,
                                       const TrainingPipelineOptions &options) {
   buildTrainingNNPipeline(pm, options);
   // 7. Kernels, fused and planned.
-  buildNNToKernelPipeline(pm, options.checkFinite, options.scheduleOptions());
+  buildNNToKernelPipeline(pm, options.checkFinite, options.scheduleOptions(),
+                          options.convLayout == "nhwc");
 }
 
 void mlir::ztc::buildTrainingNNPipeline(
@@ -366,8 +372,8 @@ void mlir::ztc::buildTrainingNNPipeline(
       recompute, [tail](ModuleOp module) -> FailureOr<uint64_t> {
         PassManager pm(module.getContext());
         buildTrainingEntriesPipeline(pm, *tail);
-        buildNNToKernelPipeline(pm, tail->checkFinite,
-                                tail->scheduleOptions());
+        buildNNToKernelPipeline(pm, tail->checkFinite, tail->scheduleOptions(),
+                                tail->convLayout == "nhwc");
         if (failed(pm.run(module)))
           return failure();
         FailureOr<StepFootprint> footprint = measureFootprint(module);

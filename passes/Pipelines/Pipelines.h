@@ -355,6 +355,16 @@ struct TrainingPipelineOptions
                      "allgather_bucket_size; 0: bytes decide)"),
       llvm::cl::init(0)};
 
+  // --- Layout (ztc-channels-last) ----------------------------------------
+  Option<std::string> convLayout{
+      *this, "conv-layout",
+      llvm::cl::desc(
+          "Layout of f32 convolutions' activations: nhwc (channels last, "
+          "which oneDNN's convolutions read and write without reordering; "
+          "the CPU's default) or nchw (ONNX's; the default with --target "
+          "cuda)"),
+      llvm::cl::init("nhwc")};
+
   /// The options of ztc-schedule-collectives these ask for (null: the
   /// pass does not run).
   std::optional<ScheduleCollectivesPassOptions> scheduleOptions() const;
@@ -390,9 +400,11 @@ void buildOnnxToNNPipeline(OpPassManager &pm);
 /// Adds the passes that lower nn entries to planned kernels (with a finite
 /// check after every op when `checkFinite`).
 /// `schedule`: also ztc-schedule-collectives, with these options.
+/// `channelsLast`: f32 convolutions' activations NHWC (ztc-channels-last).
 void buildNNToKernelPipeline(
     OpPassManager &pm, bool checkFinite = false,
-    const std::optional<ScheduleCollectivesPassOptions> &schedule = {});
+    const std::optional<ScheduleCollectivesPassOptions> &schedule = {},
+    bool channelsLast = false);
 
 /// The whole training compile, from an imported onnx module to planned
 /// kernel entries (`ztc compile`): buildTrainingNNPipeline, then

@@ -152,6 +152,15 @@ constexpr int64_t kParallelGrain = 1 << 15;
 /// once (reduce, and the generated kernel.reduce loops).
 constexpr int64_t kReduceBlock = 256;
 
+/// A reduction over leading dimensions of at most kReduceBlock outputs
+/// sums its `rows` in this many chunks at most, each row by row, then adds
+/// the chunks' sums in order: threads take chunks, and the order depends on
+/// the shape alone.
+constexpr int64_t kReduceChunks = 16;
+constexpr int64_t reduceChunks(int64_t rows) {
+  return rows < kReduceChunks ? rows : kReduceChunks;
+}
+
 /// The width of those blocks for `outputs` outputs: at most kReduceBlock,
 /// narrower when that would leave a thread without a block (a bias
 /// gradient of 256). The width changes no output's order of terms.
@@ -698,10 +707,62 @@ void col2im(const T *col, const Window2d &window, int64_t channels, T *input) {
 
 } // namespace detail
 
+namespace detail {
+
+/// The NCHW dimensions of a tensor of NHWC dimensions `nhwc`.
+inline Dims nchwOf(const Dims &nhwc) {
+  return Dims{nhwc.d[0], nhwc.d[3], nhwc.d[1], nhwc.d[2]};
+}
+
+/// Copies `from` (NCHW dimensions `nchw`) between the NCHW and NHWC layouts:
+/// into NHWC with `toNhwc`, else from NHWC into NCHW. The convolutions'
+/// fallback for channels-last tensors oneDNN did not take.
+template <typename T>
+std::vector<T> relayout(const T *from, const Dims &nchw, bool toNhwc) {
+  int64_t n = nchw.d[0], c = nchw.d[1], hw = nchw.d[2] * nchw.d[3];
+  std::vector<T> to(n * c * hw);
+#pragma omp parallel for if (n * c * hw > kParallelGrain)
+  for (int64_t image = 0; image < n; ++image)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        int64_t nchwIndex = (image * c + ch) * hw + p,
+                nhwcIndex = (image * hw + p) * c + ch;
+        if (toNhwc)
+          to[nhwcIndex] = from[nchwIndex];
+        else
+          to[nchwIndex] = from[nhwcIndex];
+      }
+  return to;
+}
+
+} // namespace detail
+
+/// A 2-D convolution: x [N, C, H, W] (or [N, H, W, C] with `channelsLast`,
+/// and y likewise), weights [O, C/group, kH, kW], an optional bias [O].
 template <typename T>
 void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
             const T *bias, T *y, const Dims &yDims, const int64_t *strides,
-            const int64_t *pads, const int64_t *dilations, int64_t group) {
+            const int64_t *pads, const int64_t *dilations, int64_t group,
+            bool channelsLast = false) {
+  if (channelsLast) {
+    Dims xNchw = detail::nchwOf(xDims), yNchw = detail::nchwOf(yDims);
+    if constexpr (std::is_same_v<T, float>) {
+      std::vector<void *> data = {const_cast<T *>(x), const_cast<T *>(w)};
+      if (bias)
+        data.push_back(const_cast<T *>(bias));
+      data.push_back(y);
+      if (dnnl::convolution(dnnl::ConvPass::Forward, xNchw, wDims, yNchw,
+                            strides, pads, dilations, group, bias, true, data))
+        return;
+    }
+    std::vector<T> xPlanes = detail::relayout(x, xNchw, false);
+    std::vector<T> yPlanes(yNchw.numElements());
+    conv2d(xPlanes.data(), xNchw, w, wDims, bias, yPlanes.data(), yNchw,
+           strides, pads, dilations, group);
+    std::vector<T> out = detail::relayout(yPlanes.data(), yNchw, true);
+    std::copy(out.begin(), out.end(), y);
+    return;
+  }
   int64_t batch = xDims.d[0], channels = xDims.d[1];
   int64_t height = xDims.d[2], width = xDims.d[3];
   int64_t outChannels = wDims.d[0], groupChannels = wDims.d[1];
@@ -717,8 +778,8 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
     if (bias)
       data.push_back(const_cast<T *>(bias));
     data.push_back(y);
-    if (dnnl::convolution(dnnl::ConvPass::Forward, xDims, wDims, yDims,
-                          strides, pads, dilations, group, bias, data))
+    if (dnnl::convolution(dnnl::ConvPass::Forward, xDims, wDims, yDims, strides,
+                          pads, dilations, group, bias, false, data))
       return;
   }
 
@@ -1016,14 +1077,39 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
         acc = acc / static_cast<Acc>(count);
     return detail::store<T>(acc);
   };
-  // Leading axes reduced (bias and normalization gradients: [rows, inner]
-  // summed over rows): row by row into a block of accumulators, reading
-  // memory in order. Each output sees its values in the same order as in
-  // the general loop below (whose runs are single elements here: the kept
-  // dimensions are the innermost), so the results are the same.
+  // Leading axes reduced (bias and normalization gradients, statistics of
+  // NHWC data: [rows, inner] summed over rows), reading memory in order.
   uint64_t leading = (uint64_t(1) << reduced.rank) - 1;
   if (reduced.rank > 0 && kept.rank > 0 && axesMask == leading) {
     bool parallel = outputs * count > detail::kParallelGrain;
+    Acc init = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
+    if (outputs <= detail::kReduceBlock) {
+      // Few outputs (channels of NHWC data): the rows in chunks, each
+      // summed row by row across the outputs' vector lanes, then the
+      // chunks' sums in chunk order.
+      int64_t chunks = detail::reduceChunks(count);
+      Acc partial[detail::kReduceChunks][detail::kReduceBlock];
+#pragma omp parallel for if (parallel)
+      for (int64_t c = 0; c < chunks; ++c) {
+        Acc *acc = partial[c];
+        for (int64_t j = 0; j < outputs; ++j)
+          acc[j] = init;
+        for (int64_t r = count * c / chunks; r < count * (c + 1) / chunks;
+             ++r) {
+          const T *row = x + r * outputs;
+#pragma omp simd
+          for (int64_t j = 0; j < outputs; ++j)
+            combine(acc[j], static_cast<Acc>(detail::load(row[j])));
+        }
+      }
+      for (int64_t j = 0; j < outputs; ++j) {
+        Acc total = chunks > 0 ? partial[0][j] : init;
+        for (int64_t c = 1; c < chunks; ++c)
+          combine(total, partial[c][j]);
+        y[j] = finish(total);
+      }
+      return;
+    }
     int64_t blockWidth = detail::reduceBlockWidth(outputs, parallel);
     int64_t blocks = (outputs + blockWidth - 1) / blockWidth;
 #pragma omp parallel for if (parallel)
@@ -1032,9 +1118,10 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y) {
       int64_t width = std::min(blockWidth, outputs - begin);
       Acc acc[detail::kReduceBlock];
       for (int64_t j = 0; j < width; ++j)
-        acc[j] = Kind == ReduceKind::Max ? detail::lowestValue<Acc>() : Acc(0);
+        acc[j] = init;
       for (int64_t r = 0; r < count; ++r) {
         const T *row = x + r * outputs + begin;
+#pragma omp simd
         for (int64_t j = 0; j < width; ++j)
           combine(acc[j], static_cast<Acc>(detail::load(row[j])));
       }
@@ -1219,7 +1306,23 @@ template <typename T>
 void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
                         const Dims &wDims, T *gx, const Dims &gxDims,
                         const int64_t *strides, const int64_t *pads,
-                        const int64_t *dilations, int64_t group) {
+                        const int64_t *dilations, int64_t group,
+                        bool channelsLast = false) {
+  if (channelsLast) {
+    Dims gyNchw = detail::nchwOf(gyDims), gxNchw = detail::nchwOf(gxDims);
+    if constexpr (std::is_same_v<T, float>)
+      if (dnnl::convolution(dnnl::ConvPass::BackwardData, gxNchw, wDims, gyNchw,
+                            strides, pads, dilations, group, false, true,
+                            {const_cast<T *>(gy), const_cast<T *>(w), gx}))
+        return;
+    std::vector<T> gyPlanes = detail::relayout(gy, gyNchw, false);
+    std::vector<T> gxPlanes(gxNchw.numElements());
+    conv2dBackwardData(gyPlanes.data(), gyNchw, w, wDims, gxPlanes.data(),
+                       gxNchw, strides, pads, dilations, group);
+    std::vector<T> out = detail::relayout(gxPlanes.data(), gxNchw, true);
+    std::copy(out.begin(), out.end(), gx);
+    return;
+  }
   using Acc = detail::ComputeT<T>;
   int64_t batch = gxDims.d[0], channels = gxDims.d[1];
   int64_t height = gxDims.d[2], width = gxDims.d[3];
@@ -1230,7 +1333,7 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
       window2d(gxDims, gyDims, wDims.d + 2, strides, pads, dilations);
   if constexpr (std::is_same_v<T, float>)
     if (dnnl::convolution(dnnl::ConvPass::BackwardData, gxDims, wDims, gyDims,
-                          strides, pads, dilations, group, false,
+                          strides, pads, dilations, group, false, false,
                           {const_cast<T *>(gy), const_cast<T *>(w), gx}))
       return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -1284,7 +1387,22 @@ template <typename T>
 void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
                           const Dims &gyDims, T *gw, const Dims &gwDims,
                           const int64_t *strides, const int64_t *pads,
-                          const int64_t *dilations, int64_t group) {
+                          const int64_t *dilations, int64_t group,
+                          bool channelsLast = false) {
+  if (channelsLast) {
+    Dims xNchw = detail::nchwOf(xDims), gyNchw = detail::nchwOf(gyDims);
+    if constexpr (std::is_same_v<T, float>)
+      if (dnnl::convolution(dnnl::ConvPass::BackwardWeights, xNchw, gwDims,
+                            gyNchw, strides, pads, dilations, group, false,
+                            true,
+                            {const_cast<T *>(x), const_cast<T *>(gy), gw}))
+        return;
+    std::vector<T> xPlanes = detail::relayout(x, xNchw, false);
+    std::vector<T> gyPlanes = detail::relayout(gy, gyNchw, false);
+    conv2dBackwardFilter(xPlanes.data(), xNchw, gyPlanes.data(), gyNchw, gw,
+                         gwDims, strides, pads, dilations, group);
+    return;
+  }
   using Acc = detail::ComputeT<T>;
   int64_t batch = xDims.d[0], channels = xDims.d[1];
   int64_t height = xDims.d[2], width = xDims.d[3];
@@ -1295,7 +1413,7 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
       window2d(xDims, gyDims, gwDims.d + 2, strides, pads, dilations);
   if constexpr (std::is_same_v<T, float>)
     if (dnnl::convolution(dnnl::ConvPass::BackwardWeights, xDims, gwDims,
-                          gyDims, strides, pads, dilations, group, false,
+                          gyDims, strides, pads, dilations, group, false, false,
                           {const_cast<T *>(x), const_cast<T *>(gy), gw}))
       return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

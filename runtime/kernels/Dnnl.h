@@ -5,7 +5,9 @@
 // library. The CPU kernels keep their tensors in the plain row-major
 // layout the step's arena plans; a primitive may prefer another (blocked
 // channels, nChw16c): its inputs are reordered into a buffer of that layout
-// before it runs and its outputs reordered back after. Those buffers and
+// before it runs and its outputs reordered back after. Convolutions over
+// NHWC activations (channels last) take them as they are, only their
+// weights reordered. Those buffers and
 // the scratchpad are each thread's own, kept for its next call; like the
 // im2col columns of the fallback path, they are not part of the arena.
 //
@@ -335,9 +337,10 @@ const Op *cachedOp(const std::vector<int64_t> &key, Make make) {
 /// Which of a convolution's three computations.
 enum class ConvPass { Forward, BackwardData, BackwardWeights };
 
-/// A float 2-D convolution by oneDNN, in the CPU kernels' terms: NCHW `x`
-/// and `y`, weights [O, C/group, kH, kW], `pads` starting with top and left,
-/// `dilations` 1 for none. `data` holds, in order:
+/// A float 2-D convolution by oneDNN, in the CPU kernels' terms: `x` and
+/// `y` of the NCHW dimensions `xDims` and `yDims`, stored NCHW or, with
+/// `channelsLast`, NHWC; weights [O, C/group, kH, kW], `pads` starting with
+/// top and left, `dilations` 1 for none. `data` holds, in order:
 ///   Forward:         x, w, bias (if `bias`), y      (y written)
 ///   BackwardData:    gy, w, gx                      (gx written)
 ///   BackwardWeights: x, gy, gw                      (gw written)
@@ -345,9 +348,9 @@ enum class ConvPass { Forward, BackwardData, BackwardWeights };
 inline bool convolution(ConvPass pass, const Dims &xDims, const Dims &wDims,
                         const Dims &yDims, const int64_t *strides,
                         const int64_t *pads, const int64_t *dilations,
-                        int64_t group, bool bias,
+                        int64_t group, bool bias, bool channelsLast,
                         const std::vector<void *> &data) {
-  std::vector<int64_t> key = {int64_t(pass), group, bias};
+  std::vector<int64_t> key = {int64_t(pass), group, bias, channelsLast};
   for (const Dims *dims : {&xDims, &wDims, &yDims})
     key.insert(key.end(), dims->d, dims->d + 4);
   key.insert(key.end(), strides, strides + 2);
@@ -358,13 +361,21 @@ inline bool convolution(ConvPass pass, const Dims &xDims, const Dims &wDims,
                                       xDims.d[3]});
     dnnl_memory_desc_t y = plainDesc({yDims.d[0], yDims.d[1], yDims.d[2],
                                       yDims.d[3]});
+    // NHWC: the same dimensions, channels innermost in memory. oneDNN's
+    // convolutions read and write it as they are, without the reorders
+    // into and out of blocked channels that NCHW takes.
+    if (channelsLast) {
+      dnnl_memory_desc_init_by_tag(&x, 4, x.dims, dnnl_f32, dnnl_acdb);
+      dnnl_memory_desc_init_by_tag(&y, 4, y.dims, dnnl_f32, dnnl_acdb);
+    }
     // Grouped weights are [group, O/group, C/group, kH, kW]: the same bytes.
     dnnl_memory_desc_t w =
         group == 1 ? plainDesc({wDims.d[0], wDims.d[1], wDims.d[2], wDims.d[3]})
                    : plainDesc({group, wDims.d[0] / group, wDims.d[1],
                                 wDims.d[2], wDims.d[3]});
     dnnl_memory_desc_t b = plainDesc({wDims.d[0]});
-    dnnl_memory_desc_t xAny = anyDesc(x), yAny = anyDesc(y), wAny = anyDesc(w),
+    dnnl_memory_desc_t xAny = channelsLast ? x : anyDesc(x),
+                       yAny = channelsLast ? y : anyDesc(y), wAny = anyDesc(w),
                        bAny = anyDesc(b);
     // oneDNN counts dilation from 0 and wants the bottom and right padding
     // that make the output size exact (the rows a stride skips are not

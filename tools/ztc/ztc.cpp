@@ -247,7 +247,8 @@ const char *const kCompilePipelineFlags[] = {
     "initial-scale-power",     "loss-scale-window",
     "hysteresis",              "consecutive-hysteresis",
     "min-loss-scale",          "check-finite",
-    "grad-accum-dtype",        "half-weights"};
+    "grad-accum-dtype",        "half-weights",
+    "conv-layout"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",
@@ -834,6 +835,10 @@ int runCompile() {
   std::string error;
   if (failed(compileFlags.apply(training, config->overrides)))
     return 1;
+  // The CUDA kernels take NCHW convolutions.
+  if (target == mz::codegen::Target::Cuda &&
+      compileFlags.values("conv-layout").empty())
+    training.convLayout = "nchw";
   if (failed(training.verify(error)))
     return fail(error);
   std::optional<std::string> key = currentCompileKey(*context);

@@ -103,14 +103,16 @@ constexpr ConfigKind Int = ConfigKind::Int, Bool = ConfigKind::Bool,
 // set (matmul's transposes, ztc-fold-transposes).
 const ConfigField kMatmul[] = {opt("transpose_a", Bool),
                                opt("transpose_b", Bool)};
+// channels_last: the activations are NHWC (ztc-channels-last).
 const ConfigField kConv[] = {req("strides", Ints), req("pads", Ints),
-                             req("dilations", Ints), req("group", Int)};
+                             req("dilations", Ints), req("group", Int),
+                             opt("channels_last", Bool)};
 const ConfigField kConvBackwardData[] = {
     req("input_size", Ints), req("strides", Ints), req("pads", Ints),
-    req("dilations", Ints), req("group", Int)};
+    req("dilations", Ints),  req("group", Int),    opt("channels_last", Bool)};
 const ConfigField kConvBackwardFilter[] = {
-    req("kernel", Ints), req("strides", Ints), req("pads", Ints),
-    req("dilations", Ints), req("group", Int)};
+    req("kernel", Ints),    req("strides", Ints), req("pads", Ints),
+    req("dilations", Ints), req("group", Int),    opt("channels_last", Bool)};
 const ConfigField kMaxPool[] = {req("kernel", Ints), req("strides", Ints),
                                 req("pads", Ints), req("dilations", Ints),
                                 req("ceil_mode", Bool)};

@@ -832,12 +832,27 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
 // Conv2dOp
 //===----------------------------------------------------------------------===//
 
+/// With `channelsLast`, the [N, C, H, W] type of a 4-D activation stored
+/// [N, H, W, C] (`toNchw`), or the reverse; any other type as it is.
+static RankedTensorType relayout(RankedTensorType type, bool channelsLast,
+                                 bool toNchw) {
+  if (!channelsLast || !type || type.getRank() != 4)
+    return type;
+  ArrayRef<int64_t> d = type.getShape();
+  SmallVector<int64_t, 4> shape =
+      toNchw ? SmallVector<int64_t, 4>{d[0], d[3], d[1], d[2]}
+             : SmallVector<int64_t, 4>{d[0], d[2], d[3], d[1]};
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   StringRef name = getOperationName();
-  RankedTensorType input = tensorType(adaptor.getInput());
+  bool channelsLast = adaptor.getChannelsLast();
+  RankedTensorType input =
+      relayout(tensorType(adaptor.getInput()), channelsLast, true);
   RankedTensorType weight = tensorType(adaptor.getWeight());
   if (failed(checkRank(location, name, "input", input, 4, "[N, C, H, W]")) ||
       failed(checkRank(location, name, "weight", weight, 4,
@@ -864,10 +879,14 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
     if (failed(checkElementType(location, name, "bias", biasType, input)))
       return failure();
   }
-  return inferWindowShape(location, name, input, outChannels,
-                          weight.getShape().drop_front(2), adaptor.getStrides(),
-                          adaptor.getPads(), adaptor.getDilations(),
-                          /*ceilMode=*/false, types);
+  if (failed(inferWindowShape(
+          location, name, input, outChannels, weight.getShape().drop_front(2),
+          adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+          /*ceilMode=*/false, types)))
+    return failure();
+  types.back() =
+      relayout(cast<RankedTensorType>(types.back()), channelsLast, false);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1327,7 +1346,9 @@ LogicalResult Conv2dBackwardDataOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
   StringRef name = getOperationName();
-  RankedTensorType gradOutput = tensorType(adaptor.getGradOutput());
+  bool channelsLast = adaptor.getChannelsLast();
+  RankedTensorType gradOutput =
+      relayout(tensorType(adaptor.getGradOutput()), channelsLast, true);
   RankedTensorType weight = tensorType(adaptor.getWeight());
   ArrayRef<int64_t> inputSize = adaptor.getInputSize();
   auto group = static_cast<int64_t>(adaptor.getGroup());
@@ -1360,7 +1381,7 @@ LogicalResult Conv2dBackwardDataOp::inferReturnTypes(
           /*ceilMode=*/false, forward)) ||
       failed(checkGradOutput(location, name, forward.front(), gradOutput)))
     return failure();
-  types.push_back(input);
+  types.push_back(relayout(input, channelsLast, false));
   return success();
 }
 
@@ -1368,8 +1389,11 @@ LogicalResult Conv2dBackwardFilterOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
   StringRef name = getOperationName();
-  RankedTensorType input = tensorType(adaptor.getInput());
-  RankedTensorType gradOutput = tensorType(adaptor.getGradOutput());
+  bool channelsLast = adaptor.getChannelsLast();
+  RankedTensorType input =
+      relayout(tensorType(adaptor.getInput()), channelsLast, true);
+  RankedTensorType gradOutput =
+      relayout(tensorType(adaptor.getGradOutput()), channelsLast, true);
   ArrayRef<int64_t> kernel = adaptor.getKernel();
   auto group = static_cast<int64_t>(adaptor.getGroup());
   if (failed(checkRank(location, name, "input", input, 4, "[N, C, H, W]")) ||

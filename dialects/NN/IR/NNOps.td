@@ -559,6 +559,9 @@ def NN_Conv2dOp : NN_Op<"conv2d", NN_InferredResult> {
   let description = [{
     Convolves `input` of shape `[N, C, H, W]` with `weight` of shape
     `[O, C / group, kH, kW]` and adds the optional `bias` of shape `[O]`.
+    With `channels_last` the input and output are stored NHWC
+    (`[N, H, W, C]`, `[N, Ho, Wo, O]`; `ztc-channels-last`), the weight
+    still `[O, C / group, kH, kW]`.
     `strides` and `dilations` are `[h, w]`, `pads` is
     `[top, left, bottom, right]` (explicit, never "auto"). The output is
     `[N, O, Ho, Wo]` with
@@ -578,7 +581,8 @@ def NN_Conv2dOp : NN_Op<"conv2d", NN_InferredResult> {
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
                    Optional<NN_FloatTensor>:$bias,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                   DenseI64ArrayAttr:$dilations, I64Attr:$group);
+                   DenseI64ArrayAttr:$dilations, I64Attr:$group,
+                   UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
 }
 
@@ -1095,7 +1099,8 @@ def NN_Conv2dBackwardDataOp : NN_Op<"conv2d_backward_data", NN_InferredResult> {
     `input_size` (`[H, W]`) is the forward input's spatial size, which the
     output size alone does not determine when a stride exceeds 1. The
     result is `[N, C, H, W]` with `C = weight.shape[1] * group`, and a
-    forward conv of that shape must produce `grad_output`'s shape.
+    forward conv of that shape must produce `grad_output`'s shape. With
+    `channels_last`, `grad_output` and the result are NHWC.
 
     Example:
 
@@ -1110,7 +1115,7 @@ def NN_Conv2dBackwardDataOp : NN_Op<"conv2d_backward_data", NN_InferredResult> {
   let arguments = (ins NN_FloatTensor:$grad_output, NN_FloatTensor:$weight,
                    DenseI64ArrayAttr:$input_size, DenseI64ArrayAttr:$strides,
                    DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-                   I64Attr:$group);
+                   I64Attr:$group, UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
 }
 
@@ -1127,7 +1132,8 @@ def NN_Conv2dBackwardFilterOp
     forward result (`[N, O, Ho, Wo]`); `strides`, `pads`, `dilations` and
     `group` are the forward conv's and `kernel` (`[kH, kW]`) its kernel
     size. The result is `[O, C / group, kH, kW]`. The bias gradient needs
-    no op of its own (a reduce_sum of `grad_output`).
+    no op of its own (a reduce_sum of `grad_output`). With `channels_last`,
+    `input` and `grad_output` are NHWC.
 
     Example:
 
@@ -1142,7 +1148,7 @@ def NN_Conv2dBackwardFilterOp
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad_output,
                    DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
                    DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-                   I64Attr:$group);
+                   I64Attr:$group, UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
 }
 

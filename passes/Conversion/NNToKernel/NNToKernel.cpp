@@ -183,10 +183,13 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
     return op->emitOpError("has no kernel in the runtime library");
   // The configuration is the op's own attributes; dialect-prefixed ones
   // (train.recomputed) describe the op, not the kernel.
+  // A unit attribute (channels_last) is the flag true.
   SmallVector<NamedAttribute> config;
   for (NamedAttribute attr : op->getAttrs())
     if (!attr.getName().getValue().contains('.'))
-      config.push_back(attr);
+      config.push_back(isa<UnitAttr>(attr.getValue())
+                           ? b.getNamedAttr(attr.getName(), b.getBoolAttr(true))
+                           : attr);
   kernel::CallOp::create(b, loc, callee, inputs, ValueRange{output},
                          b.getDictionaryAttr(config));
   return success();

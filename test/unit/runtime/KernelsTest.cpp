@@ -406,21 +406,97 @@ void checkConvGradients(const ConvCase &cc, unsigned seed) {
              std::sqrt(double(numel(yShape) / cc.w[0])));
 }
 
+/// Strides, padding, dilation, groups, 1x1 kernels, with and without bias.
+const ConvCase kConvCases[] = {
+    {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    {{1, 4, 9, 8}, {6, 2, 3, 2}, {2, 1}, {1, 0, 2, 1}, {1, 1}, 2, true},
+    {{2, 4, 10, 9}, {4, 1, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 3}, 4, false},
+    {{1, 6, 8, 8}, {3, 2, 2, 3}, {3, 2}, {0, 1, 1, 0}, {2, 1}, 3, true},
+    {{2, 5, 4, 3}, {7, 5, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    {{1, 2, 5, 5}, {2, 2, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
+    {{1, 2, 3, 3}, {2, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2, true},
+};
+
 template <typename T> void checkConvCases() {
-  const ConvCase cases[] = {
-      {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
-      {{1, 4, 9, 8}, {6, 2, 3, 2}, {2, 1}, {1, 0, 2, 1}, {1, 1}, 2, true},
-      {{2, 4, 10, 9}, {4, 1, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 3}, 4, false},
-      {{1, 6, 8, 8}, {3, 2, 2, 3}, {3, 2}, {0, 1, 1, 0}, {2, 1}, 3, true},
-      {{2, 5, 4, 3}, {7, 5, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
-      {{1, 2, 5, 5}, {2, 2, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
-      {{1, 2, 3, 3}, {2, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2, true},
-  };
   unsigned seed = 100;
-  for (const ConvCase &cc : cases) {
+  for (const ConvCase &cc : kConvCases) {
     checkConv<T>(cc, seed += 3);
     checkConvGradients<T>(cc, seed);
   }
+}
+
+/// `nchw` (dimensions `shape`, NCHW) stored NHWC.
+template <typename T>
+std::vector<T> toNhwc(const std::vector<T> &nchw, const Shape &shape) {
+  int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
+  std::vector<T> nhwc(nchw.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < h * w; ++p)
+        nhwc[(i * h * w + p) * c + ch] = nchw[(i * c + ch) * h * w + p];
+  return nhwc;
+}
+
+Dims nhwcDims(const Shape &nchw) {
+  return Dims{nchw[0], nchw[2], nchw[3], nchw[1]};
+}
+
+/// The channels-last convolutions (NHWC activations: oneDNN's for float,
+/// the NCHW kernels between relayouts otherwise) compute what the NCHW ones
+/// do, which the reference checks above.
+template <typename T> void checkChannelsLastConvs(double tolerance) {
+  // The reference cases, and channels in multiples of 16 as a CNN has.
+  std::vector<ConvCase> cases(std::begin(kConvCases), std::end(kConvCases));
+  cases.push_back(
+      {{2, 16, 8, 8}, {32, 16, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, false});
+  unsigned seed = 300;
+  for (const ConvCase &cc : cases) {
+    Shape yShape = convOutShape(cc);
+    auto x = randomValues<T>(numel(cc.x), seed += 3);
+    auto w = randomValues<T>(numel(cc.w), seed + 1);
+    auto bias = randomValues<T>(cc.w[0], seed + 2);
+    auto gy = randomValues<T>(numel(yShape), seed + 3);
+    const T *b = cc.bias ? bias.data() : nullptr;
+    std::vector<T> y(numel(yShape)), gx(numel(cc.x)), gw(numel(cc.w));
+    conv2d<T>(x.data(), dimsOf(cc.x), w.data(), dimsOf(cc.w), b, y.data(),
+              dimsOf(yShape), cc.strides, cc.pads, cc.dilations, cc.group);
+    conv2dBackwardData<T>(gy.data(), dimsOf(yShape), w.data(), dimsOf(cc.w),
+                          gx.data(), dimsOf(cc.x), cc.strides, cc.pads,
+                          cc.dilations, cc.group);
+    conv2dBackwardFilter<T>(x.data(), dimsOf(cc.x), gy.data(), dimsOf(yShape),
+                            gw.data(), dimsOf(cc.w), cc.strides, cc.pads,
+                            cc.dilations, cc.group);
+    std::vector<T> xLast = toNhwc(x, cc.x), gyLast = toNhwc(gy, yShape);
+    std::vector<T> yLast(y.size(), T(7.0f)), gxLast(gx.size(), T(7.0f)),
+        gwLast(gw.size(), T(7.0f));
+    conv2d<T>(xLast.data(), nhwcDims(cc.x), w.data(), dimsOf(cc.w), b,
+              yLast.data(), nhwcDims(yShape), cc.strides, cc.pads, cc.dilations,
+              cc.group, /*channelsLast=*/true);
+    conv2dBackwardData<T>(gyLast.data(), nhwcDims(yShape), w.data(),
+                          dimsOf(cc.w), gxLast.data(), nhwcDims(cc.x),
+                          cc.strides, cc.pads, cc.dilations, cc.group, true);
+    conv2dBackwardFilter<T>(xLast.data(), nhwcDims(cc.x), gyLast.data(),
+                            nhwcDims(yShape), gwLast.data(), dimsOf(cc.w),
+                            cc.strides, cc.pads, cc.dilations, cc.group, true);
+    auto near = [&](const std::vector<T> &got, const std::vector<T> &want,
+                    const char *what) {
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(toDouble(got[i]), toDouble(want[i]), tolerance)
+            << what << " element " << i;
+    };
+    near(yLast, toNhwc(y, yShape), "conv2d");
+    near(gxLast, toNhwc(gx, cc.x), "conv2dBackwardData");
+    near(gwLast, gw, "conv2dBackwardFilter");
+  }
+}
+
+TEST(KernelsTest, ChannelsLastConvolutionsFloat) {
+  checkChannelsLastConvs<float>(1e-4);
+}
+TEST(KernelsTest, ChannelsLastConvolutionsDouble) {
+  // The NCHW kernels themselves, between exact relayouts.
+  checkChannelsLastConvs<double>(0.0);
 }
 
 TEST(KernelsTest, Conv2dFloat) { checkConvCases<float>(); }
