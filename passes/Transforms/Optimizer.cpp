@@ -81,6 +81,19 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
       func.emitError("nothing to train: no parameter has a gradient");
       return signalPassFailure();
     }
+    // The updates' arithmetic and hyperparameters are f32 (half
+    // parameters get f32 masters under --precision); f64 has none.
+    for (const Update &update : updates)
+      if (cast<ShapedType>(func.getArgument(update.arg).getType())
+              .getElementType()
+              .isF64()) {
+        func.emitError("parameter '")
+            << update.name
+            << "' is float64: ztc trains float32 parameters (bf16 or fp16 "
+               "copies with --precision); convert the model to float32 "
+               "(ztc gradcheck checks float64 gradients)";
+        return signalPassFailure();
+      }
 
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr("optimizer"), ret.getLoc());

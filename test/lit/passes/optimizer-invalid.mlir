@@ -28,3 +28,11 @@ func.func @unknown(%w: tensor<4xf32> {train.binding = #train.binding<param "w">}
   %loss = arith.constant dense<1.0> : tensor<f32>
   return %loss, %w : tensor<f32>, tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{parameter 'w' is float64: ztc trains float32 parameters (bf16 or fp16 copies with --precision); convert the model to float32 (ztc gradcheck checks float64 gradients)}}
+func.func @float64(%w: tensor<4xf64> {train.binding = #train.binding<param "w">}) -> (tensor<f32>, tensor<4xf64> {train.grad_of = "w"}) {
+  %loss = arith.constant dense<1.0> : tensor<f32>
+  return %loss, %w : tensor<f32>, tensor<4xf64>
+}
