@@ -2,7 +2,7 @@
 //-*-===//
 //
 // f32 convolutions read and write NHWC activations, and the transposes
-// that puts around them move through the elementwise ops and reductions
+// that this puts around them move through the elementwise ops and reductions
 // between convolutions until they cancel. See the pass description in
 // Passes.td.
 //
@@ -80,13 +80,6 @@ Value transposed(OpBuilder &b, Location loc, Value value,
     return nn::ReshapeOp::create(b, loc, to, value);
   }
   return nn::TransposeOp::create(b, loc, value, b.getDenseI64ArrayAttr(perm));
-}
-
-/// Whether `type` is a 4-D f32 tensor: the convolutions oneDNN computes,
-/// whose activations this pass stores NHWC.
-bool isF32Activation(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.getRank() == 4 && tensor.getElementType().isF32();
 }
 
 /// Step 1: every f32 convolution (forward and both gradients) in NHWC, an
