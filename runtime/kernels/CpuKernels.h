@@ -705,10 +705,6 @@ void col2im(const T *col, const Window2d &window, int64_t channels, T *input) {
   }
 }
 
-} // namespace detail
-
-namespace detail {
-
 /// The NCHW dimensions of a tensor of NHWC dimensions `nhwc`.
 inline Dims nchwOf(const Dims &nhwc) {
   return Dims{nhwc.d[0], nhwc.d[3], nhwc.d[1], nhwc.d[2]};

@@ -141,7 +141,8 @@ def Kernel_ReduceOp : Kernel_Op<"reduce", [SingleBlock]> {
     `space`, it receives one scalar per input and yields the value to add.
     The output has the space's shape with the reduced dimensions removed or
     kept as 1. The sums accumulate in f32 (f64 for f64 values), one output's
-    terms always in the same order, whatever the threads.
+    terms always in the same order, whatever the threads; the terms are the
+    body's values as computed, not rounded to a half output type first.
 
     `ztc-fuse` makes one from an elementwise kernel and the `reduce_sum` or
     `reduce_mean` call that alone reads its output, so the values are never
