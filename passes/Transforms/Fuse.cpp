@@ -46,7 +46,10 @@ bool canMoveTo(kernel::ElementwiseOp producer, Operation *consumer) {
       bool writes = isa<MemoryEffects::Write>(effect.getEffect());
       bool reads = isa<MemoryEffects::Read>(effect.getEffect());
       if (!effect.getValue()) {
-        if (writes || reads)
+        // record_loss and check_finite write the step's training state,
+        // which no kernel reads; signals and waits order streams.
+        if ((writes || reads) &&
+            !isa<kernel::RecordLossOp, kernel::CheckFiniteOp>(op))
           return false;
         continue;
       }
@@ -93,16 +96,18 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
       return nullptr;
   }
   // The consumer must not also write the buffer, and both loops must cover
-  // the same elements. A producer of several outputs (see fusibleSibling)
-  // writes its others later once fused: nothing between may touch them.
+  // the same elements. The producer's values are computed where the
+  // consumer is once fused: nothing between may write what it reads (an
+  // update in place of an argument it read). A producer of several outputs
+  // (see fusibleSibling) writes its others there too: nothing between may
+  // touch them either.
   if (!producer ||
       llvm::is_contained(kernel::writtenBuffers(consumer), buffer) ||
       producer.getOutput().getType() != consumer.getOutput().getType() ||
       producer->getBlock() != consumer->getBlock() ||
-      !producer->isBeforeInBlock(consumer) ||
+      !producer->isBeforeInBlock(consumer) || !canMoveTo(producer, consumer) ||
       (producer.getOutputs().size() > 1 &&
-       (!canMoveTo(producer, consumer) ||
-        !readsOutputsWhole(producer, consumer))))
+       !readsOutputsWhole(producer, consumer)))
     return nullptr;
   return producer;
 }

@@ -209,6 +209,37 @@ func.func @state_read_through_view(%p: memref<8xf32>, %g: memref<8xf32>, %m: mem
 
 // -----
 
+// A producer does not move past an in-place update of what it reads: fused
+// into its consumer after the update, it would read the new values.
+// CHECK-LABEL: func.func @producer_input_written_between
+// CHECK: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%[[S:.+]] : memref<4xf32>)
+// CHECK: math.exp
+// CHECK: kernel.elementwise ins(%arg0, %arg1 : memref<4xf32>, memref<4xf32>) outs(%arg0 : memref<4xf32>)
+// CHECK: kernel.elementwise ins(%[[S]] : memref<4xf32>)
+// CHECK: arith.negf
+func.func @producer_input_written_between(%w: memref<4xf32>, %g: memref<4xf32>) -> memref<4xf32> {
+  %s = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%w : memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = math.exp %x : f32
+    kernel.yield %0 : f32
+  }
+  kernel.elementwise ins(%w, %g : memref<4xf32>, memref<4xf32>) outs(%w : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.subf %x, %y : f32
+    kernel.yield %0 : f32
+  }
+  %out = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%s : memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = arith.negf %x : f32
+    kernel.yield %0 : f32
+  }
+  return %out : memref<4xf32>
+}
+
+// -----
+
 // A sum of an elementwise kernel's values that nothing else reads becomes
 // one kernel.reduce over the kernel's space (BatchNorm's gradient: the sum
 // of dy * xhat per channel), after the kernel has absorbed its own
