@@ -221,17 +221,20 @@ static bool readAfter(Value buffer, Operation *writer) {
 /// Makes the value in `buffer` the new content of argument `target`: the
 /// kernel that computes it writes straight into the argument when no later
 /// kernel still reads the argument's old value, else a copy at the end does.
-static void updateInPlace(OpBuilder &b, Location loc, Value buffer,
-                          BlockArgument target) {
+/// Returns the buffer that holds the value now (`target` when the alloc
+/// went).
+static Value updateInPlace(OpBuilder &b, Location loc, Value buffer,
+                           BlockArgument target) {
   auto alloc = buffer.getDefiningOp<kernel::AllocOp>();
   Operation *writer = alloc ? soleWriter(alloc) : nullptr;
   if (writer && !readAfter(target, writer) &&
       alloc.getType() == target.getType()) {
     alloc.getResult().replaceAllUsesWith(target);
     alloc.erase();
-    return;
+    return target;
   }
   buildElementwise(b, loc, nullptr, buffer, target);
+  return buffer;
 }
 
 LogicalResult Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
@@ -254,7 +257,9 @@ LogicalResult Bufferizer::rewriteReturn(OpBuilder &b, func::ReturnOp ret) {
       if (!target)
         return func.emitError("result ") << i << " updates '" << of.getValue()
                                          << "', which is not an argument";
-      updateInPlace(b, ret.getLoc(), buffer, target);
+      // One value may update several arguments (two accumulators that CSE
+      // found equal): the later ones copy it from where it now is.
+      valueMap[operand] = updateInPlace(b, ret.getLoc(), buffer, target);
       continue;
     }
     if (!isArenaBuffer(buffer)) {

@@ -106,6 +106,23 @@ func.func @train_step(%w: tensor<4xf32> {train.binding = #train.binding<param "w
 
 // -----
 
+// One value updating two arguments (accumulators that CSE found equal): the
+// kernel writes the first in place, and the second is copied from it.
+// CHECK-LABEL: func.func @accumulate
+// CHECK: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%arg0 : memref<4xf32>)
+// CHECK: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%arg1 : memref<4xf32>)
+// CHECK: return
+func.func @accumulate(%a: tensor<4xf32> {train.binding = #train.binding<state "a">},
+                      %b: tensor<4xf32> {train.binding = #train.binding<state "b">})
+    -> (tensor<f32>, tensor<4xf32> {train.update_of = "a"}, tensor<4xf32> {train.update_of = "b"})
+    attributes {train.entry = "accumulate"} {
+  %new = nn.neg %a : tensor<4xf32> -> tensor<4xf32>
+  %r = nn.reduce_sum %new {axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+  return %r, %new, %new : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // An op ztc-autodiff made (its location tagged "train.gradient") keeps its
 // half-precision intermediates in float: every scalar op of its body is
 // kernel.unrounded. A forward op's body rounds each result.
