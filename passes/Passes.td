@@ -130,8 +130,10 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
   let description = [{
     1. Visits kernel.elementwise ops once, in program order. A producer
        fuses into a consumer when the producer's output is an alloc that
-       only the producer writes and only that consumer reads, and both
-       iterate over the same shape (so no element is computed twice).
+       only the producer writes and only that consumer reads, both iterate
+       over the same shape (so no element is computed twice), and no op
+       between them writes what the producer reads (an in-place update of
+       an argument it read would otherwise be read fused).
     2. Fusing moves the producer's body into a new kernel, followed by the
        consumer's ops reading the producer's value in place of the
        consumer's scalar argument; the consumer's other inputs come first
