@@ -43,6 +43,7 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
                 targetName(manifest().target) + ", the backend runs " +
                 targetName(backend_->target()));
   arenaBytes_ = manifest().arenaBytes;
+  checkDeviceMemory();
   arena_ = DeviceBuffer(*backend_, arenaBytes_ + kGuardBytes);
   // The arena and its guard band start filled with the pattern: the guard
   // catches overruns, and the highest byte that no longer holds it is the
@@ -95,6 +96,32 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
 }
 
 Runner::~Runner() = default;
+
+void Runner::checkDeviceMemory() const {
+  std::optional<std::pair<uint64_t, uint64_t>> memory =
+      backend_->deviceMemory();
+  if (!memory)
+    return;
+  // What the constructor allocates: the arena, every binding, the training
+  // state and the error slot. The plan is static, so this is all of it
+  // (the kernel libraries' own workspaces aside).
+  uint64_t bindings = 0;
+  for (const Binding &binding : manifest().bindings)
+    bindings += binding.byteSize();
+  uint64_t needed = arenaBytes_ + kGuardBytes + bindings +
+                    sizeof(ztc_train_state) + sizeof(ztc_step_error);
+  auto [free, total] = *memory;
+  if (needed <= free)
+    return;
+  throw Error(artifact_.directory() + ": the step needs " +
+              std::to_string(needed) + " bytes of device memory per rank (" +
+              std::to_string(arenaBytes_) + " in its arena, " +
+              std::to_string(bindings) +
+              " in parameters, optimizer state and data), but the device has " +
+              std::to_string(free) + " bytes free of " + std::to_string(total) +
+              ": compile it with a higher --zero stage, for more ranks, or "
+              "with --recompute budget=BYTES (`ztc inspect` shows the plan)");
+}
 
 void Runner::uploadInput(size_t index, const Tensor &value) {
   backend_->copyIn(buffers_[index].data(), value.bytes.data(),

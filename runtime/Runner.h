@@ -117,6 +117,9 @@ private:
   void writeCopies(size_t source, const Tensor &value);
   /// writeCopies for every param with copies, from what it holds now.
   void writeAllCopies();
+  /// Throws, naming the bytes, when the device (CUDA) has less memory free
+  /// than the plan allocates; before anything is allocated.
+  void checkDeviceMemory() const;
   /// Throws when the guard band after the arena was overwritten.
   void checkGuard() const;
   /// Throws (and clears) the data error in the context's error slot.

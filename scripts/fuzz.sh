@@ -60,9 +60,19 @@ mkdir -p "$WORK/seeds/manifest"
 [[ -f "$ARTIFACT/manifest.json" ]] &&
   cp "$ARTIFACT/manifest.json" "$WORK/seeds/manifest/mlp-train.json"
 export ZTC_FUZZ_ARTIFACT="$ARTIFACT"
-# The ds-config target starts from the configs the driver tests compile.
+# The ds-config target starts from the configs the driver tests compile,
+# the third-party corpus (comments, trailing and missing commas, CRLF) and
+# the lenient forms recorded from hjson (test/fixtures/deepspeed/hjson.json).
 mkdir -p "$WORK/seeds/ds-config"
-cp "$ROOT"/test/lit/driver/Inputs/ds_config/*.json "$WORK/seeds/ds-config/"
+cp "$ROOT"/test/lit/driver/Inputs/ds_config/*.json \
+  "$ROOT"/test/fixtures/ds_corpus/*.json "$WORK/seeds/ds-config/"
+"$ROOT/.venv/bin/python" -c '
+import json, sys
+cases = json.load(open(sys.argv[1]))
+for index, case in enumerate(cases):
+    with open("%s/hjson-%02d" % (sys.argv[2], index), "w") as f:
+        f.write(case["text"])
+' "$ROOT/test/fixtures/deepspeed/hjson.json" "$WORK/seeds/ds-config"
 # The targets' scratch files, removed whatever happens.
 ZTC_FUZZ_SCRATCH="$(mktemp -d /dev/shm/ztc-fuzz.XXXXXX 2>/dev/null || mktemp -d)"
 export ZTC_FUZZ_SCRATCH

@@ -44,10 +44,10 @@ std::optional<::ztc::rt::LrScheduleKind>
 mlir::ztc::scheduleOfTrainerName(llvm::StringRef name) {
   using ::ztc::rt::LrScheduleKind;
   return llvm::StringSwitch<std::optional<LrScheduleKind>>(name)
-      .Case("linear", LrScheduleKind::WarmupDecay)
-      .Case("cosine", LrScheduleKind::WarmupCosine)
-      .Case("constant", LrScheduleKind::Constant)
-      .Case("constant_with_warmup", LrScheduleKind::Warmup)
+      .Case("linear", LrScheduleKind::TrainerLinear)
+      .Case("cosine", LrScheduleKind::TrainerCosine)
+      .Case("constant", LrScheduleKind::TrainerConstant)
+      .Case("constant_with_warmup", LrScheduleKind::TrainerConstantWithWarmup)
       .Default(std::nullopt);
 }
 
@@ -70,6 +70,11 @@ mlir::ztc::scheduleOfTrainerName(llvm::StringRef name) {
   config.cycleSecondStepSize = cycleSecondStepSize;
   config.decayLrRate = decayLrRate;
   config.decayStepSize = decayStepSize;
+  config.cycleFirstStairCount = cycleFirstStairCount;
+  // DeepSpeed: cycle_second_stair_count None is the first's.
+  config.cycleSecondStairCount = cycleSecondStairCount.hasValue()
+                                     ? uint64_t(cycleSecondStairCount)
+                                     : uint64_t(cycleFirstStairCount);
   config.rangeStepSize = lrRangeTestStepSize;
   config.rangeStepRate = lrRangeTestStepRate;
   config.rangeStaircase = lrRangeTestStaircase;
@@ -94,7 +99,9 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
                 "': expected fp32, bf16 or fp16");
   if (gradAccumDtype.hasValue() && gradAccum == 1)
     return fail("--grad-accum-dtype applies with --grad-accum > 1");
-  if (!::ztc::rt::parseScheduleKind(lrSchedule))
+  if (std::optional<::ztc::rt::LrScheduleKind> kind =
+          ::ztc::rt::parseScheduleKind(lrSchedule);
+      !kind || ::ztc::rt::isTrainerSchedule(*kind))
     return fail("--lr-schedule '" + lrSchedule +
                 "': expected constant, warmup, warmup-decay, warmup-cosine, "
                 "one-cycle or lr-range-test");

@@ -95,10 +95,10 @@ struct TrainingPipelineOptions
       llvm::cl::init("constant")};
   Option<std::string> lrSchedulerType{
       *this, "lr-scheduler-type",
-      llvm::cl::desc("The Hugging Face Trainer's name for the schedule, "
-                     "instead of --lr-schedule: linear (warmup-decay), "
-                     "cosine (warmup-cosine), constant, constant_with_warmup "
-                     "(warmup); the warmup is linear")};
+      llvm::cl::desc("The Hugging Face Trainer's schedule, instead of "
+                     "--lr-schedule, with the Trainer's formulas: linear, "
+                     "cosine, constant or constant_with_warmup (a linear "
+                     "warmup from 0, none by default)")};
   Option<uint64_t> warmupSteps{
       *this, "warmup-steps", llvm::cl::desc("Warmup length in optimizer steps"),
       llvm::cl::init(0)};
@@ -147,6 +147,15 @@ struct TrainingPipelineOptions
   Option<uint64_t> decayStepSize{
       *this, "decay-step-size",
       llvm::cl::desc("one-cycle: the decay's interval in steps (0: no decay)"),
+      llvm::cl::init(0)};
+  Option<uint64_t> cycleFirstStairCount{
+      *this, "cycle-first-stair-count",
+      llvm::cl::desc("one-cycle: stairs in the rise (0: a straight line; "
+                     "DeepSpeed's cycle_first_stair_count)"),
+      llvm::cl::init(0)};
+  Option<uint64_t> cycleSecondStairCount{
+      *this, "cycle-second-stair-count",
+      llvm::cl::desc("one-cycle: stairs in the fall (default: as the rise)"),
       llvm::cl::init(0)};
   Option<uint64_t> lrRangeTestStepSize{
       *this, "lr-range-test-step-size",

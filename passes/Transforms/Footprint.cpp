@@ -12,6 +12,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::ztc;
 
@@ -100,6 +102,41 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
                             ? gradientBytes / footprint.worldSize
                             : gradientBytes;
   return footprint;
+}
+
+std::optional<uint64_t> mlir::ztc::parseByteCount(llvm::StringRef text,
+                                                  std::string &error) {
+  size_t digits = text.find_first_not_of("0123456789.eE+");
+  llvm::StringRef number = text.take_front(digits),
+                  unit = text.drop_front(number.size());
+  double value = 0;
+  if (number.empty() || number.getAsDouble(value) || !std::isfinite(value) ||
+      value < 0) {
+    error = "'" + text.str() + "' is not a byte count";
+    return std::nullopt;
+  }
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},
+      {"B", 1},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", 1 << 10},
+      {"MiB", 1 << 20},
+      {"GiB", double(1 << 30)},
+      {"TiB", double(1ull << 40)}};
+  for (auto [name, scale] : units)
+    if (unit == name) {
+      double bytes = value * scale;
+      if (bytes >= 9.0e18) {
+        error = "a byte count beyond 2^63";
+        return std::nullopt;
+      }
+      return uint64_t(bytes);
+    }
+  error = "unknown unit '" + unit.str() + "'";
+  return std::nullopt;
 }
 
 std::string mlir::ztc::bytesText(uint64_t bytes) {

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlir::ztc {
@@ -57,6 +58,12 @@ FailureOr<StepFootprint> measureFootprint(ModuleOp module);
 /// Bytes as reports print them: "512 B", "7.25 GiB" (binary units, two
 /// decimals).
 std::string bytesText(uint64_t bytes);
+
+/// A byte count as flags take it: a number and an optional unit, decimal
+/// (KB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB): `8GiB`, `7.5GB`,
+/// `6000000000`. None, and `error` says why, for anything else.
+std::optional<uint64_t> parseByteCount(llvm::StringRef text,
+                                       std::string &error);
 
 } // namespace mlir::ztc
 

@@ -1142,26 +1142,12 @@ mlir::ztc::parseRecomputeBudget(StringRef policy, std::string &error) {
     budget.fraction = value;
     return budget;
   }
-  static const std::pair<const char *, double> units[] = {
-      {"", 1},
-      {"B", 1},
-      {"KB", 1e3},
-      {"MB", 1e6},
-      {"GB", 1e9},
-      {"TB", 1e12},
-      {"KiB", 1 << 10},
-      {"MiB", 1 << 20},
-      {"GiB", double(1 << 30)},
-      {"TiB", double(1ull << 40)}};
-  for (auto [name, scale] : units)
-    if (unit == name) {
-      double bytes = value * scale;
-      if (bytes >= 9.0e18)
-        return fail("the budget is beyond 2^63 bytes");
-      budget.bytes = uint64_t(bytes);
-      return budget;
-    }
-  return fail(("unknown unit '" + unit + "'; " + expected).str());
+  std::string why;
+  std::optional<uint64_t> bytes = parseByteCount(text, why);
+  if (!bytes)
+    return fail(why + "; " + expected);
+  budget.bytes = *bytes;
+  return budget;
 }
 
 std::unique_ptr<Pass>

@@ -16,7 +16,9 @@
 #include "runtime/kernels/StepAbi.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -58,6 +60,11 @@ public:
   virtual void synchronize() = 0;
   /// Whether call() returns before the entry has finished.
   virtual bool asynchronous() const = 0;
+  /// The device memory still free and in all, in bytes, where the device
+  /// has a fixed amount (CUDA); none on the CPU, whose memory is the host's.
+  virtual std::optional<std::pair<uint64_t, uint64_t>> deviceMemory() const {
+    return std::nullopt;
+  }
 };
 
 /// How a backend runs entries.

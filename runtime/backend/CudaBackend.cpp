@@ -129,6 +129,13 @@ public:
   }
   bool asynchronous() const override { return true; }
 
+  std::optional<std::pair<uint64_t, uint64_t>> deviceMemory() const override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess)
+      return std::nullopt;
+    return std::make_pair(uint64_t(free), uint64_t(total));
+  }
+
   void call(EntryFn entry, const ztc_step_context &ctx) override {
     if (entry != hooksEntry_) {
       hooks_ = findErrorHooks(entry, "cuda");

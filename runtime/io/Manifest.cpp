@@ -176,7 +176,9 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
   if (!parseScheduleKind(kind))
     reader.fail("has unknown lr_schedule '" + kind +
                 "' (known: constant, warmup, warmup-decay, warmup-cosine, "
-                "one-cycle, lr-range-test)");
+                "one-cycle, lr-range-test, trainer-constant, "
+                "trainer-constant-with-warmup, trainer-linear, "
+                "trainer-cosine)");
   schedule.kind = *parseScheduleKind(kind);
   std::string warmupType = reader.stringOr("warmup_type", "linear");
   if (!parseWarmupType(warmupType))
@@ -194,6 +196,10 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
       reader.unsignedIntOr("cycle_second_step_size", 0);
   schedule.decayLrRate = reader.numberOr("decay_lr_rate", 0.0);
   schedule.decayStepSize = reader.unsignedIntOr("decay_step_size", 0);
+  schedule.cycleFirstStairCount =
+      reader.unsignedIntOr("cycle_first_stair_count", 0);
+  schedule.cycleSecondStairCount =
+      reader.unsignedIntOr("cycle_second_stair_count", 0);
   schedule.rangeStepSize =
       reader.unsignedIntOr("lr_range_test_step_size", 2000);
   schedule.rangeStepRate = reader.numberOr("lr_range_test_step_rate", 1.0);
@@ -630,6 +636,11 @@ json printTrainConfig(const TrainConfig &train) {
     object["cycle_second_step_size"] = schedule.cycleSecondStepSize;
     object["decay_lr_rate"] = schedule.decayLrRate;
     object["decay_step_size"] = schedule.decayStepSize;
+    // Written only when set, so artifacts without stairs stay as they were.
+    if (schedule.cycleFirstStairCount || schedule.cycleSecondStairCount) {
+      object["cycle_first_stair_count"] = schedule.cycleFirstStairCount;
+      object["cycle_second_stair_count"] = schedule.cycleSecondStairCount;
+    }
   }
   if (schedule.kind == LrScheduleKind::LrRangeTest) {
     object["lr_range_test_step_size"] = schedule.rangeStepSize;

@@ -10,6 +10,8 @@
 #include "runtime/train/DeepSpeedConfig.h"
 
 #include "runtime/Error.h"
+#include "runtime/io/Hjson.h"
+#include "runtime/train/DeepSpeedKeys.h"
 #include "runtime/io/File.h"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace ztc::rt {
@@ -63,9 +66,12 @@ public:
       if (!term.isAuto)
         term.value = count(root[key], key, /*minimum=*/1);
     }
+    // DeepSpeed 0.19 clips at 1.0 unless told otherwise (0: no clipping).
     if (keys.take("gradient_clipping"))
       setNumber("clip-grad-norm", root["gradient_clipping"],
                 "gradient_clipping");
+    else
+      setDefault("clip-grad-norm", "1", "gradient_clipping");
     if (keys.take("steps_per_print"))
       out_.stepsPerPrint = count(root["steps_per_print"], "steps_per_print", 1);
     if (keys.take("optimizer"))
@@ -81,7 +87,6 @@ public:
       zero(root["zero_optimization"]);
     if (keys.take("activation_checkpointing"))
       activationCheckpointing(root["activation_checkpointing"]);
-    refusals(root, keys);
     keys.reportRest("a key DeepSpeed's config does not have, or ztc does "
                     "not know; ignored");
   }
@@ -98,10 +103,15 @@ private:
       taken_.insert(key);
       return true;
     }
-    void reportRest(const std::string &why, bool error = false) {
+    /// The keys no reader took: those of DeepSpeedKeys.cpp say what they
+    /// say there, the others are reported with `why`.
+    void reportRest(const std::string &why) {
+      std::string section =
+          prefix_.empty() ? "" : prefix_.substr(0, prefix_.size() - 1);
       for (auto it = object_.begin(); it != object_.end(); ++it)
-        if (!taken_.count(it.key()))
-          reader_.notice(error, prefix_ + it.key(), why);
+        if (!taken_.count(it.key()) &&
+            !reader_.knownKey(section, it.key(), it.value()))
+          reader_.notice(false, prefix_ + it.key(), why);
     }
 
   private:
@@ -118,6 +128,56 @@ private:
 
   void notice(bool error, const std::string &key, const std::string &message) {
     out_.notices.push_back({error, key, message});
+  }
+  void note(const std::string &key, const std::string &message) {
+    out_.notices.push_back({false, key, message, /*note=*/true});
+  }
+
+  /// Whether `value` leaves a key at what DeepSpeed does by default
+  /// (DeepSpeedKey::quietWhen), so that it needs no word.
+  static bool quiet(const json &value, const std::string &quietWhen) {
+    if (value.is_null() || isAuto(value))
+      return true;
+    if (quietWhen == "off")
+      return (value.is_boolean() && !value.get<bool>()) ||
+             (value.is_object() &&
+              (value.empty() ||
+               (value.contains("enabled") && value["enabled"].is_boolean() &&
+                !value["enabled"].get<bool>())));
+    if (quietWhen.empty())
+      return false;
+    json fallback = json::parse(quietWhen, nullptr, /*allow_exceptions=*/false);
+    if (fallback.is_number() && value.is_number())
+      return fallback.get<double>() == value.get<double>();
+    return fallback == value;
+  }
+
+  /// A key of DeepSpeed's that no reader took: the notice its entry in
+  /// DeepSpeedKeys.cpp asks for, and true; false when DeepSpeed has no such
+  /// key.
+  bool knownKey(const std::string &section, const std::string &key,
+                const json &value) {
+    const DeepSpeedKey *entry = findDeepSpeedKey(section, key);
+    if (!entry)
+      return false;
+    if (entry->use == KeyUse::Read || quiet(value, entry->quietWhen))
+      return true;
+    std::string name = section.empty() ? key : section + "." + key;
+    switch (entry->use) {
+    case KeyUse::Note:
+      note(name, std::string("accepted (") + entry->why + ")");
+      break;
+    case KeyUse::Warn:
+      notice(false, name, std::string("not built (") + entry->why +
+                              "); ignored");
+      break;
+    case KeyUse::Refuse:
+      notice(true, name, std::string("is not built (") + entry->why + ")");
+      break;
+    case KeyUse::Read:
+      break;
+    }
+    return true;
   }
 
   static std::string kind(const json &value) {
@@ -345,8 +405,14 @@ private:
     if (type == "WarmupLR" || type == "WarmupDecayLR") {
       kind = type == "WarmupLR" ? "warmup" : "warmup-decay";
       number("warmup_min_lr", "min-lr", 0.0);
-      number("warmup_max_lr", "lr", 0.001);
-      steps("warmup_num_steps", "warmup-steps", 1000);
+      // DeepSpeed 0.19's WarmupLR without warmup_max_lr warms up to the
+      // optimizer's lr; WarmupDecayLR's default is 0.001.
+      if (type == "WarmupLR" && !params.contains("warmup_max_lr"))
+        optimizerLrIsPeak_ = true;
+      else
+        number("warmup_max_lr", "lr", 0.001);
+      // DeepSpeed refuses a warmup of 0 steps (1 warms up over 2).
+      steps("warmup_num_steps", "warmup-steps", 1000, 1);
       warmupType();
       if (kind == "warmup-decay") {
         if (!given.take("total_num_steps"))
@@ -364,7 +430,7 @@ private:
                prefix + "total_num_steps", 1);
       number("warmup_min_ratio", "warmup-min-ratio", 0.0);
       number("cos_min_ratio", "cos-min-ratio", 0.0001);
-      steps("warmup_num_steps", "warmup-steps", 1000);
+      steps("warmup_num_steps", "warmup-steps", 1000, 1);
       warmupType();
       optimizerLrIsPeak_ = true;
     } else if (type == "OneCycle") {
@@ -378,13 +444,17 @@ private:
         setCount("cycle-second-step-size", params["cycle_second_step_size"],
                  prefix + "cycle_second_step_size", 1);
       steps("decay_step_size", "decay-step-size", 0);
-      for (const char *stairs :
-           {"cycle_first_stair_count", "cycle_second_stair_count"})
-        if (given.take(stairs) && !params[stairs].is_null() &&
-            count(params[stairs], prefix + stairs) != 0)
-          notice(false, prefix + stairs,
-                 "is not built: the cycle rises and falls in a straight "
-                 "line, as DeepSpeed's OneCycle computes it");
+      // DeepSpeed: a second stair count of None is the first's, which the
+      // flag's default does too.
+      if (given.take("cycle_first_stair_count") &&
+          !params["cycle_first_stair_count"].is_null())
+        setCount("cycle-first-stair-count", params["cycle_first_stair_count"],
+                 prefix + "cycle_first_stair_count");
+      if (given.take("cycle_second_stair_count") &&
+          !params["cycle_second_stair_count"].is_null())
+        setCount("cycle-second-stair-count",
+                 params["cycle_second_stair_count"],
+                 prefix + "cycle_second_stair_count");
       bool cycleMomentum = true;
       if (given.take("cycle_momentum"))
         cycleMomentum =
@@ -443,11 +513,6 @@ private:
         else if (boolean(enabled, std::string(name) + ".enabled"))
           bf16 = true;
       }
-      for (const char *knob : {"immediate_grad_update", "check_grad_overflow"})
-        if (bfKeys.take(knob))
-          notice(false, std::string(name) + "." + knob,
-                 "a DeepSpeed implementation detail ztc has no use for; "
-                 "ignored");
       bfKeys.reportRest("not a key of DeepSpeed's bf16 section; ignored");
     }
     if (fp16 && bf16)
@@ -459,8 +524,9 @@ private:
       add("precision", "fp16", "fp16.enabled", "true", ConfigSource::Explicit);
     if (keys.take("amp") && enabledIn(root["amp"]))
       notice(true, "amp",
-             "NVIDIA Apex's amp is not built: use \"fp16\" or \"bf16\" "
-             "(--precision fp16|bf16), ztc's own mixed precision");
+             "NVIDIA Apex's amp is not built (and was removed from DeepSpeed "
+             "itself in 0.19): use \"fp16\" or \"bf16\" (--precision "
+             "fp16|bf16), ztc's own mixed precision");
   }
 
   /// Reads the fp16 section; returns whether it is on (true, not "auto").
@@ -559,18 +625,40 @@ private:
   }
 
   // --- zero_optimization -----------------------------------------------
-  void zero(const json &section) {
+  /// `section` with DeepSpeed's other names for its keys (pydantic aliases
+  /// and deprecated names, DeepSpeedKeys.cpp) renamed to the ones ztc reads;
+  /// a key given under both names is an error, as in DeepSpeed.
+  json canonicalKeys(const json &section, const std::string &name) {
+    json renamed = json::object();
+    std::map<std::string, std::string> written;
+    for (auto it = section.begin(); it != section.end(); ++it) {
+      std::string key = it.key();
+      const DeepSpeedKey *entry = findDeepSpeedKey(name, key);
+      if (entry && entry->alias && key == entry->alias)
+        key = entry->key;
+      if (renamed.contains(key))
+        fail(name + "." + written[key],
+             "and \"" + printable(it.key()) +
+                 "\" are one key under DeepSpeed's two names: give one");
+      written[key] = it.key();
+      renamed[key] = it.value();
+    }
+    return renamed;
+  }
+
+  void zero(const json &given) {
     const std::string prefix = "zero_optimization.";
-    if (section.is_boolean()) {
+    if (given.is_boolean()) {
       // The legacy form: true is stage 1.
-      bool on = section.get<bool>();
-      add("zero", on ? "1" : "0", "zero_optimization", section.dump(),
+      bool on = given.get<bool>();
+      add("zero", on ? "1" : "0", "zero_optimization", given.dump(),
           ConfigSource::Explicit);
       return;
     }
-    if (!section.is_object())
+    if (!given.is_object())
       fail("zero_optimization",
-           "expects an object or a boolean, got " + kind(section));
+           "expects an object or a boolean, got " + kind(given));
+    const json section = canonicalKeys(given, "zero_optimization");
     Keys keys(*this, section, prefix);
     if (keys.take("stage")) {
       if (isAuto(section["stage"]))
@@ -584,9 +672,18 @@ private:
             section["stage"].dump(), ConfigSource::Explicit);
       }
     }
-    if (keys.take("reduce_bucket_size"))
-      setCount("reduce-bucket-elements", section["reduce_bucket_size"],
-               prefix + "reduce_bucket_size", 1);
+    // DeepSpeed requires a positive bucket; a 0 is reported with the
+    // file's other problems instead of stopping at it.
+    if (keys.take("reduce_bucket_size")) {
+      const json &value = section["reduce_bucket_size"];
+      if (value.is_number() && value.get<double>() == 0)
+        notice(true, prefix + "reduce_bucket_size",
+               "0 is refused by DeepSpeed too (it must be positive): give "
+               "the elements per bucket, or \"auto\"");
+      else
+        setCount("reduce-bucket-elements", value,
+                 prefix + "reduce_bucket_size", 1);
+    }
     if (keys.take("stage3_param_persistence_threshold"))
       setCount("param-persistence-threshold",
                section["stage3_param_persistence_threshold"],
@@ -619,7 +716,7 @@ private:
     }
     for (const char *key : {"stage3_gather_16bit_weights_on_model_save",
                             "stage3_gather_fp16_weights_on_model_save"})
-      if (keys.take(key))
+      if (keys.take(key) && !isAuto(section[key]))
         out_.gather16BitWeightsOnSave |= boolean(section[key], prefix + key);
     // What ztc does anyway: true is accepted as it is.
     for (const char *key :
@@ -631,63 +728,55 @@ private:
                std::string("false is not built: ztc's buckets are "
                            "contiguous, reduced by reduce-scatter at stages "
                            "2-3 and gathered whole; ignored"));
-    // Tuning knobs ztc does not have.
-    struct Knob {
-      const char *key, *why;
-    } knobs[] = {
-        {"allgather_bucket_size",
-         "ztc gathers stages 1-2's updated partitions per reduction bucket; "
-         "--allgather-bucket-bytes joins stage 3's parameter gathers"},
-        {"stage3_max_reuse_distance", "ztc gathers again for the backward"},
-        {"sub_group_size", "ztc updates each shard in one pass"},
-        {"round_robin_gradients", "a DeepSpeed implementation detail"},
-        {"elastic_checkpoint", "ztc's checkpoints reshard on load anyway"},
-        {"memory_efficient_linear", "a DeepSpeed implementation detail"},
-        {"zero_hpz_partition_size", "ztc shards over all ranks"},
-        {"prefetch_bucket_size", "ztc gathers each parameter right before "
-                                 "its use"},
-        {"param_persistence_threshold",
-         "use stage3_param_persistence_threshold"},
-        {"model_persistence_threshold", "ztc has no such limit"},
-        {"max_live_parameters", "ztc frees gathered parameters after use"},
-        {"max_reuse_distance", "ztc gathers again for the backward"},
-    };
-    for (const Knob &knob : knobs)
-      if (keys.take(knob.key) && !isAuto(section[knob.key]))
-        notice(false, prefix + knob.key,
-               std::string("not built (") + knob.why + "); ignored");
-    for (const char *key :
-         {"offload_optimizer", "offload_param", "cpu_offload",
-          "cpu_offload_params", "cpu_offload_use_pin_memory"}) {
-      if (!keys.take(key))
-        continue;
-      const json &value = section[key];
-      bool on = value.is_boolean() ? value.get<bool>()
-                : value.is_object()
-                    ? !(value.contains("device") && value["device"] == "none")
-                    : !value.is_null();
-      if (on)
-        notice(true, prefix + key,
-               "offloading is not built: ztc keeps parameters and optimizer "
-               "state in device memory. To fit, use a higher stage, more "
-               "ranks or --recompute; `ztc inspect` gives the bytes per rank");
-    }
-    for (const char *key :
-         {"zero_quantized_weights", "zero_quantized_gradients",
-          "zero_quantized_nontrainable_weights"})
-      if (keys.take(key) && boolean(section[key], prefix + key))
-        notice(true, prefix + key,
-               "ZeRO++ quantized communication is not built; use "
-               "communication_data_type (fp16, bf16) to halve the bytes");
-    for (const char *key :
-         {"mics_shard_size", "mics_hierarchical_params_gather"})
-      if (keys.take(key) && !section[key].is_null() &&
-          !(section[key].is_number() && section[key].get<double>() <= 0) &&
-          !(section[key].is_boolean() && !section[key].get<bool>()))
-        notice(true, prefix + key,
-               "MiCS is not built: ztc shards over all ranks");
+    offload(section, keys);
     keys.reportRest("not a key of DeepSpeed's zero_optimization section; "
                     "ignored");
+  }
+
+  /// offload_optimizer and offload_param, and the legacy booleans
+  /// cpu_offload (the optimizer) and cpu_offload_param: what they ask to
+  /// move is recorded (addOffloadNotices words it for the target); NVMe is
+  /// an error.
+  void offload(const json &section, Keys &keys) {
+    const std::string prefix = "zero_optimization.";
+    for (const char *name : {"offload_optimizer", "offload_param"}) {
+      if (!keys.take(name) || section[name].is_null())
+        continue;
+      const json &value = section[name];
+      const std::string key = prefix + name;
+      if (!value.is_object())
+        fail(key, "expects an object {\"device\": \"cpu\", ...}, got " +
+                      kind(value));
+      Keys sub(*this, value, key + ".");
+      std::string device = "none";
+      if (sub.take("device") && !value["device"].is_null())
+        device = text(value["device"], key + ".device");
+      if (device != "none" && device != "cpu" && device != "nvme")
+        fail(key + ".device", "expects \"none\", \"cpu\" or \"nvme\", got \"" +
+                                  printable(device) + "\"");
+      // Its placement knobs (buffers, pinning, paths) go with the one
+      // notice about the section.
+      for (const DeepSpeedKey &entry : deepSpeedKeys())
+        if (entry.section == key)
+          sub.take(entry.key);
+      sub.reportRest("not a key of DeepSpeed's " + std::string(name) +
+                     " section; ignored");
+      if (device == "nvme")
+        notice(true, key,
+               "device \"nvme\" is not built: ztc keeps the state in memory "
+               "(use a higher stage, more ranks or --recompute to fit; `ztc "
+               "inspect` gives the bytes per rank)");
+      else if (device == "cpu")
+        out_.offloads.push_back({key, device});
+    }
+    for (auto [legacy, target] :
+         {std::pair<const char *, const char *>{"cpu_offload",
+                                                "offload_optimizer"},
+          {"cpu_offload_param", "offload_param"}})
+      if (keys.take(legacy) && !isAuto(section[legacy]) &&
+          !section[legacy].is_null() &&
+          boolean(section[legacy], prefix + legacy))
+        out_.offloads.push_back({prefix + legacy, "cpu"});
   }
 
   void activationCheckpointing(const json &section) {
@@ -701,87 +790,8 @@ private:
     add("recompute", "full", "activation_checkpointing", "{...}",
         ConfigSource::Default);
     Keys keys(*this, section, prefix);
-    if (keys.take("cpu_checkpointing") &&
-        boolean(section["cpu_checkpointing"], prefix + "cpu_checkpointing"))
-      notice(true, prefix + "cpu_checkpointing",
-             "offloading activations is not built: ztc recomputes instead "
-             "(--recompute full, sqrt, or budget=BYTES)");
-    for (const char *key :
-         {"partition_activations", "contiguous_memory_optimization",
-          "number_checkpoints", "synchronize_checkpoint_boundary", "profile"})
-      if (keys.take(key) && !section[key].is_null() &&
-          !(section[key].is_boolean() && !section[key].get<bool>()))
-        notice(false, prefix + key,
-               "not built (ztc plans what to keep itself; --recompute "
-               "budget=BYTES chooses the least recomputation that fits); "
-               "ignored");
     keys.reportRest("not a key of DeepSpeed's activation_checkpointing "
                     "section; ignored");
-  }
-
-  /// Top-level sections ztc does not implement.
-  void refusals(const json &root, Keys &keys) {
-    struct Refusal {
-      const char *key;
-      bool error;
-      const char *instead;
-    } refusals[] = {
-        {"sparse_gradients", true, "ztc's gradients are dense"},
-        {"elasticity", true, "ztc's batch is fixed at compile time"},
-        {"compression_training", true, "ztc does not quantize or prune"},
-        {"curriculum_learning", true, "ztc reads the data as it is given"},
-        {"data_efficiency", true, "ztc reads the data as it is given"},
-        {"pipeline", true, "ztc is data parallel (ZeRO)"},
-        {"tensor_parallel", true, "ztc is data parallel (ZeRO)"},
-        {"sequence_parallel_size", true, "ztc is data parallel (ZeRO)"},
-        {"hybrid_engine", true, "not built"},
-        {"quantize_training", true, "ztc does not quantize"},
-        {"progressive_layer_drop", true, "ztc runs every layer"},
-        {"sparse_attention", true, "ztc computes the model as exported"},
-        {"eigenvalue", true, "not built"},
-        {"prescale_gradients", false,
-         "ztc divides by the world size after the reduction"},
-        {"gradient_predivide_factor", false,
-         "ztc divides by the world size after the reduction"},
-        {"wall_clock_breakdown", false, "ztc-train --metrics has the timings"},
-        {"memory_breakdown", false,
-         "`ztc inspect` gives the memory per rank "
-         "before anything runs"},
-        {"flops_profiler", false, "--recompute reports the step's FLOPs"},
-        {"tensorboard", false, "ztc-train --metrics FILE, ztc plot"},
-        {"wandb", false, "ztc-train --metrics FILE, ztc plot"},
-        {"csv_monitor", false, "ztc-train --metrics FILE, ztc plot"},
-        {"comet", false, "ztc-train --metrics FILE, ztc plot"},
-        {"comms_logger", false, "`ztc inspect` lists the collectives"},
-        {"autotuning", false, "not built"},
-        {"checkpoint", false, "ztc-train --save writes sharded checkpoints"},
-        {"aio", false, "ztc does not offload"},
-        {"dump_state", false, "not built"},
-        {"zero_allow_untested_optimizer", false,
-         "every ztc optimizer is tested with ZeRO"},
-        {"zero_force_ds_cpu_optimizer", false, "ztc does not offload"},
-        {"gradient_accumulation_dtype", false,
-         "use data_types.grad_accum_dtype"},
-        {"seed", false, "ztc-train --seed"},
-        {"use_data_before_expert_parallelism", false, "not built"},
-    };
-    for (const Refusal &refusal : refusals) {
-      if (!keys.take(refusal.key))
-        continue;
-      const json &value = root[refusal.key];
-      // A section turned off, or a value at its default, says nothing.
-      bool off =
-          value.is_null() || (value.is_boolean() && !value.get<bool>()) ||
-          (value.is_object() && value.contains("enabled") &&
-           value["enabled"].is_boolean() && !value["enabled"].get<bool>()) ||
-          (std::string(refusal.key) == "gradient_predivide_factor" &&
-           value.is_number() && value.get<double>() == 1.0);
-      if (off)
-        continue;
-      notice(refusal.error, refusal.key,
-             std::string(refusal.error ? "is not built" : "not built") + " (" +
-                 refusal.instead + ")" + (refusal.error ? "" : "; ignored"));
-    }
   }
 
 public:
@@ -827,37 +837,10 @@ const ConfigSetting *DeepSpeedConfig::find(const std::string &flag) const {
 
 DeepSpeedConfig parseDeepSpeedConfig(const std::string &path,
                                      const std::string &text) {
-  // DeepSpeed refuses a key given twice in one object; so does ztc.
-  std::vector<std::set<std::string>> open;
-  std::string duplicate;
-  json::parser_callback_t callback = [&](int, json::parse_event_t event,
-                                         json &parsed) {
-    if (event == json::parse_event_t::object_start)
-      open.emplace_back();
-    else if (event == json::parse_event_t::object_end && !open.empty())
-      open.pop_back();
-    else if (event == json::parse_event_t::key && !open.empty() &&
-             !open.back().insert(parsed.get<std::string>()).second &&
-             duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  json root;
-  try {
-    root = json::parse(text, callback);
-  } catch (const json::exception &error) {
-    // "[json.exception.parse_error.101] parse error at line 3, column 5:
-    // ...", or a number past double's range ("[json.exception.out_of_range
-    // .406] number overflow parsing '8888e8888888'"): the text after the tag.
-    std::string what = error.what();
-    size_t tag = what.find("] ");
-    throw Error(
-        path + ": not valid JSON: " +
-        printable(tag == std::string::npos ? what : what.substr(tag + 2), 200));
-  }
-  if (!duplicate.empty())
-    throw Error(path + ": the key \"" + printable(duplicate) +
-                "\" appears twice in one object (DeepSpeed refuses that too)");
+  // DeepSpeed reads configs with hjson (trailing commas, comments, members
+  // on lines of their own) and refuses a key given twice; parseHjson does
+  // both, and errors name the line and column.
+  json root = parseHjson(path, text);
   DeepSpeedConfig config;
   config.path = path;
   Reader reader(path, config);
@@ -880,13 +863,41 @@ std::string readDeepSpeedConfigNoThrow(const std::string &path,
   return "";
 }
 
+void addOffloadNotices(DeepSpeedConfig &config, bool deviceMemory) {
+  for (const ConfigOffload &offload : config.offloads) {
+    if (!deviceMemory) {
+      config.notices.push_back(
+          {false, offload.key,
+           "device \"" + offload.device +
+               "\" accepted: on the CPU backend parameters and optimizer "
+               "state are in host memory already, so nothing moves and the "
+               "step is the same",
+           /*note=*/true});
+      continue;
+    }
+    config.notices.push_back(
+        {false, offload.key,
+         "device \"" + offload.device +
+             "\": ztc does not move state to the host on CUDA; it stays in "
+             "device memory, the step is the same, and the planned bytes per "
+             "rank (`ztc inspect`) are checked against the device's memory "
+             "when the step loads (or now, with --device-memory BYTES)"});
+  }
+}
+
 std::string checkNotices(const DeepSpeedConfig &config, bool strict,
-                         std::vector<std::string> &warnings) {
+                         std::vector<std::string> &warnings,
+                         std::vector<std::string> *notes) {
   std::string errors;
   size_t count = 0;
   for (const ConfigNotice &notice : config.notices) {
     std::string line =
         config.path + ": " + printable(notice.key) + ": " + notice.message;
+    if (notice.note) {
+      if (notes)
+        notes->push_back(line);
+      continue;
+    }
     if (!notice.error && !strict) {
       warnings.push_back(line);
       continue;

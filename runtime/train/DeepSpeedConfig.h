@@ -60,12 +60,24 @@ struct ConfigSetting {
   std::string appliesWith;
 };
 
-/// A key ztc reads but does not implement.
+/// A key ztc reads but does not implement, or accepts with a word.
 struct ConfigNotice {
   /// An error (changes what is computed) or a warning (a tuning knob).
   bool error = false;
   std::string key;
   std::string message;
+  /// A note: accepted, and what is computed is the same (offloading on the
+  /// CPU backend); never an error, --strict included.
+  bool note = false;
+};
+
+/// An offload section DeepSpeed would act on.
+struct ConfigOffload {
+  /// "zero_optimization.offload_optimizer" (also for the legacy
+  /// cpu_offload), "zero_optimization.offload_param".
+  std::string key;
+  /// "cpu" or "nvme".
+  std::string device;
 };
 
 /// One term of DeepSpeed's batch identity as the file gives it.
@@ -84,6 +96,8 @@ struct DeepSpeedConfig {
   /// zero_optimization.stage3_gather_16bit_weights_on_model_save.
   bool gather16BitWeightsOnSave = false;
   std::vector<ConfigNotice> notices;
+  /// The offload sections that ask to move state (device cpu or nvme).
+  std::vector<ConfigOffload> offloads;
 
   /// The setting of `flag`, or null.
   const ConfigSetting *find(const std::string &flag) const;
@@ -102,11 +116,20 @@ DeepSpeedConfig readDeepSpeedConfig(const std::string &path);
 std::string readDeepSpeedConfigNoThrow(const std::string &path,
                                        DeepSpeedConfig &config);
 
+/// Adds the notices of the config's offload sections for a step that runs
+/// on the CPU (`deviceMemory` false: a note, the state is in host memory
+/// already) or on a device with memory of its own (CUDA: a warning, the
+/// state stays on the device and the plan is checked against its memory).
+/// NVMe offload is an error either way (the reader adds that).
+void addOffloadNotices(DeepSpeedConfig &config, bool deviceMemory);
+
 /// The config's notices as one-line messages ("FILE: KEY: ..."): errors go
-/// to the returned message (every notice under `strict`), the rest to
-/// `warnings`. Returns "" when nothing stops the run.
+/// to the returned message (every warning too under `strict`), warnings to
+/// `warnings`, notes to `notes` (dropped when null). Returns "" when
+/// nothing stops the run.
 std::string checkNotices(const DeepSpeedConfig &config, bool strict,
-                         std::vector<std::string> &warnings);
+                         std::vector<std::string> &warnings,
+                         std::vector<std::string> *notes = nullptr);
 
 /// A run's batch sizes: per rank, micro-batches per step, and in all.
 struct BatchSizes {

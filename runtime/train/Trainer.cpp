@@ -399,16 +399,24 @@ public:
             config, compiled, comm_.worldSize(), options_.artifactDir);
         !error.empty())
       throw Error(error);
-    // Rank 0 says what the config asks for that ztc ignores.
-    std::vector<std::string> warnings;
-    if (comm_.rank() == 0)
-      checkNotices(config, /*strict=*/false, warnings);
-    for (const std::string &warning : warnings) {
-      if (options_.log)
-        options_.log("warning: " + warning);
-      else
-        std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    // Rank 0 says what the config asks for that ztc ignores, and what it
+    // accepts without moving anything (offloading).
+    std::vector<std::string> warnings, notes;
+    if (comm_.rank() == 0) {
+      DeepSpeedConfig worded = config;
+      addOffloadNotices(worded, manifest().target == Target::Cuda);
+      checkNotices(worded, /*strict=*/false, warnings, &notes);
     }
+    auto say = [&](const char *level, const std::string &line) {
+      if (options_.log)
+        options_.log(level + (": " + line));
+      else
+        std::fprintf(stderr, "%s: %s\n", level, line.c_str());
+    };
+    for (const std::string &note : notes)
+      say("note", note);
+    for (const std::string &warning : warnings)
+      say("warning", warning);
     if (config.gather16BitWeightsOnSave && options_.saveConsolidated.empty() &&
         !options_.saveDir.empty())
       options_.saveConsolidated =

@@ -221,6 +221,7 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   FailureOr<MemoryReport> memory = buildMemoryReport(*module);
   if (failed(memory))
     return failure();
+  artifact.plannedBytes = memory->total();
   llvm::raw_string_ostream memoryJson(artifact.memoryReport);
   memoryJson << llvm::formatv("{0:2}", memoryReportToJson(*memory)) << "\n";
   // The loss the pipeline chose (`auto` resolved) and the classes its

@@ -36,6 +36,9 @@ struct ArtifactContents {
   /// For --recompute budget=...: the budget, the planned bytes and how the
   /// plan was chosen, as `ztc compile` prints them; empty otherwise.
   std::string recomputeBudget;
+  /// Training artifacts: the planned bytes per rank (the memory report's
+  /// total: bindings and arena).
+  uint64_t plannedBytes = 0;
 };
 
 /// The little-endian bytes of a constant, one byte per bool (the layout of

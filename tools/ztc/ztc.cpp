@@ -11,6 +11,7 @@
 #include "dialects/Onnx/Import/Importer.h"
 #include "passes/Conversion/OnnxToNN/NodeConverter.h"
 #include "passes/Passes.h"
+#include "passes/Transforms/Footprint.h"
 #include "tools/ztc/Compile.h"
 #include "tools/ztc/GradCheck.h"
 #include "tools/ztc/MemoryReport.h"
@@ -232,7 +233,8 @@ const char *const kCompilePipelineFlags[] = {
     "min-lr",                  "warmup-min-ratio",
     "cos-min-ratio",           "cycle-first-step-size",
     "cycle-second-step-size",  "decay-lr-rate",
-    "decay-step-size",         "lr-range-test-step-size",
+    "decay-step-size",         "cycle-first-stair-count",
+    "cycle-second-stair-count", "lr-range-test-step-size",
     "lr-range-test-step-rate", "lr-range-test-staircase",
     "recompute",               "recompute-blocks",
     "recompute-time-limit",    "precision",
@@ -364,6 +366,12 @@ cl::opt<bool> strictConfig(
     "strict",
     cl::desc("With --config: every key ztc does not implement is an error"),
     cl::sub(compileCommand), cl::sub(inspectCommand));
+cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("The memory of one rank's device (8GiB, 80GB, 85899345920): "
+             "`ztc compile` refuses a step whose planned bytes per rank "
+             "exceed it, `ztc inspect` says whether each plan fits"),
+    cl::value_desc("BYTES"), cl::sub(compileCommand), cl::sub(inspectCommand));
 
 // ztc train.
 
@@ -619,8 +627,13 @@ std::optional<ConfigFlags> readConfigFlags(const PipelineFlags &flags) {
           ::ztc::rt::readDeepSpeedConfigNoThrow(configFile, config);
       !error.empty())
     return fail(error);
-  std::vector<std::string> warnings;
-  std::string refused = ::ztc::rt::checkNotices(config, strictConfig, warnings);
+  // `ztc inspect` plans for the CPU, whose memory is the host's.
+  ::ztc::rt::addOffloadNotices(config, target == mz::codegen::Target::Cuda);
+  std::vector<std::string> warnings, notes;
+  std::string refused =
+      ::ztc::rt::checkNotices(config, strictConfig, warnings, &notes);
+  for (const std::string &note : notes)
+    llvm::errs() << "ztc: note: " << oneLine(note) << "\n";
   for (const std::string &warning : warnings)
     llvm::errs() << "ztc: warning: " << oneLine(warning) << "\n";
   if (!refused.empty())
@@ -691,6 +704,46 @@ std::optional<ConfigFlags> readConfigFlags(const PipelineFlags &flags) {
       return std::nullopt;
   }
   return result;
+}
+
+/// --device-memory in bytes: none when not given, and false when it does
+/// not read (the error printed).
+std::optional<std::optional<uint64_t>> deviceMemoryBytes() {
+  if (deviceMemory.empty())
+    return std::optional<uint64_t>();
+  std::string error;
+  std::optional<uint64_t> bytes = mz::parseByteCount(deviceMemory, error);
+  if (!bytes || *bytes == 0) {
+    llvm::errs() << "ztc: error: --device-memory '" << deviceMemory << "': "
+                 << (bytes ? "expected more than 0 bytes" : error)
+                 << " (such as 8GiB, 80GB or 85899345920)\n";
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+/// The line that says a plan of `planned` bytes per rank does not fit in
+/// `device` bytes, with what would: the fixed part (parameters, optimizer
+/// state, data) and the arena a recompute budget can shrink.
+std::string deviceMemoryShortfall(uint64_t planned, uint64_t fixed,
+                                  uint64_t device) {
+  std::string line = llvm::formatv("the step plans {0} bytes per rank ({1}), "
+                                   "more than --device-memory {2} bytes ({3})",
+                                   planned, mz::bytesText(planned), device,
+                                   mz::bytesText(device))
+                         .str();
+  if (fixed < device)
+    return line + llvm::formatv(": parameters, optimizer state and data take "
+                                "{0} bytes, so --recompute budget={1} would "
+                                "fit if it can be met; or a higher --zero "
+                                "stage, or more ranks",
+                                fixed, device)
+                      .str();
+  return line + llvm::formatv(": parameters, optimizer state and data alone "
+                              "take {0} bytes; use a higher --zero stage or "
+                              "more ranks",
+                              fixed)
+                    .str();
 }
 
 /// A context with every ztc dialect and the one-line diagnostic printer.
@@ -822,6 +875,9 @@ int runCompile() {
   std::optional<ConfigFlags> config = readConfigFlags(compileFlags);
   if (!config)
     return 1;
+  std::optional<std::optional<uint64_t>> device = deviceMemoryBytes();
+  if (!device)
+    return 1;
   std::unique_ptr<MLIRContext> context = makeContext();
   std::optional<mz::onnx::ImportOptions> options =
       trainingImportOptions(config->batchSize);
@@ -857,6 +913,12 @@ int runCompile() {
           *context, modelPath, *options, training, target, artifact,
           kernelIRPath.empty() ? nullptr : &kernelIRStream)))
     return 1;
+  // Before anything is written: a plan that cannot fit is no artifact.
+  if (*device && artifact.plannedBytes > **device)
+    return fail(deviceMemoryShortfall(artifact.plannedBytes,
+                                      artifact.plannedBytes -
+                                          artifact.manifest.arenaBytes,
+                                      **device));
   if (!kernelIRPath.empty()) {
     if (!(error = writeOutput(kernelIRPath, kernelIR)).empty())
       return fail(error);
@@ -1038,6 +1100,9 @@ int inspectModel() {
   std::optional<ConfigFlags> config = readConfigFlags(inspectFlags);
   if (!config)
     return 1;
+  std::optional<std::optional<uint64_t>> device = deviceMemoryBytes();
+  if (!device)
+    return 1;
   std::unique_ptr<MLIRContext> context = makeContext();
   std::optional<mz::onnx::ImportOptions> options =
       trainingImportOptions(config->batchSize);
@@ -1112,6 +1177,23 @@ int inspectModel() {
   int status = printInspection(reports);
   for (const std::string &line : skipped)
     llvm::outs() << line << "\n";
+  // One line per plan: whether it fits in --device-memory.
+  if (std::optional<uint64_t> bytes = *device)
+    for (const mz::MemoryReport &report : reports) {
+      std::string row = all              ? "recompute " + report.policy
+                        : allPrecisions ? "precision " + report.precision
+                                        : std::string("device memory");
+      std::string verdict =
+          report.total() <= *bytes
+              ? llvm::formatv("{0} bytes per rank fit in --device-memory {1} "
+                              "bytes ({2} to spare)",
+                              report.total(), *bytes,
+                              mz::bytesText(*bytes - report.total()))
+                    .str()
+              : deviceMemoryShortfall(report.total(),
+                                      report.total() - report.arena, *bytes);
+      llvm::outs() << row << ": " << verdict << "\n";
+    }
   return status;
 }
 

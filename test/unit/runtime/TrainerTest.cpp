@@ -474,8 +474,9 @@ TEST_F(TrainerTest, EpochsDecideWhenStepsAreZero) {
 
 TEST_F(TrainerTest, ScheduleFeedsTheLrHyper) {
   // warmup-decay over the run's 20 steps (total_steps 0), warmup 5, lr
-  // 0.2: by DeepSpeed's formulas at i = step - 1, lr = 0.2 * i / 5 while
-  // i < 5, then 0.2 * (20 - i) / 15.
+  // 0.2: as DeepSpeed's engine runs it, step 1 at the constructor's rate
+  // (min_lr 0) and step t >= 2 at i = t - 2, lr = 0.2 * i / 5 while i < 5,
+  // then 0.2 * (20 - i) / 15.
   Manifest manifest = trainManifest();
   manifest.train.schedule.kind = LrScheduleKind::WarmupDecay;
   manifest.train.schedule.lr = 0.2;
@@ -487,7 +488,7 @@ TEST_F(TrainerTest, ScheduleFeedsTheLrHyper) {
   TrainResult result = train(run);
 
   auto lr = [](uint64_t step) {
-    double i = double(step - 1);
+    double i = step == 1 ? 0 : double(step - 2);
     return i < 5 ? 0.2 * i / 5 : 0.2 * (20 - i) / 15;
   };
   Reference reference;
@@ -499,8 +500,8 @@ TEST_F(TrainerTest, ScheduleFeedsTheLrHyper) {
     expectClose(final.tensors["w"].data<float>()[j], reference.w[j], "w");
   expectClose(scalar(final.tensors["b"]), reference.b, "b");
 
-  // The logged lr: 0 at step 1 (the loss is unchanged by it), the peak at
-  // step 6, 0.2 / 15 at step 20.
+  // The logged lr: 0 at steps 1 and 2 (the loss is unchanged by them), the
+  // peak at step 7, 0.4 / 15 at step 20.
   auto lineOf = [&](uint64_t step) {
     std::string prefix = "step " + std::to_string(step) + "/20 ";
     for (const std::string &line : log_)
@@ -509,9 +510,10 @@ TEST_F(TrainerTest, ScheduleFeedsTheLrHyper) {
     return std::string();
   };
   EXPECT_NE(lineOf(1).find("  lr 0.000e+00  "), std::string::npos);
-  EXPECT_NE(lineOf(3).find("  lr 8.000e-02  "), std::string::npos);
-  EXPECT_NE(lineOf(6).find("  lr 2.000e-01  "), std::string::npos);
-  EXPECT_NE(lineOf(20).find("  lr 1.333e-02  "), std::string::npos);
+  EXPECT_NE(lineOf(2).find("  lr 0.000e+00  "), std::string::npos);
+  EXPECT_NE(lineOf(4).find("  lr 8.000e-02  "), std::string::npos);
+  EXPECT_NE(lineOf(7).find("  lr 2.000e-01  "), std::string::npos);
+  EXPECT_NE(lineOf(20).find("  lr 2.667e-02  "), std::string::npos);
 }
 
 TEST_F(TrainerTest, LogLines) {
