@@ -87,8 +87,8 @@ public:
       zero(root["zero_optimization"]);
     if (keys.take("activation_checkpointing"))
       activationCheckpointing(root["activation_checkpointing"]);
-    keys.reportRest("a key DeepSpeed's config does not have, or ztc does "
-                    "not know; ignored");
+    keys.reportRest("not a key of DeepSpeed 0.19's config (DeepSpeed ignores "
+                    "it too: a misspelling?); ignored");
   }
 
 private:
@@ -104,14 +104,16 @@ private:
       return true;
     }
     /// The keys no reader took: those of DeepSpeedKeys.cpp say what they
-    /// say there, the others are reported with `why`.
-    void reportRest(const std::string &why) {
+    /// say there, the others are reported with `why`, as an error in the
+    /// sections DeepSpeed validates (`strict`: it refuses keys it does not
+    /// define there), else as a warning.
+    void reportRest(const std::string &why, bool strict = false) {
       std::string section =
           prefix_.empty() ? "" : prefix_.substr(0, prefix_.size() - 1);
       for (auto it = object_.begin(); it != object_.end(); ++it)
         if (!taken_.count(it.key()) &&
             !reader_.knownKey(section, it.key(), it.value()))
-          reader_.notice(false, prefix_ + it.key(), why);
+          reader_.notice(strict, prefix_ + it.key(), why);
     }
 
   private:
@@ -513,7 +515,9 @@ private:
         else if (boolean(enabled, std::string(name) + ".enabled"))
           bf16 = true;
       }
-      bfKeys.reportRest("not a key of DeepSpeed's bf16 section; ignored");
+      bfKeys.reportRest("not a key of DeepSpeed's bf16 section, which "
+                        "DeepSpeed 0.19 refuses too (a misspelling?)",
+                        /*strict=*/true);
     }
     if (fp16 && bf16)
       fail("fp16.enabled", "and bf16.enabled are both true: choose one, as "
@@ -583,7 +587,9 @@ private:
       notice(false, prefix + "auto_cast",
              "ztc's autocast already chooses each op's type (products and "
              "convolutions in fp16, the rest in f32); ignored");
-    keys.reportRest("not a key of DeepSpeed's fp16 section; ignored");
+    keys.reportRest("not a key of DeepSpeed's fp16 section, which DeepSpeed "
+                    "0.19 refuses too (a misspelling?)",
+                    /*strict=*/true);
     return enabled;
   }
 
@@ -729,8 +735,9 @@ private:
                            "contiguous, reduced by reduce-scatter at stages "
                            "2-3 and gathered whole; ignored"));
     offload(section, keys);
-    keys.reportRest("not a key of DeepSpeed's zero_optimization section; "
-                    "ignored");
+    keys.reportRest("not a key of DeepSpeed's zero_optimization section, "
+                    "which DeepSpeed 0.19 refuses too (a misspelling?)",
+                    /*strict=*/true);
   }
 
   /// offload_optimizer and offload_param, and the legacy booleans
@@ -760,7 +767,9 @@ private:
         if (entry.section == key)
           sub.take(entry.key);
       sub.reportRest("not a key of DeepSpeed's " + std::string(name) +
-                     " section; ignored");
+                         " section, which DeepSpeed 0.19 refuses too (a "
+                         "misspelling?)",
+                     /*strict=*/true);
       if (device == "nvme")
         notice(true, key,
                "device \"nvme\" is not built: ztc keeps the state in memory "
@@ -769,10 +778,7 @@ private:
       else if (device == "cpu")
         out_.offloads.push_back({key, device});
     }
-    for (auto [legacy, target] :
-         {std::pair<const char *, const char *>{"cpu_offload",
-                                                "offload_optimizer"},
-          {"cpu_offload_param", "offload_param"}})
+    for (const char *legacy : {"cpu_offload", "cpu_offload_param"})
       if (keys.take(legacy) && !isAuto(section[legacy]) &&
           !section[legacy].is_null() &&
           boolean(section[legacy], prefix + legacy))

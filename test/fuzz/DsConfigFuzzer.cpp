@@ -2,8 +2,9 @@
 //
 // Oracle: parseDeepSpeedConfig accepts the text or throws ztc::rt::Error
 // with a one-line message. A config it accepts has settings that each name
-// a flag and a key, notices that each name a key, and its notices and
-// batch identity give one-line messages (or none) for any flags.
+// a flag and a key, notices that each name a key, offloads to the CPU, and
+// its notices (worded for the CPU and for CUDA) and batch identity give
+// one-line messages (or none) for any flags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,16 +29,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (setting.source != rt::ConfigSource::Auto && setting.value.empty())
       fuzz::fail("settings", setting.key + " has no value");
   }
-  for (bool strict : {false, true}) {
-    std::vector<std::string> warnings;
-    std::string error = rt::checkNotices(config, strict, warnings);
-    if (!error.empty())
-      fuzz::requireOneLine(error, "checkNotices");
-    for (const std::string &warning : warnings)
-      fuzz::requireOneLine(warning, "checkNotices warning");
-    if (strict && !warnings.empty())
-      fuzz::fail("checkNotices", "--strict left a warning");
-  }
+  for (const rt::ConfigOffload &offload : config.offloads)
+    if (offload.key.empty() || offload.device != "cpu")
+      fuzz::fail("offloads", "an offload without a key, or not to the CPU");
+  for (bool deviceMemory : {false, true})
+    for (bool strict : {false, true}) {
+      rt::DeepSpeedConfig worded = config;
+      rt::addOffloadNotices(worded, deviceMemory);
+      std::vector<std::string> warnings, notes;
+      std::string error = rt::checkNotices(worded, strict, warnings, &notes);
+      if (!error.empty())
+        fuzz::requireOneLine(error, "checkNotices");
+      for (const std::string &warning : warnings)
+        fuzz::requireOneLine(warning, "checkNotices warning");
+      for (const std::string &note : notes)
+        fuzz::requireOneLine(note, "checkNotices note");
+      if (strict && !warnings.empty())
+        fuzz::fail("checkNotices", "--strict left a warning");
+      // An offload is a note on the CPU and a warning (or an error) on
+      // CUDA.
+      size_t readerNotes = 0;
+      for (const rt::ConfigNotice &notice : config.notices)
+        readerNotes += notice.note;
+      if (notes.size() !=
+          readerNotes + (deviceMemory ? 0 : config.offloads.size()))
+        fuzz::fail("addOffloadNotices", "offload notes for the wrong target");
+    }
   for (uint64_t world : {1, 3}) {
     rt::BatchSizes sizes;
     std::string error = rt::resolveBatchSizes(config, 0, 0, world, sizes);
