@@ -18,14 +18,19 @@
 
 namespace ztc {
 
-/// A static shape (rank <= 8).
+/// The most dimensions a kernel's shape holds. The compiler refuses a
+/// tensor of higher rank at import (dialects/NN/IR/ShapeLimits.h, whose
+/// kMaxRank must equal this one: ShapeLimitsTest).
+constexpr int64_t kMaxRank = 8;
+
+/// A static shape (rank <= kMaxRank).
 struct Dims {
   int64_t rank = 0;
-  int64_t d[8] = {0};
+  int64_t d[kMaxRank] = {0};
   Dims() = default;
   Dims(std::initializer_list<int64_t> dims) {
     for (int64_t size : dims)
-      if (rank < 8)
+      if (rank < kMaxRank)
         d[rank++] = size;
   }
   ZTC_HOST_DEVICE int64_t numElements() const {

@@ -10,6 +10,7 @@
 #include "runtime/Error.h"
 #include "runtime/io/File.h"
 #include "runtime/io/SafeTensors.h"
+#include "runtime/io/Sha256.h"
 
 #include <cerrno>
 #include <cstring>
@@ -27,8 +28,26 @@ namespace {
 
 constexpr char kFileName[] = "checkpoint.safetensors";
 /// Metadata keys the checkpoint itself owns.
-constexpr const char *kReservedKeys[] = {"format", "step", "epoch", "batch",
-                                         "seed"};
+constexpr const char *kReservedKeys[] = {"format", "step",   "epoch",
+                                         "batch",  "seed",   "sha256"};
+
+/// The digest `sha256` records: every metadata entry but itself, then every
+/// tensor, each field length-prefixed so that none runs into the next.
+std::string contentsDigest(const std::map<std::string, std::string> &metadata,
+                           const std::map<std::string, Tensor> &tensors) {
+  Sha256 hash;
+  for (const auto &[key, value] : metadata)
+    if (key != "sha256") {
+      hash.updateField(key);
+      hash.updateField(value);
+    }
+  for (const auto &[name, tensor] : tensors) {
+    hash.updateField(name);
+    hash.updateField(tensor.describe());
+    hash.updateField(tensor.bytes.data(), tensor.bytes.size());
+  }
+  return hash.hexDigest();
+}
 
 /// Removes `checkpoint.safetensors.tmp-<pid>` files whose writer is dead:
 /// what a killed save leaves behind.
@@ -87,6 +106,8 @@ void saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint) {
   contents.metadata["epoch"] = std::to_string(checkpoint.epoch);
   contents.metadata["batch"] = std::to_string(checkpoint.batch);
   contents.metadata["seed"] = std::to_string(checkpoint.seed);
+  contents.metadata["sha256"] =
+      contentsDigest(contents.metadata, contents.tensors);
   createDirectories(dir);
   removeStaleTemporaries(dir);
   writeSafeTensors(checkpointPath(dir), contents);
@@ -109,9 +130,14 @@ Checkpoint loadCheckpointMetadata(const std::string &dir) {
                 ": not a ztc checkpoint (metadata 'format' is "
                 "missing; expected '" +
                 std::string(kCheckpointFormat) + "')");
-  if (format->second != kCheckpointFormat)
+  if (format->second != kCheckpointFormat &&
+      format->second != kCheckpointFormatWithoutHash)
     throw Error(path + ": checkpoint format '" + printable(format->second) +
-                "'; this runtime reads '" + kCheckpointFormat + "'");
+                "'; this runtime reads '" + kCheckpointFormat + "' and '" +
+                kCheckpointFormatWithoutHash + "'");
+  if (format->second == kCheckpointFormat && !metadata.count("sha256"))
+    throw Error(path + ": metadata 'sha256' is missing, which format '" +
+                kCheckpointFormat + "' records: the file was damaged");
   Checkpoint checkpoint;
   checkpoint.step = metadataInteger(metadata, path, "step");
   checkpoint.epoch = metadataInteger(metadata, path, "epoch");
@@ -125,7 +151,15 @@ Checkpoint loadCheckpointMetadata(const std::string &dir) {
 
 Checkpoint loadCheckpoint(const std::string &dir) {
   Checkpoint checkpoint = loadCheckpointMetadata(dir);
-  checkpoint.tensors = readSafeTensors(checkpointPath(dir)).tensors;
+  SafeTensors contents = readSafeTensors(checkpointPath(dir));
+  auto recorded = contents.metadata.find("sha256");
+  if (recorded != contents.metadata.end() &&
+      recorded->second !=
+          contentsDigest(contents.metadata, contents.tensors))
+    throw Error(checkpointPath(dir) +
+                ": its contents do not match the SHA-256 it records: the "
+                "file was changed or damaged after it was written");
+  checkpoint.tensors = std::move(contents.tensors);
   return checkpoint;
 }
 

@@ -4,7 +4,11 @@
 // optimizer-state tensor of a training artifact by its manifest name, and
 // string metadata:
 //
-//   format   "ztc-checkpoint-1"
+//   format   "ztc-checkpoint-2" ("ztc-checkpoint-1", without sha256, is
+//            still read)
+//   sha256   the SHA-256 of the rest: every other metadata entry and every
+//            tensor's name, dtype, shape and bytes, so that a changed or
+//            damaged byte anywhere is an error at load, not a silent resume
 //   step     optimizer steps completed
 //   epoch    data position of the next batch: epoch ...
 //   batch    ... and batch index within it
@@ -22,6 +26,8 @@
 //   no checkpoint in DIR (DIR/checkpoint.safetensors: cannot open: ...)
 //   DIR/checkpoint.safetensors: not a ztc checkpoint (metadata 'format' is
 //     missing; expected 'ztc-checkpoint-1')
+//   DIR/checkpoint.safetensors: its contents do not match the SHA-256 it
+//     records: the file was changed or damaged after it was written
 //   DIR/checkpoint.safetensors: metadata 'step' is not a non-negative
 //     integer: 'x'
 //   DIR/checkpoint.safetensors does not match the artifact: missing param
@@ -43,7 +49,9 @@
 namespace ztc::rt {
 
 /// The value of the `format` metadata this runtime writes and reads.
-constexpr char kCheckpointFormat[] = "ztc-checkpoint-1";
+constexpr char kCheckpointFormat[] = "ztc-checkpoint-2";
+/// The format before the hash, which this runtime still reads.
+constexpr char kCheckpointFormatWithoutHash[] = "ztc-checkpoint-1";
 
 /// One checkpoint.
 struct Checkpoint {

@@ -94,10 +94,32 @@ bridge::writeAndBuildArtifact(const std::string &dir,
   });
 }
 
+std::string bridge::checkArtifactOutput(const std::string &dir) {
+  std::error_code error;
+  fs::file_status status = fs::symlink_status(dir, error);
+  if (error || status.type() == fs::file_type::not_found)
+    return "";
+  if (status.type() == fs::file_type::directory) {
+    if (fs::is_regular_file(fs::path(dir) / "manifest.json", error) ||
+        fs::is_empty(dir, error))
+      return "";
+    return dir +
+           " is a directory that is not a ztc artifact (no manifest.json): "
+           "ztc replaces only its own artifacts; give another -o";
+  }
+  return dir + " exists and is not a ztc artifact (" +
+         (status.type() == fs::file_type::symlink ? "a symbolic link"
+          : status.type() == fs::file_type::regular ? "a file"
+                                                     : "not a directory") +
+         "): ztc replaces only its own artifacts; give another -o";
+}
+
 std::string
 bridge::writeArtifactAtomically(const std::string &dir,
                                 const mlir::ztc::ArtifactContents &artifact,
                                 bool build) {
+  if (std::string refused = checkArtifactOutput(dir); !refused.empty())
+    return refused;
   fs::path target = fs::absolute(dir);
   fs::path staging = target;
   staging += ".tmp-" + std::to_string(::getpid());

@@ -41,9 +41,16 @@ struct StepTimes {
   unsigned runs = 0;
 };
 
+/// "" when an artifact may be written at `dir`: nothing is there, an empty
+/// directory, or a ztc artifact (a directory with a manifest.json) that
+/// the new one replaces. Anything else (a file, a link, a directory of
+/// other things) is the user's, and the message says so.
+std::string checkArtifactOutput(const std::string &dir);
+
 /// Writes and builds the artifact at `dir` through a temporary sibling
 /// directory renamed into place, so a failure leaves no half-written
 /// artifact (and an existing one stays intact until the new one is ready).
+/// Refuses, writing nothing, what checkArtifactOutput refuses.
 std::string writeArtifactAtomically(const std::string &dir,
                                     const mlir::ztc::ArtifactContents &artifact,
                                     bool build = true);

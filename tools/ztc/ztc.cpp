@@ -828,6 +828,11 @@ int runRun() {
 
   std::string error, dir = artifactDir;
   bool temporary = dir.empty();
+  if (!temporary &&
+      !(error = ::ztc::bridge::checkArtifactOutput(dir)).empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
   if (temporary &&
       (dir = ::ztc::bridge::makeTemporaryDirectory(error)).empty()) {
     llvm::errs() << "ztc: error: " << error << "\n";
@@ -878,6 +883,12 @@ int runCompile() {
   std::optional<std::optional<uint64_t>> device = deviceMemoryBytes();
   if (!device)
     return 1;
+  // Before any work: the user's own files are never replaced.
+  if (std::string refused = ::ztc::bridge::checkArtifactOutput(compileOutput);
+      !refused.empty()) {
+    llvm::errs() << "ztc: error: " << refused << "\n";
+    return 1;
+  }
   std::unique_ptr<MLIRContext> context = makeContext();
   std::optional<mz::onnx::ImportOptions> options =
       trainingImportOptions(config->batchSize);

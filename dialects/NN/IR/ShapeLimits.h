@@ -22,6 +22,17 @@ namespace mlir::ztc::nn {
 
 constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
 
+/// The most dimensions a tensor may have: what the kernel libraries' shape
+/// type holds (runtime/kernels/Dims.h's kMaxRank; ShapeLimitsTest checks
+/// that the two agree). A higher rank is refused where it first appears, at
+/// import or at the node whose result would have it.
+constexpr int64_t kMaxRank = 8;
+
+/// Whether `shape` has at most kMaxRank dimensions.
+inline bool isWithinRankLimit(ArrayRef<int64_t> shape) {
+  return int64_t(shape.size()) <= kMaxRank;
+}
+
 /// Whether each static dimension of `shape` is non-negative and their
 /// product, each counted as at least 1, is at most kMaxTensorElements.
 /// Dynamic dimensions are skipped.

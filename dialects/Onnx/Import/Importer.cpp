@@ -56,6 +56,53 @@ std::string dataTypeName(int type) {
   return "type#" + std::to_string(type);
 }
 
+/// The file an external-data `location` names, when it lies inside the
+/// model's directory `baseDir`: relative, without "..", and inside it once
+/// symbolic links are resolved (a model is untrusted input; ONNX's own
+/// checker refuses the same). Otherwise `why` says what is wrong.
+std::optional<std::string> confinedExternalPath(StringRef baseDir,
+                                                StringRef location,
+                                                std::string &why) {
+  if (location.empty()) {
+    why = "names no location";
+    return std::nullopt;
+  }
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::sys::path::has_root_name(location) || location.contains('\0')) {
+    why = "is an absolute path";
+    return std::nullopt;
+  }
+  for (StringRef part : llvm::make_range(llvm::sys::path::begin(location),
+                                         llvm::sys::path::end(location)))
+    if (part == "..") {
+      why = "climbs out with '..'";
+      return std::nullopt;
+    }
+  SmallString<256> path(baseDir.empty() ? StringRef(".") : baseDir);
+  llvm::sys::path::append(path, location);
+  // A link may point anywhere: the real paths must nest.
+  SmallString<256> realBase, realPath;
+  if (llvm::sys::fs::real_path(baseDir.empty() ? StringRef(".") : baseDir,
+                               realBase) ||
+      llvm::sys::fs::real_path(path, realPath)) {
+    why = "is missing";
+    return std::nullopt;
+  }
+  StringRef inside = realPath.str();
+  if (!inside.consume_front(realBase.str()) ||
+      !(inside.empty() || llvm::sys::path::is_separator(inside.front()))) {
+    why = "leads out of the model's directory through a symbolic link";
+    return std::nullopt;
+  }
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(realPath, status) ||
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    why = "is not a regular file";
+    return std::nullopt;
+  }
+  return path.str().str();
+}
+
 /// Builds a module from one ModelProto; holds the per-import state.
 class ModelImporter {
 public:
@@ -208,6 +255,12 @@ FailureOr<Type> ModelImporter::valueType(const ::onnx::TypeProto &type,
                << ", beyond the 2^48 elements ztc supports";
     return failure();
   }
+  if (!nn::isWithinRankLimit(shape)) {
+    error(loc) << what << " has shape " << nn::describeShape(shape)
+               << ": ztc's kernels take at most " << nn::kMaxRank
+               << " dimensions";
+    return failure();
+  }
   return Type(RankedTensorType::get(shape, *elem));
 }
 
@@ -346,20 +399,44 @@ ModelImporter::readExternal(const ::onnx::TensorProto &tensor,
   uint64_t offset = 0;
   std::optional<uint64_t> length;
   for (const auto &entry : tensor.external_data()) {
-    if (entry.key() == "location")
+    uint64_t number = 0;
+    if (entry.key() == "location") {
       location = entry.value();
-    else if (entry.key() == "offset")
-      offset = std::stoull(entry.value());
-    else if (entry.key() == "length")
-      length = std::stoull(entry.value());
+    } else if ((entry.key() == "offset" || entry.key() == "length") &&
+               StringRef(entry.value()).getAsInteger(10, number)) {
+      error(loc) << "external data of initializer '" << tensor.name()
+                 << "' has " << entry.key() << " '"
+                 << StringRef(entry.value()).take_front(40)
+                 << "', not a whole number of bytes";
+      return failure();
+    } else if (entry.key() == "offset") {
+      offset = number;
+    } else if (entry.key() == "length") {
+      length = number;
+    }
   }
   if (location.empty()) {
     error(loc) << "initializer '" << tensor.name()
                << "' is stored externally but names no location";
     return failure();
   }
-  SmallString<256> path(baseDir);
-  llvm::sys::path::append(path, location);
+  // Checked before any byte is read.
+  std::string why;
+  std::optional<std::string> confined =
+      confinedExternalPath(baseDir, location, why);
+  if (!confined) {
+    if (why == "is missing")
+      error(loc) << "external data file '" << location << "' of initializer '"
+                 << tensor.name() << "' is missing";
+    else
+      error(loc) << "external data of initializer '" << tensor.name()
+                 << "': location '" << StringRef(location).take_front(200)
+                 << "' " << why
+                 << "; ztc reads external data only from the model's "
+                    "directory";
+    return failure();
+  }
+  SmallString<256> path(*confined);
   uint64_t fileSize = 0;
   if (llvm::sys::fs::file_size(path, fileSize)) {
     error(loc) << "external data file '" << location << "' of initializer '"
@@ -367,7 +444,8 @@ ModelImporter::readExternal(const ::onnx::TensorProto &tensor,
     return failure();
   }
   uint64_t bytes = length.value_or(expectedBytes);
-  if (bytes != expectedBytes || offset + bytes > fileSize) {
+  if (bytes != expectedBytes || offset > fileSize ||
+      bytes > fileSize - offset) {
     error(loc) << "external data of initializer '" << tensor.name() << "' ("
                << location << ", offset " << offset << ", " << bytes
                << " bytes) does not fit its shape (" << expectedBytes
@@ -705,6 +783,13 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
       ok = false;
       continue;
     }
+    if (!nn::isWithinRankLimit(shape)) {
+      error(loc) << "initializer '" << init.name() << "' has dims "
+                 << nn::describeShape(shape) << ": ztc's kernels take at most "
+                 << nn::kMaxRank << " dimensions";
+      ok = false;
+      continue;
+    }
     auto type = RankedTensorType::get(shape, *elem);
     // Rank-0 floats are constants (a 1/sqrt(d) factor); anything with a
     // dimension, even of size 1 (the bias of a one-output Linear), is a
@@ -919,10 +1004,12 @@ mlir::ztc::onnx::externalDataFiles(MLIRContext &context, StringRef path) {
     for (const auto &entry : init.external_data()) {
       if (entry.key() != "location")
         continue;
-      SmallString<256> file = llvm::sys::path::parent_path(path);
-      llvm::sys::path::append(file, entry.value());
-      if (!llvm::is_contained(files, file.str()))
-        files.push_back(file.str().str());
+      // Only files the import may read: it refuses the others.
+      std::string why;
+      std::optional<std::string> file = confinedExternalPath(
+          llvm::sys::path::parent_path(path), entry.value(), why);
+      if (file && !llvm::is_contained(files, *file))
+        files.push_back(*file);
     }
   }
   return files;

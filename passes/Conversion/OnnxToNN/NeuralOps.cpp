@@ -10,7 +10,11 @@
 
 #include "passes/Conversion/OnnxToNN/NodeConverter.h"
 
+#include "dialects/NN/IR/ShapeLimits.h"
+
 #include "llvm/ADT/STLExtras.h"
+
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -135,15 +139,36 @@ FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
   w.strides = *strides;
   w.pads = *pads;
   w.dilations = *dilations;
+  // A stride or dilation of 0 would divide by zero below; beyond 2^32 the
+  // window arithmetic could overflow. No model needs either.
+  constexpr int64_t kMaxWindowValue = int64_t(1) << 32;
+  for (auto [name, values, least] :
+       {std::tuple<const char *, ArrayRef<int64_t>, int64_t>{"strides",
+                                                             w.strides, 1},
+        {"dilations", w.dilations, 1},
+        {"pads", w.pads, 0}})
+    for (int64_t value : values)
+      if (value < least || value > kMaxWindowValue) {
+        ctx.error() << name << " has " << value << ", expected " << least
+                    << " to 2^32";
+        return failure();
+      }
 
   std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = inputShape[i + 2];
       int64_t out = (in + w.strides[i] - 1) / w.strides[i];
-      int64_t total =
-          std::max<int64_t>(0, (out - 1) * w.strides[i] +
-                                   (w.kernel[i] - 1) * w.dilations[i] + 1 - in);
+      // In 128 bits: kernel (up to 2^48) times dilation (up to 2^32).
+      __int128 need = __int128(out - 1) * w.strides[i] +
+                      __int128(w.kernel[i] - 1) * w.dilations[i] + 1 - in;
+      if (need > nn::kMaxTensorElements) {
+        ctx.error() << "auto_pad " << autoPad << " would pad spatial axis "
+                    << i << " by " << int64_t(need >> 1)
+                    << " or more, beyond the 2^48 elements ztc supports";
+        return failure();
+      }
+      int64_t total = std::max<int64_t>(0, int64_t(need));
       int64_t small = total / 2, large = total - small;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
       w.pads[i + spatial] = autoPad == "SAME_UPPER" ? large : small;

@@ -343,12 +343,17 @@ LogicalResult NodeContext::inferTypes(
 LogicalResult NodeContext::checkResultSizes(TypeRange types) {
   for (auto [i, type] : llvm::enumerate(types)) {
     auto shaped = dyn_cast<ShapedType>(type);
-    if (!shaped || !shaped.hasRank() ||
-        nn::isWithinSizeLimit(shaped.getShape()))
+    if (!shaped || !shaped.hasRank())
       continue;
-    return error() << "result " << i << " would have shape "
-                   << nn::describeShape(shaped.getShape())
-                   << ", beyond the 2^48 elements ztc supports";
+    if (!nn::isWithinSizeLimit(shaped.getShape()))
+      return error() << "result " << i << " would have shape "
+                     << nn::describeShape(shaped.getShape())
+                     << ", beyond the 2^48 elements ztc supports";
+    if (!nn::isWithinRankLimit(shaped.getShape()))
+      return error() << "result " << i << " would have shape "
+                     << nn::describeShape(shaped.getShape())
+                     << ": ztc's kernels take at most " << nn::kMaxRank
+                     << " dimensions";
   }
   return success();
 }

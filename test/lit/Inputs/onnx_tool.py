@@ -8,6 +8,10 @@
   onnx_tool.py npy OUT.npy DTYPE D0xD1...        an .npy of 0, 1, 2, ...
   onnx_tool.py metadata FILE.safetensors K=V...  sets metadata entries of a
                                                  safetensors file in place
+                                                 (-K removes entry K)
+  onnx_tool.py relocate IN.onnx OUT.onnx K=V...  sets external_data entries
+                                                 (location, offset, length)
+                                                 of every external initializer
 """
 import json
 import os
@@ -38,12 +42,27 @@ def main():
         (length,) = struct.unpack("<Q", data[:8])
         header = json.loads(data[8:8 + length])
         for entry in sys.argv[3:]:
+            if entry.startswith("-"):
+                header.setdefault("__metadata__", {}).pop(entry[1:], None)
+                continue
             key, value = entry.split("=", 1)
             header.setdefault("__metadata__", {})[key] = value
         text = json.dumps(header).encode()
         text += b" " * ((8 - len(text) % 8) % 8)
         with open(path, "wb") as f:
             f.write(struct.pack("<Q", len(text)) + text + data[8 + length:])
+        return
+    if sys.argv[1] == "relocate":
+        src, dst = sys.argv[2:4]
+        model = onnx.load_model(src, load_external_data=False)
+        for init in model.graph.initializer:
+            for entry in sys.argv[4:]:
+                key, value = entry.split("=", 1)
+                found = [e for e in init.external_data if e.key == key]
+                (found[0] if found else init.external_data.add()).key = key
+                (found[0] if found else init.external_data[-1]).value = value
+        with open(dst, "wb") as f:
+            f.write(model.SerializeToString())
         return
     command, src, dst = sys.argv[1:4]
     model = load(src)

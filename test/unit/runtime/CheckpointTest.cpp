@@ -89,7 +89,8 @@ TEST(CheckpointTest, RoundTrip) {
 
   // The file is plain safetensors with the documented metadata.
   SafeTensors raw = readSafeTensors(dir / "ckpt/checkpoint.safetensors");
-  EXPECT_EQ(raw.metadata["format"], "ztc-checkpoint-1");
+  EXPECT_EQ(raw.metadata["format"], "ztc-checkpoint-2");
+  EXPECT_EQ(raw.metadata["sha256"].size(), 64u);
   EXPECT_EQ(raw.metadata["step"], "12");
   EXPECT_EQ(raw.metadata["epoch"], "3");
   EXPECT_EQ(raw.metadata["batch"], "1");
@@ -100,6 +101,46 @@ TEST(CheckpointTest, RoundTrip) {
   later.step = 13;
   saveCheckpoint(dir / "ckpt", later);
   EXPECT_EQ(loadCheckpoint(dir / "ckpt").step, 13u);
+}
+
+TEST(CheckpointTest, EveryDamagedByteIsCaught) {
+  // Flip each byte of the file in turn: the load fails (a header that no
+  // longer parses, or contents that no longer match their SHA-256), never
+  // resumes from something else.
+  TempDir dir;
+  saveCheckpoint(dir.path(), sample());
+  std::string path = dir / "checkpoint.safetensors";
+  std::string good = readFile(path);
+  size_t caught = 0;
+  for (size_t at = 0; at < good.size(); ++at) {
+    std::string bad = good;
+    bad[at] = char(bad[at] ^ 0x10);
+    writeText(path, bad);
+    caught += !ZTC_ERROR_MESSAGE(loadCheckpoint(dir.path())).empty();
+  }
+  EXPECT_EQ(caught, good.size());
+  writeText(path, good);
+  EXPECT_EQ(loadCheckpoint(dir.path()).step, 12u);
+  // A data byte names the hash.
+  std::string bad = good;
+  bad[bad.size() - 1] = char(bad.back() ^ 1);
+  writeText(path, bad);
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(loadCheckpoint(dir.path())),
+            path + ": its contents do not match the SHA-256 it records: the "
+                   "file was changed or damaged after it was written");
+}
+
+TEST(CheckpointTest, FormatOneWithoutHashStillLoads) {
+  TempDir dir;
+  SafeTensors old;
+  old.tensors["w"] = filled({3}, 1.0f);
+  old.metadata = {{"format", "ztc-checkpoint-1"},
+                  {"step", "5"},
+                  {"epoch", "0"},
+                  {"batch", "2"},
+                  {"seed", "1"}};
+  writeSafeTensors(dir / "checkpoint.safetensors", old);
+  EXPECT_EQ(loadCheckpoint(dir.path()).step, 5u);
 }
 
 TEST(CheckpointTest, MismatchesAreNamed) {
@@ -131,12 +172,12 @@ TEST(CheckpointTest, Errors) {
   writeSafeTensors(path, plain);
   EXPECT_EQ(ZTC_ERROR_MESSAGE(loadCheckpoint(dir.path())),
             path + ": not a ztc checkpoint (metadata 'format' is missing; "
-                   "expected 'ztc-checkpoint-1')");
+                   "expected 'ztc-checkpoint-2')");
   plain.metadata = {{"format", "ztc-checkpoint-7"}};
   writeSafeTensors(path, plain);
   EXPECT_EQ(ZTC_ERROR_MESSAGE(loadCheckpoint(dir.path())),
             path + ": checkpoint format 'ztc-checkpoint-7'; this runtime "
-                   "reads 'ztc-checkpoint-1'");
+                   "reads 'ztc-checkpoint-2' and 'ztc-checkpoint-1'");
   plain.metadata = {{"format", "ztc-checkpoint-1"},
                     {"step", "-3"},
                     {"epoch", "0"},
