@@ -218,6 +218,17 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
     reader.fail("has grad_accum 0; it counts micro-batches per step (>= 1)");
   train.classes = reader.unsignedIntOr("classes", 0);
   train.ignoreIndex = reader.integerOr("ignore_index");
+  if (reader.has("flags")) {
+    const json &flags = reader.get("flags");
+    if (!flags.is_object())
+      reader.fail("has a 'flags' field that is not an object");
+    for (auto it = flags.begin(); it != flags.end(); ++it) {
+      if (!it.value().is_string())
+        reader.fail("has flag '" + printable(it.key()) +
+                    "' whose value is not a string");
+      train.compiledFlags[it.key()] = it.value().get<std::string>();
+    }
+  }
   if (reader.has("recompute")) {
     ObjectReader report(reader.get("recompute"), path, "train recompute");
     RecomputeReport &recompute = train.recompute.emplace();
@@ -655,6 +666,8 @@ json printTrainConfig(const TrainConfig &train) {
     object["classes"] = train.classes;
   if (train.ignoreIndex)
     object["ignore_index"] = *train.ignoreIndex;
+  if (!train.compiledFlags.empty())
+    object["flags"] = train.compiledFlags;
   if (const std::optional<RecomputeReport> &recompute = train.recompute)
     object["recompute"] = {
         {"policy", recompute->policy},

@@ -35,6 +35,7 @@
 #include "runtime/train/Schedule.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -182,6 +183,12 @@ struct TrainConfig {
   std::optional<int64_t> ignoreIndex;
   /// Absent in manifests of older compilers.
   std::optional<RecomputeReport> recompute;
+  /// "flags": the values the step compiles in of the flags a DeepSpeed
+  /// config can also set (weight-decay, betas, eps, momentum,
+  /// clip-grad-norm, the loss-scale flags), as the flags take them, so
+  /// that `ztc-train --config` can check a config against what was
+  /// compiled. Empty in manifests of older compilers.
+  std::map<std::string, std::string> compiledFlags;
 };
 
 /// What an entry computes: the IR's `train.entry` (dialects/Train).

@@ -1017,11 +1017,33 @@ std::string checkCompiledAgainst(
     if (t.term.given && !t.term.isAuto &&
         std::to_string(t.term.value) != value(t.flag))
       return differs(t.key, std::to_string(t.term.value), t.flag);
+  // Values as the flags take them: numbers (and lists of them, "0.9,0.95")
+  // compare as numbers, anything else as text.
+  auto same = [](const std::string &a, const std::string &b) {
+    if (a == b)
+      return true;
+    size_t from = 0, to = 0;
+    while (from <= a.size() && to <= b.size()) {
+      size_t aEnd = std::min(a.find(',', from), a.size());
+      size_t bEnd = std::min(b.find(',', to), b.size());
+      std::string x = a.substr(from, aEnd - from), y = b.substr(to, bEnd - to);
+      char *xStop = nullptr, *yStop = nullptr;
+      double dx = std::strtod(x.c_str(), &xStop);
+      double dy = std::strtod(y.c_str(), &yStop);
+      if (x.empty() || y.empty() || *xStop || *yStop || dx != dy)
+        return false;
+      from = aEnd + 1;
+      to = bEnd + 1;
+      if ((from > a.size()) != (to > b.size()))
+        return false;
+    }
+    return true;
+  };
   for (const ConfigSetting &setting : config.settings) {
     if (setting.source != ConfigSource::Explicit)
       continue;
     std::string given = value(setting.flag);
-    if (!given.empty() && given != setting.value)
+    if (!given.empty() && !same(given, setting.value))
       return differs(setting.key, setting.shown, setting.flag);
   }
   BatchSizes sizes;

@@ -150,10 +150,12 @@ std::string resolveBatchSizes(const DeepSpeedConfig &config, uint64_t microFlag,
 
 /// Checks an artifact against the config it runs with: what it was
 /// compiled with (`compiled`: flag and value, for "batch-size",
-/// "grad-accum", "precision", "zero", "optimizer") must be what `config`
-/// gives, and the batch identity must hold on `worldSize` ranks. Returns
-/// the message naming the key, the artifact and the flag; "" when they
-/// agree.
+/// "grad-accum", "precision", "zero", "optimizer", "lr", "lr-schedule",
+/// and the manifest's recorded flags: weight decay, betas, eps, clipping,
+/// the loss-scale flags, ...) must be what `config` gives explicitly
+/// (numbers compared as numbers), and the batch identity must hold on
+/// `worldSize` ranks. Returns the message naming the key, the artifact and
+/// the flag; "" when they agree.
 std::string checkCompiledAgainst(
     const DeepSpeedConfig &config,
     const std::vector<std::pair<std::string, std::string>> &compiled,

@@ -387,11 +387,19 @@ public:
   /// many ranks; its 16-bit save turns on the consolidated weights.
   void applyConfig(const DeepSpeedConfig &config) {
     const TrainConfig &train = manifest().train;
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%.17g", train.schedule.lr);
     std::vector<std::pair<std::string, std::string>> compiled = {
         {"batch-size", std::to_string(train.batchSize)},
         {"grad-accum", std::to_string(train.gradAccum)},
         {"precision", train.precision},
-        {"optimizer", train.optimizer}};
+        {"optimizer", train.optimizer},
+        {"lr", lr},
+        {"lr-schedule", scheduleName(train.schedule.kind)}};
+    // What the step compiles in (weight decay, betas, the loss-scale
+    // flags, ...), where the manifest records it.
+    for (const auto &[flag, value] : train.compiledFlags)
+      compiled.push_back({flag, value});
     // On one rank ZeRO shards nothing, and the artifact records no stage.
     if (manifest().dist.worldSize > 1)
       compiled.push_back({"zero", std::to_string(manifest().dist.zeroStage)});

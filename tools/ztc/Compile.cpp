@@ -251,6 +251,34 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   config.gradAccum = options.gradAccum;
   config.precision = options.precision;
   config.classes = classes;
+  // What the step compiles in, for ztc-train --config to check (which
+  // compares numbers as numbers): each double to the last bit.
+  auto number = [](double value) {
+    return llvm::formatv("{0}", llvm::format("%.17g", value)).str();
+  };
+  std::map<std::string, std::string> &flags = config.compiledFlags;
+  flags["weight-decay"] =
+      number(options.weightDecay >= 0
+                 ? double(options.weightDecay)
+                 : (options.optimizer == "adamw" ? 0.01 : 0.0));
+  flags["clip-grad-norm"] = number(options.clipGradNorm);
+  if (options.optimizer == "sgd") {
+    flags["momentum"] = number(options.momentum);
+    flags["nesterov"] = options.nesterov ? "true" : "false";
+  } else {
+    auto [beta1, beta2] = options.adamBetas();
+    flags["betas"] = number(beta1) + "," + number(beta2);
+    flags["eps"] = number(options.eps);
+  }
+  if (options.precision == "fp16") {
+    flags["loss-scale"] = number(options.lossScale);
+    flags["initial-scale-power"] = std::to_string(options.initialScalePower);
+    flags["loss-scale-window"] = std::to_string(options.lossScaleWindow);
+    flags["hysteresis"] = std::to_string(options.hysteresis);
+    flags["consecutive-hysteresis"] =
+        options.consecutiveHysteresis ? "true" : "false";
+    flags["min-loss-scale"] = number(options.minLossScale);
+  }
   if (lossKind == "cross_entropy")
     config.ignoreIndex = options.ignoreIndex;
   // The memory report read ztc-recompute's figures (train.recompute).

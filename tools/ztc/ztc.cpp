@@ -1188,7 +1188,9 @@ int inspectModel() {
   int status = printInspection(reports);
   for (const std::string &line : skipped)
     llvm::outs() << line << "\n";
-  // One line per plan: whether it fits in --device-memory.
+  // One line per plan: whether it fits in --device-memory; under --json
+  // the report stays one JSON document, and the verdict goes to stderr.
+  llvm::raw_ostream &verdicts = inspectJson ? llvm::errs() : llvm::outs();
   if (std::optional<uint64_t> bytes = *device)
     for (const mz::MemoryReport &report : reports) {
       std::string row = all              ? "recompute " + report.policy
@@ -1203,7 +1205,7 @@ int inspectModel() {
                     .str()
               : deviceMemoryShortfall(report.total(),
                                       report.total() - report.arena, *bytes);
-      llvm::outs() << row << ": " << verdict << "\n";
+      verdicts << row << ": " << verdict << "\n";
     }
   return status;
 }

@@ -164,8 +164,7 @@ FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
                       __int128(w.kernel[i] - 1) * w.dilations[i] + 1 - in;
       if (need > nn::kMaxTensorElements) {
         ctx.error() << "auto_pad " << autoPad << " would pad spatial axis "
-                    << i << " by " << int64_t(need >> 1)
-                    << " or more, beyond the 2^48 elements ztc supports";
+                    << i << " by more than the 2^48 elements ztc supports";
         return failure();
       }
       int64_t total = std::max<int64_t>(0, int64_t(need));

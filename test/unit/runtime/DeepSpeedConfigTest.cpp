@@ -289,6 +289,30 @@ TEST(DeepSpeedConfigTest, CompiledAgainst) {
             "ds.json: zero_optimization.stage is 2, but a.ztc was compiled "
             "with --zero 3: compile it with this config (ztc compile "
             "--config ds.json)");
+
+  // What the step compiles in, as the manifest records it to the last bit:
+  // numbers compare as numbers, lists element by element.
+  DeepSpeedConfig adam = parse(
+      R"({"optimizer": {"type": "AdamW", "params": {"lr": 3e-4,
+          "weight_decay": 0.1, "betas": [0.9, 0.95]}}})");
+  std::vector<std::pair<std::string, std::string>> adamCompiled = {
+      {"batch-size", "4"},
+      {"optimizer", "adamw"},
+      {"lr", "0.00029999999999999997"},
+      {"weight-decay", "0.10000000000000001"},
+      {"betas", "0.90000000000000002,0.94999999999999996"}};
+  EXPECT_EQ(checkCompiledAgainst(adam, adamCompiled, 1, "a.ztc"), "");
+  adamCompiled[2].second = "0.5";
+  EXPECT_EQ(checkCompiledAgainst(adam, adamCompiled, 1, "a.ztc"),
+            "ds.json: optimizer.params.lr is 0.0003, but a.ztc was compiled "
+            "with --lr 0.5: compile it with this config (ztc compile "
+            "--config ds.json)");
+  adamCompiled[2].second = "0.0003";
+  adamCompiled[4].second = "0.9,0.999";
+  EXPECT_NE(checkCompiledAgainst(adam, adamCompiled, 1, "a.ztc")
+                .find("optimizer.params.betas is [0.9,0.95], but a.ztc was "
+                      "compiled with --betas 0.9,0.999"),
+            std::string::npos);
 }
 
 TEST(DeepSpeedConfigTest, NumberOutOfRange) {

@@ -1284,7 +1284,11 @@ TEST(TrainManifestTest, Errors) {
                              R"("lr":0.1,"lr_schedule":"cosine"}})"),
             "m.json: train config has unknown lr_schedule 'cosine' (known: "
             "constant, warmup, warmup-decay, warmup-cosine, one-cycle, "
-            "lr-range-test)");
+            "lr-range-test, trainer-constant, trainer-constant-with-warmup, "
+            "trainer-linear, trainer-cosine)");
+  EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
+                             R"("lr":0.1,"flags":{"lr":1}}})"),
+            "m.json: train config has flag 'lr' whose value is not a string");
   EXPECT_EQ(textError(head + R"("kind":"train","train":{"optimizer":"sgd",)"
                              R"("lr":0.1,"warmup_type":"exp"}})"),
             "m.json: train config has unknown warmup_type 'exp' (known: "
