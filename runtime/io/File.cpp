@@ -89,8 +89,24 @@ void commitFile(const std::string &tempPath, const std::string &path) {
     throw Error("cannot fsync directory " + directory + ": " + systemError());
 }
 
+const std::string &requireRegularFile(const std::string &path) {
+  std::error_code error;
+  std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error || status.type() == std::filesystem::file_type::not_found ||
+      status.type() == std::filesystem::file_type::regular)
+    return path;
+  const char *what =
+      status.type() == std::filesystem::file_type::directory ? "a directory"
+      : status.type() == std::filesystem::file_type::fifo    ? "a FIFO"
+      : status.type() == std::filesystem::file_type::character ||
+              status.type() == std::filesystem::file_type::block
+          ? "a device"
+          : "not a regular file";
+  throw Error(path + " is " + what + ", not a file ztc reads");
+}
+
 std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(requireRegularFile(path), std::ios::binary);
   if (!in)
     throw Error("cannot open " + path + ": " + systemError());
   std::ostringstream contents;

@@ -46,6 +46,12 @@ void commitFile(const std::string &tempPath, const std::string &path);
 /// The whole file as bytes; throws Error naming the file on failure.
 std::string readFile(const std::string &path);
 
+/// `path`, when it is a regular file or does not exist (opening it then
+/// reports that). Throws Error naming it when it is anything else: a FIFO
+/// or a device would make a reader wait or read forever, a directory read
+/// nothing. Every reader of the runtime checks before it opens.
+const std::string &requireRegularFile(const std::string &path);
+
 /// `directory/file`.
 std::string joinPath(const std::string &directory, const std::string &file);
 

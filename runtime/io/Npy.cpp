@@ -191,7 +191,7 @@ uint32_t readLittleEndian(const unsigned char *bytes, size_t count) {
 } // namespace
 
 Tensor readNpy(const std::string &path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::ifstream in(requireRegularFile(path), std::ios::binary | std::ios::ate);
   if (!in)
     throw Error(path + ": cannot open: " + std::strerror(errno));
   const int64_t fileSize = static_cast<int64_t>(in.tellg());

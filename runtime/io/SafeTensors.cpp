@@ -102,7 +102,8 @@ Tensor parseEntry(const std::string &path, const std::string &name,
 } // namespace
 
 SafeTensorsReader::SafeTensorsReader(const std::string &path)
-    : path_(path), in_(path, std::ios::binary | std::ios::ate) {
+    : path_(path),
+      in_(requireRegularFile(path), std::ios::binary | std::ios::ate) {
   if (!in_)
     throw Error(path + ": cannot open: " + std::strerror(errno));
   const uint64_t fileSize = static_cast<uint64_t>(in_.tellg());

@@ -10,6 +10,7 @@
 #include "runtime/io/Sha256.h"
 
 #include "runtime/Error.h"
+#include "runtime/io/File.h"
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -75,7 +76,7 @@ std::string sha256Hex(const std::string &text) {
 }
 
 std::string sha256File(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(requireRegularFile(path), std::ios::binary);
   if (!in)
     throw Error(path + ": cannot open: " + std::strerror(errno));
   Sha256 hash;
