@@ -990,6 +990,40 @@ std::string resolveBatchSizes(const DeepSpeedConfig &config, uint64_t microFlag,
   return "";
 }
 
+bool sameFlagValue(const std::string &a, const std::string &b) {
+  auto split = [](const std::string &text) {
+    std::vector<std::string> parts;
+    size_t from = 0;
+    while (true) {
+      size_t comma = text.find(',', from);
+      std::string part = text.substr(from, comma - from);
+      size_t first = part.find_first_not_of(" \t");
+      size_t last = part.find_last_not_of(" \t");
+      parts.push_back(first == std::string::npos
+                          ? std::string()
+                          : part.substr(first, last - first + 1));
+      if (comma == std::string::npos)
+        return parts;
+      from = comma + 1;
+    }
+  };
+  std::vector<std::string> left = split(a), right = split(b);
+  if (left.size() != right.size())
+    return false;
+  for (size_t i = 0; i < left.size(); ++i) {
+    const std::string &x = left[i], &y = right[i];
+    if (x == y)
+      continue;
+    char *xEnd = nullptr, *yEnd = nullptr;
+    double dx = std::strtod(x.c_str(), &xEnd);
+    double dy = std::strtod(y.c_str(), &yEnd);
+    bool numbers = !x.empty() && !y.empty() && !*xEnd && !*yEnd;
+    if (numbers ? dx != dy : x != y)
+      return false;
+  }
+  return true;
+}
+
 std::string checkCompiledAgainst(
     const DeepSpeedConfig &config,
     const std::vector<std::pair<std::string, std::string>> &compiled,
@@ -1017,33 +1051,11 @@ std::string checkCompiledAgainst(
     if (t.term.given && !t.term.isAuto &&
         std::to_string(t.term.value) != value(t.flag))
       return differs(t.key, std::to_string(t.term.value), t.flag);
-  // Values as the flags take them: numbers (and lists of them, "0.9,0.95")
-  // compare as numbers, anything else as text.
-  auto same = [](const std::string &a, const std::string &b) {
-    if (a == b)
-      return true;
-    size_t from = 0, to = 0;
-    while (from <= a.size() && to <= b.size()) {
-      size_t aEnd = std::min(a.find(',', from), a.size());
-      size_t bEnd = std::min(b.find(',', to), b.size());
-      std::string x = a.substr(from, aEnd - from), y = b.substr(to, bEnd - to);
-      char *xStop = nullptr, *yStop = nullptr;
-      double dx = std::strtod(x.c_str(), &xStop);
-      double dy = std::strtod(y.c_str(), &yStop);
-      if (x.empty() || y.empty() || *xStop || *yStop || dx != dy)
-        return false;
-      from = aEnd + 1;
-      to = bEnd + 1;
-      if ((from > a.size()) != (to > b.size()))
-        return false;
-    }
-    return true;
-  };
   for (const ConfigSetting &setting : config.settings) {
     if (setting.source != ConfigSource::Explicit)
       continue;
     std::string given = value(setting.flag);
-    if (!given.empty() && !same(given, setting.value))
+    if (!given.empty() && !sameFlagValue(given, setting.value))
       return differs(setting.key, setting.shown, setting.flag);
   }
   BatchSizes sizes;

@@ -148,6 +148,11 @@ std::string resolveBatchSizes(const DeepSpeedConfig &config, uint64_t microFlag,
                               uint64_t accumFlag, uint64_t worldSize,
                               BatchSizes &sizes);
 
+/// Whether two values of one flag are the same: numbers compare as numbers
+/// ("3e-4" is "0.0003"), comma-separated lists element by element,
+/// anything else as text (surrounding spaces ignored).
+bool sameFlagValue(const std::string &a, const std::string &b);
+
 /// Checks an artifact against the config it runs with: what it was
 /// compiled with (`compiled`: flag and value, for "batch-size",
 /// "grad-accum", "precision", "zero", "optimizer", "lr", "lr-schedule",

@@ -573,29 +573,6 @@ std::optional<mz::onnx::ImportOptions> trainingImportOptions(int64_t batch) {
   return options;
 }
 
-/// Whether a flag's value on the command line and a config's are the same:
-/// numbers compare as numbers ("3e-4" is "0.0003"), lists element by
-/// element, a bare boolean flag is "true".
-bool sameFlagValue(StringRef given, StringRef value) {
-  if (given.empty())
-    given = "true";
-  SmallVector<StringRef> left, right;
-  given.split(left, ',');
-  value.split(right, ',');
-  if (left.size() != right.size())
-    return false;
-  for (auto [a, b] : llvm::zip(left, right)) {
-    double x, y;
-    if (!a.trim().getAsDouble(x) && !b.trim().getAsDouble(y)) {
-      if (x != y)
-        return false;
-    } else if (a.trim() != b.trim()) {
-      return false;
-    }
-  }
-  return true;
-}
-
 /// What --config adds to the command line: pipeline flag values and the
 /// batch size.
 struct ConfigFlags {
@@ -653,7 +630,9 @@ std::optional<ConfigFlags> readConfigFlags(const PipelineFlags &flags) {
     if (std::optional<std::string> value = given(setting.flag)) {
       // A flag beats DeepSpeed's default, and must agree with the file.
       if (setting.source == ::ztc::rt::ConfigSource::Explicit &&
-          !sameFlagValue(*value, setting.value)) {
+          // A bare boolean flag is "true".
+          !::ztc::rt::sameFlagValue(value->empty() ? "true" : *value,
+                                    setting.value)) {
         fail(configFile + ": " + setting.key + " is " + setting.shown +
              ", but --" + setting.flag + " is " +
              (value->empty() ? "given" : *value) +
