@@ -794,8 +794,10 @@ def RecomputePass : Pass<"ztc-recompute", "ModuleOp"> {
     Option<"blocks", "blocks", "std::string", /*default=*/"\"\"",
            "For full: a regular expression whose first match in a node name "
            "names the node's block (default: its numbered scope)">,
-    Option<"timeLimit", "time-limit", "double", /*default=*/"20",
-           "For budget: seconds the integer programs may take in all">,
+    Option<"searchNodes", "search-nodes", "int64_t", /*default=*/"10000",
+           "For budget: branch-and-bound nodes each integer program may "
+           "explore (a bound on work, not time: the same inputs give the "
+           "same plan on any machine)">,
   ];
   let dependentDialects = ["::mlir::ztc::train::TrainDialect"];
 }

@@ -186,9 +186,9 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
                 "': expected none, selective, full, sqrt, budget=BYTES or "
                 "budget=FRACTION");
   }
-  if (!(recomputeTimeLimit > 0))
-    return fail("--recompute-time-limit must be positive, got " +
-                std::to_string(recomputeTimeLimit));
+  if (recomputeSearchNodes < 0)
+    return fail("--recompute-search-nodes must be 0 or more, got " +
+                std::to_string(recomputeSearchNodes));
   if (!recomputeBlocks.empty() && recompute != "full")
     return fail("--recompute-blocks applies to --recompute full, not '" +
                 recompute + "'");
@@ -372,7 +372,7 @@ void mlir::ztc::buildTrainingNNPipeline(
   RecomputePassOptions recompute;
   recompute.policy = options.recompute;
   recompute.blocks = options.recomputeBlocks;
-  recompute.timeLimit = options.recomputeTimeLimit;
+  recompute.searchNodes = options.recomputeSearchNodes;
   auto tail = std::make_shared<TrainingPipelineOptions>();
   tail->copyOptionValuesFrom(options);
   pm.addPass(createRecomputePass(

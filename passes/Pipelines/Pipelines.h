@@ -269,11 +269,13 @@ struct TrainingPipelineOptions
                      "budget=FRACTION (the least recomputation whose planned "
                      "peak fits: 8GiB, 0.6 or 60% of the peak with none)"),
       llvm::cl::init("none")};
-  Option<double> recomputeTimeLimit{
-      *this, "recompute-time-limit",
-      llvm::cl::desc("For --recompute budget=...: seconds the integer "
-                     "programs may take in all"),
-      llvm::cl::init(20.0)};
+  Option<int64_t> recomputeSearchNodes{
+      *this, "recompute-search-nodes",
+      llvm::cl::desc("For --recompute budget=...: branch-and-bound nodes "
+                     "each integer program may explore (a bound on work, not "
+                     "time, so the same inputs compile to the same plan on "
+                     "any machine at any load)"),
+      llvm::cl::init(10000)};
   Option<std::string> recomputeBlocks{
       *this, "recompute-blocks",
       llvm::cl::desc("For --recompute full: a regular expression whose first "

@@ -5,7 +5,8 @@
 
 #include <coin/Cbc_C_Interface.h>
 
-#include <chrono>
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -38,8 +39,7 @@ double IntegerProgram::Solution::gap() const {
 }
 
 std::optional<IntegerProgram::Solution>
-IntegerProgram::solve(double seconds, bool *timedOut) const {
-  auto start = std::chrono::steady_clock::now();
+IntegerProgram::solve(int64_t maxNodes, bool *stopped) const {
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> model(Cbc_newModel(),
                                                           Cbc_deleteModel);
   // Columns first, without coefficients; then rows.
@@ -61,19 +61,18 @@ IntegerProgram::solve(double seconds, bool *timedOut) const {
                row.sense, row.rhs);
   }
   Cbc_setLogLevel(model.get(), 0);
-  // One thread: the result depends on nothing but the problem and the
-  // time, and the step's other work keeps the second core.
+  // One thread and a node limit, no time limit: no clock decides where
+  // the search stops, so a compile gives the same plan under any load.
   Cbc_setParameter(model.get(), "threads", "1");
-  Cbc_setMaximumSeconds(model.get(), std::max(0.1, seconds));
+  Cbc_setMaximumNodes(model.get(),
+                      int(std::clamp<int64_t>(maxNodes, 0, INT32_MAX)));
   Cbc_solve(model.get());
 
   Solution solution;
-  solution.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  bool stopped = Cbc_isSecondsLimitReached(model.get());
-  if (timedOut)
-    *timedOut = stopped;
+  solution.nodes = Cbc_getNodeCount(model.get());
+  bool limited = Cbc_isNodeLimitReached(model.get());
+  if (stopped)
+    *stopped = limited;
   if (Cbc_isProvenInfeasible(model.get()) || Cbc_isAbandoned(model.get()))
     return std::nullopt;
   const double *values = Cbc_bestSolution(model.get());
@@ -81,7 +80,7 @@ IntegerProgram::solve(double seconds, bool *timedOut) const {
     return std::nullopt;
   solution.values.assign(values, values + costs.size());
   solution.objective = Cbc_getObjValue(model.get());
-  solution.optimal = Cbc_isProvenOptimal(model.get()) && !stopped;
+  solution.optimal = Cbc_isProvenOptimal(model.get()) && !limited;
   solution.bound = solution.optimal ? solution.objective
                                     : Cbc_getBestPossibleObjValue(model.get());
   return solution;

@@ -37,17 +37,21 @@ public:
     /// The objective of `values`, and the best bound the search proved.
     double objective = 0, bound = 0;
     /// Whether the search finished (`objective` is optimal); false when it
-    /// stopped at the time limit with a feasible solution.
+    /// stopped at the node limit with a feasible solution.
     bool optimal = false;
-    double seconds = 0;
+    /// Branch-and-bound nodes explored.
+    int64_t nodes = 0;
     /// (objective - bound) / |objective|, 0 when optimal.
     double gap() const;
     bool isSet(int column) const { return values[column] > 0.5; }
   };
 
-  /// Solves within `seconds` (wall clock). nullopt: infeasible, or no
-  /// feasible solution found in time (`timedOut` says which).
-  std::optional<Solution> solve(double seconds, bool *timedOut = nullptr) const;
+  /// Solves exploring at most `maxNodes` branch-and-bound nodes on one
+  /// thread, with no clock involved: the same program gives the same
+  /// solution on any machine at any load. nullopt: infeasible, or no
+  /// feasible solution found within the nodes (`stopped` says which).
+  std::optional<Solution> solve(int64_t maxNodes,
+                                bool *stopped = nullptr) const;
 
 private:
   struct Row {

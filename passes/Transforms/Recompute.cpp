@@ -27,7 +27,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
-#include <chrono>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -579,11 +578,12 @@ public:
               int64_t stepFlops);
 
   /// The plan of least recompute whose modelled peak is at most
-  /// `capacity` MiB; nullopt when none is, or none was found in `seconds`.
+  /// `capacity` MiB; nullopt when none is, or none was found within
+  /// `nodes` branch-and-bound nodes.
   std::optional<std::pair<RecomputeSet, IntegerProgram::Solution>>
-  solve(double capacity, double seconds) const;
+  solve(double capacity, int64_t nodes) const;
   /// The smallest modelled peak a plan reaches (MiB).
-  std::optional<double> smallestPeak(double seconds) const;
+  std::optional<double> smallestPeak(int64_t nodes) const;
   /// The modelled peak of keeping every activation (MiB).
   double peakWithoutRecompute() const { return keepAllPeak; }
 
@@ -830,9 +830,9 @@ IntegerProgram BudgetModel::program(std::optional<double> capacity,
 }
 
 std::optional<std::pair<RecomputeSet, IntegerProgram::Solution>>
-BudgetModel::solve(double capacity, double seconds) const {
+BudgetModel::solve(double capacity, int64_t nodes) const {
   std::optional<IntegerProgram::Solution> solution =
-      program(capacity, nullptr).solve(seconds);
+      program(capacity, nullptr).solve(nodes);
   if (!solution)
     return std::nullopt;
   RecomputeSet chosen;
@@ -849,10 +849,10 @@ BudgetModel::solve(double capacity, double seconds) const {
   return std::make_pair(std::move(chosen), std::move(*solution));
 }
 
-std::optional<double> BudgetModel::smallestPeak(double seconds) const {
+std::optional<double> BudgetModel::smallestPeak(int64_t nodes) const {
   int peak = -1;
   IntegerProgram minimal = program(std::nullopt, &peak);
-  std::optional<IntegerProgram::Solution> solution = minimal.solve(seconds);
+  std::optional<IntegerProgram::Solution> solution = minimal.solve(nodes);
   if (!solution)
     return std::nullopt;
   return solution->values[peak];
@@ -905,7 +905,7 @@ std::string budgetBytes(uint64_t bytes) {
 /// rest of the step on a copy; returns the cheapest that fits.
 FailureOr<RecomputeSet>
 chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
-                   const RecomputeBudget &budget, double timeLimit,
+                   const RecomputeBudget &budget, int64_t searchNodes,
                    int64_t stepFlops, const RecomputePlanner &planner,
                    SmallVectorImpl<NamedAttribute> &figures) {
   if (!planner)
@@ -914,12 +914,6 @@ chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
            << ": budget mode measures each plan by planning the rest of the "
               "step; run it in the training pipeline (ztc compile, ztc "
               "inspect, or ztc-opt --ztc-training-pipeline)";
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
-  };
   ModuleOp module = func->getParentOfType<ModuleOp>();
   std::vector<Candidate> candidates;
   std::set<PlanKey> measured;
@@ -963,15 +957,12 @@ chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
   // The integer program's plans.
   BudgetModel model(graph, func, budgetSegments(graph), stepFlops);
   constexpr int kCapacities = 24;
-  auto share = [&](int solves) {
-    return std::max(0.05, (timeLimit - elapsed()) / solves);
-  };
   double high = model.peakWithoutRecompute();
-  double low = model.smallestPeak(share(kCapacities + 1)).value_or(0.0);
+  double low = model.smallestPeak(searchNodes).value_or(0.0);
   int solved = 0;
   for (int i = 0; i < kCapacities; ++i) {
     double capacity = low + (high - low) * i / kCapacities;
-    auto plan = model.solve(capacity, share(kCapacities - i));
+    auto plan = model.solve(capacity, searchNodes);
     if (!plan)
       continue;
     ++solved;
@@ -1013,7 +1004,7 @@ chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
           chosen->solution
               ? llvm::formatv("; gap {0:F2}%{1}", 100 * gap,
                               chosen->solution->optimal ? " (optimal)"
-                                                        : " (time limit)")
+                                                        : " (node limit)")
                     .str()
               : std::string()))));
   return setOf(func, chosen->key);
@@ -1078,7 +1069,8 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
       recompute = selectSegments(graph, sqrtSegments(graph));
     } else if (budget) {
       FailureOr<RecomputeSet> chosen = chooseWithinBudget(
-          func, graph, policy, *budget, timeLimit, stepFlops, planner, figures);
+          func, graph, policy, *budget, searchNodes, stepFlops, planner,
+          figures);
       if (failed(chosen))
         return failure();
       recompute = std::move(*chosen);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Training on real data: the example MLP and CNN learn scikit-learn's digits
-(held-out accuracy >= 95%, each in under a minute), and the small GPT learns
+(held-out accuracy >= 95%), and the small GPT learns
 characters of the GPL-3 text Debian ships in /usr/share/common-licenses
 (loss below 2.3 nats per character after 600 steps, from ln 64 = 4.16).
 
@@ -67,7 +67,9 @@ def train_classifier(ztc, tmp, name, digits_flags, compile_flags, epochs,
         error = float(np.abs(logits - reference).max() / np.abs(reference).max())
         report(error <= 1e-5, "%s exported with %s: ztc run vs onnxruntime %.1e"
                % (name, " ".join(export_flags), error))
-    report(accuracy >= 0.95 and seconds < 60,
+    # The time is reported, not asserted: a test must not depend on the
+    # machine's load (bench/ measures speed).
+    report(accuracy >= 0.95,
            "%s on digits: held-out accuracy %.1f%% (%d samples), compile+train+export %.1f s"
            % (name, 100 * accuracy, len(labels), seconds))
 

@@ -237,7 +237,7 @@ const char *const kCompilePipelineFlags[] = {
     "cycle-second-stair-count", "lr-range-test-step-size",
     "lr-range-test-step-rate", "lr-range-test-staircase",
     "recompute",               "recompute-blocks",
-    "recompute-time-limit",    "precision",
+    "recompute-search-nodes",  "precision",
     "keep-fp32",               "zero",
     "world-size",              "reduce-bucket-bytes",
     "reduce-bucket-elements",  "param-persistence-threshold",
@@ -254,7 +254,7 @@ const char *const kCompilePipelineFlags[] = {
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",
-    "freeze", "recompute",  "recompute-blocks", "recompute-time-limit"};
+    "freeze", "recompute",  "recompute-blocks", "recompute-search-nodes"};
 
 /// A command's flags for pipeline options: one repeatable flag per option,
 /// whose occurrences are handed to the option's own parser.
@@ -1236,6 +1236,19 @@ int main(int argc, char **argv) {
   if (argc >= 2 && StringRef(argv[1]) == "train")
     return forwardToTrainer(argc, argv);
   llvm::InitLLVM init(argc, argv);
+  // A flag that was replaced says by what, not just that it is unknown.
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    if (arg == "--recompute-time-limit" ||
+        arg.starts_with("--recompute-time-limit=")) {
+      llvm::errs() << "ztc: error: --recompute-time-limit was replaced by "
+                      "--recompute-search-nodes N (branch-and-bound nodes "
+                      "per integer program, default 10000): a bound on "
+                      "work rather than seconds, so a compile gives the "
+                      "same artifact on any machine at any load\n";
+      return 1;
+    }
+  }
   if (argc >= 2 && StringRef(argv[1]) == "compile")
     compileArgs.assign(argv + 2, argv + argc);
   // `ztc --help` lists ztc's commands, not the options LLVM's libraries

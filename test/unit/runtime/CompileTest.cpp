@@ -12,7 +12,6 @@
 #include "runtime/Error.h"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 
 #include <dlfcn.h>
@@ -31,11 +30,6 @@ extern "C" int ztc_answer() {
 }
 )";
 
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
 int callAnswer(const std::string &soPath) {
   void *handle = ::dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   EXPECT_NE(handle, nullptr) << ::dlerror();
@@ -53,10 +47,8 @@ TEST(CompileTest, CompilesOnceThenHitsTheCache) {
   TempDir dir;
   writeText(dir / "step.cpp", kSource);
   bool hit = true;
-  auto start = std::chrono::steady_clock::now();
   std::string first = compileSharedObject(dir / "step.cpp", Target::Cpu,
                                           dir / "cache", {}, &hit);
-  double compileSeconds = secondsSince(start);
   EXPECT_FALSE(hit);
   EXPECT_EQ(std::filesystem::path(first).parent_path(),
             std::filesystem::path(dir / "cache"));
@@ -64,15 +56,11 @@ TEST(CompileTest, CompilesOnceThenHitsTheCache) {
   EXPECT_EQ(callAnswer(first), 56);
   auto modified = std::filesystem::last_write_time(first);
 
-  start = std::chrono::steady_clock::now();
   std::string second = compileSharedObject(dir / "step.cpp", Target::Cpu,
                                            dir / "cache", {}, &hit);
-  double cachedSeconds = secondsSince(start);
   EXPECT_TRUE(hit);
   EXPECT_EQ(second, first);
   EXPECT_EQ(std::filesystem::last_write_time(second), modified);
-  EXPECT_LT(cachedSeconds, 0.5);
-  EXPECT_LT(cachedSeconds, compileSeconds);
 
   // The same text at another path is the same object.
   writeText(dir / "copy.cpp", kSource);
