@@ -341,6 +341,8 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
           .Case([&](math::Log1pOp) { return call("std::log1p"); })
           .Case([&](math::TanhOp) { return call("std::tanh"); })
           .Case([&](math::SqrtOp) { return call("std::sqrt"); })
+          .Case([&](math::SinOp) { return call("std::sin"); })
+          .Case([&](math::CosOp) { return call("std::cos"); })
           .Case([&](math::ErfOp erf) {
             return call(vectorMath(erf.getType()) ? "ztc::vecmath::erf"
                                                   : "std::erf");

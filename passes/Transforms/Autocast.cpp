@@ -35,7 +35,8 @@ enum class Compute {
   /// Half precision: matrix products and convolutions.
   Half,
   /// f32 (or wider, as the model has it): what half precision ruins —
-  /// exp, log, pow, reciprocal, softplus, softmax and log-softmax,
+  /// exp, log, pow, reciprocal, softplus, sin and cos (rotary tables of
+  /// large angles), softmax and log-softmax,
   /// normalizations (their statistics), sums and means, the loss.
   Wide,
   /// The widest type among its activation operands; weights and constants
@@ -48,6 +49,7 @@ Compute computeOf(Operation *op) {
       .Case<nn::MatMulOp, nn::Conv2dOp>(
           [](Operation *) { return Compute::Half; })
       .Case<nn::ExpOp, nn::LogOp, nn::PowOp, nn::ReciprocalOp, nn::SoftplusOp,
+            nn::SinOp, nn::CosOp,
             nn::SoftmaxOp, nn::LogSoftmaxOp, nn::LayerNormOp, nn::BatchNormOp,
             nn::ReduceSumOp, nn::ReduceMeanOp, nn::NllLossOp>(
           [](Operation *) { return Compute::Wide; })

@@ -24,8 +24,9 @@ For each selected test `ZTC import MODEL.onnx --emit nn` runs (timeout 60 s):
 
 ztc compiles for static shapes, so operands that decide shapes (Reshape's
 shape, axes, Slice bounds, ...) must be constants. Node tests often feed
-them as graph inputs; such inputs are bound with `--constant-input` to the
-test's own data (test_data_set_0/input_N.pb), as a user would.
+them as graph inputs, directly or through shape arithmetic; such inputs
+are bound with `--constant-input` to the test's own data
+(test_data_set_0/input_N.pb), as a user would.
 
 The pass rate is passed / (passed + failed). The last line printed is
 "N passed, M failed"; the exit status is 1 when the pass rate is below
@@ -57,6 +58,7 @@ COMPILE_TIME_INPUTS = {
     "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,),
     "Slice": (1, 2, 3, 4), "Split": (1,), "Trilu": (1,),
     "Range": (0, 1, 2), "ConstantOfShape": (0,), "Dropout": (1, 2),
+    "Pad": (1, 3), "CumSum": (1,),
 }
 
 
@@ -218,16 +220,31 @@ def constant_input_args(path):
     initializers = {t.name for t in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in initializers]
     data_dir = os.path.join(os.path.dirname(path), "test_data_set_0")
+    producers = {out: node for node in model.graph.node for out in node.output}
     args = []
-    for node in model.graph.node:
-        for position in COMPILE_TIME_INPUTS.get(node.op_type, ()):
-            if position >= len(node.input) or node.input[position] not in inputs:
-                continue
-            name = node.input[position]
+
+    def bind(name, seen):
+        """Binds the graph inputs `name`'s value is computed from: through
+        any node but Shape and Size, whose results depend on shapes only."""
+        if name in seen:
+            return
+        seen.add(name)
+        if name in inputs:
             pb = os.path.join(data_dir, "input_%d.pb" % inputs.index(name))
             flag = "--constant-input=%s=%s" % (name, pb)
             if os.path.exists(pb) and flag not in args:
                 args.append(flag)
+            return
+        node = producers.get(name)
+        if node is not None and node.op_type not in ("Shape", "Size"):
+            for source in node.input:
+                if source:
+                    bind(source, seen)
+
+    for node in model.graph.node:
+        for position in COMPILE_TIME_INPUTS.get(node.op_type, ()):
+            if position < len(node.input) and node.input[position]:
+                bind(node.input[position], set())
     return args
 
 

@@ -56,6 +56,11 @@ enum class EmitKind { Onnx, NN };
 cl::SubCommand importCommand("import", "Import an ONNX model and print its IR");
 cl::SubCommand listOpsCommand("list-ops",
                               "List the ONNX operators ztc converts");
+cl::opt<bool> listOpsOpsets(
+    "opsets",
+    cl::desc("After each operator, the ONNX since-versions ztc converts (an "
+             "opset uses the newest since-version not above it)"),
+    cl::sub(listOpsCommand));
 cl::SubCommand
     runCommand("run",
                "Compile the forward step of an ONNX model and run it on .npy "
@@ -990,8 +995,14 @@ int runGradCheck() {
 }
 
 int runListOps() {
-  for (StringRef name : mz::onnx_to_nn::ConverterRegistry::get().opTypes())
-    llvm::outs() << name << "\n";
+  const auto &registry = mz::onnx_to_nn::ConverterRegistry::get();
+  for (StringRef name : registry.opTypes()) {
+    llvm::outs() << name;
+    if (listOpsOpsets)
+      for (int64_t version : registry.sinceVersions(name))
+        llvm::outs() << " " << version;
+    llvm::outs() << "\n";
+  }
   return 0;
 }
 

@@ -227,6 +227,22 @@ LogicalResult ErfOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return setGradients(operandGrads, {v.mul(resultGrads[0], slope)});
 }
 
+LogicalResult SinOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  VjpBuilder v(b, getLoc());
+  return setGradients(operandGrads,
+                      {v.mul(resultGrads[0], CosOp::create(b, getLoc(), getX()))});
+}
+
+LogicalResult CosOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  VjpBuilder v(b, getLoc());
+  // -sin(x), as PyTorch's cos backward: grad * -sin(x).
+  return setGradients(
+      operandGrads,
+      {v.mul(resultGrads[0], v.neg(SinOp::create(b, getLoc(), getX())))});
+}
+
 LogicalResult AbsOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());

@@ -370,6 +370,32 @@ def NN_ErfOp : NN_UnaryOp<"erf", NN_FloatTensor> {
   }];
 }
 
+def NN_SinOp : NN_UnaryOp<"sin", NN_FloatTensor> {
+  let summary = "elementwise sine";
+  let description = [{
+    `sin(x)`, `x` in radians (rotary position tables).
+
+    Example:
+
+    ```mlir
+    %r = nn.sin %x : tensor<16x8xf32> -> tensor<16x8xf32>
+    ```
+  }];
+}
+
+def NN_CosOp : NN_UnaryOp<"cos", NN_FloatTensor> {
+  let summary = "elementwise cosine";
+  let description = [{
+    `cos(x)`, `x` in radians.
+
+    Example:
+
+    ```mlir
+    %r = nn.cos %x : tensor<16x8xf32> -> tensor<16x8xf32>
+    ```
+  }];
+}
+
 def NN_AbsOp : NN_UnaryOp<"abs", NN_NumericTensor> {
   let summary = "elementwise absolute value";
   let description = [{

@@ -179,6 +179,8 @@ Value unary(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Case(
           [&](nn::SqrtOp) -> Value { return math::SqrtOp::create(b, loc, x); })
       .Case([&](nn::ErfOp) -> Value { return math::ErfOp::create(b, loc, x); })
+      .Case([&](nn::SinOp) -> Value { return math::SinOp::create(b, loc, x); })
+      .Case([&](nn::CosOp) -> Value { return math::CosOp::create(b, loc, x); })
       .Case([&](nn::SigmoidOp) { return sigmoid(b, loc, x); })
       .Case([&](nn::SoftplusOp) { return softplus(b, loc, x); })
       .Case([&](nn::ReluOp) -> Value {
@@ -221,7 +223,7 @@ bool mlir::ztc::isElementwiseNNOp(Operation *op) {
              nn::MinOp, nn::EqualOp, nn::LessOp, nn::GreaterOp, nn::AndOp,
              nn::OrOp, nn::NegOp, nn::ExpOp, nn::LogOp, nn::TanhOp,
              nn::SigmoidOp, nn::ReluOp, nn::SqrtOp, nn::ReciprocalOp, nn::ErfOp,
-             nn::AbsOp, nn::SoftplusOp, nn::NotOp, nn::LeakyReluOp, nn::GeluOp,
+             nn::SinOp, nn::CosOp, nn::AbsOp, nn::SoftplusOp, nn::NotOp, nn::LeakyReluOp, nn::GeluOp,
              nn::CastOp, nn::WhereOp, nn::BroadcastToOp>(op);
 }
 

@@ -11,6 +11,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::ztc;
 using namespace mlir::ztc::onnx_to_nn;
@@ -71,6 +73,100 @@ LogicalResult convertGelu(NodeContext &ctx, SmallVectorImpl<Value> &results) {
       results, ctx.create<nn::GeluOp>(
                    ctx.input(0), {ctx.attr("approximate",
                                            ctx.b.getStringAttr(approximate))}));
+}
+
+/// a <= b (or a >= b) as (a < b) or (a == b): false where either is NaN,
+/// which not(a > b) would get wrong.
+Value orEqual(NodeContext &ctx, Value strict, Value a, Value b) {
+  Value equal = strict ? ctx.create<nn::EqualOp>({a, b}) : nullptr;
+  return equal ? ctx.create<nn::OrOp>({strict, equal}) : nullptr;
+}
+
+LogicalResult convertLessOrEqual(NodeContext &ctx,
+                                 SmallVectorImpl<Value> &results) {
+  Value a = ctx.input(0), b = ctx.input(1);
+  return produce(results, orEqual(ctx, ctx.create<nn::LessOp>({a, b}), a, b));
+}
+
+LogicalResult convertGreaterOrEqual(NodeContext &ctx,
+                                    SmallVectorImpl<Value> &results) {
+  Value a = ctx.input(0), b = ctx.input(1);
+  return produce(results,
+                 orEqual(ctx, ctx.create<nn::GreaterOp>({a, b}), a, b));
+}
+
+/// IsNaN(x) is x != x.
+LogicalResult convertIsNaN(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  Value x = ctx.input(0);
+  Value same = ctx.create<nn::EqualOp>({x, x});
+  return produce(results, same ? ctx.create<nn::NotOp>(same) : nullptr);
+}
+
+/// IsInf compares with +inf and -inf, as `detect_positive` and
+/// `detect_negative` ask.
+LogicalResult convertIsInf(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  Value x = ctx.input(0);
+  Type elem = ctx.inputType(0).getElementType();
+  bool positive = ctx.intAttr("detect_positive", 1) != 0;
+  bool negative = ctx.intAttr("detect_negative", 1) != 0;
+  double inf = std::numeric_limits<double>::infinity();
+  if (!positive && !negative)
+    return produce(results, arith::ConstantOp::create(
+                                ctx.b, ctx.loc,
+                                DenseElementsAttr::get(
+                                    ctx.inputType(0).clone(ctx.b.getI1Type()),
+                                    false)));
+  Value above = positive ? ctx.create<nn::EqualOp>({x, ctx.scalar(elem, inf)})
+                         : nullptr;
+  Value below = negative ? ctx.create<nn::EqualOp>({x, ctx.scalar(elem, -inf)})
+                         : nullptr;
+  if ((positive && !above) || (negative && !below))
+    return failure();
+  if (above && below)
+    return produce(results, ctx.create<nn::OrOp>({above, below}));
+  return produce(results, above ? above : below);
+}
+
+/// where(t <= 0, 0, where(t >= 1, 1, t)) for t = alpha x + beta: the
+/// gradient flows strictly inside (0, 1), as PyTorch's hardsigmoid.
+LogicalResult convertHardSigmoid(NodeContext &ctx,
+                                 SmallVectorImpl<Value> &results) {
+  Value x = ctx.input(0);
+  Type elem = ctx.inputType(0).getElementType();
+  Value scaled = ctx.create<nn::MulOp>(
+      {x, ctx.scalar(elem, ctx.floatAttr("alpha", 0.2))});
+  Value t = scaled ? ctx.create<nn::AddOp>(
+                         {scaled, ctx.scalar(elem, ctx.floatAttr("beta", 0.5))})
+                   : nullptr;
+  if (!t)
+    return failure();
+  Value zero = ctx.scalar(elem, 0.0), one = ctx.scalar(elem, 1.0);
+  Value low = orEqual(ctx, ctx.create<nn::LessOp>({t, zero}), t, zero);
+  Value high = low ? orEqual(ctx, ctx.create<nn::GreaterOp>({t, one}), t, one)
+                   : nullptr;
+  Value upper = high ? ctx.create<nn::WhereOp>({high, one, t}) : nullptr;
+  return produce(results,
+                 upper ? ctx.create<nn::WhereOp>({low, zero, upper}) : nullptr);
+}
+
+/// x * min(max(x + 3, 0), 6) / 6, as PyTorch computes hardswish: 0 at
+/// x <= -3, x at x >= 3, and x (x + 3) / 6 between, whose derivative
+/// x / 3 + 1/2 is the gradient there.
+LogicalResult convertHardSwish(NodeContext &ctx,
+                               SmallVectorImpl<Value> &results) {
+  Value x = ctx.input(0);
+  Type elem = ctx.inputType(0).getElementType();
+  Value zero = ctx.scalar(elem, 0.0), six = ctx.scalar(elem, 6.0);
+  Value t = ctx.create<nn::AddOp>({x, ctx.scalar(elem, 3.0)});
+  Value product = t ? ctx.create<nn::MulOp>({x, t}) : nullptr;
+  Value inside = product ? ctx.create<nn::DivOp>({product, six}) : nullptr;
+  Value low = inside ? orEqual(ctx, ctx.create<nn::LessOp>({t, zero}), t, zero)
+                     : nullptr;
+  Value high = low ? orEqual(ctx, ctx.create<nn::GreaterOp>({t, six}), t, six)
+                   : nullptr;
+  Value upper = high ? ctx.create<nn::WhereOp>({high, x, inside}) : nullptr;
+  return produce(results,
+                 upper ? ctx.create<nn::WhereOp>({low, zero, upper}) : nullptr);
 }
 
 /// Clip is min(max(x, lo), hi); bounds are inputs from opset 11 and
@@ -239,6 +335,10 @@ void onnx_to_nn::addElementwiseConverters(ConverterRegistry &registry) {
   registry.addSince("Equal", 7, convertBinary<nn::EqualOp>);
   registry.addSince("Less", 7, convertBinary<nn::LessOp>);
   registry.addSince("Greater", 7, convertBinary<nn::GreaterOp>);
+  registry.addSince("LessOrEqual", 12, convertLessOrEqual);
+  registry.addSince("GreaterOrEqual", 12, convertGreaterOrEqual);
+  registry.addSince("IsNaN", 9, convertIsNaN);
+  registry.addSince("IsInf", 10, convertIsInf);
   registry.addSince("And", 7, convertBinary<nn::AndOp>);
   registry.addSince("Or", 7, convertBinary<nn::OrOp>);
   registry.addSince("Not", 1, convertUnary<nn::NotOp>);
@@ -251,6 +351,10 @@ void onnx_to_nn::addElementwiseConverters(ConverterRegistry &registry) {
   registry.addSince("Sqrt", 6, convertUnary<nn::SqrtOp>);
   registry.addSince("Reciprocal", 6, convertUnary<nn::ReciprocalOp>);
   registry.addSince("Erf", 9, convertUnary<nn::ErfOp>);
+  registry.addSince("Sin", 7, convertUnary<nn::SinOp>);
+  registry.addSince("Cos", 7, convertUnary<nn::CosOp>);
+  registry.addSince("HardSigmoid", 6, convertHardSigmoid);
+  registry.addSince("HardSwish", 14, convertHardSwish);
   registry.addSince("Abs", 6, convertUnary<nn::AbsOp>);
   registry.addSince("Softplus", 1, convertUnary<nn::SoftplusOp>);
   registry.addSince("LeakyRelu", 6, convertLeakyRelu);

@@ -436,6 +436,63 @@ LogicalResult convertLayerNorm(NodeContext &ctx,
   return layerNormStatistics(ctx, axes, epsilon, results);
 }
 
+/// GroupNormalization: x [N, C, ...] normalized over each group of C /
+/// num_groups channels (and every spatial position), then scaled and
+/// shifted per channel (opset 21) or per group (opset 18). The statistics
+/// are nn.layer_norm's over the last axis of x viewed as [N, G, rest].
+LogicalResult convertGroupNorm(NodeContext &ctx,
+                               SmallVectorImpl<Value> &results) {
+  RankedTensorType type = ctx.inputType(0);
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 2)
+    return ctx.error() << "X must have rank 2 or more, got " << shape.size();
+  if (!ctx.hasAttr("num_groups"))
+    return ctx.error() << "num_groups is required";
+  int64_t groups = ctx.intAttr("num_groups", 1), channels = shape[1];
+  if (groups <= 0 || channels % groups != 0)
+    return ctx.error() << "num_groups " << groups
+                       << " does not divide the " << channels << " channels";
+  int64_t perGroup = ctx.since >= 21 ? channels : groups;
+  for (unsigned i : {1u, 2u}) {
+    RankedTensorType t = ctx.inputType(i);
+    if (t.getRank() != 1 || t.getDimSize(0) != perGroup)
+      return ctx.error() << (i == 1 ? "scale" : "bias") << " is " << t
+                         << ", expected " << perGroup << " elements (one per "
+                         << (ctx.since >= 21 ? "channel" : "group") << ")";
+  }
+  Type elem = type.getElementType();
+  int64_t rest = type.getNumElements() / std::max<int64_t>(1, shape[0]) /
+                 groups;
+  double epsilon = ctx.floatAttr("epsilon", 1e-5);
+  Value grouped = ctx.reshape(ctx.input(0), {shape[0], groups, rest});
+  Value ones = ctx.create<nn::BroadcastToOp>(
+      ctx.scalar(elem, 1.0), {ctx.i64ArrayAttr("shape", {rest})});
+  Value normalized =
+      grouped && ones
+          ? ctx.create<nn::LayerNormOp>(
+                {grouped, ones}, {ctx.i64Attr("axis", 2),
+                                  ctx.f64Attr("epsilon", epsilon)})
+          : nullptr;
+  if (!normalized)
+    return failure();
+  // Scale and bias broadcast over [N, G, rest] per group, or over x's
+  // shape per channel.
+  SmallVector<int64_t> affineShape;
+  Value y = normalized;
+  if (ctx.since >= 21) {
+    y = ctx.reshape(normalized, shape);
+    affineShape.assign(shape.size(), 1);
+    affineShape[1] = channels;
+  } else {
+    affineShape = {1, groups, 1};
+  }
+  Value scale = ctx.reshape(ctx.input(1), affineShape);
+  Value bias = ctx.reshape(ctx.input(2), affineShape);
+  Value scaled = y && scale ? ctx.create<nn::MulOp>({y, scale}) : nullptr;
+  Value shifted = scaled && bias ? ctx.create<nn::AddOp>({scaled, bias}) : nullptr;
+  return produce(results, shifted ? ctx.reshape(shifted, shape) : nullptr);
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
@@ -556,6 +613,7 @@ void onnx_to_nn::addNeuralConverters(ConverterRegistry &registry) {
   registry.addSince("GlobalAveragePool", 1, convertGlobalAveragePool);
   registry.addSince("BatchNormalization", 9, convertBatchNorm);
   registry.addSince("LayerNormalization", 17, convertLayerNorm);
+  registry.addSince("GroupNormalization", 18, convertGroupNorm);
   registry.addSince("Softmax", 1, convertSoftmax<nn::SoftmaxOp>);
   registry.addSince("LogSoftmax", 1, convertSoftmax<nn::LogSoftmaxOp>);
   registry.addSince("ReduceSum", 1, convertReduce<nn::ReduceSumOp>);

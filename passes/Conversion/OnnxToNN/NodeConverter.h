@@ -145,7 +145,11 @@ public:
 
   /// Common building blocks.
   Value reshape(Value value, ArrayRef<int64_t> shape);
+  /// `size` elements of `value` from `start` along `axis` (one nn.slice).
+  Value sliceAlong(Value value, int64_t axis, int64_t start, int64_t size);
   Value scalar(Type elementType, double value);
+  /// A constant i64 tensor of `shape` holding `values` (row-major).
+  Value i64Constant(ArrayRef<int64_t> shape, ArrayRef<int64_t> values);
   Value castTo(Value value, Type elementType);
 
 private:
@@ -160,6 +164,14 @@ private:
 
   SmallVectorImpl<StateUpdate> *updates;
 };
+
+/// The number of elements of `shape`.
+inline int64_t product(ArrayRef<int64_t> shape) {
+  int64_t result = 1;
+  for (int64_t dim : shape)
+    result *= dim;
+  return result;
+}
 
 /// Appends `value` to a converter's results; a null value means the
 /// converter already reported an error.
@@ -186,6 +198,8 @@ public:
   ConvertFn lookup(StringRef opType, int64_t sinceVersion) const;
   /// Every op type with at least one converter, sorted.
   SmallVector<StringRef> opTypes() const;
+  /// The since-versions of `opType` that have a converter, ascending.
+  SmallVector<int64_t> sinceVersions(StringRef opType) const;
 
   /// The registry holding every converter ztc has.
   static const ConverterRegistry &get();
@@ -240,6 +254,7 @@ std::optional<int64_t> resolveSinceVersion(StringRef opType, int64_t opset);
 void addElementwiseConverters(ConverterRegistry &registry);
 void addNeuralConverters(ConverterRegistry &registry);
 void addShapeConverters(ConverterRegistry &registry);
+void addIndexConverters(ConverterRegistry &registry);
 
 } // namespace mlir::ztc::onnx_to_nn
 

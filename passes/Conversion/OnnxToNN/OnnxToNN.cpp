@@ -144,12 +144,23 @@ SmallVector<StringRef> ConverterRegistry::opTypes() const {
   return names;
 }
 
+SmallVector<int64_t> ConverterRegistry::sinceVersions(StringRef opType) const {
+  SmallVector<int64_t> versions;
+  auto it = converters.find(opType);
+  if (it != converters.end())
+    for (const auto &entry : it->second)
+      versions.push_back(entry.first);
+  llvm::sort(versions);
+  return versions;
+}
+
 const ConverterRegistry &ConverterRegistry::get() {
   static const ConverterRegistry registry = [] {
     ConverterRegistry r;
     addElementwiseConverters(r);
     addNeuralConverters(r);
     addShapeConverters(r);
+    addIndexConverters(r);
     return r;
   }();
   return registry;
@@ -379,6 +390,25 @@ Value NodeContext::reshape(Value value, ArrayRef<int64_t> shape) {
     return value;
   return createWithTypes<nn::ReshapeOp>(
       RankedTensorType::get(shape, type.getElementType()), value);
+}
+
+Value NodeContext::sliceAlong(Value value, int64_t axis, int64_t start,
+                              int64_t size) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
+      steps(shape.size(), 1);
+  starts[axis] = start;
+  sizes[axis] = size;
+  return create<nn::SliceOp>(value, {i64ArrayAttr("starts", starts),
+                                     i64ArrayAttr("sizes", sizes),
+                                     i64ArrayAttr("steps", steps)});
+}
+
+Value NodeContext::i64Constant(ArrayRef<int64_t> shape,
+                               ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get(shape, b.getI64Type());
+  return arith::ConstantOp::create(b, loc,
+                                   DenseIntElementsAttr::get(type, values));
 }
 
 Value NodeContext::scalar(Type elementType, double value) {

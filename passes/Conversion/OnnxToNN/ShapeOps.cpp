@@ -15,7 +15,6 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
-#include <numeric>
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -23,17 +22,9 @@ using namespace mlir::ztc::onnx_to_nn;
 
 namespace {
 
-int64_t product(ArrayRef<int64_t> dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t{1},
-                         std::multiplies<int64_t>());
-}
-
 /// A constant 1-D i64 tensor.
 Value intsConstant(NodeContext &ctx, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
-                                    ctx.b.getI64Type());
-  return arith::ConstantOp::create(ctx.b, ctx.loc,
-                                   DenseIntElementsAttr::get(type, values));
+  return ctx.i64Constant({static_cast<int64_t>(values.size())}, values);
 }
 
 /// Normalizes and checks a list of axes for `rank`.
@@ -202,19 +193,6 @@ LogicalResult convertConcat(NodeContext &ctx, SmallVectorImpl<Value> &results) {
       results, ctx.create<nn::ConcatOp>(inputs, {ctx.i64Attr("axis", *axis)}));
 }
 
-/// One nn.slice taking `size` elements from `start` along `axis`.
-Value sliceAlong(NodeContext &ctx, Value value, int64_t axis, int64_t start,
-                 int64_t size) {
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
-  SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
-      steps(shape.size(), 1);
-  starts[axis] = start;
-  sizes[axis] = size;
-  return ctx.create<nn::SliceOp>(value, {ctx.i64ArrayAttr("starts", starts),
-                                         ctx.i64ArrayAttr("sizes", sizes),
-                                         ctx.i64ArrayAttr("steps", steps)});
-}
-
 LogicalResult convertSplit(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
   FailureOr<int64_t> axis =
@@ -258,7 +236,7 @@ LogicalResult convertSplit(NodeContext &ctx, SmallVectorImpl<Value> &results) {
                        << " outputs";
   int64_t start = 0;
   for (int64_t size : sizes) {
-    Value part = sliceAlong(ctx, ctx.input(0), *axis, start, size);
+    Value part = ctx.sliceAlong(ctx.input(0), *axis, start, size);
     if (!part)
       return failure();
     results.push_back(part);
@@ -323,9 +301,11 @@ LogicalResult convertSlice(NodeContext &ctx, SmallVectorImpl<Value> &results) {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
     }
-    int64_t size = step > 0 ? (end - start + step - 1) / step
-                            : (start - end + (-step) - 1) / (-step);
-    size = std::max<int64_t>(size, 0);
+    // ceil(span / |step|) without overflow: a step may be INT64_MAX or
+    // INT64_MIN (take one element), and the span lies in [-dim - 1, dim + 1].
+    int64_t span = step > 0 ? end - start : start - end;
+    uint64_t magnitude = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+    int64_t size = span > 0 ? int64_t((uint64_t(span) - 1) / magnitude + 1) : 0;
     outStarts[axis] = size == 0 ? 0 : start;
     sizes[axis] = size;
     outSteps[axis] = step;

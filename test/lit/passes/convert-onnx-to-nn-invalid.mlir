@@ -26,14 +26,14 @@ func.func @unsupported_grouped(%x: tensor<2x3xf32>) -> (none, none, none) {
 
 // Past five nodes of one op type the list is cut short.
 func.func @unsupported_many(%x: tensor<2x3xf32>) -> none {
-  // expected-error @unknown {{unsupported ONNX operators: Cos (opset 17) at nodes 'c1', 'c2', 'c3', 'c4', 'c5' and 2 more}}
-  %0 = onnx.node "Cos"(%x) {opset = 17 : i64} : (tensor<2x3xf32>) -> none loc("c1")
-  %1 = onnx.node "Cos"(%0) {opset = 17 : i64} : (none) -> none loc("c2")
-  %2 = onnx.node "Cos"(%1) {opset = 17 : i64} : (none) -> none loc("c3")
-  %3 = onnx.node "Cos"(%2) {opset = 17 : i64} : (none) -> none loc("c4")
-  %4 = onnx.node "Cos"(%3) {opset = 17 : i64} : (none) -> none loc("c5")
-  %5 = onnx.node "Cos"(%4) {opset = 17 : i64} : (none) -> none loc("c6")
-  %6 = onnx.node "Cos"(%5) {opset = 17 : i64} : (none) -> none loc("c7")
+  // expected-error @unknown {{unsupported ONNX operators: Tan (opset 17) at nodes 'c1', 'c2', 'c3', 'c4', 'c5' and 2 more}}
+  %0 = onnx.node "Tan"(%x) {opset = 17 : i64} : (tensor<2x3xf32>) -> none loc("c1")
+  %1 = onnx.node "Tan"(%0) {opset = 17 : i64} : (none) -> none loc("c2")
+  %2 = onnx.node "Tan"(%1) {opset = 17 : i64} : (none) -> none loc("c3")
+  %3 = onnx.node "Tan"(%2) {opset = 17 : i64} : (none) -> none loc("c4")
+  %4 = onnx.node "Tan"(%3) {opset = 17 : i64} : (none) -> none loc("c5")
+  %5 = onnx.node "Tan"(%4) {opset = 17 : i64} : (none) -> none loc("c6")
+  %6 = onnx.node "Tan"(%5) {opset = 17 : i64} : (none) -> none loc("c7")
   return %6 : none
 }
 

@@ -174,6 +174,22 @@ func.func @slice_negative_steps(%x: tensor<4x10xf32>) -> none {
 
 // -----
 
+// A step of INT64_MAX (or INT64_MIN) takes the first element of a
+// non-empty range, without overflowing in the size computation.
+// CHECK-LABEL: func.func @slice_extreme_steps
+// CHECK-SAME: (%[[X:.+]]: tensor<2x1x4xf32>) -> tensor<2x1x1xf32>
+// CHECK: nn.slice %[[X]] {sizes = array<i64: 2, 1, 1>, starts = array<i64: 0, 0, 3>, steps = array<i64: 1, 9223372036854775807, -9223372036854775808>} : tensor<2x1x4xf32> -> tensor<2x1x1xf32>
+func.func @slice_extreme_steps(%x: tensor<2x1x4xf32>) -> none {
+  %starts = onnx.constant dense<[0, 3]> : tensor<2xi64>
+  %ends = onnx.constant dense<[9223372036854775807, -9223372036854775808]> : tensor<2xi64>
+  %axes = onnx.constant dense<[1, 2]> : tensor<2xi64>
+  %steps = onnx.constant dense<[9223372036854775807, -9223372036854775808]> : tensor<2xi64>
+  %0 = onnx.node "Slice"(%x, %starts, %ends, %axes, %steps) {opset = 13 : i64} : (tensor<2x1x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> none
+  return %0 : none
+}
+
+// -----
+
 // Slice clamps an end past the dimension; a negative axis is normalized,
 // the other dimensions are kept whole, and absent steps are 1.
 // CHECK-LABEL: func.func @slice_clamped

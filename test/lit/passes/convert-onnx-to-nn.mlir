@@ -477,3 +477,48 @@ func.func @dropout_7_mask(%x: tensor<2x3xf32>) -> (none, none) {
   %0:2 = onnx.node "Dropout"(%x) {opset = 9 : i64, attrs = {ratio = 0.5 : f32}} : (tensor<2x3xf32>) -> (none, none)
   return %0#0, %0#1 : none, none
 }
+
+// -----
+
+// Sin and Cos are nn ops; LessOrEqual and GreaterOrEqual are the strict
+// comparison or equality (false where either side is NaN, which
+// not(a > b) would get wrong); IsNaN is x != x.
+// CHECK-LABEL: func.func @comparisons_and_trigonometry
+// CHECK-SAME: (%[[A:.+]]: tensor<4xf32>, %[[B:.+]]: tensor<4xf32>)
+// CHECK: nn.sin %[[A]] : tensor<4xf32> -> tensor<4xf32>
+// CHECK: nn.cos %[[A]] : tensor<4xf32> -> tensor<4xf32>
+// CHECK: %[[LT:.+]] = nn.less %[[A]], %[[B]]
+// CHECK: %[[EQ:.+]] = nn.equal %[[A]], %[[B]]
+// CHECK: nn.or %[[LT]], %[[EQ]] : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+// CHECK: %[[GT:.+]] = nn.greater %[[A]], %[[B]]
+// CHECK: %[[EQ2:.+]] = nn.equal %[[A]], %[[B]]
+// CHECK: nn.or %[[GT]], %[[EQ2]]
+// CHECK: %[[SAME:.+]] = nn.equal %[[A]], %[[A]]
+// CHECK: nn.not %[[SAME]] : tensor<4xi1> -> tensor<4xi1>
+func.func @comparisons_and_trigonometry(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (none, none, none, none, none) {
+  %0 = onnx.node "Sin"(%a) {opset = 7 : i64} : (tensor<4xf32>) -> none
+  %1 = onnx.node "Cos"(%a) {opset = 22 : i64} : (tensor<4xf32>) -> none
+  %2 = onnx.node "LessOrEqual"(%a, %b) {opset = 16 : i64} : (tensor<4xf32>, tensor<4xf32>) -> none
+  %3 = onnx.node "GreaterOrEqual"(%a, %b) {opset = 12 : i64} : (tensor<4xf32>, tensor<4xf32>) -> none
+  %4 = onnx.node "IsNaN"(%a) {opset = 20 : i64} : (tensor<4xf32>) -> none
+  return %0, %1, %2, %3, %4 : none, none, none, none, none
+}
+
+// -----
+
+// HardSwish as PyTorch computes it: t = x + 3, x * t / 6 between the kinks,
+// 0 at t <= 0 and x at t >= 6, chosen by where (so the gradient is 0 and 1
+// outside, x / 3 + 1/2 inside).
+// CHECK-LABEL: func.func @hard_swish
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK: %[[T:.+]] = nn.add %[[X]], %{{.+}} : tensor<4xf32>, tensor<f32>
+// CHECK: %[[P:.+]] = nn.mul %[[X]], %[[T]]
+// CHECK: %[[IN:.+]] = nn.div %[[P]], %{{.+}}
+// CHECK: %[[LOW:.+]] = nn.or
+// CHECK: %[[HIGH:.+]] = nn.or
+// CHECK: %[[UP:.+]] = nn.where %[[HIGH]], %[[X]], %[[IN]]
+// CHECK: nn.where %[[LOW]], %{{.+}}, %[[UP]]
+func.func @hard_swish(%x: tensor<4xf32>) -> none {
+  %0 = onnx.node "HardSwish"(%x) {opset = 14 : i64} : (tensor<4xf32>) -> none
+  return %0 : none
+}
