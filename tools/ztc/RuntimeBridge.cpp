@@ -135,38 +135,76 @@ bridge::writeArtifactAtomically(const std::string &dir,
   return error;
 }
 
+namespace {
+
+/// The weights (params and buffers) of a checkpoint, whole, checked against
+/// the artifact's manifest; the model it was compiled from in `sourceModel`.
+std::map<std::string, rt::Tensor>
+loadCheckpointWeights(const std::string &artifactDir,
+                      const std::string &checkpointDir,
+                      std::string &sourceModel) {
+  rt::Artifact artifact = rt::Artifact::load(artifactDir);
+  std::ifstream model(artifactDir + "/source-model");
+  if (!std::getline(model, sourceModel) || sourceModel.empty())
+    throw rt::Error(artifactDir +
+                    ": not a training artifact (no source-model file)");
+  // A sharded checkpoint, or an artifact that holds blocks (ZeRO on
+  // several ranks): the whole tensors, reassembled.
+  rt::Manifest whole = artifact.manifest();
+  bool blocks = false;
+  for (rt::Binding &binding : whole.bindings)
+    if (binding.sharded()) {
+      binding.shape = binding.fullShape;
+      binding.fullShape.clear();
+      blocks = true;
+    }
+  rt::Checkpoint checkpoint =
+      blocks || rt::isShardedCheckpoint(checkpointDir)
+          ? rt::reshardCheckpoint(checkpointDir, whole, 0)
+          : rt::loadCheckpoint(checkpointDir, artifact.manifest());
+  std::map<std::string, rt::Tensor> weights;
+  for (const rt::Binding &binding : artifact.manifest().bindings)
+    if (rt::isWeight(binding.role)) {
+      auto it = checkpoint.tensors.find(binding.name);
+      if (it == checkpoint.tensors.end())
+        throw rt::Error(checkpointDir + ": no value for parameter '" +
+                        binding.name + "'");
+      weights.emplace(binding.name, std::move(it->second));
+    }
+  return weights;
+}
+
+} // namespace
+
 std::string bridge::readCheckpointForExport(
     const std::string &artifactDir, const std::string &checkpointDir,
     std::string &sourceModel,
     std::map<std::string, std::vector<uint8_t>> &params) {
   return guarded([&] {
-    rt::Artifact artifact = rt::Artifact::load(artifactDir);
-    std::ifstream model(artifactDir + "/source-model");
-    if (!std::getline(model, sourceModel) || sourceModel.empty())
-      throw rt::Error(artifactDir +
-                      ": not a training artifact (no source-model file)");
-    // A sharded checkpoint, or an artifact that holds blocks (ZeRO on
-    // several ranks): the whole tensors, reassembled.
-    rt::Manifest whole = artifact.manifest();
-    bool blocks = false;
-    for (rt::Binding &binding : whole.bindings)
-      if (binding.sharded()) {
-        binding.shape = binding.fullShape;
-        binding.fullShape.clear();
-        blocks = true;
-      }
-    rt::Checkpoint checkpoint =
-        blocks || rt::isShardedCheckpoint(checkpointDir)
-            ? rt::reshardCheckpoint(checkpointDir, whole, 0)
-            : rt::loadCheckpoint(checkpointDir, artifact.manifest());
-    for (const rt::Binding &binding : artifact.manifest().bindings)
-      if (rt::isWeight(binding.role)) {
-        auto it = checkpoint.tensors.find(binding.name);
-        if (it == checkpoint.tensors.end())
-          throw rt::Error(checkpointDir + ": no value for parameter '" +
-                          binding.name + "'");
-        params[binding.name] = it->second.bytes;
-      }
+    for (auto &[name, tensor] :
+         loadCheckpointWeights(artifactDir, checkpointDir, sourceModel))
+      params[name] = std::move(tensor.bytes);
+  });
+}
+
+std::string bridge::writeStateDict(
+    const std::string &artifactDir, const std::string &checkpointDir,
+    const std::map<std::string, std::vector<std::string>> &tied,
+    const std::string &path, size_t &tensors) {
+  return guarded([&] {
+    std::string sourceModel;
+    rt::SafeTensors contents;
+    contents.metadata["format"] = "pt";
+    for (auto &[name, tensor] :
+         loadCheckpointWeights(artifactDir, checkpointDir, sourceModel)) {
+      auto others = tied.find(name);
+      if (others != tied.end())
+        for (const std::string &other : others->second)
+          contents.tensors.emplace(other, tensor);
+      contents.tensors.emplace(name, std::move(tensor));
+    }
+    tensors = contents.tensors.size();
+    rt::writeSafeTensors(path, contents);
   });
 }
 

@@ -63,6 +63,14 @@ readCheckpointForExport(const std::string &artifactDir,
                         std::string &sourceModel,
                         std::map<std::string, std::vector<uint8_t>> &params);
 
+/// `ztc export --state-dict`: the weights of a checkpoint as a safetensors
+/// file at `path`, each under its initializer name and, for a tied
+/// parameter, under every name in `tied` too; `tensors` is how many.
+std::string
+writeStateDict(const std::string &artifactDir, const std::string &checkpointDir,
+               const std::map<std::string, std::vector<std::string>> &tied,
+               const std::string &path, size_t &tensors);
+
 /// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy, with
 /// the random key of `seed` (dropout masks), and writes `outputDir`/*.npy;
 /// then, when `repeat` > 0, runs it `repeat` more times on the same inputs

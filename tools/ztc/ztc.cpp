@@ -36,6 +36,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -146,8 +147,15 @@ cl::opt<std::string> checkpointDir("checkpoint",
                                    cl::value_desc("DIR"), cl::Required,
                                    cl::sub(exportCommand));
 cl::opt<std::string> exportOutput("o", cl::desc("Write the model to FILE"),
-                                  cl::value_desc("trained.onnx"), cl::Required,
+                                  cl::value_desc("trained.onnx"),
                                   cl::sub(exportCommand));
+cl::opt<std::string> exportStateDict(
+    "state-dict",
+    cl::desc("Write the trained parameters and buffers to FILE as "
+             "safetensors, under the model's state-dict names (a model "
+             "exported with python/ztc_export.py; tied parameters under "
+             "each of their names), for PyTorch's load_state_dict"),
+    cl::value_desc("FILE.safetensors"), cl::sub(exportCommand));
 cl::opt<bool> exportInference(
     "inference",
     cl::desc("Switch training-mode BatchNormalization (running statistics "
@@ -709,6 +717,49 @@ std::optional<std::optional<uint64_t>> deviceMemoryBytes() {
 /// The line that says a plan of `planned` bytes per rank does not fit in
 /// `device` bytes, with what would: the fixed part (parameters, optimizer
 /// state, data) and the arena a recompute budget can shrink.
+/// "trains 21 parameters (28.5K elements); holds fixed 1 buffer, 2
+/// frozen": what a training artifact trains, for `ztc compile`'s report.
+/// Frozen parameters are those the --freeze patterns name.
+std::string weightRoles(const ::ztc::rt::Manifest &manifest,
+                        ArrayRef<std::string> freeze) {
+  SmallVector<llvm::Regex> patterns;
+  for (const std::string &pattern : freeze)
+    patterns.emplace_back("^(" + pattern + ")$");
+  int64_t trained = 0, elements = 0, frozen = 0, buffers = 0;
+  for (const ::ztc::rt::Binding &binding : manifest.bindings) {
+    if (binding.role == ::ztc::rt::BindingRole::Buffer) {
+      ++buffers;
+      continue;
+    }
+    if (binding.role != ::ztc::rt::BindingRole::Param)
+      continue;
+    if (llvm::any_of(patterns, [&](const llvm::Regex &regex) {
+          return regex.match(binding.name);
+        })) {
+      ++frozen;
+      continue;
+    }
+    ++trained;
+    int64_t count = 1;
+    for (int64_t dim : binding.fullShape.empty() ? binding.shape
+                                                  : binding.fullShape)
+      count *= dim;
+    elements += count;
+  }
+  std::string text = llvm::formatv("trains {0} parameter{1} ({2} elements)",
+                                   trained, trained == 1 ? "" : "s", elements)
+                         .str();
+  if (buffers || frozen) {
+    text += "; holds fixed";
+    if (buffers)
+      text += llvm::formatv(" {0} buffer{1}", buffers, buffers == 1 ? "" : "s")
+                  .str();
+    if (frozen)
+      text += llvm::formatv("{0} {1} frozen", buffers ? "," : "", frozen).str();
+  }
+  return text;
+}
+
 std::string deviceMemoryShortfall(uint64_t planned, uint64_t fixed,
                                   uint64_t device) {
   std::string line = llvm::formatv("the step plans {0} bytes per rank ({1}), "
@@ -923,7 +974,8 @@ int runCompile() {
   if (!error.empty())
     return fail(error);
   llvm::errs() << "ztc: wrote " << compileOutput << " (arena "
-               << artifact.manifest.arenaBytes << " bytes)\n";
+               << artifact.manifest.arenaBytes << " bytes): "
+               << weightRoles(artifact.manifest, training.freeze) << "\n";
   // Without the key the next compile redoes everything: a warning, not a
   // failure.
   if (key)
@@ -949,7 +1001,37 @@ int runCompile() {
   return 0;
 }
 
+/// `ztc export --state-dict`.
+int writeStateDict(MLIRContext &context, const std::string &sourceModel) {
+  bool hasRoles = false;
+  std::map<std::string, std::vector<std::string>> tied;
+  if (failed(mz::onnx::readTiedParameters(context, sourceModel, hasRoles,
+                                          tied)))
+    return 1;
+  if (!hasRoles)
+    llvm::errs() << "ztc: warning: " << sourceModel
+                 << " has no 'ztc.initializers' metadata: the tensors are "
+                    "named as its ONNX initializers, which may not be the "
+                    "model's state-dict names (export it with "
+                    "python/ztc_export.py)\n";
+  size_t tensors = 0;
+  std::string error = ::ztc::bridge::writeStateDict(
+      artifactPath, checkpointDir, tied, exportStateDict, tensors);
+  if (!error.empty()) {
+    llvm::errs() << "ztc: error: " << error << "\n";
+    return 1;
+  }
+  llvm::errs() << "ztc: wrote " << exportStateDict << " (" << tensors
+               << " tensors under the model's state-dict names)\n";
+  return 0;
+}
+
 int runExport() {
+  if (exportOutput.empty() && exportStateDict.empty()) {
+    llvm::errs() << "ztc: error: ztc export needs -o trained.onnx, "
+                    "--state-dict weights.safetensors, or both\n";
+    return 1;
+  }
   std::string sourceModel;
   std::map<std::string, std::vector<uint8_t>> params;
   std::string error = ::ztc::bridge::readCheckpointForExport(
@@ -959,6 +1041,10 @@ int runExport() {
     return 1;
   }
   std::unique_ptr<MLIRContext> context = makeContext();
+  if (!exportStateDict.empty() && writeStateDict(*context, sourceModel))
+    return 1;
+  if (exportOutput.empty())
+    return 0;
   mz::onnx::ExportSummary summary;
   if (failed(mz::onnx::writeModelWithInitializers(*context, sourceModel,
                                                   exportOutput, params,

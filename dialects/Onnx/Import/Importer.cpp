@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -103,12 +104,29 @@ std::optional<std::string> confinedExternalPath(StringRef baseDir,
   return path.str().str();
 }
 
+/// The metadata property in which python/ztc_export.py records what each
+/// floating-point initializer is.
+constexpr llvm::StringLiteral kRolesKey = "ztc.initializers";
+
+/// What `ztc.initializers` says an initializer is.
+enum class InitializerRole { Parameter, Buffer, Constant };
+
+/// One initializer's entry: its role and the other state-dict names of a
+/// tied parameter.
+struct InitializerEntry {
+  InitializerRole role;
+  SmallVector<std::string> tied;
+};
+
 /// Builds a module from one ModelProto; holds the per-import state.
 class ModelImporter {
 public:
   friend LogicalResult mlir::ztc::onnx::readInitializers(
       MLIRContext &, StringRef,
       function_ref<LogicalResult(StringRef, StringRef)>);
+  friend LogicalResult mlir::ztc::onnx::readTiedParameters(
+      MLIRContext &, StringRef, bool &,
+      std::map<std::string, std::vector<std::string>> &);
   ModelImporter(MLIRContext &context, StringRef displayName, StringRef baseDir,
                 const ImportOptions &options)
       : context(context), builder(&context), displayName(displayName.str()),
@@ -120,6 +138,17 @@ public:
 private:
   InFlightDiagnostic error(Location loc) { return emitError(loc); }
   InFlightDiagnostic error() { return emitError(fileLoc); }
+
+  /// The model's `ztc.initializers`, parsed; nullopt when it has none.
+  FailureOr<std::optional<llvm::StringMap<InitializerEntry>>>
+  readRoles(const ::onnx::ModelProto &model);
+  /// Warns of float initializers whose role nothing states: those without
+  /// an entry in `ztc.initializers`, or, in a PyTorch export without it,
+  /// those with generated (undotted) names.
+  void warnUnclassified(const ::onnx::ModelProto &model,
+                        const std::optional<llvm::StringMap<InitializerEntry>>
+                            &roles,
+                        ArrayRef<std::string> trained);
 
   Location nodeLoc(const ::onnx::NodeProto &node);
   FailureOr<Type> elementType(int dataType, Location loc, StringRef what);
@@ -671,6 +700,100 @@ LogicalResult ModelImporter::importNodes(const ::onnx::GraphProto &graph) {
   return success();
 }
 
+FailureOr<std::optional<llvm::StringMap<InitializerEntry>>>
+ModelImporter::readRoles(const ::onnx::ModelProto &model) {
+  const std::string *text = nullptr;
+  for (const auto &prop : model.metadata_props())
+    if (prop.key() == kRolesKey)
+      text = &prop.value();
+  if (!text)
+    return std::optional<llvm::StringMap<InitializerEntry>>();
+  auto fail = [&](const Twine &why) {
+    error() << "metadata '" << kRolesKey << "': " << why
+            << " (python/ztc_export.py writes it; see docs/guide.md)";
+    return failure();
+  };
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*text);
+  if (!parsed)
+    return fail("not JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *object = parsed->getAsObject();
+  if (!object)
+    return fail("expected an object mapping initializer names to roles");
+  llvm::StringMap<InitializerEntry> roles;
+  for (const auto &[key, value] : *object) {
+    std::string name = key.str();
+    const llvm::json::Object *entry = value.getAsObject();
+    std::optional<StringRef> role = entry ? entry->getString("role") : std::nullopt;
+    InitializerEntry parsedEntry;
+    if (role == "parameter")
+      parsedEntry.role = InitializerRole::Parameter;
+    else if (role == "buffer")
+      parsedEntry.role = InitializerRole::Buffer;
+    else if (role == "constant")
+      parsedEntry.role = InitializerRole::Constant;
+    else
+      return fail("initializer '" + name +
+                  "': expected {\"role\": \"parameter\", \"buffer\" or "
+                  "\"constant\"}");
+    if (const llvm::json::Value *tied = entry->get("tied")) {
+      const llvm::json::Array *names = tied->getAsArray();
+      if (!names || parsedEntry.role != InitializerRole::Parameter)
+        return fail("initializer '" + name +
+                    "': \"tied\" must be a list of names, on a parameter");
+      for (const llvm::json::Value &other : *names) {
+        std::optional<StringRef> otherName = other.getAsString();
+        if (!otherName)
+          return fail("initializer '" + name +
+                      "': \"tied\" must be a list of names");
+        parsedEntry.tied.push_back(otherName->str());
+      }
+    }
+    roles[name] = std::move(parsedEntry);
+  }
+  return std::optional<llvm::StringMap<InitializerEntry>>(std::move(roles));
+}
+
+void ModelImporter::warnUnclassified(
+    const ::onnx::ModelProto &model,
+    const std::optional<llvm::StringMap<InitializerEntry>> &roles,
+    ArrayRef<std::string> trained) {
+  SmallVector<StringRef> unclassified;
+  for (const std::string &name : trained) {
+    bool stated = roles ? roles->count(name) != 0
+                        : model.producer_name() != "pytorch" ||
+                              StringRef(name).contains('.');
+    if (!stated)
+      unclassified.push_back(name);
+  }
+  if (unclassified.empty())
+    return;
+  InFlightDiagnostic warning = emitWarning(fileLoc);
+  bool one = unclassified.size() == 1;
+  if (roles)
+    warning << unclassified.size() << " float initializer"
+            << (one ? " has" : "s have") << " no role in its '" << kRolesKey
+            << "' metadata and " << (one ? "is" : "are")
+            << " trained as a parameter: ";
+  else
+    warning << "exported by PyTorch without initializer roles: "
+            << unclassified.size() << " float initializer"
+            << (one ? "" : "s") << " with generated names "
+            << (one ? "is" : "are")
+            << " trained, though such initializers may be buffers or "
+               "constants the exporter derived (rotary tables, masks, "
+               "transposed or merged weights): ";
+  for (auto [i, name] : llvm::enumerate(unclassified)) {
+    if (i == 5) {
+      warning << " and " << unclassified.size() - 5 << " more";
+      break;
+    }
+    warning << (i ? ", " : "") << "'" << name << "'";
+  }
+  if (!roles)
+    warning << "; export with python/ztc_export.py (docs/guide.md, \"Export "
+               "from PyTorch\"), or --freeze them";
+}
+
 OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   context.loadDialect<OnnxDialect, func::FuncDialect, train::TrainDialect>();
   for (const auto &opset : model.opset_import()) {
@@ -732,9 +855,14 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   for (const auto &init : graph.initializer())
     initializers[init.name()] = &init;
 
+  FailureOr<std::optional<llvm::StringMap<InitializerEntry>>> roles =
+      readRoles(model);
+  if (failed(roles))
+    return nullptr;
+
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
-  SmallVector<bool> argIsParam;
+  SmallVector<train::BindingRole> argRoles;
   bool ok = true;
   SmallVector<::onnx::TensorProto> constantInputs;
   for (const auto &input : graph.input()) {
@@ -764,7 +892,7 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
     }
     argTypes.push_back(*type);
     argNames.push_back(input.name());
-    argIsParam.push_back(false);
+    argRoles.push_back(train::BindingRole::Input);
   }
   SmallVector<const ::onnx::TensorProto *> constants;
   for (const auto &init : graph.initializer()) {
@@ -794,9 +922,18 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
     // Rank-0 floats are constants (a 1/sqrt(d) factor); anything with a
     // dimension, even of size 1 (the bias of a one-output Linear), is a
     // weight.
+    // ztc_export's roles: constants fold into the step, buffers stay
+    // fixed weights.
+    const InitializerEntry *entry = nullptr;
+    if (*roles) {
+      auto found = (*roles)->find(init.name());
+      if (found != (*roles)->end())
+        entry = &found->second;
+    }
     if (!isa<FloatType>(*elem) ||
         (type.getRank() == 0 &&
-         type.getNumElements() <= options.maxConstantFloatElements)) {
+         type.getNumElements() <= options.maxConstantFloatElements) ||
+        (entry && entry->role == InitializerRole::Constant)) {
       constants.push_back(&init);
       continue;
     }
@@ -809,10 +946,33 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
     }
     argTypes.push_back(type);
     argNames.push_back(init.name());
-    argIsParam.push_back(true);
+    argRoles.push_back(entry && entry->role == InitializerRole::Buffer
+                           ? train::BindingRole::Buffer
+                           : train::BindingRole::Param);
   }
   if (!ok)
     return nullptr;
+  SmallVector<std::string> trained;
+  for (auto [name, role] : llvm::zip(argNames, argRoles))
+    if (role == train::BindingRole::Param)
+      trained.push_back(name);
+  warnUnclassified(model, *roles, trained);
+  // Tied parameters' other state-dict names, for `ztc export
+  // --state-dict`.
+  if (*roles) {
+    SmallVector<NamedAttribute> tiedAttrs;
+    for (const std::string &name : trained) {
+      auto found = (*roles)->find(name);
+      if (found == (*roles)->end() || found->second.tied.empty())
+        continue;
+      SmallVector<Attribute> others;
+      for (const std::string &other : found->second.tied)
+        others.push_back(b.getStringAttr(other));
+      tiedAttrs.push_back(b.getNamedAttr(name, b.getArrayAttr(others)));
+    }
+    if (!tiedAttrs.empty())
+      (*module)->setAttr("onnx.tied", b.getDictionaryAttr(tiedAttrs));
+  }
 
   SmallVector<Type> resultTypes;
   for (const auto &output : graph.output()) {
@@ -834,9 +994,7 @@ OwningOpRef<ModuleOp> ModelImporter::import(const ::onnx::ModelProto &model) {
   for (auto [i, name] : llvm::enumerate(argNames)) {
     // Graph inputs are data; initializers the graph does not use as
     // constants are weights (ztc-autodiff decides which ones train).
-    train::setBinding(func, i, name,
-                      argIsParam[i] ? train::BindingRole::Param
-                                    : train::BindingRole::Input);
+    train::setBinding(func, i, name, argRoles[i]);
     values[name] = entry->getArgument(i);
   }
   builder.setInsertionPointToStart(entry);
@@ -970,12 +1128,21 @@ mlir::ztc::onnx::importOnnxBytes(MLIRContext &context, StringRef bytes,
   return importer.import(model);
 }
 
+namespace {
+/// Reads and parses the model file at `path`; diagnostics go to `context`.
+LogicalResult parseModelFile(MLIRContext &context, StringRef path,
+                             ::onnx::ModelProto &model) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readModelFile(context, path);
+  return success(buffer && succeeded(parseModel(context, buffer->getBuffer(),
+                                                path, model)));
+}
+} // namespace
+
 LogicalResult mlir::ztc::onnx::readInitializers(
     MLIRContext &context, StringRef path,
     function_ref<LogicalResult(StringRef name, StringRef bytes)> fn) {
-  std::unique_ptr<llvm::MemoryBuffer> buffer = readModelFile(context, path);
   ::onnx::ModelProto model;
-  if (!buffer || failed(parseModel(context, buffer->getBuffer(), path, model)))
+  if (failed(parseModelFile(context, path, model)))
     return failure();
   ImportOptions options;
   ModelImporter importer(context, path, llvm::sys::path::parent_path(path),
@@ -988,6 +1155,28 @@ LogicalResult mlir::ztc::onnx::readInitializers(
     if (failed(bytes) || failed(fn(init.name(), *bytes)))
       return failure();
   }
+  return success();
+}
+
+LogicalResult mlir::ztc::onnx::readTiedParameters(
+    MLIRContext &context, StringRef path, bool &hasRoles,
+    std::map<std::string, std::vector<std::string>> &tied) {
+  ::onnx::ModelProto model;
+  if (failed(parseModelFile(context, path, model)))
+    return failure();
+  ImportOptions options;
+  ModelImporter importer(context, path, llvm::sys::path::parent_path(path),
+                         options);
+  FailureOr<std::optional<llvm::StringMap<InitializerEntry>>> roles =
+      importer.readRoles(model);
+  if (failed(roles))
+    return failure();
+  hasRoles = roles->has_value();
+  if (hasRoles)
+    for (const auto &entry : **roles)
+      if (!entry.second.tied.empty())
+        tied[entry.getKey().str()] = std::vector<std::string>(
+            entry.second.tied.begin(), entry.second.tied.end());
   return success();
 }
 

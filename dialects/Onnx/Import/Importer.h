@@ -80,6 +80,14 @@ readInitializers(MLIRContext &context, llvm::StringRef path,
                                                   llvm::StringRef bytes)>
                      fn);
 
+/// The state-dict names of the model at `path` beyond its initializer
+/// names, from the `ztc.initializers` metadata python/ztc_export.py writes:
+/// `tied` maps a parameter's initializer to its other names. Sets
+/// `hasRoles` to whether the model has that metadata.
+LogicalResult
+readTiedParameters(MLIRContext &context, llvm::StringRef path, bool &hasRoles,
+                   std::map<std::string, std::vector<std::string>> &tied);
+
 /// The external data files the initializers of the model at `path` name
 /// (each once, resolved against the model's directory, in first-use
 /// order). Diagnostics go to `context`.
