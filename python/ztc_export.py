@@ -11,10 +11,13 @@ with two differences that matter for training:
   Linear weight becomes its transpose under a generated name (`val_117`),
   norm weights that are all ones become one tensor (which would then train
   as one), a position embedding becomes the rows the example input used.
-  Here the parameters are graph inputs while the optimizer runs, so it
+  Here the parameters and the persistent float buffers (BatchNorm's
+  running statistics) are graph inputs while the optimizer runs, so it
   folds everything else (shape arithmetic, rotary tables, masks) and leaves
-  every parameter whole, under its state-dict name. A tied parameter (an
-  LM head sharing the embedding) is one initializer.
+  each of them whole, under its state-dict name. A tied parameter (an LM
+  head sharing the embedding) is one initializer. The first dimension of
+  each input is a symbolic batch size (`dynamic_batch`), which
+  `ztc compile --batch-size` binds.
 - The role of every floating-point initializer is recorded in the model's
   metadata property `ztc.initializers`, a JSON object:
 
@@ -55,11 +58,15 @@ def _tie_groups(model):
 
 
 def export(model, args, path, kwargs=None, input_names=None, output_names=None,
-           opset_version=None, optimize=True, verbose=True):
+           opset_version=None, optimize=True, dynamic_batch=True, verbose=True):
     """Exports `model` called with `args` (a tuple) and `kwargs` to the ONNX
     file `path` with the roles of its initializers, and returns them.
     `input_names`, `output_names` and `opset_version` are
-    torch.onnx.export's; `optimize=False` skips the exporter's optimizer."""
+    torch.onnx.export's; `optimize=False` skips the exporter's optimizer.
+    With `dynamic_batch` the first dimension of every tensor in `args` is
+    one symbolic batch size, which `ztc compile --batch-size` binds (ZeRO
+    and gradient accumulation need a per-rank batch other than the
+    example's)."""
     import torch
 
     # padding_idx does not survive in ONNX (an embedding is a Gather).
@@ -73,6 +80,11 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
     options = {"input_names": input_names, "output_names": output_names}
     if opset_version is not None:
         options["opset_version"] = opset_version
+    if dynamic_batch:
+        batch = torch.export.Dim("batch", min=1, max=1 << 20)
+        options["dynamic_shapes"] = tuple(
+            {0: batch} if isinstance(arg, torch.Tensor) and arg.dim() > 0 else None
+            for arg in args)
     program = torch.onnx.export(model, tuple(args), kwargs=kwargs, dynamo=True,
                                 optimize=False, **options)
     graph = program.model.graph
@@ -92,11 +104,19 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
             value.replace_all_uses_with(initializers[canonical])
             del initializers[other]
 
+    # Persistent float buffers (BatchNorm's running statistics) stay whole
+    # under their names too: the optimizer would merge those that start
+    # equal. Non-persistent ones (rotary inv_freq) may fold into constants.
+    persistent = {name for name, value in model.state_dict(keep_vars=True).items()
+                  if value.is_floating_point()} - parameters - {
+                      n for names in tied.values() for n in names}
+    persistent &= set(initializers)
+
     if optimize:
         # The parameters are graph inputs while the optimizer runs: it
         # cannot fold, transpose or merge what has no value.
         hidden = {}
-        for name in sorted(parameters):
+        for name in sorted(parameters | persistent):
             value = initializers[name]
             hidden[name] = (value, value.const_value)
             del initializers[name]
