@@ -25,7 +25,10 @@ Each fixture directory holds:
                       token 0; labels random); for the timm image models
                       data/x.npy (2 images of 3x32x32) and 2 labels of 10
                       classes
-  logits.npy          PyTorch's forward on the batch
+  meta.json           the output ztc compares ("logits", or "loss" for a
+                      model that computes its own loss, whose labels are
+                      then an input) and the --loss to compile with
+  output.npy          PyTorch's forward on the batch
   grads.npz           the gradient of the mean cross-entropy per parameter:
                       for each, NAME:index (up to 64 flat positions, a
                       seeded sample), NAME:value (the gradient there) and
@@ -80,13 +83,20 @@ def configs():
         "bert": (tf.BertForMaskedLM,
                  tf.BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                **small)),
+        "hf_vit": (tf.ViTForImageClassification,
+                   tf.ViTConfig(image_size=32, patch_size=8, hidden_size=32,
+                                num_hidden_layers=2, num_attention_heads=4,
+                                intermediate_size=64, num_labels=10,
+                                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)),
     }
 
 
 class Logits:
-    """model(input_ids) -> logits, the one output ztc trains on."""
+    """model(input_ids) -> logits (model(pixel_values) for an image model),
+    the one output ztc trains on; with `loss_inside`, model(input_ids,
+    labels) -> the model's own loss."""
 
-    def __new__(cls, model):
+    def __new__(cls, model, loss_inside=False):
         import torch
 
         class Wrapped(torch.nn.Module):
@@ -94,11 +104,20 @@ class Logits:
                 super().__init__()
                 self.model = inner
 
-            def forward(self, input_ids):
+            def forward(self, input_ids, labels=None):
+                if "ViT" in type(self.model).__name__:
+                    return self.model(pixel_values=input_ids).logits
                 kwargs = {} if "Bert" in type(self.model).__name__ else {"use_cache": False}
+                if loss_inside:
+                    return self.model(input_ids=input_ids, labels=labels, **kwargs).loss
                 return self.model(input_ids=input_ids, **kwargs).logits
 
         return Wrapped(model)
+
+
+# transformers models that compute their loss (a shifted cross-entropy):
+# name -> the configuration they share.
+LOSS_INSIDE = {"gpt2_loss": "gpt2"}
 
 
 # timm image models: name -> (timm model, keyword arguments), 10 classes.
@@ -118,7 +137,11 @@ GRAD_SAMPLES = 64
 
 
 def names():
-    return list(configs()) + list(IMAGE)
+    return list(configs()) + list(LOSS_INSIDE) + list(IMAGE)
+
+
+def is_image(name):
+    return name in IMAGE or name == "hf_vit"
 
 
 def build(name):
@@ -134,13 +157,13 @@ def build(name):
             return mobilenetv3._gen_mobilenet_v3(
                 model, kwargs["channel_multiplier"], num_classes=10).eval()
         return timm.create_model(model, pretrained=False, num_classes=10, **kwargs).eval()
-    cls, config = configs()[name]
-    return Logits(cls(config).eval())
+    cls, config = configs()[LOSS_INSIDE.get(name, name)]
+    return Logits(cls(config).eval(), loss_inside=name in LOSS_INSIDE)
 
 
 def batch_of(name, rng):
     """(input name, input, labels) of the fixture's batch."""
-    if name in IMAGE:
+    if is_image(name):
         return ("x", rng.standard_normal((BATCH, 3, 32, 32)).astype(np.float32),
                 rng.integers(0, 10, (BATCH,)).astype(np.int64))
     # Token 0 is the padding_idx of BERT's and Phi-3's embeddings, which
@@ -149,9 +172,11 @@ def batch_of(name, rng):
             rng.integers(0, VOCAB, (BATCH, SEQUENCE)).astype(np.int64))
 
 
-def loss_of(module, ids, labels):
+def loss_of(module, ids, labels, loss_inside=False):
     import torch.nn.functional as F
 
+    if loss_inside:
+        return module(ids, labels)
     logits = module(ids)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
@@ -169,9 +194,15 @@ def make(name, out):
     np.save(os.path.join(directory, "data", input_name + ".npy"), ids)
     np.save(os.path.join(directory, "data", "labels.npy"), labels)
     ids_t, labels_t = torch.from_numpy(ids), torch.from_numpy(labels)
+    inside = name in LOSS_INSIDE
     path = os.path.join(directory, "model.onnx")
-    ztc_export.export(module, (ids_t,), path, input_names=[input_name],
-                      output_names=["logits"])
+    # A model computing its loss takes the labels as an input of its own.
+    ztc_export.export(module, (ids_t, labels_t) if inside else (ids_t,), path,
+                      input_names=[input_name] + (["labels"] if inside else []),
+                      output_names=["loss" if inside else "logits"])
+    with open(os.path.join(directory, "meta.json"), "w") as f:
+        json.dump({"output": "loss" if inside else "logits",
+                   "loss": "none" if inside else "cross_entropy"}, f, indent=1)
     # The exporter's per-node debugging metadata (stack traces, FX nodes) is
     # a quarter of the file and nothing ztc reads: the fixtures drop it.
     import onnx
@@ -181,8 +212,9 @@ def make(name, out):
     onnx.save(exported, path)
 
     with torch.no_grad():
-        np.save(os.path.join(directory, "logits.npy"), module(ids_t).numpy())
-    loss = loss_of(module, ids_t, labels_t)
+        output = module(ids_t, labels_t) if inside else module(ids_t)
+        np.save(os.path.join(directory, "output.npy"), output.numpy())
+    loss = loss_of(module, ids_t, labels_t, inside)
     loss.backward()
     sampled, pick = {}, np.random.default_rng(11)
     for pname, parameter in module.named_parameters():
@@ -197,7 +229,7 @@ def make(name, out):
     losses = []
     for _ in range(20):
         optimizer.zero_grad()
-        loss = loss_of(module, ids_t, labels_t)
+        loss = loss_of(module, ids_t, labels_t, inside)
         losses.append(loss.item())
         loss.backward()
         optimizer.step()
@@ -227,8 +259,9 @@ def roundtrip(name, fixtures, ztc):
         trained = os.path.join(tmp, "trained.onnx")
         run = lambda *a: subprocess.run([str(x) for x in a], check=True,
                                         capture_output=True, text=True)
+        meta = json.load(open(os.path.join(directory, "meta.json")))
         run(ztc, "compile", os.path.join(directory, "model.onnx"), "-o", art,
-            "--batch-size", BATCH, "--loss", "cross_entropy", "--optimizer", "adamw",
+            "--batch-size", BATCH, "--loss", meta["loss"], "--optimizer", "adamw",
             "--lr", "1e-3")
         run(ztc, "train", art, "--data", os.path.join(directory, "data"),
             "--steps", 20, "--save", ckpt)
@@ -236,11 +269,15 @@ def roundtrip(name, fixtures, ztc):
             "--state-dict", weights)
         out, inputs = os.path.join(tmp, "out"), os.path.join(tmp, "inputs")
         os.makedirs(inputs)
-        input_name = "x" if name in IMAGE else "input_ids"
+        input_name = "x" if is_image(name) else "input_ids"
         ids = np.load(os.path.join(directory, "data", input_name + ".npy"))
+        labels = np.load(os.path.join(directory, "data", "labels.npy"))
         np.save(os.path.join(inputs, input_name + ".npy"), ids)
+        inside = name in LOSS_INSIDE
+        if inside:
+            np.save(os.path.join(inputs, "labels.npy"), labels)
         run(ztc, "run", trained, "--data", inputs, "--output-dir", out)
-        ours = np.load(os.path.join(out, "logits.npy"))
+        ours = np.load(os.path.join(out, meta["output"] + ".npy"))
         module = build(name)
         target = module if name in IMAGE else module.model
         prefix = "" if name in IMAGE else "model."
@@ -253,7 +290,8 @@ def roundtrip(name, fixtures, ztc):
                   % (name, result.missing_keys, result.unexpected_keys))
             return False
         with torch.no_grad():
-            reference = module(torch.from_numpy(ids)).numpy()
+            args = (torch.from_numpy(ids),) + ((torch.from_numpy(labels),) if inside else ())
+            reference = module(*args).numpy()
         error = float(np.abs(ours - reference).max() / np.abs(reference).max())
         print("%s: trained weights loaded with load_state_dict (every key but %d "
               "integer buffers): forward vs ztc %.2e" % (name, len(integral), error),

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Today's PyTorch exports of transformers and timm models, against PyTorch.
 
-For each fixture of test/fixtures/modern (Llama, Qwen3, Phi-3, GPT-2 and
-BERT classes from transformers; MobileNetV3, EfficientNet, ConvNeXt and
-ViT from timm; exported by torch.onnx's dynamo exporter through
-python/ztc_export.py; test/models/make_modern.py made them and PyTorch's
-values) with no --freeze list:
-  1. `ztc run`: the logits within 1e-5 of PyTorch's (relative to the
-     largest);
+For each fixture of test/fixtures/modern (Llama, Qwen3, Phi-3, GPT-2 (also
+computing its own loss), BERT and ViT classes from transformers;
+MobileNetV3, EfficientNet, ConvNeXt and ViT from timm; exported by
+torch.onnx's dynamo exporter through python/ztc_export.py;
+test/models/make_modern.py made them and PyTorch's values) with no
+--freeze list:
+  1. `ztc run`: the logits (or the model's loss) within 1e-5 of PyTorch's
+     (relative to the largest);
   2. `ztc compile` trains exactly the model's parameters (the count the
      state dict has, tied ones once), and its gradients are PyTorch's
      within 1e-4 (relative to each parameter's largest) at 64 sampled
@@ -79,11 +80,11 @@ def curve_error(ours, reference):
     return float(np.linalg.norm(ours - reference) / np.linalg.norm(reference))
 
 
-def variants(args, name, tmp, reference, reference_ckpt):
+def variants(args, name, tmp, reference, reference_ckpt, loss):
     """5: bf16, recompute full and ZeRO-3 on 2 ranks against the f32 run."""
     fixture = os.path.join(FIXTURES, name)
     model, data = os.path.join(fixture, "model.onnx"), os.path.join(fixture, "data")
-    base = ["--loss", "cross_entropy", "--optimizer", "adamw", "--lr", "1e-3"]
+    base = ["--loss", loss, "--optimizer", "adamw", "--lr", "1e-3"]
 
     def train(tag, compile_flags, launcher=(), save=None, batch=2):
         art = os.path.join(tmp, "%s-%s.ztc" % (name, tag))
@@ -132,17 +133,21 @@ def check_model(ztc, name, tmp, args=None):
     fixture = os.path.join(FIXTURES, name)
     model = os.path.join(fixture, "model.onnx")
     data = os.path.join(fixture, "data")
+    # What the model returns: logits, or (a model computing its own loss,
+    # whose labels are an input) the loss.
+    meta = json.load(open(os.path.join(fixture, "meta.json")))
 
     # 1. The forward.
     inputs, out = os.path.join(tmp, name + "_inputs"), os.path.join(tmp, name + "_out")
     os.makedirs(inputs)
-    input_file = next(f for f in sorted(os.listdir(data)) if f != "labels.npy")
-    ids = np.load(os.path.join(data, input_file))
-    np.save(os.path.join(inputs, input_file), ids)
+    for file in sorted(os.listdir(data)):
+        if file != "labels.npy" or meta["output"] == "loss":
+            np.save(os.path.join(inputs, file), np.load(os.path.join(data, file)))
+    batch = len(np.load(os.path.join(data, "labels.npy")))
     run(ztc, "run", model, "--data", inputs, "--output-dir", out)
-    error = relative(np.load(os.path.join(out, "logits.npy")),
-                     np.load(os.path.join(fixture, "logits.npy")))
-    check(error <= 1e-5, "%s forward: logits vs PyTorch %.2e" % (name, error))
+    error = relative(np.load(os.path.join(out, meta["output"] + ".npy")),
+                     np.load(os.path.join(fixture, "output.npy")))
+    check(error <= 1e-5, "%s forward: %s vs PyTorch %.2e" % (name, meta["output"], error))
 
     # 2. What trains, and the gradients (sampled elements and the norm of
     # each parameter's).
@@ -151,8 +156,8 @@ def check_model(ztc, name, tmp, args=None):
                                      float(stored[key[:-len(":value")] + ":norm"]))
              for key, value in stored.items() if key.endswith(":value")}
     art = os.path.join(tmp, name + ".ztc")
-    report = run(ztc, "compile", model, "-o", art, "--batch-size", len(ids), "--loss",
-                 "cross_entropy", "--optimizer", "adamw", "--lr", "1e-3").stderr
+    report = run(ztc, "compile", model, "-o", art, "--batch-size", batch, "--loss",
+                 meta["loss"], "--optimizer", "adamw", "--lr", "1e-3").stderr
     trained = re.search(r"trains (\d+) parameters", report)
     warned = "warning" in report
     check(trained and int(trained.group(1)) == len(grads) and not warned,
@@ -212,7 +217,7 @@ def check_model(ztc, name, tmp, args=None):
              "" if same else "; values differ from the checkpoint"))
 
     if args is not None and args.variants:
-        variants(args, name, tmp, ours, ckpt)
+        variants(args, name, tmp, ours, ckpt, meta["loss"])
 
 
 def main():
