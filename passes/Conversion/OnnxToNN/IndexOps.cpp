@@ -52,6 +52,13 @@ Value normalizeIndices(NodeContext &ctx, Value value, Value dims,
   return valid ? ctx.create<nn::WhereOp>({valid, index, outside}) : nullptr;
 }
 
+/// An index whose product with `stride` reaches `total` (past data of
+/// `total` elements) without overflowing. A stride of 0 only comes with
+/// empty data, where every index is outside.
+int64_t outsideIndex(int64_t total, int64_t stride) {
+  return stride > 0 ? (total + stride - 1) / stride : total;
+}
+
 /// The linear index into the flattened `dataShape` of GatherElements and
 /// ScatterElements: `indices` (any shape of the data's rank) along `axis`,
 /// every other dimension its own coordinate.
@@ -75,7 +82,7 @@ Value elementsIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape
   int64_t stride = dataStrides[axis];
   Value normalized =
       index ? normalizeIndices(ctx, index, ctx.scalar(i64, dataShape[axis]),
-                               ctx.scalar(i64, (total + stride - 1) / stride))
+                               ctx.scalar(i64, outsideIndex(total, stride)))
             : nullptr;
   Value scaled = normalized && stride != 1
                      ? ctx.create<nn::MulOp>(
@@ -109,7 +116,7 @@ Value ndIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape,
   // non-negative puts the sum past the data.
   SmallVector<int64_t> outside;
   for (int64_t stride : strides)
-    outside.push_back((total + stride - 1) / stride);
+    outside.push_back(outsideIndex(total, stride));
   Value normalized = normalizeIndices(
       ctx, index, ctx.i64Constant({k}, SmallVector<int64_t>(addressed)),
       ctx.i64Constant({k}, outside));
@@ -143,6 +150,14 @@ Value ndIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape,
   return ctx.create<nn::AddOp>({linear, ctx.i64Constant(outer, offsets)});
 }
 
+/// ONNX's indices are int32 or int64.
+LogicalResult checkIndexType(NodeContext &ctx) {
+  Type elem = ctx.inputType(1).getElementType();
+  if (!elem.isInteger(32) && !elem.isInteger(64))
+    return ctx.error() << "indices must be int32 or int64, got " << elem;
+  return success();
+}
+
 /// The axis of GatherElements and ScatterElements, whose indices may not
 /// be larger than the data along any other dimension.
 FailureOr<int64_t> elementsAxis(NodeContext &ctx, RankedTensorType dataType,
@@ -163,6 +178,8 @@ FailureOr<int64_t> elementsAxis(NodeContext &ctx, RankedTensorType dataType,
 
 LogicalResult convertGatherElements(NodeContext &ctx,
                                     SmallVectorImpl<Value> &results) {
+  if (failed(checkIndexType(ctx)))
+    return failure();
   RankedTensorType dataType = ctx.inputType(0), indexType = ctx.inputType(1);
   if (indexType.getRank() != dataType.getRank())
     return ctx.error() << "indices have rank " << indexType.getRank()
@@ -182,6 +199,8 @@ LogicalResult convertGatherElements(NodeContext &ctx,
 
 LogicalResult convertGatherND(NodeContext &ctx,
                               SmallVectorImpl<Value> &results) {
+  if (failed(checkIndexType(ctx)))
+    return failure();
   RankedTensorType dataType = ctx.inputType(0), indexType = ctx.inputType(1);
   ArrayRef<int64_t> dataShape = dataType.getShape(),
                     indexShape = indexType.getShape();
@@ -267,6 +286,8 @@ FailureOr<std::string> scatterReduction(NodeContext &ctx) {
 
 LogicalResult convertScatterElements(NodeContext &ctx,
                                      SmallVectorImpl<Value> &results) {
+  if (failed(checkIndexType(ctx)))
+    return failure();
   RankedTensorType dataType = ctx.inputType(0), indexType = ctx.inputType(1),
                    updateType = ctx.inputType(2);
   FailureOr<std::string> reduction = scatterReduction(ctx);
@@ -293,6 +314,8 @@ LogicalResult convertScatterElements(NodeContext &ctx,
 
 LogicalResult convertScatterND(NodeContext &ctx,
                                SmallVectorImpl<Value> &results) {
+  if (failed(checkIndexType(ctx)))
+    return failure();
   RankedTensorType dataType = ctx.inputType(0), indexType = ctx.inputType(1),
                    updateType = ctx.inputType(2);
   FailureOr<std::string> reduction = scatterReduction(ctx);
@@ -394,14 +417,15 @@ LogicalResult convertPad(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   for (int64_t i = 0; i < count; ++i) {
     int64_t axis = axes[i], begin = pads[i], end = pads[i + count];
     int64_t dim = cast<RankedTensorType>(x.getType()).getDimSize(axis);
+    // Bounded first, so that the sums below cannot overflow.
+    if (begin > kMaxPaddedDim || end > kMaxPaddedDim)
+      return ctx.error() << "pads " << begin << " and " << end << " on axis "
+                         << axis << " exceed " << kMaxPaddedDim;
     // Negative pads crop first.
     if (begin < -dim || end < -dim || begin + end < -dim)
       return ctx.error() << "pads " << begin << " and " << end
                          << " remove more than the " << dim
                          << " elements of axis " << axis;
-    if (begin > kMaxPaddedDim || end > kMaxPaddedDim)
-      return ctx.error() << "pads " << begin << " and " << end << " on axis "
-                         << axis << " exceed " << kMaxPaddedDim;
     if (begin < 0 || end < 0) {
       int64_t from = std::max<int64_t>(0, -begin);
       int64_t size = dim - from - std::max<int64_t>(0, -end);
@@ -429,6 +453,11 @@ LogicalResult convertPad(NodeContext &ctx, SmallVectorImpl<Value> &results) {
     if (dim == 0)
       return ctx.error() << "mode '" << mode << "' cannot pad axis " << axis
                          << ", which is empty";
+    // The gathered positions are a constant of the padded size.
+    if (dim + begin + end > kMaxPaddedDim)
+      return ctx.error() << "mode '" << mode << "' pads axis " << axis
+                         << " to " << dim + begin + end << " elements, more than "
+                         << kMaxPaddedDim;
     SmallVector<int64_t> positions;
     for (int64_t j = -begin; j < dim + end; ++j) {
       int64_t at;

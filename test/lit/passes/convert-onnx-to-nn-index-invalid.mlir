@@ -103,3 +103,22 @@ func.func @gn_scale(%x: tensor<2x6x3xf32>, %s: tensor<6xf32>, %b: tensor<6xf32>)
   %0 = onnx.node "GroupNormalization"(%x, %s, %b) {opset = 18 : i64, attrs = {num_groups = 3 : i64}} : (tensor<2x6x3xf32>, tensor<6xf32>, tensor<6xf32>) -> none loc("gn")
   return %0 : none
 }
+
+// -----
+
+// Indices are integers.
+func.func @ge_float_indices(%x: tensor<3x4xf32>, %i: tensor<3x4xf32>) -> none {
+  // expected-error @unknown {{node 'ge' (GatherElements, opset 13): indices must be int32 or int64, got 'f32'}}
+  %0 = onnx.node "GatherElements"(%x, %i) {opset = 13 : i64} : (tensor<3x4xf32>, tensor<3x4xf32>) -> none loc("ge")
+  return %0 : none
+}
+
+// -----
+
+// A gathering pad's positions are a constant: bounded.
+func.func @pad_too_large(%x: tensor<2x3xf32>) -> none {
+  %p = onnx.constant dense<[0, 0, 0, 16777216]> : tensor<4xi64>
+  // expected-error @unknown {{node 'pad' (Pad, opset 13): mode 'edge' pads axis 1 to 16777219 elements, more than 16777216}}
+  %0 = onnx.node "Pad"(%x, %p) {opset = 13 : i64, attrs = {mode = "edge"}} : (tensor<2x3xf32>, tensor<4xi64>) -> none loc("pad")
+  return %0 : none
+}

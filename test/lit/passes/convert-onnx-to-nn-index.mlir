@@ -103,3 +103,15 @@ func.func @cumsum(%x: tensor<2x5xi32>) -> none {
   %0 = onnx.node "CumSum"(%x, %a) {opset = 14 : i64, attrs = {exclusive = 1 : i64, reverse = 1 : i64}} : (tensor<2x5xi32>, tensor<i64>) -> none
   return %0 : none
 }
+
+// -----
+
+// Empty data with empty indices: an empty result (a zero stride must not
+// be divided by).
+// CHECK-LABEL: func.func @gathers_of_empty_data
+// CHECK-SAME: -> (tensor<2x0xf32>, tensor<0x3xf32>)
+func.func @gathers_of_empty_data(%x: tensor<2x0xf32>, %i: tensor<2x0xi64>, %y: tensor<2x0x3xf32>, %j: tensor<0x2xi64>) -> (none, none) {
+  %0 = onnx.node "GatherElements"(%x, %i) {opset = 13 : i64, attrs = {axis = 0 : i64}} : (tensor<2x0xf32>, tensor<2x0xi64>) -> none
+  %1 = onnx.node "GatherND"(%y, %j) {opset = 13 : i64} : (tensor<2x0x3xf32>, tensor<0x2xi64>) -> none
+  return %0, %1 : none, none
+}
