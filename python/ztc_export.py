@@ -77,6 +77,12 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
                   "keeps its gradient zero (inputs without that token train alike)"
                   % (module_name, module.padding_idx))
 
+    if model.training and any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                              for m in model.modules()):
+        print("ztc_export: warning: the model is in training mode, but PyTorch's "
+              "exporter writes BatchNorm in inference form: ztc will normalize with "
+              "the running statistics and keep them fixed (call model.eval() to say so)")
+
     options = {"input_names": input_names, "output_names": output_names}
     if opset_version is not None:
         options["opset_version"] = opset_version

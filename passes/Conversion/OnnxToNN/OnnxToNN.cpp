@@ -219,8 +219,11 @@ LogicalResult NodeContext::updateState(unsigned i, Value value) {
   if (!updates || !value || !arg)
     return success(value != nullptr);
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  // Params, and buffers a model's metadata names (python/ztc_export.py's
+  // BatchNorm running statistics).
   if (!func ||
-      !train::hasRole(func, arg.getArgNumber(), train::BindingRole::Param))
+      !(train::hasRole(func, arg.getArgNumber(), train::BindingRole::Param) ||
+        train::hasRole(func, arg.getArgNumber(), train::BindingRole::Buffer)))
     return success();
   for (const StateUpdate &update : *updates)
     if (update.arg == arg)
