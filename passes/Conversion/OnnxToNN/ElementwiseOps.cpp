@@ -104,7 +104,18 @@ LogicalResult convertIsNaN(NodeContext &ctx, SmallVectorImpl<Value> &results) {
 
 /// IsInf compares with +inf and -inf, as `detect_positive` and
 /// `detect_negative` ask.
+/// IsInf, HardSigmoid and HardSwish take floats only (ONNX's type
+/// constraint).
+LogicalResult requireFloat(NodeContext &ctx) {
+  Type elem = ctx.inputType(0).getElementType();
+  if (!isa<FloatType>(elem))
+    return ctx.error() << "X must be a floating-point tensor, got " << elem;
+  return success();
+}
+
 LogicalResult convertIsInf(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  if (failed(requireFloat(ctx)))
+    return failure();
   Value x = ctx.input(0);
   Type elem = ctx.inputType(0).getElementType();
   bool positive = ctx.intAttr("detect_positive", 1) != 0;
@@ -131,6 +142,8 @@ LogicalResult convertIsInf(NodeContext &ctx, SmallVectorImpl<Value> &results) {
 /// gradient flows strictly inside (0, 1), as PyTorch's hardsigmoid.
 LogicalResult convertHardSigmoid(NodeContext &ctx,
                                  SmallVectorImpl<Value> &results) {
+  if (failed(requireFloat(ctx)))
+    return failure();
   Value x = ctx.input(0);
   Type elem = ctx.inputType(0).getElementType();
   Value scaled = ctx.create<nn::MulOp>(
@@ -154,6 +167,8 @@ LogicalResult convertHardSigmoid(NodeContext &ctx,
 /// x / 3 + 1/2 is the gradient there.
 LogicalResult convertHardSwish(NodeContext &ctx,
                                SmallVectorImpl<Value> &results) {
+  if (failed(requireFloat(ctx)))
+    return failure();
   Value x = ctx.input(0);
   Type elem = ctx.inputType(0).getElementType();
   Value zero = ctx.scalar(elem, 0.0), six = ctx.scalar(elem, 6.0);

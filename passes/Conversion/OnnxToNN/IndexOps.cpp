@@ -52,6 +52,20 @@ Value normalizeIndices(NodeContext &ctx, Value value, Value dims,
   return valid ? ctx.create<nn::WhereOp>({valid, index, outside}) : nullptr;
 }
 
+/// The most index positions whose coordinate grid is built as a constant
+/// (2^24: positions, not data).
+constexpr int64_t kMaxIndexPositions = int64_t(1) << 24;
+
+/// Refuses an index grid beyond kMaxIndexPositions, naming its size.
+LogicalResult checkIndexPositions(NodeContext &ctx, int64_t positions) {
+  if (positions > kMaxIndexPositions)
+    return ctx.error() << "indices address " << positions
+                       << " positions; ztc builds their coordinates as a "
+                          "constant of at most "
+                       << kMaxIndexPositions;
+  return success();
+}
+
 /// An index whose product with `stride` reaches `total` (past data of
 /// `total` elements) without overflowing. A stride of 0 only comes with
 /// empty data, where every index is outside.
@@ -69,6 +83,8 @@ Value elementsIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape
   ArrayRef<int64_t> shape = type.getShape();
   int64_t total = product(dataShape);
   SmallVector<int64_t> dataStrides = stridesOf(dataShape);
+  if (failed(checkIndexPositions(ctx, product(shape))))
+    return nullptr;
   // The coordinates' contribution, every dimension but `axis`.
   SmallVector<int64_t> offsets(product(shape), 0);
   SmallVector<int64_t> indexStrides = stridesOf(shape);
@@ -139,6 +155,8 @@ Value ndIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape,
   if (batchDims == 0)
     return linear;
   // Each index position's batch, from its first batchDims coordinates.
+  if (failed(checkIndexPositions(ctx, product(outer))))
+    return nullptr;
   SmallVector<int64_t> offsets(product(outer), 0);
   SmallVector<int64_t> outerStrides = stridesOf(outer);
   for (int64_t p = 0, e = offsets.size(); p < e; ++p) {

@@ -15,6 +15,8 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace mlir::ztc {
@@ -414,6 +416,18 @@ Value NodeContext::i64Constant(ArrayRef<int64_t> shape,
                                    DenseIntElementsAttr::get(type, values));
 }
 
+/// `value` as an int64, saturated (NaN as 0): converting a double outside
+/// the range is undefined, and attribute values come from the model.
+static int64_t saturatingInt(double value) {
+  if (std::isnan(value))
+    return 0;
+  if (value >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (value <= -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(value);
+}
+
 Value NodeContext::scalar(Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
   Attribute attr;
@@ -421,7 +435,7 @@ Value NodeContext::scalar(Type elementType, double value) {
     attr = DenseElementsAttr::get(type, b.getFloatAttr(elementType, value));
   else
     attr = DenseElementsAttr::get(
-        type, b.getIntegerAttr(elementType, static_cast<int64_t>(value)));
+        type, b.getIntegerAttr(elementType, saturatingInt(value)));
   return arith::ConstantOp::create(b, loc, cast<TypedAttr>(attr));
 }
 
