@@ -1,7 +1,8 @@
 // RUN: ztc-opt %s -split-input-file -ztc-convert-onnx-to-nn -verify-diagnostics
 
-// Diagnostics of ztc-convert-onnx-to-nn's indexing converters (IndexOps.cpp)
-// and GroupNormalization: one case each, every message naming the node.
+// Diagnostics of ztc-convert-onnx-to-nn's indexing converters (IndexOps.cpp),
+// GroupNormalization and IsInf: one case each, every message naming the
+// node.
 
 // GatherElements' indices have the data's rank.
 func.func @ge_rank(%x: tensor<3x4xf32>, %i: tensor<4xi64>) -> none {
@@ -120,5 +121,23 @@ func.func @pad_too_large(%x: tensor<2x3xf32>) -> none {
   %p = onnx.constant dense<[0, 0, 0, 16777216]> : tensor<4xi64>
   // expected-error @unknown {{node 'pad' (Pad, opset 13): mode 'edge' pads axis 1 to 16777219 elements, more than 16777216}}
   %0 = onnx.node "Pad"(%x, %p) {opset = 13 : i64, attrs = {mode = "edge"}} : (tensor<2x3xf32>, tensor<4xi64>) -> none loc("pad")
+  return %0 : none
+}
+
+// -----
+
+// An index grid is built as a constant: bounded at 2^24 positions.
+func.func @ge_huge_indices(%x: tensor<2x4xf32>, %i: tensor<2x2199023255552xi64>) -> none {
+  // expected-error @unknown {{node 'ge' (GatherElements, opset 13): indices address 4398046511104 positions; ztc builds their coordinates as a constant of at most 16777216}}
+  %0 = onnx.node "GatherElements"(%x, %i) {opset = 13 : i64, attrs = {axis = 1 : i64}} : (tensor<2x4xf32>, tensor<2x2199023255552xi64>) -> none loc("ge")
+  return %0 : none
+}
+
+// -----
+
+// IsInf takes floats (ONNX's type constraint).
+func.func @isinf_of_integers(%x: tensor<4xi64>) -> none {
+  // expected-error @unknown {{node 'inf' (IsInf, opset 20): X must be a floating-point tensor, got 'i64'}}
+  %0 = onnx.node "IsInf"(%x) {opset = 20 : i64} : (tensor<4xi64>) -> none loc("inf")
   return %0 : none
 }
