@@ -717,7 +717,7 @@ std::optional<std::optional<uint64_t>> deviceMemoryBytes() {
 /// The line that says a plan of `planned` bytes per rank does not fit in
 /// `device` bytes, with what would: the fixed part (parameters, optimizer
 /// state, data) and the arena a recompute budget can shrink.
-/// "trains 21 parameters (28.5K elements); holds fixed 1 buffer, 2
+/// "trains 21 parameters (22688 elements); holds fixed 1 buffer, 2
 /// frozen": what a training artifact trains, for `ztc compile`'s report.
 /// Frozen parameters are those the --freeze patterns name.
 std::string weightRoles(const ::ztc::rt::Manifest &manifest,
@@ -1366,7 +1366,8 @@ int main(int argc, char **argv) {
       "  ztc train ART.ztc --data DIR [--steps N | --epochs E] [--save DIR] "
       "[--config ds_config.json]\n"
       "    (runs ztc-train, which links no compiler; see ztc train --help)\n"
-      "  ztc export ART.ztc --checkpoint DIR -o trained.onnx [--inference]\n"
+      "  ztc export ART.ztc --checkpoint DIR [-o trained.onnx [--inference]] "
+      "[--state-dict weights.safetensors]\n"
       "  ztc gradcheck MODEL.onnx [--loss ...] [--batch-size B] [--seed S] "
       "[--tolerance T]\n"
       "  ztc inspect ART.ztc | MODEL.onnx [compile flags] [--recompute "
