@@ -194,6 +194,20 @@ FailureOr<int64_t> elementsAxis(NodeContext &ctx, RankedTensorType dataType,
   return axis;
 }
 
+/// GatherElements' and ScatterElements' data flattened and the linear
+/// index into it (the axis checked as elementsAxis does); nulls after an
+/// error.
+std::pair<Value, Value> flatElements(NodeContext &ctx) {
+  RankedTensorType dataType = ctx.inputType(0), indexType = ctx.inputType(1);
+  FailureOr<int64_t> axis = elementsAxis(ctx, dataType, indexType);
+  if (failed(axis))
+    return {};
+  Value linear = elementsIndex(ctx, ctx.input(1), dataType.getShape(), *axis);
+  Value flat =
+      linear ? ctx.reshape(ctx.input(0), {dataType.getNumElements()}) : nullptr;
+  return {flat, linear};
+}
+
 LogicalResult convertGatherElements(NodeContext &ctx,
                                     SmallVectorImpl<Value> &results) {
   if (failed(checkIndexType(ctx)))
@@ -202,14 +216,9 @@ LogicalResult convertGatherElements(NodeContext &ctx,
   if (indexType.getRank() != dataType.getRank())
     return ctx.error() << "indices have rank " << indexType.getRank()
                        << " but data has rank " << dataType.getRank();
-  FailureOr<int64_t> axis = elementsAxis(ctx, dataType, indexType);
-  if (failed(axis))
-    return failure();
   if (dataType.getNumElements() == 0 && indexType.getNumElements() > 0)
     return ctx.error() << "gathers from empty data";
-  Value linear = elementsIndex(ctx, ctx.input(1), dataType.getShape(), *axis);
-  Value flat =
-      linear ? ctx.reshape(ctx.input(0), {dataType.getNumElements()}) : nullptr;
+  auto [flat, linear] = flatElements(ctx);
   return produce(results, flat ? ctx.create<nn::GatherOp>(
                                      {flat, linear}, {ctx.i64Attr("axis", 0)})
                                : nullptr);
@@ -317,12 +326,7 @@ LogicalResult convertScatterElements(NodeContext &ctx,
                        << updateType
                        << " must have the same shape, of data's rank "
                        << dataType.getRank();
-  FailureOr<int64_t> axis = elementsAxis(ctx, dataType, indexType);
-  if (failed(axis))
-    return failure();
-  Value linear = elementsIndex(ctx, ctx.input(1), dataType.getShape(), *axis);
-  Value flat =
-      linear ? ctx.reshape(ctx.input(0), {dataType.getNumElements()}) : nullptr;
+  auto [flat, linear] = flatElements(ctx);
   Value scattered =
       flat ? scatter(ctx, flat, linear, ctx.input(2), *reduction) : nullptr;
   return produce(results, scattered
