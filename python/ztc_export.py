@@ -32,6 +32,15 @@ with two differences that matter for training:
   tied ones under every name, for
   `model.load_state_dict(safetensors.torch.load_file(...))`.
 
+`export(..., dynamo=False)` uses PyTorch's older TorchScript exporter
+instead (opset 18 unless `opset_version` says otherwise), for the models
+the dynamo exporter cannot take, and for BatchNorm in training form: a
+model in train() mode is exported with training-mode BatchNorm, whose
+running statistics ztc then updates as PyTorch does. Constant folding is
+off, so every parameter keeps its state-dict name (a Linear weight is read
+through a Transpose node rather than stored transposed); the roles are
+written the same way.
+
 An embedding's padding_idx has no ONNX form: `export` warns of it, and
 ztc trains the padding row as any other (PyTorch keeps its gradient zero).
 
@@ -57,8 +66,85 @@ def _tie_groups(model):
     return list(groups.values())
 
 
+def _roles(model, initializer_names, float_names, parameters, tied):
+    """The `ztc.initializers` entries of the float initializers."""
+    # Persistent buffers only: a non-persistent one (a rotary inv_freq) is
+    # not in the state dict, and is derived like any constant.
+    buffers = {name for name, _ in model.named_buffers()} & set(model.state_dict())
+    roles = {}
+    for name in initializer_names:
+        if name not in float_names:
+            continue
+        if name in parameters:
+            roles[name] = {"role": "parameter"}
+            if tied.get(name):
+                roles[name]["tied"] = tied[name]
+        elif name in buffers:
+            roles[name] = {"role": "buffer"}
+        else:
+            roles[name] = {"role": "constant"}
+    return roles
+
+
+def _report(path, roles, verbose):
+    if verbose:
+        counts = {}
+        for role in roles.values():
+            counts[role["role"]] = counts.get(role["role"], 0) + 1
+        print("ztc_export: wrote %s: %s" % (
+            path, ", ".join("%d %s%s" % (n, k, "s" if n != 1 else "")
+                            for k, n in sorted(counts.items()))))
+
+
+def _export_torchscript(model, args, path, kwargs, input_names, output_names,
+                        opset_version, dynamic_batch, verbose):
+    """The TorchScript exporter's file with the roles recorded."""
+    import onnx
+    import torch
+
+    if kwargs:
+        raise ValueError("ztc_export: the TorchScript exporter takes positional "
+                         "arguments only (kwargs given)")
+    if not model.training and any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                                  for m in model.modules()):
+        print("ztc_export: warning: the model is in eval mode: the TorchScript exporter "
+              "folds its BatchNorm into the convolutions, whose folded weights are "
+              "not the model's parameters (export in train() mode to train them)")
+    names = list(input_names or [])
+    axes = {name: {0: "batch"} for name, arg in zip(names, args)
+            if dynamic_batch and isinstance(arg, torch.Tensor) and arg.dim() > 0}
+    torch.onnx.export(model, tuple(args), path, dynamo=False,
+                      opset_version=opset_version or 18, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE,
+                      input_names=input_names, output_names=output_names,
+                      dynamic_axes=axes or None)
+    exported = onnx.load(path)
+    present = {t.name for t in exported.graph.initializer}
+    parameters, tied = set(), {}
+    for group in _tie_groups(model):
+        found = [name for name in group if name in present]
+        if found:
+            parameters.add(found[0])
+            tied[found[0]] = [name for name in group if name != found[0]]
+    floats = {t.name for t in exported.graph.initializer
+              if t.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
+                                 onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)}
+    roles = _roles(model, [t.name for t in exported.graph.initializer], floats,
+                   parameters, tied)
+    entry = exported.metadata_props.add()
+    entry.key, entry.value = METADATA_KEY, json.dumps(roles, sort_keys=True)
+    size = sum(t.ByteSize() for t in exported.graph.initializer)
+    if os.path.exists(path + ".data"):
+        os.remove(path + ".data")
+    onnx.save(exported, path, save_as_external_data=size > _EXTERNAL_BYTES,
+              location=os.path.basename(path) + ".data")
+    _report(path, roles, verbose)
+    return roles
+
+
 def export(model, args, path, kwargs=None, input_names=None, output_names=None,
-           opset_version=None, optimize=True, dynamic_batch=True, verbose=True):
+           opset_version=None, optimize=True, dynamic_batch=True, verbose=True,
+           dynamo=True):
     """Exports `model` called with `args` (a tuple) and `kwargs` to the ONNX
     file `path` with the roles of its initializers, and returns them.
     `input_names`, `output_names` and `opset_version` are
@@ -66,7 +152,7 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
     With `dynamic_batch` the first dimension of every tensor in `args` is
     one symbolic batch size, which `ztc compile --batch-size` binds (ZeRO
     and gradient accumulation need a per-rank batch other than the
-    example's)."""
+    example's). `dynamo=False` uses the TorchScript exporter (above)."""
     import torch
 
     # padding_idx does not survive in ONNX (an embedding is a Gather).
@@ -77,11 +163,16 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
                   "keeps its gradient zero (inputs without that token train alike)"
                   % (module_name, module.padding_idx))
 
+    if not dynamo:
+        return _export_torchscript(model, args, path, kwargs, input_names,
+                                   output_names, opset_version, dynamic_batch, verbose)
+
     if model.training and any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                               for m in model.modules()):
         print("ztc_export: warning: the model is in training mode, but PyTorch's "
               "exporter writes BatchNorm in inference form: ztc will normalize with "
-              "the running statistics and keep them fixed (call model.eval() to say so)")
+              "the running statistics and keep them fixed (call model.eval() to say so, "
+              "or export with dynamo=False for training-mode BatchNorm)")
 
     options = {"input_names": input_names, "output_names": output_names}
     if opset_version is not None:
@@ -142,19 +233,9 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
             value.const_value = tensor
             graph.register_initializer(value)
 
-    buffers = {name for name, _ in model.named_buffers()}
-    roles = {}
-    for name, value in graph.initializers.items():
-        if value.dtype is None or not value.dtype.is_floating_point():
-            continue
-        if name in parameters:
-            roles[name] = {"role": "parameter"}
-            if tied.get(name):
-                roles[name]["tied"] = tied[name]
-        elif name in buffers:
-            roles[name] = {"role": "buffer"}
-        else:
-            roles[name] = {"role": "constant"}
+    floats = {name for name, value in graph.initializers.items()
+              if value.dtype is not None and value.dtype.is_floating_point()}
+    roles = _roles(model, list(graph.initializers), floats, parameters, tied)
     program.model.metadata_props[METADATA_KEY] = json.dumps(roles, sort_keys=True)
 
     size = sum(v.const_value.nbytes for v in graph.initializers.values()
@@ -162,11 +243,5 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
     if os.path.exists(path + ".data"):
         os.remove(path + ".data")
     program.save(path, external_data=size > _EXTERNAL_BYTES)
-    if verbose:
-        counts = {}
-        for role in roles.values():
-            counts[role["role"]] = counts.get(role["role"], 0) + 1
-        print("ztc_export: wrote %s: %s" % (
-            path, ", ".join("%d %s%s" % (n, k, "s" if n != 1 else "")
-                            for k, n in sorted(counts.items()))))
+    _report(path, roles, verbose)
     return roles

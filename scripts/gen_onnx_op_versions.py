@@ -17,7 +17,7 @@ import pathlib
 
 import onnx.defs
 
-MAX_OPSET = 22  # keep equal to kMaxDefaultOpset in the importer
+MAX_OPSET = 23  # keep equal to kMaxDefaultOpset in the importer
 
 
 def optional_inputs(schema) -> int:

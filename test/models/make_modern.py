@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Builds the fixtures of test/fixtures/modern: tiny, randomly initialized
 models of unmodified transformers and timm classes, exported the way docs/guide.md
-says (python/ztc_export.py: torch.onnx.export with dynamo=True), with the
-data and PyTorch's reference values that test/training/modern_check.py
-holds ztc to.
+says (python/ztc_export.py: torch.onnx.export with dynamo=True; EXPORTS
+below adds opset 23, the exporter without its optimizer, and the
+TorchScript exporter), with the data and PyTorch's reference values that
+test/training/modern_check.py holds ztc to.
 
   make_modern.py [--out test/fixtures/modern] [--only NAME,...]
   make_modern.py --roundtrip ZTC        the weights round trip (below)
@@ -23,11 +24,12 @@ Each fixture directory holds:
   data/input_ids.npy, data/labels.npy
                       one batch (2 sequences of 8 tokens, none the padding
                       token 0; labels random); for the timm image models
-                      data/x.npy (2 images of 3x32x32) and 2 labels of 10
+                      data/x.npy (2 images of 3x32x32, 64x64 in train() mode) and 2 labels of 10
                       classes
   meta.json           the output ztc compares ("logits", or "loss" for a
                       model that computes its own loss, whose labels are
-                      then an input) and the --loss to compile with
+                      then an input), the --loss to compile with, and
+                      "batch_statistics" for training-mode BatchNorm
   output.npy          PyTorch's forward on the batch
   grads.npz           the gradient of the mean cross-entropy per parameter:
                       for each, NAME:index (up to 64 flat positions, a
@@ -83,6 +85,10 @@ def configs():
         "bert": (tf.BertForMaskedLM,
                  tf.BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                **small)),
+        "t5": (tf.T5ForConditionalGeneration,
+               tf.T5Config(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+                           num_heads=4, dropout_rate=0.0, decoder_start_token_id=0,
+                           pad_token_id=0, eos_token_id=1)),
         "hf_vit": (tf.ViTForImageClassification,
                    tf.ViTConfig(image_size=32, patch_size=8, hidden_size=32,
                                 num_hidden_layers=2, num_attention_heads=4,
@@ -116,8 +122,11 @@ class Logits:
 
 
 # transformers models that compute their loss (a shifted cross-entropy):
-# name -> the configuration they share.
-LOSS_INSIDE = {"gpt2_loss": "gpt2"}
+# name -> the configuration they share. T5 (an encoder-decoder, its labels
+# shifted right into the decoder's input) only as t5_torchscript below: the
+# dynamo exporter fails on it ("Failed to decompose the FX graph").
+LOSS_INSIDE = {"gpt2_loss": "gpt2", "t5_loss": "t5"}
+ONLY_EXPORTED = {"t5", "t5_loss"}
 
 
 # timm image models: name -> (timm model, keyword arguments), 10 classes.
@@ -125,28 +134,54 @@ IMAGE = {
     # timm's own MobileNetV3-Small builder at a quarter width (the fixture
     # stays near 1 MB): HardSwish, HardSigmoid, depthwise convolutions.
     "timm_mobilenetv3": ("mobilenetv3_small_050", {"channel_multiplier": 0.25}),
+    "timm_resnet": ("test_resnet", {}),
     "timm_efficientnet": ("test_efficientnet", {}),
     "timm_convnext": ("test_convnext", {}),
     # A fixed grid: timm resamples the position table (a bicubic Resize)
     # when dynamic_img_size is on, as test_vit has it.
     "timm_vit": ("test_vit", {"img_size": 32, "dynamic_img_size": False}),
 }
+# The same classes exported in other ways: name -> (model, ztc_export.export
+# options). Llama at opset 23 (Attention, RMSNormalization), Llama without
+# the exporter's optimizer (Cast, CastLike, Range, Identity, Constant and the
+# shape arithmetic stay in the graph), and PyTorch's older TorchScript
+# exporter (BERT at opset 18; ResNet at opset 17 in train() mode, so with
+# training-mode BatchNorm, which it only exports that way, and PyTorch's
+# references in train() mode too; the Llama and GPT-2 classes of
+# transformers 5 do not export with it: aten::diff).
+EXPORTS = {
+    "llama_opset23": ("llama", {"opset_version": 23}),
+    "llama_noopt": ("llama", {"optimize": False}),
+    "bert_torchscript": ("bert", {"dynamo": False, "opset_version": 18}),
+    "timm_resnet_torchscript": ("timm_resnet", {"dynamo": False, "opset_version": 17}),
+    "t5_torchscript": ("t5_loss", {"dynamo": False, "opset_version": 18}),
+}
+TRAIN_MODE = {"timm_resnet_torchscript"}
 # Gradient elements kept per parameter (with the gradient's norm): the
 # fixtures stay small.
 GRAD_SAMPLES = 64
 
 
 def names():
-    return list(configs()) + list(LOSS_INSIDE) + list(IMAGE)
+    return [name for name in list(configs()) + list(LOSS_INSIDE) + list(IMAGE)
+            + list(EXPORTS) if name not in ONLY_EXPORTED]
+
+
+def model_of(name):
+    """The model a fixture exports (itself, or the one it exports otherwise)."""
+    return EXPORTS[name][0] if name in EXPORTS else name
 
 
 def is_image(name):
-    return name in IMAGE or name == "hf_vit"
+    return model_of(name) in IMAGE or model_of(name) == "hf_vit"
 
 
 def build(name):
     import torch
 
+    if name in TRAIN_MODE:
+        return build(model_of(name)).train()
+    name = model_of(name)
     torch.manual_seed(0)
     if name in IMAGE:
         import timm
@@ -164,7 +199,11 @@ def build(name):
 def batch_of(name, rng):
     """(input name, input, labels) of the fixture's batch."""
     if is_image(name):
-        return ("x", rng.standard_normal((BATCH, 3, 32, 32)).astype(np.float32),
+        # Training-mode BatchNorm normalizes over batch and positions: at
+        # 32x32 ResNet's last stage would see 2 values per channel, where
+        # the gradient is ill-conditioned (1 / their spread); at 64x64, 8.
+        side = 64 if name in TRAIN_MODE else 32
+        return ("x", rng.standard_normal((BATCH, 3, side, side)).astype(np.float32),
                 rng.integers(0, 10, (BATCH,)).astype(np.int64))
     # Token 0 is the padding_idx of BERT's and Phi-3's embeddings, which
     # ONNX cannot express (ztc_export warns): the batch does not use it.
@@ -194,19 +233,33 @@ def make(name, out):
     np.save(os.path.join(directory, "data", input_name + ".npy"), ids)
     np.save(os.path.join(directory, "data", "labels.npy"), labels)
     ids_t, labels_t = torch.from_numpy(ids), torch.from_numpy(labels)
-    inside = name in LOSS_INSIDE
+    inside = model_of(name) in LOSS_INSIDE
     path = os.path.join(directory, "model.onnx")
     # A model computing its loss takes the labels as an input of its own.
     ztc_export.export(module, (ids_t, labels_t) if inside else (ids_t,), path,
                       input_names=[input_name] + (["labels"] if inside else []),
-                      output_names=["loss" if inside else "logits"])
+                      output_names=["loss" if inside else "logits"],
+                      **(EXPORTS[name][1] if name in EXPORTS else {}))
     with open(os.path.join(directory, "meta.json"), "w") as f:
-        json.dump({"output": "loss" if inside else "logits",
-                   "loss": "none" if inside else "cross_entropy"}, f, indent=1)
+        meta = {"output": "loss" if inside else "logits",
+                "loss": "none" if inside else "cross_entropy"}
+        if name in TRAIN_MODE:
+            # BatchNorm normalizes over each rank's batch under data
+            # parallelism (PyTorch's DDP without SyncBatchNorm alike).
+            meta["batch_statistics"] = True
+        json.dump(meta, f, indent=1)
     # The exporter's per-node debugging metadata (stack traces, FX nodes) is
     # a quarter of the file and nothing ztc reads: the fixtures drop it.
     import onnx
     exported = onnx.load(path)
+    if name in TRAIN_MODE:
+        # Tracing in train() mode moved the running statistics: the
+        # references start from what the file holds.
+        from onnx import numpy_helper
+        state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+                 for t in exported.graph.initializer}
+        module.load_state_dict({k: v for k, v in state.items()
+                                if k in module.state_dict()}, strict=False)
     for node in exported.graph.node:
         del node.metadata_props[:]
     onnx.save(exported, path)
@@ -273,14 +326,15 @@ def roundtrip(name, fixtures, ztc):
         ids = np.load(os.path.join(directory, "data", input_name + ".npy"))
         labels = np.load(os.path.join(directory, "data", "labels.npy"))
         np.save(os.path.join(inputs, input_name + ".npy"), ids)
-        inside = name in LOSS_INSIDE
+        inside = model_of(name) in LOSS_INSIDE
         if inside:
             np.save(os.path.join(inputs, "labels.npy"), labels)
         run(ztc, "run", trained, "--data", inputs, "--output-dir", out)
         ours = np.load(os.path.join(out, meta["output"] + ".npy"))
         module = build(name)
-        target = module if name in IMAGE else module.model
-        prefix = "" if name in IMAGE else "model."
+        image = model_of(name) in IMAGE
+        target = module if image else module.model
+        prefix = "" if image else "model."
         result = target.load_state_dict(
             {k[len(prefix):]: v for k, v in load_file(weights).items()}, strict=False)
         integral = {k[len(prefix):] for k, v in module.state_dict().items()

@@ -8,6 +8,7 @@
 
 #include "tools/ztc/MemoryReport.h"
 
+#include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/Train/IR/TrainOps.h"
 #include "passes/Transforms/Footprint.h"
@@ -195,6 +196,34 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
     }
   }
 
+  // The weights, and whether the step writes each.
+  DenseSet<unsigned> written;
+  entry.walk([&](Operation *op) {
+    for (Value value : kernel::writtenBuffers(op))
+      if (auto arg = dyn_cast<BlockArgument>(kernel::rootBuffer(value)))
+        written.insert(arg.getArgNumber());
+  });
+  for (BlockArgument arg : entry.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    train::BindingAttr binding = train::getBinding(entry, index);
+    if (!binding || (binding.getRole() != train::BindingRole::Param &&
+                     binding.getRole() != train::BindingRole::Buffer))
+      continue;
+    MemoryReport::Weight weight;
+    weight.name = binding.getName().str();
+    bool param = binding.getRole() == train::BindingRole::Param;
+    weight.role = written.contains(index)
+                      ? (param ? "trained" : "updated buffer")
+                      : (param ? "frozen" : "buffer");
+    auto type = cast<ShapedType>(arg.getType());
+    llvm::raw_string_ostream(weight.dtype) << type.getElementType();
+    weight.shape.assign(type.getShape().begin(), type.getShape().end());
+    if (auto full = entry.getArgAttrOfType<DenseI64ArrayAttr>(
+            index, dist::DistDialect::kFullShapeAttr))
+      weight.shape.assign(full.asArrayRef().begin(), full.asArrayRef().end());
+    report.weights.push_back(std::move(weight));
+  }
+
   // The collectives, per entry: what ztc-train's "communication" line
   // counts, with the runtime's own Collective::ringElements, planned.
   for (func::FuncOp func : module.getOps<func::FuncOp>())
@@ -343,6 +372,17 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
                            {"sent_per_rank", int64_t(line.sent)},
                            {"streamed", int64_t(line.streamed)}});
   root["communication"] = std::move(communication);
+  llvm::json::Array weights;
+  for (const MemoryReport::Weight &weight : report.weights) {
+    llvm::json::Array shape;
+    for (int64_t dim : weight.shape)
+      shape.push_back(dim);
+    weights.push_back(llvm::json::Object{{"name", weight.name},
+                                         {"role", weight.role},
+                                         {"dtype", weight.dtype},
+                                         {"shape", std::move(shape)}});
+  }
+  root["weights"] = std::move(weights);
   return root;
 }
 
@@ -483,6 +523,31 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
       report.communication.push_back(std::move(line));
     }
   }
+  // Reports of an older ztc have no weights.
+  if (const llvm::json::Array *weights = top->getArray("weights")) {
+    for (const llvm::json::Value &value : *weights) {
+      const llvm::json::Object *object = value.getAsObject();
+      std::optional<StringRef> name, role, dtype;
+      const llvm::json::Array *shape = nullptr;
+      if (object) {
+        name = object->getString("name");
+        role = object->getString("role");
+        dtype = object->getString("dtype");
+        shape = object->getArray("shape");
+      }
+      if (!name || !role || !dtype || !shape)
+        return fail("an entry of weights is malformed");
+      MemoryReport::Weight weight{name->str(), role->str(), dtype->str(), {}};
+      for (const llvm::json::Value &dim : *shape) {
+        std::optional<int64_t> size = dim.getAsInteger();
+        if (!size || *size < 0)
+          return fail("the shape of weight '" + weight.name +
+                      "' is not sizes");
+        weight.shape.push_back(*size);
+      }
+      report.weights.push_back(std::move(weight));
+    }
+  }
   return report;
 }
 
@@ -593,6 +658,49 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
     const MemoryReport::Tensor &tensor = report.atPeak[i];
     os << llvm::formatv("  {0,12}  {1,-13}  {2}\n", bytesText(tensor.bytes),
                         arenaRoleName(tensor.role), tensor.nodes);
+  }
+}
+
+void mlir::ztc::printWeights(const MemoryReport &report,
+                             llvm::raw_ostream &os) {
+  if (report.weights.empty()) {
+    os << "weights: not recorded (an artifact of an older ztc: compile it "
+          "again)\n";
+    return;
+  }
+  // Counts and elements by role, in a fixed order.
+  const char *order[] = {"trained", "frozen", "buffer", "updated buffer"};
+  os << "weights:";
+  bool first = true;
+  for (const char *role : order) {
+    uint64_t count = 0, elements = 0;
+    for (const MemoryReport::Weight &weight : report.weights)
+      if (weight.role == role) {
+        ++count;
+        elements += weight.elements();
+      }
+    if (!count)
+      continue;
+    os << (first ? " " : ", ")
+       << llvm::formatv("{0} {1}{2} ({3} elements)", count, role,
+                        StringRef(role).ends_with("buffer") && count != 1
+                            ? "s"
+                            : "",
+                        elements);
+    first = false;
+  }
+  os << "\n";
+  size_t width = 0;
+  for (const MemoryReport::Weight &weight : report.weights)
+    width = std::max(width, weight.name.size());
+  for (const MemoryReport::Weight &weight : report.weights) {
+    std::string shape;
+    for (int64_t dim : weight.shape)
+      shape += (shape.empty() ? "" : "x") + std::to_string(dim);
+    os << llvm::formatv("  {0,-14} {1}{2} {3} {4}\n", weight.role,
+                        weight.name,
+                        std::string(width - weight.name.size(), ' '),
+                        weight.dtype, shape.empty() ? "scalar" : shape);
   }
 }
 

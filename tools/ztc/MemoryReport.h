@@ -102,6 +102,24 @@ struct MemoryReport {
     uint64_t calls = 0, elements = 0, sent = 0, streamed = 0;
   };
   std::vector<Collectives> communication;
+
+  /// The weights the step binds, in argument order: each parameter,
+  /// "trained" (the step updates it) or "frozen" (--freeze: it does not),
+  /// and each buffer, "buffer" or "updated buffer" (training-mode
+  /// BatchNorm's running statistics). The shape is the whole tensor's (a
+  /// ZeRO stage 3 shard's full shape). Empty in reports of older
+  /// compilers.
+  struct Weight {
+    std::string name, role, dtype;
+    std::vector<int64_t> shape;
+    uint64_t elements() const {
+      uint64_t count = 1;
+      for (int64_t dim : shape)
+        count *= uint64_t(dim);
+      return count;
+    }
+  };
+  std::vector<Weight> weights;
 };
 
 /// The report of a planned module (after the training pipeline). Fails with
@@ -123,6 +141,8 @@ void printMemoryComparison(llvm::ArrayRef<MemoryReport> reports,
 /// `ztc inspect --comm`: per entry, the collectives and the elements each
 /// rank sends and receives per call of the entry.
 void printCommunication(const MemoryReport &report, llvm::raw_ostream &os);
+/// `ztc inspect --weights`: the counts by role, then one line per weight.
+void printWeights(const MemoryReport &report, llvm::raw_ostream &os);
 /// The timeline as an SVG: live arena bytes over the step's ops, stacked by
 /// role, the fullest point marked.
 void writeMemorySvg(const MemoryReport &report, llvm::raw_ostream &os);

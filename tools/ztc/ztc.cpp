@@ -134,6 +134,12 @@ cl::opt<bool> inspectComm(
              "elements) and the elements each rank sends and receives per "
              "call of the entry (the JSON always has them)"),
     cl::sub(inspectCommand));
+cl::opt<bool> inspectWeights(
+    "weights",
+    cl::desc("Also list the weights the step binds: each parameter, trained "
+             "or frozen, and each buffer, with its element type and shape "
+             "(the JSON always has them)"),
+    cl::sub(inspectCommand));
 cl::opt<std::string> inspectSvg(
     "svg",
     cl::desc("Also draw the arena's live bytes over the step's ops, by "
@@ -1141,6 +1147,8 @@ int printInspection(llvm::ArrayRef<mz::MemoryReport> reports) {
   } else {
     mz::printMemoryComparison(reports, llvm::outs());
   }
+  if (inspectWeights && !inspectJson)
+    mz::printWeights(reports.front(), llvm::outs());
   if (inspectComm && !inspectJson)
     for (const mz::MemoryReport &report : reports) {
       if (reports.size() > 1)
@@ -1371,7 +1379,7 @@ int main(int argc, char **argv) {
       "  ztc gradcheck MODEL.onnx [--loss ...] [--batch-size B] [--seed S] "
       "[--tolerance T]\n"
       "  ztc inspect ART.ztc | MODEL.onnx [compile flags] [--recompute "
-      "all | --precision all] [--json] [--svg FILE]\n"
+      "all | --precision all] [--weights] [--json] [--svg FILE]\n"
       "  ztc consolidate CHECKPOINT_DIR -o model.safetensors [--dtype "
       "fp32|fp16|bf16]\n"
       "  ztc plot METRICS.jsonl -o curves.svg\n"

@@ -41,7 +41,7 @@ namespace {
 
 /// The highest default-domain opset whose operators ztc knows; newer models
 /// are rejected up front rather than half-understood.
-constexpr int64_t kMaxDefaultOpset = 22;
+constexpr int64_t kMaxDefaultOpset = 23;
 
 /// Returns the ONNX name of a tensor element type, for messages.
 std::string dataTypeName(int type) {

@@ -255,6 +255,7 @@ void addElementwiseConverters(ConverterRegistry &registry);
 void addNeuralConverters(ConverterRegistry &registry);
 void addShapeConverters(ConverterRegistry &registry);
 void addIndexConverters(ConverterRegistry &registry);
+void addAttentionConverters(ConverterRegistry &registry);
 
 } // namespace mlir::ztc::onnx_to_nn
 

@@ -163,6 +163,7 @@ const ConverterRegistry &ConverterRegistry::get() {
     addNeuralConverters(r);
     addShapeConverters(r);
     addIndexConverters(r);
+    addAttentionConverters(r);
     return r;
   }();
   return registry;
