@@ -541,8 +541,7 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
       for (const llvm::json::Value &dim : *shape) {
         std::optional<int64_t> size = dim.getAsInteger();
         if (!size || *size < 0)
-          return fail("the shape of weight '" + weight.name +
-                      "' is not sizes");
+          return fail("the shape of weight '" + weight.name + "' is not sizes");
         weight.shape.push_back(*size);
       }
       report.weights.push_back(std::move(weight));
@@ -683,9 +682,8 @@ void mlir::ztc::printWeights(const MemoryReport &report,
       continue;
     os << (first ? " " : ", ")
        << llvm::formatv("{0} {1}{2} ({3} elements)", count, role,
-                        StringRef(role).ends_with("buffer") && count != 1
-                            ? "s"
-                            : "",
+                        StringRef(role).ends_with("buffer") && count != 1 ? "s"
+                                                                          : "",
                         elements);
     first = false;
   }
@@ -697,8 +695,7 @@ void mlir::ztc::printWeights(const MemoryReport &report,
     std::string shape;
     for (int64_t dim : weight.shape)
       shape += (shape.empty() ? "" : "x") + std::to_string(dim);
-    os << llvm::formatv("  {0,-14} {1}{2} {3} {4}\n", weight.role,
-                        weight.name,
+    os << llvm::formatv("  {0,-14} {1}{2} {3} {4}\n", weight.role, weight.name,
                         std::string(width - weight.name.size(), ' '),
                         weight.dtype, shape.empty() ? "scalar" : shape);
   }

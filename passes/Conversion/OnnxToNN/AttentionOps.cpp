@@ -45,8 +45,8 @@ Value splitHeads(NodeContext &ctx, Value x, int64_t heads, StringRef what) {
 
 /// The inverse of splitHeads: [B, H, S, D] as [B, S, H * D].
 Value mergeHeads(NodeContext &ctx, Value x) {
-  Value t = ctx.create<nn::TransposeOp>(
-      x, {ctx.i64ArrayAttr("perm", {0, 2, 1, 3})});
+  Value t =
+      ctx.create<nn::TransposeOp>(x, {ctx.i64ArrayAttr("perm", {0, 2, 1, 3})});
   if (!t)
     return nullptr;
   ArrayRef<int64_t> shape = cast<RankedTensorType>(t.getType()).getShape();
@@ -76,23 +76,24 @@ LogicalResult convertRMSNorm(NodeContext &ctx,
   Value x = ctx.castTo(ctx.input(0), stashType);
   Value square = x ? ctx.create<nn::MulOp>({x, x}) : nullptr;
   Value mean =
-      square ? ctx.create<nn::ReduceMeanOp>(
-                   square, {ctx.i64ArrayAttr("axes", llvm::to_vector(
-                                                         llvm::seq(*axis, rank))),
-                            ctx.boolAttr("keepdims", true)})
-             : nullptr;
-  Value shifted = mean ? ctx.create<nn::AddOp>(
-                             {mean, ctx.scalar(stashType, ctx.floatAttr(
-                                                              "epsilon", 1e-5))})
-                       : nullptr;
+      square
+          ? ctx.create<nn::ReduceMeanOp>(
+                square, {ctx.i64ArrayAttr(
+                             "axes", llvm::to_vector(llvm::seq(*axis, rank))),
+                         ctx.boolAttr("keepdims", true)})
+          : nullptr;
+  Value shifted =
+      mean ? ctx.create<nn::AddOp>(
+                 {mean, ctx.scalar(stashType, ctx.floatAttr("epsilon", 1e-5))})
+           : nullptr;
   Value rms = shifted ? ctx.create<nn::SqrtOp>(shifted) : nullptr;
   Value normalized = rms ? ctx.create<nn::DivOp>({x, rms}) : nullptr;
   if (!normalized)
     return failure();
   Value scale = ctx.input(1);
-  normalized = ctx.castTo(
-      ctx.castTo(normalized, type.getElementType()),
-      cast<RankedTensorType>(scale.getType()).getElementType());
+  normalized =
+      ctx.castTo(ctx.castTo(normalized, type.getElementType()),
+                 cast<RankedTensorType>(scale.getType()).getElementType());
   Value y = normalized ? ctx.create<nn::MulOp>({normalized, scale}) : nullptr;
   if (y && cast<RankedTensorType>(y.getType()).getShape() != type.getShape())
     return ctx.error() << "scale " << scale.getType()
@@ -158,8 +159,8 @@ LogicalResult convertRotaryEmbedding(NodeContext &ctx,
           p.getShape() != ArrayRef<int64_t>{batch, sequence}) {
         ctx.error() << "with position_ids " << p << ", " << what
                     << " must be 2-D [max_position + 1, size] and "
-                       "position_ids [" << batch << ", " << sequence
-                    << "], got " << t;
+                       "position_ids ["
+                    << batch << ", " << sequence << "], got " << t;
         return nullptr;
       }
       cache = ctx.create<nn::GatherOp>({cache, ctx.input(3)},
@@ -190,8 +191,9 @@ LogicalResult convertRotaryEmbedding(NodeContext &ctx,
   bool interleaved = ctx.intAttr("interleaved", 0) != 0;
   Value x1, x2;
   if (interleaved) {
-    Value pairs = rotate ? ctx.reshape(rotate, {batch, sequence, xs[2], half, 2})
-                         : nullptr;
+    Value pairs = rotate
+                      ? ctx.reshape(rotate, {batch, sequence, xs[2], half, 2})
+                      : nullptr;
     Value even = pairs ? ctx.sliceAlong(pairs, 4, 0, 1) : nullptr;
     Value odd = even ? ctx.sliceAlong(pairs, 4, 1, 1) : nullptr;
     x1 = odd ? ctx.reshape(even, {batch, sequence, xs[2], half}) : nullptr;
@@ -216,7 +218,8 @@ LogicalResult convertRotaryEmbedding(NodeContext &ctx,
     Value r = ctx.reshape(real, pairShape);
     Value i = r ? ctx.reshape(imag, pairShape) : nullptr;
     Value joined =
-        i ? ctx.create<nn::ConcatOp>({r, i}, {ctx.i64Attr("axis", 4)}) : nullptr;
+        i ? ctx.create<nn::ConcatOp>({r, i}, {ctx.i64Attr("axis", 4)})
+          : nullptr;
     rotated = joined ? ctx.reshape(joined, {batch, sequence, xs[2], rotary})
                      : nullptr;
   } else {
@@ -250,7 +253,8 @@ Value repeatHeads(NodeContext &ctx, Value x, int64_t groups) {
   Value one = ctx.reshape(x, {s[0], s[1], 1, s[2], s[3]});
   Value many =
       one ? ctx.create<nn::BroadcastToOp>(
-                one, {ctx.i64ArrayAttr("shape", {s[0], s[1], groups, s[2], s[3]})})
+                one,
+                {ctx.i64ArrayAttr("shape", {s[0], s[1], groups, s[2], s[3]})})
           : nullptr;
   return many ? ctx.reshape(many, {s[0], s[1] * groups, s[2], s[3]}) : nullptr;
 }
@@ -273,8 +277,8 @@ FailureOr<Value> attentionBias(NodeContext &ctx, Type elem, int64_t sq,
       cols.push_back(j);
     Value after = ctx.create<nn::GreaterOp>(
         {ctx.i64Constant({1, t}, cols), ctx.i64Constant({sq, 1}, rows)});
-    bias = after ? ctx.create<nn::WhereOp>({after, ctx.scalar(elem, negInf),
-                                            ctx.scalar(elem, 0.0)})
+    bias = after ? ctx.create<nn::WhereOp>(
+                       {after, ctx.scalar(elem, negInf), ctx.scalar(elem, 0.0)})
                  : nullptr;
     if (!bias)
       return failure();
@@ -290,10 +294,10 @@ FailureOr<Value> attentionBias(NodeContext &ctx, Type elem, int64_t sq,
                        << elem;
   if (m.getRank() == 0 || m.getRank() > 4)
     return ctx.error() << "attn_mask must have rank 1 to 4, got " << m;
-  Value additive =
-      boolean ? ctx.create<nn::WhereOp>({mask, ctx.scalar(elem, 0.0),
-                                         ctx.scalar(elem, negInf)})
-              : mask;
+  Value additive = boolean
+                       ? ctx.create<nn::WhereOp>({mask, ctx.scalar(elem, 0.0),
+                                                  ctx.scalar(elem, negInf)})
+                       : mask;
   if (!additive)
     return failure();
   int64_t width = m.getShape().back();
@@ -302,10 +306,10 @@ FailureOr<Value> attentionBias(NodeContext &ctx, Type elem, int64_t sq,
     padShape.back() = t - width;
     Value pad = ctx.create<nn::BroadcastToOp>(
         ctx.scalar(elem, negInf), {ctx.i64ArrayAttr("shape", padShape)});
-    additive = pad ? ctx.create<nn::ConcatOp>(
-                         {additive, pad},
-                         {ctx.i64Attr("axis", m.getRank() - 1)})
-                   : nullptr;
+    additive =
+        pad ? ctx.create<nn::ConcatOp>({additive, pad},
+                                       {ctx.i64Attr("axis", m.getRank() - 1)})
+            : nullptr;
     if (!additive)
       return failure();
   } else if (width != 1 && width != t) {
@@ -371,8 +375,10 @@ LogicalResult convertAttention(NodeContext &ctx,
                            << " must be 4-D [batch, kv_heads, past, size], got "
                            << ctx.inputType(i);
     past = ctx.inputType(4).getDimSize(2);
-    if (!(k = ctx.create<nn::ConcatOp>({pastKey, k}, {ctx.i64Attr("axis", 2)})) ||
-        !(v = ctx.create<nn::ConcatOp>({pastValue, v}, {ctx.i64Attr("axis", 2)})))
+    if (!(k = ctx.create<nn::ConcatOp>({pastKey, k},
+                                       {ctx.i64Attr("axis", 2)})) ||
+        !(v = ctx.create<nn::ConcatOp>({pastValue, v},
+                                       {ctx.i64Attr("axis", 2)})))
       return failure();
   }
   Value presentKey = k, presentValue = v;
@@ -385,11 +391,13 @@ LogicalResult convertAttention(NodeContext &ctx,
   Value qScaled = ctx.create<nn::MulOp>({q, root});
   Value kRepeated = repeatHeads(ctx, k, qs[1] / ks[1]);
   Value vRepeated = kRepeated ? repeatHeads(ctx, v, qs[1] / ks[1]) : nullptr;
-  Value kScaled = vRepeated ? ctx.create<nn::MulOp>({kRepeated, root}) : nullptr;
+  Value kScaled =
+      vRepeated ? ctx.create<nn::MulOp>({kRepeated, root}) : nullptr;
   Value kT = kScaled ? ctx.create<nn::TransposeOp>(
                            kScaled, {ctx.i64ArrayAttr("perm", {0, 1, 3, 2})})
                      : nullptr;
-  Value scores = kT && qScaled ? ctx.create<nn::MatMulOp>({qScaled, kT}) : nullptr;
+  Value scores =
+      kT && qScaled ? ctx.create<nn::MatMulOp>({qScaled, kT}) : nullptr;
   if (!scores)
     return failure();
   double softcap = ctx.floatAttr("softcap", 0.0);
@@ -418,16 +426,19 @@ LogicalResult convertAttention(NodeContext &ctx,
   Value rowMasked;
   if (*bias && ctx.input(3)) {
     Value top = ctx.create<nn::ReduceMaxOp>(
-        *bias, {ctx.i64ArrayAttr("axes", {cast<RankedTensorType>(
-                                              (*bias).getType()).getRank() - 1}),
-                ctx.boolAttr("keepdims", true)});
-    rowMasked = top ? ctx.create<nn::EqualOp>(
-                          {top, ctx.scalar(elem, -std::numeric_limits<
-                                                     double>::infinity())})
-                    : nullptr;
-    Value finite = rowMasked ? ctx.create<nn::WhereOp>(
-                                   {rowMasked, ctx.scalar(elem, 0.0), *bias})
-                             : nullptr;
+        *bias,
+        {ctx.i64ArrayAttr(
+             "axes", {cast<RankedTensorType>((*bias).getType()).getRank() - 1}),
+         ctx.boolAttr("keepdims", true)});
+    rowMasked =
+        top ? ctx.create<nn::EqualOp>(
+                  {top,
+                   ctx.scalar(elem, -std::numeric_limits<double>::infinity())})
+            : nullptr;
+    Value finite =
+        rowMasked
+            ? ctx.create<nn::WhereOp>({rowMasked, ctx.scalar(elem, 0.0), *bias})
+            : nullptr;
     if (!finite || !(scores = ctx.create<nn::AddOp>({scores, finite})))
       return failure();
   } else {

@@ -76,8 +76,8 @@ int64_t outsideIndex(int64_t total, int64_t stride) {
 /// The linear index into the flattened `dataShape` of GatherElements and
 /// ScatterElements: `indices` (any shape of the data's rank) along `axis`,
 /// every other dimension its own coordinate.
-Value elementsIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape,
-                    int64_t axis) {
+Value elementsIndex(NodeContext &ctx, Value indices,
+                    ArrayRef<int64_t> dataShape, int64_t axis) {
   Type i64 = ctx.b.getI64Type();
   auto type = cast<RankedTensorType>(indices.getType());
   ArrayRef<int64_t> shape = type.getShape();
@@ -100,13 +100,13 @@ Value elementsIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape
       index ? normalizeIndices(ctx, index, ctx.scalar(i64, dataShape[axis]),
                                ctx.scalar(i64, outsideIndex(total, stride)))
             : nullptr;
-  Value scaled = normalized && stride != 1
-                     ? ctx.create<nn::MulOp>(
-                           {normalized, ctx.scalar(i64, stride)})
-                     : normalized;
-  return scaled ? ctx.create<nn::AddOp>(
-                      {scaled, ctx.i64Constant(shape, offsets)})
-                : nullptr;
+  Value scaled =
+      normalized && stride != 1
+          ? ctx.create<nn::MulOp>({normalized, ctx.scalar(i64, stride)})
+          : normalized;
+  return scaled
+             ? ctx.create<nn::AddOp>({scaled, ctx.i64Constant(shape, offsets)})
+             : nullptr;
 }
 
 /// The linear index of ScatterND and GatherND: the last dimension of
@@ -117,7 +117,8 @@ Value elementsIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape
 Value ndIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape,
               int64_t batchDims) {
   Type i64 = ctx.b.getI64Type();
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(indices.getType()).getShape();
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(indices.getType()).getShape();
   int64_t k = shape.back();
   SmallVector<int64_t> outer(shape.drop_back());
   ArrayRef<int64_t> addressed = dataShape.slice(batchDims, k);
@@ -140,18 +141,18 @@ Value ndIndex(NodeContext &ctx, Value indices, ArrayRef<int64_t> dataShape,
   for (int64_t j = 0; normalized && j < k; ++j) {
     Value column = ctx.sliceAlong(normalized, shape.size() - 1, j, 1);
     column = column ? ctx.reshape(column, outer) : nullptr;
-    Value term = column && strides[j] != 1
-                     ? ctx.create<nn::MulOp>(
-                           {column, ctx.scalar(i64, strides[j])})
-                     : column;
+    Value term =
+        column && strides[j] != 1
+            ? ctx.create<nn::MulOp>({column, ctx.scalar(i64, strides[j])})
+            : column;
     if (!term)
       return nullptr;
     linear = linear ? ctx.create<nn::AddOp>({linear, term}) : term;
   }
   if (!normalized || !linear)
-    return k == 0 ? ctx.i64Constant(outer,
-                                SmallVector<int64_t>(product(outer), 0))
-                  : nullptr;
+    return k == 0
+               ? ctx.i64Constant(outer, SmallVector<int64_t>(product(outer), 0))
+               : nullptr;
   if (batchDims == 0)
     return linear;
   // Each index position's batch, from its first batchDims coordinates.
@@ -246,9 +247,8 @@ LogicalResult convertGatherND(NodeContext &ctx,
                        << " (data rank minus batch_dims)";
   for (int64_t d = 0; d < batchDims; ++d)
     if (indexShape[d] != dataShape[d])
-      return ctx.error() << "batch dimension " << d << " is "
-                         << indexShape[d] << " in indices but "
-                         << dataShape[d] << " in data";
+      return ctx.error() << "batch dimension " << d << " is " << indexShape[d]
+                         << " in indices but " << dataShape[d] << " in data";
   SmallVector<int64_t> flatShape{product(dataShape.take_front(batchDims + k))};
   llvm::append_range(flatShape, dataShape.drop_front(batchDims + k));
   if (flatShape.front() == 0 && indexType.getNumElements() > 0)
@@ -260,9 +260,117 @@ LogicalResult convertGatherND(NodeContext &ctx,
                                : nullptr);
 }
 
+/// `value`'s shape with `axis` of size `size`, filled with `fill` (rank 0).
+Value filled(NodeContext &ctx, Value value, int64_t axis, int64_t size,
+             Value fill) {
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(value.getType()).getShape());
+  shape[axis] = size;
+  return ctx.create<nn::BroadcastToOp>(fill,
+                                       {ctx.i64ArrayAttr("shape", shape)});
+}
+
+/// The identity of a max (`lowest`) or min reduction over `elem`: -inf
+/// or +inf, or an integer type's extreme.
+Value extreme(NodeContext &ctx, Type elem, bool lowest) {
+  auto type = RankedTensorType::get({}, elem);
+  if (auto floatType = dyn_cast<FloatType>(elem))
+    return arith::ConstantOp::create(
+        ctx.b, ctx.loc,
+        DenseElementsAttr::get(
+            type, APFloat::getInf(floatType.getFloatSemantics(), lowest)));
+  unsigned width = elem.getIntOrFloatBitWidth();
+  return arith::ConstantOp::create(
+      ctx.b, ctx.loc,
+      DenseElementsAttr::get(type, lowest ? APInt::getSignedMinValue(width)
+                                          : APInt::getSignedMaxValue(width)));
+}
+
+/// Reductions mul, max and min: each update is matched with every row of
+/// the flattened data through a one-hot [U, rows] (U positions of
+/// `linear`), the updates at each row combined (a tree of products, or the
+/// largest or smallest), then combined with the data where a row was hit.
+/// Repeated indices thus combine as ONNX applies them, one after another.
+/// `hit` (from scatter_add, whose kernel checks the range) marks the rows.
+Value scatterReduce(NodeContext &ctx, Value flat, Value linear, Value updates,
+                    Value hit, StringRef reduction) {
+  auto type = cast<RankedTensorType>(flat.getType());
+  Type elem = type.getElementType();
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rows = shape[0];
+  int64_t positions = cast<RankedTensorType>(linear.getType()).getNumElements();
+  // Divided, not multiplied: each side may be up to 2^48 elements.
+  if (positions >
+      kMaxIndexPositions / std::max<int64_t>(1, type.getNumElements())) {
+    ctx.error() << "reduction '" << reduction << "' matches " << positions
+                << " updates with " << type.getNumElements()
+                << " data elements, more pairs than ztc builds ("
+                << kMaxIndexPositions << ")";
+    return nullptr;
+  }
+  SmallVector<int64_t> iota = llvm::to_vector(llvm::seq<int64_t>(0, rows));
+  Value column = ctx.reshape(linear, {positions, 1});
+  Value onehot =
+      column
+          ? ctx.create<nn::EqualOp>({column, ctx.i64Constant({1, rows}, iota)})
+          : nullptr;
+  // [U, rows, inner...] against updates [U, 1, inner...].
+  SmallVector<int64_t> maskShape{positions, rows}, updateShape{positions, 1};
+  for (int64_t dim : shape.drop_front()) {
+    maskShape.push_back(1);
+    updateShape.push_back(dim);
+  }
+  Value mask = onehot ? ctx.reshape(onehot, maskShape) : nullptr;
+  Value spread = mask ? ctx.reshape(updates, updateShape) : nullptr;
+  Value identity = reduction == "mul" ? ctx.scalar(elem, 1.0)
+                                      : extreme(ctx, elem, reduction == "max");
+  Value candidates =
+      spread ? ctx.create<nn::WhereOp>({mask, spread, identity}) : nullptr;
+  if (!candidates)
+    return nullptr;
+  Value combined;
+  if (reduction == "mul") {
+    // Halve axis 0 until one row is left (an odd row out takes a 1).
+    while (candidates && positions > 1) {
+      if (positions % 2) {
+        Value one = filled(ctx, candidates, 0, 1, identity);
+        candidates = one ? ctx.create<nn::ConcatOp>({candidates, one},
+                                                    {ctx.i64Attr("axis", 0)})
+                         : nullptr;
+        ++positions;
+      }
+      Value low = candidates ? ctx.sliceAlong(candidates, 0, 0, positions / 2)
+                             : nullptr;
+      Value high =
+          low ? ctx.sliceAlong(candidates, 0, positions / 2, positions / 2)
+              : nullptr;
+      candidates = high ? ctx.create<nn::MulOp>({low, high}) : nullptr;
+      positions /= 2;
+    }
+    Value product = candidates ? ctx.reshape(candidates, shape) : nullptr;
+    combined = product ? ctx.create<nn::MulOp>({flat, product}) : nullptr;
+  } else {
+    // min(x) = -max(-x).
+    bool max = reduction == "max";
+    Value signedCandidates =
+        max ? candidates : ctx.create<nn::NegOp>(candidates);
+    Value top = signedCandidates
+                    ? ctx.create<nn::ReduceMaxOp>(
+                          signedCandidates, {ctx.i64ArrayAttr("axes", {0}),
+                                             ctx.boolAttr("keepdims", false)})
+                    : nullptr;
+    Value best = top && !max ? ctx.create<nn::NegOp>(top) : top;
+    combined = best ? (max ? ctx.create<nn::MaxOp>({flat, best})
+                           : ctx.create<nn::MinOp>({flat, best}))
+                    : nullptr;
+  }
+  return combined ? ctx.create<nn::WhereOp>({hit, combined, flat}) : nullptr;
+}
+
 /// `data` (flattened as `linear` addresses it) with `updates` written at
-/// `linear` along axis 0: added for reduction "add", replacing for "none".
-/// Repeated indices with "none" are undefined in ONNX; here they sum.
+/// `linear` along axis 0: added for reduction "add", replacing for "none",
+/// combined for "mul", "max" and "min" (scatterReduce). Repeated indices
+/// with "none" are undefined in ONNX; here they sum.
 Value scatter(NodeContext &ctx, Value flat, Value linear, Value updates,
               StringRef reduction) {
   if (reduction == "add")
@@ -281,13 +389,15 @@ Value scatter(NodeContext &ctx, Value flat, Value linear, Value updates,
                              ctx.scalar(elem, 1.0),
                              {ctx.i64ArrayAttr("shape", updateType.getShape())})
                        : nullptr;
-  Value counts = ones ? ctx.create<nn::ScatterAddOp>(
-                            {zeros(type), linear, ones},
-                            {ctx.i64Attr("axis", 0)})
-                      : nullptr;
-  Value hit = counts ? ctx.create<nn::GreaterOp>(
-                           {counts, ctx.scalar(elem, 0.0)})
+  Value counts = ones
+                     ? ctx.create<nn::ScatterAddOp>({zeros(type), linear, ones},
+                                                    {ctx.i64Attr("axis", 0)})
                      : nullptr;
+  Value hit = counts
+                  ? ctx.create<nn::GreaterOp>({counts, ctx.scalar(elem, 0.0)})
+                  : nullptr;
+  if (hit && reduction != "none")
+    return scatterReduce(ctx, flat, linear, updates, hit, reduction);
   return hit ? ctx.create<nn::WhereOp>({hit, written, flat}) : nullptr;
 }
 
@@ -303,9 +413,10 @@ FailureOr<std::string> scatterReduction(NodeContext &ctx) {
     return failure();
   }
   std::string reduction = ctx.stringAttr("reduction", "none");
-  if (reduction != "none" && reduction != "add") {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+      reduction != "max" && reduction != "min") {
     ctx.error() << "reduction '" << reduction
-                << "' is not supported (none and add are)";
+                << "' is not one of none, add, mul, max, min";
     return failure();
   }
   return reduction;
@@ -367,16 +478,6 @@ LogicalResult convertScatterND(NodeContext &ctx,
                  scattered ? ctx.reshape(scattered, dataShape) : nullptr);
 }
 
-/// `value`'s shape with `axis` of size `size`, filled with `fill` (rank 0).
-Value filled(NodeContext &ctx, Value value, int64_t axis, int64_t size,
-             Value fill) {
-  SmallVector<int64_t> shape(
-      cast<RankedTensorType>(value.getType()).getShape());
-  shape[axis] = size;
-  return ctx.create<nn::BroadcastToOp>(fill,
-                                       {ctx.i64ArrayAttr("shape", shape)});
-}
-
 /// The largest padded dimension Pad builds an index vector for.
 constexpr int64_t kMaxPaddedDim = int64_t(1) << 24;
 
@@ -421,7 +522,8 @@ LogicalResult convertPad(NodeContext &ctx, SmallVectorImpl<Value> &results) {
       return failure();
     axes.clear();
     for (int64_t axis : *listed) {
-      FailureOr<int64_t> normalized = ctx.normalizeAxis(axis, rank, "axes entry");
+      FailureOr<int64_t> normalized =
+          ctx.normalizeAxis(axis, rank, "axes entry");
       if (failed(normalized))
         return failure();
       if (llvm::is_contained(axes, *normalized))
@@ -477,8 +579,8 @@ LogicalResult convertPad(NodeContext &ctx, SmallVectorImpl<Value> &results) {
                          << ", which is empty";
     // The gathered positions are a constant of the padded size.
     if (dim + begin + end > kMaxPaddedDim)
-      return ctx.error() << "mode '" << mode << "' pads axis " << axis
-                         << " to " << dim + begin + end << " elements, more than "
+      return ctx.error() << "mode '" << mode << "' pads axis " << axis << " to "
+                         << dim + begin + end << " elements, more than "
                          << kMaxPaddedDim;
     SmallVector<int64_t> positions;
     for (int64_t j = -begin; j < dim + end; ++j) {
@@ -540,8 +642,8 @@ LogicalResult convertCumSum(NodeContext &ctx, SmallVectorImpl<Value> &results) {
     Value pad = kept ? filled(ctx, value, *axis, by, zero) : nullptr;
     if (!pad)
       return nullptr;
-    SmallVector<Value> parts = reverse ? SmallVector<Value>{kept, pad}
-                                       : SmallVector<Value>{pad, kept};
+    SmallVector<Value> parts =
+        reverse ? SmallVector<Value>{kept, pad} : SmallVector<Value>{pad, kept};
     return ctx.create<nn::ConcatOp>(parts, {ctx.i64Attr("axis", *axis)});
   };
   Value y = ctx.input(0);

@@ -22,10 +22,20 @@ func.func @gnd_k(%x: tensor<2x3xf32>, %i: tensor<5x3xi64>) -> none {
 
 // -----
 
-// Scatter reductions other than none and add are refused by name.
+// A reduction ONNX does not define is refused by name.
 func.func @snd_reduction(%x: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) -> none {
-  // expected-error @unknown {{node 'snd' (ScatterND, opset 18): reduction 'max' is not supported (none and add are)}}
-  %0 = onnx.node "ScatterND"(%x, %i, %u) {opset = 18 : i64, attrs = {reduction = "max"}} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> none loc("snd")
+  // expected-error @unknown {{node 'snd' (ScatterND, opset 18): reduction 'mean' is not one of none, add, mul, max, min}}
+  %0 = onnx.node "ScatterND"(%x, %i, %u) {opset = 18 : i64, attrs = {reduction = "mean"}} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> none loc("snd")
+  return %0 : none
+}
+
+// -----
+
+// The reductions mul, max and min build a one-hot of every update against
+// every row: bounded like the index grids.
+func.func @se_reduction_too_large(%x: tensor<4096x4096xf32>, %i: tensor<2x4096xi64>, %u: tensor<2x4096xf32>) -> none {
+  // expected-error @unknown {{node 'se' (ScatterElements, opset 18): reduction 'max' matches 8192 updates with 16777216 data elements, more pairs than ztc builds (16777216)}}
+  %0 = onnx.node "ScatterElements"(%x, %i, %u) {opset = 18 : i64, attrs = {reduction = "max"}} : (tensor<4096x4096xf32>, tensor<2x4096xi64>, tensor<2x4096xf32>) -> none loc("se")
   return %0 : none
 }
 
