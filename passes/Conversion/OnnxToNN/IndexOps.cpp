@@ -299,6 +299,8 @@ Value scatterReduce(NodeContext &ctx, Value flat, Value linear, Value updates,
   ArrayRef<int64_t> shape = type.getShape();
   int64_t rows = shape[0];
   int64_t positions = cast<RankedTensorType>(linear.getType()).getNumElements();
+  if (positions == 0)
+    return flat;
   // Divided, not multiplied: each side may be up to 2^48 elements.
   if (positions >
       kMaxIndexPositions / std::max<int64_t>(1, type.getNumElements())) {

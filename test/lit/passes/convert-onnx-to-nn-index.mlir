@@ -115,3 +115,14 @@ func.func @gathers_of_empty_data(%x: tensor<2x0xf32>, %i: tensor<2x0xi64>, %y: t
   %1 = onnx.node "GatherND"(%y, %j) {opset = 13 : i64} : (tensor<2x0x3xf32>, tensor<0x2xi64>) -> none
   return %0, %1 : none, none
 }
+
+// -----
+
+// A reduction with no updates leaves the data as it is.
+// CHECK-LABEL: func.func @scatter_nd_mul_nothing
+// CHECK-SAME: (%[[X:.+]]: tensor<4x3xf32>
+// CHECK: return %[[X]] : tensor<4x3xf32>
+func.func @scatter_nd_mul_nothing(%x: tensor<4x3xf32>, %i: tensor<0x1xi64>, %u: tensor<0x3xf32>) -> none {
+  %0 = onnx.node "ScatterND"(%x, %i, %u) {opset = 18 : i64, attrs = {reduction = "mul"}} : (tensor<4x3xf32>, tensor<0x1xi64>, tensor<0x3xf32>) -> none
+  return %0 : none
+}
