@@ -8,7 +8,9 @@
 
 #include "runtime/Error.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +127,27 @@ void createDirectories(const std::string &path) {
 
 std::string joinPath(const std::string &directory, const std::string &file) {
   return (std::filesystem::path(directory) / file).string();
+}
+
+void removeDeadTemporaries(const std::string &dir,
+                           std::initializer_list<const char *> names) {
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    size_t at = name.rfind(".tmp-");
+    if (at == std::string::npos || std::find(names.begin(), names.end(),
+                                             name.substr(0, at)) == names.end())
+      continue;
+    std::string digits = name.substr(at + 5);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    long pid = std::stol(digits);
+    if (pid == static_cast<long>(::getpid()) || pid <= 0)
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      std::filesystem::remove(entry.path(), error);
+  }
 }
 
 } // namespace ztc::rt

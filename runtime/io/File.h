@@ -11,9 +11,17 @@
 #define ZTC_RUNTIME_FILE_H
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 
 namespace ztc::rt {
+
+/// Removes the files `NAME.tmp-<pid>` in `dir` (AtomicFileWriter's
+/// temporaries), for each NAME of `names`, whose writer is no longer
+/// running: what a killed write leaves behind. Other files are the user's
+/// and stay. Best effort: errors are ignored.
+void removeDeadTemporaries(const std::string &dir,
+                           std::initializer_list<const char *> names);
 
 /// Writes a file atomically (see the file comment). Not thread-safe for two
 /// writers of one path in one process: they would share the temporary name.

@@ -28,8 +28,8 @@ namespace {
 
 constexpr char kFileName[] = "checkpoint.safetensors";
 /// Metadata keys the checkpoint itself owns.
-constexpr const char *kReservedKeys[] = {"format", "step",   "epoch",
-                                         "batch",  "seed",   "sha256"};
+constexpr const char *kReservedKeys[] = {"format", "step", "epoch",
+                                         "batch",  "seed", "sha256"};
 
 /// The digest `sha256` records: every metadata entry but itself, then every
 /// tensor, each field length-prefixed so that none runs into the next.
@@ -47,27 +47,6 @@ std::string contentsDigest(const std::map<std::string, std::string> &metadata,
     hash.updateField(tensor.bytes.data(), tensor.bytes.size());
   }
   return hash.hexDigest();
-}
-
-/// Removes `checkpoint.safetensors.tmp-<pid>` files whose writer is dead:
-/// what a killed save leaves behind.
-void removeStaleTemporaries(const std::string &dir) {
-  const std::string prefix = std::string(kFileName) + ".tmp-";
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
-    std::string name = entry.path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) != 0)
-      continue;
-    std::string digits = name.substr(prefix.size());
-    if (digits.empty() ||
-        digits.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    long pid = std::stol(digits);
-    if (pid == static_cast<long>(::getpid()))
-      continue;
-    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      std::filesystem::remove(entry.path(), error);
-  }
 }
 
 uint64_t metadataInteger(const std::map<std::string, std::string> &metadata,
@@ -109,7 +88,7 @@ void saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint) {
   contents.metadata["sha256"] =
       contentsDigest(contents.metadata, contents.tensors);
   createDirectories(dir);
-  removeStaleTemporaries(dir);
+  removeDeadTemporaries(dir, {kFileName});
   writeSafeTensors(checkpointPath(dir), contents);
 }
 
@@ -154,8 +133,7 @@ Checkpoint loadCheckpoint(const std::string &dir) {
   SafeTensors contents = readSafeTensors(checkpointPath(dir));
   auto recorded = contents.metadata.find("sha256");
   if (recorded != contents.metadata.end() &&
-      recorded->second !=
-          contentsDigest(contents.metadata, contents.tensors))
+      recorded->second != contentsDigest(contents.metadata, contents.tensors))
     throw Error(checkpointPath(dir) +
                 ": its contents do not match the SHA-256 it records: the "
                 "file was changed or damaged after it was written");

@@ -37,10 +37,7 @@ ConsolidateResult consolidate(const std::string &dir, const std::string &output,
                 "/latest): a one-rank checkpoint is whole already (ztc "
                 "export turns it into a trained model)");
   ShardedIndex index = readShardedIndex(dir);
-  for (const auto &[path, digest] : index.files)
-    if (sha256File(path) != digest)
-      throw Error(path + ": SHA-256 differs from the index (the file is "
-                         "corrupt or truncated)");
+  std::vector<std::unique_ptr<SafeTensorsReader>> readers = openShards(index);
 
   // The weights, whole, in the index's order.
   std::vector<const Binding *> weights;
@@ -64,9 +61,6 @@ ConsolidateResult consolidate(const std::string &dir, const std::string &output,
   ConsolidateResult result;
   result.step = index.step;
   result.worldSize = index.worldSize;
-  std::vector<std::unique_ptr<SafeTensorsReader>> readers;
-  for (const auto &file : index.files)
-    readers.push_back(std::make_unique<SafeTensorsReader>(file.first));
   SafeTensorsWriter writer(output, layout, metadata);
   for (size_t t = 0; t < weights.size(); ++t) {
     const Binding &binding = *weights[t];
@@ -76,7 +70,8 @@ ConsolidateResult consolidate(const std::string &dir, const std::string &output,
       std::vector<unsigned char> piece(bytes);
       reader.read(binding.name, from, bytes, piece.data());
       result.largestPiece = std::max<uint64_t>(result.largestPiece, bytes);
-      std::vector<unsigned char> converted = convertFloats(piece, binding.dtype, out);
+      std::vector<unsigned char> converted =
+          convertFloats(piece, binding.dtype, out);
       writer.append(converted.data(), converted.size());
       result.bytes += converted.size();
     };

@@ -10,12 +10,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <system_error>
+#include <unistd.h>
 #include <vector>
 
 namespace ztc::rt {
@@ -67,6 +71,17 @@ void prune(const std::string &dir, const std::string &latest, uint64_t keep) {
   }
 }
 
+/// The identity metadata value `key` of a rank file, as a count.
+std::optional<uint64_t> identityField(const Checkpoint &header,
+                                      const char *key) {
+  auto it = header.metadata.find(key);
+  if (it == header.metadata.end() || it->second.empty() ||
+      it->second.size() > 19 ||
+      it->second.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoull(it->second);
+}
+
 } // namespace
 
 bool isShardedCheckpoint(const std::string &dir) {
@@ -84,10 +99,16 @@ void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
                      " not saved (the previous checkpoint in " + dir +
                      " stays)";
 
-  // 1. Every rank's file, durable, with its digest.
+  // 1. Every rank's file, durable, with its digest; the file states whose
+  // shard it is.
   std::string outcome;
   try {
-    saveCheckpoint(rankDir, mine);
+    Checkpoint identified = mine;
+    identified.metadata[kShardRankKey] = std::to_string(comm.rank());
+    identified.metadata[kShardWorldSizeKey] = std::to_string(comm.worldSize());
+    identified.metadata[kShardStageKey] =
+        std::to_string(manifest.dist.zeroStage);
+    saveCheckpoint(rankDir, identified);
     outcome = "ok " + sha256File(checkpointPath(rankDir));
   } catch (const std::exception &failure) {
     outcome = std::string("fail ") + failure.what();
@@ -141,8 +162,12 @@ void saveShardedCheckpoint(const std::string &dir, const Checkpoint &mine,
     }
   }
   throwFirstFailure(comm.allGatherText(outcome), what);
-  if (comm.rank() == 0)
+  if (comm.rank() == 0) {
     prune(dir, step, std::max<uint64_t>(keep, 1));
+    // What an earlier save killed while publishing left behind.
+    removeDeadTemporaries(dir, {"latest"});
+    removeDeadTemporaries(stepDir, {"index.json"});
+  }
 }
 
 ShardedIndex readShardedIndex(const std::string &dir) {
@@ -153,6 +178,7 @@ ShardedIndex readShardedIndex(const std::string &dir) {
   while (!pointer.empty() && (pointer.back() == '\n' || pointer.back() == ' '))
     pointer.pop_back();
   if (pointer.rfind("step-", 0) != 0 || pointer.size() < 6 ||
+      pointer.size() > 5 + 16 ||
       pointer.find_first_not_of("0123456789", 5) != std::string::npos)
     throw Error(joinPath(dir, "latest") + " names '" + printable(pointer) +
                 "', not a step directory");
@@ -162,28 +188,54 @@ ShardedIndex readShardedIndex(const std::string &dir) {
   const std::string &path = index.indexPath;
   try {
     json root = json::parse(readFile(path));
-    if (root.at("format") != kShardedCheckpointFormat)
+    if (root.at("format") == kShardedCheckpointFormat)
+      index.identified = true;
+    else if (root.at("format") != kShardedCheckpointFormat1)
       throw Error(path + ": format " + root.at("format").dump() +
-                  "; this runtime reads '" + kShardedCheckpointFormat + "'");
-    index.step = root.at("step").get<uint64_t>();
-    index.worldSize = root.at("world_size").get<uint64_t>();
-    index.zeroStage = root.at("zero_stage").get<uint64_t>();
+                  "; this runtime reads '" + kShardedCheckpointFormat +
+                  "' and '" + kShardedCheckpointFormat1 + "'");
+    // Counters are JSON numbers; a negative or fractional one is damage,
+    // named by its field.
+    auto count = [&](const char *field, uint64_t most) {
+      const json &value = root.at(field);
+      if (!value.is_number_unsigned() || value.get<uint64_t>() > most)
+        throw Error(path + ": field '" + field + "' is " + value.dump() +
+                    ", expected an integer from 0 to " + std::to_string(most));
+      return value.get<uint64_t>();
+    };
+    index.step = count("step", uint64_t(1) << 53);
+    index.worldSize = count("world_size", uint64_t(1) << 20);
+    index.zeroStage = count("zero_stage", 3);
+    if (index.worldSize == 0)
+      throw Error(path + ": field 'world_size' is 0");
+    if (index.step != std::stoull(pointer.substr(5)))
+      throw Error(path + ": field 'step' is " + std::to_string(index.step) +
+                  ", but the index is in " + pointer);
     index.manifestHash = root.at("manifest_hash").get<std::string>();
+    index.precision = root.at("precision").get<std::string>();
     const json &files = root.at("files");
     if (!files.is_array() || files.size() != index.worldSize)
       throw Error(path + ": field 'files' does not list one file per rank");
-    for (const json &file : files) {
+    for (size_t rank = 0; rank < files.size(); ++rank) {
+      const json &file = files[rank];
       std::string name = file.at("path").get<std::string>();
-      if (name.find("..") != std::string::npos || name.empty() ||
-          name[0] == '/')
-        throw Error(path + ": file path '" + printable(name) +
-                    "' leaves the step directory");
+      std::string expected = rankName(int(rank)) + "/checkpoint.safetensors";
+      if (!file.at("rank").is_number_unsigned() ||
+          file.at("rank").get<uint64_t>() != rank || name != expected)
+        throw Error(path + ": entry " + std::to_string(rank) +
+                    " of field 'files' is rank " + file.at("rank").dump() +
+                    " at '" + printable(name) + "', expected rank " +
+                    std::to_string(rank) + " at '" + expected + "'");
       index.files.push_back({joinPath(index.stepDir, name),
                              file.at("sha256").get<std::string>()});
     }
+    std::set<std::string> names;
     for (const json &tensor : root.at("tensors")) {
       Binding binding;
       binding.name = tensor.at("name").get<std::string>();
+      if (!names.insert(binding.name).second)
+        throw Error(path + ": tensor '" + printable(binding.name) +
+                    "' is listed twice");
       std::optional<BindingRole> role =
           parseRole(tensor.at("role").get<std::string>());
       std::optional<DType> dtype =
@@ -213,7 +265,82 @@ ShardedIndex readShardedIndex(const std::string &dir) {
   return index;
 }
 
+void verifyShard(const ShardedIndex &index, size_t rank) {
+  const auto &[path, digest] = index.files.at(rank);
+  if (sha256File(path) != digest)
+    throw Error(path + ": SHA-256 differs from the index (the file is "
+                       "corrupt or truncated)");
+  if (!index.identified)
+    return;
+  Checkpoint header =
+      loadCheckpointMetadata(std::filesystem::path(path).parent_path());
+  auto check = [&](const char *key, uint64_t expected, const char *what) {
+    std::optional<uint64_t> value = identityField(header, key);
+    if (!value)
+      throw Error(path + ": metadata '" + key +
+                  "' is missing or not a count (format " +
+                  kShardedCheckpointFormat + " records whose shard it is)");
+    if (*value != expected)
+      throw Error(path + ": holds " + what + " " + std::to_string(*value) +
+                  "'s shard, but the index lists it as " + what + " " +
+                  std::to_string(expected) + "'s");
+  };
+  check(kShardRankKey, rank, "rank");
+  check(kShardWorldSizeKey, index.worldSize, "world size");
+  check(kShardStageKey, index.zeroStage, "ZeRO stage");
+  if (header.step != index.step)
+    throw Error(path + ": holds step " + std::to_string(header.step) +
+                ", but the index is of step " + std::to_string(index.step));
+}
+
+std::vector<std::unique_ptr<SafeTensorsReader>>
+openShards(const ShardedIndex &index) {
+  std::vector<std::unique_ptr<SafeTensorsReader>> readers;
+  for (size_t rank = 0; rank < index.files.size(); ++rank) {
+    verifyShard(index, rank);
+    readers.push_back(
+        std::make_unique<SafeTensorsReader>(index.files[rank].first));
+  }
+  // Every tensor of the index as each rank file holds it: the rank's
+  // shape and type, and a block of its whole tensor's size.
+  for (const Binding &binding : index.tensors) {
+    for (size_t rank = 0; rank < readers.size(); ++rank) {
+      const auto &entries = readers[rank]->entries();
+      auto entry = entries.find(binding.name);
+      if (entry == entries.end() || entry->second.dtype != binding.dtype ||
+          entry->second.shape != binding.shape)
+        throw Error(
+            index.files[rank].first + ": " +
+            (entry == entries.end()
+                 ? "has no tensor '" + printable(binding.name) + "'"
+                 : "tensor '" + printable(binding.name) + "' is " +
+                       describeType(entry->second.dtype, entry->second.shape)) +
+            ", where the index lists " +
+            describeType(binding.dtype, binding.shape));
+    }
+    if (binding.sharded()) {
+      uint64_t whole = uint64_t(*checkedByteSize(binding.fullShape, 1));
+      uint64_t block = (whole + index.worldSize - 1) / index.worldSize;
+      if (uint64_t(binding.shape[0]) != block)
+        throw Error(index.indexPath + ": tensor '" + printable(binding.name) +
+                    "' is a block of " + std::to_string(binding.shape[0]) +
+                    " elements per rank, but its full shape " +
+                    describeType(binding.dtype, binding.fullShape) + " on " +
+                    std::to_string(index.worldSize) +
+                    " ranks gives blocks of " + std::to_string(block));
+    }
+  }
+  return readers;
+}
+
 namespace {
+
+/// The identity keys, which a loaded rank file's metadata does not carry
+/// on (a run resumed on another layout writes its own).
+void dropIdentity(Checkpoint &checkpoint) {
+  for (const char *key : {kShardRankKey, kShardWorldSizeKey, kShardStageKey})
+    checkpoint.metadata.erase(key);
+}
 
 /// The whole tensors of a checkpoint (sharded or whole), one at a time.
 class WholeTensors {
@@ -228,18 +355,15 @@ public:
       return;
     }
     ShardedIndex index = readShardedIndex(dir);
-    for (const auto &[path, digest] : index.files) {
-      if (sha256File(path) != digest)
-        throw Error(path + ": SHA-256 differs from the index (the file is "
-                           "corrupt or truncated)");
-      readers_.push_back(std::make_unique<SafeTensorsReader>(path));
-    }
-    for (const Binding &binding : index.tensors)
+    readers_ = openShards(index);
+    for (const Binding &binding : index.tensors) {
       shapes_[binding.name] = {
           binding.dtype, binding.sharded() ? binding.fullShape : binding.shape,
           binding.sharded() ? uint64_t(binding.shape[0]) : 0};
+    }
     // The counters and data metadata of rank 0's file.
     counters_ = loadCheckpointMetadata(joinPath(index.stepDir, rankName(0)));
+    dropIdentity(counters_);
   }
 
   /// Step, data position, seed and metadata; no tensors.
@@ -347,12 +471,45 @@ Checkpoint loadShardedCheckpoint(const std::string &dir,
     throw Error(index.indexPath +
                 ": written by another artifact (its manifest hash differs: "
                 "another model, batch size, optimizer or layout)");
-  const auto &[path, digest] = index.files.at(size_t(comm.rank()));
-  if (sha256File(path) != digest)
-    throw Error(path + ": SHA-256 differs from the index (the file is "
-                       "corrupt or truncated)");
-  return loadCheckpoint(joinPath(index.stepDir, rankName(comm.rank())),
-                        manifest);
+  if (index.precision != manifest.train.precision)
+    throw Error(index.indexPath + ": field 'precision' is '" +
+                printable(index.precision) +
+                "', but the artifact computes in " + manifest.train.precision);
+  // The index's tensors are this artifact's checkpointed bindings.
+  std::map<std::string, const Binding *> listed;
+  for (const Binding &binding : index.tensors)
+    listed[binding.name] = &binding;
+  for (const Binding &binding : manifest.bindings) {
+    if (!isCheckpointed(binding))
+      continue;
+    auto it = listed.find(binding.name);
+    if (it == listed.end())
+      throw Error(index.indexPath + ": field 'tensors' does not list " +
+                  roleName(binding.role) + " '" + binding.name + "'");
+    const Binding &entry = *it->second;
+    if (entry.dtype != binding.dtype || entry.shape != binding.shape ||
+        entry.fullShape != binding.fullShape)
+      throw Error(index.indexPath + ": tensor '" + binding.name + "' is " +
+                  describeType(entry.dtype, entry.shape) +
+                  (entry.sharded()
+                       ? " of " + describeType(entry.dtype, entry.fullShape)
+                       : std::string()) +
+                  ", but the artifact binds " +
+                  describeType(binding.dtype, binding.shape) +
+                  (binding.sharded()
+                       ? " of " + describeType(binding.dtype, binding.fullShape)
+                       : std::string()));
+    listed.erase(it);
+  }
+  if (!listed.empty())
+    throw Error(index.indexPath + ": field 'tensors' lists '" +
+                printable(listed.begin()->first) +
+                "', which the artifact does not checkpoint");
+  verifyShard(index, size_t(comm.rank()));
+  Checkpoint checkpoint =
+      loadCheckpoint(joinPath(index.stepDir, rankName(comm.rank())), manifest);
+  dropIdentity(checkpoint);
+  return checkpoint;
 }
 
 } // namespace ztc::rt

@@ -19,10 +19,10 @@
 //
 // The index records the format, step, world size, ZeRO stage, precision,
 // the data position and seed (the random keys derive from seed and step),
-// the hash of the manifest that wrote it, every rank's file with its SHA-256, and every
-// binding of a rank with its shape and, for a block of a sharded tensor,
-// the whole tensor's shape (rank r holds block r of the flattened tensor,
-// zero-padded to world-size equal blocks).
+// the hash of the manifest that wrote it, every rank's file with its SHA-256,
+// and every binding of a rank with its shape and, for a block of a sharded
+// tensor, the whole tensor's shape (rank r holds block r of the flattened
+// tensor, zero-padded to world-size equal blocks).
 //
 // Loading with the manifest, world size and stage that wrote it reads the
 // rank's own file (checked against its SHA-256) like a one-rank
@@ -36,6 +36,8 @@
 //   DIR/latest names 'step-x', not a step directory
 //   DIR/step-00000050/rank-00001/checkpoint.safetensors: SHA-256 differs
 //     from the index (the file is corrupt or truncated)
+//   DIR/step-00000050/rank-00001/checkpoint.safetensors: holds rank 0's
+//     shard, but the index lists it as rank 1's
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,23 +46,34 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/io/Manifest.h"
+#include "runtime/io/SafeTensors.h"
 #include "runtime/train/Checkpoint.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace ztc::rt {
 
-/// The index's `format`.
-constexpr char kShardedCheckpointFormat[] = "ztc-sharded-checkpoint-1";
+/// The index's `format`. Format 2 adds each shard's identity to the rank
+/// file's own metadata (covered by its SHA-256): kShardRankKey,
+/// kShardWorldSizeKey and kShardStageKey. Format 1 (no identity) is still
+/// read; its files are identified by their index entries alone.
+constexpr char kShardedCheckpointFormat[] = "ztc-sharded-checkpoint-2";
+constexpr char kShardedCheckpointFormat1[] = "ztc-sharded-checkpoint-1";
+constexpr char kShardRankKey[] = "shard_rank";
+constexpr char kShardWorldSizeKey[] = "shard_world_size";
+constexpr char kShardStageKey[] = "shard_zero_stage";
 
 /// The index of the latest step of a sharded checkpoint.
 struct ShardedIndex {
   std::string stepDir, indexPath;
   uint64_t step = 0, worldSize = 0, zeroStage = 0;
-  std::string manifestHash;
+  std::string manifestHash, precision;
+  /// Format 2: every rank file states its identity.
+  bool identified = false;
   /// Per rank: its file's path and SHA-256.
   std::vector<std::pair<std::string, std::string>> files;
   /// Every binding a rank file holds (shape: a rank's; fullShape: the
@@ -68,8 +81,22 @@ struct ShardedIndex {
   std::vector<Binding> tensors;
 };
 
-/// Reads DIR/latest and the index it names, checking its fields.
+/// Reads DIR/latest and the index it names, checking its fields: the step
+/// is the step directory's and at most 2^53, the stage 0 to 3, file r is
+/// rank r's (`rank-0000r/checkpoint.safetensors`), no tensor is listed
+/// twice.
 ShardedIndex readShardedIndex(const std::string &dir);
+
+/// Checks rank `rank`'s file of `index` against its SHA-256 in the index
+/// and (format 2) against the identity it records: rank, world size,
+/// stage and step. Throws an Error naming the file and the field.
+void verifyShard(const ShardedIndex &index, size_t rank);
+
+/// Every rank's file of `index`, verified (verifyShard) and open, after
+/// checking that each holds every tensor of the index with its type and
+/// shape, and that each block is its whole tensor's share.
+std::vector<std::unique_ptr<SafeTensorsReader>>
+openShards(const ShardedIndex &index);
 
 /// Whether DIR holds a sharded checkpoint (DIR/latest exists).
 bool isShardedCheckpoint(const std::string &dir);

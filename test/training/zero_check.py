@@ -865,6 +865,92 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
           "writes nothing" % (result.returncode, first_error(result.stderr),
                               merged.returncode))
 
+    # An edited index or swapped shards: each shard records whose it is
+    # (rank, world size, stage, step) inside its hashed file, and every
+    # field of the index is checked; resume and consolidate refuse, naming
+    # the file and the field, and consolidate writes nothing.
+    def tampered(tag, edit):
+        copy = os.path.join(tmp, "ckpt-" + tag)
+        shutil.copytree(part, copy)
+        _, step_dir = rank_files(copy)
+        path = os.path.join(step_dir, "index.json")
+        with open(path) as f:
+            index = json.load(f)
+        edit(index, step_dir)
+        with open(path, "w") as f:
+            json.dump(index, f)
+        resumed = runs.launch(art, 2, gpl, 30, "--resume", copy, ok=False)
+        out = os.path.join(tmp, tag + ".safetensors")
+        merged = run(runs.ztc, "consolidate", copy, "-o", out, ok=False)
+        return resumed, merged, os.path.exists(out)
+
+    def swap_shards(index, step_dir):
+        a, b = (os.path.join(step_dir, "rank-%05d" % r, "checkpoint.safetensors")
+                for r in (0, 1))
+        os.rename(a, a + ".x")
+        os.rename(b, a)
+        os.rename(a + ".x", b)
+        files = index["files"]
+        files[0]["sha256"], files[1]["sha256"] = files[1]["sha256"], files[0]["sha256"]
+
+    def listed_twice(index, step_dir):
+        index["files"][1] = dict(index["files"][0])
+
+    def shrunk(index, step_dir):
+        for tensor in index["tensors"]:
+            if "full_shape" in tensor:
+                tensor["full_shape"][0] -= 1
+                return
+
+    def duplicated(index, step_dir):
+        index["tensors"].append(index["tensors"][0])
+
+    def field(name, value):
+        def edit(index, step_dir):
+            index[name] = value
+        return edit
+
+    cases = [("swapped", swap_shards, "holds rank 1's shard, but the index lists it as "
+              "rank 0's"),
+             ("twice", listed_twice, "entry 1 of field 'files' is rank 0"),
+             ("shrunk", shrunk, "per rank, but its full shape"),
+             ("duplicated", duplicated, "is listed twice"),
+             ("negative", field("step", -5), "field 'step' is -5"),
+             ("huge", field("step", 2 ** 64 - 1), "field 'step' is 18446744073709551615"),
+             ("stage7", field("zero_stage", 7), "field 'zero_stage' is 7"),
+             ("precision", field("precision", "fp16"), "field 'precision' is 'fp16'")]
+    for tag, edit, message in cases:
+        resumed, merged, written = tampered(tag, edit)
+        # Resume checks the index's tensors against the artifact, which
+        # names the shrunk one its own way.
+        resume_refused = resumed.returncode != 0 and (
+            message in resumed.stderr or
+            (tag == "shrunk" and "but the artifact binds" in resumed.stderr))
+        # Consolidation reads whole tensors; the precision is the artifact's
+        # business (each tensor's type is checked).
+        merge_refused = merged.returncode != 0 and message in merged.stderr
+        check(resume_refused and (merge_refused or tag == "precision") and
+              (not written or tag == "precision"),
+              "checkpoint index %s: resume exits %d (%s); consolidate exits %d (%s)%s"
+              % (tag, resumed.returncode, first_error(resumed.stderr)[:120],
+                 merged.returncode, first_error(merged.stderr)[:120],
+                 "" if not written else ", wrote a file"))
+
+    # What a save killed while publishing leaves (`latest.tmp-<pid>` of a
+    # dead process) is removed by the next save; a live writer's stays.
+    stale = os.path.join(tmp, "ckpt-stale")
+    shutil.copytree(part, stale)
+    dead = os.path.join(stale, "latest.tmp-999999")
+    live = os.path.join(stale, "latest.tmp-%d" % os.getpid())
+    for path in (dead, live):
+        with open(path, "w") as f:
+            f.write("step-000000")
+    saved = runs.launch(art, 2, gpl, 25, "--resume", stale, "--save", stale,
+                        "--save-every", "5", ok=False)
+    check(saved.returncode == 0 and not os.path.exists(dead) and os.path.exists(live),
+          "a dead save's latest.tmp-<pid> is removed by the next save (exit %d), a live "
+          "writer's kept" % saved.returncode)
+
     # A write error on one rank (a file where its directory should go): the
     # save fails on every rank with a message naming it, and the previous
     # checkpoint stays the latest, loadable.
@@ -907,6 +993,23 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
                   % (result.returncode, first_error(result.stderr), latest))
         finally:
             subprocess.run(["umount", full], capture_output=True)
+        # ztc export onto a full filesystem (a 16 KiB tmpfs): one clean
+        # error naming the file, no abort, nothing left behind.
+        os.makedirs(full + "-export")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs",
+                        full + "-export"], check=True, capture_output=True)
+        try:
+            target = os.path.join(full + "-export", "trained.onnx")
+            exported = run(runs.ztc, "export", art, "--checkpoint", part, "-o", target,
+                           ok=False)
+            left = os.listdir(full + "-export")
+            check(exported.returncode == 1 and "LLVM ERROR" not in exported.stderr and
+                  "cannot write %s: No space left on device" % target in exported.stderr
+                  and not left,
+                  "ztc export onto a full filesystem: exit %d, %s; left %s"
+                  % (exported.returncode, first_error(exported.stderr)[:120], left or "nothing"))
+        finally:
+            subprocess.run(["umount", full + "-export"], capture_output=True)
 
     # A rank killed while the ranks save every step, twice: the directory
     # always resumes (from the last complete checkpoint).

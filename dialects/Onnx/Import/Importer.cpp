@@ -1347,10 +1347,27 @@ LogicalResult mlir::ztc::onnx::writeModelWithInitializers(
     return emitError(loc) << "the checkpoint has " << values.size()
                           << " tensors but only " << replaced
                           << " match initializers of " << path;
+  // A stream that failed (a full disk) is closed, its error taken (an
+  // unchecked one aborts the process) and its temporary file removed.
+  auto failedStream = [&](llvm::raw_fd_ostream &stream,
+                          StringRef file) -> std::optional<std::string> {
+    stream.close();
+    if (!stream.has_error())
+      return std::nullopt;
+    std::string reason = stream.error().message();
+    stream.clear_error();
+    llvm::sys::fs::remove(file);
+    return reason;
+  };
   if (data) {
-    data->close();
-    if (data->has_error() || (ec = llvm::sys::fs::rename(dataTemp, dataPath)))
-      return emitError(loc) << "cannot write " << dataPath;
+    if (std::optional<std::string> reason = failedStream(*data, dataTemp))
+      return emitError(loc) << "cannot write " << dataPath << ": " << *reason
+                            << " (nothing written)";
+    if ((ec = llvm::sys::fs::rename(dataTemp, dataPath))) {
+      llvm::sys::fs::remove(dataTemp);
+      return emitError(loc) << "cannot write " << dataPath << ": "
+                            << ec.message();
+    }
   }
   std::string temp = outputPath.str() + ".tmp";
   {
@@ -1358,15 +1375,20 @@ LogicalResult mlir::ztc::onnx::writeModelWithInitializers(
     if (ec)
       return emitError(loc) << "cannot write " << temp << ": " << ec.message();
     std::string bytes;
-    if (!model.SerializeToString(&bytes))
+    if (!model.SerializeToString(&bytes)) {
+      out.close();
+      llvm::sys::fs::remove(temp);
       return emitError(loc) << "cannot serialize the model";
+    }
     out << bytes;
-    out.close();
-    if (out.has_error())
-      return emitError(loc) << "cannot write " << temp;
+    if (std::optional<std::string> reason = failedStream(out, temp))
+      return emitError(loc) << "cannot write " << outputPath << ": " << *reason
+                            << " (nothing written)";
   }
-  if ((ec = llvm::sys::fs::rename(temp, outputPath)))
+  if ((ec = llvm::sys::fs::rename(temp, outputPath))) {
+    llvm::sys::fs::remove(temp);
     return emitError(loc) << "cannot write " << outputPath << ": "
                           << ec.message();
+  }
   return success();
 }

@@ -212,11 +212,15 @@ TEST(CheckpointTest, SaveRemovesTemporariesOfDeadWriters) {
       dir / ("checkpoint.safetensors.tmp-" + std::to_string(deadPid()));
   std::string alive =
       dir / ("checkpoint.safetensors.tmp-" + std::to_string(::getppid()));
+  // A file of the user's with the same suffix is not ztc's to remove.
+  std::string users = dir / ("notes.txt.tmp-" + std::to_string(deadPid()));
   writeText(dead, "partial");
   writeText(alive, "someone else's");
+  writeText(users, "mine");
   saveCheckpoint(dir.path(), sample());
   EXPECT_FALSE(std::filesystem::exists(dead));
   EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(users));
   EXPECT_EQ(loadCheckpoint(dir.path()).step, 12u);
 }
 
