@@ -137,6 +137,12 @@ std::unique_ptr<Communicator> makeLocalCommunicator();
 /// and finalized at exit. Throws when ztc was built without MPI.
 std::unique_ptr<Communicator> makeMpiCommunicator();
 
+/// How long MPI's start-up may wait for every rank to join (0: for ever,
+/// the default): past it, a rank prints which it is and exits 1, so that a
+/// rank that exited before joining does not leave the others waiting.
+/// ztc-train sets it to --collective-timeout.
+void setJoinTimeout(double seconds);
+
 /// The ranks `mpirun` or `srun` started, each on one GPU of its node (its
 /// local rank, from OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID or
 /// MPI_LOCALRANKID, modulo the node's devices), which it makes current; the

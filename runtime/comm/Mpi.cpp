@@ -33,12 +33,14 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -148,9 +150,9 @@ protected:
       return code;
     // The padded buffer has been sent: it receives the sums.
     MPI_Datatype type = elementType(dtype);
-    if (int code = MPI_Allgather(ownSum_.data(), int(block), type,
-                                 padded_.data(), int(block), type,
-                                 MPI_COMM_WORLD))
+    if (int code =
+            MPI_Allgather(ownSum_.data(), int(block), type, padded_.data(),
+                          int(block), type, MPI_COMM_WORLD))
       return record(code, "MPI_Allgather");
     std::memcpy(recv, padded_.data(), size_t(count) * bytes);
     return 0;
@@ -339,8 +341,7 @@ private:
       addBlocks(reinterpret_cast<const float *>(blocks.data()),
                 static_cast<float *>(recv), count);
     } else {
-      std::vector<float> wide =
-          widen(blocks.data(), count * worldSize_, dtype);
+      std::vector<float> wide = widen(blocks.data(), count * worldSize_, dtype);
       std::vector<float> sum(count);
       addBlocks(wide.data(), sum.data(), count);
       narrow(sum, recv, dtype);
@@ -404,7 +405,67 @@ private:
   std::thread watchdog_;
 };
 
+/// The launcher's word for this process's rank and the world size, from
+/// the environment (MPI is not up yet): "?" when it does not say.
+std::string launcherVariable(std::initializer_list<const char *> names) {
+  for (const char *name : names)
+    if (const char *value = std::getenv(name))
+      return value;
+  return "?";
+}
+
+/// Ends this rank when MPI_Init does not return within `seconds`: a rank
+/// that exited or stalled before joining leaves the others waiting in it
+/// for ever (OpenMPI's start-up exchange), and no collective timeout
+/// covers it. The exit makes the launcher end the job.
+class JoinWatch {
+public:
+  explicit JoinWatch(double seconds) {
+    if (seconds <= 0)
+      return;
+    thread_ = std::thread([this, seconds] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (joined_.wait_for(lock, std::chrono::duration<double>(seconds),
+                           [this] { return done_; }))
+        return;
+      std::fprintf(
+          stderr,
+          "error: rank %s of %s: the ranks did not all start MPI within %g s "
+          "(--collective-timeout): another rank exited or stalled before "
+          "joining\n",
+          launcherVariable(
+              {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+              .c_str(),
+          launcherVariable({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+              .c_str(),
+          seconds);
+      std::fflush(stderr);
+      std::_Exit(1);
+    });
+  }
+  ~JoinWatch() {
+    if (!thread_.joinable())
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    joined_.notify_all();
+    thread_.join();
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable joined_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+double joinTimeoutSeconds = 0;
+
 } // namespace
+
+void setJoinTimeout(double seconds) { joinTimeoutSeconds = seconds; }
 
 std::unique_ptr<Communicator> makeMpiCommunicator() {
   int initialized = 0;
@@ -413,6 +474,7 @@ std::unique_ptr<Communicator> makeMpiCommunicator() {
     // Collectives run on the step's communication thread (HostStreams),
     // the trainer's between steps on the main one: never two at once.
     int provided = 0;
+    JoinWatch watch(joinTimeoutSeconds);
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) !=
         MPI_SUCCESS)
       throw Error("mpi: MPI_Init_thread failed");
@@ -438,6 +500,7 @@ std::unique_ptr<Communicator> makeMpiCommunicator() {
   throw Error("--comm mpi: this ztc-train was built without MPI "
               "(install libopenmpi-dev and rebuild)");
 }
+void setJoinTimeout(double) {}
 } // namespace ztc::rt
 
 #endif

@@ -15,6 +15,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
+#include "runtime/io/Sha256.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Consolidate.h"
 #include "runtime/train/DataLoader.h"
@@ -600,6 +601,43 @@ private:
                   " differ from rank 0 in the manifest (the step, its "
                   "training configuration, collectives or world size); give "
                   "every rank the same artifact");
+    // What else must be equal: the replicas start from the same weights
+    // (DeepSpeed and DDP broadcast rank 0's), split the samples by one
+    // shuffle, stop at one step and save into one checkpoint.
+    std::string weights;
+    if (options_.resumeDir.empty()) {
+      std::string init = joinPath(options_.artifactDir, "init.safetensors");
+      std::error_code error;
+      weights =
+          std::filesystem::exists(init, error) ? sha256File(init) : "none";
+    }
+    const std::pair<const char *, std::string> fields[] = {
+        {"the initial weights (the artifact's init.safetensors)", weights},
+        {"--seed", std::to_string(options_.seed)},
+        {"the last step (--steps, --epochs)", std::to_string(lastStep_)},
+        {"--save", options_.saveDir},
+        {"--save-every", std::to_string(options_.saveEvery)},
+        {"--save-total-limit", std::to_string(options_.saveTotalLimit)},
+        {"--save-consolidated", options_.saveConsolidated},
+        {"--resume", options_.resumeDir},
+        // Data directories may differ (each rank its own copy or share);
+        // the ranks agree on the epoch length instead.
+        {"--eval-every", std::to_string(options_.evalEvery)},
+    };
+    for (const auto &[field, value] : fields) {
+      std::vector<std::string> values = comm_.allGatherText(value);
+      std::string disagree;
+      for (size_t r = 1; r < values.size(); ++r)
+        if (values[r] != values[0])
+          disagree += std::string(disagree.empty() ? "" : ", ") + "rank " +
+                      std::to_string(r) + " has '" + printable(values[r], 80) +
+                      "'";
+      if (!disagree.empty())
+        throw Error(std::string("ranks disagree on ") + field +
+                    ": rank 0 has '" + printable(values[0], 80) + "', " +
+                    disagree +
+                    "; start every rank with the same artifact and flags");
+    }
   }
 
   std::string describeRun(uint64_t firstStep) const {
@@ -911,7 +949,9 @@ private:
       evalSamples_ = evalBatches_ * global;
   }
 
-  bool crossEntropyEval() const { return evalCorrect_ >= 0 && evalCounted_ >= 0; }
+  bool crossEntropyEval() const {
+    return evalCorrect_ >= 0 && evalCounted_ >= 0;
+  }
 
   /// Runs the evaluate entry over the held-out samples after step `step`
   /// (every rank the same number of calls: the entry may gather ZeRO-3
@@ -961,8 +1001,8 @@ private:
     EvalReport report;
     report.step = step;
     report.loss = sums[1] > 0 ? sums[0] / sums[1] : std::nan("");
-    report.accuracy = crossEntropyEval() && sums[3] > 0 ? sums[2] / sums[3]
-                                                        : std::nan("");
+    report.accuracy =
+        crossEntropyEval() && sums[3] > 0 ? sums[2] / sums[3] : std::nan("");
     report.samples = evalSamples_;
     std::string text = printfString("eval after step %llu: loss %.6f",
                                     (unsigned long long)step, report.loss);
@@ -1251,6 +1291,7 @@ TrainResult train(const TrainOptions &options) {
                       joinPath(options.artifactDir, "manifest.json"));
     kind = manifest.target == Target::Cuda ? "nccl" : "mpi";
   }
+  setJoinTimeout(options.collectiveTimeout);
   std::unique_ptr<Communicator> comm = makeCommunicator(kind);
   comm->setTimeout(options.collectiveTimeout);
   if (comm->worldSize() == 1) {

@@ -16,6 +16,7 @@ with:
   python3 -m venv build/ref-venv
   build/ref-venv/bin/pip install torch==2.15.0 transformers==5.24.0 \\
       timm==1.0.31 onnx onnxscript safetensors numpy
+  build/ref-venv/bin/pip install --no-deps torchvision==0.29.2
 
 Each fixture directory holds:
   model.onnx          the export (parameters under state-dict names, roles
@@ -135,6 +136,9 @@ IMAGE = {
     # stays near 1 MB): HardSwish, HardSigmoid, depthwise convolutions.
     "timm_mobilenetv3": ("mobilenetv3_small_050", {"channel_multiplier": 0.25}),
     "timm_resnet": ("test_resnet", {}),
+    # torchvision's MobileNetV2 at a quarter width: ReLU6 (Clip) at its
+    # bounds, depthwise convolutions, eval-mode BatchNorm.
+    "tv_mobilenetv2": ("torchvision.mobilenet_v2", {"width_mult": 0.25}),
     "timm_efficientnet": ("test_efficientnet", {}),
     "timm_convnext": ("test_convnext", {}),
     # A fixed grid: timm resamples the position table (a bicubic Resize)
@@ -187,6 +191,10 @@ def build(name):
         import timm
 
         model, kwargs = IMAGE[name]
+        if model.startswith("torchvision."):
+            import torchvision
+            return getattr(torchvision.models, model.split(".")[1])(
+                num_classes=10, **kwargs).eval()
         if "channel_multiplier" in kwargs:
             from timm.models import mobilenetv3
             return mobilenetv3._gen_mobilenet_v3(
@@ -294,10 +302,14 @@ def make(name, out):
     import onnxscript
     import timm
     import transformers
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
+                "timm": timm.__version__, "onnx": onnx.__version__,
+                "onnxscript": onnxscript.__version__}
+    if IMAGE.get(model_of(name), ("",))[0].startswith("torchvision."):
+        import torchvision
+        versions["torchvision"] = torchvision.__version__
     with open(os.path.join(directory, "versions.json"), "w") as f:
-        json.dump({"torch": torch.__version__, "transformers": transformers.__version__,
-                   "timm": timm.__version__, "onnx": onnx.__version__,
-                   "onnxscript": onnxscript.__version__}, f, indent=1, sort_keys=True)
+        json.dump(versions, f, indent=1, sort_keys=True)
     print("made %s" % directory, flush=True)
 
 

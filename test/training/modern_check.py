@@ -3,7 +3,8 @@
 
 For each fixture of test/fixtures/modern (Llama, Qwen3, Phi-3, GPT-2 (also
 computing its own loss), BERT, T5 and ViT classes from transformers;
-ResNet, MobileNetV3, EfficientNet, ConvNeXt and ViT from timm; exported
+ResNet, MobileNetV3, EfficientNet, ConvNeXt and ViT from timm;
+MobileNetV2 from torchvision (ReLU6 as Clip, at its bounds); exported
 through python/ztc_export.py by torch.onnx's dynamo exporter (also at
 opset 23 and without its optimizer) or its TorchScript exporter (BERT, T5,
 and ResNet in train() mode); test/models/make_modern.py made them and

@@ -379,6 +379,53 @@ def main():
               result.stderr, "two artifacts on two ranks: exit %d, %s" % (
                   result.returncode, first_error(result.stderr)))
 
+        # Ranks that would train apart: the same artifact but another
+        # initial weight on rank 1 (one byte of its init.safetensors), or
+        # another --seed or --save. One error naming the field and the
+        # ranks, before the first step.
+        train = os.path.join(digits, "train")
+
+        def two_ranks(first, second):
+            return run(args.mpirun, "-np", "1", args.ztc_train, *first, ":", "-np", "1",
+                       args.ztc_train, *second, ok=False)
+
+        nudged = os.path.join(tmp, "nudged.ztc")
+        shutil.copytree(mine, nudged)
+        with open(os.path.join(nudged, "init.safetensors"), "r+b") as f:
+            f.seek(-2, os.SEEK_END)
+            byte = f.read(1)
+            f.seek(-2, os.SEEK_END)
+            f.write(bytes([byte[0] ^ 0x01]))
+        base = ["--data", train, "--steps", "3"]
+        disagreements = [
+            ("initial weights", [mine] + base, [nudged] + base,
+             "ranks disagree on the initial weights (the artifact's init.safetensors): "
+             "rank 0 has '"),
+            ("--seed", [mine] + base + ["--seed", "1"], [mine] + base + ["--seed", "2"],
+             "ranks disagree on --seed: rank 0 has '1', rank 1 has '2'"),
+            ("--save", [mine] + base + ["--save", os.path.join(tmp, "save-a")],
+             [mine] + base + ["--save", os.path.join(tmp, "save-b")],
+             "ranks disagree on --save: rank 0 has '%s', rank 1 has '%s'"
+             % (os.path.join(tmp, "save-a"), os.path.join(tmp, "save-b")))]
+        for field, first, second, message in disagreements:
+            result = two_ranks(first, second)
+            check(result.returncode != 0 and message in result.stderr and
+                  "loss" not in result.stderr,
+                  "two ranks with different %s: exit %d, %s"
+                  % (field, result.returncode, first_error(result.stderr)[:160]))
+
+        # A rank that exits before joining (ztc-train --help) does not
+        # leave the other waiting in MPI's start-up: it gives up after
+        # --collective-timeout, naming itself. (The subprocess timeout is
+        # only a guard.)
+        result = run(args.mpirun, "-np", "1", args.ztc_train, mine, *base,
+                     "--collective-timeout", "5", ":", "-np", "1", args.ztc_train, "--help",
+                     ok=False, timeout=300)
+        check(result.returncode != 0 and "the ranks did not all start MPI within 5 s" in
+              result.stderr,
+              "a rank that exits before joining: exit %d, %s"
+              % (result.returncode, first_error(result.stderr)[:160]))
+
         result = run(args.mpirun, "-np", "3", args.ztc_train, mine, "--data",
                      os.path.join(digits, "train"), "--steps", "3", ok=False)
         check(result.returncode != 0 and "compiled for 2 ranks (--world-size 2), but runs "
@@ -910,8 +957,8 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
             index[name] = value
         return edit
 
-    cases = [("swapped", swap_shards, "holds rank 1's shard, but the index lists it as "
-              "rank 0's"),
+    # Either rank may report first: each holds the other's shard.
+    cases = [("swapped", swap_shards, "'s shard, but the index lists it as rank "),
              ("twice", listed_twice, "entry 1 of field 'files' is rank 0"),
              ("shrunk", shrunk, "per rank, but its full shape"),
              ("duplicated", duplicated, "is listed twice"),

@@ -83,8 +83,10 @@ LogicalResult PowOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 /// The VJP of nn.max (`isMax`) or nn.min. Ties split the gradient equally,
 /// as PyTorch's maximum/minimum: `lhs` gets `grad` where it wins, half of it
 /// where the operands are equal, 0 where it loses. When one operand is a
-/// constant (Clip's bounds), the other gets the whole gradient where it is
-/// inside the bound, the bound included, as PyTorch's clamp.
+/// constant (Clip's bounds), the other gets the whole gradient strictly
+/// inside the bound and none at it, as PyTorch 2's clamp, hardtanh and
+/// relu6 (which the exporters write as Clip): a ReLU6 after an all-zero
+/// window sits exactly at 0 and passes no gradient.
 static LogicalResult buildExtremumVjp(OpBuilder &b, Location loc, Value lhs,
                                       Value rhs, Value g, bool isMax,
                                       SmallVectorImpl<Value> &operandGrads) {
@@ -95,10 +97,8 @@ static LogicalResult buildExtremumVjp(OpBuilder &b, Location loc, Value lhs,
     return isMax ? v.less(a, c) : v.greater(a, c);
   };
   auto clampGrad = [&](Value x, Value bound) {
-    // Inside: x >= bound for max (x <= bound for min), NaN excluded.
-    // One op per statement: argument order is the compiler's choice.
-    Value beyond = isMax ? v.greater(x, bound) : v.less(x, bound);
-    Value inside = v.logicalOr(beyond, v.equal(x, bound));
+    // Inside: x > bound for max (x < bound for min), NaN excluded.
+    Value inside = isMax ? v.greater(x, bound) : v.less(x, bound);
     return v.sumToShape(v.where(inside, g, zero), x.getType());
   };
   if (matchPattern(rhs, m_Constant()))

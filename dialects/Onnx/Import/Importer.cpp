@@ -61,9 +61,8 @@ std::string dataTypeName(int type) {
 /// model's directory `baseDir`: relative, without "..", and inside it once
 /// symbolic links are resolved (a model is untrusted input; ONNX's own
 /// checker refuses the same). Otherwise `why` says what is wrong.
-std::optional<std::string> confinedExternalPath(StringRef baseDir,
-                                                StringRef location,
-                                                std::string &why) {
+std::optional<std::string>
+confinedExternalPath(StringRef baseDir, StringRef location, std::string &why) {
   if (location.empty()) {
     why = "names no location";
     return std::nullopt;
@@ -145,10 +144,10 @@ private:
   /// Warns of float initializers whose role nothing states: those without
   /// an entry in `ztc.initializers`, or, in a PyTorch export without it,
   /// those with generated (undotted) names.
-  void warnUnclassified(const ::onnx::ModelProto &model,
-                        const std::optional<llvm::StringMap<InitializerEntry>>
-                            &roles,
-                        ArrayRef<std::string> trained);
+  void warnUnclassified(
+      const ::onnx::ModelProto &model,
+      const std::optional<llvm::StringMap<InitializerEntry>> &roles,
+      ArrayRef<std::string> trained);
 
   Location nodeLoc(const ::onnx::NodeProto &node);
   FailureOr<Type> elementType(int dataType, Location loc, StringRef what);
@@ -665,12 +664,28 @@ LogicalResult ModelImporter::importNodes(const ::onnx::GraphProto &graph) {
       inputs.push_back(it->second);
     }
     SmallVector<NamedAttribute> attrs;
+    llvm::StringSet<> attrNames;
     for (const auto &attr : node.attribute()) {
+      if (!attrNames.insert(attr.name()).second) {
+        error(loc) << "node '" << nodeName << "' (" << node.op_type()
+                   << "): attribute '" << attr.name() << "' is given twice";
+        return failure();
+      }
       FailureOr<NamedAttribute> named = attribute(attr, loc);
       if (failed(named))
         return failure();
       attrs.push_back(*named);
     }
+    // Static single assignment, as ONNX's checker demands: a value is
+    // written once, by a graph input, an initializer or one node.
+    for (const auto &name : node.output())
+      if (!name.empty() && values.count(name)) {
+        error(loc) << "node '" << nodeName << "' (" << node.op_type()
+                   << "): output '" << name
+                   << "' is already a graph input, an initializer or an "
+                      "earlier node's output (ONNX values are written once)";
+        return failure();
+      }
     SmallVector<Type> resultTypes;
     for (const auto &name : node.output()) {
       Type type = builder.getNoneType();
@@ -694,8 +709,11 @@ LogicalResult ModelImporter::importNodes(const ::onnx::GraphProto &graph) {
         NodeOp::create(builder, loc, resultTypes, inputs, node.op_type(),
                        node.domain(), opset, builder.getDictionaryAttr(attrs));
     for (auto [name, result] : llvm::zip(node.output(), op.getResults()))
-      if (!name.empty())
-        values[name] = result;
+      if (!name.empty() && !values.try_emplace(name, result).second) {
+        error(loc) << "node '" << nodeName << "' (" << node.op_type()
+                   << "): output '" << name << "' is listed twice";
+        return failure();
+      }
   }
   return success();
 }
@@ -723,7 +741,8 @@ ModelImporter::readRoles(const ::onnx::ModelProto &model) {
   for (const auto &[key, value] : *object) {
     std::string name = key.str();
     const llvm::json::Object *entry = value.getAsObject();
-    std::optional<StringRef> role = entry ? entry->getString("role") : std::nullopt;
+    std::optional<StringRef> role =
+        entry ? entry->getString("role") : std::nullopt;
     InitializerEntry parsedEntry;
     if (role == "parameter")
       parsedEntry.role = InitializerRole::Parameter;
@@ -776,9 +795,8 @@ void ModelImporter::warnUnclassified(
             << " trained as a parameter: ";
   else
     warning << "exported by PyTorch without initializer roles: "
-            << unclassified.size() << " float initializer"
-            << (one ? "" : "s") << " with generated names "
-            << (one ? "is" : "are")
+            << unclassified.size() << " float initializer" << (one ? "" : "s")
+            << " with generated names " << (one ? "is" : "are")
             << " trained, though such initializers may be buffers or "
                "constants the exporter derived (rotary tables, masks, "
                "transposed or merged weights): ";
@@ -1365,8 +1383,8 @@ LogicalResult mlir::ztc::onnx::writeModelWithInitializers(
                             << " (nothing written)";
     if ((ec = llvm::sys::fs::rename(dataTemp, dataPath))) {
       llvm::sys::fs::remove(dataTemp);
-      return emitError(loc) << "cannot write " << dataPath << ": "
-                            << ec.message();
+      return emitError(loc)
+             << "cannot write " << dataPath << ": " << ec.message();
     }
   }
   std::string temp = outputPath.str() + ".tmp";

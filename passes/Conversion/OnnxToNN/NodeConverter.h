@@ -227,6 +227,14 @@ struct OpArity {
   bool mayBeEmpty(int64_t input) const {
     return (optionalInputs >> std::min<int64_t>(input, 63)) & 1;
   }
+  /// Whether the schema declares attribute `name`.
+  bool declares(StringRef name) const {
+    SmallVector<StringRef> entries;
+    StringRef(attributes).split(entries, ';', -1, /*KeepEmpty=*/false);
+    return llvm::any_of(entries, [&](StringRef entry) {
+      return entry.split(':').first == name;
+    });
+  }
   /// The kind letter of attribute `name`, or 0 when the schema does not
   /// declare it or its kind is not checked.
   char attributeKind(StringRef name) const {

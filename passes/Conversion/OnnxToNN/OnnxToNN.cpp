@@ -589,7 +589,7 @@ struct ConvertOnnxToNNPass
 
   /// Checks `node` against its operator's schema before any converter
   /// looks at it: input and output counts, required inputs present, and
-  /// the declared attributes of their declared types.
+  /// only declared attributes, of their declared types.
   static LogicalResult checkSchema(NodeContext &ctx, onnx::NodeOp node,
                                    int64_t since) {
     std::optional<OpArity> arity = onnxArity(node.getOpType(), since);
@@ -613,6 +613,11 @@ struct ConvertOnnxToNNPass
     // Attributes the schema declares must have its type: converters read
     // them by kind (an ints list holding a float would be misread).
     for (NamedAttribute attr : node.getAttrs()) {
+      // An attribute the schema does not declare (ONNX's checker refuses
+      // it): a typo or another operator's, never silently ignored.
+      if (!arity->declares(attr.getName().strref()))
+        return ctx.error() << "has no attribute '" << attr.getName().strref()
+                           << "' at this opset";
       char kind = arity->attributeKind(attr.getName().strref());
       if (kind && !hasAttributeKind(attr.getValue(), kind))
         return ctx.error() << "attribute '" << attr.getName().strref()

@@ -75,15 +75,13 @@ func.func @saved_results(%x: tensor<4xf32> {train.binding = #train.binding<param
 
 // max/min: between two variables ties split the gradient in halves and the
 // loser gets 0 (PyTorch's maximum); against a constant bound (Clip) the
-// variable keeps the whole gradient where it is inside the bound, the bound
-// included (PyTorch's clamp).
+// variable keeps the whole gradient strictly inside the bound and none at
+// it (PyTorch 2's clamp, hardtanh, relu6).
 // CHECK-LABEL: func.func @extremum
 // CHECK-SAME: %[[A:[^:]+]]: tensor<4xf32> {train.binding = #train.binding<param "a">}, %[[B:[^:]+]]: tensor<4xf32>
 // CHECK: %[[LO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[M:.+]] = nn.max %[[A]], %[[B]]
-// CHECK: %[[BELOW:.+]] = nn.less %[[M]], %[[LO]]
-// CHECK: %[[AT:.+]] = nn.equal %[[M]], %[[LO]]
-// CHECK: %[[IN:.+]] = nn.or %[[BELOW]], %[[AT]]
+// CHECK: %[[IN:.+]] = nn.less %[[M]], %[[LO]]
 // CHECK: %[[GM:.+]] = nn.where %[[IN]]
 // CHECK: %[[TIE:.+]] = nn.equal %[[A]], %[[B]]
 // CHECK: %[[HALF:.+]] = nn.mul %[[GM]], %{{.+}} : tensor<4xf32>, tensor<f32>

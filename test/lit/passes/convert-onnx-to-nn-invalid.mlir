@@ -412,3 +412,23 @@ func.func @matmul_one_input(%a: tensor<2x2xf32>) -> none {
   %0 = onnx.node "MatMul"(%a) {opset = 17 : i64} : (tensor<2x2xf32>) -> none loc("mm")
   return %0 : none
 }
+
+// -----
+
+// An attribute the operator's schema does not declare at the node's opset
+// is refused, as ONNX's checker refuses it: a misspelt or misplaced
+// attribute is never silently ignored.
+func.func @undeclared_attribute(%x: tensor<2x3xf32>) -> none {
+  // expected-error @unknown {{node 'relu' (Relu, opset 17): has no attribute 'alpha' at this opset}}
+  %0 = onnx.node "Relu"(%x) {opset = 17 : i64, attrs = {alpha = 0.1 : f32}} : (tensor<2x3xf32>) -> none loc("relu")
+  return %0 : none
+}
+
+// -----
+
+// value_ints came with Constant-12.
+func.func @attribute_of_a_later_version() -> none {
+  // expected-error @unknown {{node 'c' (Constant, opset 11): has no attribute 'value_ints' at this opset}}
+  %0 = onnx.node "Constant"() {opset = 11 : i64, attrs = {value_ints = [1, 2]}} : () -> none loc("c")
+  return %0 : none
+}

@@ -302,7 +302,7 @@ func.func @constant() -> (none, none, none, none, none) {
   %1 = onnx.node "Constant"() {opset = 13 : i64, attrs = {value_float = 3.0 : f32}} : () -> none
   %2 = onnx.node "Constant"() {opset = 12 : i64, attrs = {value_int = 7 : i64}} : () -> none
   %3 = onnx.node "Constant"() {opset = 21 : i64, attrs = {value_floats = [0.5 : f32, 1.5 : f32]}} : () -> none
-  %4 = onnx.node "Constant"() {opset = 1 : i64, attrs = {value_ints = [1, 2, 3]}} : () -> none
+  %4 = onnx.node "Constant"() {opset = 12 : i64, attrs = {value_ints = [1, 2, 3]}} : () -> none
   return %0, %1, %2, %3, %4 : none, none, none, none, none
 }
 
