@@ -57,6 +57,25 @@ std::string dataTypeName(int type) {
   return "type#" + std::to_string(type);
 }
 
+/// Why `path` (symlinks followed) is not a file ztc reads: a directory, a
+/// device or a FIFO would block or never end (/dev/zero). Nothing when it
+/// is a regular file or does not exist (the read then says so).
+static std::optional<std::string> notRegularFile(StringRef path) {
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(path, status, /*follow=*/true))
+    return std::nullopt;
+  switch (status.type()) {
+  case llvm::sys::fs::file_type::regular_file:
+    return std::nullopt;
+  case llvm::sys::fs::file_type::directory_file:
+    return std::string("is a directory");
+  case llvm::sys::fs::file_type::fifo_file:
+    return std::string("is a FIFO, not a regular file");
+  default:
+    return std::string("is a device or socket, not a regular file");
+  }
+}
+
 /// The file an external-data `location` names, when it lies inside the
 /// model's directory `baseDir`: relative, without "..", and inside it once
 /// symbolic links are resolved (a model is untrusted input; ONNX's own
@@ -577,6 +596,11 @@ ModelImporter::tensorValue(const ::onnx::TensorProto &tensor, Location loc) {
 FailureOr<::onnx::TensorProto>
 ModelImporter::readTensorFile(StringRef path, StringRef inputName,
                               Location loc) {
+  if (std::optional<std::string> why = notRegularFile(path)) {
+    error(loc) << "--constant-input " << inputName << ": '" << path << "' "
+               << *why;
+    return failure();
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   ::onnx::TensorProto tensor;
@@ -1120,6 +1144,11 @@ static LogicalResult parseModel(MLIRContext &context, StringRef bytes,
 /// Reads the file at `path` for parsing.
 static std::unique_ptr<llvm::MemoryBuffer> readModelFile(MLIRContext &context,
                                                          StringRef path) {
+  if (std::optional<std::string> why = notRegularFile(path)) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot read: " << *why;
+    return nullptr;
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {
