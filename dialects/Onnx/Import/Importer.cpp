@@ -113,9 +113,7 @@ confinedExternalPath(StringRef baseDir, StringRef location, std::string &why) {
     why = "leads out of the model's directory through a symbolic link";
     return std::nullopt;
   }
-  llvm::sys::fs::file_status status;
-  if (llvm::sys::fs::status(realPath, status) ||
-      status.type() != llvm::sys::fs::file_type::regular_file) {
+  if (notRegularFile(realPath)) {
     why = "is not a regular file";
     return std::nullopt;
   }

@@ -385,12 +385,15 @@ Value scatter(NodeContext &ctx, Value flat, Value linear, Value updates,
         ctx.scalar(elem, 0.0), {ctx.i64ArrayAttr("shape", like.getShape())});
   };
   auto updateType = cast<RankedTensorType>(updates.getType());
-  Value written = ctx.create<nn::ScatterAddOp>({zeros(type), linear, updates},
-                                               {ctx.i64Attr("axis", 0)});
-  Value ones = written ? ctx.create<nn::BroadcastToOp>(
-                             ctx.scalar(elem, 1.0),
-                             {ctx.i64ArrayAttr("shape", updateType.getShape())})
-                       : nullptr;
+  // Reduction none: the updates summed where they land, then selected.
+  Value written;
+  if (reduction == "none" &&
+      !(written = ctx.create<nn::ScatterAddOp>({zeros(type), linear, updates},
+                                               {ctx.i64Attr("axis", 0)})))
+    return nullptr;
+  Value ones = ctx.create<nn::BroadcastToOp>(
+      ctx.scalar(elem, 1.0),
+      {ctx.i64ArrayAttr("shape", updateType.getShape())});
   Value counts = ones
                      ? ctx.create<nn::ScatterAddOp>({zeros(type), linear, ones},
                                                     {ctx.i64Attr("axis", 0)})
@@ -398,9 +401,11 @@ Value scatter(NodeContext &ctx, Value flat, Value linear, Value updates,
   Value hit = counts
                   ? ctx.create<nn::GreaterOp>({counts, ctx.scalar(elem, 0.0)})
                   : nullptr;
-  if (hit && reduction != "none")
+  if (!hit)
+    return nullptr;
+  if (reduction != "none")
     return scatterReduce(ctx, flat, linear, updates, hit, reduction);
-  return hit ? ctx.create<nn::WhereOp>({hit, written, flat}) : nullptr;
+  return ctx.create<nn::WhereOp>({hit, written, flat});
 }
 
 /// ScatterElements' and ScatterND's `reduction` ("none" before opset 16),
