@@ -15,6 +15,7 @@
 #include "runtime/kernels/Random.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -260,13 +261,18 @@ void Runner::setRandomKey(int64_t key) {
 void Runner::setCommunicator(Communicator *comm) {
   uint64_t want = manifest().dist.worldSize;
   uint64_t have = comm ? comm->worldSize() : 1;
-  if (want != have)
+  if (want != have) {
+    // Name the launcher the ranks came from: a Slurm job step has an id.
+    bool slurm = std::getenv("SLURM_STEP_ID") != nullptr;
+    std::string launcher = slurm ? "srun" : "mpirun";
     throw Error("the step was compiled for " + std::to_string(want) + " rank" +
                 (want == 1 ? "" : "s") + " (--world-size " +
                 std::to_string(want) + "), but runs on " +
-                std::to_string(have) + ": start it with mpirun -np " +
-                std::to_string(want) + (want == 1 ? " or without mpirun" : "") +
+                std::to_string(have) + ": start it with " + launcher +
+                (slurm ? " -n " : " -np ") + std::to_string(want) +
+                (want == 1 ? " or without " + launcher : "") +
                 ", or recompile with --world-size " + std::to_string(have));
+  }
   comm_ = comm;
   // Shards start as this rank's block of their initial value.
   const std::vector<Binding> &bindings = manifest().bindings;

@@ -17,7 +17,8 @@
 //     after the call on the CPU and when the host next waits on CUDA)
 //   hyper 'rng' was not set                 (run() before setRandomKey)
 //   the step was compiled for 2 ranks (--world-size 2), but runs on 4:
-//     start it with mpirun -np 2        (setCommunicator, or run() with none)
+//     start it with mpirun -np 2 (srun -n 2 in a Slurm step)
+//                                       (setCommunicator, or run() with none)
 //   all_reduce: the communicator failed (error 5): <the communicator's
 //     message>
 //

@@ -31,6 +31,7 @@ PACKAGES=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libgtest-dev libssl-dev
   libopenmpi-dev openmpi-bin
+  slurmctld slurmd slurm-client munge
   coinor-libcbc-dev pkg-config
   clang-22 libclang-rt-22-dev libomp-22-dev
   python3-venv python3-torch python3-numpy
