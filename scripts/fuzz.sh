@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of test/fuzz for SECONDS each (default 60),
-# one after another, in the sanitizer build (scripts/sanitize.sh builds it).
+# ZTC_JOBS of them at a time (default 2, one per core), in the sanitizer
+# build (scripts/sanitize.sh builds it).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    TARGET: npy checkpoint manifest
 #                                            ds-config onnx-binary onnx-text
@@ -78,29 +79,51 @@ ZTC_FUZZ_SCRATCH="$(mktemp -d /dev/shm/ztc-fuzz.XXXXXX 2>/dev/null || mktemp -d)
 export ZTC_FUZZ_SCRATCH
 trap 'rm -rf "$ZTC_FUZZ_SCRATCH"' EXIT
 
-status=0
-for target in "${TARGETS[@]}"; do
-  fuzzer="$BUILD/bin/ztc-fuzz-$target"
-  [[ -x "$fuzzer" ]] || { echo "fuzz.sh: no fuzz target '$target'" >&2; exit 2; }
-  corpus="$WORK/corpus/$target"
-  crashes="$WORK/crashes/$target"
+# One target: its report when it ends, its status in $WORK/TARGET.status.
+fuzz_one() {
+  local target="$1"
+  local fuzzer="$BUILD/bin/ztc-fuzz-$target"
+  local corpus="$WORK/corpus/$target"
+  local crashes="$WORK/crashes/$target"
+  local log="$WORK/$target.log"
   mkdir -p "$corpus" "$crashes"
-  log="$WORK/$target.log"
-  echo "fuzz.sh: $target for ${SECONDS_EACH}s"
   # Models and checkpoints need room; the readers' inputs stay small.
   if "$fuzzer" -max_total_time="$SECONDS_EACH" -timeout=10 \
       -rss_limit_mb=4096 -max_len=16384 -print_final_stats=1 \
       -artifact_prefix="$crashes/" "$corpus" "$WORK/seeds/$target" \
       >"$log" 2>&1; then
+    local execs
     execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
     echo "fuzz.sh: $target: ${execs:-?} executions, no failure"
     printf '%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" \
       "$SECONDS_EACH" "${execs:-0}" >>"$WORK/executions.tsv"
+    echo 0 >"$WORK/$target.status"
   else
-    status=1
-    echo "fuzz.sh: $target FAILED; the report ends:" >&2
-    grep -vE '^#[0-9]+' "$log" | tail -40 >&2
-    echo "fuzz.sh: input(s) in $crashes (full log: $log)" >&2
+    { echo "fuzz.sh: $target FAILED; the report ends:"
+      grep -vE '^#[0-9]+' "$log" | tail -40
+      echo "fuzz.sh: input(s) in $crashes (full log: $log)"; } >&2
+    echo 1 >"$WORK/$target.status"
   fi
+}
+
+for target in "${TARGETS[@]}"; do
+  [[ -x "$BUILD/bin/ztc-fuzz-$target" ]] || { echo "fuzz.sh: no fuzz target '$target'" >&2; exit 2; }
+  rm -f "$WORK/$target.status"
+done
+JOBS="${ZTC_JOBS:-2}"
+running=0
+for target in "${TARGETS[@]}"; do
+  if ((running >= JOBS)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  echo "fuzz.sh: $target for ${SECONDS_EACH}s"
+  fuzz_one "$target" &
+  running=$((running + 1))
+done
+wait
+status=0
+for target in "${TARGETS[@]}"; do
+  [[ "$(cat "$WORK/$target.status" 2>/dev/null)" == 0 ]] || status=1
 done
 exit "$status"
