@@ -619,6 +619,86 @@ def LowerTrainPass : Pass<"ztc-lower-train", "func::FuncOp"> {
 // Training
 //===----------------------------------------------------------------------===//
 
+def LoraPass : Pass<"ztc-lora", "func::FuncOp"> {
+  let summary = "Add low-rank adapters (LoRA) to matrix products; freeze the "
+                "rest";
+  let description = [{
+    Parameter-efficient fine-tuning as Hugging Face `peft` does it with a
+    `LoraConfig`, on a function of `nn` ops before its loss and gradients.
+
+    1. A module is a `param`'s binding name without its last `.weight`
+       (`model.layers.0.self_attn.q_proj` for
+       `model.layers.0.self_attn.q_proj.weight`). A param is a target when
+       `targets` matches its module's whole name or a tail of it that
+       starts after a `.` (`q_proj|v_proj` matches every `...q_proj`, as
+       `peft`'s list of module names does); a `targets` starting with `^`
+       must match the whole name (`peft`'s regular-expression form).
+    2. Each target must be the weight of a matrix product: a rank-2 float
+       param read as `nn.matmul %x, %W` (W is [in, out], GPT-2's Conv1D) or
+       as `nn.matmul %x, (nn.transpose %W {perm = [1, 0]})` (W is
+       [out, in], a Linear); other uses keep W alone. A target that no
+       matrix product reads is an error naming it; so is a `targets` that
+       matches nothing.
+    3. For each target, two new float params: `<module>.lora_A.weight`
+       ([r, in], from uniform values in [-1/sqrt(in), 1/sqrt(in)], which
+       is `peft`'s Kaiming-uniform with a = sqrt(5)) and
+       `<module>.lora_B.weight` ([out, r], zeros), both tagged
+       `train.initial_uniform` with a seed from `seed` and the name.
+       Every matrix product y = x W becomes
+       y + s * ((dropout(x) A^T) B^T), with s = alpha / r (alpha / sqrt(r)
+       with `rslora`). With `dropout` p > 0, dropout(x) is training-mode
+       dropout (the function's `rng` key, a stream per module); the
+       evaluate entry drops nothing.
+    4. Freezes every other float param (`train.frozen`, which
+       ztc-autodiff honours), but: with `bias` = `all` every param whose
+       name contains `bias`, with `lora_only` each target module's
+       `<module>.bias`; and every param of a module that
+       `modules-to-save` matches (as `targets` does).
+    5. Records the adapters on the function, for the manifest and
+       `ztc export --adapter`: `train.lora = {r, alpha, scale, dropout,
+       rslora, bias, adapters = [[base, A, B, layout], ...]}` with layout
+       `out_in` or `in_out`.
+
+    Example (r = 2, alpha = 4, targets = `q`):
+
+    ```mlir
+    %t = nn.transpose %W {perm = array<i64: 1, 0>}
+    %y = nn.matmul %x, %t      // x: [4, 8], W: [16, 8] (out, in)
+    // becomes
+    %y  = nn.matmul %x, %t
+    %xa = nn.matmul %x, (nn.transpose %A)        // A: [2, 8]
+    %xb = nn.matmul %xa, (nn.transpose %B)       // B: [16, 2]
+    %y2 = nn.add %y, (nn.mul %xb, 2.0)
+    ```
+  }];
+  let options = [
+    Option<"rank", "r", "int64_t", /*default=*/"8",
+           "The adapters' rank (peft's r)">,
+    Option<"alpha", "alpha", "double", /*default=*/"8.0",
+           "Scale numerator (peft's lora_alpha): the update is scaled by "
+           "alpha / r">,
+    Option<"dropout", "dropout", "double", /*default=*/"0.0",
+           "Dropout probability on the adapters' input, in [0, 1)">,
+    Option<"targets", "targets", "std::string", /*default=*/"\"\"",
+           "Modules to adapt: an extended regular expression matched "
+           "against a module's name or a tail of it after a '.' ('^' "
+           "first: the whole name only)">,
+    Option<"rslora", "rslora", "bool", /*default=*/"false",
+           "Scale by alpha / sqrt(r) (rank-stabilized LoRA)">,
+    Option<"bias", "bias", "std::string", /*default=*/"\"none\"",
+           "Biases that train: none, all, or lora_only">,
+    Option<"modulesToSave", "modules-to-save", "std::string",
+           /*default=*/"\"\"",
+           "Modules trained whole (peft's modules_to_save), matched as "
+           "targets are">,
+    Option<"seed", "seed", "int64_t", /*default=*/"0",
+           "Seed of the lora_A initial values">,
+  ];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::ztc::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
   let summary = "Append the gradient of the loss w.r.t. every trainable param";
   let description = [{
@@ -631,7 +711,8 @@ def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {
        float tensor (the loss).
     2. Selects the trainable parameters: arguments bound as `param`
        with a float element type whose binding name matches none of the
-       `frozen` regular expressions (each must match the whole name).
+       `frozen` regular expressions (each must match the whole name) and
+       that carry no `train.frozen` attribute (ztc-lora's frozen base).
        Batch-norm running statistics (buffers PyTorch exports as
        initializers: parameters whose only uses are the `mean` and `var`
        operands of `nn.batch_norm`, or that the step itself updates, named

@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
@@ -79,6 +80,81 @@ mlir::ztc::scheduleOfTrainerName(llvm::StringRef name) {
   config.rangeStepRate = lrRangeTestStepRate;
   config.rangeStaircase = lrRangeTestStaircase;
   return config;
+}
+
+std::optional<LoraPassOptions>
+TrainingPipelineOptions::loraOptions(std::string &error) const {
+  LoraPassOptions options;
+  StringRef spec = lora;
+  if (spec.empty())
+    return options;
+  // KEY=VALUE pieces split at each comma that starts a KEY= (a lowercase
+  // word), so that a regular expression may hold commas ({1,3}).
+  static constexpr StringLiteral kKeys[] = {
+      "r",      "alpha", "dropout",         "targets",
+      "rslora", "bias",  "modules-to-save", "seed"};
+  auto startsKey = [&](StringRef rest) {
+    size_t word = rest.find_first_not_of("abcdefghijklmnopqrstuvwxyz_-");
+    return word != 0 && word != StringRef::npos && rest[word] == '=';
+  };
+  llvm::StringSet<> seen;
+  while (!spec.empty()) {
+    size_t end = 0;
+    while ((end = spec.find(',', end)) != StringRef::npos &&
+           !startsKey(spec.drop_front(end + 1)))
+      ++end;
+    StringRef piece = spec.take_front(end);
+    spec = end == StringRef::npos ? StringRef() : spec.drop_front(end + 1);
+    auto [key, value] = piece.split('=');
+    auto fail = [&](const Twine &why) {
+      error = ("--lora '" + lora + "': " + why).str();
+      return std::nullopt;
+    };
+    if (!piece.contains('=') || !llvm::is_contained(kKeys, key))
+      return fail("'" + piece +
+                  "' is not KEY=VALUE with KEY one of r, alpha, "
+                  "dropout, targets, rslora, bias, modules-to-save, seed");
+    if (!seen.insert(key).second)
+      return fail("'" + key + "' is given twice");
+    auto number = [&](double &out) {
+      return !value.getAsDouble(out) && std::isfinite(out);
+    };
+    if (key == "r") {
+      if (value.getAsInteger(10, options.rank) || options.rank < 1)
+        return fail("r must be a positive integer, got '" + value + "'");
+    } else if (key == "alpha") {
+      double alpha;
+      if (!number(alpha) || alpha <= 0)
+        return fail("alpha must be a positive number, got '" + value + "'");
+      options.alpha = alpha;
+    } else if (key == "dropout") {
+      double dropout;
+      if (!number(dropout) || dropout < 0 || dropout >= 1)
+        return fail("dropout must be in [0, 1), got '" + value + "'");
+      options.dropout = dropout;
+    } else if (key == "targets") {
+      options.targets = value.str();
+    } else if (key == "rslora") {
+      if (value != "true" && value != "false")
+        return fail("rslora must be true or false, got '" + value + "'");
+      options.rslora = value == "true";
+    } else if (key == "bias") {
+      if (value != "none" && value != "all" && value != "lora_only")
+        return fail("bias must be none, all or lora_only, got '" + value + "'");
+      options.bias = value.str();
+    } else if (key == "modules-to-save") {
+      options.modulesToSave = value.str();
+    } else if (value.getAsInteger(10, options.seed)) {
+      return fail("seed must be an integer, got '" + value + "'");
+    }
+  }
+  if (options.targets.empty()) {
+    error = "--lora '" + lora +
+            "': targets=REGEX is required (the modules to adapt, for example "
+            "q_proj|v_proj, or c_attn for GPT-2)";
+    return std::nullopt;
+  }
+  return options;
 }
 
 LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
@@ -176,6 +252,8 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--hysteresis must be at least 1");
   if (!(minLossScale > 0))
     return fail("--min-loss-scale must be positive");
+  if (!loraOptions(error))
+    return failure();
   if (isRecomputeBudget(recompute)) {
     std::string budgetError;
     if (!parseRecomputeBudget(recompute, budgetError))
@@ -240,8 +318,7 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--allgather-bucket-elements and --allgather-bucket-bytes "
                 "both size the buckets: give one");
   if (!overlapComm && (prefetchBytes > 0 || prefetchElements > 0 ||
-                       allgatherBucketBytes > 0 ||
-                       allgatherBucketElements > 0))
+                       allgatherBucketBytes > 0 || allgatherBucketElements > 0))
     return fail("--prefetch-bytes, --prefetch-elements and "
                 "--allgather-bucket-* need --overlap-comm (gathers issued "
                 "ahead run on the communication stream)");
@@ -329,6 +406,12 @@ void mlir::ztc::buildTrainingNNPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options) {
   // 1. The model in nn, static shapes.
   buildOnnxToNNPipeline(pm);
+
+  // 1b. Adapters, before the precision slot casts their products too.
+  std::string loraError;
+  std::optional<LoraPassOptions> lora = options.loraOptions(loraError);
+  if (lora && !lora->targets.empty())
+    pm.addNestedPass<func::FuncOp>(createLoraPass(*lora));
 
   // 2. [precision slot] fp64 promotes before the loss, so the loss and every
   // gradient op are built in double too.

@@ -53,6 +53,16 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Freeze parameters whose ONNX name matches REGEX (a "
                      "whole-name extended POSIX match; repeatable)")};
 
+  // --- Adapters (ztc-lora) --------------------------------------------------
+  Option<std::string> lora{
+      *this, "lora",
+      llvm::cl::desc(
+          "Train low-rank adapters on the matrix products of the modules "
+          "TARGETS names and freeze the rest: "
+          "r=R,alpha=A,dropout=P,targets=REGEX[,rslora=true]"
+          "[,bias=none|all|lora_only][,modules-to-save=REGEX][,seed=N] "
+          "(peft's LoraConfig; defaults r=8, alpha=8, dropout=0)")};
+
   // --- Optimizer (ztc-optimizer) ------------------------------------------
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd, adam or adamw"),
@@ -387,6 +397,10 @@ struct TrainingPipelineOptions
   /// The learning-rate schedule the options ask for, with
   /// --lr-scheduler-type resolved; the options must verify.
   ::ztc::rt::ScheduleConfig scheduleConfig() const;
+
+  /// The ztc-lora options `lora` spells; std::nullopt with `error` set when
+  /// it does not parse. Without `lora`, options whose targets are empty.
+  std::optional<LoraPassOptions> loraOptions(std::string &error) const;
 
   /// Checks values no single pass can (a slot asked for what is not built,
   /// two betas, a known schedule). On failure, `error` says which option and

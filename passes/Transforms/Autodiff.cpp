@@ -112,7 +112,8 @@ SmallVector<Param> selectParams(func::FuncOp func, ArrayRef<llvm::Regex> frozen,
         !isFloatTensor(arg.getType()))
       continue;
     StringAttr name = train::getBinding(func, index).getName();
-    if (llvm::any_of(frozen, [&](const llvm::Regex &regex) {
+    if (func.getArgAttr(index, train::kFrozenAttr) ||
+        llvm::any_of(frozen, [&](const llvm::Regex &regex) {
           return regex.match(name.getValue());
         }))
       continue;

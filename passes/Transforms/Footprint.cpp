@@ -27,6 +27,16 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
     if (auto names = func->getAttrOfType<ArrayAttr>(train::kHalfGradientsAttr))
       for (auto name : names.getAsRange<StringAttr>())
         halfGradients.insert(name.getValue());
+  // Parameters some entry writes: those that train and so have gradients
+  // (a frozen one, by --freeze or ztc-lora, has none).
+  llvm::StringSet<> trained;
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    func.walk([&](Operation *op) {
+      for (Value value : kernel::writtenBuffers(op))
+        if (auto arg = dyn_cast<BlockArgument>(kernel::rootBuffer(value)))
+          if (arg.getOwner()->getParentOp() == func)
+            trained.insert(train::bindingName(func, arg.getArgNumber()));
+    });
   uint64_t gradientBytes = 0;
   auto bytesOf = [](Type type) {
     return uint64_t(nn::storageBytes(cast<MemRefType>(type)));
@@ -63,6 +73,8 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
             count *= uint64_t(d);
         }
         footprint.paramCount += count;
+        if (!trained.contains(binding.getName().getValue()))
+          break;
         if (halfGradients.contains(binding.getName().getValue())) {
           gradientBytes += 2 * count;
           // Stage 3 gathers the copy for each use; stages 1 and 2 gather

@@ -30,8 +30,9 @@ struct StepFootprint {
   /// How many parameters the model has (elements of the param bindings,
   /// whole: a stage-3 shard counts its tensor's `dist.full_shape`).
   uint64_t paramCount = 0;
-  /// One rank's gradient as the ZeRO paper counts it: each parameter's
-  /// elements at its gradient's width (2 bytes for those in
+  /// One rank's gradient as the ZeRO paper counts it: each trained
+  /// parameter's (one an entry writes; frozen ones have none) elements at
+  /// its gradient's width (2 bytes for those in
   /// `train.half_gradients`, else the parameter's), whole, or a
   /// 1/world-size share from stage 2 on.
   uint64_t gradients = 0;

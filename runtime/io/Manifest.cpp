@@ -239,6 +239,29 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
     recompute.recomputeFlops = report.unsignedInt("recompute_flops");
     recompute.stepFlops = report.unsignedInt("step_flops");
   }
+  if (reader.has("lora")) {
+    ObjectReader object(reader.get("lora"), path, "train lora");
+    LoraConfig &lora = train.lora.emplace();
+    lora.r = int64_t(object.unsignedInt("r"));
+    lora.alpha = object.number("alpha");
+    lora.scale = object.number("scale");
+    lora.dropout = object.numberOr("dropout", 0.0);
+    lora.rslora = object.has("rslora") && object.get("rslora") == true;
+    lora.bias = object.has("bias") ? object.string("bias") : "none";
+    const json &adapters = object.get("adapters");
+    if (!adapters.is_array() || lora.r < 1)
+      object.fail("needs r >= 1 and an array 'adapters'");
+    for (size_t i = 0; i < adapters.size(); ++i) {
+      ObjectReader item(adapters[i], path,
+                        "train lora adapter " + std::to_string(i));
+      LoraAdapter adapter{item.string("base"), item.string("a"),
+                          item.string("b"), item.string("layout")};
+      if (adapter.layout != "out_in" && adapter.layout != "in_out")
+        item.fail("has layout '" + printable(adapter.layout) +
+                  "'; expected out_in or in_out");
+      lora.adapters.push_back(std::move(adapter));
+    }
+  }
   return train;
 }
 
@@ -434,10 +457,10 @@ const char *purposeName(EntryPurpose purpose) {
 }
 
 std::optional<EntryPurpose> parsePurpose(const std::string &name) {
-  for (EntryPurpose purpose : {EntryPurpose::Forward, EntryPurpose::TrainStep,
-                               EntryPurpose::Accumulate,
-                               EntryPurpose::LossAndGrads, EntryPurpose::Loss,
-                               EntryPurpose::Evaluate})
+  for (EntryPurpose purpose :
+       {EntryPurpose::Forward, EntryPurpose::TrainStep,
+        EntryPurpose::Accumulate, EntryPurpose::LossAndGrads,
+        EntryPurpose::Loss, EntryPurpose::Evaluate})
     if (name == purposeName(purpose))
       return purpose;
   return std::nullopt;
@@ -675,6 +698,21 @@ json printTrainConfig(const TrainConfig &train) {
         {"baseline_saved_activation_bytes", recompute->baselineSavedBytes},
         {"recompute_flops", recompute->recomputeFlops},
         {"step_flops", recompute->stepFlops}};
+  if (const std::optional<LoraConfig> &lora = train.lora) {
+    json adapters = json::array();
+    for (const LoraAdapter &adapter : lora->adapters)
+      adapters.push_back({{"base", adapter.base},
+                          {"a", adapter.a},
+                          {"b", adapter.b},
+                          {"layout", adapter.layout}});
+    object["lora"] = {{"r", lora->r},
+                      {"alpha", lora->alpha},
+                      {"scale", lora->scale},
+                      {"dropout", lora->dropout},
+                      {"rslora", lora->rslora},
+                      {"bias", lora->bias},
+                      {"adapters", adapters}};
+  }
   return object;
 }
 

@@ -160,6 +160,25 @@ struct RecomputeReport {
   uint64_t stepFlops = 0;
 };
 
+/// One low-rank adapter (ztc-lora): the base weight it adapts, its A and B
+/// params, and the base weight's layout ("out_in": a Linear's [out, in];
+/// "in_out": a Conv1D's [in, out]).
+struct LoraAdapter {
+  std::string base, a, b, layout;
+};
+
+/// The "lora" object of "train": what `ztc compile --lora` added, for
+/// `ztc export --adapter` and `--merge`. The update of a base weight is
+/// scale * B A (transposed for "in_out").
+struct LoraConfig {
+  int64_t r = 0;
+  double alpha = 0, scale = 0, dropout = 0;
+  bool rslora = false;
+  /// Which biases train: "none", "all" or "lora_only" (peft's bias).
+  std::string bias = "none";
+  std::vector<LoraAdapter> adapters;
+};
+
 /// The "train" object of a training manifest.
 struct TrainConfig {
   /// Informational (the compiled step implements it): "sgd", "adamw", ...
@@ -183,6 +202,8 @@ struct TrainConfig {
   std::optional<int64_t> ignoreIndex;
   /// Absent in manifests of older compilers.
   std::optional<RecomputeReport> recompute;
+  /// Absent without --lora.
+  std::optional<LoraConfig> lora;
   /// "flags": the values the step compiles in of the flags a DeepSpeed
   /// config can also set (weight-decay, betas, eps, momentum,
   /// clip-grad-norm, the loss-scale flags), as the flags take them, so

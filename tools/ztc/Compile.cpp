@@ -13,6 +13,7 @@
 
 #include "passes/Passes.h"
 #include "passes/Pipelines/Pipelines.h"
+#include "runtime/kernels/Random.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -64,6 +65,30 @@ OwningOpRef<ModuleOp> compileModule(MLIRContext &context, StringRef modelPath,
 
 } // namespace
 
+namespace {
+
+/// Element i of `tensor` (the whole tensor) is -bound + 2 bound u_i, u_i
+/// the i-th uniform draw of the attribute's seed (train.initial_uniform).
+LogicalResult fillUniform(rt::Tensor &tensor, DictionaryAttr uniform) {
+  double bound = uniform.getAs<FloatAttr>("bound").getValueAsDouble();
+  uint64_t base = ::ztc::random::streamBase(
+      uint64_t(uniform.getAs<IntegerAttr>("seed").getInt()), 0);
+  size_t count = size_t(tensor.numElements());
+  for (size_t at = 0; at < count; ++at) {
+    double value =
+        -bound + 2.0 * bound * double(::ztc::random::uniformAt(base, at));
+    if (tensor.dtype == rt::DType::Float32)
+      tensor.data<float>()[at] = float(value);
+    else if (tensor.dtype == rt::DType::Float64)
+      tensor.data<double>()[at] = value;
+    else
+      return failure();
+  }
+  return success();
+}
+
+} // namespace
+
 LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
                                       ArtifactContents &artifact) {
   SmallVector<codegen::Entry> entries;
@@ -105,16 +130,20 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
       artifact.initialValues[binding.name] = std::move(tensor);
     }
 
-  // States whose first value is not zero (train.initial, a splat): the
-  // dynamic loss scale.
+  // Bindings whose first value is not zero and not the model's: a state's
+  // splat (train.initial: the dynamic loss scale), or a param's uniform
+  // random values (train.initial_uniform: ztc-lora's adapters), made whole;
+  // a shard is a block of them.
   for (const codegen::Entry &entry : entries)
     for (unsigned i = 0, e = func::FuncOp(entry.func).getNumArguments(); i < e;
          ++i) {
       func::FuncOp func = entry.func;
       auto initial =
           func.getArgAttrOfType<DenseElementsAttr>(i, train::kInitialAttr);
+      auto uniform =
+          func.getArgAttrOfType<DictionaryAttr>(i, train::kInitialUniformAttr);
       StringRef name = train::bindingName(func, i);
-      if (!initial || artifact.initialValues.count(name.str()))
+      if ((!initial && !uniform) || artifact.initialValues.count(name.str()))
         continue;
       auto binding =
           llvm::find_if(manifest.bindings, [&](const rt::Binding &binding) {
@@ -124,10 +153,15 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
         continue;
       rt::Tensor tensor(binding->dtype, binding->sharded() ? binding->fullShape
                                                            : binding->shape);
-      std::vector<uint8_t> element = constantBytes(initial);
-      size_t width = element.size() / size_t(initial.getNumElements());
-      for (size_t at = 0; at + width <= tensor.bytes.size(); at += width)
-        std::memcpy(tensor.bytes.data() + at, element.data(), width);
+      if (initial) {
+        std::vector<uint8_t> element = constantBytes(initial);
+        size_t width = element.size() / size_t(initial.getNumElements());
+        for (size_t at = 0; at + width <= tensor.bytes.size(); at += width)
+          std::memcpy(tensor.bytes.data() + at, element.data(), width);
+      } else if (failed(fillUniform(tensor, uniform))) {
+        return func.emitError("param '")
+               << name << "' starts from random values but is not f32 or f64";
+      }
       artifact.initialValues[name.str()] = std::move(tensor);
     }
 
@@ -222,6 +256,9 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   if (failed(memory))
     return failure();
   artifact.plannedBytes = memory->total();
+  for (const MemoryReport::Weight &weight : memory->weights)
+    if (weight.role == "frozen")
+      artifact.frozenParams.insert(weight.name);
   llvm::raw_string_ostream memoryJson(artifact.memoryReport);
   memoryJson << llvm::formatv("{0:2}", memoryReportToJson(*memory)) << "\n";
   // The loss the pipeline chose (`auto` resolved) and the classes its
@@ -257,10 +294,9 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
     return llvm::formatv("{0}", llvm::format("%.17g", value)).str();
   };
   std::map<std::string, std::string> &flags = config.compiledFlags;
-  flags["weight-decay"] =
-      number(options.weightDecay >= 0
-                 ? double(options.weightDecay)
-                 : (options.optimizer == "adamw" ? 0.01 : 0.0));
+  flags["weight-decay"] = number(
+      options.weightDecay >= 0 ? double(options.weightDecay)
+                               : (options.optimizer == "adamw" ? 0.01 : 0.0));
   flags["clip-grad-norm"] = number(options.clipGradNorm);
   if (options.optimizer == "sgd") {
     flags["momentum"] = number(options.momentum);
@@ -281,6 +317,30 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   }
   if (lossKind == "cross_entropy")
     config.ignoreIndex = options.ignoreIndex;
+  // ztc-lora's adapters (train.lora, on each entry built from the model).
+  for (func::FuncOp func : module->getOps<func::FuncOp>()) {
+    auto lora = func->getAttrOfType<DictionaryAttr>(train::kLoraAttr);
+    if (!lora)
+      continue;
+    rt::LoraConfig &out = config.lora.emplace();
+    out.r = lora.getAs<IntegerAttr>("r").getInt();
+    out.alpha = lora.getAs<FloatAttr>("alpha").getValueAsDouble();
+    out.scale = lora.getAs<FloatAttr>("scale").getValueAsDouble();
+    if (auto dropout = lora.getAs<FloatAttr>("dropout"))
+      out.dropout = dropout.getValueAsDouble();
+    if (auto rslora = lora.getAs<BoolAttr>("rslora"))
+      out.rslora = rslora.getValue();
+    if (auto bias = lora.getAs<StringAttr>("bias"))
+      out.bias = bias.str();
+    for (auto adapter :
+         lora.getAs<ArrayAttr>("adapters").getAsRange<ArrayAttr>()) {
+      auto field = [&](unsigned i) {
+        return cast<StringAttr>(adapter[i]).str();
+      };
+      out.adapters.push_back({field(0), field(1), field(2), field(3)});
+    }
+    break;
+  }
   // The memory report read ztc-recompute's figures (train.recompute).
   if (const std::optional<MemoryReport::Recompute> &figures =
           memory->recompute) {

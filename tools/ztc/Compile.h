@@ -19,6 +19,7 @@
 #include "runtime/Tensor.h"
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace mlir::ztc {
@@ -39,6 +40,8 @@ struct ArtifactContents {
   /// Training artifacts: the planned bytes per rank (the memory report's
   /// total: bindings and arena).
   uint64_t plannedBytes = 0;
+  /// Training artifacts: the params no entry writes (--freeze, ztc-lora).
+  std::set<std::string> frozenParams;
 };
 
 /// The little-endian bytes of a constant, one byte per bool (the layout of

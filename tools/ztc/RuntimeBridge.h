@@ -55,21 +55,52 @@ std::string writeArtifactAtomically(const std::string &dir,
                                     const mlir::ztc::ArtifactContents &artifact,
                                     bool build = true);
 
+/// `ztc compile --lora FILE`: the ztc-lora spec (r=...,alpha=...,...) of a
+/// peft LoraConfig saved as JSON (adapter_config.json, or a directory
+/// holding it). List target_modules become a name alternation (each name
+/// matches a module's last components, as in peft); a string is a regular
+/// expression over the whole name. Options ztc does not implement (DoRA,
+/// rank and alpha patterns, layers_to_transform, other initializations,
+/// ...) are refused, naming the key.
+std::string loraSpecFromConfig(const std::string &path, std::string &spec);
+
+/// `ztc compile --lora-init PATH`: the adapters' initial values from a
+/// Hugging Face peft adapter (a directory holding adapter_model.safetensors,
+/// or that file), replacing ztc's own in `artifact`. Each of the file's
+/// lora_A / lora_B tensors (peft's `base_model.model.` prefix and adapter
+/// name dropped) must name exactly one adapter of the artifact, whose name
+/// ends with it, with its shape; every adapter must get a value. `loaded`
+/// is how many tensors were taken.
+std::string loadLoraInit(const std::string &path,
+                         mlir::ztc::ArtifactContents &artifact, size_t &loaded);
+
 /// `ztc export`: the model an artifact was compiled from, and the parameter
-/// values of a checkpoint, checked against the artifact's manifest.
-std::string
-readCheckpointForExport(const std::string &artifactDir,
-                        const std::string &checkpointDir,
-                        std::string &sourceModel,
-                        std::map<std::string, std::vector<uint8_t>> &params);
+/// values of a checkpoint, checked against the artifact's manifest. A LoRA
+/// step's adapters are an error, unless `merge` folds them into their base
+/// weights (W + scale * B A) and drops them.
+std::string readCheckpointForExport(
+    const std::string &artifactDir, const std::string &checkpointDir,
+    std::string &sourceModel,
+    std::map<std::string, std::vector<uint8_t>> &params, bool merge = false);
+
+/// `ztc export --adapter DIR`: a LoRA step's trained adapters (and the
+/// biases and modules that train with them) as Hugging Face peft saves
+/// them, DIR/adapter_model.safetensors under peft's names
+/// (base_model.model.<module>.lora_A.weight, ...) and DIR/adapter_config.json,
+/// for PeftModel.from_pretrained. DIR is created, or must hold only such
+/// files. `tensors` is how many were written.
+std::string writeLoraAdapter(const std::string &artifactDir,
+                             const std::string &checkpointDir,
+                             const std::string &dir, size_t &tensors);
 
 /// `ztc export --state-dict`: the weights of a checkpoint as a safetensors
 /// file at `path`, each under its initializer name and, for a tied
-/// parameter, under every name in `tied` too; `tensors` is how many.
+/// parameter, under every name in `tied` too; `tensors` is how many. LoRA
+/// adapters as readCheckpointForExport treats them.
 std::string
 writeStateDict(const std::string &artifactDir, const std::string &checkpointDir,
                const std::map<std::string, std::vector<std::string>> &tied,
-               const std::string &path, size_t &tensors);
+               const std::string &path, size_t &tensors, bool merge = false);
 
 /// Runs the forward step of the artifact in `dir` on `dataDir`/*.npy, with
 /// the random key of `seed` (dropout masks), and writes `outputDir`/*.npy;

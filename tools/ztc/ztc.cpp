@@ -162,6 +162,17 @@ cl::opt<std::string> exportStateDict(
              "exported with python/ztc_export.py; tied parameters under "
              "each of their names), for PyTorch's load_state_dict"),
     cl::value_desc("FILE.safetensors"), cl::sub(exportCommand));
+cl::opt<bool> exportMerge(
+    "merge",
+    cl::desc("A LoRA step (--lora): fold the trained adapters into their "
+             "base weights (W + scale * B A) for -o and --state-dict"),
+    cl::sub(exportCommand));
+cl::opt<std::string> exportAdapter(
+    "adapter",
+    cl::desc("A LoRA step (--lora): write the trained adapters to DIR as "
+             "Hugging Face peft saves them (adapter_model.safetensors, "
+             "adapter_config.json), for PeftModel.from_pretrained"),
+    cl::value_desc("DIR"), cl::sub(exportCommand));
 cl::opt<bool> exportInference(
     "inference",
     cl::desc("Switch training-mode BatchNormalization (running statistics "
@@ -233,6 +244,13 @@ cl::opt<std::string>
                  cl::desc("Also write the planned kernel IR (what `ztc-opt "
                           "--ztc-training-pipeline` prints) to FILE"),
                  cl::value_desc("FILE"), cl::sub(compileCommand));
+cl::opt<std::string> loraInit(
+    "lora-init",
+    cl::desc("With --lora: start the adapters from a Hugging Face peft "
+             "adapter (a directory save_pretrained wrote, or its "
+             "adapter_model.safetensors) instead of peft's initialization "
+             "drawn by ztc"),
+    cl::value_desc("DIR"), cl::sub(compileCommand));
 
 /// The flags of `ztc compile` and `ztc gradcheck` that set training pipeline
 /// options: each flag is the option of the same name, with its help, type
@@ -269,7 +287,7 @@ const char *const kCompilePipelineFlags[] = {
     "hysteresis",              "consecutive-hysteresis",
     "min-loss-scale",          "check-finite",
     "grad-accum-dtype",        "half-weights",
-    "conv-layout"};
+    "conv-layout",             "lora"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",
@@ -712,8 +730,8 @@ std::optional<std::optional<uint64_t>> deviceMemoryBytes() {
   std::string error;
   std::optional<uint64_t> bytes = mz::parseByteCount(deviceMemory, error);
   if (!bytes || *bytes == 0) {
-    llvm::errs() << "ztc: error: --device-memory '" << deviceMemory << "': "
-                 << (bytes ? "expected more than 0 bytes" : error)
+    llvm::errs() << "ztc: error: --device-memory '" << deviceMemory
+                 << "': " << (bytes ? "expected more than 0 bytes" : error)
                  << " (such as 8GiB, 80GB or 85899345920)\n";
     return std::nullopt;
   }
@@ -725,12 +743,9 @@ std::optional<std::optional<uint64_t>> deviceMemoryBytes() {
 /// state, data) and the arena a recompute budget can shrink.
 /// "trains 21 parameters (22688 elements); holds fixed 1 buffer, 2
 /// frozen": what a training artifact trains, for `ztc compile`'s report.
-/// Frozen parameters are those the --freeze patterns name.
+/// Frozen parameters are those the step never writes (--freeze, --lora).
 std::string weightRoles(const ::ztc::rt::Manifest &manifest,
-                        ArrayRef<std::string> freeze) {
-  SmallVector<llvm::Regex> patterns;
-  for (const std::string &pattern : freeze)
-    patterns.emplace_back("^(" + pattern + ")$");
+                        const std::set<std::string> &frozenParams) {
   int64_t trained = 0, elements = 0, frozen = 0, buffers = 0;
   for (const ::ztc::rt::Binding &binding : manifest.bindings) {
     if (binding.role == ::ztc::rt::BindingRole::Buffer) {
@@ -739,16 +754,14 @@ std::string weightRoles(const ::ztc::rt::Manifest &manifest,
     }
     if (binding.role != ::ztc::rt::BindingRole::Param)
       continue;
-    if (llvm::any_of(patterns, [&](const llvm::Regex &regex) {
-          return regex.match(binding.name);
-        })) {
+    if (frozenParams.count(binding.name)) {
       ++frozen;
       continue;
     }
     ++trained;
     int64_t count = 1;
-    for (int64_t dim : binding.fullShape.empty() ? binding.shape
-                                                  : binding.fullShape)
+    for (int64_t dim :
+         binding.fullShape.empty() ? binding.shape : binding.fullShape)
       count *= dim;
     elements += count;
   }
@@ -898,6 +911,18 @@ int runRun() {
   return 0;
 }
 
+/// --lora FILE (or a directory holding adapter_config.json): peft's
+/// LoraConfig, replaced by the spec it stands for. An error message, or "".
+std::string resolveLoraConfig(mz::TrainingPipelineOptions &training) {
+  if (training.lora.empty() || !llvm::sys::fs::exists(training.lora.getValue()))
+    return "";
+  std::string spec;
+  std::string error = ::ztc::bridge::loraSpecFromConfig(training.lora, spec);
+  if (error.empty())
+    training.lora = spec;
+  return error;
+}
+
 /// The command line after `ztc compile`, for the compile key.
 std::vector<std::string> compileArgs;
 
@@ -910,6 +935,17 @@ std::optional<std::string> currentCompileKey(MLIRContext &context) {
   std::vector<std::string> inputs;
   if (!configFile.empty())
     inputs.push_back(configFile);
+  for (const std::string &lora : compileFlags.values("lora"))
+    if (llvm::sys::fs::exists(lora))
+      inputs.push_back(llvm::sys::fs::is_directory(lora)
+                           ? lora + "/adapter_config.json"
+                           : lora);
+  if (!loraInit.empty()) {
+    std::string file = loraInit;
+    if (llvm::sys::fs::is_directory(file))
+      file += "/adapter_model.safetensors";
+    inputs.push_back(file);
+  }
   for (const std::string &input : constantInputs)
     inputs.push_back(StringRef(input).split('=').second.str());
   ScopedDiagnosticHandler quiet(&context,
@@ -947,8 +983,13 @@ int runCompile() {
   if (target == mz::codegen::Target::Cuda &&
       compileFlags.values("conv-layout").empty())
     training.convLayout = "nchw";
+  if (!(error = resolveLoraConfig(training)).empty())
+    return fail(error);
   if (failed(training.verify(error)))
     return fail(error);
+  if (!loraInit.empty() && training.lora.empty())
+    return fail("--lora-init " + loraInit +
+                " gives the adapters' first values; give --lora too");
   std::optional<std::string> key = currentCompileKey(*context);
   if (key)
     if (std::optional<int64_t> arena = mz::upToDateArena(compileOutput, *key)) {
@@ -965,12 +1006,19 @@ int runCompile() {
           *context, modelPath, *options, training, target, artifact,
           kernelIRPath.empty() ? nullptr : &kernelIRStream)))
     return 1;
+  if (!loraInit.empty()) {
+    size_t loaded = 0;
+    if (!(error = ::ztc::bridge::loadLoraInit(loraInit, artifact, loaded))
+             .empty())
+      return fail(error);
+    llvm::errs() << "ztc: " << loaded << " adapter tensors from " << loraInit
+                 << "\n";
+  }
   // Before anything is written: a plan that cannot fit is no artifact.
   if (*device && artifact.plannedBytes > **device)
-    return fail(deviceMemoryShortfall(artifact.plannedBytes,
-                                      artifact.plannedBytes -
-                                          artifact.manifest.arenaBytes,
-                                      **device));
+    return fail(deviceMemoryShortfall(
+        artifact.plannedBytes,
+        artifact.plannedBytes - artifact.manifest.arenaBytes, **device));
   if (!kernelIRPath.empty()) {
     if (!(error = writeOutput(kernelIRPath, kernelIR)).empty())
       return fail(error);
@@ -981,7 +1029,7 @@ int runCompile() {
     return fail(error);
   llvm::errs() << "ztc: wrote " << compileOutput << " (arena "
                << artifact.manifest.arenaBytes << " bytes): "
-               << weightRoles(artifact.manifest, training.freeze) << "\n";
+               << weightRoles(artifact.manifest, artifact.frozenParams) << "\n";
   // Without the key the next compile redoes everything: a warning, not a
   // failure.
   if (key)
@@ -1011,8 +1059,8 @@ int runCompile() {
 int writeStateDict(MLIRContext &context, const std::string &sourceModel) {
   bool hasRoles = false;
   std::map<std::string, std::vector<std::string>> tied;
-  if (failed(mz::onnx::readTiedParameters(context, sourceModel, hasRoles,
-                                          tied)))
+  if (failed(
+          mz::onnx::readTiedParameters(context, sourceModel, hasRoles, tied)))
     return 1;
   if (!hasRoles)
     llvm::errs() << "ztc: warning: " << sourceModel
@@ -1022,7 +1070,7 @@ int writeStateDict(MLIRContext &context, const std::string &sourceModel) {
                     "python/ztc_export.py)\n";
   size_t tensors = 0;
   std::string error = ::ztc::bridge::writeStateDict(
-      artifactPath, checkpointDir, tied, exportStateDict, tensors);
+      artifactPath, checkpointDir, tied, exportStateDict, tensors, exportMerge);
   if (!error.empty()) {
     llvm::errs() << "ztc: error: " << error << "\n";
     return 1;
@@ -1033,15 +1081,30 @@ int writeStateDict(MLIRContext &context, const std::string &sourceModel) {
 }
 
 int runExport() {
-  if (exportOutput.empty() && exportStateDict.empty()) {
+  if (exportOutput.empty() && exportStateDict.empty() &&
+      exportAdapter.empty()) {
     llvm::errs() << "ztc: error: ztc export needs -o trained.onnx, "
-                    "--state-dict weights.safetensors, or both\n";
+                    "--state-dict weights.safetensors or --adapter DIR\n";
     return 1;
+  }
+  if (!exportAdapter.empty()) {
+    size_t tensors = 0;
+    std::string error = ::ztc::bridge::writeLoraAdapter(
+        artifactPath, checkpointDir, exportAdapter, tensors);
+    if (!error.empty()) {
+      llvm::errs() << "ztc: error: " << error << "\n";
+      return 1;
+    }
+    llvm::errs() << "ztc: wrote " << exportAdapter << " (" << tensors
+                 << " adapter tensors under peft's names, and "
+                    "adapter_config.json)\n";
+    if (exportOutput.empty() && exportStateDict.empty())
+      return 0;
   }
   std::string sourceModel;
   std::map<std::string, std::vector<uint8_t>> params;
   std::string error = ::ztc::bridge::readCheckpointForExport(
-      artifactPath, checkpointDir, sourceModel, params);
+      artifactPath, checkpointDir, sourceModel, params, exportMerge);
   if (!error.empty()) {
     llvm::errs() << "ztc: error: " << error << "\n";
     return 1;
@@ -1231,7 +1294,11 @@ int inspectModel() {
       overrides[option] = value;
     if (failed(inspectFlags.apply(training, overrides)))
       return 1;
-    std::string error;
+    std::string error = resolveLoraConfig(training);
+    if (!error.empty()) {
+      llvm::errs() << "ztc: error: " << error << "\n";
+      return 1;
+    }
     if (failed(training.verify(error))) {
       // A precision not built yet gets a line after the table.
       if (allPrecisions) {
@@ -1277,7 +1344,7 @@ int inspectModel() {
   llvm::raw_ostream &verdicts = inspectJson ? llvm::errs() : llvm::outs();
   if (std::optional<uint64_t> bytes = *device)
     for (const mz::MemoryReport &report : reports) {
-      std::string row = all              ? "recompute " + report.policy
+      std::string row = all             ? "recompute " + report.policy
                         : allPrecisions ? "precision " + report.precision
                                         : std::string("device memory");
       std::string verdict =

@@ -8,12 +8,16 @@
 
 #include "dialects/Train/IR/TrainOps.h"
 
+#include <cmath>
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::ztc::train;
@@ -63,6 +67,29 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
              << name << "' on argument " << argIndex
              << " must be a splat of the argument's element type, got "
              << attr.getValue();
+    return success();
+  }
+  if (name == kInitialUniformAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto bound = dict ? dict.getAs<FloatAttr>("bound") : nullptr;
+    auto seed = dict ? dict.getAs<IntegerAttr>("seed") : nullptr;
+    Type type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!bound || !seed || dict.size() != 2 ||
+        !(bound.getValueAsDouble() >= 0.0) ||
+        !std::isfinite(bound.getValueAsDouble()) || !shaped ||
+        !isa<FloatType>(shaped.getElementType()))
+      return op->emitError("'")
+             << name << "' on argument " << argIndex
+             << " must be {bound = <finite f64 >= 0>, seed = <i64>} on a "
+                "float tensor, got "
+             << attr.getValue();
+    return success();
+  }
+  if (name == kFrozenAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'") << name << "' on argument " << argIndex
+                                << " must be a unit attribute";
     return success();
   }
   if (name == kCopyOfAttr) {
@@ -205,6 +232,25 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     if (!precision ||
         (precision.getValue() != "bf16" && precision.getValue() != "fp16"))
       return op->emitError("'") << name << "' must be \"bf16\" or \"fp16\"";
+    return success();
+  }
+  if (name == kLoraAttr) {
+    auto lora = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto adapters = lora ? lora.getAs<ArrayAttr>("adapters") : nullptr;
+    bool ok = lora && lora.getAs<IntegerAttr>("r") &&
+              lora.getAs<FloatAttr>("alpha") &&
+              lora.getAs<FloatAttr>("scale") && adapters;
+    for (Attribute adapter : ok ? adapters : ArrayAttr()) {
+      auto fields = dyn_cast<ArrayAttr>(adapter);
+      ok = ok && fields && fields.size() == 4 &&
+           llvm::all_of(fields, llvm::IsaPred<StringAttr>);
+    }
+    if (!ok)
+      return op->emitError("'")
+             << name
+             << "' must be a dictionary of r (integer), alpha and scale "
+                "(floats) and adapters (an array of [base, A, B, layout] "
+                "strings)";
     return success();
   }
   if (name == kRecomputeAttr) {

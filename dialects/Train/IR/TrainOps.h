@@ -33,6 +33,17 @@ inline constexpr llvm::StringLiteral kBindingAttr = "train.binding";
 /// Argument attribute: a `state`'s value before the first step (a splat
 /// DenseElementsAttr), where zero is not it: the dynamic loss scale.
 inline constexpr llvm::StringLiteral kInitialAttr = "train.initial";
+/// Argument attribute: a `param` that starts from uniform random values in
+/// [-bound, bound] rather than from an ONNX initializer (a LoRA adapter):
+/// {bound = f64, seed = i64}. Element i of the whole tensor is
+/// -bound + 2 * bound * uniformAt(streamBase(seed, 0), i)
+/// (runtime/kernels/Random.h), whatever the shard layout; a bound of 0
+/// gives zeros.
+inline constexpr llvm::StringLiteral kInitialUniformAttr =
+    "train.initial_uniform";
+/// Argument attribute (unit): a `param` the step does not train, although
+/// no --freeze pattern names it (ztc-lora freezes the base model).
+inline constexpr llvm::StringLiteral kFrozenAttr = "train.frozen";
 /// Argument attribute (ZeRO stage 3, mixed precision): the `state` is a
 /// rounded copy of the named `param`, in its own element type and with the
 /// param's shard layout. The runtime writes it whenever the param is set
@@ -59,6 +70,12 @@ inline constexpr llvm::StringLiteral kClassesAttr = "train.classes";
 /// `recomputed_ops` and `step_flops` (forward and backward, before
 /// recomputation).
 inline constexpr llvm::StringLiteral kRecomputeAttr = "train.recompute";
+/// Function attribute (`ztc-lora`): the adapters it added, a dictionary of
+/// `r` (integer), `alpha` and `scale` (floats), the options `dropout`,
+/// `rslora` and `bias` (optional) and `adapters`, an array of
+/// [base weight, lora_A, lora_B, layout] (strings; layout "out_in" for a
+/// Linear's [out, in] weight, "in_out" for a Conv1D's [in, out]).
+inline constexpr llvm::StringLiteral kLoraAttr = "train.lora";
 /// Function attribute (`ztc-autocast`): the half type the function's
 /// matrix products compute in, "bf16" or "fp16" (absent: as the model is
 /// written).
@@ -107,8 +124,8 @@ inline constexpr llvm::StringLiteral kEntryAttr = "train.entry";
 ///                  rows predicted right and counted; nothing updated
 ///                  (ztc-train --eval-data)
 inline constexpr llvm::StringLiteral kEntryKinds[] = {
-    "forward", "train_step", "accumulate", "loss_and_grads", "loss",
-    "evaluate"};
+    "forward",        "train_step", "accumulate",
+    "loss_and_grads", "loss",       "evaluate"};
 
 /// The binding of argument `index` of `func`, or null.
 BindingAttr getBinding(func::FuncOp func, unsigned index);
