@@ -20,6 +20,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -688,6 +689,42 @@ void mlir::ztc::printWeights(const MemoryReport &report,
     first = false;
   }
   os << "\n";
+  // A LoRA step (ztc-lora's params): the adapters, the frozen base by
+  // element type, and the optimizer state per trained element.
+  auto bytesOf = [](const MemoryReport::Weight &weight) {
+    uint64_t width = weight.dtype == "f64" || weight.dtype == "i64"    ? 8
+                     : weight.dtype == "bf16" || weight.dtype == "f16" ? 2
+                     : weight.dtype == "i8"                            ? 1
+                                                                       : 4;
+    return weight.elements() * width;
+  };
+  uint64_t adapters = 0, adapterElements = 0, adapterBytes = 0,
+           trainedElements = 0;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> frozenByType;
+  for (const MemoryReport::Weight &weight : report.weights) {
+    StringRef name = weight.name;
+    if (weight.role == "trained")
+      trainedElements += weight.elements();
+    if (name.ends_with(".lora_A.weight") || name.ends_with(".lora_B.weight")) {
+      ++adapters;
+      adapterElements += weight.elements();
+      adapterBytes += bytesOf(weight);
+    } else if (weight.role == "frozen") {
+      frozenByType[weight.dtype].first += weight.elements();
+      frozenByType[weight.dtype].second += bytesOf(weight);
+    }
+  }
+  if (adapters) {
+    os << llvm::formatv("LoRA: {0} adapter tensors ({1} elements, {2} bytes)",
+                        adapters, adapterElements, adapterBytes);
+    for (const auto &[dtype, figures] : frozenByType)
+      os << llvm::formatv("; frozen base {0}: {1} elements, {2} bytes", dtype,
+                          figures.first, figures.second);
+    if (trainedElements)
+      os << llvm::formatv("; optimizer state {0:F1} bytes per trained element",
+                          double(report.states) / double(trainedElements));
+    os << "\n";
+  }
   size_t width = 0;
   for (const MemoryReport::Weight &weight : report.weights)
     width = std::max(width, weight.name.size());
