@@ -4,8 +4,8 @@
 # build (scripts/sanitize.sh builds it).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    TARGET: npy checkpoint manifest
-#                                            ds-config onnx-binary onnx-text
-#                                            (all)
+#                                            ds-config token-dataset
+#                                            onnx-binary onnx-text (all)
 #
 # Seeds come from the examples and tests (test/fuzz/make_seeds.py, and the
 # example MLP compiled into a training artifact whose step is built with
@@ -24,7 +24,7 @@ if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
   shift
 fi
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(npy checkpoint manifest ds-config onnx-binary onnx-text)
+((${#TARGETS[@]})) || TARGETS=(npy checkpoint manifest ds-config token-dataset onnx-binary onnx-text)
 
 "$ROOT/scripts/sanitize.sh" --build-only
 BUILD="$ROOT/build-sanitize"

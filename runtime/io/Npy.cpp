@@ -190,13 +190,51 @@ uint32_t readLittleEndian(const unsigned char *bytes, size_t count) {
 
 } // namespace
 
-Tensor readNpy(const std::string &path) {
+namespace {
+
+/// Reads the header of the open file `in` (positioned at its start) and
+/// checks the data's size; returns the header with `in` at the data.
+NpyHeader readHeader(std::ifstream &in, const std::string &path,
+                     int64_t fileSize);
+
+/// Opens the regular file at `path` at its start; `fileSize` is its size.
+std::ifstream openAtStart(const std::string &path, int64_t &fileSize) {
   std::ifstream in(requireRegularFile(path), std::ios::binary | std::ios::ate);
   if (!in)
     throw Error(path + ": cannot open: " + std::strerror(errno));
-  const int64_t fileSize = static_cast<int64_t>(in.tellg());
+  fileSize = static_cast<int64_t>(in.tellg());
   in.seekg(0);
+  return in;
+}
 
+} // namespace
+
+NpyHeader readNpyHeader(const std::string &path) {
+  int64_t fileSize = 0;
+  std::ifstream in = openAtStart(path, fileSize);
+  return readHeader(in, path, fileSize);
+}
+
+Tensor readNpy(const std::string &path) {
+  int64_t fileSize = 0;
+  std::ifstream in = openAtStart(path, fileSize);
+  NpyHeader header = readHeader(in, path, fileSize);
+  Tensor tensor;
+  tensor.dtype = header.dtype;
+  tensor.shape = header.shape;
+  size_t dataSize = size_t(fileSize) - size_t(header.dataOffset);
+  tensor.bytes.resize(dataSize);
+  in.read(reinterpret_cast<char *>(tensor.bytes.data()),
+          static_cast<std::streamsize>(dataSize));
+  if (in.gcount() != static_cast<std::streamsize>(dataSize))
+    throw Error(path + ": read error");
+  return tensor;
+}
+
+namespace {
+
+NpyHeader readHeader(std::ifstream &in, const std::string &path,
+                     int64_t fileSize) {
   unsigned char prefix[12];
   in.read(reinterpret_cast<char *>(prefix), 10);
   if (in.gcount() < static_cast<std::streamsize>(kMagicSize) ||
@@ -267,12 +305,10 @@ Tensor readNpy(const std::string &path) {
   if (available > *dataSize)
     throw Error(path + ": " + std::to_string(available - *dataSize) +
                 " unexpected bytes after the data of " + tensor.describe());
-  tensor.bytes.resize(static_cast<size_t>(*dataSize));
-  in.read(reinterpret_cast<char *>(tensor.bytes.data()), *dataSize);
-  if (in.gcount() != *dataSize)
-    throw Error(path + ": read error");
-  return tensor;
+  return NpyHeader{tensor.dtype, tensor.shape, uint64_t(dataStart)};
 }
+
+} // namespace
 
 void writeNpy(const std::string &path, const Tensor &tensor) {
   const char *descr = descrForDType(tensor.dtype);

@@ -13,12 +13,26 @@
 
 #include "runtime/Tensor.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ztc::rt {
 
 /// Reads the .npy file at `path`.
 Tensor readNpy(const std::string &path);
+
+/// What a .npy file holds and where: its element type and shape, and the
+/// data's byte offset (the file holds exactly the data after it).
+struct NpyHeader {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  uint64_t dataOffset = 0;
+};
+
+/// Reads and checks the header of the .npy file at `path` (the data is not
+/// read: memory-mapped readers take it from dataOffset).
+NpyHeader readNpyHeader(const std::string &path);
 
 /// Writes `tensor` to `path` (format 1.0, or 2.0 when the header is too long
 /// for 1.0), atomically.

@@ -10,7 +10,9 @@
 #include "runtime/Error.h"
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
+#include "runtime/train/TokenDataset.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -65,11 +67,26 @@ std::vector<uint64_t> epochPermutation(uint64_t count, uint64_t seed,
   return order;
 }
 
+bool isTokenDataset(const std::string &path) {
+  std::error_code error;
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path, error))
+    return fs::exists(joinPath(path, "offsets.npy"), error);
+  std::string prefix = path;
+  for (const char *suffix : {".bin", ".idx"})
+    if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, suffix) == 0)
+      prefix.resize(prefix.size() - 4);
+  return fs::exists(prefix + ".idx", error) &&
+         fs::exists(prefix + ".bin", error);
+}
+
 DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
-                       uint64_t seed, bool partialBatches)
+                       uint64_t seed, bool partialBatches,
+                       const TokenBatching &tokens)
     : seed_(seed), dataDir_(dataDir) {
   std::error_code error;
-  if (!std::filesystem::is_directory(dataDir, error))
+  bool tokenData = isTokenDataset(dataDir);
+  if (!tokenData && !std::filesystem::is_directory(dataDir, error))
     throw Error("data directory " + dataDir + " does not exist");
 
   try {
@@ -77,6 +94,11 @@ DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
   } catch (const Error &problem) {
     throw Error(std::string("the artifact ") + problem.what());
   }
+  if (tokenData) {
+    openTokens(manifest, partialBatches, tokens);
+    return;
+  }
+
   std::string missing;
   for (size_t i = 0; i < manifest.bindings.size(); ++i) {
     const Binding &binding = manifest.bindings[i];
@@ -119,6 +141,7 @@ DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
               std::to_string(count);
     arrays_.push_back(std::move(array));
     batchShapes_.push_back(binding.shape);
+    batchDTypes_.push_back(binding.dtype);
   }
   if (!agree)
     throw Error("inputs disagree on the number of samples: " + counts);
@@ -126,6 +149,131 @@ DataLoader::DataLoader(const Manifest &manifest, const std::string &dataDir,
     throw Error(dataDir + " has " + std::to_string(numSamples_) +
                 " samples, fewer than one batch of " +
                 std::to_string(batchSize_));
+}
+
+void DataLoader::openTokens(const Manifest &manifest, bool partialBatches,
+                            const TokenBatching &tokens) {
+  batching_ = tokens;
+  shuffleDocuments_ = !partialBatches;
+  if (tokens.mode != "pack" && tokens.mode != "pad")
+    throw Error("--batching '" + tokens.mode + "': expected pack or pad");
+  // One integer input and integer labels, both [B, S].
+  const Binding *input = nullptr, *labels = nullptr;
+  bool languageModel = true;
+  std::string seen;
+  for (size_t i = 0; i < manifest.bindings.size(); ++i) {
+    const Binding &binding = manifest.bindings[i];
+    if (!isData(binding.role))
+      continue;
+    seen +=
+        (seen.empty() ? "" : ", ") + binding.name + " " + binding.describe();
+    bool integer =
+        binding.dtype == DType::Int64 || binding.dtype == DType::Int32;
+    const Binding *&slot = binding.role == BindingRole::Label ? labels : input;
+    languageModel &= !slot && integer && binding.shape.size() == 2;
+    slot = &binding;
+    bindings_.push_back(i);
+    files_.push_back(binding.name);
+    roles_.push_back(binding.role);
+    batchShapes_.push_back(binding.shape);
+    batchDTypes_.push_back(binding.dtype);
+  }
+  if (!languageModel || !input || !labels || input->shape != labels->shape)
+    throw Error(dataDir_ +
+                " is a token dataset, which feeds a language "
+                "model's token ids [B, S] and labels [B, S] (one "
+                "integer input and integer labels); the artifact "
+                "takes " +
+                seen);
+  sequence_ = uint64_t(input->shape[1]);
+  tokens_ = std::make_shared<TokenDataset>(TokenDataset::open(dataDir_));
+  const TokenDataset &data = *tokens_;
+  if (tokens.mode == "pack") {
+    uint64_t stream =
+        data.numTokens() + (tokens.eos >= 0 ? data.numDocuments() : 0);
+    numSamples_ = stream > sequence_ ? (stream - 1) / sequence_ : 0;
+  } else {
+    for (uint64_t d = 0; d < data.numDocuments(); ++d)
+      if (data.length(d) >= 2)
+        padDocuments_.push_back(d);
+    numSamples_ = padDocuments_.size();
+  }
+  if (numSamples_ == 0 || (numSamples_ < batchSize_ && !partialBatches))
+    throw Error(data.describe() + " makes " + std::to_string(numSamples_) +
+                (tokens.mode == "pack"
+                     ? " rows of " + std::to_string(sequence_ + 1) +
+                           " tokens (--batching pack)"
+                     : " rows (documents of 2 tokens or more, --batching "
+                       "pad)") +
+                ", fewer than one batch of " + std::to_string(batchSize_));
+}
+
+std::string DataLoader::tokenDescription() const {
+  return tokens_ ? tokens_->describe() : "";
+}
+
+void DataLoader::streamOf(uint64_t epoch) const {
+  if (streamEpoch_ == epoch)
+    return;
+  const TokenDataset &data = *tokens_;
+  if (shuffleDocuments_) {
+    streamOrder_ = epochPermutation(data.numDocuments(), seed_, epoch);
+  } else {
+    streamOrder_.resize(data.numDocuments());
+    std::iota(streamOrder_.begin(), streamOrder_.end(), uint64_t(0));
+  }
+  streamStarts_.resize(streamOrder_.size() + 1);
+  uint64_t at = 0;
+  for (size_t j = 0; j < streamOrder_.size(); ++j) {
+    streamStarts_[j] = at;
+    at += data.length(streamOrder_[j]) + (batching_.eos >= 0 ? 1 : 0);
+  }
+  streamStarts_.back() = at;
+  streamEpoch_ = epoch;
+}
+
+void DataLoader::tokenRow(uint64_t sample, uint64_t epoch, int64_t *input,
+                          int64_t *labels) const {
+  const TokenDataset &data = *tokens_;
+  uint64_t S = sequence_;
+  std::vector<int64_t> row(S + 1, 0);
+  uint64_t filled = 0;
+  if (batching_.mode == "pack") {
+    streamOf(epoch);
+    uint64_t position = sample * S;
+    size_t j = size_t(std::upper_bound(streamStarts_.begin(),
+                                       streamStarts_.end(), position) -
+                      streamStarts_.begin()) -
+               1;
+    while (filled < S + 1 && j < streamOrder_.size()) {
+      uint64_t doc = streamOrder_[j];
+      uint64_t offset = position + filled - streamStarts_[j];
+      uint64_t length = data.length(doc);
+      if (offset < length) {
+        uint64_t count = std::min(length - offset, S + 1 - filled);
+        data.read(doc, offset, count, row.data() + filled);
+        filled += count;
+        offset += count;
+      }
+      if (filled < S + 1 && offset == length && batching_.eos >= 0) {
+        row[filled++] = batching_.eos;
+        ++offset;
+      }
+      ++j;
+    }
+    for (uint64_t t = 0; t < S; ++t) {
+      input[t] = row[t];
+      labels[t] = row[t + 1];
+    }
+    return;
+  }
+  uint64_t doc = padDocuments_[sample];
+  filled = std::min(data.length(doc), S + 1);
+  data.read(doc, 0, filled, row.data());
+  for (uint64_t t = 0; t < S; ++t) {
+    input[t] = t < filled ? row[t] : batching_.pad;
+    labels[t] = t + 1 < filled ? row[t + 1] : batching_.ignoreIndex;
+  }
 }
 
 void DataLoader::setShard(uint64_t rank, uint64_t worldSize,
@@ -149,9 +297,20 @@ void DataLoader::seek(const DataPosition &position) {
   position_ = position;
 }
 
+std::vector<uint64_t> DataLoader::orderOf(uint64_t epoch) const {
+  // pack: rows in stream order (the documents are what is shuffled); a
+  // held-out token dataset in order.
+  if (tokens_ && (batching_.mode == "pack" || !shuffleDocuments_)) {
+    std::vector<uint64_t> order(numSamples_);
+    std::iota(order.begin(), order.end(), uint64_t(0));
+    return order;
+  }
+  return epochPermutation(numSamples_, seed_, epoch);
+}
+
 const std::vector<uint64_t> &DataLoader::permutation() {
   if (permutationEpoch_ != position_.epoch) {
-    permutation_ = epochPermutation(numSamples_, seed_, position_.epoch);
+    permutation_ = orderOf(position_.epoch);
     permutationEpoch_ = position_.epoch;
   }
   return permutation_;
@@ -161,7 +320,7 @@ std::vector<Tensor> DataLoader::next() {
   const std::vector<uint64_t> &order = permutation();
   const uint64_t *samples =
       order.data() + (position_.batch * worldSize_ + rank_) * batchSize_;
-  std::vector<Tensor> batch = rows(samples, batchSize_, 0);
+  std::vector<Tensor> batch = rows(samples, batchSize_, 0, position_.epoch);
   if (++position_.batch == batchesPerEpoch()) {
     ++position_.epoch;
     position_.batch = 0;
@@ -171,12 +330,38 @@ std::vector<Tensor> DataLoader::next() {
 
 std::vector<Tensor> DataLoader::gather(const std::vector<uint64_t> &samples,
                                        int64_t padLabel) const {
-  return rows(samples.data(), samples.size(), padLabel);
+  return rows(samples.data(), samples.size(), padLabel, 0);
 }
 
 std::vector<Tensor> DataLoader::rows(const uint64_t *samples, size_t count,
-                                     int64_t padLabel) const {
+                                     int64_t padLabel, uint64_t epoch) const {
   std::vector<Tensor> batch;
+  if (tokens_) {
+    // Rows past `count` (evaluation's padding) have no labels.
+    std::vector<int64_t> ids(batchSize_ * sequence_),
+        labels(batchSize_ * sequence_, padLabel);
+    for (uint64_t k = 0; k < batchSize_; ++k) {
+      if (k < count)
+        tokenRow(samples[k], epoch, ids.data() + k * sequence_,
+                 labels.data() + k * sequence_);
+      else
+        std::fill_n(ids.data() + k * sequence_, sequence_, batching_.pad);
+    }
+    for (size_t i = 0; i < bindings_.size(); ++i) {
+      const std::vector<int64_t> &values =
+          roles_[i] == BindingRole::Label ? labels : ids;
+      Tensor tensor(DType::Int64, batchShapes_[i]);
+      std::memcpy(tensor.bytes.data(), values.data(), values.size() * 8);
+      if (batchDTypes_[i] != DType::Int64) {
+        Tensor narrow(DType::Int32, batchShapes_[i]);
+        for (size_t e = 0; e < values.size(); ++e)
+          narrow.data<int32_t>()[e] = int32_t(values[e]);
+        tensor = std::move(narrow);
+      }
+      batch.push_back(std::move(tensor));
+    }
+    return batch;
+  }
   for (size_t i = 0; i < arrays_.size(); ++i) {
     Tensor tensor(arrays_[i].dtype, batchShapes_[i]);
     size_t row = tensor.byteSize() / batchSize_;
@@ -204,8 +389,7 @@ std::vector<Tensor> DataLoader::rows(const uint64_t *samples, size_t count,
 
 std::vector<uint64_t>
 DataLoader::samplesAt(const DataPosition &position) const {
-  std::vector<uint64_t> order =
-      epochPermutation(numSamples_, seed_, position.epoch);
+  std::vector<uint64_t> order = orderOf(position.epoch);
   auto first =
       order.begin() + (position.batch * worldSize_ + rank_) * batchSize_;
   return {first, first + batchSize_};
@@ -256,6 +440,23 @@ int64_t integerElement(const Tensor &array, int64_t i) {
 } // namespace
 
 std::string DataLoader::check(const DataCheck &check) const {
+  if (tokens_) {
+    // Every token is a label somewhere: each must index a class.
+    const TokenDataset &data = *tokens_;
+    std::vector<int64_t> document;
+    for (uint64_t d = 0; d < data.numDocuments(); ++d) {
+      document.resize(data.length(d));
+      data.read(d, 0, document.size(), document.data());
+      for (size_t t = 0; t < document.size(); ++t)
+        if (check.classes &&
+            (document[t] < 0 || uint64_t(document[t]) >= check.classes))
+          return data.describe() + ": document " + std::to_string(d) +
+                 " has token " + std::to_string(document[t]) + " at " +
+                 std::to_string(t) + ", outside the model's [0, " +
+                 std::to_string(check.classes) + ")";
+    }
+    return "";
+  }
   for (size_t a = 0; a < arrays_.size(); ++a) {
     const Tensor &array = arrays_[a];
     int64_t perSample = numSamples_ ? array.numElements() / numSamples_ : 0;

@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,14 +81,46 @@ struct DataCheck {
   int64_t ignoreIndex = -100;
 };
 
-/// All samples of a training run in host memory, served as batches.
+/// How a token dataset (TokenDataset.h: variable-length documents) becomes
+/// the batches of a language model whose inputs are token ids [B, S] and
+/// labels [B, S] (the next token at each position; `ignoreIndex` counts for
+/// nothing):
+///   pack  the epoch's documents (in a seeded order) end to end, each
+///         followed by `eos` when it is >= 0, cut into rows of S + 1 tokens
+///         that overlap by one (Megatron's GPT samples): the input is a
+///         row's first S tokens, the labels its last S. Every token but
+///         the stream's last one is a label once per epoch, and only the
+///         stream's tail (under one row) is dropped.
+///   pad   one document per row (documents of under 2 tokens have no label
+///         and are skipped), in a seeded order: the input its first S
+///         tokens then `pad`, the labels its tokens 1 to S then
+///         `ignoreIndex`; a longer document is truncated to S + 1 tokens.
+struct TokenBatching {
+  std::string mode = "pack";
+  int64_t eos = -1;
+  int64_t pad = 0;
+  int64_t ignoreIndex = -100;
+};
+
+class TokenDataset;
+
+/// Whether `path` is a token dataset: a directory holding offsets.npy, or
+/// the prefix (or .bin, .idx) of a Megatron .bin/.idx pair.
+bool isTokenDataset(const std::string &path);
+
+/// All samples of a training run in host memory, served as batches; or
+/// the rows of a token dataset, read in place.
 class DataLoader {
 public:
   /// Reads `dataDir/<file>.npy` for every input binding of `manifest`
   /// (see the file comment for the checks). With `partialBatches` (held-out
   /// data, read by gather()), fewer samples than one batch are allowed.
+  /// When `dataDir` is a token dataset, the artifact must take one integer
+  /// input and integer labels, both [B, S], which `tokens` fills; a
+  /// held-out one (`partialBatches`) keeps the documents in order.
   DataLoader(const Manifest &manifest, const std::string &dataDir,
-             uint64_t seed, bool partialBatches = false);
+             uint64_t seed, bool partialBatches = false,
+             const TokenBatching &tokens = {});
 
   /// Makes this loader rank `rank` of `worldSize`: a global batch is
   /// worldSize consecutive batches of the epoch's permutation, and this
@@ -131,6 +164,12 @@ public:
   /// The samples (indices into the arrays) of the batch at `position`.
   std::vector<uint64_t> samplesAt(const DataPosition &position) const;
 
+  /// Token datasets: the mode, and the tokens of the data (each once).
+  bool tokenMode() const { return tokens_ != nullptr; }
+  const TokenBatching &tokenBatching() const { return batching_; }
+  /// The token dataset's description (TokenDataset::describe()).
+  std::string tokenDescription() const;
+
   /// Scans every sample before training: integer labels in range (see
   /// DataCheck), no NaN or infinity in float data. The first problem, e.g.
   ///   labels.npy: sample 17 has label 12, outside [0, 10) (ignore_index -100)
@@ -141,9 +180,31 @@ public:
 private:
   const std::vector<uint64_t> &permutation();
   /// A batch of samples[0..count) (count <= batchSize()); rows past them
-  /// repeat the first sample with labels `padLabel` (see gather()).
+  /// repeat the first sample with labels `padLabel` (see gather()). Token
+  /// datasets: the rows of `epoch`'s stream or documents.
   std::vector<Tensor> rows(const uint64_t *samples, size_t count,
-                           int64_t padLabel) const;
+                           int64_t padLabel, uint64_t epoch) const;
+  /// Token datasets: row `sample` of `epoch` as S input ids and S labels.
+  void tokenRow(uint64_t sample, uint64_t epoch, int64_t *input,
+                int64_t *labels) const;
+  /// pack: the documents of `epoch` in order and where each starts in the
+  /// stream (cached for the last epoch asked).
+  void streamOf(uint64_t epoch) const;
+  /// The samples of `epoch` in the order batches take them.
+  std::vector<uint64_t> orderOf(uint64_t epoch) const;
+  /// The constructor's part for a token dataset.
+  void openTokens(const Manifest &manifest, bool partialBatches,
+                  const TokenBatching &tokens);
+
+  // Token datasets (TokenDataset.h).
+  std::shared_ptr<const TokenDataset> tokens_;
+  TokenBatching batching_;
+  bool shuffleDocuments_ = true;
+  uint64_t sequence_ = 0;
+  /// pad: the documents with a label (2 tokens or more).
+  std::vector<uint64_t> padDocuments_;
+  mutable std::optional<uint64_t> streamEpoch_;
+  mutable std::vector<uint64_t> streamOrder_, streamStarts_;
 
   uint64_t seed_ = 0;
   std::string dataDir_;
@@ -157,6 +218,7 @@ private:
   /// One array per input: every sample.
   std::vector<Tensor> arrays_;
   std::vector<std::vector<int64_t>> batchShapes_;
+  std::vector<DType> batchDTypes_;
   DataPosition position_;
   /// The permutation of permutationEpoch_ (computed once per epoch).
   std::vector<uint64_t> permutation_;

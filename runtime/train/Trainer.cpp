@@ -324,7 +324,8 @@ uint64_t fewestOnAnyRank(Communicator &comm, uint64_t count) {
 /// epoch length every rank can fill (the ranks agree on it at start-up).
 DataLoader shardedLoader(const Manifest &manifest, const TrainOptions &options,
                          Communicator &comm) {
-  DataLoader loader(manifest, options.dataDir, options.seed);
+  DataLoader loader(manifest, options.dataDir, options.seed, false,
+                    options.tokens);
   if (comm.worldSize() == 1)
     return loader;
   loader.setShard(comm.rank(), comm.worldSize());
@@ -642,11 +643,16 @@ private:
 
   std::string describeRun(uint64_t firstStep) const {
     const TrainConfig &train = manifest().train;
+    std::string rows = " samples";
+    if (loader_.tokenMode())
+      rows = loader_.tokenBatching().mode == "pack"
+                 ? " rows packed from " + loader_.tokenDescription()
+                 : " rows, one per document of " + loader_.tokenDescription();
     std::string text = "training " + options_.artifactDir + ": " +
-                       std::to_string(loader_.numSamples()) +
-                       " samples, batches of " +
-                       std::to_string(loader_.batchSize()) + " (" +
-                       std::to_string(loader_.batchesPerEpoch()) + " per epoch";
+                       std::to_string(loader_.numSamples()) + rows +
+                       ", batches of " + std::to_string(loader_.batchSize()) +
+                       " (" + std::to_string(loader_.batchesPerEpoch()) +
+                       " per epoch";
     if (microBatches_ > 1)
       text += ", " + std::to_string(microBatches_) + " per step";
     if (comm_.worldSize() > 1)
@@ -925,7 +931,7 @@ private:
                   "recompile it");
     try {
       evalLoader_.emplace(manifest(), options_.evalDataDir, loader_.seed(),
-                          /*partialBatches=*/true);
+                          /*partialBatches=*/true, options_.tokens);
     } catch (const Error &failure) {
       throw Error("--eval-data: " + std::string(failure.what()));
     }

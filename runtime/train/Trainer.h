@@ -83,6 +83,7 @@
 #ifndef ZTC_RUNTIME_TRAINER_H
 #define ZTC_RUNTIME_TRAINER_H
 
+#include "runtime/train/DataLoader.h"
 #include "runtime/train/DeepSpeedConfig.h"
 
 #include <cstdint>
@@ -99,6 +100,8 @@ bool stderrIsTerminal();
 struct TrainOptions {
   std::string artifactDir;
   std::string dataDir;
+  /// How a token dataset at dataDir (and evalDataDir) becomes batches.
+  TokenBatching tokens;
   /// The optimizer step to stop after, counted from the start of training
   /// (a resumed run continues to it); 0: `epochs` decides.
   uint64_t steps = 0;

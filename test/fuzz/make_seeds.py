@@ -11,6 +11,9 @@ OUT_DIR/<target>/ gets, for each target:
   npy          arrays of every dtype the reader takes, .npy versions 1-3,
                and the variants it must refuse (Fortran order, big-endian);
   checkpoint   checkpoints for the manifest CheckpointFuzzer.cpp declares;
+  token-dataset  the datasets of test/fixtures/datasets (megatron-core's
+               .idx/.bin pairs, tools/ztc_dataset.py's .npy pair) in the
+               layout TokenDatasetFuzzer.cpp reads;
   manifest     nothing here: scripts/fuzz.sh adds the compiled artifact's.
 """
 import argparse
@@ -137,6 +140,25 @@ def checkpoint_seeds(out):
     return len(seeds)
 
 
+def token_dataset_seeds(out, repo):
+    """Each fixture dataset as one input: a layout byte (0 Megatron, 1
+    ztc), the first file's length (u32), the first file, the second."""
+    fixtures = os.path.join(repo, "test", "fixtures", "datasets")
+    count = 0
+    for name, layout, first, second in (
+            ("megatron_int32", 0, "megatron_int32.idx", "megatron_int32.bin"),
+            ("megatron_uint16", 0, "megatron_uint16.idx", "megatron_uint16.bin"),
+            ("hf", 1, "hf/offsets.npy", "hf/tokens.npy")):
+        with open(os.path.join(fixtures, first), "rb") as f:
+            a = f.read()
+        with open(os.path.join(fixtures, second), "rb") as f:
+            b = f.read()
+        write(os.path.join(out, "token-dataset", name),
+              bytes([layout]) + struct.pack("<I", len(a)) + a + b)
+        count += 1
+    return count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
@@ -145,7 +167,8 @@ def main():
     args = parser.parse_args()
     counts = {"onnx models": onnx_seeds(args.out, args.repo),
               "npy": npy_seeds(args.out),
-              "checkpoint": checkpoint_seeds(args.out)}
+              "checkpoint": checkpoint_seeds(args.out),
+              "token-dataset": token_dataset_seeds(args.out, args.repo)}
     print("seeds: " + ", ".join("%s %d" % kv for kv in counts.items()))
 
 

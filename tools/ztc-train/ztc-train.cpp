@@ -33,7 +33,15 @@ const char kUsage[] =
     "sample count first; the labels input is `labels`.\n"
     "\n"
     "OPTIONS:\n"
-    "  --data DIR        directory with one .npy per input (required)\n"
+    "  --data DIR        directory with one .npy per input (required), or\n"
+    "                    a token dataset: DIR with tokens.npy and\n"
+    "                    offsets.npy (tools/ztc_dataset.py), or a Megatron\n"
+    "                    PREFIX of PREFIX.bin and PREFIX.idx\n"
+    "  --batching MODE   token datasets: pack (default: documents end to\n"
+    "                    end, cut into rows of the compiled length) or pad\n"
+    "                    (one document per row, padded; labels -100 there)\n"
+    "  --eos-token ID    pack: a token put after every document\n"
+    "  --pad-token ID    pad: the input id of padding (default 0)\n"
     "  --steps N         optimizer steps to run, counted from the start of\n"
     "                    training (0: --epochs decides)\n"
     "  --epochs E        epochs to run when --steps is 0 (default 1)\n"
@@ -121,7 +129,7 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
                                      std::string &configPath, bool &strict,
                                      bool &logEveryGiven) {
   ztc::rt::TrainOptions options;
-  bool haveData = false;
+  bool haveData = false, batchingGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -212,6 +220,16 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
       options.collectiveTimeout = double(parseCount(flag, takeValue()));
     } else if (flag == "--comm-thread") {
       options.commThread = true;
+    } else if (flag == "--batching") {
+      options.tokens.mode = takeValue();
+      batchingGiven = true;
+      if (options.tokens.mode != "pack" && options.tokens.mode != "pad")
+        throw UsageError{"--batching expects pack or pad, got '" +
+                         options.tokens.mode + "'"};
+    } else if (flag == "--eos-token") {
+      options.tokens.eos = int64_t(parseCount(flag, takeValue()));
+    } else if (flag == "--pad-token") {
+      options.tokens.pad = int64_t(parseCount(flag, takeValue()));
     } else {
       throw UsageError{"unknown flag '" + flag + "' (see --help)"};
     }
@@ -228,6 +246,17 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
     throw UsageError{"--eval-every needs --eval-data DIR"};
   if (strict && configPath.empty())
     throw UsageError{"--strict applies to --config FILE"};
+  if (options.tokens.eos >= 0 && options.tokens.mode != "pack")
+    throw UsageError{"--eos-token applies to --batching pack"};
+  bool tokenFlags =
+      batchingGiven || options.tokens.eos >= 0 || options.tokens.pad != 0;
+  if (tokenFlags && !ztc::rt::isTokenDataset(options.dataDir) &&
+      (options.evalDataDir.empty() ||
+       !ztc::rt::isTokenDataset(options.evalDataDir)))
+    throw UsageError{"--batching, --eos-token and --pad-token apply to a "
+                     "token dataset (a directory with tokens.npy and "
+                     "offsets.npy, or a Megatron PREFIX.bin/PREFIX.idx); " +
+                     options.dataDir + " is not one"};
   return options;
 }
 

@@ -16,7 +16,7 @@ the block's output (stdout and stderr together), in order; `...` inside a
 line matches any text, and a line of just `...` stands for lines left out.
 
 WORKDIR stands in for the repository root: it gets links to the source's
-`examples`, `test` and `.venv`, and `build/bin` links to the directory of the tool
+`examples`, `test`, `tools` and `.venv`, and `build/bin` links to the directory of the tool
 given, which also comes first on PATH. Each block runs in WORKDIR in a shell
 of its own, in the guide's order; the first failure stops the run and names
 the block's line.
@@ -114,6 +114,7 @@ def set_up(workdir, source, bindir):
     os.makedirs(os.path.join(workdir, "build"), exist_ok=True)
     links = {"examples": os.path.join(source, "examples"),
              "test": os.path.join(source, "test"),
+             "tools": os.path.join(source, "tools"),
              ".venv": os.path.join(source, ".venv"),
              os.path.join("build", "bin"): bindir}
     for name, target in links.items():
