@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Fine-tuning on the CPU backend: full training against LoRA, memory and step time side by side.
+
+One GPT of GPT-2-small's shape (12 layers, width 768, 12 heads, vocab
+50257; examples/onnx/make_gpt.py --gpt2-small) at context --context
+(default 128) and batch --batch (default 1), AdamW, compiled as:
+
+  full          every parameter trains
+  lora          --lora r=8,alpha=16,targets=qkv (the fused attention
+                projection, GPT-2's c_attn), the rest frozen
+  lora-mlp      the same on qkv, proj and both MLP layers
+  lora bf16     lora with --precision bf16
+
+One table: parameters trained, planned memory per rank (ztc inspect's
+total), parameters, gradients, optimizer state and the arena, and the
+step time (the difference between runs of 2 and 2 + --steps steps, best
+of --repeat rounds in which the variants take turns) relative to full.
+QLoRA (4-bit base weights) and 8-bit optimizer states are not built yet.
+
+    .venv/bin/python bench/finetune.py [--build build] [--steps 5] [--repeat 2]
+        [--layers 12] [--context 128] [--batch 1]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+VARIANTS = {
+    "full": [],
+    "lora": ["--lora", "r=8,alpha=16,targets=qkv"],
+    "lora-mlp": ["--lora", "r=8,alpha=16,targets=qkv|proj|mlp\\.[02]"],
+    "lora bf16": ["--lora", "r=8,alpha=16,targets=qkv", "--precision", "bf16"],
+}
+
+
+def run_steps(ztc, art, data, steps):
+    start = time.perf_counter()
+    subprocess.run([ztc, "train", str(art), "--data", str(data), "--steps", str(steps),
+                    "--log-every", "0"], check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=str(ROOT / "build"))
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--context", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=1)
+    args = parser.parse_args()
+    ztc = str(pathlib.Path(args.build) / "bin" / "ztc")
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory(prefix="ztc-bench-finetune-") as tmp:
+        work = pathlib.Path(tmp)
+        subprocess.run([sys.executable, str(ROOT / "examples/onnx/make_gpt.py"), "--out",
+                        str(work), "--quiet", "--gpt2-small", "--name", "gpt",
+                        "--context", str(args.context), "--layers", str(args.layers)],
+                       check=True)
+        data = work / "text"
+        data.mkdir()
+        rows = 4 * args.batch
+        np.save(data / "tokens.npy",
+                rng.integers(0, 50257, (rows, args.context)).astype(np.int64))
+        np.save(data / "labels.npy",
+                rng.integers(0, 50257, (rows, args.context)).astype(np.int64))
+        arts, reports, trained = {}, {}, {}
+        for name, flags in VARIANTS.items():
+            art = work / ("gpt-%s.ztc" % name.replace(" ", "-"))
+            done = subprocess.run([ztc, "compile", str(work / "gpt.onnx"), "-o", str(art),
+                                   "--batch-size", str(args.batch), "--loss", "cross_entropy",
+                                   "--optimizer", "adamw", *flags],
+                                  capture_output=True, text=True, check=True)
+            arts[name] = art
+            reports[name] = json.loads((art / "memory.json").read_text())
+            trained[name] = sum(int(np.prod(w["shape"])) for w in reports[name]["weights"]
+                                if w["role"] == "trained")
+            print("compiled %s: %s" % (name, done.stderr.strip().splitlines()[-1]),
+                  flush=True)
+        best = {name: float("inf") for name in arts}
+        for _ in range(args.repeat):
+            for name, art in arts.items():
+                short = run_steps(ztc, art, data, 2)
+                long = run_steps(ztc, art, data, 2 + args.steps)
+                best[name] = min(best[name], (long - short) / args.steps)
+        print("\nGPT-2-small shape, %d layers, context %d, batch %d, AdamW, CPU"
+              % (args.layers, args.context, args.batch))
+        print("%-10s %12s %10s %10s %10s %10s %10s %9s %8s" % (
+            "variant", "trained", "memory", "params", "gradients", "opt state", "arena",
+            "ms/step", "vs full"))
+        for name in arts:
+            r = reports[name]
+            print("%-10s %12d %7.1f MB %7.1f MB %7.1f MB %7.1f MB %7.1f MB %9.0f %7.2fx" % (
+                name, trained[name], r["total_bytes"] / 1e6,
+                r["bindings"]["params"] / 1e6, r["gradient_bytes"] / 1e6,
+                r["bindings"]["optimizer_state"] / 1e6, r["arena_bytes"] / 1e6,
+                1e3 * best[name], best[name] / best["full"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
