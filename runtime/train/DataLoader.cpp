@@ -70,8 +70,11 @@ std::vector<uint64_t> epochPermutation(uint64_t count, uint64_t seed,
 bool isTokenDataset(const std::string &path) {
   std::error_code error;
   namespace fs = std::filesystem;
+  // A directory of samples has labels.npy; a token dataset has none.
   if (fs::is_directory(path, error))
-    return fs::exists(joinPath(path, "offsets.npy"), error);
+    return fs::exists(joinPath(path, "offsets.npy"), error) &&
+           fs::exists(joinPath(path, "tokens.npy"), error) &&
+           !fs::exists(joinPath(path, "labels.npy"), error);
   std::string prefix = path;
   for (const char *suffix : {".bin", ".idx"})
     if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, suffix) == 0)

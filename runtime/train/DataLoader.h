@@ -14,6 +14,11 @@
 // last batch is dropped (the compiled step has a static batch size), and
 // the dropped samples differ from epoch to epoch.
 //
+// A token dataset at the data path (TokenDataset.h: variable-length
+// documents) is served instead as rows of a language model's token ids and
+// labels, packed or padded (TokenBatching below), in an order that is
+// likewise a function of (seed, epoch).
+//
 // The position is (epoch, batch index within the epoch); a checkpoint
 // stores it and seek() restores it, so a resumed run sees the same batches
 // an uninterrupted run would have.
@@ -104,8 +109,9 @@ struct TokenBatching {
 
 class TokenDataset;
 
-/// Whether `path` is a token dataset: a directory holding offsets.npy, or
-/// the prefix (or .bin, .idx) of a Megatron .bin/.idx pair.
+/// Whether `path` is a token dataset: a directory holding tokens.npy and
+/// offsets.npy but no labels.npy (which samples would have), or the prefix
+/// (or .bin, .idx) of a Megatron .bin/.idx pair.
 bool isTokenDataset(const std::string &path);
 
 /// All samples of a training run in host memory, served as batches; or
