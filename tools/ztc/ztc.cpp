@@ -381,7 +381,10 @@ private:
   std::vector<std::unique_ptr<cl::list<std::string>>> flags;
 };
 
-PipelineFlags compileFlags(compileCommand, kCompilePipelineFlags);
+PipelineFlags compileFlags(
+    compileCommand, kCompilePipelineFlags,
+    {{"lora", "or FILE: peft's adapter_config.json (or the directory "
+              "save_pretrained wrote), read as peft reads it"}});
 PipelineFlags
     inspectFlags(inspectCommand, kCompilePipelineFlags,
                  {{"recompute", "or all, to compare every policy"},
