@@ -13,8 +13,9 @@ One GPT of GPT-2-small's shape (12 layers, width 768, 12 heads, vocab
 
 One table: parameters trained, planned memory per rank (ztc inspect's
 total), parameters, gradients, optimizer state and the arena, and the
-step time (the difference between runs of 2 and 2 + --steps steps, best
-of --repeat rounds in which the variants take turns) relative to full.
+step time (the median of the trainer's per-step rates over --steps steps
+after the first, best of --repeat rounds in which the variants take
+turns) relative to full.
 QLoRA (4-bit base weights) and 8-bit optimizer states are not built yet.
 
     .venv/bin/python bench/finetune.py [--build build] [--steps 5] [--repeat 2]
@@ -23,10 +24,10 @@ QLoRA (4-bit base weights) and 8-bit optimizer states are not built yet.
 import argparse
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -40,11 +41,15 @@ VARIANTS = {
 }
 
 
-def run_steps(ztc, art, data, steps):
-    start = time.perf_counter()
-    subprocess.run([ztc, "train", str(art), "--data", str(data), "--steps", str(steps),
-                    "--log-every", "0"], check=True, capture_output=True)
-    return time.perf_counter() - start
+def step_seconds(ztc, art, data, steps, batch):
+    """Seconds per step: the median of the trainer's own per-step rates
+    after the first step (so process start, loading the weights and the
+    first step's page faults do not count)."""
+    log = subprocess.run([ztc, "train", str(art), "--data", str(data), "--steps",
+                          str(steps + 1), "--log-every", "1"], check=True,
+                         capture_output=True, text=True).stderr
+    rates = [float(r) for r in re.findall(r"([0-9.]+) samples/s", log)][1:]
+    return batch / float(np.median(rates))
 
 
 def main():
@@ -87,9 +92,8 @@ def main():
         best = {name: float("inf") for name in arts}
         for _ in range(args.repeat):
             for name, art in arts.items():
-                short = run_steps(ztc, art, data, 2)
-                long = run_steps(ztc, art, data, 2 + args.steps)
-                best[name] = min(best[name], (long - short) / args.steps)
+                best[name] = min(best[name],
+                                 step_seconds(ztc, art, data, args.steps, args.batch))
         print("\nGPT-2-small shape, %d layers, context %d, batch %d, AdamW, CPU"
               % (args.layers, args.context, args.batch))
         print("%-10s %12s %10s %10s %10s %10s %10s %9s %8s" % (
