@@ -24,4 +24,6 @@ ninja -C "$BUILD" -j "${ZTC_JOBS:-2}" all ztc-unit-tests |
 cd "$BUILD"
 # A finding in any process fails its test (lit passes *SAN_OPTIONS on).
 source "$ROOT/scripts/sanitizer-options.sh"
-ctest --output-on-failure -j "${ZTC_JOBS:-2}" "$@"
+# On failure, each failed test's failing lines again, at the end of the log.
+ctest --output-on-failure -j "${ZTC_JOBS:-2}" "$@" ||
+  { rc=$?; python3 "$ROOT/scripts/failure_digest.py" "$BUILD"; exit $rc; }

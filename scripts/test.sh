@@ -15,7 +15,9 @@ case "${1:-}" in
   *) echo "test.sh: unknown argument: $1 (usage: scripts/test.sh [--quick])" >&2; exit 2 ;;
 esac
 "$ROOT/scripts/build.sh" all ztc-unit-tests
-(cd "$ROOT/build" && ctest --output-on-failure -j "${ZTC_JOBS:-2}")
+# On failure, each failed test's failing lines again, at the end of the log.
+(cd "$ROOT/build" && ctest --output-on-failure -j "${ZTC_JOBS:-2}") ||
+  { rc=$?; python3 "$ROOT/scripts/failure_digest.py" "$ROOT/build"; exit $rc; }
 ((QUICK)) && exit 0
 echo "test.sh: the suite again under AddressSanitizer and UndefinedBehaviorSanitizer"
 "$ROOT/scripts/sanitize.sh"

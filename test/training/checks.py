@@ -27,6 +27,10 @@ def check(ok, message):
 
 def summary():
     print("%d passed, %d failed" % (len(_checks) - len(_failures), len(_failures)))
+    # Again at the end, where a log cut in the middle still shows them (not
+    # as FAIL lines, which scripts count).
+    for message in _failures:
+        print("failed: " + message)
     return 1 if _failures else 0
 
 

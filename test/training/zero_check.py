@@ -467,7 +467,10 @@ def main():
                                      gpl, "--steps", "100000", "--collective-timeout", "10"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     env=ENV)
-            time.sleep(8)
+            # Once every rank runs (however slowly a busy machine starts
+            # them), and a few steps in.
+            wait_for(lambda: all(rank_pid(faults, r) for r in range(4)), 120)
+            time.sleep(4)
             victim = rank_pid(faults, 2)
             if victim:
                 os.kill(victim, sig)
@@ -703,6 +706,13 @@ def strip_prefetch(flags):
         else:
             out.append(flag)
     return out
+
+
+def wait_for(condition, seconds):
+    """Polls `condition` until it holds or `seconds` pass."""
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.2)
 
 
 def rank_pid(art, rank):
@@ -1069,7 +1079,10 @@ def sharded_checkpoints(runs, gpt, gpl, tmp):
                                 (["--resume", killed] if attempt else []),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=ENV)
-        time.sleep(6 + 1.3 * attempt)
+        # Kill once a checkpoint exists (however slowly a busy machine
+        # starts the ranks), at a moment that differs between attempts.
+        wait_for(lambda: os.path.exists(os.path.join(killed, "latest")), 120)
+        time.sleep(2 + 1.3 * attempt)
         victims = subprocess.run(["pgrep", "-f", "ztc-train " + art], capture_output=True,
                                  text=True).stdout.split()
         if victims:
