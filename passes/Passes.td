@@ -279,7 +279,14 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
        `mse`: adds a labels argument shaped like the output and returns the
        mean squared error. `none`: the output itself is the loss and must be
        a scalar float.
-    3. The function then returns the loss (tagged `onnx.name = "loss"`)
+    3. `token-weighted` (cross_entropy only): the mean is multiplied by a
+       scalar hyper `loss_weight` the trainer writes before each call: the
+       call's share of the optimizer step's real tokens (labels that are
+       not `ignore-index`, over every micro-batch and rank) times the
+       calls that average into the step, so that the step's gradient is
+       that of the mean over all its real tokens (the Hugging Face
+       Trainer's normalization since transformers 4.46).
+    4. The function then returns the loss (tagged `onnx.name = "loss"`)
        and the state updates (results tagged `train.update_of`, such as
        training-mode running statistics); the other outputs are dropped, so
        their computation dies.
@@ -296,6 +303,9 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
            "Name of the labels input the loss adds">,
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
            "Label value that contributes nothing (cross_entropy)">,
+    Option<"tokenWeighted", "token-weighted", "bool", /*default=*/"false",
+           "cross_entropy: weight the loss by a `loss_weight` hyper (each "
+           "call's share of the optimizer step's real tokens)">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
                            "::mlir::ztc::train::TrainDialect",

@@ -97,7 +97,7 @@ def _report(path, roles, verbose):
 
 
 def _export_torchscript(model, args, path, kwargs, input_names, output_names,
-                        opset_version, dynamic_batch, verbose):
+                        opset_version, dynamic_batch, verbose, dynamic_sequence=False):
     """The TorchScript exporter's file with the roles recorded."""
     import onnx
     import torch
@@ -113,6 +113,9 @@ def _export_torchscript(model, args, path, kwargs, input_names, output_names,
     names = list(input_names or [])
     axes = {name: {0: "batch"} for name, arg in zip(names, args)
             if dynamic_batch and isinstance(arg, torch.Tensor) and arg.dim() > 0}
+    for name, arg in zip(names, args):
+        if dynamic_sequence and isinstance(arg, torch.Tensor) and arg.dim() > 1:
+            axes.setdefault(name, {})[1] = "sequence"
     torch.onnx.export(model, tuple(args), path, dynamo=False,
                       opset_version=opset_version or 18, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.PRESERVE,
@@ -144,7 +147,7 @@ def _export_torchscript(model, args, path, kwargs, input_names, output_names,
 
 def export(model, args, path, kwargs=None, input_names=None, output_names=None,
            opset_version=None, optimize=True, dynamic_batch=True, verbose=True,
-           dynamo=True):
+           dynamo=True, dynamic_sequence=False):
     """Exports `model` called with `args` (a tuple) and `kwargs` to the ONNX
     file `path` with the roles of its initializers, and returns them.
     `input_names`, `output_names` and `opset_version` are
@@ -152,7 +155,10 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
     With `dynamic_batch` the first dimension of every tensor in `args` is
     one symbolic batch size, which `ztc compile --batch-size` binds (ZeRO
     and gradient accumulation need a per-rank batch other than the
-    example's). `dynamo=False` uses the TorchScript exporter (above)."""
+    example's). With `dynamic_sequence` the second dimension of every
+    tensor in `args` of rank 2 or more is one symbolic sequence length,
+    which `ztc compile --seq-buckets` binds per bucket (token ids and their
+    attention mask). `dynamo=False` uses the TorchScript exporter (above)."""
     import torch
 
     # padding_idx does not survive in ONNX (an embedding is a Gather).
@@ -165,7 +171,8 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
 
     if not dynamo:
         return _export_torchscript(model, args, path, kwargs, input_names,
-                                   output_names, opset_version, dynamic_batch, verbose)
+                                   output_names, opset_version, dynamic_batch, verbose,
+                                   dynamic_sequence)
 
     if model.training and any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                               for m in model.modules()):
@@ -180,7 +187,10 @@ def export(model, args, path, kwargs=None, input_names=None, output_names=None,
     program = None
     if dynamic_batch:
         batch = torch.export.Dim("batch", min=1, max=1 << 20)
-        shapes = tuple({0: batch} if isinstance(arg, torch.Tensor) and arg.dim() > 0
+        sequence = torch.export.Dim("sequence", min=2, max=1 << 16)
+        shapes = tuple(({0: batch, 1: sequence} if dynamic_sequence and arg.dim() > 1
+                        else {0: batch})
+                       if isinstance(arg, torch.Tensor) and arg.dim() > 0
                        else None for arg in args)
         try:
             program = torch.onnx.export(model, tuple(args), kwargs=kwargs, dynamo=True,

@@ -139,16 +139,20 @@ Artifact::~Artifact() {
     ::dlclose(handle_);
 }
 
-std::map<std::string, Tensor> Artifact::loadInitialValues() const {
+std::map<std::string, Tensor>
+Artifact::loadInitialValues(bool constantsOnly) const {
   // Inputs and hypers are written before each call; states start at zero
   // unless init.safetensors has a value.
-  auto fromInit = [](const Binding &binding) {
+  auto fromInit = [&](const Binding &binding) {
+    if (constantsOnly)
+      return binding.role == BindingRole::Constant;
     return isWeight(binding.role) || binding.role == BindingRole::Constant ||
            binding.role == BindingRole::State;
   };
   bool needed = false;
   for (const Binding &binding : manifest_.bindings)
-    needed |= isWeight(binding.role) || binding.role == BindingRole::Constant;
+    needed |= binding.role == BindingRole::Constant ||
+              (!constantsOnly && isWeight(binding.role));
   std::map<std::string, Tensor> values;
   if (!needed)
     return values;

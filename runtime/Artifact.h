@@ -56,8 +56,11 @@ public:
 
   /// Reads init.safetensors and returns the value of every param and
   /// constant binding, and of each state binding it has a value for,
-  /// checked against the manifest's dtype and shape.
-  std::map<std::string, Tensor> loadInitialValues() const;
+  /// checked against the manifest's dtype and shape; with `constantsOnly`
+  /// (the step of a sequence bucket, whose params are the main one's), of
+  /// every constant only.
+  std::map<std::string, Tensor>
+  loadInitialValues(bool constantsOnly = false) const;
 
 private:
   Artifact() = default;

@@ -37,13 +37,20 @@ int64_t randomKey(uint64_t seed, uint64_t step, uint64_t microBatch) {
       random::combine(random::combine(seed, step), microBatch));
 }
 
-Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
+Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend,
+               const std::vector<const Artifact *> &variants)
     : artifact_(artifact), backend_(std::move(backend)) {
   if (backend_->target() != manifest().target)
     throw Error(artifact_.directory() + ": the artifact targets " +
                 targetName(manifest().target) + ", the backend runs " +
                 targetName(backend_->target()));
   arenaBytes_ = manifest().arenaBytes;
+  uint64_t streams = manifest().streams, events = manifest().events;
+  for (const Artifact *variant : variants) {
+    arenaBytes_ = std::max(arenaBytes_, variant->manifest().arenaBytes);
+    streams = std::max(streams, variant->manifest().streams);
+    events = std::max(events, variant->manifest().events);
+  }
   checkDeviceMemory();
   arena_ = DeviceBuffer(*backend_, arenaBytes_ + kGuardBytes);
   // The arena and its guard band start filled with the pattern: the guard
@@ -57,8 +64,8 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
         static_cast<char *>(arena_.data()) + at, pattern.data(),
         std::min<uint64_t>(kScanChunk, arenaBytes_ + kGuardBytes - at));
 
-  streams_ = backend_->streams(manifest().streams);
-  events_ = backend_->events(manifest().events);
+  streams_ = backend_->streams(streams);
+  events_ = backend_->events(events);
   // The training state and the error slot start zeroed, like every buffer.
   trainState_ = DeviceBuffer(*backend_, sizeof(ztc_train_state));
   errorSlot_ = DeviceBuffer(*backend_, sizeof(ztc_step_error));
@@ -94,9 +101,51 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend)
                      value->second.byteSize());
   }
   writeAllCopies();
+  for (const Artifact *variant : variants)
+    addVariant(*variant);
 }
 
 Runner::~Runner() = default;
+
+void Runner::addVariant(const Artifact &artifact) {
+  Variant &variant = variants_.emplace_back();
+  variant.artifact = &artifact;
+  std::map<std::string, size_t> mains;
+  for (size_t i = 0; i < manifest().bindings.size(); ++i)
+    mains[manifest().bindings[i].name] = i;
+  std::map<std::string, Tensor> constants =
+      artifact.loadInitialValues(/*constantsOnly=*/true);
+  for (const Binding &binding : artifact.manifest().bindings) {
+    if (binding.role == BindingRole::Constant) {
+      DeviceBuffer &buffer =
+          variant.constants.emplace_back(*backend_, binding.byteSize());
+      const Tensor &value = constants.at(binding.name);
+      backend_->copyIn(buffer.data(), value.bytes.data(), value.byteSize());
+      variant.pointers.push_back(buffer.data());
+      continue;
+    }
+    // ztc compile checked that the rest are the main step's (same role,
+    // dtype, shape; inputs no larger): check the cheap part again.
+    auto it = mains.find(binding.name);
+    if (it == mains.end() ||
+        manifest().bindings[it->second].role != binding.role ||
+        buffers_[it->second].size() < binding.byteSize())
+      throw Error(artifact.directory() + ": " + roleName(binding.role) + " '" +
+                  binding.name + "' " + binding.describe() +
+                  " does not fit the bindings of " + artifact_.directory() +
+                  " (recompile the artifact)");
+    variant.pointers.push_back(buffers_[it->second].data());
+    if (isData(binding.role))
+      variant.inputs[it->second] = &binding;
+  }
+}
+
+void Runner::selectVariant(size_t variant) {
+  if (variant > variants_.size())
+    throw Error("variant " + std::to_string(variant) + " of " +
+                std::to_string(variants_.size()));
+  selected_ = variant;
+}
 
 void Runner::checkDeviceMemory() const {
   std::optional<std::pair<uint64_t, uint64_t>> memory =
@@ -208,7 +257,12 @@ void Runner::loadInputs(const std::string &dataDir) {
 }
 
 void Runner::setBinding(size_t index, const Tensor &value) {
-  const Binding &binding = manifest().bindings.at(index);
+  const Binding *selected = &manifest().bindings.at(index);
+  if (selected_ != 0)
+    if (auto it = variants_[selected_ - 1].inputs.find(index);
+        it != variants_[selected_ - 1].inputs.end())
+      selected = it->second;
+  const Binding &binding = *selected;
   if (value.dtype != binding.dtype || value.shape != binding.shape)
     throw Error(std::string(roleName(binding.role)) + " '" + binding.name +
                 "': expected " + binding.describe() + ", got " +
@@ -297,7 +351,8 @@ void Runner::run(EntryFn entry) {
       throw Error(std::string(roleName(bindings[i].role)) + " '" +
                   bindings[i].name + "' was not set");
   ztc_step_context context{};
-  context.bindings = pointers_.data();
+  context.bindings =
+      selected_ ? variants_[selected_ - 1].pointers.data() : pointers_.data();
   context.arena = static_cast<char *>(arena_.data());
   context.streams = streams_.data();
   context.stream_count = static_cast<int32_t>(streams_.size());

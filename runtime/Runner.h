@@ -55,8 +55,13 @@ int64_t randomKey(uint64_t seed, uint64_t step, uint64_t microBatch);
 class Runner {
 public:
   /// Allocates the arena and binding buffers on `backend` and uploads the
-  /// parameters and constants. `artifact` must outlive the Runner.
-  Runner(const Artifact &artifact, std::unique_ptr<Backend> backend);
+  /// parameters and constants. `artifact` must outlive the Runner, and so
+  /// must `variants`: the steps of the artifact's shorter sequence lengths
+  /// (--seq-buckets; TrainConfig::seqBuckets, in its order), which run on
+  /// the same params, states, hypers and input buffers, each with its own
+  /// constants; the arena is the largest plan's.
+  Runner(const Artifact &artifact, std::unique_ptr<Backend> backend,
+         const std::vector<const Artifact *> &variants = {});
   ~Runner();
 
   /// Reads every input from `dataDir/<file>.npy`; see the file comment for
@@ -85,10 +90,14 @@ public:
   Tensor readArena(const Output &spec) const;
 
   /// Uploads `value` into binding `index` of the manifest, any role (dtype
-  /// and shape must match), and the param's copies (Binding::copyOf) made
-  /// of it. Buffers persist across run() calls: a training step updates
-  /// params and states in place.
+  /// and shape must match; an input or label, the selected variant's
+  /// shape), and the param's copies (Binding::copyOf) made of it. Buffers
+  /// persist across run() calls: a training step updates params and states
+  /// in place.
   void setBinding(size_t index, const Tensor &value);
+  /// Makes run() and setBinding() use variant `variant` (1 to the number
+  /// of variants, in the constructor's order), or the artifact itself (0).
+  void selectVariant(size_t variant);
   /// The current contents of binding `index`.
   Tensor binding(size_t index) const;
   /// Writes `key` into the random-key hyper (kRandomKeyHyper) when the
@@ -144,6 +153,18 @@ private:
   std::vector<bool> inputSet_;
   /// Per binding, the bindings that are copies of it (Binding::copyOf).
   std::vector<std::vector<size_t>> copies_;
+  /// A step of a shorter sequence length: its bindings array (the main's
+  /// buffers but for its constants) and, per main binding that is an input
+  /// or label, its own (shorter) binding.
+  struct Variant {
+    const Artifact *artifact = nullptr;
+    std::vector<DeviceBuffer> constants;
+    std::vector<void *> pointers;
+    std::map<size_t, const Binding *> inputs;
+  };
+  std::vector<Variant> variants_;
+  size_t selected_ = 0;
+  void addVariant(const Artifact &variant);
 };
 
 /// `ztc run`: loads the artifact in `artifactDir`, runs it on the backend

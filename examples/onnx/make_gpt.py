@@ -12,6 +12,9 @@ its tensors in gpt2_small.onnx.data (external data).
 
 Input  `tokens` int64   [batch, context]         (batch is a dynamic axis "batch")
 Output `logits` float32 [batch, context, vocab]
+With --dynamic-length the second axis is the dynamic "sequence" (at most the
+context): positions and the causal mask are sliced to it, as Hugging Face
+exports do, so `ztc compile --seq-buckets` can bind one length per bucket.
 Reference data: <name>_data/tokens.npy (batch 4, or 1 for --gpt2-small) and
 <name>_ref/logits.npy (not written for --gpt2-small unless --ref is given).
 """
@@ -27,10 +30,11 @@ from torch.nn import functional as F
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, width, heads, context):
+    def __init__(self, width, heads, context, dynamic=False):
         super().__init__()
         assert width % heads == 0
         self.width, self.heads, self.context = width, heads, context
+        self.dynamic = dynamic
         self.head_dim = width // heads
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
@@ -41,13 +45,18 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x):
         # Shapes use the configured constants (and -1 for the batch) so that the
         # exported Reshapes get constant target shapes, not Shape/Gather chains.
+        # With a dynamic length, T is the input's (Shape/Gather chains).
         T, C, H, D = self.context, self.width, self.heads, self.head_dim
+        future = self.future
+        if self.dynamic:
+            T = x.shape[1]
+            future = future[:, :, :T, :T]
         q, k, v = self.qkv(x).split(C, dim=2)
         q = q.reshape(-1, T, H, D).transpose(1, 2)  # [B, H, T, D]
         k = k.reshape(-1, T, H, D).transpose(1, 2)
         v = v.reshape(-1, T, H, D).transpose(1, 2)
         att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
-        att = att.masked_fill(self.future, float("-inf"))
+        att = att.masked_fill(future, float("-inf"))
         att = F.softmax(att, dim=-1)
         y = torch.matmul(att, v)  # [B, H, T, D]
         y = y.transpose(1, 2).reshape(-1, T, C)
@@ -55,10 +64,10 @@ class CausalSelfAttention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width, heads, context):
+    def __init__(self, width, heads, context, dynamic=False):
         super().__init__()
         self.ln1 = nn.LayerNorm(width)
-        self.attn = CausalSelfAttention(width, heads, context)
+        self.attn = CausalSelfAttention(width, heads, context, dynamic)
         self.ln2 = nn.LayerNorm(width)
         self.mlp = nn.Sequential(
             nn.Linear(width, 4 * width),
@@ -73,12 +82,14 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, context, width, heads, layers):
+    def __init__(self, vocab, context, width, heads, layers, dynamic=False):
         super().__init__()
         self.context = context
+        self.dynamic = dynamic
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(context, width)
-        self.blocks = nn.ModuleList(Block(width, heads, context) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(width, heads, context, dynamic)
+                                    for _ in range(layers))
         self.ln_f = nn.LayerNorm(width)
         # GPT-2 style initialisation, except that biases and LayerNorm
         # parameters get small random values instead of exact zeros/ones: the
@@ -97,8 +108,10 @@ class GPT(nn.Module):
 
     def forward(self, tokens):
         # The input always has `context` positions, so the whole position
-        # table is added (it stays a plain, named initializer in ONNX).
-        x = self.wte(tokens) + self.wpe.weight
+        # table is added (it stays a plain, named initializer in ONNX); with
+        # a dynamic length, its first rows.
+        positions = self.wpe.weight[:tokens.shape[1]] if self.dynamic else self.wpe.weight
+        x = self.wte(tokens) + positions
         for block in self.blocks:
             x = block(x)
         x = self.ln_f(x)
@@ -118,6 +131,9 @@ def main():
     p.add_argument("--batch", type=int, help="batch of the reference input (default: 4, or 1)")
     p.add_argument("--ref", action="store_true",
                    help="also write the reference output for --gpt2-small (~200 MB)")
+    p.add_argument("--dynamic-length", action="store_true",
+                   help="the sequence length is a dynamic axis \"sequence\" of at most "
+                        "the context (ztc compile --seq-buckets binds it)")
     p.add_argument("--constant-folding", action="store_true",
                    help="let PyTorch fold constants; this pre-transposes (and, for "
                         "the tied LM head, duplicates) weights into unnamed initializers")
@@ -134,7 +150,7 @@ def main():
     big = args.gpt2_small
 
     seed_everything(args.seed)
-    model = GPT(**config).eval()
+    model = GPT(**config, dynamic=args.dynamic_length).eval()
     tokens = torch.randint(0, config["vocab"], (batch, config["context"]), dtype=torch.int64)
 
     logits = None
@@ -147,10 +163,13 @@ def main():
         (tokens,),
         input_names=["tokens"],
         output_names=["logits"],
-        dynamic_axes={"tokens": {0: "batch"}, "logits": {0: "batch"}},
+        dynamic_axes=({"tokens": {0: "batch", 1: "sequence"},
+                       "logits": {0: "batch", 1: "sequence"}} if args.dynamic_length else
+                      {"tokens": {0: "batch"}, "logits": {0: "batch"}}),
         training=torch.onnx.TrainingMode.EVAL,
         do_constant_folding=args.constant_folding,
-        output_shapes={"logits": (None, config["context"], config["vocab"])},
+        output_shapes={"logits": (None, None if args.dynamic_length else config["context"],
+                                  config["vocab"])},
     )
     del model
     path = save_model(proto, args.out, name, external_data=big)

@@ -434,6 +434,7 @@ void mlir::ztc::buildTrainingNNPipeline(
   loss.lossInput = options.lossInput;
   loss.labels = options.labels;
   loss.ignoreIndex = options.ignoreIndex;
+  loss.tokenWeighted = options.tokenWeightedLoss;
   pm.addNestedPass<func::FuncOp>(createAttachLossPass(loss));
   AutodiffPassOptions autodiff;
   autodiff.frozen.assign(options.freeze.begin(), options.freeze.end());

@@ -46,6 +46,16 @@ struct TrainingPipelineOptions
       *this, "ignore-index",
       llvm::cl::desc("Label that contributes no loss (cross_entropy)"),
       llvm::cl::init(-100)};
+  Option<bool> tokenWeightedLoss{
+      *this, "token-weighted-loss",
+      llvm::cl::desc(
+          "cross_entropy: normalize the loss over the optimizer step's real "
+          "tokens (labels that are not the ignore index, over every "
+          "micro-batch and rank), as the Hugging Face Trainer does since "
+          "transformers 4.46, instead of averaging each micro-batch's mean; "
+          "the two differ when micro-batches hold different numbers of "
+          "real tokens (padded variable-length text)"),
+      llvm::cl::init(false)};
 
   // --- Gradients (ztc-autodiff) -------------------------------------------
   ListOption<std::string> freeze{

@@ -85,6 +85,17 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
         return signalPassFailure();
       lossValue = *built;
     }
+    if (tokenWeighted) {
+      if (loss != "cross_entropy") {
+        func.emitError("token-weighted losses weigh labels that count: they "
+                       "need cross_entropy, not ")
+            << loss;
+        return signalPassFailure();
+      }
+      Value weight = train::appendBoundArgument(
+          func, lossValue.getType(), "loss_weight", train::BindingRole::Hyper);
+      lossValue = nn::MulOp::create(b, loc, lossValue, weight);
+    }
 
     // The loss, then the state updates (running statistics) unchanged.
     SmallVector<Value> results = {lossValue};

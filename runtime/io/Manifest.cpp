@@ -239,6 +239,19 @@ TrainConfig parseTrainConfig(const json &object, const std::string &path) {
     recompute.recomputeFlops = report.unsignedInt("recompute_flops");
     recompute.stepFlops = report.unsignedInt("step_flops");
   }
+  if (reader.has("seq_buckets")) {
+    const json &buckets = reader.get("seq_buckets");
+    if (!buckets.is_array() || buckets.empty())
+      reader.fail("has a 'seq_buckets' field that is not a non-empty array");
+    for (const json &bucket : buckets) {
+      if (!bucket.is_number_unsigned() || bucket.get<uint64_t>() == 0 ||
+          (!train.seqBuckets.empty() &&
+           bucket.get<uint64_t>() <= train.seqBuckets.back()))
+        reader.fail("has 'seq_buckets' that are not ascending positive "
+                    "integers");
+      train.seqBuckets.push_back(bucket.get<uint64_t>());
+    }
+  }
   if (reader.has("lora")) {
     ObjectReader object(reader.get("lora"), path, "train lora");
     LoraConfig &lora = train.lora.emplace();
@@ -698,6 +711,8 @@ json printTrainConfig(const TrainConfig &train) {
         {"baseline_saved_activation_bytes", recompute->baselineSavedBytes},
         {"recompute_flops", recompute->recomputeFlops},
         {"step_flops", recompute->stepFlops}};
+  if (!train.seqBuckets.empty())
+    object["seq_buckets"] = train.seqBuckets;
   if (const std::optional<LoraConfig> &lora = train.lora) {
     json adapters = json::array();
     for (const LoraAdapter &adapter : lora->adapters)
@@ -705,18 +720,19 @@ json printTrainConfig(const TrainConfig &train) {
                           {"a", adapter.a},
                           {"b", adapter.b},
                           {"layout", adapter.layout}});
-    object["lora"] = {{"r", lora->r},
-                      {"alpha", lora->alpha},
-                      {"scale", lora->scale},
-                      {"dropout", lora->dropout},
-                      {"rslora", lora->rslora},
-                      {"bias", lora->bias},
+    object["lora"] = {{"r", lora->r},           {"alpha", lora->alpha},
+                      {"scale", lora->scale},   {"dropout", lora->dropout},
+                      {"rslora", lora->rslora}, {"bias", lora->bias},
                       {"adapters", adapters}};
   }
   return object;
 }
 
 } // namespace
+
+std::string bucketDirectory(const std::string &artifactDir, uint64_t seq) {
+  return artifactDir + "/buckets/seq-" + std::to_string(seq);
+}
 
 std::string printManifest(const Manifest &manifest) {
   json root = {{"format", manifest.format},

@@ -204,6 +204,11 @@ struct TrainConfig {
   std::optional<RecomputeReport> recompute;
   /// Absent without --lora.
   std::optional<LoraConfig> lora;
+  /// --seq-buckets: the sequence lengths compiled, ascending ("seq_buckets";
+  /// empty without). This artifact is the longest's; each shorter one's
+  /// step is the artifact in bucketDirectory(), sharing this one's params,
+  /// states and arena at run time.
+  std::vector<uint64_t> seqBuckets;
   /// "flags": the values the step compiles in of the flags a DeepSpeed
   /// config can also set (weight-decay, betas, eps, momentum,
   /// clip-grad-norm, the loss-scale flags), as the flags take them, so
@@ -329,6 +334,10 @@ struct Manifest {
   /// The main entry (entries.front()); throws when there is none.
   const Entry &main() const;
 };
+
+/// The directory of the step compiled for sequence length `seq` of the
+/// artifact at `artifactDir` (TrainConfig::seqBuckets): buckets/seq-<seq>.
+std::string bucketDirectory(const std::string &artifactDir, uint64_t seq);
 
 /// Parses manifest JSON text; `path` names it in errors. Checks field types,
 /// dtypes, shapes, unique file stems, and that outputs lie in the arena;

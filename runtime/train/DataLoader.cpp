@@ -158,11 +158,14 @@ void DataLoader::openTokens(const Manifest &manifest, bool partialBatches,
                             const TokenBatching &tokens) {
   batching_ = tokens;
   shuffleDocuments_ = !partialBatches;
-  if (tokens.mode != "pack" && tokens.mode != "pad")
-    throw Error("--batching '" + tokens.mode + "': expected pack or pad");
-  // One integer input and integer labels, both [B, S].
+  if (tokens.mode != "pack" && tokens.mode != "pad" && tokens.mode != "group")
+    throw Error("--batching '" + tokens.mode +
+                "': expected pack, pad or group");
+  // Integer token ids [B, S] and, by name, an attention mask, token type
+  // ids and position ids [B, S] beside them; labels [B, S] (a language
+  // model's next tokens) or [B] (a sequence classifier's).
   const Binding *input = nullptr, *labels = nullptr;
-  bool languageModel = true;
+  bool fits = true;
   std::string seen;
   for (size_t i = 0; i < manifest.bindings.size(); ++i) {
     const Binding &binding = manifest.bindings[i];
@@ -172,32 +175,73 @@ void DataLoader::openTokens(const Manifest &manifest, bool partialBatches,
         (seen.empty() ? "" : ", ") + binding.name + " " + binding.describe();
     bool integer =
         binding.dtype == DType::Int64 || binding.dtype == DType::Int32;
-    const Binding *&slot = binding.role == BindingRole::Label ? labels : input;
-    languageModel &= !slot && integer && binding.shape.size() == 2;
-    slot = &binding;
+    TokenInput kind = TokenInput::Ids;
+    std::string name = binding.name;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (binding.role == BindingRole::Label) {
+      kind = TokenInput::Labels;
+      fits &= !labels && integer &&
+              (binding.shape.size() == 2 || binding.shape.size() == 1);
+      labels = &binding;
+    } else if (name.find("mask") != std::string::npos) {
+      kind = TokenInput::Mask;
+    } else if (name.find("token_type") != std::string::npos) {
+      kind = TokenInput::TokenTypes;
+    } else if (name.find("position") != std::string::npos) {
+      kind = TokenInput::Positions;
+    } else {
+      fits &= !input && integer;
+      input = &binding;
+    }
+    if (kind != TokenInput::Labels)
+      fits &= binding.shape.size() == 2 &&
+              (binding.dtype == DType::Int64 || binding.dtype == DType::Int32 ||
+               binding.dtype == DType::Float32);
+    kinds_.push_back(kind);
     bindings_.push_back(i);
     files_.push_back(binding.name);
     roles_.push_back(binding.role);
     batchShapes_.push_back(binding.shape);
     batchDTypes_.push_back(binding.dtype);
   }
-  if (!languageModel || !input || !labels || input->shape != labels->shape)
+  if (fits && input && labels)
+    for (size_t k = 0; k < bindings_.size(); ++k)
+      fits &= kinds_[k] == TokenInput::Labels
+                  ? batchShapes_[k][0] == input->shape[0] &&
+                        (batchShapes_[k].size() == 1 ||
+                         batchShapes_[k] == input->shape)
+                  : batchShapes_[k] == input->shape;
+  if (!fits || !input || !labels)
     throw Error(dataDir_ +
-                " is a token dataset, which feeds a language "
-                "model's token ids [B, S] and labels [B, S] (one "
-                "integer input and integer labels); the artifact "
-                "takes " +
+                " is a token dataset, which feeds token ids [B, S] (one "
+                "integer input, beside which an attention mask, token type "
+                "ids and position ids [B, S] may be named) and labels [B, "
+                "S] (a language model's) or [B] (a sequence classifier's); "
+                "the artifact takes " +
                 seen);
+  classify_ = labels->shape.size() == 1;
   sequence_ = uint64_t(input->shape[1]);
   tokens_ = std::make_shared<TokenDataset>(TokenDataset::open(dataDir_));
   const TokenDataset &data = *tokens_;
+  if (classify_ && !data.hasLabels())
+    throw Error(data.describe() +
+                " has no document_labels.npy, which the artifact's labels " +
+                labels->describe() +
+                " (one per row: a sequence classifier's) need; "
+                "tools/ztc_dataset.py --label-column writes it");
+  if (classify_ && tokens.mode == "pack")
+    throw Error("--batching pack joins documents, but the artifact "
+                "classifies each (labels " +
+                labels->describe() + "): use --batching pad or group");
   if (tokens.mode == "pack") {
     uint64_t stream =
         data.numTokens() + (tokens.eos >= 0 ? data.numDocuments() : 0);
     numSamples_ = stream > sequence_ ? (stream - 1) / sequence_ : 0;
   } else {
+    // A language model needs 2 tokens for a label, a classifier 1.
     for (uint64_t d = 0; d < data.numDocuments(); ++d)
-      if (data.length(d) >= 2)
+      if (data.length(d) >= (classify_ ? 1 : 2))
         padDocuments_.push_back(d);
     numSamples_ = padDocuments_.size();
   }
@@ -206,8 +250,9 @@ void DataLoader::openTokens(const Manifest &manifest, bool partialBatches,
                 (tokens.mode == "pack"
                      ? " rows of " + std::to_string(sequence_ + 1) +
                            " tokens (--batching pack)"
-                     : " rows (documents of 2 tokens or more, --batching "
-                       "pad)") +
+                     : " rows (documents of " +
+                           std::string(classify_ ? "1 token" : "2 tokens") +
+                           " or more, --batching " + tokens.mode + ")") +
                 ", fewer than one batch of " + std::to_string(batchSize_));
 }
 
@@ -235,8 +280,62 @@ void DataLoader::streamOf(uint64_t epoch) const {
   streamEpoch_ = epoch;
 }
 
-void DataLoader::tokenRow(uint64_t sample, uint64_t epoch, int64_t *input,
-                          int64_t *labels) const {
+uint64_t DataLoader::rowLength(uint64_t sample) const {
+  uint64_t length = tokens_->length(padDocuments_[sample]);
+  return classify_ ? std::min(length, sequence_)
+                   : std::min(length, sequence_ + 1) - 1;
+}
+
+void DataLoader::setSequenceBuckets(const std::vector<uint64_t> &lengths) {
+  if (!tokens_ || batching_.mode == "pack")
+    return;
+  if (lengths.empty() || lengths.back() != sequence_ ||
+      !std::is_sorted(lengths.begin(), lengths.end()))
+    throw Error("sequence buckets must ascend to the artifact's length " +
+                std::to_string(sequence_));
+  buckets_ = lengths;
+}
+
+std::vector<uint64_t>
+lengthGroupedOrder(std::vector<uint64_t> order,
+                   const std::function<uint64_t(uint64_t)> &length,
+                   uint64_t batch) {
+  if (order.empty() || batch == 0)
+    return order;
+  uint64_t multiple =
+      std::max<uint64_t>(std::min<uint64_t>(order.size() / (batch * 4), 50), 1);
+  uint64_t mega = multiple * batch;
+  std::vector<uint64_t> lengths(order.size());
+  for (uint64_t sample : order)
+    lengths.at(sample) = length(sample);
+  auto longer = [&](uint64_t a, uint64_t b) { return lengths[a] > lengths[b]; };
+  std::vector<uint64_t> firsts;
+  for (uint64_t at = 0; at < order.size(); at += mega) {
+    auto end = order.begin() + std::min<uint64_t>(at + mega, order.size());
+    std::stable_sort(order.begin() + at, end, longer);
+    firsts.push_back(at);
+  }
+  // The megabatch with the longest first element leads (the first such).
+  uint64_t longest = firsts.front();
+  for (uint64_t at : firsts)
+    if (lengths[order[at]] > lengths[order[longest]])
+      longest = at;
+  std::swap(order[0], order[longest]);
+  return order;
+}
+
+std::vector<uint64_t> DataLoader::groupedOrder(uint64_t epoch) const {
+  return lengthGroupedOrder(
+      epochPermutation(numSamples_, seed_, epoch),
+      // The Trainer's lengths: each document's, untruncated.
+      [this](uint64_t sample) {
+        return tokens_->length(padDocuments_[sample]);
+      },
+      batching_.groupBatch ? batching_.groupBatch : batchSize_);
+}
+
+void DataLoader::tokenRow(uint64_t sample, uint64_t epoch, uint64_t sequence,
+                          TokenRow &out) const {
   const TokenDataset &data = *tokens_;
   uint64_t S = sequence_;
   std::vector<int64_t> row(S + 1, 0);
@@ -248,6 +347,9 @@ void DataLoader::tokenRow(uint64_t sample, uint64_t epoch, int64_t *input,
                                        streamStarts_.end(), position) -
                       streamStarts_.begin()) -
                1;
+    // Where each token lies in its document (EOS the document's last), for
+    // position ids that restart at every document.
+    std::vector<int64_t> within(S + 1, 0);
     while (filled < S + 1 && j < streamOrder_.size()) {
       uint64_t doc = streamOrder_[j];
       uint64_t offset = position + filled - streamStarts_[j];
@@ -255,28 +357,41 @@ void DataLoader::tokenRow(uint64_t sample, uint64_t epoch, int64_t *input,
       if (offset < length) {
         uint64_t count = std::min(length - offset, S + 1 - filled);
         data.read(doc, offset, count, row.data() + filled);
+        for (uint64_t k = 0; k < count; ++k)
+          within[filled + k] = int64_t(offset + k);
         filled += count;
         offset += count;
       }
       if (filled < S + 1 && offset == length && batching_.eos >= 0) {
+        within[filled] = int64_t(offset);
         row[filled++] = batching_.eos;
         ++offset;
       }
       ++j;
     }
     for (uint64_t t = 0; t < S; ++t) {
-      input[t] = row[t];
-      labels[t] = row[t + 1];
+      out.ids[t] = row[t];
+      out.labels[t] = row[t + 1];
+      out.mask[t] = 1;
+      out.positions[t] = within[t];
     }
     return;
   }
   uint64_t doc = padDocuments_[sample];
   filled = std::min(data.length(doc), S + 1);
   data.read(doc, 0, filled, row.data());
-  for (uint64_t t = 0; t < S; ++t) {
-    input[t] = t < filled ? row[t] : batching_.pad;
-    labels[t] = t + 1 < filled ? row[t + 1] : batching_.ignoreIndex;
+  // The document's first S tokens (a shorter bucket cuts a language
+  // model's last, which has no label).
+  uint64_t inputs = std::min(filled, S);
+  for (uint64_t t = 0; t < sequence; ++t) {
+    out.ids[t] = t < inputs ? row[t] : batching_.pad;
+    out.mask[t] = t < inputs ? 1 : 0;
+    out.positions[t] = int64_t(t);
+    if (!classify_)
+      out.labels[t] = t + 1 < filled ? row[t + 1] : batching_.ignoreIndex;
   }
+  if (classify_)
+    out.labels[0] = data.label(doc);
 }
 
 void DataLoader::setShard(uint64_t rank, uint64_t worldSize,
@@ -300,14 +415,27 @@ void DataLoader::seek(const DataPosition &position) {
   position_ = position;
 }
 
+void DataLoader::setSequential() {
+  if (tokens_ && batching_.mode == "group")
+    throw Error("--sampler sequential keeps the data's order, which "
+                "--batching group changes: give one of them");
+  sequential_ = true;
+  shuffleDocuments_ = false;
+  permutationEpoch_.reset();
+  streamEpoch_.reset();
+}
+
 std::vector<uint64_t> DataLoader::orderOf(uint64_t epoch) const {
   // pack: rows in stream order (the documents are what is shuffled); a
   // held-out token dataset in order.
-  if (tokens_ && (batching_.mode == "pack" || !shuffleDocuments_)) {
+  if (sequential_ ||
+      (tokens_ && (batching_.mode == "pack" || !shuffleDocuments_))) {
     std::vector<uint64_t> order(numSamples_);
     std::iota(order.begin(), order.end(), uint64_t(0));
     return order;
   }
+  if (tokens_ && batching_.mode == "group")
+    return groupedOrder(epoch);
   return epochPermutation(numSamples_, seed_, epoch);
 }
 
@@ -319,11 +447,33 @@ const std::vector<uint64_t> &DataLoader::permutation() {
   return permutation_;
 }
 
-std::vector<Tensor> DataLoader::next() {
+std::vector<Tensor> DataLoader::next(BatchTokens *tokens) {
   const std::vector<uint64_t> &order = permutation();
   const uint64_t *samples =
       order.data() + (position_.batch * worldSize_ + rank_) * batchSize_;
-  std::vector<Tensor> batch = rows(samples, batchSize_, 0, position_.epoch);
+  // pad and group: the global batch's labels pick the row length.
+  BatchTokens counts;
+  counts.sequence = sequence_;
+  if (tokens_ && batching_.mode != "pack") {
+    const uint64_t *global =
+        order.data() + position_.batch * worldSize_ * batchSize_;
+    uint64_t longest = 0;
+    for (uint64_t k = 0; k < batchSize_ * worldSize_; ++k) {
+      uint64_t labels = rowLength(global[k]);
+      counts.real += labels;
+      longest = std::max(longest, labels);
+    }
+    if (!buckets_.empty())
+      counts.sequence =
+          *std::lower_bound(buckets_.begin(), buckets_.end(), longest);
+  } else if (tokens_) {
+    counts.real = batchSize_ * worldSize_ * sequence_;
+  }
+  counts.total = batchSize_ * worldSize_ * counts.sequence;
+  if (tokens)
+    *tokens = counts;
+  std::vector<Tensor> batch =
+      rows(samples, batchSize_, 0, position_.epoch, counts.sequence);
   if (++position_.batch == batchesPerEpoch()) {
     ++position_.epoch;
     position_.batch = 0;
@@ -337,29 +487,41 @@ std::vector<Tensor> DataLoader::gather(const std::vector<uint64_t> &samples,
 }
 
 std::vector<Tensor> DataLoader::rows(const uint64_t *samples, size_t count,
-                                     int64_t padLabel, uint64_t epoch) const {
+                                     int64_t padLabel, uint64_t epoch,
+                                     uint64_t sequence) const {
   std::vector<Tensor> batch;
   if (tokens_) {
+    uint64_t S = sequence ? sequence : sequence_;
+    uint64_t perRow = classify_ ? 1 : S;
     // Rows past `count` (evaluation's padding) have no labels.
-    std::vector<int64_t> ids(batchSize_ * sequence_),
-        labels(batchSize_ * sequence_, padLabel);
+    std::vector<int64_t> ids(batchSize_ * S, batching_.pad),
+        labels(batchSize_ * perRow, padLabel), mask(batchSize_ * S, 0),
+        positions(batchSize_ * S, 0), types(batchSize_ * S, 0);
     for (uint64_t k = 0; k < batchSize_; ++k) {
-      if (k < count)
-        tokenRow(samples[k], epoch, ids.data() + k * sequence_,
-                 labels.data() + k * sequence_);
-      else
-        std::fill_n(ids.data() + k * sequence_, sequence_, batching_.pad);
+      if (k >= count)
+        continue;
+      TokenRow row{ids.data() + k * S, labels.data() + k * perRow,
+                   mask.data() + k * S, positions.data() + k * S};
+      tokenRow(samples[k], epoch, S, row);
     }
     for (size_t i = 0; i < bindings_.size(); ++i) {
       const std::vector<int64_t> &values =
-          roles_[i] == BindingRole::Label ? labels : ids;
-      Tensor tensor(DType::Int64, batchShapes_[i]);
-      std::memcpy(tensor.bytes.data(), values.data(), values.size() * 8);
-      if (batchDTypes_[i] != DType::Int64) {
-        Tensor narrow(DType::Int32, batchShapes_[i]);
-        for (size_t e = 0; e < values.size(); ++e)
-          narrow.data<int32_t>()[e] = int32_t(values[e]);
-        tensor = std::move(narrow);
+          kinds_[i] == TokenInput::Labels       ? labels
+          : kinds_[i] == TokenInput::Mask       ? mask
+          : kinds_[i] == TokenInput::Positions  ? positions
+          : kinds_[i] == TokenInput::TokenTypes ? types
+                                                : ids;
+      std::vector<int64_t> shape = {int64_t(batchSize_)};
+      if (kinds_[i] != TokenInput::Labels || !classify_)
+        shape.push_back(int64_t(S));
+      Tensor tensor(batchDTypes_[i], shape);
+      for (size_t e = 0; e < values.size(); ++e) {
+        if (batchDTypes_[i] == DType::Int64)
+          tensor.data<int64_t>()[e] = values[e];
+        else if (batchDTypes_[i] == DType::Int32)
+          tensor.data<int32_t>()[e] = int32_t(values[e]);
+        else
+          tensor.data<float>()[e] = float(values[e]);
       }
       batch.push_back(std::move(tensor));
     }
@@ -444,8 +606,20 @@ int64_t integerElement(const Tensor &array, int64_t i) {
 
 std::string DataLoader::check(const DataCheck &check) const {
   if (tokens_) {
-    // Every token is a label somewhere: each must index a class.
     const TokenDataset &data = *tokens_;
+    if (classify_) {
+      // A classifier's labels are the documents'.
+      for (uint64_t d = 0; d < data.numDocuments(); ++d)
+        if (check.classes &&
+            (data.label(d) < 0 || uint64_t(data.label(d)) >= check.classes) &&
+            !(check.hasIgnore && data.label(d) == check.ignoreIndex))
+          return data.describe() + ": document " + std::to_string(d) +
+                 " has label " + std::to_string(data.label(d)) +
+                 ", outside the model's [0, " + std::to_string(check.classes) +
+                 ")";
+      return "";
+    }
+    // Every token is a label somewhere: each must index a class.
     std::vector<int64_t> document;
     for (uint64_t d = 0; d < data.numDocuments(); ++d) {
       document.resize(data.length(d));

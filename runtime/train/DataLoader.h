@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -100,14 +101,44 @@ struct DataCheck {
 ///         and are skipped), in a seeded order: the input its first S
 ///         tokens then `pad`, the labels its tokens 1 to S then
 ///         `ignoreIndex`; a longer document is truncated to S + 1 tokens.
+///   group as pad, in the order of the Hugging Face Trainer's
+///         group_by_length (lengthGroupedOrder of the epoch's seeded
+///         permutation, batches of `groupBatch`); each rank's batches are
+///         then consecutive as always, so each holds similar lengths.
+/// With sequence buckets (setSequenceBuckets), pad and group rows are as
+/// long as the shortest bucket that holds the global batch's longest row
+/// (its labels: its document's length less one), not S.
 struct TokenBatching {
   std::string mode = "pack";
   int64_t eos = -1;
   int64_t pad = 0;
   int64_t ignoreIndex = -100;
+  /// group: the batch megabatches count in (the Trainer's per-device batch
+  /// times its accumulation steps; 0: the loader's batch size).
+  uint64_t groupBatch = 0;
 };
 
 class TokenDataset;
+
+/// The tokens of one global batch (every rank's rows): the labels that
+/// count (not the ignore index) and all positions, and the row length.
+struct BatchTokens {
+  uint64_t real = 0;
+  uint64_t total = 0;
+  uint64_t sequence = 0;
+};
+
+/// The Hugging Face Trainer's length-grouped order (its
+/// get_length_grouped_indices) of `permutation`, a permutation of the
+/// samples, for batches of `batch` (the Trainer's per-device batch times
+/// its accumulation steps): megabatches of min(N / (4 batch), 50) batches
+/// (at least one), each sorted by `length`, longest first (stable), and the
+/// first element of the megabatch whose first is longest (the first such)
+/// swapped with the very first.
+std::vector<uint64_t>
+lengthGroupedOrder(std::vector<uint64_t> permutation,
+                   const std::function<uint64_t(uint64_t)> &length,
+                   uint64_t batch);
 
 /// Whether `path` is a token dataset: a directory holding tokens.npy and
 /// offsets.npy but no labels.npy (which samples would have), or the prefix
@@ -156,9 +187,21 @@ public:
   void seek(const DataPosition &position);
 
   /// The batch at the current position (one tensor per input, shaped like
-  /// its binding), then advances to the next batch, moving to the next
-  /// epoch after the last full batch.
-  std::vector<Tensor> next();
+  /// its binding, but for the row length of a sequence bucket), then
+  /// advances to the next batch, moving to the next epoch after the last
+  /// full batch. With `tokens`, a token dataset's counts for the global
+  /// batch.
+  std::vector<Tensor> next(BatchTokens *tokens = nullptr);
+
+  /// Every epoch in the data's own order (samples, or a token dataset's
+  /// documents), unshuffled: the Hugging Face Trainer's
+  /// train_sampling_strategy "sequential". Throws under --batching group.
+  void setSequential();
+
+  /// Token datasets, pad and group: serve rows of the shortest of
+  /// `lengths` (ascending, the last the artifact's S) that holds each
+  /// global batch (TokenBatching). Throws on lengths that do not end at S.
+  void setSequenceBuckets(const std::vector<uint64_t> &lengths);
 
   /// A batch of `samples` in order (at most batchSize(); evaluation's). The
   /// rows past them repeat the first sample (sample 0 when there is none)
@@ -189,10 +232,22 @@ private:
   /// repeat the first sample with labels `padLabel` (see gather()). Token
   /// datasets: the rows of `epoch`'s stream or documents.
   std::vector<Tensor> rows(const uint64_t *samples, size_t count,
-                           int64_t padLabel, uint64_t epoch) const;
-  /// Token datasets: row `sample` of `epoch` as S input ids and S labels.
-  void tokenRow(uint64_t sample, uint64_t epoch, int64_t *input,
-                int64_t *labels) const;
+                           int64_t padLabel, uint64_t epoch,
+                           uint64_t sequence = 0) const;
+  /// Where tokenRow writes one row: `sequence` ids, labels (one for a
+  /// classifier), mask (1: a real token) and position ids.
+  struct TokenRow {
+    int64_t *ids, *labels, *mask, *positions;
+  };
+  /// Token datasets: row `sample` of `epoch` at length `sequence` (pack:
+  /// always S; its positions restart at every document).
+  void tokenRow(uint64_t sample, uint64_t epoch, uint64_t sequence,
+                TokenRow &out) const;
+  /// pad and group: the length sample `sample`'s row needs (at most S):
+  /// its labels (a language model), its tokens (a classifier).
+  uint64_t rowLength(uint64_t sample) const;
+  /// group: the Trainer's group_by_length order of `epoch`.
+  std::vector<uint64_t> groupedOrder(uint64_t epoch) const;
   /// pack: the documents of `epoch` in order and where each starts in the
   /// stream (cached for the last epoch asked).
   void streamOf(uint64_t epoch) const;
@@ -204,11 +259,19 @@ private:
 
   // Token datasets (TokenDataset.h).
   std::shared_ptr<const TokenDataset> tokens_;
+  /// What each input of bindings_ is given.
+  enum class TokenInput { Ids, Labels, Mask, TokenTypes, Positions };
+  std::vector<TokenInput> kinds_;
+  /// Labels [B]: a sequence classifier, one document label per row.
+  bool classify_ = false;
   TokenBatching batching_;
   bool shuffleDocuments_ = true;
+  bool sequential_ = false;
   uint64_t sequence_ = 0;
   /// pad: the documents with a label (2 tokens or more).
   std::vector<uint64_t> padDocuments_;
+  /// setSequenceBuckets' lengths (empty: every row is S).
+  std::vector<uint64_t> buckets_;
   mutable std::optional<uint64_t> streamEpoch_;
   mutable std::vector<uint64_t> streamOrder_, streamStarts_;
 

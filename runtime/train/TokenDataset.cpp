@@ -154,9 +154,23 @@ TokenDataset TokenDataset::open(const std::string &path) {
                   std::to_string(dataset.starts_.back()) + ", but " +
                   tokensPath + " holds " + std::to_string(dataset.tokens_) +
                   " tokens");
+    std::string labelsPath = joinPath(path, "document_labels.npy");
+    if (fs::exists(labelsPath, ec)) {
+      Tensor labels = readNpy(labelsPath);
+      if (labels.shape != std::vector<int64_t>{int64_t(dataset.documents_)} ||
+          (labels.dtype != DType::Int32 && labels.dtype != DType::Int64))
+        throw Error(labelsPath + ": expected int32 or int64 labels [" +
+                    std::to_string(dataset.documents_) +
+                    "] (one per document), got " + labels.describe());
+      for (int64_t d = 0; d < labels.numElements(); ++d)
+        dataset.labels_.push_back(labels.dtype == DType::Int32
+                                      ? labels.data<int32_t>()[d]
+                                      : labels.data<int64_t>()[d]);
+    }
     dataset.description_ =
         path + " (ztc tokens: " + std::to_string(dataset.documents_) +
-        " documents, " + std::to_string(dataset.tokens_) + " tokens of " +
+        " documents" + (dataset.labels_.empty() ? "" : " with labels") + ", " +
+        std::to_string(dataset.tokens_) + " tokens of " +
         tokenTypeName(dataset.tokenCode_) + ")";
     return dataset;
   }

@@ -8,6 +8,8 @@
 //     it from a Hugging Face `datasets` tokenized dataset): tokens int32 or
 //     int64 [T]; offsets int64 [D + 1], offsets[0] = 0, non-decreasing,
 //     offsets[D] = T; document d is tokens[offsets[d] .. offsets[d + 1]).
+//     Optionally DIR/document_labels.npy, int32 or int64 [D]: one label
+//     per document (a sequence classifier's; read whole).
 //   PREFIX.bin + PREFIX.idx (Megatron-LM's and DeepSpeed's indexed dataset,
 //     "MMIDIDX"): the .idx holds the magic b"MMIDIDX\0\0", version 1 (u64),
 //     the token type's code (u8: 1 uint8, 2 int8, 3 int16, 4 int32,
@@ -70,6 +72,9 @@ public:
   void read(uint64_t doc, uint64_t from, uint64_t count, int64_t *out) const;
   /// "DIR (ztc tokens: 3 documents, 17 tokens of int32)", for messages.
   const std::string &describe() const { return description_; }
+  /// Whether the dataset has document_labels.npy, and document `doc`'s.
+  bool hasLabels() const { return !labels_.empty(); }
+  int64_t label(uint64_t doc) const { return labels_[doc]; }
 
 private:
   TokenDataset() = default;
@@ -84,6 +89,7 @@ private:
   uint64_t documents_ = 0, tokens_ = 0;
   /// Document d spans tokens [starts_[d], starts_[d + 1]).
   std::vector<uint64_t> starts_;
+  std::vector<int64_t> labels_;
   std::string description_;
 };
 

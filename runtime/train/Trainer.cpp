@@ -132,6 +132,15 @@ public:
     return logEvery_ != 0 && step % logEvery_ == 0;
   }
 
+  /// A token dataset: the real tokens (labels that count) and positions
+  /// of every rank's rows since the last report, which the next report's
+  /// line gives per second (and as a padding share) after samples/s.
+  void tokens(uint64_t real, uint64_t positions) {
+    real_ = real;
+    positions_ = positions;
+    haveTokens_ = true;
+  }
+
   /// Reports a due step; `loss` is the mean over the steps since the last
   /// report.
   /// `extra` follows the learning rate (the loss scale, when there is one).
@@ -141,12 +150,18 @@ public:
       drawBar(step, loss, lr, extra, now);
       return;
     }
-    double rate = samplesPerStep_ * double(step - lastLineStep_) /
-                  std::max(secondsBetween(lastLine_, now), 1e-9);
-    log_(printfString("step %llu/%llu  loss %.6f  lr %.3e%s  %.1f samples/s",
+    double seconds = std::max(secondsBetween(lastLine_, now), 1e-9);
+    double rate = samplesPerStep_ * double(step - lastLineStep_) / seconds;
+    std::string tokens;
+    if (haveTokens_)
+      tokens = printfString(
+          "  %.0f tokens/s (%.1f%% padding)", double(real_) / seconds,
+          positions_ ? 100.0 * (1.0 - double(real_) / double(positions_))
+                     : 0.0);
+    log_(printfString("step %llu/%llu  loss %.6f  lr %.3e%s  %.1f samples/s%s",
                       static_cast<unsigned long long>(step),
                       static_cast<unsigned long long>(lastStep_), loss, lr,
-                      extra.c_str(), rate));
+                      extra.c_str(), rate, tokens.c_str()));
     lastLine_ = now;
     lastLineStep_ = step;
   }
@@ -195,6 +210,8 @@ private:
   uint64_t logEvery_;
   uint64_t lastStep_;
   double samplesPerStep_;
+  uint64_t real_ = 0, positions_ = 0;
+  bool haveTokens_ = false;
   uint64_t firstStep_ = 0, lastLineStep_ = 0;
   Clock::time_point start_, lastLine_, lastDraw_;
   bool drawn_ = false;
@@ -229,9 +246,10 @@ public:
     return pending_ ? pendingAt_ : loader_.position();
   }
 
-  /// The next batch; asks the reader for the one after it.
-  std::vector<Tensor> take() {
-    std::vector<Tensor> batch = pending_ ? wait() : loader_.next();
+  /// The next batch (and a token dataset's counts for its global batch);
+  /// asks the reader for the one after it.
+  std::vector<Tensor> take(BatchTokens &tokens) {
+    std::vector<Tensor> batch = pending_ ? wait(tokens) : loader_.next(&tokens);
     if (reader_.joinable()) {
       pendingAt_ = loader_.position();
       std::lock_guard<std::mutex> guard(mutex_);
@@ -247,7 +265,8 @@ public:
     if (!pending_)
       return;
     try {
-      wait();
+      BatchTokens ignored;
+      wait(ignored);
     } catch (...) {
       // take() would have rethrown it; the batch is read again.
     }
@@ -256,7 +275,7 @@ public:
 
 private:
   /// The pending batch, or its reader's error.
-  std::vector<Tensor> wait() {
+  std::vector<Tensor> wait(BatchTokens &tokens) {
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.wait(lock, [this] { return !requested_; });
     pending_ = false;
@@ -264,6 +283,7 @@ private:
       std::exception_ptr failure = std::exchange(failure_, nullptr);
       std::rethrow_exception(failure);
     }
+    tokens = readyTokens_;
     return std::move(ready_);
   }
 
@@ -275,14 +295,16 @@ private:
         return;
       lock.unlock();
       std::vector<Tensor> batch;
+      BatchTokens tokens;
       std::exception_ptr failure;
       try {
-        batch = loader_.next();
+        batch = loader_.next(&tokens);
       } catch (...) {
         failure = std::current_exception();
       }
       lock.lock();
       ready_ = std::move(batch);
+      readyTokens_ = tokens;
       failure_ = failure;
       requested_ = false;
       wake_.notify_all();
@@ -297,6 +319,7 @@ private:
   /// collected it (the caller's view).
   bool requested_ = false, stop_ = false, pending_ = false;
   std::vector<Tensor> ready_;
+  BatchTokens readyTokens_;
   std::exception_ptr failure_;
   DataPosition pendingAt_;
 };
@@ -308,6 +331,23 @@ Artifact loadTrainingArtifact(const std::string &directory) {
     throw Error(directory +
                 ": not a training artifact (manifest kind 'forward')");
   return artifact;
+}
+
+/// --seq-buckets: the steps of the artifact's shorter sequence lengths.
+std::vector<Artifact> loadBuckets(const Artifact &artifact) {
+  std::vector<Artifact> buckets;
+  const std::vector<uint64_t> &lengths = artifact.manifest().train.seqBuckets;
+  for (size_t i = 0; i + 1 < lengths.size(); ++i)
+    buckets.push_back(loadTrainingArtifact(
+        bucketDirectory(artifact.directory(), lengths[i])));
+  return buckets;
+}
+
+std::vector<const Artifact *> pointersTo(const std::vector<Artifact> &all) {
+  std::vector<const Artifact *> pointers;
+  for (const Artifact &artifact : all)
+    pointers.push_back(&artifact);
+  return pointers;
 }
 
 /// The smallest `count` of any rank (a collective: every rank calls it).
@@ -324,8 +364,13 @@ uint64_t fewestOnAnyRank(Communicator &comm, uint64_t count) {
 /// epoch length every rank can fill (the ranks agree on it at start-up).
 DataLoader shardedLoader(const Manifest &manifest, const TrainOptions &options,
                          Communicator &comm) {
-  DataLoader loader(manifest, options.dataDir, options.seed, false,
-                    options.tokens);
+  // group: megabatches count in the Trainer's batches (per device, times
+  // the accumulation steps).
+  TokenBatching tokens = options.tokens;
+  tokens.groupBatch = manifest.train.batchSize * manifest.train.gradAccum;
+  DataLoader loader(manifest, options.dataDir, options.seed, false, tokens);
+  if (options.sequential)
+    loader.setSequential();
   if (comm.worldSize() == 1)
     return loader;
   loader.setShard(comm.rank(), comm.worldSize());
@@ -340,14 +385,20 @@ public:
   TrainingRun(const TrainOptions &options, Communicator &comm)
       : options_(options), comm_(comm),
         artifact_(loadTrainingArtifact(options.artifactDir)),
-        runner_(artifact_, createBackend(artifact_.manifest().target,
-                                         {options.commThread})),
+        buckets_(loadBuckets(artifact_)),
+        runner_(
+            artifact_,
+            createBackend(artifact_.manifest().target, {options.commThread}),
+            pointersTo(buckets_)),
         loader_(shardedLoader(manifest(), options, comm)),
         prefetcher_(loader_, options.prefetch &&
                                  batchBytes() >= options.prefetchMinBytes),
         microBatches_(manifest().train.gradAccum) {
     runner_.setCommunicator(comm.worldSize() > 1 ? &comm : nullptr);
+    if (!buckets_.empty())
+      loader_.setSequenceBuckets(manifest().train.seqBuckets);
     findHypers();
+    setLossWeight(1.0);
     if (options_.config)
       applyConfig(*options_.config);
 
@@ -500,6 +551,10 @@ public:
         std::string extra = readLossScale(step);
         if (gradNormState_ >= 0)
           extra += printfString("  grad norm %.4g", stateValue(gradNormState_));
+        if (loader_.tokenMode()) {
+          reporter.tokens(lineReal_, linePositions_);
+          lineReal_ = linePositions_ = 0;
+        }
         reporter.step(step, loss, lr, extra);
         if (metricsDue && metrics_.is_open())
           writeMetrics(step, lr);
@@ -572,9 +627,12 @@ private:
         lrHyper_ = static_cast<int>(i);
       else if (bindings[i].name == "step")
         stepHyper_ = static_cast<int>(i);
+      else if (bindings[i].name == "loss_weight")
+        lossWeightHyper_ = static_cast<int>(i);
       else if (bindings[i].name != kRandomKeyHyper) // Runner::setRandomKey
         throw Error("hyper '" + bindings[i].name +
-                    "' is not one the trainer writes (known: lr, step, " +
+                    "' is not one the trainer writes (known: lr, step, "
+                    "loss_weight, " +
                     kRandomKeyHyper + ")");
     }
   }
@@ -615,6 +673,7 @@ private:
     const std::pair<const char *, std::string> fields[] = {
         {"the initial weights (the artifact's init.safetensors)", weights},
         {"--seed", std::to_string(options_.seed)},
+        {"--sampler", options_.sequential ? "sequential" : "random"},
         {"the last step (--steps, --epochs)", std::to_string(lastStep_)},
         {"--save", options_.saveDir},
         {"--save-every", std::to_string(options_.saveEvery)},
@@ -883,6 +942,17 @@ private:
         tokensPerSample_ ? nlohmann::ordered_json(
                                samples * double(tokensPerSample_) / seconds)
                          : nlohmann::ordered_json(nullptr);
+    if (loader_.tokenMode()) {
+      // A token dataset: the labels that count, on every rank, and the
+      // share of positions that are padding.
+      line["real_tokens"] = metricsReal_;
+      line["tokens_per_second"] = double(metricsReal_) / seconds;
+      line["padding_fraction"] =
+          metricsPositions_
+              ? 1.0 - double(metricsReal_) / double(metricsPositions_)
+              : 0.0;
+    }
+    metricsReal_ = metricsPositions_ = 0;
     appendMetrics(line, step);
     metricsLossSum_ = 0;
     metricsCalls_ = 0;
@@ -971,6 +1041,10 @@ private:
     int lossOutput = entry.outputIndex("loss");
     // Weighted loss, weight, rows right, rows counted.
     double sums[4] = {0, 0, 0, 0};
+    // Held-out rows are the artifact's full length; each batch's loss is
+    // its mean.
+    runner_.selectVariant(0);
+    setLossWeight(1.0);
     auto scalar = [&](int index) {
       Tensor value = runner_.readArena(entry.outputs[size_t(index)]);
       return double(*value.data<float>());
@@ -1028,12 +1102,18 @@ private:
     return report;
   }
 
-  /// Runs `entry` for optimizer step `step`; a failure of the step (bad
-  /// data a kernel found, a device error) names the step:
+  /// Runs the entry for `purpose` of `variant` (0: the artifact, else its
+  /// sequence bucket variant - 1) for optimizer step `step`; a failure of
+  /// the step (bad data a kernel found, a device error) names the step:
   ///   step 3: nll_loss: target 12 is outside [0, 10) (ignore_index -100)
-  void runStep(EntryFn entry, EntryPurpose purpose, uint64_t step) {
+  void runStep(EntryPurpose purpose, uint64_t step, size_t variant = 0) {
+    const Artifact &artifact = variant ? buckets_[variant - 1] : artifact_;
     plannedArena_ =
-        std::max(plannedArena_, manifest().find(purpose)->arenaBytes);
+        std::max(plannedArena_, artifact.manifest().find(purpose)->arenaBytes);
+    EntryFn entry = purpose == artifact.manifest().main().purpose
+                        ? artifact.entry()
+                        : artifact.entry(purpose);
+    runner_.selectVariant(variant);
     try {
       runner_.run(entry);
     } catch (const Error &failure) {
@@ -1045,15 +1125,95 @@ private:
   /// its loss on the device.
   void optimizerStep(uint64_t step, double lr) {
     setHypers(step, lr);
+    // --token-weighted-loss: every micro-batch first, for the step's real
+    // tokens on every rank.
+    std::vector<std::pair<std::vector<Tensor>, BatchTokens>> taken;
+    std::vector<double> weights;
+    if (lossWeightHyper_ >= 0) {
+      for (uint64_t micro = 0; micro < microBatches_; ++micro) {
+        callPositions_.push_back(prefetcher_.position());
+        BatchTokens tokens;
+        std::vector<Tensor> batch = prefetcher_.take(tokens);
+        taken.emplace_back(std::move(batch), tokens);
+      }
+      weights = tokenWeights(taken);
+    }
     for (uint64_t micro = 0; micro < microBatches_; ++micro) {
-      callPositions_.push_back(prefetcher_.position());
-      uploadBatch(prefetcher_.take());
+      BatchTokens tokens;
+      std::vector<Tensor> batch;
+      if (lossWeightHyper_ >= 0) {
+        batch = std::move(taken[micro].first);
+        tokens = taken[micro].second;
+        setLossWeight(weights[micro]);
+      } else {
+        callPositions_.push_back(prefetcher_.position());
+        batch = prefetcher_.take(tokens);
+      }
+      for (uint64_t *count : {&lineReal_, &metricsReal_})
+        *count += tokens.real;
+      for (uint64_t *count : {&linePositions_, &metricsPositions_})
+        *count += tokens.total;
+      size_t variant = variantFor(tokens.sequence);
+      runner_.selectVariant(variant);
+      uploadBatch(batch);
       runner_.setRandomKey(randomKey(loader_.seed(), step, micro));
       bool last = micro + 1 == microBatches_;
-      runStep(last ? artifact_.entry() : artifact_.accumEntry(),
-              last ? manifest().main().purpose : EntryPurpose::Accumulate,
-              step);
+      runStep(last ? manifest().main().purpose : EntryPurpose::Accumulate, step,
+              variant);
     }
+  }
+
+  /// --token-weighted-loss: each micro-batch's loss weight, its real
+  /// tokens (labels that are not the ignore index) times the calls that
+  /// average into the step (micro-batches times ranks) over the step's
+  /// real tokens on every rank. The step's gradient is then that of the
+  /// mean over all its real tokens, and the logged loss (the mean of the
+  /// calls') that mean.
+  std::vector<double> tokenWeights(
+      const std::vector<std::pair<std::vector<Tensor>, BatchTokens>> &taken) {
+    int64_t ignore = manifest().train.ignoreIndex.value_or(-100);
+    const std::vector<size_t> &indices = loader_.bindingIndices();
+    std::vector<double> counts;
+    double total = 0;
+    for (const auto &[batch, tokens] : taken) {
+      double count = 0;
+      for (size_t i = 0; i < indices.size(); ++i) {
+        if (manifest().bindings[indices[i]].role != BindingRole::Label)
+          continue;
+        const Tensor &labels = batch[i];
+        for (int64_t e = 0; e < labels.numElements(); ++e)
+          count += (labels.dtype == DType::Int32
+                        ? int64_t(labels.data<int32_t>()[e])
+                        : labels.data<int64_t>()[e]) != ignore;
+      }
+      counts.push_back(count);
+      total += count;
+    }
+    if (comm_.worldSize() > 1)
+      comm_.allReduceSum(&total, 1);
+    double calls = double(taken.size() * comm_.worldSize());
+    std::vector<double> weights;
+    for (double count : counts)
+      weights.push_back(total > 0 ? count * calls / total : 0.0);
+    return weights;
+  }
+
+  void setLossWeight(double weight) {
+    if (lossWeightHyper_ < 0)
+      return;
+    size_t index = size_t(lossWeightHyper_);
+    runner_.setBinding(index, scalarTensor(manifest().bindings[index].dtype,
+                                           weight, "loss_weight"));
+  }
+
+  /// The runner's variant for rows of `sequence` tokens: the sequence
+  /// bucket the loader chose runs its own step (0: the artifact's).
+  size_t variantFor(uint64_t sequence) const {
+    const std::vector<uint64_t> &lengths = manifest().train.seqBuckets;
+    for (size_t i = 0; i + 1 < lengths.size(); ++i)
+      if (lengths[i] == sequence)
+        return i + 1;
+    return 0;
   }
 
   /// grad_entry on the batch the first update will use, with the random
@@ -1061,18 +1221,24 @@ private:
   void dumpGradients(uint64_t step) {
     prefetcher_.drain();
     DataPosition position = loader_.position();
-    uploadBatch(loader_.next());
+    BatchTokens tokens;
+    std::vector<Tensor> batch = loader_.next(&tokens);
     loader_.seek(position);
+    size_t variant = variantFor(tokens.sequence);
+    runner_.selectVariant(variant);
+    uploadBatch(batch);
     setHypers(step, schedule_->lrAtStep(step));
+    setLossWeight(1.0);
     runner_.setRandomKey(randomKey(loader_.seed(), step, 0));
-    runStep(artifact_.gradEntry(), EntryPurpose::LossAndGrads, step);
+    runStep(EntryPurpose::LossAndGrads, step, variant);
     const std::string &dir = options_.dumpGradsDir;
     createDirectories(joinPath(dir, "grad"));
     // The grad entry writes its loss where grad_outputs says, when it says.
     Tensor loss = runner_.output(lossIndex_);
     size_t grads = 0;
-    for (const Output &grad :
-         manifest().find(EntryPurpose::LossAndGrads)->outputs) {
+    const Manifest &ran =
+        variant ? buckets_[variant - 1].manifest() : manifest();
+    for (const Output &grad : ran.find(EntryPurpose::LossAndGrads)->outputs) {
       if (grad.name == "loss") {
         loss = runner_.readArena(grad);
         continue;
@@ -1237,6 +1403,8 @@ private:
   TrainOptions options_;
   Communicator &comm_;
   Artifact artifact_;
+  /// --seq-buckets: the steps of the shorter lengths, in order.
+  std::vector<Artifact> buckets_;
   Runner runner_;
   DataLoader loader_;
   /// --eval-data: its samples (every rank the fewest any rank has), the
@@ -1257,7 +1425,7 @@ private:
   /// data position of every call since (to name a diverging batch).
   uint64_t intervalStart_ = 1;
   std::vector<DataPosition> callPositions_;
-  int lrHyper_ = -1, stepHyper_ = -1;
+  int lrHyper_ = -1, stepHyper_ = -1, lossWeightHyper_ = -1;
   /// Dynamic loss scaling (ztc-loss-scale's states): the scale, the steps
   /// it skipped and the step it failed at (0: none); and their last reading.
   int scaleState_ = -1, skippedState_ = -1, failedState_ = -1;
@@ -1281,6 +1449,10 @@ private:
   Clock::time_point metricsLast_;
   uint64_t metricsLastStep_ = 0;
   uint64_t tokensPerSample_ = 0;
+  /// Token datasets: the real tokens (labels that count) and positions of
+  /// the global batches since the last log line and metrics line.
+  uint64_t lineReal_ = 0, linePositions_ = 0;
+  uint64_t metricsReal_ = 0, metricsPositions_ = 0;
 };
 
 } // namespace

@@ -110,6 +110,9 @@ struct TrainOptions {
   uint64_t epochs = 1;
   /// Seeds the data order (DataLoader.h) and the random keys (Runner.h).
   uint64_t seed = 0;
+  /// --sampler sequential: the data in its own order every epoch
+  /// (DataLoader::setSequential).
+  bool sequential = false;
   /// Plain log line every logEvery steps (0: only the last step).
   uint64_t logEvery = 10;
   /// --metrics: a JSON line per logged step (every logEvery steps and the

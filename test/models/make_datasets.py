@@ -20,6 +20,11 @@ Writes:
                              save_to_disk (an input_ids column)
   documents.json             the documents (token lists) all three hold,
                              in order, each as one list, and the versions
+  length_grouped.json        transformers' get_length_grouped_indices (the
+                             Trainer's group_by_length order) for given
+                             lengths, batch sizes and permutations (its
+                             torch.randperm replaced by each case's own), for
+                             ztc-train --batching group
 """
 
 import argparse
@@ -73,7 +78,35 @@ def main():
         json.dump({"documents": flat,
                    "versions": {"megatron-core": megatron.core.__version__,
                                 "datasets": datasets.__version__}}, f, indent=1)
+    write_length_grouped(os.path.join(args.out, "length_grouped.json"))
     print("made %s" % args.out)
+
+
+def write_length_grouped(path):
+    """The Trainer's length-grouped order of several cases: skewed lengths
+    (log-normal, as text is), ties, a dataset under four batches."""
+    import torch
+    import transformers
+    from transformers import trainer_pt_utils
+
+    rng = np.random.default_rng(38)
+    cases = []
+    for count, batch, lengths in (
+            (1000, 8, np.clip(rng.lognormal(4.0, 0.8, 1000), 2, 512).astype(int)),
+            (37, 4, rng.integers(1, 6, 37)),
+            (10, 4, rng.integers(1, 100, 10)),
+            (300, 6, np.clip(rng.lognormal(3.0, 1.0, 300), 2, 64).astype(int))):
+        permutation = rng.permutation(count)
+        real = torch.randperm
+        torch.randperm = lambda n, generator=None: torch.tensor(permutation)
+        try:
+            order = trainer_pt_utils.get_length_grouped_indices(lengths.tolist(), batch)
+        finally:
+            torch.randperm = real
+        cases.append({"batch_size": batch, "lengths": lengths.tolist(),
+                      "permutation": permutation.tolist(), "order": [int(i) for i in order]})
+    with open(path, "w") as f:
+        json.dump({"cases": cases, "versions": {"transformers": transformers.__version__}}, f)
 
 
 if __name__ == "__main__":

@@ -38,10 +38,17 @@ const char kUsage[] =
     "                    offsets.npy (tools/ztc_dataset.py), or a Megatron\n"
     "                    PREFIX of PREFIX.bin and PREFIX.idx\n"
     "  --batching MODE   token datasets: pack (default: documents end to\n"
-    "                    end, cut into rows of the compiled length) or pad\n"
+    "                    end, cut into rows of the compiled length), pad\n"
     "                    (one document per row, padded; labels -100 there)\n"
+    "                    or group (pad, similar lengths batched together, as\n"
+    "                    the Hugging Face Trainer's group_by_length); pad and\n"
+    "                    group run each batch at the shortest of the\n"
+    "                    artifact's --seq-buckets that holds it\n"
+    "  --sampler S       random (default: shuffled by --seed every epoch)\n"
+    "                    or sequential (the data's own order, as the\n"
+    "                    Hugging Face Trainer's train_sampling_strategy)\n"
     "  --eos-token ID    pack: a token put after every document\n"
-    "  --pad-token ID    pad: the input id of padding (default 0)\n"
+    "  --pad-token ID    pad, group: the input id of padding (default 0)\n"
     "  --steps N         optimizer steps to run, counted from the start of\n"
     "                    training (0: --epochs decides)\n"
     "  --epochs E        epochs to run when --steps is 0 (default 1)\n"
@@ -223,9 +230,16 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
     } else if (flag == "--batching") {
       options.tokens.mode = takeValue();
       batchingGiven = true;
-      if (options.tokens.mode != "pack" && options.tokens.mode != "pad")
-        throw UsageError{"--batching expects pack or pad, got '" +
+      if (options.tokens.mode != "pack" && options.tokens.mode != "pad" &&
+          options.tokens.mode != "group")
+        throw UsageError{"--batching expects pack, pad or group, got '" +
                          options.tokens.mode + "'"};
+    } else if (flag == "--sampler") {
+      std::string sampler = takeValue();
+      if (sampler != "random" && sampler != "sequential")
+        throw UsageError{"--sampler expects random or sequential, got '" +
+                         sampler + "'"};
+      options.sequential = sampler == "sequential";
     } else if (flag == "--eos-token") {
       options.tokens.eos = int64_t(parseCount(flag, takeValue()));
     } else if (flag == "--pad-token") {

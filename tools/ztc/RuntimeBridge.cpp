@@ -17,6 +17,7 @@
 #include "runtime/io/SafeTensors.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/ShardedCheckpoint.h"
+#include "runtime/train/TokenDataset.h"
 #include "runtime/train/Trainer.h"
 
 #include <algorithm>
@@ -121,17 +122,143 @@ std::string bridge::checkArtifactOutput(const std::string &dir) {
          "): ztc replaces only its own artifacts; give another -o";
 }
 
-std::string
-bridge::writeArtifactAtomically(const std::string &dir,
-                                const mlir::ztc::ArtifactContents &artifact,
-                                bool build) {
+std::string bridge::checkBucketBindings(const rt::Manifest &bucket,
+                                        const rt::Manifest &main,
+                                        uint64_t length, uint64_t longest) {
+  auto shared = [](rt::BindingRole role) {
+    return role == rt::BindingRole::Param || role == rt::BindingRole::State ||
+           role == rt::BindingRole::Buffer || role == rt::BindingRole::Hyper;
+  };
+  std::map<std::string, const rt::Binding *> mains;
+  for (const rt::Binding &binding : main.bindings)
+    mains[binding.name] = &binding;
+  std::string where =
+      "--seq-buckets: the step for length " + std::to_string(length) + " ";
+  size_t sharedCount = 0;
+  for (const rt::Binding &binding : bucket.bindings) {
+    if (binding.role == rt::BindingRole::Constant)
+      continue;
+    auto it = mains.find(binding.name);
+    const rt::Binding *other = it == mains.end() ? nullptr : it->second;
+    if (!other || other->role != binding.role)
+      return where + "has " + rt::roleName(binding.role) + " '" + binding.name +
+             "', which the step for length " + std::to_string(longest) +
+             " does not: the lengths change the "
+             "model's parameters or state, so they cannot share them";
+    if (shared(binding.role)) {
+      ++sharedCount;
+      if (binding.dtype != other->dtype || binding.shape != other->shape ||
+          binding.fullShape != other->fullShape)
+        return where + "has " + rt::roleName(binding.role) + " '" +
+               binding.name + "' " + binding.describe() + ", the step for " +
+               std::to_string(longest) + " " + other->describe() +
+               ": a parameter or state whose shape depends on the sequence "
+               "length cannot be shared";
+      continue;
+    }
+    int64_t elements = 1, room = 1;
+    for (int64_t d : binding.shape)
+      elements *= d;
+    for (int64_t d : other->shape)
+      room *= d;
+    if (binding.dtype != other->dtype ||
+        binding.shape.size() != other->shape.size() || elements > room)
+      return where + "takes " + rt::roleName(binding.role) + " '" +
+             binding.name + "' " + binding.describe() +
+             ", which does not fit the step for " + std::to_string(longest) +
+             "'s " + other->describe();
+  }
+  size_t mainShared = 0;
+  for (const rt::Binding &binding : main.bindings)
+    mainShared += shared(binding.role);
+  std::set<rt::EntryPurpose> purposes, mainPurposes;
+  for (const rt::Entry &entry : bucket.entries)
+    purposes.insert(entry.purpose);
+  for (const rt::Entry &entry : main.entries)
+    mainPurposes.insert(entry.purpose);
+  if (sharedCount != mainShared || purposes != mainPurposes)
+    return where + "has " + std::to_string(sharedCount) +
+           " parameters, states and hypers and " +
+           std::to_string(purposes.size()) + " entries, the step for " +
+           std::to_string(longest) + " " + std::to_string(mainShared) +
+           " and " + std::to_string(mainPurposes.size());
+  return "";
+}
+
+std::string bridge::autoSeqBuckets(const std::string &data, uint64_t longest,
+                                   std::vector<uint64_t> &lengths) {
+  return guarded([&] {
+    rt::TokenDataset dataset = rt::TokenDataset::open(data);
+    std::vector<uint64_t> sizes;
+    for (uint64_t d = 0; d < dataset.numDocuments(); ++d)
+      sizes.push_back(dataset.length(d));
+    if (sizes.empty())
+      throw rt::Error("--seq-buckets auto: " + dataset.describe() +
+                      " has no documents");
+    std::sort(sizes.begin(), sizes.end());
+    // Nearest-rank percentiles.
+    for (double share : {0.5, 0.75, 0.9, 1.0}) {
+      uint64_t rank = uint64_t(std::ceil(share * double(sizes.size())));
+      uint64_t at =
+          std::min<uint64_t>(sizes.size(), std::max<uint64_t>(rank, 1)) - 1;
+      uint64_t length = std::max<uint64_t>(8, (sizes[at] + 7) / 8 * 8);
+      if (longest)
+        length = std::min(length, longest);
+      if (lengths.empty() || length > lengths.back())
+        lengths.push_back(length);
+    }
+  });
+}
+
+std::string bridge::readBucketPlans(const std::string &dir,
+                                    std::vector<BucketPlan> &plans) {
+  return guarded([&] {
+    rt::Manifest main = rt::parseManifest(rt::readFile(dir + "/manifest.json"),
+                                          dir + "/manifest.json");
+    for (uint64_t length : main.train.seqBuckets) {
+      std::string at = length == main.train.seqBuckets.back()
+                           ? dir
+                           : rt::bucketDirectory(dir, length);
+      rt::Manifest manifest = rt::parseManifest(
+          rt::readFile(at + "/manifest.json"), at + "/manifest.json");
+      BucketPlan plan{length, manifest.arenaBytes, 0};
+      for (const rt::Binding &binding : manifest.bindings)
+        if (binding.role == rt::BindingRole::Constant)
+          plan.constantBytes += binding.byteSize();
+      plans.push_back(plan);
+    }
+  });
+}
+
+std::string bridge::writeArtifactAtomically(
+    const std::string &dir, const mlir::ztc::ArtifactContents &artifact,
+    bool build,
+    const std::map<uint64_t, mlir::ztc::ArtifactContents> &buckets) {
   if (std::string refused = checkArtifactOutput(dir); !refused.empty())
     return refused;
   fs::path target = fs::absolute(dir);
   fs::path staging = target;
   staging += ".tmp-" + std::to_string(::getpid());
   removeDirectory(staging.string());
-  std::string error = writeAndBuildArtifact(staging.string(), artifact, build);
+  std::string error;
+  for (const auto &[length, bucket] : buckets) {
+    // The main artifact's params and states serve every bucket: only the
+    // bucket's own constants (its masks, positions) are stored with it.
+    mlir::ztc::ArtifactContents own = bucket;
+    own.initialValues.clear();
+    for (const rt::Binding &binding : bucket.manifest.bindings)
+      if (binding.role == rt::BindingRole::Constant)
+        if (auto it = bucket.initialValues.find(binding.name);
+            it != bucket.initialValues.end())
+          own.initialValues.insert(*it);
+    own.sourceModel.clear();
+    error = writeAndBuildArtifact(rt::bucketDirectory(staging.string(), length),
+                                  own, build);
+    if (!error.empty())
+      break;
+  }
+  if (error.empty())
+    error = writeAndBuildArtifact(staging.string(), artifact, build);
   if (error.empty())
     error = guarded([&] {
       removeDirectory(target.string());

@@ -50,10 +50,45 @@ std::string checkArtifactOutput(const std::string &dir);
 /// Writes and builds the artifact at `dir` through a temporary sibling
 /// directory renamed into place, so a failure leaves no half-written
 /// artifact (and an existing one stays intact until the new one is ready).
-/// Refuses, writing nothing, what checkArtifactOutput refuses.
-std::string writeArtifactAtomically(const std::string &dir,
-                                    const mlir::ztc::ArtifactContents &artifact,
-                                    bool build = true);
+/// Refuses, writing nothing, what checkArtifactOutput refuses. `buckets`
+/// (--seq-buckets) are the steps of the shorter sequence lengths, each
+/// written with its constants only into rt::bucketDirectory(dir, length):
+/// their params and states are the main artifact's.
+std::string writeArtifactAtomically(
+    const std::string &dir, const mlir::ztc::ArtifactContents &artifact,
+    bool build = true,
+    const std::map<uint64_t, mlir::ztc::ArtifactContents> &buckets = {});
+
+/// "" when the step compiled for sequence length `length` can run on the
+/// bindings of the main (longest, `longest`) one, `main`: the same params,
+/// states, buffers and hypers (name, dtype and shape), inputs and labels of
+/// the same name and dtype that fit in the main's, the same entries. Else
+/// an error naming the binding.
+std::string checkBucketBindings(const rt::Manifest &bucket,
+                                const rt::Manifest &main, uint64_t length,
+                                uint64_t longest);
+
+/// `--seq-buckets auto=DATA[,MAX]`: up to four lengths from the histogram
+/// of the document lengths of the token dataset at `data` (TokenDataset.h),
+/// each at most `longest` (0: no bound; the model's longest sequence): the
+/// 50th, 75th, 90th and 100th percentiles, each rounded up to a multiple of
+/// 8 (at least 8) but not past `longest`, each once, ascending. An error
+/// message, or "".
+std::string autoSeqBuckets(const std::string &data, uint64_t longest,
+                           std::vector<uint64_t> &lengths);
+
+/// One step of an artifact compiled with --seq-buckets, for `ztc inspect`.
+struct BucketPlan {
+  uint64_t length = 0;
+  uint64_t arenaBytes = 0;
+  /// Its constants (masks, positions): buffers of its own at run time.
+  uint64_t constantBytes = 0;
+};
+
+/// The steps of the artifact at `dir`, shortest first (empty without
+/// --seq-buckets); an error message, or "".
+std::string readBucketPlans(const std::string &dir,
+                            std::vector<BucketPlan> &plans);
 
 /// `ztc compile --lora FILE`: the ztc-lora spec (r=...,alpha=...,...) of a
 /// peft LoraConfig saved as JSON (adapter_config.json, or a directory

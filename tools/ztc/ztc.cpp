@@ -233,6 +233,18 @@ cl::opt<int64_t>
               cl::desc("Bind the batch (first) dimension of every input"),
               cl::init(0), cl::sub(compileCommand), cl::sub(inspectCommand),
               cl::sub(importCommand), cl::sub(emitCommand));
+cl::opt<std::string> seqBuckets(
+    "seq-buckets",
+    cl::desc("Compile one step per sequence length L1 < L2 < ... (the "
+             "dynamic second dimension of the token inputs) into one "
+             "artifact, so that ztc-train --batching pad or group runs each "
+             "batch at the shortest that holds it; the steps share the "
+             "parameters, optimizer state and arena, whose size is the "
+             "largest plan's. auto=DATA[,MAX]: the 50th, 75th, 90th and "
+             "100th percentiles of the document lengths of the token dataset "
+             "DATA, rounded up to multiples of 8, at most MAX (the model's "
+             "longest sequence)"),
+    cl::value_desc("L1,L2,... | auto=DATA[,MAX]"), cl::sub(compileCommand));
 cl::opt<bool> noBuild(
     "no-build",
     cl::desc("Write the step's source and build command but do not compile "
@@ -287,7 +299,8 @@ const char *const kCompilePipelineFlags[] = {
     "hysteresis",              "consecutive-hysteresis",
     "min-loss-scale",          "check-finite",
     "grad-accum-dtype",        "half-weights",
-    "conv-layout",             "lora"};
+    "conv-layout",             "lora",
+    "token-weighted-loss"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {
     "loss",   "loss-input", "labels",           "ignore-index",
@@ -926,6 +939,53 @@ std::string resolveLoraConfig(mz::TrainingPipelineOptions &training) {
   return error;
 }
 
+/// --seq-buckets L1,L2,...: ascending positive lengths, and a batch size
+/// to bind with them. An error message, or "".
+std::string parseSeqBuckets(StringRef text, int64_t batch,
+                            std::vector<uint64_t> &lengths) {
+  if (text.empty())
+    return "";
+  if (text.consume_front("auto=")) {
+    // auto=DATA[,MAX]
+    uint64_t longest = 0;
+    auto [data, bound] = text.rsplit(',');
+    if (!bound.empty() && !bound.getAsInteger(10, longest) && longest > 0)
+      text = data;
+    else
+      longest = 0;
+    std::string error =
+        ::ztc::bridge::autoSeqBuckets(text.str(), longest, lengths);
+    if (!error.empty())
+      return error;
+    std::string list;
+    for (uint64_t length : lengths)
+      list += (list.empty() ? "" : ",") + std::to_string(length);
+    llvm::errs() << "ztc: --seq-buckets auto: " << list << " from the lengths "
+                 << "of the documents in " << text << "\n";
+    if (batch <= 0)
+      return "--seq-buckets binds the sequence beside the batch: give "
+             "--batch-size (or a --config with the batch sizes)";
+    return "";
+  }
+  SmallVector<StringRef> items;
+  text.split(items, ',');
+  for (StringRef item : items) {
+    uint64_t length = 0;
+    if (item.trim().getAsInteger(10, length) || length == 0)
+      return "--seq-buckets '" + text.str() +
+             "': expected ascending positive lengths, e.g. 64,128,256";
+    if (!lengths.empty() && length <= lengths.back())
+      return "--seq-buckets '" + text.str() + "': " + std::to_string(length) +
+             " follows " + std::to_string(lengths.back()) +
+             "; give the lengths in ascending order, each once";
+    lengths.push_back(length);
+  }
+  if (batch <= 0)
+    return "--seq-buckets binds the sequence beside the batch: give "
+           "--batch-size (or a --config with the batch sizes)";
+  return "";
+}
+
 /// The command line after `ztc compile`, for the compile key.
 std::vector<std::string> compileArgs;
 
@@ -938,6 +998,19 @@ std::optional<std::string> currentCompileKey(MLIRContext &context) {
   std::vector<std::string> inputs;
   if (!configFile.empty())
     inputs.push_back(configFile);
+  // --seq-buckets auto=DATA: the documents' lengths choose the buckets.
+  if (StringRef data = seqBuckets; data.consume_front("auto=")) {
+    if (auto [path, bound] = data.rsplit(',');
+        !bound.empty() &&
+        bound.find_first_not_of("0123456789") == StringRef::npos)
+      data = path;
+    inputs.push_back(llvm::sys::fs::is_directory(data)
+                         ? (data + "/offsets.npy").str()
+                         : (data.ends_with(".idx") || data.ends_with(".bin")
+                                ? data.drop_back(4) + ".idx"
+                                : data + ".idx")
+                               .str());
+  }
   for (const std::string &lora : compileFlags.values("lora"))
     if (llvm::sys::fs::exists(lora))
       inputs.push_back(llvm::sys::fs::is_directory(lora)
@@ -1002,13 +1075,43 @@ int runCompile() {
                       "flags and files; nothing was redone\n";
       return 0;
     }
+  std::vector<uint64_t> lengths;
+  if (!(error = parseSeqBuckets(seqBuckets, config->batchSize, lengths))
+           .empty())
+    return fail(error);
   std::string kernelIR;
   llvm::raw_string_ostream kernelIRStream(kernelIR);
   mz::ArtifactContents artifact;
-  if (failed(mz::compileTraining(
+  // --seq-buckets: the shorter lengths first, the longest is the artifact.
+  std::map<uint64_t, mz::ArtifactContents> buckets;
+  for (uint64_t length : lengths) {
+    options->sequenceLength = int64_t(length);
+    bool longest = length == lengths.back();
+    mz::ArtifactContents &contents = longest ? artifact : buckets[length];
+    if (failed(mz::compileTraining(
+            *context, modelPath, *options, training, target, contents,
+            longest && !kernelIRPath.empty() ? &kernelIRStream : nullptr)))
+      return 1;
+    if (*device && contents.plannedBytes > **device)
+      return fail("--seq-buckets " + std::to_string(length) + ": " +
+                  deviceMemoryShortfall(contents.plannedBytes,
+                                        contents.plannedBytes -
+                                            contents.manifest.arenaBytes,
+                                        **device));
+  }
+  if (lengths.empty() &&
+      failed(mz::compileTraining(
           *context, modelPath, *options, training, target, artifact,
           kernelIRPath.empty() ? nullptr : &kernelIRStream)))
     return 1;
+  if (!lengths.empty()) {
+    for (const auto &[length, bucket] : buckets)
+      if (!(error = ::ztc::bridge::checkBucketBindings(
+                bucket.manifest, artifact.manifest, length, lengths.back()))
+               .empty())
+        return fail(error);
+    artifact.manifest.train.seqBuckets = lengths;
+  }
   if (!loraInit.empty()) {
     size_t loaded = 0;
     if (!(error = ::ztc::bridge::loadLoraInit(loraInit, artifact, loaded))
@@ -1027,12 +1130,22 @@ int runCompile() {
       return fail(error);
   }
   error = ::ztc::bridge::writeArtifactAtomically(compileOutput, artifact,
-                                                 /*build=*/!noBuild);
+                                                 /*build=*/!noBuild, buckets);
   if (!error.empty())
     return fail(error);
   llvm::errs() << "ztc: wrote " << compileOutput << " (arena "
                << artifact.manifest.arenaBytes << " bytes): "
                << weightRoles(artifact.manifest, artifact.frozenParams) << "\n";
+  if (!buckets.empty()) {
+    std::string list;
+    for (const auto &[length, bucket] : buckets)
+      list += std::to_string(length) + " (arena " +
+              std::to_string(bucket.manifest.arenaBytes) + " bytes), ";
+    llvm::errs() << "ztc: --seq-buckets: steps for sequence lengths " << list
+                 << lengths.back() << " (arena " << artifact.manifest.arenaBytes
+                 << " bytes); they share the parameters, optimizer state "
+                    "and the largest arena\n";
+  }
   // Without the key the next compile redoes everything: a warning, not a
   // failure.
   if (key)
@@ -1252,7 +1365,35 @@ int inspectArtifact() {
       mz::memoryReportFromJson(*json, error);
   if (!report)
     return fail(path + ": " + error);
-  return printInspection({*report});
+  std::vector<::ztc::bridge::BucketPlan> buckets;
+  if (!(error = ::ztc::bridge::readBucketPlans(inspectPath, buckets)).empty())
+    return fail(error);
+  if (int status = printInspection({*report}); status != 0 || buckets.empty())
+    return status;
+  // --seq-buckets: the report is the longest step's; each shorter one runs
+  // in the same arena with constants of its own.
+  uint64_t arena = 0, extra = 0;
+  for (const auto &bucket : buckets) {
+    arena = std::max(arena, bucket.arenaBytes);
+    if (&bucket != &buckets.back())
+      extra += bucket.constantBytes;
+  }
+  llvm::outs() << "sequence buckets: " << buckets.size()
+               << " steps share the parameters, optimizer state and one "
+                  "arena of "
+               << formatBytes(arena) << "\n";
+  for (const auto &bucket : buckets)
+    llvm::outs() << llvm::formatv(
+        "  length {0,-6} arena {1,12}  constants "
+        "{2,12}{3}\n",
+        bucket.length, formatBytes(bucket.arenaBytes),
+        formatBytes(bucket.constantBytes),
+        &bucket == &buckets.back() ? "  (the report above)" : "");
+  llvm::outs() << "memory per rank with every bucket: "
+               << formatBytes(report->total() - report->arena + arena + extra)
+               << " (the shorter steps' constants add " << formatBytes(extra)
+               << ")\n";
+  return 0;
 }
 
 /// `ztc inspect MODEL.onnx [flags]`: plans the step (nothing is built) once,

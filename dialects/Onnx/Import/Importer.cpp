@@ -315,7 +315,7 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
   llvm::StringSet<> inputNames;
   for (const auto &input : graph.input())
     inputNames.insert(input.name());
-  bool ok = true;
+  bool ok = true, sequenceBound = false;
   inputShapes = options.inputShapes;
   for (const auto &input : graph.input()) {
     // Constants (--constant-input) take their shape from their value.
@@ -376,13 +376,29 @@ LogicalResult ModelImporter::bindInputShapes(const ::onnx::GraphProto &graph) {
       ok = false;
       continue;
     }
+    bool sequence =
+        options.sequenceLength > 0 && dims.size() >= 2 && !isStatic(dims[1]);
     if (dims.empty() || isStatic(dims[0]) ||
-        !std::all_of(dims.begin() + 1, dims.end(), isStatic))
+        !std::all_of(dims.begin() + (sequence ? 2 : 1), dims.end(), isStatic))
       continue;
     SmallVector<int64_t> shape = {options.batchSize};
     for (int i = 1; i < dims.size(); ++i)
-      shape.push_back(dims[i].dim_value());
+      shape.push_back(i == 1 && sequence ? options.sequenceLength
+                                         : dims[i].dim_value());
     inputShapes[input.name()] = shape;
+    sequenceBound |= sequence;
+  }
+  if (options.sequenceLength > 0 && !sequenceBound) {
+    std::string inputs;
+    for (const auto &input : graph.input())
+      if (!initializerNames.contains(input.name()))
+        inputs += (inputs.empty() ? "'" : ", '") + input.name() + "'";
+    error() << "--seq-buckets binds the sequence: a dynamic second dimension "
+               "of a graph input, which none of "
+            << inputs
+            << " has; export the model with a dynamic sequence axis "
+               "(dynamic_axes={'input_ids': {0: 'batch', 1: 'sequence'}})";
+    ok = false;
   }
   for (const auto &entry : inputShapes) {
     if (!inputNames.contains(entry.getKey())) {

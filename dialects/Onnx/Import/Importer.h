@@ -32,6 +32,10 @@ struct ImportOptions {
   /// When positive, binds a dynamic first dimension of every graph input
   /// (the batch) that `inputShapes` does not bind.
   int64_t batchSize = 0;
+  /// When positive (with batchSize), also binds a dynamic second dimension
+  /// (the sequence) of those inputs to this length (`ztc compile
+  /// --seq-buckets`: one step per length); some input must have one.
+  int64_t sequenceLength = 0;
   /// Asked for the shape of a graph input with dynamic dimensions that
   /// `inputShapes` does not bind (e.g. from the data a run is given).
   /// Without a shape, it may set its second argument to why (a missing or
@@ -91,8 +95,8 @@ readTiedParameters(MLIRContext &context, llvm::StringRef path, bool &hasRoles,
 /// The external data files the initializers of the model at `path` name
 /// (each once, resolved against the model's directory, in first-use
 /// order). Diagnostics go to `context`.
-FailureOr<std::vector<std::string>>
-externalDataFiles(MLIRContext &context, llvm::StringRef path);
+FailureOr<std::vector<std::string>> externalDataFiles(MLIRContext &context,
+                                                      llvm::StringRef path);
 
 /// What `writeModelWithInitializers` changed besides the weights.
 struct ExportSummary {

@@ -336,13 +336,41 @@ TEST(TokenDatasetTest, LoaderErrors) {
   images.bindings[0].dtype = DType::Float32;
   EXPECT_EQ(ZTC_ERROR_MESSAGE(DataLoader(images, dir.path(), 0, false, pack)),
             dir.path() +
-                " is a token dataset, which feeds a language model's token "
-                "ids [B, S] and labels [B, S] (one integer input and integer "
-                "labels); the artifact takes tokens float32[2,4], labels "
-                "int64[2,4]");
+                " is a token dataset, which feeds token ids [B, S] (one "
+                "integer input, beside which an attention mask, token type "
+                "ids and position ids [B, S] may be named) and labels [B, S] "
+                "(a language model's) or [B] (a sequence classifier's); the "
+                "artifact takes tokens float32[2,4], labels int64[2,4]");
+  // Labels [B] classify each document: they need document_labels.npy.
+  Manifest classifier = languageModel();
+  classifier.bindings[2].shape = {2};
+  EXPECT_EQ(
+      ZTC_ERROR_MESSAGE(DataLoader(classifier, dir.path(), 0, false, pack)),
+      dir.path() + " (ztc tokens: 2 documents, 4 tokens of int64) has no "
+                   "document_labels.npy, which the artifact's labels int64[2] "
+                   "(one per row: a sequence classifier's) need; "
+                   "tools/ztc_dataset.py --label-column writes it");
   TokenBatching unknown;
-  unknown.mode = "group";
+  unknown.mode = "sorted";
   EXPECT_EQ(ZTC_ERROR_MESSAGE(
                 DataLoader(languageModel(), dir.path(), 0, false, unknown)),
-            "--batching 'group': expected pack or pad");
+            "--batching 'sorted': expected pack, pad or group");
+}
+
+// --batching group orders samples as the Hugging Face Trainer's
+// group_by_length: transformers' get_length_grouped_indices, recorded for
+// given permutations (test/models/make_datasets.py), element for element.
+TEST(TokenDatasetTest, LengthGroupedOrderIsTheTrainers) {
+  std::ifstream in(fixture("length_grouped.json"));
+  nlohmann::json recorded = nlohmann::json::parse(in);
+  ASSERT_EQ(recorded["cases"].size(), 4u);
+  for (const nlohmann::json &item : recorded["cases"]) {
+    std::vector<uint64_t> lengths = item["lengths"];
+    std::vector<uint64_t> order = lengthGroupedOrder(
+        item["permutation"].get<std::vector<uint64_t>>(),
+        [&](uint64_t sample) { return lengths[sample]; },
+        item["batch_size"].get<uint64_t>());
+    EXPECT_EQ(order, item["order"].get<std::vector<uint64_t>>())
+        << lengths.size() << " samples, batches of " << item["batch_size"];
+  }
 }

@@ -1076,7 +1076,7 @@ TEST_F(TrainerTest, ArtifactAndOptionErrors) {
   writeArtifact(unknownHyper);
   EXPECT_EQ(trainError(options(1)),
             "hyper 'beta1' is not one the trainer writes (known: lr, step, "
-            "rng)");
+            "loss_weight, rng)");
 
   Manifest fixedLr = trainManifest();
   fixedLr.bindings.erase(fixedLr.bindings.begin() + 8);
