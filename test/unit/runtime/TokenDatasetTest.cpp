@@ -374,3 +374,90 @@ TEST(TokenDatasetTest, LengthGroupedOrderIsTheTrainers) {
         << lengths.size() << " samples, batches of " << item["batch_size"];
   }
 }
+
+// Inputs beside the token ids, by name: the attention mask is 1 on tokens
+// and 0 on padding, token type ids 0, position ids count from each
+// document's start (under pack too, where EOS ends its document); labels
+// [B] take each document's label from document_labels.npy.
+TEST(TokenDatasetTest, MaskPositionsAndDocumentLabels) {
+  TempDir dir;
+  auto documents = writeCorpus(dir.path(), {3, 1, 0, 6, 2, 5});
+  Manifest manifest = languageModel();
+  manifest.bindings.push_back({BindingRole::Input,
+                               "attention_mask",
+                               "attention_mask",
+                               DType::Float32,
+                               {2, 4}});
+  manifest.bindings.push_back({BindingRole::Input,
+                               "position_ids",
+                               "position_ids",
+                               DType::Int64,
+                               {2, 4}});
+  manifest.bindings.push_back({BindingRole::Input,
+                               "token_type_ids",
+                               "token_type_ids",
+                               DType::Int32,
+                               {2, 4}});
+  auto column = [](const Tensor &t, int k) {
+    std::vector<int64_t> values;
+    for (int i = 0; i < 4; ++i)
+      values.push_back(
+          t.dtype == DType::Float32 ? int64_t(t.data<float>()[4 * k + i])
+          : t.dtype == DType::Int32 ? t.data<int32_t>()[4 * k + i]
+                                    : t.data<int64_t>()[4 * k + i]);
+    return values;
+  };
+  // Data inputs come in manifest order: ids, labels, mask, positions, types.
+  TokenBatching pack;
+  pack.eos = 7;
+  DataLoader packed(manifest, dir.path(), 3, false, pack);
+  std::vector<int64_t> stream, within;
+  for (uint64_t d : epochPermutation(documents.size(), 3, 0)) {
+    for (size_t t = 0; t <= documents[d].size(); ++t) {
+      stream.push_back(t < documents[d].size() ? documents[d][t] : 7);
+      within.push_back(int64_t(t));
+    }
+  }
+  std::vector<Tensor> batch = packed.next();
+  ASSERT_EQ(batch.size(), 5u);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(column(batch[0], k),
+              std::vector<int64_t>(stream.begin() + 4 * k,
+                                   stream.begin() + 4 * k + 4));
+    EXPECT_EQ(column(batch[2], k), (std::vector<int64_t>{1, 1, 1, 1}));
+    EXPECT_EQ(column(batch[3], k),
+              std::vector<int64_t>(within.begin() + 4 * k,
+                                   within.begin() + 4 * k + 4));
+    EXPECT_EQ(column(batch[4], k), (std::vector<int64_t>{0, 0, 0, 0}));
+  }
+  // pad: the mask covers the document, positions count from 0.
+  TokenBatching pad;
+  pad.mode = "pad";
+  DataLoader padded(manifest, dir.path(), 3, true, pad);
+  batch = padded.gather({0, 1}, -100); // documents 0 (3 tokens) and 3 (6)
+  EXPECT_EQ(column(batch[2], 0), (std::vector<int64_t>{1, 1, 1, 0}));
+  EXPECT_EQ(column(batch[2], 1), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(column(batch[3], 0), (std::vector<int64_t>{0, 1, 2, 3}));
+  // A classifier: one label per row, the document's; documents of one
+  // token count.
+  Tensor labels(DType::Int64, {6});
+  for (int64_t d = 0; d < 6; ++d)
+    labels.data<int64_t>()[d] = 10 + d;
+  writeNpy(dir.path() + "/document_labels.npy", labels);
+  manifest.bindings[2].shape = {2};
+  DataLoader classifier(manifest, dir.path(), 3, true, pad);
+  EXPECT_EQ(classifier.numSamples(), 5u);  // all but the empty document
+  batch = classifier.gather({1, 2}, -100); // documents 1 (1 token) and 3
+  ASSERT_EQ(batch[1].shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(batch[1].data<int64_t>()[0], 11);
+  EXPECT_EQ(batch[1].data<int64_t>()[1], 13);
+  EXPECT_EQ(column(batch[2], 0), (std::vector<int64_t>{1, 0, 0, 0}));
+  // pack cannot classify; a labels file of another length is refused.
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(DataLoader(manifest, dir.path(), 3, false, pack)),
+            "--batching pack joins documents, but the artifact classifies "
+            "each (labels int64[2]): use --batching pad or group");
+  writeNpy(dir.path() + "/document_labels.npy", Tensor(DType::Int64, {5}));
+  EXPECT_EQ(ZTC_ERROR_MESSAGE(DataLoader(manifest, dir.path(), 3, true, pad)),
+            dir.path() + "/document_labels.npy: expected int32 or int64 "
+                         "labels [6] (one per document), got int64[5]");
+}
