@@ -75,10 +75,7 @@ bool isTokenDataset(const std::string &path) {
     return fs::exists(joinPath(path, "offsets.npy"), error) &&
            fs::exists(joinPath(path, "tokens.npy"), error) &&
            !fs::exists(joinPath(path, "labels.npy"), error);
-  std::string prefix = path;
-  for (const char *suffix : {".bin", ".idx"})
-    if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, suffix) == 0)
-      prefix.resize(prefix.size() - 4);
+  std::string prefix = megatronPrefix(path);
   return fs::exists(prefix + ".idx", error) &&
          fs::exists(prefix + ".bin", error);
 }

@@ -97,6 +97,19 @@ bool endsWith(const std::string &text, const std::string &tail) {
 
 } // namespace
 
+std::string megatronPrefix(const std::string &path) {
+  if (endsWith(path, ".bin") || endsWith(path, ".idx"))
+    return path.substr(0, path.size() - 4);
+  return path;
+}
+
+std::string documentIndexFile(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return joinPath(path, "offsets.npy");
+  return megatronPrefix(path) + ".idx";
+}
+
 TokenDataset TokenDataset::open(const std::string &path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -176,9 +189,7 @@ TokenDataset TokenDataset::open(const std::string &path) {
   }
 
   // Megatron's layout: PREFIX.bin + PREFIX.idx.
-  std::string prefix = path;
-  if (endsWith(prefix, ".bin") || endsWith(prefix, ".idx"))
-    prefix.resize(prefix.size() - 4);
+  std::string prefix = megatronPrefix(path);
   std::string idxPath = prefix + ".idx", binPath = prefix + ".bin";
   if (!fs::exists(idxPath, ec) || !fs::exists(binPath, ec))
     throw Error(path +

@@ -57,6 +57,15 @@ private:
   uint64_t size_ = 0;
 };
 
+/// The prefix of a Megatron pair named by `path`: the path itself, or
+/// without its .bin or .idx.
+std::string megatronPrefix(const std::string &path);
+
+/// The file of a token dataset that holds its documents' boundaries (what
+/// their lengths come from): DIR/offsets.npy for a directory, else the
+/// Megatron pair's PREFIX.idx.
+std::string documentIndexFile(const std::string &path);
+
 class TokenDataset {
 public:
   /// Opens `path`: a directory holding tokens.npy and offsets.npy, or the

@@ -210,6 +210,10 @@ std::string bridge::autoSeqBuckets(const std::string &data, uint64_t longest,
   });
 }
 
+std::string bridge::documentIndexFile(const std::string &data) {
+  return rt::documentIndexFile(data);
+}
+
 std::string bridge::readBucketPlans(const std::string &dir,
                                     std::vector<BucketPlan> &plans) {
   return guarded([&] {

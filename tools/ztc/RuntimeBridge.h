@@ -77,6 +77,10 @@ std::string checkBucketBindings(const rt::Manifest &bucket,
 std::string autoSeqBuckets(const std::string &data, uint64_t longest,
                            std::vector<uint64_t> &lengths);
 
+/// The file that holds the token dataset's document boundaries
+/// (rt::documentIndexFile), for the compile key of --seq-buckets auto.
+std::string documentIndexFile(const std::string &data);
+
 /// One step of an artifact compiled with --seq-buckets, for `ztc inspect`.
 struct BucketPlan {
   uint64_t length = 0;

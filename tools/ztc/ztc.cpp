@@ -939,6 +939,16 @@ std::string resolveLoraConfig(mz::TrainingPipelineOptions &training) {
   return error;
 }
 
+/// --seq-buckets auto=DATA[,MAX] (the text after "auto="): DATA, and MAX
+/// (0 without).
+std::pair<StringRef, uint64_t> autoBucketSource(StringRef text) {
+  uint64_t longest = 0;
+  auto [data, bound] = text.rsplit(',');
+  if (!bound.empty() && !bound.getAsInteger(10, longest) && longest > 0)
+    return {data, longest};
+  return {text, 0};
+}
+
 /// --seq-buckets L1,L2,...: ascending positive lengths, and a batch size
 /// to bind with them. An error message, or "".
 std::string parseSeqBuckets(StringRef text, int64_t batch,
@@ -946,13 +956,8 @@ std::string parseSeqBuckets(StringRef text, int64_t batch,
   if (text.empty())
     return "";
   if (text.consume_front("auto=")) {
-    // auto=DATA[,MAX]
-    uint64_t longest = 0;
-    auto [data, bound] = text.rsplit(',');
-    if (!bound.empty() && !bound.getAsInteger(10, longest) && longest > 0)
-      text = data;
-    else
-      longest = 0;
+    auto [data, longest] = autoBucketSource(text);
+    text = data;
     std::string error =
         ::ztc::bridge::autoSeqBuckets(text.str(), longest, lengths);
     if (!error.empty())
@@ -999,18 +1004,9 @@ std::optional<std::string> currentCompileKey(MLIRContext &context) {
   if (!configFile.empty())
     inputs.push_back(configFile);
   // --seq-buckets auto=DATA: the documents' lengths choose the buckets.
-  if (StringRef data = seqBuckets; data.consume_front("auto=")) {
-    if (auto [path, bound] = data.rsplit(',');
-        !bound.empty() &&
-        bound.find_first_not_of("0123456789") == StringRef::npos)
-      data = path;
-    inputs.push_back(llvm::sys::fs::is_directory(data)
-                         ? (data + "/offsets.npy").str()
-                         : (data.ends_with(".idx") || data.ends_with(".bin")
-                                ? data.drop_back(4) + ".idx"
-                                : data + ".idx")
-                               .str());
-  }
+  if (StringRef text = seqBuckets; text.consume_front("auto="))
+    inputs.push_back(
+        ::ztc::bridge::documentIndexFile(autoBucketSource(text).first.str()));
   for (const std::string &lora : compileFlags.values("lora"))
     if (llvm::sys::fs::exists(lora))
       inputs.push_back(llvm::sys::fs::is_directory(lora)
