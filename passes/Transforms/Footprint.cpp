@@ -31,12 +31,8 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
   // (a frozen one, by --freeze or ztc-lora, has none).
   llvm::StringSet<> trained;
   for (func::FuncOp func : module.getOps<func::FuncOp>())
-    func.walk([&](Operation *op) {
-      for (Value value : kernel::writtenBuffers(op))
-        if (auto arg = dyn_cast<BlockArgument>(kernel::rootBuffer(value)))
-          if (arg.getOwner()->getParentOp() == func)
-            trained.insert(train::bindingName(func, arg.getArgNumber()));
-    });
+    for (unsigned index : kernel::writtenArguments(func))
+      trained.insert(train::bindingName(func, index));
   uint64_t gradientBytes = 0;
   auto bytesOf = [](Type type) {
     return uint64_t(nn::storageBytes(cast<MemRefType>(type)));

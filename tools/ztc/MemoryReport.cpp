@@ -199,11 +199,8 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
 
   // The weights, and whether the step writes each.
   DenseSet<unsigned> written;
-  entry.walk([&](Operation *op) {
-    for (Value value : kernel::writtenBuffers(op))
-      if (auto arg = dyn_cast<BlockArgument>(kernel::rootBuffer(value)))
-        written.insert(arg.getArgNumber());
-  });
+  for (unsigned index : kernel::writtenArguments(entry))
+    written.insert(index);
   for (BlockArgument arg : entry.getArguments()) {
     unsigned index = arg.getArgNumber();
     train::BindingAttr binding = train::getBinding(entry, index);

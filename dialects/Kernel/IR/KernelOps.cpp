@@ -7,6 +7,8 @@
 
 #include "dialects/Kernel/IR/KernelOps.h"
 
+#include "llvm/ADT/SetVector.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -352,6 +354,19 @@ Value mlir::ztc::kernel::rootBuffer(Value value) {
   return value;
 }
 
+SmallVector<unsigned> mlir::ztc::kernel::writtenArguments(Operation *function) {
+  llvm::SmallSetVector<unsigned, 16> written;
+  function->walk([&](Operation *op) {
+    for (Value value : writtenBuffers(op))
+      if (auto arg = dyn_cast<BlockArgument>(rootBuffer(value)))
+        if (arg.getOwner()->getParentOp() == function)
+          written.insert(arg.getArgNumber());
+  });
+  SmallVector<unsigned> numbers(written.begin(), written.end());
+  llvm::sort(numbers);
+  return numbers;
+}
+
 //===----------------------------------------------------------------------===//
 // Verifiers
 //===----------------------------------------------------------------------===//
@@ -427,9 +442,8 @@ LogicalResult ElementwiseOp::verify() {
   if (!isa<YieldOp>(block.getTerminator()))
     return emitOpError("body must end in kernel.yield");
   if (getYielded().size() != getOutputs().size())
-    return emitOpError("body yields ")
-           << getYielded().size() << " scalars for " << getOutputs().size()
-           << " outputs";
+    return emitOpError("body yields ") << getYielded().size() << " scalars for "
+                                       << getOutputs().size() << " outputs";
   for (auto [i, output, yielded] :
        llvm::enumerate(getOutputs(), getYielded())) {
     auto type = cast<MemRefType>(output.getType());

@@ -116,6 +116,11 @@ llvm::SmallVector<Value> writtenBuffers(Operation *op);
 /// `value` itself when it is no view.
 Value rootBuffer(Value value);
 
+/// The numbers of the arguments of `function` (an entry) that some op in
+/// it writes, directly or through views, ascending: the bindings the entry
+/// updates (a trained parameter, an optimizer state).
+llvm::SmallVector<unsigned> writtenArguments(Operation *function);
+
 } // namespace mlir::ztc::kernel
 
 #endif // ZTC_DIALECTS_KERNEL_IR_KERNELOPS_H
