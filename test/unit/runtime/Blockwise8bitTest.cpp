@@ -14,6 +14,7 @@
 
 #include "runtime/kernels/Blockwise8bit.h"
 
+#include "TestUtil.h"
 #include "runtime/io/Npy.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@
 #include <vector>
 
 using namespace ztc::rt;
+using ztc::rt::test::ulpDistance;
 namespace b8 = ztc::blockwise8bit;
 
 namespace {
@@ -39,14 +41,6 @@ template <typename T> std::vector<T> rowOf(const Tensor &stacked, int64_t row) {
   int64_t width = stacked.shape.at(1);
   const T *at = reinterpret_cast<const T *>(stacked.bytes.data()) + row * width;
   return std::vector<T>(at, at + width);
-}
-
-/// How far apart two floats are, in units in the last place.
-int64_t ulps(float a, float b) {
-  int32_t x, y;
-  std::memcpy(&x, &a, 4);
-  std::memcpy(&y, &b, 4);
-  return std::abs(int64_t(x) - int64_t(y));
 }
 
 } // namespace
@@ -119,7 +113,7 @@ TEST(Blockwise8bitTest, AdamStepsLeaveBitsandbytesStates) {
       EXPECT_EQ(s2, rowOf<float>(scale2, step)) << name << " step " << step + 1;
       std::vector<float> expected = rowOf<float>(params, step);
       for (int64_t i = 0; i < n; ++i) {
-        worst = std::max(worst, ulps(p[i], expected[i]));
+        worst = std::max(worst, ulpDistance(p[i], expected[i]));
         differing += p[i] != expected[i];
       }
     }

@@ -15,6 +15,7 @@
 
 #include "runtime/kernels/Nf4.h"
 
+#include "TestUtil.h"
 #include "runtime/io/Npy.h"
 
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@
 #include <vector>
 
 using namespace ztc::rt;
+using ztc::rt::test::ulpDistance;
 namespace b8 = ztc::blockwise8bit;
 
 namespace {
@@ -42,13 +44,6 @@ std::vector<uint8_t> bytesOf(const Tensor &tensor) {
 std::vector<float> floatsOf(const Tensor &tensor) {
   return std::vector<float>(tensor.data<float>(),
                             tensor.data<float>() + tensor.numElements());
-}
-
-int64_t ulps(float a, float b) {
-  int32_t x, y;
-  std::memcpy(&x, &a, 4);
-  std::memcpy(&y, &b, 4);
-  return std::abs(int64_t(x) - int64_t(y));
 }
 
 } // namespace
@@ -75,7 +70,7 @@ TEST(Nf4Test, QuantizesAsBitsandbytes) {
     EXPECT_EQ(packed, bytesOf(fixture(prefix + "packed"))) << name;
 
     float offset = fixture(prefix + "offset").data<float>()[0];
-    EXPECT_LE(ulps(ztc::nf4::meanOf(scales.data(), blocks), offset), 4)
+    EXPECT_LE(ulpDistance(ztc::nf4::meanOf(scales.data(), blocks), offset), 4)
         << name << ": our mean " << ztc::nf4::meanOf(scales.data(), blocks)
         << ", bitsandbytes' " << offset;
     std::vector<uint8_t> codes(blocks);

@@ -9,7 +9,9 @@
 
 #include "runtime/Tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -70,6 +72,15 @@ inline Tensor randomTensor(DType dtype, std::vector<int64_t> shape,
     }                                                                          \
     return std::string();                                                      \
   }()
+
+/// How many floats lie between `a` and `b` (0: the same bits), for
+/// comparisons against libraries whose square roots round otherwise.
+inline int64_t ulpDistance(float a, float b) {
+  int32_t x, y;
+  std::memcpy(&x, &a, 4);
+  std::memcpy(&y, &b, 4);
+  return std::abs(int64_t(x) - int64_t(y));
+}
 
 } // namespace ztc::rt::test
 
