@@ -114,7 +114,8 @@ struct TokenBatching {
   int64_t pad = 0;
   int64_t ignoreIndex = -100;
   /// group: the batch megabatches count in (the Trainer's per-device batch
-  /// times its accumulation steps; 0: the loader's batch size).
+  /// times its accumulation steps; ztc-train gives the optimizer step's
+  /// rows on every rank; 0: the loader's batch size).
   uint64_t groupBatch = 0;
 };
 

@@ -364,10 +364,13 @@ uint64_t fewestOnAnyRank(Communicator &comm, uint64_t count) {
 /// epoch length every rank can fill (the ranks agree on it at start-up).
 DataLoader shardedLoader(const Manifest &manifest, const TrainOptions &options,
                          Communicator &comm) {
-  // group: megabatches count in the Trainer's batches (per device, times
-  // the accumulation steps).
+  // group: megabatches count in optimizer steps' batches (the Trainer's
+  // per-device batch times its accumulation steps, on every rank), so that
+  // the order is one for every split of a global batch into ranks and a
+  // checkpoint resumes it on another world size.
   TokenBatching tokens = options.tokens;
-  tokens.groupBatch = manifest.train.batchSize * manifest.train.gradAccum;
+  tokens.groupBatch = manifest.train.batchSize * manifest.train.gradAccum *
+                      comm.worldSize();
   DataLoader loader(manifest, options.dataDir, options.seed, false, tokens);
   if (options.sequential)
     loader.setSequential();

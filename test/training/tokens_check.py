@@ -250,9 +250,11 @@ def buckets(args, tmp, corpus, train):
     common = ["--batch-size", "4", "--loss", "cross_entropy", "--lr", "1e-2"]
     whole = os.path.join(tmp, "dgpt32.ztc")
     run(args.ztc, "compile", model, "-o", whole, "--input-shape", "tokens=4x32", *common)
+    # Token-weighted, so that a step split over ranks is the same step (on
+    # one rank without accumulation the weight is exactly 1).
     bucketed = os.path.join(tmp, "dgpt-buckets.ztc")
     log = run(args.ztc, "compile", model, "-o", bucketed, "--seq-buckets", "8,16,32",
-              *common).stderr
+              "--token-weighted-loss", *common).stderr
     arenas = [int(a) for a in re.findall(r"arena (\d+) bytes", log)]
     check(os.path.isdir(os.path.join(bucketed, "buckets", "seq-8")) and
           len(arenas) == 4 and arenas[0] == arenas[-1] == max(arenas),
@@ -289,8 +291,21 @@ def buckets(args, tmp, corpus, train):
         two = os.path.join(tmp, "dgpt-buckets-2.ztc")
         run(args.ztc, "compile", model, "-o", two, "--seq-buckets", "8,16,32",
             "--batch-size", "2", "--loss", "cross_entropy", "--lr", "1e-2", "--world-size",
-            "2", "--zero", "2")
+            "2", "--zero", "2", "--token-weighted-loss")
         worlds.append((2, two, (args.mpirun, "-np", "2")))
+    # One order however the global batch is split: 2 ranks of 2 train as
+    # one of 4, grouped too (token-weighted: each rank's share of the real
+    # tokens weighs its loss).
+    if len(worlds) > 1:
+        for mode in ("pad", "group"):
+            one, _ = train(corpus, "--steps", "20", "--batching", mode, art=bucketed)
+            two, _ = train(corpus, "--steps", "20", "--batching", mode, art=worlds[1][1],
+                           launcher=worlds[1][2])
+            worst = max(abs(a - b) for a, b in zip(one, two)) if one else 1.0
+            check(len(two) == 20 and worst <= 1e-5,
+                  "--seq-buckets --token-weighted-loss, %s: 2 ranks with batches of 2 train "
+                  "as one rank with 4, losses within %.1e (the same global batches)"
+                  % (mode, worst))
     for world, art, launcher in worlds:
         for mode in ("pad", "group"):
             ckpt = os.path.join(tmp, "bucket-ckpt-%s-%d" % (mode, world))
