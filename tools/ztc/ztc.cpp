@@ -1364,7 +1364,9 @@ int inspectArtifact() {
   std::vector<::ztc::bridge::BucketPlan> buckets;
   if (!(error = ::ztc::bridge::readBucketPlans(inspectPath, buckets)).empty())
     return fail(error);
-  if (int status = printInspection({*report}); status != 0 || buckets.empty())
+  // (--json prints the report alone: the longest step's.)
+  if (int status = printInspection({*report});
+      status != 0 || buckets.empty() || inspectJson)
     return status;
   // --seq-buckets: the report is the longest step's; each shorter one runs
   // in the same arena with constants of its own.
