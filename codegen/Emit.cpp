@@ -911,6 +911,21 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
         llvm::formatv("insertSlice<{0}>({1}, {2}, {3}, {4}, {5}, {6}, "
                       "{7})",
                       T, x, dims(in[0]), name(in[1]), dims(in[1]), st, sp, y);
+  } else if (callee == "adam8bit") {
+    // In: param, grad, codes and scales of each moment, lr, step. Out: the
+    // parameter, codes and scales (possibly the inputs' own buffers).
+    ValueRange outs = op.getOutputs();
+    SmallVector<std::string> args;
+    for (Value v : in)
+      args.push_back(name(v));
+    for (Value v : outs)
+      args.push_back(name(v));
+    args.push_back(
+        std::to_string(cast<MemRefType>(in[0].getType()).getNumElements()) +
+        "LL");
+    for (StringRef key : {"beta1", "beta2", "eps", "weight_decay"})
+      args.push_back(floatValue(key));
+    call = "adam8bit(" + llvm::join(args, ", ") + ")";
   } else if (callee == "all_reduce" || callee == "reduce_scatter" ||
              callee == "all_gather" || callee == "shard") {
     // n: the elements of the smaller side (StepAbi.h's ztc_comm).

@@ -334,7 +334,15 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
        `<param>.momentum_buffer`, `<param>.exp_avg`, `<param>.exp_avg_sq`,
        zero-initialized by the runtime) and one `train.sgd` or `train.adam`
        (AdamW: `decoupled`) with PyTorch's defaults: weight decay 0.01 for
-       AdamW, 0 otherwise.
+       AdamW, 0 otherwise. `adam8bit` and `adamw8bit` (bitsandbytes'
+       Adam8bit and AdamW8bit; the Hugging Face Trainer's `adamw_bnb_8bit`
+       and `adamw_8bit` name the latter) give each float32 parameter of at
+       least 4096 elements 8-bit moments: `<param>.exp_avg` and
+       `<param>.exp_avg_sq` as one i8 code per element, and
+       `<param>.exp_avg_absmax` and `<param>.exp_avg_sq_absmax`, one f32
+       scale per 256 elements, updated by one `train.adam8bit`; smaller
+       parameters keep f32 moments and `train.adam`, with decoupled weight
+       decay as bitsandbytes applies it in both optimizers.
     4. Returns the loss, then the new value of every updated parameter and
        state, tagged `train.update_of = "<argument name>"`; bufferization
        writes them into the argument's own buffer (an in-place update).
@@ -358,14 +366,15 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "sgd, adam or adamw">,
+           "sgd, adam, adamw, adam8bit or adamw8bit (bitsandbytes' 8-bit "
+           "states; also adamw_bnb_8bit and adamw_8bit)">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD momentum">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
            "SGD with Nesterov momentum">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
            "Weight decay (negative: the optimizer's default, 0.01 for "
-           "adamw, 0 otherwise)">,
+           "adamw and adamw8bit, 0 otherwise)">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
@@ -451,6 +460,10 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
            "int64_t", /*default=*/"100000",
            "Stage 3: parameters with fewer elements stay whole on every "
            "rank">,
+    Option<"shardAlignment", "shard-alignment", "int64_t", /*default=*/"1",
+           "Each rank's block of a sharded tensor is a multiple of this many "
+           "elements (256 under adam8bit and adamw8bit, so that no block of "
+           "an 8-bit state spans two ranks)">,
   ];
   let dependentDialects = ["::mlir::ztc::dist::DistDialect",
                            "::mlir::ztc::nn::NNDialect",

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds ztc with clang-22, AddressSanitizer and UndefinedBehaviorSanitizer
 # into build-sanitize/ (with the libFuzzer targets of test/fuzz) and runs the
-# whole test suite there: any sanitizer finding fails its test.
+# test suite there (test/CMakeLists.txt leaves out or samples what repeats
+# the release build's work without adding sanitizer coverage): any sanitizer
+# finding fails its test.
 # Usage: scripts/sanitize.sh [--build-only] [extra ctest arguments]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -2,9 +2,9 @@
 # Sets up, builds and runs every test: lit (IR and driver behaviour),
 # GoogleTest units, and the end-to-end checks (import conformance over the
 # ONNX backend node tests, the PyTorch example models), all through ctest;
-# then the same suite in the sanitizer build (scripts/sanitize.sh: ASan +
+# then the suite in the sanitizer build (scripts/sanitize.sh: ASan +
 # UBSan, generated steps included) and every fuzz target for
-# ZTC_FUZZ_SECONDS seconds (default 60; scripts/fuzz.sh).
+# ZTC_FUZZ_SECONDS seconds (default 30; scripts/fuzz.sh).
 # Usage: scripts/test.sh [--quick]   --quick: the first suite only
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,4 +22,4 @@ esac
 echo "test.sh: the suite again under AddressSanitizer and UndefinedBehaviorSanitizer"
 "$ROOT/scripts/sanitize.sh"
 echo "test.sh: fuzzing"
-"$ROOT/scripts/fuzz.sh" "${ZTC_FUZZ_SECONDS:-60}"
+"$ROOT/scripts/fuzz.sh" "${ZTC_FUZZ_SECONDS:-30}"

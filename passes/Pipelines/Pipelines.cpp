@@ -508,6 +508,8 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   zero.reduceBucketElements = options.reduceBucketElements;
   zero.paramPersistenceThreshold = options.paramPersistenceThreshold;
   zero.commDtype = options.commDtype;
+  if (train::canonicalOptimizer(options.optimizer).ends_with("8bit"))
+    zero.shardAlignment = 256;
   pm.addNestedPass<func::FuncOp>(createZeroPass(zero));
   // Dynamic loss scaling checks the gradients the updates read (whole or,
   // after ZeRO, shards) and skips an overflowing step.

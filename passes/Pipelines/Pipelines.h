@@ -74,9 +74,11 @@ struct TrainingPipelineOptions
           "(peft's LoraConfig; defaults r=8, alpha=8, dropout=0)")};
 
   // --- Optimizer (ztc-optimizer) ------------------------------------------
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd, adam or adamw"),
-                                llvm::cl::init("adamw")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("sgd, adam, adamw, adam8bit or adamw8bit (bitsandbytes' "
+                     "8-bit states; also adamw_bnb_8bit and adamw_8bit)"),
+      llvm::cl::init("adamw")};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
                           llvm::cl::init(0.0)};
   Option<bool> nesterov{*this, "nesterov",
@@ -85,7 +87,7 @@ struct TrainingPipelineOptions
   Option<double> weightDecay{
       *this, "weight-decay",
       llvm::cl::desc("Weight decay (negative: the optimizer's default, 0.01 "
-                     "for adamw, 0 otherwise)"),
+                     "for adamw and adamw8bit, 0 otherwise)"),
       llvm::cl::init(-1.0)};
   ListOption<double> betas{*this, "betas",
                            llvm::cl::desc("Adam betas B1,B2 (default "

@@ -33,6 +33,8 @@ SmallVector<std::pair<Value, Value>> replacedValues(Operation *op) {
     pairs.push_back({adam.getNewParam(), adam.getParam()});
     pairs.push_back({adam.getNewExpAvg(), adam.getExpAvg()});
     pairs.push_back({adam.getNewExpAvgSq(), adam.getExpAvgSq()});
+  } else if (auto adam = dyn_cast<train::Adam8bitOp>(op)) {
+    pairs = adam.replacedOperands();
   }
   return pairs;
 }
@@ -61,7 +63,7 @@ struct LossScalePass : public ztc::impl::LossScalePassBase<LossScalePass> {
     Block &block = func.getBody().front();
     SmallVector<Operation *> updates;
     for (Operation &op : block)
-      if (isa<train::SgdOp, train::AdamOp>(op))
+      if (isa<train::SgdOp, train::AdamOp, train::Adam8bitOp>(op))
         updates.push_back(&op);
     if (updates.empty()) {
       func.emitError("ztc-loss-scale found no optimizer update: run "
@@ -130,13 +132,16 @@ struct LossScalePass : public ztc::impl::LossScalePassBase<LossScalePass> {
 
     // 2. Adam's step count counts applied steps only.
     Value stepCount, newStepCount;
-    if (llvm::any_of(updates,
-                     [](Operation *op) { return isa<train::AdamOp>(op); })) {
+    if (llvm::any_of(updates, [](Operation *op) {
+          return isa<train::AdamOp, train::Adam8bitOp>(op);
+        })) {
       stepCount = train::appendBoundArgument(func, scalarType, "optimizer.step",
                                              train::BindingRole::State);
       Value next = m.add(stepCount, m.scalar(1.0));
       for (Operation *op : updates)
         if (auto adam = dyn_cast<train::AdamOp>(op))
+          adam.getStepMutable().assign(next);
+        else if (auto adam = dyn_cast<train::Adam8bitOp>(op))
           adam.getStepMutable().assign(next);
       newStepCount = m.select(apply, next, stepCount);
     }

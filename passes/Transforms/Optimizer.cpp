@@ -28,9 +28,10 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     StringRef entry = train::entryKind(func);
     if (!entry.empty() && entry != "train_step")
       return;
-    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw") {
+    StringRef kind = train::canonicalOptimizer(optimizer);
+    if (kind.empty()) {
       func.emitError("unknown optimizer '")
-          << optimizer << "'; expected sgd, adam or adamw";
+          << optimizer << "'; expected " << train::kOptimizerNames;
       return signalPassFailure();
     }
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
@@ -122,13 +123,14 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
 
     // 3. Updates.
     double decay =
-        weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0);
+        weightDecay >= 0 ? weightDecay : train::defaultWeightDecay(kind);
+    bool eightBit = kind.ends_with("8bit");
     SmallVector<Value> results = {ret.getOperand(0)};
     SmallVector<std::string> updatedNames;
     for (Update &u : updates) {
       Value p = func.getArgument(u.arg);
       Type type = p.getType();
-      if (optimizer == "sgd") {
+      if (kind == "sgd") {
         SmallVector<Value> operands = {p, u.grad, lr};
         SmallVector<Type> types = {type};
         if (momentum != 0) {
@@ -152,6 +154,39 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
         updatedNames.push_back(u.name);
         continue;
       }
+      // Adam8bit and AdamW8bit (bitsandbytes): 8-bit moments for float32
+      // parameters of at least 4096 elements, float32 ones (as Adam, with
+      // bitsandbytes' decoupled decay) below.
+      auto tensorType = cast<RankedTensorType>(type);
+      if (eightBit && tensorType.getElementType().isF32() &&
+          tensorType.getNumElements() >= train::kMin8bitStateElements) {
+        int64_t n = tensorType.getNumElements();
+        auto codes = RankedTensorType::get({n}, b.getIntegerType(8));
+        auto scales = RankedTensorType::get({(n + 255) / 256}, b.getF32Type());
+        Value m = train::appendBoundArgument(func, codes, u.name + ".exp_avg",
+                                             train::BindingRole::State);
+        Value mScale =
+            train::appendBoundArgument(func, scales, u.name + ".exp_avg_absmax",
+                                       train::BindingRole::State);
+        Value v = train::appendBoundArgument(
+            func, codes, u.name + ".exp_avg_sq", train::BindingRole::State);
+        Value vScale = train::appendBoundArgument(func, scales,
+                                                  u.name + ".exp_avg_sq_absmax",
+                                                  train::BindingRole::State);
+        b.setInsertionPoint(ret);
+        auto adam = train::Adam8bitOp::create(
+            b, loc, TypeRange{type, codes, scales, codes, scales},
+            ValueRange{p, u.grad, m, mScale, v, vScale, lr, step},
+            {b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
+             b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
+             b.getNamedAttr("eps", b.getF64FloatAttr(eps)),
+             b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay))});
+        results.append(adam->result_begin(), adam->result_end());
+        updatedNames.append({u.name, u.name + ".exp_avg",
+                             u.name + ".exp_avg_absmax", u.name + ".exp_avg_sq",
+                             u.name + ".exp_avg_sq_absmax"});
+        continue;
+      }
       // Adam and AdamW.
       Value expAvg = train::appendBoundArgument(func, type, u.name + ".exp_avg",
                                                 train::BindingRole::State);
@@ -162,7 +197,8 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
           b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
           b.getNamedAttr("eps", b.getF64FloatAttr(eps)),
           b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay))};
-      if (optimizer == "adamw")
+      // bitsandbytes decays decoupled in both of its 8-bit optimizers.
+      if (kind != "adam")
         attrs.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
       b.setInsertionPoint(ret);
       auto adam = train::AdamOp::create(

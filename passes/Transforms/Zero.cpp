@@ -136,7 +136,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         clip = found;
         continue;
       }
-      if (!isa<train::SgdOp, train::AdamOp>(op))
+      if (!isa<train::SgdOp, train::AdamOp, train::Adam8bitOp>(op))
         continue;
       auto param = dyn_cast<BlockArgument>(op.getOperand(0));
       if (!param) {
@@ -300,7 +300,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     bool narrowed = false;
     std::function<bool(Value)> walk = [&](Value value) {
       for (Operation *user : value.getUsers()) {
-        if (isa<train::SgdOp, train::AdamOp>(user) &&
+        if (isa<train::SgdOp, train::AdamOp, train::Adam8bitOp>(user) &&
             user->getOperand(0) == param)
           continue;
         if (isa<nn::TransposeOp, nn::ReshapeOp>(user)) {
@@ -323,9 +323,12 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     return walk(param) && narrowed;
   }
 
-  /// The block of each rank: ceil(n / world-size) elements.
+  /// The block of each rank: ceil(n / world-size) elements, rounded up to
+  /// a multiple of shard-alignment.
   int64_t blockOf(int64_t elements) {
-    return (elements + worldSize - 1) / worldSize;
+    int64_t block = (elements + worldSize - 1) / worldSize;
+    int64_t align = std::max<int64_t>(shardAlignment, 1);
+    return (block + align - 1) / align * align;
   }
 
   /// Stage 3, every entry: each sharded parameter argument becomes this
@@ -661,18 +664,35 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
             m.concat({u->param}, blockOf(u->elements) * n - u->elements);
         op->setOperand(0, dist::ShardOp::create(b, loc, blockType, padded, n));
       }
+      // The states: those of the parameter's size become blocks like it
+      // (8-bit codes keep their element type); an 8-bit state's scales,
+      // one per 256 elements, the scales of this rank's block (its blocks
+      // start at multiples of 256: shard-alignment).
+      int64_t block = blockType.getNumElements();
       for (unsigned i = 2, e = op->getNumOperands(); i < e; ++i) {
         auto arg = dyn_cast<BlockArgument>(op->getOperand(i));
         if (!arg || !train::hasRole(func, arg.getArgNumber(),
                                     train::BindingRole::State))
           continue;
+        auto type = cast<RankedTensorType>(arg.getType());
         func.setArgAttr(arg.getArgNumber(), dist::DistDialect::kFullShapeAttr,
-                        b.getDenseI64ArrayAttr(
-                            cast<RankedTensorType>(arg.getType()).getShape()));
-        arg.setType(blockType);
+                        b.getDenseI64ArrayAttr(type.getShape()));
+        arg.setType(type.getNumElements() == u->elements
+                        ? flatType(block, type.getElementType())
+                        : flatType((block + 255) / 256, type.getElementType()));
       }
-      for (Value result : op->getResults())
-        result.setType(blockType);
+      if (auto adam = dyn_cast<train::Adam8bitOp>(op)) {
+        if (block % 256 != 0)
+          return op->emitError("ztc-zero: a block of ")
+                 << block << " elements splits the 8-bit state's blocks of "
+                 << "256; run with shard-alignment=256";
+        for (auto [result, operand] : adam.replacedOperands())
+          result.setType(operand == adam.getParam() ? blockType
+                                                    : operand.getType());
+      } else {
+        for (Value result : op->getResults())
+          result.setType(blockType);
+      }
     }
 
     // Stage 3: each persistent half block is the updated block, rounded.

@@ -13,6 +13,7 @@
 #include "ztc/runtime/Config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -135,6 +136,65 @@ void hashKernelHeaders(Sha256 &hash, const std::string &includeDir) {
   }
 }
 
+/// The kernel library's header (kernels/CpuKernels.h) precompiled for the
+/// compiler and flags of `keyCommand` (a CPU command for "<source>" and
+/// "<output>"), built once in `cacheDir` and shared by every step compiled
+/// with them: the flags that make a compile read it. Parsing that header is
+/// most of a small step's compile (0.4 s instead of 1.9 s for one ONNX
+/// node with GCC, whose object is byte for byte the same; 0.6 s instead of
+/// 2.1 s with clang and sanitizers). Empty when the compiler cannot build
+/// it: steps then compile without.
+std::vector<std::string> precompiledHeader(
+    const std::string &cacheDir, const std::vector<std::string> &keyCommand,
+    const std::string &compilerVersion, const std::string &includeDir) {
+  // The step's flags without -shared, the source, the output and the
+  // libraries.
+  std::vector<std::string> flags;
+  for (size_t i = 1; i < keyCommand.size(); ++i) {
+    const std::string &arg = keyCommand[i];
+    if (arg == "-o") {
+      ++i;
+      continue;
+    }
+    if (arg == "-shared" || arg == "<source>" || arg.rfind("-l", 0) == 0)
+      continue;
+    flags.push_back(arg);
+  }
+  Sha256 hash;
+  hash.updateField("ztc-pch-v1");
+  hash.updateField(keyCommand[0]);
+  for (const std::string &flag : flags)
+    hash.updateField(flag);
+  hash.updateField(compilerVersion);
+  hashKernelHeaders(hash, includeDir);
+  std::string dir = cacheDir + "/pch-" + hash.hexDigest().substr(0, 24);
+  // GCC finds kernels/CpuKernels.h.gch in an include directory searched
+  // before the runtime's (and ignores one it cannot use); clang reads the
+  // one it is given, after which the step's #include is a no-op (the
+  // header's guard).
+  bool clang = compilerVersion.find("clang") != std::string::npos;
+  std::string file =
+      clang ? dir + "/CpuKernels.h.pch" : dir + "/kernels/CpuKernels.h.gch";
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(file, error)) {
+    createDirectories(std::filesystem::path(file).parent_path().string());
+    std::string temp = file + ".tmp-" + std::to_string(::getpid());
+    std::vector<std::string> command = {keyCommand[0]};
+    command.insert(command.end(), flags.begin(), flags.end());
+    command.insert(
+        command.end(),
+        {"-x", "c++-header", includeDir + "/kernels/CpuKernels.h", "-o", temp});
+    if (runCommand(command).exitCode != 0) {
+      ::unlink(temp.c_str());
+      return {};
+    }
+    commitFile(temp, file);
+  }
+  if (clang)
+    return {"-include-pch", file};
+  return {"-I" + dir};
+}
+
 const char *targetName(Target target) {
   return target == Target::Cpu ? "cpu" : "cuda";
 }
@@ -187,6 +247,36 @@ bool hostRunsIsa(const std::string &flag) {
   return true;
 }
 
+// One architecture compiles in a little more than half the time of two.
+std::vector<std::string> cudaArchitectures() {
+  const char *env = std::getenv("ZTC_CUDA_ARCHS");
+  if (!env || !*env)
+    return {"80", "90"};
+  std::vector<std::string> archs;
+  std::string text = env;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string arch = text.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t digits = 0;
+    while (digits < arch.size() && std::isdigit((unsigned char)arch[digits]))
+      ++digits;
+    bool valid = (digits == 2 || digits == 3) &&
+                 (digits == arch.size() ||
+                  (digits + 1 == arch.size() && arch.back() == 'a'));
+    if (!valid)
+      throw Error("ZTC_CUDA_ARCHS='" + text +
+                  "': expected compute capabilities separated by commas, "
+                  "such as 90 or 80,90 (sm_80 and sm_90)");
+    archs.push_back(arch);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return archs;
+}
+
 std::vector<std::string> compileCommand(const std::string &sourcePath,
                                         Target target,
                                         const std::string &outputPath,
@@ -227,19 +317,12 @@ std::vector<std::string> compileCommand(const std::string &sourcePath,
     // -cudart shared: one CUDA runtime per process, so the CUDA backend
     // shares its memory and sees the step's failed launches
     // (cudaGetLastError).
-    command = {nvccPath(options),
-               "-std=c++17",
-               "-O2",
-               "-shared",
-               "-Xcompiler",
-               "-fPIC",
-               "-cudart",
-               "shared",
-               "-gencode",
-               "arch=compute_80,code=sm_80",
-               "-gencode",
-               "arch=compute_90,code=sm_90",
-               "-I" + includeDir};
+    command = {nvccPath(options), "-std=c++17", "-O2",     "-shared",
+               "-Xcompiler",      "-fPIC",      "-cudart", "shared"};
+    for (const std::string &arch : cudaArchitectures())
+      command.insert(command.end(),
+                     {"-gencode", "arch=compute_" + arch + ",code=sm_" + arch});
+    command.push_back("-I" + includeDir);
   }
   command.insert(command.end(), options.extraFlags.begin(),
                  options.extraFlags.end());
@@ -286,6 +369,28 @@ std::string compileSharedObject(const std::string &sourcePath, Target target,
       cacheDir + "/" + digest + ".tmp-" + std::to_string(::getpid()) + ".so";
   std::vector<std::string> command =
       compileCommand(sourcePath, target, tempPath, options);
+  if (target == Target::Cpu && options.precompiledHeader) {
+    // With the precompiled kernel header; a compile that fails with it (a
+    // header the compiler will not take) is done again without.
+    std::vector<std::string> header;
+    try {
+      header = precompiledHeader(cacheDir, keyCommand, version.output,
+                                 options.runtimeIncludeDir.empty()
+                                     ? defaultRuntimeIncludeDir()
+                                     : options.runtimeIncludeDir);
+    } catch (const Error &) {
+      // (An unwritable cache directory fails below, with its own message.)
+    }
+    if (!header.empty()) {
+      std::vector<std::string> faster = command;
+      faster.insert(faster.begin() + 1, header.begin(), header.end());
+      if (runCommand(faster).exitCode == 0) {
+        commitFile(tempPath, soPath);
+        return soPath;
+      }
+      ::unlink(tempPath.c_str());
+    }
+  }
   CommandResult result = runCommand(command);
   if (result.exitCode != 0) {
     ::unlink(tempPath.c_str());

@@ -53,6 +53,11 @@ struct CompileOptions {
   std::string nvcc;
   /// Appended to the command line (part of the cache key).
   std::vector<std::string> extraFlags;
+  /// CPU: compile with the kernel header precompiled once per cache
+  /// directory, compiler and flags (pch-*/ in the cache). The object does
+  /// the same either way (with GCC it is the same bytes); only the time
+  /// differs.
+  bool precompiledHeader = true;
 };
 
 /// Compiles `sourcePath` for `target` and returns the path of the shared
@@ -85,6 +90,11 @@ std::string hostIsaFlag();
 /// hostIsaFlag's answers, or any other argument, which says nothing about
 /// the processor).
 bool hostRunsIsa(const std::string &flag);
+
+/// The GPU architectures CUDA steps are built for: $ZTC_CUDA_ARCHS, compute
+/// capabilities separated by commas ("90", "80,90", "90a"), by default 80
+/// and 90. Throws Error, naming the variable, on anything else.
+std::vector<std::string> cudaArchitectures();
 
 /// The command line compileSharedObject runs (for messages and tests).
 std::vector<std::string> compileCommand(const std::string &sourcePath,

@@ -1,12 +1,13 @@
 //===- Blockwise8bit.h - 8-bit optimizer states, as bitsandbytes keeps them
 //-===//
 //
-// The first piece of `--optimizer adamw8bit` (issue 37; not yet reachable
-// from `ztc compile`): Adam's moments held in 8 bits per element, block-wise
-// dynamic quantization as bitsandbytes (0.50) does it on the CPU, so that a
-// step here leaves the same bytes in the states as bnb.optim.AdamW8bit and
-// Adam8bit do (test/fixtures/bnb8bit, recorded from the real package by
-// test/models/make_bnb8bit.py; Blockwise8bitTest).
+// `--optimizer adamw8bit` and `adam8bit` (train.adam8bit, the library
+// kernel adam8bit of CpuKernels.h and CudaKernels.cuh): Adam's moments held
+// in 8 bits per element, block-wise dynamic quantization as bitsandbytes
+// (0.50) does it on the CPU, so that a step here leaves the same bytes in
+// the states as bnb.optim.AdamW8bit and Adam8bit do (test/fixtures/bnb8bit,
+// recorded from the real package by test/models/make_bnb8bit.py;
+// Blockwise8bitTest).
 //
 // A state of n elements is n codes (uint8) and one float32 scale per block
 // of 256 elements (the last block may be shorter): element i stands for
@@ -37,7 +38,7 @@
 // is.
 //
 // bitsandbytes keeps tensors of fewer than kMinElements elements in
-// float32 states; so will the compiler.
+// float32 states; so does the compiler (ztc-optimizer).
 //
 //===----------------------------------------------------------------------===//
 

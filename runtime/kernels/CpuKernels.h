@@ -38,6 +38,7 @@
 #ifndef ZTC_RUNTIME_KERNELS_CPUKERNELS_H
 #define ZTC_RUNTIME_KERNELS_CPUKERNELS_H
 
+#include "Blockwise8bit.h"
 #include "Dims.h"
 #include "Dnnl.h"
 #include "Half.h"
@@ -64,6 +65,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -1586,6 +1588,68 @@ void randomUniform(const int64_t *key, uint64_t randomStream, T *y,
 #pragma omp parallel for if (count > detail::kParallelGrain)
   for (int64_t i = 0; i < count; ++i)
     y[i] = static_cast<T>(random::uniformAt(base, static_cast<uint64_t>(i)));
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+/// The code tables of bitsandbytes' two dynamic maps, built once.
+inline const blockwise8bit::CodeTable &codeTable(bool isSigned) {
+  static const blockwise8bit::CodeTable *tables = [] {
+    static blockwise8bit::CodeTable built[2];
+    blockwise8bit::buildTable(blockwise8bit::kUnsignedCodes, built[0]);
+    blockwise8bit::buildTable(blockwise8bit::kSignedCodes, built[1]);
+    return built;
+  }();
+  return tables[isSigned ? 1 : 0];
+}
+} // namespace detail
+
+/// One Adam step of the float32 parameter p[0..n) on 8-bit moments, as
+/// bitsandbytes' Adam8bit and AdamW8bit take it (Blockwise8bit.h):
+/// m and v are codes (the signed and unsigned dynamic maps), mScale and
+/// vScale one scale per 256 elements; lr and step (1-based) are read from
+/// their rank-0 buffers. The results go to the *Out buffers, which may be
+/// the inputs' own (an in-place update). Blocks run on any thread; each
+/// block's result does not depend on how they are shared out.
+inline void adam8bit(const float *p, const float *g, const int8_t *m,
+                     const float *mScale, const int8_t *v, const float *vScale,
+                     const float *lr, const float *step, float *pOut,
+                     int8_t *mOut, float *mScaleOut, int8_t *vOut,
+                     float *vScaleOut, int64_t n, double beta1, double beta2,
+                     double eps, double weightDecay) {
+  using blockwise8bit::kBlock;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  auto copy = [](const void *from, void *to, size_t bytes) {
+    if (from != to)
+      std::memcpy(to, from, bytes);
+  };
+  copy(p, pOut, size_t(n) * sizeof(float));
+  copy(m, mOut, size_t(n));
+  copy(v, vOut, size_t(n));
+  copy(mScale, mScaleOut, size_t(blocks) * sizeof(float));
+  copy(vScale, vScaleOut, size_t(blocks) * sizeof(float));
+  blockwise8bit::AdamStep hyper;
+  hyper.step = static_cast<int64_t>(*step);
+  hyper.lr = *lr;
+  hyper.beta1 = beta1;
+  hyper.beta2 = beta2;
+  hyper.eps = eps;
+  hyper.weightDecay = weightDecay;
+  const blockwise8bit::CodeTable &signedTable = detail::codeTable(true);
+  const blockwise8bit::CodeTable &unsignedTable = detail::codeTable(false);
+  auto *m1 = reinterpret_cast<uint8_t *>(mOut);
+  auto *m2 = reinterpret_cast<uint8_t *>(vOut);
+#pragma omp parallel for if (n > detail::kParallelGrain)
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t start = b * kBlock;
+    blockwise8bit::adamStep(pOut + start, g + start, m1 + start, m2 + start,
+                            mScaleOut + b, vScaleOut + b,
+                            std::min(kBlock, n - start), hyper, signedTable,
+                            unsignedTable);
+  }
 }
 
 } // namespace ztc::cpu

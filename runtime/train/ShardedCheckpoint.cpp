@@ -302,7 +302,14 @@ openShards(const ShardedIndex &index) {
         std::make_unique<SafeTensorsReader>(index.files[rank].first));
   }
   // Every tensor of the index as each rank file holds it: the rank's
-  // shape and type, and a block of its whole tensor's size.
+  // shape and type, and a block of its whole tensor's size. A step with
+  // 8-bit optimizer states (int8 tensors: nothing else is) aligns its
+  // blocks to 256 elements (ztc-zero's shard-alignment), except the
+  // states' scales, whose blocks are those of whole blocks of 256.
+  bool aligned256 = std::any_of(
+      index.tensors.begin(), index.tensors.end(), [](const Binding &binding) {
+        return binding.sharded() && binding.dtype == DType::Int8;
+      });
   for (const Binding &binding : index.tensors) {
     for (size_t rank = 0; rank < readers.size(); ++rank) {
       const auto &entries = readers[rank]->entries();
@@ -321,13 +328,18 @@ openShards(const ShardedIndex &index) {
     if (binding.sharded()) {
       uint64_t whole = uint64_t(*checkedByteSize(binding.fullShape, 1));
       uint64_t block = (whole + index.worldSize - 1) / index.worldSize;
-      if (uint64_t(binding.shape[0]) != block)
+      uint64_t aligned = aligned256 ? (block + 255) / 256 * 256 : block;
+      if (uint64_t(binding.shape[0]) != block &&
+          uint64_t(binding.shape[0]) != aligned)
         throw Error(index.indexPath + ": tensor '" + printable(binding.name) +
                     "' is a block of " + std::to_string(binding.shape[0]) +
                     " elements per rank, but its full shape " +
                     describeType(binding.dtype, binding.fullShape) + " on " +
                     std::to_string(index.worldSize) +
-                    " ranks gives blocks of " + std::to_string(block));
+                    " ranks gives blocks of " + std::to_string(block) +
+                    (aligned != block
+                         ? " (" + std::to_string(aligned) + " aligned to 256)"
+                         : std::string()));
     }
   }
   return readers;

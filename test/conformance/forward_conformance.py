@@ -3,6 +3,7 @@
 
 Usage:
     forward_conformance.py --ztc PATH_TO_ZTC [--min-pass-rate 0.95] [--jobs N]
+                           [--filter REGEX] [--sample N]
 
 Each node test whose op types are all supported (selected exactly as in
 import_conformance.py) is compiled and executed on the CPU backend: the
@@ -51,6 +52,10 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per test (default 120)")
     p.add_argument("--filter", help="only tests whose name matches this regular expression")
+    p.add_argument("--sample", type=int, default=1, metavar="N",
+                   help="run one in N of the selected tests, in name order, and besides it the first "
+                        "test of every op type no earlier choice covers (default 1: all); "
+                        "the sanitizer build runs a sample, the release build all")
     p.add_argument("--verbose", "-v", action="store_true")
     return p.parse_args(argv)
 
@@ -89,6 +94,20 @@ def random_outputs(model, data_dir, inputs):
         if any(name in random for name in named):
             random.update(name for name in node.output if name)
     return random
+
+
+def sample(cases, every):
+    """Every `every`th case in name order, plus the first case of each op type
+    that the cases kept so far do not cover: every op type runs at least
+    once, whatever the sample."""
+    if every <= 1:
+        return cases
+    covered, kept = set(), []
+    for i, case in enumerate(sorted(cases, key=lambda c: c.name)):
+        if i % every == 0 or not covered.issuperset(case.op_types):
+            kept.append(case)
+            covered.update(case.op_types)
+    return kept
 
 
 def run_case(ztc, case, workdir, timeout):
@@ -180,7 +199,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="ztc-forward-") as tmpdir:
         cases = ic.load_cases(tmpdir)
         ic.select(cases, ops, args.filter)
-        chosen = [c for c in cases if c.status == "selected"]
+        chosen = sample([c for c in cases if c.status == "selected"], args.sample)
         start = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             futures = [pool.submit(run_case, args.ztc, c, tmpdir, args.timeout) for c in chosen]
@@ -197,7 +216,9 @@ def main(argv=None):
     random = [c for c in chosen if c.status == "random"]
     attempted = len(passed) + len(failed)
     rate = len(passed) / attempted if attempted else 0.0
-    print("node tests with supported op types: %d" % len(chosen))
+    print("node tests with supported op types: %d%s" % (
+        len(chosen), " (a sample: one in %d, and every op type)" % args.sample
+        if args.sample > 1 else ""))
     print("failed: %d" % len(failed))
     for c in failed:
         print("  FAIL %s: %s" % (c.name, c.detail))

@@ -42,7 +42,8 @@ def read_safetensors_raw(path):
 
 def read_safetensors(path):
     header, data = read_safetensors_raw(path)
-    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
+    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32,
+              "I8": np.int8, "U8": np.uint8}
     out = {}
     for name, info in header.items():
         if name == "__metadata__":

@@ -13,7 +13,7 @@ out, being the up-to-date stamp that records the outputs' modification
 times. The same for a ZeRO-3 compile for 2 ranks.
 
 Usage: reproducible_check.py --ztc PATH [--quick]
-  --quick: the GPT alone, on 1 and 2 ranks (the sanitizer build)
+  --quick: the GPT alone, on 1 and 2 ranks (a short run by hand)
 """
 
 import argparse

@@ -281,7 +281,10 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   rt::Manifest &manifest = artifact.manifest;
   manifest.kind = rt::ArtifactKind::Train;
   rt::TrainConfig &config = manifest.train;
-  config.optimizer = options.optimizer;
+  // The canonical name (adamw_bnb_8bit is adamw8bit).
+  config.optimizer = train::canonicalOptimizer(options.optimizer).str();
+  if (config.optimizer.empty())
+    config.optimizer = options.optimizer;
   config.loss = lossKind;
   config.schedule = options.scheduleConfig();
   config.batchSize = importOptions.batchSize;
@@ -294,9 +297,11 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
     return llvm::formatv("{0}", llvm::format("%.17g", value)).str();
   };
   std::map<std::string, std::string> &flags = config.compiledFlags;
-  flags["weight-decay"] = number(
-      options.weightDecay >= 0 ? double(options.weightDecay)
-                               : (options.optimizer == "adamw" ? 0.01 : 0.0));
+  flags["weight-decay"] =
+      number(options.weightDecay >= 0
+                 ? double(options.weightDecay)
+                 : train::defaultWeightDecay(
+                       train::canonicalOptimizer(options.optimizer)));
   flags["clip-grad-norm"] = number(options.clipGradNorm);
   if (options.optimizer == "sgd") {
     flags["momentum"] = number(options.momentum);

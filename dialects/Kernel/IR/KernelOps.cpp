@@ -139,6 +139,8 @@ const ConfigField kNllLoss[] = {opt("reduction", String),
                                 opt("ignore_index", Int)};
 const ConfigField kRandom[] = {req("stream", Int)};
 const ConfigField kCollective[] = {req("world_size", Int)};
+const ConfigField kAdam8bit[] = {req("beta1", Float), req("beta2", Float),
+                                 req("eps", Float), req("weight_decay", Float)};
 
 // Keep the names in step with the runtime's libraries
 // (runtime/kernels/CpuKernels.h, CudaKernels.cuh): the emitter prints one
@@ -175,6 +177,9 @@ const LibraryKernel kLibrary[] = {
     {"reduce_scatter", "T", 1, kCollective},
     {"all_gather", "T", 1, kCollective},
     {"shard", "T", 1, kCollective},
+    // param, grad, then each moment's codes (i8) and scales; lr, step. Out:
+    // the parameter, the codes and the scales (train.adam8bit).
+    {"adam8bit", "TTITITTT", 5, kAdam8bit},
 };
 
 const char *kindName(ConfigKind kind) {

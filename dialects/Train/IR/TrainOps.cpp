@@ -15,6 +15,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -380,6 +381,17 @@ StringRef mlir::ztc::train::entryKind(func::FuncOp func) {
   return "";
 }
 
+StringRef mlir::ztc::train::canonicalOptimizer(StringRef name) {
+  return llvm::StringSwitch<StringRef>(name)
+      .Cases({"sgd", "adam", "adamw", "adam8bit", "adamw8bit"}, name)
+      .Cases({"adamw_bnb_8bit", "adamw_8bit"}, "adamw8bit")
+      .Default("");
+}
+
+double mlir::ztc::train::defaultWeightDecay(StringRef optimizer) {
+  return optimizer == "adamw" || optimizer == "adamw8bit" ? 0.01 : 0.0;
+}
+
 void mlir::ztc::train::eraseUpdateResults(func::FuncOp func) {
   Operation *ret = func.getBody().back().getTerminator();
   llvm::BitVector erase(func.getNumResults());
@@ -436,6 +448,20 @@ LogicalResult SgdOp::verify() {
   return success();
 }
 
+/// Adam's attributes, as train.adam and train.adam8bit take them.
+static LogicalResult checkAdamHypers(Operation *op, APFloat beta1,
+                                     APFloat beta2, APFloat eps,
+                                     APFloat weightDecay) {
+  for (double beta : {beta1.convertToDouble(), beta2.convertToDouble()})
+    if (!(beta >= 0 && beta < 1))
+      return op->emitOpError("expects betas in [0, 1), got ") << beta;
+  if (!(eps.convertToDouble() > 0))
+    return op->emitOpError("expects a positive eps");
+  if (weightDecay.convertToDouble() < 0)
+    return op->emitOpError("expects a non-negative weight_decay");
+  return success();
+}
+
 LogicalResult AdamOp::verify() {
   Type type = getParam().getType();
   Value likeParam[] = {getGrad(),     getExpAvg(),    getExpAvgSq(),
@@ -445,15 +471,47 @@ LogicalResult AdamOp::verify() {
   for (auto [value, name] : llvm::zip(likeParam, names))
     if (failed(checkLikeParam(*this, value, name, type)))
       return failure();
-  for (double beta :
-       {getBeta1().convertToDouble(), getBeta2().convertToDouble()})
-    if (!(beta >= 0 && beta < 1))
-      return emitOpError("expects betas in [0, 1), got ") << beta;
-  if (!(getEps().convertToDouble() > 0))
-    return emitOpError("expects a positive eps");
-  if (getWeightDecay().convertToDouble() < 0)
-    return emitOpError("expects a non-negative weight_decay");
-  return success();
+  return checkAdamHypers(*this, getBeta1(), getBeta2(), getEps(),
+                         getWeightDecay());
+}
+
+LogicalResult Adam8bitOp::verify() {
+  auto type = cast<RankedTensorType>(getParam().getType());
+  if (failed(checkLikeParam(*this, getGrad(), "grad", type)) ||
+      failed(checkLikeParam(*this, getNewParam(), "new_param", type)))
+    return failure();
+  // bitsandbytes' block: 256 elements per scale.
+  int64_t n = type.getNumElements(), blocks = (n + 255) / 256;
+  auto codes = RankedTensorType::get({n}, IntegerType::get(getContext(), 8));
+  auto scales = RankedTensorType::get({blocks}, Float32Type::get(getContext()));
+  Value asCodes[] = {getExpAvg(), getExpAvgSq(), getNewExpAvg(),
+                     getNewExpAvgSq()};
+  StringRef codeNames[] = {"exp_avg", "exp_avg_sq", "new_exp_avg",
+                           "new_exp_avg_sq"};
+  for (auto [value, name] : llvm::zip(asCodes, codeNames))
+    if (value.getType() != codes)
+      return emitOpError("expects ")
+             << name << " of " << codes << " (a code per element), got "
+             << value.getType();
+  Value asScales[] = {getExpAvgAbsmax(), getExpAvgSqAbsmax(),
+                      getNewExpAvgAbsmax(), getNewExpAvgSqAbsmax()};
+  StringRef scaleNames[] = {"exp_avg_absmax", "exp_avg_sq_absmax",
+                            "new_exp_avg_absmax", "new_exp_avg_sq_absmax"};
+  for (auto [value, name] : llvm::zip(asScales, scaleNames))
+    if (value.getType() != scales)
+      return emitOpError("expects ")
+             << name << " of " << scales << " (a scale per 256 elements), got "
+             << value.getType();
+  return checkAdamHypers(*this, getBeta1(), getBeta2(), getEps(),
+                         getWeightDecay());
+}
+
+SmallVector<std::pair<Value, Value>> Adam8bitOp::replacedOperands() {
+  return {{getNewParam(), getParam()},
+          {getNewExpAvg(), getExpAvg()},
+          {getNewExpAvgAbsmax(), getExpAvgAbsmax()},
+          {getNewExpAvgSq(), getExpAvgSq()},
+          {getNewExpAvgSqAbsmax(), getExpAvgSqAbsmax()}};
 }
 
 LogicalResult ClipByGlobalNormOp::verify() {

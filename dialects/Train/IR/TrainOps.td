@@ -90,6 +90,10 @@ def Train_BindingAttr : AttrDef<Train_Dialect, "Binding"> {
 def Train_FloatTensor : StaticShapeTensorOf<[F32, F64, F16, BF16]>;
 /// Host-written hyperparameters (learning rate, step count): rank-0 f32.
 def Train_Hyper : 0DTensorOf<[F32]>;
+/// Float32 parameters and the scales of 8-bit optimizer states.
+def Train_F32Tensor : StaticShapeTensorOf<[F32]>;
+/// The codes of an 8-bit optimizer state: flat, one byte per element.
+def Train_CodeTensor : 1DTensorOf<[I8]>;
 
 /// Base class of train ops: side-effect free, and printed like nn ops, with
 /// every operand and result type visible.
@@ -170,6 +174,55 @@ def Train_AdamOp : Train_Op<"adam"> {
   let results = (outs Train_FloatTensor:$new_param,
                   Train_FloatTensor:$new_exp_avg,
                   Train_FloatTensor:$new_exp_avg_sq);
+}
+
+//===----------------------------------------------------------------------===//
+// Adam8bitOp
+//===----------------------------------------------------------------------===//
+
+def Train_Adam8bitOp : Train_Op<"adam8bit"> {
+  let summary = "one Adam step of one parameter on 8-bit moments (bitsandbytes)";
+  let description = [{
+    bitsandbytes' Adam8bit and AdamW8bit (block-wise, 0.50): the moments
+    are held as one 8-bit code per element (`exp_avg`: the signed dynamic
+    code book, `exp_avg_sq`: the unsigned one, stored as i8 bit patterns)
+    and one f32 scale per block of 256 elements of the flattened parameter
+    (`*_absmax`: ceil(n / 256) each). Each block is dequantized, stepped as
+    in `train.adam` with decoupled weight decay (bitsandbytes applies
+    `param *= 1 - lr * weight_decay` for both optimizers), and quantized
+    again; runtime/kernels/Blockwise8bit.h gives the exact roundings. A
+    block never depends on another, so a shard of whole blocks steps as the
+    whole tensor does.
+
+    Example:
+
+    ```mlir
+    %p1, %m1, %ms1, %v1, %vs1 = train.adam8bit %p, %g, %m, %ms, %v, %vs,
+        %lr, %step {weight_decay = 1.0e-02 : f64}
+        : tensor<64x80xf32>, tensor<64x80xf32>, tensor<5120xi8>,
+          tensor<20xf32>, tensor<5120xi8>, tensor<20xf32>, tensor<f32>,
+          tensor<f32> -> tensor<64x80xf32>, tensor<5120xi8>, tensor<20xf32>,
+          tensor<5120xi8>, tensor<20xf32>
+    ```
+  }];
+  let arguments = (ins Train_F32Tensor:$param, Train_F32Tensor:$grad,
+                   Train_CodeTensor:$exp_avg, Train_F32Tensor:$exp_avg_absmax,
+                   Train_CodeTensor:$exp_avg_sq,
+                   Train_F32Tensor:$exp_avg_sq_absmax,
+                   Train_Hyper:$lr, Train_Hyper:$step,
+                   DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                   DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                   DefaultValuedAttr<F64Attr, "1e-8">:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Train_F32Tensor:$new_param,
+                  Train_CodeTensor:$new_exp_avg,
+                  Train_F32Tensor:$new_exp_avg_absmax,
+                  Train_CodeTensor:$new_exp_avg_sq,
+                  Train_F32Tensor:$new_exp_avg_sq_absmax);
+  let extraClassDeclaration = [{
+    /// Each result with the operand whose value it replaces.
+    SmallVector<std::pair<Value, Value>> replacedOperands();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -78,7 +78,7 @@ private:
 static bool isTensorOp(Operation *op) {
   return op->getDialect() &&
          (isa<nn::NNDialect, dist::DistDialect>(op->getDialect()) ||
-          isa<arith::ConstantOp, train::RecordLossOp>(op));
+          isa<arith::ConstantOp, train::RecordLossOp, train::Adam8bitOp>(op));
 }
 
 LogicalResult Bufferizer::run(func::FuncOp func) {
@@ -149,6 +149,26 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
   }
   if (auto record = dyn_cast<train::RecordLossOp>(op)) {
     kernel::RecordLossOp::create(b, loc, lookup(record.getLoss()));
+    return success();
+  }
+  if (auto adam = dyn_cast<train::Adam8bitOp>(op)) {
+    // The library's 8-bit step (runtime/kernels/Blockwise8bit.h): one call
+    // writing the parameter, both moments' codes and their scales.
+    SmallVector<Value> inputs, outputs;
+    for (Value operand : adam->getOperands())
+      inputs.push_back(lookup(operand));
+    for (Value result : adam->getResults()) {
+      Value output = kernel::AllocOp::create(
+          b, loc, bufferType(result.getType()), IntegerAttr());
+      valueMap[result] = output;
+      outputs.push_back(output);
+    }
+    auto config = b.getDictionaryAttr(
+        {b.getNamedAttr("beta1", adam.getBeta1Attr()),
+         b.getNamedAttr("beta2", adam.getBeta2Attr()),
+         b.getNamedAttr("eps", adam.getEpsAttr()),
+         b.getNamedAttr("weight_decay", adam.getWeightDecayAttr())});
+    kernel::CallOp::create(b, loc, "adam8bit", inputs, outputs, config);
     return success();
   }
   if (!isa_and_nonnull<nn::NNDialect, dist::DistDialect>(op->getDialect()))

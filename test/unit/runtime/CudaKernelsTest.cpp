@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -741,6 +742,59 @@ TEST(CudaKernelsTest, RandomUniformMatchesTheCpuBits) {
       EXPECT_EQ(wideActual, wideExpected);
     }
   }
+}
+
+// adam8bit: the CUDA body (its code by binary search over the code book's
+// midpoints, its block maximum by reduction) leaves the CPU library's bytes
+// (a 65536-point table) in the parameter, the codes and the scales, step
+// after step; in place on the CUDA side, into other buffers on the CPU
+// side. 7000 elements: a partial last block; one step's zero gradients in
+// the first block leave its second moment's scale at zero's code path.
+TEST(CudaKernelsTest, Adam8bitMatchesTheCpuBits) {
+  const int64_t n = 7000, blocks = (n + 255) / 256;
+  std::mt19937 rng(37);
+  std::normal_distribution<float> normal;
+  std::vector<float> p(n);
+  for (float &value : p)
+    value = normal(rng);
+  std::vector<float> cpuP = p, gpuP = p, cpuScale1(blocks, 0.0f),
+                     cpuScale2(blocks, 0.0f), gpuScale1(blocks, 0.0f),
+                     gpuScale2(blocks, 0.0f);
+  std::vector<int8_t> cpuM(n, 0), cpuV(n, 0), gpuM(n, 0), gpuV(n, 0);
+  const float scales[] = {1e-2f, 1.0f, 1e-4f, 1e-2f, 3e-3f};
+  for (int step = 1; step <= 5; ++step) {
+    std::vector<float> g(n);
+    for (float &value : g)
+      value = normal(rng) * scales[step - 1];
+    if (step == 1)
+      std::fill(g.begin(), g.begin() + 256, 0.0f);
+    float lr = 1e-3f, t = float(step);
+    // The CPU library into fresh buffers, then kept.
+    std::vector<float> outP(n), outScale1(blocks), outScale2(blocks);
+    std::vector<int8_t> outM(n), outV(n);
+    cpu::adam8bit(cpuP.data(), g.data(), cpuM.data(), cpuScale1.data(),
+                  cpuV.data(), cpuScale2.data(), &lr, &t, outP.data(),
+                  outM.data(), outScale1.data(), outV.data(), outScale2.data(),
+                  n, 0.9, 0.999, 1e-8, 0.01);
+    cpuP = outP;
+    cpuM = outM;
+    cpuV = outV;
+    cpuScale1 = outScale1;
+    cpuScale2 = outScale2;
+    gpu::adam8bit(gpuP.data(), g.data(), gpuM.data(), gpuScale1.data(),
+                  gpuV.data(), gpuScale2.data(), &lr, &t, gpuP.data(),
+                  gpuM.data(), gpuScale1.data(), gpuV.data(), gpuScale2.data(),
+                  n, 0.9, 0.999, 1e-8, 0.01, kStream);
+    ASSERT_EQ(gpuP, cpuP) << "step " << step;
+    ASSERT_EQ(gpuM, cpuM) << "step " << step;
+    ASSERT_EQ(gpuV, cpuV) << "step " << step;
+    ASSERT_EQ(gpuScale1, cpuScale1) << "step " << step;
+    ASSERT_EQ(gpuScale2, cpuScale2) << "step " << step;
+  }
+  // The steps moved everything: not a comparison of untouched buffers.
+  EXPECT_NE(cpuP, p);
+  EXPECT_LT(std::count(cpuM.begin(), cpuM.end(), int8_t(0)), n);
+  EXPECT_LT(std::count(cpuV.begin(), cpuV.end(), int8_t(0)), n);
 }
 
 TEST(CudaKernelsTest, DimsFromBracedList) {

@@ -244,3 +244,19 @@ func.func @unknown_function_attr() attributes {train.schedule = "cosine"} {
 // expected-error @+1 {{'train.loss' belongs on a function}}
 module attributes {train.loss = "mse"} {
 }
+
+// -----
+
+func.func @adam8bit_codes(%p: tensor<4096xf32>, %c: tensor<4096xi8>, %c2: tensor<2048xi8>, %s: tensor<16xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'train.adam8bit' op expects exp_avg_sq of 'tensor<4096xi8>' (a code per element), got 'tensor<2048xi8>'}}
+  %0:5 = train.adam8bit %p, %p, %c, %s, %c2, %s, %lr, %lr : tensor<4096xf32>, tensor<4096xf32>, tensor<4096xi8>, tensor<16xf32>, tensor<2048xi8>, tensor<16xf32>, tensor<f32>, tensor<f32> -> tensor<4096xf32>, tensor<4096xi8>, tensor<16xf32>, tensor<4096xi8>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @adam8bit_scales(%p: tensor<70x100xf32>, %c: tensor<7000xi8>, %s: tensor<27xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'train.adam8bit' op expects exp_avg_absmax of 'tensor<28xf32>' (a scale per 256 elements), got 'tensor<27xf32>'}}
+  %0:5 = train.adam8bit %p, %p, %c, %s, %c, %s, %lr, %lr : tensor<70x100xf32>, tensor<70x100xf32>, tensor<7000xi8>, tensor<27xf32>, tensor<7000xi8>, tensor<27xf32>, tensor<f32>, tensor<f32> -> tensor<70x100xf32>, tensor<7000xi8>, tensor<27xf32>, tensor<7000xi8>, tensor<27xf32>
+  return
+}
