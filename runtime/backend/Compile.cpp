@@ -13,6 +13,7 @@
 #include "ztc/runtime/Config.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -178,7 +179,10 @@ std::vector<std::string> precompiledHeader(
   std::error_code error;
   if (!std::filesystem::is_regular_file(file, error)) {
     createDirectories(std::filesystem::path(file).parent_path().string());
-    std::string temp = file + ".tmp-" + std::to_string(::getpid());
+    // Unique per process and call: two threads may build it at once.
+    static std::atomic<unsigned> builds{0};
+    std::string temp = file + ".tmp-" + std::to_string(::getpid()) + "-" +
+                       std::to_string(builds++);
     std::vector<std::string> command = {keyCommand[0]};
     command.insert(command.end(), flags.begin(), flags.end());
     command.insert(
