@@ -509,7 +509,7 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   zero.paramPersistenceThreshold = options.paramPersistenceThreshold;
   zero.commDtype = options.commDtype;
   if (train::canonicalOptimizer(options.optimizer).ends_with("8bit"))
-    zero.shardAlignment = 256;
+    zero.shardAlignment = train::k8bitBlock;
   pm.addNestedPass<func::FuncOp>(createZeroPass(zero));
   // Dynamic loss scaling checks the gradients the updates read (whole or,
   // after ZeRO, shards) and skips an overflowing step.

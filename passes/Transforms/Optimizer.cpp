@@ -162,7 +162,8 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
           tensorType.getNumElements() >= train::kMin8bitStateElements) {
         int64_t n = tensorType.getNumElements();
         auto codes = RankedTensorType::get({n}, b.getIntegerType(8));
-        auto scales = RankedTensorType::get({(n + 255) / 256}, b.getF32Type());
+        auto scales =
+            RankedTensorType::get({train::scalesOf8bit(n)}, b.getF32Type());
         Value m = train::appendBoundArgument(func, codes, u.name + ".exp_avg",
                                              train::BindingRole::State);
         Value mScale =

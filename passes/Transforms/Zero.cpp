@@ -677,15 +677,17 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
         auto type = cast<RankedTensorType>(arg.getType());
         func.setArgAttr(arg.getArgNumber(), dist::DistDialect::kFullShapeAttr,
                         b.getDenseI64ArrayAttr(type.getShape()));
-        arg.setType(type.getNumElements() == u->elements
-                        ? flatType(block, type.getElementType())
-                        : flatType((block + 255) / 256, type.getElementType()));
+        arg.setType(
+            type.getNumElements() == u->elements
+                ? flatType(block, type.getElementType())
+                : flatType(train::scalesOf8bit(block), type.getElementType()));
       }
       if (auto adam = dyn_cast<train::Adam8bitOp>(op)) {
-        if (block % 256 != 0)
+        if (block % train::k8bitBlock != 0)
           return op->emitError("ztc-zero: a block of ")
                  << block << " elements splits the 8-bit state's blocks of "
-                 << "256; run with shard-alignment=256";
+                 << train::k8bitBlock
+                 << "; run with shard-alignment=" << train::k8bitBlock;
         for (auto [result, operand] : adam.replacedOperands())
           result.setType(operand == adam.getParam() ? blockType
                                                     : operand.getType());

@@ -481,7 +481,7 @@ LogicalResult Adam8bitOp::verify() {
       failed(checkLikeParam(*this, getNewParam(), "new_param", type)))
     return failure();
   // bitsandbytes' block: 256 elements per scale.
-  int64_t n = type.getNumElements(), blocks = (n + 255) / 256;
+  int64_t n = type.getNumElements(), blocks = train::scalesOf8bit(n);
   auto codes = RankedTensorType::get({n}, IntegerType::get(getContext(), 8));
   auto scales = RankedTensorType::get({blocks}, Float32Type::get(getContext()));
   Value asCodes[] = {getExpAvg(), getExpAvgSq(), getNewExpAvg(),

@@ -189,6 +189,15 @@ double defaultWeightDecay(llvm::StringRef optimizer);
 /// adamw8bit (bitsandbytes' min_8bit_size).
 inline constexpr int64_t kMin8bitStateElements = 4096;
 
+/// Elements per scale of an 8-bit optimizer state (bitsandbytes' block;
+/// runtime/kernels/Blockwise8bit.h's kBlock).
+inline constexpr int64_t k8bitBlock = 256;
+
+/// The scales of an 8-bit state of `elements` elements.
+inline constexpr int64_t scalesOf8bit(int64_t elements) {
+  return (elements + k8bitBlock - 1) / k8bitBlock;
+}
+
 } // namespace mlir::ztc::train
 
 #endif // ZTC_DIALECTS_TRAIN_IR_TRAINOPS_H
