@@ -13,13 +13,18 @@ One GPT of GPT-2-small's shape (12 layers, width 768, 12 heads, vocab
   full 8bit     every parameter trains, --optimizer adamw8bit (bitsandbytes'
                 8-bit states)
   lora 8bit     lora with --optimizer adamw8bit
+  qlora         lora with --base-dtype nf4: every frozen projection's weight
+                in bitsandbytes' 4-bit NormalFloat (QLoRA), dequantized
+                tile by tile inside its products
+  qlora bf16    qlora with --precision bf16 (QLoRA's usual compute type)
 
 One table: parameters trained, planned memory per rank (ztc inspect's
 total), parameters, gradients, optimizer state and the arena, and the
-step time (the median of the trainer's per-step rates over --steps steps
-after the first, best of --repeat rounds in which the variants take
-turns) relative to full.
-QLoRA (4-bit base weights) is not built yet.
+step time (a run of --steps + 1 steps less a run of one, over --steps;
+best of --repeat rounds in which the variants take turns) relative to
+full.
+The "base" column is the frozen weights' bytes per element of the
+frozen weights held in NF4 (QLoRA) or float32.
 
     .venv/bin/python bench/finetune.py [--build build] [--steps 5] [--repeat 2]
         [--layers 12] [--context 128] [--batch 1]
@@ -27,10 +32,10 @@ QLoRA (4-bit base weights) is not built yet.
 import argparse
 import json
 import pathlib
-import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -43,18 +48,35 @@ VARIANTS = {
     "lora bf16": ["--lora", "r=8,alpha=16,targets=qkv", "--precision", "bf16"],
     "full 8bit": ["--optimizer", "adamw8bit"],
     "lora 8bit": ["--lora", "r=8,alpha=16,targets=qkv", "--optimizer", "adamw8bit"],
+    "qlora": ["--lora", "r=8,alpha=16,targets=qkv", "--base-dtype", "nf4"],
+    "qlora bf16": ["--lora", "r=8,alpha=16,targets=qkv", "--base-dtype", "nf4",
+                   "--precision", "bf16"],
 }
 
 
+def nf4_base(report):
+    """Bytes per element of the weights held in NF4 (their parts included),
+    or None without any."""
+    weights = report["weights"]
+    elements = sum(int(np.prod(w["nf4_shape"])) for w in weights if "nf4_shape" in w)
+    size = {"i8": 1, "f32": 4}
+    stored = sum(int(np.prod(w["shape"])) * size[w["dtype"]] for w in weights
+                 if "nf4_shape" in w or "nf4_of" in w)
+    return stored / elements if elements else None
+
+
 def step_seconds(ztc, art, data, steps, batch):
-    """Seconds per step: the median of the trainer's own per-step rates
-    after the first step (so process start, loading the weights and the
-    first step's page faults do not count)."""
-    log = subprocess.run([ztc, "train", str(art), "--data", str(data), "--steps",
-                          str(steps + 1), "--log-every", "1"], check=True,
-                         capture_output=True, text=True).stderr
-    rates = [float(r) for r in re.findall(r"([0-9.]+) samples/s", log)][1:]
-    return batch / float(np.median(rates))
+    """Seconds per step: the wall time of a run of steps + 1 steps less that
+    of a run of one, over steps (so process start, loading the weights and
+    the first step's page faults do not count; the trainer's own rates are
+    printed to one decimal, too coarse at a step or two per second)."""
+    def wall(count):
+        start = time.perf_counter()
+        subprocess.run([ztc, "train", str(art), "--data", str(data), "--steps", str(count)],
+                       check=True, capture_output=True, text=True)
+        return time.perf_counter() - start
+    del batch
+    return (wall(steps + 1) - wall(1)) / steps
 
 
 def main():
@@ -102,16 +124,18 @@ def main():
                                  step_seconds(ztc, art, data, args.steps, args.batch))
         print("\nGPT-2-small shape, %d layers, context %d, batch %d, AdamW (8bit: AdamW8bit), CPU"
               % (args.layers, args.context, args.batch))
-        print("%-10s %12s %10s %10s %10s %10s %10s %9s %8s" % (
+        print("%-10s %12s %10s %10s %10s %10s %10s %9s %9s %8s" % (
             "variant", "trained", "memory", "params", "gradients", "opt state", "arena",
-            "ms/step", "vs full"))
+            "base", "ms/step", "vs full"))
         for name in arts:
             r = reports[name]
-            print("%-10s %12d %7.1f MB %7.1f MB %7.1f MB %7.1f MB %7.1f MB %9.0f %7.2fx" % (
+            base = nf4_base(r)
+            print("%-10s %12d %7.1f MB %7.1f MB %7.1f MB %7.1f MB %7.1f MB %9s %9.0f %7.2fx" % (
                 name, trained[name], r["total_bytes"] / 1e6,
                 r["bindings"]["params"] / 1e6, r["gradient_bytes"] / 1e6,
                 r["bindings"]["optimizer_state"] / 1e6, r["arena_bytes"] / 1e6,
-                1e3 * best[name], best[name] / best["full"]))
+                "%.3f B" % base if base else "4 B", 1e3 * best[name],
+                best[name] / best["full"]))
 
 
 if __name__ == "__main__":

@@ -792,6 +792,14 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
         llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})", T,
                       x, dims(in[0]), name(in[1]), dims(in[1]), y, dims(output),
                       boolValue("transpose_a"), boolValue("transpose_b"));
+  } else if (callee == "matmul_nf4") {
+    ArrayRef<int64_t> shape = kernel::configInts(op, "weight_shape");
+    call = llvm::formatv(
+        "matmulNf4<{0}>({1}, {2}, reinterpret_cast<const uint8_t *>({3}), "
+        "reinterpret_cast<const uint8_t *>({4}), {5}, {6}, {7}, {8}, {9}, "
+        "{10}, {11})",
+        T, x, dims(in[0]), name(in[1]), name(in[2]), name(in[3]), name(in[4]),
+        shape[0], shape[1], boolValue("transpose_b"), y, dims(output));
   } else if (callee == "conv2d") {
     std::string s = array("strides"), p = array("pads"), d = array("dilations");
     call = llvm::formatv("conv2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "

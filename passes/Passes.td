@@ -681,6 +681,13 @@ def LoraPass : Pass<"ztc-lora", "func::FuncOp"> {
        `ztc export --adapter`: `train.lora = {r, alpha, scale, dropout,
        rslora, bias, adapters = [[base, A, B, layout], ...]}` with layout
        `out_in` or `in_out`.
+    6. With `base-dtype` = `nf4` (QLoRA), tags every frozen rank-2 float
+       param that only matrix products read (as step 2 finds them) with
+       `train.nf4 = array<i64: rows, cols>`, for `ztc-nf4-weights` to hold
+       in 4 bits after the gradients are built; but the output layer's (a
+       product whose result reaches the function's results through
+       reshapes, transposes and additions alone), which stays as it is, as
+       Hugging Face's 4-bit loading keeps `lm_head`.
 
     Example (r = 2, alpha = 4, targets = `q`):
 
@@ -716,10 +723,52 @@ def LoraPass : Pass<"ztc-lora", "func::FuncOp"> {
            "targets are">,
     Option<"seed", "seed", "int64_t", /*default=*/"0",
            "Seed of the lora_A initial values">,
+    Option<"baseDtype", "base-dtype", "std::string", /*default=*/"\"\"",
+           "nf4: mark the frozen base weights of the matrix products for "
+           "ztc-nf4-weights (QLoRA); empty: as the model has them">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
                            "::mlir::ztc::train::TrainDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def Nf4WeightsPass : Pass<"ztc-nf4-weights", "func::FuncOp"> {
+  let summary = "Hold tagged frozen weights in 4-bit NormalFloat (QLoRA)";
+  let description = [{
+    Each param tagged `train.nf4 = array<i64: rows, cols>` (ztc-lora with
+    `base-dtype=nf4`) becomes bitsandbytes' NF4 with double quantization
+    (`runtime/kernels/Nf4.h`): the argument itself turns into the packed
+    4-bit codes (i8 `[ceil(n / 2)]`, n = rows * cols), and three frozen
+    params follow, `<name>.absmax` (i8 `[ceil(n / 64)]`, the block scales'
+    8-bit codes), `<name>.nested_absmax` (f32 `[ceil(n / 16384)]`) and
+    `<name>.offset` (f32 `[1]`): the names of bitsandbytes' `Linear4bit`
+    state dict. `ztc compile` quantizes the model's values into them.
+
+    Every read of the weight must be a matrix product's right operand,
+    through any chain of `nn.transpose {perm = [1, 0]}` and widening or
+    narrowing `nn.cast`s (autocast's working copy, the backward's
+    transposed read); each product `nn.matmul %x, op(W)` becomes
+    `nn.matmul_nf4 %x, <parts> {weight_shape, transpose_b}` computing in
+    the product's element type, and the chain goes. A chain that rounds W
+    to a narrower type than its product computes in (`--half-weights`), or
+    any other read (a ZeRO stage-3 gather), is an error naming the param.
+    Runs after the gradients and the optimizer are built, so neither sees
+    anything but a frozen float weight.
+
+    Example:
+
+    ```mlir
+    // %W: tensor<32x64xf32> {train.nf4 = array<i64: 32, 64>}
+    %c = nn.cast %W : tensor<32x64xf32> -> tensor<32x64xbf16>
+    %t = nn.transpose %c {perm = array<i64: 1, 0>}
+    %y = nn.matmul %x, %t : tensor<8x64xbf16>, tensor<64x32xbf16> -> ...
+    // becomes, with %W: tensor<1024xi8>
+    %y = nn.matmul_nf4 %x, %W, %absmax, %nested, %offset
+           {weight_shape = array<i64: 32, 64>, transpose_b = true}
+    ```
+  }];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::ztc::train::TrainDialect"];
 }
 
 def AutodiffPass : Pass<"ztc-autodiff", "func::FuncOp"> {

@@ -254,6 +254,18 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--min-loss-scale must be positive");
   if (!loraOptions(error))
     return failure();
+  if (!baseDtype.empty()) {
+    if (baseDtype != "nf4")
+      return fail("--base-dtype '" + baseDtype +
+                  "': expected nf4 (the only quantized storage)");
+    if (lora.empty())
+      return fail("--base-dtype nf4 quantizes the frozen base of a LoRA "
+                  "step: give --lora too");
+    if (zeroStage == 3)
+      return fail("--base-dtype nf4 with --zero 3: NF4 weights stay whole on "
+                  "every rank (ZeRO stages 1 and 2 shard the adapters' "
+                  "gradients and optimizer state)");
+  }
   if (isRecomputeBudget(recompute)) {
     std::string budgetError;
     if (!parseRecomputeBudget(recompute, budgetError))
@@ -410,8 +422,10 @@ void mlir::ztc::buildTrainingNNPipeline(
   // 1b. Adapters, before the precision slot casts their products too.
   std::string loraError;
   std::optional<LoraPassOptions> lora = options.loraOptions(loraError);
-  if (lora && !lora->targets.empty())
+  if (lora && !lora->targets.empty()) {
+    lora->baseDtype = options.baseDtype;
     pm.addNestedPass<func::FuncOp>(createLoraPass(*lora));
+  }
 
   // 2. [precision slot] fp64 promotes before the loss, so the loss and every
   // gradient op are built in double too.
@@ -521,6 +535,10 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   pm.addNestedPass<func::FuncOp>(createLossScalePass(lossScale));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
+  // 6b. QLoRA: the frozen base in 4 bits, now that the backward and the
+  // updates are built on its float form.
+  if (options.baseDtype == "nf4")
+    pm.addNestedPass<func::FuncOp>(createNf4WeightsPass());
 }
 
 void mlir::ztc::registerAllPasses() {

@@ -72,6 +72,13 @@ struct TrainingPipelineOptions
           "r=R,alpha=A,dropout=P,targets=REGEX[,rslora=true]"
           "[,bias=none|all|lora_only][,modules-to-save=REGEX][,seed=N] "
           "(peft's LoraConfig; defaults r=8, alpha=8, dropout=0)")};
+  Option<std::string> baseDtype{
+      *this, "base-dtype",
+      llvm::cl::desc("With --lora: nf4 holds the frozen base weights of the "
+                     "matrix products in bitsandbytes' 4-bit NormalFloat "
+                     "(QLoRA), dequantized inside the products' kernels; "
+                     "default: as the model has them"),
+      llvm::cl::init("")};
 
   // --- Optimizer (ztc-optimizer) ------------------------------------------
   Option<std::string> optimizer{

@@ -68,6 +68,13 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
           for (int64_t d : full.asArrayRef())
             count *= uint64_t(d);
         }
+        // An NF4 weight (QLoRA) counts the model's elements once, in its
+        // packed codes; its scales are bytes of it, not parameters.
+        if (auto nf4 = func.getArgAttrOfType<DenseI64ArrayAttr>(
+                arg.getArgNumber(), train::kNf4Attr))
+          count = uint64_t(nf4[0]) * uint64_t(nf4[1]);
+        else if (train::nf4WeightOf(func, arg.getArgNumber()))
+          count = 0;
         footprint.paramCount += count;
         if (!trained.contains(binding.getName().getValue()))
           break;

@@ -136,6 +136,33 @@ struct LoraPass : public ztc::impl::LoraPassBase<LoraPass> {
     return products;
   }
 
+  /// The products reading `weight`, when they are all its reads (none
+  /// otherwise).
+  static SmallVector<Product> onlyProducts(BlockArgument weight) {
+    SmallVector<Product> products = productsOf(weight);
+    size_t reads = 0;
+    for (Operation *user : weight.getUsers())
+      reads += isa<nn::TransposeOp>(user)
+                   ? size_t(std::distance(user->use_begin(), user->use_end()))
+                   : 1;
+    if (products.size() != reads)
+      products.clear();
+    return products;
+  }
+
+  /// Whether `value` reaches the function's results through reshapes,
+  /// transposes and additions alone: the output layer's product.
+  static bool reachesResults(Value value) {
+    for (Operation *user : value.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      if (isa<nn::ReshapeOp, nn::TransposeOp, nn::AddOp>(user) &&
+          reachesResults(user->getResult(0)))
+        return true;
+    }
+    return false;
+  }
+
   /// Training-mode dropout of `x` with probability `dropout` in `stream`,
   /// the identity in the evaluate entry (as Dropout converts).
   FailureOr<Value> dropoutOf(OpBuilder &b, Location loc, func::FuncOp func,
@@ -307,6 +334,26 @@ struct LoraPass : public ztc::impl::LoraPassBase<LoraPass> {
                   b.getNamedAttr("rslora", b.getBoolAttr(rslora)),
                   b.getNamedAttr("bias", b.getStringAttr(bias)),
                   b.getNamedAttr("adapters", b.getArrayAttr(adapters))}));
+
+    // 6. QLoRA: the frozen weights of the products, but the output
+    // layer's, are held in NF4 once the gradients are built.
+    if (baseDtype == "nf4") {
+      for (BlockArgument arg : params) {
+        auto type = cast<RankedTensorType>(arg.getType());
+        if (!func.getArgAttr(arg.getArgNumber(), train::kFrozenAttr) ||
+            type.getRank() != 2)
+          continue;
+        SmallVector<Product> products = onlyProducts(arg);
+        if (products.empty() || llvm::any_of(products, [](Product product) {
+              return reachesResults(product.matmul.getResult());
+            }))
+          continue;
+        func.setArgAttr(arg.getArgNumber(), train::kNf4Attr,
+                        b.getDenseI64ArrayAttr(type.getShape()));
+      }
+    } else if (!baseDtype.empty()) {
+      return func.emitError("--base-dtype '") << baseDtype << "': expected nf4";
+    }
     return success();
   }
 };

@@ -43,6 +43,7 @@
 #include "Dnnl.h"
 #include "Half.h"
 #include "MatmulPlan.h"
+#include "Nf4.h"
 #include "Numeric.h"
 #include "Random.h"
 #include "StepAbi.h"
@@ -1649,6 +1650,53 @@ inline void adam8bit(const float *p, const float *g, const int8_t *m,
                             mScaleOut + b, vScaleOut + b,
                             std::min(kBlock, n - start), hyper, signedTable,
                             unsignedTable);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Quantized weights
+//===----------------------------------------------------------------------===//
+
+/// y = x op(W) for a weight W of [rows, cols] in NF4 (Nf4.h: packed codes,
+/// the 8-bit codes of the block scales, their scales and offset), op the
+/// transpose when transB; x is [..., K], y [..., N]. W is never whole in
+/// memory: a tile of op(W)'s columns (nf4::tileColumns: about 256K
+/// elements) is dequantized in float32, rounded to T and
+/// multiplied as any product is (detail::gemm: f32 accumulation, each
+/// result rounded once), then the next tile. The tile lives as long as the
+/// thread: 1 MiB of float32 (512 KiB of bf16) for K up to 16384.
+template <typename T>
+void matmulNf4(const T *x, const Dims &xDims, const uint8_t *packed,
+               const uint8_t *absmax, const float *nested, const float *offset,
+               int64_t rows, int64_t cols, bool transB, T *y,
+               const Dims &yDims) {
+  const int64_t k = transB ? cols : rows, n = transB ? rows : cols;
+  const int64_t m = k ? xDims.numElements() / k : 0;
+  (void)yDims;
+  if (m == 0 || n == 0)
+    return;
+  const blockwise8bit::CodeTable &table = detail::codeTable(true);
+  const float shift = *offset;
+  const int64_t panel = nf4::tileColumns(k, n);
+  thread_local std::vector<T> tile;
+  tile.resize(size_t(k) * size_t(panel));
+  T *t = tile.data();
+  for (int64_t j0 = 0; j0 < n; j0 += panel) {
+    const int64_t width = std::min(panel, n - j0);
+    // The tile is op(W)[:, j0 : j0 + width], stored as W is: rows j0.. of
+    // W ([width, K]) when transposed, else columns j0.. of every row
+    // ([K, width]).
+    const int64_t outer = transB ? width : k, inner = transB ? k : width;
+#pragma omp parallel for if (outer * inner > detail::kParallelGrain)
+    for (int64_t r = 0; r < outer; ++r)
+      for (int64_t c = 0; c < inner; ++c) {
+        const int64_t i = transB ? (j0 + r) * cols + c : r * cols + j0 + c;
+        const float scale =
+            nf4::scaleOf(absmax, nested, shift, i / nf4::kBlock, table);
+        t[r * inner + c] = detail::store<T>(nf4::elementOf(packed, i, scale));
+      }
+    detail::gemm(m, width, k, x, k, false, t, inner, transB, y + j0, n,
+                 static_cast<const T *>(nullptr));
   }
 }
 

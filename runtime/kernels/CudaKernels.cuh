@@ -48,6 +48,7 @@
 #include "Dims.h"
 #include "Half.h"
 #include "MatmulPlan.h"
+#include "Nf4.h"
 #include "Numeric.h"
 #include "Random.h"
 #include "StepAbi.h"
@@ -2226,6 +2227,77 @@ inline void adam8bit(const float *p, const float *g, const int8_t *m,
   }
   detail::launchRows((n + blockwise8bit::kBlock - 1) / blockwise8bit::kBlock,
                      blockwise8bit::kBlock, body, stream, "adam8bit");
+}
+
+namespace detail {
+
+/// One tile of an NF4 weight dequantized (Nf4.h): element (r, c) of a
+/// [outer, inner] tile is W's flat element `first + r * rowStep + c`, its
+/// scale and value rounded as the CPU's (no contraction into an fma), then
+/// rounded to T.
+template <typename T> struct Nf4TileBody {
+  const uint8_t *packed, *absmax;
+  const float *nested, *offset;
+  T *tile;
+  int64_t first, rowStep, inner;
+  CodeBook scales;
+  float values[16];
+
+  ZTC_HOST_DEVICE void operator()(int64_t at) const {
+    const int64_t i = first + (at / inner) * rowStep + at % inner;
+    const int64_t block = i / nf4::kBlock;
+    const float scale = addRounded(mulRounded(scales.value[absmax[block]],
+                                              nested[block / nf4::kScaleBlock]),
+                                   *offset);
+    const uint8_t byte = packed[i / 2];
+    tile[at] =
+        store<T>(mulRounded(values[i % 2 ? byte & 0x0F : byte >> 4], scale));
+  }
+};
+
+} // namespace detail
+
+/// y = x op(W) for an NF4 weight W of [rows, cols] (CpuKernels.h's
+/// matmulNf4): tiles of op(W)'s columns dequantized into stream-ordered
+/// scratch, each multiplied by cuBLAS into its columns of y.
+template <typename T>
+void matmulNf4(const T *x, const Dims &xDims, const uint8_t *packed,
+               const uint8_t *absmax, const float *nested, const float *offset,
+               int64_t rows, int64_t cols, bool transB, T *y, const Dims &yDims,
+               cudaStream_t stream) {
+  const int64_t k = transB ? cols : rows, n = transB ? rows : cols;
+  const int64_t m = k ? xDims.numElements() / k : 0;
+  (void)yDims;
+  if (m == 0 || n == 0)
+    return;
+  const int64_t panel = nf4::tileColumns(k, n);
+  T *tile = detail::allocateScratch<T>(k * panel, stream, "matmul_nf4");
+  if (!tile)
+    return;
+  detail::Nf4TileBody<T> body;
+  body.packed = packed;
+  body.absmax = absmax;
+  body.nested = nested;
+  body.offset = offset;
+  body.tile = tile;
+  for (int q = 0; q < 256; ++q)
+    body.scales.value[q] = blockwise8bit::kSignedCodes[q];
+  for (int q = 0; q < 16; ++q)
+    body.values[q] = nf4::kNf4Codes[q];
+  for (int64_t j0 = 0; j0 < n; j0 += panel) {
+    const int64_t width = n - j0 < panel ? n - j0 : panel;
+    // Rows j0.. of W ([width, K]) when transposed, else columns j0.. of
+    // every row ([K, width]).
+    const int64_t outer = transB ? width : k, inner = transB ? k : width;
+    body.first = transB ? j0 * cols : j0;
+    body.rowStep = cols;
+    body.inner = inner;
+    detail::launchElements(outer * inner, body, stream, "matmul_nf4");
+    detail::gemm(x, tile, y + j0,
+                 {1, m, width, k, k, inner, n, 0, 0, 0, false, transB}, false,
+                 stream, "matmul_nf4");
+  }
+  detail::freeScratch(tile, stream, "matmul_nf4");
 }
 
 } // namespace ztc::cuda

@@ -1,7 +1,7 @@
 //===- Nf4.h - 4-bit NormalFloat weights, as bitsandbytes stores them -----===//
 //
-// The storage of QLoRA's frozen base weights (issue 37's `--base-dtype
-// nf4`; not yet reachable from `ztc compile`): bitsandbytes' NF4 with
+// The storage of QLoRA's frozen base weights (`ztc compile --base-dtype
+// nf4`, nn.matmul_nf4): bitsandbytes' NF4 with
 // double quantization, so that weights quantized here are the bytes
 // bitsandbytes.functional.quantize_4bit gives (test/fixtures/bnb_nf4,
 // recorded from the real package by test/models/make_bnb_nf4.py; Nf4Test).
@@ -68,6 +68,12 @@ inline constexpr float kNf4Codes[16] = {-1.0f,
                                         0.5626170039176941f,
                                         0.7229568362236023f,
                                         1.0f};
+
+/// A weight held in NF4 is four tensors: the packed codes under the
+/// weight's own name, then these (bitsandbytes' Linear4bit state-dict
+/// names; the compiler's train::kNf4Parts).
+inline constexpr const char *kPartSuffixes[3] = {".absmax", ".nested_absmax",
+                                                 ".offset"};
 
 /// Blocks of kBlock elements in a weight of n (the last may be partial).
 inline int64_t blocksOf(int64_t n) { return (n + kBlock - 1) / kBlock; }
@@ -142,6 +148,14 @@ inline float scaleOf(const uint8_t *codes, const float *scales2, float offset,
 inline float elementOf(const uint8_t *packed, int64_t i, float scale) {
   uint8_t byte = packed[i / 2];
   return kNf4Codes[i % 2 ? byte & 0x0F : byte >> 4] * scale;
+}
+
+/// The columns of op(W) a kernel dequantizes at a time for a product with
+/// contraction K and N output columns: about 2^18 elements (at least 16
+/// columns), so a tile stays in cache and W is never whole in memory.
+inline int64_t tileColumns(int64_t k, int64_t n) {
+  int64_t columns = (int64_t(1) << 18) / std::max<int64_t>(k, 1);
+  return std::min(n, std::max<int64_t>(16, columns));
 }
 
 /// The whole weight back into w[0..n).

@@ -146,6 +146,10 @@ compile_training mlp 8 fp16-zero2 --world-size 2 --zero 2 --precision fp16 \
 # bitsandbytes' 8-bit AdamW: the library's adam8bit on the MLP's two
 # weights of 8192 elements.
 compile_training mlp 8 adamw8bit --optimizer adamw8bit
+# QLoRA: the GPT's projections in NF4 (matmul_nf4, bf16 compute), LoRA
+# adapters on the attention's qkv.
+compile_training gpt 4 qlora --lora 'r=4,alpha=8,targets=qkv' \
+  --base-dtype nf4 --precision bf16
 
 # Every entry point for every element type it is meant for.
 cat >"$OUT/kernels.cu" <<'EOF'
@@ -166,6 +170,10 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   static const int64_t perm[] = {3, 2, 1, 0};
   Dims d{2, 3, 4, 5};
   matmul<T>(p, d, p, d, p, d, false, true, s);
+  matmulNf4<T>(p, d, reinterpret_cast<const uint8_t *>(p),
+               reinterpret_cast<const uint8_t *>(p),
+               reinterpret_cast<const float *>(p),
+               reinterpret_cast<const float *>(p), 4, 5, true, p, d, s);
   conv2d<T>(p, d, p, d, p, p, d, two, four, two, 1, s);
   maxPool2d<T>(p, d, p, d, two, two, four, two, s);
   avgPool2d<T>(p, d, p, d, two, two, four, true, s);

@@ -59,6 +59,25 @@ CASES = {
 }
 
 
+def adamw_steps(model, ids, labels, steps=20):
+    """`steps` torch.optim.AdamW(lr=1e-3) steps of what trains in `model` on
+    one batch; the losses before each."""
+    import torch
+
+    import make_modern
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = make_modern.loss_of(model, ids, labels)
+        losses.append(loss.item())
+        loss.backward()
+        optimizer.step()
+    return losses
+
+
 def make(name, out):
     import torch
     import onnx
@@ -98,15 +117,7 @@ def make(name, out):
     # The model card peft writes beside them is not needed.
     os.remove(os.path.join(directory, "adapter_init", "README.md"))
 
-    params = [p for p in wrapped.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=1e-3)
-    losses = []
-    for _ in range(20):
-        optimizer.zero_grad()
-        loss = make_modern.loss_of(wrapped, ids, labels)
-        losses.append(loss.item())
-        loss.backward()
-        optimizer.step()
+    losses = adamw_steps(wrapped, ids, labels)
     np.save(os.path.join(directory, "adamw_losses.npy"), np.array(losses))
     adapter = peft.get_peft_model_state_dict(wrapped)
     save_file({k: v.detach().contiguous() for k, v in adapter.items()},

@@ -13,6 +13,7 @@
 
 #include "passes/Passes.h"
 #include "passes/Pipelines/Pipelines.h"
+#include "runtime/kernels/Nf4.h"
 #include "runtime/kernels/Random.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -165,6 +166,16 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
       artifact.initialValues[name.str()] = std::move(tensor);
     }
 
+  // QLoRA: weights whose model value is quantized when it is read.
+  for (const codegen::Entry &entry : entries) {
+    func::FuncOp func = entry.func;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      if (auto shape =
+              func.getArgAttrOfType<DenseI64ArrayAttr>(i, train::kNf4Attr))
+        artifact.nf4Weights[train::bindingName(func, i).str()] = {shape[0],
+                                                                  shape[1]};
+  }
+
   // The manifest's entries: the main one (forward, train_step, or loss for
   // a gradient check), the gradient entry and the accumulation entry.
   for (auto [entry, step] : llvm::zip(entries, steps)) {
@@ -196,6 +207,45 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
   return success();
 }
 
+/// The four parts of an NF4 weight (runtime/kernels/Nf4.h) from the
+/// model's float32 value of `shape`, as initial values of `name` and its
+/// parts' bindings.
+static LogicalResult quantizeNf4(MLIRContext &context, StringRef name,
+                                 StringRef bytes, std::array<int64_t, 2> shape,
+                                 ArtifactContents &artifact) {
+  namespace nf4 = ::ztc::nf4;
+  namespace blockwise8bit = ::ztc::blockwise8bit;
+  const int64_t n = shape[0] * shape[1], blocks = nf4::blocksOf(n);
+  if (bytes.size() != size_t(n) * sizeof(float))
+    return emitError(UnknownLoc::get(&context),
+                     "--base-dtype nf4: the model's '")
+           << name << "' is not " << shape[0] << "x" << shape[1]
+           << " float32 values (" << bytes.size() << " bytes)";
+  std::vector<float> weight(size_t(n), 0.0f);
+  std::memcpy(weight.data(), bytes.data(), bytes.size());
+  rt::Tensor packed(rt::DType::Int8, {(n + 1) / 2});
+  rt::Tensor codes(rt::DType::Int8, {blocks});
+  rt::Tensor nested(rt::DType::Float32,
+                    {(blocks + nf4::kScaleBlock - 1) / nf4::kScaleBlock});
+  rt::Tensor offset(rt::DType::Float32, {1});
+  std::vector<float> scales(static_cast<size_t>(blocks));
+  nf4::quantize(weight.data(), n, packed.bytes.data(), scales.data());
+  float mean = nf4::meanOf(scales.data(), blocks);
+  static const auto table = [] {
+    auto built = std::make_unique<blockwise8bit::CodeTable>();
+    blockwise8bit::buildTable(blockwise8bit::kSignedCodes, *built);
+    return built;
+  }();
+  nf4::quantizeScales(scales.data(), blocks, mean, *table, codes.bytes.data(),
+                      reinterpret_cast<float *>(nested.bytes.data()));
+  std::memcpy(offset.bytes.data(), &mean, sizeof(float));
+  rt::Tensor *parts[] = {&codes, &nested, &offset};
+  artifact.initialValues[name.str()] = std::move(packed);
+  for (auto [suffix, part] : llvm::zip(train::kNf4Parts, parts))
+    artifact.initialValues[(name + suffix).str()] = std::move(*part);
+  return success();
+}
+
 LogicalResult mlir::ztc::readParameterValues(MLIRContext &context,
                                              StringRef modelPath,
                                              ArtifactContents &artifact) {
@@ -204,10 +254,14 @@ LogicalResult mlir::ztc::readParameterValues(MLIRContext &context,
     if (rt::isWeight(binding.role))
       params[binding.name] = &binding;
   return onnx::readInitializers(
-      context, modelPath, [&](StringRef name, StringRef bytes) {
+      context, modelPath,
+      [&](StringRef name, StringRef bytes) -> LogicalResult {
         auto it = params.find(name);
         if (it == params.end())
           return success();
+        if (auto nf4 = artifact.nf4Weights.find(name.str());
+            nf4 != artifact.nf4Weights.end())
+          return quantizeNf4(context, name, bytes, nf4->second, artifact);
         // A shard's initial value is the whole tensor (Runner takes a
         // rank's block).
         rt::Tensor tensor(it->second->dtype, it->second->sharded()

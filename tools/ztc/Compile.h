@@ -18,6 +18,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/Tensor.h"
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -42,6 +43,10 @@ struct ArtifactContents {
   uint64_t plannedBytes = 0;
   /// Training artifacts: the params no entry writes (--freeze, ztc-lora).
   std::set<std::string> frozenParams;
+  /// QLoRA's NF4 weights (train.nf4): binding name -> the model's [rows,
+  /// cols], whose float value readParameterValues quantizes into the
+  /// binding and its parts.
+  std::map<std::string, std::array<int64_t, 2>> nf4Weights;
 };
 
 /// The little-endian bytes of a constant, one byte per bool (the layout of

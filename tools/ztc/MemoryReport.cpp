@@ -219,6 +219,11 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
     if (auto full = entry.getArgAttrOfType<DenseI64ArrayAttr>(
             index, dist::DistDialect::kFullShapeAttr))
       weight.shape.assign(full.asArrayRef().begin(), full.asArrayRef().end());
+    if (auto nf4 =
+            entry.getArgAttrOfType<DenseI64ArrayAttr>(index, train::kNf4Attr))
+      weight.nf4Shape.assign(nf4.asArrayRef().begin(), nf4.asArrayRef().end());
+    if (BlockArgument of = train::nf4WeightOf(entry, index))
+      weight.nf4Of = train::bindingName(entry, of.getArgNumber()).str();
     report.weights.push_back(std::move(weight));
   }
 
@@ -375,10 +380,15 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
     llvm::json::Array shape;
     for (int64_t dim : weight.shape)
       shape.push_back(dim);
-    weights.push_back(llvm::json::Object{{"name", weight.name},
-                                         {"role", weight.role},
-                                         {"dtype", weight.dtype},
-                                         {"shape", std::move(shape)}});
+    llvm::json::Object object{{"name", weight.name},
+                              {"role", weight.role},
+                              {"dtype", weight.dtype},
+                              {"shape", std::move(shape)}};
+    if (!weight.nf4Shape.empty())
+      object["nf4_shape"] = llvm::json::Array(weight.nf4Shape);
+    if (!weight.nf4Of.empty())
+      object["nf4_of"] = weight.nf4Of;
+    weights.push_back(std::move(object));
   }
   root["weights"] = std::move(weights);
   return root;
@@ -542,6 +552,16 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
           return fail("the shape of weight '" + weight.name + "' is not sizes");
         weight.shape.push_back(*size);
       }
+      if (const llvm::json::Array *nf4 = object->getArray("nf4_shape"))
+        for (const llvm::json::Value &dim : *nf4) {
+          std::optional<int64_t> size = dim.getAsInteger();
+          if (!size || *size < 1)
+            return fail("the NF4 shape of weight '" + weight.name +
+                        "' is not sizes");
+          weight.nf4Shape.push_back(*size);
+        }
+      if (std::optional<StringRef> of = object->getString("nf4_of"))
+        weight.nf4Of = of->str();
       report.weights.push_back(std::move(weight));
     }
   }
@@ -674,7 +694,11 @@ void mlir::ztc::printWeights(const MemoryReport &report,
     for (const MemoryReport::Weight &weight : report.weights)
       if (weight.role == role) {
         ++count;
-        elements += weight.elements();
+        // An NF4 weight's model elements, once (its parts add none).
+        elements += !weight.nf4Shape.empty()
+                        ? uint64_t(weight.nf4Shape[0] * weight.nf4Shape[1])
+                    : weight.nf4Of.empty() ? weight.elements()
+                                           : 0;
       }
     if (!count)
       continue;
@@ -697,6 +721,8 @@ void mlir::ztc::printWeights(const MemoryReport &report,
   };
   uint64_t adapters = 0, adapterElements = 0, adapterBytes = 0,
            trainedElements = 0;
+  // By element type: elements and bytes; NF4 weights (QLoRA) under "nf4",
+  // their model's elements and every byte of their parts.
   std::map<std::string, std::pair<uint64_t, uint64_t>> frozenByType;
   for (const MemoryReport::Weight &weight : report.weights) {
     StringRef name = weight.name;
@@ -707,16 +733,24 @@ void mlir::ztc::printWeights(const MemoryReport &report,
       adapterElements += weight.elements();
       adapterBytes += bytesOf(weight);
     } else if (weight.role == "frozen") {
-      frozenByType[weight.dtype].first += weight.elements();
-      frozenByType[weight.dtype].second += bytesOf(weight);
+      bool nf4 = !weight.nf4Shape.empty() || !weight.nf4Of.empty();
+      auto &figures = frozenByType[nf4 ? "nf4" : weight.dtype];
+      if (!weight.nf4Shape.empty())
+        figures.first += uint64_t(weight.nf4Shape[0] * weight.nf4Shape[1]);
+      else if (!nf4)
+        figures.first += weight.elements();
+      figures.second += bytesOf(weight);
     }
   }
   if (adapters) {
     os << llvm::formatv("LoRA: {0} adapter tensors ({1} elements, {2} bytes)",
                         adapters, adapterElements, adapterBytes);
     for (const auto &[dtype, figures] : frozenByType)
-      os << llvm::formatv("; frozen base {0}: {1} elements, {2} bytes", dtype,
-                          figures.first, figures.second);
+      os << llvm::formatv("; frozen base {0}: {1} elements, {2} bytes ({3:F3} "
+                          "B each)",
+                          dtype, figures.first, figures.second,
+                          double(figures.second) /
+                              double(std::max<uint64_t>(figures.first, 1)));
     if (trainedElements)
       os << llvm::formatv("; optimizer state {0:F1} bytes per trained element",
                           double(report.states) / double(trainedElements));

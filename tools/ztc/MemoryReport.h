@@ -112,6 +112,10 @@ struct MemoryReport {
   struct Weight {
     std::string name, role, dtype;
     std::vector<int64_t> shape;
+    /// An NF4 weight's packed codes (QLoRA): the model's [rows, cols];
+    /// `nf4Of` names the weight a part (its scales) belongs to.
+    std::vector<int64_t> nf4Shape;
+    std::string nf4Of;
     uint64_t elements() const {
       uint64_t count = 1;
       for (int64_t dim : shape)

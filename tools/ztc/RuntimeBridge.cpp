@@ -15,6 +15,7 @@
 #include "runtime/io/File.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/SafeTensors.h"
+#include "runtime/kernels/Nf4.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/ShardedCheckpoint.h"
 #include "runtime/train/TokenDataset.h"
@@ -327,6 +328,54 @@ void mergeLoraAdapters(const rt::LoraConfig &lora,
   }
 }
 
+/// QLoRA: each NF4 weight in `weights` (memory.json's nf4_shape) becomes
+/// its float32 value again, as bitsandbytes' dequantize_4bit gives it, and
+/// its parts leave `weights`.
+void dequantizeNf4Weights(const std::string &artifactDir,
+                          std::map<std::string, rt::Tensor> &weights) {
+  std::ifstream report(artifactDir + "/memory.json");
+  nlohmann::json memory = nlohmann::json::parse(report, nullptr, false);
+  if (memory.is_discarded() || !memory.contains("weights"))
+    return;
+  static const auto table = [] {
+    auto built = std::make_unique<blockwise8bit::CodeTable>();
+    blockwise8bit::buildTable(blockwise8bit::kSignedCodes, *built);
+    return built;
+  }();
+  for (const nlohmann::json &weight : memory["weights"]) {
+    if (!weight.contains("nf4_shape"))
+      continue;
+    std::string name = weight["name"].get<std::string>();
+    std::vector<int64_t> shape =
+        weight["nf4_shape"].get<std::vector<int64_t>>();
+    const auto &suffixes = nf4::kPartSuffixes;
+    auto part = [&](const std::string &key) -> rt::Tensor & {
+      auto it = weights.find(key);
+      if (it == weights.end())
+        throw rt::Error(artifactDir + ": no value for '" + key +
+                        "', a part of the NF4 weight '" + name + "'");
+      return it->second;
+    };
+    const rt::Tensor &packed = part(name), &codes = part(name + suffixes[0]),
+                     &nested = part(name + suffixes[1]),
+                     &offset = part(name + suffixes[2]);
+    int64_t n = shape.size() == 2 ? shape[0] * shape[1] : 0;
+    if (n < 1 || packed.byteSize() != size_t((n + 1) / 2) ||
+        codes.byteSize() != size_t(nf4::blocksOf(n)) ||
+        offset.byteSize() != sizeof(float))
+      throw rt::Error(artifactDir + ": the NF4 weight '" + name +
+                      "' does not have the parts of its shape");
+    rt::Tensor value(rt::DType::Float32, shape);
+    nf4::dequantize(packed.bytes.data(), codes.bytes.data(),
+                    reinterpret_cast<const float *>(nested.bytes.data()),
+                    *reinterpret_cast<const float *>(offset.bytes.data()), n,
+                    *table, value.data<float>());
+    for (const char *suffix : suffixes)
+      weights.erase(name + suffix);
+    weights[name] = std::move(value);
+  }
+}
+
 std::map<std::string, rt::Tensor> loadCheckpointWeights(
     const std::string &artifactDir, const std::string &checkpointDir,
     std::string &sourceModel, LoraExport lora = LoraExport::Refuse) {
@@ -365,8 +414,10 @@ std::map<std::string, rt::Tensor> loadCheckpointWeights(
           artifactDir + " trains LoRA adapters, which " + sourceModel +
           " has no place for: export with --merge (the adapters folded into "
           "the weights), or --adapter DIR (peft's adapter format)");
-    if (lora == LoraExport::Merge)
+    if (lora == LoraExport::Merge) {
+      dequantizeNf4Weights(artifactDir, weights);
       mergeLoraAdapters(*config, weights);
+    }
   }
   return weights;
 }

@@ -300,6 +300,7 @@ const char *const kCompilePipelineFlags[] = {
     "min-loss-scale",          "check-finite",
     "grad-accum-dtype",        "half-weights",
     "conv-layout",             "lora",
+    "base-dtype",
     "token-weighted-loss"};
 // clang-format on
 const char *const kGradCheckPipelineFlags[] = {

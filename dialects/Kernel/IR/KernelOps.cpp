@@ -139,6 +139,8 @@ const ConfigField kNllLoss[] = {opt("reduction", String),
                                 opt("ignore_index", Int)};
 const ConfigField kRandom[] = {req("stream", Int)};
 const ConfigField kCollective[] = {req("world_size", Int)};
+const ConfigField kMatmulNf4[] = {req("weight_shape", Ints),
+                                  req("transpose_b", Bool)};
 const ConfigField kAdam8bit[] = {req("beta1", Float), req("beta2", Float),
                                  req("eps", Float), req("weight_decay", Float)};
 
@@ -147,6 +149,9 @@ const ConfigField kAdam8bit[] = {req("beta1", Float), req("beta2", Float),
 // library call per entry.
 const LibraryKernel kLibrary[] = {
     {"matmul", "TT", 1, kMatmul},
+    // x, then the NF4 weight: packed codes, scale codes, their scales and
+    // offset (nn.matmul_nf4).
+    {"matmul_nf4", "TIIFF", 1, kMatmulNf4},
     {"conv2d", "TTt", 1, kConv},
     {"max_pool2d", "T", 1, kMaxPool},
     {"avg_pool2d", "T", 1, kAvgPool},

@@ -829,6 +829,53 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// MatMulNf4Op
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulNf4Op::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  RankedTensorType x = tensorType(adaptor.getX());
+  if (failed(checkMinRank(location, name, "x", x, 1, "[..., K]")))
+    return failure();
+  ArrayRef<int64_t> shape = adaptor.getWeightShape();
+  if (failed(checkArray(location, name, "weight_shape", shape, 2, 1)))
+    return failure();
+  // Sizes of the parts: runtime/kernels/Nf4.h.
+  int64_t n = shape[0] * shape[1], blocks = (n + 63) / 64;
+  struct Part {
+    StringRef name;
+    Value value;
+    int64_t size;
+  } parts[] = {
+      {"packed", adaptor.getPacked(), (n + 1) / 2},
+      {"absmax", adaptor.getAbsmax(), blocks},
+      {"nested_absmax", adaptor.getNestedAbsmax(), (blocks + 255) / 256},
+      {"offset", adaptor.getOffset(), 1}};
+  for (const Part &part : parts) {
+    RankedTensorType type = tensorType(part.value);
+    if (type.getRank() != 1 || type.getDimSize(0) != part.size)
+      return inferError(location, name, "expects ", part.name, " of shape [",
+                        part.size, "] for a weight of ", shape[0], "x",
+                        shape[1], ", got ", type);
+  }
+  bool transposed = adaptor.getTransposeB();
+  int64_t k = transposed ? shape[1] : shape[0];
+  int64_t out = transposed ? shape[0] : shape[1];
+  if (x.getShape().back() != k)
+    return inferError(location, name, "contraction sizes differ: ", x,
+                      " has K = ", x.getShape().back(), ", the weight ",
+                      shape[0], "x", shape[1],
+                      transposed ? " (transposed)" : "", " has K = ", k);
+  SmallVector<int64_t> result(x.getShape());
+  result.back() = out;
+  types.push_back(RankedTensorType::get(result, x.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Conv2dOp
 //===----------------------------------------------------------------------===//
 

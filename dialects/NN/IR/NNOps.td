@@ -577,6 +577,43 @@ def NN_MatMulOp : NN_Op<"matmul", NN_InferredResult> {
 }
 
 //===----------------------------------------------------------------------===//
+// MatMulNf4Op
+//===----------------------------------------------------------------------===//
+
+def NN_MatMulNf4Op : NN_Op<"matmul_nf4", NN_InferredResult> {
+  let summary = "matrix product with a 4-bit NormalFloat weight";
+  let description = [{
+    `x` of shape `[..., K]` times a frozen weight W held in bitsandbytes'
+    NF4 with double quantization (`runtime/kernels/Nf4.h`): `packed`
+    (i8 `[ceil(n / 2)]`, two 4-bit codes per byte, W flat and row-major),
+    `absmax` (i8 `[ceil(n / 64)]`, the 8-bit codes of the block scales),
+    `nested_absmax` (f32 `[ceil(n / 16384)]`) and `offset` (f32 `[1]`),
+    for W of shape `weight_shape` = `[rows, cols]` (n = rows * cols).
+    The result is `x W` (`[..., cols]`, K = rows) or, with `transpose_b`,
+    `x Wᵀ` (`[..., rows]`, K = cols), in x's element type: W is
+    dequantized in float32 and rounded to that type, in tiles, inside the
+    kernel. `ztc-nf4-weights` builds it from `nn.matmul`s of a frozen
+    weight; the gradient reaches `x` only (another `nn.matmul_nf4`, with
+    `transpose_b` flipped).
+
+    Example:
+
+    ```mlir
+    %y = nn.matmul_nf4 %x, %packed, %absmax, %nested, %offset
+           {weight_shape = array<i64: 32, 64>, transpose_b = true}
+           : tensor<8x64xbf16>, tensor<1024xi8>, tensor<32xi8>,
+             tensor<1xf32>, tensor<1xf32> -> tensor<8x32xbf16>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, StaticShapeTensorOf<[I8]>:$packed,
+                   StaticShapeTensorOf<[I8]>:$absmax,
+                   StaticShapeTensorOf<[F32]>:$nested_absmax,
+                   StaticShapeTensorOf<[F32]>:$offset,
+                   DenseI64ArrayAttr:$weight_shape, BoolAttr:$transpose_b);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
 // Conv2dOp
 //===----------------------------------------------------------------------===//
 

@@ -60,6 +60,16 @@ LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return setGradients(operandGrads, {da, db});
 }
 
+LogicalResult MatMulNf4Op::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  // dx = g op(W)ᵀ: the same quantized weight, read the other way. The
+  // weight's parts are frozen integers and scales: no gradient.
+  Value dx = MatMulNf4Op::create(b, getLoc(), resultGrads[0], getPacked(),
+                                 getAbsmax(), getNestedAbsmax(), getOffset(),
+                                 getWeightShape(), !getTransposeB());
+  return setGradients(operandGrads, {dx, Value(), Value(), Value(), Value()});
+}
+
 LogicalResult Conv2dOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();

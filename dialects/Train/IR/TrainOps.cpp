@@ -93,6 +93,28 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                 << " must be a unit attribute";
     return success();
   }
+  if (name == kNf4Attr) {
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    Type type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shape || shape.size() != 2 || shape[0] < 1 || shape[1] < 1 || !shaped)
+      return op->emitError("'")
+             << name << "' on argument " << argIndex
+             << " must be array<i64: rows, cols> on a tensor, got "
+             << attr.getValue();
+    // The float weight itself, or its packed codes.
+    int64_t n = shape[0] * shape[1];
+    bool weight = isa<FloatType>(shaped.getElementType()) &&
+                  shaped.getShape() == shape.asArrayRef();
+    bool packed = shaped.getElementType().isSignlessInteger(8) &&
+                  shaped.getShape() == ArrayRef<int64_t>{(n + 1) / 2};
+    if (!weight && !packed)
+      return op->emitError("'")
+             << name << "' on argument " << argIndex << " (" << type
+             << ") must be on the float weight of that shape or on its "
+             << (n + 1) / 2 << " packed i8 codes";
+    return success();
+  }
   if (name == kCopyOfAttr) {
     // The param it copies, by binding name (the manifest checks the rest).
     auto source = dyn_cast<StringAttr>(attr.getValue());
@@ -311,6 +333,17 @@ BlockArgument mlir::ztc::train::findBinding(func::FuncOp func, StringRef name) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
     if (bindingName(func, i) == name)
       return func.getArgument(i);
+  return nullptr;
+}
+
+BlockArgument mlir::ztc::train::nf4WeightOf(func::FuncOp func, unsigned index) {
+  StringRef name = bindingName(func, index);
+  for (StringRef suffix : kNf4Parts)
+    if (name.ends_with(suffix))
+      if (BlockArgument weight =
+              findBinding(func, name.drop_back(suffix.size()));
+          weight && func.getArgAttr(weight.getArgNumber(), kNf4Attr))
+        return weight;
   return nullptr;
 }
 

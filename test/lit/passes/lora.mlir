@@ -2,6 +2,7 @@
 // RUN: ztc-opt %s -split-input-file --ztc-lora="r=2 alpha=4 targets=q|fc rslora=true bias=lora_only modules-to-save=norm seed=3" | FileCheck %s --check-prefix=OPTS
 // RUN: ztc-opt %s -split-input-file --ztc-lora="r=2 alpha=4 targets=q dropout=0.25" | FileCheck %s --check-prefix=DROP
 // RUN: ztc-opt %s -split-input-file --ztc-lora="r=2 alpha=4 targets=^blk\.q" | FileCheck %s --check-prefix=WHOLE
+// RUN: ztc-opt %s -split-input-file --ztc-lora="r=2 alpha=4 targets=q base-dtype=nf4" | FileCheck %s --check-prefix=NF4
 
 // ztc-lora: adapters on the matrix products of the target modules, the
 // rest frozen. A Linear's [out, in] weight read through a transpose
@@ -63,6 +64,14 @@
 // WHOLE-LABEL: func.func @block
 // WHOLE-SAME: "blk.q.lora_A.weight"
 // WHOLE-NOT: "blk.fc.lora_A.weight"
+// base-dtype=nf4 (QLoRA): the frozen weights only products read are
+// tagged for ztc-nf4-weights, with their shape, but the output layer's
+// (blk.fc's product is the result: Hugging Face keeps lm_head).
+// NF4-LABEL: func.func @block
+// NF4-SAME: tensor<16x8xf32> {train.binding = #train.binding<param "blk.q.weight">, train.frozen, train.nf4 = array<i64: 16, 8>}
+// NF4-SAME: tensor<16xf32> {train.binding = #train.binding<param "blk.q.bias">, train.frozen}
+// NF4-SAME: tensor<16x6xf32> {train.binding = #train.binding<param "blk.fc.weight">, train.frozen}
+// NF4-SAME: tensor<16xf32> {train.binding = #train.binding<param "blk.norm.weight">, train.frozen}
 func.func @block(%x: tensor<4x8xf32> {train.binding = #train.binding<input "x">},
                  %wq: tensor<16x8xf32> {train.binding = #train.binding<param "blk.q.weight">},
                  %bq: tensor<16xf32> {train.binding = #train.binding<param "blk.q.bias">},

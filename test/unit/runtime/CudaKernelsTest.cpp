@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -795,6 +796,55 @@ TEST(CudaKernelsTest, Adam8bitMatchesTheCpuBits) {
   EXPECT_NE(cpuP, p);
   EXPECT_LT(std::count(cpuM.begin(), cpuM.end(), int8_t(0)), n);
   EXPECT_LT(std::count(cpuV.begin(), cpuV.end(), int8_t(0)), n);
+}
+
+TEST(CudaKernelsTest, MatmulNf4MatchesTheCpu) {
+  // A weight of 96 x 700 in NF4 (Nf4.h); the host emulation's products
+  // accumulate in another order than oneDNN's, so the two agree to float
+  // rounding, and the dequantized tiles exactly (a 1 x K identity-like
+  // input picks columns of W).
+  namespace nf4 = ztc::nf4;
+  namespace b8 = ztc::blockwise8bit;
+  const int64_t rows = 96, cols = 700, n = rows * cols;
+  const int64_t blocks = nf4::blocksOf(n);
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> w(n), scales(blocks);
+  for (float &value : w)
+    value = normal(rng);
+  std::vector<uint8_t> packed((n + 1) / 2), codes(blocks);
+  std::vector<float> nested((blocks + 255) / 256);
+  nf4::quantize(w.data(), n, packed.data(), scales.data());
+  float offset = nf4::meanOf(scales.data(), blocks);
+  auto table = std::make_unique<b8::CodeTable>();
+  b8::buildTable(b8::kSignedCodes, *table);
+  nf4::quantizeScales(scales.data(), blocks, offset, *table, codes.data(),
+                      nested.data());
+  std::vector<float> dense(n);
+  nf4::dequantize(packed.data(), codes.data(), nested.data(), offset, n, *table,
+                  dense.data());
+  for (bool transB : {false, true}) {
+    const int64_t k = transB ? cols : rows, out = transB ? rows : cols;
+    // x = a row of ones at p = 5, then random rows.
+    const int64_t m = 4;
+    std::vector<float> x(m * k, 0.0f), cpuY(m * out), gpuY(m * out);
+    x[5] = 1.0f;
+    for (int64_t i = k; i < m * k; ++i)
+      x[i] = normal(rng);
+    cpu::matmulNf4<float>(x.data(), {m, k}, packed.data(), codes.data(),
+                          nested.data(), &offset, rows, cols, transB,
+                          cpuY.data(), {m, out});
+    gpu::matmulNf4<float>(x.data(), {m, k}, packed.data(), codes.data(),
+                          nested.data(), &offset, rows, cols, transB,
+                          gpuY.data(), {m, out}, kStream);
+    for (int64_t j = 0; j < out; ++j) {
+      float weight = dense[transB ? j * cols + 5 : 5 * cols + j];
+      ASSERT_EQ(gpuY[j], weight) << "column " << j;
+      ASSERT_EQ(cpuY[j], weight) << "column " << j;
+    }
+    for (int64_t i = out; i < m * out; ++i)
+      ASSERT_NEAR(gpuY[i], cpuY[i], 1e-5f * (1.0f + std::fabs(cpuY[i])));
+  }
 }
 
 TEST(CudaKernelsTest, DimsFromBracedList) {

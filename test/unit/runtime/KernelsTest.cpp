@@ -1264,3 +1264,81 @@ TEST(KernelsTest, DimsFromBracedList) {
 }
 
 } // namespace
+
+namespace {
+
+/// A weight of [rows, cols] in NF4, and its float32 value dequantized whole
+/// (Nf4.h, the layout bitsandbytes' quantize_4bit gives: Nf4Test).
+struct Nf4Weight {
+  std::vector<uint8_t> packed, codes;
+  std::vector<float> nested, dense;
+  float offset = 0;
+
+  Nf4Weight(int64_t rows, int64_t cols, unsigned seed) {
+    namespace nf4 = ztc::nf4;
+    namespace b8 = ztc::blockwise8bit;
+    const int64_t n = rows * cols, blocks = nf4::blocksOf(n);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<float> w(n), scales(blocks);
+    for (float &value : w)
+      value = normal(rng);
+    packed.resize((n + 1) / 2);
+    codes.resize(blocks);
+    nested.resize((blocks + nf4::kScaleBlock - 1) / nf4::kScaleBlock);
+    nf4::quantize(w.data(), n, packed.data(), scales.data());
+    offset = nf4::meanOf(scales.data(), blocks);
+    static auto table = [] {
+      auto built = std::make_unique<b8::CodeTable>();
+      b8::buildTable(b8::kSignedCodes, *built);
+      return built;
+    }();
+    nf4::quantizeScales(scales.data(), blocks, offset, *table, codes.data(),
+                        nested.data());
+    dense.resize(n);
+    nf4::dequantize(packed.data(), codes.data(), nested.data(), offset, n,
+                    *table, dense.data());
+  }
+};
+
+/// matmulNf4<T> against the product with the whole dequantized weight (in
+/// double, each operand rounded to T first), for both layouts and a
+/// contraction long enough to need several tiles of columns.
+template <typename T> void checkMatmulNf4(double tolerance) {
+  for (bool transB : {false, true}) {
+    const int64_t rows = transB ? 300 : 1100, cols = transB ? 1100 : 300;
+    const int64_t k = transB ? cols : rows, n = transB ? rows : cols, m = 6;
+    Nf4Weight w(rows, cols, transB ? 7 : 8);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    std::vector<T> x(m * k), y(m * n);
+    for (T &value : x)
+      value = T(normal(rng));
+    matmulNf4<T>(x.data(), {2, 3, k}, w.packed.data(), w.codes.data(),
+                 w.nested.data(), &w.offset, rows, cols, transB, y.data(),
+                 {2, 3, n});
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, scale = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          float weight = w.dense[transB ? j * cols + p : p * cols + j];
+          double term = double(float(x[i * k + p])) * double(float(T(weight)));
+          sum += term;
+          scale += std::fabs(term);
+        }
+        worst = std::max(worst, std::fabs(double(float(y[i * n + j])) - sum) /
+                                    std::max(scale, 1e-30));
+      }
+    EXPECT_LE(worst, tolerance) << (transB ? "x W^T" : "x W");
+  }
+}
+
+TEST(KernelsTest, MatmulNf4IsTheProductWithTheDequantizedWeight) {
+  checkMatmulNf4<float>(1e-6);
+  // bf16: the weight rounded to bf16 as autocast would round it, the sum in
+  // float, the result rounded once (2^-8 of the terms' magnitude).
+  checkMatmulNf4<bf16>(4e-3);
+}
+
+} // namespace

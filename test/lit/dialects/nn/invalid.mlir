@@ -138,6 +138,24 @@ func.func @matmul_contraction(%a: tensor<3x4xf32>, %b: tensor<5x2xf32>) {
 
 // -----
 
+// matmul_nf4: each part has the size the weight's shape gives (Nf4.h).
+func.func @matmul_nf4_parts(%x: tensor<8x64xf32>, %p: tensor<1000xi8>, %a: tensor<32xi8>, %n: tensor<1xf32>, %o: tensor<1xf32>) {
+  // expected-error @+1 {{'nn.matmul_nf4' op expects packed of shape [1024] for a weight of 32x64, got 'tensor<1000xi8>'}}
+  %0 = nn.matmul_nf4 %x, %p, %a, %n, %o {weight_shape = array<i64: 32, 64>, transpose_b = true} : tensor<8x64xf32>, tensor<1000xi8>, tensor<32xi8>, tensor<1xf32>, tensor<1xf32> -> tensor<8x32xf32>
+  return
+}
+
+// -----
+
+// matmul_nf4 contracts x's last dimension with op(W)'s first.
+func.func @matmul_nf4_contraction(%x: tensor<8x64xf32>, %p: tensor<1024xi8>, %a: tensor<32xi8>, %n: tensor<1xf32>, %o: tensor<1xf32>) {
+  // expected-error @+1 {{'nn.matmul_nf4' op contraction sizes differ: 'tensor<8x64xf32>' has K = 64, the weight 32x64 has K = 32}}
+  %0 = nn.matmul_nf4 %x, %p, %a, %n, %o {weight_shape = array<i64: 32, 64>, transpose_b = false} : tensor<8x64xf32>, tensor<1024xi8>, tensor<32xi8>, tensor<1xf32>, tensor<1xf32> -> tensor<8x64xf32>
+  return
+}
+
+// -----
+
 // matmul batch dimensions broadcast.
 func.func @matmul_batch(%a: tensor<2x3x4xf32>, %b: tensor<3x4x2xf32>) {
   // expected-error @+1 {{'nn.matmul' op batch dimensions of 'tensor<2x3x4xf32>' and 'tensor<3x4x2xf32>' are not broadcastable}}
