@@ -27,7 +27,7 @@ The "base" column is the frozen weights' bytes per element of the
 frozen weights held in NF4 (QLoRA) or float32.
 
     .venv/bin/python bench/finetune.py [--build build] [--steps 5] [--repeat 2]
-        [--layers 12] [--context 128] [--batch 1]
+        [--layers 12] [--context 128] [--batch 1] [--only lora,qlora,...]
 """
 import argparse
 import json
@@ -87,7 +87,10 @@ def main():
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--context", type=int, default=128)
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--only", help="comma-separated variants to run besides full")
     args = parser.parse_args()
+    variants = {name: flags for name, flags in VARIANTS.items()
+                if not args.only or name == "full" or name in args.only.split(",")}
     ztc = str(pathlib.Path(args.build) / "bin" / "ztc")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="ztc-bench-finetune-") as tmp:
@@ -104,7 +107,7 @@ def main():
         np.save(data / "labels.npy",
                 rng.integers(0, 50257, (rows, args.context)).astype(np.int64))
         arts, reports, trained = {}, {}, {}
-        for name, flags in VARIANTS.items():
+        for name, flags in variants.items():
             art = work / ("gpt-%s.ztc" % name.replace(" ", "-"))
             done = subprocess.run([ztc, "compile", str(work / "gpt.onnx"), "-o", str(art),
                                    "--batch-size", str(args.batch), "--loss", "cross_entropy",

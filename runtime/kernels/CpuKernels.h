@@ -1686,15 +1686,14 @@ void matmulNf4(const T *x, const Dims &xDims, const uint8_t *packed,
     // The tile is op(W)[:, j0 : j0 + width], stored as W is: rows j0.. of
     // W ([width, K]) when transposed, else columns j0.. of every row
     // ([K, width]).
+    // Each row of the tile is a run of W's flat elements.
     const int64_t outer = transB ? width : k, inner = transB ? k : width;
 #pragma omp parallel for if (outer * inner > detail::kParallelGrain)
     for (int64_t r = 0; r < outer; ++r)
-      for (int64_t c = 0; c < inner; ++c) {
-        const int64_t i = transB ? (j0 + r) * cols + c : r * cols + j0 + c;
-        const float scale =
-            nf4::scaleOf(absmax, nested, shift, i / nf4::kBlock, table);
-        t[r * inner + c] = detail::store<T>(nf4::elementOf(packed, i, scale));
-      }
+      nf4::dequantizeRange(packed, absmax, nested, shift,
+                           transB ? (j0 + r) * cols : r * cols + j0, inner,
+                           table, t + r * inner,
+                           [](float value) { return detail::store<T>(value); });
     detail::gemm(m, width, k, x, k, false, t, inner, transB, y + j0, n,
                  static_cast<const T *>(nullptr));
   }

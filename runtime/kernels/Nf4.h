@@ -158,15 +158,29 @@ inline int64_t tileColumns(int64_t k, int64_t n) {
   return std::min(n, std::max<int64_t>(16, columns));
 }
 
+/// Elements [first, first + count) of the weight into out[0..count), each
+/// block's scale computed once; `Store` rounds a float into `Out`.
+template <typename Out, typename Store>
+inline void dequantizeRange(const uint8_t *packed, const uint8_t *codes,
+                            const float *scales2, float offset, int64_t first,
+                            int64_t count,
+                            const blockwise8bit::CodeTable &table, Out *out,
+                            Store store) {
+  for (int64_t i = first, end = first + count; i < end;) {
+    const int64_t block = i / kBlock;
+    const int64_t stop = std::min(end, (block + 1) * kBlock);
+    const float scale = scaleOf(codes, scales2, offset, block, table);
+    for (; i < stop; ++i)
+      out[i - first] = store(elementOf(packed, i, scale));
+  }
+}
+
 /// The whole weight back into w[0..n).
 inline void dequantize(const uint8_t *packed, const uint8_t *codes,
                        const float *scales2, float offset, int64_t n,
                        const blockwise8bit::CodeTable &table, float *w) {
-  for (int64_t start = 0; start < n; start += kBlock) {
-    float scale = scaleOf(codes, scales2, offset, start / kBlock, table);
-    for (int64_t i = start; i < std::min(n, start + kBlock); ++i)
-      w[i] = elementOf(packed, i, scale);
-  }
+  dequantizeRange(packed, codes, scales2, offset, 0, n, table, w,
+                  [](float value) { return value; });
 }
 
 } // namespace ztc::nf4

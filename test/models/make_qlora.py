@@ -4,6 +4,7 @@ do it, for test/training/qlora_check.py to hold `ztc compile --lora ...
 --base-dtype nf4` to.
 
   make_qlora.py [--out test/fixtures/qlora]
+  make_qlora.py --roundtrip ZTC    ztc's QLoRA exports back into peft (below)
 
 Needs the reference environment of test/models/make_lora.py, with
 bitsandbytes (pip install bitsandbytes==0.50.2; its 4-bit layers run on
@@ -26,6 +27,13 @@ starts from the same values (--lora-init). The directory holds:
                          fixture's batch
   adapter_final.safetensors  the adapter after them, under peft's names
   versions.json          torch, transformers, peft, bitsandbytes versions
+
+--roundtrip ZTC: ztc trains the QLoRA step 20 steps from the fixture's
+adapter, exports the adapter (`ztc export --adapter`) and the merged model
+(`--merge`: the base dequantized, the adapters folded in, float32 ONNX);
+PeftModel.from_pretrained loads the adapter onto the bitsandbytes 4-bit
+model, and its logits must be those of `ztc run` on the merged model
+within 1e-5. Exit 1 otherwise.
 """
 
 import argparse
@@ -39,23 +47,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(REPO, "test", "fixtures", "qlora"))
-    args = parser.parse_args()
-    import bitsandbytes as bnb
+def quantized_model(torch, bnb, quantized=None):
+    """The modern Llama with every Linear but lm_head a bitsandbytes
+    Linear4bit (NF4, double quantization, float32 compute); `quantized`,
+    when given, receives each weight's parts under its ONNX name."""
     import bitsandbytes.functional as F
-    import peft
-    import torch
-    import transformers
-    from safetensors.torch import load_file, save_file
 
     import make_lora
 
-    os.makedirs(args.out, exist_ok=True)
     model, modern = make_lora.base_model("llama")
     names = {id(module): name for name, module in model.named_modules()}
-    quantized = {}
 
     def replace(parent):
         for child_name, child in list(parent.named_children()):
@@ -74,18 +75,80 @@ def main():
                 layer = layer.to("cpu")
                 state = layer.weight.quant_state
                 assert state.nested and state.blocksize == 64 and state.state2.blocksize == 256
-                key = name + ".weight"
-                quantized[key] = layer.weight.data.reshape(-1).view(torch.int8).clone()
-                quantized[key + ".absmax"] = state.absmax.view(torch.int8).clone()
-                quantized[key + ".nested_absmax"] = state.state2.absmax.float().clone()
-                quantized[key + ".offset"] = torch.tensor([float(state.offset)])
-                quantized[key + ".dequantized"] = F.dequantize_4bit(
-                    layer.weight.data, state).float().clone()
+                if quantized is not None:
+                    key = name + ".weight"
+                    quantized[key] = layer.weight.data.reshape(-1).view(torch.int8).clone()
+                    quantized[key + ".absmax"] = state.absmax.view(torch.int8).clone()
+                    quantized[key + ".nested_absmax"] = state.state2.absmax.float().clone()
+                    quantized[key + ".offset"] = torch.tensor([float(state.offset)])
+                    quantized[key + ".dequantized"] = F.dequantize_4bit(
+                        layer.weight.data, state).float().clone()
                 setattr(parent, child_name, layer)
             else:
                 replace(child)
 
     replace(model)
+    return model, modern
+
+
+def roundtrip(ztc):
+    import subprocess
+    import tempfile
+
+    import bitsandbytes as bnb
+    import peft
+    import torch
+
+    init = os.path.join(REPO, "test", "fixtures", "lora", "llama", "adapter_init")
+    with tempfile.TemporaryDirectory() as tmp:
+        model, modern = quantized_model(torch, bnb)
+        art, ckpt = os.path.join(tmp, "q.ztc"), os.path.join(tmp, "ckpt")
+        subprocess.run([ztc, "compile", os.path.join(modern, "model.onnx"), "-o", art,
+                        "--batch-size", "2", "--loss", "cross_entropy", "--lora", init,
+                        "--lora-init", init, "--base-dtype", "nf4"], check=True,
+                       capture_output=True)
+        subprocess.run([ztc, "train", art, "--data", os.path.join(modern, "data"), "--steps",
+                        "20", "--save", ckpt], check=True, capture_output=True)
+        adapter, merged = os.path.join(tmp, "adapter"), os.path.join(tmp, "merged.onnx")
+        subprocess.run([ztc, "export", art, "--checkpoint", ckpt, "--adapter", adapter,
+                        "--merge", "-o", merged], check=True, capture_output=True)
+        inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+        os.makedirs(inputs)
+        ids = np.load(os.path.join(modern, "data", "input_ids.npy"))
+        np.save(os.path.join(inputs, "input_ids.npy"), ids)
+        subprocess.run([ztc, "run", merged, "--data", inputs, "--output-dir", out],
+                       check=True, capture_output=True)
+        ours = np.load(os.path.join(out, "logits.npy"))
+        with torch.no_grad():
+            loaded = peft.PeftModel.from_pretrained(model, adapter)
+            theirs = loaded(torch.from_numpy(ids)).numpy()
+    error = float(np.linalg.norm(theirs - ours) / np.linalg.norm(ours))
+    ok = error <= 1e-5
+    print("%s qlora: PeftModel.from_pretrained of ztc's adapter on bitsandbytes' 4-bit "
+          "model %.2e from ztc's merged model's logits" % ("ok  " if ok else "FAIL", error),
+          flush=True)
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(REPO, "test", "fixtures", "qlora"))
+    parser.add_argument("--roundtrip", metavar="ZTC",
+                        help="check ztc's exports with peft instead (above)")
+    args = parser.parse_args()
+    if args.roundtrip:
+        return 0 if roundtrip(args.roundtrip) else 1
+    import bitsandbytes as bnb
+    import peft
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    import make_lora
+
+    os.makedirs(args.out, exist_ok=True)
+    quantized = {}
+    model, modern = quantized_model(torch, bnb, quantized)
     save_file(quantized, os.path.join(args.out, "quantized.safetensors"))
 
     ids = torch.from_numpy(np.load(os.path.join(modern, "data", "input_ids.npy")))
@@ -113,4 +176,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
