@@ -20,9 +20,10 @@ One GPT of GPT-2-small's shape (12 layers, width 768, 12 heads, vocab
 
 One table: parameters trained, planned memory per rank (ztc inspect's
 total), parameters, gradients, optimizer state and the arena, and the
-step time (a run of --steps + 1 steps less a run of one, over --steps;
-best of --repeat rounds in which the variants take turns) relative to
-full.
+peak resident memory of the training process as the kernel measured it
+(getrusage), and the step time (a run of --steps + 1 steps less a run of
+one, over --steps; best of --repeat rounds in which the variants take
+turns) relative to full.
 The "base" column is the frozen weights' bytes per element of the
 frozen weights held in NF4 (QLoRA) or float32.
 
@@ -31,6 +32,7 @@ frozen weights held in NF4 (QLoRA) or float32.
 """
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -65,18 +67,24 @@ def nf4_base(report):
     return stored / elements if elements else None
 
 
-def step_seconds(ztc, art, data, steps, batch):
-    """Seconds per step: the wall time of a run of steps + 1 steps less that
-    of a run of one, over steps (so process start, loading the weights and
-    the first step's page faults do not count; the trainer's own rates are
-    printed to one decimal, too coarse at a step or two per second)."""
-    def wall(count):
+def step_seconds(ztc, art, data, steps):
+    """Seconds per step and the peak resident memory (bytes) of the run:
+    the wall time of a run of steps + 1 steps less that of a run of one,
+    over steps (so process start, loading the weights and the first step's
+    page faults do not count; the trainer's own rates are printed to one
+    decimal, too coarse at a step or two per second)."""
+    def run(count):
         start = time.perf_counter()
-        subprocess.run([ztc, "train", str(art), "--data", str(data), "--steps", str(count)],
-                       check=True, capture_output=True, text=True)
-        return time.perf_counter() - start
-    del batch
-    return (wall(steps + 1) - wall(1)) / steps
+        child = subprocess.Popen([ztc, "train", str(art), "--data", str(data), "--steps",
+                                  str(count)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            raise SystemExit("ztc train %s failed (%d)" % (art, child.returncode))
+        return time.perf_counter() - start, usage.ru_maxrss * 1024
+    seconds, peak = run(steps + 1)
+    return (seconds - run(1)[0]) / steps, peak
 
 
 def main():
@@ -121,24 +129,27 @@ def main():
             print("compiled %s: %s" % (name, done.stderr.strip().splitlines()[-1]),
                   flush=True)
         best = {name: float("inf") for name in arts}
+        peak = {name: 0 for name in arts}
         for _ in range(args.repeat):
             for name, art in arts.items():
-                best[name] = min(best[name],
-                                 step_seconds(ztc, art, data, args.steps, args.batch))
+                seconds, rss = step_seconds(ztc, art, data, args.steps)
+                best[name] = min(best[name], seconds)
+                peak[name] = max(peak[name], rss)
         print("\nGPT-2-small shape, %d layers, context %d, batch %d, AdamW (8bit: AdamW8bit), CPU"
               % (args.layers, args.context, args.batch))
-        print("%-10s %12s %10s %10s %10s %10s %10s %9s %9s %8s" % (
+        print("%-10s %12s %10s %10s %10s %10s %10s %9s %10s %9s %8s" % (
             "variant", "trained", "memory", "params", "gradients", "opt state", "arena",
-            "base", "ms/step", "vs full"))
+            "base", "peak RSS", "ms/step", "vs full"))
         for name in arts:
             r = reports[name]
             base = nf4_base(r)
-            print("%-10s %12d %7.1f MB %7.1f MB %7.1f MB %7.1f MB %7.1f MB %9s %9.0f %7.2fx" % (
-                name, trained[name], r["total_bytes"] / 1e6,
-                r["bindings"]["params"] / 1e6, r["gradient_bytes"] / 1e6,
-                r["bindings"]["optimizer_state"] / 1e6, r["arena_bytes"] / 1e6,
-                "%.3f B" % base if base else "4 B", 1e3 * best[name],
-                best[name] / best["full"]))
+            print("%-10s %12d %7.1f MB %7.1f MB %7.1f MB %7.1f MB %7.1f MB %9s %7.1f MB "
+                  "%9.0f %7.2fx" % (
+                      name, trained[name], r["total_bytes"] / 1e6,
+                      r["bindings"]["params"] / 1e6, r["gradient_bytes"] / 1e6,
+                      r["bindings"]["optimizer_state"] / 1e6, r["arena_bytes"] / 1e6,
+                      "%.3f B" % base if base else "4 B", peak[name] / 1e6,
+                      1e3 * best[name], best[name] / best["full"]))
 
 
 if __name__ == "__main__":

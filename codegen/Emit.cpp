@@ -1,5 +1,4 @@
-//===- Emit.cpp - kernel dialect to C++ / CUDA source -------------*- C++
-//-*-===//
+//===- Emit.cpp - kernel dialect to C++ / CUDA source ---------------------===//
 //
 // The emitter walks the straight-line body of a planned step function:
 //   - arguments and kernel.constant become pointers into `bindings`,

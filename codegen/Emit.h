@@ -1,5 +1,4 @@
-//===- Emit.h - kernel dialect to C++ / CUDA source ---------------*- C++
-//-*-===//
+//===- Emit.h - kernel dialect to C++ / CUDA source -------------*- C++ -*-===//
 //
 // Prints planned kernel-dialect entry functions as one C++ source (CPU,
 // OpenMP + the runtime's kernel library) or CUDA source, and describes

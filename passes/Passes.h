@@ -1,5 +1,4 @@
-//===- Passes.h - every ztc pass ----------------------------------*- C++
-//-*-===//
+//===- Passes.h - every ztc pass --------------------------------*- C++ -*-===//
 //
 // Declarations and registration of all ztc passes and pipelines.
 //

@@ -443,7 +443,7 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
   let options = [
     Option<"stage", "stage", "unsigned", /*default=*/"0",
            "ZeRO stage: 0 (data parallel), 1 (optimizer states sharded), "
-           "2 (and gradients)">,
+           "2 (and gradients), 3 (and parameters)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
            "Ranks the step runs on">,
     Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t",

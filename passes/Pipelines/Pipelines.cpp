@@ -1,5 +1,4 @@
-//===- Pipelines.cpp - ztc's typed pass pipelines -----------------*- C++
-//-*-===//
+//===- Pipelines.cpp - ztc's typed pass pipelines -------------------------===//
 //
 // The pass order of every compile and the registration of passes, dialects
 // and named pipelines, so that `ztc-opt --ztc-training-pipeline='...'`

@@ -1,5 +1,4 @@
-//===- Pipelines.h - ztc's typed pass pipelines -------------------*- C++
-//-*-===//
+//===- Pipelines.h - ztc's typed pass pipelines -----------------*- C++ -*-===//
 //
 // The pass order of every compile, in one place. `ztc compile`, `ztc run`,
 // `ztc gradcheck` and `ztc-opt --ztc-training-pipeline='...'` all build their

@@ -1,5 +1,4 @@
-//===- Accumulate.cpp - the ztc-accumulate pass -------------------*- C++
-//-*-===//
+//===- Accumulate.cpp - the ztc-accumulate pass ---------------------------===//
 //
 // Gradient accumulation over K micro-batches: an `@accumulate` entry that
 // adds each gradient to a persistent accumulator, and a `@train_step` that

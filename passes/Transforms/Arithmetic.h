@@ -1,5 +1,4 @@
-//===- Arithmetic.h - nn arithmetic on scalars and flat tensors --*- C++
-//-*-===//
+//===- Arithmetic.h - nn arithmetic on scalars and flat tensors -----------===//
 //
 // The builder the training passes write formulas with (optimizer updates in
 // ztc-lower-train, ZeRO's buckets and clipping, the loss scaler): one nn op

@@ -1,5 +1,4 @@
-//===- AttachLoss.cpp - the ztc-attach-loss pass ------------------*- C++
-//-*-===//
+//===- AttachLoss.cpp - the ztc-attach-loss pass --------------------------===//
 //
 // Builds the training objective on top of an imported model: a labels
 // argument and a scalar loss made of nn ops, so autodiff and lowering treat

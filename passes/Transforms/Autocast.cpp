@@ -1,5 +1,4 @@
-//===- Autocast.cpp - the ztc-autocast pass -----------------------*- C++
-//-*-===//
+//===- Autocast.cpp - the ztc-autocast pass -------------------------------===//
 //
 // Mixed precision as a rewrite of the model's nn function: every op gets a
 // compute type (half for matrix products and convolutions, f32 for the ops

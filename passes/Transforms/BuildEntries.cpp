@@ -1,5 +1,4 @@
-//===- BuildEntries.cpp - the ztc-build-entries pass --------------*- C++
-//-*-===//
+//===- BuildEntries.cpp - the ztc-build-entries pass ----------------------===//
 //
 // Turns the model's one function into the entries of the compiled step
 // (forward, train_step, loss_and_grads, loss, evaluate), each a function

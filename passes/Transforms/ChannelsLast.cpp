@@ -1,5 +1,4 @@
-//===- ChannelsLast.cpp - the ztc-channels-last pass --------------*- C++
-//-*-===//
+//===- ChannelsLast.cpp - the ztc-channels-last pass ----------------------===//
 //
 // f32 convolutions read and write NHWC activations, and the transposes
 // that this puts around them move through the elementwise ops and reductions

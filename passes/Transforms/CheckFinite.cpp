@@ -1,5 +1,4 @@
-//===- CheckFinite.cpp - the ztc-check-finite pass -----------------*- C++
-//-*-===//
+//===- CheckFinite.cpp - the ztc-check-finite pass ------------------------===//
 //
 // --check-finite: marks every nn op with a float result for a finite check
 // (`train.finite_check` = {node, op, pass}); ztc-convert-nn-to-kernel

@@ -1,5 +1,4 @@
-//===- FoldTransposes.cpp - the ztc-fold-transposes pass ----------*- C++
-//-*-===//
+//===- FoldTransposes.cpp - the ztc-fold-transposes pass ------------------===//
 //
 // Lets matmul read an operand whose last two dimensions a transpose kernel
 // swapped as it is stored, with a transpose flag, instead of copying it.

@@ -1,5 +1,4 @@
-//===- Footprint.cpp - the planned bytes of a training step -------*- C++
-//-*-===//
+//===- Footprint.cpp - the planned bytes of a training step ---------------===//
 
 #include "passes/Transforms/Footprint.h"
 

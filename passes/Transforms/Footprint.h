@@ -1,5 +1,4 @@
-//===- Footprint.h - the planned bytes of a training step ---------*- C++
-//-*-===//
+//===- Footprint.h - the planned bytes of a training step -------*- C++ -*-===//
 //
 // What one rank holds for a planned (kernel-level) module: its bindings by
 // role, its constants and the arena every entry shares. `ztc inspect`

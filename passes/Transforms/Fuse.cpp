@@ -1,5 +1,4 @@
-//===- Fuse.cpp - the ztc-fuse pass -------------------------------*- C++
-//-*-===//
+//===- Fuse.cpp - the ztc-fuse pass ---------------------------------------===//
 //
 // Merges producer-consumer chains of kernel.elementwise into single loops,
 // removing the intermediate buffers, and a sum or mean of an elementwise

@@ -1,5 +1,4 @@
-//===- HalfGradients.cpp - the ztc-half-gradients pass ------------*- C++
-//-*-===//
+//===- HalfGradients.cpp - the ztc-half-gradients pass --------------------===//
 //
 // Mixed precision: the widening of each half-precision parameter gradient
 // (marked by ztc-autodiff) is redone right before each reader, so the

@@ -1,5 +1,4 @@
-//===- IntegerProgram.cpp - a 0-1 integer program, solved by CBC --*- C++
-//-*-===//
+//===- IntegerProgram.cpp - a 0-1 integer program, solved by CBC ----------===//
 
 #include "passes/Transforms/IntegerProgram.h"
 

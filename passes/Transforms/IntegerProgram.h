@@ -1,5 +1,4 @@
-//===- IntegerProgram.h - a 0-1 integer program, solved by CBC ----*- C++
-//-*-===//
+//===- IntegerProgram.h - a 0-1 integer program, solved by CBC --*- C++ -*-===//
 //
 // The small integer-programming interface ztc-recompute's budget mode
 // builds its problem with: binary (and continuous) columns, linear rows,

@@ -1,5 +1,4 @@
-//===- LiveRanges.cpp - arena buffers' live ranges ----------------*- C++
-//-*-===//
+//===- LiveRanges.cpp - arena buffers' live ranges ------------------------===//
 //
 // When each arena buffer of a kernel-level step is in use, streams and
 // waits included: what ztc-plan-memory places buffers by, and what memory

@@ -1,5 +1,4 @@
-//===- LiveRanges.h - arena buffers' live ranges ------------------*- C++
-//-*-===//
+//===- LiveRanges.h - arena buffers' live ranges ----------------*- C++ -*-===//
 //
 // The live range of every arena buffer (kernel.alloc) of a kernel-level
 // step: ztc-plan-memory places buffers by them, and `ztc inspect --memory`

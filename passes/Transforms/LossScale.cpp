@@ -1,5 +1,4 @@
-//===- LossScale.cpp - the ztc-loss-scale pass ---------------------*- C++
-//-*-===//
+//===- LossScale.cpp - the ztc-loss-scale pass ----------------------------===//
 //
 // Dynamic loss scaling on the device: the finite check of the gradients the
 // updates read, the skip of an overflowing step, and DeepSpeed's scale

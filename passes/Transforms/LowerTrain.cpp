@@ -1,5 +1,4 @@
-//===- LowerTrain.cpp - the ztc-lower-train pass ------------------*- C++
-//-*-===//
+//===- LowerTrain.cpp - the ztc-lower-train pass --------------------------===//
 //
 // Expands train ops (optimizer updates, global-norm clipping) into nn
 // arithmetic with the formulas of torch.optim's single-tensor

@@ -1,5 +1,4 @@
-//===- Optimizer.cpp - the ztc-optimizer pass ---------------------*- C++
-//-*-===//
+//===- Optimizer.cpp - the ztc-optimizer pass -----------------------------===//
 //
 // Appends SGD, Adam or AdamW updates (train ops) to a function that
 // returns the loss and its gradients. See the pass description in

@@ -1,5 +1,4 @@
-//===- PlanMemory.cpp - the ztc-plan-memory pass ------------------*- C++
-//-*-===//
+//===- PlanMemory.cpp - the ztc-plan-memory pass --------------------------===//
 //
 // Static memory planning: every arena buffer gets a byte offset from its
 // live range, so the step's peak memory is a compile-time number. See the

@@ -1,5 +1,4 @@
-//===- PromoteF64.cpp - the ztc-promote-f64 pass -------------------*- C++
-//-*-===//
+//===- PromoteF64.cpp - the ztc-promote-f64 pass --------------------------===//
 //
 // Rewrites a function of nn ops to compute in double precision, so that a
 // numerical check (finite differences in `ztc gradcheck`) measures the

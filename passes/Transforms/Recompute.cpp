@@ -1,5 +1,4 @@
-//===- Recompute.cpp - the ztc-recompute pass ---------------------*- C++
-//-*-===//
+//===- Recompute.cpp - the ztc-recompute pass -----------------------------===//
 //
 // Gradient checkpointing as a rewrite of the forward/backward function that
 // ztc-autodiff built: a policy decides which forward values the backward

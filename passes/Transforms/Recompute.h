@@ -1,5 +1,4 @@
-//===- Recompute.h - ztc-recompute's budget mode ------------------*- C++
-//-*-===//
+//===- Recompute.h - ztc-recompute's budget mode ----------------*- C++ -*-===//
 //
 // What the training pipeline hands ztc-recompute for `--recompute
 // budget=...`: the budget's syntax, and the planner that measures a

@@ -1,5 +1,4 @@
-//===- ScheduleCollectives.cpp - the ztc-schedule-collectives pass -*- C++
-//-*-===//
+//===- ScheduleCollectives.cpp - the ztc-schedule-collectives pass --------===//
 //
 // Puts a step's collectives on a second stream where compute can overlap
 // them, issues ZeRO stage 3's parameter gathers ahead of their readers

@@ -1,9 +1,10 @@
 //===- Zero.cpp - the ztc-zero pass -----------------------------*- C++ -*-===//
 //
-// Data parallelism (stage 0) and ZeRO stages 1 and 2 on the training step:
-// gradient buckets, their collectives, sharded optimizer states and the
-// all-gather of the updated parameters. See the pass description in
-// Passes.td.
+// Data parallelism (stage 0) and ZeRO stages 1 to 3 on the training step:
+// gradient buckets, their collectives, sharded optimizer states, the
+// all-gather of the updated parameters, and at stage 3 parameters held in
+// shards and gathered where each entry reads them. See the pass
+// description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 

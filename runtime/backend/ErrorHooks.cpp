@@ -1,5 +1,4 @@
-//===- ErrorHooks.cpp - a step's kernel-library error hooks -------*- C++
-//-*-===//
+//===- ErrorHooks.cpp - a step's kernel-library error hooks ---------------===//
 //
 // Kernels cannot throw: the CPU and CUDA libraries record the first data or
 // device error of a step and export C functions to read and clear it. The

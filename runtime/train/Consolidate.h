@@ -1,5 +1,4 @@
-//===- Consolidate.h - whole weights from a sharded checkpoint ---*- C++
-//-*-===//
+//===- Consolidate.h - whole weights from a sharded checkpoint --*- C++ -*-===//
 //
 // `ztc consolidate CKPT -o model.safetensors [--dtype fp32|fp16|bf16]`:
 // the parameters and buffers of the latest step of a sharded checkpoint

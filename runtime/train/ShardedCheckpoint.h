@@ -1,5 +1,4 @@
-//===- ShardedCheckpoint.h - one checkpoint written by every rank -*- C++
-//-*-===//
+//===- ShardedCheckpoint.h - one checkpoint written by every rank ---------===//
 //
 // A run whose ranks hold different state (ZeRO stages 1-3 on several ranks)
 // checkpoints as one file per rank plus an index, published atomically:

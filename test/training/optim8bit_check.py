@@ -18,8 +18,9 @@
     tensors' as float32, and `ztc inspect` counts it: at most 2.1 bytes of
     optimizer state per parameter of the 8-bit weights.
   - The Hugging Face Trainer's name, adamw_bnb_8bit, compiles the same step.
-  - On the example MLP and scikit-learn's digits, 200 steps of adamw8bit end
-    within 2% of AdamW's loss.
+  - On the example MLP and scikit-learn's digits, and on a small GPT (width
+    64, a text whose next token is mostly the successor), 200 steps of
+    adamw8bit end within 2% of AdamW's loss.
   - With --mpirun: ZeRO stage 2 on 2 ranks (batch 16 each) trains as one
     rank of 32 (losses within 1e-5), each rank holding whole blocks of 256
     of the quantized states; a run stopped and resumed from its sharded
@@ -183,6 +184,41 @@ def main():
         apart = abs(finals["adamw8bit"] - finals["adamw"]) / finals["adamw"]
         check(apart <= 0.02, "mlp on digits, 200 steps: adamw8bit %.4f, adamw %.4f (%.2f%% "
               "apart, at most 2%%)" % (finals["adamw8bit"], finals["adamw"], 100 * apart))
+
+        # Against AdamW, 200 steps of a small GPT (width 64: every weight but
+        # the biases and norms has 4096 elements or more, so 8-bit states) on
+        # a text whose next token is the successor 70% of the time, 1024 rows:
+        # not learned by heart in 200 steps of 8, so the loss stays near the
+        # text's entropy, where 2% is a fine margin.
+        run(sys.executable, os.path.join(REPO, "examples", "onnx", "make_gpt.py"), "--out",
+            models, "--quiet", "--name", "gpt64", "--vocab", "128", "--context", "32",
+            "--width", "64", "--heads", "2", "--layers", "2")
+        rng = np.random.default_rng(5)
+        text = [int(rng.integers(128))]
+        for _ in range(1024 * 33):
+            text.append((text[-1] + 1) % 128 if rng.random() < 0.7 else int(rng.integers(128)))
+        rows = np.asarray(text[:1024 * 33], np.int64).reshape(1024, 33)
+        corpus = os.path.join(tmp, "successor")
+        os.makedirs(corpus)
+        np.save(os.path.join(corpus, "tokens.npy"), rows[:, :32])
+        np.save(os.path.join(corpus, "labels.npy"), rows[:, 1:])
+        gpt_finals, eight_bit = {}, 0
+        for optimizer in ("adamw", "adamw8bit"):
+            gpt = os.path.join(tmp, "gpt-%s.ztc" % optimizer)
+            run(args.ztc, "compile", os.path.join(models, "gpt64.onnx"), "-o", gpt,
+                "--batch-size", "8", "--loss", "cross_entropy", "--optimizer", optimizer,
+                "--lr", "3e-3")
+            if optimizer == "adamw8bit":
+                manifest = json.load(open(os.path.join(gpt, "manifest.json")))
+                eight_bit = sum(1 for b in manifest["bindings"] if b["dtype"] == "int8")
+            log = run(args.ztc, "train", gpt, "--data", corpus, "--steps", "200",
+                      "--log-every", "10", "--seed", "1").stderr
+            gpt_finals[optimizer] = float(np.mean(losses_of(log)[-2:]))
+        apart = abs(gpt_finals["adamw8bit"] - gpt_finals["adamw"]) / gpt_finals["adamw"]
+        check(apart <= 0.02 and eight_bit > 0,
+              "small GPT (width 64, %d int8 states), 200 steps: adamw8bit %.4f, adamw %.4f "
+              "(%.2f%% apart, at most 2%%)" % (eight_bit, gpt_finals["adamw8bit"],
+                                               gpt_finals["adamw"], 100 * apart))
 
         if args.mpirun and args.ztc_train:
             zero = os.path.join(tmp, "zero2.ztc")

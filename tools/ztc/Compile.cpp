@@ -1,5 +1,4 @@
-//===- Compile.cpp - ONNX model to a ztc artifact -----------------*- C++
-//-*-===//
+//===- Compile.cpp - ONNX model to a ztc artifact -------------------------===//
 //
 // Runs one pipeline of passes/Pipelines on the imported model, prints the
 // entries it built, and converts the emitter's interface into the runtime's

@@ -1,5 +1,4 @@
-//===- Compile.h - ONNX model to a ztc artifact -------------------*- C++
-//-*-===//
+//===- Compile.h - ONNX model to a ztc artifact -----------------*- C++ -*-===//
 //
 // The compiler half of `ztc compile`, `ztc run` and `ztc emit`: import, run
 // one pipeline of passes/Pipelines, print the entries' source, then gather

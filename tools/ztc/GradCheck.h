@@ -1,5 +1,4 @@
-//===- GradCheck.h - compiled gradients against finite differences -*- C++
-//-*-===//
+//===- GradCheck.h - compiled gradients against finite differences --------===//
 //
 // `ztc gradcheck`: compiles a model's loss and gradients in double precision
 // (ztc-promote-f64), runs them on random inputs, and compares every checked

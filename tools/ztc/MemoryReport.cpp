@@ -1,5 +1,4 @@
-//===- MemoryReport.cpp - where a compiled step's memory goes -----*- C++
-//-*-===//
+//===- MemoryReport.cpp - where a compiled step's memory goes -------------===//
 //
 // Builds, stores and prints `ztc inspect --memory`'s report; see the
 // header.

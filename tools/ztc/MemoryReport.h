@@ -1,5 +1,4 @@
-//===- MemoryReport.h - where a compiled step's memory goes -------*- C++
-//-*-===//
+//===- MemoryReport.h - where a compiled step's memory goes -----*- C++ -*-===//
 //
 // `ztc inspect --memory`: the per-rank memory of a planned training step
 // before anything runs. Bindings (parameters, optimizer state, buffers,

@@ -1,5 +1,4 @@
-//===- Plot.cpp - training curves from a metrics file -------------*- C++
-//-*-===//
+//===- Plot.cpp - training curves from a metrics file ---------------------===//
 
 #include "tools/ztc/Plot.h"
 

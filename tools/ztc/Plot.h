@@ -1,5 +1,4 @@
-//===- Plot.h - training curves from a metrics file ---------------*- C++
-//-*-===//
+//===- Plot.h - training curves from a metrics file -------------*- C++ -*-===//
 //
 // `ztc plot METRICS.jsonl -o curves.svg`: the loss, the learning rate, the
 // gradient norm and the loss scale of a run (`ztc-train --metrics`) against

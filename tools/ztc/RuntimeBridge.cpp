@@ -1,5 +1,4 @@
-//===- RuntimeBridge.cpp - the driver's door into the runtime -----*- C++
-//-*-===//
+//===- RuntimeBridge.cpp - the driver's door into the runtime -------------===//
 //
 // Compiled with exceptions: every entry catches the runtime's errors (and
 // the standard library's) and returns their message.

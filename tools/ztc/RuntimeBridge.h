@@ -1,5 +1,4 @@
-//===- RuntimeBridge.h - the driver's door into the runtime -------*- C++
-//-*-===//
+//===- RuntimeBridge.h - the driver's door into the runtime -----*- C++ -*-===//
 //
 // The runtime reports errors with exceptions; the MLIR side of the driver is
 // built without them. These functions (compiled with exceptions) run runtime

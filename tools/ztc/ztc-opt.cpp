@@ -1,5 +1,4 @@
-//===- ztc-opt.cpp - the ztc pass driver --------------------------*- C++
-//-*-===//
+//===- ztc-opt.cpp - the ztc pass driver ----------------------------------===//
 //
 // mlir-opt with every ztc dialect and pass registered, for lit tests and for
 // reproducing any `ztc` compilation pass by pass.

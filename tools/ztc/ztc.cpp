@@ -1,10 +1,13 @@
-//===- ztc.cpp - the ztc command ----------------------------------*- C++
-//-*-===//
+//===- ztc.cpp - the ztc command ------------------------------------------===//
 //
-// The user-facing driver: `ztc import` brings an ONNX model into MLIR and
-// prints it; `ztc list-ops` lists the ONNX operators ztc converts. Every
-// error is one line naming the file (and, where it applies, the ONNX node),
-// and the exit status is 1.
+// The user-facing driver, one subcommand per job: `import` (an ONNX model
+// into MLIR, printed), `list-ops`, `run` (a forward step on .npy inputs),
+// `compile` (a training step into an artifact), `train` (the runtime's
+// trainer, ztc-train), `inspect` (memory before anything runs), `export`
+// (weights back into the model, a state dict or a peft adapter),
+// `gradcheck`, `emit`, `consolidate` and `plot`. Every error is one line
+// naming the file (and, where it applies, the ONNX node or the flag), and
+// the exit status is 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -372,20 +375,41 @@ public:
   }
 
 private:
-  /// Each option's value as `options.print` writes it: "{a=1 b=x}".
+  /// Each option's value as `options.print` writes it: "{a=1 b={x y}
+  /// c={p,q}}", where a value holding spaces, and a list, is itself in
+  /// braces. Entries split at the spaces outside every brace; a braced value
+  /// is given without its braces.
   static std::map<std::string, std::string>
   printedValues(const mz::TrainingPipelineOptions &options) {
     std::string text;
     llvm::raw_string_ostream os(text);
     options.print(os);
+    StringRef all = StringRef(text).trim();
+    if (all.consume_front("{"))
+      all.consume_back("}");
     std::map<std::string, std::string> values;
-    StringRef rest = StringRef(text).trim().trim("{}");
-    while (!rest.empty()) {
-      StringRef entry;
-      std::tie(entry, rest) = rest.split(' ');
+    auto add = [&](StringRef entry) {
+      entry = entry.trim();
+      if (entry.empty())
+        return;
       auto [key, value] = entry.split('=');
+      if (value.size() >= 2 && value.front() == '{' && value.back() == '}')
+        value = value.drop_front().drop_back();
       values[key.str()] = value.str();
+    };
+    int depth = 0;
+    size_t start = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i] == '{')
+        ++depth;
+      else if (all[i] == '}')
+        --depth;
+      else if (all[i] == ' ' && depth == 0) {
+        add(all.slice(start, i));
+        start = i + 1;
+      }
     }
+    add(all.substr(start));
     return values;
   }
 

@@ -1,5 +1,4 @@
-//===- KernelOps.cpp - kernel dialect -----------------------------*- C++
-//-*-===//
+//===- KernelOps.cpp - kernel dialect -------------------------------------===//
 //
 // Registration and verifiers of the kernel dialect.
 //

@@ -1,5 +1,4 @@
-//===- KernelOps.h - kernel dialect -------------------------------*- C++
-//-*-===//
+//===- KernelOps.h - kernel dialect -----------------------------*- C++ -*-===//
 //
 // The kernel dialect: arena buffers, fused elementwise kernels and
 // reductions, and calls into the runtime's kernel library.

@@ -1,5 +1,4 @@
-//===- OnnxOps.cpp - onnx dialect ---------------------------------*- C++
-//-*-===//
+//===- OnnxOps.cpp - onnx dialect -----------------------------------------===//
 //
 // Registration and verifiers of the onnx dialect. The ops are deliberately
 // generic: node semantics live in the conversion to `nn`.

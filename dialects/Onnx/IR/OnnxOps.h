@@ -1,5 +1,4 @@
-//===- OnnxOps.h - onnx dialect -----------------------------------*- C++
-//-*-===//
+//===- OnnxOps.h - onnx dialect ---------------------------------*- C++ -*-===//
 //
 // The onnx dialect: an ONNX graph as imported, one generic op per node.
 //

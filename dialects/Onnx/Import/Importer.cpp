@@ -1,5 +1,4 @@
-//===- Importer.cpp - ONNX protobuf to onnx dialect ---------------*- C++
-//-*-===//
+//===- Importer.cpp - ONNX protobuf to onnx dialect -----------------------===//
 //
 // A plain walk over ModelProto: graph inputs and float initializers become
 // arguments of `func.func @main`, other initializers become `onnx.constant`,

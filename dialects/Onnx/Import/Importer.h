@@ -1,5 +1,4 @@
-//===- Importer.h - ONNX protobuf to onnx dialect -----------------*- C++
-//-*-===//
+//===- Importer.h - ONNX protobuf to onnx dialect ---------------*- C++ -*-===//
 //
 // Reads an ONNX model (binary protobuf or the ONNX text format) and builds a
 // module holding one `func.func @main` in the onnx dialect. Weights are never

@@ -1,5 +1,4 @@
-//===- TextParser.h - the ONNX text format, errors as values -----*- C++
-//-*-===//
+//===- TextParser.h - the ONNX text format, errors as values ----*- C++ -*-===//
 //
 // Parses a model in the ONNX text format with libonnx's parser, which
 // reports syntax errors as a status but throws C++ exceptions for numbers it

@@ -1,5 +1,4 @@
-//===- TrainOps.cpp - train dialect -------------------------------*- C++
-//-*-===//
+//===- TrainOps.cpp - train dialect ---------------------------------------===//
 //
 // Registration, op verifiers and the verification of the `train.*`
 // attributes on functions, their arguments and their results.

@@ -1,5 +1,4 @@
-//===- TrainOps.h - train dialect ---------------------------------*- C++
-//-*-===//
+//===- TrainOps.h - train dialect -------------------------------*- C++ -*-===//
 //
 // The train dialect: optimizer updates, gradient clipping and the roles of a
 // training step's arguments and results.

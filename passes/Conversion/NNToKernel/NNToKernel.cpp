@@ -1,5 +1,4 @@
-//===- NNToKernel.cpp - the ztc-convert-nn-to-kernel pass ---------*- C++
-//-*-===//
+//===- NNToKernel.cpp - the ztc-convert-nn-to-kernel pass -----------------===//
 //
 // Bufferizes a step function: tensors become memref buffers, each `nn` op
 // writes a fresh `kernel.alloc`, elementwise ops become one-op

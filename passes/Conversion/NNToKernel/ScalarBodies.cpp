@@ -1,5 +1,4 @@
-//===- ScalarBodies.cpp - nn elementwise ops as scalar arith/math -*- C++
-//-*-===//
+//===- ScalarBodies.cpp - nn elementwise ops as scalar arith/math ---------===//
 //
 // One function per family of elementwise ops. Floating-point formulas follow
 // PyTorch's numerically careful forms (softplus, sigmoid, gelu), so results

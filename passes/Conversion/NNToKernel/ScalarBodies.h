@@ -1,5 +1,4 @@
-//===- ScalarBodies.h - nn elementwise ops as scalar arith/math ---*- C++
-//-*-===//
+//===- ScalarBodies.h - nn elementwise ops as scalar arith/math -----------===//
 //
 // The scalar computation of each elementwise `nn` op, built with `arith` and
 // `math` inside a kernel.elementwise body. Kept apart from the pass so the

@@ -1,5 +1,4 @@
-//===- AttentionOps.cpp - ONNX's transformer operators to nn -------*- C++
-//-*-===//
+//===- AttentionOps.cpp - ONNX's transformer operators to nn --------------===//
 //
 // Converters for the operators opset 23 added for transformers:
 // RMSNormalization, RotaryEmbedding and Attention. None is an nn op of its

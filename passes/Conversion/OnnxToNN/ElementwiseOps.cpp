@@ -1,5 +1,4 @@
-//===- ElementwiseOps.cpp - elementwise ONNX operators to nn ------*- C++
-//-*-===//
+//===- ElementwiseOps.cpp - elementwise ONNX operators to nn --------------===//
 //
 // Converters for ONNX's elementwise operators: arithmetic with numpy
 // broadcasting, comparisons, logic, activations, casts and pass-throughs.

@@ -1,5 +1,4 @@
-//===- IndexOps.cpp - ONNX's indexing operators to nn --------------*- C++
-//-*-===//
+//===- IndexOps.cpp - ONNX's indexing operators to nn ---------------------===//
 //
 // Converters for the operators that read or write elements at computed
 // positions: GatherElements, GatherND, ScatterElements, ScatterND, Pad and

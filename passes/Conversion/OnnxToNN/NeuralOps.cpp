@@ -1,5 +1,4 @@
-//===- NeuralOps.cpp - neural-network ONNX operators to nn --------*- C++
-//-*-===//
+//===- NeuralOps.cpp - neural-network ONNX operators to nn ----------------===//
 //
 // Converters for the structured operators: matrix products, convolution,
 // pooling, normalization, softmax, reductions and losses. ONNX's many

@@ -1,5 +1,4 @@
-//===- NodeConverter.h - converters from ONNX nodes to nn ---------*- C++
-//-*-===//
+//===- NodeConverter.h - converters from ONNX nodes to nn -------*- C++ -*-===//
 //
 // The conversion to `nn` is a table of converters keyed by (op type,
 // since-version). A converter sees one `onnx.node` through a NodeContext,

@@ -1,5 +1,4 @@
-//===- OnnxToNN.cpp - the ztc-convert-onnx-to-nn pass -------------*- C++
-//-*-===//
+//===- OnnxToNN.cpp - the ztc-convert-onnx-to-nn pass ---------------------===//
 //
 // Drives the converters of NodeConverter.h over one function: resolves each
 // node's since-version, reports every node without a converter at once, then

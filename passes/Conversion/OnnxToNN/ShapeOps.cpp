@@ -1,5 +1,4 @@
-//===- ShapeOps.cpp - shape and data-movement ONNX operators to nn -*- C++
-//-*-===//
+//===- ShapeOps.cpp - shape and data-movement ONNX operators to nn --------===//
 //
 // Converters for operators that move data or compute shapes. With static
 // input shapes, Shape and Size are constants and the chains PyTorch exports

@@ -1,5 +1,4 @@
-//===- Blockwise8bitTest.cpp - 8-bit optimizer states
-//-----------------------===//
+//===- Blockwise8bitTest.cpp - 8-bit optimizer states ---------------------===//
 //
 // runtime/kernels/Blockwise8bit.h against what bitsandbytes itself does on
 // the CPU (test/fixtures/bnb8bit, recorded by test/models/make_bnb8bit.py

@@ -1,5 +1,4 @@
-//===- Nf4Test.cpp - 4-bit NormalFloat weights
-//------------------------------===//
+//===- Nf4Test.cpp - 4-bit NormalFloat weights ----------------------------===//
 //
 // runtime/kernels/Nf4.h against bitsandbytes' own quantize_4bit and
 // dequantize_4bit (NF4, blocks of 64, double quantization), recorded by
