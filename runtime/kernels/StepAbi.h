@@ -14,8 +14,8 @@
 //
 // Plain C layout (standard-layout structs of fixed-width fields), so the
 // emitter, nvcc, the C++ runtime and a future C or Python loader agree on
-// every offset. Bump kStepAbiVersion on any change; the manifest records the
-// version an artifact was compiled for.
+// every offset. Bump ZTC_STEP_ABI_VERSION on any change; the manifest
+// records the version an artifact was compiled for.
 //
 //===----------------------------------------------------------------------===//
 

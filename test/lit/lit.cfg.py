@@ -24,3 +24,7 @@ config.substitutions.append(
     ("%onnx-tool",
      python + " " + os.path.join(config.test_source_root, "Inputs", "onnx_tool.py")))
 config.substitutions.append(("%venv-python", python))
+
+# FileCheck variables live from one CHECK-LABEL to the next (a capture in
+# one function's checks cannot satisfy another's by accident).
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"

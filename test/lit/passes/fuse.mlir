@@ -31,7 +31,20 @@ func.func @chain(%a: memref<4xf32>, %b: memref<4xf32>) -> memref<4xf32> {
 // A producer whose result is also returned (or read twice by different
 // kernels) must stay: fusing would lose or recompute it.
 // CHECK-LABEL: func.func @shared
-// CHECK-COUNT-2: kernel.elementwise
+// CHECK-SAME: (%[[A:[^:]+]]: memref<4xf32>)
+// CHECK-NEXT: %[[S:.+]] = kernel.alloc : memref<4xf32>
+// CHECK-NEXT: kernel.elementwise ins(%[[A]] : memref<4xf32>) outs(%[[S]] : memref<4xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.exp
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[OUT:.+]] = kernel.alloc : memref<4xf32>
+// CHECK-NEXT: kernel.elementwise ins(%[[S]] : memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.negf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[S]], %[[OUT]]
 func.func @shared(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
   %s = kernel.alloc : memref<4xf32>
   kernel.elementwise ins(%a : memref<4xf32>) outs(%s : memref<4xf32>) {
@@ -53,7 +66,20 @@ func.func @shared(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
 // A producer over a smaller shape (broadcast by the consumer) is not fused:
 // it would be recomputed for every broadcast element.
 // CHECK-LABEL: func.func @broadcast
-// CHECK-COUNT-2: kernel.elementwise
+// CHECK-SAME: (%[[A:[^:]+]]: memref<4xf32>, %[[B:[^:]+]]: memref<3x4xf32>)
+// CHECK-NEXT: %[[S:.+]] = kernel.alloc : memref<4xf32>
+// CHECK-NEXT: kernel.elementwise ins(%[[A]] : memref<4xf32>) outs(%[[S]] : memref<4xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.exp
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[OUT:.+]] = kernel.alloc : memref<3x4xf32>
+// CHECK-NEXT: kernel.elementwise ins(%[[S]], %[[B]] : memref<4xf32>, memref<3x4xf32>) outs(%[[OUT]] : memref<3x4xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[OUT]]
 func.func @broadcast(%a: memref<4xf32>, %b: memref<3x4xf32>) -> memref<3x4xf32> {
   %s = kernel.alloc : memref<4xf32>
   kernel.elementwise ins(%a : memref<4xf32>) outs(%s : memref<4xf32>) {
@@ -142,9 +168,19 @@ func.func @inplace_state(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>
 // elementwise reader would take the moment's kernel in, as the update
 // does.)
 // CHECK-LABEL: func.func @state_read_between
-// CHECK-COUNT-2: kernel.elementwise
+// CHECK-SAME: (%[[P:[^:]+]]: memref<8xf32>, %[[G:[^:]+]]: memref<8xf32>, %[[M:[^:]+]]: memref<8xf32>, %[[COPY:[^:]+]]: memref<8xf32>)
+// CHECK-NEXT: kernel.elementwise ins(%[[M]], %[[G]] : memref<8xf32>, memref<8xf32>) outs(%[[M]] : memref<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: kernel.call "softmax" ins(%[[M]] : memref<8xf32>) outs(%[[COPY]] : memref<8xf32>)
+// CHECK-NEXT: kernel.elementwise ins(%[[P]], %[[M]] : memref<8xf32>, memref<8xf32>) outs(%[[P]] : memref<8xf32>)
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: arith.subf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return
 func.func @state_read_between(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>, %copy: memref<8xf32>) {
   kernel.elementwise ins(%m, %g : memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) {
   ^bb0(%x: f32, %y: f32):
@@ -165,7 +201,23 @@ func.func @state_read_between(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8
 // Nor when a kernel between writes what the moment's update reads (here
 // the gradient): moved later, it would read the new gradient.
 // CHECK-LABEL: func.func @input_written_between
-// CHECK-COUNT-3: kernel.elementwise ins
+// CHECK-SAME: (%[[P:[^:]+]]: memref<8xf32>, %[[G:[^:]+]]: memref<8xf32>, %[[M:[^:]+]]: memref<8xf32>)
+// CHECK-NEXT: kernel.elementwise ins(%[[M]], %[[G]] : memref<8xf32>, memref<8xf32>) outs(%[[M]] : memref<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: kernel.elementwise ins(%[[G]] : memref<8xf32>) outs(%[[G]] : memref<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: kernel.elementwise ins(%[[P]], %[[M]] : memref<8xf32>, memref<8xf32>) outs(%[[P]] : memref<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.subf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return
 func.func @input_written_between(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>) {
   kernel.elementwise ins(%m, %g : memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) {
   ^bb0(%x: f32, %y: f32):
@@ -190,7 +242,20 @@ func.func @input_written_between(%p: memref<8xf32>, %g: memref<8xf32>, %m: memre
 // The update also reads the state through a view: fused, that read would
 // see the old elements, so the moment's kernel stays.
 // CHECK-LABEL: func.func @state_read_through_view
-// CHECK-COUNT-2: kernel.elementwise ins
+// CHECK-SAME: (%[[P:[^:]+]]: memref<8xf32>, %[[G:[^:]+]]: memref<8xf32>, %[[M:[^:]+]]: memref<8xf32>)
+// CHECK-NEXT: kernel.elementwise ins(%[[M]], %[[G]] : memref<8xf32>, memref<8xf32>) outs(%[[M]] : memref<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[V:.+]] = kernel.view %[[M]]
+// CHECK-NEXT: kernel.elementwise ins(%[[P]], %[[M]], %[[V]] : memref<8xf32>, memref<8xf32>, memref<8xf32>) outs(%[[P]] : memref<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.subf
+// CHECK-NEXT: arith.subf
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return
 func.func @state_read_through_view(%p: memref<8xf32>, %g: memref<8xf32>, %m: memref<8xf32>) {
   kernel.elementwise ins(%m, %g : memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) {
   ^bb0(%x: f32, %y: f32):

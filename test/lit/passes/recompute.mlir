@@ -33,8 +33,9 @@ func.func @step(%x: tensor<4x8xf32> {train.binding = #train.binding<input "x">},
 // w1's gradient, with the tanh it needs, which then lives on to its own
 // VJP).
 // SELECTIVE-LABEL: func.func @step
+// SELECTIVE-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32> {train.binding = #train.binding<input "x">}, %[[W0:[a-z0-9]+]]: tensor<8x8xf32> {train.binding = #train.binding<param "w0">}, %[[W1:[a-z0-9]+]]: tensor<8x8xf32>
 // SELECTIVE-SAME: recompute_flops = 96 : i64, recomputed_ops = 3 : i64, saved_bytes = 256 : i64
-// SELECTIVE: %[[H0:.+]] = nn.matmul %arg0, %arg1
+// SELECTIVE: %[[H0:.+]] = nn.matmul %[[X]], %[[W0]]
 // SELECTIVE: %[[H1:.+]] = nn.matmul
 // SELECTIVE: nn.reduce_sum
 // SELECTIVE: %[[T1:.+]] = nn.tanh %[[H1]] {train.recomputed}
@@ -47,13 +48,14 @@ func.func @step(%x: tensor<4x8xf32> {train.binding = #train.binding<input "x">},
 // full: each block keeps its input (x, o0) alone and replays its matmul and
 // tanh at the start of its backward.
 // FULL-LABEL: func.func @step
+// FULL-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32> {train.binding = #train.binding<input "x">}, %[[W0:[a-z0-9]+]]: tensor<8x8xf32> {train.binding = #train.binding<param "w0">}, %[[W1:[a-z0-9]+]]: tensor<8x8xf32>
 // FULL-SAME: recompute_flops = 1088 : i64, recomputed_ops = 4 : i64, saved_bytes = 128 : i64
 // FULL: %[[O0:.+]] = nn.mul
 // FULL: nn.reduce_sum
-// FULL: %[[H1:.+]] = nn.matmul %[[O0]], %arg2 {train.recomputed}
+// FULL: %[[H1:.+]] = nn.matmul %[[O0]], %[[W1]] {train.recomputed}
 // FULL-NEXT: %[[T1:.+]] = nn.tanh %[[H1]] {train.recomputed}
 // FULL-NEXT: nn.mul %{{.+}}, %[[T1]]
-// FULL: %[[H0:.+]] = nn.matmul %arg0, %arg1 {train.recomputed}
+// FULL: %[[H0:.+]] = nn.matmul %[[X]], %[[W0]] {train.recomputed}
 // FULL-NEXT: %[[T0:.+]] = nn.tanh %[[H0]] {train.recomputed}
 // FULL-NEXT: nn.mul %{{.+}}, %[[T0]]
 
@@ -67,10 +69,11 @@ func.func @step(%x: tensor<4x8xf32> {train.binding = #train.binding<input "x">},
 // position where the fewest bytes cross (ties: the earliest):
 // {h0}, {t0, o0}, {h1, t1, o1}; t0, h1 and t1 are replayed.
 // SQRT-LABEL: func.func @step
+// SQRT-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32> {train.binding = #train.binding<input "x">}, %[[W0:[a-z0-9]+]]: tensor<8x8xf32> {train.binding = #train.binding<param "w0">}, %[[W1:[a-z0-9]+]]: tensor<8x8xf32>
 // SQRT-SAME: policy = "sqrt", recompute_flops = 576 : i64, recomputed_ops = 3 : i64, saved_bytes = 256 : i64
 // SQRT: %[[O0:.+]] = nn.mul
 // SQRT: nn.reduce_sum
-// SQRT: %[[H1:.+]] = nn.matmul %[[O0]], %arg2 {train.recomputed}
+// SQRT: %[[H1:.+]] = nn.matmul %[[O0]], %[[W1]] {train.recomputed}
 // SQRT-NEXT: nn.tanh %[[H1]] {train.recomputed}
 // SQRT: nn.tanh %{{.+}} {train.recomputed}
 

@@ -10,9 +10,10 @@
 // bucket; it is all-reduced right after the last of them, and each update
 // reads its slice scaled by 1/world-size (the mean).
 // STAGE0-LABEL: func.func @step
+// STAGE0-SAME: %[[PW:[^:]+]]: tensor<2x3xf32> {train.binding = #train.binding<param "w">}, %[[PB:[^:]+]]: tensor<3xf32> {train.binding = #train.binding<param "b">}
 // STAGE0-SAME: dist.world_size = 2 : i64, dist.zero_stage = 0 : i64
-// STAGE0: %[[GB:.+]] = nn.neg %arg1
-// STAGE0: %[[GW:.+]] = nn.neg %arg0
+// STAGE0: %[[GB:.+]] = nn.neg %[[PB]]
+// STAGE0: %[[GW:.+]] = nn.neg %[[PW]]
 // STAGE0: %[[FW:.+]] = nn.reshape %[[GW]] : tensor<2x3xf32> -> tensor<6xf32>
 // STAGE0: %[[CAT:.+]] = nn.concat %[[GB]], %[[FW]] {axis = 0 : i64} : tensor<3xf32>, tensor<6xf32> -> tensor<9xf32>
 // STAGE0: %[[SUM:.+]] = dist.all_reduce %[[CAT]] {world_size = 2 : i64} : tensor<9xf32> -> tensor<9xf32>
@@ -21,8 +22,8 @@
 // STAGE0: %[[W:.+]] = nn.slice %[[SUM]] {sizes = array<i64: 6>, starts = array<i64: 3>
 // STAGE0: %[[WW:.+]] = nn.reshape %[[W]] : tensor<6xf32> -> tensor<2x3xf32>
 // STAGE0: %[[MW:.+]] = nn.mul %[[WW]], %{{.+}} : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
-// STAGE0: train.sgd %arg0, %[[MW]],
-// STAGE0: train.sgd %arg1, %[[MB]],
+// STAGE0: train.sgd %[[PW]], %[[MW]],
+// STAGE0: train.sgd %[[PB]], %[[MB]],
 
 // Stage 2: each gradient is padded to 2 blocks and laid out as [2, block]
 // (b: 3 -> 2x2, w: 6 -> 2x3); the bucket joins them along the blocks, so
@@ -32,13 +33,13 @@
 // are all-gathered in the same layout and each parameter is written back
 // whole.
 // STAGE2-LABEL: func.func @step
-// STAGE2-SAME: %arg3: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.momentum_buffer">}
-// STAGE2-SAME: %arg4: tensor<2xf32> {dist.full_shape = array<i64: 3>, train.binding = #train.binding<state "b.momentum_buffer">}
+// STAGE2-SAME: %[[LR:[^:]+]]: tensor<f32> {train.binding = #train.binding<hyper "lr">}, %[[WM:[^:]+]]: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.momentum_buffer">}
+// STAGE2-SAME: %[[BM:[^:]+]]: tensor<2xf32> {dist.full_shape = array<i64: 3>, train.binding = #train.binding<state "b.momentum_buffer">}
 // STAGE2-SAME: tensor<2x3xf32> {train.update_of = "w"}, tensor<3xf32> {train.update_of = "w.momentum_buffer"}, tensor<3xf32> {train.update_of = "b"}, tensor<2xf32> {train.update_of = "b.momentum_buffer"}
 // STAGE2: nn.concat %{{.+}}, %{{.+}} {axis = 1 : i64} : tensor<2x2xf32>, tensor<2x3xf32> -> tensor<2x5xf32>
 // STAGE2: %[[MINE:.+]] = dist.reduce_scatter %{{.+}} {world_size = 2 : i64} : tensor<10xf32> -> tensor<5xf32>
 // STAGE2: %[[P:.+]] = dist.shard %{{.+}} {world_size = 2 : i64} : tensor<6xf32> -> tensor<3xf32>
-// STAGE2: %[[NEW:.+]], %[[BUF:.+]] = train.sgd %[[P]], %{{.+}}, %arg2, %arg3
+// STAGE2: %[[NEW:.+]], %[[BUF:.+]] = train.sgd %[[P]], %{{.+}}, %[[LR]], %[[WM]]
 // STAGE2: dist.shard %{{.+}} {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
 // STAGE2: %[[NEWB:.+]], %[[BUFB:.+]] = train.sgd
 // STAGE2: %[[JOIN:.+]] = nn.concat %[[NEWB]], %[[NEW]] {axis = 0 : i64}
@@ -48,9 +49,10 @@
 // Stage 2 with 16-byte buckets: each gradient is a bucket of its own,
 // reduce-scattered right after it is computed.
 // BUCKETS-LABEL: func.func @step
-// BUCKETS: %[[GB:.+]] = nn.neg %arg1
+// BUCKETS-SAME: %[[PW:[^:]+]]: tensor<2x3xf32> {train.binding = #train.binding<param "w">}, %[[PB:[^:]+]]: tensor<3xf32> {train.binding = #train.binding<param "b">}
+// BUCKETS: %[[GB:.+]] = nn.neg %[[PB]]
 // BUCKETS: dist.reduce_scatter {{.+}} : tensor<4xf32> -> tensor<2xf32>
-// BUCKETS: %[[GW:.+]] = nn.neg %arg0
+// BUCKETS: %[[GW:.+]] = nn.neg %[[PW]]
 // BUCKETS: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
 // BUCKETS: dist.all_gather {{.+}} : tensor<2xf32> -> tensor<4xf32>
 // BUCKETS: dist.all_gather {{.+}} : tensor<3xf32> -> tensor<6xf32>
@@ -58,8 +60,9 @@
 // Stage 1: the same collectives, but only once the backward is done: the
 // whole gradients live until the update.
 // STAGE1-LABEL: func.func @step
-// STAGE1: nn.neg %arg1
-// STAGE1: nn.neg %arg0
+// STAGE1-SAME: %[[PW:[^:]+]]: tensor<2x3xf32> {train.binding = #train.binding<param "w">}, %[[PB:[^:]+]]: tensor<3xf32> {train.binding = #train.binding<param "b">}
+// STAGE1: nn.neg %[[PB]]
+// STAGE1: nn.neg %[[PW]]
 // STAGE1: dist.reduce_scatter {{.+}} : tensor<4xf32> -> tensor<2xf32>
 // STAGE1: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
 // Stage 3 with a threshold of 4 elements: w (6) is sharded into blocks
@@ -67,20 +70,21 @@
 // it; its gradient is reduce-scattered; its momentum buffer is a block
 // too; b's gradient is all-reduced as in stage 0.
 // STAGE3-LABEL: func.func @step
-// STAGE3-SAME: %arg0: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
-// STAGE3-SAME: %arg1: tensor<3xf32> {train.binding = #train.binding<param "b">}
-// STAGE3-SAME: %arg3: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.momentum_buffer">}
+// STAGE3-SAME: %[[PW:[^:]+]]: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
+// STAGE3-SAME: %[[PB:[^:]+]]: tensor<3xf32> {train.binding = #train.binding<param "b">}
+// STAGE3-SAME: %[[LR:[^:]+]]: tensor<f32> {train.binding = #train.binding<hyper "lr">}, %[[WM:[^:]+]]: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.momentum_buffer">}
 // STAGE3: dist.all_reduce {{.+}} : tensor<3xf32> -> tensor<3xf32>
-// STAGE3: %[[G:.+]] = dist.all_gather %arg0 {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xf32> -> tensor<6xf32>
+// STAGE3: %[[G:.+]] = dist.all_gather %[[PW]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xf32> -> tensor<6xf32>
 // STAGE3: %[[W:.+]] = nn.reshape %[[G]] : tensor<6xf32> -> tensor<2x3xf32>
 // STAGE3: %[[GW:.+]] = nn.neg %[[W]]
 // STAGE3: dist.reduce_scatter {{.+}} : tensor<6xf32> -> tensor<3xf32>
-// STAGE3: train.sgd %arg0, {{.+}}, %arg2, %arg3 {momentum = 9.000000e-01 : f64} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>
-// STAGE3: train.sgd %arg1,
+// STAGE3: train.sgd %[[PW]], {{.+}}, %[[LR]], %[[WM]] {momentum = 9.000000e-01 : f64} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>
+// STAGE3: train.sgd %[[PB]],
 // Stage 3 with every parameter sharded: the loss, computed from b alone
 // here, is recomputed right before the return from its own gather of b.
 // ALL-LABEL: func.func @step
-// ALL: %[[B:.+]] = dist.all_gather %arg1 {dist.use = {{[0-9]+}} : i64, world_size = 2 : i64} : tensor<2xf32> -> tensor<4xf32>
+// ALL-SAME: %[[PB:[^:]+]]: tensor<{{[^>]+}}> {{[^%]*}}<param "b">}
+// ALL: %[[B:.+]] = dist.all_gather %[[PB]] {dist.use = {{[0-9]+}} : i64, world_size = 2 : i64} : tensor<2xf32> -> tensor<4xf32>
 // ALL: %[[LOSS:.+]] = nn.reduce_sum
 // ALL-NEXT: return %[[LOSS]],
 
@@ -122,13 +126,13 @@ func.func @step(%w: tensor<2x3xf32> {train.binding = #train.binding<param "w">},
 // transposed; after the update the new master block, rounded, is returned
 // as the block's new value.
 // STAGE3-LABEL: func.func @half_copy
-// STAGE3-SAME: %arg4: tensor<3xbf16> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.bf16">, train.copy_of = "w"}
+// STAGE3-SAME: %[[X:[^:]+]]: tensor<4x3xbf16> {train.binding = #train.binding<input "x">}, %[[PW:[^:]+]]: {{.*}}, %[[COPY:[^:]+]]: tensor<3xbf16> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<state "w.bf16">, train.copy_of = "w"}
 // STAGE3-SAME: tensor<3xbf16> {train.update_of = "w.bf16"}
-// STAGE3-NEXT: %[[G:.+]] = dist.all_gather %arg4 {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
+// STAGE3-NEXT: %[[G:.+]] = dist.all_gather %[[COPY]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
 // STAGE3-NEXT: %[[W:.+]] = nn.reshape %[[G]] : tensor<6xbf16> -> tensor<2x3xbf16>
 // STAGE3-NEXT: %[[T:.+]] = nn.transpose %[[W]] {perm = array<i64: 1, 0>} : tensor<2x3xbf16> -> tensor<3x2xbf16>
-// STAGE3-NEXT: nn.matmul %arg0, %[[T]] : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
-// STAGE3: %[[NEW:.+]], %[[M:.+]] = train.sgd %arg1,
+// STAGE3-NEXT: nn.matmul %[[X]], %[[T]] : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+// STAGE3: %[[NEW:.+]], %[[M:.+]] = train.sgd %[[PW]],
 // STAGE3-NEXT: %[[C:.+]] = nn.cast %[[NEW]] : tensor<3xf32> -> tensor<3xbf16>
 // STAGE3-NEXT: return %{{.+}}, %[[NEW]], %[[M]], %[[C]] : tensor<f32>, tensor<3xf32>, tensor<3xf32>, tensor<3xbf16>
 func.func @half_copy(%x: tensor<4x3xbf16> {train.binding = #train.binding<input "x">},
@@ -155,8 +159,9 @@ func.func @half_copy(%x: tensor<4x3xbf16> {train.binding = #train.binding<input 
 // step updates one, so an entry that read it would depend on the step
 // having run. It casts the master block to bf16 and gathers that.
 // STAGE3-LABEL: func.func @half_copy_evaluate
+// STAGE3-SAME: %[[PW:[^:]+]]: tensor<{{[^>]+}}> {{[^%]*}}<param "w">}
 // STAGE3-NOT: train.copy_of
-// STAGE3: %[[H:.+]] = nn.cast %arg1 : tensor<3xf32> -> tensor<3xbf16>
+// STAGE3: %[[H:.+]] = nn.cast %[[PW]] : tensor<3xf32> -> tensor<3xbf16>
 // STAGE3-NEXT: dist.all_gather %[[H]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
 func.func @half_copy_evaluate(%x: tensor<4x3xbf16> {train.binding = #train.binding<input "x">},
                               %w: tensor<2x3xf32> {train.binding = #train.binding<param "w">})
@@ -179,20 +184,20 @@ func.func @half_copy_evaluate(%x: tensor<4x3xbf16> {train.binding = #train.bindi
 // and the new block is the result, with no f32 all-gather at the end (the
 // ZeRO paper's 2 + 2 + 12/N bytes per parameter at stage 1).
 // STAGE1-LABEL: func.func @half_master
-// STAGE1-SAME: %arg2: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
-// STAGE1: %[[H:.+]] = nn.cast %arg2 : tensor<3xf32> -> tensor<3xbf16>
+// STAGE1-SAME: %[[X:[^:]+]]: tensor<4x3xbf16> {{.*}}, %[[PW:[^:]+]]: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
+// STAGE1: %[[H:.+]] = nn.cast %[[PW]] : tensor<3xf32> -> tensor<3xbf16>
 // STAGE1-NEXT: %[[G:.+]] = dist.all_gather %[[H]] {dist.use = 0 : i64, world_size = 2 : i64} : tensor<3xbf16> -> tensor<6xbf16>
 // STAGE1-NEXT: %[[W:.+]] = nn.reshape %[[G]] : tensor<6xbf16> -> tensor<2x3xbf16>
 // STAGE1-NEXT: %[[T:.+]] = nn.transpose %[[W]] {perm = array<i64: 1, 0>} : tensor<2x3xbf16> -> tensor<3x2xbf16>
-// STAGE1-NEXT: nn.matmul %arg0, %[[T]]
-// STAGE1-NEXT: nn.matmul %arg0, %[[T]]
+// STAGE1-NEXT: nn.matmul %[[X]], %[[T]]
+// STAGE1-NEXT: nn.matmul %[[X]], %[[T]]
 // STAGE1-NOT: dist.all_gather
 // STAGE1: dist.reduce_scatter %{{.+}} : tensor<6xf32> -> tensor<3xf32>
-// STAGE1: %[[NEW:.+]], %{{.+}} = train.sgd %arg2,
+// STAGE1: %[[NEW:.+]], %{{.+}} = train.sgd %[[PW]],
 // STAGE1-NOT: dist.all_gather
 // STAGE1: return %{{.+}}, %[[NEW]], %{{.+}} : tensor<f32>, tensor<3xf32>, tensor<3xf32>
 // STAGE2-LABEL: func.func @half_master
-// STAGE2-SAME: %arg2: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
+// STAGE2-SAME: %[[X:[^:]+]]: tensor<4x3xbf16> {{.*}}, %[[PW:[^:]+]]: tensor<3xf32> {dist.full_shape = array<i64: 2, 3>, train.binding = #train.binding<param "w">}
 // STAGE2: dist.all_gather %{{.+}} : tensor<3xbf16> -> tensor<6xbf16>
 // STAGE2-NOT: dist.all_gather
 // STAGE2: return
@@ -226,13 +231,14 @@ func.func @half_master(%x: tensor<4x3xbf16> {train.binding = #train.binding<inpu
 // one element type, so b's f32 gradient is reduced in a bucket of its own,
 // as before.
 // STAGE0-LABEL: func.func @half_gradient
-// STAGE0: %[[GH:.+]] = nn.reduce_sum %arg0 {{.+}} -> tensor<4xbf16>
+// STAGE0-SAME: %[[X:[^:]+]]: tensor<2x4xbf16> {train.binding = #train.binding<input "x">}, %[[PW:[^:]+]]: tensor<4xf32> {train.binding = #train.binding<param "w">}, %[[PB:[^:]+]]: tensor<3xf32>
+// STAGE0: %[[GH:.+]] = nn.reduce_sum %[[X]] {{.+}} -> tensor<4xbf16>
 // STAGE0-NEXT: %[[SUM:.+]] = dist.all_reduce %[[GH]] {world_size = 2 : i64} : tensor<4xbf16> -> tensor<4xbf16>
 // STAGE0-NEXT: %[[WIDE:.+]] = nn.cast %[[SUM]] {train.half_gradient_of = "w"} : tensor<4xbf16> -> tensor<4xf32>
 // STAGE0: %[[MEAN:.+]] = nn.mul %[[WIDE]], %{{.+}} {train.half_gradient_of = "w"} : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
 // STAGE0-NOT: nn.cast %[[GH]]
 // STAGE0: dist.all_reduce %{{.+}} : tensor<3xf32> -> tensor<3xf32>
-// STAGE0: train.sgd %arg1, %[[MEAN]],
+// STAGE0: train.sgd %[[PW]], %[[MEAN]],
 // Stage 2: the bf16 gradient is laid out and reduce-scattered in bf16; this
 // rank's block is widened and averaged.
 // STAGE2-LABEL: func.func @half_gradient
