@@ -139,46 +139,56 @@ Artifact::~Artifact() {
     ::dlclose(handle_);
 }
 
-std::map<std::string, Tensor>
-Artifact::loadInitialValues(bool constantsOnly) const {
+Artifact::InitialValues::InitialValues(const Artifact &artifact,
+                                       bool constantsOnly)
+    : artifact_(artifact), constantsOnly_(constantsOnly) {
   // Inputs and hypers are written before each call; states start at zero
   // unless init.safetensors has a value.
-  auto fromInit = [&](const Binding &binding) {
-    if (constantsOnly)
-      return binding.role == BindingRole::Constant;
-    return isWeight(binding.role) || binding.role == BindingRole::Constant ||
-           binding.role == BindingRole::State;
-  };
   bool needed = false;
-  for (const Binding &binding : manifest_.bindings)
+  for (const Binding &binding : artifact.manifest_.bindings)
     needed |= binding.role == BindingRole::Constant ||
               (!constantsOnly && isWeight(binding.role));
-  std::map<std::string, Tensor> values;
-  if (!needed)
-    return values;
-  std::string path = initPath();
-  SafeTensors init = readSafeTensors(path);
-  for (const Binding &binding : manifest_.bindings) {
-    if (!fromInit(binding))
-      continue;
-    auto it = init.tensors.find(binding.name);
-    if (it == init.tensors.end() && binding.role == BindingRole::State)
-      continue;
-    if (it == init.tensors.end())
-      throw Error(path + ": no tensor for " + roleName(binding.role) + " '" +
-                  binding.name + "' (" + binding.describe() + ")");
-    const Tensor &value = it->second;
-    // A shard's initial value is the whole tensor; the runner takes its
-    // rank's block.
-    const std::vector<int64_t> &shape =
-        binding.sharded() ? binding.fullShape : binding.shape;
-    if (value.dtype != binding.dtype || value.shape != shape)
-      throw Error(path + ": " + roleName(binding.role) + " '" + binding.name +
-                  "': expected " + describeType(binding.dtype, shape) +
-                  ", got " + value.describe());
-    values[binding.name] = std::move(it->second);
-  }
-  return values;
+  if (needed)
+    init_ = std::make_unique<SafeTensorsReader>(artifact.initPath());
+}
+
+Artifact::InitialValues::~InitialValues() = default;
+
+std::optional<Tensor>
+Artifact::InitialValues::next(const Binding &binding) {
+  bool fromInit =
+      constantsOnly_ ? binding.role == BindingRole::Constant
+                     : isWeight(binding.role) ||
+                           binding.role == BindingRole::Constant ||
+                           binding.role == BindingRole::State;
+  if (!fromInit || !init_)
+    return std::nullopt;
+  std::string path = artifact_.initPath();
+  auto it = init_->entries().find(binding.name);
+  if (it == init_->entries().end() && binding.role == BindingRole::State)
+    return std::nullopt;
+  if (it == init_->entries().end())
+    throw Error(path + ": no tensor for " + roleName(binding.role) + " '" +
+                binding.name + "' (" + binding.describe() + ")");
+  // A shard's initial value is the whole tensor; the runner takes its
+  // rank's block.
+  const std::vector<int64_t> &shape =
+      binding.sharded() ? binding.fullShape : binding.shape;
+  if (it->second.dtype != binding.dtype || it->second.shape != shape)
+    throw Error(path + ": " + roleName(binding.role) + " '" + binding.name +
+                "': expected " + describeType(binding.dtype, shape) +
+                ", got " + describeType(it->second.dtype, it->second.shape));
+  return init_->read(binding.name);
+}
+
+std::map<std::string, Tensor>
+Artifact::loadInitialValues(bool constantsOnly) const {
+  InitialValues values(*this, constantsOnly);
+  std::map<std::string, Tensor> all;
+  for (const Binding &binding : manifest_.bindings)
+    if (std::optional<Tensor> value = values.next(binding))
+      all[binding.name] = std::move(*value);
+  return all;
 }
 
 } // namespace ztc::rt

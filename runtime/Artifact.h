@@ -18,10 +18,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ztc::rt {
+
+class SafeTensorsReader;
 
 /// Compiles the step source of the artifact in `directory` (its manifest's
 /// `source`) for the manifest's target with this machine's compiler,
@@ -61,6 +65,23 @@ public:
   /// every constant only.
   std::map<std::string, Tensor>
   loadInitialValues(bool constantsOnly = false) const;
+
+  /// The same values one at a time, for callers that hold each only while
+  /// they copy it (the runner: memory then holds the bindings and one
+  /// tensor, not the whole file besides). Opens init.safetensors when a
+  /// binding needs it; `next(binding)` is the binding's checked value, or
+  /// nullopt when it has none (data, hypers, a state the file lacks).
+  class InitialValues {
+  public:
+    InitialValues(const Artifact &artifact, bool constantsOnly);
+    ~InitialValues();
+    std::optional<Tensor> next(const Binding &binding);
+
+  private:
+    const Artifact &artifact_;
+    bool constantsOnly_;
+    std::unique_ptr<SafeTensorsReader> init_;
+  };
 
 private:
   Artifact() = default;

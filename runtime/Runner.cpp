@@ -79,26 +79,28 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend,
         if (all[j].name == all[i].copyOf)
           copies_[j].push_back(i);
 
-  // Buffers start zeroed: states without an initial value stay so.
-  std::map<std::string, Tensor> initial = artifact_.loadInitialValues();
+  // Buffers start zeroed: states without an initial value stay so. The
+  // values are read one at a time, each only while it is copied in.
+  Artifact::InitialValues initial(artifact_, /*constantsOnly=*/false);
   for (const Binding &binding : manifest().bindings) {
     buffers_.emplace_back(*backend_, binding.byteSize());
     pointers_.push_back(buffers_.back().data());
     inputSet_.push_back(!isData(binding.role) &&
                         binding.role != BindingRole::Hyper);
-    auto value = initial.find(binding.name);
-    if (isData(binding.role) || value == initial.end())
+    std::optional<Tensor> value =
+        isData(binding.role) ? std::nullopt : initial.next(binding);
+    if (!value)
       continue;
     if (binding.sharded()) {
       // Rank 0's block until setCommunicator says which rank this is.
-      Tensor block = shardBlock(value->second, binding, 0);
+      Tensor block = shardBlock(*value, binding, 0);
       backend_->copyIn(buffers_.back().data(), block.bytes.data(),
                        block.byteSize());
-      wholeValues_[binding.name] = std::move(value->second);
+      wholeValues_[binding.name] = std::move(*value);
       continue;
     }
-    backend_->copyIn(buffers_.back().data(), value->second.bytes.data(),
-                     value->second.byteSize());
+    backend_->copyIn(buffers_.back().data(), value->bytes.data(),
+                     value->byteSize());
   }
   writeAllCopies();
   for (const Artifact *variant : variants)

@@ -559,6 +559,9 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
                         "' is not sizes");
           weight.nf4Shape.push_back(*size);
         }
+      if (!weight.nf4Shape.empty() && weight.nf4Shape.size() != 2)
+        return fail("the NF4 shape of weight '" + weight.name +
+                    "' is not [rows, cols]");
       if (std::optional<StringRef> of = object->getString("nf4_of"))
         weight.nf4Of = of->str();
       report.weights.push_back(std::move(weight));

@@ -361,6 +361,9 @@ void dequantizeNf4Weights(const std::string &artifactDir,
     int64_t n = shape.size() == 2 ? shape[0] * shape[1] : 0;
     if (n < 1 || packed.byteSize() != size_t((n + 1) / 2) ||
         codes.byteSize() != size_t(nf4::blocksOf(n)) ||
+        nested.byteSize() !=
+            sizeof(float) * size_t((nf4::blocksOf(n) + nf4::kScaleBlock - 1) /
+                                   nf4::kScaleBlock) ||
         offset.byteSize() != sizeof(float))
       throw rt::Error(artifactDir + ": the NF4 weight '" + name +
                       "' does not have the parts of its shape");
