@@ -67,15 +67,18 @@ def nf4_base(report):
     return stored / elements if elements else None
 
 
-def step_seconds(ztc, art, data, steps):
+def step_seconds(trainer, art, data, steps):
     """Seconds per step and the peak resident memory (bytes) of the run:
     the wall time of a run of steps + 1 steps less that of a run of one,
     over steps (so process start, loading the weights and the first step's
     page faults do not count; the trainer's own rates are printed to one
-    decimal, too coarse at a step or two per second)."""
+    decimal, too coarse at a step or two per second). `trainer` is
+    ztc-train itself: `ztc train` first checks that the artifact is up to
+    date with its model, mapping the model's files, and a process's peak
+    RSS keeps that phase across the exec into the trainer."""
     def run(count):
         start = time.perf_counter()
-        child = subprocess.Popen([ztc, "train", str(art), "--data", str(data), "--steps",
+        child = subprocess.Popen([trainer, str(art), "--data", str(data), "--steps",
                                   str(count)], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(child.pid, 0)
@@ -100,6 +103,7 @@ def main():
     variants = {name: flags for name, flags in VARIANTS.items()
                 if not args.only or name == "full" or name in args.only.split(",")}
     ztc = str(pathlib.Path(args.build) / "bin" / "ztc")
+    trainer = str(pathlib.Path(args.build) / "bin" / "ztc-train")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="ztc-bench-finetune-") as tmp:
         work = pathlib.Path(tmp)
@@ -132,7 +136,7 @@ def main():
         peak = {name: 0 for name in arts}
         for _ in range(args.repeat):
             for name, art in arts.items():
-                seconds, rss = step_seconds(ztc, art, data, args.steps)
+                seconds, rss = step_seconds(trainer, art, data, args.steps)
                 best[name] = min(best[name], seconds)
                 peak[name] = max(peak[name], rss)
         print("\nGPT-2-small shape, %d layers, context %d, batch %d, AdamW (8bit: AdamW8bit), CPU"

@@ -12,6 +12,7 @@
 #include "runtime/io/File.h"
 #include "runtime/io/SafeTensors.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -154,19 +155,17 @@ Artifact::InitialValues::InitialValues(const Artifact &artifact,
 
 Artifact::InitialValues::~InitialValues() = default;
 
-std::optional<Tensor>
-Artifact::InitialValues::next(const Binding &binding) {
-  bool fromInit =
-      constantsOnly_ ? binding.role == BindingRole::Constant
-                     : isWeight(binding.role) ||
-                           binding.role == BindingRole::Constant ||
-                           binding.role == BindingRole::State;
+const SafeTensorsEntry *Artifact::InitialValues::find(const Binding &binding) {
+  bool fromInit = constantsOnly_ ? binding.role == BindingRole::Constant
+                                 : isWeight(binding.role) ||
+                                       binding.role == BindingRole::Constant ||
+                                       binding.role == BindingRole::State;
   if (!fromInit || !init_)
-    return std::nullopt;
+    return nullptr;
   std::string path = artifact_.initPath();
   auto it = init_->entries().find(binding.name);
   if (it == init_->entries().end() && binding.role == BindingRole::State)
-    return std::nullopt;
+    return nullptr;
   if (it == init_->entries().end())
     throw Error(path + ": no tensor for " + roleName(binding.role) + " '" +
                 binding.name + "' (" + binding.describe() + ")");
@@ -176,9 +175,31 @@ Artifact::InitialValues::next(const Binding &binding) {
       binding.sharded() ? binding.fullShape : binding.shape;
   if (it->second.dtype != binding.dtype || it->second.shape != shape)
     throw Error(path + ": " + roleName(binding.role) + " '" + binding.name +
-                "': expected " + describeType(binding.dtype, shape) +
-                ", got " + describeType(it->second.dtype, it->second.shape));
+                "': expected " + describeType(binding.dtype, shape) + ", got " +
+                describeType(it->second.dtype, it->second.shape));
+  return &it->second;
+}
+
+std::optional<Tensor> Artifact::InitialValues::next(const Binding &binding) {
+  if (!find(binding))
+    return std::nullopt;
   return init_->read(binding.name);
+}
+
+bool Artifact::InitialValues::stream(
+    const Binding &binding,
+    const std::function<void(uint64_t, const void *, uint64_t)> &sink) {
+  const SafeTensorsEntry *entry = find(binding);
+  if (!entry)
+    return false;
+  constexpr uint64_t kPiece = uint64_t(16) << 20;
+  std::vector<uint8_t> piece(std::min(entry->bytes, kPiece));
+  for (uint64_t from = 0; from < entry->bytes; from += kPiece) {
+    uint64_t count = std::min(kPiece, entry->bytes - from);
+    init_->read(binding.name, from, count, piece.data());
+    sink(from, piece.data(), count);
+  }
+  return true;
 }
 
 std::map<std::string, Tensor>

@@ -17,6 +17,7 @@
 #include "runtime/io/Manifest.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +27,7 @@
 namespace ztc::rt {
 
 class SafeTensorsReader;
+struct SafeTensorsEntry;
 
 /// Compiles the step source of the artifact in `directory` (its manifest's
 /// `source`) for the manifest's target with this machine's compiler,
@@ -76,8 +78,18 @@ public:
     InitialValues(const Artifact &artifact, bool constantsOnly);
     ~InitialValues();
     std::optional<Tensor> next(const Binding &binding);
+    /// The same value handed to `sink(offset, bytes, count)` in pieces of
+    /// at most 16 MiB, so that no whole copy of it exists; false (and no
+    /// call) when the binding has none. Not for a sharded binding, whose
+    /// runner keeps the whole value.
+    bool
+    stream(const Binding &binding,
+           const std::function<void(uint64_t, const void *, uint64_t)> &sink);
 
   private:
+    /// The binding's entry in the file, checked; null when it has none.
+    const SafeTensorsEntry *find(const Binding &binding);
+
     const Artifact &artifact_;
     bool constantsOnly_;
     std::unique_ptr<SafeTensorsReader> init_;

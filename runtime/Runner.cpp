@@ -87,11 +87,12 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend,
     pointers_.push_back(buffers_.back().data());
     inputSet_.push_back(!isData(binding.role) &&
                         binding.role != BindingRole::Hyper);
-    std::optional<Tensor> value =
-        isData(binding.role) ? std::nullopt : initial.next(binding);
-    if (!value)
+    if (isData(binding.role))
       continue;
     if (binding.sharded()) {
+      std::optional<Tensor> value = initial.next(binding);
+      if (!value)
+        continue;
       // Rank 0's block until setCommunicator says which rank this is.
       Tensor block = shardBlock(*value, binding, 0);
       backend_->copyIn(buffers_.back().data(), block.bytes.data(),
@@ -99,8 +100,11 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend,
       wholeValues_[binding.name] = std::move(*value);
       continue;
     }
-    backend_->copyIn(buffers_.back().data(), value->bytes.data(),
-                     value->byteSize());
+    auto *buffer = static_cast<uint8_t *>(buffers_.back().data());
+    initial.stream(binding,
+                   [&](uint64_t offset, const void *bytes, uint64_t count) {
+                     backend_->copyIn(buffer + offset, bytes, count);
+                   });
   }
   writeAllCopies();
   for (const Artifact *variant : variants)
