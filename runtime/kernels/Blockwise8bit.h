@@ -407,6 +407,18 @@ inline void buildTable(const float *codes, CodeTable &table) {
   }
 }
 
+/// The tables of the two dynamic maps (signed: kSignedCodes, else
+/// kUnsignedCodes), built once per process.
+inline const CodeTable &codeTable(bool isSigned) {
+  static const CodeTable *tables = [] {
+    static CodeTable built[2];
+    buildTable(kUnsignedCodes, built[0]);
+    buildTable(kSignedCodes, built[1]);
+    return built;
+  }();
+  return tables[isSigned ? 1 : 0];
+}
+
 /// The value `q` stands for in a block of scale `absmax`.
 inline float dequantize(uint8_t q, float absmax, const CodeTable &table) {
   return table.codes[q] * absmax;

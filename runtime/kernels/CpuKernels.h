@@ -1595,19 +1595,6 @@ void randomUniform(const int64_t *key, uint64_t randomStream, T *y,
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-namespace detail {
-/// The code tables of bitsandbytes' two dynamic maps, built once.
-inline const blockwise8bit::CodeTable &codeTable(bool isSigned) {
-  static const blockwise8bit::CodeTable *tables = [] {
-    static blockwise8bit::CodeTable built[2];
-    blockwise8bit::buildTable(blockwise8bit::kUnsignedCodes, built[0]);
-    blockwise8bit::buildTable(blockwise8bit::kSignedCodes, built[1]);
-    return built;
-  }();
-  return tables[isSigned ? 1 : 0];
-}
-} // namespace detail
-
 /// One Adam step of the float32 parameter p[0..n) on 8-bit moments, as
 /// bitsandbytes' Adam8bit and AdamW8bit take it (Blockwise8bit.h):
 /// m and v are codes (the signed and unsigned dynamic maps), mScale and
@@ -1639,8 +1626,9 @@ inline void adam8bit(const float *p, const float *g, const int8_t *m,
   hyper.beta2 = beta2;
   hyper.eps = eps;
   hyper.weightDecay = weightDecay;
-  const blockwise8bit::CodeTable &signedTable = detail::codeTable(true);
-  const blockwise8bit::CodeTable &unsignedTable = detail::codeTable(false);
+  const blockwise8bit::CodeTable &signedTable = blockwise8bit::codeTable(true);
+  const blockwise8bit::CodeTable &unsignedTable =
+      blockwise8bit::codeTable(false);
   auto *m1 = reinterpret_cast<uint8_t *>(mOut);
   auto *m2 = reinterpret_cast<uint8_t *>(vOut);
 #pragma omp parallel for if (n > detail::kParallelGrain)
@@ -1675,7 +1663,7 @@ void matmulNf4(const T *x, const Dims &xDims, const uint8_t *packed,
   (void)yDims;
   if (m == 0 || n == 0)
     return;
-  const blockwise8bit::CodeTable &table = detail::codeTable(true);
+  const blockwise8bit::CodeTable &table = blockwise8bit::codeTable(true);
   const float shift = *offset;
   const int64_t panel = nf4::tileColumns(k, n);
   thread_local std::vector<T> tile;

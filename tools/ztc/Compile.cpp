@@ -230,12 +230,8 @@ static LogicalResult quantizeNf4(MLIRContext &context, StringRef name,
   std::vector<float> scales(static_cast<size_t>(blocks));
   nf4::quantize(weight.data(), n, packed.bytes.data(), scales.data());
   float mean = nf4::meanOf(scales.data(), blocks);
-  static const auto table = [] {
-    auto built = std::make_unique<blockwise8bit::CodeTable>();
-    blockwise8bit::buildTable(blockwise8bit::kSignedCodes, *built);
-    return built;
-  }();
-  nf4::quantizeScales(scales.data(), blocks, mean, *table, codes.bytes.data(),
+  const blockwise8bit::CodeTable &table = blockwise8bit::codeTable(true);
+  nf4::quantizeScales(scales.data(), blocks, mean, table, codes.bytes.data(),
                       reinterpret_cast<float *>(nested.bytes.data()));
   std::memcpy(offset.bytes.data(), &mean, sizeof(float));
   rt::Tensor *parts[] = {&codes, &nested, &offset};

@@ -336,11 +336,7 @@ void dequantizeNf4Weights(const std::string &artifactDir,
   nlohmann::json memory = nlohmann::json::parse(report, nullptr, false);
   if (memory.is_discarded() || !memory.contains("weights"))
     return;
-  static const auto table = [] {
-    auto built = std::make_unique<blockwise8bit::CodeTable>();
-    blockwise8bit::buildTable(blockwise8bit::kSignedCodes, *built);
-    return built;
-  }();
+  const blockwise8bit::CodeTable &table = blockwise8bit::codeTable(true);
   for (const nlohmann::json &weight : memory["weights"]) {
     if (!weight.contains("nf4_shape"))
       continue;
@@ -371,7 +367,7 @@ void dequantizeNf4Weights(const std::string &artifactDir,
     nf4::dequantize(packed.bytes.data(), codes.bytes.data(),
                     reinterpret_cast<const float *>(nested.bytes.data()),
                     *reinterpret_cast<const float *>(offset.bytes.data()), n,
-                    *table, value.data<float>());
+                    table, value.data<float>());
     for (const char *suffix : suffixes)
       weights.erase(name + suffix);
     weights[name] = std::move(value);
