@@ -12,7 +12,8 @@ temporary directory and on free ports), then:
     final parameters;
   - the sbatch script of docs/guide.md, submitted with `sbatch --wait`,
     trains and saves its checkpoint;
-  - `srun -n 3` for a step compiled for 2 ranks is one error, exit 1.
+  - `srun -n 3` for a step compiled for 2 ranks is one error (printed by
+    each rank that gets to it before the first ends the step), exit 1.
 
 The daemons are stopped at the end, whatever happens.
 Usage: slurm_check.py --ztc PATH --ztc-train PATH
@@ -272,9 +273,14 @@ def wrong_world(cluster, args, models, digits, tmp):
                   ok=False)
     errors = sorted(set(line for line in result.stderr.splitlines()
                         if line.startswith("error:")))
-    # One message, each rank's; the same but for the rank's number.
+    # The same message but for the rank's number, from each rank that got to
+    # say it: the first to fail ends the job step (MPI_Abort), so a rank
+    # still starting may be stopped before it prints; a busy machine shows
+    # one line, a quiet one three.
     distinct = set(re.sub(r"rank \d+ of", "rank N of", line) for line in errors)
-    check(result.returncode == 1 and len(errors) == 3 and len(distinct) == 1
+    ranks = set(re.findall(r"rank (\d+) of 3", "\n".join(errors)))
+    check(result.returncode == 1 and 1 <= len(errors) <= 3 and len(ranks) == len(errors)
+          and len(distinct) == 1
           and "compiled for 2 ranks" in errors[0] and "start it with srun -n 2" in errors[0],
           "srun -n 3 for a step compiled for 2 ranks: exit %d, %s"
           % (result.returncode, errors[0] if len(distinct) == 1 else result.stderr.strip()))
