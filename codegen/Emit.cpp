@@ -1,22 +1,24 @@
 //===- Emit.cpp - kernel dialect to C++ / CUDA source ---------------------===//
 //
-// The emitter walks the straight-line body of a planned step function:
+// The emitter walks the straight-line body of a planned step function and
+// prints it through the target's printer (TargetPrinter.h; codegen/Cpu,
+// codegen/Cuda), which spells what depends on the target:
 //   - arguments and kernel.constant become pointers into `bindings`,
 //   - kernel.alloc becomes a pointer at its planned arena offset,
 //   - kernel.view reuses its source's pointer,
-//   - kernel.elementwise becomes a call of a function of one loop (CPU,
-//     OpenMP) or a launch of a __global__ kernel (CUDA) whose body prints
-//     the scalar arith/math ops; on the CPU, kernels whose text is the same
-//     (a transformer's layers repeat theirs) share one function, so the
-//     host compiler builds each loop once,
-//   - kernel.reduce becomes a function of loops over its kept and reduced
-//     indices (CPU) or a kernel of one block per output (CUDA),
-//   - kernel.call becomes a call into the runtime's kernel library.
+//   - kernel.elementwise becomes a loop whose body prints the scalar
+//     arith/math ops (the printer makes it a function or a kernel),
+//   - kernel.reduce becomes loops over its kept and reduced indices,
+//   - kernel.call becomes a call into the runtime's kernel library, as
+//     runtime/kernels/Library.def declares it,
+//   - streams, events, checks and loss records become the printer's calls.
 // Every kernel is preceded by a comment naming the ONNX nodes it computes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Emit.h"
+#include "codegen/Printing.h"
+#include "codegen/TargetPrinter.h"
 
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
@@ -34,6 +36,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -70,67 +73,14 @@ rt::BindingRole runtimeRole(train::BindingRole role) {
   return *rt::parseRole(train::stringifyBindingRole(role).str());
 }
 
-/// The C++ type buffers of `type` store.
-std::string storageType(Type type) {
-  if (type.isF32())
-    return "float";
-  if (type.isF64())
-    return "double";
-  if (type.isF16())
-    return "ztc::f16";
-  if (type.isBF16())
-    return "ztc::bf16";
-  if (type.isSignlessInteger(64))
-    return "int64_t";
-  if (type.isSignlessInteger(32))
-    return "int32_t";
-  if (type.isSignlessInteger(8))
-    return "int8_t";
-  return "bool";
-}
-
-/// The C++ type scalars of `type` are computed in.
-std::string computeType(Type type) {
-  if (type.isF16() || type.isBF16())
-    return "float";
-  return storageType(type);
-}
-
-bool isHalf(Type type) { return type.isF16() || type.isBF16(); }
-
-std::string dimsLiteral(ArrayRef<int64_t> shape, Target target) {
-  return std::string(target == Target::Cuda ? "ztc::cuda::Dims{"
-                                            : "ztc::cpu::Dims{") +
-         llvm::join(llvm::map_range(
-                        shape, [](int64_t d) { return std::to_string(d); }),
-                    ", ") +
-         "}";
-}
-
-std::string floatLiteral(double value, Type type) {
-  if (std::isnan(value))
-    return "NAN";
-  if (std::isinf(value))
-    return value > 0 ? "INFINITY" : "(-INFINITY)";
-  std::string text = llvm::formatv("{0:e16}", value).str();
-  return type.isF64() ? text : "static_cast<float>(" + text + ")";
-}
-
-/// The CPU's elementwise functions of one source, shared by its entries:
-/// one per distinct text.
-struct CpuKernels {
-  std::string text;
-  /// Each function's parameters and body, and its name.
-  llvm::StringMap<std::string> names;
-};
-
 /// Prints one step.
 class Emitter {
 public:
-  Emitter(Target target, StringRef entryName, StepInterface &step,
-          SharedInterface &shared, CpuKernels &cpuKernels)
-      : target(target), entryName(entryName.str()), step(step), shared(shared),
-        bindings(shared.bindings), cpuKernels(cpuKernels), out(entryText) {}
+  Emitter(TargetPrinter &printer, StringRef entryName, StepInterface &step,
+          SharedInterface &shared)
+      : printer(printer), entryName(entryName.str()), step(step),
+        shared(shared), bindings(shared.bindings),
+        out(entryText), entryOut{entryName.str(), out, kernels} {}
 
   /// Collects the entry's body and kernels, and fills `step`.
   LogicalResult run(func::FuncOp func);
@@ -147,10 +97,6 @@ private:
   void comment(Operation *op);
   LogicalResult emitElementwise(kernel::ElementwiseOp op);
   LogicalResult emitReduce(kernel::ReduceOp op);
-  /// Calls the CPU function of `params` and `loop` with `args`, defining
-  /// it (named `prefix` and a number) unless one of the same text exists.
-  void callCpuFunction(StringRef prefix, ArrayRef<std::string> params,
-                       ArrayRef<std::string> args, StringRef loop);
   LogicalResult emitCall(kernel::CallOp op);
   /// Prints a read of each input into a scalar (input i at `index(its
   /// type)`, named a<i>), then the body's ops (t0, t1, ...), into `b`.
@@ -163,22 +109,30 @@ private:
   std::string indexExpr(MemRefType input, MemRefType output,
                         StringRef at = "i", int64_t run = 1);
 
-  Target target;
+  TargetPrinter &printer;
   std::string entryName;
   StepInterface &step;
   /// What every entry of the source shares: bindings and constants.
   SharedInterface &shared;
   std::vector<rt::Binding> &bindings;
-  CpuKernels &cpuKernels;
-  /// The entry function's body, printed as ops are visited.
+  /// The entry function's body, printed as ops are visited, and the
+  /// kernels printed ahead of it.
   std::string entryText;
   llvm::raw_string_ostream out;
-  DenseMap<Value, std::string> names;
-  /// Kernels (CUDA) printed ahead of the entry.
   std::string kernels;
-  unsigned kernelCount = 0;
-  std::string newCudaKernelName() {
-    return entryName + "_kernel" + std::to_string(kernelCount++);
+  EntryText entryOut;
+  DenseMap<Value, std::string> names;
+  /// ", stream" where the target's calls take it.
+  StringRef streamArgument() const {
+    return printer.callsTakeStream() ? ", stream" : "";
+  }
+  /// The dims literal of `shape` in the target's library.
+  std::string dims(ArrayRef<int64_t> shape) const {
+    return printer.libraryNamespace().str() + "Dims{" +
+           llvm::join(llvm::map_range(
+                          shape, [](int64_t d) { return std::to_string(d); }),
+                      ", ") +
+           "}";
   }
   /// The stream the printed code enqueues on now, and each signalled
   /// event's index in ctx->events.
@@ -195,11 +149,7 @@ void Emitter::switchStream(Operation *op) {
   if (stream == currentStream)
     return;
   currentStream = stream;
-  if (target == Target::Cuda)
-    out << "  stream = static_cast<cudaStream_t>(ctx->streams[" << stream
-        << "]);\n";
-  else
-    out << "  // stream " << stream << "\n";
+  printer.printStreamSwitch(out, stream);
 }
 
 void Emitter::comment(Operation *op) {
@@ -209,7 +159,7 @@ void Emitter::comment(Operation *op) {
   if (auto call = dyn_cast<kernel::CallOp>(op))
     out << call.getCallee();
   else if (auto reduce = dyn_cast<kernel::ReduceOp>(op))
-    out << "reduce " << reduce.getKind();
+    out << "reduce " << kernel::stringifyReduceKind(reduce.getKind());
   else if (isa<kernel::RecordLossOp>(op))
     out << "record_loss";
   else
@@ -260,7 +210,7 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
   };
   // Values computed in float (f32, and f16/bf16 widened to it).
   auto vectorMath = [&](Type type) {
-    return target == Target::Cpu && computeType(type) == "float";
+    return printer.vectorMath(computeType(type));
   };
   auto call = [&](StringRef fn) {
     SmallVector<std::string> args;
@@ -330,8 +280,8 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
             return "static_cast<" + computeType(cast->getResult(0).getType()) +
                    ">(" + arg(0) + ")";
           })
-          // Float exp and erf on the CPU: ztc::vecmath's, which the loop
-          // vectorizes (runtime/kernels/VecMath.h); libm's are calls.
+          // Float exp and erf where the target vectorizes them (the CPU:
+          // ztc::vecmath's, runtime/kernels/VecMath.h); libm's are calls.
           .Case([&](math::ExpOp exp) {
             return call(vectorMath(exp.getType()) ? "ztc::vecmath::exp"
                                                   : "std::exp");
@@ -369,53 +319,6 @@ Emitter::scalarExpr(Operation &op, DenseMap<Value, std::string> &scalars) {
   return expr;
 }
 
-/// Whether `input`, broadcast to `output`, has the output's innermost
-/// dimension that is not 1 (false for an output of ones).
-static bool readsInnermost(MemRefType input, MemRefType output) {
-  ArrayRef<int64_t> in = input.getShape(), out = output.getShape();
-  for (int64_t k = int64_t(out.size()) - 1; k >= 0; --k)
-    if (out[k] != 1) {
-      int64_t at = k - int64_t(out.size() - in.size());
-      return at >= 0 && in[at] == out[k];
-    }
-  return false;
-}
-
-/// The elements of the innermost output dimensions over which every input
-/// is either read in order (it has those dimensions) or not at all (they
-/// are broadcast): in a run of that many consecutive outputs, each input's
-/// index is its index at the run's start, plus the position in the run if
-/// `readsInnermost`. A bias added to rows, a row statistic or a per-channel
-/// scale of NCHW data runs over the row, the row or the image plane.
-static int64_t broadcastRun(ValueRange inputs, MemRefType output) {
-  ArrayRef<int64_t> out = output.getShape();
-  int64_t run = 1;
-  for (int64_t k = int64_t(out.size()) - 1; k >= 0; --k) {
-    if (out[k] == 1)
-      continue;
-    for (Value input : inputs) {
-      auto type = cast<MemRefType>(input.getType());
-      ArrayRef<int64_t> in = type.getShape();
-      int64_t at = k - int64_t(out.size() - in.size());
-      if ((at >= 0 && in[at] == out[k]) != readsInnermost(type, output))
-        return run;
-    }
-    run *= out[k];
-  }
-  return run;
-}
-
-void Emitter::callCpuFunction(StringRef prefix, ArrayRef<std::string> params,
-                              ArrayRef<std::string> args, StringRef loop) {
-  std::string key =
-      "(" + llvm::join(params, ", ") + ") {\n" + loop.str() + "}\n";
-  auto [found, added] = cpuKernels.names.try_emplace(
-      key, prefix.str() + std::to_string(cpuKernels.names.size()));
-  if (added)
-    cpuKernels.text += "static void " + found->second + key + "\n";
-  out << "  " << found->second << "(" << llvm::join(args, ", ") << ");\n";
-}
-
 LogicalResult
 Emitter::printBody(ValueRange inputs, Block &block,
                    llvm::function_ref<std::string(MemRefType)> index,
@@ -425,9 +328,8 @@ Emitter::printBody(ValueRange inputs, Block &block,
     auto type = cast<MemRefType>(input.getType());
     std::string scalar = "a" + std::to_string(i);
     scalars[arg] = scalar;
-    // On the CPU a bool is read as its byte: GCC has no vector type for
-    // bool and leaves such a loop scalar (a ReLU's gradient).
-    if (target == Target::Cpu && type.getElementType().isInteger(1))
+    // A bool read as its byte where the target asks (the CPU).
+    if (printer.readsBoolsAsBytes() && type.getElementType().isInteger(1))
       b << "    const bool " << scalar
         << " = reinterpret_cast<const unsigned char *>(in" << i << ")["
         << index(type) << "] != 0;\n";
@@ -457,11 +359,10 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   llvm::raw_string_ostream b(body);
   DenseMap<Value, std::string> scalars;
   Block &block = op.getBody().front();
-  // On the CPU, a broadcast splits the loop into runs (see broadcastRun):
-  // the outer loop computes each input's index once per run, the inner one
-  // reads the inputs in order, so it vectorizes without gathers.
-  int64_t run =
-      target == Target::Cpu ? broadcastRun(op.getInputs(), outType) : count;
+  // A target may split the loop into runs (see broadcastRun): the outer
+  // loop computes each input's index once per run, the inner one reads the
+  // inputs in order, so it vectorizes without gathers.
+  int64_t run = printer.elementwiseRun(op.getInputs(), outType, count);
   bool split = run < count && run >= 16;
   auto index = [&](MemRefType type) {
     if (!split)
@@ -473,15 +374,13 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   };
   if (failed(printBody(op.getInputs(), block, index, scalars, b)))
     return failure();
-  // CUDA's pointers are __restrict__ unless an output is also an input (an
-  // in-place update): the compiler may then move a read past a write.
+  // Whether an output is also an input (an in-place update).
   bool inPlace = llvm::any_of(op.getOutputs(), [&](Value output) {
     return llvm::any_of(op.getInputs(), [&](Value input) {
       return kernel::rootBuffer(input) == kernel::rootBuffer(output);
     });
   });
-  std::string pointer =
-      target == Target::Cuda && !inPlace ? " *__restrict__ " : " *";
+  std::string pointer = printer.pointer(inPlace);
   SmallVector<std::string> params, args;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     auto type = cast<MemRefType>(input.getType());
@@ -505,24 +404,8 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
             : "static_cast<" + storageType(outElem) + ">(" + result + ")";
     params.push_back(storageType(outElem) + pointer + outName);
     args.push_back(name(output));
-    if (target == Target::Cuda) {
-      stores.push_back([=](StringRef index) {
-        return outName + "[" + index.str() + "] = " + store + ";";
-      });
-      continue;
-    }
-    // On the CPU a half result is stored as its bits (GCC does not
-    // vectorize a loop that assigns a whole struct, f16 or bf16, through a
-    // pointer), a bool as its byte.
-    std::string cpuStore =
-        isHalf(outElem) ? ".bits = " + store + ".bits" : " = " + store;
-    std::string cpuOut = outName;
-    if (outElem.isInteger(1)) {
-      cpuOut = "reinterpret_cast<unsigned char *>(" + outName + ")";
-      cpuStore = " = static_cast<unsigned char>(" + result + ")";
-    }
-    stores.push_back([=](StringRef index) {
-      return cpuOut + "[" + index.str() + "]" + cpuStore + ";";
+    stores.push_back([=, &printer = printer](StringRef index) {
+      return printer.storeElement(outName, outElem, result, store, index);
     });
   }
   auto storeAll = [&](StringRef index, StringRef indent) {
@@ -532,45 +415,15 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
     return text;
   };
 
-  if (target == Target::Cpu) {
-    // Iterations are independent (each writes its own elements; an in-place
-    // kernel reads the element it writes, so the pointers are not
-    // __restrict__), as the threads already assume: simd lets the compiler
-    // vectorize selects and ztc::vecmath's math.
-    std::string loop;
-    llvm::raw_string_ostream l(loop);
-    if (split) {
-      // r: the run's first output; j: the position in the run.
-      if (count >= 32768)
-        l << "#pragma omp parallel for\n";
-      std::string inner;
-      for (StringRef line : llvm::split(StringRef(body).rtrim('\n'), '\n'))
-        inner += "  " + line.str() + "\n";
-      l << "  for (int64_t r = 0; r < " << count << "; r += " << run << ") {\n"
-        << "#pragma omp simd\n"
-        << "    for (int64_t j = 0; j < " << run << "; ++j) {\n"
-        << inner << storeAll("r + j", "      ") << "    }\n  }\n";
-    } else {
-      l << (count >= 32768 ? "#pragma omp parallel for simd\n"
-                           : "#pragma omp simd\n")
-        << "  for (int64_t i = 0; i < " << count << "; ++i) {\n"
-        << body << storeAll("i", "    ") << "  }\n";
-    }
-    callCpuFunction("ztc_elementwise", params, args, loop);
-    return success();
-  }
-  // CUDA: a grid-stride kernel ahead of the entry, launched here.
-  std::string kernelName = newCudaKernelName();
-  llvm::raw_string_ostream k(kernels);
-  k << "__global__ void " << kernelName << "(" << llvm::join(params, ", ")
-    << ") {\n"
-    << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
-       "i < "
-    << count << "; i += (int64_t)gridDim.x * blockDim.x) {\n"
-    << body << storeAll("i", "    ") << "  }\n}\n\n";
-  int64_t blocks = std::min<int64_t>((count + 255) / 256, 65535);
-  out << "  " << kernelName << "<<<" << blocks << ", 256, 0, stream>>>("
-      << llvm::join(args, ", ") << ");\n";
+  ElementwiseLoop loop;
+  loop.params.assign(params.begin(), params.end());
+  loop.args.assign(args.begin(), args.end());
+  loop.body = body;
+  loop.storeAll = storeAll;
+  loop.count = count;
+  loop.run = run;
+  loop.split = split;
+  printer.printElementwise(entryOut, loop);
   return success();
 }
 
@@ -615,7 +468,7 @@ LogicalResult Emitter::emitReduce(kernel::ReduceOp op) {
   Type outElem = cast<MemRefType>(op.getOutput().getType()).getElementType();
   // Sums accumulate in f32, f64 ones in f64; a mean divides at the end.
   std::string acc = outElem.isF64() ? "double" : "float";
-  std::string total = op.getKind() == "mean"
+  std::string total = op.getKind() == kernel::ReduceKind::mean
                           ? "(sum / static_cast<" + acc + ">(" +
                                 std::to_string(op.getCount()) + "))"
                           : "sum";
@@ -627,328 +480,63 @@ LogicalResult Emitter::emitReduce(kernel::ReduceOp op) {
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     auto type = cast<MemRefType>(input.getType());
     params.push_back("const " + storageType(type.getElementType()) +
-                     (target == Target::Cuda ? " *__restrict__ in" : " *in") +
-                     std::to_string(i));
+                     printer.pointer(false) + "in" + std::to_string(i));
     args.push_back(name(input));
   }
-  params.push_back(storageType(outElem) +
-                   (target == Target::Cuda ? " *__restrict__ out" : " *out"));
+  params.push_back(storageType(outElem) + printer.pointer(false) + "out");
   args.push_back(name(op.getOutput()));
   std::string indented;
   for (StringRef line : llvm::split(StringRef(body).rtrim('\n'), '\n'))
     indented += "    " + line.str() + "\n";
 
-  if (target == Target::Cpu) {
-    // The terms of one output in the library reduction's order (reduce in
-    // CpuKernels.h): with an inner group, each inner run summed in vector
-    // lanes and the runs added in order (an output per thread); without,
-    // rows read in memory order, the outputs side by side: up to
-    // kReduceBlock outputs, the rows in reduceChunks chunks (a chunk per
-    // thread) whose sums are added in order, else blocks of outputs over
-    // every row (a block per thread). Threads change no result.
-    std::string loop;
-    llvm::raw_string_ostream l(loop);
-    int64_t work = outer * kept * inner;
-    std::string parallel =
-        work >= 32768 ? "#pragma omp parallel for\n" : std::string();
-    std::string store = isHalf(outElem) ? "out[k].bits = " + stored + ".bits;"
-                                        : "out[k] = " + stored + ";";
-    if (inner > 1) {
-      l << parallel << "  for (int64_t k = 0; k < " << kept << "; ++k) {\n"
-        << "    " << acc << " sum = 0;\n"
-        << "    for (int64_t o = 0; o < " << outer << "; ++o) {\n"
-        << "      " << acc << " run = 0;\n"
-        << "#pragma omp simd reduction(+ : run)\n"
-        << "      for (int64_t i = 0; i < " << inner << "; ++i) {\n"
-        << indented << "        run += " << value << ";\n"
-        << "      }\n      sum += run;\n    }\n"
-        << "    " << store << "\n  }\n";
-    } else if (kept <= 256) {
-      l << "  constexpr int64_t chunks = ztc::cpu::detail::reduceChunks("
-        << outer << ");\n"
-        << "  " << acc << " partial[chunks][" << kept << "];\n"
-        << parallel << "  for (int64_t c = 0; c < chunks; ++c) {\n"
-        << "    " << acc << " *sums = partial[c];\n"
-        << "    for (int64_t k = 0; k < " << kept << "; ++k)\n"
-        << "      sums[k] = 0;\n"
-        << "    for (int64_t o = " << outer << " * c / chunks; o < " << outer
-        << " * (c + 1) / chunks; ++o) {\n"
-        << "#pragma omp simd\n"
-        << "      for (int64_t k = 0; k < " << kept << "; ++k) {\n"
-        << indented << "        sums[k] += " << value << ";\n"
-        << "      }\n    }\n  }\n"
-        << "  for (int64_t k = 0; k < " << kept << "; ++k) {\n"
-        << "    " << acc << " sum = partial[0][k];\n"
-        << "    for (int64_t c = 1; c < chunks; ++c)\n"
-        << "      sum += partial[c][k];\n"
-        << "    " << store << "\n  }\n";
-    } else {
-      l << "  const int64_t width = ztc::cpu::detail::reduceBlockWidth(" << kept
-        << ", " << (work >= 32768 ? "true" : "false") << ");\n"
-        << parallel << "  for (int64_t first = 0; first < " << kept
-        << "; first += width) {\n"
-        << "    const int64_t n = std::min<int64_t>(width, " << kept
-        << " - first);\n"
-        << "    " << acc << " sums[ztc::cpu::detail::kReduceBlock] = {};\n"
-        << "    for (int64_t o = 0; o < " << outer << "; ++o) {\n"
-        << "#pragma omp simd\n"
-        << "      for (int64_t j = 0; j < n; ++j) {\n"
-        << "        const int64_t k = first + j;\n"
-        << indented << "        sums[j] += " << value << ";\n"
-        << "      }\n    }\n"
-        << "    for (int64_t j = 0; j < n; ++j) {\n"
-        << "      const int64_t k = first + j;\n"
-        << "      const " << acc << " sum = sums[j];\n"
-        << "      " << store << "\n    }\n  }\n";
-    }
-    callCpuFunction("ztc_reduce", params, args, loop);
-    return success();
-  }
-  // CUDA: a block per output (grid-stride over the outputs); its threads
-  // take the terms in turn, then add their sums in a fixed tree, so the
-  // result does not depend on scheduling.
-  std::string kernelName = newCudaKernelName();
-  llvm::raw_string_ostream k(kernels);
-  k << "__global__ void " << kernelName << "(" << llvm::join(params, ", ")
-    << ") {\n"
-    << "  __shared__ " << acc << " partial[256];\n"
-    << "  for (int64_t k = blockIdx.x; k < " << kept << "; k += gridDim.x) {\n"
-    << "    " << acc << " sum = 0;\n"
-    << "    for (int64_t r = threadIdx.x; r < " << outer * inner
-    << "; r += blockDim.x) {\n"
-    << "      const int64_t o = r / " << inner << ", i = r % " << inner << ";\n"
-    << "      (void)o; (void)i;\n"
-    << indented << "      sum += " << value << ";\n    }\n"
-    << "    partial[threadIdx.x] = sum;\n    __syncthreads();\n"
-    << "    for (int half = blockDim.x / 2; half > 0; half /= 2) {\n"
-    << "      if (threadIdx.x < half)\n"
-    << "        partial[threadIdx.x] += partial[threadIdx.x + half];\n"
-    << "      __syncthreads();\n    }\n"
-    << "    if (threadIdx.x == 0) {\n"
-    << "      sum = partial[0];\n"
-    << "      out[k] = " << stored << ";\n    }\n"
-    << "    __syncthreads();\n  }\n}\n\n";
-  int64_t blocks = std::min<int64_t>(kept, 65535);
-  out << "  " << kernelName << "<<<" << blocks << ", 256, 0, stream>>>("
-      << llvm::join(args, ", ") << ");\n";
+  ReduceLoop loop;
+  loop.params.assign(params.begin(), params.end());
+  loop.args.assign(args.begin(), args.end());
+  loop.body = indented;
+  loop.value = value;
+  loop.acc = acc;
+  loop.stored = stored;
+  loop.half = isHalf(outElem);
+  loop.outer = outer;
+  loop.kept = kept;
+  loop.inner = inner;
+  printer.printReduce(entryOut, loop);
   return success();
 }
 
 LogicalResult Emitter::emitCall(kernel::CallOp op) {
   comment(op);
-  // Configuration through the library table's typed accessors: a key the
-  // kernel does not declare is a bug here, not a silent default.
-  auto intValue = [&](StringRef key) { return kernel::configInt(op, key); };
-  auto boolValue = [&](StringRef key) {
-    return kernel::configBool(op, key) ? "true" : "false";
-  };
-  auto floatValue = [&](StringRef key) {
-    return floatLiteral(kernel::configFloat(op, key),
-                        Float64Type::get(op.getContext()));
-  };
+  const kernel::LibraryKernel &kernel = kernel::libraryKernelOf(op);
+  ValueRange in = op.getInputs(), outs = op.getOutputs();
+  Value output = outs.front();
   auto dims = [&](Value v) {
-    return dimsLiteral(cast<MemRefType>(v.getType()).getShape(), target);
+    return this->dims(cast<MemRefType>(v.getType()).getShape());
   };
   auto elem = [&](Value v) {
     return storageType(cast<MemRefType>(v.getType()).getElementType());
   };
-  // Arrays are declared in a block so names never clash.
-  std::string decls;
-  unsigned arrays = 0;
-  auto array = [&](StringRef key) {
-    std::string id = "c" + std::to_string(arrays++);
-    SmallVector<std::string> values;
-    for (int64_t v : kernel::configInts(op, key))
-      values.push_back(std::to_string(v));
-    decls += "    static const int64_t " + id + "[] = {" +
-             llvm::join(values, ", ") + (values.empty() ? "0" : "") + "};\n";
-    return id;
+  auto count = [](Value v) {
+    return cast<MemRefType>(v.getType()).getNumElements();
   };
-  ValueRange in = op.getInputs();
-  Value output = op.getOutputs().front();
+  // A target whose library has NCHW convolutions only (CUDA) cannot take
+  // what ztc-channels-last made; the pipeline refuses the option first.
+  if (!printer.info.channelsLastConvolutions && kernel.field("channels_last") &&
+      kernel::configBool(op, "channels_last"))
+    return op.emitOpError("'")
+           << kernel.name << "' over channels-last tensors: the "
+           << StringRef(printer.info.name).upper()
+           << " kernels take NCHW (compile with --conv-layout nchw)";
+  std::string ns = printer.libraryNamespace().str();
   std::string T = elem(output);
-  std::string x = name(in[0]), y = name(output);
-  auto optional = [&](unsigned i) {
-    return i < in.size() ? name(in[i]) : std::string("nullptr");
-  };
-  StringRef callee = op.getCallee();
-  std::string call;
-  // Convolutions over NHWC tensors (ztc-channels-last) take a trailing
-  // flag; the CUDA library has NCHW convolutions only.
-  std::string channelsLast;
-  if (callee.starts_with("conv2d") && kernel::configBool(op, "channels_last")) {
-    if (target == Target::Cuda)
-      return op.emitOpError("'")
-             << callee
-             << "' over channels-last tensors: the CUDA kernels take NCHW "
-                "(compile with --conv-layout nchw)";
-    channelsLast = ", true";
-  }
-  std::string ns = target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::";
-  if (callee == "matmul") {
-    // Operands stored transposed (ztc-fold-transposes) keep their shapes.
-    call =
-        llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})", T,
-                      x, dims(in[0]), name(in[1]), dims(in[1]), y, dims(output),
-                      boolValue("transpose_a"), boolValue("transpose_b"));
-  } else if (callee == "matmul_nf4") {
-    ArrayRef<int64_t> shape = kernel::configInts(op, "weight_shape");
-    call = llvm::formatv(
-        "matmulNf4<{0}>({1}, {2}, reinterpret_cast<const uint8_t *>({3}), "
-        "reinterpret_cast<const uint8_t *>({4}), {5}, {6}, {7}, {8}, {9}, "
-        "{10}, {11})",
-        T, x, dims(in[0]), name(in[1]), name(in[2]), name(in[3]), name(in[4]),
-        shape[0], shape[1], boolValue("transpose_b"), y, dims(output));
-  } else if (callee == "conv2d") {
-    std::string s = array("strides"), p = array("pads"), d = array("dilations");
-    call = llvm::formatv("conv2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
-                         "{9}, {10}, {11}{12})",
-                         T, x, dims(in[0]), name(in[1]), dims(in[1]),
-                         optional(2), y, dims(output), s, p, d,
-                         intValue("group"), channelsLast);
-  } else if (callee == "max_pool2d") {
-    std::string k = array("kernel"), s = array("strides"), p = array("pads"),
-                d = array("dilations");
-    call = llvm::formatv("maxPool2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-                         "{8})",
-                         T, x, dims(in[0]), y, dims(output), k, s, p, d);
-  } else if (callee == "avg_pool2d") {
-    std::string k = array("kernel"), s = array("strides"), p = array("pads");
-    call = llvm::formatv("avgPool2d<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-                         "{8})",
-                         T, x, dims(in[0]), y, dims(output), k, s, p,
-                         boolValue("count_include_pad"));
-  } else if (callee == "softmax" || callee == "log_softmax") {
-    call = llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5})",
-                         callee == "softmax" ? "softmax" : "logSoftmax", T, x,
-                         dims(in[0]), intValue("axis"), y);
-  } else if (callee == "layer_norm") {
-    call = llvm::formatv("layerNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7})", T,
-                         x, dims(in[0]), intValue("axis"), name(in[1]),
-                         optional(2), floatValue("epsilon"), y);
-  } else if (callee == "layer_norm_backward") {
-    call = llvm::formatv(
-        "layerNormBackward<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7})", T, x,
-        dims(in[0]), intValue("axis"), name(in[1]), name(in[2]),
-        floatValue("epsilon"), y);
-  } else if (callee == "batch_norm") {
-    call =
-        llvm::formatv("batchNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})",
-                      T, x, dims(in[0]), name(in[1]), name(in[2]), name(in[3]),
-                      name(in[4]), floatValue("epsilon"), y);
-  } else if (callee.starts_with("reduce_") && callee != "reduce_scatter") {
-    uint64_t mask = 0;
-    for (int64_t axis : kernel::configInts(op, "axes"))
-      mask |= uint64_t(1) << axis;
-    StringRef kind = callee == "reduce_sum"    ? "Sum"
-                     : callee == "reduce_mean" ? "Mean"
-                                               : "Max";
-    call = llvm::formatv("reduce<{0}, {5}ReduceKind::{1}>({2}, {3}, {4}ull, "
-                         "{6})",
-                         T, kind, x, dims(in[0]), mask, ns, y);
-  } else if (callee == "transpose") {
-    std::string p = array("perm");
-    call = llvm::formatv("transpose<{0}>({1}, {2}, {3}, {4})", T, x,
-                         dims(in[0]), p, y);
-  } else if (callee == "slice") {
-    std::string s = array("starts"), st = array("steps");
-    call = llvm::formatv("slice<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
-                         dims(in[0]), s, st, y, dims(output));
-  } else if (callee == "gather") {
-    call = llvm::formatv("gather<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7})", T,
-                         elem(in[1]), x, dims(in[0]), name(in[1]), dims(in[1]),
-                         intValue("axis"), y);
-  } else if (callee == "trilu") {
-    call =
-        llvm::formatv("trilu<{0}>({1}, {2}, {3}, {4}, {5})", T, x, dims(in[0]),
-                      boolValue("upper"), intValue("diagonal"), y);
-  } else if (callee == "copy_into") {
-    call = llvm::formatv("copyInto<{0}>({1}, {2}, {3}, {4}, {5}, {6})", T, x,
-                         dims(in[0]), y, dims(output), intValue("axis"),
-                         intValue("offset"));
-  } else if (callee == "nll_loss") {
-    // An absent reduction is nn.nll_loss's default, mean.
-    StringRef reduction = kernel::configString(op, "reduction");
-    int code = reduction == "none" ? 0 : reduction == "sum" ? 1 : 2;
-    bool hasIgnore = kernel::hasConfig(op, "ignore_index");
-    call = llvm::formatv(
-        "nllLoss<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}LL, {9})", T,
-        elem(in[1]), x, dims(in[0]), name(in[1]), optional(2), code,
-        hasIgnore ? "true" : "false", intValue("ignore_index"), y);
-  } else if (callee == "random_uniform") {
-    // The stream prints unsigned: every 64-bit value is a valid literal.
-    call = llvm::formatv("randomUniform<{0}>({1}, {2}ull, {3}, {4})", T, x,
-                         static_cast<uint64_t>(intValue("stream")), y,
-                         dims(output));
-  } else if (callee == "conv2d_backward_data") {
-    std::string s = array("strides"), p = array("pads"), d = array("dilations");
-    call =
-        llvm::formatv("conv2dBackwardData<{0}>({1}, {2}, {3}, {4}, {5}, "
-                      "{6}, {7}, {8}, {9}, {10}{11})",
-                      T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
-                      dims(output), s, p, d, intValue("group"), channelsLast);
-  } else if (callee == "conv2d_backward_filter") {
-    std::string s = array("strides"), p = array("pads"), d = array("dilations");
-    call =
-        llvm::formatv("conv2dBackwardFilter<{0}>({1}, {2}, {3}, {4}, {5}, "
-                      "{6}, {7}, {8}, {9}, {10}{11})",
-                      T, x, dims(in[0]), name(in[1]), dims(in[1]), y,
-                      dims(output), s, p, d, intValue("group"), channelsLast);
-  } else if (callee == "max_pool2d_backward") {
-    std::string k = array("kernel"), s = array("strides"), p = array("pads"),
-                d = array("dilations");
-    call = llvm::formatv("maxPool2dBackward<{0}>({1}, {2}, {3}, {4}, {5}, "
-                         "{6}, {7}, {8}, {9})",
-                         T, x, dims(in[0]), name(in[1]), dims(in[1]), y, k, s,
-                         p, d);
-  } else if (callee == "avg_pool2d_backward") {
-    std::string k = array("kernel"), s = array("strides"), p = array("pads");
-    call = llvm::formatv("avgPool2dBackward<{0}>({1}, {2}, {3}, {4}, {5}, "
-                         "{6}, {7}, {8})",
-                         T, x, dims(in[0]), y, dims(output), k, s, p,
-                         boolValue("count_include_pad"));
-  } else if (callee == "scatter_add") {
-    call = llvm::formatv("scatterAdd<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, "
-                         "{8})",
-                         T, elem(in[1]), x, dims(in[0]), name(in[1]),
-                         dims(in[1]), name(in[2]), intValue("axis"), y);
-  } else if (callee == "insert_slice") {
-    std::string st = array("starts"), sp = array("steps");
-    call =
-        llvm::formatv("insertSlice<{0}>({1}, {2}, {3}, {4}, {5}, {6}, "
-                      "{7})",
-                      T, x, dims(in[0]), name(in[1]), dims(in[1]), st, sp, y);
-  } else if (callee == "adam8bit") {
-    // In: param, grad, codes and scales of each moment, lr, step. Out: the
-    // parameter, codes and scales (possibly the inputs' own buffers).
-    ValueRange outs = op.getOutputs();
-    SmallVector<std::string> args;
-    for (Value v : in)
-      args.push_back(name(v));
-    for (Value v : outs)
-      args.push_back(name(v));
-    args.push_back(
-        std::to_string(cast<MemRefType>(in[0].getType()).getNumElements()) +
-        "LL");
-    for (StringRef key : {"beta1", "beta2", "eps", "weight_decay"})
-      args.push_back(floatValue(key));
-    call = "adam8bit(" + llvm::join(args, ", ") + ")";
-  } else if (callee == "all_reduce" || callee == "reduce_scatter" ||
-             callee == "all_gather" || callee == "shard") {
+  SmallVector<std::string> args;
+  if (kernel.collective) {
     // n: the elements of the smaller side (StepAbi.h's ztc_comm).
-    auto count = [](Value v) {
-      return cast<MemRefType>(v.getType()).getNumElements();
-    };
     int64_t n = std::min(count(in[0]), count(output));
-    StringRef fn = callee == "all_reduce"       ? "allReduce"
-                   : callee == "reduce_scatter" ? "reduceScatter"
-                   : callee == "all_gather"     ? "allGather"
-                                                : "shard";
-    call = llvm::formatv("{0}<{1}>(ctx, {2}, {3}, {4})", fn, T, x, y, n);
-    if (callee != "shard") {
+    args = {"ctx", name(in[0]), name(output), std::to_string(n)};
+    if (kernel.id != kernel::LibraryKernelId::shard) {
       ::ztc::rt::Collective collective;
       collective.entry = entryName;
-      collective.op = callee.str();
+      collective.op = *::ztc::rt::parseCollectiveOp(kernel.name.str());
       FailureOr<rt::DType> dtype =
           runtimeDType(cast<MemRefType>(output.getType()).getElementType(), op,
                        "a collective");
@@ -958,12 +546,94 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
       collective.elements = std::max(count(in[0]), count(output));
       step.collectives.push_back(std::move(collective));
     }
-  } else {
-    return op.emitOpError("the emitter has no call for this kernel");
+    if (printer.callsTakeStream())
+      args.push_back("stream");
+    out << "  {\n    " << ns << kernel.cppName << "<" << T << ">("
+        << llvm::join(args, ", ") << ");\n  }\n";
+    return success();
   }
-  if (target == Target::Cuda)
-    call.insert(call.size() - 1, ", stream");
-  out << "  {\n" << decls << "    " << ns << call << ";\n  }\n";
+  // Template parameters: T when a letter is T, then I (the first integer
+  // operand's type) when one is I.
+  std::string letters = (kernel.inputs + kernel.outputs).str();
+  SmallVector<std::string> templateArgs;
+  if (llvm::any_of(letters, [](char c) { return c == 'T' || c == 't'; }))
+    templateArgs.push_back(T);
+  for (auto [i, letter] : llvm::enumerate(kernel.inputs))
+    if (letter == 'I' && i < in.size()) {
+      templateArgs.push_back(elem(in[i]));
+      break;
+    }
+  // Every operand as (pointer, dims): inputs, absent optional ones as
+  // (nullptr, {}), then outputs.
+  for (unsigned i = 0; i < kernel.maxInputs(); ++i) {
+    if (i < in.size()) {
+      args.push_back(name(in[i]));
+      args.push_back(dims(in[i]));
+    } else {
+      args.push_back("nullptr");
+      args.push_back(this->dims({}));
+    }
+  }
+  for (Value v : outs) {
+    args.push_back(name(v));
+    args.push_back(dims(v));
+  }
+  // The parameter struct, its fields in Library.def's order; arrays are
+  // declared in a block so their names never clash.
+  std::string decls;
+  unsigned arrays = 0;
+  SmallVector<std::string> fields;
+  for (const kernel::ConfigField &field : kernel.config) {
+    switch (field.kind) {
+    case kernel::ConfigKind::Int:
+      fields.push_back(intLiteral(kernel::configInt(op, field.name)));
+      break;
+    case kernel::ConfigKind::MaybeInt:
+      if (op.getConfig().get(field.name))
+        fields.push_back("ztc::MaybeInt{true, " +
+                         intLiteral(kernel::configInt(op, field.name)) + "}");
+      else
+        fields.push_back("ztc::MaybeInt{}");
+      break;
+    case kernel::ConfigKind::Bool:
+    case kernel::ConfigKind::Flag:
+      fields.push_back(kernel::configBool(op, field.name) ? "true" : "false");
+      break;
+    case kernel::ConfigKind::Float:
+      fields.push_back(floatLiteral(kernel::configFloat(op, field.name),
+                                    Float64Type::get(op.getContext())));
+      break;
+    case kernel::ConfigKind::Reduction: {
+      StringRef reduction = kernel::configString(op, field.name);
+      fields.push_back(std::string("ztc::Reduction::") +
+                       (reduction == "none"  ? "None"
+                        : reduction == "sum" ? "Sum"
+                                             : "Mean"));
+      break;
+    }
+    case kernel::ConfigKind::Ints: {
+      std::string id = "c" + std::to_string(arrays++);
+      ArrayRef<int64_t> values = kernel::configInts(op, field.name);
+      SmallVector<std::string> texts;
+      for (int64_t v : values)
+        texts.push_back(intLiteral(v));
+      decls += "    static const int64_t " + id + "[] = {" +
+               llvm::join(texts, ", ") + (values.empty() ? "0" : "") + "};\n";
+      fields.push_back("ztc::Ints{" + id + ", " +
+                       std::to_string(values.size()) + "}");
+      break;
+    }
+    }
+  }
+  args.push_back("ztc::" + kernel.paramsType.str() + "{" +
+                 llvm::join(fields, ", ") + "}");
+  if (printer.callsTakeStream())
+    args.push_back("stream");
+  std::string templ =
+      templateArgs.empty() ? "" : "<" + llvm::join(templateArgs, ", ") + ">";
+  out << "  {\n"
+      << decls << "    " << ns << kernel.cppName << templ << "("
+      << llvm::join(args, ", ") << ");\n  }\n";
   return success();
 }
 
@@ -1025,15 +695,14 @@ LogicalResult Emitter::run(func::FuncOp func) {
             kernel::RecordLossOp, kernel::CheckFiniteOp, kernel::SignalOp,
             kernel::WaitOp>(op))
       switchStream(&op);
-    // On the CPU, work of a stream other than 0 is handed to the runtime's
-    // thread for that stream (kernels/CpuKernels.h, onStream), which runs
-    // it in order after what was handed to it before.
-    bool handOver = target == Target::Cpu && kernel::streamOf(&op) != 0 &&
+    // Work a target hands to the runtime's thread for its stream (the CPU:
+    // kernels/CpuKernels.h, onStream), which runs it in order after what
+    // was handed to it before.
+    bool handOver = printer.handsOver(kernel::streamOf(&op)) &&
                     isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
                         kernel::RecordLossOp, kernel::CheckFiniteOp>(op);
     if (handOver)
-      out << "  ztc::cpu::onStream(ctx, " << kernel::streamOf(&op)
-          << ", [=] {\n";
+      printer.printHandOver(out, kernel::streamOf(&op));
     LogicalResult result =
         TypeSwitch<Operation *, LogicalResult>(&op)
             .Case([&](kernel::ConstantOp c) -> LogicalResult {
@@ -1076,23 +745,12 @@ LogicalResult Emitter::run(func::FuncOp func) {
             .Case([&](kernel::SignalOp signal) {
               int64_t index = step.events++;
               eventIndex[signal.getEvent()] = index;
-              if (target == Target::Cuda)
-                out << "  cudaEventRecord(static_cast<cudaEvent_t>(ctx->events["
-                    << index << "]), stream);\n";
-              else
-                out << "  ztc::cpu::signalEvent(ctx, " << currentStream << ", "
-                    << index << ");\n";
+              printer.printSignal(out, currentStream, index);
               return success();
             })
             .Case([&](kernel::WaitOp wait) {
               int64_t index = eventIndex.lookup(wait.getEvent());
-              if (target == Target::Cuda)
-                out << "  cudaStreamWaitEvent(stream, "
-                       "static_cast<cudaEvent_t>(ctx->events["
-                    << index << "]), 0);\n";
-              else
-                out << "  ztc::cpu::waitEvent(ctx, " << currentStream << ", "
-                    << index << ");\n";
+              printer.printWait(out, currentStream, index);
               return success();
             })
             .Case([&](kernel::CheckFiniteOp check) {
@@ -1102,20 +760,17 @@ LogicalResult Emitter::run(func::FuncOp func) {
               auto type = cast<MemRefType>(check.getBuffer().getType());
               out << "  // check_finite " << shared.finiteChecks.size() << ": "
                   << shared.finiteChecks.back().describe() << "\n";
-              out << "  "
-                  << (target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::")
+              out << "  " << printer.libraryNamespace()
                   << "checkFinite(ctx->state, " << name(check.getBuffer())
                   << ", " << type.getNumElements() << ", "
-                  << shared.finiteChecks.size()
-                  << (target == Target::Cuda ? ", stream" : "") << ");\n";
+                  << shared.finiteChecks.size() << streamArgument() << ");\n";
               return success();
             })
             .Case([&](kernel::RecordLossOp record) {
               comment(record);
-              out << "  "
-                  << (target == Target::Cuda ? "ztc::cuda::" : "ztc::cpu::")
+              out << "  " << printer.libraryNamespace()
                   << "recordLoss(ctx->state, " << name(record.getLoss())
-                  << (target == Target::Cuda ? ", stream" : "") << ");\n";
+                  << streamArgument() << ");\n";
               return success();
             })
             .Case([&](func::ReturnOp ret) -> LogicalResult {
@@ -1149,15 +804,15 @@ LogicalResult Emitter::run(func::FuncOp func) {
     if (failed(result))
       return failure();
     if (handOver)
-      out << "  });\n";
+      printer.printHandOverEnd(out);
   }
 
   return success();
 }
 
 /// The file header and the scalar helpers every step source starts with.
-void printPrelude(llvm::raw_ostream &os, Target target, func::FuncOp func,
-                  int64_t arenaBytes) {
+void printPrelude(llvm::raw_ostream &os, const TargetPrinter &printer,
+                  func::FuncOp func, int64_t arenaBytes) {
   os << "// Generated by ztc; do not edit.\n";
   if (auto source =
           func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
@@ -1173,22 +828,12 @@ void printPrelude(llvm::raw_ostream &os, Target target, func::FuncOp func,
   if (auto tensors = func->getAttrOfType<IntegerAttr>("kernel.tensor_bytes"))
     os << "// Intermediate tensors before fusion: " << tensors.getInt()
        << " bytes.\n";
-  if (target == Target::Cpu)
-    // The entries are long straight lines of calls (GPT-2's training step
-    // is some 8,000): GCC's -O2 spent three quarters of the step's build on
-    // them (15 of 19 s) and -O1 a fifth of that, with the same step time;
-    // the kernels they call keep -O2.
-    os << "#include \"kernels/CpuKernels.h\"\n"
-       << "#if defined(__GNUC__) && !defined(__clang__)\n"
-       << "#define ZTC_ENTRY __attribute__((optimize(\"O1\")))\n"
-       << "#else\n#define ZTC_ENTRY\n#endif\n";
-  else
-    os << "#include \"kernels/CudaKernels.cuh\"\n";
+  printer.printIncludes(os);
   os << R"(#include <cmath>
 #include <cstdint>
 
 #define ZTC_SCALAR static inline )"
-     << (target == Target::Cuda ? "__host__ __device__" : "") << R"(
+     << printer.scalarQualifier() << R"(
 template <class T> ZTC_SCALAR T ztc_maximum(T a, T b) {
   return (a != a || b != b) ? a + b : (a > b ? a : b);
 }
@@ -1213,21 +858,15 @@ void Emitter::printEntry(llvm::raw_ostream &os) {
   os << kernels;
   // The step ABI (runtime/kernels/StepAbi.h): one context, work enqueued
   // on its stream, nothing copied to the host, no synchronization.
-  os << "extern \"C\" " << (target == Target::Cpu ? "ZTC_ENTRY " : "")
-     << "void " << entryName << "(const ztc_step_context *ctx) {\n"
+  os << "extern \"C\" " << printer.entryAttributes() << "void " << entryName
+     << "(const ztc_step_context *ctx) {\n"
      << "  void *const *bindings = ctx->bindings;\n"
      << "  char *arena = ctx->arena;\n"
      << "  (void)bindings;\n  (void)arena;\n";
-  if (target == Target::Cuda)
-    os << "  cudaStream_t stream = static_cast<cudaStream_t>(ctx->streams[0]);"
-          "\n";
+  printer.printEntryStart(os);
   os << entryText;
-  // Last: the kernels' data error into the context's slot, on the device.
-  if (target == Target::Cuda)
-    os << "  ztc::cuda::collectErrors(ctx->error, "
-          "static_cast<cudaStream_t>(ctx->streams[0]));\n";
-  else
-    os << "  ztc::cpu::collectErrors(ctx->error);\n";
+  // Last: the kernels' data error into the context's slot.
+  printer.printEntryEnd(os);
   os << "}\n\n";
 }
 
@@ -1238,18 +877,18 @@ LogicalResult codegen::emitSteps(ArrayRef<Entry> entries, Target target,
                                  std::vector<StepInterface> &steps,
                                  SharedInterface &shared) {
   steps.assign(entries.size(), StepInterface());
+  std::unique_ptr<TargetPrinter> printer = createTargetPrinter(target);
   SmallVector<std::unique_ptr<Emitter>> emitters;
-  CpuKernels cpuKernels;
   int64_t arena = 0;
   for (auto [entry, step] : llvm::zip(entries, steps)) {
-    emitters.push_back(std::make_unique<Emitter>(target, entry.name, step,
-                                                 shared, cpuKernels));
+    emitters.push_back(
+        std::make_unique<Emitter>(*printer, entry.name, step, shared));
     if (failed(emitters.back()->run(entry.func)))
       return failure();
     arena = std::max(arena, step.arenaBytes);
   }
-  printPrelude(os, target, entries.front().func, arena);
-  os << cpuKernels.text;
+  printPrelude(os, *printer, entries.front().func, arena);
+  printer->printSharedFunctions(os);
   for (auto &emitter : emitters)
     emitter->printEntry(os);
   return success();

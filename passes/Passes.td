@@ -294,9 +294,9 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
     Example: `(x, W) -> logits` becomes `(x, labels, W) -> loss`.
   }];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
+    Option<"loss", "loss", "std::string", /*default=*/"\"auto\"",
            "cross_entropy, mse, none, or auto (none for a model returning "
-           "one scalar float; an error otherwise)">,
+           "one scalar float; an error otherwise, naming the choices)">,
     Option<"lossInput", "loss-input", "std::string", /*default=*/"\"\"",
            "The ONNX output the loss reads (default: the first)">,
     Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",

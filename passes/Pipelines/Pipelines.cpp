@@ -168,6 +168,11 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--grad-accum must be at least 1");
   if (convLayout != "nhwc" && convLayout != "nchw")
     return fail("--conv-layout '" + convLayout + "': expected nhwc or nchw");
+  const ::ztc::rt::TargetInfo &info = ::ztc::rt::targetInfo(target);
+  if (channelsLast() && !info.channelsLastConvolutions)
+    return fail(std::string("--conv-layout nhwc: the ") + info.name +
+                " kernels take NCHW convolutions (--target " + info.name +
+                "); use --conv-layout nchw, its default");
   if (gradAccumDtype != "fp32" && gradAccumDtype != "bf16" &&
       gradAccumDtype != "fp16")
     return fail("--grad-accum-dtype '" + gradAccumDtype +
@@ -396,6 +401,86 @@ TrainingPipelineOptions::scheduleOptions() const {
   return schedule;
 }
 
+AttachLossPassOptions TrainingPipelineOptions::attachLossOptions() const {
+  AttachLossPassOptions loss;
+  loss.loss = this->loss;
+  loss.lossInput = lossInput;
+  loss.labels = labels;
+  loss.ignoreIndex = ignoreIndex;
+  loss.tokenWeighted = tokenWeightedLoss;
+  return loss;
+}
+
+AutodiffPassOptions TrainingPipelineOptions::autodiffOptions() const {
+  AutodiffPassOptions autodiff;
+  autodiff.frozen.assign(freeze.begin(), freeze.end());
+  // fp16: the backward runs on the scaled loss (dynamic: ztc-loss-scale,
+  // after ZeRO, keeps the scale).
+  if (precision == "fp16") {
+    autodiff.lossScaleValue = lossScale;
+    autodiff.initialScalePower = initialScalePower;
+  }
+  return autodiff;
+}
+
+AutocastPassOptions TrainingPipelineOptions::autocastOptions() const {
+  AutocastPassOptions autocast;
+  autocast.precision = precision;
+  autocast.keepFp32 = keepFp32;
+  autocast.halfWeights = halfWeights;
+  return autocast;
+}
+
+RecomputePassOptions TrainingPipelineOptions::recomputeOptions() const {
+  RecomputePassOptions recompute;
+  recompute.policy = this->recompute;
+  recompute.blocks = recomputeBlocks;
+  recompute.searchNodes = recomputeSearchNodes;
+  return recompute;
+}
+
+AccumulatePassOptions TrainingPipelineOptions::accumulateOptions() const {
+  AccumulatePassOptions accumulate;
+  accumulate.microBatches = gradAccum;
+  accumulate.accumDtype = gradAccumDtype;
+  return accumulate;
+}
+
+OptimizerPassOptions TrainingPipelineOptions::optimizerOptions() const {
+  OptimizerPassOptions optimizer;
+  optimizer.optimizer = this->optimizer;
+  optimizer.momentum = momentum;
+  optimizer.nesterov = nesterov;
+  optimizer.weightDecay = weightDecay;
+  std::tie(optimizer.beta1, optimizer.beta2) = adamBetas();
+  optimizer.eps = eps;
+  optimizer.clipGradNorm = clipGradNorm;
+  return optimizer;
+}
+
+ZeroPassOptions TrainingPipelineOptions::zeroOptions() const {
+  ZeroPassOptions zero;
+  zero.stage = zeroStage;
+  zero.worldSize = worldSize;
+  zero.reduceBucketBytes = reduceBucketBytes;
+  zero.reduceBucketElements = reduceBucketElements;
+  zero.paramPersistenceThreshold = paramPersistenceThreshold;
+  zero.commDtype = commDtype;
+  // 8-bit states are quantized in blocks no rank may split.
+  if (train::canonicalOptimizer(optimizer).ends_with("8bit"))
+    zero.shardAlignment = train::k8bitBlock;
+  return zero;
+}
+
+LossScalePassOptions TrainingPipelineOptions::lossScaleOptions() const {
+  LossScalePassOptions lossScale;
+  lossScale.window = lossScaleWindow;
+  lossScale.hysteresis = hysteresis;
+  lossScale.consecutiveHysteresis = consecutiveHysteresis;
+  lossScale.minScale = minLossScale;
+  return lossScale;
+}
+
 void mlir::ztc::buildForwardPipeline(OpPassManager &pm) {
   buildOnnxToNNPipeline(pm);
   BuildEntriesPassOptions entries;
@@ -410,7 +495,7 @@ void mlir::ztc::buildTrainingPipeline(OpPassManager &pm,
   buildTrainingNNPipeline(pm, options);
   // 7. Kernels, fused and planned.
   buildNNToKernelPipeline(pm, options.checkFinite, options.scheduleOptions(),
-                          options.convLayout == "nhwc");
+                          options.channelsLast());
 }
 
 void mlir::ztc::buildTrainingNNPipeline(
@@ -433,31 +518,15 @@ void mlir::ztc::buildTrainingNNPipeline(
   if (options.precision == "fp64")
     pm.addNestedPass<func::FuncOp>(createPromoteF64Pass());
   if (options.precision == "bf16" || options.precision == "fp16") {
-    AutocastPassOptions autocast;
-    autocast.precision = options.precision;
-    autocast.keepFp32 = options.keepFp32;
-    autocast.halfWeights = options.halfWeights;
-    pm.addNestedPass<func::FuncOp>(createAutocastPass(autocast));
+    pm.addNestedPass<func::FuncOp>(
+        createAutocastPass(options.autocastOptions()));
   }
 
   // 3. Loss and gradients; canonicalize and CSE fold the seed's broadcasts
   // and merge the backward's repeated constants.
-  AttachLossPassOptions loss;
-  loss.loss = options.loss;
-  loss.lossInput = options.lossInput;
-  loss.labels = options.labels;
-  loss.ignoreIndex = options.ignoreIndex;
-  loss.tokenWeighted = options.tokenWeightedLoss;
-  pm.addNestedPass<func::FuncOp>(createAttachLossPass(loss));
-  AutodiffPassOptions autodiff;
-  autodiff.frozen.assign(options.freeze.begin(), options.freeze.end());
-  // fp16: the backward runs on the scaled loss (dynamic: ztc-loss-scale,
-  // after ZeRO, keeps the scale).
-  if (options.precision == "fp16") {
-    autodiff.lossScaleValue = options.lossScale;
-    autodiff.initialScalePower = options.initialScalePower;
-  }
-  pm.addNestedPass<func::FuncOp>(createAutodiffPass(autodiff));
+  pm.addNestedPass<func::FuncOp>(
+      createAttachLossPass(options.attachLossOptions()));
+  pm.addNestedPass<func::FuncOp>(createAutodiffPass(options.autodiffOptions()));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 
@@ -466,10 +535,7 @@ void mlir::ztc::buildTrainingNNPipeline(
   // `none`, the pass only reports the saved activations). Budget mode
   // measures each plan it weighs by planning the rest of the step on a
   // copy: stages 5 to 7.
-  RecomputePassOptions recompute;
-  recompute.policy = options.recompute;
-  recompute.blocks = options.recomputeBlocks;
-  recompute.searchNodes = options.recomputeSearchNodes;
+  RecomputePassOptions recompute = options.recomputeOptions();
   auto tail = std::make_shared<TrainingPipelineOptions>();
   tail->copyOptionValuesFrom(options);
   pm.addPass(createRecomputePass(
@@ -477,7 +543,7 @@ void mlir::ztc::buildTrainingNNPipeline(
         PassManager pm(module.getContext());
         buildTrainingEntriesPipeline(pm, *tail);
         buildNNToKernelPipeline(pm, tail->checkFinite, tail->scheduleOptions(),
-                                tail->convLayout == "nhwc");
+                                tail->channelsLast());
         if (failed(pm.run(module)))
           return failure();
         FailureOr<StepFootprint> footprint = measureFootprint(module);
@@ -496,42 +562,19 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   std::vector<std::string> kinds = options.entryKinds();
   entries.entries.assign(kinds.begin(), kinds.end());
   pm.addPass(createBuildEntriesPass(entries));
-  AccumulatePassOptions accumulate;
-  accumulate.microBatches = options.gradAccum;
-  accumulate.accumDtype = options.gradAccumDtype;
-  pm.addPass(createAccumulatePass(accumulate));
-  OptimizerPassOptions optimizer;
-  optimizer.optimizer = options.optimizer;
-  optimizer.momentum = options.momentum;
-  optimizer.nesterov = options.nesterov;
-  optimizer.weightDecay = options.weightDecay;
-  std::tie(optimizer.beta1, optimizer.beta2) = options.adamBetas();
-  optimizer.eps = options.eps;
-  optimizer.clipGradNorm = options.clipGradNorm;
-  pm.addNestedPass<func::FuncOp>(createOptimizerPass(optimizer));
+  pm.addPass(createAccumulatePass(options.accumulateOptions()));
+  pm.addNestedPass<func::FuncOp>(
+      createOptimizerPass(options.optimizerOptions()));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 
   // 6. ZeRO: whole updates are still visible (ztc-lower-train has not
   // expanded them), so ztc-zero can shard them.
-  ZeroPassOptions zero;
-  zero.stage = options.zeroStage;
-  zero.worldSize = options.worldSize;
-  zero.reduceBucketBytes = options.reduceBucketBytes;
-  zero.reduceBucketElements = options.reduceBucketElements;
-  zero.paramPersistenceThreshold = options.paramPersistenceThreshold;
-  zero.commDtype = options.commDtype;
-  if (train::canonicalOptimizer(options.optimizer).ends_with("8bit"))
-    zero.shardAlignment = train::k8bitBlock;
-  pm.addNestedPass<func::FuncOp>(createZeroPass(zero));
+  pm.addNestedPass<func::FuncOp>(createZeroPass(options.zeroOptions()));
   // Dynamic loss scaling checks the gradients the updates read (whole or,
   // after ZeRO, shards) and skips an overflowing step.
-  LossScalePassOptions lossScale;
-  lossScale.window = options.lossScaleWindow;
-  lossScale.hysteresis = options.hysteresis;
-  lossScale.consecutiveHysteresis = options.consecutiveHysteresis;
-  lossScale.minScale = options.minLossScale;
-  pm.addNestedPass<func::FuncOp>(createLossScalePass(lossScale));
+  pm.addNestedPass<func::FuncOp>(
+      createLossScalePass(options.lossScaleOptions()));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // 6b. QLoRA: the frozen base in 4 bits, now that the backward and the

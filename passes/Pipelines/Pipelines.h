@@ -12,6 +12,7 @@
 #define ZTC_PASSES_PIPELINES_PIPELINES_H
 
 #include "passes/Passes.h"
+#include "runtime/backend/Target.h"
 #include "runtime/train/Schedule.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -25,7 +26,7 @@
 namespace mlir::ztc {
 
 /// How a model trains. The options of `--ztc-training-pipeline` and, one for
-/// one, the flags of `ztc compile` (tools/ztc/ztc.cpp maps each flag to the
+/// one, the flags of `ztc compile` (tools/ztc/Commands.h maps each flag to the
 /// option of the same name).
 struct TrainingPipelineOptions
     : public PassPipelineOptions<TrainingPipelineOptions> {
@@ -394,6 +395,19 @@ struct TrainingPipelineOptions
                      "allgather_bucket_size; 0: bytes decide)"),
       llvm::cl::init(0)};
 
+  // --- Target (runtime/backend/Target.h) ---------------------------------
+  Option<::ztc::rt::Target> target{
+      *this, "target",
+      llvm::cl::desc("Where the step runs: its defaults (--conv-layout) and "
+                     "what its kernels take"),
+      llvm::cl::init(::ztc::rt::Target::Cpu),
+      llvm::cl::values(
+          clEnumValN(::ztc::rt::Target::Cpu, "cpu",
+                     ::ztc::rt::targetInfo(::ztc::rt::Target::Cpu).description),
+          clEnumValN(
+              ::ztc::rt::Target::Cuda, "cuda",
+              ::ztc::rt::targetInfo(::ztc::rt::Target::Cuda).description))};
+
   // --- Layout (ztc-channels-last) ----------------------------------------
   Option<std::string> convLayout{
       *this, "conv-layout",
@@ -403,10 +417,33 @@ struct TrainingPipelineOptions
           "the CPU's default) or nchw (ONNX's; the default with --target "
           "cuda)"),
       llvm::cl::init("nhwc")};
+  /// Whether convolutions run channels-last: --conv-layout when given,
+  /// else the target's default.
+  bool channelsLast() const {
+    return (convLayout.hasValue()
+                ? convLayout.getValue()
+                : std::string(
+                      ::ztc::rt::targetInfo(target).defaultConvLayout)) ==
+           "nhwc";
+  }
 
   /// The options of ztc-schedule-collectives these ask for (null: the
   /// pass does not run).
   std::optional<ScheduleCollectivesPassOptions> scheduleOptions() const;
+
+  // Each pass's options as these set them: the pipeline's options project
+  // onto the passes' (as upstream's sparse-compiler options do), here and
+  // nowhere else; PipelineOptionsTest checks that the defaults agree.
+  AttachLossPassOptions attachLossOptions() const;
+  /// fp16's loss scale for the backward; the pass's defaults otherwise.
+  AutodiffPassOptions autodiffOptions() const;
+  /// For bf16 and fp16 (the pass does not run otherwise).
+  AutocastPassOptions autocastOptions() const;
+  RecomputePassOptions recomputeOptions() const;
+  AccumulatePassOptions accumulateOptions() const;
+  OptimizerPassOptions optimizerOptions() const;
+  ZeroPassOptions zeroOptions() const;
+  LossScalePassOptions lossScaleOptions() const;
 
   /// The entries to build: `entries`, or the default.
   std::vector<std::string> entryKinds() const;

@@ -20,8 +20,8 @@ namespace {
 
 /// Whether `call` is a transpose that swaps only the last two dimensions.
 bool swapsLastTwo(kernel::CallOp call) {
-  if (call.getCallee() != "transpose" || call.getInputs().size() != 1 ||
-      call.getOutputs().size() != 1)
+  if (!kernel::isCallOf(call, kernel::LibraryKernelId::transpose) ||
+      call.getInputs().size() != 1 || call.getOutputs().size() != 1)
     return false;
   ArrayRef<int64_t> p = kernel::configInts(call, "perm");
   if (p.size() < 2)
@@ -90,7 +90,7 @@ bool foldIntoReaders(kernel::CallOp transpose) {
     if (use.getOwner() == transpose)
       continue;
     auto matmul = dyn_cast<kernel::CallOp>(use.getOwner());
-    if (!matmul || matmul.getCallee() != "matmul" ||
+    if (!kernel::isCallOf(matmul, kernel::LibraryKernelId::matmul) ||
         matmul->getBlock() != transpose->getBlock() ||
         !transpose->isBeforeInBlock(matmul))
       return false;
@@ -132,7 +132,7 @@ bool foldIntoProducer(kernel::CallOp transpose) {
     if (user == transpose)
       continue;
     auto call = dyn_cast<kernel::CallOp>(user);
-    if (matmul || !call || call.getCallee() != "matmul" ||
+    if (matmul || !kernel::isCallOf(call, kernel::LibraryKernelId::matmul) ||
         call.getOutputs()[0] != product ||
         call->getBlock() != transpose->getBlock() ||
         !call->isBeforeInBlock(transpose))

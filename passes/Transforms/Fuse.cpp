@@ -271,7 +271,8 @@ SmallVector<int64_t> reducedAxes(kernel::CallOp call) {
 /// emitter has loops for the reduction (see kernel::reductionGroups).
 /// Null otherwise.
 kernel::ElementwiseOp reducedProducer(kernel::CallOp call) {
-  if (call.getCallee() != "reduce_sum" && call.getCallee() != "reduce_mean")
+  if (!kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum) &&
+      !kernel::isCallOf(call, kernel::LibraryKernelId::reduce_mean))
     return nullptr;
   Value buffer = call.getInputs().front();
   auto type = cast<MemRefType>(buffer.getType());
@@ -322,7 +323,10 @@ void fuseReduction(kernel::ElementwiseOp producer, kernel::CallOp call,
   }
   fused.push_back(call.getLoc());
   auto reduce = kernel::ReduceOp::create(
-      b, call.getLoc(), call.getCallee() == "reduce_sum" ? "sum" : "mean",
+      b, call.getLoc(),
+      kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum)
+          ? kernel::ReduceKind::sum
+          : kernel::ReduceKind::mean,
       producer.getInputs(), call.getOutputs().front(), reducedAxes(call),
       cast<MemRefType>(buffer.getType()).getShape());
   reduce.getBody().takeBody(producer.getBody());

@@ -28,18 +28,10 @@ constexpr size_t kMaxChain = 16;
 /// Inputs a moved reader may keep alive longer: scalars and the like.
 constexpr int64_t kSmallBytes = 256;
 
-bool isCollective(Operation *op) {
-  auto call = dyn_cast<kernel::CallOp>(op);
-  if (!call)
-    return false;
-  StringRef callee = call.getCallee();
-  return callee == "all_reduce" || callee == "reduce_scatter" ||
-         callee == "all_gather";
-}
+bool isCollective(Operation *op) { return kernel::isCommunicatingCall(op); }
 
 bool isGather(Operation *op) {
-  return isCollective(op) &&
-         cast<kernel::CallOp>(op).getCallee() == "all_gather";
+  return kernel::isCallOf(op, kernel::LibraryKernelId::all_gather);
 }
 
 int64_t bytesOf(Type type) {
@@ -292,8 +284,9 @@ struct ScheduleCollectivesPass
                b.getNamedAttr("offset", b.getI64IntegerAttr(offset))}));
     Value out = kernel::AllocOp::create(
         b, loc, MemRefType::get({world * total}, element), IntegerAttr());
-    kernel::CallOp::create(b, loc, "all_gather", ValueRange{in},
-                           ValueRange{out}, first.getConfig());
+    kernel::CallOp::create(
+        b, loc, kernel::libraryKernel(kernel::LibraryKernelId::all_gather).name,
+        ValueRange{in}, ValueRange{out}, first.getConfig());
     Value rows = kernel::ViewOp::create(
         b, loc, MemRefType::get({world, total}, element), out);
     for (auto [g, offset] : llvm::zip(members, offsets)) {

@@ -122,18 +122,22 @@ std::string nvccPath(const CompileOptions &options) {
 
 void hashKernelHeaders(Sha256 &hash, const std::string &includeDir) {
   std::filesystem::path kernels = std::filesystem::path(includeDir) / "kernels";
+  // Every file below kernels/ counts, the family headers in kernels/cpu and
+  // kernels/cuda too: each under its path relative to kernels/, in sorted
+  // order, so the key does not depend on the order of directory listings.
   std::error_code error;
-  std::vector<std::filesystem::path> files;
-  for (const auto &entry : std::filesystem::directory_iterator(kernels, error))
-    if (entry.is_regular_file())
-      files.push_back(entry.path());
+  std::vector<std::string> files;
+  std::filesystem::recursive_directory_iterator it(kernels, error), end;
+  for (; !error && it != end; it.increment(error))
+    if (it->is_regular_file())
+      files.push_back(it->path().lexically_relative(kernels).generic_string());
   if (error || files.empty())
     throw Error("runtime include directory '" + includeDir +
                 "' has no kernels/ headers");
   std::sort(files.begin(), files.end());
-  for (const auto &file : files) {
-    hash.updateField(file.filename().string());
-    hash.updateField(readFile(file.string()));
+  for (const std::string &file : files) {
+    hash.updateField(file);
+    hash.updateField(readFile((kernels / file).string()));
   }
 }
 
@@ -197,18 +201,6 @@ std::vector<std::string> precompiledHeader(
   if (clang)
     return {"-include-pch", file};
   return {"-I" + dir};
-}
-
-const char *targetName(Target target) {
-  return target == Target::Cpu ? "cpu" : "cuda";
-}
-
-std::optional<Target> parseTarget(const std::string &name) {
-  if (name == "cpu")
-    return Target::Cpu;
-  if (name == "cuda")
-    return Target::Cuda;
-  return std::nullopt;
 }
 
 std::string defaultRuntimeIncludeDir() {

@@ -13,6 +13,8 @@
 #ifndef ZTC_RUNTIME_COMPILE_H
 #define ZTC_RUNTIME_COMPILE_H
 
+#include "runtime/backend/Target.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,23 +23,16 @@ namespace ztc::rt {
 
 class Sha256;
 
-/// Where generated code runs.
-enum class Target { Cpu, Cuda };
-
-/// "cpu" or "cuda".
-const char *targetName(Target target);
-std::optional<Target> parseTarget(const std::string &name);
-
 /// The runtime/ directory generated code is compiled with -I pointing at:
 /// $ZTC_RUNTIME_DIR when set (a runtime built on one machine and run on
 /// another, where the source tree lies elsewhere), else the source
 /// directory this library was built from.
 std::string defaultRuntimeIncludeDir();
 
-/// Adds every file in `includeDir`/kernels to `hash`, in name order:
-/// generated code includes them, so a changed kernel must change every key
-/// over a step (the build cache's, ztc compile's). Throws Error when there
-/// are none.
+/// Adds every file under `includeDir`/kernels, its family folders (cpu/,
+/// cuda/) included, to `hash`, in order of relative path: generated code
+/// includes them, so a changed kernel must change every key over a step
+/// (the build cache's, ztc compile's). Throws Error when there are none.
 void hashKernelHeaders(Sha256 &hash, const std::string &includeDir);
 
 /// The host compiler generated CPU steps are built with by default.

@@ -299,18 +299,19 @@ Distribution parseDistribution(const json &object, const Manifest &manifest,
                       "dist collective " + std::to_string(i));
     Collective collective;
     collective.entry = item.string("entry");
-    collective.op = item.string("op");
+    std::string op = item.string("op");
     collective.dtype = item.dtype();
     collective.elements = item.unsignedInt("elements");
-    if (collective.op != "all_reduce" && collective.op != "reduce_scatter" &&
-        collective.op != "all_gather")
-      item.fail("has unknown op '" + collective.op +
+    std::optional<CollectiveOp> known = parseCollectiveOp(op);
+    if (!known)
+      item.fail("has unknown op '" + op +
                 "' (known: all_reduce, reduce_scatter, all_gather)");
+    collective.op = *known;
     if (!std::any_of(
             manifest.entries.begin(), manifest.entries.end(),
             [&](const Entry &e) { return e.name == collective.entry; }))
       item.fail("names no entry of the manifest ('" + collective.entry + "')");
-    if (collective.op != "all_reduce" &&
+    if (collective.op != CollectiveOp::AllReduce &&
         collective.elements % dist.worldSize != 0)
       item.fail("moves " + std::to_string(collective.elements) +
                 " elements, not a multiple of the world size");
@@ -769,7 +770,7 @@ std::string printManifest(const Manifest &manifest) {
     json collectives = json::array();
     for (const Collective &collective : manifest.dist.collectives)
       collectives.push_back({{"entry", collective.entry},
-                             {"op", collective.op},
+                             {"op", collectiveOpName(collective.op)},
                              {"dtype", dtypeName(collective.dtype)},
                              {"elements", collective.elements}});
     root["dist"] = {{"world_size", manifest.dist.worldSize},
@@ -811,9 +812,29 @@ std::string FiniteCheck::describe() const {
   return text + " (" + op + ")";
 }
 
+const char *collectiveOpName(CollectiveOp op) {
+  switch (op) {
+  case CollectiveOp::AllReduce:
+    return "all_reduce";
+  case CollectiveOp::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveOp::AllGather:
+    return "all_gather";
+  }
+  return "";
+}
+
+std::optional<CollectiveOp> parseCollectiveOp(const std::string &name) {
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter,
+                          CollectiveOp::AllGather})
+    if (name == collectiveOpName(op))
+      return op;
+  return std::nullopt;
+}
+
 uint64_t Collective::ringElements(uint64_t worldSize) const {
   uint64_t moved = elements * (worldSize - 1) / worldSize;
-  return op == "all_reduce" ? 2 * moved : moved;
+  return op == CollectiveOp::AllReduce ? 2 * moved : moved;
 }
 
 namespace {
@@ -841,7 +862,7 @@ uint64_t Distribution::hash() const {
   mix(std::to_string(zeroStage));
   for (const Collective &collective : collectives) {
     mix(collective.entry);
-    mix(collective.op);
+    mix(collectiveOpName(collective.op));
     mix(dtypeName(collective.dtype));
     mix(std::to_string(collective.elements));
   }

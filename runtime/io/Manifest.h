@@ -256,12 +256,23 @@ struct Entry {
   int outputIndex(const std::string &name) const;
 };
 
+/// A collective that moves data, by its step-ABI code (StepAbi.h).
+enum class CollectiveOp : int32_t {
+  AllReduce = ZTC_COLLECTIVE_ALL_REDUCE,
+  ReduceScatter = ZTC_COLLECTIVE_REDUCE_SCATTER,
+  AllGather = ZTC_COLLECTIVE_ALL_GATHER,
+};
+
+/// Its name in manifests and kernel calls: "all_reduce", "reduce_scatter"
+/// or "all_gather".
+const char *collectiveOpName(CollectiveOp op);
+std::optional<CollectiveOp> parseCollectiveOp(const std::string &name);
+
 /// One collective of an entry, in program order (the dist dialect).
 struct Collective {
   /// The entry that runs it.
   std::string entry;
-  /// "all_reduce", "reduce_scatter" or "all_gather".
-  std::string op;
+  CollectiveOp op = CollectiveOp::AllReduce;
   DType dtype = DType::Float32;
   /// Elements of the larger side: what an all-reduce reduces, what a
   /// reduce-scatter reads, what an all-gather writes.

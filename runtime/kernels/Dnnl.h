@@ -450,7 +450,7 @@ inline dnnl_memory_desc_t matrixDesc(int64_t rows, int64_t cols, int64_t ld,
 
 /// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on row m) by oneDNN's
 /// matmul, every matrix of `type` (f32 accumulation, each result rounded
-/// once to `type`), with gemm's arguments (runtime/kernels/CpuKernels.h).
+/// once to `type`), with gemm's arguments (runtime/kernels/cpu/Linalg.h).
 /// On a processor with bf16 dot-product instructions (AVX512-BF16), a bf16
 /// product runs on them. False if oneDNN has no matmul for it.
 inline bool matmul(dnnl_data_type_t type, int64_t m, int64_t n, int64_t k,

@@ -158,41 +158,55 @@ cat >"$OUT/kernels.cu" <<'EOF'
 namespace {
 using namespace ztc::cuda;
 
+// Calls as the emitter prints them (runtime/kernels/Library.def): each
+// operand as (pointer, dims), then the parameters, then the stream.
 template <typename T, typename I> void indexed(T *p, I *i, cudaStream_t s) {
   Dims d{2, 3, 4, 5};
-  gather<T, I>(p, d, i, d, 1, p, s);
-  nllLoss<T, I>(p, d, i, p, 2, true, -100, p, s);
-  scatterAdd<T, I>(p, d, i, d, p, 1, p, s);
+  gather<T, I>(p, d, i, d, p, d, ztc::AxisParams{1}, s);
+  nllLoss<T, I>(p, d, i, d, p, d, p, d,
+                ztc::NllLossParams{ztc::Reduction::Mean, {true, -100}}, s);
+  scatterAdd<T, I>(p, d, i, d, p, d, p, d, ztc::AxisParams{1}, s);
 }
 
 template <typename T> void instantiate(T *p, cudaStream_t s) {
   static const int64_t two[] = {1, 1}, four[] = {0, 0, 0, 0};
   static const int64_t perm[] = {3, 2, 1, 0};
+  const ztc::Ints t(two), f(four), none;
+  const auto *codes = reinterpret_cast<const int8_t *>(p);
+  const auto *scales = reinterpret_cast<const float *>(p);
   Dims d{2, 3, 4, 5};
-  matmul<T>(p, d, p, d, p, d, false, true, s);
-  matmulNf4<T>(p, d, reinterpret_cast<const uint8_t *>(p),
-               reinterpret_cast<const uint8_t *>(p),
-               reinterpret_cast<const float *>(p),
-               reinterpret_cast<const float *>(p), 4, 5, true, p, d, s);
-  conv2d<T>(p, d, p, d, p, p, d, two, four, two, 1, s);
-  maxPool2d<T>(p, d, p, d, two, two, four, two, s);
-  avgPool2d<T>(p, d, p, d, two, two, four, true, s);
-  softmax<T>(p, d, 1, p, s);
-  logSoftmax<T>(p, d, 1, p, s);
-  layerNorm<T>(p, d, 1, p, p, 1e-5, p, s);
-  batchNorm<T>(p, d, p, p, p, p, 1e-5, p, s);
-  reduce<T, ReduceKind::Sum>(p, d, 1ull, p, s);
-  reduce<T, ReduceKind::Mean>(p, d, 1ull, p, s);
-  reduce<T, ReduceKind::Max>(p, d, 1ull, p, s);
-  transpose<T>(p, d, perm, p, s);
-  slice<T>(p, d, four, two, p, d, s);
-  copyInto<T>(p, d, p, d, 0, 0, s);
-  trilu<T>(p, d, true, 0, p, s);
-  conv2dBackwardData<T>(p, d, p, d, p, d, two, four, two, 1, s);
-  conv2dBackwardFilter<T>(p, d, p, d, p, d, two, four, two, 1, s);
-  maxPool2dBackward<T>(p, d, p, d, p, two, two, four, two, s);
-  avgPool2dBackward<T>(p, d, p, d, two, two, four, true, s);
-  insertSlice<T>(p, d, p, d, four, two, p, s);
+  matmul<T>(p, d, p, d, p, d, ztc::MatmulParams{false, true}, s);
+  matmulNf4<T>(p, d, codes, d, codes, d, scales, d, scales, d, p, d,
+               ztc::MatmulNf4Params{ztc::Ints{perm, 2}, true}, s);
+  conv2d<T>(p, d, p, d, p, d, p, d, ztc::Conv2dParams{t, f, t, 1, false}, s);
+  maxPool2d<T>(p, d, p, d, ztc::MaxPool2dParams{t, t, f, t, false}, s);
+  avgPool2d<T>(p, d, p, d, ztc::AvgPool2dParams{t, t, f, false, true}, s);
+  softmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
+  logSoftmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
+  layerNorm<T>(p, d, p, d, p, d, p, d, ztc::LayerNormParams{1, 1e-5}, s);
+  layerNormBackward<T>(p, d, p, d, p, d, p, d, ztc::LayerNormParams{1, 1e-5},
+                       s);
+  batchNorm<T>(p, d, p, d, p, d, p, d, p, d, p, d, ztc::BatchNormParams{1e-5},
+               s);
+  reduceSum<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, s);
+  reduceMean<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, s);
+  reduceMax<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, s);
+  transpose<T>(p, d, p, d, ztc::TransposeParams{perm}, s);
+  slice<T>(p, d, p, d, ztc::SliceParams{f, f, t}, s);
+  copyInto<T>(p, d, p, d, ztc::CopyIntoParams{0, 0}, s);
+  trilu<T>(p, d, p, d, ztc::TriluParams{true, 0}, s);
+  conv2dBackwardData<T>(p, d, p, d, p, d,
+                        ztc::Conv2dBackwardDataParams{none, t, f, t, 1, false},
+                        s);
+  conv2dBackwardFilter<T>(
+      p, d, p, d, p, d,
+      ztc::Conv2dBackwardFilterParams{none, t, f, t, 1, false}, s);
+  maxPool2dBackward<T>(p, d, p, d, p, d, ztc::MaxPool2dParams{t, t, f, t, false},
+                       s);
+  avgPool2dBackward<T>(p, d, p, d,
+                       ztc::AvgPool2dBackwardParams{none, t, t, f, false, true},
+                       s);
+  insertSlice<T>(p, d, p, d, p, d, ztc::InsertSliceParams{f, t}, s);
   indexed<T, int64_t>(p, reinterpret_cast<int64_t *>(p), s);
   indexed<T, int32_t>(p, reinterpret_cast<int32_t *>(p), s);
 }
@@ -214,10 +228,17 @@ extern "C" void ztc_instantiate_all(void *p, cudaStream_t s) {
   instantiate(static_cast<ztc::bf16 *>(p), s);
   instantiate(static_cast<int64_t *>(p), s);
   instantiate(static_cast<int32_t *>(p), s);
-  randomUniform<float>(static_cast<const int64_t *>(p), 1, static_cast<float *>(p),
-                       Dims{2, 3}, s);
-  randomUniform<double>(static_cast<const int64_t *>(p), 1,
-                        static_cast<double *>(p), Dims{2, 3}, s);
+  const auto *key = static_cast<const int64_t *>(p);
+  randomUniform<float>(key, Dims{}, static_cast<float *>(p), Dims{2, 3},
+                       ztc::RandomUniformParams{1}, s);
+  randomUniform<double>(key, Dims{}, static_cast<double *>(p), Dims{2, 3},
+                        ztc::RandomUniformParams{1}, s);
+  auto *f32 = static_cast<float *>(p);
+  auto *i8 = static_cast<int8_t *>(p);
+  adam8bit(f32, Dims{16}, f32, Dims{16}, i8, Dims{16}, f32, Dims{1}, i8,
+           Dims{16}, f32, Dims{1}, f32, Dims{}, f32, Dims{}, f32, Dims{16}, i8,
+           Dims{16}, f32, Dims{1}, i8, Dims{16}, f32, Dims{1},
+           ztc::Adam8bitParams{0.9, 0.999, 1e-8, 0.01}, s);
   halves<<<1, 32, 0, s>>>(nullptr, nullptr, nullptr, nullptr);
 }
 EOF

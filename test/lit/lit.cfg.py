@@ -15,7 +15,7 @@ config.test_exec_root = os.path.join(config.ztc_obj_root, "lit")
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["ztc", "ztc-opt", "ztc-train"], [config.ztc_tools_dir])
+    ["ztc", "ztc-opt", "ztc-translate", "ztc-train"], [config.ztc_tools_dir])
 
 # Binary ONNX files are made from text by a small script on the project's
 # Python environment (scripts/setup.sh creates it).

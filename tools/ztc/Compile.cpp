@@ -104,7 +104,7 @@ LogicalResult mlir::ztc::emitArtifact(ModuleOp module, codegen::Target target,
 
   rt::Manifest &manifest = artifact.manifest;
   manifest.target = target;
-  manifest.source = target == rt::Target::Cuda ? "step.cu" : "step.cpp";
+  manifest.source = rt::targetInfo(target).sourceName;
   for (const codegen::StepInterface &step : steps) {
     manifest.arenaBytes =
         std::max<uint64_t>(manifest.arenaBytes, step.arenaBytes);

@@ -230,9 +230,9 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   // counts, with the runtime's own Collective::ringElements, planned.
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     func.walk([&](kernel::CallOp call) {
-      StringRef op = call.getCallee();
-      if (op != "all_reduce" && op != "reduce_scatter" && op != "all_gather")
+      if (!kernel::isCommunicatingCall(call))
         return;
+      StringRef op = call.getCallee();
       auto count = [](Value v) {
         return uint64_t(cast<MemRefType>(v.getType()).getNumElements());
       };
@@ -241,7 +241,7 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
       std::string dtype;
       llvm::raw_string_ostream(dtype) << element;
       ::ztc::rt::Collective collective;
-      collective.op = op.str();
+      collective.op = *::ztc::rt::parseCollectiveOp(op.str());
       collective.elements =
           std::max(count(call.getInputs()[0]), count(call.getOutputs()[0]));
       auto line = llvm::find_if(report.communication, [&](const auto &l) {

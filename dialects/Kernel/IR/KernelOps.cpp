@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Support/DebugStringHelper.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -19,6 +20,7 @@
 using namespace mlir;
 using namespace mlir::ztc::kernel;
 
+#include "dialects/Kernel/IR/KernelEnums.cpp.inc"
 #include "dialects/Kernel/IR/KernelOpsDialect.cpp.inc"
 
 #define GET_TYPEDEF_CLASSES
@@ -88,116 +90,34 @@ LogicalResult WaitOp::verify() {
 
 namespace {
 
-// Shorthands for the table: a required or optional field of a kind.
-constexpr ConfigField req(llvm::StringLiteral name, ConfigKind kind) {
-  return {name, kind, true};
-}
-constexpr ConfigField opt(llvm::StringLiteral name, ConfigKind kind) {
-  return {name, kind, false};
-}
-constexpr ConfigKind Int = ConfigKind::Int, Bool = ConfigKind::Bool,
-                     Float = ConfigKind::Float, Ints = ConfigKind::Ints,
-                     String = ConfigKind::String;
+#define ZTC_FIELD(name, Kind) {#name, ConfigKind::Kind},
+#define ZTC_CONFIG(Name, Fields) const ConfigField k##Name[] = {Fields};
+#include "runtime/kernels/Library.def"
 
-// The configuration of each kernel: the attributes of the nn op it lowers
-// from (ztc-convert-nn-to-kernel passes them on) plus those later passes
-// set (matmul's transposes, ztc-fold-transposes).
-const ConfigField kMatmul[] = {opt("transpose_a", Bool),
-                               opt("transpose_b", Bool)};
-// channels_last: the activations are NHWC (ztc-channels-last).
-const ConfigField kConv[] = {req("strides", Ints), req("pads", Ints),
-                             req("dilations", Ints), req("group", Int),
-                             opt("channels_last", Bool)};
-const ConfigField kConvBackwardData[] = {
-    req("input_size", Ints), req("strides", Ints), req("pads", Ints),
-    req("dilations", Ints),  req("group", Int),    opt("channels_last", Bool)};
-const ConfigField kConvBackwardFilter[] = {
-    req("kernel", Ints),    req("strides", Ints), req("pads", Ints),
-    req("dilations", Ints), req("group", Int),    opt("channels_last", Bool)};
-const ConfigField kMaxPool[] = {req("kernel", Ints), req("strides", Ints),
-                                req("pads", Ints), req("dilations", Ints),
-                                req("ceil_mode", Bool)};
-const ConfigField kAvgPool[] = {req("kernel", Ints), req("strides", Ints),
-                                req("pads", Ints), req("ceil_mode", Bool),
-                                req("count_include_pad", Bool)};
-const ConfigField kAvgPoolBackward[] = {
-    req("input_size", Ints), req("kernel", Ints),
-    req("strides", Ints),    req("pads", Ints),
-    req("ceil_mode", Bool),  req("count_include_pad", Bool)};
-const ConfigField kAxis[] = {req("axis", Int)};
-const ConfigField kLayerNorm[] = {req("axis", Int), req("epsilon", Float)};
-const ConfigField kBatchNorm[] = {req("epsilon", Float)};
-const ConfigField kReduce[] = {req("axes", Ints), req("keepdims", Bool)};
-const ConfigField kTranspose[] = {req("perm", Ints)};
-const ConfigField kSlice[] = {req("starts", Ints), req("sizes", Ints),
-                              req("steps", Ints)};
-const ConfigField kInsertSlice[] = {req("starts", Ints), req("steps", Ints)};
-const ConfigField kTrilu[] = {req("upper", Bool), req("diagonal", Int)};
-const ConfigField kCopyInto[] = {req("axis", Int), req("offset", Int)};
-const ConfigField kNllLoss[] = {opt("reduction", String),
-                                opt("ignore_index", Int)};
-const ConfigField kRandom[] = {req("stream", Int)};
-const ConfigField kCollective[] = {req("world_size", Int)};
-const ConfigField kMatmulNf4[] = {req("weight_shape", Ints),
-                                  req("transpose_b", Bool)};
-const ConfigField kAdam8bit[] = {req("beta1", Float), req("beta2", Float),
-                                 req("eps", Float), req("weight_decay", Float)};
-
-// Keep the names in step with the runtime's libraries
-// (runtime/kernels/CpuKernels.h, CudaKernels.cuh): the emitter prints one
-// library call per entry.
 const LibraryKernel kLibrary[] = {
-    {"matmul", "TT", 1, kMatmul},
-    // x, then the NF4 weight: packed codes, scale codes, their scales and
-    // offset (nn.matmul_nf4).
-    {"matmul_nf4", "TIIFF", 1, kMatmulNf4},
-    {"conv2d", "TTt", 1, kConv},
-    {"max_pool2d", "T", 1, kMaxPool},
-    {"avg_pool2d", "T", 1, kAvgPool},
-    {"softmax", "T", 1, kAxis},
-    {"log_softmax", "T", 1, kAxis},
-    {"layer_norm", "TTt", 1, kLayerNorm},
-    {"batch_norm", "TTTTT", 1, kBatchNorm},
-    {"reduce_sum", "T", 1, kReduce},
-    {"reduce_mean", "T", 1, kReduce},
-    {"reduce_max", "T", 1, kReduce},
-    {"transpose", "T", 1, kTranspose},
-    {"slice", "T", 1, kSlice},
-    {"gather", "TI", 1, kAxis},
-    {"trilu", "T", 1, kTrilu},
-    {"copy_into", "T", 1, kCopyInto},
-    {"nll_loss", "TIt", 1, kNllLoss},
-    {"random_uniform", "I", 1, kRandom},
-    // Gradients.
-    {"conv2d_backward_data", "TT", 1, kConvBackwardData},
-    {"conv2d_backward_filter", "TT", 1, kConvBackwardFilter},
-    {"layer_norm_backward", "TTT", 1, kLayerNorm},
-    {"max_pool2d_backward", "TT", 1, kMaxPool},
-    {"avg_pool2d_backward", "T", 1, kAvgPoolBackward},
-    {"scatter_add", "TIT", 1, kAxis},
-    {"insert_slice", "TT", 1, kInsertSlice},
-    // Collectives (the dist dialect), on the context's communicator.
-    {"all_reduce", "T", 1, kCollective},
-    {"reduce_scatter", "T", 1, kCollective},
-    {"all_gather", "T", 1, kCollective},
-    {"shard", "T", 1, kCollective},
-    // param, grad, then each moment's codes (i8) and scales; lr, step. Out:
-    // the parameter, the codes and the scales (train.adam8bit).
-    {"adam8bit", "TTITITTT", 5, kAdam8bit},
+#define ZTC_KERNEL(name, cpp, inputs, outputs, Config)                         \
+  {LibraryKernelId::name, #name,     #cpp, inputs, outputs,                    \
+   #Config "Params",      k##Config, false},
+#define ZTC_COLLECTIVE(name, cpp)                                              \
+  {LibraryKernelId::name, #name,       #cpp, "T", "T",                         \
+   "CollectiveParams",    kCollective, true},
+#include "runtime/kernels/Library.def"
 };
 
 const char *kindName(ConfigKind kind) {
   switch (kind) {
   case ConfigKind::Int:
+  case ConfigKind::MaybeInt:
     return "an integer";
   case ConfigKind::Bool:
+  case ConfigKind::Flag:
     return "a bool";
   case ConfigKind::Float:
     return "a float";
   case ConfigKind::Ints:
     return "an i64 array";
-  case ConfigKind::String:
-    return "a string";
+  case ConfigKind::Reduction:
+    return "one of \"none\", \"sum\", \"mean\"";
   }
   return "";
 }
@@ -205,17 +125,29 @@ const char *kindName(ConfigKind kind) {
 bool hasKind(Attribute attr, ConfigKind kind) {
   switch (kind) {
   case ConfigKind::Int:
+  case ConfigKind::MaybeInt:
     return isa<IntegerAttr>(attr) && !isa<BoolAttr>(attr);
   case ConfigKind::Bool:
+  case ConfigKind::Flag:
     return isa<BoolAttr>(attr);
   case ConfigKind::Float:
     return isa<FloatAttr>(attr);
   case ConfigKind::Ints:
     return isa<DenseI64ArrayAttr>(attr);
-  case ConfigKind::String:
-    return isa<StringAttr>(attr);
+  case ConfigKind::Reduction: {
+    auto text = dyn_cast<StringAttr>(attr);
+    return text && llvm::is_contained({"none", "sum", "mean"}, text.getValue());
+  }
   }
   return false;
+}
+
+/// Whether a field of kind `field` reads through an accessor of `kind`.
+bool readsAs(ConfigKind field, ConfigKind kind) {
+  if (field == kind)
+    return true;
+  return (kind == ConfigKind::Int && field == ConfigKind::MaybeInt) ||
+         (kind == ConfigKind::Bool && field == ConfigKind::Flag);
 }
 
 /// The attribute `name` of a verified call, checked against its kernel's
@@ -223,7 +155,7 @@ bool hasKind(Attribute attr, ConfigKind kind) {
 Attribute configAttr(CallOp call, StringRef name, ConfigKind kind) {
   const LibraryKernel *kernel = lookupLibraryKernel(call.getCallee());
   const ConfigField *field = kernel ? kernel->field(name) : nullptr;
-  if (!field || field->kind != kind)
+  if (!field || !readsAs(field->kind, kind))
     llvm::report_fatal_error(llvm::Twine("library kernel '") +
                              call.getCallee() + "' declares no " +
                              kindName(kind) + " '" + name + "'");
@@ -243,6 +175,34 @@ const ConfigField *LibraryKernel::field(StringRef name) const {
   return nullptr;
 }
 
+const LibraryKernel &mlir::ztc::kernel::libraryKernelOf(CallOp call) {
+  const LibraryKernel *kernel = lookupLibraryKernel(call.getCallee());
+  if (!kernel)
+    llvm::report_fatal_error(llvm::Twine("unverified kernel.call '") +
+                             call.getCallee() + "'");
+  return *kernel;
+}
+
+const LibraryKernel &mlir::ztc::kernel::libraryKernel(LibraryKernelId id) {
+  return kLibrary[static_cast<size_t>(id)];
+}
+
+bool mlir::ztc::kernel::isCallOf(Operation *op, LibraryKernelId id) {
+  auto call = dyn_cast_or_null<CallOp>(op);
+  if (!call)
+    return false;
+  const LibraryKernel *kernel = lookupLibraryKernel(call.getCallee());
+  return kernel && kernel->id == id;
+}
+
+bool mlir::ztc::kernel::isCommunicatingCall(Operation *op) {
+  auto call = dyn_cast_or_null<CallOp>(op);
+  if (!call)
+    return false;
+  const LibraryKernel *kernel = lookupLibraryKernel(call.getCallee());
+  return kernel && kernel->collective && kernel->id != LibraryKernelId::shard;
+}
+
 const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
   for (const LibraryKernel &kernel : kLibrary)
     if (kernel.name == name)
@@ -251,32 +211,32 @@ const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
 }
 
 int64_t mlir::ztc::kernel::configInt(CallOp call, StringRef name) {
-  auto attr = cast_or_null<IntegerAttr>(configAttr(call, name, Int));
+  auto attr =
+      cast_or_null<IntegerAttr>(configAttr(call, name, ConfigKind::Int));
   return attr ? attr.getValue().getSExtValue() : 0;
 }
 
 bool mlir::ztc::kernel::configBool(CallOp call, StringRef name) {
-  auto attr = cast_or_null<BoolAttr>(configAttr(call, name, Bool));
+  auto attr = cast_or_null<BoolAttr>(configAttr(call, name, ConfigKind::Bool));
   return attr && attr.getValue();
 }
 
 double mlir::ztc::kernel::configFloat(CallOp call, StringRef name) {
-  auto attr = cast_or_null<FloatAttr>(configAttr(call, name, Float));
+  auto attr =
+      cast_or_null<FloatAttr>(configAttr(call, name, ConfigKind::Float));
   return attr ? attr.getValueAsDouble() : 0.0;
 }
 
 ArrayRef<int64_t> mlir::ztc::kernel::configInts(CallOp call, StringRef name) {
-  auto attr = cast_or_null<DenseI64ArrayAttr>(configAttr(call, name, Ints));
+  auto attr =
+      cast_or_null<DenseI64ArrayAttr>(configAttr(call, name, ConfigKind::Ints));
   return attr ? attr.asArrayRef() : ArrayRef<int64_t>();
 }
 
 StringRef mlir::ztc::kernel::configString(CallOp call, StringRef name) {
-  auto attr = cast_or_null<StringAttr>(configAttr(call, name, String));
-  return attr ? attr.getValue() : StringRef();
-}
-
-bool mlir::ztc::kernel::hasConfig(CallOp call, StringRef name) {
-  return static_cast<bool>(call.getConfig().get(name));
+  auto attr =
+      cast_or_null<StringAttr>(configAttr(call, name, ConfigKind::Reduction));
+  return attr ? attr.getValue() : StringRef("mean");
 }
 
 SmallVector<Value> mlir::ztc::kernel::writtenBuffers(Operation *op) {
@@ -480,9 +440,6 @@ int64_t ReduceOp::getCount() {
 }
 
 LogicalResult ReduceOp::verify() {
-  if (getKind() != "sum" && getKind() != "mean")
-    return emitOpError("kind must be \"sum\" or \"mean\", got \"")
-           << getKind() << "\"";
   ArrayRef<int64_t> space = getSpace(), axes = getAxes();
   if (llvm::any_of(space, [](int64_t d) { return d < 1; }))
     return emitOpError("space must have positive dimensions");
@@ -526,31 +483,64 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+/// Whether `type` fits operand letter `letter` (Library.def) of a call
+/// whose T is `elem` and whose I is `index` (null until an I is seen);
+/// otherwise what it should be.
+static std::optional<std::string> letterMismatch(char letter, Type type,
+                                                 Type elem, Type &index) {
+  switch (llvm::toUpper(letter)) {
+  case 'T':
+    if (type == elem)
+      return std::nullopt;
+    return "the first output's '" + debugString(elem) + "'";
+  case 'I':
+    if (!type.isSignlessInteger())
+      return std::string("an integer type");
+    if (!index)
+      index = type;
+    if (type == index)
+      return std::nullopt;
+    return "'" + debugString(index) + "', as the other integer operands";
+  case 'K':
+    return type.isSignlessInteger(64) ? std::nullopt
+                                      : std::optional<std::string>("i64");
+  case 'B':
+    return type.isSignlessInteger(8) ? std::nullopt
+                                     : std::optional<std::string>("i8");
+  case 'F':
+    return type.isF32() ? std::nullopt : std::optional<std::string>("f32");
+  }
+  return std::string("a letter Library.def defines");
+}
+
 LogicalResult CallOp::verify() {
   const LibraryKernel *kernel = lookupLibraryKernel(getCallee());
   if (!kernel)
     return emitOpError("unknown library kernel '") << getCallee() << "'";
   unsigned inputs = getInputs().size();
   if (inputs < kernel->minInputs() || inputs > kernel->maxInputs() ||
-      getOutputs().size() != kernel->outputs)
+      getOutputs().size() != kernel->outputs.size())
     return emitOpError("'")
            << getCallee() << "' takes " << kernel->minInputs() << " to "
-           << kernel->maxInputs() << " inputs and " << kernel->outputs
+           << kernel->maxInputs() << " inputs and " << kernel->outputs.size()
            << " outputs, got " << inputs << " and " << getOutputs().size();
   Type elem = cast<MemRefType>(getOutputs()[0].getType()).getElementType();
-  for (auto [i, input] : llvm::enumerate(getInputs())) {
-    Type type = cast<MemRefType>(input.getType()).getElementType();
-    char want = llvm::toUpper(kernel->inputs[i]);
-    if (want == 'T' && type != elem)
-      return emitOpError("'") << getCallee() << "' input " << i << " has "
-                              << type << ", expected the output's " << elem;
-    if (want == 'I' && !type.isSignlessInteger())
-      return emitOpError("'") << getCallee() << "' input " << i << " has "
-                              << type << ", expected an integer type";
-    if (want == 'F' && !isa<FloatType>(type))
-      return emitOpError("'") << getCallee() << "' input " << i << " has "
-                              << type << ", expected a float type";
-  }
+  Type index;
+  auto check = [&](StringRef side, unsigned i, Value v,
+                   char letter) -> LogicalResult {
+    Type type = cast<MemRefType>(v.getType()).getElementType();
+    if (std::optional<std::string> want =
+            letterMismatch(letter, type, elem, index))
+      return emitOpError("'") << getCallee() << "' " << side << " " << i
+                              << " has " << type << ", expected " << *want;
+    return success();
+  };
+  for (auto [i, input] : llvm::enumerate(getInputs()))
+    if (failed(check("input", i, input, kernel->inputs[i])))
+      return failure();
+  for (auto [i, output] : llvm::enumerate(getOutputs()))
+    if (failed(check("output", i, output, kernel->outputs[i])))
+      return failure();
   for (NamedAttribute attr : getConfig()) {
     const ConfigField *field = kernel->field(attr.getName());
     if (!field)
@@ -563,7 +553,7 @@ LogicalResult CallOp::verify() {
              << attr.getValue();
   }
   for (const ConfigField &field : kernel->config)
-    if (field.required && !getConfig().get(field.name))
+    if (field.required() && !getConfig().get(field.name))
       return emitOpError("'")
              << getCallee() << "' needs config '" << field.name << "'";
   return success();

@@ -25,34 +25,57 @@
 #define GET_TYPEDEF_CLASSES
 #include "dialects/Kernel/IR/KernelOpsTypes.h.inc"
 
+#include "dialects/Kernel/IR/KernelEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/Kernel/IR/KernelOps.h.inc"
 
 namespace mlir::ztc::kernel {
 
-/// The kind of a library kernel's configuration attribute.
-enum class ConfigKind { Int, Bool, Float, Ints, String };
+/// The kind of a library kernel's configuration field
+/// (runtime/kernels/Library.def, which gives each its C++ type).
+enum class ConfigKind { Int, Bool, Flag, Float, Ints, MaybeInt, Reduction };
 
-/// One configuration attribute of a library kernel.
+/// One configuration field of a library kernel.
 struct ConfigField {
   llvm::StringLiteral name;
   ConfigKind kind;
-  /// Whether the attribute must be present; an absent optional one reads
-  /// as 0, false or "".
-  bool required;
+
+  /// Whether the attribute must be present: an absent Flag reads false, an
+  /// absent MaybeInt as absent, an absent Reduction as "mean".
+  bool required() const {
+    return kind != ConfigKind::Flag && kind != ConfigKind::MaybeInt &&
+           kind != ConfigKind::Reduction;
+  }
 };
 
-/// A kernel of the runtime library: the one definition of its operands and
-/// configuration, from which the verifier checks every `kernel.call` and
-/// the emitter reads its attributes.
+/// The library kernels by name (runtime/kernels/Library.def), collectives
+/// last.
+enum class LibraryKernelId {
+#define ZTC_KERNEL(name, cpp, inputs, outputs, Config) name,
+#define ZTC_COLLECTIVE(name, cpp) name,
+#include "runtime/kernels/Library.def"
+};
+
+/// A kernel of the runtime library, as runtime/kernels/Library.def declares
+/// it: the verifier checks every `kernel.call` against it, and the emitter
+/// prints every call from it.
 struct LibraryKernel {
+  LibraryKernelId id;
   llvm::StringLiteral name;
-  /// One letter per input, in order: `T` has the output's element type,
-  /// `I` is an integer tensor (indices, labels, a random key), `F` is a
-  /// float tensor of any width. Lowercase: optional (only trailing ones).
+  /// The function in ztc::cpu and ztc::cuda.
+  llvm::StringLiteral cppName;
+  /// One letter per input, then per output, in order (Library.def): `T`
+  /// has the first output's element type, `I` is an integer tensor (one
+  /// type for all of a kernel's), `K` i64, `B` i8, `F` f32. Lowercase:
+  /// optional (only trailing inputs).
   llvm::StringLiteral inputs;
-  unsigned outputs;
+  llvm::StringLiteral outputs;
+  /// The parameter struct's name in namespace ztc (Conv2dParams).
+  llvm::StringLiteral paramsType;
   llvm::ArrayRef<ConfigField> config;
+  /// A collective on the step context's communicator (dist dialect).
+  bool collective;
 
   unsigned minInputs() const;
   unsigned maxInputs() const { return inputs.size(); }
@@ -62,17 +85,26 @@ struct LibraryKernel {
 
 /// The library kernel named `name`, or null when the runtime has none.
 const LibraryKernel *lookupLibraryKernel(llvm::StringRef name);
+/// A verified call's kernel.
+const LibraryKernel &libraryKernelOf(CallOp call);
+/// The kernel `id` names.
+const LibraryKernel &libraryKernel(LibraryKernelId id);
+/// Whether `op` is a kernel.call of `id`.
+bool isCallOf(mlir::Operation *op, LibraryKernelId id);
+/// Whether `op` is a kernel.call of a collective that communicates
+/// (all_reduce, reduce_scatter, all_gather; not shard, which takes this
+/// rank's block).
+bool isCommunicatingCall(mlir::Operation *op);
 
 /// A verified call's configuration attribute `name`, which its kernel must
 /// declare with that kind (the emitter's accessors); absent optional ones
-/// read as 0, false, 0.0 or empty.
+/// read as 0, false or empty (configString: Reduction fields, absent
+/// "mean").
 int64_t configInt(CallOp call, llvm::StringRef name);
 bool configBool(CallOp call, llvm::StringRef name);
 double configFloat(CallOp call, llvm::StringRef name);
 llvm::ArrayRef<int64_t> configInts(CallOp call, llvm::StringRef name);
 llvm::StringRef configString(CallOp call, llvm::StringRef name);
-/// Whether the call sets the (optional) attribute `name`.
-bool hasConfig(CallOp call, llvm::StringRef name);
 
 /// Attribute (unit) on a scalar op in a kernel.elementwise body: its
 /// half-precision result stays in float where the loop goes on using it,

@@ -9,6 +9,7 @@
 #define ZTC_DIALECTS_KERNEL_IR_KERNELOPS_TD
 
 include "dialects/Kernel/IR/KernelBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 
@@ -132,10 +133,18 @@ def Kernel_ElementwiseOp : Kernel_Op<"elementwise",
 // ReduceOp
 //===----------------------------------------------------------------------===//
 
+def Kernel_ReduceKind : I32EnumAttr<"ReduceKind",
+    "what kernel.reduce computes over the reduced axes", [
+      I32EnumAttrCase<"sum", 0>,
+      I32EnumAttrCase<"mean", 1>
+    ]> {
+  let cppNamespace = "::mlir::ztc::kernel";
+}
+
 def Kernel_ReduceOp : Kernel_Op<"reduce", [SingleBlock]> {
   let summary = "a sum or mean of an elementwise expression";
   let description = [{
-    Sums (`kind` "sum") or averages ("mean") what the body computes over
+    Sums (`kind` sum) or averages (mean) what the body computes over
     the iteration space `space`, along `axes`, into `output`. The body is an
     elementwise body (see `kernel.elementwise`): inputs broadcast to
     `space`, it receives one scalar per input and yields the value to add.
@@ -153,7 +162,7 @@ def Kernel_ReduceOp : Kernel_Op<"reduce", [SingleBlock]> {
     Example:
 
     ```mlir
-    kernel.reduce "sum" ins(%dy, %xhat : memref<16x64x8x8xf32>,
+    kernel.reduce sum ins(%dy, %xhat : memref<16x64x8x8xf32>,
                                          memref<16x64x8x8xf32>)
                         outs(%g : memref<64xf32>)
         attributes {axes = array<i64: 0, 2, 3>,
@@ -165,7 +174,7 @@ def Kernel_ReduceOp : Kernel_Op<"reduce", [SingleBlock]> {
     ```
   }];
   // Reads its inputs and writes its output (see ElementwiseOp).
-  let arguments = (ins StrAttr:$kind,
+  let arguments = (ins Kernel_ReduceKind:$kind,
                    Arg<Variadic<Kernel_Buffer>, "", [MemRead]>:$inputs,
                    Arg<Kernel_Buffer, "", [MemWrite]>:$output,
                    DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$space);

@@ -313,7 +313,7 @@ func.func @producer_input_written_between(%w: memref<4xf32>, %g: memref<4xf32>) 
 // CHECK: %[[G:.+]] = kernel.alloc : memref<4xf32>
 // CHECK-NOT: kernel.alloc
 // CHECK-NOT: kernel.call
-// CHECK: kernel.reduce "sum" ins(%{{.+}}, %{{.+}}, %{{.+}} : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%[[G]] : memref<4xf32>) attributes {axes = array<i64: 0, 2, 3>, space = array<i64: 2, 4, 3, 3>}
+// CHECK: kernel.reduce sum ins(%{{.+}}, %{{.+}}, %{{.+}} : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%[[G]] : memref<4xf32>) attributes {axes = array<i64: 0, 2, 3>, space = array<i64: 2, 4, 3, 3>}
 // CHECK: arith.subf
 // CHECK: arith.mulf
 // CHECK: kernel.yield
@@ -339,7 +339,7 @@ func.func @reduce_of_product(%dy: memref<2x4x3x3xf32>, %x: memref<2x4x3x3xf32>, 
 
 // A mean keeps its kind, negative axes their meaning, keepdims its shape.
 // CHECK-LABEL: func.func @reduce_mean_keepdims
-// CHECK: kernel.reduce "mean" ins(%{{.+}} : memref<6x5xf32>) outs(%{{.+}} : memref<6x1xf32>) attributes {axes = array<i64: 1>, space = array<i64: 6, 5>}
+// CHECK: kernel.reduce mean ins(%{{.+}} : memref<6x5xf32>) outs(%{{.+}} : memref<6x1xf32>) attributes {axes = array<i64: 1>, space = array<i64: 6, 5>}
 func.func @reduce_mean_keepdims(%x: memref<6x5xf32>) -> memref<6x1xf32> {
   %s = kernel.alloc : memref<6x5xf32>
   kernel.elementwise ins(%x : memref<6x5xf32>) outs(%s : memref<6x5xf32>) {

@@ -27,7 +27,8 @@ namespace {
 constexpr char kSource[] = R"(#include "kernels/CpuKernels.h"
 extern "C" int ztc_answer() {
   float a[4] = {1, 2, 3, 4}, b[2] = {5, 6}, c[2];
-  ztc::cpu::matmul<float>(a, {2, 2}, b, {2, 1}, c, {2, 1});
+  ztc::cpu::matmul<float>(a, {2, 2}, b, {2, 1}, c, {2, 1},
+                          ztc::MatmulParams{});
   return static_cast<int>(c[0] + c[1]); // 17 + 39
 }
 )";
@@ -143,6 +144,14 @@ TEST(CompileTest, KeyCoversSourceFlagsAndKernelHeaders) {
   EXPECT_FALSE(hit);
   EXPECT_NE(before, after);
   EXPECT_EQ(callAnswer(after), 56);
+  // So must editing a family header the umbrella includes.
+  std::ofstream(dir / "runtime/kernels/cpu/Linalg.h", std::ios::app)
+      << "// edited\n";
+  std::string family = compileSharedObject(dir / "a.cpp", Target::Cpu,
+                                           dir / "cache", options, &hit);
+  EXPECT_FALSE(hit);
+  EXPECT_NE(family, after);
+  EXPECT_EQ(callAnswer(family), 56);
 }
 
 TEST(CompileTest, CompilerErrorsShowCommandAndFirstLines) {

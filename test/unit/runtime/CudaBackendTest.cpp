@@ -45,27 +45,34 @@ extern "C" void ztc_forward(const ztc_step_context *ctx) {
   const ztc::f16 *x16 = static_cast<const ztc::f16 *>(b[3]);
   const ztc::f16 *w16 = static_cast<const ztc::f16 *>(b[4]);
   static const int64_t ones[] = {1, 1}, pads[] = {1, 2, 1, 2};
-  k::softmax<float>(x, {2, 3, 300}, 2, static_cast<float *>(b[5]), s);
-  k::layerNorm<float>(x, {2, 3, 300}, 2, w, w + 300, 1e-5,
-                      static_cast<float *>(b[6]), s);
+  static const int64_t lastAxis[] = {2}, firstTwo[] = {0, 1};
+  k::softmax<float>(x, {2, 3, 300}, static_cast<float *>(b[5]), {2, 3, 300},
+                    ztc::AxisParams{2}, s);
+  k::layerNorm<float>(x, {2, 3, 300}, w, {300}, w + 300, {300},
+                      static_cast<float *>(b[6]), {2, 3, 300},
+                      ztc::LayerNormParams{2, 1e-5}, s);
   k::matmul<float>(x, {2, 3, 300}, w, {300, 70}, static_cast<float *>(b[7]),
-                   {2, 3, 70}, false, false, s);
+                   {2, 3, 70}, ztc::MatmulParams{false, false}, s);
   k::matmul<float>(x, {6, 10, 30}, w, {6, 30, 7}, static_cast<float *>(b[8]),
-                   {6, 10, 7}, false, false, s);
-  k::reduce<float, k::ReduceKind::Sum>(x, {2, 3, 300}, 4ull,
-                                       static_cast<float *>(b[9]), s);
-  k::reduce<float, k::ReduceKind::Max>(x, {2, 3, 300}, 3ull,
-                                       static_cast<float *>(b[10]), s);
-  k::conv2d<float>(x, {2, 3, 20, 15}, w, {4, 3, 3, 5}, w + 1000,
-                   static_cast<float *>(b[11]), {2, 4, 20, 15}, ones, pads,
-                   ones, 1, s);
+                   {6, 10, 7}, ztc::MatmulParams{false, false}, s);
+  k::reduceSum<float>(x, {2, 3, 300}, static_cast<float *>(b[9]), {2, 3},
+                      ztc::ReduceParams{ztc::Ints{lastAxis, 1}, false}, s);
+  k::reduceMax<float>(x, {2, 3, 300}, static_cast<float *>(b[10]), {300},
+                      ztc::ReduceParams{ztc::Ints{firstTwo, 2}, false}, s);
+  k::conv2d<float>(x, {2, 3, 20, 15}, w, {4, 3, 3, 5}, w + 1000, {4},
+                   static_cast<float *>(b[11]), {2, 4, 20, 15},
+                   ztc::Conv2dParams{ztc::Ints{ones, 2}, ztc::Ints{pads, 4},
+                                     ztc::Ints{ones, 2}, 1, false},
+                   s);
   float *logProbs = static_cast<float *>(b[12]);
-  k::logSoftmax<float>(x, {6, 300}, 1, logProbs, s);
-  k::nllLoss<float, int64_t>(logProbs, {6, 300}, targets, nullptr, 2, false,
-                             0, static_cast<float *>(b[13]), s);
+  k::logSoftmax<float>(x, {6, 300}, logProbs, {6, 300}, ztc::AxisParams{1}, s);
+  k::nllLoss<float, int64_t>(
+      logProbs, {6, 300}, targets, {6}, nullptr, k::Dims{},
+      static_cast<float *>(b[13]), k::Dims{},
+      ztc::NllLossParams{ztc::Reduction::Mean, ztc::MaybeInt{}}, s);
   k::matmul<ztc::f16>(x16, {6, 10, 30}, w16, {30, 7},
-                      static_cast<ztc::f16 *>(b[14]), {6, 10, 7}, false, false,
-                      s);
+                      static_cast<ztc::f16 *>(b[14]), {6, 10, 7},
+                      ztc::MatmulParams{false, false}, s);
 }
 extern "C" void ztc_bad(const ztc_step_context *ctx) {
   void *const *b = ctx->bindings;
@@ -74,7 +81,8 @@ extern "C" void ztc_bad(const ztc_step_context *ctx) {
   int64_t *indices = static_cast<int64_t *>(b[2]);
   cudaMemcpyAsync(indices, bad, sizeof(bad), cudaMemcpyHostToDevice, s);
   k::gather<float, int64_t>(static_cast<const float *>(b[0]), {4, 150},
-                            indices, {3}, 0, static_cast<float *>(b[5]), s);
+                            indices, {3}, static_cast<float *>(b[5]), {3, 150},
+                            ztc::AxisParams{0}, s);
 }
 )";
 
@@ -202,42 +210,52 @@ TEST(CudaBackendTest, KernelsMatchTheCpuAndErrorsReachTheCaller) {
 
   namespace cpu = ztc::cpu;
   std::vector<float> expected(2400);
-  cpu::softmax<float>(x.data(), {2, 3, 300}, 2, expected.data());
+  cpu::softmax<float>(x.data(), {2, 3, 300}, expected.data(), {2, 3, 300},
+                      ztc::AxisParams{2});
   expectClose(result(5, 1800), {expected.begin(), expected.begin() + 1800},
               1e-5, "softmax");
-  cpu::layerNorm<float>(x.data(), {2, 3, 300}, 2, w.data(), w.data() + 300,
-                        1e-5, expected.data());
+  cpu::layerNorm<float>(x.data(), {2, 3, 300}, w.data(), {300}, w.data() + 300,
+                        {300}, expected.data(), {2, 3, 300},
+                        ztc::LayerNormParams{2, 1e-5});
   expectClose(result(6, 1800), {expected.begin(), expected.begin() + 1800},
               1e-4, "layerNorm");
   cpu::matmul<float>(x.data(), {2, 3, 300}, w.data(), {300, 70},
-                     expected.data(), {2, 3, 70});
+                     expected.data(), {2, 3, 70},
+                     ztc::MatmulParams{false, false});
   expectClose(result(7, 420), {expected.begin(), expected.begin() + 420}, 1e-4,
               "matmul shared b");
   cpu::matmul<float>(x.data(), {6, 10, 30}, w.data(), {6, 30, 7},
-                     expected.data(), {6, 10, 7});
+                     expected.data(), {6, 10, 7},
+                     ztc::MatmulParams{false, false});
   expectClose(result(8, 420), {expected.begin(), expected.begin() + 420}, 1e-4,
               "matmul batched");
-  cpu::reduce<float, cpu::ReduceKind::Sum>(x.data(), {2, 3, 300}, 4ull,
-                                           expected.data());
+  const int64_t lastAxis[] = {2}, firstTwo[] = {0, 1};
+  cpu::reduceSum<float>(x.data(), {2, 3, 300}, expected.data(), {2, 3},
+                        ztc::ReduceParams{ztc::Ints{lastAxis}, false});
   expectClose(result(9, 6), {expected.begin(), expected.begin() + 6}, 1e-4,
               "reduce sum");
-  cpu::reduce<float, cpu::ReduceKind::Max>(x.data(), {2, 3, 300}, 3ull,
-                                           expected.data());
+  cpu::reduceMax<float>(x.data(), {2, 3, 300}, expected.data(), {300},
+                        ztc::ReduceParams{ztc::Ints{firstTwo}, false});
   expectClose(result(10, 300), {expected.begin(), expected.begin() + 300}, 0,
               "reduce max");
   const int64_t ones[] = {1, 1}, pads[] = {1, 2, 1, 2};
   cpu::conv2d<float>(x.data(), {2, 3, 20, 15}, w.data(), {4, 3, 3, 5},
-                     w.data() + 1000, expected.data(), {2, 4, 20, 15}, ones,
-                     pads, ones, 1);
+                     w.data() + 1000, {4}, expected.data(), {2, 4, 20, 15},
+                     ztc::Conv2dParams{ztc::Ints{ones}, ztc::Ints{pads},
+                                       ztc::Ints{ones}, 1, false});
   expectClose(result(11, 2400), expected, 1e-4, "conv2d");
   std::vector<float> logProbs(1800), loss(1);
-  cpu::logSoftmax<float>(x.data(), {6, 300}, 1, logProbs.data());
-  cpu::nllLoss<float, int64_t>(logProbs.data(), {6, 300}, targets.data(),
-                               nullptr, 2, false, 0, loss.data());
+  cpu::logSoftmax<float>(x.data(), {6, 300}, logProbs.data(), {6, 300},
+                         ztc::AxisParams{1});
+  cpu::nllLoss<float, int64_t>(
+      logProbs.data(), {6, 300}, targets.data(), {6}, nullptr, cpu::Dims{},
+      loss.data(), cpu::Dims{},
+      ztc::NllLossParams{ztc::Reduction::Mean, ztc::MaybeInt{}});
   expectClose(result(13, 1), loss, 1e-5, "nllLoss");
   std::vector<f16> expected16(420), actual16(420);
   cpu::matmul<f16>(x16.data(), {6, 10, 30}, w16.data(), {30, 7},
-                   expected16.data(), {6, 10, 7});
+                   expected16.data(), {6, 10, 7},
+                   ztc::MatmulParams{false, false});
   backend->copyOut(actual16.data(), bindings[14], 420 * sizeof(f16));
   expectClose(actual16, expected16, 2e-3, "matmul f16");
   ::dlclose(handle);

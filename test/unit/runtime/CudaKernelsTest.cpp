@@ -190,9 +190,11 @@ template <typename T> void checkMatmuls() {
     std::vector<T> expected(numel(cShape), T(7.0f)),
         actual(numel(cShape), T(-3.0f));
     cpu::matmul<T>(a.data(), cpuDims(aShape), b.data(), cpuDims(bShape),
-                   expected.data(), cpuDims(cShape));
+                   expected.data(), cpuDims(cShape),
+                   ztc::MatmulParams{false, false});
     gpu::matmul<T>(a.data(), gpuDims(aShape), b.data(), gpuDims(bShape),
-                   actual.data(), gpuDims(cShape), false, false, kStream);
+                   actual.data(), gpuDims(cShape),
+                   ztc::MatmulParams{false, false}, kStream);
     std::string what = describe(aShape) + " x " + describe(bShape);
     expectClose(actual, expected, "matmul " + what);
     // The same products with operands stored transposed, on both libraries.
@@ -209,12 +211,12 @@ template <typename T> void checkMatmuls() {
         std::vector<T> cpuActual(numel(cShape), T(-5.0f));
         cpu::matmul<T>(aValues.data(), cpuDims(aStored), bValues.data(),
                        cpuDims(bStored), cpuActual.data(), cpuDims(cShape),
-                       transA, transB);
+                       ztc::MatmulParams{transA, transB});
         expectClose(cpuActual, expected, "cpu matmul " + what + flags);
         std::fill(actual.begin(), actual.end(), T(-3.0f));
         gpu::matmul<T>(aValues.data(), gpuDims(aStored), bValues.data(),
-                       gpuDims(bStored), actual.data(), gpuDims(cShape), transA,
-                       transB, kStream);
+                       gpuDims(bStored), actual.data(), gpuDims(cShape),
+                       ztc::MatmulParams{transA, transB}, kStream);
         expectClose(actual, expected, "matmul " + what + flags);
       }
   }
@@ -271,13 +273,15 @@ template <typename T> void checkConvs() {
     auto bias = randomValues<T>(c.w[0], seed++, -2, 2);
     std::vector<T> expected(numel(yShape), T(7.0f)),
         actual(numel(yShape), T(-3.0f));
+    const Shape biasShape = c.bias ? Shape{c.w[0]} : Shape{};
+    const ztc::Conv2dParams params{ztc::Ints{c.strides}, ztc::Ints{c.pads},
+                                   ztc::Ints{c.dilations}, c.group, false};
     cpu::conv2d<T>(x.data(), cpuDims(c.x), w.data(), cpuDims(c.w),
-                   c.bias ? bias.data() : nullptr, expected.data(),
-                   cpuDims(yShape), c.strides, c.pads, c.dilations, c.group);
+                   c.bias ? bias.data() : nullptr, cpuDims(biasShape),
+                   expected.data(), cpuDims(yShape), params);
     gpu::conv2d<T>(x.data(), gpuDims(c.x), w.data(), gpuDims(c.w),
-                   c.bias ? bias.data() : nullptr, actual.data(),
-                   gpuDims(yShape), c.strides, c.pads, c.dilations, c.group,
-                   kStream);
+                   c.bias ? bias.data() : nullptr, gpuDims(biasShape),
+                   actual.data(), gpuDims(yShape), params, kStream);
     expectClose(actual, expected,
                 "conv2d " + describe(c.x) + " * " + describe(c.w));
   }
@@ -294,16 +298,19 @@ TEST(CudaKernelsTest, Conv2dInt64) { checkConvs<int64_t>(); }
 struct PoolCase {
   Shape x, y;
   int64_t kernel[2], strides[2], pads[4], dilations[2];
+  /// y's sizes round up (the kernels read them from y; the flag is the
+  /// configuration's record of it).
+  bool ceilMode;
 };
 
 /// Pooling windows; the last case has ceil-mode windows that run past the
 /// padded input.
 std::vector<PoolCase> poolCases() {
   return {
-      {{2, 3, 8, 8}, {2, 3, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
-      {{1, 2, 7, 6}, {1, 2, 4, 3}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
-      {{1, 2, 9, 9}, {1, 2, 3, 4}, {3, 2}, {3, 2}, {1, 0, 0, 0}, {2, 2}},
-      {{1, 1, 5, 5}, {1, 1, 3, 3}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {{2, 3, 8, 8}, {2, 3, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},
+      {{1, 2, 7, 6}, {1, 2, 4, 3}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false},
+      {{1, 2, 9, 9}, {1, 2, 3, 4}, {3, 2}, {3, 2}, {1, 0, 0, 0}, {2, 2}, true},
+      {{1, 1, 5, 5}, {1, 1, 3, 3}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true},
   };
 }
 
@@ -312,16 +319,22 @@ template <typename T> void checkPools() {
   for (const PoolCase &c : poolCases()) {
     auto x = randomValues<T>(numel(c.x), seed++, -3, 3);
     std::vector<T> expected(numel(c.y), T(7.0f)), actual(numel(c.y), T(-3.0f));
+    const ztc::MaxPool2dParams maxParams{
+        ztc::Ints{c.kernel}, ztc::Ints{c.strides}, ztc::Ints{c.pads},
+        ztc::Ints{c.dilations}, c.ceilMode};
     cpu::maxPool2d<T>(x.data(), cpuDims(c.x), expected.data(), cpuDims(c.y),
-                      c.kernel, c.strides, c.pads, c.dilations);
+                      maxParams);
     gpu::maxPool2d<T>(x.data(), gpuDims(c.x), actual.data(), gpuDims(c.y),
-                      c.kernel, c.strides, c.pads, c.dilations, kStream);
+                      maxParams, kStream);
     expectClose(actual, expected, "maxPool2d " + describe(c.x));
     for (bool includePad : {false, true}) {
+      const ztc::AvgPool2dParams avgParams{
+          ztc::Ints{c.kernel}, ztc::Ints{c.strides}, ztc::Ints{c.pads},
+          c.ceilMode, includePad};
       cpu::avgPool2d<T>(x.data(), cpuDims(c.x), expected.data(), cpuDims(c.y),
-                        c.kernel, c.strides, c.pads, includePad);
+                        avgParams);
       gpu::avgPool2d<T>(x.data(), gpuDims(c.x), actual.data(), gpuDims(c.y),
-                        c.kernel, c.strides, c.pads, includePad, kStream);
+                        avgParams, kStream);
       expectClose(actual, expected,
                   "avgPool2d " + describe(c.x) +
                       (includePad ? " count_include_pad" : ""));
@@ -337,11 +350,15 @@ template <typename T> void checkSoftmax() {
   auto x = randomValues<T>(numel(shape), 300, -4, 4);
   std::vector<T> expected(x.size(), T(7.0f)), actual(x.size(), T(-3.0f));
   for (int64_t axis : {0, 1, 2, -1}) {
-    cpu::softmax<T>(x.data(), cpuDims(shape), axis, expected.data());
-    gpu::softmax<T>(x.data(), gpuDims(shape), axis, actual.data(), kStream);
+    cpu::softmax<T>(x.data(), cpuDims(shape), expected.data(), cpuDims(shape),
+                    ztc::AxisParams{axis});
+    gpu::softmax<T>(x.data(), gpuDims(shape), actual.data(), gpuDims(shape),
+                    ztc::AxisParams{axis}, kStream);
     expectClose(actual, expected, "softmax axis " + std::to_string(axis));
-    cpu::logSoftmax<T>(x.data(), cpuDims(shape), axis, expected.data());
-    gpu::logSoftmax<T>(x.data(), gpuDims(shape), axis, actual.data(), kStream);
+    cpu::logSoftmax<T>(x.data(), cpuDims(shape), expected.data(),
+                       cpuDims(shape), ztc::AxisParams{axis});
+    gpu::logSoftmax<T>(x.data(), gpuDims(shape), actual.data(), gpuDims(shape),
+                       ztc::AxisParams{axis}, kStream);
     expectClose(actual, expected, "logSoftmax axis " + std::to_string(axis));
   }
 }
@@ -357,29 +374,47 @@ template <typename T> void checkNorms() {
   auto bias = randomValues<T>(numel(shape), 402, -1, 1);
   std::vector<T> expected(x.size(), T(7.0f)), actual(x.size(), T(-3.0f));
   for (int64_t axis : {1, 3, -2}) {
+    // scale and bias: shape[axis:].
+    const Shape normalized(shape.begin() +
+                               (axis < 0 ? axis + int64_t(shape.size()) : axis),
+                           shape.end());
+    const ztc::LayerNormParams config{axis, 1e-5};
     for (bool withBias : {true, false}) {
-      cpu::layerNorm<T>(x.data(), cpuDims(shape), axis, params.data(),
-                        withBias ? bias.data() : nullptr, 1e-5,
-                        expected.data());
-      gpu::layerNorm<T>(x.data(), gpuDims(shape), axis, params.data(),
-                        withBias ? bias.data() : nullptr, 1e-5, actual.data(),
-                        kStream);
+      const Shape biasShape = withBias ? normalized : Shape{};
+      cpu::layerNorm<T>(x.data(), cpuDims(shape), params.data(),
+                        cpuDims(normalized), withBias ? bias.data() : nullptr,
+                        cpuDims(biasShape), expected.data(), cpuDims(shape),
+                        config);
+      gpu::layerNorm<T>(x.data(), gpuDims(shape), params.data(),
+                        gpuDims(normalized), withBias ? bias.data() : nullptr,
+                        gpuDims(biasShape), actual.data(), gpuDims(shape),
+                        config, kStream);
       expectClose(actual, expected, "layerNorm axis " + std::to_string(axis));
     }
     // The gradient, with `bias` as the result's gradient.
-    cpu::layerNormBackward<T>(x.data(), cpuDims(shape), axis, params.data(),
-                              bias.data(), 1e-5, expected.data());
-    gpu::layerNormBackward<T>(x.data(), gpuDims(shape), axis, params.data(),
-                              bias.data(), 1e-5, actual.data(), kStream);
+    cpu::layerNormBackward<T>(x.data(), cpuDims(shape), params.data(),
+                              cpuDims(normalized), bias.data(), cpuDims(shape),
+                              expected.data(), cpuDims(shape), config);
+    gpu::layerNormBackward<T>(x.data(), gpuDims(shape), params.data(),
+                              gpuDims(normalized), bias.data(), gpuDims(shape),
+                              actual.data(), gpuDims(shape), config, kStream);
     expectClose(actual, expected,
                 "layerNormBackward axis " + std::to_string(axis));
   }
   auto mean = randomValues<T>(3, 403, -1, 1);
   auto var = randomValues<T>(3, 404, 0.5, 2);
-  cpu::batchNorm<T>(x.data(), cpuDims(shape), params.data(), bias.data(),
-                    mean.data(), var.data(), 1e-5, expected.data());
-  gpu::batchNorm<T>(x.data(), gpuDims(shape), params.data(), bias.data(),
-                    mean.data(), var.data(), 1e-5, actual.data(), kStream);
+  // Per-channel scale, bias and statistics: the first 3 values of each.
+  const Shape channels = {3};
+  cpu::batchNorm<T>(x.data(), cpuDims(shape), params.data(), cpuDims(channels),
+                    bias.data(), cpuDims(channels), mean.data(),
+                    cpuDims(channels), var.data(), cpuDims(channels),
+                    expected.data(), cpuDims(shape),
+                    ztc::BatchNormParams{1e-5});
+  gpu::batchNorm<T>(x.data(), gpuDims(shape), params.data(), gpuDims(channels),
+                    bias.data(), gpuDims(channels), mean.data(),
+                    gpuDims(channels), var.data(), gpuDims(channels),
+                    actual.data(), gpuDims(shape), ztc::BatchNormParams{1e-5},
+                    kStream);
   expectClose(actual, expected, "batchNorm");
 }
 
@@ -462,9 +497,15 @@ TEST(CudaKernelsTest, TransposeSliceCopyInto) {
   const int64_t perms[][4] = {
       {0, 1, 2, 3}, {3, 2, 1, 0}, {0, 2, 3, 1}, {1, 0, 3, 2}};
   for (const auto &perm : perms) {
-    cpu::transpose<float>(x.data(), cpuDims(shape), perm, expected.data());
-    gpu::transpose<float>(x.data(), gpuDims(shape), perm, actual.data(),
-                          kStream);
+    Shape permuted;
+    for (int64_t axis : perm)
+      permuted.push_back(shape[axis]);
+    cpu::transpose<float>(x.data(), cpuDims(shape), expected.data(),
+                          cpuDims(permuted),
+                          ztc::TransposeParams{ztc::Ints{perm}});
+    gpu::transpose<float>(x.data(), gpuDims(shape), actual.data(),
+                          gpuDims(permuted),
+                          ztc::TransposeParams{ztc::Ints{perm}}, kStream);
     expectClose(actual, expected, "transpose");
   }
 
@@ -473,19 +514,21 @@ TEST(CudaKernelsTest, TransposeSliceCopyInto) {
   Shape sliced = {2, 2, 2, 2};
   std::vector<float> sliceExpected(numel(sliced), 7.0f),
       sliceActual(numel(sliced), -3.0f);
-  cpu::slice<float>(x.data(), cpuDims(shape), starts, steps,
-                    sliceExpected.data(), cpuDims(sliced));
-  gpu::slice<float>(x.data(), gpuDims(shape), starts, steps, sliceActual.data(),
-                    gpuDims(sliced), kStream);
+  const ztc::SliceParams sliceParams{ztc::Ints{starts}, ztc::Ints{sliced},
+                                     ztc::Ints{steps}};
+  cpu::slice<float>(x.data(), cpuDims(shape), sliceExpected.data(),
+                    cpuDims(sliced), sliceParams);
+  gpu::slice<float>(x.data(), gpuDims(shape), sliceActual.data(),
+                    gpuDims(sliced), sliceParams, kStream);
   expectClose(sliceActual, sliceExpected, "slice");
 
   Shape whole = {2, 7, 4, 5};
   std::vector<float> concatExpected(numel(whole), 7.0f),
       concatActual(numel(whole), 7.0f);
   cpu::copyInto<float>(x.data(), cpuDims(shape), concatExpected.data(),
-                       cpuDims(whole), 1, 4);
+                       cpuDims(whole), ztc::CopyIntoParams{1, 4});
   gpu::copyInto<float>(x.data(), gpuDims(shape), concatActual.data(),
-                       gpuDims(whole), 1, 4, kStream);
+                       gpuDims(whole), ztc::CopyIntoParams{1, 4}, kStream);
   expectClose(concatActual, concatExpected, "copyInto");
 }
 
@@ -506,12 +549,15 @@ TEST(CudaKernelsTest, GatherAndTrilu) {
     std::vector<int32_t> clippedNarrow(clipped.begin(), clipped.end());
     std::vector<float> expected(numel(y), 7.0f), actual(numel(y), -3.0f);
     cpu::gather<float, int64_t>(x.data(), cpuDims(data), clipped.data(),
-                                cpuDims(index), axis, expected.data());
+                                cpuDims(index), expected.data(), cpuDims(y),
+                                ztc::AxisParams{axis});
     gpu::gather<float, int64_t>(x.data(), gpuDims(data), clipped.data(),
-                                gpuDims(index), axis, actual.data(), kStream);
+                                gpuDims(index), actual.data(), gpuDims(y),
+                                ztc::AxisParams{axis}, kStream);
     expectClose(actual, expected, "gather axis " + std::to_string(axis));
     gpu::gather<float, int32_t>(x.data(), gpuDims(data), clippedNarrow.data(),
-                                gpuDims(index), axis, actual.data(), kStream);
+                                gpuDims(index), actual.data(), gpuDims(y),
+                                ztc::AxisParams{axis}, kStream);
     expectClose(actual, expected, "gather int32 axis " + std::to_string(axis));
   }
   EXPECT_EQ(takeError(), "");
@@ -521,10 +567,11 @@ TEST(CudaKernelsTest, GatherAndTrilu) {
   std::vector<float> expected(m.size(), 7.0f), actual(m.size(), -3.0f);
   for (bool upper : {true, false}) {
     for (int64_t diagonal : {-2, 0, 1, 6}) {
-      cpu::trilu<float>(m.data(), cpuDims(matrix), upper, diagonal,
-                        expected.data());
-      gpu::trilu<float>(m.data(), gpuDims(matrix), upper, diagonal,
-                        actual.data(), kStream);
+      cpu::trilu<float>(m.data(), cpuDims(matrix), expected.data(),
+                        cpuDims(matrix), ztc::TriluParams{upper, diagonal});
+      gpu::trilu<float>(m.data(), gpuDims(matrix), actual.data(),
+                        gpuDims(matrix), ztc::TriluParams{upper, diagonal},
+                        kStream);
       expectClose(actual, expected, "trilu");
     }
   }
@@ -536,7 +583,8 @@ TEST(CudaKernelsTest, BadDataIsRecordedNotFatal) {
   std::vector<float> x(12, 1.0f), y(9, 5.0f);
   std::vector<int64_t> indices = {1, 70, -9};
   gpu::gather<float, int64_t>(x.data(), gpuDims(data), indices.data(),
-                              gpuDims({3}), 0, y.data(), kStream);
+                              gpuDims({3}), y.data(), gpuDims({3, 3}),
+                              ztc::AxisParams{0}, kStream);
   // The first bad index is reported; its rows read as 0.
   EXPECT_EQ(takeError(), "gather: index 70 is outside [-4, 4)");
   EXPECT_EQ(y[3], 0.0f);
@@ -544,14 +592,19 @@ TEST(CudaKernelsTest, BadDataIsRecordedNotFatal) {
 
   std::vector<float> logProbs(6, -1.0f), loss(1);
   std::vector<int64_t> target = {1, 3};
-  gpu::nllLoss<float, int64_t>(logProbs.data(), gpuDims({2, 3}), target.data(),
-                               nullptr, 2, false, 0, loss.data(), kStream);
+  gpu::nllLoss<float, int64_t>(
+      logProbs.data(), gpuDims({2, 3}), target.data(), gpuDims({2}), nullptr,
+      gpu::Dims{}, loss.data(), gpu::Dims{},
+      ztc::NllLossParams{ztc::Reduction::Mean, ztc::MaybeInt{}}, kStream);
   EXPECT_EQ(takeError(), "nll_loss: target 3 is outside [0, 3)");
   EXPECT_EQ(takeError(), "");
   // With an ignore_index, the message names it, as the CPU's does.
   target = {1, 12};
-  gpu::nllLoss<float, int64_t>(logProbs.data(), gpuDims({2, 3}), target.data(),
-                               nullptr, 2, true, -100, loss.data(), kStream);
+  gpu::nllLoss<float, int64_t>(
+      logProbs.data(), gpuDims({2, 3}), target.data(), gpuDims({2}), nullptr,
+      gpu::Dims{}, loss.data(), gpu::Dims{},
+      ztc::NllLossParams{ztc::Reduction::Mean, ztc::MaybeInt{true, -100}},
+      kStream);
   EXPECT_EQ(takeError(),
             "nll_loss: target 12 is outside [0, 3) (ignore_index -100)");
 }
@@ -561,16 +614,24 @@ template <typename T> void checkNllLoss() {
   auto logProbs = randomValues<T>(numel(shape), 800, -5, 0);
   auto weight = randomValues<T>(5, 801, 0.1, 2);
   std::vector<int64_t> target = {0, 4, 2, 1, 1, 3, -100, 0, 4, 2, -100, 3};
+  // Targets and per-element losses: [N, d...].
+  const Shape targetShape = {4, 3};
   for (int64_t reduction : {0, 1, 2}) {
+    const ztc::NllLossParams config{static_cast<ztc::Reduction>(reduction),
+                                    ztc::MaybeInt{true, -100}};
+    const Shape lossShape = reduction == 0 ? targetShape : Shape{};
     for (bool withWeight : {false, true}) {
       std::vector<T> expected(reduction == 0 ? 12 : 1, T(7.0f)),
           actual(expected.size(), T(-3.0f));
-      cpu::nllLoss<T, int64_t>(logProbs.data(), cpuDims(shape), target.data(),
-                               withWeight ? weight.data() : nullptr, reduction,
-                               true, -100, expected.data());
-      gpu::nllLoss<T, int64_t>(logProbs.data(), gpuDims(shape), target.data(),
-                               withWeight ? weight.data() : nullptr, reduction,
-                               true, -100, actual.data(), kStream);
+      const Shape weightShape = withWeight ? Shape{5} : Shape{};
+      cpu::nllLoss<T, int64_t>(
+          logProbs.data(), cpuDims(shape), target.data(), cpuDims(targetShape),
+          withWeight ? weight.data() : nullptr, cpuDims(weightShape),
+          expected.data(), cpuDims(lossShape), config);
+      gpu::nllLoss<T, int64_t>(
+          logProbs.data(), gpuDims(shape), target.data(), gpuDims(targetShape),
+          withWeight ? weight.data() : nullptr, gpuDims(weightShape),
+          actual.data(), gpuDims(lossShape), config, kStream);
       expectClose(actual, expected,
                   "nllLoss reduction " + std::to_string(reduction));
     }
@@ -594,21 +655,32 @@ template <typename T> void checkConvGradients() {
     auto gy = randomValues<T>(numel(yShape), seed++, -2, 2);
     std::string what = describe(c.x) + " * " + describe(c.w);
     std::vector<T> expected(numel(c.x), T(7.0f)), actual(numel(c.x), T(-3.0f));
+    const int64_t inputSize[] = {c.x[2], c.x[3]}, kernel[] = {c.w[2], c.w[3]};
+    const ztc::Conv2dBackwardDataParams dataParams{ztc::Ints{inputSize},
+                                                   ztc::Ints{c.strides},
+                                                   ztc::Ints{c.pads},
+                                                   ztc::Ints{c.dilations},
+                                                   c.group,
+                                                   false};
     cpu::conv2dBackwardData<T>(gy.data(), cpuDims(yShape), w.data(),
                                cpuDims(c.w), expected.data(), cpuDims(c.x),
-                               c.strides, c.pads, c.dilations, c.group);
-    gpu::conv2dBackwardData<T>(
-        gy.data(), gpuDims(yShape), w.data(), gpuDims(c.w), actual.data(),
-        gpuDims(c.x), c.strides, c.pads, c.dilations, c.group, kStream);
+                               dataParams);
+    gpu::conv2dBackwardData<T>(gy.data(), gpuDims(yShape), w.data(),
+                               gpuDims(c.w), actual.data(), gpuDims(c.x),
+                               dataParams, kStream);
     expectClose(actual, expected, "conv2dBackwardData " + what);
     std::vector<T> expectedW(numel(c.w), T(7.0f)),
         actualW(numel(c.w), T(-3.0f));
-    cpu::conv2dBackwardFilter<T>(
-        x.data(), cpuDims(c.x), gy.data(), cpuDims(yShape), expectedW.data(),
-        cpuDims(c.w), c.strides, c.pads, c.dilations, c.group);
-    gpu::conv2dBackwardFilter<T>(
-        x.data(), gpuDims(c.x), gy.data(), gpuDims(yShape), actualW.data(),
-        gpuDims(c.w), c.strides, c.pads, c.dilations, c.group, kStream);
+    const ztc::Conv2dBackwardFilterParams filterParams{
+        ztc::Ints{kernel}, ztc::Ints{c.strides},
+        ztc::Ints{c.pads}, ztc::Ints{c.dilations},
+        c.group,           false};
+    cpu::conv2dBackwardFilter<T>(x.data(), cpuDims(c.x), gy.data(),
+                                 cpuDims(yShape), expectedW.data(),
+                                 cpuDims(c.w), filterParams);
+    gpu::conv2dBackwardFilter<T>(x.data(), gpuDims(c.x), gy.data(),
+                                 gpuDims(yShape), actualW.data(), gpuDims(c.w),
+                                 filterParams, kStream);
     expectClose(actualW, expectedW, "conv2dBackwardFilter " + what);
   }
 }
@@ -636,23 +708,26 @@ template <typename T> void checkPoolGradients() {
     auto x = randomValues<T>(numel(c.x), seed++, -3, 3);
     auto gy = randomValues<T>(numel(c.y), seed++, -3, 3);
     std::vector<T> expected(numel(c.x), T(7.0f)), actual(numel(c.x), T(-3.0f));
+    const ztc::MaxPool2dParams maxParams{
+        ztc::Ints{c.kernel}, ztc::Ints{c.strides}, ztc::Ints{c.pads},
+        ztc::Ints{c.dilations}, c.ceilMode};
     cpu::maxPool2dBackward<T>(x.data(), cpuDims(c.x), gy.data(), cpuDims(c.y),
-                              expected.data(), c.kernel, c.strides, c.pads,
-                              c.dilations);
+                              expected.data(), cpuDims(c.x), maxParams);
     gpu::maxPool2dBackward<T>(x.data(), gpuDims(c.x), gy.data(), gpuDims(c.y),
-                              actual.data(), c.kernel, c.strides, c.pads,
-                              c.dilations, kStream);
+                              actual.data(), gpuDims(c.x), maxParams, kStream);
     expectClose(actual, expected, "maxPool2dBackward " + describe(c.x));
     // Average pooling has no dilations.
     if (c.dilations[0] != 1 || c.dilations[1] != 1)
       continue;
+    const int64_t inputSize[] = {c.x[2], c.x[3]};
     for (bool includePad : {false, true}) {
+      const ztc::AvgPool2dBackwardParams avgParams{
+          ztc::Ints{inputSize}, ztc::Ints{c.kernel}, ztc::Ints{c.strides},
+          ztc::Ints{c.pads},    c.ceilMode,          includePad};
       cpu::avgPool2dBackward<T>(gy.data(), cpuDims(c.y), expected.data(),
-                                cpuDims(c.x), c.kernel, c.strides, c.pads,
-                                includePad);
+                                cpuDims(c.x), avgParams);
       gpu::avgPool2dBackward<T>(gy.data(), gpuDims(c.y), actual.data(),
-                                gpuDims(c.x), c.kernel, c.strides, c.pads,
-                                includePad, kStream);
+                                gpuDims(c.x), avgParams, kStream);
       expectClose(actual, expected,
                   "avgPool2dBackward " + describe(c.x) +
                       (includePad ? " count_include_pad" : ""));
@@ -671,21 +746,23 @@ TEST(CudaKernelsTest, ScatterAddAndInsertSlice) {
   std::vector<int64_t> indices = {2, -1, 0, 2};
   auto updates = randomValues<float>(5 * 4 * 4, 991, -1, 1);
   std::vector<float> expected(numel(data)), actual(numel(data));
-  cpu::scatterAdd<float, int64_t>(x.data(), cpuDims(data), indices.data(),
-                                  cpuDims({4}), updates.data(), 1,
-                                  expected.data());
+  cpu::scatterAdd<float, int64_t>(
+      x.data(), cpuDims(data), indices.data(), cpuDims({4}), updates.data(),
+      cpuDims({5, 4, 4}), expected.data(), cpuDims(data), ztc::AxisParams{1});
   gpu::scatterAdd<float, int64_t>(x.data(), gpuDims(data), indices.data(),
-                                  gpuDims({4}), updates.data(), 1,
-                                  actual.data(), kStream);
+                                  gpuDims({4}), updates.data(),
+                                  gpuDims({5, 4, 4}), actual.data(),
+                                  gpuDims(data), ztc::AxisParams{1}, kStream);
   expectClose(actual, expected, "scatterAdd axis 1");
   std::vector<int32_t> rows = {4, 0, 4};
   auto rowUpdates = randomValues<float>(3 * 3 * 4, 992, -1, 1);
-  cpu::scatterAdd<float, int32_t>(x.data(), cpuDims(data), rows.data(),
-                                  cpuDims({3}), rowUpdates.data(), 0,
-                                  expected.data());
+  cpu::scatterAdd<float, int32_t>(
+      x.data(), cpuDims(data), rows.data(), cpuDims({3}), rowUpdates.data(),
+      cpuDims({3, 3, 4}), expected.data(), cpuDims(data), ztc::AxisParams{0});
   gpu::scatterAdd<float, int32_t>(x.data(), gpuDims(data), rows.data(),
-                                  gpuDims({3}), rowUpdates.data(), 0,
-                                  actual.data(), kStream);
+                                  gpuDims({3}), rowUpdates.data(),
+                                  gpuDims({3, 3, 4}), actual.data(),
+                                  gpuDims(data), ztc::AxisParams{0}, kStream);
   expectClose(actual, expected, "scatterAdd axis 0 int32");
 
   // Every other row and column of a 6x5 destination.
@@ -694,10 +771,12 @@ TEST(CudaKernelsTest, ScatterAddAndInsertSlice) {
   auto src = randomValues<float>(numel(source), 994, -1, 1);
   int64_t starts[] = {1, 0}, steps[] = {2, 2};
   std::vector<float> expectedY(numel(dest)), actualY(numel(dest));
+  const ztc::InsertSliceParams insertParams{ztc::Ints{starts},
+                                            ztc::Ints{steps}};
   cpu::insertSlice<float>(d.data(), cpuDims(dest), src.data(), cpuDims(source),
-                          starts, steps, expectedY.data());
+                          expectedY.data(), cpuDims(dest), insertParams);
   gpu::insertSlice<float>(d.data(), gpuDims(dest), src.data(), gpuDims(source),
-                          starts, steps, actualY.data(), kStream);
+                          actualY.data(), gpuDims(dest), insertParams, kStream);
   expectClose(actualY, expectedY, "insertSlice");
   EXPECT_EQ(actualY[5], src[0]);
   EXPECT_EQ(actualY[0], d[0]);
@@ -709,12 +788,13 @@ TEST(CudaKernelsTest, ScatterAddRangeErrorMatchesTheCpu) {
   std::vector<int64_t> indices = {1, 7};
   cpu::clearError();
   cpu::scatterAdd<float, int64_t>(x.data(), cpuDims(data), indices.data(),
-                                  cpuDims({2}), updates.data(), 0, y.data());
+                                  cpuDims({2}), updates.data(), cpuDims({2, 2}),
+                                  y.data(), cpuDims(data), ztc::AxisParams{0});
   std::string cpuMessage = cpu::lastError();
   gpu::clearError();
-  gpu::scatterAdd<float, int64_t>(x.data(), gpuDims(data), indices.data(),
-                                  gpuDims({2}), updates.data(), 0, y.data(),
-                                  kStream);
+  gpu::scatterAdd<float, int64_t>(
+      x.data(), gpuDims(data), indices.data(), gpuDims({2}), updates.data(),
+      gpuDims({2, 2}), y.data(), gpuDims(data), ztc::AxisParams{0}, kStream);
   EXPECT_EQ(cpuMessage, "scatter_add: index 7 is outside [-3, 3)");
   EXPECT_EQ(takeError(), cpuMessage);
   // The valid update landed; the bad one left data as it was.
@@ -729,17 +809,20 @@ TEST(CudaKernelsTest, RandomUniformMatchesTheCpuBits) {
   for (int64_t key : {int64_t(0), int64_t(99), int64_t(-7)}) {
     for (uint64_t stream : {uint64_t(0), uint64_t(5), ~uint64_t(0)}) {
       Shape shape = {3, 5, 7};
+      // The configuration's stream is an int64 the kernels read as unsigned.
+      const ztc::RandomUniformParams params{static_cast<int64_t>(stream)};
       std::vector<float> expected(numel(shape), 7.0f),
           actual(numel(shape), -3.0f);
-      cpu::randomUniform<float>(&key, stream, expected.data(), cpuDims(shape));
-      gpu::randomUniform<float>(&key, stream, actual.data(), gpuDims(shape),
-                                kStream);
+      cpu::randomUniform<float>(&key, cpu::Dims{}, expected.data(),
+                                cpuDims(shape), params);
+      gpu::randomUniform<float>(&key, gpu::Dims{}, actual.data(),
+                                gpuDims(shape), params, kStream);
       EXPECT_EQ(actual, expected) << "key " << key << ", stream " << stream;
       std::vector<double> wideExpected(numel(shape)), wideActual(numel(shape));
-      cpu::randomUniform<double>(&key, stream, wideExpected.data(),
-                                 cpuDims(shape));
-      gpu::randomUniform<double>(&key, stream, wideActual.data(),
-                                 gpuDims(shape), kStream);
+      cpu::randomUniform<double>(&key, cpu::Dims{}, wideExpected.data(),
+                                 cpuDims(shape), params);
+      gpu::randomUniform<double>(&key, gpu::Dims{}, wideActual.data(),
+                                 gpuDims(shape), params, kStream);
       EXPECT_EQ(wideActual, wideExpected);
     }
   }
@@ -763,6 +846,9 @@ TEST(CudaKernelsTest, Adam8bitMatchesTheCpuBits) {
                      gpuScale2(blocks, 0.0f);
   std::vector<int8_t> cpuM(n, 0), cpuV(n, 0), gpuM(n, 0), gpuV(n, 0);
   const float scales[] = {1e-2f, 1.0f, 1e-4f, 1e-2f, 3e-3f};
+  // Elements, block scales, scalars (lr and step).
+  const ztc::Dims elements{n}, perBlock{blocks}, scalar{};
+  const ztc::Adam8bitParams config{0.9, 0.999, 1e-8, 0.01};
   for (int step = 1; step <= 5; ++step) {
     std::vector<float> g(n);
     for (float &value : g)
@@ -773,19 +859,23 @@ TEST(CudaKernelsTest, Adam8bitMatchesTheCpuBits) {
     // The CPU library into fresh buffers, then kept.
     std::vector<float> outP(n), outScale1(blocks), outScale2(blocks);
     std::vector<int8_t> outM(n), outV(n);
-    cpu::adam8bit(cpuP.data(), g.data(), cpuM.data(), cpuScale1.data(),
-                  cpuV.data(), cpuScale2.data(), &lr, &t, outP.data(),
-                  outM.data(), outScale1.data(), outV.data(), outScale2.data(),
-                  n, 0.9, 0.999, 1e-8, 0.01);
+    cpu::adam8bit(cpuP.data(), elements, g.data(), elements, cpuM.data(),
+                  elements, cpuScale1.data(), perBlock, cpuV.data(), elements,
+                  cpuScale2.data(), perBlock, &lr, scalar, &t, scalar,
+                  outP.data(), elements, outM.data(), elements,
+                  outScale1.data(), perBlock, outV.data(), elements,
+                  outScale2.data(), perBlock, config);
     cpuP = outP;
     cpuM = outM;
     cpuV = outV;
     cpuScale1 = outScale1;
     cpuScale2 = outScale2;
-    gpu::adam8bit(gpuP.data(), g.data(), gpuM.data(), gpuScale1.data(),
-                  gpuV.data(), gpuScale2.data(), &lr, &t, gpuP.data(),
-                  gpuM.data(), gpuScale1.data(), gpuV.data(), gpuScale2.data(),
-                  n, 0.9, 0.999, 1e-8, 0.01, kStream);
+    gpu::adam8bit(gpuP.data(), elements, g.data(), elements, gpuM.data(),
+                  elements, gpuScale1.data(), perBlock, gpuV.data(), elements,
+                  gpuScale2.data(), perBlock, &lr, scalar, &t, scalar,
+                  gpuP.data(), elements, gpuM.data(), elements,
+                  gpuScale1.data(), perBlock, gpuV.data(), elements,
+                  gpuScale2.data(), perBlock, config, kStream);
     ASSERT_EQ(gpuP, cpuP) << "step " << step;
     ASSERT_EQ(gpuM, cpuM) << "step " << step;
     ASSERT_EQ(gpuV, cpuV) << "step " << step;
@@ -823,6 +913,12 @@ TEST(CudaKernelsTest, MatmulNf4MatchesTheCpu) {
   std::vector<float> dense(n);
   nf4::dequantize(packed.data(), codes.data(), nested.data(), offset, n, *table,
                   dense.data());
+  // The kernels take the codes as the i8 tensors of the NF4 weight.
+  const auto *packedCodes = reinterpret_cast<const int8_t *>(packed.data());
+  const auto *scaleCodes = reinterpret_cast<const int8_t *>(codes.data());
+  const ztc::Dims packedDims{int64_t(packed.size())}, codeDims{blocks},
+      nestedDims{int64_t(nested.size())}, offsetDims{};
+  const int64_t weightShape[] = {rows, cols};
   for (bool transB : {false, true}) {
     const int64_t k = transB ? cols : rows, out = transB ? rows : cols;
     // x = a row of ones at p = 5, then random rows.
@@ -831,12 +927,13 @@ TEST(CudaKernelsTest, MatmulNf4MatchesTheCpu) {
     x[5] = 1.0f;
     for (int64_t i = k; i < m * k; ++i)
       x[i] = normal(rng);
-    cpu::matmulNf4<float>(x.data(), {m, k}, packed.data(), codes.data(),
-                          nested.data(), &offset, rows, cols, transB,
-                          cpuY.data(), {m, out});
-    gpu::matmulNf4<float>(x.data(), {m, k}, packed.data(), codes.data(),
-                          nested.data(), &offset, rows, cols, transB,
-                          gpuY.data(), {m, out}, kStream);
+    const ztc::MatmulNf4Params config{ztc::Ints{weightShape}, transB};
+    cpu::matmulNf4<float>(x.data(), {m, k}, packedCodes, packedDims, scaleCodes,
+                          codeDims, nested.data(), nestedDims, &offset,
+                          offsetDims, cpuY.data(), {m, out}, config);
+    gpu::matmulNf4<float>(x.data(), {m, k}, packedCodes, packedDims, scaleCodes,
+                          codeDims, nested.data(), nestedDims, &offset,
+                          offsetDims, gpuY.data(), {m, out}, config, kStream);
     for (int64_t j = 0; j < out; ++j) {
       float weight = dense[transB ? j * cols + 5 : 5 * cols + j];
       ASSERT_EQ(gpuY[j], weight) << "column " << j;

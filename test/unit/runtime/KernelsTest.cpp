@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+using namespace ztc;
 using namespace ztc::cpu;
 using ztc::bf16;
 using ztc::f16;
@@ -168,6 +169,25 @@ struct ConvCase {
   bool bias;
 };
 
+// The parameters of the case's convolution (input_size and kernel, which
+// the CPU kernels take from the dims, stay empty).
+Conv2dParams convParams(const ConvCase &cc, bool channelsLast = false) {
+  return {cc.strides, cc.pads, cc.dilations, cc.group, channelsLast};
+}
+Conv2dBackwardDataParams convDataParams(const ConvCase &cc,
+                                        bool channelsLast = false) {
+  return {Ints(), cc.strides, cc.pads, cc.dilations, cc.group, channelsLast};
+}
+Conv2dBackwardFilterParams convFilterParams(const ConvCase &cc,
+                                            bool channelsLast = false) {
+  return {Ints(), cc.strides, cc.pads, cc.dilations, cc.group, channelsLast};
+}
+
+/// nll_loss's parameters: reduction 0 none, 1 sum, 2 mean.
+NllLossParams nllParams(int reduction, bool hasIgnore, int64_t ignoreIndex) {
+  return {static_cast<Reduction>(reduction), MaybeInt{hasIgnore, ignoreIndex}};
+}
+
 Shape convOutShape(const ConvCase &cc) {
   Shape y = {cc.x[0], cc.w[0], 0, 0};
   for (int i = 0; i < 2; ++i)
@@ -245,7 +265,7 @@ void checkMatmul(const Shape &aShape, const Shape &bShape, const Shape &cShape,
   auto b = randomValues<T>(numel(bShape), seed + 1, -2, 2);
   std::vector<T> c(numel(cShape));
   matmul<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape), c.data(),
-            dimsOf(cShape));
+            dimsOf(cShape), MatmulParams{});
   double k = static_cast<double>(aShape.back());
   expectNear(c, referenceMatmul(widen(a), aShape, widen(b), bShape, cShape),
              "matmul", k);
@@ -344,7 +364,7 @@ TEST(KernelsTest, ConcurrentHalfProductsAreThoseComputedAlone) {
   for (int round = 0; round < 5; ++round) {
     std::vector<bf16> batched(numel(cShape));
     matmul<bf16>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape),
-                 batched.data(), dimsOf(cShape), false, false);
+                 batched.data(), dimsOf(cShape), MatmulParams{false, false});
     for (size_t i = 0; i < alone.size(); ++i)
       ASSERT_EQ(batched[i].bits, alone[i].bits)
           << "round " << round << ", element " << i;
@@ -360,7 +380,7 @@ TEST(KernelsTest, MatmulInt64) {
   auto b = randomValues<int64_t>(numel(bShape), 4, -50, 50);
   std::vector<int64_t> c(numel(cShape));
   matmul<int64_t>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape), c.data(),
-                  dimsOf(cShape));
+                  dimsOf(cShape), MatmulParams{});
   std::vector<double> expected =
       referenceMatmul(widen(a), aShape, widen(b), bShape, cShape);
   for (size_t i = 0; i < c.size(); ++i)
@@ -374,8 +394,8 @@ template <typename T> void checkConv(const ConvCase &cc, unsigned seed) {
   auto bias = randomValues<T>(cc.w[0], seed + 2);
   std::vector<T> y(numel(yShape));
   conv2d<T>(x.data(), dimsOf(cc.x), w.data(), dimsOf(cc.w),
-            cc.bias ? bias.data() : nullptr, y.data(), dimsOf(yShape),
-            cc.strides, cc.pads, cc.dilations, cc.group);
+            cc.bias ? bias.data() : nullptr, Dims{cc.w[0]}, y.data(),
+            dimsOf(yShape), convParams(cc));
   double scale = static_cast<double>(cc.w[1] * cc.w[2] * cc.w[3]);
   expectNear(y, referenceConv(cc, widen(x), widen(w), widen(bias)), "conv2d",
              std::sqrt(scale));
@@ -391,11 +411,9 @@ void checkConvGradients(const ConvCase &cc, unsigned seed) {
   std::vector<T> gx(numel(cc.x), fromDouble<T>(7.0)),
       gw(numel(cc.w), fromDouble<T>(7.0));
   conv2dBackwardData<T>(gy.data(), dimsOf(yShape), w.data(), dimsOf(cc.w),
-                        gx.data(), dimsOf(cc.x), cc.strides, cc.pads,
-                        cc.dilations, cc.group);
+                        gx.data(), dimsOf(cc.x), convDataParams(cc));
   conv2dBackwardFilter<T>(x.data(), dimsOf(cc.x), gy.data(), dimsOf(yShape),
-                          gw.data(), dimsOf(cc.w), cc.strides, cc.pads,
-                          cc.dilations, cc.group);
+                          gw.data(), dimsOf(cc.w), convFilterParams(cc));
   std::vector<double> expectedX, expectedW;
   referenceConvGradients(cc, widen(x), widen(w), widen(gy), expectedX,
                          expectedW);
@@ -458,26 +476,24 @@ template <typename T> void checkChannelsLastConvs(double tolerance) {
     auto gy = randomValues<T>(numel(yShape), seed + 3);
     const T *b = cc.bias ? bias.data() : nullptr;
     std::vector<T> y(numel(yShape)), gx(numel(cc.x)), gw(numel(cc.w));
-    conv2d<T>(x.data(), dimsOf(cc.x), w.data(), dimsOf(cc.w), b, y.data(),
-              dimsOf(yShape), cc.strides, cc.pads, cc.dilations, cc.group);
+    conv2d<T>(x.data(), dimsOf(cc.x), w.data(), dimsOf(cc.w), b, Dims{cc.w[0]},
+              y.data(), dimsOf(yShape), convParams(cc));
     conv2dBackwardData<T>(gy.data(), dimsOf(yShape), w.data(), dimsOf(cc.w),
-                          gx.data(), dimsOf(cc.x), cc.strides, cc.pads,
-                          cc.dilations, cc.group);
+                          gx.data(), dimsOf(cc.x), convDataParams(cc));
     conv2dBackwardFilter<T>(x.data(), dimsOf(cc.x), gy.data(), dimsOf(yShape),
-                            gw.data(), dimsOf(cc.w), cc.strides, cc.pads,
-                            cc.dilations, cc.group);
+                            gw.data(), dimsOf(cc.w), convFilterParams(cc));
     std::vector<T> xLast = toNhwc(x, cc.x), gyLast = toNhwc(gy, yShape);
     std::vector<T> yLast(y.size(), T(7.0f)), gxLast(gx.size(), T(7.0f)),
         gwLast(gw.size(), T(7.0f));
     conv2d<T>(xLast.data(), nhwcDims(cc.x), w.data(), dimsOf(cc.w), b,
-              yLast.data(), nhwcDims(yShape), cc.strides, cc.pads, cc.dilations,
-              cc.group, /*channelsLast=*/true);
+              Dims{cc.w[0]}, yLast.data(), nhwcDims(yShape),
+              convParams(cc, /*channelsLast=*/true));
     conv2dBackwardData<T>(gyLast.data(), nhwcDims(yShape), w.data(),
                           dimsOf(cc.w), gxLast.data(), nhwcDims(cc.x),
-                          cc.strides, cc.pads, cc.dilations, cc.group, true);
+                          convDataParams(cc, true));
     conv2dBackwardFilter<T>(xLast.data(), nhwcDims(cc.x), gyLast.data(),
                             nhwcDims(yShape), gwLast.data(), dimsOf(cc.w),
-                            cc.strides, cc.pads, cc.dilations, cc.group, true);
+                            convFilterParams(cc, true));
     auto near = [&](const std::vector<T> &got, const std::vector<T> &want,
                     const char *what) {
       ASSERT_EQ(got.size(), want.size());
@@ -573,8 +589,9 @@ template <typename T> void checkPools() {
     auto x = randomValues<T>(numel(pc.x), ++seed, -3, 1);
     for (bool include : {false, true}) {
       std::vector<T> y(numel(yShape));
-      avgPool2d<T>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
-                   pc.strides, pc.pads, include);
+      avgPool2d<T>(
+          x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape),
+          AvgPool2dParams{pc.kernel, pc.strides, pc.pads, pc.ceil, include});
       expectNear(y, referencePool(pc, widen(x), false, include), "avgPool2d");
     }
   }
@@ -590,8 +607,9 @@ template <typename T> void checkPools() {
     Shape yShape = poolOutShape(pc);
     auto x = randomValues<T>(numel(pc.x), ++seed, -3, -1);
     std::vector<T> y(numel(yShape));
-    maxPool2d<T>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
-                 pc.strides, pc.pads, pc.dilations);
+    maxPool2d<T>(
+        x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape),
+        MaxPool2dParams{pc.kernel, pc.strides, pc.pads, pc.dilations, pc.ceil});
     expectNear(y, referencePool(pc, widen(x), true, false), "maxPool2d");
   }
 }
@@ -610,14 +628,14 @@ TEST(KernelsTest, AvgPoolCeilModeMatchesOnnxRuntime) {
     x[i] = static_cast<float>(i + 1);
   const int64_t kernel[] = {3, 3}, strides[] = {2, 2}, pads[] = {1, 1, 1, 1};
   std::vector<float> y(16);
-  avgPool2d<float>(x.data(), {1, 1, 6, 6}, y.data(), {1, 1, 4, 4}, kernel,
-                   strides, pads, true);
+  avgPool2d<float>(x.data(), {1, 1, 6, 6}, y.data(), {1, 1, 4, 4},
+                   AvgPool2dParams{kernel, strides, pads, true, true});
   expectNear(y,
              {2.0, 4.0, 5.3333333, 2.0, 9.0, 15.0, 17.0, 6.0, 17.0, 27.0, 29.0,
               10.0, 7.0, 11.0, 11.6666667, 4.0},
              "count_include_pad");
-  avgPool2d<float>(x.data(), {1, 1, 6, 6}, y.data(), {1, 1, 4, 4}, kernel,
-                   strides, pads, false);
+  avgPool2d<float>(x.data(), {1, 1, 6, 6}, y.data(), {1, 1, 4, 4},
+                   AvgPool2dParams{kernel, strides, pads, true, false});
   expectNear(y,
              {4.5, 6.0, 8.0, 9.0, 13.5, 15.0, 17.0, 18.0, 25.5, 27.0, 29.0,
               30.0, 31.5, 33.0, 35.0, 36.0},
@@ -629,12 +647,12 @@ TEST(KernelsTest, AvgPoolCeilModeMatchesOnnxRuntime) {
     x45[i] = static_cast<float>(i + 1);
   const int64_t asymmetric[] = {0, 1, 2, 0};
   std::vector<float> y23(6);
-  avgPool2d<float>(x45.data(), {1, 1, 4, 5}, y23.data(), {1, 1, 2, 3}, kernel,
-                   strides, asymmetric, true);
+  avgPool2d<float>(x45.data(), {1, 1, 4, 5}, y23.data(), {1, 1, 2, 3},
+                   AvgPool2dParams{kernel, strides, asymmetric, false, true});
   expectNear(y23, {4.3333333, 8.0, 6.3333333, 6.2222222, 10.333333, 7.5555556},
              "asymmetric include");
-  avgPool2d<float>(x45.data(), {1, 1, 4, 5}, y23.data(), {1, 1, 2, 3}, kernel,
-                   strides, asymmetric, false);
+  avgPool2d<float>(x45.data(), {1, 1, 4, 5}, y23.data(), {1, 1, 2, 3},
+                   AvgPool2dParams{kernel, strides, asymmetric, false, false});
   expectNear(y23, {6.5, 8.0, 9.5, 14.0, 15.5, 17.0}, "asymmetric exclude");
 }
 
@@ -665,14 +683,16 @@ template <typename T> void checkSoftmax() {
         }
       }
     std::vector<T> y(xs.size());
-    softmax<T>(x.data(), dimsOf(shape), axis, y.data());
+    softmax<T>(x.data(), dimsOf(shape), y.data(), dimsOf(shape),
+               AxisParams{axis});
     expectNear(y, soft, "softmax");
-    logSoftmax<T>(x.data(), dimsOf(shape), axis, y.data());
+    logSoftmax<T>(x.data(), dimsOf(shape), y.data(), dimsOf(shape),
+                  AxisParams{axis});
     expectNear(y, logSoft, "logSoftmax", 4.0);
   }
   // Large logits must not overflow.
   std::vector<T> big = {fromDouble<T>(1000.0), fromDouble<T>(999.0)}, y(2);
-  softmax<T>(big.data(), {2}, 0, y.data());
+  softmax<T>(big.data(), {2}, y.data(), {2}, AxisParams{0});
   expectNear(y, {1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0))}, "stable");
 }
 
@@ -701,8 +721,9 @@ template <typename T> void checkLayerNorm(bool withBias) {
                                    (withBias ? toDouble(bias[i]) : 0.0);
     }
     std::vector<T> y(xs.size());
-    layerNorm<T>(x.data(), dimsOf(shape), axis, scale.data(),
-                 withBias ? bias.data() : nullptr, 1e-5, y.data());
+    layerNorm<T>(x.data(), dimsOf(shape), scale.data(), {},
+                 withBias ? bias.data() : nullptr, {}, y.data(), dimsOf(shape),
+                 LayerNormParams{axis, 1e-5});
     expectNear(y, expected, "layerNorm", 1.0);
   }
 }
@@ -747,8 +768,9 @@ template <typename T> void checkLayerNormBackward() {
         expected[r * length + i] = (rowLoss(up, r) - rowLoss(down, r)) / (2 * h);
       }
     std::vector<T> gx(xs.size());
-    layerNormBackward<T>(x.data(), dimsOf(shape), axis, scale.data(),
-                         gy.data(), 1e-5, gx.data());
+    layerNormBackward<T>(x.data(), dimsOf(shape), scale.data(), {}, gy.data(),
+                         dimsOf(shape), gx.data(), dimsOf(shape),
+                         LayerNormParams{axis, 1e-5});
     SCOPED_TRACE("axis " + std::to_string(axis));
     // Central differences are good to about 1e-9 here: double's own
     // tolerance would be finer than the reference.
@@ -777,8 +799,9 @@ TEST(KernelsTest, BatchNorm) {
         bias[c];
   }
   std::vector<float> y(x.size());
-  batchNorm<float>(x.data(), dimsOf(shape), scale.data(), bias.data(),
-                   mean.data(), var.data(), 1e-3, y.data());
+  batchNorm<float>(x.data(), dimsOf(shape), scale.data(), {}, bias.data(), {},
+                   mean.data(), {}, var.data(), {}, y.data(), dimsOf(shape),
+                   BatchNormParams{1e-3});
   expectNear(y, expected, "batchNorm", 1.0);
 }
 
@@ -883,7 +906,8 @@ TEST(KernelsTest, Transpose) {
       expected[flat] = x[from];
     }
     std::vector<float> y(x.size());
-    transpose<float>(x.data(), dimsOf(shape), perm, y.data());
+    transpose<float>(x.data(), dimsOf(shape), y.data(), {},
+                     TransposeParams{perm});
     expectNear(y, expected, "transpose");
   }
   // A large one goes through the parallel path.
@@ -891,7 +915,8 @@ TEST(KernelsTest, Transpose) {
   auto xb = randomValues<double>(numel(big), 61);
   const int64_t perm[] = {2, 0, 1};
   std::vector<double> yb(xb.size());
-  transpose<double>(xb.data(), dimsOf(big), perm, yb.data());
+  transpose<double>(xb.data(), dimsOf(big), yb.data(), {},
+                    TransposeParams{perm});
   for (int64_t k = 0; k < 40; k += 7)
     for (int64_t i = 0; i < 64; i += 5)
       for (int64_t j = 0; j < 48; j += 3)
@@ -902,7 +927,8 @@ TEST(KernelsTest, Transpose) {
   auto xt = randomValues<float>(numel(tiled), 62);
   const int64_t swap[] = {0, 3, 2, 1};
   std::vector<float> yt(xt.size());
-  transpose<float>(xt.data(), dimsOf(tiled), swap, yt.data());
+  transpose<float>(xt.data(), dimsOf(tiled), yt.data(), {},
+                   TransposeParams{swap});
   for (int64_t a = 0; a < 3; ++a)
     for (int64_t d = 0; d < 70; ++d)
       for (int64_t c = 0; c < 5; ++c)
@@ -918,8 +944,8 @@ TEST(KernelsTest, Slice) {
   const int64_t starts[] = {1, 5, 0}, steps[] = {2, -2, 1};
   Shape yShape = {2, 3, 5};
   std::vector<int64_t> y(numel(yShape));
-  slice<int64_t>(x.data(), dimsOf(shape), starts, steps, y.data(),
-                 dimsOf(yShape));
+  slice<int64_t>(x.data(), dimsOf(shape), y.data(), dimsOf(yShape),
+                 SliceParams{starts, Ints(), steps});
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t j = 0; j < 3; ++j)
       for (int64_t k = 0; k < 5; ++k)
@@ -931,8 +957,10 @@ TEST(KernelsTest, CopyIntoConcatenates) {
   std::vector<float> a = randomValues<float>(2 * 2 * 3, 80);
   std::vector<float> b = randomValues<float>(2 * 4 * 3, 81);
   std::vector<float> y(2 * 6 * 3, -1.0f);
-  copyInto<float>(a.data(), {2, 2, 3}, y.data(), {2, 6, 3}, 1, 0);
-  copyInto<float>(b.data(), {2, 4, 3}, y.data(), {2, 6, 3}, 1, 2);
+  copyInto<float>(a.data(), {2, 2, 3}, y.data(), {2, 6, 3},
+                  CopyIntoParams{1, 0});
+  copyInto<float>(b.data(), {2, 4, 3}, y.data(), {2, 6, 3},
+                  CopyIntoParams{1, 2});
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t r = 0; r < 6; ++r)
       for (int64_t c = 0; c < 3; ++c) {
@@ -948,8 +976,8 @@ template <typename I> void checkGather() {
   std::vector<I> indices = {0, -1, 4, 2, -5, 3};
   // axis 1, indices [2, 3]
   std::vector<float> y(3 * 6 * 2);
-  gather<float, I>(data.data(), dimsOf(shape), indices.data(), {2, 3}, 1,
-                   y.data());
+  gather<float, I>(data.data(), dimsOf(shape), indices.data(), {2, 3}, y.data(),
+                   {}, AxisParams{1});
   for (int64_t o = 0; o < 3; ++o)
     for (int64_t j = 0; j < 6; ++j) {
       int64_t index = indices[j] < 0 ? indices[j] + 5 : indices[j];
@@ -959,7 +987,8 @@ template <typename I> void checkGather() {
   // axis 0 (an embedding lookup), negative index counts from the end.
   std::vector<I> rows = {-1, 0, 2};
   std::vector<float> z(3 * 10);
-  gather<float, I>(data.data(), dimsOf(shape), rows.data(), {3}, 0, z.data());
+  gather<float, I>(data.data(), dimsOf(shape), rows.data(), {3}, z.data(), {},
+                   AxisParams{0});
   for (int64_t r = 0; r < 3; ++r)
     for (int64_t i = 0; i < 10; ++i)
       EXPECT_EQ(z[r * 10 + i], data[(rows[r] < 0 ? 2 : rows[r]) * 10 + i]);
@@ -981,20 +1010,23 @@ TEST(KernelsTest, GatherOutOfRangeIsRecordedNotRead) {
   clearError();
   std::vector<float> data = {1, 2, 3, 4, 5, 6}, y(6, -1.0f);
   std::vector<int64_t> index = {1, 3, -4};
-  gather<float, int64_t>(data.data(), {3, 2}, index.data(), {3}, 0, y.data());
+  gather<float, int64_t>(data.data(), {3, 2}, index.data(), {3}, y.data(), {},
+                         AxisParams{0});
   // Bad rows are 0; good rows are still copied.
   EXPECT_EQ(y, (std::vector<float>{3, 4, 0, 0, 0, 0}));
   // The first error is kept.
   EXPECT_EQ(takeError(), "gather: index 3 is outside [-3, 3)");
   EXPECT_STREQ(lastError(), "");
   // The C entry points the runtime finds in a step see the same slot.
-  gather<float, int64_t>(data.data(), {3, 2}, index.data(), {3}, 0, y.data());
+  gather<float, int64_t>(data.data(), {3, 2}, index.data(), {3}, y.data(), {},
+                         AxisParams{0});
   EXPECT_STREQ(ztc_cpu_last_error(), "gather: index 3 is outside [-3, 3)");
   ztc_cpu_clear_error();
   EXPECT_STREQ(ztc_cpu_last_error(), "");
   // Valid indices record nothing.
   std::vector<int64_t> good = {2, -3};
-  gather<float, int64_t>(data.data(), {3, 2}, good.data(), {2}, 0, y.data());
+  gather<float, int64_t>(data.data(), {3, 2}, good.data(), {2}, y.data(), {},
+                         AxisParams{0});
   EXPECT_STREQ(lastError(), "");
 }
 
@@ -1006,8 +1038,8 @@ TEST(KernelsTest, GatherErrorsFromManyThreadsKeepOne) {
   std::vector<int32_t> index(rows);
   for (int64_t i = 0; i < rows; ++i)
     index[i] = static_cast<int32_t>(4 + i);
-  gather<float, int32_t>(data.data(), {4, 1}, index.data(), {rows}, 0,
-                         y.data());
+  gather<float, int32_t>(data.data(), {4, 1}, index.data(), {rows}, y.data(),
+                         {}, AxisParams{0});
   std::string message = takeError();
   EXPECT_EQ(message.rfind("gather: index ", 0), 0u) << message;
   EXPECT_NE(message.find(" is outside [-4, 4)"), std::string::npos) << message;
@@ -1020,7 +1052,7 @@ TEST(KernelsTest, ScatterAddOutOfRangeIsRecordedAndSkipped) {
   std::vector<float> data = {1, 1, 1}, updates = {10, 20, 30, 40}, y(3);
   std::vector<int64_t> index = {0, 5, -1, -4};
   scatterAdd<float, int64_t>(data.data(), {3}, index.data(), {4},
-                             updates.data(), 0, y.data());
+                             updates.data(), {4}, y.data(), {3}, AxisParams{0});
   EXPECT_EQ(y, (std::vector<float>{11, 1, 31}));
   EXPECT_EQ(takeError(), "scatter_add: index 5 is outside [-3, 3)");
 }
@@ -1031,7 +1063,8 @@ TEST(KernelsTest, Trilu) {
   for (bool upper : {true, false})
     for (int64_t k : {-2, -1, 0, 1, 3}) {
       std::vector<float> y(x.size());
-      trilu<float>(x.data(), dimsOf(shape), upper, k, y.data());
+      trilu<float>(x.data(), dimsOf(shape), y.data(), dimsOf(shape),
+                   TriluParams{upper, k});
       for (int64_t b = 0; b < 2; ++b)
         for (int64_t i = 0; i < 3; ++i)
           for (int64_t j = 0; j < 4; ++j) {
@@ -1057,12 +1090,15 @@ TEST(KernelsTest, NllLossMatchesPyTorch) {
   std::vector<int64_t> target = {0, 2, -100, 1};
   std::vector<float> weight = {0.5f, 2.0f, 1.5f};
   std::vector<float> none(4), sum(1), mean(1);
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(),
-                          weight.data(), 0, true, -100, none.data());
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(),
-                          weight.data(), 1, true, -100, sum.data());
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(),
-                          weight.data(), 2, true, -100, mean.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(), {},
+                          weight.data(), {}, none.data(), {},
+                          nllParams(0, true, -100));
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(), {},
+                          weight.data(), {}, sum.data(), {},
+                          nllParams(1, true, -100));
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, target.data(), {},
+                          weight.data(), {}, mean.data(), {},
+                          nllParams(2, true, -100));
   expectNear(none,
              {0.7285107374191284, 1.915532112121582, 0.0, 2.4010629653930664},
              "none");
@@ -1070,8 +1106,9 @@ TEST(KernelsTest, NllLossMatchesPyTorch) {
   expectNear(mean, {1.2612764835357666}, "mean");
 
   std::vector<int64_t> ignored = {-100, -100, -100, -100};
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, ignored.data(), nullptr,
-                          2, true, -100, mean.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3, 2}, ignored.data(), {},
+                          nullptr, {}, mean.data(), {},
+                          nllParams(2, true, -100));
   EXPECT_TRUE(std::isnan(mean[0])); // 0 / 0, as PyTorch
 }
 
@@ -1094,14 +1131,14 @@ TEST(KernelsTest, NllLossAgainstReference) {
       }
       std::vector<float> y(n), s(1);
       const float *w = useWeight ? weight.data() : nullptr;
-      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), w, 0,
-                              hasIgnore, 1, y.data());
+      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), {}, w, {},
+                              y.data(), {}, nllParams(0, hasIgnore, 1));
       expectNear(y, none, "none");
-      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), w, 1,
-                              hasIgnore, 1, s.data());
+      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), {}, w, {},
+                              s.data(), {}, nllParams(1, hasIgnore, 1));
       expectNear(s, {total}, "sum");
-      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), w, 2,
-                              hasIgnore, 1, s.data());
+      nllLoss<float, int32_t>(logProbs.data(), {n, c}, target.data(), {}, w, {},
+                              s.data(), {}, nllParams(2, hasIgnore, 1));
       expectNear(s, {total / weights}, "mean");
     }
 }
@@ -1111,29 +1148,30 @@ TEST(KernelsTest, NllLossBadTargetIsRecorded) {
   std::vector<float> logProbs = {-1, -2, -3, -4, -5, -6}, y(2), s(1);
   std::vector<int64_t> target = {0, 3};
   // Without ignore_index.
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 1,
-                          false, 0, s.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), {}, nullptr,
+                          {}, s.data(), {}, nllParams(1, false, 0));
   EXPECT_EQ(takeError(), "nll_loss: target 3 is outside [0, 3)");
   // The bad element counts for nothing; the others are unchanged.
   EXPECT_EQ(s[0], 1.0f);
   // With ignore_index, which the message names (a target equal to it is
   // fine, whatever its value).
   target = {12, -100};
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 0,
-                          true, -100, y.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), {}, nullptr,
+                          {}, y.data(), {}, nllParams(0, true, -100));
   EXPECT_EQ(y, (std::vector<float>{0, 0}));
   EXPECT_EQ(takeError(),
             "nll_loss: target 12 is outside [0, 3) (ignore_index -100)");
   target = {-1, -100};
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), nullptr, 2,
-                          true, -100, s.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), {}, nullptr,
+                          {}, s.data(), {}, nllParams(2, true, -100));
   EXPECT_EQ(takeError(),
             "nll_loss: target -1 is outside [0, 3) (ignore_index -100)");
   // A weight is never read at a bad target.
   std::vector<float> weight = {2, 2, 2};
   target = {1, 1000000};
-  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), weight.data(),
-                          2, false, 0, s.data());
+  nllLoss<float, int64_t>(logProbs.data(), {2, 3}, target.data(), {},
+                          weight.data(), {}, s.data(), {},
+                          nllParams(2, false, 0));
   EXPECT_EQ(s[0], 2.0f); // -2 * -2 / 2
   EXPECT_EQ(takeError(), "nll_loss: target 1000000 is outside [0, 3)");
 }
@@ -1153,11 +1191,13 @@ TEST(KernelsTest, LargeShapesTakeParallelPaths) {
   Shape yShape = poolOutShape(pc);
   auto x = randomValues<float>(numel(pc.x), 504);
   std::vector<float> y(numel(yShape));
-  avgPool2d<float>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
-                   pc.strides, pc.pads, true);
+  avgPool2d<float>(
+      x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape),
+      AvgPool2dParams{pc.kernel, pc.strides, pc.pads, pc.ceil, true});
   expectNear(y, referencePool(pc, widen(x), false, true), "avgPool2d");
-  maxPool2d<float>(x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape), pc.kernel,
-                   pc.strides, pc.pads, pc.dilations);
+  maxPool2d<float>(
+      x.data(), dimsOf(pc.x), y.data(), dimsOf(yShape),
+      MaxPool2dParams{pc.kernel, pc.strides, pc.pads, pc.dilations, pc.ceil});
   expectNear(y, referencePool(pc, widen(x), true, false), "maxPool2d");
   Shape shape = {96, 512};
   auto r = randomValues<float>(numel(shape), 505);
@@ -1176,7 +1216,8 @@ template <typename T>
 std::vector<T> randomUniformValues(int64_t key, uint64_t stream,
                                    int64_t count) {
   std::vector<T> values(count, T(-1));
-  randomUniform<T>(&key, stream, values.data(), dimsOf({count}));
+  randomUniform<T>(&key, {}, values.data(), dimsOf({count}),
+                   RandomUniformParams{static_cast<int64_t>(stream)});
   return values;
 }
 
@@ -1314,9 +1355,12 @@ template <typename T> void checkMatmulNf4(double tolerance) {
     std::vector<T> x(m * k), y(m * n);
     for (T &value : x)
       value = T(normal(rng));
-    matmulNf4<T>(x.data(), {2, 3, k}, w.packed.data(), w.codes.data(),
-                 w.nested.data(), &w.offset, rows, cols, transB, y.data(),
-                 {2, 3, n});
+    const int64_t shape[] = {rows, cols};
+    matmulNf4<T>(x.data(), {2, 3, k},
+                 reinterpret_cast<const int8_t *>(w.packed.data()), {},
+                 reinterpret_cast<const int8_t *>(w.codes.data()), {},
+                 w.nested.data(), {}, &w.offset, {}, y.data(), {2, 3, n},
+                 MatmulNf4Params{shape, transB});
     double worst = 0;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {

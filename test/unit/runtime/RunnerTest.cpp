@@ -39,7 +39,8 @@ extern "C" void ztc_forward(const ztc_step_context *ctx) {
   const long long *ids = static_cast<const long long *>(bindings[3]);
   const bool *mask = static_cast<const bool *>(bindings[4]);
   float *logits = reinterpret_cast<float *>(arena + 64);
-  ztc::cpu::matmul<float>(x, {2, 3}, w, {3, 4}, logits, {2, 4});
+  ztc::cpu::matmul<float>(x, {2, 3}, w, {3, 4}, logits, {2, 4},
+                          ztc::MatmulParams{});
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 4; ++j)
       logits[i * 4 + j] = mask[j] ? logits[i * 4 + j] + b[j] : 0.0f;
@@ -65,8 +66,9 @@ extern "C" void ztc_forward(const ztc_step_context *ctx) {
   char *arena = ctx->arena;
   const float *table = static_cast<const float *>(bindings[0]);
   const long long *ids = static_cast<const long long *>(bindings[1]);
-  ztc::cpu::gather<float, long long>(table, {3}, ids, {2}, 0,
-                                     reinterpret_cast<float *>(arena));
+  ztc::cpu::gather<float, long long>(table, {3}, ids, {2},
+                                     reinterpret_cast<float *>(arena), {2},
+                                     ztc::AxisParams{0});
   ztc::cpu::collectErrors(ctx->error);
 }
 )";

@@ -163,8 +163,8 @@ extern "C" void ztc_train_step_gather(const ztc_step_context *ctx) {
   ztc_train_step(ctx);
   long long index = static_cast<long long>(*at(bindings, 9));
   float value;
-  ztc::cpu::gather<float, long long>(at(bindings, 2), {3}, &index, {1}, 0,
-                                     &value);
+  ztc::cpu::gather<float, long long>(at(bindings, 2), {3}, &index, {1},
+                                     &value, {}, ztc::AxisParams{0});
 }
 )";
 

@@ -106,7 +106,7 @@ func.func @operand_type(%x: memref<4x3xf32>, %i: memref<2xf32>) {
 
 func.func @operand_like_output(%x: memref<2x3xf16>, %w: memref<3x4xf32>) {
   %a = kernel.alloc : memref<2x4xf32>
-  // expected-error @+1 {{'matmul' input 0 has 'f16', expected the output's 'f32'}}
+  // expected-error @+1 {{'matmul' input 0 has 'f16', expected the first output's 'f32'}}
   kernel.call "matmul" ins(%x, %w : memref<2x3xf16>, memref<3x4xf32>) outs(%a : memref<2x4xf32>)
   return
 }
@@ -183,8 +183,8 @@ func.func @unrounded_outside_a_kernel(%x: f32) -> f32 {
 // -----
 
 func.func @reduce_kind(%x: memref<4x3xf32>, %y: memref<3xf32>) {
-  // expected-error @+1 {{'kernel.reduce' op kind must be "sum" or "mean", got "max"}}
-  kernel.reduce "max" ins(%x : memref<4x3xf32>) outs(%y : memref<3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  // expected-error @+1 {{custom op 'kernel.reduce' expected string or keyword containing one of the following enum values for attribute 'kind' [sum, mean]}}
+  kernel.reduce max ins(%x : memref<4x3xf32>) outs(%y : memref<3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
   ^bb0(%a: f32):
     kernel.yield %a : f32
   }
@@ -195,7 +195,7 @@ func.func @reduce_kind(%x: memref<4x3xf32>, %y: memref<3xf32>) {
 
 func.func @reduce_no_axis(%x: memref<4x3xf32>, %y: memref<4x3xf32>) {
   // expected-error @+1 {{'kernel.reduce' op reduces no axis}}
-  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<4x3xf32>) attributes {axes = array<i64>, space = array<i64: 4, 3>} {
+  kernel.reduce sum ins(%x : memref<4x3xf32>) outs(%y : memref<4x3xf32>) attributes {axes = array<i64>, space = array<i64: 4, 3>} {
   ^bb0(%a: f32):
     kernel.yield %a : f32
   }
@@ -206,7 +206,7 @@ func.func @reduce_no_axis(%x: memref<4x3xf32>, %y: memref<4x3xf32>) {
 
 func.func @reduce_axes_order(%x: memref<4x3xf32>, %y: memref<f32>) {
   // expected-error @+1 {{'kernel.reduce' op axes must be increasing dimensions of the 2-d space}}
-  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<f32>) attributes {axes = array<i64: 1, 0>, space = array<i64: 4, 3>} {
+  kernel.reduce sum ins(%x : memref<4x3xf32>) outs(%y : memref<f32>) attributes {axes = array<i64: 1, 0>, space = array<i64: 4, 3>} {
   ^bb0(%a: f32):
     kernel.yield %a : f32
   }
@@ -217,7 +217,7 @@ func.func @reduce_axes_order(%x: memref<4x3xf32>, %y: memref<f32>) {
 
 func.func @reduce_output_shape(%x: memref<4x3xf32>, %y: memref<4xf32>) {
   // expected-error @+1 {{'kernel.reduce' op output 'memref<4xf32>' is not the space reduced along the axes}}
-  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<4xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  kernel.reduce sum ins(%x : memref<4x3xf32>) outs(%y : memref<4xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
   ^bb0(%a: f32):
     kernel.yield %a : f32
   }
@@ -228,7 +228,7 @@ func.func @reduce_output_shape(%x: memref<4x3xf32>, %y: memref<4xf32>) {
 
 func.func @reduce_input_shape(%x: memref<5x3xf32>, %y: memref<3xf32>) {
   // expected-error @+1 {{'kernel.reduce' op input 0 of type 'memref<5x3xf32>' does not broadcast to the space}}
-  kernel.reduce "sum" ins(%x : memref<5x3xf32>) outs(%y : memref<3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  kernel.reduce sum ins(%x : memref<5x3xf32>) outs(%y : memref<3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
   ^bb0(%a: f32):
     kernel.yield %a : f32
   }
@@ -239,7 +239,7 @@ func.func @reduce_input_shape(%x: memref<5x3xf32>, %y: memref<3xf32>) {
 
 func.func @reduce_integer(%x: memref<4x3xi32>, %y: memref<3xi32>) {
   // expected-error @+1 {{'kernel.reduce' op output elements must be floats, got 'i32'}}
-  kernel.reduce "sum" ins(%x : memref<4x3xi32>) outs(%y : memref<3xi32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  kernel.reduce sum ins(%x : memref<4x3xi32>) outs(%y : memref<3xi32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
   ^bb0(%a: i32):
     kernel.yield %a : i32
   }
@@ -250,7 +250,7 @@ func.func @reduce_integer(%x: memref<4x3xi32>, %y: memref<3xi32>) {
 
 func.func @reduce_yield_type(%x: memref<4x3xf32>, %y: memref<3xbf16>) {
   // expected-error @+1 {{'kernel.reduce' op body yields 'f32' for output elements of type 'bf16'}}
-  kernel.reduce "sum" ins(%x : memref<4x3xf32>) outs(%y : memref<3xbf16>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  kernel.reduce sum ins(%x : memref<4x3xf32>) outs(%y : memref<3xbf16>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
   ^bb0(%a: f32):
     kernel.yield %a : f32
   }

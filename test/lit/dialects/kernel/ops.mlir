@@ -10,7 +10,7 @@
 // CHECK:   kernel.yield %{{.+}} : f32
 // CHECK: %[[V:.+]] = kernel.view %[[A]] : memref<2x3xf32> to memref<3x2xf32>
 // CHECK: kernel.call "transpose" ins(%[[V]] : memref<3x2xf32>) outs(%{{.+}} : memref<2x3xf32>) {config = {perm = array<i64: 1, 0>}}
-// CHECK: kernel.reduce "mean" ins(%[[X]], %[[K]] : memref<2x3xf32>, memref<3xf32>) outs(%{{.+}} : memref<1x3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
+// CHECK: kernel.reduce mean ins(%[[X]], %[[K]] : memref<2x3xf32>, memref<3xf32>) outs(%{{.+}} : memref<1x3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
 // CHECK:   arith.mulf
 // CHECK:   kernel.yield %{{.+}} : f32
 func.func @step(%x: memref<2x3xf32>) -> memref<2x3xf32> {
@@ -25,7 +25,7 @@ func.func @step(%x: memref<2x3xf32>) -> memref<2x3xf32> {
   %b = kernel.alloc {offset = 256 : i64} : memref<2x3xf32>
   kernel.call "transpose" ins(%v : memref<3x2xf32>) outs(%b : memref<2x3xf32>) {config = {perm = array<i64: 1, 0>}}
   %m = kernel.alloc {offset = 512 : i64} : memref<1x3xf32>
-  kernel.reduce "mean" ins(%x, %k : memref<2x3xf32>, memref<3xf32>) outs(%m : memref<1x3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
+  kernel.reduce mean ins(%x, %k : memref<2x3xf32>, memref<3xf32>) outs(%m : memref<1x3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
   ^bb0(%p: f32, %q: f32):
     %s = arith.mulf %p, %q : f32
     kernel.yield %s : f32

@@ -1,0 +1,137 @@
+//===- CudaPrinter.cpp - the CUDA target's spellings ----------------------===//
+//
+// CUDA over runtime/kernels/CudaKernels.cuh. A fused kernel is a __global__
+// function printed ahead of its entry and launched on the entry's current
+// stream; streams are the context's cudaStream_t, events its cudaEvent_t.
+// Library calls, checks and loss records take the stream last.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Printing.h"
+#include "codegen/TargetPrinter.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::ztc::codegen;
+
+namespace {
+
+class CudaPrinter final : public TargetPrinter {
+public:
+  CudaPrinter() : TargetPrinter(::ztc::rt::Target::Cuda) {}
+
+  StringRef libraryNamespace() const override { return "ztc::cuda::"; }
+  bool callsTakeStream() const override { return true; }
+  bool vectorMath(StringRef) const override { return false; }
+  bool readsBoolsAsBytes() const override { return false; }
+
+  int64_t elementwiseRun(ValueRange, MemRefType, int64_t count) const override {
+    return count;
+  }
+  // __restrict__ unless an output is also an input (an in-place update):
+  // the compiler may then move a read past a write.
+  std::string pointer(bool aliased) const override {
+    return aliased ? " *" : " *__restrict__ ";
+  }
+  std::string storeElement(StringRef out, Type, StringRef, StringRef converted,
+                           StringRef index) const override {
+    return out.str() + "[" + index.str() + "] = " + converted.str() + ";";
+  }
+
+  void printElementwise(EntryText &entry,
+                        const ElementwiseLoop &loop) override {
+    // CUDA: a grid-stride kernel ahead of the entry, launched here.
+    std::string kernelName = entry.newKernelName();
+    llvm::raw_string_ostream k(entry.kernels);
+    k << "__global__ void " << kernelName << "("
+      << llvm::join(loop.params, ", ") << ") {\n"
+      << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
+         "i < "
+      << loop.count << "; i += (int64_t)gridDim.x * blockDim.x) {\n"
+      << loop.body << loop.storeAll("i", "    ") << "  }\n}\n\n";
+    int64_t blocks = std::min<int64_t>((loop.count + 255) / 256, 65535);
+    entry.body << "  " << kernelName << "<<<" << blocks
+               << ", 256, 0, stream>>>(" << llvm::join(loop.args, ", ")
+               << ");\n";
+  }
+
+  void printReduce(EntryText &entry, const ReduceLoop &loop) override {
+    // CUDA: a block per output (grid-stride over the outputs); its threads
+    // take the terms in turn, then add their sums in a fixed tree, so the
+    // result does not depend on scheduling.
+    const int64_t outer = loop.outer, kept = loop.kept, inner = loop.inner;
+    const std::string &acc = loop.acc, &indented = loop.body,
+                      &value = loop.value, &stored = loop.stored;
+    std::string kernelName = entry.newKernelName();
+    llvm::raw_string_ostream k(entry.kernels);
+    k << "__global__ void " << kernelName << "("
+      << llvm::join(loop.params, ", ") << ") {\n"
+      << "  __shared__ " << acc << " partial[256];\n"
+      << "  for (int64_t k = blockIdx.x; k < " << kept
+      << "; k += gridDim.x) {\n"
+      << "    " << acc << " sum = 0;\n"
+      << "    for (int64_t r = threadIdx.x; r < " << outer * inner
+      << "; r += blockDim.x) {\n"
+      << "      const int64_t o = r / " << inner << ", i = r % " << inner
+      << ";\n"
+      << "      (void)o; (void)i;\n"
+      << indented << "      sum += " << value << ";\n    }\n"
+      << "    partial[threadIdx.x] = sum;\n    __syncthreads();\n"
+      << "    for (int half = blockDim.x / 2; half > 0; half /= 2) {\n"
+      << "      if (threadIdx.x < half)\n"
+      << "        partial[threadIdx.x] += partial[threadIdx.x + half];\n"
+      << "      __syncthreads();\n    }\n"
+      << "    if (threadIdx.x == 0) {\n"
+      << "      sum = partial[0];\n"
+      << "      out[k] = " << stored << ";\n    }\n"
+      << "    __syncthreads();\n  }\n}\n\n";
+    int64_t blocks = std::min<int64_t>(kept, 65535);
+    entry.body << "  " << kernelName << "<<<" << blocks
+               << ", 256, 0, stream>>>(" << llvm::join(loop.args, ", ")
+               << ");\n";
+  }
+
+  void printStreamSwitch(llvm::raw_ostream &os, int64_t stream) const override {
+    os << "  stream = static_cast<cudaStream_t>(ctx->streams[" << stream
+       << "]);\n";
+  }
+  // Streams are the device's own.
+  bool handsOver(int64_t) const override { return false; }
+  void printHandOver(llvm::raw_ostream &, int64_t) const override {}
+  void printHandOverEnd(llvm::raw_ostream &) const override {}
+  void printSignal(llvm::raw_ostream &os, int64_t,
+                   int64_t event) const override {
+    os << "  cudaEventRecord(static_cast<cudaEvent_t>(ctx->events[" << event
+       << "]), stream);\n";
+  }
+  void printWait(llvm::raw_ostream &os, int64_t, int64_t event) const override {
+    os << "  cudaStreamWaitEvent(stream, "
+          "static_cast<cudaEvent_t>(ctx->events["
+       << event << "]), 0);\n";
+  }
+
+  void printIncludes(llvm::raw_ostream &os) const override {
+    os << "#include \"kernels/CudaKernels.cuh\"\n";
+  }
+  StringRef scalarQualifier() const override { return "__host__ __device__"; }
+  void printSharedFunctions(llvm::raw_ostream &) const override {}
+  StringRef entryAttributes() const override { return ""; }
+  void printEntryStart(llvm::raw_ostream &os) const override {
+    os << "  cudaStream_t stream = static_cast<cudaStream_t>(ctx->streams[0]);"
+          "\n";
+  }
+  // Last: the kernels' data error into the context's slot, on the device.
+  void printEntryEnd(llvm::raw_ostream &os) const override {
+    os << "  ztc::cuda::collectErrors(ctx->error, "
+          "static_cast<cudaStream_t>(ctx->streams[0]));\n";
+  }
+};
+
+} // namespace
+
+std::unique_ptr<TargetPrinter> mlir::ztc::codegen::createCudaPrinter() {
+  return std::make_unique<CudaPrinter>();
+}

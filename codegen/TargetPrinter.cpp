@@ -1,0 +1,23 @@
+//===- TargetPrinter.cpp - each target's printer --------------------------===//
+//
+// The one place that maps a target (runtime/backend/Target.h) to its
+// printer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/TargetPrinter.h"
+
+using namespace mlir::ztc::codegen;
+
+TargetPrinter::~TargetPrinter() = default;
+
+std::unique_ptr<TargetPrinter>
+mlir::ztc::codegen::createTargetPrinter(::ztc::rt::Target target) {
+  switch (target) {
+  case ::ztc::rt::Target::Cpu:
+    return createCpuPrinter();
+  case ::ztc::rt::Target::Cuda:
+    return createCudaPrinter();
+  }
+  return nullptr;
+}

@@ -1,0 +1,65 @@
+//===- Target.h - what each code-generation target is -----------*- C++ -*-===//
+//
+// The one table of targets: the driver, the training pipeline, the emitter,
+// the artifact writer and the trainer ask it, instead of each branching on
+// the target. Adding a target is a row here, its printer in codegen/, its
+// kernel library in runtime/kernels/ and its backend in runtime/backend/.
+// Header-only and free of MLIR, so the compiler's pipeline library and the
+// runtime both include it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_BACKEND_TARGET_H
+#define ZTC_RUNTIME_BACKEND_TARGET_H
+
+#include <optional>
+#include <string>
+
+namespace ztc::rt {
+
+/// Where generated code runs.
+enum class Target { Cpu, Cuda };
+
+/// What a target is, for everything outside its printer and its library.
+struct TargetInfo {
+  Target target;
+  /// Its name on command lines and in manifests.
+  const char *name;
+  /// For --help.
+  const char *description;
+  /// The generated source's file name in an artifact.
+  const char *sourceName;
+  /// The layout of f32 convolutions' activations when --conv-layout is
+  /// not given: "nhwc" or "nchw".
+  const char *defaultConvLayout;
+  /// Whether its library has channels-last (NHWC) convolutions.
+  bool channelsLastConvolutions;
+  /// The communicator `ztc-train --comm auto` takes under an MPI launcher.
+  const char *launchedCommunicator;
+};
+
+inline constexpr TargetInfo kTargets[] = {
+    {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
+     true, "mpi"},
+    {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
+     false, "nccl"},
+};
+
+inline const TargetInfo &targetInfo(Target target) {
+  return kTargets[static_cast<int>(target)];
+}
+
+/// "cpu" or "cuda".
+inline const char *targetName(Target target) { return targetInfo(target).name; }
+
+/// The target named `name`, or nullopt.
+inline std::optional<Target> parseTarget(const std::string &name) {
+  for (const TargetInfo &info : kTargets)
+    if (name == info.name)
+      return info.target;
+  return std::nullopt;
+}
+
+} // namespace ztc::rt
+
+#endif // ZTC_RUNTIME_BACKEND_TARGET_H

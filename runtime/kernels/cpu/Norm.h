@@ -1,0 +1,216 @@
+//===- Norm.h - softmax and normalization on the CPU ------------*- C++ -*-===//
+//
+// softmax, logSoftmax, layerNorm with its gradient, and batchNorm (inference
+// form). A row's sums run in vector lanes, in an order the code fixes, so
+// results do not depend on the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CPU_NORM_H
+#define ZTC_RUNTIME_KERNELS_CPU_NORM_H
+
+#include "Common.h"
+
+#include "../Dims.h"
+#include "../Library.h"
+#include "../VecMath.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace ztc::cpu {
+
+namespace detail {
+
+/// softmax (log = false) or logSoftmax (log = true) along `axis`.
+/// e^x: ztc::vecmath's in float (loops vectorize it), libm's in double.
+inline float exp(float x) { return ztc::vecmath::exp(x); }
+inline double exp(double x) { return std::exp(x); }
+
+template <typename T>
+void softmaxImpl(const T *x, const Dims &dims, int64_t axis, T *y, bool log) {
+  using Acc = ComputeT<T>;
+  if (axis < 0)
+    axis += dims.rank;
+  int64_t outer = product(dims, 0, axis), length = dims.d[axis];
+  int64_t inner = product(dims, axis + 1, dims.rank);
+#pragma omp parallel for if (outer * length * inner > kParallelGrain)
+  for (int64_t row = 0; row < outer * inner; ++row) {
+    int64_t base = (row / inner) * length * inner + row % inner;
+    const T *in = x + base;
+    T *out = y + base;
+    // The maximum and the sum in vector lanes: the maximum is the same in
+    // any order (a NaN makes every output NaN either way, through the sum),
+    // and the sum's order is fixed by the code, not by the threads.
+    Acc maximum = -std::numeric_limits<Acc>::infinity();
+#pragma omp simd reduction(max : maximum)
+    for (int64_t i = 0; i < length; ++i)
+      maximum = std::max(maximum, load(in[i * inner]));
+    Acc sum = 0;
+    if (!log && std::is_same_v<T, Acc>) {
+      // Each exponential once, kept in the output until the sum is known.
+#pragma omp simd reduction(+ : sum)
+      for (int64_t i = 0; i < length; ++i) {
+        Acc e = exp(load(in[i * inner]) - maximum);
+        out[i * inner] = store<T>(e);
+        sum += e;
+      }
+#pragma omp simd
+      for (int64_t i = 0; i < length; ++i)
+        out[i * inner] = store<T>(load(out[i * inner]) / sum);
+      continue;
+    }
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < length; ++i)
+      sum += exp(load(in[i * inner]) - maximum);
+    if (log) {
+      Acc shift = maximum + std::log(sum);
+      for (int64_t i = 0; i < length; ++i)
+        out[i * inner] = store<T>(load(in[i * inner]) - shift);
+    } else {
+      for (int64_t i = 0; i < length; ++i)
+        out[i * inner] = store<T>(exp(load(in[i * inner]) - maximum) / sum);
+    }
+  }
+}
+
+} // namespace detail
+
+template <typename T>
+void softmax(const T *x, const Dims &dims, T *y, const Dims &,
+             const AxisParams &params) {
+  detail::softmaxImpl(x, dims, params.axis, y, /*log=*/false);
+}
+
+template <typename T>
+void logSoftmax(const T *x, const Dims &dims, T *y, const Dims &,
+                const AxisParams &params) {
+  detail::softmaxImpl(x, dims, params.axis, y, /*log=*/true);
+}
+
+namespace detail {
+
+/// The mean of a row and one over its standard deviation (`epsilon` added
+/// to the variance), both sums in vector lanes (an order fixed by the
+/// code): layerNorm and its gradient compute them alike.
+template <typename T>
+std::pair<ComputeT<T>, ComputeT<T>> rowStatistics(const T *in, int64_t length,
+                                                  double epsilon) {
+  using Acc = ComputeT<T>;
+  Acc sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < length; ++i)
+    sum += load(in[i]);
+  Acc mean = sum / static_cast<Acc>(length);
+  Acc squares = 0;
+#pragma omp simd reduction(+ : squares)
+  for (int64_t i = 0; i < length; ++i) {
+    Acc centered = load(in[i]) - mean;
+    squares += centered * centered;
+  }
+  Acc variance = squares / static_cast<Acc>(length);
+  return {mean, Acc(1) / std::sqrt(variance + static_cast<Acc>(epsilon))};
+}
+
+} // namespace detail
+
+template <typename T>
+void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
+               const T *bias, const Dims &, T *y, const Dims &,
+               const LayerNormParams &params) {
+  const int64_t axis = params.axis;
+  const double epsilon = params.epsilon;
+  using Acc = detail::ComputeT<T>;
+  // Plain variables, not structured bindings: clang's OpenMP cannot
+  // capture those (the sanitizer build compiles steps with clang).
+  const NormalizedRows shape = normalizedRows(dims, axis);
+  const int64_t rows = shape.rows, length = shape.length;
+#pragma omp parallel for if (rows * length > detail::kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *in = x + r * length;
+    T *out = y + r * length;
+    const std::pair<Acc, Acc> stats =
+        detail::rowStatistics(in, length, epsilon);
+    const Acc mean = stats.first, inverse = stats.second;
+    for (int64_t i = 0; i < length; ++i) {
+      Acc value =
+          (detail::load(in[i]) - mean) * inverse * detail::load(scale[i]);
+      if (bias)
+        value += detail::load(bias[i]);
+      out[i] = detail::store<T>(value);
+    }
+  }
+}
+
+/// The gradient of layerNorm's input: per row of the normalized dimensions,
+/// rstd * (dn - mean(dn) - xhat * mean(dn * xhat)) with dn = gy * scale,
+/// xhat the normalized input and rstd one over its standard deviation (the
+/// statistics recomputed as layerNorm computes them). The row stays in
+/// cache between its passes.
+template <typename T>
+void layerNormBackward(const T *x, const Dims &dims, const T *scale,
+                       const Dims &, const T *gy, const Dims &, T *gx,
+                       const Dims &, const LayerNormParams &params) {
+  const int64_t axis = params.axis;
+  const double epsilon = params.epsilon;
+  using Acc = detail::ComputeT<T>;
+  const NormalizedRows shape = normalizedRows(dims, axis);
+  const int64_t rows = shape.rows, length = shape.length;
+  if (length == 0)
+    return;
+#pragma omp parallel for if (rows * length > detail::kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *in = x + r * length, *g = gy + r * length;
+    T *out = gx + r * length;
+    const std::pair<Acc, Acc> stats =
+        detail::rowStatistics(in, length, epsilon);
+    const Acc mean = stats.first, rstd = stats.second;
+    Acc dnSum = 0, dnXhatSum = 0;
+#pragma omp simd reduction(+ : dnSum, dnXhatSum)
+    for (int64_t i = 0; i < length; ++i) {
+      Acc dn = detail::load(g[i]) * detail::load(scale[i]);
+      Acc xhat = (detail::load(in[i]) - mean) * rstd;
+      dnSum += dn;
+      dnXhatSum += dn * xhat;
+    }
+    Acc dnMean = dnSum / static_cast<Acc>(length);
+    Acc dnXhatMean = dnXhatSum / static_cast<Acc>(length);
+#pragma omp simd
+    for (int64_t i = 0; i < length; ++i) {
+      Acc dn = detail::load(g[i]) * detail::load(scale[i]);
+      Acc xhat = (detail::load(in[i]) - mean) * rstd;
+      out[i] = detail::store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
+    }
+  }
+}
+
+template <typename T>
+void batchNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
+               const T *bias, const Dims &, const T *mean, const Dims &,
+               const T *var, const Dims &, T *y, const Dims &,
+               const BatchNormParams &params) {
+  const double epsilon = params.epsilon;
+  using Acc = detail::ComputeT<T>;
+  int64_t batch = dims.d[0], channels = dims.d[1];
+  int64_t planes = batch * channels;
+  int64_t spatial = product(dims, 2, dims.rank);
+#pragma omp parallel for if (planes * spatial > detail::kParallelGrain)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    int64_t c = plane % channels;
+    Acc inverse =
+        Acc(1) / std::sqrt(detail::load(var[c]) + static_cast<Acc>(epsilon));
+    Acc factor = detail::load(scale[c]) * inverse;
+    Acc shift = detail::load(bias[c]) - detail::load(mean[c]) * factor;
+    const T *in = x + plane * spatial;
+    T *out = y + plane * spatial;
+    for (int64_t i = 0; i < spatial; ++i)
+      out[i] = detail::store<T>(detail::load(in[i]) * factor + shift);
+  }
+}
+
+} // namespace ztc::cpu
+
+#endif // ZTC_RUNTIME_KERNELS_CPU_NORM_H

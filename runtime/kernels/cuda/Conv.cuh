@@ -1,0 +1,480 @@
+//===- Conv.cuh - 2-D convolution on CUDA -----------------------*- C++ -*-===//
+//
+// conv2d and its gradients conv2dBackwardData and conv2dBackwardFilter over
+// NCHW tensors: im2col and products (Linalg.cuh) over as many images as fit
+// in convScratchBytes(), or direct sums where a product cannot serve; every
+// body reads the window of Window.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CUDA_CONV_CUH
+#define ZTC_RUNTIME_KERNELS_CUDA_CONV_CUH
+
+#include "Common.cuh"
+#include "Linalg.cuh"
+
+#include "../Dims.h"
+#include "../Library.h"
+#include "../Window.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace ztc::cuda {
+
+namespace detail {
+
+/// The convolutions here take NCHW only: true, with an error recorded for
+/// `kernel`, when a call asks for channels-last tensors.
+inline bool rejectChannelsLast(bool channelsLast, const char *kernel) {
+  if (channelsLast)
+    recordError(std::string(kernel) +
+                ": channels_last is not supported: the CUDA kernels take NCHW");
+  return channelsLast;
+}
+
+/// The most scratch bytes a convolution (or its gradient) takes at once; it
+/// works through the batch in chunks of images that fit. A variable so
+/// tests can lower it and cover the chunked path.
+inline int64_t &convScratchBytes() {
+  static int64_t bytes = int64_t(256) << 20;
+  return bytes;
+}
+
+/// How many of `batch` images, each `perImage` elements of T, fit in
+/// convScratchBytes(): at least 1.
+template <typename T> int64_t imagesPerChunk(int64_t perImage, int64_t batch) {
+  int64_t chunk =
+      convScratchBytes() / (perImage > 0 ? perImage * int64_t(sizeof(T)) : 1);
+  return chunk < 1 ? 1 : chunk > batch ? batch : chunk;
+}
+
+/// conv2d's geometry: its window (Window.h) and its channels.
+struct ConvPlan : Window2d {
+  int64_t channels, outChannels, groupChannels, groupOut;
+};
+
+/// conv2d's plan from its input, weight and output shapes.
+inline ConvPlan convPlan(const Dims &xDims, const Dims &wDims,
+                         const Dims &yDims, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations,
+                         int64_t group) {
+  return {window2d(xDims, yDims, wDims.d + 2, strides, pads, dilations),
+          xDims.d[1], wDims.d[0], wDims.d[1], wDims.d[0] / group};
+}
+
+/// cols[image][c * kH * kW + kh * kW + kw][oh * outW + ow] for the images
+/// starting at x; the group-g rows are g's GEMM operand.
+/// Divides flat indices by run-time divisors in 32 bits when the launch's
+/// indices fit: such a division is a long instruction sequence on a GPU,
+/// about twice as long in 64 bits, and index arithmetic is most of what the
+/// copying kernels below do.
+struct IndexMath {
+  bool narrow;
+  ZTC_HOST_DEVICE int64_t div(int64_t a, int64_t b) const {
+    return narrow ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
+  }
+  ZTC_HOST_DEVICE int64_t mod(int64_t a, int64_t b) const {
+    return narrow ? int64_t(uint32_t(a) % uint32_t(b)) : a % b;
+  }
+};
+
+/// IndexMath for a launch over `count` elements whose divisors are extents
+/// of those elements (so no larger than `count`).
+inline IndexMath indexMath(int64_t count) { return {count <= INT32_MAX}; }
+
+/// Where element `flat` of a tensor shaped like a convolution's input
+/// ([images, channels, height, width]) lies.
+struct InputIndex {
+  int64_t image, c, h, x;
+};
+ZTC_HOST_DEVICE inline InputIndex inputIndex(const ConvPlan &p, int64_t flat,
+                                             const IndexMath &m) {
+  int64_t plane = p.width * p.height;
+  return {m.div(flat, plane * p.channels),
+          m.mod(m.div(flat, plane), p.channels),
+          m.mod(m.div(flat, p.width), p.height), m.mod(flat, p.width)};
+}
+
+/// What im2col puts in row r = c * taps + kh * kW + kw, column `pixel`, of
+/// `image`: the input element that filter tap reads for that output pixel,
+/// or 0 in the padding.
+template <typename T>
+ZTC_HOST_DEVICE T im2colValue(const T *x, const ConvPlan &p, const IndexMath &m,
+                              int64_t image, int64_t r, int64_t pixel) {
+  int64_t taps = p.kH * p.kW;
+  int64_t c = m.div(r, taps), kh = m.mod(m.div(r, p.kW), p.kH);
+  int64_t kw = m.mod(r, p.kW);
+  int64_t ih = p.inputRow(m.div(pixel, p.outW), kh);
+  int64_t iw = p.inputCol(m.mod(pixel, p.outW), kw);
+  bool inside = ih >= 0 && ih < p.height && iw >= 0 && iw < p.width;
+  return inside ? x[((image * p.channels + c) * p.height + ih) * p.width + iw]
+                : T(0.0f);
+}
+
+/// cols[image][r][pixel] (im2colValue): one image's columns after another.
+template <typename T> struct Im2colBody {
+  const T *x;
+  T *cols;
+  ConvPlan p;
+  IndexMath m;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t pixels = p.outH * p.outW, rows = p.channels * p.kH * p.kW;
+    int64_t pixel = m.mod(flat, pixels);
+    int64_t r = m.mod(m.div(flat, pixels), rows);
+    int64_t image = m.div(flat, pixels * rows);
+    cols[flat] = im2colValue(x, p, m, image, r, pixel);
+  }
+};
+
+/// im2col with the images side by side: cols[r][image * pixels + pixel],
+/// so that one product reduces over every image and pixel (conv2d's weight
+/// gradient).
+template <typename T> struct Im2colRowsBody {
+  const T *x;
+  T *cols;
+  ConvPlan p;
+  int64_t images;
+  IndexMath m;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t pixels = p.outH * p.outW;
+    int64_t column = m.mod(flat, images * pixels);
+    int64_t r = m.div(flat, images * pixels);
+    cols[flat] =
+        im2colValue(x, p, m, m.div(column, pixels), r, m.mod(column, pixels));
+  }
+};
+
+/// y[o][image * pixels + pixel] = x[image][o][pixel]: a batch of channel
+/// planes with the images side by side per channel.
+template <typename T> struct ImagesSideBySideBody {
+  const T *x;
+  T *y;
+  int64_t images, channels, pixels;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t pixel = flat % pixels, image = (flat / pixels) % images;
+    int64_t o = flat / (pixels * images);
+    y[flat] = x[(image * channels + o) * pixels + pixel];
+  }
+};
+
+/// col2im: gx[image][c][h][w] sums the columns (laid out as Im2colBody
+/// writes them) that read (h, w), in filter-tap order.
+template <typename T> struct Col2imBody {
+  const T *cols;
+  T *gx;
+  ConvPlan p;
+  IndexMath m;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    InputIndex at = inputIndex(p, flat, m);
+    int64_t pixels = p.outH * p.outW, taps = p.kH * p.kW;
+    const T *rows = cols + (at.image * p.channels + at.c) * taps * pixels;
+    Acc sum = 0;
+    p.forEachReaderOf(
+        at.h, at.x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
+          sum += load(rows[(kh * p.kW + kw) * pixels + oh * p.outW + ow]);
+        });
+    gx[flat] = store<T>(sum);
+  }
+};
+
+/// y[image][o][pixel] = bias[o]: the GEMM then accumulates onto it, so the
+/// sum rounds once, as on the CPU.
+template <typename T> struct BiasFillBody {
+  const T *bias;
+  T *y;
+  int64_t channels, pixels;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    y[flat] = bias[(flat / pixels) % channels];
+  }
+};
+
+/// One output of conv2d summed directly.
+template <typename T> struct DirectConvBody {
+  const T *x, *w, *bias;
+  T *y;
+  ConvPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
+    int64_t o = (flat / (p.outW * p.outH)) % p.outChannels;
+    int64_t n = flat / (p.outW * p.outH * p.outChannels);
+    int64_t g = o / p.groupOut;
+    Acc acc = bias ? load(bias[o]) : Acc(0);
+    for (int64_t c = 0; c < p.groupChannels; ++c) {
+      const T *plane =
+          x + (n * p.channels + g * p.groupChannels + c) * p.height * p.width;
+      const T *taps = w + (o * p.groupChannels + c) * p.kH * p.kW;
+      p.forEachTap(oh, ow, [&](int64_t kh, int64_t kw, int64_t ih, int64_t iw) {
+        acc += load(plane[ih * p.width + iw]) * load(taps[kh * p.kW + kw]);
+      });
+    }
+    y[flat] = store<T>(acc);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Gradient bodies
+//===----------------------------------------------------------------------===//
+//
+// Each body computes one output element by gathering what contributes to it,
+// in the order the CPU kernel accumulates: no atomics, so results are
+// deterministic and equal the CPU's up to the precision of the sum type.
+// The convolution's gradients use their bodies only where a product cannot
+// serve (integers, and half types where the product's result would round
+// more often): a thread per weight element summing over the whole batch
+// leaves most of a GPU idle.
+
+/// gx[n, c, h, w] of conv2d: gy * w over the output positions and filter
+/// taps that read (h, w). The plan's sizes are the forward conv's.
+template <typename T> struct ConvBackwardDataBody {
+  const T *gy, *w;
+  T *gx;
+  ConvPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    InputIndex at = inputIndex(p, flat, IndexMath{false});
+    int64_t n = at.image;
+    int64_t g = at.c / p.groupChannels, ic = at.c % p.groupChannels;
+    Acc sum = 0;
+    p.forEachReaderOf(
+        at.h, at.x, [&](int64_t kh, int64_t kw, int64_t oh, int64_t ow) {
+          for (int64_t j = 0; j < p.groupOut; ++j) {
+            int64_t oc = g * p.groupOut + j;
+            sum +=
+                load(gy[((n * p.outChannels + oc) * p.outH + oh) * p.outW +
+                        ow]) *
+                load(w[((oc * p.groupChannels + ic) * p.kH + kh) * p.kW + kw]);
+          }
+        });
+    gx[flat] = store<T>(sum);
+  }
+};
+
+/// gw[oc, ic, kh, kw] of conv2d: gy[n, oc, oh, ow] * x[n, g * C/g + ic, tap]
+/// over the batch and the output positions.
+template <typename T> struct ConvBackwardFilterBody {
+  const T *x, *gy;
+  T *gw;
+  ConvPlan p;
+  int64_t batch;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t kw = flat % p.kW, kh = (flat / p.kW) % p.kH;
+    int64_t ic = (flat / (p.kW * p.kH)) % p.groupChannels;
+    int64_t oc = flat / (p.kW * p.kH * p.groupChannels);
+    int64_t g = oc / p.groupOut;
+    Acc sum = 0;
+    for (int64_t n = 0; n < batch; ++n) {
+      const T *in =
+          x + (n * p.channels + g * p.groupChannels + ic) * p.height * p.width;
+      const T *grad = gy + (n * p.outChannels + oc) * p.outH * p.outW;
+      p.forEachOutputOfTap(
+          kh, kw, [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
+            sum += load(grad[oh * p.outW + ow]) * load(in[ih * p.width + iw]);
+          });
+    }
+    gw[flat] = store<T>(sum);
+  }
+};
+
+} // namespace detail
+
+template <typename T>
+void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
+            const T *bias, const Dims &, T *y, const Dims &yDims,
+            const Conv2dParams &params, cudaStream_t stream) {
+  if (detail::rejectChannelsLast(params.channels_last, "conv2d"))
+    return;
+  const int64_t *strides = params.strides.data, *pads = params.pads.data,
+                *dilations = params.dilations.data;
+  const int64_t group = params.group;
+  detail::ConvPlan p =
+      detail::convPlan(xDims, wDims, yDims, strides, pads, dilations, group);
+  int64_t batch = xDims.d[0];
+  int64_t patch = p.groupChannels * p.kH * p.kW; // gemm K
+  int64_t pixels = p.outH * p.outW;              // gemm N
+  if (batch == 0 || p.outChannels == 0 || pixels == 0)
+    return;
+
+  // Short patches (depthwise, first layers) and integers: sum directly.
+  constexpr int64_t kDirectPatch = 32;
+  if (!detail::kCublasType<T> || patch <= kDirectPatch) {
+    detail::launchElements(batch * p.outChannels * pixels,
+                           detail::DirectConvBody<T>{x, w, bias, y, p}, stream,
+                           "conv2d");
+    return;
+  }
+
+  // im2col + GEMM per group, over as many images at a time as fit in
+  // convScratchBytes() of columns.
+  bool direct = p.readsInputAsIs();
+  int64_t imageCols = p.channels * p.kH * p.kW * pixels;
+  int64_t chunk = detail::imagesPerChunk<T>(imageCols, batch);
+  T *cols = nullptr;
+  if (!direct) {
+    cols = detail::allocateScratch<T>(chunk * imageCols, stream, "conv2d");
+    if (!cols)
+      return;
+  }
+  int64_t imageIn = p.channels * p.height * p.width;
+  int64_t imageOut = p.outChannels * pixels;
+  for (int64_t first = 0; first < batch; first += chunk) {
+    int64_t images = batch - first < chunk ? batch - first : chunk;
+    const T *input = x + first * imageIn;
+    T *output = y + first * imageOut;
+    if (!direct)
+      detail::launchElements(
+          images * imageCols,
+          detail::Im2colBody<T>{input, cols, p,
+                                detail::indexMath(images * imageCols)},
+          stream, "conv2d");
+    if (bias)
+      detail::launchElements(
+          images * imageOut,
+          detail::BiasFillBody<T>{bias, output, p.outChannels, pixels}, stream,
+          "conv2d");
+    const T *operand = direct ? input : cols;
+    int64_t operandStride = direct ? imageIn : imageCols;
+    for (int64_t g = 0; g < group; ++g)
+      detail::gemm(w + g * p.groupOut * patch,
+                   operand +
+                       g * (direct ? p.groupChannels * pixels : patch * pixels),
+                   output + g * p.groupOut * pixels,
+                   {images, p.groupOut, pixels, patch, patch, pixels, pixels, 0,
+                    operandStride, imageOut},
+                   bias != nullptr, stream, "conv2d");
+  }
+  if (cols)
+    detail::freeScratch(cols, stream, "conv2d");
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients (adjoints of the kernels above)
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
+                        const Dims &wDims, T *gx, const Dims &gxDims,
+                        const Conv2dBackwardDataParams &params,
+                        cudaStream_t stream) {
+  if (detail::rejectChannelsLast(params.channels_last, "conv2dBackwardData"))
+    return;
+  const int64_t *strides = params.strides.data, *pads = params.pads.data,
+                *dilations = params.dilations.data;
+  const int64_t group = params.group;
+  detail::ConvPlan p =
+      detail::convPlan(gxDims, wDims, gyDims, strides, pads, dilations, group);
+  int64_t batch = gxDims.d[0];
+  int64_t patch = p.groupChannels * p.kH * p.kW;
+  int64_t pixels = p.outH * p.outW;
+  int64_t rows = p.channels * p.kH * p.kW;
+  // f32 and f64: per image, the columns' gradient w^T * gy (one product
+  // per group), then col2im. Half types keep the direct sum, which rounds
+  // once (the columns would round each partial sum to the half type).
+  if (!(std::is_same_v<T, float> || std::is_same_v<T, double>) || batch == 0 ||
+      pixels == 0 || p.groupOut == 0) {
+    detail::launchElements(gxDims.numElements(),
+                           detail::ConvBackwardDataBody<T>{gy, w, gx, p},
+                           stream, "conv2dBackwardData");
+    return;
+  }
+  int64_t chunk = detail::imagesPerChunk<T>(rows * pixels, batch);
+  T *cols = detail::allocateScratch<T>(chunk * rows * pixels, stream,
+                                       "conv2dBackwardData");
+  if (!cols)
+    return;
+  int64_t imageIn = p.channels * p.height * p.width;
+  int64_t imageOut = p.outChannels * pixels;
+  for (int64_t first = 0; first < batch; first += chunk) {
+    int64_t images = batch - first < chunk ? batch - first : chunk;
+    for (int64_t g = 0; g < group; ++g)
+      detail::gemm(w + g * p.groupOut * patch,
+                   gy + first * imageOut + g * p.groupOut * pixels,
+                   cols + g * patch * pixels,
+                   {images, patch, pixels, p.groupOut, patch, pixels, pixels, 0,
+                    imageOut, rows * pixels, /*transA=*/true, false},
+                   false, stream, "conv2dBackwardData");
+    detail::launchElements(
+        images * imageIn,
+        detail::Col2imBody<T>{cols, gx + first * imageIn, p,
+                              detail::indexMath(images * imageIn)},
+        stream, "conv2dBackwardData");
+  }
+  detail::freeScratch(cols, stream, "conv2dBackwardData");
+}
+
+template <typename T>
+void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
+                          const Dims &gyDims, T *gw, const Dims &gwDims,
+                          const Conv2dBackwardFilterParams &params,
+                          cudaStream_t stream) {
+  if (detail::rejectChannelsLast(params.channels_last, "conv2dBackwardFilter"))
+    return;
+  const int64_t *strides = params.strides.data, *pads = params.pads.data,
+                *dilations = params.dilations.data;
+  const int64_t group = params.group;
+  detail::ConvPlan p =
+      detail::convPlan(xDims, gwDims, gyDims, strides, pads, dilations, group);
+  int64_t batch = xDims.d[0];
+  int64_t patch = p.groupChannels * p.kH * p.kW;
+  int64_t pixels = p.outH * p.outW;
+  int64_t rows = p.channels * p.kH * p.kW;
+  // One product per group over all images and pixels at once: gw_g =
+  // gy_g * cols_g^T, with gy and the columns laid out images side by side.
+  // Integers, and half types whose batch needs several chunks (each would
+  // round the running sum to the half type), keep the direct sum.
+  int64_t chunk =
+      detail::imagesPerChunk<T>((rows + p.outChannels) * pixels, batch);
+  constexpr bool kWide = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  if (!detail::kCublasType<T> || (!kWide && chunk < batch) || batch == 0 ||
+      pixels == 0) {
+    detail::launchElements(
+        gwDims.numElements(),
+        detail::ConvBackwardFilterBody<T>{x, gy, gw, p, batch}, stream,
+        "conv2dBackwardFilter");
+    return;
+  }
+  T *cols = detail::allocateScratch<T>(chunk * rows * pixels, stream,
+                                       "conv2dBackwardFilter");
+  T *grads = cols ? detail::allocateScratch<T>(chunk * p.outChannels * pixels,
+                                               stream, "conv2dBackwardFilter")
+                  : nullptr;
+  if (!grads) {
+    if (cols)
+      detail::freeScratch(cols, stream, "conv2dBackwardFilter");
+    return;
+  }
+  int64_t imageIn = p.channels * p.height * p.width;
+  int64_t imageOut = p.outChannels * pixels;
+  for (int64_t first = 0; first < batch; first += chunk) {
+    int64_t images = batch - first < chunk ? batch - first : chunk;
+    int64_t width = images * pixels;
+    detail::launchElements(
+        rows * width,
+        detail::Im2colRowsBody<T>{x + first * imageIn, cols, p, images,
+                                  detail::indexMath(rows * width)},
+        stream, "conv2dBackwardFilter");
+    detail::launchElements(
+        p.outChannels * width,
+        detail::ImagesSideBySideBody<T>{gy + first * imageOut, grads, images,
+                                        p.outChannels, pixels},
+        stream, "conv2dBackwardFilter");
+    for (int64_t g = 0; g < group; ++g)
+      detail::gemm(grads + g * p.groupOut * width, cols + g * patch * width,
+                   gw + g * p.groupOut * patch,
+                   {1, p.groupOut, patch, width, width, width, patch, 0, 0, 0,
+                    false, /*transB=*/true},
+                   first > 0, stream, "conv2dBackwardFilter");
+  }
+  detail::freeScratch(grads, stream, "conv2dBackwardFilter");
+  detail::freeScratch(cols, stream, "conv2dBackwardFilter");
+}
+
+} // namespace ztc::cuda
+
+#endif // ZTC_RUNTIME_KERNELS_CUDA_CONV_CUH

@@ -1,0 +1,301 @@
+//===- Linalg.cuh - matrix products of the CUDA kernels ---------*- C++ -*-===//
+//
+// detail::gemm, the one product every matrix product goes through (cuBLAS
+// for float, double, f16 and bf16; a plain kernel for integers and in the
+// host emulation), and the entry points on it: matmul, and matmulNf4 for a
+// weight in 4-bit NormalFloat, dequantized tile by tile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CUDA_LINALG_CUH
+#define ZTC_RUNTIME_KERNELS_CUDA_LINALG_CUH
+
+#include "Common.cuh"
+
+#include "../Blockwise8bit.h"
+#include "../Dims.h"
+#include "../Half.h"
+#include "../Library.h"
+#include "../MatmulPlan.h"
+#include "../Nf4.h"
+
+#include <cuda_runtime_api.h>
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+#include <cublas_v2.h>
+#endif
+
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ztc::cuda {
+
+namespace detail {
+
+/// A batch of row-major products C[b] = A[b] * B[b] (+ C[b] when
+/// accumulating): A[b] = a + b*strideA is [m, k] with leading dimension lda,
+/// B[b] is [k, n] (ldb), C[b] is [m, n] (ldc). Strides may be 0.
+struct GemmShape {
+  int64_t batch, m, n, k, lda, ldb, ldc, strideA, strideB, strideC;
+  /// A is stored [k, m] (B: [n, k]); lda (ldb) is the stored row length.
+  bool transA = false, transB = false;
+};
+
+/// One output element per call, accumulated in ComputeT<T> (the CPU gemm's
+/// fallback): integers, k == 0, and the host emulation.
+template <typename T> struct GemmBody {
+  const T *a, *b;
+  T *c;
+  GemmShape s;
+  bool accumulate;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t col = flat % s.n, row = (flat / s.n) % s.m;
+    int64_t batch = flat / (s.n * s.m);
+    // Element (row, p) of op(A) and (p, col) of op(B).
+    int64_t aStep = s.transA ? s.lda : 1, bStep = s.transB ? 1 : s.ldb;
+    // Offsets, not pointers: with k == 0 an operand may be null, and
+    // offsetting a null pointer is undefined.
+    int64_t aRow = batch * s.strideA + (s.transA ? row : row * s.lda);
+    int64_t bCol = batch * s.strideB + (s.transB ? col * s.ldb : col);
+    T *out = c + batch * s.strideC + row * s.ldc + col;
+    Acc acc = accumulate ? load(*out) : Acc(0);
+    for (int64_t p = 0; p < s.k; ++p)
+      acc += load(a[aRow + p * aStep]) * load(b[bCol + p * bStep]);
+    *out = store<T>(acc);
+  }
+};
+
+template <typename T>
+constexpr bool kCublasType =
+    std::is_same_v<T, float> || std::is_same_v<T, double> ||
+    std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+inline bool checkCublas(cublasStatus_t status, const char *call,
+                        const char *kernel) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return true;
+  recordError(std::string(call) + " in " + kernel + ": " +
+              cublasGetStatusName(status) + " (" +
+              cublasGetStatusString(status) + ")");
+  return false;
+}
+
+/// Serializes cublasSetStream + the products that follow on a shared handle.
+inline std::mutex &cublasMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// The current device's handle, created on first use (call with
+/// cublasMutex() held); nullptr with an error recorded on failure.
+inline cublasHandle_t cublasHandleForDevice(const char *kernel) {
+  static std::vector<cublasHandle_t> handles;
+  int device = 0;
+  if (!checkCuda(cudaGetDevice(&device), "cudaGetDevice", kernel))
+    return nullptr;
+  if (handles.size() <= static_cast<size_t>(device))
+    handles.resize(device + 1, nullptr);
+  if (!handles[device]) {
+    cublasHandle_t handle = nullptr;
+    if (!checkCublas(cublasCreate(&handle), "cublasCreate", kernel))
+      return nullptr;
+    // No split-K reductions in 16-bit: sums stay in f32 until the store.
+    checkCublas(
+        cublasSetMathMode(
+            handle, static_cast<cublasMath_t>(
+                        CUBLAS_DEFAULT_MATH |
+                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+        "cublasSetMathMode", kernel);
+    handles[device] = handle;
+  }
+  return handles[device];
+}
+
+template <typename T> cudaDataType_t cublasDataType() {
+  if constexpr (std::is_same_v<T, double>)
+    return CUDA_R_64F;
+  else if constexpr (std::is_same_v<T, f16>)
+    return CUDA_R_16F;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return CUDA_R_16BF;
+  else
+    return CUDA_R_32F;
+}
+
+/// GemmShape on cuBLAS. cuBLAS is column-major: the row-major C = A * B is
+/// the column-major C^T = B^T * A^T, so B goes first and m and n swap; a
+/// row-major matrix is its transpose to cuBLAS, so an operand stored
+/// transposed is passed with CUBLAS_OP_T.
+template <typename T>
+void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
+                bool accumulate, cudaStream_t stream, const char *kernel) {
+  const int64_t kIntMax = INT_MAX;
+  if (s.m > kIntMax || s.n > kIntMax || s.k > kIntMax || s.lda > kIntMax ||
+      s.ldb > kIntMax || s.ldc > kIntMax) {
+    recordError(std::string(kernel) +
+                ": a dimension exceeds the int range of cuBLAS");
+    return;
+  }
+  // Double computes in double; everything else in f32 with f32 scalars.
+  constexpr bool kDouble = std::is_same_v<T, double>;
+  using Scalar = std::conditional_t<kDouble, double, float>;
+  Scalar alpha = 1, beta = accumulate ? 1 : 0;
+  cublasComputeType_t compute =
+      kDouble ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  cudaDataType_t type = cublasDataType<T>();
+
+  std::lock_guard<std::mutex> lock(cublasMutex());
+  cublasHandle_t handle = cublasHandleForDevice(kernel);
+  if (!handle ||
+      !checkCublas(cublasSetStream(handle, stream), "cublasSetStream", kernel))
+    return;
+  // Batches go in chunks: grids cap the batch count cuBLAS launches.
+  constexpr int64_t kMaxBatch = 65535;
+  for (int64_t first = 0; first < s.batch; first += kMaxBatch) {
+    int64_t count = s.batch - first < kMaxBatch ? s.batch - first : kMaxBatch;
+    cublasStatus_t status = cublasGemmStridedBatchedEx(
+        handle, s.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+        s.transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(s.n),
+        static_cast<int>(s.m), static_cast<int>(s.k), &alpha,
+        b + first * s.strideB, type, static_cast<int>(s.ldb), s.strideB,
+        a + first * s.strideA, type, static_cast<int>(s.lda), s.strideA, &beta,
+        c + first * s.strideC, type, static_cast<int>(s.ldc), s.strideC,
+        static_cast<int>(count), compute, CUBLAS_GEMM_DEFAULT);
+    if (!checkCublas(status, "cublasGemmStridedBatchedEx", kernel))
+      return;
+  }
+}
+#endif
+
+/// Runs GemmShape: cuBLAS where it applies, else GemmBody.
+template <typename T>
+void gemm(const T *a, const T *b, T *c, const GemmShape &s, bool accumulate,
+          cudaStream_t stream, const char *kernel) {
+  if (s.batch == 0 || s.m == 0 || s.n == 0)
+    return;
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+  if constexpr (kCublasType<T>) {
+    if (s.k > 0) {
+      cublasGemm(a, b, c, s, accumulate, stream, kernel);
+      return;
+    }
+  }
+#endif
+  launchElements(s.batch * s.m * s.n, GemmBody<T>{a, b, c, s, accumulate},
+                 stream, kernel);
+}
+
+/// One tile of an NF4 weight dequantized (Nf4.h): element (r, c) of a
+/// [outer, inner] tile is W's flat element `first + r * rowStep + c`, its
+/// scale and value rounded as the CPU's (no contraction into an fma), then
+/// rounded to T.
+template <typename T> struct Nf4TileBody {
+  const uint8_t *packed, *absmax;
+  const float *nested, *offset;
+  T *tile;
+  int64_t first, rowStep, inner;
+  CodeBook scales;
+  float values[16];
+
+  ZTC_HOST_DEVICE void operator()(int64_t at) const {
+    const int64_t i = first + (at / inner) * rowStep + at % inner;
+    const int64_t block = i / nf4::kBlock;
+    const float scale = addRounded(mulRounded(scales.value[absmax[block]],
+                                              nested[block / nf4::kScaleBlock]),
+                                   *offset);
+    const uint8_t byte = packed[i / 2];
+    tile[at] =
+        store<T>(mulRounded(values[i % 2 ? byte & 0x0F : byte >> 4], scale));
+  }
+};
+
+} // namespace detail
+
+/// c = a @ b, numpy-style (MatmulPlan.h); transpose_a/_b: the operand is
+/// stored with its last two dimensions swapped.
+template <typename T>
+void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
+            const Dims &cDims, const MatmulParams &params,
+            cudaStream_t stream) {
+  const bool transA = params.transpose_a, transB = params.transpose_b;
+  MatmulPlan p = planMatmul(aDims, bDims, cDims, transA, transB);
+  if (p.batches == 0)
+    return;
+  if (p.single) {
+    detail::gemm(a, b, c,
+                 {1, p.batches * p.m, p.n, p.k, p.lda, p.ldb, p.ldc, 0, 0, 0,
+                  false, p.transB},
+                 false, stream, "matmul");
+    return;
+  }
+  // Each group is one strided batch; the host loops over the groups.
+  for (int64_t o = 0; o < p.outer; ++o) {
+    int64_t aOffset, bOffset;
+    p.offsets(o, aOffset, bOffset);
+    detail::gemm(a + aOffset, b + bOffset, c + o * p.inner * p.m * p.n,
+                 {p.inner, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.strideA,
+                  p.strideB, p.m * p.n, p.transA, p.transB},
+                 false, stream, "matmul");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Quantized weights
+//===----------------------------------------------------------------------===//
+
+/// y = x op(W) for an NF4 weight W of weight_shape [rows, cols]
+/// (CpuKernels.h's matmulNf4): tiles of op(W)'s columns dequantized into
+/// stream-ordered scratch, each multiplied by cuBLAS into its columns of y.
+template <typename T>
+void matmulNf4(const T *x, const Dims &xDims, const int8_t *packedCodes,
+               const Dims &, const int8_t *absmaxCodes, const Dims &,
+               const float *nested, const Dims &, const float *offset,
+               const Dims &, T *y, const Dims &yDims,
+               const MatmulNf4Params &params, cudaStream_t stream) {
+  const auto *packed = reinterpret_cast<const uint8_t *>(packedCodes);
+  const auto *absmax = reinterpret_cast<const uint8_t *>(absmaxCodes);
+  const int64_t rows = params.weight_shape[0], cols = params.weight_shape[1];
+  const bool transB = params.transpose_b;
+  const int64_t k = transB ? cols : rows, n = transB ? rows : cols;
+  const int64_t m = k ? xDims.numElements() / k : 0;
+  (void)yDims;
+  if (m == 0 || n == 0)
+    return;
+  const int64_t panel = nf4::tileColumns(k, n);
+  T *tile = detail::allocateScratch<T>(k * panel, stream, "matmul_nf4");
+  if (!tile)
+    return;
+  detail::Nf4TileBody<T> body;
+  body.packed = packed;
+  body.absmax = absmax;
+  body.nested = nested;
+  body.offset = offset;
+  body.tile = tile;
+  for (int q = 0; q < 256; ++q)
+    body.scales.value[q] = blockwise8bit::kSignedCodes[q];
+  for (int q = 0; q < 16; ++q)
+    body.values[q] = nf4::kNf4Codes[q];
+  for (int64_t j0 = 0; j0 < n; j0 += panel) {
+    const int64_t width = n - j0 < panel ? n - j0 : panel;
+    // Rows j0.. of W ([width, K]) when transposed, else columns j0.. of
+    // every row ([K, width]).
+    const int64_t outer = transB ? width : k, inner = transB ? k : width;
+    body.first = transB ? j0 * cols : j0;
+    body.rowStep = cols;
+    body.inner = inner;
+    detail::launchElements(outer * inner, body, stream, "matmul_nf4");
+    detail::gemm(x, tile, y + j0,
+                 {1, m, width, k, k, inner, n, 0, 0, 0, false, transB}, false,
+                 stream, "matmul_nf4");
+  }
+  detail::freeScratch(tile, stream, "matmul_nf4");
+}
+
+} // namespace ztc::cuda
+
+#endif // ZTC_RUNTIME_KERNELS_CUDA_LINALG_CUH

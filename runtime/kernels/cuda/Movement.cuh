@@ -1,0 +1,237 @@
+//===- Movement.cuh - data movement on CUDA ---------------------*- C++ -*-===//
+//
+// transpose, slice, copyInto (concat), gather and trilu, and the adjoints
+// scatterAdd and insertSlice; strided copies go through detail::stridedCopy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CUDA_MOVEMENT_CUH
+#define ZTC_RUNTIME_KERNELS_CUDA_MOVEMENT_CUH
+
+#include "Common.cuh"
+
+#include "../Dims.h"
+#include "../Library.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ztc::cuda {
+
+namespace detail {
+
+/// Element strides of a copy over `dims`; strides may be negative.
+struct CopyPlan {
+  int64_t rank;
+  int64_t dims[8];
+  int64_t src[8];
+  int64_t dst[8];
+};
+
+template <typename T> struct StridedCopyBody {
+  const T *x;
+  T *y;
+  CopyPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t from, to;
+    stridedOffsets(flat, p.dims, p.rank, p.src, p.dst, from, to);
+    y[to] = x[from];
+  }
+};
+
+/// dst[index * dstStrides] = src[index * srcStrides] for every index of
+/// `dims`.
+template <typename T>
+void stridedCopy(const T *src, const int64_t *srcStrides, T *dst,
+                 const int64_t *dstStrides, const Dims &dims,
+                 cudaStream_t stream, const char *kernel) {
+  CopyPlan plan{};
+  plan.rank = dims.rank;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    plan.dims[i] = dims.d[i];
+    plan.src[i] = srcStrides[i];
+    plan.dst[i] = dstStrides[i];
+  }
+  launchElements(dims.numElements(), StridedCopyBody<T>{src, dst, plan}, stream,
+                 kernel);
+}
+
+template <typename T, typename I> struct GatherBody {
+  const T *data;
+  const I *indices;
+  T *y;
+  int64_t length, inner, count;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t row = flat / inner;
+    int64_t index = static_cast<int64_t>(indices[row % count]);
+    if (index < -length || index >= length) {
+      reportDataError(kGatherIndex, index, -length, length);
+      y[flat] = T(0.0f);
+      return;
+    }
+    if (index < 0)
+      index += length;
+    y[flat] = data[((row / count) * length + index) * inner + flat % inner];
+  }
+};
+
+template <typename T> struct TriluBody {
+  const T *x;
+  T *y;
+  int64_t rows, cols, diagonal;
+  bool upper;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t j = flat % cols, i = (flat / cols) % rows;
+    bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+    y[flat] = keep ? x[flat] : T(0.0f);
+  }
+};
+
+/// scatterAdd for one (outer, inner) column: every update of the column in
+/// index order, so repeated indices accumulate without atomics.
+template <typename T, typename I> struct ScatterAddColumnBody {
+  const I *indices;
+  const T *updates;
+  T *y;
+  int64_t length, inner, count;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t o = flat / inner, i = flat % inner;
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t index = static_cast<int64_t>(indices[j]);
+      if (index < -length || index >= length) {
+        // Skipped: y keeps data there; the step reports the error.
+        reportDataError(kScatterIndex, index, -length, length);
+        continue;
+      }
+      if (index < 0)
+        index += length;
+      T &to = y[(o * length + index) * inner + i];
+      to = store<T>(load(to) + load(updates[(o * count + j) * inner + i]));
+    }
+  }
+};
+
+} // namespace detail
+
+template <typename T>
+void transpose(const T *x, const Dims &dims, T *y, const Dims &,
+               const TransposeParams &params, cudaStream_t stream) {
+  const int64_t *perm = params.perm.data;
+  int64_t xStrides[8], srcStrides[8], yStrides[8];
+  contiguousStrides(dims, xStrides);
+  Dims yDims;
+  yDims.rank = dims.rank;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    yDims.d[i] = dims.d[perm[i]];
+    srcStrides[i] = xStrides[perm[i]];
+  }
+  contiguousStrides(yDims, yStrides);
+  detail::stridedCopy(x, srcStrides, y, yStrides, yDims, stream, "transpose");
+}
+
+template <typename T>
+void slice(const T *x, const Dims &dims, T *y, const Dims &yDims,
+           const SliceParams &params, cudaStream_t stream) {
+  const int64_t *starts = params.starts.data, *steps = params.steps.data;
+  int64_t xStrides[8], srcStrides[8], yStrides[8];
+  contiguousStrides(dims, xStrides);
+  contiguousStrides(yDims, yStrides);
+  int64_t base = 0;
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    base += starts[i] * xStrides[i];
+    srcStrides[i] = xStrides[i] * steps[i];
+  }
+  detail::stridedCopy(x + base, srcStrides, y, yStrides, yDims, stream,
+                      "slice");
+}
+
+template <typename T>
+void copyInto(const T *x, const Dims &xDims, T *y, const Dims &yDims,
+              const CopyIntoParams &params, cudaStream_t stream) {
+  const int64_t axis = params.axis, offset = params.offset;
+  int64_t xStrides[8], yStrides[8];
+  contiguousStrides(xDims, xStrides);
+  contiguousStrides(yDims, yStrides);
+  detail::stridedCopy(x, xStrides, y + offset * yStrides[axis], yStrides, xDims,
+                      stream, "copyInto");
+}
+
+template <typename T, typename I>
+void gather(const T *data, const Dims &dataDims, const I *indices,
+            const Dims &indexDims, T *y, const Dims &, const AxisParams &params,
+            cudaStream_t stream) {
+  const int64_t axis = params.axis;
+  int64_t outer = product(dataDims, 0, axis);
+  int64_t length = dataDims.d[axis];
+  int64_t inner = product(dataDims, axis + 1, dataDims.rank);
+  int64_t count = indexDims.numElements();
+  if (inner == 0 || count == 0)
+    return;
+  detail::launchElements(
+      outer * count * inner,
+      detail::GatherBody<T, I>{data, indices, y, length, inner, count}, stream,
+      "gather");
+}
+
+template <typename T>
+void trilu(const T *x, const Dims &dims, T *y, const Dims &,
+           const TriluParams &params, cudaStream_t stream) {
+  const bool upper = params.upper;
+  const int64_t diagonal = params.diagonal;
+  int64_t rows = dims.d[dims.rank - 2], cols = dims.d[dims.rank - 1];
+  detail::launchElements(
+      dims.numElements(),
+      detail::TriluBody<T>{x, y, rows, cols, diagonal, upper}, stream, "trilu");
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients (adjoints of the kernels above)
+//===----------------------------------------------------------------------===//
+
+/// y = data with updates added at indices along axis (np.add.at). One
+/// thread per (outer, inner) column walks the indices in order.
+template <typename T, typename I>
+void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
+                const Dims &indexDims, const T *updates, const Dims &, T *y,
+                const Dims &, const AxisParams &params, cudaStream_t stream) {
+  const int64_t axis = params.axis;
+  int64_t strides[8];
+  contiguousStrides(dataDims, strides);
+  detail::stridedCopy(data, strides, y, strides, dataDims, stream,
+                      "scatterAdd");
+  int64_t outer = product(dataDims, 0, axis);
+  int64_t inner = product(dataDims, axis + 1, dataDims.rank);
+  int64_t count = indexDims.numElements();
+  if (count == 0)
+    return;
+  detail::launchElements(outer * inner,
+                         detail::ScatterAddColumnBody<T, I>{indices, updates, y,
+                                                            dataDims.d[axis],
+                                                            inner, count},
+                         stream, "scatterAdd");
+}
+
+/// y = dest with source written at starts + i * steps (slice's adjoint).
+template <typename T>
+void insertSlice(const T *dest, const Dims &destDims, const T *source,
+                 const Dims &sourceDims, T *y, const Dims &,
+                 const InsertSliceParams &params, cudaStream_t stream) {
+  const int64_t *starts = params.starts.data, *steps = params.steps.data;
+  int64_t destStrides[8], sourceStrides[8], toStrides[8];
+  contiguousStrides(destDims, destStrides);
+  contiguousStrides(sourceDims, sourceStrides);
+  detail::stridedCopy(dest, destStrides, y, destStrides, destDims, stream,
+                      "insertSlice");
+  int64_t base = 0;
+  for (int64_t d = 0; d < destDims.rank; ++d) {
+    base += starts[d] * destStrides[d];
+    toStrides[d] = destStrides[d] * steps[d];
+  }
+  detail::stridedCopy(source, sourceStrides, y + base, toStrides, sourceDims,
+                      stream, "insertSlice");
+}
+
+} // namespace ztc::cuda
+
+#endif // ZTC_RUNTIME_KERNELS_CUDA_MOVEMENT_CUH

@@ -1,0 +1,224 @@
+//===- Norm.cuh - softmax and normalization on CUDA -------------*- C++ -*-===//
+//
+// softmax, logSoftmax, layerNorm with its gradient, and batchNorm (inference
+// form); a row's sums are one thread block's tree reduction.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CUDA_NORM_CUH
+#define ZTC_RUNTIME_KERNELS_CUDA_NORM_CUH
+
+#include "Common.cuh"
+
+#include "../Dims.h"
+#include "../Library.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ztc::cuda {
+
+namespace detail {
+
+/// softmax (log = false) or logSoftmax (log = true) of one row along the
+/// axis: `length` elements `inner` apart.
+template <typename T> struct SoftmaxBody {
+  const T *x;
+  T *y;
+  int64_t length, inner;
+  bool log;
+  ComputeT<T> lowest;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
+    using Acc = ComputeT<T>;
+    int64_t base = (row / inner) * length * inner + row % inner;
+    const T *in = x + base;
+    T *out = y + base;
+    Acc maximum = lowest;
+    for (int64_t i = team.rank(); i < length; i += team.size())
+      maximum = MaxOp()(maximum, load(in[i * inner]));
+    maximum = team.reduce(maximum, MaxOp());
+    Acc sum = 0;
+    for (int64_t i = team.rank(); i < length; i += team.size())
+      sum += mathExp(load(in[i * inner]) - maximum);
+    sum = team.reduce(sum, SumOp());
+    if (log) {
+      Acc shift = maximum + mathLog(sum);
+      for (int64_t i = team.rank(); i < length; i += team.size())
+        out[i * inner] = store<T>(load(in[i * inner]) - shift);
+    } else {
+      for (int64_t i = team.rank(); i < length; i += team.size())
+        out[i * inner] = store<T>(mathExp(load(in[i * inner]) - maximum) / sum);
+    }
+  }
+};
+
+/// The mean of a row and one over its standard deviation (`epsilon` added
+/// to the variance), computed by the whole team: layerNorm and its
+/// gradient compute them alike.
+template <typename T, typename Team>
+ZTC_HOST_DEVICE void rowStatistics(const T *in, int64_t length, double epsilon,
+                                   const Team &team, ComputeT<T> &mean,
+                                   ComputeT<T> &inverse) {
+  using Acc = ComputeT<T>;
+  Acc sum = 0;
+  for (int64_t i = team.rank(); i < length; i += team.size())
+    sum += load(in[i]);
+  mean = team.reduce(sum, SumOp()) / static_cast<Acc>(length);
+  Acc squares = 0;
+  for (int64_t i = team.rank(); i < length; i += team.size()) {
+    Acc centered = load(in[i]) - mean;
+    squares += centered * centered;
+  }
+  Acc variance = team.reduce(squares, SumOp()) / static_cast<Acc>(length);
+  inverse = Acc(1) / mathSqrt(variance + static_cast<Acc>(epsilon));
+}
+
+template <typename T> struct LayerNormBody {
+  const T *x, *scale, *bias;
+  T *y;
+  int64_t length;
+  double epsilon;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
+    using Acc = ComputeT<T>;
+    const T *in = x + row * length;
+    T *out = y + row * length;
+    Acc mean, inverse;
+    rowStatistics(in, length, epsilon, team, mean, inverse);
+    for (int64_t i = team.rank(); i < length; i += team.size()) {
+      Acc value = (load(in[i]) - mean) * inverse * load(scale[i]);
+      if (bias)
+        value += load(bias[i]);
+      out[i] = store<T>(value);
+    }
+  }
+};
+
+/// One row of layerNormBackward (cpu/Norm.h has the formula).
+template <typename T> struct LayerNormBackwardBody {
+  const T *x, *scale, *gy;
+  T *gx;
+  int64_t length;
+  double epsilon;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
+    using Acc = ComputeT<T>;
+    const T *in = x + row * length, *g = gy + row * length;
+    T *out = gx + row * length;
+    Acc mean, rstd;
+    rowStatistics(in, length, epsilon, team, mean, rstd);
+    Acc dnSum = 0, dnXhatSum = 0;
+    for (int64_t i = team.rank(); i < length; i += team.size()) {
+      Acc dn = load(g[i]) * load(scale[i]);
+      dnSum += dn;
+      dnXhatSum += dn * (load(in[i]) - mean) * rstd;
+    }
+    Acc dnMean = team.reduce(dnSum, SumOp()) / static_cast<Acc>(length);
+    Acc dnXhatMean = team.reduce(dnXhatSum, SumOp()) / static_cast<Acc>(length);
+    for (int64_t i = team.rank(); i < length; i += team.size()) {
+      Acc dn = load(g[i]) * load(scale[i]);
+      Acc xhat = (load(in[i]) - mean) * rstd;
+      out[i] = store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
+    }
+  }
+};
+
+template <typename T> struct BatchNormBody {
+  const T *x, *scale, *bias, *mean, *var;
+  T *y;
+  int64_t channels, spatial;
+  double epsilon;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    int64_t c = (flat / spatial) % channels;
+    Acc inverse = Acc(1) / mathSqrt(load(var[c]) + static_cast<Acc>(epsilon));
+    Acc factor = load(scale[c]) * inverse;
+    Acc shift = load(bias[c]) - load(mean[c]) * factor;
+    y[flat] = store<T>(load(x[flat]) * factor + shift);
+  }
+};
+
+} // namespace detail
+
+namespace detail {
+
+template <typename T>
+void softmaxImpl(const T *x, const Dims &dims, int64_t axis, T *y, bool log,
+                 cudaStream_t stream, const char *kernel) {
+  if (axis < 0)
+    axis += dims.rank;
+  int64_t outer = product(dims, 0, axis), length = dims.d[axis];
+  int64_t inner = product(dims, axis + 1, dims.rank);
+  if (length == 0)
+    return;
+  launchRows(
+      outer * inner, length,
+      SoftmaxBody<T>{x, y, length, inner, log, lowestValue<ComputeT<T>>()},
+      stream, kernel);
+}
+
+} // namespace detail
+
+template <typename T>
+void softmax(const T *x, const Dims &dims, T *y, const Dims &,
+             const AxisParams &params, cudaStream_t stream) {
+  detail::softmaxImpl(x, dims, params.axis, y, /*log=*/false, stream,
+                      "softmax");
+}
+
+template <typename T>
+void logSoftmax(const T *x, const Dims &dims, T *y, const Dims &,
+                const AxisParams &params, cudaStream_t stream) {
+  detail::softmaxImpl(x, dims, params.axis, y, /*log=*/true, stream,
+                      "logSoftmax");
+}
+
+template <typename T>
+void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
+               const T *bias, const Dims &, T *y, const Dims &,
+               const LayerNormParams &params, cudaStream_t stream) {
+  const int64_t axis = params.axis;
+  const double epsilon = params.epsilon;
+  auto [rows, length] = normalizedRows(dims, axis);
+  if (length == 0)
+    return;
+  detail::launchRows(
+      rows, length,
+      detail::LayerNormBody<T>{x, scale, bias, y, length, epsilon}, stream,
+      "layerNorm");
+}
+
+template <typename T>
+void layerNormBackward(const T *x, const Dims &dims, const T *scale,
+                       const Dims &, const T *gy, const Dims &, T *gx,
+                       const Dims &, const LayerNormParams &params,
+                       cudaStream_t stream) {
+  const int64_t axis = params.axis;
+  const double epsilon = params.epsilon;
+  auto [rows, length] = normalizedRows(dims, axis);
+  if (length == 0)
+    return;
+  detail::launchRows(
+      rows, length,
+      detail::LayerNormBackwardBody<T>{x, scale, gy, gx, length, epsilon},
+      stream, "layerNormBackward");
+}
+
+template <typename T>
+void batchNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
+               const T *bias, const Dims &, const T *mean, const Dims &,
+               const T *var, const Dims &, T *y, const Dims &,
+               const BatchNormParams &params, cudaStream_t stream) {
+  const double epsilon = params.epsilon;
+  detail::launchElements(
+      dims.numElements(),
+      detail::BatchNormBody<T>{x, scale, bias, mean, var, y, dims.d[1],
+                               product(dims, 2, dims.rank), epsilon},
+      stream, "batchNorm");
+}
+
+} // namespace ztc::cuda
+
+#endif // ZTC_RUNTIME_KERNELS_CUDA_NORM_CUH
