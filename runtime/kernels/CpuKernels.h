@@ -24,8 +24,10 @@
 //    accumulate in double.
 //  - Results are deterministic: a value is always reduced by one thread in a
 //    fixed order, independent of the thread count (BLAS aside).
-//  - Int64 parameter arrays (strides, pads, perm, ...) are `const int64_t *`
-//    with one entry per dimension they describe; axes are non-negative.
+//  - Configuration comes in the kernel's parameter struct (Library.h, as
+//    Library.def declares it); its int64 arrays (strides, pads, perm, ...)
+//    are `ztc::Ints` with one entry per dimension they describe; axes are
+//    non-negative.
 //  - Invalid data that only shows at run time (a gather or scatter_add
 //    index, a loss target out of range) never reads or writes out of
 //    bounds: the element gets 0 (gather, nll_loss) or is skipped
