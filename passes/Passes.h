@@ -15,6 +15,7 @@
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/NN/IR/NNOps.h"
 #include "dialects/Train/IR/TrainOps.h"
+#include "passes/OptionEnums.h"
 
 namespace mlir::ztc {
 

@@ -294,9 +294,11 @@ def AttachLossPass : Pass<"ztc-attach-loss", "func::FuncOp"> {
     Example: `(x, W) -> logits` becomes `(x, labels, W) -> loss`.
   }];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"auto\"",
+    Option<"loss", "loss", "::mlir::ztc::LossKind",
+           /*default=*/"::mlir::ztc::LossKind::Auto",
            "cross_entropy, mse, none, or auto (none for a model returning "
-           "one scalar float; an error otherwise, naming the choices)">,
+           "one scalar float; an error otherwise, naming the choices)",
+           "::mlir::ztc::closedSet(::mlir::ztc::kLossKinds)">,
     Option<"lossInput", "loss-input", "std::string", /*default=*/"\"\"",
            "The ONNX output the loss reads (default: the first)">,
     Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",
@@ -365,9 +367,11 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
     ```
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+    Option<"optimizer", "optimizer", "::mlir::ztc::OptimizerKind",
+           /*default=*/"::mlir::ztc::OptimizerKind::Adamw",
            "sgd, adam, adamw, adam8bit or adamw8bit (bitsandbytes' 8-bit "
-           "states; also adamw_bnb_8bit and adamw_8bit)">,
+           "states; also adamw_bnb_8bit and adamw_8bit)",
+           "::mlir::ztc::closedSet(::mlir::ztc::kOptimizerKinds)">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD momentum">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
@@ -441,9 +445,11 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
     (the optimizer pass makes them so) for stages 1 and 2.
   }];
   let options = [
-    Option<"stage", "stage", "unsigned", /*default=*/"0",
+    Option<"stage", "stage", "::mlir::ztc::ZeroStage",
+           /*default=*/"::mlir::ztc::ZeroStage::DataParallel",
            "ZeRO stage: 0 (data parallel), 1 (optimizer states sharded), "
-           "2 (and gradients), 3 (and parameters)">,
+           "2 (and gradients), 3 (and parameters)",
+           "::mlir::ztc::closedSet(::mlir::ztc::kZeroStages)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
            "Ranks the step runs on">,
     Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t",
@@ -453,9 +459,11 @@ def ZeroPass : Pass<"ztc-zero", "func::FuncOp"> {
            /*default=*/"0",
            "When positive: gradient elements per reduction bucket instead "
            "of bytes (DeepSpeed's reduce_bucket_size)">,
-    Option<"commDtype", "comm-dtype", "std::string", /*default=*/"\"\"",
-           "Element type gradients are reduced in: fp32, fp16 or bf16 "
-           "(default: the gradients' own); sums accumulate in fp32">,
+    Option<"commDtype", "comm-dtype", "::mlir::ztc::CommType",
+           /*default=*/"::mlir::ztc::CommType::Auto",
+           "Element type gradients are reduced in: fp32, fp16 or bf16, or "
+           "auto (the gradients' own); sums accumulate in fp32",
+           "::mlir::ztc::closedSet(::mlir::ztc::kCommTypes)">,
     Option<"paramPersistenceThreshold", "param-persistence-threshold",
            "int64_t", /*default=*/"100000",
            "Stage 3: parameters with fewer elements stay whole on every "
@@ -715,17 +723,21 @@ def LoraPass : Pass<"ztc-lora", "func::FuncOp"> {
            "first: the whole name only)">,
     Option<"rslora", "rslora", "bool", /*default=*/"false",
            "Scale by alpha / sqrt(r) (rank-stabilized LoRA)">,
-    Option<"bias", "bias", "std::string", /*default=*/"\"none\"",
-           "Biases that train: none, all, or lora_only">,
+    Option<"bias", "bias", "::mlir::ztc::LoraBias",
+           /*default=*/"::mlir::ztc::LoraBias::None",
+           "Biases that train: none, all, or lora_only",
+           "::mlir::ztc::closedSet(::mlir::ztc::kLoraBiases)">,
     Option<"modulesToSave", "modules-to-save", "std::string",
            /*default=*/"\"\"",
            "Modules trained whole (peft's modules_to_save), matched as "
            "targets are">,
     Option<"seed", "seed", "int64_t", /*default=*/"0",
            "Seed of the lora_A initial values">,
-    Option<"baseDtype", "base-dtype", "std::string", /*default=*/"\"\"",
+    Option<"baseDtype", "base-dtype", "::mlir::ztc::BaseType",
+           /*default=*/"::mlir::ztc::BaseType::Model",
            "nf4: mark the frozen base weights of the matrix products for "
-           "ztc-nf4-weights (QLoRA); empty: as the model has them">,
+           "ztc-nf4-weights (QLoRA); model: as the model has them",
+           "::mlir::ztc::closedSet(::mlir::ztc::kBaseTypes)">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
                            "::mlir::ztc::train::TrainDialect",
@@ -895,14 +907,15 @@ def RecomputePass : Pass<"ztc-recompute", "ModuleOp"> {
        - `sqrt`: Chen et al.'s √n checkpoints: the forward ops cut into
          ⌈√n⌉ segments, each cut where the fewest bytes cross it within
          half a segment of its even position, then as `full`;
-       - `budget=BYTES` or `budget=FRACTION` (of the peak with `none`):
+       - `budget`, with `budget=BYTES` or `budget=FRACTION` (of the peak
+         with `none`; `--recompute budget=...` in the pipeline):
          the least recomputation (in FLOPs) whose planned peak — the
          bytes per rank `ztc inspect` reports — fits. Plans are weighed
          by planning the rest of the step on a copy of the module, with
          the planner the training pipeline hands the pass (run alone, the
          pass refuses budgets). The candidates are the fixed policies and
          the plans of a 0-1 integer program, solved by COIN-OR CBC within
-         `time-limit` seconds in all: one column per decided value (keep
+         `search-nodes` branch-and-bound nodes each: one column per decided value (keep
          it) and per forward op (recompute it); rows say that what the
          backward reads is kept or recomputed, that a recomputed op's
          operands are kept or recomputed in its own segment (a block of
@@ -942,8 +955,13 @@ def RecomputePass : Pass<"ztc-recompute", "ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none, selective, full, sqrt, or budget=BYTES|FRACTION">,
+    Option<"policy", "policy", "::mlir::ztc::RecomputePolicy",
+           /*default=*/"::mlir::ztc::RecomputePolicy::None",
+           "none, selective, full, sqrt, or budget (with `budget`)",
+           "::mlir::ztc::closedSet(::mlir::ztc::kRecomputePolicies)">,
+    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+           "For policy budget: BYTES (8GiB, 6e9) or FRACTION (0.6, 60%) of "
+           "the planned peak with none">,
     Option<"blocks", "blocks", "std::string", /*default=*/"\"\"",
            "For full: a regular expression whose first match in a node name "
            "names the node's block (default: its numbered scope)">,
@@ -1060,10 +1078,12 @@ def AccumulatePass : Pass<"ztc-accumulate", "ModuleOp"> {
   let options = [
     Option<"microBatches", "micro-batches", "unsigned", /*default=*/"1",
            "Micro-batches per optimizer step (1: no accumulation)">,
-    Option<"accumDtype", "accum-dtype", "std::string", /*default=*/"\"fp32\"",
+    Option<"accumDtype", "accum-dtype", "::mlir::ztc::AccumType",
+           /*default=*/"::mlir::ztc::AccumType::Fp32",
            "Element type of the accumulators of f32 gradients: fp32, bf16 "
            "or fp16 (each micro-batch's sum is computed in f32 and rounded "
-           "once)">,
+           "once)",
+           "::mlir::ztc::closedSet(::mlir::ztc::kAccumTypes)">,
   ];
   let dependentDialects = ["::mlir::ztc::nn::NNDialect",
                            "::mlir::ztc::train::TrainDialect",
@@ -1124,8 +1144,10 @@ def AutocastPass : Pass<"ztc-autocast", "func::FuncOp"> {
     ```
   }];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "The half type: bf16 or fp16">,
+    Option<"precision", "precision", "::mlir::ztc::HalfType",
+           /*default=*/"::mlir::ztc::HalfType::Bf16",
+           "The half type: bf16 or fp16",
+           "::mlir::ztc::closedSet(::mlir::ztc::kHalfTypes)">,
     Option<"keepFp32", "keep-fp32", "std::string", /*default=*/"\"\"",
            "A regular expression: half ops whose op name or ONNX node name "
            "it matches compute in f32">,

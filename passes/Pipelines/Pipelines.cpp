@@ -42,23 +42,17 @@ std::pair<double, double> TrainingPipelineOptions::adamBetas() const {
 
 std::optional<::ztc::rt::LrScheduleKind>
 mlir::ztc::scheduleOfTrainerName(llvm::StringRef name) {
-  using ::ztc::rt::LrScheduleKind;
-  return llvm::StringSwitch<std::optional<LrScheduleKind>>(name)
-      .Case("linear", LrScheduleKind::TrainerLinear)
-      .Case("cosine", LrScheduleKind::TrainerCosine)
-      .Case("constant", LrScheduleKind::TrainerConstant)
-      .Case("constant_with_warmup", LrScheduleKind::TrainerConstantWithWarmup)
-      .Default(std::nullopt);
+  return parseSpelling(kTrainerSchedules, name);
 }
 
 ::ztc::rt::ScheduleConfig TrainingPipelineOptions::scheduleConfig() const {
   ::ztc::rt::ScheduleConfig config;
   if (lrSchedulerType.hasValue()) {
-    config.kind = *scheduleOfTrainerName(lrSchedulerType);
+    config.kind = lrSchedulerType;
     config.warmupType = ::ztc::rt::WarmupType::Linear;
   } else {
-    config.kind = *::ztc::rt::parseScheduleKind(lrSchedule);
-    config.warmupType = *::ztc::rt::parseWarmupType(warmupType);
+    config.kind = lrSchedule;
+    config.warmupType = warmupType;
   }
   config.lr = lr;
   config.minLr = cosMinRatio.hasValue() ? cosMinRatio * lr : double(minLr);
@@ -138,9 +132,11 @@ TrainingPipelineOptions::loraOptions(std::string &error) const {
         return fail("rslora must be true or false, got '" + value + "'");
       options.rslora = value == "true";
     } else if (key == "bias") {
-      if (value != "none" && value != "all" && value != "lora_only")
-        return fail("bias must be none, all or lora_only, got '" + value + "'");
-      options.bias = value.str();
+      std::optional<LoraBias> bias = parseSpelling(kLoraBiases, value);
+      if (!bias)
+        return fail("bias must be " + listOfChoices(spellings(kLoraBiases)) +
+                    ", got '" + value + "'");
+      options.bias = *bias;
     } else if (key == "modules-to-save") {
       options.modulesToSave = value.str();
     } else if (value.getAsInteger(10, options.seed)) {
@@ -166,37 +162,16 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
                 std::to_string(betas.size()) + " values");
   if (gradAccum < 1)
     return fail("--grad-accum must be at least 1");
-  if (convLayout != "nhwc" && convLayout != "nchw")
-    return fail("--conv-layout '" + convLayout + "': expected nhwc or nchw");
   const ::ztc::rt::TargetInfo &info = ::ztc::rt::targetInfo(target);
   if (channelsLast() && !info.channelsLastConvolutions)
     return fail(std::string("--conv-layout nhwc: the ") + info.name +
                 " kernels take NCHW convolutions (--target " + info.name +
                 "); use --conv-layout nchw, its default");
-  if (gradAccumDtype != "fp32" && gradAccumDtype != "bf16" &&
-      gradAccumDtype != "fp16")
-    return fail("--grad-accum-dtype '" + gradAccumDtype +
-                "': expected fp32, bf16 or fp16");
   if (gradAccumDtype.hasValue() && gradAccum == 1)
     return fail("--grad-accum-dtype applies with --grad-accum > 1");
-  if (std::optional<::ztc::rt::LrScheduleKind> kind =
-          ::ztc::rt::parseScheduleKind(lrSchedule);
-      !kind || ::ztc::rt::isTrainerSchedule(*kind))
-    return fail("--lr-schedule '" + lrSchedule +
-                "': expected constant, warmup, warmup-decay, warmup-cosine, "
-                "one-cycle or lr-range-test");
-  if (lrSchedulerType.hasValue()) {
-    if (lrSchedule.hasValue())
-      return fail("--lr-scheduler-type and --lr-schedule both name the "
-                  "schedule: give one");
-    if (!scheduleOfTrainerName(lrSchedulerType))
-      return fail("--lr-scheduler-type '" + lrSchedulerType +
-                  "': expected linear, cosine, constant or "
-                  "constant_with_warmup (the Trainer's others are not built; "
-                  "--lr-schedule lists DeepSpeed's)");
-  }
-  if (!::ztc::rt::parseWarmupType(warmupType))
-    return fail("--warmup-type '" + warmupType + "': expected linear or log");
+  if (lrSchedulerType.hasValue() && lrSchedule.hasValue())
+    return fail("--lr-scheduler-type and --lr-schedule both name the "
+                "schedule: give one");
   if (!(warmupRatio >= 0 && warmupRatio <= 1))
     return fail("--warmup-ratio must be within [0, 1], got " +
                 std::to_string(warmupRatio));
@@ -217,17 +192,13 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--cycle-first-step-size must be at least 1");
   if (lrRangeTestStepSize < 1)
     return fail("--lr-range-test-step-size must be at least 1");
-  if (precision != "fp32" && precision != "fp64" && precision != "bf16" &&
-      precision != "fp16")
-    return fail("--precision '" + precision +
-                "': expected fp32, bf16, fp16 or fp64");
-  bool half = precision == "bf16" || precision == "fp16";
-  if (!keepFp32.empty() && !half)
+  std::string precisionName = spell(kPrecisions, precision.getValue()).str();
+  if (!keepFp32.empty() && !mixedPrecision())
     return fail("--keep-fp32 applies to --precision bf16 or fp16, not '" +
-                precision + "'");
-  if (halfWeights && !half)
+                precisionName + "'");
+  if (halfWeights && !mixedPrecision())
     return fail("--half-weights applies to --precision bf16 or fp16, not '" +
-                precision + "'");
+                precisionName + "'");
   // Loss scaling is fp16's; bf16 has f32's range and needs none.
   std::pair<const char *, bool> scaling[] = {
       {"loss-scale", lossScale.hasValue()},
@@ -237,10 +208,10 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
       {"consecutive-hysteresis", consecutiveHysteresis.hasValue()},
       {"min-loss-scale", minLossScale.hasValue()}};
   for (auto [name, given] : scaling)
-    if (given && precision != "fp16")
+    if (given && precision != Precision::Fp16)
       return fail(std::string("--") + name +
                   " applies to --precision fp16 (loss scaling), not '" +
-                  precision + "'");
+                  precisionName + "'");
   if (!(lossScale >= 0) || !std::isfinite(lossScale)) {
     std::ostringstream given;
     given << double(lossScale);
@@ -258,41 +229,23 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
     return fail("--min-loss-scale must be positive");
   if (!loraOptions(error))
     return failure();
-  if (!baseDtype.empty()) {
-    if (baseDtype != "nf4")
-      return fail("--base-dtype '" + baseDtype +
-                  "': expected nf4 (the only quantized storage)");
+  if (baseDtype == BaseType::Nf4) {
     if (lora.empty())
       return fail("--base-dtype nf4 quantizes the frozen base of a LoRA "
                   "step: give --lora too");
-    if (zeroStage == 3)
+    if (zeroStage == ZeroStage::Parameters)
       return fail("--base-dtype nf4 with --zero 3: NF4 weights stay whole on "
                   "every rank (ZeRO stages 1 and 2 shard the adapters' "
                   "gradients and optimizer state)");
   }
-  if (isRecomputeBudget(recompute)) {
-    std::string budgetError;
-    if (!parseRecomputeBudget(recompute, budgetError))
-      return fail(budgetError);
-  } else if (recompute != "none" && recompute != "selective" &&
-             recompute != "full" && recompute != "sqrt") {
-    return fail("--recompute '" + recompute +
-                "': expected none, selective, full, sqrt, budget=BYTES or "
-                "budget=FRACTION");
-  }
+  if (!parseRecomputeSpec(recompute, error))
+    return failure();
   if (recomputeSearchNodes < 0)
     return fail("--recompute-search-nodes must be 0 or more, got " +
                 std::to_string(recomputeSearchNodes));
   if (!recomputeBlocks.empty() && recompute != "full")
     return fail("--recompute-blocks applies to --recompute full, not '" +
                 recompute + "'");
-  if (zeroStage > 3)
-    return fail("--zero " + std::to_string(zeroStage) +
-                ": expected 0, 1, 2 or 3");
-  if (!commDtype.empty() && commDtype != "fp32" && commDtype != "fp16" &&
-      commDtype != "bf16")
-    return fail("--comm-dtype '" + commDtype +
-                "': expected fp32, fp16 or bf16");
   if (paramPersistenceThreshold < 0)
     return fail("--param-persistence-threshold must not be negative");
   if (worldSize < 1)
@@ -403,7 +356,7 @@ TrainingPipelineOptions::scheduleOptions() const {
 
 AttachLossPassOptions TrainingPipelineOptions::attachLossOptions() const {
   AttachLossPassOptions loss;
-  loss.loss = this->loss;
+  loss.loss = this->loss.getValue();
   loss.lossInput = lossInput;
   loss.labels = labels;
   loss.ignoreIndex = ignoreIndex;
@@ -416,7 +369,7 @@ AutodiffPassOptions TrainingPipelineOptions::autodiffOptions() const {
   autodiff.frozen.assign(freeze.begin(), freeze.end());
   // fp16: the backward runs on the scaled loss (dynamic: ztc-loss-scale,
   // after ZeRO, keeps the scale).
-  if (precision == "fp16") {
+  if (precision == Precision::Fp16) {
     autodiff.lossScaleValue = lossScale;
     autodiff.initialScalePower = initialScalePower;
   }
@@ -425,7 +378,8 @@ AutodiffPassOptions TrainingPipelineOptions::autodiffOptions() const {
 
 AutocastPassOptions TrainingPipelineOptions::autocastOptions() const {
   AutocastPassOptions autocast;
-  autocast.precision = precision;
+  autocast.precision =
+      precision == Precision::Fp16 ? HalfType::Fp16 : HalfType::Bf16;
   autocast.keepFp32 = keepFp32;
   autocast.halfWeights = halfWeights;
   return autocast;
@@ -433,7 +387,12 @@ AutocastPassOptions TrainingPipelineOptions::autocastOptions() const {
 
 RecomputePassOptions TrainingPipelineOptions::recomputeOptions() const {
   RecomputePassOptions recompute;
-  recompute.policy = this->recompute;
+  std::string error;
+  if (std::optional<RecomputeSpec> spec =
+          parseRecomputeSpec(this->recompute, error)) {
+    recompute.policy = spec->policy;
+    recompute.budget = spec->budget;
+  }
   recompute.blocks = recomputeBlocks;
   recompute.searchNodes = recomputeSearchNodes;
   return recompute;
@@ -442,13 +401,13 @@ RecomputePassOptions TrainingPipelineOptions::recomputeOptions() const {
 AccumulatePassOptions TrainingPipelineOptions::accumulateOptions() const {
   AccumulatePassOptions accumulate;
   accumulate.microBatches = gradAccum;
-  accumulate.accumDtype = gradAccumDtype;
+  accumulate.accumDtype = gradAccumDtype.getValue();
   return accumulate;
 }
 
 OptimizerPassOptions TrainingPipelineOptions::optimizerOptions() const {
   OptimizerPassOptions optimizer;
-  optimizer.optimizer = this->optimizer;
+  optimizer.optimizer = this->optimizer.getValue();
   optimizer.momentum = momentum;
   optimizer.nesterov = nesterov;
   optimizer.weightDecay = weightDecay;
@@ -460,14 +419,15 @@ OptimizerPassOptions TrainingPipelineOptions::optimizerOptions() const {
 
 ZeroPassOptions TrainingPipelineOptions::zeroOptions() const {
   ZeroPassOptions zero;
-  zero.stage = zeroStage;
+  zero.stage = zeroStage.getValue();
   zero.worldSize = worldSize;
   zero.reduceBucketBytes = reduceBucketBytes;
   zero.reduceBucketElements = reduceBucketElements;
   zero.paramPersistenceThreshold = paramPersistenceThreshold;
-  zero.commDtype = commDtype;
+  zero.commDtype = commDtype.getValue();
   // 8-bit states are quantized in blocks no rank may split.
-  if (train::canonicalOptimizer(optimizer).ends_with("8bit"))
+  if (optimizer == OptimizerKind::Adam8bit ||
+      optimizer == OptimizerKind::Adamw8bit)
     zero.shardAlignment = train::k8bitBlock;
   return zero;
 }
@@ -507,7 +467,7 @@ void mlir::ztc::buildTrainingNNPipeline(
   std::string loraError;
   std::optional<LoraPassOptions> lora = options.loraOptions(loraError);
   if (lora && !lora->targets.empty()) {
-    lora->baseDtype = options.baseDtype;
+    lora->baseDtype = options.baseDtype.getValue();
     pm.addNestedPass<func::FuncOp>(createLoraPass(*lora));
   }
 
@@ -515,9 +475,9 @@ void mlir::ztc::buildTrainingNNPipeline(
   // gradient op are built in double too.
   // bf16 and fp16 give each op a compute type before the loss, which is
   // then built on the model's f32 outputs.
-  if (options.precision == "fp64")
+  if (options.precision == Precision::Fp64)
     pm.addNestedPass<func::FuncOp>(createPromoteF64Pass());
-  if (options.precision == "bf16" || options.precision == "fp16") {
+  if (options.mixedPrecision()) {
     pm.addNestedPass<func::FuncOp>(
         createAutocastPass(options.autocastOptions()));
   }
@@ -579,7 +539,7 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // 6b. QLoRA: the frozen base in 4 bits, now that the backward and the
   // updates are built on its float form.
-  if (options.baseDtype == "nf4")
+  if (options.baseDtype == BaseType::Nf4)
     pm.addNestedPass<func::FuncOp>(createNf4WeightsPass());
 }
 

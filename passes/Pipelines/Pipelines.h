@@ -17,6 +17,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <optional>
 
@@ -25,17 +26,55 @@
 
 namespace mlir::ztc {
 
+/// `--lr-schedule`: DeepSpeed's schedulers (the manifest's names).
+inline constexpr Spelling<::ztc::rt::LrScheduleKind> kDeepSpeedSchedules[] = {
+    {::ztc::rt::LrScheduleKind::Constant, "constant", "the peak throughout"},
+    {::ztc::rt::LrScheduleKind::Warmup, "warmup", "WarmupLR"},
+    {::ztc::rt::LrScheduleKind::WarmupDecay, "warmup-decay", "WarmupDecayLR"},
+    {::ztc::rt::LrScheduleKind::WarmupCosine, "warmup-cosine",
+     "WarmupCosineLR"},
+    {::ztc::rt::LrScheduleKind::OneCycle, "one-cycle", "OneCycle"},
+    {::ztc::rt::LrScheduleKind::LrRangeTest, "lr-range-test", "LRRangeTest"}};
+
+/// `--lr-scheduler-type`: the Hugging Face Trainer's schedules built.
+inline constexpr Spelling<::ztc::rt::LrScheduleKind> kTrainerSchedules[] = {
+    {::ztc::rt::LrScheduleKind::TrainerLinear, "linear", "linear decay to 0"},
+    {::ztc::rt::LrScheduleKind::TrainerCosine, "cosine", "cosine decay to 0"},
+    {::ztc::rt::LrScheduleKind::TrainerConstant, "constant", "no warmup"},
+    {::ztc::rt::LrScheduleKind::TrainerConstantWithWarmup,
+     "constant_with_warmup", "a linear warmup, then constant"}};
+
+/// `--warmup-type`.
+inline constexpr Spelling<::ztc::rt::WarmupType> kWarmupTypes[] = {
+    {::ztc::rt::WarmupType::Linear, "linear", "a straight rise"},
+    {::ztc::rt::WarmupType::Log, "log", "a logarithmic rise"}};
+
 /// How a model trains. The options of `--ztc-training-pipeline` and, one for
 /// one, the flags of `ztc compile` (tools/ztc/Commands.h maps each flag to the
 /// option of the same name).
 struct TrainingPipelineOptions
     : public PassPipelineOptions<TrainingPipelineOptions> {
+  /// For each option with a closed set of values: its spellings, which the
+  /// driver checks a flag's value against to name them in its error.
+  llvm::StringMap<std::vector<std::string>> closedSets;
+  /// An option whose values are the spellings of a table (OptionEnums.h).
+  template <typename E> struct ClosedOption : Option<E> {
+    template <size_t N, typename... Modifiers>
+    ClosedOption(TrainingPipelineOptions &parent, llvm::StringRef arg,
+                 const Spelling<E> (&table)[N], Modifiers &&...modifiers)
+        : Option<E>(parent, arg, std::forward<Modifiers>(modifiers)...,
+                    closedSet(table)) {
+      parent.closedSets[arg] = spellings(table);
+    }
+    using Option<E>::operator=;
+  };
+
   // --- Loss (ztc-attach-loss) ---------------------------------------------
-  Option<std::string> loss{
-      *this, "loss",
+  ClosedOption<LossKind> loss{
+      *this, "loss", kLossKinds,
       llvm::cl::desc("cross_entropy, mse, none, or auto (none for a model "
                      "returning one scalar float; otherwise say which)"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(LossKind::Auto)};
   Option<std::string> lossInput{
       *this, "loss-input",
       llvm::cl::desc("The model output the loss reads (default: the first)")};
@@ -72,20 +111,20 @@ struct TrainingPipelineOptions
           "r=R,alpha=A,dropout=P,targets=REGEX[,rslora=true]"
           "[,bias=none|all|lora_only][,modules-to-save=REGEX][,seed=N] "
           "(peft's LoraConfig; defaults r=8, alpha=8, dropout=0)")};
-  Option<std::string> baseDtype{
-      *this, "base-dtype",
+  ClosedOption<BaseType> baseDtype{
+      *this, "base-dtype", kBaseTypes,
       llvm::cl::desc("With --lora: nf4 holds the frozen base weights of the "
                      "matrix products in bitsandbytes' 4-bit NormalFloat "
                      "(QLoRA), dequantized inside the products' kernels; "
-                     "default: as the model has them"),
-      llvm::cl::init("")};
+                     "model: as the model has them"),
+      llvm::cl::init(BaseType::Model)};
 
   // --- Optimizer (ztc-optimizer) ------------------------------------------
-  Option<std::string> optimizer{
-      *this, "optimizer",
+  ClosedOption<OptimizerKind> optimizer{
+      *this, "optimizer", kOptimizerKinds,
       llvm::cl::desc("sgd, adam, adamw, adam8bit or adamw8bit (bitsandbytes' "
                      "8-bit states; also adamw_bnb_8bit and adamw_8bit)"),
-      llvm::cl::init("adamw")};
+      llvm::cl::init(OptimizerKind::Adamw)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
                           llvm::cl::init(0.0)};
   Option<bool> nesterov{*this, "nesterov",
@@ -116,18 +155,19 @@ struct TrainingPipelineOptions
   // call, so a schedule costs no recompilation. They travel to the manifest.
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate (peak)"),
                     llvm::cl::init(1e-3)};
-  Option<std::string> lrSchedule{
-      *this, "lr-schedule",
+  ClosedOption<::ztc::rt::LrScheduleKind> lrSchedule{
+      *this, "lr-schedule", kDeepSpeedSchedules,
       llvm::cl::desc("constant, warmup, warmup-decay, warmup-cosine, "
                      "one-cycle or lr-range-test (DeepSpeed's WarmupLR, "
                      "WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest)"),
-      llvm::cl::init("constant")};
-  Option<std::string> lrSchedulerType{
-      *this, "lr-scheduler-type",
+      llvm::cl::init(::ztc::rt::LrScheduleKind::Constant)};
+  ClosedOption<::ztc::rt::LrScheduleKind> lrSchedulerType{
+      *this, "lr-scheduler-type", kTrainerSchedules,
       llvm::cl::desc("The Hugging Face Trainer's schedule, instead of "
                      "--lr-schedule, with the Trainer's formulas: linear, "
                      "cosine, constant or constant_with_warmup (a linear "
-                     "warmup from 0, none by default)")};
+                     "warmup from 0, none by default)"),
+      llvm::cl::init(::ztc::rt::LrScheduleKind::TrainerLinear)};
   Option<uint64_t> warmupSteps{
       *this, "warmup-steps", llvm::cl::desc("Warmup length in optimizer steps"),
       llvm::cl::init(0)};
@@ -136,11 +176,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Warmup as a share of the schedule's length, rounded up "
                      "(the Trainer's warmup_ratio; --warmup-steps wins)"),
       llvm::cl::init(0.0)};
-  Option<std::string> warmupType{
-      *this, "warmup-type",
+  ClosedOption<::ztc::rt::WarmupType> warmupType{
+      *this, "warmup-type", kWarmupTypes,
       llvm::cl::desc("How the warmup rises: linear or log (DeepSpeed's "
                      "warmup_type)"),
-      llvm::cl::init("linear")};
+      llvm::cl::init(::ztc::rt::WarmupType::Linear)};
   Option<uint64_t> totalSteps{
       *this, "total-steps",
       llvm::cl::desc("Schedule length in optimizer steps (0: the run's "
@@ -215,15 +255,15 @@ struct TrainingPipelineOptions
   /// `ztc gradcheck` compiles); `bf16` and `fp16` run ztc-autocast (half
   /// matrix products and convolutions, f32 master weights); fp16 also
   /// scales the loss (ztc-autodiff's seed, ztc-loss-scale).
-  Option<std::string> precision{
-      *this, "precision",
+  ClosedOption<Precision> precision{
+      *this, "precision", kPrecisions,
       llvm::cl::desc("fp32 (as the model is written); bf16 or fp16 (mixed "
                      "precision: matrix products and convolutions in half "
                      "precision, softmax, normalizations, sums and the loss "
                      "in f32, f32 master weights; fp16 with loss scaling); "
                      "fp64 (every float promoted to double, for gradient "
                      "checks)"),
-      llvm::cl::init("fp32")};
+      llvm::cl::init(Precision::Fp32)};
   Option<std::string> keepFp32{
       *this, "keep-fp32",
       llvm::cl::desc("For --precision bf16 or fp16: a regular expression; "
@@ -247,13 +287,13 @@ struct TrainingPipelineOptions
                      "produced one (node, op, forward or backward, step). "
                      "Slower: for finding where a run overflows"),
       llvm::cl::init(false)};
-  Option<std::string> gradAccumDtype{
-      *this, "grad-accum-dtype",
+  ClosedOption<AccumType> gradAccumDtype{
+      *this, "grad-accum-dtype", kAccumTypes,
       llvm::cl::desc("With --grad-accum > 1: the element type gradients are "
                      "summed in across micro-batches: fp32 (the default, "
                      "whatever --precision), bf16 or fp16 (half the "
                      "accumulators' memory; each sum rounded once)"),
-      llvm::cl::init("fp32")};
+      llvm::cl::init(AccumType::Fp32)};
   /// Loss scaling for --precision fp16, with DeepSpeed's names and
   /// defaults (its "fp16" section).
   Option<double> lossScale{
@@ -313,12 +353,12 @@ struct TrainingPipelineOptions
                      "/h.3 or /layer1)")};
   /// ZeRO slot, after the optimizer and before lowering: ztc-zero shards
   /// optimizer state and gradients over world-size ranks.
-  Option<unsigned> zeroStage{
-      *this, "zero",
+  ClosedOption<ZeroStage> zeroStage{
+      *this, "zero", kZeroStages,
       llvm::cl::desc(
           "ZeRO stage: 0 data parallel (gradients all-reduced), "
           "1 optimizer states sharded, 2 gradients too, 3 parameters too"),
-      llvm::cl::init(0)};
+      llvm::cl::init(ZeroStage::DataParallel)};
   Option<unsigned> worldSize{
       *this, "world-size",
       llvm::cl::desc("Ranks the step runs on (mpirun -np N); --batch-size "
@@ -336,12 +376,13 @@ struct TrainingPipelineOptions
                      "--reduce-bucket-bytes (DeepSpeed's reduce_bucket_size "
                      "counts elements; 0: bytes decide)"),
       llvm::cl::init(0)};
-  Option<std::string> commDtype{
-      *this, "comm-dtype",
+  ClosedOption<CommType> commDtype{
+      *this, "comm-dtype", kCommTypes,
       llvm::cl::desc("Element type gradients are reduced in across ranks: "
                      "fp32, fp16 or bf16 (DeepSpeed's "
-                     "communication_data_type; default: the gradients' "
-                     "own); the sums accumulate in fp32")};
+                     "communication_data_type), or auto: the gradients' "
+                     "own (the default); the sums accumulate in fp32"),
+      llvm::cl::init(CommType::Auto)};
   Option<int64_t> paramPersistenceThreshold{
       *this, "param-persistence-threshold",
       llvm::cl::desc("ZeRO stage 3: parameters with fewer elements stay "
@@ -409,22 +450,27 @@ struct TrainingPipelineOptions
               ::ztc::rt::targetInfo(::ztc::rt::Target::Cuda).description))};
 
   // --- Layout (ztc-channels-last) ----------------------------------------
-  Option<std::string> convLayout{
-      *this, "conv-layout",
+  ClosedOption<ConvLayout> convLayout{
+      *this, "conv-layout", kConvLayouts,
       llvm::cl::desc(
           "Layout of f32 convolutions' activations: nhwc (channels last, "
           "which oneDNN's convolutions read and write without reordering; "
           "the CPU's default) or nchw (ONNX's; the default with --target "
           "cuda)"),
-      llvm::cl::init("nhwc")};
+      llvm::cl::init(ConvLayout::Nhwc)};
   /// Whether convolutions run channels-last: --conv-layout when given,
   /// else the target's default.
   bool channelsLast() const {
     return (convLayout.hasValue()
                 ? convLayout.getValue()
-                : std::string(
+                : parseSpelling(
+                      kConvLayouts,
                       ::ztc::rt::targetInfo(target).defaultConvLayout)) ==
-           "nhwc";
+           ConvLayout::Nhwc;
+  }
+  /// Whether the precision is bf16 or fp16 (ztc-autocast runs).
+  bool mixedPrecision() const {
+    return precision == Precision::Bf16 || precision == Precision::Fp16;
   }
 
   /// The options of ztc-schedule-collectives these ask for (null: the

@@ -30,11 +30,6 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
     }
     if (microBatches == 1)
       return;
-    if (accumDtype != "fp32" && accumDtype != "bf16" && accumDtype != "fp16") {
-      getOperation().emitError("accum-dtype '")
-          << accumDtype << "': expected fp32, bf16 or fp16";
-      return signalPassFailure();
-    }
     auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!step || train::entryKind(step) != "train_step") {
       getOperation().emitError("gradient accumulation needs a @train_step "
@@ -58,9 +53,9 @@ struct AccumulatePass : public ztc::impl::AccumulatePassBase<AccumulatePass> {
   Type accumElement(Type element) {
     if (!element.isF32())
       return element;
-    if (accumDtype == "bf16")
+    if (accumDtype == AccumType::Bf16)
       return BFloat16Type::get(&getContext());
-    if (accumDtype == "fp16")
+    if (accumDtype == AccumType::Fp16)
       return Float16Type::get(&getContext());
     return element;
   }

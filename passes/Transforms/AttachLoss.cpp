@@ -24,7 +24,8 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (loss == "auto") {
+    LossKind kind = loss;
+    if (kind == LossKind::Auto) {
       // The model's own loss when it returns exactly one scalar float.
       auto type = func.getNumResults() == 1
                       ? dyn_cast<RankedTensorType>(func.getResultTypes()[0])
@@ -40,12 +41,7 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
             << "); choose a loss with --loss cross_entropy|mse";
         return signalPassFailure();
       }
-      loss = "none";
-    }
-    if (loss != "cross_entropy" && loss != "mse" && loss != "none") {
-      func.emitError("unknown loss '")
-          << loss << "'; expected cross_entropy, mse or none";
-      return signalPassFailure();
+      kind = LossKind::None;
     }
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     FailureOr<unsigned> index = pickOutput(func);
@@ -63,7 +59,7 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr("loss"), ret.getLoc());
     Value lossValue;
-    if (loss == "none") {
+    if (kind == LossKind::None) {
       if (outType.getRank() != 0 && outType.getNumElements() != 1) {
         func.emitError("output ")
             << outputName(func, *index) << " of type " << outType
@@ -77,7 +73,7 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
                     b, loc, RankedTensorType::get({}, outType.getElementType()),
                     output);
     } else {
-      FailureOr<Value> built = loss == "cross_entropy"
+      FailureOr<Value> built = kind == LossKind::CrossEntropy
                                    ? crossEntropy(func, b, loc, output)
                                    : meanSquaredError(func, b, loc, output);
       if (failed(built))
@@ -85,10 +81,10 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
       lossValue = *built;
     }
     if (tokenWeighted) {
-      if (loss != "cross_entropy") {
+      if (kind != LossKind::CrossEntropy) {
         func.emitError("token-weighted losses weigh labels that count: they "
                        "need cross_entropy, not ")
-            << loss;
+            << spell(kLossKinds, kind);
         return signalPassFailure();
       }
       Value weight = train::appendBoundArgument(
@@ -111,7 +107,7 @@ struct AttachLossPass : public ztc::impl::AttachLossPassBase<AttachLossPass> {
                                    ValueRange(results).getTypes()));
     func.setAllResultAttrs(attrs);
     // Which loss was built (auto resolves here), for the artifact.
-    func->setAttr(train::kLossAttr, b.getStringAttr(loss));
+    func->setAttr(train::kLossAttr, b.getStringAttr(spell(kLossKinds, kind)));
   }
 
   std::string outputName(func::FuncOp func, unsigned i) {

@@ -74,16 +74,8 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
     if (func.isExternal())
       return;
     MLIRContext *context = &getContext();
-    Type half;
-    if (precision == "bf16")
-      half = BFloat16Type::get(context);
-    else if (precision == "fp16")
-      half = Float16Type::get(context);
-    else {
-      func.emitError("ztc-autocast: --precision '")
-          << precision << "': expected bf16 or fp16";
-      return signalPassFailure();
-    }
+    Type half = precision == HalfType::Fp16 ? Type(Float16Type::get(context))
+                                            : Type(BFloat16Type::get(context));
     std::optional<llvm::Regex> keep;
     if (!keepFp32.empty()) {
       keep.emplace(keepFp32);
@@ -235,7 +227,8 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
           use.set(read(param, elementOf(param)));
     }
 
-    func->setAttr(train::kPrecisionAttr, b.getStringAttr(precision));
+    func->setAttr(train::kPrecisionAttr,
+                  b.getStringAttr(spell(kHalfTypes, precision.getValue())));
     // The model's outputs keep their types (the loss is computed in f32).
     Operation *ret = block.getTerminator();
     for (auto [i, result] : llvm::enumerate(func.getResultTypes())) {

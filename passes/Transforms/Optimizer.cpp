@@ -27,12 +27,7 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
     StringRef entry = train::entryKind(func);
     if (!entry.empty() && entry != "train_step")
       return;
-    StringRef kind = train::canonicalOptimizer(optimizer);
-    if (kind.empty()) {
-      func.emitError("unknown optimizer '")
-          << optimizer << "'; expected " << train::kOptimizerNames;
-      return signalPassFailure();
-    }
+    OptimizerKind kind = optimizer;
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     if (func.getNumResults() < 1 ||
         !train::isLossType(ret.getOperand(0).getType())) {
@@ -122,14 +117,17 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
 
     // 3. Updates.
     double decay =
-        weightDecay >= 0 ? weightDecay : train::defaultWeightDecay(kind);
-    bool eightBit = kind.ends_with("8bit");
+        weightDecay >= 0
+            ? weightDecay
+            : train::defaultWeightDecay(spell(kOptimizerKinds, kind));
+    bool eightBit =
+        kind == OptimizerKind::Adam8bit || kind == OptimizerKind::Adamw8bit;
     SmallVector<Value> results = {ret.getOperand(0)};
     SmallVector<std::string> updatedNames;
     for (Update &u : updates) {
       Value p = func.getArgument(u.arg);
       Type type = p.getType();
-      if (kind == "sgd") {
+      if (kind == OptimizerKind::Sgd) {
         SmallVector<Value> operands = {p, u.grad, lr};
         SmallVector<Type> types = {type};
         if (momentum != 0) {
@@ -198,7 +196,7 @@ struct OptimizerPass : public ztc::impl::OptimizerPassBase<OptimizerPass> {
           b.getNamedAttr("eps", b.getF64FloatAttr(eps)),
           b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay))};
       // bitsandbytes decays decoupled in both of its 8-bit optimizers.
-      if (kind != "adam")
+      if (kind != OptimizerKind::Adam)
         attrs.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
       b.setInsertionPoint(ret);
       auto adam = train::AdamOp::create(

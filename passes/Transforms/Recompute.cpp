@@ -83,19 +83,16 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<RecomputeBudget> budget;
-    if (isRecomputeBudget(policy)) {
+    if (policy == RecomputePolicy::Budget) {
       std::string error;
-      budget = parseRecomputeBudget(policy, error);
+      budget = parseRecomputeBudget(this->budget, error);
       if (!budget) {
         module.emitError(error);
         return signalPassFailure();
       }
-    } else if (policy != "none" && policy != "selective" && policy != "full" &&
-               policy != "sqrt") {
-      module.emitError("--recompute '")
-          << policy
-          << "': expected none, selective, full, sqrt, budget=BYTES or "
-             "budget=FRACTION";
+    } else if (!this->budget.empty()) {
+      module.emitError("ztc-recompute: budget applies to policy budget, not ")
+          << spell(kRecomputePolicies, policy);
       return signalPassFailure();
     }
     for (func::FuncOp func :
@@ -122,20 +119,20 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
     // 1. The policy chooses what the backward recomputes.
     RecomputeSet recompute;
     SmallVector<NamedAttribute> figures;
-    if (policy == "selective") {
+    std::string spec = recomputeSpec(policy, this->budget);
+    if (policy == RecomputePolicy::Selective) {
       recompute = selectSelective(graph);
-    } else if (policy == "full") {
+    } else if (policy == RecomputePolicy::Full) {
       FailureOr<DenseMap<Operation *, int64_t>> segments =
           blockSegments(graph, func, blocks);
       if (failed(segments))
         return failure();
       recompute = selectSegments(graph, *segments);
-    } else if (policy == "sqrt") {
+    } else if (policy == RecomputePolicy::Sqrt) {
       recompute = selectSegments(graph, sqrtSegments(graph));
     } else if (budget) {
       FailureOr<RecomputeSet> chosen = chooseWithinBudget(
-          func, graph, policy, *budget, searchNodes, stepFlops, planner,
-          figures);
+          func, graph, spec, *budget, searchNodes, stepFlops, planner, figures);
       if (failed(chosen))
         return failure();
       recompute = std::move(*chosen);
@@ -147,7 +144,7 @@ struct RecomputePass : public ztc::impl::RecomputePassBase<RecomputePass> {
     // 3. What the choice buys, for the manifest and `ztc compile`'s report.
     Builder b(&getContext());
     figures.append({
-        b.getNamedAttr("policy", b.getStringAttr(policy)),
+        b.getNamedAttr("policy", b.getStringAttr(spec)),
         b.getNamedAttr("saved_bytes", b.getI64IntegerAttr(graph.savedBytes())),
         b.getNamedAttr("baseline_saved_bytes",
                        b.getI64IntegerAttr(baselineBytes)),

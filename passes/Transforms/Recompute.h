@@ -11,6 +11,8 @@
 #ifndef ZTC_PASSES_TRANSFORMS_RECOMPUTE_H
 #define ZTC_PASSES_TRANSFORMS_RECOMPUTE_H
 
+#include "passes/OptionEnums.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -32,10 +34,22 @@ struct RecomputeBudget {
   double fraction = 0;
 };
 
-/// Whether `policy` is a budget (starts with `budget=`).
-bool isRecomputeBudget(llvm::StringRef policy);
-/// Parses `budget=...`; on failure `error` says why, naming the flag.
-std::optional<RecomputeBudget> parseRecomputeBudget(llvm::StringRef policy,
+/// `--recompute`'s value: a policy, with the budget's text for
+/// `budget=...`.
+struct RecomputeSpec {
+  RecomputePolicy policy = RecomputePolicy::None;
+  std::string budget;
+};
+
+/// Parses `--recompute`'s value (none, selective, full, sqrt,
+/// budget=BYTES|FRACTION); on failure `error` says why, naming the flag.
+std::optional<RecomputeSpec> parseRecomputeSpec(llvm::StringRef spec,
+                                                std::string &error);
+/// The value `--recompute` spells for `policy` and `budget`.
+std::string recomputeSpec(RecomputePolicy policy, llvm::StringRef budget);
+/// Parses the text after `budget=`; on failure `error` says why, naming
+/// the flag.
+std::optional<RecomputeBudget> parseRecomputeBudget(llvm::StringRef budget,
                                                     std::string &error);
 
 /// Plans the rest of the step on `module` (a copy, rewritten by a

@@ -499,15 +499,39 @@ chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
 
 } // namespace mlir::ztc::recompute
 
-bool mlir::ztc::isRecomputeBudget(StringRef policy) {
-  return policy.starts_with("budget=");
+std::optional<RecomputeSpec> mlir::ztc::parseRecomputeSpec(StringRef spec,
+                                                           std::string &error) {
+  RecomputeSpec parsed;
+  if (spec.consume_front("budget=")) {
+    parsed.policy = RecomputePolicy::Budget;
+    parsed.budget = spec.str();
+    if (!parseRecomputeBudget(parsed.budget, error))
+      return std::nullopt;
+    return parsed;
+  }
+  std::optional<RecomputePolicy> policy =
+      parseSpelling(kRecomputePolicies, spec);
+  if (!policy || *policy == RecomputePolicy::Budget) {
+    error = ("--recompute '" + spec +
+             "': expected none, selective, full, sqrt, budget=BYTES or "
+             "budget=FRACTION")
+                .str();
+    return std::nullopt;
+  }
+  parsed.policy = *policy;
+  return parsed;
+}
+
+std::string mlir::ztc::recomputeSpec(RecomputePolicy policy, StringRef budget) {
+  if (policy == RecomputePolicy::Budget)
+    return ("budget=" + budget).str();
+  return spell(kRecomputePolicies, policy).str();
 }
 
 std::optional<RecomputeBudget>
-mlir::ztc::parseRecomputeBudget(StringRef policy, std::string &error) {
-  StringRef text = policy.drop_front(strlen("budget="));
+mlir::ztc::parseRecomputeBudget(StringRef text, std::string &error) {
   auto fail = [&](const Twine &why) {
-    error = ("--recompute '" + policy + "': " + why).str();
+    error = ("--recompute 'budget=" + text + "': " + why).str();
     return std::nullopt;
   };
   const char *expected =

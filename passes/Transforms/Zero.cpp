@@ -53,16 +53,12 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     func::FuncOp func = getOperation();
     StringRef entry = train::entryKind(func);
     zero::Rewriter rewriter(options());
-    if (stage > 3) {
-      func.emitError("ZeRO stage ") << unsigned(stage) << " does not exist: "
-                                    << "stages are 0, 1, 2 and 3";
-      return signalPassFailure();
-    }
     // Stage 3: every entry holds its parameters in shards and gathers them
     // for each use; the training step also reduces and updates shards.
     // Stages 1 and 2 shard the f32 masters of half working copies, gathered
     // once per step (see shardsParameter).
-    if (stage != 0 && stage <= 3 && !entry.empty() && entry != "train_step") {
+    if (stage != ZeroStage::DataParallel && !entry.empty() &&
+        entry != "train_step") {
       if (worldSize == 1)
         return;
       if (failed(rewriter.gatherParameters(func, {}, /*halfCopies=*/false)))
@@ -77,18 +73,13 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
           << int64_t(worldSize);
       return signalPassFailure();
     }
-    if (!commDtype.empty() && commDtype != "fp32" && commDtype != "fp16" &&
-        commDtype != "bf16") {
-      func.emitError("comm-dtype '")
-          << commDtype << "': expected fp32, fp16 or bf16";
-      return signalPassFailure();
-    }
     if (reduceBucketBytes < 1) {
       func.emitError("reduce-bucket-bytes must be positive, got ")
           << int64_t(reduceBucketBytes);
       return signalPassFailure();
     }
-    if ((stage == 0 || stage == 3) && worldSize == 1)
+    if ((stage == ZeroStage::DataParallel || stage == ZeroStage::Parameters) &&
+        worldSize == 1)
       return;
     markStep(func);
 
@@ -141,7 +132,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     SmallVector<SmallVector<Update *>> buckets = rewriter.bucketsOf(
         llvm::map_to_vector(updates, [](Update &u) { return &u; }));
 
-    if (stage == 0) {
+    if (stage == ZeroStage::DataParallel) {
       rewriter.reduceBuckets(func, buckets);
     } else if (failed(rewriter.shardParameters(func, updates, clip))) {
       return signalPassFailure();
@@ -173,7 +164,7 @@ struct ZeroPass : public ztc::impl::ZeroPassBase<ZeroPass> {
     func->setAttr(dist::DistDialect::kWorldSizeAttr,
                   attrs.getI64IntegerAttr(worldSize));
     func->setAttr(dist::DistDialect::kZeroStageAttr,
-                  attrs.getI64IntegerAttr(stage));
+                  attrs.getI64IntegerAttr(stageNumber(stage)));
   }
 };
 

@@ -65,13 +65,17 @@ void Rewriter::setAfterBucket(OpBuilder &b, Block &block,
 }
 
 Type Rewriter::commType(MLIRContext *context) {
-  if (commDtype == "bf16")
+  switch (commDtype) {
+  case CommType::Bf16:
     return BFloat16Type::get(context);
-  if (commDtype == "fp16")
+  case CommType::Fp16:
     return Float16Type::get(context);
-  if (commDtype == "fp32")
+  case CommType::Fp32:
     return Float32Type::get(context);
-  return nullptr;
+  case CommType::Auto:
+    return nullptr;
+  }
+  llvm_unreachable("a communication type");
 }
 
 Value Rewriter::toComm(Build &m, Value value) {

@@ -22,10 +22,11 @@ bool Rewriter::shardsParameter(func::FuncOp func, unsigned index) {
   auto type = dyn_cast<RankedTensorType>(func.getArgument(index).getType());
   if (!type || !train::hasRole(func, index, train::BindingRole::Param))
     return false;
-  if (stage == 3)
+  if (stage == ZeroStage::Parameters)
     return type.getNumElements() >= int64_t(paramPersistenceThreshold);
-  return (stage == 1 || stage == 2) && worldSize > 1 &&
-         onlyNarrowed(func.getArgument(index));
+  return (stage == ZeroStage::OptimizerStates ||
+          stage == ZeroStage::Gradients) &&
+         worldSize > 1 && onlyNarrowed(func.getArgument(index));
 }
 
 bool Rewriter::onlyNarrowed(Value param) {
@@ -60,7 +61,7 @@ LogicalResult Rewriter::gatherParameters(func::FuncOp func,
                                          bool halfCopies) {
   // Stages 1 and 2 gather once per step: every reader shares the copy the
   // first one gathered.
-  const bool once = stage < 3;
+  const bool once = stage < ZeroStage::Parameters;
   IRMapping shared;
   Block &body = func.getBody().front();
   // The whole type of each sharded argument.

@@ -22,15 +22,17 @@ LogicalResult Rewriter::shardParameters(func::FuncOp func,
   // persistence threshold, parameters included.
   SmallVector<Update *> sharded, whole;
   for (Update &u : updates)
-    (stage < 3 || shardsParameter(func, u.param.getArgNumber()) ? sharded
-                                                                : whole)
+    (stage < ZeroStage::Parameters ||
+             shardsParameter(func, u.param.getArgNumber())
+         ? sharded
+         : whole)
         .push_back(&u);
   for (Update *u : sharded)
     if (cast<RankedTensorType>(u->param.getType()).getElementType() !=
         cast<RankedTensorType>(sharded.front()->param.getType())
             .getElementType())
       return u->op->emitError("ZeRO stage ")
-             << unsigned(stage)
+             << stageNumber(stage)
              << " needs the parameters of a step in one element type";
 
   // The update point: where the first update (or the clip) was.
@@ -53,7 +55,7 @@ LogicalResult Rewriter::shardParameters(func::FuncOp func,
   for (ArrayRef<Update *> bucket : buckets) {
     // Stage 1 keeps the whole gradients until the backward is done;
     // stages 2 and 3 free them as the backward goes.
-    if (stage == 1)
+    if (stage == ZeroStage::OptimizerStates)
       b.setInsertionPoint(updateStart);
     else
       setAfterBucket(b, func.getBody().front(), bucket);
@@ -149,7 +151,8 @@ LogicalResult Rewriter::shardParameters(func::FuncOp func,
   }
   SmallVector<Operation *> shardedOps =
       llvm::map_to_vector(sharded, [](Update *u) { return u->op; });
-  if (failed(gatherParameters(func, shardedOps, /*halfCopies=*/stage == 3)))
+  if (failed(gatherParameters(func, shardedOps,
+                              /*halfCopies=*/stage == ZeroStage::Parameters)))
     return failure();
   auto isBlock = [&](Update *u) {
     return bool(func.getArgAttr(u->param.getArgNumber(),
@@ -218,7 +221,7 @@ LogicalResult Rewriter::shardParameters(func::FuncOp func,
   // gathered, laid out as [n, block] per parameter like the
   // reduce-scatter's, and each parameter written back whole. (A sharded
   // master stays a block: the next step gathers its half copy.)
-  if (stage < 3) {
+  if (stage < ZeroStage::Parameters) {
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     b.setInsertionPoint(ret);
     Build m{b, loc};

@@ -438,7 +438,7 @@ def main():
         result = run(args.ztc, "compile", mlp, "-o", os.path.join(tmp, "bad.ztc"),
                      "--loss", "cross_entropy", "--batch-size", "8", "--zero", "4", ok=False)
         check(result.returncode == 1 and result.stderr.count("\n") == 1 and
-              "--zero 4: expected 0, 1, 2 or 3" in result.stderr,
+              "--zero '4': expected 0, 1, 2 or 3" in result.stderr,
               "--zero 4: exit %d, %s" % (result.returncode, result.stderr.strip()))
 
         # Uneven data: rank 1 has fewer samples; both run the same steps.

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Pipelines/Pipelines.h"
+#include "passes/Transforms/Recompute.h"
 
 #include "gtest/gtest.h"
 
@@ -67,8 +68,17 @@ TEST(PipelineOptionsTest, RecomputeDefaultsAgree) {
   RecomputePassOptions projected = TrainingPipelineOptions().recomputeOptions();
   RecomputePassOptions pass;
   EXPECT_SAME(policy);
+  EXPECT_SAME(budget);
   EXPECT_SAME(blocks);
   EXPECT_SAME(searchNodes);
+  // --recompute budget=... is the budget policy and its text.
+  RecomputePassOptions budget =
+      parsed("recompute=budget=0.6")->recomputeOptions();
+  EXPECT_EQ(budget.policy, RecomputePolicy::Budget);
+  EXPECT_EQ(budget.budget, "0.6");
+  EXPECT_EQ(recomputeSpec(budget.policy, budget.budget), "budget=0.6");
+  EXPECT_EQ(parsed("recompute=sqrt")->recomputeOptions().policy,
+            RecomputePolicy::Sqrt);
 }
 
 TEST(PipelineOptionsTest, AccumulateDefaultsAgree) {
@@ -147,6 +157,35 @@ TEST(PipelineOptionsTest, TheTargetSetsTheConvolutionLayout) {
   EXPECT_NE(error.find("the cuda kernels take NCHW convolutions"),
             std::string::npos)
       << error;
+}
+
+TEST(PipelineOptionsTest, ClosedSetsTakeTheirSpellingsOnly) {
+  // Every closed set is registered for the driver's errors, with its
+  // spellings, and its option's parser takes exactly those.
+  TrainingPipelineOptions options;
+  for (const char *name :
+       {"loss", "base-dtype", "optimizer", "lr-schedule", "lr-scheduler-type",
+        "warmup-type", "precision", "grad-accum-dtype", "zero", "comm-dtype",
+        "conv-layout"}) {
+    auto set = options.closedSets.find(name);
+    ASSERT_NE(set, options.closedSets.end()) << name;
+    for (const std::string &value : set->second) {
+      TrainingPipelineOptions one;
+      EXPECT_TRUE(
+          mlir::succeeded(one.parseFromString(std::string(name) + "=" + value)))
+          << name << "=" << value;
+    }
+    TrainingPipelineOptions bad;
+    EXPECT_TRUE(
+        mlir::failed(bad.parseFromString(std::string(name) + "=no-such-value")))
+        << name;
+  }
+  // An alias is its value's: the manifest names the canonical spelling.
+  EXPECT_EQ(parsed("optimizer=adamw_8bit")->optimizer.getValue(),
+            OptimizerKind::Adamw8bit);
+  EXPECT_EQ(spell(kOptimizerKinds, OptimizerKind::Adamw8bit), "adamw8bit");
+  EXPECT_EQ(parsed("zero=3")->zeroStage.getValue(), ZeroStage::Parameters);
+  EXPECT_EQ(listOfChoices(spellings(kConvLayouts)), "nhwc or nchw");
 }
 
 } // namespace

@@ -227,8 +227,7 @@ int inspectModel() {
         continue;
       }
       // ztc inspect also takes `all`.
-      if (StringRef(error).starts_with("--recompute '") ||
-          StringRef(error).starts_with("--precision '"))
+      if (StringRef(error).starts_with("--recompute '"))
         error += " (or all, to compare them)";
       llvm::errs() << "ztc: error: " << error << "\n";
       return 1;

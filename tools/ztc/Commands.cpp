@@ -123,7 +123,8 @@ void installDiagnosticPrinter(MLIRContext &context) {
 
 PipelineFlags::PipelineFlags(cl::SubCommand &command,
                              llvm::ArrayRef<const char *> names,
-                             const std::map<std::string, std::string> &more) {
+                             const std::map<std::string, std::string> &more)
+    : extras(more) {
   std::map<std::string, std::string> initial = printedValues(defaults);
   for (const char *name : names) {
     cl::Option *option = defaults.findOption(name);
@@ -151,15 +152,30 @@ LogicalResult
 PipelineFlags::apply(mz::TrainingPipelineOptions &options,
                      const std::map<std::string, std::string> &overrides) {
   for (const auto &flag : flags) {
-    cl::Option *option = options.findOption(flag->ArgStr);
-    auto override = overrides.find(flag->ArgStr.str());
+    StringRef name = flag->ArgStr;
+    cl::Option *option = options.findOption(name);
+    auto set = options.closedSets.find(name);
+    auto add = [&](const std::string &value) {
+      if (set != options.closedSets.end() &&
+          !llvm::is_contained(set->second, value)) {
+        auto extra = extras.find(name.str());
+        llvm::errs() << "ztc: error: --" << name << " '" << value
+                     << "': expected " << mz::listOfChoices(set->second)
+                     << (extra == extras.end() ? ""
+                                               : " (" + extra->second + ")")
+                     << "\n";
+        return failure();
+      }
+      return failure(option->addOccurrence(0, name, value));
+    };
+    auto override = overrides.find(name.str());
     if (override != overrides.end()) {
-      if (option->addOccurrence(0, flag->ArgStr, override->second))
+      if (failed(add(override->second)))
         return failure();
       continue;
     }
     for (const std::string &value : *flag)
-      if (option->addOccurrence(0, flag->ArgStr, value))
+      if (failed(add(value)))
         return failure();
   }
   return success();

@@ -159,7 +159,8 @@ public:
                 const std::map<std::string, std::string> &more = {});
 
   /// Sets every given flag on `options`; prints why and fails on a value the
-  /// option's parser rejects.
+  /// option's parser rejects (for a closed set: the values it takes, and
+  /// what the command adds to the flag's help).
   mlir::LogicalResult
   apply(mlir::ztc::TrainingPipelineOptions &options,
         const std::map<std::string, std::string> &overrides = {});
@@ -181,6 +182,8 @@ private:
   mlir::ztc::TrainingPipelineOptions defaults;
   /// The flags' help texts (cl::desc keeps a reference).
   std::deque<std::string> helps;
+  /// What the command adds to a flag's help (`more`).
+  std::map<std::string, std::string> extras;
   std::vector<std::unique_ptr<llvm::cl::list<std::string>>> flags;
 };
 

@@ -312,7 +312,7 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   memoryJson << llvm::formatv("{0:2}", memoryReportToJson(*memory)) << "\n";
   // The loss the pipeline chose (`auto` resolved) and the classes its
   // labels index.
-  std::string lossKind = options.loss;
+  std::string lossKind = spell(kLossKinds, options.loss.getValue()).str();
   uint64_t classes = 0;
   if (auto step = module->lookupSymbol<func::FuncOp>("train_step")) {
     if (auto built = step->getAttrOfType<StringAttr>(train::kLossAttr))
@@ -331,14 +331,13 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   manifest.kind = rt::ArtifactKind::Train;
   rt::TrainConfig &config = manifest.train;
   // The canonical name (adamw_bnb_8bit is adamw8bit).
-  config.optimizer = train::canonicalOptimizer(options.optimizer).str();
-  if (config.optimizer.empty())
-    config.optimizer = options.optimizer;
+  StringRef optimizer = spell(kOptimizerKinds, options.optimizer.getValue());
+  config.optimizer = optimizer.str();
   config.loss = lossKind;
   config.schedule = options.scheduleConfig();
   config.batchSize = importOptions.batchSize;
   config.gradAccum = options.gradAccum;
-  config.precision = options.precision;
+  config.precision = spell(kPrecisions, options.precision.getValue()).str();
   config.classes = classes;
   // What the step compiles in, for ztc-train --config to check (which
   // compares numbers as numbers): each double to the last bit.
@@ -347,12 +346,10 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
   };
   std::map<std::string, std::string> &flags = config.compiledFlags;
   flags["weight-decay"] =
-      number(options.weightDecay >= 0
-                 ? double(options.weightDecay)
-                 : train::defaultWeightDecay(
-                       train::canonicalOptimizer(options.optimizer)));
+      number(options.weightDecay >= 0 ? double(options.weightDecay)
+                                      : train::defaultWeightDecay(optimizer));
   flags["clip-grad-norm"] = number(options.clipGradNorm);
-  if (options.optimizer == "sgd") {
+  if (options.optimizer == OptimizerKind::Sgd) {
     flags["momentum"] = number(options.momentum);
     flags["nesterov"] = options.nesterov ? "true" : "false";
   } else {
@@ -360,7 +357,7 @@ mlir::ztc::compileTraining(MLIRContext &context, StringRef modelPath,
     flags["betas"] = number(beta1) + "," + number(beta2);
     flags["eps"] = number(options.eps);
   }
-  if (options.precision == "fp16") {
+  if (options.precision == Precision::Fp16) {
     flags["loss-scale"] = number(options.lossScale);
     flags["initial-scale-power"] = std::to_string(options.initialScalePower);
     flags["loss-scale-window"] = std::to_string(options.lossScaleWindow);

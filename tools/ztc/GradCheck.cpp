@@ -189,7 +189,7 @@ LogicalResult compileCheck(MLIRContext &context, StringRef modelPath,
 
   TrainingPipelineOptions pipeline;
   pipeline.copyOptionValuesFrom(options.training);
-  pipeline.precision = "fp64";
+  pipeline.precision = mlir::ztc::Precision::Fp64;
   pipeline.entries = {"loss_and_grads", "loss"};
   std::string error;
   if (failed(pipeline.verify(error)))

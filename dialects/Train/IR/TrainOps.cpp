@@ -413,13 +413,6 @@ StringRef mlir::ztc::train::entryKind(func::FuncOp func) {
   return "";
 }
 
-StringRef mlir::ztc::train::canonicalOptimizer(StringRef name) {
-  return llvm::StringSwitch<StringRef>(name)
-      .Cases({"sgd", "adam", "adamw", "adam8bit", "adamw8bit"}, name)
-      .Cases({"adamw_bnb_8bit", "adamw_8bit"}, "adamw8bit")
-      .Default("");
-}
-
 double mlir::ztc::train::defaultWeightDecay(StringRef optimizer) {
   return optimizer == "adamw" || optimizer == "adamw8bit" ? 0.01 : 0.0;
 }

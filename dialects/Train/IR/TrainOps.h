@@ -182,17 +182,6 @@ llvm::StringRef entryKind(func::FuncOp func);
 /// leave every argument as it was (loss and gradients, forward inference).
 void eraseUpdateResults(func::FuncOp func);
 
-/// The optimizer `name` stands for: sgd, adam, adamw, adam8bit or
-/// adamw8bit, from those or the Hugging Face Trainer's names of
-/// bitsandbytes' AdamW8bit (adamw_bnb_8bit, adamw_8bit); "" for an unknown
-/// name.
-llvm::StringRef canonicalOptimizer(llvm::StringRef name);
-
-/// The names `canonicalOptimizer` knows, for error messages.
-inline constexpr llvm::StringLiteral kOptimizerNames =
-    "sgd, adam, adamw, adam8bit or adamw8bit (or the Hugging Face Trainer's "
-    "adamw_bnb_8bit and adamw_8bit)";
-
 /// The weight decay of `optimizer` (a canonical name) when none is given:
 /// 0.01 for AdamW and bitsandbytes' AdamW8bit, as in PyTorch and
 /// bitsandbytes; 0 otherwise.

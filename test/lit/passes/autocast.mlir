@@ -42,4 +42,4 @@ func.func @step(%x: tensor<4x8xf32> {train.binding = #train.binding<input "x">},
 // KEEP: nn.matmul {{.*}} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
 
 // REGEX: error: --keep-fp32 '/fc[' is not a valid regular expression: brackets ([ ]) not balanced
-// TYPE: error: ztc-autocast: --precision 'fp8': expected bf16 or fp16
+// TYPE: for the --precision option: Cannot find option named 'fp8'!

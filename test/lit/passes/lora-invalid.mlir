@@ -11,7 +11,7 @@
 // ^ anchors the whole name: `q` is no module's whole name.
 // WHOLE: error: --lora targets '^q' match no parameter's module (names such as 'blk.q')
 // RANK: error: --lora r must be at least 1, got 0
-// BIAS: error: --lora bias must be none, all or lora_only, got 'some'
+// BIAS: for the --bias option: Cannot find option named 'some'!
 // BADRE: error: invalid regular expression 'q[' in --lora targets: brackets ([ ]) not balanced
 // DROPOUT: error: --lora dropout must be in [0, 1), got 1
 // NONE: error: --lora needs targets=REGEX: the modules to adapt (for example q_proj|v_proj, or c_attn for GPT-2)

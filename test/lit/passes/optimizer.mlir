@@ -34,7 +34,7 @@
 
 // ADAM: train.adam {{.+}} {beta1 = 8.000000e-01 : f64, beta2 = 0.9499{{9+}}6 : f64, eps = {{.+}}E-7 : f64, weight_decay = 1.000000e-01 : f64} :
 
-// UNKNOWN: unknown optimizer 'rmsprop'; expected sgd, adam, adamw, adam8bit or adamw8bit (or the Hugging Face Trainer's adamw_bnb_8bit and adamw_8bit)
+// UNKNOWN: for the --optimizer option: Cannot find option named 'rmsprop'!
 func.func @step(%x: tensor<4xf32>,
                 %w: tensor<4xf32> {train.binding = #train.binding<param "w">},
                 %v: tensor<2x2xf32> {train.binding = #train.binding<param "v">},
