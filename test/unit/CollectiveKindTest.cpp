@@ -1,4 +1,4 @@
-//===- CollectiveKindTest.cpp - kernel.collective's kinds are the runtime's ===//
+//===- CollectiveKindTest.cpp - collective kinds are the runtime's --------===//
 //
 // The kinds of kernel.collective are defined once, in ODS; the runtime
 // knows the communicating ones by their step-ABI code and the manifest by
