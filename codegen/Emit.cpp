@@ -10,7 +10,8 @@
 //     arith/math ops (the printer makes it a function or a kernel),
 //   - kernel.reduce becomes loops over its kept and reduced indices,
 //   - kernel.call becomes a call into the runtime's kernel library, as
-//     runtime/kernels/Library.def declares it,
+//     runtime/kernels/Library.def declares it, and a collective a call of
+//     the function its kind names there, on the step context,
 //   - streams, events, checks and loss records become the printer's calls.
 // Every kernel is preceded by a comment naming the ONNX nodes it computes.
 //
@@ -98,6 +99,7 @@ private:
   LogicalResult emitElementwise(kernel::ElementwiseOp op);
   LogicalResult emitReduce(kernel::ReduceOp op);
   LogicalResult emitCall(kernel::CallOp op);
+  LogicalResult emitCollective(kernel::CollectiveOpInterface op);
   /// Prints a read of each input into a scalar (input i at `index(its
   /// type)`, named a<i>), then the body's ops (t0, t1, ...), into `b`.
   LogicalResult printBody(ValueRange inputs, Block &block,
@@ -158,6 +160,8 @@ void Emitter::comment(Operation *op) {
   out << "  // ";
   if (auto call = dyn_cast<kernel::CallOp>(op))
     out << call.getCallee();
+  else if (auto collective = dyn_cast<kernel::CollectiveOpInterface>(op))
+    out << kernel::stringifyCollectiveKind(collective.getKind());
   else if (auto reduce = dyn_cast<kernel::ReduceOp>(op))
     out << "reduce " << kernel::stringifyReduceKind(reduce.getKind());
   else if (isa<kernel::RecordLossOp>(op))
@@ -515,9 +519,6 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   auto elem = [&](Value v) {
     return storageType(cast<MemRefType>(v.getType()).getElementType());
   };
-  auto count = [](Value v) {
-    return cast<MemRefType>(v.getType()).getNumElements();
-  };
   // A target whose library has NCHW convolutions only (CUDA) cannot take
   // what ztc-channels-last made; the pipeline refuses the option first.
   if (!printer.info.channelsLastConvolutions && kernel.field("channels_last") &&
@@ -529,29 +530,6 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   std::string ns = printer.libraryNamespace().str();
   std::string T = elem(output);
   SmallVector<std::string> args;
-  if (kernel.collective) {
-    // n: the elements of the smaller side (StepAbi.h's ztc_comm).
-    int64_t n = std::min(count(in[0]), count(output));
-    args = {"ctx", name(in[0]), name(output), std::to_string(n)};
-    if (kernel.id != kernel::LibraryKernelId::shard) {
-      ::ztc::rt::Collective collective;
-      collective.entry = entryName;
-      collective.op = *::ztc::rt::parseCollectiveOp(kernel.name.str());
-      FailureOr<rt::DType> dtype =
-          runtimeDType(cast<MemRefType>(output.getType()).getElementType(), op,
-                       "a collective");
-      if (failed(dtype))
-        return failure();
-      collective.dtype = *dtype;
-      collective.elements = std::max(count(in[0]), count(output));
-      step.collectives.push_back(std::move(collective));
-    }
-    if (printer.callsTakeStream())
-      args.push_back("stream");
-    out << "  {\n    " << ns << kernel.cppName << "<" << T << ">("
-        << llvm::join(args, ", ") << ");\n  }\n";
-    return success();
-  }
   // Template parameters: T when a letter is T, then I (the first integer
   // operand's type) when one is I.
   std::string letters = (kernel.inputs + kernel.outputs).str();
@@ -637,6 +615,37 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   return success();
 }
 
+LogicalResult Emitter::emitCollective(kernel::CollectiveOpInterface op) {
+  comment(op);
+  Value in = op.getInput(), output = op.getOutput();
+  auto count = [](Value v) {
+    return cast<MemRefType>(v.getType()).getNumElements();
+  };
+  Type element = cast<MemRefType>(output.getType()).getElementType();
+  if (op.communicates()) {
+    rt::Collective collective;
+    collective.entry = entryName;
+    collective.op =
+        static_cast<rt::CollectiveOp>(kernel::collectiveCode(op.getKind()));
+    FailureOr<rt::DType> dtype = runtimeDType(element, op, "a collective");
+    if (failed(dtype))
+      return failure();
+    collective.dtype = *dtype;
+    collective.elements = op.getElements();
+    step.collectives.push_back(std::move(collective));
+  }
+  // n: the elements of the smaller side (StepAbi.h's ztc_comm).
+  SmallVector<std::string> args = {
+      "ctx", name(in), name(output),
+      std::to_string(std::min(count(in), count(output)))};
+  if (printer.callsTakeStream())
+    args.push_back("stream");
+  out << "  {\n    " << printer.libraryNamespace()
+      << kernel::collectiveFunction(op.getKind()) << "<" << storageType(element)
+      << ">(" << llvm::join(args, ", ") << ");\n  }\n";
+  return success();
+}
+
 LogicalResult Emitter::run(func::FuncOp func) {
   Block &block = func.getBody().front();
   auto arena = func->getAttrOfType<IntegerAttr>("kernel.arena_bytes");
@@ -692,15 +701,17 @@ LogicalResult Emitter::run(func::FuncOp func) {
 
   for (Operation &op : block) {
     if (isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
-            kernel::RecordLossOp, kernel::CheckFiniteOp, kernel::SignalOp,
-            kernel::WaitOp>(op))
+            kernel::CollectiveOp, kernel::RecordLossOp, kernel::CheckFiniteOp,
+            kernel::SignalOp, kernel::WaitOp>(op))
       switchStream(&op);
     // Work a target hands to the runtime's thread for its stream (the CPU:
     // kernels/CpuKernels.h, onStream), which runs it in order after what
     // was handed to it before.
-    bool handOver = printer.handsOver(kernel::streamOf(&op)) &&
-                    isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
-                        kernel::RecordLossOp, kernel::CheckFiniteOp>(op);
+    bool handOver =
+        printer.handsOver(kernel::streamOf(&op)) &&
+        isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
+            kernel::CollectiveOp, kernel::RecordLossOp, kernel::CheckFiniteOp>(
+            op);
     if (handOver)
       printer.printHandOver(out, kernel::streamOf(&op));
     LogicalResult result =
@@ -742,6 +753,9 @@ LogicalResult Emitter::run(func::FuncOp func) {
             .Case([&](kernel::ElementwiseOp e) { return emitElementwise(e); })
             .Case([&](kernel::ReduceOp r) { return emitReduce(r); })
             .Case([&](kernel::CallOp c) { return emitCall(c); })
+            .Case([&](kernel::CollectiveOpInterface c) {
+              return emitCollective(c);
+            })
             .Case([&](kernel::SignalOp signal) {
               int64_t index = step.events++;
               eventIndex[signal.getEvent()] = index;
@@ -754,9 +768,9 @@ LogicalResult Emitter::run(func::FuncOp func) {
               return success();
             })
             .Case([&](kernel::CheckFiniteOp check) {
-              shared.finiteChecks.push_back({check.getNode().str(),
-                                             check.getOp().str(),
-                                             check.getPass().str()});
+              shared.finiteChecks.push_back(
+                  {check.getNode().str(), check.getOp().str(),
+                   kernel::stringifyFinitePass(check.getPass()).str()});
               auto type = cast<MemRefType>(check.getBuffer().getType());
               out << "  // check_finite " << shared.finiteChecks.size() << ": "
                   << shared.finiteChecks.back().describe() << "\n";

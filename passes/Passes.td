@@ -51,7 +51,8 @@ def ConvertNNToKernelPass : Pass<"ztc-convert-nn-to-kernel", "func::FuncOp"> {
     2. Every `nn` op writes a new `kernel.alloc`: elementwise ops become a
        one-op `kernel.elementwise` whose body is the op's scalar formula,
        structured ops a `kernel.call` into the runtime library (the op's
-       attributes are its config), concat one `copy_into` call per input.
+       attributes are its config), concat one `copy_into` call per input,
+       `dist` collectives a `kernel.collective` of their kind.
     3. Reshapes become `kernel.view` (no copy); tensor constants become
        `kernel.constant`; `train.record_loss` becomes `kernel.record_loss`
        of the loss's buffer.
@@ -171,7 +172,8 @@ def ScheduleCollectivesPass : Pass<"ztc-schedule-collectives",
   let summary = "Run collectives on a second stream, overlapping compute";
   let description = [{
     Runs after fusion and before memory planning, on steps with
-    collectives (`kernel.call` of all_reduce, reduce_scatter, all_gather).
+    collectives (a `kernel.collective` that communicates: all_reduce,
+    reduce_scatter, all_gather; a shard is compute like any kernel).
 
     1. Prefetch (`prefetch-bytes`): a parameter all-gather whose input the
        step computes from its arguments alone (ZeRO stage 3's gather of a

@@ -63,15 +63,13 @@ struct CheckFinitePass
       bool own = nodes.empty() ||
                  llvm::is_contained({"optimizer", "zero", "loss_scale"},
                                     StringRef(nodes.front()));
-      StringRef pass;
+      kernel::FinitePass pass = kernel::FinitePass::backward;
       if (forwardOnly || forward.contains(&op))
-        pass = "forward";
+        pass = kernel::FinitePass::forward;
       else if (op.hasAttr(train::kRecomputedAttr))
-        pass = "recomputed forward";
+        pass = kernel::FinitePass::recomputed_forward;
       else if (own)
-        pass = "update";
-      else
-        pass = "backward";
+        pass = kernel::FinitePass::update;
       // A cast says what it casts to: an overflow of half precision shows
       // there.
       std::string name = op.getName().stripDialect().str();
@@ -84,7 +82,9 @@ struct CheckFinitePass
                      {b.getNamedAttr("node",
                                      b.getStringAttr(own ? "" : nodes.front())),
                       b.getNamedAttr("op", b.getStringAttr(name)),
-                      b.getNamedAttr("pass", b.getStringAttr(pass))}));
+                      b.getNamedAttr("pass",
+                                     b.getStringAttr(
+                                         kernel::stringifyFinitePass(pass)))}));
     }
   }
 };

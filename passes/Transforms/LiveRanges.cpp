@@ -35,8 +35,8 @@ public:
       : streamAt(end, -1), end(end) {
     for (Operation &op : block) {
       if (!isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
-               kernel::RecordLossOp, kernel::CheckFiniteOp, kernel::SignalOp,
-               kernel::WaitOp>(op))
+               kernel::CollectiveOp, kernel::RecordLossOp,
+               kernel::CheckFiniteOp, kernel::SignalOp, kernel::WaitOp>(op))
         continue; // placement and views run on no stream
       int64_t at = number.lookup(&op), stream = kernel::streamOf(&op);
       streamAt[at] = stream;

@@ -28,10 +28,25 @@ constexpr size_t kMaxChain = 16;
 /// Inputs a moved reader may keep alive longer: scalars and the like.
 constexpr int64_t kSmallBytes = 256;
 
-bool isCollective(Operation *op) { return kernel::isCommunicatingCall(op); }
+/// Whether `op` is a collective that communicates (not a shard, which
+/// takes this rank's block like any kernel).
+bool isCollective(Operation *op) {
+  auto collective = dyn_cast<kernel::CollectiveOpInterface>(op);
+  return collective && collective.communicates();
+}
 
 bool isGather(Operation *op) {
-  return kernel::isCallOf(op, kernel::LibraryKernelId::all_gather);
+  auto collective = dyn_cast<kernel::CollectiveOpInterface>(op);
+  return collective &&
+         collective.getKind() == kernel::CollectiveKind::all_gather;
+}
+
+/// Whether `op` is a kernel that computes on stream 0's buffers: an
+/// elementwise, reduction or library kernel, or a shard.
+bool isKernel(Operation *op) {
+  return isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
+             kernel::CollectiveOp>(op) &&
+         !isCollective(op);
 }
 
 int64_t bytesOf(Type type) {
@@ -73,7 +88,7 @@ SmallVector<Operation *> viewsBefore(Value buffer, Operation *op) {
 /// A parameter gather that may move up: the ops that compute its input
 /// from the step's arguments alone and its own buffers, in block order.
 struct Gather {
-  kernel::CallOp op;
+  kernel::CollectiveOpInterface op;
   SmallVector<Operation *> chain;
   /// The step arguments the chain reads.
   SmallVector<Value> reads;
@@ -94,7 +109,7 @@ struct Gather {
 /// Collects what `gather` needs to move: fails when its input depends on
 /// anything but the step's arguments, or when something other than the
 /// chain touches the chain's buffers before the gather.
-bool collectChain(kernel::CallOp gather, Gather &out) {
+bool collectChain(kernel::CollectiveOpInterface gather, Gather &out) {
   llvm::SetVector<Operation *> chain;
   chain.insert(gather);
   SmallVector<Value> pending(gather->getOperands().begin(),
@@ -124,8 +139,7 @@ bool collectChain(kernel::CallOp gather, Gather &out) {
     for (Operation *user : users) {
       if (user == gather || !user->isBeforeInBlock(gather))
         continue;
-      if (!isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp>(user) ||
-          isCollective(user))
+      if (!isKernel(user))
         return false;
       if (chain.insert(user))
         pending.append(user->getOperands().begin(), user->getOperands().end());
@@ -214,10 +228,10 @@ struct ScheduleCollectivesPass
     SmallVector<Operation *> ops;
     std::vector<Gather> gathers = movableGathers(block, ops);
     auto elementType = [](Gather &g) {
-      return cast<MemRefType>(g.op.getInputs()[0].getType()).getElementType();
+      return cast<MemRefType>(g.op.getInput().getType()).getElementType();
     };
     auto flat = [](Gather &g) {
-      return cast<MemRefType>(g.op.getInputs()[0].getType()).getRank() == 1;
+      return cast<MemRefType>(g.op.getInput().getType()).getRank() == 1;
     };
     for (size_t i = 0; i < gathers.size();) {
       SmallVector<size_t> bucket{i};
@@ -226,8 +240,7 @@ struct ScheduleCollectivesPass
       for (; j < gathers.size() && flat(gathers[i]); ++j) {
         Gather &g = gathers[j];
         if (!flat(g) || elementType(g) != elementType(gathers[i]) ||
-            kernel::configInt(g.op, "world_size") !=
-                kernel::configInt(gathers[i].op, "world_size") ||
+            g.op.getWorldSize() != gathers[i].op.getWorldSize() ||
             total + g.size > limit || g.lowest >= gathers[i].at)
           break;
         // The gathered bucket lives beside the parameters sliced from it.
@@ -253,12 +266,12 @@ struct ScheduleCollectivesPass
   /// Replaces the gathers of `members` (in program order, all movable to
   /// the first) with one.
   void join(ArrayRef<Gather *> members) {
-    kernel::CallOp first = members.front()->op;
+    kernel::CollectiveOpInterface first = members.front()->op;
     Location loc = first.getLoc();
     MLIRContext *context = first.getContext();
-    int64_t world = kernel::configInt(first, "world_size");
+    int64_t world = first.getWorldSize();
     Type element =
-        cast<MemRefType>(first.getInputs()[0].getType()).getElementType();
+        cast<MemRefType>(first.getInput().getType()).getElementType();
     // Every member's input is computed before the bucket starts.
     for (Gather *g : members.drop_front())
       for (Operation *op : g->chain)
@@ -269,8 +282,7 @@ struct ScheduleCollectivesPass
     SmallVector<Location> locs;
     for (Gather *g : members) {
       offsets.push_back(total);
-      total +=
-          cast<MemRefType>(g->op.getInputs()[0].getType()).getNumElements();
+      total += cast<MemRefType>(g->op.getInput().getType()).getNumElements();
       locs.push_back(g->op.getLoc());
     }
     loc = FusedLoc::get(context, locs);
@@ -278,22 +290,21 @@ struct ScheduleCollectivesPass
         b, loc, MemRefType::get({total}, element), IntegerAttr());
     for (auto [g, offset] : llvm::zip(members, offsets))
       kernel::CallOp::create(
-          b, loc, "copy_into", ValueRange{g->op.getInputs()[0]}, ValueRange{in},
+          b, loc, "copy_into", ValueRange{g->op.getInput()}, ValueRange{in},
           b.getDictionaryAttr(
               {b.getNamedAttr("axis", b.getI64IntegerAttr(0)),
                b.getNamedAttr("offset", b.getI64IntegerAttr(offset))}));
     Value out = kernel::AllocOp::create(
         b, loc, MemRefType::get({world * total}, element), IntegerAttr());
-    kernel::CallOp::create(
-        b, loc, kernel::libraryKernel(kernel::LibraryKernelId::all_gather).name,
-        ValueRange{in}, ValueRange{out}, first.getConfig());
+    kernel::CollectiveOp::create(b, loc, kernel::CollectiveKind::all_gather, in,
+                                 out, world);
     Value rows = kernel::ViewOp::create(
         b, loc, MemRefType::get({world, total}, element), out);
     for (auto [g, offset] : llvm::zip(members, offsets)) {
-      Value whole = g->op.getOutputs()[0];
+      Value whole = g->op.getOutput();
       auto alloc = whole.getDefiningOp<kernel::AllocOp>();
       int64_t block =
-          cast<MemRefType>(g->op.getInputs()[0].getType()).getNumElements();
+          cast<MemRefType>(g->op.getInput().getType()).getNumElements();
       // Right before the first op that reads the parameter; the buffer
       // and its views begin there.
       SmallVector<Operation *> readers;
@@ -305,7 +316,7 @@ struct ScheduleCollectivesPass
           });
       SmallVector<Operation *> views = viewsBefore(whole, reader);
       Location memberLoc = g->op.getLoc();
-      g->op.erase();
+      g->op->erase();
       alloc->moveBefore(reader);
       OpBuilder at(reader);
       Value target = kernel::ViewOp::create(
@@ -331,14 +342,13 @@ struct ScheduleCollectivesPass
     DenseSet<Value> sources;
     for (Operation &op : block)
       if (isCollective(&op) && !isGather(&op))
-        sources.insert(
-            kernel::rootBuffer(cast<kernel::CallOp>(op).getOutputs()[0]));
+        sources.insert(kernel::rootBuffer(
+            cast<kernel::CollectiveOpInterface>(op).getOutput()));
     // The movable readers, in program order: each writes only fresh
     // buffers that nothing else writes.
     SmallVector<Operation *> movable;
     for (Operation &op : block) {
-      if (!isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp>(op) ||
-          isCollective(&op))
+      if (!isKernel(&op))
         continue;
       bool reads = llvm::any_of(op.getOperands(), [&](Value operand) {
         return isa<MemRefType>(operand.getType()) &&
@@ -422,8 +432,8 @@ struct ScheduleCollectivesPass
   }
 
   /// The size of `gather`'s result in the unit the limits count.
-  int64_t sizeOf(kernel::CallOp gather) const {
-    Type type = gather.getOutputs()[0].getType();
+  int64_t sizeOf(kernel::CollectiveOpInterface gather) const {
+    Type type = gather.getOutput().getType();
     bool elements =
         prefetchElements > 0 || maxLiveElements > 0 || bucketElements > 0;
     return elements ? cast<MemRefType>(type).getNumElements() : bytesOf(type);
@@ -443,11 +453,11 @@ struct ScheduleCollectivesPass
       if (!isGather(op))
         continue;
       Gather gather;
-      gather.op = cast<kernel::CallOp>(op);
+      gather.op = cast<kernel::CollectiveOpInterface>(op);
       if (!collectChain(gather.op, gather))
         continue;
       SmallVector<Operation *> readers;
-      bufferUsers(kernel::rootBuffer(gather.op.getOutputs()[0]), readers);
+      bufferUsers(kernel::rootBuffer(gather.op.getOutput()), readers);
       llvm::erase_if(readers, [&](Operation *user) {
         return llvm::is_contained(gather.chain, user);
       });
@@ -538,17 +548,15 @@ struct ScheduleCollectivesPass
 
   /// Whether `op` is work of stream 0 a collective can overlap.
   static bool isCompute(Operation *op) {
-    return isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
-               kernel::RecordLossOp, kernel::CheckFiniteOp>(op) &&
-           !isCollective(op);
+    return isKernel(op) || isa<kernel::RecordLossOp, kernel::CheckFiniteOp>(op);
   }
 
   /// The first op after collective `op` that needs it done: one that reads
   /// or writes its result or overwrites its input, for a reduction also the
   /// next reduction (at most two buckets in flight), else the return.
-  static Operation *neededAt(kernel::CallOp op) {
-    Value input = kernel::rootBuffer(op.getInputs()[0]);
-    Value output = kernel::rootBuffer(op.getOutputs()[0]);
+  static Operation *neededAt(kernel::CollectiveOpInterface op) {
+    Value input = kernel::rootBuffer(op.getInput());
+    Value output = kernel::rootBuffer(op.getOutput());
     bool reduction = !isGather(op);
     for (Operation *next = op->getNextNode(); next;
          next = next->getNextNode()) {
@@ -579,7 +587,7 @@ struct ScheduleCollectivesPass
     // Which collectives go to stream 1, and where stream 0 needs each:
     // decided on the program as it is, before any signal moves an op.
     struct Plan {
-      kernel::CallOp op;
+      kernel::CollectiveOpInterface op;
       Operation *needed;
       bool streamed;
     };
@@ -587,15 +595,15 @@ struct ScheduleCollectivesPass
     for (Operation &op : block) {
       if (!isCollective(&op))
         continue;
-      auto call = cast<kernel::CallOp>(op);
-      Operation *needed = neededAt(call);
+      auto collective = cast<kernel::CollectiveOpInterface>(op);
+      Operation *needed = neededAt(collective);
       // Only compute between the collective and its first need can
       // overlap it; with none, a second stream would only add hand-overs.
       bool streamed = false;
       for (Operation *next = op.getNextNode(); next && next != needed;
            next = next->getNextNode())
         streamed |= isCompute(next);
-      plans.push_back({call, needed, streamed});
+      plans.push_back({collective, needed, streamed});
     }
     // Stream 1's events, then stream 0's waits for them, then what stream
     // 1 waits for: each inserted right before its place, so an op placed

@@ -263,8 +263,8 @@ enum class CollectiveOp : int32_t {
   AllGather = ZTC_COLLECTIVE_ALL_GATHER,
 };
 
-/// Its name in manifests and kernel calls: "all_reduce", "reduce_scatter"
-/// or "all_gather".
+/// Its name in manifests, as kernel.collective spells its kind:
+/// "all_reduce", "reduce_scatter" or "all_gather".
 const char *collectiveOpName(CollectiveOp op);
 std::optional<CollectiveOp> parseCollectiveOp(const std::string &name);
 

@@ -229,21 +229,18 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   // The collectives, per entry: what ztc-train's "communication" line
   // counts, with the runtime's own Collective::ringElements, planned.
   for (func::FuncOp func : module.getOps<func::FuncOp>())
-    func.walk([&](kernel::CallOp call) {
-      if (!kernel::isCommunicatingCall(call))
+    func.walk([&](kernel::CollectiveOpInterface collective) {
+      if (!collective.communicates())
         return;
-      StringRef op = call.getCallee();
-      auto count = [](Value v) {
-        return uint64_t(cast<MemRefType>(v.getType()).getNumElements());
-      };
+      StringRef op = kernel::stringifyCollectiveKind(collective.getKind());
       Type element =
-          cast<MemRefType>(call.getOutputs()[0].getType()).getElementType();
+          cast<MemRefType>(collective.getOutput().getType()).getElementType();
       std::string dtype;
       llvm::raw_string_ostream(dtype) << element;
-      ::ztc::rt::Collective collective;
-      collective.op = *::ztc::rt::parseCollectiveOp(op.str());
-      collective.elements =
-          std::max(count(call.getInputs()[0]), count(call.getOutputs()[0]));
+      ::ztc::rt::Collective counted;
+      counted.op = static_cast<::ztc::rt::CollectiveOp>(
+          kernel::collectiveCode(collective.getKind()));
+      counted.elements = collective.getElements();
       auto line = llvm::find_if(report.communication, [&](const auto &l) {
         return l.entry == func.getSymName() && l.op == op && l.dtype == dtype;
       });
@@ -252,10 +249,10 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
             report.communication.end(),
             {func.getSymName().str(), op.str(), dtype, 0, 0, 0, 0});
       ++line->calls;
-      if (kernel::streamOf(call) != 0)
+      if (kernel::streamOf(collective) != 0)
         ++line->streamed;
-      line->elements += collective.elements;
-      line->sent += collective.ringElements(report.worldSize);
+      line->elements += counted.elements;
+      line->sent += counted.ringElements(report.worldSize);
     });
 
   FailureOr<SmallVector<LiveRange>> ranges = computeLiveRanges(entry);

@@ -21,9 +21,9 @@ def Dist_Dialect : Dialect {
     the number of ranks it spans (`world_size`), which its shapes are
     verified against. Values have value semantics: a collective is pure
     within one rank's program, since every rank transforms the same program
-    the same way. `ztc-convert-nn-to-kernel` lowers each op to a library
-    call that runs on the step context's communicator
-    (runtime/kernels/StepAbi.h).
+    the same way. `ztc-convert-nn-to-kernel` lowers each op to a
+    `kernel.collective` of its kind, which runs on the step context's
+    communicator (runtime/kernels/StepAbi.h).
 
     On a training step `ztc-zero` records what it did as function
     attributes: `dist.world_size` (the ranks, >= 1) and `dist.zero_stage`

@@ -6,6 +6,8 @@
 
 #include "dialects/Kernel/IR/KernelOps.h"
 
+#include "runtime/kernels/StepAbi.h"
+
 #include "llvm/ADT/SetVector.h"
 
 #include "mlir/IR/Builders.h"
@@ -17,11 +19,14 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
 
+#include <iterator>
+
 using namespace mlir;
 using namespace mlir::ztc::kernel;
 
 #include "dialects/Kernel/IR/KernelEnums.cpp.inc"
 #include "dialects/Kernel/IR/KernelOpsDialect.cpp.inc"
+#include "dialects/Kernel/IR/KernelOpsInterfaces.cpp.inc"
 
 #define GET_TYPEDEF_CLASSES
 #include "dialects/Kernel/IR/KernelOpsTypes.cpp.inc"
@@ -96,13 +101,40 @@ namespace {
 
 const LibraryKernel kLibrary[] = {
 #define ZTC_KERNEL(name, cpp, inputs, outputs, Config)                         \
-  {LibraryKernelId::name, #name,     #cpp, inputs, outputs,                    \
-   #Config "Params",      k##Config, false},
-#define ZTC_COLLECTIVE(name, cpp)                                              \
-  {LibraryKernelId::name, #name,       #cpp, "T", "T",                         \
-   "CollectiveParams",    kCollective, true},
+  {LibraryKernelId::name, #name,    #cpp, inputs, outputs,                     \
+   #Config "Params",      k##Config},
 #include "runtime/kernels/Library.def"
 };
+
+/// A collective kind's row of Library.def.
+struct CollectiveRow {
+  CollectiveKind kind;
+  llvm::StringLiteral function;
+  int32_t code;
+};
+
+constexpr CollectiveRow kCollectives[] = {
+#define ZTC_COLLECTIVE(kind, cpp, code) {CollectiveKind::kind, #cpp, code},
+#include "runtime/kernels/Library.def"
+};
+
+/// Whether the rows list the kinds in the order of their values, each with
+/// its step-ABI code: ODS's CollectiveKind, Library.def and StepAbi.h agree.
+constexpr bool collectiveRowsAgree() {
+  if (std::size(kCollectives) != getMaxEnumValForCollectiveKind() + 1)
+    return false;
+  for (size_t i = 0; i < std::size(kCollectives); ++i) {
+    const CollectiveRow &row = kCollectives[i];
+    bool local = row.kind == CollectiveKind::shard;
+    if (static_cast<size_t>(row.kind) != i ||
+        row.code != (local ? -1 : static_cast<int32_t>(row.kind)))
+      return false;
+  }
+  return true;
+}
+static_assert(collectiveRowsAgree(),
+              "CollectiveKind (KernelOps.td) must have one row per kind in "
+              "Library.def, in order, valued as the ZTC_COLLECTIVE_* code");
 
 const char *kindName(ConfigKind kind) {
   switch (kind) {
@@ -195,12 +227,12 @@ bool mlir::ztc::kernel::isCallOf(Operation *op, LibraryKernelId id) {
   return kernel && kernel->id == id;
 }
 
-bool mlir::ztc::kernel::isCommunicatingCall(Operation *op) {
-  auto call = dyn_cast_or_null<CallOp>(op);
-  if (!call)
-    return false;
-  const LibraryKernel *kernel = lookupLibraryKernel(call.getCallee());
-  return kernel && kernel->collective && kernel->id != LibraryKernelId::shard;
+llvm::StringLiteral mlir::ztc::kernel::collectiveFunction(CollectiveKind kind) {
+  return kCollectives[static_cast<size_t>(kind)].function;
+}
+
+int32_t mlir::ztc::kernel::collectiveCode(CollectiveKind kind) {
+  return kCollectives[static_cast<size_t>(kind)].code;
 }
 
 const LibraryKernel *mlir::ztc::kernel::lookupLibraryKernel(StringRef name) {
@@ -556,6 +588,45 @@ LogicalResult CallOp::verify() {
     if (field.required() && !getConfig().get(field.name))
       return emitOpError("'")
              << getCallee() << "' needs config '" << field.name << "'";
+  return success();
+}
+
+LogicalResult CollectiveOp::verify() {
+  auto in = cast<MemRefType>(getInput().getType());
+  auto out = cast<MemRefType>(getOutput().getType());
+  StringRef kind = stringifyCollectiveKind(getKind());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("'")
+           << kind << "' changes the element type from " << in.getElementType()
+           << " to " << out.getElementType();
+  int64_t world = getWorldSize();
+  if (world < 1)
+    return emitOpError("world_size must be at least 1, got ") << world;
+  // The runtime's functions take the smaller side's count n and move n
+  // (all_reduce) or world_size blocks of n (Collectives.h).
+  int64_t inCount = in.getNumElements(), outCount = out.getNumElements();
+  switch (getKind()) {
+  case CollectiveKind::all_reduce:
+    if (inCount != outCount)
+      return emitOpError("'all_reduce' writes as many elements as it reads, "
+                         "got ")
+             << inCount << " in and " << outCount << " out";
+    break;
+  case CollectiveKind::reduce_scatter:
+  case CollectiveKind::shard:
+    if (inCount != outCount * world)
+      return emitOpError("'")
+             << kind << "' reads " << world << " blocks of its output's "
+             << outCount << " elements (" << outCount * world << "), got "
+             << inCount;
+    break;
+  case CollectiveKind::all_gather:
+    if (outCount != inCount * world)
+      return emitOpError("'all_gather' writes ")
+             << world << " blocks of its input's " << inCount << " elements ("
+             << inCount * world << "), got " << outCount;
+    break;
+  }
   return success();
 }
 

@@ -1,7 +1,7 @@
 //===- KernelOps.h - kernel dialect -----------------------------*- C++ -*-===//
 //
 // The kernel dialect: arena buffers, fused elementwise kernels and
-// reductions, and calls into the runtime's kernel library.
+// reductions, calls into the runtime's kernel library, and collectives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -26,6 +27,8 @@
 #include "dialects/Kernel/IR/KernelOpsTypes.h.inc"
 
 #include "dialects/Kernel/IR/KernelEnums.h.inc"
+
+#include "dialects/Kernel/IR/KernelOpsInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/Kernel/IR/KernelOps.h.inc"
@@ -49,11 +52,9 @@ struct ConfigField {
   }
 };
 
-/// The library kernels by name (runtime/kernels/Library.def), collectives
-/// last.
+/// The library kernels by name (runtime/kernels/Library.def).
 enum class LibraryKernelId {
 #define ZTC_KERNEL(name, cpp, inputs, outputs, Config) name,
-#define ZTC_COLLECTIVE(name, cpp) name,
 #include "runtime/kernels/Library.def"
 };
 
@@ -74,8 +75,6 @@ struct LibraryKernel {
   /// The parameter struct's name in namespace ztc (Conv2dParams).
   llvm::StringLiteral paramsType;
   llvm::ArrayRef<ConfigField> config;
-  /// A collective on the step context's communicator (dist dialect).
-  bool collective;
 
   unsigned minInputs() const;
   unsigned maxInputs() const { return inputs.size(); }
@@ -91,10 +90,14 @@ const LibraryKernel &libraryKernelOf(CallOp call);
 const LibraryKernel &libraryKernel(LibraryKernelId id);
 /// Whether `op` is a kernel.call of `id`.
 bool isCallOf(mlir::Operation *op, LibraryKernelId id);
-/// Whether `op` is a kernel.call of a collective that communicates
-/// (all_reduce, reduce_scatter, all_gather; not shard, which takes this
-/// rank's block).
-bool isCommunicatingCall(mlir::Operation *op);
+
+/// The function of ztc::cpu and ztc::cuda a collective of `kind` calls
+/// (runtime/kernels/Library.def).
+llvm::StringLiteral collectiveFunction(CollectiveKind kind);
+/// The step-ABI code of a communicating `kind` (ZTC_COLLECTIVE_*,
+/// runtime/kernels/StepAbi.h, which rt::CollectiveOp's values are); -1 for
+/// shard.
+int32_t collectiveCode(CollectiveKind kind);
 
 /// A verified call's configuration attribute `name`, which its kernel must
 /// declare with that kind (the emitter's accessors); absent optional ones

@@ -14,6 +14,58 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 
 //===----------------------------------------------------------------------===//
+// CollectiveOpInterface
+//===----------------------------------------------------------------------===//
+
+def Kernel_CollectiveKind : I32EnumAttr<"CollectiveKind",
+    "what a kernel.collective computes across ranks", [
+      I32EnumAttrCase<"all_reduce", 0>,
+      I32EnumAttrCase<"reduce_scatter", 1>,
+      I32EnumAttrCase<"all_gather", 2>,
+      I32EnumAttrCase<"shard", 3>
+    ]> {
+  // The values of the communicating kinds are the step ABI's
+  // ZTC_COLLECTIVE_* codes (runtime/kernels/StepAbi.h), which rt::CollectiveOp
+  // and the error slot use; KernelOps.cpp checks them at compile time.
+  // `shard` stays on its rank and has no code.
+  let cppNamespace = "::mlir::ztc::kernel";
+}
+
+def Kernel_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
+  let cppNamespace = "::mlir::ztc::kernel";
+  let description = [{
+    An op that exchanges a buffer between the ranks of the SPMD step (or, for
+    `shard`, takes this rank's block of one): what stream scheduling, the
+    emitter and the memory report ask of a collective. Every rank issues the
+    same collectives in the same order.
+  }];
+  let methods = [
+    InterfaceMethod<"What the collective computes.",
+      "::mlir::ztc::kernel::CollectiveKind", "getKind">,
+    InterfaceMethod<"The buffer it reads.", "::mlir::Value", "getInput">,
+    InterfaceMethod<"The buffer it writes.", "::mlir::Value", "getOutput">,
+    InterfaceMethod<"The ranks it spans.", "int64_t", "getWorldSize">,
+    InterfaceMethod<[{
+        The elements of the larger side: what an all-reduce reduces, what a
+        reduce-scatter reads, what an all-gather writes (rt::Collective's
+        `elements`).
+      }], "int64_t", "getElements", (ins), [{}], [{
+        return std::max(
+            ::llvm::cast<::mlir::MemRefType>($_op.getInput().getType())
+                .getNumElements(),
+            ::llvm::cast<::mlir::MemRefType>($_op.getOutput().getType())
+                .getNumElements());
+      }]>,
+    InterfaceMethod<[{
+        Whether it moves data between ranks through the step context's
+        communicator: every kind but `shard`.
+      }], "bool", "communicates", (ins), [{}], [{
+        return $_op.getKind() != ::mlir::ztc::kernel::CollectiveKind::shard;
+      }]>,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // AllocOp
 //===----------------------------------------------------------------------===//
 
@@ -242,6 +294,55 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
 }
 
 //===----------------------------------------------------------------------===//
+// CollectiveOp
+//===----------------------------------------------------------------------===//
+
+/// What collectives move: the ztc_comm element types (StepAbi.h).
+def Kernel_FloatBuffer : StaticShapeMemRefOf<[F32, F64, F16, BF16]>;
+
+def Kernel_CollectiveOp : Kernel_Op<"collective",
+    [Kernel_CollectiveOpInterface]> {
+  let summary = "a collective on the step context's communicator";
+  let description = [{
+    Runs collective `kind` across `world_size` ranks, reading `input` and
+    writing `output` (`ztc-convert-nn-to-kernel` makes one per `dist` op):
+
+    - `all_reduce`: output = the element-wise sum over ranks of input, of the
+      same element count;
+    - `reduce_scatter`: input is world_size blocks of the output's count;
+      output = block `rank` of the sum over ranks;
+    - `all_gather`: output = every rank's input, in rank order (world_size
+      blocks);
+    - `shard`: output = block `rank` of input, without communication.
+
+    The kind's value is the step ABI's collective code
+    (`ZTC_COLLECTIVE_*`, runtime/kernels/StepAbi.h), which the manifest and
+    the runtime's error slot use; `runtime/kernels/Library.def` names the
+    library function each kind calls, with the step context and the smaller
+    side's element count. Half types are summed in f32 and rounded once.
+
+    Example:
+
+    ```mlir
+    kernel.collective reduce_scatter ins(%g : memref<1024xbf16>)
+                                     outs(%mine : memref<256xbf16>)
+                                     {world_size = 4 : i64}
+    ```
+  }];
+  // Reads its input and writes its output (see ElementwiseOp), so cleanups
+  // never drop a collective every rank must issue.
+  let arguments = (ins Kernel_CollectiveKind:$kind,
+                   Arg<Kernel_FloatBuffer, "", [MemRead]>:$input,
+                   Arg<Kernel_FloatBuffer, "", [MemWrite]>:$output,
+                   I64Attr:$world_size);
+  let assemblyFormat = [{
+    $kind `ins` `(` $input `:` type($input) `)` `outs` `(` $output `:`
+    type($output) `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // RecordLossOp
 //===----------------------------------------------------------------------===//
 
@@ -268,25 +369,41 @@ def Kernel_RecordLossOp : Kernel_Op<"record_loss", [MemoryEffects<[MemWrite]>]> 
 // CheckFiniteOp
 //===----------------------------------------------------------------------===//
 
+def Kernel_FinitePass : I32EnumAttr<"FinitePass",
+    "the part of the step a finite check's kernel belongs to", [
+      I32EnumAttrCase<"forward", 0>,
+      I32EnumAttrCase<"backward", 1>,
+      I32EnumAttrCase<"recomputed_forward", 2, "recomputed forward">,
+      I32EnumAttrCase<"update", 3>
+    ]> {
+  let cppNamespace = "::mlir::ztc::kernel";
+  // The spelling is the manifest's (finite_checks[].pass), which has a
+  // space: printed quoted where it is no keyword.
+  let parameterPrinter =
+      "$_printer.printKeywordOrString(stringifyFinitePass($_self))";
+}
+
 def Kernel_CheckFiniteOp : Kernel_Op<"check_finite", [MemoryEffects<[MemWrite]>]> {
   let summary = "note the first non-finite value a kernel wrote (--check-finite)";
   let description = [{
     Scans `buffer` right after the kernel that wrote it; if it holds a NaN or
     an infinity and the step context's training state has no such note yet,
     it notes this check (the emitter numbers the checks of an artifact and
-    lists `node`, `op` and `pass` in the manifest's `finite_checks`). Writes
-    no buffer; its write is to the state, so it is never dropped.
+    lists `node`, `op` and `pass` in the manifest's `finite_checks`). `pass`
+    is forward, backward, "recomputed forward" or update. Writes no buffer;
+    its write is to the state, so it is never dropped.
 
     Example:
 
     ```mlir
-    kernel.check_finite %h {node = "/h.0/Pow", op = "pow", pass = "forward"}
+    kernel.check_finite forward %h {node = "/h.0/Pow", op = "pow"}
         : memref<4x8xf16>
     ```
   }];
-  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$buffer,
-                       StrAttr:$node, StrAttr:$op, StrAttr:$pass);
-  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+  let arguments = (ins Kernel_FinitePass:$pass,
+                       Arg<AnyMemRef, "", [MemRead]>:$buffer,
+                       StrAttr:$node, StrAttr:$op);
+  let assemblyFormat = "$pass $buffer attr-dict `:` type($buffer)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -59,6 +59,27 @@ void buildElementwise(OpBuilder &b, Location loc, Operation *op,
   b.setInsertionPointAfter(kernelOp);
 }
 
+/// The kind and world size of a dist collective; nullopt for other ops.
+std::optional<std::pair<kernel::CollectiveKind, int64_t>>
+collectiveOf(Operation *op) {
+  using Kind = kernel::CollectiveKind;
+  using Result = std::optional<std::pair<Kind, int64_t>>;
+  return TypeSwitch<Operation *, Result>(op)
+      .Case([](dist::AllReduceOp o) {
+        return std::pair(Kind::all_reduce, int64_t(o.getWorldSize()));
+      })
+      .Case([](dist::ReduceScatterOp o) {
+        return std::pair(Kind::reduce_scatter, int64_t(o.getWorldSize()));
+      })
+      .Case([](dist::AllGatherOp o) {
+        return std::pair(Kind::all_gather, int64_t(o.getWorldSize()));
+      })
+      .Case([](dist::ShardOp o) {
+        return std::pair(Kind::shard, int64_t(o.getWorldSize()));
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
 /// Converts one function; holds the tensor -> buffer map of that run.
 class Bufferizer {
 public:
@@ -100,17 +121,25 @@ LogicalResult Bufferizer::run(func::FuncOp func) {
       return failure();
     // --check-finite: the result is scanned right after its kernels.
     if (auto check = op.getAttrOfType<DictionaryAttr>(train::kFiniteCheckAttr))
-      if (Value buffer = lookup(op.getResult(0)))
-        kernel::CheckFiniteOp::create(b, op.getLoc(), buffer,
+      if (Value buffer = lookup(op.getResult(0))) {
+        StringRef name = cast<StringAttr>(check.get("pass")).getValue();
+        std::optional<kernel::FinitePass> pass =
+            kernel::symbolizeFinitePass(name);
+        if (!pass)
+          return op.emitOpError("'")
+                 << train::kFiniteCheckAttr << "' names no pass of a step: '"
+                 << name << "'";
+        kernel::CheckFiniteOp::create(b, op.getLoc(), *pass, buffer,
                                       cast<StringAttr>(check.get("node")),
-                                      cast<StringAttr>(check.get("op")),
-                                      cast<StringAttr>(check.get("pass")));
+                                      cast<StringAttr>(check.get("op")));
+      }
     // The kernels of an op ztc-recompute cloned stay marked, for memory
     // reports (their effects keep them apart already).
     if (op.hasAttr(train::kRecomputedAttr))
       for (Operation *made = before ? before->getNextNode() : &entry.front();
            made != &op; made = made->getNextNode())
-        if (isa<kernel::ElementwiseOp, kernel::CallOp>(made))
+        if (isa<kernel::ElementwiseOp, kernel::CallOp, kernel::CollectiveOp>(
+                made))
           made->setAttr(train::kRecomputedAttr, b.getUnitAttr());
   }
   // Drop the tensor ops, last first, now that nothing reads them.
@@ -180,6 +209,12 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
       b, loc, bufferType(op->getResult(0).getType()), IntegerAttr());
   valueMap[op->getResult(0)] = output;
 
+  if (std::optional<std::pair<kernel::CollectiveKind, int64_t>> collective =
+          collectiveOf(op)) {
+    kernel::CollectiveOp::create(b, loc, collective->first, inputs.front(),
+                                 output, collective->second);
+    return success();
+  }
   if (isElementwiseNNOp(op)) {
     buildElementwise(b, loc, op, inputs, output);
     return success();

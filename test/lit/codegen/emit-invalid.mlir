@@ -94,16 +94,6 @@ func.func @unbroadcast(%x: memref<3x1x5xf32> {train.binding = #train.binding<inp
 
 // -----
 
-func.func @odd_collective() attributes {kernel.arena_bytes = 64 : i64} {
-  %0 = kernel.alloc {offset = 0 : i64} : memref<4xi16>
-  %1 = kernel.alloc {offset = 32 : i64} : memref<4xi16>
-  // expected-error @+1 {{a collective has element type 'i16', which the runtime does not support}}
-  kernel.call "all_reduce" ins(%0 : memref<4xi16>) outs(%1 : memref<4xi16>) {config = {world_size = 2 : i64}}
-  return
-}
-
-// -----
-
 func.func @outside(%x: memref<2xf32> {train.binding = #train.binding<input "x">}) -> memref<2xf32> attributes {kernel.arena_bytes = 0 : i64} {
   // expected-error @+1 {{'func.return' op returns a buffer outside the arena}}
   return %x : memref<2xf32>

@@ -4,7 +4,7 @@
 // parameter struct with its fields in the row's order; the template
 // parameters are T (the first output's element type) when a letter is T
 // and I (the first integer operand's type) when one is I; CUDA appends the
-// stream. Collectives take the step context instead.
+// stream. Collectives (kernel.collective) take the step context instead.
 //
 // RUN: ztc-translate %s --ztc-kernel-to-cpu | FileCheck %s --check-prefix=CPU
 // RUN: ztc-translate %s --ztc-kernel-to-cuda | FileCheck %s --check-prefix=CUDA
@@ -58,6 +58,11 @@ func.func @calls(
   // CPU: ztc::cpu::allReduce<float>(ctx, b8, v{{[0-9]+}}, 16);
   // CUDA: ztc::cuda::allReduce<float>(ctx, b8, v{{[0-9]+}}, 16, stream);
   %5 = kernel.alloc {offset = 1024 : i64} : memref<16xf32>
-  kernel.call "all_reduce" ins(%p : memref<16xf32>) outs(%5 : memref<16xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_reduce ins(%p : memref<16xf32>) outs(%5 : memref<16xf32>) {world_size = 2 : i64}
+  // A shard calls its function the same way, without communicating.
+  // CPU: ztc::cpu::shard<float>(ctx, v{{[0-9]+}}, v{{[0-9]+}}, 8);
+  // CUDA: ztc::cuda::shard<float>(ctx, v{{[0-9]+}}, v{{[0-9]+}}, 8, stream);
+  %6 = kernel.alloc {offset = 2048 : i64} : memref<8xf32>
+  kernel.collective shard ins(%5 : memref<16xf32>) outs(%6 : memref<8xf32>) {world_size = 2 : i64}
   return
 }

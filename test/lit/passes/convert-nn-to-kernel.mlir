@@ -140,3 +140,23 @@ func.func @gradient_rounding(%x: tensor<4xbf16>) -> tensor<4xbf16> {
   %1 = nn.exp %0 : tensor<4xbf16> -> tensor<4xbf16> loc(fused<"train.gradient">["g"])
   return %1 : tensor<4xbf16>
 }
+
+// -----
+
+// Each dist collective becomes a kernel.collective of its kind over the
+// buffers, with its world size.
+// CHECK-LABEL: func.func @collectives
+// CHECK-SAME: (%[[G:.+]]: memref<8xf32>, %[[P:.+]]: memref<2xbf16>)
+// CHECK: %[[S:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: kernel.collective all_reduce ins(%[[G]] : memref<8xf32>) outs(%[[S]] : memref<8xf32>) {world_size = 4 : i64}
+// CHECK: kernel.collective reduce_scatter ins(%[[S]] : memref<8xf32>) outs(%{{.+}} : memref<2xf32>) {world_size = 4 : i64}
+// CHECK: kernel.collective shard ins(%[[G]] : memref<8xf32>) outs(%{{.+}} : memref<2xf32>) {world_size = 4 : i64}
+// CHECK: kernel.collective all_gather ins(%[[P]] : memref<2xbf16>) outs(%{{.+}} : memref<8xbf16>) {world_size = 4 : i64}
+func.func @collectives(%g: tensor<8xf32>, %p: tensor<2xbf16>)
+    -> (tensor<8xf32>, tensor<2xf32>, tensor<2xf32>, tensor<8xbf16>) {
+  %s = dist.all_reduce %g {world_size = 4 : i64} : tensor<8xf32> -> tensor<8xf32>
+  %r = dist.reduce_scatter %s {world_size = 4 : i64} : tensor<8xf32> -> tensor<2xf32>
+  %m = dist.shard %g {world_size = 4 : i64} : tensor<8xf32> -> tensor<2xf32>
+  %a = dist.all_gather %p {world_size = 4 : i64, dist.use = 0 : i64} : tensor<2xbf16> -> tensor<8xbf16>
+  return %s, %r, %m, %a : tensor<8xf32>, tensor<2xf32>, tensor<2xf32>, tensor<8xbf16>
+}

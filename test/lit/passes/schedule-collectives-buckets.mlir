@@ -18,7 +18,7 @@
 // JOINED-NEXT: kernel.call "copy_into" ins(%arg0 : memref<64xf32>) outs(%[[IN]] : memref<128xf32>) {config = {axis = 0 : i64, offset = 0 : i64}}
 // JOINED-NEXT: kernel.call "copy_into" ins(%[[CAST]] : memref<64xf32>) outs(%[[IN]] : memref<128xf32>) {config = {axis = 0 : i64, offset = 64 : i64}}
 // JOINED-NEXT: %[[OUT:.+]] = kernel.alloc : memref<256xf32>
-// JOINED: kernel.call "all_gather" ins(%[[IN]] : memref<128xf32>) outs(%[[OUT]] : memref<256xf32>)
+// JOINED: kernel.collective all_gather ins(%[[IN]] : memref<128xf32>) outs(%[[OUT]] : memref<256xf32>)
 // JOINED-NOT: all_gather
 // JOINED: %[[ROWS:.+]] = kernel.view %[[OUT]] : memref<256xf32> to memref<2x128xf32>
 // JOINED: kernel.call "slice" ins(%[[ROWS]] : memref<2x128xf32>) outs(%{{.+}} : memref<2x64xf32>) {config = {sizes = array<i64: 2, 64>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}}
@@ -28,12 +28,12 @@
 // JOINED-NOT: all_gather
 
 // APART-LABEL: func.func @stage3
-// APART: kernel.call "all_gather" ins(%arg0
+// APART: kernel.collective all_gather ins(%arg0
 // APART-NOT: copy_into
-// APART: kernel.call "all_gather" ins(%
+// APART: kernel.collective all_gather ins(%
 func.func @stage3(%p1: memref<64xf32>, %p2: memref<64xf32>, %x: memref<128xf32>) -> memref<128xf32> {
   %g1 = kernel.alloc : memref<128xf32>
-  kernel.call "all_gather" ins(%p1 : memref<64xf32>) outs(%g1 : memref<128xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_gather ins(%p1 : memref<64xf32>) outs(%g1 : memref<128xf32>) {world_size = 2 : i64}
   %y1 = kernel.alloc : memref<128xf32>
   kernel.elementwise ins(%x, %g1 : memref<128xf32>, memref<128xf32>) outs(%y1 : memref<128xf32>) {
   ^bb0(%a: f32, %b: f32):
@@ -47,7 +47,7 @@ func.func @stage3(%p1: memref<64xf32>, %p2: memref<64xf32>, %x: memref<128xf32>)
     kernel.yield %r : f32
   }
   %g2 = kernel.alloc : memref<128xf32>
-  kernel.call "all_gather" ins(%c2 : memref<64xf32>) outs(%g2 : memref<128xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_gather ins(%c2 : memref<64xf32>) outs(%g2 : memref<128xf32>) {world_size = 2 : i64}
   %y2 = kernel.alloc : memref<128xf32>
   kernel.elementwise ins(%y1, %g2 : memref<128xf32>, memref<128xf32>) outs(%y2 : memref<128xf32>) {
   ^bb0(%a: f32, %b: f32):

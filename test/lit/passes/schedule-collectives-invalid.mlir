@@ -7,7 +7,7 @@
 func.func @twice(%g: memref<4xf32>) -> memref<4xf32> {
   %r = kernel.alloc : memref<4xf32>
   // expected-error @+1 {{is already scheduled on streams; ztc-schedule-collectives runs once, on one stream}}
-  kernel.call "all_reduce" ins(%g : memref<4xf32>) outs(%r : memref<4xf32>) {config = {world_size = 2 : i64}, kernel.stream = 1 : i64}
+  kernel.collective all_reduce ins(%g : memref<4xf32>) outs(%r : memref<4xf32>) {kernel.stream = 1 : i64, world_size = 2 : i64}
   %e = kernel.signal {kernel.stream = 1 : i64} : !kernel.event
   kernel.wait %e
   return %r : memref<4xf32>

@@ -14,9 +14,9 @@
 // bytes each, would be alive during the first product).
 
 // AHEAD-LABEL: func.func @stage3
-// AHEAD: kernel.call "all_gather" ins(%arg0
+// AHEAD: kernel.collective all_gather ins(%arg0
 // AHEAD: kernel.elementwise ins(%arg1 : memref<64xf32>)
-// AHEAD: kernel.call "all_gather" ins(%[[CAST:.+]] : memref<64xf32>) outs(%[[G2:.+]] : memref<128xf32>)
+// AHEAD: kernel.collective all_gather ins(%[[CAST:.+]] : memref<64xf32>) outs(%[[G2:.+]] : memref<128xf32>)
 // AHEAD-NEXT: %[[DONE2:.+]] = kernel.signal {kernel.stream = 1 : i64}
 // AHEAD-NEXT: kernel.wait
 // AHEAD-NEXT: kernel.elementwise ins(%arg2,
@@ -24,13 +24,13 @@
 // AHEAD-NEXT: kernel.elementwise ins({{.*}}, %[[G2]] :
 
 // INPLACE-LABEL: func.func @stage3
-// INPLACE: kernel.call "all_gather" ins(%arg0
+// INPLACE: kernel.collective all_gather ins(%arg0
 // INPLACE: kernel.elementwise ins(%arg2,
 // INPLACE: kernel.elementwise ins(%arg1 : memref<64xf32>)
-// INPLACE: kernel.call "all_gather"
+// INPLACE: kernel.collective all_gather
 func.func @stage3(%p1: memref<64xf32>, %p2: memref<64xf32>, %x: memref<128xf32>) -> memref<128xf32> {
   %g1 = kernel.alloc : memref<128xf32>
-  kernel.call "all_gather" ins(%p1 : memref<64xf32>) outs(%g1 : memref<128xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_gather ins(%p1 : memref<64xf32>) outs(%g1 : memref<128xf32>) {world_size = 2 : i64}
   %y1 = kernel.alloc : memref<128xf32>
   kernel.elementwise ins(%x, %g1 : memref<128xf32>, memref<128xf32>) outs(%y1 : memref<128xf32>) {
   ^bb0(%a: f32, %b: f32):
@@ -44,7 +44,7 @@ func.func @stage3(%p1: memref<64xf32>, %p2: memref<64xf32>, %x: memref<128xf32>)
     kernel.yield %r : f32
   }
   %g2 = kernel.alloc : memref<128xf32>
-  kernel.call "all_gather" ins(%c2 : memref<64xf32>) outs(%g2 : memref<128xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_gather ins(%c2 : memref<64xf32>) outs(%g2 : memref<128xf32>) {world_size = 2 : i64}
   %y2 = kernel.alloc : memref<128xf32>
   kernel.elementwise ins(%y1, %g2 : memref<128xf32>, memref<128xf32>) outs(%y2 : memref<128xf32>) {
   ^bb0(%a: f32, %b: f32):

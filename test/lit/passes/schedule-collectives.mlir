@@ -11,14 +11,14 @@
 // CHECK: kernel.elementwise ins(%arg0
 // CHECK: %[[READY1:.+]] = kernel.signal : !kernel.event
 // CHECK-NEXT: kernel.wait %[[READY1]] {kernel.stream = 1 : i64}
-// CHECK-NEXT: kernel.call "reduce_scatter" ins(%[[B1:.+]] : memref<8xf32>) outs(%[[R1:.+]] : memref<4xf32>) {{.*}}kernel.stream = 1 : i64
+// CHECK-NEXT: kernel.collective reduce_scatter ins(%[[B1:.+]] : memref<8xf32>) outs(%[[R1:.+]] : memref<4xf32>) {{.*}}kernel.stream = 1 : i64
 // CHECK-NEXT: %[[DONE1:.+]] = kernel.signal {kernel.stream = 1 : i64}
 // CHECK-NOT: kernel.wait %[[DONE1]]
 // CHECK: kernel.elementwise ins(%arg1
 // CHECK: kernel.wait %[[DONE1]]
 // CHECK-NEXT: %[[READY2:.+]] = kernel.signal : !kernel.event
 // CHECK-NEXT: kernel.wait %[[READY2]] {kernel.stream = 1 : i64}
-// CHECK-NEXT: kernel.call "reduce_scatter" {{.*}}outs(%[[R2:.+]] : memref<4xf32>) {{.*}}kernel.stream = 1 : i64
+// CHECK-NEXT: kernel.collective reduce_scatter {{.*}}outs(%[[R2:.+]] : memref<4xf32>) {{.*}}kernel.stream = 1 : i64
 // CHECK-NEXT: %[[DONE2:.+]] = kernel.signal {kernel.stream = 1 : i64}
 // CHECK: kernel.elementwise ins(%[[R1]] : memref<4xf32>)
 // CHECK: kernel.wait %[[DONE2]]
@@ -33,7 +33,7 @@ func.func @buckets(%g1: memref<8xf32>, %g2: memref<8xf32>, %w: memref<4xf32>) ->
     kernel.yield %r : f32
   }
   %r1 = kernel.alloc : memref<4xf32>
-  kernel.call "reduce_scatter" ins(%b1 : memref<8xf32>) outs(%r1 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective reduce_scatter ins(%b1 : memref<8xf32>) outs(%r1 : memref<4xf32>) {world_size = 2 : i64}
   %s1 = kernel.alloc : memref<4xf32>
   kernel.elementwise ins(%r1 : memref<4xf32>) outs(%s1 : memref<4xf32>) {
   ^bb0(%v: f32):
@@ -48,7 +48,7 @@ func.func @buckets(%g1: memref<8xf32>, %g2: memref<8xf32>, %w: memref<4xf32>) ->
     kernel.yield %r : f32
   }
   %r2 = kernel.alloc : memref<4xf32>
-  kernel.call "reduce_scatter" ins(%b2 : memref<8xf32>) outs(%r2 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective reduce_scatter ins(%b2 : memref<8xf32>) outs(%r2 : memref<4xf32>) {world_size = 2 : i64}
   %u = kernel.alloc : memref<4xf32>
   kernel.elementwise ins(%s1, %r2, %w : memref<4xf32>, memref<4xf32>, memref<4xf32>) outs(%u : memref<4xf32>) {
   ^bb0(%a: f32, %b: f32, %c: f32):
@@ -66,14 +66,14 @@ func.func @buckets(%g1: memref<8xf32>, %g2: memref<8xf32>, %w: memref<4xf32>) ->
 // and computes what does not depend on it meanwhile.
 
 // CHECK-LABEL: func.func @overwritten_input
-// CHECK: kernel.call "all_reduce" {{.*}}kernel.stream = 1 : i64
+// CHECK: kernel.collective all_reduce {{.*}}kernel.stream = 1 : i64
 // CHECK-NEXT: %[[DONE:.+]] = kernel.signal {kernel.stream = 1 : i64}
 // CHECK: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%{{.+}} : memref<4xf32>)
 // CHECK: kernel.wait %[[DONE]]
 // CHECK-NEXT: kernel.elementwise ins(%arg0 : memref<4xf32>) outs(%arg1
 func.func @overwritten_input(%x: memref<4xf32>, %g: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
   %r = kernel.alloc : memref<4xf32>
-  kernel.call "all_reduce" ins(%g : memref<4xf32>) outs(%r : memref<4xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_reduce ins(%g : memref<4xf32>) outs(%r : memref<4xf32>) {world_size = 2 : i64}
   %y = kernel.alloc : memref<4xf32>
   kernel.elementwise ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
   ^bb0(%v: f32):
@@ -95,16 +95,16 @@ func.func @overwritten_input(%x: memref<4xf32>, %g: memref<4xf32>) -> (memref<4x
 // at a time, in program order.
 
 // CHECK-LABEL: func.func @nothing_to_overlap
-// CHECK: kernel.call "all_reduce" ins(%arg0 {{.*}}kernel.stream = 1 : i64
+// CHECK: kernel.collective all_reduce ins(%arg0 {{.*}}kernel.stream = 1 : i64
 // CHECK-NEXT: %[[DONE:.+]] = kernel.signal {kernel.stream = 1 : i64}
 // CHECK: kernel.elementwise ins(%arg2
 // CHECK: kernel.wait %[[DONE]]
-// CHECK-NEXT: kernel.call "all_reduce" ins(%arg1 : memref<4xf32>) outs(%{{.+}} : memref<4xf32>) {config = {world_size = 2 : i64}}
+// CHECK-NEXT: kernel.collective all_reduce ins(%arg1 : memref<4xf32>) outs(%{{.+}} : memref<4xf32>) {world_size = 2 : i64}
 // CHECK-NOT: kernel.signal
 // CHECK: return
 func.func @nothing_to_overlap(%g1: memref<4xf32>, %g2: memref<4xf32>, %x: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>, memref<4xf32>) {
   %r1 = kernel.alloc : memref<4xf32>
-  kernel.call "all_reduce" ins(%g1 : memref<4xf32>) outs(%r1 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_reduce ins(%g1 : memref<4xf32>) outs(%r1 : memref<4xf32>) {world_size = 2 : i64}
   %y = kernel.alloc : memref<4xf32>
   kernel.elementwise ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
   ^bb0(%v: f32):
@@ -112,7 +112,7 @@ func.func @nothing_to_overlap(%g1: memref<4xf32>, %g2: memref<4xf32>, %x: memref
     kernel.yield %n : f32
   }
   %r2 = kernel.alloc : memref<4xf32>
-  kernel.call "all_reduce" ins(%g2 : memref<4xf32>) outs(%r2 : memref<4xf32>) {config = {world_size = 2 : i64}}
+  kernel.collective all_reduce ins(%g2 : memref<4xf32>) outs(%r2 : memref<4xf32>) {world_size = 2 : i64}
   %z = kernel.alloc : memref<4xf32>
   kernel.elementwise ins(%r2 : memref<4xf32>) outs(%z : memref<4xf32>) {
   ^bb0(%v: f32):
@@ -137,4 +137,23 @@ func.func @local(%x: memref<4xf32>) -> memref<4xf32> {
     kernel.yield %r : f32
   }
   return %a : memref<4xf32>
+}
+
+// -----
+
+// A shard takes this rank's block without communicating: it is compute a
+// collective overlaps, like any kernel, and stays on stream 0.
+
+// CHECK-LABEL: func.func @shard_is_compute
+// CHECK: kernel.collective all_reduce ins(%arg0 {{.*}}kernel.stream = 1 : i64
+// CHECK-NEXT: %[[DONE:.+]] = kernel.signal {kernel.stream = 1 : i64}
+// CHECK: kernel.collective shard ins(%arg1 : memref<8xf32>) outs(%{{.+}} : memref<4xf32>) {world_size = 2 : i64}
+// CHECK: kernel.wait %[[DONE]]
+// CHECK-NEXT: return
+func.func @shard_is_compute(%g: memref<4xf32>, %p: memref<8xf32>) -> (memref<4xf32>, memref<4xf32>) {
+  %r = kernel.alloc : memref<4xf32>
+  kernel.collective all_reduce ins(%g : memref<4xf32>) outs(%r : memref<4xf32>) {world_size = 2 : i64}
+  %m = kernel.alloc : memref<4xf32>
+  kernel.collective shard ins(%p : memref<8xf32>) outs(%m : memref<4xf32>) {world_size = 2 : i64}
+  return %r, %m : memref<4xf32>, memref<4xf32>
 }

@@ -44,3 +44,18 @@ func.func @streams() {
   kernel.wait %e
   return
 }
+
+// -----
+
+// Finite checks name their pass as a keyword, or quoted where it has a
+// space.
+// CHECK-LABEL: func.func @checks
+// CHECK: kernel.check_finite forward %{{.+}} {node = "/h/Pow", op = "pow"} : memref<4xf16>
+// CHECK: kernel.check_finite "recomputed forward" %{{.+}} {node = "/h/Pow", op = "pow"} : memref<4xf16>
+// CHECK: kernel.check_finite update %{{.+}} {node = "", op = "sub"} : memref<4xf16>
+func.func @checks(%h: memref<4xf16>) {
+  kernel.check_finite forward %h {node = "/h/Pow", op = "pow"} : memref<4xf16>
+  kernel.check_finite "recomputed forward" %h {node = "/h/Pow", op = "pow"} : memref<4xf16>
+  kernel.check_finite update %h {node = "", op = "sub"} : memref<4xf16>
+  return
+}
