@@ -3,7 +3,8 @@
 // Bufferizes a step function: tensors become memref buffers, each `nn` op
 // writes a fresh `kernel.alloc`, elementwise ops become one-op
 // kernel.elementwise bodies (ztc-fuse merges them), structured ops become
-// library calls, reshapes become views, constants become kernel.constant.
+// the library calls they declare (NN_LibraryCall), reshapes become views,
+// constants become kernel.constant.
 // Outputs that would alias a bound buffer are copied into the arena, so the
 // runtime reads every output at an arena offset.
 //
@@ -197,6 +198,21 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
     }
     return success();
   }
+  if (auto call = dyn_cast<nn::LibraryCallOpInterface>(op)) {
+    // The op names its kernel and the attributes that configure it
+    // (NN_LibraryCall in NNOps.td); a unit attribute (channels_last) is the
+    // flag true, an absent optional one stays absent.
+    SmallVector<NamedAttribute> config;
+    for (StringRef name : call.getLibraryConfig())
+      if (Attribute attr = op->getAttr(name))
+        config.push_back(b.getNamedAttr(
+            name, isa<UnitAttr>(attr) ? b.getBoolAttr(true) : attr));
+    kernel::CallOp::create(b, loc, call.getLibraryCallee(), inputs,
+                           ValueRange{output}, b.getDictionaryAttr(config));
+    return success();
+  }
+  if (isa<nn::NNDialect>(op->getDialect()))
+    return op->emitOpError("has no kernel in the runtime library");
   StringRef callee = op->getName().stripDialect();
   if (!kernel::lookupLibraryKernel(callee))
     return op->emitOpError("has no kernel in the runtime library");
