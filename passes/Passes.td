@@ -940,7 +940,8 @@ def RecomputePass : Pass<"ztc-recompute", "ModuleOp"> {
        updated by the forward's ops alone.
     3. Tags the function with `train.recompute`: the policy, the saved
        activation bytes with it and with `none` (each buffer once; a
-       reshape is a view), the FLOPs of the clones and of the step; with a
+       reshape is a view), the FLOPs of the clones and of the step (the
+       cost each nn op declares, NN_CostOpInterface); with a
        budget also the budget, the plan's planned bytes and how it was
        chosen (which candidate, the integer program's size and its gap).
 
@@ -1101,17 +1102,20 @@ def AutocastPass : Pass<"ztc-autocast", "func::FuncOp"> {
   let description = [{
     The precision slot's pass for `--precision bf16` (and `fp16`), on the
     model's function before the loss is attached. Each `nn` op gets a
-    compute type, PyTorch's autocast lists being the anchor:
-    - half: `nn.matmul` and `nn.conv2d`;
-    - f32 (the model's own type): exp, log, pow, reciprocal, softplus,
-      softmax, log-softmax, layer and batch normalization (their
-      statistics), sums and means, the loss (attached after this pass, on
-      the model's f32 outputs);
-    - every other op: the widest type among its activation operands
-      (values that depend on the step's data); weights and constants follow
-      it, as PyTorch's type promotion ignores scalars, so a bias added to a
-      half product is cast to half. An op of weights alone keeps the widest
-      of its operands.
+    compute type from the autocast class it declares
+    (dialects/NN/IR/OpFacts.td), PyTorch's autocast lists being the anchor:
+    - half (`NN_HalfCompute`): `nn.matmul` and `nn.conv2d`;
+    - f32, the model's own type (`NN_WideCompute`): exp, log, pow,
+      reciprocal, softplus, sin, cos, softmax, log-softmax, layer and batch
+      normalization (their statistics), sums and means, the loss (attached
+      after this pass, on the model's f32 outputs);
+    - the rest (`NN_FollowCompute`): the widest type among its activation
+      operands (values that depend on the step's data); weights and
+      constants follow it, as PyTorch's type promotion ignores scalars, so
+      a bias added to a half product is cast to half. An op of weights
+      alone keeps the widest of its operands;
+    - `nn.cast` and `nn.random_uniform` (`NN_OwnCompute`) state their
+      result types and stay as they are.
     `keep-fp32` (a regular expression) moves the half ops whose op name
     (`nn.matmul`) or ONNX node name it matches to f32.
 

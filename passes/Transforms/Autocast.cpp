@@ -1,10 +1,11 @@
 //===- Autocast.cpp - the ztc-autocast pass -------------------------------===//
 //
 // Mixed precision as a rewrite of the model's nn function: every op gets a
-// compute type (half for matrix products and convolutions, f32 for the ops
-// half precision ruins, the widest of its activation operands for the
-// rest) and casts are inserted where types change. See the pass
-// description in Passes.td.
+// compute type from the autocast class it declares (NN_HalfCompute and the
+// others in dialects/NN/IR/OpFacts.td: half for matrix products and
+// convolutions, f32 for the ops half precision ruins, the widest of its
+// activation operands for the rest) and casts are inserted where types
+// change. See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +14,6 @@
 
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Regex.h"
 
 #include <functional>
@@ -29,31 +29,7 @@ using namespace mlir::ztc;
 
 namespace {
 
-/// How an op chooses its compute type.
-enum class Compute {
-  /// Half precision: matrix products and convolutions.
-  Half,
-  /// f32 (or wider, as the model has it): what half precision ruins —
-  /// exp, log, pow, reciprocal, softplus, sin and cos (rotary tables of
-  /// large angles), softmax and log-softmax,
-  /// normalizations (their statistics), sums and means, the loss.
-  Wide,
-  /// The widest type among its activation operands; weights and constants
-  /// follow it (as PyTorch's type promotion ignores scalars).
-  Follow,
-};
-
-Compute computeOf(Operation *op) {
-  return TypeSwitch<Operation *, Compute>(op)
-      .Case<nn::MatMulOp, nn::Conv2dOp>(
-          [](Operation *) { return Compute::Half; })
-      .Case<nn::ExpOp, nn::LogOp, nn::PowOp, nn::ReciprocalOp, nn::SoftplusOp,
-            nn::SinOp, nn::CosOp,
-            nn::SoftmaxOp, nn::LogSoftmaxOp, nn::LayerNormOp, nn::BatchNormOp,
-            nn::ReduceSumOp, nn::ReduceMeanOp, nn::NllLossOp>(
-          [](Operation *) { return Compute::Wide; })
-      .Default([](Operation *) { return Compute::Follow; });
-}
+using nn::ComputeClass;
 
 bool isFloatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -161,8 +137,11 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
 
     for (Operation &op :
          llvm::make_early_inc_range(block.without_terminator())) {
-      if (!isa<nn::NNDialect>(op.getDialect()) ||
-          isa<nn::CastOp, nn::RandomUniformOp>(op))
+      if (!isa<nn::NNDialect>(op.getDialect()))
+        continue;
+      // Every nn op declares its class (NN_Op requires one).
+      ComputeClass compute = *nn::getComputeClass(&op);
+      if (compute == ComputeClass::Own)
         continue;
       bool dependsOnData = llvm::any_of(
           op.getOperands(), [&](Value v) { return data.contains(v); });
@@ -176,13 +155,12 @@ struct AutocastPass : public ztc::impl::AutocastPassBase<AutocastPass> {
         continue;
       }
       // The compute type.
-      Compute compute = computeOf(&op);
-      if (keep && compute == Compute::Half && matchesKeep(op, *keep))
-        compute = Compute::Wide;
+      if (keep && compute == ComputeClass::Half && matchesKeep(op, *keep))
+        compute = ComputeClass::Wide;
       Type target;
-      if (compute == Compute::Half) {
+      if (compute == ComputeClass::Half) {
         target = half;
-      } else if (compute == Compute::Wide) {
+      } else if (compute == ComputeClass::Wide) {
         // As the model has it: the widest float operand before autocast
         // narrowed any (a half operand here came from a half op).
         for (unsigned i : floats) {

@@ -2,7 +2,8 @@
 //
 // What ztc-recompute's policies and budget mode see of the step: its
 // forward, its backward and which values are activations (StepGraph), the
-// bytes of the activations the backward keeps, and the FLOPs an op costs.
+// bytes of the activations the backward keeps, and the FLOPs an op costs
+// (which each nn op declares).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,28 +13,9 @@
 #include "dialects/NN/IR/ShapeLimits.h"
 #include "dialects/Train/IR/TrainOps.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 using namespace mlir;
 
 namespace mlir::ztc::recompute {
-namespace {
-
-int64_t elements(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && type.hasStaticShape() ? type.getNumElements() : 0;
-}
-
-/// The product of `type`'s dimensions from `from` on.
-int64_t trailingProduct(Value value, unsigned from) {
-  auto type = cast<RankedTensorType>(value.getType());
-  int64_t product = 1;
-  for (int64_t dim : type.getShape().drop_front(from))
-    product *= dim;
-  return product;
-}
-
-} // namespace
 
 int64_t tensorBytes(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -43,40 +25,12 @@ int64_t tensorBytes(Value value) {
 }
 
 int64_t estimateFlops(Operation *op) {
-  if (op->getNumResults() == 0)
-    return 0;
-  Value result = op->getResult(0);
-  return TypeSwitch<Operation *, int64_t>(op)
-      .Case([&](nn::MatMulOp matmul) {
-        auto a = cast<RankedTensorType>(matmul.getA().getType());
-        return 2 * elements(result) * a.getShape().back();
-      })
-      .Case([&](nn::Conv2dOp conv) {
-        return 2 * elements(result) * trailingProduct(conv.getWeight(), 1);
-      })
-      .Case([&](nn::Conv2dBackwardDataOp conv) {
-        return 2 * elements(conv.getGradOutput()) *
-               trailingProduct(conv.getWeight(), 1);
-      })
-      .Case([&](nn::Conv2dBackwardFilterOp conv) {
-        return 2 * elements(conv.getGradOutput()) * trailingProduct(result, 1);
-      })
-      .Case([&](nn::LayerNormOp) { return 8 * elements(result); })
-      .Case([&](nn::LayerNormBackwardOp) { return 14 * elements(result); })
-      .Case([&](nn::BatchNormOp) { return 4 * elements(result); })
-      .Case<nn::SoftmaxOp, nn::LogSoftmaxOp>(
-          [&](Operation *) { return 5 * elements(result); })
-      .Case<nn::ReduceSumOp, nn::ReduceMeanOp, nn::ReduceMaxOp, nn::MaxPool2dOp,
-            nn::AvgPool2dOp, nn::MaxPool2dBackwardOp, nn::AvgPool2dBackwardOp,
-            nn::NllLossOp>(
-          [&](Operation *op) { return elements(op->getOperand(0)); })
-      .Case<nn::ReshapeOp, nn::TransposeOp, nn::ConcatOp, nn::SliceOp,
-            nn::GatherOp, nn::BroadcastToOp, nn::InsertSliceOp>(
-          [](Operation *) { return int64_t(0); })
-      .Default([&](Operation *op) {
-        return isa<nn::NNDialect>(op->getDialect()) ? elements(result)
-                                                    : int64_t(0);
-      });
+  // An nn op states its cost (NN_CostOpInterface, mandatory on every nn op:
+  // dialects/NN/IR/OpFacts.td); the other ops of a step graph (constants,
+  // the return) count none.
+  if (auto cost = dyn_cast<nn::CostOpInterface>(op))
+    return cost.estimateFlops();
+  return 0;
 }
 
 StepGraph::StepGraph(func::FuncOp func) {

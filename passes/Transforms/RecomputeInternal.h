@@ -31,10 +31,9 @@ namespace mlir::ztc::recompute {
 /// The bytes of `value`'s buffer; 0 unless it is a tensor of static shape.
 int64_t tensorBytes(Value value);
 
-/// Floating-point operations of one nn op, counted as PyTorch's profiler
-/// and the papers on recomputation count them: a multiply-add is two, an
-/// elementwise op one per element, normalizations and softmax a few per
-/// element, data movement none.
+/// Floating-point operations of one op of the step: what an nn op declares
+/// (nn::CostOpInterface, counted as PyTorch's profiler counts them), none
+/// for any other op.
 int64_t estimateFlops(Operation *op);
 
 /// The forward/backward function, as the policies see it.

@@ -15,6 +15,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "dialects/NN/IR/GradientInterface.td"
+include "dialects/NN/IR/OpFacts.td"
 
 def NN_Dialect : Dialect {
   let name = "nn";
@@ -88,10 +89,22 @@ defvar NN_InferredResult = [InferTypeOpAdaptor, NN_VerifiedByInference];
 /// derivative), and every op prints as
 /// `nn.op %a, %b {attrs} : type(%a), type(%b) -> type(%result)`, so the
 /// operand and result types are always visible.
+///
+/// Every op also declares, among `traits`, exactly one autocast class and
+/// exactly one cost (OpFacts.td); tablegen stops at an op that does not, so
+/// no pass falls back on a default for an op nobody thought about. An op
+/// lowered to a library kernel says which (`NN_LibraryCall`).
 class NN_Op<string mnemonic, list<Trait> traits = []>
     : Op<NN_Dialect, mnemonic,
          !listconcat(traits,
                      [Pure, DeclareOpInterfaceMethods<NN_GradientOpInterface>])> {
+  assert !eq(!size(!filter(trait, traits, !isa<NN_ComputeClass>(trait))), 1),
+         "nn." # mnemonic # " must declare exactly one autocast class: "
+         # "NN_HalfCompute, NN_WideCompute, NN_FollowCompute or NN_OwnCompute";
+  assert !eq(!size(!filter(trait, traits, !isa<NN_CostTrait>(trait))), 1),
+         "nn." # mnemonic # " must declare exactly one cost: "
+         # "NN_FlopsPerElement<n>, NN_FlopsPerInputElement, NN_NoFlops or "
+         # "NN_CustomFlops";
   let assemblyFormat = [{
     operands attr-dict `:` type(operands) `->` type(results)
   }];

@@ -17,6 +17,7 @@
 
 #include "dialects/NN/IR/GradientInterface.h"
 #include "dialects/NN/IR/NNOpsDialect.h.inc"
+#include "dialects/NN/IR/OpFacts.h"
 
 namespace mlir::ztc::nn {
 

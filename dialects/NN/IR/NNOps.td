@@ -22,10 +22,12 @@ include "dialects/NN/IR/NNBase.td"
 /// An elementwise op on two operands with numpy broadcasting. The result has
 /// the broadcast shape and `lhs`'s element type, or i1 for comparisons
 /// (`boolResult`). Inference, shared by all of them, lives in
-/// `inferBroadcastBinary` in NNOps.cpp.
+/// `inferBroadcastBinary` in NNOps.cpp. Each costs one FLOP per element;
+/// `traits` name its autocast class.
 class NN_BinaryOp<string mnemonic, Type operandType, Type resultType,
-                  bit boolResult = 0, list<Trait> traits = []>
-    : NN_Op<mnemonic, !listconcat(traits, NN_InferredResult)> {
+                  list<Trait> traits, bit boolResult = 0>
+    : NN_Op<mnemonic, !listconcat(traits, NN_InferredResult,
+                                  [NN_FlopsPerElement<1>])> {
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs resultType:$result);
   // Every binary op infers the same way; only the result element differs.
@@ -43,9 +45,11 @@ class NN_BinaryOp<string mnemonic, Type operandType, Type resultType,
 }
 
 /// An elementwise op on one operand; the result has the operand's type, which
-/// ODS infers from `SameOperandsAndResultType`.
-class NN_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
-    : NN_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+/// ODS infers from `SameOperandsAndResultType`. Each costs one FLOP per
+/// element; `traits` name its autocast class.
+class NN_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits>
+    : NN_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType,
+                                           NN_FlopsPerElement<1>])> {
   let arguments = (ins tensorType:$x);
   let results = (outs tensorType:$result);
 }
@@ -54,7 +58,8 @@ class NN_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
 // Elementwise binary arithmetic
 //===----------------------------------------------------------------------===//
 
-def NN_AddOp : NN_BinaryOp<"add", NN_NumericTensor, NN_NumericTensor> {
+def NN_AddOp : NN_BinaryOp<"add", NN_NumericTensor, NN_NumericTensor,
+                           [NN_FollowCompute]> {
   let summary = "elementwise addition with broadcasting";
   let description = [{
     `lhs + rhs`, broadcasting the operands numpy-style. Integers wrap.
@@ -69,7 +74,8 @@ def NN_AddOp : NN_BinaryOp<"add", NN_NumericTensor, NN_NumericTensor> {
   let hasFolder = 1;
 }
 
-def NN_SubOp : NN_BinaryOp<"sub", NN_NumericTensor, NN_NumericTensor> {
+def NN_SubOp : NN_BinaryOp<"sub", NN_NumericTensor, NN_NumericTensor,
+                           [NN_FollowCompute]> {
   let summary = "elementwise subtraction with broadcasting";
   let description = [{
     `lhs - rhs`, broadcasting the operands numpy-style. Integers wrap.
@@ -84,7 +90,8 @@ def NN_SubOp : NN_BinaryOp<"sub", NN_NumericTensor, NN_NumericTensor> {
   let hasFolder = 1;
 }
 
-def NN_MulOp : NN_BinaryOp<"mul", NN_NumericTensor, NN_NumericTensor> {
+def NN_MulOp : NN_BinaryOp<"mul", NN_NumericTensor, NN_NumericTensor,
+                           [NN_FollowCompute]> {
   let summary = "elementwise multiplication with broadcasting";
   let description = [{
     `lhs * rhs`, broadcasting the operands numpy-style. Integers wrap.
@@ -99,7 +106,8 @@ def NN_MulOp : NN_BinaryOp<"mul", NN_NumericTensor, NN_NumericTensor> {
   let hasFolder = 1;
 }
 
-def NN_DivOp : NN_BinaryOp<"div", NN_NumericTensor, NN_NumericTensor> {
+def NN_DivOp : NN_BinaryOp<"div", NN_NumericTensor, NN_NumericTensor,
+                           [NN_FollowCompute]> {
   let summary = "elementwise division with broadcasting";
   let description = [{
     `lhs / rhs`, broadcasting the operands numpy-style. Integer division
@@ -116,7 +124,8 @@ def NN_DivOp : NN_BinaryOp<"div", NN_NumericTensor, NN_NumericTensor> {
   let hasFolder = 1;
 }
 
-def NN_PowOp : NN_BinaryOp<"pow", NN_NumericTensor, NN_NumericTensor> {
+def NN_PowOp : NN_BinaryOp<"pow", NN_NumericTensor, NN_NumericTensor,
+                           [NN_WideCompute]> {
   let summary = "elementwise power with broadcasting";
   let description = [{
     `lhs ^ rhs`, broadcasting the operands numpy-style. Both operands have
@@ -130,7 +139,8 @@ def NN_PowOp : NN_BinaryOp<"pow", NN_NumericTensor, NN_NumericTensor> {
   }];
 }
 
-def NN_MaxOp : NN_BinaryOp<"max", NN_NumericTensor, NN_NumericTensor> {
+def NN_MaxOp : NN_BinaryOp<"max", NN_NumericTensor, NN_NumericTensor,
+                           [NN_FollowCompute]> {
   let summary = "elementwise maximum with broadcasting";
   let description = [{
     The larger of `lhs` and `rhs`, broadcasting numpy-style. A NaN operand
@@ -146,7 +156,8 @@ def NN_MaxOp : NN_BinaryOp<"max", NN_NumericTensor, NN_NumericTensor> {
   let hasFolder = 1;
 }
 
-def NN_MinOp : NN_BinaryOp<"min", NN_NumericTensor, NN_NumericTensor> {
+def NN_MinOp : NN_BinaryOp<"min", NN_NumericTensor, NN_NumericTensor,
+                           [NN_FollowCompute]> {
   let summary = "elementwise minimum with broadcasting";
   let description = [{
     The smaller of `lhs` and `rhs`, broadcasting numpy-style. A NaN operand
@@ -167,7 +178,7 @@ def NN_MinOp : NN_BinaryOp<"min", NN_NumericTensor, NN_NumericTensor> {
 //===----------------------------------------------------------------------===//
 
 def NN_EqualOp : NN_BinaryOp<"equal", NN_Tensor, NN_BoolTensor,
-                             /*boolResult=*/1> {
+                             [NN_FollowCompute], /*boolResult=*/1> {
   let summary = "elementwise equality with broadcasting";
   let description = [{
     `lhs == rhs` as an i1 tensor, broadcasting numpy-style. Operands have the
@@ -184,7 +195,7 @@ def NN_EqualOp : NN_BinaryOp<"equal", NN_Tensor, NN_BoolTensor,
 }
 
 def NN_LessOp : NN_BinaryOp<"less", NN_NumericTensor, NN_BoolTensor,
-                            /*boolResult=*/1> {
+                            [NN_FollowCompute], /*boolResult=*/1> {
   let summary = "elementwise less-than with broadcasting";
   let description = [{
     `lhs < rhs` as an i1 tensor, broadcasting numpy-style; integers compare
@@ -201,7 +212,7 @@ def NN_LessOp : NN_BinaryOp<"less", NN_NumericTensor, NN_BoolTensor,
 }
 
 def NN_GreaterOp : NN_BinaryOp<"greater", NN_NumericTensor, NN_BoolTensor,
-                               /*boolResult=*/1> {
+                               [NN_FollowCompute], /*boolResult=*/1> {
   let summary = "elementwise greater-than with broadcasting";
   let description = [{
     `lhs > rhs` as an i1 tensor, broadcasting numpy-style; integers compare
@@ -217,7 +228,8 @@ def NN_GreaterOp : NN_BinaryOp<"greater", NN_NumericTensor, NN_BoolTensor,
   let hasFolder = 1;
 }
 
-def NN_AndOp : NN_BinaryOp<"and", NN_BoolTensor, NN_BoolTensor> {
+def NN_AndOp : NN_BinaryOp<"and", NN_BoolTensor, NN_BoolTensor,
+                           [NN_FollowCompute]> {
   let summary = "elementwise logical and with broadcasting";
   let description = [{
     `lhs && rhs` on i1 tensors, broadcasting numpy-style.
@@ -232,7 +244,8 @@ def NN_AndOp : NN_BinaryOp<"and", NN_BoolTensor, NN_BoolTensor> {
   let hasFolder = 1;
 }
 
-def NN_OrOp : NN_BinaryOp<"or", NN_BoolTensor, NN_BoolTensor> {
+def NN_OrOp : NN_BinaryOp<"or", NN_BoolTensor, NN_BoolTensor,
+                          [NN_FollowCompute]> {
   let summary = "elementwise logical or with broadcasting";
   let description = [{
     `lhs || rhs` on i1 tensors, broadcasting numpy-style.
@@ -251,7 +264,7 @@ def NN_OrOp : NN_BinaryOp<"or", NN_BoolTensor, NN_BoolTensor> {
 // Elementwise unary
 //===----------------------------------------------------------------------===//
 
-def NN_NegOp : NN_UnaryOp<"neg", NN_NumericTensor> {
+def NN_NegOp : NN_UnaryOp<"neg", NN_NumericTensor, [NN_FollowCompute]> {
   let summary = "elementwise negation";
   let description = [{
     `-x`. Integers wrap.
@@ -266,7 +279,7 @@ def NN_NegOp : NN_UnaryOp<"neg", NN_NumericTensor> {
   let hasFolder = 1;
 }
 
-def NN_ExpOp : NN_UnaryOp<"exp", NN_FloatTensor> {
+def NN_ExpOp : NN_UnaryOp<"exp", NN_FloatTensor, [NN_WideCompute]> {
   let summary = "elementwise exponential";
   let description = [{
     `e^x`.
@@ -279,7 +292,7 @@ def NN_ExpOp : NN_UnaryOp<"exp", NN_FloatTensor> {
   }];
 }
 
-def NN_LogOp : NN_UnaryOp<"log", NN_FloatTensor> {
+def NN_LogOp : NN_UnaryOp<"log", NN_FloatTensor, [NN_WideCompute]> {
   let summary = "elementwise natural logarithm";
   let description = [{
     `ln(x)`; negative inputs give NaN, zero gives -inf.
@@ -292,7 +305,7 @@ def NN_LogOp : NN_UnaryOp<"log", NN_FloatTensor> {
   }];
 }
 
-def NN_TanhOp : NN_UnaryOp<"tanh", NN_FloatTensor> {
+def NN_TanhOp : NN_UnaryOp<"tanh", NN_FloatTensor, [NN_FollowCompute]> {
   let summary = "elementwise hyperbolic tangent";
   let description = [{
     `tanh(x)`.
@@ -305,7 +318,7 @@ def NN_TanhOp : NN_UnaryOp<"tanh", NN_FloatTensor> {
   }];
 }
 
-def NN_SigmoidOp : NN_UnaryOp<"sigmoid", NN_FloatTensor> {
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", NN_FloatTensor, [NN_FollowCompute]> {
   let summary = "elementwise logistic sigmoid";
   let description = [{
     `1 / (1 + e^-x)`.
@@ -318,7 +331,7 @@ def NN_SigmoidOp : NN_UnaryOp<"sigmoid", NN_FloatTensor> {
   }];
 }
 
-def NN_ReluOp : NN_UnaryOp<"relu", NN_NumericTensor> {
+def NN_ReluOp : NN_UnaryOp<"relu", NN_NumericTensor, [NN_FollowCompute]> {
   let summary = "elementwise rectified linear unit";
   let description = [{
     `max(x, 0)`.
@@ -331,7 +344,7 @@ def NN_ReluOp : NN_UnaryOp<"relu", NN_NumericTensor> {
   }];
 }
 
-def NN_SqrtOp : NN_UnaryOp<"sqrt", NN_FloatTensor> {
+def NN_SqrtOp : NN_UnaryOp<"sqrt", NN_FloatTensor, [NN_FollowCompute]> {
   let summary = "elementwise square root";
   let description = [{
     `sqrt(x)`; negative inputs give NaN.
@@ -344,7 +357,8 @@ def NN_SqrtOp : NN_UnaryOp<"sqrt", NN_FloatTensor> {
   }];
 }
 
-def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", NN_FloatTensor> {
+def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", NN_FloatTensor,
+                                 [NN_WideCompute]> {
   let summary = "elementwise reciprocal";
   let description = [{
     `1 / x`.
@@ -357,7 +371,7 @@ def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", NN_FloatTensor> {
   }];
 }
 
-def NN_ErfOp : NN_UnaryOp<"erf", NN_FloatTensor> {
+def NN_ErfOp : NN_UnaryOp<"erf", NN_FloatTensor, [NN_FollowCompute]> {
   let summary = "elementwise Gauss error function";
   let description = [{
     `erf(x)`.
@@ -370,7 +384,7 @@ def NN_ErfOp : NN_UnaryOp<"erf", NN_FloatTensor> {
   }];
 }
 
-def NN_SinOp : NN_UnaryOp<"sin", NN_FloatTensor> {
+def NN_SinOp : NN_UnaryOp<"sin", NN_FloatTensor, [NN_WideCompute]> {
   let summary = "elementwise sine";
   let description = [{
     `sin(x)`, `x` in radians (rotary position tables).
@@ -383,7 +397,7 @@ def NN_SinOp : NN_UnaryOp<"sin", NN_FloatTensor> {
   }];
 }
 
-def NN_CosOp : NN_UnaryOp<"cos", NN_FloatTensor> {
+def NN_CosOp : NN_UnaryOp<"cos", NN_FloatTensor, [NN_WideCompute]> {
   let summary = "elementwise cosine";
   let description = [{
     `cos(x)`, `x` in radians.
@@ -396,7 +410,7 @@ def NN_CosOp : NN_UnaryOp<"cos", NN_FloatTensor> {
   }];
 }
 
-def NN_AbsOp : NN_UnaryOp<"abs", NN_NumericTensor> {
+def NN_AbsOp : NN_UnaryOp<"abs", NN_NumericTensor, [NN_FollowCompute]> {
   let summary = "elementwise absolute value";
   let description = [{
     `|x|`. The most negative integer maps to itself.
@@ -409,7 +423,7 @@ def NN_AbsOp : NN_UnaryOp<"abs", NN_NumericTensor> {
   }];
 }
 
-def NN_SoftplusOp : NN_UnaryOp<"softplus", NN_FloatTensor> {
+def NN_SoftplusOp : NN_UnaryOp<"softplus", NN_FloatTensor, [NN_WideCompute]> {
   let summary = "elementwise softplus";
   let description = [{
     `ln(1 + e^x)`.
@@ -422,7 +436,7 @@ def NN_SoftplusOp : NN_UnaryOp<"softplus", NN_FloatTensor> {
   }];
 }
 
-def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> {
+def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor, [NN_FollowCompute]> {
   let summary = "elementwise logical not";
   let description = [{
     `!x` on an i1 tensor.
@@ -437,7 +451,8 @@ def NN_NotOp : NN_UnaryOp<"not", NN_BoolTensor> {
   let hasFolder = 1;
 }
 
-def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", NN_FloatTensor> {
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", NN_FloatTensor,
+                                [NN_FollowCompute]> {
   let summary = "elementwise leaky rectified linear unit";
   let description = [{
     `x` where `x >= 0`, `alpha * x` elsewhere. `alpha` defaults to ONNX's
@@ -459,7 +474,7 @@ def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", NN_FloatTensor> {
   }]>];
 }
 
-def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
+def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor, [NN_FollowCompute]> {
   let summary = "elementwise Gaussian error linear unit";
   let description = [{
     `x * Phi(x)`, with `Phi` the standard normal CDF computed exactly
@@ -482,7 +497,8 @@ def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor> {
 // CastOp
 //===----------------------------------------------------------------------===//
 
-def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape]> {
+def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape, NN_OwnCompute,
+                              NN_FlopsPerElement<1>]> {
   let summary = "elementwise conversion to another element type";
   let description = [{
     Converts every element to the result's element type, like ONNX `Cast`:
@@ -507,7 +523,8 @@ def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape]> {
 // WhereOp
 //===----------------------------------------------------------------------===//
 
-def NN_WhereOp : NN_Op<"where", NN_InferredResult> {
+def NN_WhereOp : NN_Op<"where", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerElement<1>])> {
   let summary = "elementwise selection with broadcasting";
   let description = [{
     `cond ? a : b`, broadcasting all three operands numpy-style. `a` and `b`
@@ -531,7 +548,8 @@ def NN_WhereOp : NN_Op<"where", NN_InferredResult> {
 //===----------------------------------------------------------------------===//
 
 def NN_ModeSelectOp : NN_Op<"mode_select",
-    [AllTypesMatch<["training", "inference", "result"]>]> {
+    [AllTypesMatch<["training", "inference", "result"]>, NN_FollowCompute,
+     NN_FlopsPerElement<1>]> {
   let summary = "a value that differs between training and evaluation";
   let description = [{
     `training` in the entries that train or run the model as exported
@@ -557,7 +575,10 @@ def NN_ModeSelectOp : NN_Op<"mode_select",
 // MatMulOp
 //===----------------------------------------------------------------------===//
 
-def NN_MatMulOp : NN_Op<"matmul", NN_InferredResult> {
+def NN_MatMulOp : NN_Op<"matmul", !listconcat(NN_InferredResult,
+    [NN_HalfCompute, NN_CustomFlops,
+     // ztc-fold-transposes sets the transposes on the call.
+     NN_LibraryCall<"matmul", [], ["transpose_a", "transpose_b"]>])> {
   let summary = "batched matrix product";
   let description = [{
     Multiplies `a` of shape `[..., M, K]` by `b` of shape `[..., K, N]`,
@@ -580,7 +601,12 @@ def NN_MatMulOp : NN_Op<"matmul", NN_InferredResult> {
 // MatMulNf4Op
 //===----------------------------------------------------------------------===//
 
-def NN_MatMulNf4Op : NN_Op<"matmul_nf4", NN_InferredResult> {
+def NN_MatMulNf4Op : NN_Op<"matmul_nf4", !listconcat(NN_InferredResult,
+    [NN_FollowCompute,
+     // As the rule for ops without a figure of their own counted it before
+     // each op declared its cost (one per result element).
+     NN_FlopsPerElement<1>,
+     NN_LibraryCall<"matmul_nf4", ["weight_shape", "transpose_b"]>])> {
   let summary = "matrix product with a 4-bit NormalFloat weight";
   let description = [{
     `x` of shape `[..., K]` times a frozen weight W held in bitsandbytes'
@@ -617,7 +643,10 @@ def NN_MatMulNf4Op : NN_Op<"matmul_nf4", NN_InferredResult> {
 // Conv2dOp
 //===----------------------------------------------------------------------===//
 
-def NN_Conv2dOp : NN_Op<"conv2d", NN_InferredResult> {
+def NN_Conv2dOp : NN_Op<"conv2d", !listconcat(NN_InferredResult,
+    [NN_HalfCompute, NN_CustomFlops,
+     NN_LibraryCall<"conv2d", ["strides", "pads", "dilations", "group",
+                               "channels_last"]>])> {
   let summary = "2-D grouped convolution (cross-correlation)";
   let description = [{
     Convolves `input` of shape `[N, C, H, W]` with `weight` of shape
@@ -653,7 +682,9 @@ def NN_Conv2dOp : NN_Op<"conv2d", NN_InferredResult> {
 // BatchNormOp
 //===----------------------------------------------------------------------===//
 
-def NN_BatchNormOp : NN_Op<"batch_norm", NN_InferredResult> {
+def NN_BatchNormOp : NN_Op<"batch_norm", !listconcat(NN_InferredResult,
+    [NN_WideCompute, NN_FlopsPerElement<4>,
+     NN_LibraryCall<"batch_norm", ["epsilon"]>])> {
   let summary = "batch normalization with given statistics (inference)";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` along the channel
@@ -685,7 +716,9 @@ def NN_BatchNormOp : NN_Op<"batch_norm", NN_InferredResult> {
 // LayerNormOp
 //===----------------------------------------------------------------------===//
 
-def NN_LayerNormOp : NN_Op<"layer_norm", NN_InferredResult> {
+def NN_LayerNormOp : NN_Op<"layer_norm", !listconcat(NN_InferredResult,
+    [NN_WideCompute, NN_FlopsPerElement<8>,
+     NN_LibraryCall<"layer_norm", ["axis", "epsilon"]>])> {
   let summary = "layer normalization";
   let description = [{
     Normalizes `x` over dimensions `axis` to `rank - 1` (mean 0, variance 1,
@@ -715,7 +748,10 @@ def NN_LayerNormOp : NN_Op<"layer_norm", NN_InferredResult> {
   }]>];
 }
 
-def NN_LayerNormBackwardOp : NN_Op<"layer_norm_backward", NN_InferredResult> {
+def NN_LayerNormBackwardOp
+    : NN_Op<"layer_norm_backward", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerElement<14>,
+     NN_LibraryCall<"layer_norm_backward", ["axis", "epsilon"]>])> {
   let summary = "gradient of nn.layer_norm with respect to its input";
   let description = [{
     For the forward `nn.layer_norm` of `x` with `scale`, `axis` and
@@ -749,7 +785,10 @@ def NN_LayerNormBackwardOp : NN_Op<"layer_norm_backward", NN_InferredResult> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-def NN_MaxPool2dOp : NN_Op<"max_pool2d", NN_InferredResult> {
+def NN_MaxPool2dOp : NN_Op<"max_pool2d", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerInputElement,
+     NN_LibraryCall<"max_pool2d", ["kernel", "strides", "pads", "dilations",
+                                   "ceil_mode"]>])> {
   let summary = "2-D max pooling";
   let description = [{
     The maximum over each `kernel` window of `x` (`[N, C, H, W]`), with
@@ -776,7 +815,10 @@ def NN_MaxPool2dOp : NN_Op<"max_pool2d", NN_InferredResult> {
   let results = (outs NN_NumericTensor:$result);
 }
 
-def NN_AvgPool2dOp : NN_Op<"avg_pool2d", NN_InferredResult> {
+def NN_AvgPool2dOp : NN_Op<"avg_pool2d", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerInputElement,
+     NN_LibraryCall<"avg_pool2d", ["kernel", "strides", "pads", "ceil_mode",
+                                   "count_include_pad"]>])> {
   let summary = "2-D average pooling";
   let description = [{
     The mean over each `kernel` window of `x` (`[N, C, H, W]`), with
@@ -804,7 +846,9 @@ def NN_AvgPool2dOp : NN_Op<"avg_pool2d", NN_InferredResult> {
 // Softmax
 //===----------------------------------------------------------------------===//
 
-def NN_SoftmaxOp : NN_Op<"softmax", NN_InferredResult> {
+def NN_SoftmaxOp : NN_Op<"softmax", !listconcat(NN_InferredResult,
+    [NN_WideCompute, NN_FlopsPerElement<5>,
+     NN_LibraryCall<"softmax", ["axis"]>])> {
   let summary = "softmax along one axis";
   let description = [{
     `exp(x) / sum(exp(x))` along the non-negative `axis`; the result has
@@ -820,7 +864,9 @@ def NN_SoftmaxOp : NN_Op<"softmax", NN_InferredResult> {
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_LogSoftmaxOp : NN_Op<"log_softmax", NN_InferredResult> {
+def NN_LogSoftmaxOp : NN_Op<"log_softmax", !listconcat(NN_InferredResult,
+    [NN_WideCompute, NN_FlopsPerElement<5>,
+     NN_LibraryCall<"log_softmax", ["axis"]>])> {
   let summary = "log-softmax along one axis";
   let description = [{
     `x - log(sum(exp(x)))` along the non-negative `axis`; the result has
@@ -842,8 +888,14 @@ def NN_LogSoftmaxOp : NN_Op<"log_softmax", NN_InferredResult> {
 //===----------------------------------------------------------------------===//
 
 /// A reduction over `axes` (non-negative, strictly increasing; empty reduces
-/// nothing). Inference is shared (`inferReduction` in NNOps.cpp).
-class NN_ReduceOp<string mnemonic> : NN_Op<mnemonic, NN_InferredResult> {
+/// nothing). Inference is shared (`inferReduction` in NNOps.cpp). Each costs
+/// one FLOP per element it reads and is the library kernel of its name;
+/// `traits` name its autocast class.
+class NN_ReduceOp<string mnemonic, list<Trait> traits>
+    : NN_Op<mnemonic, !listconcat(traits, NN_InferredResult,
+                                  [NN_FlopsPerInputElement,
+                                   NN_LibraryCall<mnemonic,
+                                                  ["axes", "keepdims"]>])> {
   let arguments = (ins NN_NumericTensor:$x, DenseI64ArrayAttr:$axes,
                    BoolAttr:$keepdims);
   let results = (outs NN_NumericTensor:$result);
@@ -859,7 +911,7 @@ class NN_ReduceOp<string mnemonic> : NN_Op<mnemonic, NN_InferredResult> {
   }];
 }
 
-def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum"> {
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", [NN_WideCompute]> {
   let summary = "sum over axes";
   let description = [{
     Sums `x` over `axes`. With `keepdims` the reduced dimensions stay as
@@ -877,7 +929,7 @@ def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum"> {
   let hasFolder = 1;
 }
 
-def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean"> {
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", [NN_WideCompute]> {
   let summary = "mean over axes";
   let description = [{
     The mean of `x` over `axes`, with `keepdims` as for `nn.reduce_sum`.
@@ -891,7 +943,7 @@ def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean"> {
   }];
 }
 
-def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max"> {
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", [NN_FollowCompute]> {
   let summary = "maximum over axes";
   let description = [{
     The maximum of `x` over `axes`, with `keepdims` as for `nn.reduce_sum`.
@@ -911,7 +963,7 @@ def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max"> {
 // ReshapeOp
 //===----------------------------------------------------------------------===//
 
-def NN_ReshapeOp : NN_Op<"reshape"> {
+def NN_ReshapeOp : NN_Op<"reshape", [NN_FollowCompute, NN_NoFlops]> {
   let summary = "reinterpret a tensor with another shape";
   let description = [{
     The elements of `x` in row-major order, with the result's shape. The
@@ -937,7 +989,9 @@ def NN_ReshapeOp : NN_Op<"reshape"> {
 // TransposeOp
 //===----------------------------------------------------------------------===//
 
-def NN_TransposeOp : NN_Op<"transpose", NN_InferredResult> {
+def NN_TransposeOp : NN_Op<"transpose", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_NoFlops,
+     NN_LibraryCall<"transpose", ["perm"]>])> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is dimension `perm[i]` of `x`; `perm` is a
@@ -960,7 +1014,8 @@ def NN_TransposeOp : NN_Op<"transpose", NN_InferredResult> {
 // ConcatOp
 //===----------------------------------------------------------------------===//
 
-def NN_ConcatOp : NN_Op<"concat", NN_InferredResult> {
+def NN_ConcatOp : NN_Op<"concat", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_NoFlops])> {
   let summary = "join tensors along an axis";
   let description = [{
     Concatenates one or more tensors along the non-negative `axis`. All
@@ -984,7 +1039,9 @@ def NN_ConcatOp : NN_Op<"concat", NN_InferredResult> {
 // SliceOp
 //===----------------------------------------------------------------------===//
 
-def NN_SliceOp : NN_Op<"slice", NN_InferredResult> {
+def NN_SliceOp : NN_Op<"slice", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_NoFlops,
+     NN_LibraryCall<"slice", ["starts", "sizes", "steps"]>])> {
   let summary = "strided slice with normalized bounds";
   let description = [{
     Result element `i` (per dimension `d`) is `x[starts[d] + i * steps[d]]`,
@@ -1012,7 +1069,9 @@ def NN_SliceOp : NN_Op<"slice", NN_InferredResult> {
 // GatherOp
 //===----------------------------------------------------------------------===//
 
-def NN_GatherOp : NN_Op<"gather", NN_InferredResult> {
+def NN_GatherOp : NN_Op<"gather", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_NoFlops,
+     NN_LibraryCall<"gather", ["axis"]>])> {
   let summary = "take slices along an axis";
   let description = [{
     numpy `take`: the result is
@@ -1038,7 +1097,8 @@ def NN_GatherOp : NN_Op<"gather", NN_InferredResult> {
 // BroadcastToOp
 //===----------------------------------------------------------------------===//
 
-def NN_BroadcastToOp : NN_Op<"broadcast_to", NN_InferredResult> {
+def NN_BroadcastToOp : NN_Op<"broadcast_to", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_NoFlops])> {
   let summary = "broadcast to a given shape";
   let description = [{
     numpy `broadcast_to`: aligns `x`'s dimensions with the trailing ones of
@@ -1062,7 +1122,9 @@ def NN_BroadcastToOp : NN_Op<"broadcast_to", NN_InferredResult> {
 // TriluOp
 //===----------------------------------------------------------------------===//
 
-def NN_TriluOp : NN_Op<"trilu", NN_InferredResult> {
+def NN_TriluOp : NN_Op<"trilu", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerElement<1>,
+     NN_LibraryCall<"trilu", ["upper", "diagonal"]>])> {
   let summary = "keep the upper or lower triangle of matrices";
   let description = [{
     Like ONNX `Trilu`, on the last two dimensions of `x` (rank at least 2):
@@ -1085,7 +1147,9 @@ def NN_TriluOp : NN_Op<"trilu", NN_InferredResult> {
 // NllLossOp
 //===----------------------------------------------------------------------===//
 
-def NN_NllLossOp : NN_Op<"nll_loss", NN_InferredResult> {
+def NN_NllLossOp : NN_Op<"nll_loss", !listconcat(NN_InferredResult,
+    [NN_WideCompute, NN_FlopsPerInputElement,
+     NN_LibraryCall<"nll_loss", ["reduction", "ignore_index"]>])> {
   let summary = "negative log-likelihood loss";
   let description = [{
     Like ONNX `NegativeLogLikelihoodLoss`: for log-probabilities of shape
@@ -1115,7 +1179,8 @@ def NN_NllLossOp : NN_Op<"nll_loss", NN_InferredResult> {
 // RandomUniformOp
 //===----------------------------------------------------------------------===//
 
-def NN_RandomUniformOp : NN_Op<"random_uniform"> {
+def NN_RandomUniformOp : NN_Op<"random_uniform", [NN_OwnCompute,
+    NN_FlopsPerElement<1>, NN_LibraryCall<"random_uniform", ["stream"]>]> {
   let summary = "counter-based uniform random numbers in [0, 1)";
   let description = [{
     A tensor of numbers uniform in `[0, 1)`, each a multiple of `2^-24`:
@@ -1147,10 +1212,15 @@ def NN_RandomUniformOp : NN_Op<"random_uniform"> {
 //
 // Derivatives that no cheap, exact composition of the ops above expresses.
 // ztc-autodiff builds them; each maps to one runtime kernel of the same name
-// (a kernel.call whose config is the op's attributes).
+// (NN_LibraryCall: a kernel.call configured by the op's attributes).
 //===----------------------------------------------------------------------===//
 
-def NN_Conv2dBackwardDataOp : NN_Op<"conv2d_backward_data", NN_InferredResult> {
+def NN_Conv2dBackwardDataOp
+    : NN_Op<"conv2d_backward_data", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_CustomFlops,
+     NN_LibraryCall<"conv2d_backward_data",
+                    ["input_size", "strides", "pads", "dilations", "group",
+                     "channels_last"]>])> {
   let summary = "gradient of nn.conv2d with respect to its input";
   let description = [{
     The transposed convolution that takes the gradient `grad_output`
@@ -1183,7 +1253,11 @@ def NN_Conv2dBackwardDataOp : NN_Op<"conv2d_backward_data", NN_InferredResult> {
 }
 
 def NN_Conv2dBackwardFilterOp
-    : NN_Op<"conv2d_backward_filter", NN_InferredResult> {
+    : NN_Op<"conv2d_backward_filter", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_CustomFlops,
+     NN_LibraryCall<"conv2d_backward_filter",
+                    ["kernel", "strides", "pads", "dilations", "group",
+                     "channels_last"]>])> {
   let summary = "gradient of nn.conv2d with respect to its weight";
   let description = [{
     The gradient of an `nn.conv2d`'s weight: `dw[o, c, kh, kw]` is the sum
@@ -1215,7 +1289,11 @@ def NN_Conv2dBackwardFilterOp
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_MaxPool2dBackwardOp : NN_Op<"max_pool2d_backward", NN_InferredResult> {
+def NN_MaxPool2dBackwardOp
+    : NN_Op<"max_pool2d_backward", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerInputElement,
+     NN_LibraryCall<"max_pool2d_backward", ["kernel", "strides", "pads",
+                                            "dilations", "ceil_mode"]>])> {
   let summary = "gradient of nn.max_pool2d with respect to its input";
   let description = [{
     Routes each element of `grad_output` to the input element that won its
@@ -1242,7 +1320,12 @@ def NN_MaxPool2dBackwardOp : NN_Op<"max_pool2d_backward", NN_InferredResult> {
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_AvgPool2dBackwardOp : NN_Op<"avg_pool2d_backward", NN_InferredResult> {
+def NN_AvgPool2dBackwardOp
+    : NN_Op<"avg_pool2d_backward", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerInputElement,
+     NN_LibraryCall<"avg_pool2d_backward",
+                    ["input_size", "kernel", "strides", "pads", "ceil_mode",
+                     "count_include_pad"]>])> {
   let summary = "gradient of nn.avg_pool2d with respect to its input";
   let description = [{
     Spreads each element of `grad_output`, divided by its window's divisor,
@@ -1271,7 +1354,9 @@ def NN_AvgPool2dBackwardOp : NN_Op<"avg_pool2d_backward", NN_InferredResult> {
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_ScatterAddOp : NN_Op<"scatter_add", NN_InferredResult> {
+def NN_ScatterAddOp : NN_Op<"scatter_add", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerElement<1>,
+     NN_LibraryCall<"scatter_add", ["axis"]>])> {
   let summary = "add slices into a tensor at indices along an axis";
   let description = [{
     The adjoint of `nn.gather`: numpy's
@@ -1298,7 +1383,9 @@ def NN_ScatterAddOp : NN_Op<"scatter_add", NN_InferredResult> {
   let results = (outs NN_NumericTensor:$result);
 }
 
-def NN_InsertSliceOp : NN_Op<"insert_slice", NN_InferredResult> {
+def NN_InsertSliceOp : NN_Op<"insert_slice", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_NoFlops,
+     NN_LibraryCall<"insert_slice", ["starts", "steps"]>])> {
   let summary = "write a tensor into a strided slice of another";
   let description = [{
     The adjoint of `nn.slice`: a copy of `dest` in which the elements

@@ -3,7 +3,8 @@
 // Bufferizes a step function: tensors become memref buffers, each `nn` op
 // writes a fresh `kernel.alloc`, elementwise ops become one-op
 // kernel.elementwise bodies (ztc-fuse merges them), structured ops become
-// library calls, reshapes become views, constants become kernel.constant.
+// the library calls they declare (NN_LibraryCall), reshapes become views,
+// constants become kernel.constant.
 // Outputs that would alias a bound buffer are copied into the arena, so the
 // runtime reads every output at an arena offset.
 //
@@ -232,21 +233,22 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
     }
     return success();
   }
-  StringRef callee = op->getName().stripDialect();
-  if (!kernel::lookupLibraryKernel(callee))
-    return op->emitOpError("has no kernel in the runtime library");
-  // The configuration is the op's own attributes; dialect-prefixed ones
-  // (train.recomputed) describe the op, not the kernel.
-  // A unit attribute (channels_last) is the flag true.
-  SmallVector<NamedAttribute> config;
-  for (NamedAttribute attr : op->getAttrs())
-    if (!attr.getName().getValue().contains('.'))
-      config.push_back(isa<UnitAttr>(attr.getValue())
-                           ? b.getNamedAttr(attr.getName(), b.getBoolAttr(true))
-                           : attr);
-  kernel::CallOp::create(b, loc, callee, inputs, ValueRange{output},
-                         b.getDictionaryAttr(config));
-  return success();
+  if (auto call = dyn_cast<nn::LibraryCallOpInterface>(op)) {
+    // The op names its kernel and the attributes that configure it
+    // (NN_LibraryCall in NNOps.td); a unit attribute (channels_last) is the
+    // flag true, an absent optional one stays absent.
+    SmallVector<NamedAttribute> config;
+    for (StringRef name : call.getLibraryConfig())
+      if (Attribute attr = op->getAttr(name))
+        config.push_back(b.getNamedAttr(
+            name, isa<UnitAttr>(attr) ? b.getBoolAttr(true) : attr));
+    kernel::CallOp::create(b, loc, call.getLibraryCallee(), inputs,
+                           ValueRange{output}, b.getDictionaryAttr(config));
+    return success();
+  }
+  // Every dist op is a collective (above); an nn op without a declared
+  // library call has no kernel.
+  return op->emitOpError("has no kernel in the runtime library");
 }
 
 /// The single kernel writing `alloc`, when that is its only writer.
