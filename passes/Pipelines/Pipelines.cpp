@@ -8,9 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Pipelines/Pipelines.h"
+#include "passes/Kernel/Footprint.h"
 #include "passes/Passes.h"
-#include "passes/Transforms/Footprint.h"
-#include "passes/Transforms/Recompute.h"
+#include "passes/Train/Recompute.h"
 
 #include "dialects/Onnx/IR/OnnxOps.h"
 #include "runtime/train/Schedule.h"

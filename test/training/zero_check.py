@@ -149,7 +149,7 @@ def skips_agree(runs, mlp, digits):
     it: rank 0 counts all 5 skips of 10 steps (the other rank's own
     overflows included: the non-finite values reach every rank's gradient
     shard through the reduce-scatter, and the finite check's all-reduce
-    decides for all; test/lit/passes/loss-scale.mlir shows that
+    decides for all; test/lit/passes/Precision/loss-scale.mlir shows that
     all-reduce), and the finite losses match one rank's with the whole
     batch."""
     data = os.path.join(runs.tmp, "planted64")

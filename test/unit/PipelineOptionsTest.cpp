@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Pipelines/Pipelines.h"
-#include "passes/Transforms/Recompute.h"
+#include "passes/Train/Recompute.h"
 
 #include "gtest/gtest.h"
 

@@ -9,7 +9,7 @@
 
 #include "tools/ztc/Commands.h"
 
-#include "passes/Transforms/Footprint.h"
+#include "passes/Kernel/Footprint.h"
 #include "tools/ztc/Compile.h"
 #include "tools/ztc/RuntimeBridge.h"
 #include "tools/ztc/UpToDate.h"

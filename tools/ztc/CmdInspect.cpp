@@ -10,7 +10,7 @@
 
 #include "tools/ztc/Commands.h"
 
-#include "passes/Transforms/Footprint.h"
+#include "passes/Kernel/Footprint.h"
 #include "tools/ztc/Compile.h"
 #include "tools/ztc/MemoryReport.h"
 #include "tools/ztc/RuntimeBridge.h"

@@ -8,8 +8,8 @@
 
 #include "tools/ztc/Commands.h"
 
+#include "passes/Kernel/Footprint.h"
 #include "passes/Passes.h"
-#include "passes/Transforms/Footprint.h"
 #include "tools/ztc/RuntimeBridge.h"
 
 #include "runtime/train/DeepSpeedConfig.h"

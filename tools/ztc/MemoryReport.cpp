@@ -10,8 +10,8 @@
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/Train/IR/TrainOps.h"
-#include "passes/Transforms/Footprint.h"
-#include "passes/Transforms/LiveRanges.h"
+#include "passes/Kernel/Footprint.h"
+#include "passes/Kernel/LiveRanges.h"
 #include "runtime/io/Manifest.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,0 +1,118 @@
+//===- Passes.td - kernel passes ---------------------------*- tablegen -*-===//
+//
+// The kernel level: transposes read in place, fusion, the memory plan.
+// Included by passes/Passes.td, in the order the training pipeline runs
+// them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_PASSES_KERNEL_PASSES_TD
+#define ZTC_PASSES_KERNEL_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
+  let summary = "Let matmul read transposed operands in place";
+  let description = [{
+    A `kernel.call "transpose"` that swaps only the last two dimensions and
+    whose result only matmuls read (weights in a backward step: dx = dy W^T;
+    keys in attention: q k^T) is removed: each matmul reads the transpose's
+    input instead, with `transpose_a` or `transpose_b` set in its config, and
+    the runtime's GEMM reads the operand as stored. Nothing is folded when
+    another kernel writes the input between the transpose and a matmul (an
+    in-place parameter update), so every matmul still reads what the
+    transpose would have copied. The copy and its arena buffer go. A matmul
+    that already reads the result transposed reads the input as stored (a
+    weight transposed for the forward product and back for the backward
+    one: both copies go).
+
+    A transpose whose input is a matmul's product that nothing else reads
+    (a weight gradient x^T dy transposed into the weight's layout) goes
+    too: the matmul writes the transposed product, (A B)^T = B^T A^T, into
+    the transpose's buffer, its operands swapped and their flags flipped.
+    The pass repeats until nothing folds.
+
+    Example:
+
+    ```mlir
+    %t = kernel.alloc : memref<64x32xf32>
+    kernel.call "transpose" ins(%w : memref<32x64xf32>) outs(%t : memref<64x32xf32>)
+        {config = {perm = array<i64: 1, 0>}}
+    kernel.call "matmul" ins(%dy, %t : memref<8x64xf32>, memref<64x32xf32>)
+        outs(%dx : memref<8x32xf32>) {config = {}}
+    // becomes
+    kernel.call "matmul" ins(%dy, %w : memref<8x64xf32>, memref<32x64xf32>)
+        outs(%dx : memref<8x32xf32>) {config = {transpose_b = true}}
+    ```
+  }];
+}
+
+def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
+  let summary = "Fuse chains of elementwise kernels, and their reductions, into one loop";
+  let description = [{
+    1. Visits kernel.elementwise ops once, in program order. A producer
+       fuses into a consumer when the producer's output is an alloc that
+       only the producer writes and only that consumer reads, both iterate
+       over the same shape (so no element is computed twice), and no op
+       between them writes what the producer reads (an in-place update of
+       an argument it read would otherwise be read fused).
+    2. Fusing moves the producer's body into a new kernel, followed by the
+       consumer's ops reading the producer's value in place of the
+       consumer's scalar argument; the consumer's other inputs come first
+       (those the producer already reads reuse its argument), then the
+       producer's. The producer, consumer and buffer are erased.
+       Nothing is cloned, so a chain of n kernels fuses in time linear in
+       n.
+    3. Multi-output fusion: a producer whose output is a step argument the
+       consumer reads whole (an optimizer state written in place) moves
+       into the consumer, which then writes that argument too, when no op
+       between them reads what the producer writes or writes what it
+       reads or writes. A producer with several outputs fuses as in 1
+       under the same check. AdamW's moment updates thus run inside the
+       parameter's update: one loop over the four buffers.
+    4. The fused kernel absorbs fusible producers until none is left (a
+       fusion may expose the producer's own producers); producers come
+       before their consumers, so one pass finds every fusion. Locations
+       merge so every fused kernel still names the ONNX nodes it computes.
+    5. Then reductions: a float `reduce_sum` or `reduce_mean` call and the
+       single-output elementwise kernel whose output only it reads become
+       one `kernel.reduce` with the kernel's body, when the kernel can run
+       where the call is (as in 3), reads nothing the call writes, and
+       the space groups as [reduced, kept, reduced] with every input
+       broadcast over whole groups (the emitter's loops). BatchNorm's
+       variance then reads its input and mean instead of stored squares,
+       and its gradient's sums read dy and the normalized input.
+
+    Example: `relu(add(a, b))` becomes one kernel whose body adds and takes
+    the maximum with zero, and the buffer of the sum disappears.
+  }];
+}
+
+def PlanMemoryPass : Pass<"ztc-plan-memory", "func::FuncOp"> {
+  let summary = "Place every arena buffer at a byte offset";
+  let description = [{
+    1. Numbers the ops of the step and computes each alloc's live range:
+       from the alloc to the last op that uses it or a view of it; returned
+       buffers live to the end. With several streams (`kernel.stream`), a
+       use ends only where every stream that runs later work is ordered
+       after it: at the latest of the first covering waits (a
+       `kernel.wait` on that stream for a `kernel.signal` on the user's
+       stream after the use), or at the end when a stream has none. A step
+       whose stream other than 0 is not waited for by stream 0 before the
+       end is an error (the next call would race with it).
+    2. Places buffers largest first, each at the lowest aligned offset whose
+       bytes no already-placed buffer with an overlapping live range uses
+       (best-fit offset assignment).
+    3. Records `offset` on every alloc, and on the function
+       `kernel.arena_bytes` (the peak: the highest end of a buffer, the
+       exact size the runtime allocates and, once every entry ran, its
+       measured high-water mark) and `kernel.unplanned_bytes` (the sum of
+       all buffer sizes, each rounded up to the alignment, for comparison).
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
+           "Byte alignment of every buffer (256 suits CUDA and AVX-512)">,
+  ];
+}
+
+#endif // ZTC_PASSES_KERNEL_PASSES_TD
