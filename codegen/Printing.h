@@ -1,4 +1,4 @@
-//===- Printing.h - C++ spellings shared by the emitter's printers -*- C++ -*-//
+//===- Printing.h - C++ spellings the printers share ------------*- C++ -*-===//
 //
 // How element types and literals are written in generated C++ and CUDA
 // alike: used by the target-neutral emitter (Emit.cpp) and by each target's

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "runtime/kernels/Nf4.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -32,7 +33,8 @@ unsigned widthOf(Value value) {
       .getIntOrFloatBitWidth();
 }
 
-struct Nf4WeightsPass : public ztc::impl::Nf4WeightsPassBase<Nf4WeightsPass> {
+struct Nf4WeightsPass
+    : public mlir::ztc::impl::Nf4WeightsPassBase<Nf4WeightsPass> {
   using Nf4WeightsPassBase::Nf4WeightsPassBase;
 
   void runOnOperation() override {
@@ -113,16 +115,18 @@ struct Nf4WeightsPass : public ztc::impl::Nf4WeightsPassBase<Nf4WeightsPass> {
     // The parts (runtime/kernels/Nf4.h), frozen as the weight was.
     MLIRContext *ctx = func.getContext();
     OpBuilder b(ctx);
-    int64_t n = shape[0] * shape[1], blocks = (n + 63) / 64;
+    int64_t n = shape[0] * shape[1];
+    ::ztc::nf4::PartElements elements = ::ztc::nf4::partElements(n);
     auto i8 = IntegerType::get(ctx, 8);
     Type f32 = Float32Type::get(ctx);
-    std::pair<int64_t, Type> parts[] = {
-        {blocks, i8}, {(blocks + 255) / 256, f32}, {1, f32}};
+    std::pair<int64_t, Type> parts[] = {{elements.absmax, i8},
+                                        {elements.nestedAbsmax, f32},
+                                        {elements.offset, f32}};
     SmallVector<Value> operands;
-    weight.setType(RankedTensorType::get({(n + 1) / 2}, i8));
+    weight.setType(RankedTensorType::get({::ztc::nf4::packedBytes(n)}, i8));
     operands.push_back(weight);
-    for (auto [suffix, part] : llvm::zip(train::kNf4Parts, parts)) {
-      std::string partName = name + suffix.str();
+    for (auto [suffix, part] : llvm::zip(::ztc::nf4::kPartSuffixes, parts)) {
+      std::string partName = name + suffix;
       if (train::findBinding(func, partName))
         return func.emitError("--base-dtype nf4: the model already has a "
                               "tensor named '")

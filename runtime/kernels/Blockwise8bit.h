@@ -1,5 +1,4 @@
-//===- Blockwise8bit.h - 8-bit optimizer states, as bitsandbytes keeps them
-//-===//
+//===- Blockwise8bit.h - 8-bit optimizer states (bitsandbytes) --*- C++ -*-===//
 //
 // `--optimizer adamw8bit` and `adam8bit` (train.adam8bit, the library
 // kernel adam8bit of CpuKernels.h and CudaKernels.cuh): Adam's moments held

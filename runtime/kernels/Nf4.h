@@ -71,12 +71,26 @@ inline constexpr float kNf4Codes[16] = {-1.0f,
 
 /// A weight held in NF4 is four tensors: the packed codes under the
 /// weight's own name, then these (bitsandbytes' Linear4bit state-dict
-/// names; the compiler's train::kNf4Parts).
+/// names), for the compiler and the runtime alike.
 inline constexpr const char *kPartSuffixes[3] = {".absmax", ".nested_absmax",
                                                  ".offset"};
 
 /// Blocks of kBlock elements in a weight of n (the last may be partial).
 inline int64_t blocksOf(int64_t n) { return (n + kBlock - 1) / kBlock; }
+
+/// The packed codes' bytes of a weight of n elements: two codes a byte.
+inline int64_t packedBytes(int64_t n) { return (n + 1) / 2; }
+
+/// The elements of each part of kPartSuffixes for a weight of n: one 8-bit
+/// scale code per block, one float32 scale per kScaleBlock of those, and
+/// the float32 offset.
+struct PartElements {
+  int64_t absmax, nestedAbsmax, offset;
+};
+inline PartElements partElements(int64_t n) {
+  int64_t blocks = blocksOf(n);
+  return {blocks, (blocks + kScaleBlock - 1) / kScaleBlock, 1};
+}
 
 /// The 4-bit code of s in [-1, 1].
 inline uint8_t codeOf(float s) {

@@ -222,11 +222,11 @@ static LogicalResult quantizeNf4(MLIRContext &context, StringRef name,
            << " float32 values (" << bytes.size() << " bytes)";
   std::vector<float> weight(size_t(n), 0.0f);
   std::memcpy(weight.data(), bytes.data(), bytes.size());
-  rt::Tensor packed(rt::DType::Int8, {(n + 1) / 2});
-  rt::Tensor codes(rt::DType::Int8, {blocks});
-  rt::Tensor nested(rt::DType::Float32,
-                    {(blocks + nf4::kScaleBlock - 1) / nf4::kScaleBlock});
-  rt::Tensor offset(rt::DType::Float32, {1});
+  nf4::PartElements elements = nf4::partElements(n);
+  rt::Tensor packed(rt::DType::Int8, {nf4::packedBytes(n)});
+  rt::Tensor codes(rt::DType::Int8, {elements.absmax});
+  rt::Tensor nested(rt::DType::Float32, {elements.nestedAbsmax});
+  rt::Tensor offset(rt::DType::Float32, {elements.offset});
   std::vector<float> scales(static_cast<size_t>(blocks));
   nf4::quantize(weight.data(), n, packed.bytes.data(), scales.data());
   float mean = nf4::meanOf(scales.data(), blocks);
@@ -236,7 +236,7 @@ static LogicalResult quantizeNf4(MLIRContext &context, StringRef name,
   std::memcpy(offset.bytes.data(), &mean, sizeof(float));
   rt::Tensor *parts[] = {&codes, &nested, &offset};
   artifact.initialValues[name.str()] = std::move(packed);
-  for (auto [suffix, part] : llvm::zip(train::kNf4Parts, parts))
+  for (auto [suffix, part] : llvm::zip(nf4::kPartSuffixes, parts))
     artifact.initialValues[(name + suffix).str()] = std::move(*part);
   return success();
 }

@@ -355,12 +355,11 @@ void dequantizeNf4Weights(const std::string &artifactDir,
                      &nested = part(name + suffixes[1]),
                      &offset = part(name + suffixes[2]);
     int64_t n = shape.size() == 2 ? shape[0] * shape[1] : 0;
-    if (n < 1 || packed.byteSize() != size_t((n + 1) / 2) ||
-        codes.byteSize() != size_t(nf4::blocksOf(n)) ||
-        nested.byteSize() !=
-            sizeof(float) * size_t((nf4::blocksOf(n) + nf4::kScaleBlock - 1) /
-                                   nf4::kScaleBlock) ||
-        offset.byteSize() != sizeof(float))
+    nf4::PartElements elements = nf4::partElements(n);
+    if (n < 1 || packed.byteSize() != size_t(nf4::packedBytes(n)) ||
+        codes.byteSize() != size_t(elements.absmax) ||
+        nested.byteSize() != sizeof(float) * size_t(elements.nestedAbsmax) ||
+        offset.byteSize() != sizeof(float) * size_t(elements.offset))
       throw rt::Error(artifactDir + ": the NF4 weight '" + name +
                       "' does not have the parts of its shape");
     rt::Tensor value(rt::DType::Float32, shape);

@@ -1,4 +1,4 @@
-//===- UpToDate.h - skip a compile whose inputs have not changed -*- C++ -*-===//
+//===- UpToDate.h - skip a compile whose inputs are unchanged ---*- C++ -*-===//
 //
 // `ztc compile` of a model it compiled before, into the same artifact, with
 // the same flags, is a no-op, as `make` or ccache's direct mode make it: the

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Train/IR/TrainOps.h"
+#include "runtime/kernels/Nf4.h"
 
 #include <cmath>
 
@@ -337,7 +338,7 @@ BlockArgument mlir::ztc::train::findBinding(func::FuncOp func, StringRef name) {
 
 BlockArgument mlir::ztc::train::nf4WeightOf(func::FuncOp func, unsigned index) {
   StringRef name = bindingName(func, index);
-  for (StringRef suffix : kNf4Parts)
+  for (StringRef suffix : ::ztc::nf4::kPartSuffixes)
     if (name.ends_with(suffix))
       if (BlockArgument weight =
               findBinding(func, name.drop_back(suffix.size()));

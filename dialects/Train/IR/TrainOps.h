@@ -49,10 +49,6 @@ inline constexpr llvm::StringLiteral kFrozenAttr = "train.frozen";
 /// (i8) and adds `<name>.absmax`, `<name>.nested_absmax` and
 /// `<name>.offset`; `ztc compile` quantizes the model's value into them.
 inline constexpr llvm::StringLiteral kNf4Attr = "train.nf4";
-/// The names of an NF4 weight's other parts, after its own (as the
-/// runtime's nf4::kPartSuffixes).
-inline constexpr llvm::StringLiteral kNf4Parts[] = {".absmax", ".nested_absmax",
-                                                    ".offset"};
 /// Argument attribute (ZeRO stage 3, mixed precision): the `state` is a
 /// rounded copy of the named `param`, in its own element type and with the
 /// param's shard layout. The runtime writes it whenever the param is set
@@ -145,8 +141,8 @@ bool hasRole(func::FuncOp func, unsigned index, BindingRole role);
 /// The argument whose binding is named `name`, or null.
 BlockArgument findBinding(func::FuncOp func, llvm::StringRef name);
 
-/// For a part of an NF4 weight (`<name>.absmax`, ...: kNf4Parts), the
-/// packed weight's argument; null for any other argument.
+/// For a part of an NF4 weight (`<name>.absmax`, ...: runtime/kernels/Nf4.h's
+/// kPartSuffixes), the packed weight's argument; null for any other argument.
 BlockArgument nf4WeightOf(func::FuncOp func, unsigned index);
 /// The argument attributes of a new binding: {train.binding = ...}.
 DictionaryAttr bindingAttrs(MLIRContext *context, llvm::StringRef name,
