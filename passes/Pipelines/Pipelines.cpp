@@ -19,7 +19,6 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,11 +37,6 @@ std::pair<double, double> TrainingPipelineOptions::adamBetas() const {
   if (betas.size() == 2)
     return {betas[0], betas[1]};
   return {0.9, 0.999};
-}
-
-std::optional<::ztc::rt::LrScheduleKind>
-mlir::ztc::scheduleOfTrainerName(llvm::StringRef name) {
-  return parseSpelling(kTrainerSchedules, name);
 }
 
 ::ztc::rt::ScheduleConfig TrainingPipelineOptions::scheduleConfig() const {

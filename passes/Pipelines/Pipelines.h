@@ -515,11 +515,6 @@ struct TrainingPipelineOptions
   std::vector<std::string> optionNames() const;
 };
 
-/// The schedule kind of the Hugging Face Trainer's lr_scheduler_type `name`
-/// (linear, cosine, constant, constant_with_warmup), or none.
-std::optional<::ztc::rt::LrScheduleKind>
-scheduleOfTrainerName(llvm::StringRef name);
-
 /// Adds the passes that take an imported onnx module to the `nn` dialect.
 void buildOnnxToNNPipeline(OpPassManager &pm);
 
