@@ -605,6 +605,17 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   }
   args.push_back("ztc::" + kernel.paramsType.str() + "{" +
                  llvm::join(fields, ", ") + "}");
+  // The planned scratch (ztc-plan-scratch), where the target's kernels take
+  // it: none when the call needs none.
+  if (printer.info.plannedScratch && kernel.takesScratch()) {
+    if (Value scratch = op.getScratch())
+      args.push_back(
+          "ztc::Scratch{" + name(scratch) + ", " +
+          std::to_string(cast<MemRefType>(scratch.getType()).getNumElements()) +
+          "}");
+    else
+      args.push_back("ztc::Scratch{}");
+  }
   if (printer.callsTakeStream())
     args.push_back("stream");
   std::string templ =

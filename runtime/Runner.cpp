@@ -159,24 +159,27 @@ void Runner::checkDeviceMemory() const {
   if (!memory)
     return;
   // What the constructor allocates: the arena, every binding, the training
-  // state and the error slot. The plan is static, so this is all of it
-  // (the kernel libraries' own workspaces aside).
+  // state and the error slot, and what the kernel library reserves once
+  // (cuBLAS's workspace). The plan is static, and the kernels' scratch is
+  // in the arena, so this is all of it.
   uint64_t bindings = 0;
   for (const Binding &binding : manifest().bindings)
     bindings += binding.byteSize();
-  uint64_t needed = arenaBytes_ + kGuardBytes + bindings +
+  uint64_t reserved = targetInfo(manifest().target).reservedBytes;
+  uint64_t needed = arenaBytes_ + kGuardBytes + bindings + reserved +
                     sizeof(ztc_train_state) + sizeof(ztc_step_error);
   auto [free, total] = *memory;
   if (needed <= free)
     return;
-  throw Error(artifact_.directory() + ": the step needs " +
-              std::to_string(needed) + " bytes of device memory per rank (" +
-              std::to_string(arenaBytes_) + " in its arena, " +
-              std::to_string(bindings) +
-              " in parameters, optimizer state and data), but the device has " +
-              std::to_string(free) + " bytes free of " + std::to_string(total) +
-              ": compile it with a higher --zero stage, for more ranks, or "
-              "with --recompute budget=BYTES (`ztc inspect` shows the plan)");
+  throw Error(
+      artifact_.directory() + ": the step needs " + std::to_string(needed) +
+      " bytes of device memory per rank (" + std::to_string(arenaBytes_) +
+      " in its arena, " + std::to_string(bindings) +
+      " in parameters, optimizer state and data, " + std::to_string(reserved) +
+      " for the kernel library), but the device has " + std::to_string(free) +
+      " bytes free of " + std::to_string(total) +
+      ": compile it with a higher --zero stage, for more ranks, or "
+      "with --recompute budget=BYTES (`ztc inspect` shows the plan)");
 }
 
 void Runner::uploadInput(size_t index, const Tensor &value) {

@@ -41,6 +41,10 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
     if (!arena)
       continue;
     footprint.arena = std::max<uint64_t>(footprint.arena, arena.getInt());
+    if (auto reserved =
+            func->getAttrOfType<IntegerAttr>(kernel::kReservedBytesAttr))
+      footprint.reserved =
+          std::max<uint64_t>(footprint.reserved, reserved.getInt());
     if (!footprint.entry || func.getSymName() == "train_step")
       footprint.entry = func;
     if (auto world =

@@ -46,8 +46,12 @@ struct StepFootprint {
   uint64_t copies = 0;
   /// The training step's `dist.world_size` and `dist.zero_stage`.
   uint64_t worldSize = 1, zeroStage = 0;
+  /// The target library's memory besides the plan, once per process
+  /// (`kernel.reserved_bytes`, CUDA's cuBLAS workspace; 0 on the CPU).
+  uint64_t reserved = 0;
   uint64_t total() const {
-    return params + buffers + states + copies + constants + data + arena;
+    return params + buffers + states + copies + constants + data + arena +
+           reserved;
   }
 };
 

@@ -1,6 +1,7 @@
 //===- Passes.td - kernel passes ---------------------------*- tablegen -*-===//
 //
-// The kernel level: transposes read in place, fusion, the memory plan.
+// The kernel level: transposes read in place, fusion, the kernels' scratch,
+// the memory plan.
 // Included by passes/Passes.td, in the order the training pipeline runs
 // them.
 //
@@ -86,6 +87,52 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
     Example: `relu(add(a, b))` becomes one kernel whose body adds and takes
     the maximum with zero, and the buffer of the sum disappears.
   }];
+}
+
+def PlanScratchPass : Pass<"ztc-plan-scratch", "func::FuncOp"> {
+  let summary = "Give library calls the scratch their CUDA kernels work in";
+  let description = [{
+    The CUDA library's convolutions, long reductions and NF4 products need
+    device memory besides their operands (a convolution's columns, partial
+    sums, a dequantized tile). Instead of allocating it while the step runs,
+    where the planned peak could not see it, the kernel is given a buffer
+    of the plan:
+
+    1. For every `kernel.call` whose kernel has a ZTC_SCRATCH row in
+       runtime/kernels/Library.def, computes the bytes its CUDA kernel will
+       use from the call's element type, shapes and configuration, with
+       the row's function of runtime/kernels/cuda/Scratch.h (the function
+       the kernel itself lays its scratch out with).
+    2. When that is more than zero, creates a `kernel.alloc` of that many
+       `i8` right before the call and makes it the call's `scratch`
+       operand, so ztc-plan-memory places it like any buffer, live for the
+       call alone.
+
+    3. Records `kernel.reserved_bytes` on the function: `reserved-bytes`,
+       the memory the target's library holds once per process besides the
+       plan (cuBLAS's workspace), which the footprint and `ztc inspect`
+       count with the arena.
+
+    The training and forward pipelines run it for targets whose library
+    takes planned scratch (CUDA); the CPU's kernels keep theirs.
+
+    Example:
+
+    ```mlir
+    kernel.call "reduce_sum" ins(%x : memref<64x4096xf32>)
+        outs(%y : memref<4096xf32>) {config = {axes = [0], keepdims = false}}
+    // becomes (4096 outputs, one segment each: no partial sums) nothing;
+    // over [4096, 64] reduced to 64 outputs, 16 segments each:
+    %s = kernel.alloc : memref<8192xi8>
+    kernel.call "reduce_sum" ins(%x : memref<4096x64xf32>)
+        outs(%y : memref<64xf32>) scratch(%s : memref<8192xi8>)
+        {config = {axes = [0], keepdims = false}}
+    ```
+  }];
+  let options = [
+    Option<"reservedBytes", "reserved-bytes", "int64_t", /*default=*/"0",
+           "Device memory the target's library holds besides the plan">,
+  ];
 }
 
 def PlanMemoryPass : Pass<"ztc-plan-memory", "func::FuncOp"> {

@@ -309,10 +309,30 @@ void mlir::ztc::buildOnnxToNNPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 }
 
-void mlir::ztc::buildNNToKernelPipeline(
-    OpPassManager &pm, bool checkFinite,
-    const std::optional<ScheduleCollectivesPassOptions> &schedule,
-    bool channelsLast) {
+KernelLoweringOptions
+KernelLoweringOptions::forTarget(::ztc::rt::Target target) {
+  KernelLoweringOptions options;
+  const ::ztc::rt::TargetInfo &info = ::ztc::rt::targetInfo(target);
+  if (info.plannedScratch)
+    options.plannedScratch = info.reservedBytes;
+  return options;
+}
+
+KernelLoweringOptions TrainingPipelineOptions::kernelLowering() const {
+  KernelLoweringOptions lowering = KernelLoweringOptions::forTarget(target);
+  lowering.checkFinite = checkFinite;
+  lowering.schedule = scheduleOptions();
+  lowering.channelsLast = channelsLast();
+  // TF32 is a CUDA matter: the CPU's step stays as it was.
+  if (target == ::ztc::rt::Target::Cuda) {
+    lowering.tf32.products = allowTf32;
+    lowering.tf32.convolutions = convTf32;
+  }
+  return lowering;
+}
+
+void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
+                                        const KernelLoweringOptions &options) {
   // Expand optimizer updates into nn arithmetic (mixed precision: with each
   // half gradient widened at its readers), bufferize, let matmuls read
   // transposed operands in place, fuse elementwise chains (fewer buffers to
@@ -320,17 +340,26 @@ void mlir::ztc::buildNNToKernelPipeline(
   // every op's result right after its kernels.
   pm.addNestedPass<func::FuncOp>(createLowerTrainPass());
   pm.addNestedPass<func::FuncOp>(createHalfGradientsPass());
-  if (channelsLast)
+  if (options.channelsLast)
     pm.addNestedPass<func::FuncOp>(createChannelsLastPass());
-  if (checkFinite)
+  if (options.checkFinite)
     pm.addNestedPass<func::FuncOp>(createCheckFinitePass());
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());
+  if (options.tf32.products || options.tf32.convolutions)
+    pm.addNestedPass<func::FuncOp>(createTf32Pass(options.tf32));
   pm.addNestedPass<func::FuncOp>(createFoldTransposesPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
   // Collectives on their own stream, before planning so the planner keeps
   // what the streams may still touch.
-  if (schedule)
-    pm.addNestedPass<func::FuncOp>(createScheduleCollectivesPass(*schedule));
+  if (options.schedule)
+    pm.addNestedPass<func::FuncOp>(
+        createScheduleCollectivesPass(*options.schedule));
+  // The scratch the target's kernels work in, as buffers the plan places.
+  if (options.plannedScratch) {
+    PlanScratchPassOptions scratch;
+    scratch.reservedBytes = *options.plannedScratch;
+    pm.addNestedPass<func::FuncOp>(createPlanScratchPass(scratch));
+  }
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 
@@ -435,21 +464,21 @@ LossScalePassOptions TrainingPipelineOptions::lossScaleOptions() const {
   return lossScale;
 }
 
-void mlir::ztc::buildForwardPipeline(OpPassManager &pm) {
+void mlir::ztc::buildForwardPipeline(OpPassManager &pm,
+                                     const KernelLoweringOptions &lowering) {
   buildOnnxToNNPipeline(pm);
   BuildEntriesPassOptions entries;
   entries.entries.push_back("forward");
   pm.addPass(createBuildEntriesPass(entries));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  buildNNToKernelPipeline(pm);
+  buildNNToKernelPipeline(pm, lowering);
 }
 
 void mlir::ztc::buildTrainingPipeline(OpPassManager &pm,
                                       const TrainingPipelineOptions &options) {
   buildTrainingNNPipeline(pm, options);
   // 7. Kernels, fused and planned.
-  buildNNToKernelPipeline(pm, options.checkFinite, options.scheduleOptions(),
-                          options.channelsLast());
+  buildNNToKernelPipeline(pm, options.kernelLowering());
 }
 
 void mlir::ztc::buildTrainingNNPipeline(
@@ -496,8 +525,7 @@ void mlir::ztc::buildTrainingNNPipeline(
       recompute, [tail](ModuleOp module) -> FailureOr<uint64_t> {
         PassManager pm(module.getContext());
         buildTrainingEntriesPipeline(pm, *tail);
-        buildNNToKernelPipeline(pm, tail->checkFinite, tail->scheduleOptions(),
-                                tail->channelsLast());
+        buildNNToKernelPipeline(pm, tail->kernelLowering());
         if (failed(pm.run(module)))
           return failure();
         FailureOr<StepFootprint> footprint = measureFootprint(module);

@@ -49,6 +49,25 @@ inline constexpr Spelling<::ztc::rt::WarmupType> kWarmupTypes[] = {
     {::ztc::rt::WarmupType::Linear, "linear", "a straight rise"},
     {::ztc::rt::WarmupType::Log, "log", "a logarithmic rise"}};
 
+/// What buildNNToKernelPipeline runs besides lowering, fusing and
+/// planning.
+struct KernelLoweringOptions {
+  /// ztc-check-finite: a finite check after every op.
+  bool checkFinite = false;
+  /// ztc-schedule-collectives, with these options.
+  std::optional<ScheduleCollectivesPassOptions> schedule;
+  /// ztc-channels-last: f32 convolutions' activations NHWC.
+  bool channelsLast = false;
+  /// ztc-plan-scratch, recording these reserved bytes: the target's kernels
+  /// work in planned scratch (TargetInfo::plannedScratch).
+  std::optional<int64_t> plannedScratch;
+  /// ztc-tf32, where either of its options is set.
+  Tf32PassOptions tf32;
+
+  /// The defaults for `target` (its scratch; nothing else).
+  static KernelLoweringOptions forTarget(::ztc::rt::Target target);
+};
+
 /// How a model trains. The options of `--ztc-training-pipeline` and, one for
 /// one, the flags of `ztc compile` (tools/ztc/Commands.h maps each flag to the
 /// option of the same name).
@@ -458,6 +477,23 @@ struct TrainingPipelineOptions
           "the CPU's default) or nchw (ONNX's; the default with --target "
           "cuda)"),
       llvm::cl::init(ConvLayout::Nhwc)};
+  // --- TF32 (ztc-tf32; CUDA only) -------------------------------------------
+  Option<bool> allowTf32{
+      *this, "allow-tf32",
+      llvm::cl::desc("CUDA: f32 matrix products may run on TF32 tensor cores "
+                     "(inputs rounded to 10 mantissa bits), as PyTorch's "
+                     "torch.backends.cuda.matmul.allow_tf32; off by default, "
+                     "as there; no effect on the CPU"),
+      llvm::cl::init(false)};
+  Option<bool> convTf32{
+      *this, "conv-tf32",
+      llvm::cl::desc("CUDA: f32 convolutions and their gradients may run on "
+                     "TF32 tensor cores, as PyTorch's "
+                     "torch.backends.cudnn.allow_tf32; on by default, as "
+                     "there (--conv-tf32=false: exact f32); no effect on "
+                     "the CPU"),
+      llvm::cl::init(true)};
+
   /// Whether convolutions run channels-last: --conv-layout when given,
   /// else the target's default.
   bool channelsLast() const {
@@ -468,6 +504,9 @@ struct TrainingPipelineOptions
                       ::ztc::rt::targetInfo(target).defaultConvLayout)) ==
            ConvLayout::Nhwc;
   }
+  /// How the step's nn entries lower to planned kernels, from these
+  /// options and the target.
+  KernelLoweringOptions kernelLowering() const;
   /// Whether the precision is bf16 or fp16 (ztc-autocast runs).
   bool mixedPrecision() const {
     return precision == Precision::Bf16 || precision == Precision::Fp16;
@@ -518,14 +557,9 @@ struct TrainingPipelineOptions
 /// Adds the passes that take an imported onnx module to the `nn` dialect.
 void buildOnnxToNNPipeline(OpPassManager &pm);
 
-/// Adds the passes that lower nn entries to planned kernels (with a finite
-/// check after every op when `checkFinite`).
-/// `schedule`: also ztc-schedule-collectives, with these options.
-/// `channelsLast`: f32 convolutions' activations NHWC (ztc-channels-last).
-void buildNNToKernelPipeline(
-    OpPassManager &pm, bool checkFinite = false,
-    const std::optional<ScheduleCollectivesPassOptions> &schedule = {},
-    bool channelsLast = false);
+/// Adds the passes that lower nn entries to planned kernels.
+void buildNNToKernelPipeline(OpPassManager &pm,
+                             const KernelLoweringOptions &options = {});
 
 /// The whole training compile, from an imported onnx module to planned
 /// kernel entries (`ztc compile`): buildTrainingNNPipeline, then
@@ -546,7 +580,8 @@ void buildTrainingEntriesPipeline(OpPassManager &pm,
 
 /// The forward compile, from an imported onnx module to a planned
 /// `@forward` entry (`ztc run`, `ztc emit`).
-void buildForwardPipeline(OpPassManager &pm);
+void buildForwardPipeline(OpPassManager &pm,
+                          const KernelLoweringOptions &lowering = {});
 
 } // namespace mlir::ztc
 

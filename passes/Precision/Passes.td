@@ -1,7 +1,8 @@
 //===- Passes.td - precision passes ------------------------*- tablegen -*-===//
 //
 // Numerics: what each op computes in (autocast, f64 for gradient checks),
-// loss scaling, half gradients, NF4 storage and the finite checks.
+// loss scaling, half gradients, NF4 storage, the finite checks and TF32
+// products.
 // Included by passes/Passes.td, in the order the training pipeline runs
 // them.
 //
@@ -263,6 +264,42 @@ def CheckFinitePass : Pass<"ztc-check-finite", "func::FuncOp"> {
     kernels; at run time the first check that finds a NaN or an infinity
     is noted in the training state, and the trainer names it.
   }];
+}
+
+def Tf32Pass : Pass<"ztc-tf32", "func::FuncOp"> {
+  let summary = "Let f32 products and convolutions run on TF32 tensor cores";
+  let description = [{
+    TF32 multiplies f32 operands rounded to 10 mantissa bits and sums in
+    f32: about eight times the f32 throughput of a Hopper GPU's tensor
+    cores, with products as precise as bf16's inputs. PyTorch leaves it off
+    for matrix products (`torch.backends.cuda.matmul.allow_tf32 = False`)
+    and on for cuDNN's convolutions (`torch.backends.cudnn.allow_tf32 =
+    True`); ztc's `--allow-tf32` and `--conv-tf32` follow the same defaults.
+
+    Sets `tf32` in the config of every f32 `kernel.call "matmul"` when
+    `products`, and of every f32 `conv2d`, `conv2d_backward_data` and
+    `conv2d_backward_filter` when `convolutions`. The CUDA library then asks
+    cuBLAS for CUBLAS_COMPUTE_32F_FAST_TF32; the CPU's kernels ignore the
+    flag, and the training pipeline runs this pass for CUDA only. Other
+    element types are untouched (f64 never rounds; bf16 and f16 are
+    already narrower).
+
+    Example (`products`):
+
+    ```mlir
+    kernel.call "matmul" ins(%a, %b : memref<8x64xf32>, memref<64x10xf32>)
+        outs(%c : memref<8x10xf32>) {config = {}}
+    // becomes
+    kernel.call "matmul" ins(%a, %b : memref<8x64xf32>, memref<64x10xf32>)
+        outs(%c : memref<8x10xf32>) {config = {tf32 = true}}
+    ```
+  }];
+  let options = [
+    Option<"products", "products", "bool", /*default=*/"false",
+           "f32 matrix products (kernel.call \"matmul\") may use TF32">,
+    Option<"convolutions", "convolutions", "bool", /*default=*/"false",
+           "f32 convolutions and their gradients may use TF32">,
+  ];
 }
 
 #endif // ZTC_PASSES_PRECISION_PASSES_TD

@@ -12,6 +12,9 @@
 #ifndef ZTC_RUNTIME_BACKEND_TARGET_H
 #define ZTC_RUNTIME_BACKEND_TARGET_H
 
+#include "runtime/kernels/cuda/Scratch.h"
+
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -36,13 +39,21 @@ struct TargetInfo {
   bool channelsLastConvolutions;
   /// The communicator `ztc-train --comm auto` takes under an MPI launcher.
   const char *launchedCommunicator;
+  /// Whether its library's kernels work in scratch memory of the plan
+  /// (the ZTC_SCRATCH rows of runtime/kernels/Library.def): the pipelines
+  /// run ztc-plan-scratch, and the calls pass a ztc::Scratch.
+  bool plannedScratch;
+  /// Device memory its library holds once per process besides the plan
+  /// (cuBLAS's workspace), which the memory report and the runtime's check
+  /// count with the arena.
+  int64_t reservedBytes;
 };
 
 inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
-     true, "mpi"},
+     true, "mpi", false, 0},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
-     false, "nccl"},
+     false, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes},
 };
 
 inline const TargetInfo &targetInfo(Target target) {

@@ -40,6 +40,14 @@ struct MaybeInt {
   int64_t value = 0;
 };
 
+/// Device memory a CUDA kernel works in besides its operands, planned by
+/// the compiler (runtime/kernels/cuda/Scratch.h): the kernels of
+/// Library.def's ZTC_SCRATCH rows take it after their parameter struct.
+struct Scratch {
+  void *data = nullptr;
+  int64_t bytes = 0;
+};
+
 /// A loss's reduction over its elements (absent: mean, as PyTorch's).
 enum class Reduction : int32_t { None = 0, Sum = 1, Mean = 2 };
 

@@ -159,7 +159,8 @@ namespace {
 using namespace ztc::cuda;
 
 // Calls as the emitter prints them (runtime/kernels/Library.def): each
-// operand as (pointer, dims), then the parameters, then the stream.
+// operand as (pointer, dims), then the parameters, the planned scratch of
+// the kernels of a ZTC_SCRATCH row, then the stream.
 template <typename T, typename I> void indexed(T *p, I *i, cudaStream_t s) {
   Dims d{2, 3, 4, 5};
   gather<T, I>(p, d, i, d, p, d, ztc::AxisParams{1}, s);
@@ -175,10 +176,12 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   const auto *codes = reinterpret_cast<const int8_t *>(p);
   const auto *scales = reinterpret_cast<const float *>(p);
   Dims d{2, 3, 4, 5};
+  const ztc::Scratch z{p, 1024};
   matmul<T>(p, d, p, d, p, d, ztc::MatmulParams{false, true}, s);
   matmulNf4<T>(p, d, codes, d, codes, d, scales, d, scales, d, p, d,
-               ztc::MatmulNf4Params{ztc::Ints{perm, 2}, true}, s);
-  conv2d<T>(p, d, p, d, p, d, p, d, ztc::Conv2dParams{t, f, t, 1, false}, s);
+               ztc::MatmulNf4Params{ztc::Ints{perm, 2}, true}, z, s);
+  conv2d<T>(p, d, p, d, p, d, p, d, ztc::Conv2dParams{t, f, t, 1, false, true},
+            z, s);
   maxPool2d<T>(p, d, p, d, ztc::MaxPool2dParams{t, t, f, t, false}, s);
   avgPool2d<T>(p, d, p, d, ztc::AvgPool2dParams{t, t, f, false, true}, s);
   softmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
@@ -188,19 +191,20 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
                        s);
   batchNorm<T>(p, d, p, d, p, d, p, d, p, d, p, d, ztc::BatchNormParams{1e-5},
                s);
-  reduceSum<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, s);
-  reduceMean<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, s);
-  reduceMax<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, s);
+  reduceSum<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, z, s);
+  reduceMean<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, z,
+                s);
+  reduceMax<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, z, s);
   transpose<T>(p, d, p, d, ztc::TransposeParams{perm}, s);
   slice<T>(p, d, p, d, ztc::SliceParams{f, f, t}, s);
   copyInto<T>(p, d, p, d, ztc::CopyIntoParams{0, 0}, s);
   trilu<T>(p, d, p, d, ztc::TriluParams{true, 0}, s);
   conv2dBackwardData<T>(p, d, p, d, p, d,
                         ztc::Conv2dBackwardDataParams{none, t, f, t, 1, false},
-                        s);
+                        z, s);
   conv2dBackwardFilter<T>(
       p, d, p, d, p, d,
-      ztc::Conv2dBackwardFilterParams{none, t, f, t, 1, false}, s);
+      ztc::Conv2dBackwardFilterParams{none, t, f, t, 1, false}, z, s);
   maxPool2dBackward<T>(p, d, p, d, p, d, ztc::MaxPool2dParams{t, t, f, t, false},
                        s);
   avgPool2dBackward<T>(p, d, p, d,

@@ -210,6 +210,9 @@ int inspectModel() {
   std::vector<std::string> skipped;
   for (const auto &[option, value] : rows) {
     mz::TrainingPipelineOptions training;
+    // The target's defaults and what its kernels take (CUDA: their scratch
+    // and cuBLAS's workspace) are part of the plan.
+    training.target = target;
     std::map<std::string, std::string> overrides = config->overrides;
     if (!option.empty())
       overrides[option] = value;

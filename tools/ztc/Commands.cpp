@@ -51,7 +51,8 @@ cl::opt<mz::codegen::Target> target(
         clEnumValN(
             mz::codegen::Target::Cuda, "cuda",
             ::ztc::rt::targetInfo(mz::codegen::Target::Cuda).description)),
-    cl::sub(runCommand()), cl::sub(emitCommand()), cl::sub(compileCommand()));
+    cl::sub(runCommand()), cl::sub(emitCommand()), cl::sub(compileCommand()),
+    cl::sub(inspectCommand()));
 cl::list<std::string> constantInputs(
     "constant-input",
     cl::desc("Specialize a graph input to the value in a serialized ONNX "

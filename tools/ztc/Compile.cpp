@@ -274,7 +274,9 @@ LogicalResult mlir::ztc::compileForward(MLIRContext &context,
                                         codegen::Target target,
                                         ArtifactContents &artifact) {
   OwningOpRef<ModuleOp> module =
-      compileModule(context, modelPath, options, buildForwardPipeline);
+      compileModule(context, modelPath, options, [&](OpPassManager &pm) {
+        buildForwardPipeline(pm, KernelLoweringOptions::forTarget(target));
+      });
   if (!module || failed(emitArtifact(*module, target, artifact)))
     return failure();
   return readParameterValues(context, modelPath, artifact);

@@ -165,6 +165,12 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   report.constants = footprint->constants;
   report.data = footprint->data;
   report.arena = footprint->arena;
+  report.reserved = footprint->reserved;
+  entry.walk([&](kernel::CallOp call) {
+    if (Value scratch = call.getScratch())
+      report.scratch = std::max<uint64_t>(
+          report.scratch, cast<MemRefType>(scratch.getType()).getNumElements());
+  });
   report.paramCount = footprint->paramCount;
   report.gradients = footprint->gradients;
   report.workingCopies = footprint->workingCopies;
@@ -339,6 +345,8 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
                           {"constants", int64_t(report.constants)},
                           {"data", int64_t(report.data)}}},
       {"arena_bytes", int64_t(report.arena)},
+      {"reserved_bytes", int64_t(report.reserved)},
+      {"scratch_bytes", int64_t(report.scratch)},
       {"ops", int64_t(report.ops)},
       {"peak", llvm::json::Object{{"op", int64_t(report.peakAt)},
                                   {"live_bytes", int64_t(report.peakLive())},
@@ -425,6 +433,12 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
     return fail("a field of the report is missing or not a count");
   report.entry = entry->str();
   report.policy = policy->str();
+  // Reports of an older ztc have neither: nothing reserved, no scratch.
+  if ((top->get("reserved_bytes") &&
+       !number(top, "reserved_bytes", report.reserved)) ||
+      (top->get("scratch_bytes") &&
+       !number(top, "scratch_bytes", report.scratch)))
+    return fail("reserved_bytes or scratch_bytes is not a count");
   // Reports of an older ztc have neither: f32, and no count.
   if (top->get("precision") || top->get("param_count")) {
     std::optional<StringRef> precision = top->getString("precision");
@@ -647,6 +661,11 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
     line("constants", report.constants);
   line("inputs and labels", report.data);
   line("arena (planned peak)", report.arena);
+  if (report.scratch)
+    os << llvm::formatv("  {0,-30} {1,12}\n", "  of which kernels' scratch",
+                        bytesText(report.scratch));
+  if (report.reserved)
+    line("cuBLAS workspace (reserved)", report.reserved);
   os << llvm::formatv("arena at its fullest, op {0} of {1} in {2}: {3} "
                       "live\n",
                       report.peakAt, report.ops, report.entry,

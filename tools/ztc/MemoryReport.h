@@ -60,8 +60,13 @@ struct MemoryReport {
   /// the arena the runtime allocates, shared by every entry).
   uint64_t params = 0, buffers = 0, states = 0, constants = 0, data = 0,
            arena = 0;
+  /// The target library's device memory besides the plan, once per process
+  /// (CUDA: cuBLAS's workspace), and the largest scratch buffer a kernel of
+  /// the entry works in (in the arena: planned by ztc-plan-scratch).
+  uint64_t reserved = 0, scratch = 0;
   uint64_t total() const {
-    return params + buffers + states + copies + constants + data + arena;
+    return params + buffers + states + copies + constants + data + arena +
+           reserved;
   }
   /// The entry's ops, and the op at which the most arena bytes are live.
   uint64_t ops = 0, peakAt = 0;

@@ -58,4 +58,9 @@ class Kernel_Op<string mnemonic, list<Trait> traits = []>
 /// A buffer: a statically shaped memref with the identity layout.
 def Kernel_Buffer : StaticShapeMemRefOf<[AnyType]>;
 
+/// A library kernel's scratch memory: bytes.
+def Kernel_ScratchBuffer :
+    AllOfType<[StaticShapeMemRefOf<[I8]>, MemRefRankOf<[I8], [1]>],
+              "1-D static memref of i8", "::mlir::MemRefType">;
+
 #endif // ZTC_DIALECTS_KERNEL_IR_KERNELBASE_TD

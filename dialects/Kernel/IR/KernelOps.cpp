@@ -50,9 +50,9 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   // The plan's figures on a step function (ztc-convert-nn-to-kernel,
-  // ztc-plan-memory).
+  // ztc-plan-scratch, ztc-plan-memory).
   if (name == "kernel.arena_bytes" || name == "kernel.unplanned_bytes" ||
-      name == "kernel.tensor_bytes") {
+      name == "kernel.tensor_bytes" || name == kReservedBytesAttr) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!bytes || bytes.getInt() < 0)
       return op->emitError("'") << name << "' must be a non-negative integer";
@@ -195,6 +195,17 @@ Attribute configAttr(CallOp call, StringRef name, ConfigKind kind) {
 }
 
 } // namespace
+
+bool LibraryKernel::takesScratch() const {
+  switch (id) {
+#define ZTC_SCRATCH(name, bytes)                                               \
+  case LibraryKernelId::name:                                                  \
+    return true;
+#include "runtime/kernels/Library.def"
+  default:
+    return false;
+  }
+}
 
 unsigned LibraryKernel::minInputs() const {
   return llvm::count_if(inputs, [](char c) { return llvm::isUpper(c); });
@@ -556,6 +567,10 @@ LogicalResult CallOp::verify() {
            << getCallee() << "' takes " << kernel->minInputs() << " to "
            << kernel->maxInputs() << " inputs and " << kernel->outputs.size()
            << " outputs, got " << inputs << " and " << getOutputs().size();
+  if (getScratch() && !kernel->takesScratch())
+    return emitOpError("'") << getCallee()
+                            << "' takes no scratch memory (Library.def has no "
+                               "ZTC_SCRATCH row for it)";
   Type elem = cast<MemRefType>(getOutputs()[0].getType()).getElementType();
   Type index;
   auto check = [&](StringRef side, unsigned i, Value v,

@@ -78,6 +78,9 @@ struct LibraryKernel {
 
   unsigned minInputs() const;
   unsigned maxInputs() const { return inputs.size(); }
+  /// Whether its CUDA kernel works in planned scratch (a ZTC_SCRATCH row):
+  /// ztc-plan-scratch gives its calls a `scratch` operand.
+  bool takesScratch() const;
   /// The field named `name`, or null.
   const ConfigField *field(llvm::StringRef name) const;
 };
@@ -115,6 +118,12 @@ llvm::StringRef configString(CallOp call, llvm::StringRef name);
 /// intermediates; see ztc-convert-nn-to-kernel). Without it every
 /// half-precision result is rounded, as its op alone would round it.
 inline constexpr llvm::StringLiteral kUnroundedAttr = "kernel.unrounded";
+
+/// On an entry (ztc-plan-scratch): the bytes of device memory the target's
+/// kernel library holds besides the plan, once per process (cuBLAS's
+/// workspace), which the step's footprint counts with the arena.
+inline constexpr llvm::StringLiteral kReservedBytesAttr =
+    "kernel.reserved_bytes";
 
 /// A reduction's space (kernel.reduce) as three groups of dimensions, in
 /// order: reduced, kept, reduced, each given by its element count (1 when

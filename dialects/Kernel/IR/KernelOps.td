@@ -274,22 +274,43 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
     attributes (axes, strides, ...). The verifier checks the callee and its
     arity; shapes were verified on the `nn` op it came from.
 
+    `scratch`, given by `ztc-plan-scratch` to the kernels that declare it
+    (the ZTC_SCRATCH rows of runtime/kernels/Library.def), is device memory
+    of the plan the CUDA kernel works in (a convolution's columns, a long
+    reduction's partial sums); its contents after the call are undefined.
+
     Example:
 
     ```mlir
     kernel.call "matmul" ins(%a, %b : memref<8x64xf32>, memref<64x10xf32>)
                          outs(%c : memref<8x10xf32>) {config = {}}
+    kernel.call "reduce_sum" ins(%x : memref<4096x64xf32>)
+                             outs(%y : memref<64xf32>)
+                             scratch(%s : memref<8192xi8>)
+                             {config = {axes = [0], keepdims = false}}
     ```
   }];
-  // Reads its inputs, writes its outputs (see ElementwiseOp).
+  // Reads its inputs, writes its outputs (see ElementwiseOp) and its
+  // scratch, which it leaves undefined.
   let arguments = (ins StrAttr:$callee,
                    Arg<Variadic<Kernel_Buffer>, "", [MemRead]>:$inputs,
                    Arg<Variadic<Kernel_Buffer>, "", [MemWrite]>:$outputs,
+                   Arg<Optional<Kernel_ScratchBuffer>, "", [MemWrite]>:$scratch,
                    DefaultValuedAttr<DictionaryAttr, "{}">:$config);
   let assemblyFormat = [{
     $callee `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`
-    type($outputs) `)` attr-dict
+    type($outputs) `)` (`scratch` `(` $scratch^ `:` type($scratch) `)`)?
+    attr-dict
   }];
+  // Calls are made without scratch; ztc-plan-scratch adds it.
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$callee, "::mlir::ValueRange":$inputs,
+                   "::mlir::ValueRange":$outputs,
+                   "::mlir::DictionaryAttr":$config), [{
+      build($_builder, $_state, callee, inputs, outputs, ::mlir::Value(),
+            config);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

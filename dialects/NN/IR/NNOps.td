@@ -578,7 +578,7 @@ def NN_ModeSelectOp : NN_Op<"mode_select",
 def NN_MatMulOp : NN_Op<"matmul", !listconcat(NN_InferredResult,
     [NN_HalfCompute, NN_CustomFlops,
      // ztc-fold-transposes sets the transposes on the call.
-     NN_LibraryCall<"matmul", [], ["transpose_a", "transpose_b"]>])> {
+     NN_LibraryCall<"matmul", [], ["transpose_a", "transpose_b", "tf32"]>])> {
   let summary = "batched matrix product";
   let description = [{
     Multiplies `a` of shape `[..., M, K]` by `b` of shape `[..., K, N]`,
@@ -646,7 +646,7 @@ def NN_MatMulNf4Op : NN_Op<"matmul_nf4", !listconcat(NN_InferredResult,
 def NN_Conv2dOp : NN_Op<"conv2d", !listconcat(NN_InferredResult,
     [NN_HalfCompute, NN_CustomFlops,
      NN_LibraryCall<"conv2d", ["strides", "pads", "dilations", "group",
-                               "channels_last"]>])> {
+                               "channels_last"], ["tf32"]>])> {
   let summary = "2-D grouped convolution (cross-correlation)";
   let description = [{
     Convolves `input` of shape `[N, C, H, W]` with `weight` of shape
@@ -1220,7 +1220,7 @@ def NN_Conv2dBackwardDataOp
     [NN_FollowCompute, NN_CustomFlops,
      NN_LibraryCall<"conv2d_backward_data",
                     ["input_size", "strides", "pads", "dilations", "group",
-                     "channels_last"]>])> {
+                     "channels_last"], ["tf32"]>])> {
   let summary = "gradient of nn.conv2d with respect to its input";
   let description = [{
     The transposed convolution that takes the gradient `grad_output`
@@ -1257,7 +1257,7 @@ def NN_Conv2dBackwardFilterOp
     [NN_FollowCompute, NN_CustomFlops,
      NN_LibraryCall<"conv2d_backward_filter",
                     ["kernel", "strides", "pads", "dilations", "group",
-                     "channels_last"]>])> {
+                     "channels_last"], ["tf32"]>])> {
   let summary = "gradient of nn.conv2d with respect to its weight";
   let description = [{
     The gradient of an `nn.conv2d`'s weight: `dw[o, c, kh, kw]` is the sum

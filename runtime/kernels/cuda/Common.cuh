@@ -4,8 +4,8 @@
 // headers beside this one share: the math and tree-reduction helpers, the
 // error state on the host and the device (lastError, clearError, and
 // collectErrors, which every entry ends with), the two launchers every
-// kernel body runs through, stream-ordered scratch memory, float arithmetic
-// rounded as on the CPU with bitsandbytes' code books, and the
+// kernel body runs through, a call's part of its planned scratch, float
+// arithmetic rounded as on the CPU with bitsandbytes' code books, and the
 // training-state kernels.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +15,7 @@
 
 #include "../Dims.h"
 #include "../Half.h"
+#include "../Library.h"
 #include "../Numeric.h"
 #include "../StepAbi.h"
 #include "../StepError.h"
@@ -342,32 +343,20 @@ void launchRows(int64_t rows, int64_t rowLength, const Body &body,
 #endif
 }
 
-/// `count` elements of scratch device memory, stream-ordered; nullptr (and
-/// an error recorded) on failure.
+/// Bytes [offset, offset + bytes) of a call's planned scratch as a T
+/// array; nullptr, with an error recorded, when the call was given less
+/// (its scratch operand missing, or smaller than its plan).
 template <typename T>
-T *allocateScratch(int64_t count, cudaStream_t stream, const char *kernel) {
-  size_t bytes = static_cast<size_t>(count) * sizeof(T);
-#if defined(ZTC_CUDA_HOST_EMULATION)
-  (void)stream;
-  (void)kernel;
-  return static_cast<T *>(std::malloc(bytes ? bytes : 1));
-#else
-  void *memory = nullptr;
-  if (!checkCuda(cudaMallocAsync(&memory, bytes ? bytes : 1, stream),
-                 "cudaMallocAsync", kernel))
+T *scratchPart(const Scratch &scratch, int64_t offset, int64_t bytes,
+               const char *kernel) {
+  if (offset + bytes > scratch.bytes || !scratch.data) {
+    recordError(
+        std::string(kernel) + ": needs " + std::to_string(offset + bytes) +
+        " bytes of scratch memory, was given " + std::to_string(scratch.bytes) +
+        " (its artifact's memory plan gives it less: recompile it)");
     return nullptr;
-  return static_cast<T *>(memory);
-#endif
-}
-
-inline void freeScratch(void *memory, cudaStream_t stream, const char *kernel) {
-#if defined(ZTC_CUDA_HOST_EMULATION)
-  (void)stream;
-  (void)kernel;
-  std::free(memory);
-#else
-  checkCuda(cudaFreeAsync(memory, stream), "cudaFreeAsync", kernel);
-#endif
+  }
+  return reinterpret_cast<T *>(static_cast<char *>(scratch.data) + offset);
 }
 
 //===----------------------------------------------------------------------===//

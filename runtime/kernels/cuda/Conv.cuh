@@ -2,8 +2,8 @@
 //
 // conv2d and its gradients conv2dBackwardData and conv2dBackwardFilter over
 // NCHW tensors: im2col and products (Linalg.cuh) over as many images as fit
-// in convScratchBytes(), or direct sums where a product cannot serve; every
-// body reads the window of Window.h.
+// in the call's planned scratch (Scratch.h), or direct sums where a product
+// cannot serve; every body reads the window of Window.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,7 @@
 
 #include "Common.cuh"
 #include "Linalg.cuh"
+#include "Scratch.h"
 
 #include "../Dims.h"
 #include "../Library.h"
@@ -34,36 +35,6 @@ inline bool rejectChannelsLast(bool channelsLast, const char *kernel) {
     recordError(std::string(kernel) +
                 ": channels_last is not supported: the CUDA kernels take NCHW");
   return channelsLast;
-}
-
-/// The most scratch bytes a convolution (or its gradient) takes at once; it
-/// works through the batch in chunks of images that fit. A variable so
-/// tests can lower it and cover the chunked path.
-inline int64_t &convScratchBytes() {
-  static int64_t bytes = int64_t(256) << 20;
-  return bytes;
-}
-
-/// How many of `batch` images, each `perImage` elements of T, fit in
-/// convScratchBytes(): at least 1.
-template <typename T> int64_t imagesPerChunk(int64_t perImage, int64_t batch) {
-  int64_t chunk =
-      convScratchBytes() / (perImage > 0 ? perImage * int64_t(sizeof(T)) : 1);
-  return chunk < 1 ? 1 : chunk > batch ? batch : chunk;
-}
-
-/// conv2d's geometry: its window (Window.h) and its channels.
-struct ConvPlan : Window2d {
-  int64_t channels, outChannels, groupChannels, groupOut;
-};
-
-/// conv2d's plan from its input, weight and output shapes.
-inline ConvPlan convPlan(const Dims &xDims, const Dims &wDims,
-                         const Dims &yDims, const int64_t *strides,
-                         const int64_t *pads, const int64_t *dilations,
-                         int64_t group) {
-  return {window2d(xDims, yDims, wDims.d + 2, strides, pads, dilations),
-          xDims.d[1], wDims.d[0], wDims.d[1], wDims.d[0] / group};
 }
 
 /// cols[image][c * kH * kW + kh * kW + kw][oh * outW + ow] for the images
@@ -287,7 +258,8 @@ template <typename T> struct ConvBackwardFilterBody {
 template <typename T>
 void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
             const T *bias, const Dims &, T *y, const Dims &yDims,
-            const Conv2dParams &params, cudaStream_t stream) {
+            const Conv2dParams &params, const Scratch &scratch,
+            cudaStream_t stream) {
   if (detail::rejectChannelsLast(params.channels_last, "conv2d"))
     return;
   const int64_t *strides = params.strides.data, *pads = params.pads.data,
@@ -301,23 +273,23 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
   if (batch == 0 || p.outChannels == 0 || pixels == 0)
     return;
 
-  // Short patches (depthwise, first layers) and integers: sum directly.
-  constexpr int64_t kDirectPatch = 32;
-  if (!detail::kCublasType<T> || patch <= kDirectPatch) {
+  // Integers and short patches (depthwise, first layers) sum directly;
+  // the rest is im2col + GEMM per group, over as many images at a time as
+  // the call's columns hold (1x1 windows multiply the input as is).
+  scratch::ConvColumns plan =
+      scratch::conv2dColumns<T>(xDims, wDims, yDims, params, scratch.bytes);
+  if (!plan.product) {
     detail::launchElements(batch * p.outChannels * pixels,
                            detail::DirectConvBody<T>{x, w, bias, y, p}, stream,
                            "conv2d");
     return;
   }
-
-  // im2col + GEMM per group, over as many images at a time as fit in
-  // convScratchBytes() of columns.
   bool direct = p.readsInputAsIs();
   int64_t imageCols = p.channels * p.kH * p.kW * pixels;
-  int64_t chunk = detail::imagesPerChunk<T>(imageCols, batch);
+  int64_t chunk = plan.chunk;
   T *cols = nullptr;
   if (!direct) {
-    cols = detail::allocateScratch<T>(chunk * imageCols, stream, "conv2d");
+    cols = detail::scratchPart<T>(scratch, 0, plan.bytes, "conv2d");
     if (!cols)
       return;
   }
@@ -346,11 +318,9 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
                        g * (direct ? p.groupChannels * pixels : patch * pixels),
                    output + g * p.groupOut * pixels,
                    {images, p.groupOut, pixels, patch, patch, pixels, pixels, 0,
-                    operandStride, imageOut},
+                    operandStride, imageOut, false, false, params.tf32},
                    bias != nullptr, stream, "conv2d");
   }
-  if (cols)
-    detail::freeScratch(cols, stream, "conv2d");
 }
 
 //===----------------------------------------------------------------------===//
@@ -361,7 +331,7 @@ template <typename T>
 void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
                         const Dims &wDims, T *gx, const Dims &gxDims,
                         const Conv2dBackwardDataParams &params,
-                        cudaStream_t stream) {
+                        const Scratch &scratch, cudaStream_t stream) {
   if (detail::rejectChannelsLast(params.channels_last, "conv2dBackwardData"))
     return;
   const int64_t *strides = params.strides.data, *pads = params.pads.data,
@@ -376,16 +346,17 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
   // f32 and f64: per image, the columns' gradient w^T * gy (one product
   // per group), then col2im. Half types keep the direct sum, which rounds
   // once (the columns would round each partial sum to the half type).
-  if (!(std::is_same_v<T, float> || std::is_same_v<T, double>) || batch == 0 ||
-      pixels == 0 || p.groupOut == 0) {
+  scratch::ConvColumns plan = scratch::conv2dBackwardDataColumns<T>(
+      gyDims, wDims, gxDims, params, scratch.bytes);
+  if (!plan.product) {
     detail::launchElements(gxDims.numElements(),
                            detail::ConvBackwardDataBody<T>{gy, w, gx, p},
                            stream, "conv2dBackwardData");
     return;
   }
-  int64_t chunk = detail::imagesPerChunk<T>(rows * pixels, batch);
-  T *cols = detail::allocateScratch<T>(chunk * rows * pixels, stream,
-                                       "conv2dBackwardData");
+  int64_t chunk = plan.chunk;
+  T *cols =
+      detail::scratchPart<T>(scratch, 0, plan.bytes, "conv2dBackwardData");
   if (!cols)
     return;
   int64_t imageIn = p.channels * p.height * p.width;
@@ -397,7 +368,8 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
                    gy + first * imageOut + g * p.groupOut * pixels,
                    cols + g * patch * pixels,
                    {images, patch, pixels, p.groupOut, patch, pixels, pixels, 0,
-                    imageOut, rows * pixels, /*transA=*/true, false},
+                    imageOut, rows * pixels, /*transA=*/true, false,
+                    params.tf32},
                    false, stream, "conv2dBackwardData");
     detail::launchElements(
         images * imageIn,
@@ -405,14 +377,13 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
                               detail::indexMath(images * imageIn)},
         stream, "conv2dBackwardData");
   }
-  detail::freeScratch(cols, stream, "conv2dBackwardData");
 }
 
 template <typename T>
 void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
                           const Dims &gyDims, T *gw, const Dims &gwDims,
                           const Conv2dBackwardFilterParams &params,
-                          cudaStream_t stream) {
+                          const Scratch &scratch, cudaStream_t stream) {
   if (detail::rejectChannelsLast(params.channels_last, "conv2dBackwardFilter"))
     return;
   const int64_t *strides = params.strides.data, *pads = params.pads.data,
@@ -428,27 +399,24 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
   // gy_g * cols_g^T, with gy and the columns laid out images side by side.
   // Integers, and half types whose batch needs several chunks (each would
   // round the running sum to the half type), keep the direct sum.
-  int64_t chunk =
-      detail::imagesPerChunk<T>((rows + p.outChannels) * pixels, batch);
-  constexpr bool kWide = std::is_same_v<T, float> || std::is_same_v<T, double>;
-  if (!detail::kCublasType<T> || (!kWide && chunk < batch) || batch == 0 ||
-      pixels == 0) {
+  scratch::ConvColumns plan = scratch::conv2dBackwardFilterColumns<T>(
+      xDims, gyDims, gwDims, params, scratch.bytes);
+  if (!plan.product) {
     detail::launchElements(
         gwDims.numElements(),
         detail::ConvBackwardFilterBody<T>{x, gy, gw, p, batch}, stream,
         "conv2dBackwardFilter");
     return;
   }
-  T *cols = detail::allocateScratch<T>(chunk * rows * pixels, stream,
-                                       "conv2dBackwardFilter");
-  T *grads = cols ? detail::allocateScratch<T>(chunk * p.outChannels * pixels,
-                                               stream, "conv2dBackwardFilter")
+  int64_t chunk = plan.chunk;
+  T *cols = detail::scratchPart<T>(scratch, 0, plan.gradsOffset,
+                                   "conv2dBackwardFilter");
+  T *grads = cols ? detail::scratchPart<T>(scratch, plan.gradsOffset,
+                                           plan.bytes - plan.gradsOffset,
+                                           "conv2dBackwardFilter")
                   : nullptr;
-  if (!grads) {
-    if (cols)
-      detail::freeScratch(cols, stream, "conv2dBackwardFilter");
+  if (!grads)
     return;
-  }
   int64_t imageIn = p.channels * p.height * p.width;
   int64_t imageOut = p.outChannels * pixels;
   for (int64_t first = 0; first < batch; first += chunk) {
@@ -468,11 +436,9 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
       detail::gemm(grads + g * p.groupOut * width, cols + g * patch * width,
                    gw + g * p.groupOut * patch,
                    {1, p.groupOut, patch, width, width, width, patch, 0, 0, 0,
-                    false, /*transB=*/true},
+                    false, /*transB=*/true, params.tf32},
                    first > 0, stream, "conv2dBackwardFilter");
   }
-  detail::freeScratch(grads, stream, "conv2dBackwardFilter");
-  detail::freeScratch(cols, stream, "conv2dBackwardFilter");
 }
 
 } // namespace ztc::cuda

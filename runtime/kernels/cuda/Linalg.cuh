@@ -11,6 +11,7 @@
 #define ZTC_RUNTIME_KERNELS_CUDA_LINALG_CUH
 
 #include "Common.cuh"
+#include "Scratch.h"
 
 #include "../Blockwise8bit.h"
 #include "../Dims.h"
@@ -42,6 +43,9 @@ struct GemmShape {
   int64_t batch, m, n, k, lda, ldb, ldc, strideA, strideB, strideC;
   /// A is stored [k, m] (B: [n, k]); lda (ldb) is the stored row length.
   bool transA = false, transB = false;
+  /// f32 only: cuBLAS may multiply on TF32 tensor cores (inputs rounded to
+  /// 10 mantissa bits, sums in f32), as PyTorch's allow_tf32.
+  bool tf32 = false;
 };
 
 /// One output element per call, accumulated in ComputeT<T> (the CPU gemm's
@@ -69,11 +73,6 @@ template <typename T> struct GemmBody {
   }
 };
 
-template <typename T>
-constexpr bool kCublasType =
-    std::is_same_v<T, float> || std::is_same_v<T, double> ||
-    std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
-
 #if !defined(ZTC_CUDA_HOST_EMULATION)
 inline bool checkCublas(cublasStatus_t status, const char *call,
                         const char *kernel) {
@@ -91,16 +90,24 @@ inline std::mutex &cublasMutex() {
   return mutex;
 }
 
+/// cuBLAS on one device: its handle and the workspace it multiplies in.
+struct CublasDevice {
+  cublasHandle_t handle = nullptr;
+  void *workspace = nullptr;
+};
+
 /// The current device's handle, created on first use (call with
-/// cublasMutex() held); nullptr with an error recorded on failure.
-inline cublasHandle_t cublasHandleForDevice(const char *kernel) {
-  static std::vector<cublasHandle_t> handles;
+/// cublasMutex() held), bound to `stream` with its workspace; nullptr with
+/// an error recorded on failure.
+inline cublasHandle_t cublasHandleOn(cudaStream_t stream, const char *kernel) {
+  static std::vector<CublasDevice> devices;
   int device = 0;
   if (!checkCuda(cudaGetDevice(&device), "cudaGetDevice", kernel))
     return nullptr;
-  if (handles.size() <= static_cast<size_t>(device))
-    handles.resize(device + 1, nullptr);
-  if (!handles[device]) {
+  if (devices.size() <= static_cast<size_t>(device))
+    devices.resize(device + 1);
+  CublasDevice &mine = devices[device];
+  if (!mine.handle) {
     cublasHandle_t handle = nullptr;
     if (!checkCublas(cublasCreate(&handle), "cublasCreate", kernel))
       return nullptr;
@@ -111,9 +118,29 @@ inline cublasHandle_t cublasHandleForDevice(const char *kernel) {
                         CUBLAS_DEFAULT_MATH |
                         CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
         "cublasSetMathMode", kernel);
-    handles[device] = handle;
+    // Its workspace, of the size the plan reserves
+    // (scratch::kCublasWorkspaceBytes), allocated on the first product
+    // (a step's first, direct call: never while a graph is captured) and
+    // kept for the process, so cuBLAS allocates nothing while a step runs
+    // and captured graphs keep a valid pointer. Products run one at a time
+    // (cublasMutex()) on a step's compute stream, so one workspace serves
+    // them all.
+    if (!checkCuda(cudaMalloc(&mine.workspace, scratch::kCublasWorkspaceBytes),
+                   "cudaMalloc (the cuBLAS workspace)", kernel)) {
+      cublasDestroy(handle);
+      return nullptr;
+    }
+    mine.handle = handle;
   }
-  return handles[device];
+  // cublasSetStream puts cuBLAS back on its own default workspace, so the
+  // planned one is set again after it, every time.
+  if (!checkCublas(cublasSetStream(mine.handle, stream), "cublasSetStream",
+                   kernel) ||
+      !checkCublas(cublasSetWorkspace(mine.handle, mine.workspace,
+                                      scratch::kCublasWorkspaceBytes),
+                   "cublasSetWorkspace", kernel))
+    return nullptr;
+  return mine.handle;
 }
 
 template <typename T> cudaDataType_t cublasDataType() {
@@ -145,14 +172,15 @@ void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
   constexpr bool kDouble = std::is_same_v<T, double>;
   using Scalar = std::conditional_t<kDouble, double, float>;
   Scalar alpha = 1, beta = accumulate ? 1 : 0;
-  cublasComputeType_t compute =
-      kDouble ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  cublasComputeType_t compute = kDouble ? CUBLAS_COMPUTE_64F
+                                : std::is_same_v<T, float> && s.tf32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
   cudaDataType_t type = cublasDataType<T>();
 
   std::lock_guard<std::mutex> lock(cublasMutex());
-  cublasHandle_t handle = cublasHandleForDevice(kernel);
-  if (!handle ||
-      !checkCublas(cublasSetStream(handle, stream), "cublasSetStream", kernel))
+  cublasHandle_t handle = cublasHandleOn(stream, kernel);
+  if (!handle)
     return;
   // Batches go in chunks: grids cap the batch count cuBLAS launches.
   constexpr int64_t kMaxBatch = 65535;
@@ -217,7 +245,8 @@ template <typename T> struct Nf4TileBody {
 } // namespace detail
 
 /// c = a @ b, numpy-style (MatmulPlan.h); transpose_a/_b: the operand is
-/// stored with its last two dimensions swapped.
+/// stored with its last two dimensions swapped; tf32: f32 on TF32 tensor
+/// cores.
 template <typename T>
 void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
             const Dims &cDims, const MatmulParams &params,
@@ -229,7 +258,7 @@ void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
   if (p.single) {
     detail::gemm(a, b, c,
                  {1, p.batches * p.m, p.n, p.k, p.lda, p.ldb, p.ldc, 0, 0, 0,
-                  false, p.transB},
+                  false, p.transB, params.tf32},
                  false, stream, "matmul");
     return;
   }
@@ -239,7 +268,7 @@ void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
     p.offsets(o, aOffset, bOffset);
     detail::gemm(a + aOffset, b + bOffset, c + o * p.inner * p.m * p.n,
                  {p.inner, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.strideA,
-                  p.strideB, p.m * p.n, p.transA, p.transB},
+                  p.strideB, p.m * p.n, p.transA, p.transB, params.tf32},
                  false, stream, "matmul");
   }
 }
@@ -250,13 +279,15 @@ void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
 
 /// y = x op(W) for an NF4 weight W of weight_shape [rows, cols]
 /// (CpuKernels.h's matmulNf4): tiles of op(W)'s columns dequantized into
-/// stream-ordered scratch, each multiplied by cuBLAS into its columns of y.
+/// the call's planned scratch, each multiplied by cuBLAS into its columns of
+/// y.
 template <typename T>
 void matmulNf4(const T *x, const Dims &xDims, const int8_t *packedCodes,
                const Dims &, const int8_t *absmaxCodes, const Dims &,
                const float *nested, const Dims &, const float *offset,
                const Dims &, T *y, const Dims &yDims,
-               const MatmulNf4Params &params, cudaStream_t stream) {
+               const MatmulNf4Params &params, const Scratch &scratch,
+               cudaStream_t stream) {
   const auto *packed = reinterpret_cast<const uint8_t *>(packedCodes);
   const auto *absmax = reinterpret_cast<const uint8_t *>(absmaxCodes);
   const int64_t rows = params.weight_shape[0], cols = params.weight_shape[1];
@@ -267,7 +298,8 @@ void matmulNf4(const T *x, const Dims &xDims, const int8_t *packedCodes,
   if (m == 0 || n == 0)
     return;
   const int64_t panel = nf4::tileColumns(k, n);
-  T *tile = detail::allocateScratch<T>(k * panel, stream, "matmul_nf4");
+  T *tile = detail::scratchPart<T>(
+      scratch, 0, scratch::matmulNf4TileBytes<T>(xDims, params), "matmul_nf4");
   if (!tile)
     return;
   detail::Nf4TileBody<T> body;
@@ -293,7 +325,6 @@ void matmulNf4(const T *x, const Dims &xDims, const int8_t *packedCodes,
                  {1, m, width, k, k, inner, n, 0, 0, 0, false, transB}, false,
                  stream, "matmul_nf4");
   }
-  detail::freeScratch(tile, stream, "matmul_nf4");
 }
 
 } // namespace ztc::cuda

@@ -5,7 +5,7 @@
 //
 // RUN: ztc-translate %s --ztc-kernel-to-cuda --verify-diagnostics
 // RUN: ztc-translate %s --ztc-kernel-to-cpu | FileCheck %s
-// CHECK: ztc::cpu::conv2d<float>(b0, ztc::cpu::Dims{1, 4, 4, 1}, b1, ztc::cpu::Dims{1, 1, 1, 1}, nullptr, ztc::cpu::Dims{}, v{{[0-9]+}}, ztc::cpu::Dims{1, 4, 4, 1}, ztc::Conv2dParams{ztc::Ints{c0, 2}, ztc::Ints{c1, 4}, ztc::Ints{c2, 2}, 1, true});
+// CHECK: ztc::cpu::conv2d<float>(b0, ztc::cpu::Dims{1, 4, 4, 1}, b1, ztc::cpu::Dims{1, 1, 1, 1}, nullptr, ztc::cpu::Dims{}, v{{[0-9]+}}, ztc::cpu::Dims{1, 4, 4, 1}, ztc::Conv2dParams{ztc::Ints{c0, 2}, ztc::Ints{c1, 4}, ztc::Ints{c2, 2}, 1, true, false});
 
 func.func @channels_last(%x: memref<1x4x4x1xf32> {train.binding = #train.binding<input "x">}, %w: memref<1x1x1x1xf32> {train.binding = #train.binding<param "w">}) attributes {kernel.arena_bytes = 64 : i64} {
   %0 = kernel.alloc {offset = 0 : i64} : memref<1x4x4x1xf32>

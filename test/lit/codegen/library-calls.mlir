@@ -4,7 +4,7 @@
 // parameter struct with its fields in the row's order; the template
 // parameters are T (the first output's element type) when a letter is T
 // and I (the first integer operand's type) when one is I; CUDA appends the
-// stream. Collectives (kernel.collective) take the step context instead.
+// planned scratch of the kernels that take it, and the stream. Collectives (kernel.collective) take the step context instead.
 //
 // RUN: ztc-translate %s --ztc-kernel-to-cpu | FileCheck %s --check-prefix=CPU
 // RUN: ztc-translate %s --ztc-kernel-to-cuda | FileCheck %s --check-prefix=CUDA
@@ -49,11 +49,20 @@ func.func @calls(
   kernel.call "random_uniform" ins(%key : memref<i64>) outs(%3 : memref<2x3xf32>) {config = {stream = 7 : i64}}
   // reduce_sum: one entry per kind, the axes an array.
   // CPU: ztc::cpu::reduceSum<float>(b0, ztc::cpu::Dims{4, 3}, v{{[0-9]+}}, ztc::cpu::Dims{3}, ztc::ReduceParams{ztc::Ints{c0, 1}, false});
+  // CUDA: ztc::cuda::reduceSum<float>(b0, ztc::cuda::Dims{4, 3}, v{{[0-9]+}}, ztc::cuda::Dims{3}, ztc::ReduceParams{ztc::Ints{c0, 1}, false}, ztc::Scratch{}, stream);
   %4 = kernel.alloc {offset = 512 : i64} : memref<3xf32>
   kernel.call "reduce_sum" ins(%logp : memref<4x3xf32>) outs(%4 : memref<3xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
   // adam8bit: no T letter, no template; five outputs (here in place).
   // CPU: ztc::cpu::adam8bit(b8, ztc::cpu::Dims{16}, b9, ztc::cpu::Dims{16}, b10, ztc::cpu::Dims{16}, b11, ztc::cpu::Dims{1}, b12, ztc::cpu::Dims{16}, b13, ztc::cpu::Dims{1}, b14, ztc::cpu::Dims{}, b15, ztc::cpu::Dims{}, b8, ztc::cpu::Dims{16}, b10, ztc::cpu::Dims{16}, b11, ztc::cpu::Dims{1}, b12, ztc::cpu::Dims{16}, b13, ztc::cpu::Dims{1}, ztc::Adam8bitParams{9.0000000000000002e-01, 9.9900000000000000e-01, 1.0000000000000000e-08, 0.0000000000000000e+00});
   kernel.call "adam8bit" ins(%p, %g, %m, %ms, %v, %vs, %lr, %step : memref<16xf32>, memref<16xf32>, memref<16xi8>, memref<1xf32>, memref<16xi8>, memref<1xf32>, memref<f32>, memref<f32>) outs(%p, %m, %ms, %v, %vs : memref<16xf32>, memref<16xi8>, memref<1xf32>, memref<16xi8>, memref<1xf32>) {config = {beta1 = 9.000000e-01 : f64, beta2 = 9.990000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 0.000000e+00 : f64}}
+  // Planned scratch (ztc-plan-scratch): CUDA passes it after the
+  // parameters, a kernel of a ZTC_SCRATCH row given none gets an empty one
+  // (reduce_sum above); the CPU's kernels take none.
+  // CPU: ztc::cpu::reduceMax<float>(b0, ztc::cpu::Dims{4, 3}, v{{[0-9]+}}, ztc::cpu::Dims{3}, ztc::ReduceParams{ztc::Ints{c0, 1}, false});
+  // CUDA: ztc::cuda::reduceMax<float>(b0, ztc::cuda::Dims{4, 3}, v{{[0-9]+}}, ztc::cuda::Dims{3}, ztc::ReduceParams{ztc::Ints{c0, 1}, false}, ztc::Scratch{v{{[0-9]+}}, 512}, stream);
+  %s = kernel.alloc {offset = 3072 : i64} : memref<512xi8>
+  %r = kernel.alloc {offset = 3584 : i64} : memref<3xf32>
+  kernel.call "reduce_max" ins(%logp : memref<4x3xf32>) outs(%r : memref<3xf32>) scratch(%s : memref<512xi8>) {config = {axes = array<i64: 0>, keepdims = false}}
   // A collective: the context, the two buffers, the smaller side's count.
   // CPU: ztc::cpu::allReduce<float>(ctx, b8, v{{[0-9]+}}, 16);
   // CUDA: ztc::cuda::allReduce<float>(ctx, b8, v{{[0-9]+}}, 16, stream);

@@ -32,6 +32,25 @@ namespace {
 using Shape = std::vector<int64_t>;
 constexpr cudaStream_t kStream = nullptr;
 
+/// A call's scratch as the compiler plans it (Scratch.h's ZTC_SCRATCH
+/// functions), on the host: a kernel given too little records an error,
+/// so every comparison below also checks the plan covers the kernel.
+struct PlannedScratch {
+  std::vector<char> memory;
+  explicit PlannedScratch(int64_t bytes) : memory(bytes) {}
+  ztc::Scratch get() {
+    return {memory.empty() ? nullptr : memory.data(),
+            static_cast<int64_t>(memory.size())};
+  }
+};
+
+/// The convolutions' budget for columns: lowered to one image's worth by
+/// the chunked tests, so the products accumulate over chunks.
+int64_t &convBudget() {
+  static int64_t budget = gpu::scratch::kConvColumnsBytes;
+  return budget;
+}
+
 int64_t numel(const Shape &shape) {
   int64_t count = 1;
   for (int64_t dim : shape)
@@ -279,9 +298,13 @@ template <typename T> void checkConvs() {
     cpu::conv2d<T>(x.data(), cpuDims(c.x), w.data(), cpuDims(c.w),
                    c.bias ? bias.data() : nullptr, cpuDims(biasShape),
                    expected.data(), cpuDims(yShape), params);
+    const gpu::Dims ins[] = {gpuDims(c.x), gpuDims(c.w), gpuDims(biasShape)};
+    const gpu::Dims outs[] = {gpuDims(yShape)};
+    PlannedScratch scratch(gpu::scratch::conv2dBytes<T>(ins, outs, params));
     gpu::conv2d<T>(x.data(), gpuDims(c.x), w.data(), gpuDims(c.w),
                    c.bias ? bias.data() : nullptr, gpuDims(biasShape),
-                   actual.data(), gpuDims(yShape), params, kStream);
+                   actual.data(), gpuDims(yShape), params, scratch.get(),
+                   kStream);
     expectClose(actual, expected,
                 "conv2d " + describe(c.x) + " * " + describe(c.w));
   }
@@ -290,6 +313,30 @@ template <typename T> void checkConvs() {
 TEST(CudaKernelsTest, Conv2dFloat) { checkConvs<float>(); }
 TEST(CudaKernelsTest, Conv2dF16) { checkConvs<f16>(); }
 TEST(CudaKernelsTest, Conv2dInt64) { checkConvs<int64_t>(); }
+
+// A convolution given less scratch than its plan writes nothing and says
+// how much it needed: 2 images of 8 * 3 * 3 rows by 7 * 6 pixels of
+// columns, in f32, would fit; none does not.
+TEST(CudaKernelsTest, Conv2dNamesTheScratchItLacks) {
+  const ConvCase c = convCases()[1];
+  Shape yShape = convOutput(c);
+  std::vector<float> x(numel(c.x), 1.0f), w(numel(c.w), 1.0f),
+      y(numel(yShape), -3.0f);
+  const ztc::Conv2dParams params{ztc::Ints{c.strides}, ztc::Ints{c.pads},
+                                 ztc::Ints{c.dilations}, c.group, false};
+  const gpu::Dims ins[] = {gpuDims(c.x), gpuDims(c.w), gpuDims({})};
+  const gpu::Dims outs[] = {gpuDims(yShape)};
+  int64_t planned = gpu::scratch::conv2dBytes<float>(ins, outs, params);
+  EXPECT_EQ(planned, 2 * 8 * 3 * 3 * 7 * 6 * int64_t(sizeof(float)));
+  gpu::conv2d<float>(x.data(), gpuDims(c.x), w.data(), gpuDims(c.w), nullptr,
+                     gpuDims({}), y.data(), gpuDims(yShape), params,
+                     ztc::Scratch{}, kStream);
+  EXPECT_EQ(takeError(), "conv2d: needs " + std::to_string(planned / 2) +
+                             " bytes of scratch memory, was given 0 (its "
+                             "artifact's memory plan gives it less: "
+                             "recompile it)");
+  EXPECT_EQ(y[0], -3.0f);
+}
 
 //===----------------------------------------------------------------------===//
 // Pooling and normalization
@@ -433,7 +480,11 @@ void checkReduce(const Shape &shape, const std::vector<T> &x, uint64_t mask) {
       kept.push_back(shape[i]);
   std::vector<T> expected(numel(kept), T(7.0f)), actual(numel(kept), T(-3.0f));
   cpu::reduce<T, CpuKind>(x.data(), cpuDims(shape), mask, expected.data());
-  gpu::reduce<T, Kind>(x.data(), gpuDims(shape), mask, actual.data(), kStream);
+  using Acc = gpu::detail::ReduceAcc<T, Kind>;
+  PlannedScratch scratch(gpu::scratch::reducePartialsBytes<Acc>(
+      gpu::detail::reducePlan(gpuDims(shape), mask)));
+  gpu::reduce<T, Kind>(x.data(), gpuDims(shape), mask, actual.data(),
+                       scratch.get(), kStream);
   expectClose(actual, expected,
               "reduce " + std::to_string(static_cast<int>(Kind)) + " of " +
                   describe(shape) + " mask " + std::to_string(mask));
@@ -665,9 +716,13 @@ template <typename T> void checkConvGradients() {
     cpu::conv2dBackwardData<T>(gy.data(), cpuDims(yShape), w.data(),
                                cpuDims(c.w), expected.data(), cpuDims(c.x),
                                dataParams);
+    PlannedScratch dataScratch(gpu::scratch::conv2dBackwardDataColumns<T>(
+                                   gpuDims(yShape), gpuDims(c.w), gpuDims(c.x),
+                                   dataParams, convBudget())
+                                   .bytes);
     gpu::conv2dBackwardData<T>(gy.data(), gpuDims(yShape), w.data(),
                                gpuDims(c.w), actual.data(), gpuDims(c.x),
-                               dataParams, kStream);
+                               dataParams, dataScratch.get(), kStream);
     expectClose(actual, expected, "conv2dBackwardData " + what);
     std::vector<T> expectedW(numel(c.w), T(7.0f)),
         actualW(numel(c.w), T(-3.0f));
@@ -678,9 +733,13 @@ template <typename T> void checkConvGradients() {
     cpu::conv2dBackwardFilter<T>(x.data(), cpuDims(c.x), gy.data(),
                                  cpuDims(yShape), expectedW.data(),
                                  cpuDims(c.w), filterParams);
+    PlannedScratch filterScratch(gpu::scratch::conv2dBackwardFilterColumns<T>(
+                                     gpuDims(c.x), gpuDims(yShape),
+                                     gpuDims(c.w), filterParams, convBudget())
+                                     .bytes);
     gpu::conv2dBackwardFilter<T>(x.data(), gpuDims(c.x), gy.data(),
                                  gpuDims(yShape), actualW.data(), gpuDims(c.w),
-                                 filterParams, kStream);
+                                 filterParams, filterScratch.get(), kStream);
     expectClose(actualW, expectedW, "conv2dBackwardFilter " + what);
   }
 }
@@ -690,10 +749,9 @@ TEST(CudaKernelsTest, ConvGradientsF16) { checkConvGradients<f16>(); }
 
 // One image per chunk of scratch: the products accumulate over chunks.
 template <typename T> void checkConvGradientsInChunks() {
-  int64_t saved = gpu::detail::convScratchBytes();
-  gpu::detail::convScratchBytes() = 1;
+  convBudget() = 1;
   checkConvGradients<T>();
-  gpu::detail::convScratchBytes() = saved;
+  convBudget() = gpu::scratch::kConvColumnsBytes;
 }
 TEST(CudaKernelsTest, ConvGradientsFloatInChunks) {
   checkConvGradientsInChunks<float>();
@@ -931,9 +989,13 @@ TEST(CudaKernelsTest, MatmulNf4MatchesTheCpu) {
     cpu::matmulNf4<float>(x.data(), {m, k}, packedCodes, packedDims, scaleCodes,
                           codeDims, nested.data(), nestedDims, &offset,
                           offsetDims, cpuY.data(), {m, out}, config);
+    const gpu::Dims ins[] = {{m, k}};
+    PlannedScratch scratch(
+        gpu::scratch::matmulNf4Bytes<float>(ins, nullptr, config));
     gpu::matmulNf4<float>(x.data(), {m, k}, packedCodes, packedDims, scaleCodes,
                           codeDims, nested.data(), nestedDims, &offset,
-                          offsetDims, gpuY.data(), {m, out}, config, kStream);
+                          offsetDims, gpuY.data(), {m, out}, config,
+                          scratch.get(), kStream);
     for (int64_t j = 0; j < out; ++j) {
       float weight = dense[transB ? j * cols + 5 : 5 * cols + j];
       ASSERT_EQ(gpuY[j], weight) << "column " << j;

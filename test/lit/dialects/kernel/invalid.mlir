@@ -256,3 +256,19 @@ func.func @reduce_yield_type(%x: memref<4x3xf32>, %y: memref<3xbf16>) {
   }
   return
 }
+
+// -----
+
+func.func @scratch_of_a_kernel_without(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, %s: memref<64xi8>) {
+  // expected-error @+1 {{'kernel.call' op 'matmul' takes no scratch memory (Library.def has no ZTC_SCRATCH row for it)}}
+  kernel.call "matmul" ins(%a, %b : memref<4x8xf32>, memref<8x4xf32>) outs(%c : memref<4x4xf32>) scratch(%s : memref<64xi8>) {config = {}}
+  return
+}
+
+// -----
+
+func.func @scratch_of_floats(%x: memref<65536x4xf32>, %y: memref<4xf32>, %s: memref<128xf32>) {
+  // expected-error @+1 {{'kernel.call' op operand #2 must be 1-D static memref of i8}}
+  kernel.call "reduce_sum" ins(%x : memref<65536x4xf32>) outs(%y : memref<4xf32>) scratch(%s : memref<128xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  return
+}

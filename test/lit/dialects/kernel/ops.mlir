@@ -59,3 +59,17 @@ func.func @checks(%h: memref<4xf16>) {
   kernel.check_finite update %h {node = "", op = "sub"} : memref<4xf16>
   return
 }
+
+// -----
+
+// A call with the scratch memory its CUDA kernel works in
+// (ztc-plan-scratch).
+// CHECK-LABEL: func.func @scratch
+// CHECK: %[[S:.+]] = kernel.alloc {offset = 0 : i64} : memref<512xi8>
+// CHECK: kernel.call "reduce_sum" ins(%{{.+}} : memref<65536x4xf32>) outs(%{{.+}} : memref<4xf32>) scratch(%[[S]] : memref<512xi8>) {config = {axes = array<i64: 0>, keepdims = false}}
+func.func @scratch(%x: memref<65536x4xf32>) -> memref<4xf32> {
+  %s = kernel.alloc {offset = 0 : i64} : memref<512xi8>
+  %y = kernel.alloc {offset = 512 : i64} : memref<4xf32>
+  kernel.call "reduce_sum" ins(%x : memref<65536x4xf32>) outs(%y : memref<4xf32>) scratch(%s : memref<512xi8>) {config = {axes = array<i64: 0>, keepdims = false}}
+  return %y : memref<4xf32>
+}

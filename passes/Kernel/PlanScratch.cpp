@@ -1,0 +1,166 @@
+//===- PlanScratch.cpp - the ztc-plan-scratch pass ------------------------===//
+//
+// Gives each library call whose CUDA kernel works in scratch memory a buffer
+// of the plan, sized by the kernel's own arithmetic
+// (runtime/kernels/cuda/Scratch.h). See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/Kernel/IR/KernelOps.h"
+#include "runtime/kernels/cuda/Scratch.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_PLANSCRATCHPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// A call's parameter struct, read from its config (Library.def's fields)
+//===----------------------------------------------------------------------===//
+
+struct ConfigReader {
+  /// Mutable: ODS's accessors are not const.
+  mutable kernel::CallOp call;
+
+  ::ztc::library::Int readInt(StringRef name) const {
+    return kernel::configInt(call, name);
+  }
+  bool readBool(StringRef name) const { return kernel::configBool(call, name); }
+  bool readFlag(StringRef name) const { return kernel::configBool(call, name); }
+  double readFloat(StringRef name) const {
+    return kernel::configFloat(call, name);
+  }
+  /// A view of the attribute's storage, which the context keeps.
+  ::ztc::Ints readInts(StringRef name) const {
+    ArrayRef<int64_t> values = kernel::configInts(call, name);
+    return {values.data(), static_cast<int64_t>(values.size())};
+  }
+  ::ztc::MaybeInt readMaybeInt(StringRef name) const {
+    if (!call.getConfig().get(name))
+      return {};
+    return {true, kernel::configInt(call, name)};
+  }
+  ::ztc::Reduction readReduction(StringRef name) const {
+    StringRef reduction = kernel::configString(call, name);
+    return reduction == "none"  ? ::ztc::Reduction::None
+           : reduction == "sum" ? ::ztc::Reduction::Sum
+                                : ::ztc::Reduction::Mean;
+  }
+
+  template <typename Params> Params read() const;
+};
+
+#define ZTC_FIELD(name, Kind) params.name = read##Kind(#name);
+#define ZTC_CONFIG(Name, Fields)                                               \
+  template <>                                                                  \
+  [[maybe_unused]] ::ztc::Name##Params                                         \
+  ConfigReader::read<::ztc::Name##Params>() const {                            \
+    ::ztc::Name##Params params{};                                              \
+    Fields return params;                                                      \
+  }
+#include "runtime/kernels/Library.def"
+
+/// Each kernel's parameter struct, by the kernel's name.
+#define ZTC_KERNEL(name, cpp, inputs, outputs, Config)                         \
+  using name##Params = ::ztc::Config##Params;
+#include "runtime/kernels/Library.def"
+
+//===----------------------------------------------------------------------===//
+// The bytes a call's CUDA kernel works in
+//===----------------------------------------------------------------------===//
+
+::ztc::Dims dimsOf(Value buffer) {
+  ::ztc::Dims dims;
+  for (int64_t extent : cast<MemRefType>(buffer.getType()).getShape())
+    dims.d[dims.rank++] = extent;
+  return dims;
+}
+
+/// The ZTC_SCRATCH function of `call`'s kernel for element type T.
+template <typename T>
+int64_t scratchBytes(kernel::CallOp call, const ::ztc::Dims *inputs,
+                     const ::ztc::Dims *outputs) {
+  ConfigReader config{call};
+  switch (kernel::libraryKernelOf(call).id) {
+#define ZTC_SCRATCH(name, bytes)                                               \
+  case kernel::LibraryKernelId::name:                                          \
+    return ::ztc::cuda::scratch::bytes<T>(inputs, outputs,                     \
+                                          config.read<name##Params>());
+#include "runtime/kernels/Library.def"
+  default:
+    return 0;
+  }
+}
+
+/// The scratch bytes of `call`, whose kernel takes scratch, by the C++ type
+/// of its template parameter (the first output's element type); failure
+/// for an element type the CUDA library has no kernels for.
+FailureOr<int64_t> scratchBytes(kernel::CallOp call) {
+  ::ztc::Dims inputs[8], outputs[8];
+  for (auto [i, input] : llvm::enumerate(call.getInputs()))
+    inputs[i] = dimsOf(input);
+  for (auto [i, output] : llvm::enumerate(call.getOutputs()))
+    outputs[i] = dimsOf(output);
+  Type element =
+      cast<MemRefType>(call.getOutputs().front().getType()).getElementType();
+  if (element.isF32())
+    return scratchBytes<float>(call, inputs, outputs);
+  if (element.isF64())
+    return scratchBytes<double>(call, inputs, outputs);
+  if (element.isF16())
+    return scratchBytes<::ztc::f16>(call, inputs, outputs);
+  if (element.isBF16())
+    return scratchBytes<::ztc::bf16>(call, inputs, outputs);
+  if (element.isSignlessInteger(64))
+    return scratchBytes<int64_t>(call, inputs, outputs);
+  if (element.isSignlessInteger(32))
+    return scratchBytes<int32_t>(call, inputs, outputs);
+  if (element.isSignlessInteger(8))
+    return scratchBytes<int8_t>(call, inputs, outputs);
+  return call.emitOpError("'")
+         << call.getCallee() << "' over " << element
+         << ": the CUDA library has no such kernel to plan scratch for";
+}
+
+struct PlanScratchPass
+    : public mlir::ztc::impl::PlanScratchPassBase<PlanScratchPass> {
+  using PlanScratchPassBase::PlanScratchPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (reservedBytes < 0) {
+      func.emitError("reserved-bytes must not be negative, got ")
+          << static_cast<int64_t>(reservedBytes);
+      return signalPassFailure();
+    }
+    func->setAttr(kernel::kReservedBytesAttr,
+                  IntegerAttr::get(IntegerType::get(func.getContext(), 64),
+                                   static_cast<int64_t>(reservedBytes)));
+    WalkResult result = func.walk([&](kernel::CallOp call) {
+      if (call.getScratch() || !kernel::libraryKernelOf(call).takesScratch())
+        return WalkResult::advance();
+      FailureOr<int64_t> bytes = scratchBytes(call);
+      if (failed(bytes))
+        return WalkResult::interrupt();
+      if (*bytes == 0)
+        return WalkResult::advance();
+      OpBuilder b(call);
+      auto type = MemRefType::get({*bytes}, b.getI8Type());
+      Value scratch =
+          kernel::AllocOp::create(b, call.getLoc(), type, IntegerAttr());
+      call.getScratchMutable().assign(scratch);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,363 @@
+//===- Scratch.h - the CUDA kernels' scratch memory, planned ----*- C++ -*-===//
+//
+// Some CUDA library kernels need device memory beyond their operands: a
+// convolution's columns, a long reduction's partial results, a dequantized
+// tile of an NF4 weight. That memory is planned like every other buffer:
+// ztc-plan-scratch gives each such `kernel.call` a scratch operand, which
+// ztc-plan-memory places in the arena, so the planned peak counts it and no
+// kernel allocates while a step runs. A kernel receives its scratch as a
+// ztc::Scratch and works within it: given less than it asked for, it takes
+// smaller chunks of the batch (or fails with an error naming the bytes).
+//
+// Each function below is the one definition of a kernel's scratch: the pass
+// calls `<kernel>Bytes` with the call's element type, shapes and
+// configuration (the ZTC_SCRATCH rows of Library.def name them), and the
+// kernel calls the plan behind it to lay its scratch out. cuBLAS's
+// workspace is not per call: every process gets kCublasWorkspaceBytes, once,
+// and the plan counts it as reserved.
+//
+// Plain host C++ (no CUDA, no MLIR); under nvcc the plans' members are also
+// device functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CUDA_SCRATCH_H
+#define ZTC_RUNTIME_KERNELS_CUDA_SCRATCH_H
+
+#include "../Dims.h"
+#include "../Library.h"
+#include "../Nf4.h"
+#include "../Numeric.h"
+#include "../Window.h"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace ztc::cuda {
+
+namespace detail {
+
+/// The element types cuBLAS multiplies; other types take the library's own
+/// product (GemmBody) or direct sums.
+template <typename T>
+constexpr bool kCublasType =
+    std::is_same_v<T, float> || std::is_same_v<T, double> ||
+    std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+
+} // namespace detail
+
+namespace scratch {
+
+/// The workspace cuBLAS gets on each device (cublasSetWorkspace), once per
+/// process: NVIDIA's recommendation for Hopper, enough for its split-K and
+/// stream-K kernels on earlier devices too.
+constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
+
+/// The most bytes of columns a convolution plans for: it works through the
+/// batch in chunks of images that fit.
+constexpr int64_t kConvColumnsBytes = int64_t(256) << 20;
+
+/// Where two parts of one scratch buffer start apart: cudaMalloc's own
+/// alignment, so each part is aligned as a buffer of its own.
+constexpr int64_t kAlignment = 256;
+
+inline int64_t alignUp(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+/// How many of `batch` images, `perImage` bytes each, fit in `budget`: at
+/// least 1, at most `batch`. A kernel given the bytes a plan asked for
+/// finds the plan's count again.
+inline int64_t imagesPerChunk(int64_t perImage, int64_t batch, int64_t budget) {
+  int64_t chunk = perImage > 0 ? budget / perImage : batch;
+  return chunk < 1 ? 1 : chunk > batch ? batch : chunk;
+}
+
+} // namespace scratch
+
+namespace detail {
+
+/// conv2d's geometry: its window (Window.h) and its channels.
+struct ConvPlan : Window2d {
+  int64_t channels, outChannels, groupChannels, groupOut;
+};
+
+/// conv2d's plan from its input, weight and output shapes.
+inline ConvPlan convPlan(const Dims &xDims, const Dims &wDims,
+                         const Dims &yDims, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations,
+                         int64_t group) {
+  return {window2d(xDims, yDims, wDims.d + 2, strides, pads, dilations),
+          xDims.d[1], wDims.d[0], wDims.d[1], wDims.d[0] / group};
+}
+
+/// The most elements per output a reduction gives one thread each: a
+/// block's worth (Common.cuh's kThreads).
+constexpr int64_t kReduceThreadElements = 256;
+
+/// reduce's split of the dimensions into kept (outputs) and reduced ones.
+/// Long reductions view each output's elements as rows: the innermost
+/// reduced dimension (`inner` elements, `innerStride` apart) repeated over
+/// the outer reduced dimensions (`outerCount` rows); `segments` blocks share
+/// one output, each taking a range of rows, or of the one row when there
+/// is only one (`splitInner`).
+struct ReducePlan {
+  int64_t keptRank, kept[8], keptStrides[8];
+  int64_t reducedRank, reduced[8], reducedStrides[8];
+  int64_t count; // elements per output
+  int64_t outputs;
+  int64_t inner, innerStride, outerCount, segments;
+  bool splitInner;
+  ZTC_HOST_DEVICE int64_t offsetOf(int64_t rank, const int64_t *dims,
+                                   const int64_t *strides, int64_t flat) const {
+    int64_t offset = 0;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      offset += (flat % dims[i]) * strides[i];
+      flat /= dims[i];
+    }
+    return offset;
+  }
+  ZTC_HOST_DEVICE int64_t keptOffset(int64_t output) const {
+    return offsetOf(keptRank, kept, keptStrides, output);
+  }
+  ZTC_HOST_DEVICE int64_t reducedOffset(int64_t step) const {
+    return offsetOf(reducedRank, reduced, reducedStrides, step);
+  }
+  /// The offset of outer row `row` (the reduced dimensions but the last).
+  ZTC_HOST_DEVICE int64_t outerOffset(int64_t row) const {
+    return offsetOf(reducedRank - 1, reduced, reducedStrides, row);
+  }
+  /// Whether each output's elements fit one thread (no blocks, no
+  /// partial results): up to a block's worth of them.
+  ZTC_HOST_DEVICE bool perThread() const {
+    return count <= kReduceThreadElements;
+  }
+};
+
+/// The bit mask of a reduction's axes (bit i: dimension i is reduced).
+inline uint64_t axesMask(const Ints &axes) {
+  uint64_t mask = 0;
+  for (int64_t axis : axes)
+    mask |= uint64_t(1) << axis;
+  return mask;
+}
+
+/// The plan of a reduction of `dims` over the dimensions whose bit is set in
+/// `axesMask`.
+inline ReducePlan reducePlan(const Dims &dims, uint64_t axesMask) {
+  int64_t strides[8];
+  contiguousStrides(dims, strides);
+  ReducePlan p{};
+  for (int64_t i = 0; i < dims.rank; ++i) {
+    if (axesMask >> i & 1) {
+      p.reducedStrides[p.reducedRank] = strides[i];
+      p.reduced[p.reducedRank++] = dims.d[i];
+    } else {
+      p.keptStrides[p.keptRank] = strides[i];
+      p.kept[p.keptRank++] = dims.d[i];
+    }
+  }
+  // Reduced dimensions adjacent in memory are one: the same elements in the
+  // same order, with longer rows.
+  int64_t merged = 0;
+  for (int64_t i = 0; i < p.reducedRank; ++i) {
+    if (merged > 0 &&
+        p.reducedStrides[merged - 1] == p.reducedStrides[i] * p.reduced[i]) {
+      p.reduced[merged - 1] *= p.reduced[i];
+      p.reducedStrides[merged - 1] = p.reducedStrides[i];
+      continue;
+    }
+    p.reduced[merged] = p.reduced[i];
+    p.reducedStrides[merged++] = p.reducedStrides[i];
+  }
+  p.reducedRank = merged;
+  p.outputs = 1;
+  for (int64_t i = 0; i < p.keptRank; ++i)
+    p.outputs *= p.kept[i];
+  p.count = 1;
+  for (int64_t i = 0; i < p.reducedRank; ++i)
+    p.count *= p.reduced[i];
+  p.segments = 1;
+  if (p.perThread())
+    return p;
+  // Longer ones: a block per segment, with enough segments that the blocks
+  // fill the device (BatchNorm's statistics reduce N*H*W elements into each
+  // of a few dozen channels) and each still reads kSegmentElements or more.
+  constexpr int64_t kBlocks = 1024, kSegmentElements = 4096;
+  p.inner = p.reduced[p.reducedRank - 1];
+  p.innerStride = p.reducedStrides[p.reducedRank - 1];
+  p.outerCount = p.count / p.inner;
+  p.splitInner = p.outerCount == 1;
+  int64_t segments = (kBlocks + p.outputs - 1) / p.outputs;
+  int64_t most = (p.count + kSegmentElements - 1) / kSegmentElements;
+  segments = segments < most ? segments : most;
+  if (!p.splitInner && segments > p.outerCount)
+    segments = p.outerCount;
+  p.segments = segments < 1 ? 1 : segments;
+  return p;
+}
+
+} // namespace detail
+
+namespace scratch {
+
+/// How a convolution works: by products (`product`; else it sums directly)
+/// over `chunk` images at a time, whose columns take `bytes` of scratch (none
+/// where the product reads the input as is); a filter gradient's images side
+/// by side follow its columns at `gradsOffset`.
+struct ConvColumns {
+  bool product = false;
+  int64_t chunk = 0;
+  int64_t bytes = 0;
+  int64_t gradsOffset = 0;
+};
+
+/// conv2d sums patches of at most this many elements directly.
+constexpr int64_t kDirectPatch = 32;
+
+/// conv2d's columns within `budget` bytes: integers and short patches
+/// (depthwise, first layers) sum directly; 1x1 windows that read the input
+/// as is multiply it without columns.
+template <typename T>
+ConvColumns conv2dColumns(const Dims &xDims, const Dims &wDims,
+                          const Dims &yDims, const Conv2dParams &params,
+                          int64_t budget) {
+  detail::ConvPlan p =
+      detail::convPlan(xDims, wDims, yDims, params.strides.data,
+                       params.pads.data, params.dilations.data, params.group);
+  int64_t batch = xDims.d[0];
+  int64_t patch = p.groupChannels * p.kH * p.kW;
+  int64_t pixels = p.outH * p.outW;
+  if (!detail::kCublasType<T> || patch <= kDirectPatch || batch == 0 ||
+      p.outChannels == 0 || pixels == 0)
+    return {};
+  if (p.readsInputAsIs())
+    return {true, batch, 0, 0};
+  int64_t imageCols = p.channels * p.kH * p.kW * pixels * int64_t(sizeof(T));
+  int64_t chunk = imagesPerChunk(imageCols, batch, budget);
+  return {true, chunk, chunk * imageCols, 0};
+}
+
+/// conv2dBackwardData's columns: f32 and f64 go through a product per
+/// image and col2im; half types and integers sum directly (the columns
+/// would round each partial sum).
+template <typename T>
+ConvColumns conv2dBackwardDataColumns(const Dims &gyDims, const Dims &wDims,
+                                      const Dims &gxDims,
+                                      const Conv2dBackwardDataParams &params,
+                                      int64_t budget) {
+  detail::ConvPlan p =
+      detail::convPlan(gxDims, wDims, gyDims, params.strides.data,
+                       params.pads.data, params.dilations.data, params.group);
+  int64_t batch = gxDims.d[0];
+  int64_t pixels = p.outH * p.outW;
+  constexpr bool kWide = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  if (!kWide || batch == 0 || pixels == 0 || p.groupOut == 0)
+    return {};
+  int64_t perImage = p.channels * p.kH * p.kW * pixels * int64_t(sizeof(T));
+  int64_t chunk = imagesPerChunk(perImage, batch, budget);
+  return {true, chunk, chunk * perImage, 0};
+}
+
+/// conv2dBackwardFilter's columns and the output gradient's images side by
+/// side: integers, and half types whose batch needs several chunks (each
+/// would round the running sum to the half type), sum directly.
+template <typename T>
+ConvColumns conv2dBackwardFilterColumns(
+    const Dims &xDims, const Dims &gyDims, const Dims &gwDims,
+    const Conv2dBackwardFilterParams &params, int64_t budget) {
+  detail::ConvPlan p =
+      detail::convPlan(xDims, gwDims, gyDims, params.strides.data,
+                       params.pads.data, params.dilations.data, params.group);
+  int64_t batch = xDims.d[0];
+  int64_t pixels = p.outH * p.outW;
+  int64_t rows = p.channels * p.kH * p.kW;
+  int64_t colsImage = rows * pixels * int64_t(sizeof(T));
+  int64_t gradsImage = p.outChannels * pixels * int64_t(sizeof(T));
+  // The most images whose two parts, the second aligned, fit the budget
+  // (at least one): the same count again when the budget is what it needs.
+  auto need = [&](int64_t images) {
+    return alignUp(images * colsImage) + images * gradsImage;
+  };
+  int64_t chunk = imagesPerChunk(colsImage + gradsImage, batch, budget);
+  while (chunk > 1 && need(chunk) > budget)
+    --chunk;
+  constexpr bool kWide = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  if (!detail::kCublasType<T> || (!kWide && chunk < batch) || batch == 0 ||
+      pixels == 0)
+    return {};
+  return {true, chunk, need(chunk), alignUp(chunk * colsImage)};
+}
+
+/// A long reduction's partial results: one accumulator per segment of each
+/// output (none when each output fits one thread or one segment).
+template <typename Acc>
+int64_t reducePartialsBytes(const detail::ReducePlan &p) {
+  return p.segments > 1 ? p.outputs * p.segments * int64_t(sizeof(Acc)) : 0;
+}
+
+/// matmul_nf4's tile: K x tileColumns of op(W) dequantized at a time.
+template <typename T>
+int64_t matmulNf4TileBytes(const Dims &xDims, const MatmulNf4Params &params) {
+  const int64_t rows = params.weight_shape[0], cols = params.weight_shape[1];
+  const int64_t k = params.transpose_b ? cols : rows;
+  const int64_t n = params.transpose_b ? rows : cols;
+  const int64_t m = k ? xDims.numElements() / k : 0;
+  if (m == 0 || n == 0)
+    return 0;
+  return k * nf4::tileColumns(k, n) * int64_t(sizeof(T));
+}
+
+//===----------------------------------------------------------------------===//
+// The ZTC_SCRATCH functions: bytes a call plans, from its operands' shapes
+// (inputs, then outputs, as the call passes them) and its configuration.
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+int64_t conv2dBytes(const Dims *in, const Dims *out, const Conv2dParams &p) {
+  return conv2dColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes).bytes;
+}
+
+template <typename T>
+int64_t conv2dBackwardDataBytes(const Dims *in, const Dims *out,
+                                const Conv2dBackwardDataParams &p) {
+  return conv2dBackwardDataColumns<T>(in[0], in[1], out[0], p,
+                                      kConvColumnsBytes)
+      .bytes;
+}
+
+template <typename T>
+int64_t conv2dBackwardFilterBytes(const Dims *in, const Dims *out,
+                                  const Conv2dBackwardFilterParams &p) {
+  return conv2dBackwardFilterColumns<T>(in[0], in[1], out[0], p,
+                                        kConvColumnsBytes)
+      .bytes;
+}
+
+template <typename T>
+int64_t reduceSumBytes(const Dims *in, const Dims *, const ReduceParams &p) {
+  return reducePartialsBytes<numeric::SumT<T>>(
+      detail::reducePlan(in[0], detail::axesMask(p.axes)));
+}
+
+template <typename T>
+int64_t reduceMeanBytes(const Dims *in, const Dims *out,
+                        const ReduceParams &p) {
+  return reduceSumBytes<T>(in, out, p);
+}
+
+template <typename T>
+int64_t reduceMaxBytes(const Dims *in, const Dims *, const ReduceParams &p) {
+  return reducePartialsBytes<numeric::ComputeT<T>>(
+      detail::reducePlan(in[0], detail::axesMask(p.axes)));
+}
+
+template <typename T>
+int64_t matmulNf4Bytes(const Dims *in, const Dims *, const MatmulNf4Params &p) {
+  return matmulNf4TileBytes<T>(in[0], p);
+}
+
+} // namespace scratch
+} // namespace ztc::cuda
+
+#endif // ZTC_RUNTIME_KERNELS_CUDA_SCRATCH_H
