@@ -14,13 +14,17 @@ halves:
       travel: the bundle keeps each one's shape, mean and standard
       deviation, and the run half draws it again, so GPT-2-small's half a
       gigabyte of weights stays home.
-  run BUNDLE [--steps K] [--repeat R] [--no-compile]
+  run BUNDLE [--steps K] [--repeat R] [--no-compile] [--json FILE]
       (on the GPU node) Draws those values (the same for ztc and PyTorch),
       then per model: ztc-train, PyTorch eager, and PyTorch with
       torch.compile (its default mode), all from the same weights, on the
       same batch, with the same loss (the mean cross entropy) and AdamW
-      (torch.optim.AdamW's default implementation). TF32 is off in PyTorch,
-      as in ztc's fp32 products; bf16 models run PyTorch under autocast,
+      (torch.optim.AdamW's default implementation). TF32 is off on both
+      sides: ztc's fp32 products compute in fp32 (cuBLAS, never TF32), and
+      this script sets torch.backends.cuda.matmul.allow_tf32 (PyTorch's
+      default: False) and torch.backends.cudnn.allow_tf32 (default: True)
+      to False; the output prints both as PyTorch reports them. bf16
+      models run PyTorch under autocast,
       whose policy ztc's --precision bf16 follows. First the losses: each
       peer's first two must agree with ztc's (1e-4 and 1e-3 relative in
       fp32, 1e-2 in bf16) or its row says MISMATCH. Then the time per step:
@@ -33,10 +37,23 @@ halves:
       arena plus its bindings, without the scratch its CUDA kernels
       allocate while a step runs, such as a convolution's columns and
       cuBLAS's workspace; PyTorch: torch.cuda.max_memory_allocated).
+      --json FILE: every figure of every row, as JSON.
+  memory BUNDLE [--json FILE] [--tolerance 0.02]
+      (on the GPU node; no PyTorch) The memory check: per model, the plan
+      (the artifact's memory.json: total_bytes, and reserved_bytes and
+      scratch_bytes where it has them) against what 2 steps of ztc-train
+      hold on the device (`ztc-train --device-memory-report`: the most in use,
+      sampled every 0.1 ms, less what the CUDA context held before the
+      trainer allocated). Prints measured over planned per row and flags
+      those off by more than the tolerance; exit 1 when one is, or when
+      the trainer failed.
 
 Models (name[:batch][:bf16]): gpt2-small:8, gpt2-small:8:bf16,
-gpt-4layer:64, resnet:256, gpt-4layer:8, resnet:16 by default: the large
-ones first, and the small ones, where launches dominate, last.
+gpt-4layer:64, resnet:256, llama:64, gpt-4layer:8, resnet:16 by default:
+the large ones first, and the small ones, where launches dominate, last.
+llama is train_peers.py's: test/models/make_modern.py's Llama-family
+fixture (RMSNorm, rotary embeddings, grouped-query attention, SwiGLU),
+whose PyTorch peer is train_peers.llama_module.
 """
 
 import argparse
@@ -56,8 +73,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
 sys.path.insert(0, str(ROOT / "test" / "training"))
 
-DEFAULT_MODELS = ("gpt2-small:8,gpt2-small:8:bf16,gpt-4layer:64,resnet:256,gpt-4layer:8,"
-                  "resnet:16")
+DEFAULT_MODELS = ("gpt2-small:8,gpt2-small:8:bf16,gpt-4layer:64,resnet:256,llama:64,"
+                  "gpt-4layer:8,resnet:16")
+# The memory check: measured over planned may differ from 1 by this much.
+MEMORY_TOLERANCE = 0.02
 INLINE_BYTES = 64 * 1024
 
 
@@ -142,7 +161,8 @@ def prepare(args):
         train_peers.write_data(spec, info, data)
         flops, formula, _ = train_peers.step_flops(spec, model_path, info["params"])
         jobs.append(dict(tag=tag, name=name, title=spec["title"], kind=spec["kind"],
-                         gpt=spec.get("gpt"), batch=spec["batch"], precision=precision,
+                         gpt=spec.get("gpt"), llama=spec.get("llama"), batch=spec["batch"],
+                         precision=precision,
                          input=info["input"], trainable=info["trainable"],
                          params=info["params"], flops=flops, formula=formula,
                          compile_seconds=round(time.monotonic() - start, 1)))
@@ -226,30 +246,16 @@ def persistent_bytes(manifest):
 
 
 def torch_run(job, weights, data, steps, repeat, compiled, lr, weight_decay, device="cuda"):
-    import functools
-
     import torch
     import torch.nn.functional as F
     import train_peers
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    tf32 = torch_tf32()
     cuda = device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     tensors = {name: torch.from_numpy(np.array(weights[name])).to(device)
                for name in job["trainable"]}
-    if job["kind"] == "gpt":
-        sys.path.insert(0, str(ROOT / "examples" / "onnx"))
-        from make_gpt import GPT
-        g = job["gpt"]
-        model = GPT(g["vocab"], g["context"], g["width"], g["heads"], g["layers"]).to(device)
-        model.load_state_dict(tensors, strict=True)
-        model.train()
-        params, forward = list(model.parameters()), model
-    else:
-        p = {name: w.clone().requires_grad_() for name, w in tensors.items()}
-        params = list(p.values())
-        forward = functools.partial(train_peers.resnet_forward, train_peers.TorchOps, p)
+    params, forward = train_peers.torch_model(job, tensors, device)
     if compiled:
         forward = torch.compile(forward)
     optimizer = torch.optim.AdamW(params, lr=lr, betas=train_peers.BETAS, eps=train_peers.EPS,
@@ -280,7 +286,21 @@ def torch_run(job, weights, data, steps, repeat, compiled, lr, weight_decay, dev
         best = min(best, (time.perf_counter() - start) / steps)
     return {"losses": losses, "ms": 1e3 * best,
             "memory": torch.cuda.max_memory_allocated() if cuda else 0,
-            "version": torch.__version__}
+            "version": torch.__version__, "tf32": tf32}
+
+
+def torch_tf32():
+    """Turns TF32 off in PyTorch's fp32 products and convolutions, as ztc's
+    are, and returns both settings as PyTorch reports them."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return {"torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32}
+
+
+ZTC_TF32 = "ztc: fp32 products in fp32 on cuBLAS (CUBLAS_COMPUTE_32F, never TF32)"
 
 
 def losses_agree(mine, theirs, precision):
@@ -290,14 +310,22 @@ def losses_agree(mine, theirs, precision):
             abs(mine[1] - theirs[1]) <= second * abs(theirs[1]))
 
 
-def run(args):
+def open_bundle(path):
+    """The bundle's folder, its jobs.json, the node's environment for it
+    (gpu_check.node_environment) and its ztc-train."""
     import gpu_check
 
-    bundle = pathlib.Path(args.bundle).resolve()
+    bundle = pathlib.Path(path).resolve()
     spec = json.loads((bundle / "jobs.json").read_text())
-    env = gpu_check.node_environment(str(bundle))
-    train = bundle / "bin" / "ztc-train"
+    return bundle, spec, gpu_check.node_environment(str(bundle)), bundle / "bin" / "ztc-train"
+
+
+def run(args):
+    bundle, spec, env, train = open_bundle(args.bundle)
     rows = []
+    tf32 = tf32_or_error(args.device)
+    print("TF32: %s; PyTorch (set by this script): %s" % (ZTC_TF32, ", ".join(
+        "%s = %s" % item for item in tf32.items())))
     for index, job in enumerate(spec["jobs"]):
         art = bundle / "art" / (job["tag"] + ".ztc")
         data = bundle / "data" / job["tag"]
@@ -317,8 +345,121 @@ def run(args):
                                                       str(error).strip()[-400:])}
         rows.append((job, results))
         print_rows(job, results)
+        if args.json:
+            # After every row: a run stopped by a timeout keeps what it did.
+            write_json(args.json, dict(bench_json(rows), tf32={"ztc": ZTC_TF32, "torch": tf32}))
     print_summary(rows)
-    return 0
+    # Exit 1 when ztc failed on a row or a peer's losses disagree with it.
+    return 1 if any("error" in row["ztc"] or any(
+        entry.get("losses_agree") is False for entry in row.values() if isinstance(entry, dict))
+        for row in bench_json(rows)["rows"]) else 0
+
+
+def tf32_or_error(device):
+    """PyTorch's TF32 settings as torch_run leaves them, or why not."""
+    try:
+        return torch_tf32() if device == "cuda" else {"device": device}
+    except ImportError as error:
+        return {"PyTorch": "cannot import: %s" % error}
+
+
+def write_json(path, value):
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    temporary = pathlib.Path(str(path) + ".tmp")
+    temporary.write_text(json.dumps(value, indent=1) + "\n")
+    temporary.replace(path)
+
+
+def bench_json(rows):
+    """The bench's rows as JSON: each side's figures, the ratios, whether
+    the losses agree, and the TF32 settings of each side."""
+    out = []
+    for job, results in rows:
+        row = {key: job[key] for key in ("tag", "title", "batch", "precision", "flops")}
+        ztc = results["ztc"]
+        for peer, result in results.items():
+            entry = {key: value for key, value in result.items() if key != "log"}
+            if peer != "ztc" and "ms" in ztc and "ms" in result:
+                entry["ztc_over_peer"] = ztc["ms"] / result["ms"]
+                entry["losses_agree"] = losses_agree(ztc["losses"], result["losses"],
+                                                     job["precision"])
+            if peer == "ztc":
+                entry["tf32"] = ZTC_TF32
+            row[peer] = entry
+        out.append(row)
+    return {"rows": out}
+
+
+# ------------------------------------------------------------------ memory
+
+
+def planned_memory(art):
+    """The plan's figures from ART/memory.json: total_bytes, and
+    reserved_bytes and scratch_bytes where the plan has them."""
+    plan = json.loads((art / "memory.json").read_text())
+    return {key: plan[key] for key in ("total_bytes", "reserved_bytes", "scratch_bytes")
+            if key in plan}
+
+
+def memory_row(train, art, data, env, timeout=300):
+    """The plan against 2 steps of ztc-train --device-memory-report: the plan's
+    figures, the probe's, and measured / planned; or with "error"."""
+    row = {"planned": planned_memory(art)}
+    work = art / "memory"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    probe = work / "device-memory.json"
+    try:
+        result = subprocess.run([str(train), str(art), "--data", str(data), "--steps", "2",
+                                 "--device-memory-report", str(probe)], capture_output=True,
+                                text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(row, error="ztc-train --device-memory-report: timed out after %d s" % timeout)
+    if result.returncode != 0:
+        return dict(row, error=result.stderr.strip()[-600:])
+    row["measured"] = json.loads(probe.read_text())
+    measured = row["measured"]["measured_bytes"]
+    if measured is None:
+        return dict(row, error=row["measured"].get("note", "no device memory measured"))
+    row["ratio"] = measured / row["planned"]["total_bytes"]
+    return row
+
+
+def memory(args):
+    bundle, spec, env, train = open_bundle(args.bundle)
+    rows = []
+    print("Memory per rank: planned (the artifact's memory.json total_bytes) against "
+          "measured (ztc-train --device-memory-report: peak used less the CUDA context's), "
+          "MiB; flagged when measured / planned is off 1 by more than %g" % args.tolerance)
+    print("  %-24s %10s %9s %9s %9s %9s %9s %8s" % (
+        "model", "planned", "reserved", "scratch", "context", "peak", "measured", "ratio"))
+    for index, job in enumerate(spec["jobs"]):
+        art = bundle / "art" / (job["tag"] + ".ztc")
+        if not (art / "init.safetensors").exists():
+            draw_init(art, seed=index)
+        progress("%s: ztc-train --device-memory-report" % job["tag"])
+        row = dict(memory_row(train, art, bundle / "data" / job["tag"], env), tag=job["tag"])
+        row["flagged"] = "ratio" not in row or abs(row["ratio"] - 1) > args.tolerance
+        rows.append(row)
+        print_memory_row(row)
+        if args.json:
+            write_json(args.json, {"tolerance": args.tolerance, "rows": rows})
+    flagged = [row["tag"] for row in rows if row["flagged"]]
+    print("memory check: %d rows, %s" % (len(rows), "all within %g" % args.tolerance
+                                          if not flagged else "flagged: " + ", ".join(flagged)))
+    return 1 if flagged else 0
+
+
+def print_memory_row(row):
+    mib = lambda value: "-" if value is None else "%.1f" % (value / 2**20)
+    planned, measured = row["planned"], row.get("measured", {})
+    print("  %-24s %10s %9s %9s %9s %9s %9s %8s  %s" % (
+        row["tag"], mib(planned.get("total_bytes")), mib(planned.get("reserved_bytes")),
+        mib(planned.get("scratch_bytes")), mib(measured.get("context_used_bytes")),
+        mib(measured.get("peak_used_bytes")), mib(measured.get("measured_bytes")),
+        "%.3f" % row["ratio"] if "ratio" in row else "-",
+        ("FLAGGED" if row["flagged"] else "ok") +
+        (": " + row["error"].replace("\n", " | ")[-300:] if "error" in row else "")), flush=True)
 
 
 def print_rows(job, results):
@@ -374,8 +515,14 @@ def main():
     r.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     r.add_argument("--device", default="cuda",
                    help="PyTorch's device (cpu: to try the script where there is no GPU)")
+    r.add_argument("--json", help="also write every figure to this file")
+    m = sub.add_parser("memory", help="on the GPU node: the plan against the device's use")
+    m.add_argument("bundle")
+    m.add_argument("--json", help="also write every figure to this file")
+    m.add_argument("--tolerance", type=float, default=MEMORY_TOLERANCE,
+                   help="how far measured / planned may be from 1 (default %(default)s)")
     args = parser.parse_args()
-    return prepare(args) if args.mode == "prepare" else run(args)
+    return {"prepare": prepare, "run": run, "memory": memory}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,12 @@ The models:
   resnet      bench/recompute.py's ResNet-style CNN (training-mode
               BatchNorm), 3x32x32 images, batch 16;
   gpt2-small  GPT-2-small's shape (12 layers, width 768, 12 heads, vocab
-              50257) at context 128, batch 4; slow (--skip-gpt2).
+              50257) at context 128, batch 4; slow (--skip-gpt2);
+  llama       the Llama-family fixture of test/models/make_modern.py
+              (transformers' LlamaForCausalLM: RMSNorm, rotary embeddings,
+              grouped-query attention, a SwiGLU MLP; 2 layers, width 32,
+              context 8, vocab 64), batch 8; its peers: PyTorch (a plain
+              torch module of the same arithmetic, llama_module) and ORT.
 
 The GPTs come from examples/onnx/make_gpt.py, the CNN from recompute.py's
 resnet_onnx; the ONNX files are cached under build/bench/train_peers/. Each
@@ -116,6 +121,11 @@ MODELS = {
     "resnet": dict(title="ResNet-style CNN", kind="resnet", batch=16, steps=10),
     "gpt2-small": dict(title="GPT-2-small shape", kind="gpt", batch=4, steps=3,
                        gpt=dict(layers=12, width=768, heads=12, context=128, vocab=50257)),
+    # make_modern.py's llama configuration (LlamaConfig's defaults for the
+    # rest: rms_norm_eps 1e-6, rope_theta 10000, no biases, untied head).
+    "llama": dict(title="Llama-family (make_modern.py's llama)", kind="llama", batch=8,
+                  steps=20, llama=dict(layers=2, width=32, heads=4, kv_heads=2, context=8,
+                                       vocab=64, intermediate=64, eps=1e-6, theta=10000.0)),
 }
 PEERS = {"torch": "PyTorch eager", "ort": "ORT Training", "jax": "JAX jit"}
 # The matrix products of the sgemm figure: the GPT-2-small step's shapes
@@ -173,7 +183,8 @@ def digest(*parts):
 
 
 def gpt_flags(spec):
-    return [flag for key, value in spec["gpt"].items() for flag in ("--" + key, str(value))]
+    shape = spec.get("gpt") or spec["llama"]
+    return [flag for key, value in shape.items() for flag in ("--" + key, str(value))]
 
 
 def ensure_model(name, spec):
@@ -181,6 +192,9 @@ def ensure_model(name, spec):
     (or its flags) changed. GPT-2-small's tensors go to external data."""
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / (name + ".onnx")
+    if spec["kind"] == "llama":
+        # Exported once by make_modern.py (it needs transformers), committed.
+        return LLAMA_FIXTURE / "model.onnx"
     if spec["kind"] == "gpt":
         generator = ROOT / "examples" / "onnx" / "make_gpt.py"
         big = name == "gpt2-small"
@@ -211,8 +225,9 @@ def write_data(spec, model_info, folder, seed=0):
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     batch = spec["batch"]
-    if spec["kind"] == "gpt":
-        vocab, context = spec["gpt"]["vocab"], spec["gpt"]["context"]
+    if spec["kind"] in ("gpt", "llama"):
+        shape = spec.get("gpt") or spec["llama"]
+        vocab, context = shape["vocab"], shape["context"]
         x = rng.integers(0, vocab, (batch, context)).astype(np.int64)
         labels = rng.integers(0, vocab, (batch, context)).astype(np.int64)
     else:
@@ -224,14 +239,18 @@ def write_data(spec, model_info, folder, seed=0):
 
 def inspect_model(path):
     """The graph's input name, trainable parameters (float initializers but
-    BatchNorm's running statistics) and their element count."""
+    BatchNorm's running statistics and those whose `ztc.initializers` role,
+    where the file gives one, is not parameter) and their element count."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
     running = {name for node in model.graph.node if node.op_type == "BatchNormalization"
                for name in node.input[3:5]}
+    roles = {prop.key: prop.value for prop in model.metadata_props}.get("ztc.initializers")
+    roles = {name: entry.get("role") for name, entry in json.loads(roles).items()} if roles else {}
     trainable = [init for init in model.graph.initializer
-                 if init.data_type == onnx.TensorProto.FLOAT and init.name not in running]
+                 if init.data_type == onnx.TensorProto.FLOAT and init.name not in running
+                 and roles.get(init.name, "parameter") == "parameter"]
     initializers = {init.name for init in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in initializers]
     return {"input": inputs[0], "trainable": [init.name for init in trainable],
@@ -266,8 +285,8 @@ def cnn_forward_flops(path):
 def step_flops(spec, model_path, params):
     """(FLOPs per training step, the formula with its numbers, what it counts)."""
     batch = spec["batch"]
-    if spec["kind"] == "gpt":
-        g = spec["gpt"]
+    if spec["kind"] in ("gpt", "llama"):
+        g = spec.get("gpt") or spec["llama"]
         layers, width, context = g["layers"], g["width"], g["context"]
         per_token = 6 * params + 6 * layers * width * context
         flops = batch * context * per_token
@@ -491,23 +510,147 @@ class TorchOps:
         return F.linear(x, w, b)
 
 
+# The Llama-family model: make_modern.py's `llama` fixture (transformers'
+# LlamaForCausalLM, exported with the dynamo exporter), and its shape.
+LLAMA_FIXTURE = ROOT / "test" / "fixtures" / "modern" / "llama"
+
+
+def llama_module(l):
+    """transformers' LlamaForCausalLM as the fixture's ONNX file computes it,
+    in plain torch (a GPU node need not have transformers), under the
+    fixture's state-dict names (model.model.*, model.lm_head): RMSNorm
+    (x / sqrt(mean(x^2) + eps) * weight), rotary position embeddings on the
+    query and key (rotate_half: the two halves of each head), grouped-query
+    causal attention (each key and value head serving heads/kv_heads query
+    heads), a SwiGLU MLP (down(silu(gate(x)) * up(x))), no biases, an
+    untied LM head."""
+    import torch
+    from torch import nn
+
+    width, heads, kv_heads = l["width"], l["heads"], l["kv_heads"]
+    head = width // heads
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(width))
+
+        def forward(self, x):
+            variance = x.float().pow(2).mean(-1, keepdim=True)
+            return self.weight * (x.float() * torch.rsqrt(variance + l["eps"])).to(x.dtype)
+
+    def linear(inputs, outputs):
+        return nn.Linear(inputs, outputs, bias=False)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj, self.o_proj = linear(width, width), linear(width, width)
+            self.k_proj = linear(width, kv_heads * head)
+            self.v_proj = linear(width, kv_heads * head)
+
+        def forward(self, x, cos, sin):
+            B, T, _ = x.shape
+
+            def split(t, count):
+                return t.view(B, T, count, head).transpose(1, 2)
+
+            def rotate(t):
+                half = t.shape[-1] // 2
+                return t * cos + torch.cat((-t[..., half:], t[..., :half]), -1) * sin
+
+            def repeat(t):
+                return t[:, :, None].expand(B, kv_heads, heads // kv_heads, T, head).reshape(
+                    B, heads, T, head)
+
+            q = rotate(split(self.q_proj(x), heads))
+            k = repeat(rotate(split(self.k_proj(x), kv_heads)))
+            v = repeat(split(self.v_proj(x), kv_heads))
+            scores = (q @ k.transpose(-1, -2)) * head ** -0.5
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            scores = scores.masked_fill(~causal, float("-inf"))
+            y = torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+            return self.o_proj(y.transpose(1, 2).reshape(B, T, width))
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate_proj = linear(width, l["intermediate"])
+            self.up_proj = linear(width, l["intermediate"])
+            self.down_proj = linear(l["intermediate"], width)
+
+        def forward(self, x):
+            return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm, self.post_attention_layernorm = RMSNorm(), RMSNorm()
+            self.self_attn, self.mlp = Attention(), MLP()
+
+        def forward(self, x, cos, sin):
+            x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+            return x + self.mlp(self.post_attention_layernorm(x))
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = nn.Embedding(l["vocab"], width)
+            self.layers = nn.ModuleList(Layer() for _ in range(l["layers"]))
+            self.norm = RMSNorm()
+
+    class CausalLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model, self.lm_head = Decoder(), linear(width, l["vocab"])
+
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = CausalLM()
+
+        def forward(self, ids):
+            T = ids.shape[1]
+            inv_freq = 1.0 / (l["theta"] ** (torch.arange(0, head, 2, device=ids.device).float()
+                                             / head))
+            freqs = torch.arange(T, device=ids.device).float()[:, None] * inv_freq[None]
+            angles = torch.cat((freqs, freqs), -1)
+            cos, sin = angles.cos(), angles.sin()
+            decoder = self.model.model
+            x = decoder.embed_tokens(ids)
+            for layer in decoder.layers:
+                x = layer(x, cos.to(x.dtype), sin.to(x.dtype))
+            return self.model.lm_head(decoder.norm(x))
+
+    return Llama()
+
+
+def torch_model(job, weights, device="cpu"):
+    """(parameters, forward) of the peer of job's model, from `weights`
+    ({name: tensor}, the ONNX initializers by name)."""
+    if job["kind"] in ("gpt", "llama"):
+        if job["kind"] == "gpt":
+            # make_gpt.py's own module: the model the ONNX file was exported from.
+            sys.path.insert(0, str(ROOT / "examples" / "onnx"))
+            from make_gpt import GPT
+            g = job["gpt"]
+            model = GPT(g["vocab"], g["context"], g["width"], g["heads"], g["layers"])
+        else:
+            model = llama_module(job["llama"])
+        model = model.to(device).train()
+        model.load_state_dict(weights, strict=True)
+        return list(model.parameters()), model
+    p = {name: w.clone().requires_grad_() for name, w in weights.items()}
+    return list(p.values()), functools.partial(resnet_forward, TorchOps, p)
+
+
 def peer_torch(job):
     import torch
     import torch.nn.functional as F
 
     torch.set_num_threads(job["threads"])
     weights = {name: torch.from_numpy(w) for name, w in onnx_weights(job).items()}
-    if job["kind"] == "gpt":
-        # make_gpt.py's own module: the model the ONNX file was exported from.
-        sys.path.insert(0, str(ROOT / "examples" / "onnx"))
-        from make_gpt import GPT
-        g = job["gpt"]
-        model = GPT(g["vocab"], g["context"], g["width"], g["heads"], g["layers"]).train()
-        model.load_state_dict(weights, strict=True)
-        params, forward = list(model.parameters()), model
-    else:
-        p = {name: w.clone().requires_grad_() for name, w in weights.items()}
-        params, forward = list(p.values()), functools.partial(resnet_forward, TorchOps, p)
+    params, forward = torch_model(job, weights)
     optimizer = torch.optim.AdamW(params, lr=job["lr"], betas=BETAS, eps=EPS,
                                   weight_decay=job["weight_decay"])
     x, labels = (torch.from_numpy(a) for a in load_batch(job))
@@ -692,6 +835,8 @@ def peer_jax(job):
     import jax.numpy as jnp
 
     jax.config.update("jax_platforms", "cpu")
+    if job["kind"] == "llama":
+        raise NotImplementedError("no JAX Llama here (PyTorch and ORT are its peers)")
     if job["kind"] == "gpt":
         forward = functools.partial(jax_gpt, g=job["gpt"])
     else:
@@ -770,7 +915,8 @@ def bench_model(args, name, spec, peer_pythons, work, env):
     # it is then (other processes on a shared machine halve either).
     sgemm = sgemm_figures(args.threads)
     rows = {"ztc": ztc_bench(args, spec, model_path, data, work, env)}
-    job = dict(title=spec["title"], kind=spec["kind"], gpt=spec.get("gpt"), model=str(model_path),
+    job = dict(title=spec["title"], kind=spec["kind"], gpt=spec.get("gpt"),
+               llama=spec.get("llama"), model=str(model_path),
                data=str(data), input=info["input"], trainable=info["trainable"],
                batch=spec["batch"], lr=args.lr, weight_decay=args.weight_decay,
                threads=args.threads, steps=args.steps or spec["steps"], repeat=args.repeat,
@@ -808,7 +954,7 @@ def check_losses(rows):
 
 def print_table(name, result, args):
     spec, rows = result["spec"], result["rows"]
-    shape = (" ".join(gpt_flags(spec)) if spec["kind"] == "gpt" else "3x32x32 images")
+    shape = (" ".join(gpt_flags(spec)) if spec["kind"] != "resnet" else "3x32x32 images")
     print("\n== %s (%s): %s, batch %d, %d threads, K = %d" % (
         spec["title"], name, shape, spec["batch"], args.threads, args.steps or spec["steps"]))
     print("FLOPs/step = %s = %.3f GFLOP (%s)" % (result["formula"], result["flops"] / 1e9,

@@ -15,12 +15,14 @@
 
 #include "runtime/Error.h"
 #include "runtime/train/Trainer.h"
+#include "tools/ztc-train/DeviceMemoryProbe.h"
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,15 @@ const char kUsage[] =
     "                    seconds a collective waits for the other ranks\n"
     "                    before this rank exits with an error (default 60;\n"
     "                    0: forever)\n"
+    "  --device-memory-report FILE\n"
+    "                    write the device memory the run used to FILE as\n"
+    "                    JSON: context_used_bytes (right after the CUDA\n"
+    "                    context is made, before the trainer allocates),\n"
+    "                    peak_used_bytes (the most in use, sampled every\n"
+    "                    0.1 ms until training ends) and measured_bytes\n"
+    "                    (their difference), the whole device's: one rank,\n"
+    "                    nothing else on the device. A CPU artifact has no\n"
+    "                    device memory: FILE holds nulls and a note\n"
     "  --comm-thread     CPU: run the step's collectives on a thread of their\n"
     "                    own while the step computes (an artifact compiled\n"
     "                    with --overlap-comm, the default); without it they\n"
@@ -132,15 +143,23 @@ uint64_t parseCount(const std::string &flag, const std::string &text) {
   return value;
 }
 
-ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
-                                     std::string &configPath, bool &strict,
-                                     bool &logEveryGiven) {
+/// What main() does besides training, as the flags ask.
+struct ToolOptions {
+  bool help = false;
+  std::string configPath;
+  bool strict = false;
+  bool logEveryGiven = false;
+  /// --device-memory-report FILE; empty: not measured.
+  std::string deviceMemoryFile;
+};
+
+ztc::rt::TrainOptions parseArguments(int argc, char **argv, ToolOptions &tool) {
   ztc::rt::TrainOptions options;
   bool haveData = false, batchingGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      help = true;
+      tool.help = true;
       return options;
     }
     if (arg == "--check-data") {
@@ -148,7 +167,7 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
       continue;
     }
     if (arg == "--strict") {
-      strict = true;
+      tool.strict = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -184,9 +203,9 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
       options.seed = parseCount(flag, takeValue());
     } else if (flag == "--log-every") {
       options.logEvery = parseCount(flag, takeValue());
-      logEveryGiven = true;
+      tool.logEveryGiven = true;
     } else if (flag == "--config") {
-      configPath = takeValue();
+      tool.configPath = takeValue();
     } else if (flag == "--no-prefetch") {
       options.prefetch = false;
     } else if (flag == "--metrics") {
@@ -225,6 +244,10 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
                          options.comm + "'"};
     } else if (flag == "--collective-timeout") {
       options.collectiveTimeout = double(parseCount(flag, takeValue()));
+    } else if (flag == "--device-memory-report") {
+      tool.deviceMemoryFile = takeValue();
+      if (tool.deviceMemoryFile.empty())
+        throw UsageError{"--device-memory-report needs a file"};
     } else if (flag == "--comm-thread") {
       options.commThread = true;
     } else if (flag == "--batching") {
@@ -258,7 +281,7 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, bool &help,
     throw UsageError{"--save-consolidated needs --save DIR"};
   if (options.evalEvery != 0 && options.evalDataDir.empty())
     throw UsageError{"--eval-every needs --eval-data DIR"};
-  if (strict && configPath.empty())
+  if (tool.strict && tool.configPath.empty())
     throw UsageError{"--strict applies to --config FILE"};
   if (options.tokens.eos >= 0 && options.tokens.mode != "pack")
     throw UsageError{"--eos-token applies to --batching pack"};
@@ -299,27 +322,39 @@ void applyConfig(const std::string &path, bool strict, bool logEveryGiven,
 
 int main(int argc, char **argv) {
   std::string program = programName(argc > 0 ? argv[0] : "ztc-train");
-  bool help = false, strict = false, logEveryGiven = false;
-  std::string configPath;
+  ToolOptions tool;
   ztc::rt::TrainOptions options;
   try {
-    options =
-        parseArguments(argc, argv, help, configPath, strict, logEveryGiven);
+    options = parseArguments(argc, argv, tool);
   } catch (const UsageError &error) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(),
                  error.message.c_str());
     return 1;
   }
-  if (help) {
+  if (tool.help) {
     // `ztc train` forwards here as "ztc": its usage line says "ztc train".
     std::string usage = program == "ztc" ? "ztc train" : program;
     std::printf(kUsage, usage.c_str(), usage.c_str());
     return 0;
   }
   try {
-    if (!configPath.empty())
-      applyConfig(configPath, strict, logEveryGiven, options);
+    if (!tool.configPath.empty())
+      applyConfig(tool.configPath, tool.strict, tool.logEveryGiven, options);
+    std::unique_ptr<ztc::rt::DeviceMemoryProbe> probe;
+    if (!tool.deviceMemoryFile.empty())
+      probe = ztc::rt::DeviceMemoryProbe::forArtifact(options.artifactDir);
     ztc::rt::train(options);
+    if (probe) {
+      probe->finish();
+      probe->write(tool.deviceMemoryFile);
+      if (!probe->measured())
+        std::fprintf(
+            stderr,
+            "%s: note: --device-memory-report: a %s artifact has no device "
+            "memory of its own; %s records nulls\n",
+            program.c_str(), probe->targetName(),
+            tool.deviceMemoryFile.c_str());
+    }
   } catch (const std::exception &error) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.what());
     return 1;

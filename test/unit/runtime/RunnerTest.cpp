@@ -9,6 +9,7 @@
 
 #include "runtime/Runner.h"
 
+#include "FakeDevice.h"
 #include "TestUtil.h"
 #include "runtime/Error.h"
 #include "runtime/backend/Compile.h"
@@ -230,49 +231,6 @@ TEST_F(RunnerTest, ArenaHasExactlyThePlannedSize) {
             "the artifact has no input 'nope'");
 }
 
-namespace {
-
-/// The CPU backend, reporting a device of `free` bytes free of `total` as
-/// cudaMemGetInfo would, and counting the allocations.
-class SmallDevice final : public Backend {
-public:
-  SmallDevice(uint64_t free, uint64_t total)
-      : cpu_(createCpuBackend()), free_(free), total_(total) {}
-  Target target() const override { return Target::Cpu; }
-  void *allocate(size_t bytes) override {
-    ++allocations;
-    return cpu_->allocate(bytes);
-  }
-  void deallocate(void *device) override { cpu_->deallocate(device); }
-  void copyIn(void *device, const void *host, size_t bytes) override {
-    cpu_->copyIn(device, host, bytes);
-  }
-  void copyOut(void *host, const void *device, size_t bytes) override {
-    cpu_->copyOut(host, device, bytes);
-  }
-  std::vector<void *> streams(size_t count) override {
-    return cpu_->streams(count);
-  }
-  std::vector<void *> events(size_t count) override {
-    return cpu_->events(count);
-  }
-  void call(EntryFn entry, const ztc_step_context &ctx) override {
-    cpu_->call(entry, ctx);
-  }
-  void synchronize() override { cpu_->synchronize(); }
-  bool asynchronous() const override { return false; }
-  std::optional<std::pair<uint64_t, uint64_t>> deviceMemory() const override {
-    return std::make_pair(free_, total_);
-  }
-  int allocations = 0;
-
-private:
-  std::unique_ptr<Backend> cpu_;
-  uint64_t free_, total_;
-};
-
-} // namespace
-
 TEST_F(RunnerTest, PlanLargerThanTheDeviceIsRefusedBeforeAllocating) {
   // The arena (96 bytes and the 64-byte guard), the bindings (w 48, b 16,
   // the two inputs 24 and 16, the outputs) and the training state must fit
@@ -280,7 +238,7 @@ TEST_F(RunnerTest, PlanLargerThanTheDeviceIsRefusedBeforeAllocating) {
   // the bytes, before anything is allocated.
   Artifact artifact = Artifact::load(artifact_);
   std::string error = ZTC_ERROR_MESSAGE(
-      Runner(artifact, std::make_unique<SmallDevice>(200, 1000)));
+      Runner(artifact, std::make_unique<test::FakeDevice>(200, 1000)));
   EXPECT_EQ(error.rfind(artifact_ + ": the step needs ", 0), 0u) << error;
   EXPECT_NE(error.find(" bytes of device memory per rank (96 in its arena, "),
             std::string::npos)
@@ -290,8 +248,8 @@ TEST_F(RunnerTest, PlanLargerThanTheDeviceIsRefusedBeforeAllocating) {
             std::string::npos)
       << error;
   // With room it runs as on the CPU.
-  auto roomy = std::make_unique<SmallDevice>(1 << 20, 1 << 20);
-  SmallDevice *enough = roomy.get();
+  auto roomy = std::make_unique<test::FakeDevice>(1 << 20, 1 << 20);
+  test::FakeDevice *enough = roomy.get();
   Runner runner(artifact, std::move(roomy));
   EXPECT_GT(enough->allocations, 0);
   EXPECT_EQ(runner.arenaBytes(), 96u);
