@@ -18,8 +18,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 using namespace ztc::rt;
 using ztc::rt::test::TempDir;
@@ -232,17 +234,12 @@ TEST_F(RunnerTest, ArenaHasExactlyThePlannedSize) {
 
 namespace {
 
-/// The CPU backend, reporting a device of `free` bytes free of `total` as
-/// cudaMemGetInfo would, and counting the allocations.
-class SmallDevice final : public Backend {
+/// The CPU backend behind another name: every operation forwarded, for
+/// the fakes below to watch the ones they override.
+class OverCpu : public Backend {
 public:
-  SmallDevice(uint64_t free, uint64_t total)
-      : cpu_(createCpuBackend()), free_(free), total_(total) {}
   Target target() const override { return Target::Cpu; }
-  void *allocate(size_t bytes) override {
-    ++allocations;
-    return cpu_->allocate(bytes);
-  }
+  void *allocate(size_t bytes) override { return cpu_->allocate(bytes); }
   void deallocate(void *device) override { cpu_->deallocate(device); }
   void copyIn(void *device, const void *host, size_t bytes) override {
     cpu_->copyIn(device, host, bytes);
@@ -261,13 +258,26 @@ public:
   }
   void synchronize() override { cpu_->synchronize(); }
   bool asynchronous() const override { return false; }
+
+protected:
+  std::unique_ptr<Backend> cpu_ = createCpuBackend();
+};
+
+/// The CPU backend, reporting a device of `free` bytes free of `total` as
+/// cudaMemGetInfo would, and counting the allocations.
+class SmallDevice final : public OverCpu {
+public:
+  SmallDevice(uint64_t free, uint64_t total) : free_(free), total_(total) {}
+  void *allocate(size_t bytes) override {
+    ++allocations;
+    return OverCpu::allocate(bytes);
+  }
   std::optional<std::pair<uint64_t, uint64_t>> deviceMemory() const override {
     return std::make_pair(free_, total_);
   }
   int allocations = 0;
 
 private:
-  std::unique_ptr<Backend> cpu_;
   uint64_t free_, total_;
 };
 
@@ -295,6 +305,128 @@ TEST_F(RunnerTest, PlanLargerThanTheDeviceIsRefusedBeforeAllocating) {
   Runner runner(artifact, std::move(roomy));
   EXPECT_GT(enough->allocations, 0);
   EXPECT_EQ(runner.arenaBytes(), 96u);
+}
+
+namespace {
+
+/// An asynchronous device as the Runner sees CUDA, with the CPU's memory
+/// and calls underneath: it logs every upload, release, wait, call and
+/// synchronization, and which upload slot's buffers each call read.
+class AsyncDevice final : public OverCpu {
+public:
+  void copyIn(void *device, const void *host, size_t bytes) override {
+    log.push_back("copy in");
+    OverCpu::copyIn(device, host, bytes);
+  }
+  void copyOut(void *host, const void *device, size_t bytes) override {
+    log.push_back("copy out");
+    OverCpu::copyOut(host, device, bytes);
+  }
+  void call(EntryFn entry, const ztc_step_context &ctx) override {
+    run("call", entry, ctx);
+  }
+  void replay(EntryFn entry, const ztc_step_context &ctx) override {
+    run("replay", entry, ctx);
+    if (!told_)
+      notices_.push_back("CUDA graphs off, every step a direct call: test");
+    told_ = true;
+  }
+  std::vector<std::string> takeNotices() override {
+    return std::exchange(notices_, {});
+  }
+  void upload(unsigned slot, const std::vector<UploadCopy> &copies) override {
+    log.push_back("upload " + std::to_string(slot));
+    for (const UploadCopy &copy : copies) {
+      slotOf_[copy.device] = slot;
+      cpu_->copyIn(copy.device, copy.host, copy.bytes);
+    }
+  }
+  void releaseUpload(unsigned slot) override {
+    log.push_back("release " + std::to_string(slot));
+  }
+  void waitUploadRead(unsigned slot) override {
+    log.push_back("wait read " + std::to_string(slot));
+  }
+  void synchronize() override { log.push_back("synchronize"); }
+  bool asynchronous() const override { return true; }
+
+  std::vector<std::string> log;
+
+private:
+  /// "call reads 1: 8": the slot of the call's `ids` (binding 3) and the
+  /// first id plus one, which the step writes to the arena.
+  void run(const char *how, EntryFn entry, const ztc_step_context &ctx) {
+    cpu_->call(entry, ctx);
+    auto found = slotOf_.find(ctx.bindings[3]);
+    std::string slot =
+        found == slotOf_.end() ? "?" : std::to_string(found->second);
+    log.push_back(std::string(how) + " reads " + slot + ": " +
+                  std::to_string(*reinterpret_cast<int64_t *>(ctx.arena)));
+  }
+
+  std::map<const void *, unsigned> slotOf_;
+  std::vector<std::string> notices_;
+  bool told_ = false;
+};
+
+} // namespace
+
+// On an asynchronous backend each call's inputs go up into the slot the
+// call before did not use, after the host waited only for that slot's
+// upload two calls back (its staging memory); the call is ordered after
+// its upload and releases the slot; nothing waits for the device between
+// calls, and the results are those of the inputs each call was given.
+TEST_F(RunnerTest, UploadsAreDoubleBufferedWithoutWaitingBetweenCalls) {
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<AsyncDevice>();
+  AsyncDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  std::vector<std::string> notices;
+  runner.setNotice(
+      [&](const std::string &notice) { notices.push_back(notice); });
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  device->log.clear();
+  for (int64_t id : {7, 20, 33}) {
+    runner.setInput("ids", int64s({id, 0}));
+    runner.run();
+  }
+  EXPECT_EQ(device->log,
+            (std::vector<std::string>{
+                "wait read 0", "upload 0", "replay reads 0: 8", "release 0",
+                "wait read 1", "upload 1", "replay reads 1: 21", "release 1",
+                "wait read 0", "upload 0", "replay reads 0: 34", "release 0"}));
+  // The backend's notice reached the caller once.
+  EXPECT_EQ(notices, (std::vector<std::string>{
+                         "CUDA graphs off, every step a direct call: test"}));
+  // Reads wait for the device (and the host reads what it set last).
+  device->log.clear();
+  EXPECT_EQ(runner.output(1).data<int64_t>()[0], 34);
+  EXPECT_EQ(device->log.at(0), "synchronize");
+  EXPECT_EQ(runner.binding(3).data<int64_t>()[0], 33);
+
+  // Without graphs every call is direct; the slots go on alternating.
+  runner.setGraphs(false);
+  device->log.clear();
+  runner.setInput("ids", int64s({1, 0}));
+  runner.run();
+  EXPECT_EQ(device->log,
+            (std::vector<std::string>{"wait read 1", "upload 1",
+                                      "call reads 1: 2", "release 1"}));
+}
+
+// A synchronous backend (the CPU) copies inputs when they are set, as
+// before: no staging, no upload slots.
+TEST_F(RunnerTest, SynchronousBackendsCopyInputsWhenSet) {
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<SmallDevice>(1 << 20, 1 << 20);
+  SmallDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  int before = device->allocations;
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  runner.setInput("ids", int64s({4, 5}));
+  runner.run();
+  EXPECT_EQ(device->allocations, before);
+  EXPECT_EQ(runner.output(1).data<int64_t>()[1], 6);
 }
 
 TEST_F(RunnerTest, SecondCompileIsACacheHit) {
