@@ -17,6 +17,7 @@
 #include "runtime/io/SafeTensors.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -412,6 +413,62 @@ TEST_F(RunnerTest, UploadsAreDoubleBufferedWithoutWaitingBetweenCalls) {
   EXPECT_EQ(device->log,
             (std::vector<std::string>{"wait read 1", "upload 1",
                                       "call reads 1: 2", "release 1"}));
+}
+
+namespace {
+
+/// Two ranks in name only, whose collectives may or may not be recorded.
+class TwoRanks final : public Communicator {
+public:
+  TwoRanks() : Communicator(0, 2) {}
+  const char *kind() const override { return "two"; }
+  void allReduceSum(double *, int64_t) override {}
+  std::vector<std::string> allGatherBytes(const std::string &bytes) override {
+    return {bytes, bytes};
+  }
+  void barrier() override {}
+  [[noreturn]] void abortAll(int status) override { std::exit(status); }
+  bool graphCapturable() const override { return capturable; }
+  bool capturable = false;
+
+protected:
+  int32_t allReduce(const void *, void *, int64_t, int32_t, void *) override {
+    return 0;
+  }
+  int32_t reduceScatter(const void *, void *, int64_t, int32_t,
+                        void *) override {
+    return 0;
+  }
+  int32_t allGather(const void *, void *, int64_t, int32_t, void *) override {
+    return 0;
+  }
+};
+
+} // namespace
+
+// A replay would run a step's collectives without the communicator's host
+// code, so a step compiled for several ranks is replayed only when its
+// communicator allows it.
+TEST_F(RunnerTest, StepsOfSeveralRanksReplayOnlyWhereTheCommunicatorAllows) {
+  Manifest manifest = stepManifest();
+  manifest.dist.worldSize = 2;
+  writeArtifact(artifact_, manifest, stepInit(), soPath_);
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<AsyncDevice>();
+  AsyncDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  TwoRanks comm;
+  runner.setCommunicator(&comm);
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  runner.setInput("ids", int64s({7, 0}));
+  device->log.clear();
+  runner.run();
+  comm.capturable = true;
+  runner.run();
+  EXPECT_EQ(device->log,
+            (std::vector<std::string>{
+                "wait read 0", "upload 0", "call reads 0: 8", "release 0",
+                "wait read 1", "upload 1", "replay reads 1: 8", "release 1"}));
 }
 
 // A synchronous backend (the CPU) copies inputs when they are set, as
