@@ -2,9 +2,11 @@
 //
 // The Runner talks to a device only through this interface: allocate device
 // memory, copy bytes in and out, enqueue the compiled entry point on the
-// backend's stream, and wait for it. Two backends implement it: the CPU
-// (host memory, the entry runs on the calling thread; CpuBackend.cpp) and
-// CUDA (cudaMalloc, one stream, calls that return before the device is done;
+// backend's stream (directly, or replaying a record of it), upload per-call
+// data double-buffered, and wait. Two backends implement it: the CPU (host
+// memory, the entry runs on the calling thread, copies at once;
+// CpuBackend.cpp) and CUDA (cudaMalloc, streams, calls that return before
+// the device is done, CUDA graphs, pinned uploads on their own stream;
 // CudaBackend.cpp). The calling convention is runtime/kernels/StepAbi.h.
 //
 //===----------------------------------------------------------------------===//
