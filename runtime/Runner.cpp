@@ -15,6 +15,7 @@
 #include "runtime/kernels/Random.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -107,8 +108,59 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend,
                    });
   }
   writeAllCopies();
+  staged_ = backend_->asynchronous();
+  if (staged_)
+    allocateStaging();
   for (const Artifact *variant : variants)
     addVariant(*variant);
+}
+
+void Runner::allocateStaging() {
+  const std::vector<Binding> &bindings = manifest().bindings;
+  stagedOf_.assign(bindings.size(), -1);
+  size_t stagingBytes = 0;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    if (!isData(bindings[i].role) && bindings[i].role != BindingRole::Hyper)
+      continue;
+    stagedOf_[i] = static_cast<int>(stagedIndices_.size());
+    stagedIndices_.push_back(i);
+    stagingOffsets_.push_back(stagingBytes);
+    // 64-byte steps keep every value aligned for its copy.
+    stagingBytes += (buffers_[i].size() + 63) / 64 * 64;
+    secondSet_.emplace_back(*backend_, buffers_[i].size());
+  }
+  latest_.resize(stagedIndices_.size());
+  for (HostBuffer &staging : staging_)
+    staging = HostBuffer(*backend_, stagingBytes);
+  for (size_t i = 0; i < bindings.size(); ++i)
+    secondPointers_.push_back(bufferFor(i, 1));
+}
+
+void *Runner::bufferFor(size_t index, unsigned slot) const {
+  if (slot == 0 || !staged_ || stagedOf_[index] < 0)
+    return buffers_[index].data();
+  return secondSet_[size_t(stagedOf_[index])].data();
+}
+
+unsigned Runner::uploadStaged() {
+  unsigned slot = nextSlot_;
+  nextSlot_ ^= 1u;
+  // The upload from this slot two calls back must have read its staging
+  // buffer before it is written again.
+  backend_->waitUploadRead(slot);
+  auto *staging = static_cast<uint8_t *>(staging_[slot].data());
+  std::vector<Backend::UploadCopy> copies;
+  for (size_t k = 0; k < stagedIndices_.size(); ++k) {
+    const std::vector<uint8_t> &bytes = latest_[k];
+    if (bytes.empty())
+      continue;
+    uint8_t *host = staging + stagingOffsets_[k];
+    std::memcpy(host, bytes.data(), bytes.size());
+    copies.push_back({bufferFor(stagedIndices_[k], slot), host, bytes.size()});
+  }
+  backend_->upload(slot, copies);
+  lastSlot_ = slot;
+  return slot;
 }
 
 Runner::~Runner() = default;
@@ -128,6 +180,8 @@ void Runner::addVariant(const Artifact &artifact) {
       const Tensor &value = constants.at(binding.name);
       backend_->copyIn(buffer.data(), value.bytes.data(), value.byteSize());
       variant.pointers.push_back(buffer.data());
+      if (staged_)
+        variant.secondPointers.push_back(buffer.data());
       continue;
     }
     // ztc compile checked that the rest are the main step's (same role,
@@ -141,6 +195,8 @@ void Runner::addVariant(const Artifact &artifact) {
                   " does not fit the bindings of " + artifact_.directory() +
                   " (recompile the artifact)");
     variant.pointers.push_back(buffers_[it->second].data());
+    if (staged_)
+      variant.secondPointers.push_back(bufferFor(it->second, 1));
     if (isData(binding.role))
       variant.inputs[it->second] = &binding;
   }
@@ -161,10 +217,17 @@ void Runner::checkDeviceMemory() const {
   // What the constructor allocates: the arena, every binding, the training
   // state and the error slot, and what the kernel library reserves once
   // (cuBLAS's workspace). The plan is static, and the kernels' scratch is
-  // in the arena, so this is all of it.
+  // in the arena, so this is all of it. An asynchronous backend's second
+  // set of per-call bindings (allocateStaging) counts too, as the plan
+  // counts it (TargetInfo::inputSets).
   uint64_t bindings = 0;
   for (const Binding &binding : manifest().bindings)
-    bindings += binding.byteSize();
+    bindings +=
+        binding.byteSize() *
+        (backend_->asynchronous() &&
+                 (isData(binding.role) || binding.role == BindingRole::Hyper)
+             ? 2
+             : 1);
   uint64_t reserved = targetInfo(manifest().target).reservedBytes;
   uint64_t needed = arenaBytes_ + kGuardBytes + bindings + reserved +
                     sizeof(ztc_train_state) + sizeof(ztc_step_error);
@@ -183,8 +246,14 @@ void Runner::checkDeviceMemory() const {
 }
 
 void Runner::uploadInput(size_t index, const Tensor &value) {
-  backend_->copyIn(buffers_[index].data(), value.bytes.data(),
-                   value.byteSize());
+  if (staged_ && stagedOf_[index] >= 0) {
+    // Uploaded with the next call (uploadStaged).
+    const uint8_t *bytes = value.bytes.data();
+    latest_[size_t(stagedOf_[index])].assign(bytes, bytes + value.byteSize());
+  } else {
+    backend_->copyIn(buffers_[index].data(), value.bytes.data(),
+                     value.byteSize());
+  }
   inputSet_[index] = true;
 }
 
@@ -302,9 +371,18 @@ void Runner::writeAllCopies() {
 
 Tensor Runner::binding(size_t index) const {
   const Binding &spec = manifest().bindings.at(index);
-  synchronize();
   Tensor value(spec.dtype, spec.shape);
-  backend_->copyOut(value.bytes.data(), buffers_[index].data(),
+  if (staged_ && stagedOf_[index] >= 0) {
+    // What the host set last, which the next call uploads; a variant's
+    // shorter input is read from the slot of the last call.
+    const std::vector<uint8_t> &bytes = latest_[size_t(stagedOf_[index])];
+    if (bytes.size() == value.byteSize()) {
+      std::copy(bytes.begin(), bytes.end(), value.bytes.begin());
+      return value;
+    }
+  }
+  synchronize();
+  backend_->copyOut(value.bytes.data(), bufferFor(index, lastSlot_),
                     value.byteSize());
   return value;
 }
@@ -359,9 +437,13 @@ void Runner::run(EntryFn entry) {
     if (!inputSet_[i])
       throw Error(std::string(roleName(bindings[i].role)) + " '" +
                   bindings[i].name + "' was not set");
+  unsigned slot = staged_ ? uploadStaged() : 0;
   ztc_step_context context{};
-  context.bindings =
-      selected_ ? variants_[selected_ - 1].pointers.data() : pointers_.data();
+  if (selected_ != 0)
+    context.bindings = slot ? variants_[selected_ - 1].secondPointers.data()
+                            : variants_[selected_ - 1].pointers.data();
+  else
+    context.bindings = slot ? secondPointers_.data() : pointers_.data();
   context.arena = static_cast<char *>(arena_.data());
   context.streams = streams_.data();
   context.stream_count = static_cast<int32_t>(streams_.size());
@@ -374,7 +456,23 @@ void Runner::run(EntryFn entry) {
   context.world_size = comm_ ? comm_->worldSize() : 1;
   context.state = static_cast<ztc_train_state *>(trainState_.data());
   context.error = static_cast<ztc_step_error *>(errorSlot_.data());
-  backend_->call(entry, context);
+  // A recorded graph replays the collectives' device work but none of the
+  // communicator's host work, so a step with collectives is recorded only
+  // where the communicator allows it.
+  bool replayable = graphs_ && (manifest().dist.worldSize == 1 ||
+                                (comm_ && comm_->graphCapturable()));
+  if (replayable)
+    backend_->replay(entry, context);
+  else
+    backend_->call(entry, context);
+  if (staged_)
+    backend_->releaseUpload(slot);
+  for (const std::string &notice : backend_->takeNotices()) {
+    if (notice_)
+      notice_(notice);
+    else
+      std::fprintf(stderr, "note: %s\n", notice.c_str());
+  }
   // A synchronous backend has finished: check now, so a failure names the
   // call that caused it. An asynchronous one is checked when the host next
   // waits (synchronize).

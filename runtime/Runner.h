@@ -6,6 +6,14 @@
 // init.safetensors, reads and checks the inputs, calls the entry, and reads
 // the outputs back from their arena offsets.
 //
+// On an asynchronous backend (CUDA) the bindings the host sets per call
+// (inputs, labels, hypers) are double-buffered: two device sets and two
+// host staging buffers, alternated per call, so that a call's upload runs
+// on the backend's upload stream while the previous call computes and no
+// call waits for the host (Backend::upload). Entries are replayed as
+// recorded graphs (Backend::replay) unless setGraphs(false) or the step
+// has collectives whose communicator cannot be recorded.
+//
 // Every error is a ztc::rt::Error with a one-line message:
 //   missing input file(s) in DIR: x.npy (input 'x', float32[8,64])
 //   unexpected file(s) in DIR match no input: z.npy (expected: x.npy)
@@ -32,6 +40,7 @@
 #include "runtime/backend/Backend.h"
 #include "runtime/comm/Communicator.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -107,6 +116,15 @@ public:
   /// Runner): its world size must be the one the step was compiled for.
   /// Without one, only a step compiled for one rank runs.
   void setCommunicator(Communicator *comm);
+  /// Whether run() may replay entries as recorded graphs (CUDA graphs;
+  /// Backend::replay): by default it may, when the step has no collectives
+  /// or its communicator can be recorded (Communicator::graphCapturable).
+  void setGraphs(bool enabled) { graphs_ = enabled; }
+  /// Where the backend's notices go (why graphs are off); by default to
+  /// stderr.
+  void setNotice(std::function<void(const std::string &)> notice) {
+    notice_ = std::move(notice);
+  }
   /// Writes every output to `outputDir/<file>.npy`, creating the directory.
   void writeOutputs(const std::string &outputDir) const;
 
@@ -122,6 +140,14 @@ public:
 private:
   const Manifest &manifest() const { return artifact_.manifest(); }
   void uploadInput(size_t binding, const Tensor &value);
+  /// Asynchronous backends: the second device set and the staging buffers
+  /// of the bindings the host sets per call.
+  void allocateStaging();
+  /// Binding `index`'s device buffer in upload slot `slot`.
+  void *bufferFor(size_t index, unsigned slot) const;
+  /// Uploads the latest value of every staged binding into the next slot's
+  /// device set; returns the slot.
+  unsigned uploadStaged();
   /// Writes the copies (Binding::copyOf) of param `source`, which holds
   /// `value`: each rounded to its copy's type.
   void writeCopies(size_t source, const Tensor &value);
@@ -138,6 +164,8 @@ private:
   const Artifact &artifact_;
   std::unique_ptr<Backend> backend_;
   Communicator *comm_ = nullptr;
+  bool graphs_ = true;
+  std::function<void(const std::string &)> notice_;
   /// Initial values of sharded bindings, until setCommunicator takes this
   /// rank's blocks of them.
   std::map<std::string, Tensor> wholeValues_;
@@ -151,6 +179,20 @@ private:
   std::vector<DeviceBuffer> buffers_;
   std::vector<void *> pointers_;
   std::vector<bool> inputSet_;
+  /// Double-buffered uploads (asynchronous backends, staged_): per staged
+  /// binding (an input, label or hyper) its index, its latest value, its
+  /// offset in the staging buffers and its device buffer in slot 1 (slot
+  /// 0 uses buffers_); per binding its position among the staged (-1:
+  /// not staged); slot 1's bindings array; the slot the next call uses.
+  bool staged_ = false;
+  std::vector<size_t> stagedIndices_;
+  std::vector<std::vector<uint8_t>> latest_;
+  std::vector<size_t> stagingOffsets_;
+  std::vector<DeviceBuffer> secondSet_;
+  std::vector<int> stagedOf_;
+  HostBuffer staging_[2];
+  std::vector<void *> secondPointers_;
+  unsigned nextSlot_ = 0, lastSlot_ = 0;
   /// Per binding, the bindings that are copies of it (Binding::copyOf).
   std::vector<std::vector<size_t>> copies_;
   /// A step of a shorter sequence length: its bindings array (the main's
@@ -160,6 +202,8 @@ private:
     const Artifact *artifact = nullptr;
     std::vector<DeviceBuffer> constants;
     std::vector<void *> pointers;
+    /// The bindings array of upload slot 1 (staged_).
+    std::vector<void *> secondPointers;
     std::map<size_t, const Binding *> inputs;
   };
   std::vector<Variant> variants_;

@@ -2,9 +2,11 @@
 //
 // The Runner talks to a device only through this interface: allocate device
 // memory, copy bytes in and out, enqueue the compiled entry point on the
-// backend's stream, and wait for it. Two backends implement it: the CPU
-// (host memory, the entry runs on the calling thread; CpuBackend.cpp) and
-// CUDA (cudaMalloc, one stream, calls that return before the device is done;
+// backend's stream (directly, or replaying a record of it), upload per-call
+// data double-buffered, and wait. Two backends implement it: the CPU (host
+// memory, the entry runs on the calling thread, copies at once;
+// CpuBackend.cpp) and CUDA (cudaMalloc, streams, calls that return before
+// the device is done, CUDA graphs, pinned uploads on their own stream;
 // CudaBackend.cpp). The calling convention is runtime/kernels/StepAbi.h.
 //
 //===----------------------------------------------------------------------===//
@@ -18,7 +20,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -65,6 +69,61 @@ public:
   virtual std::optional<std::pair<uint64_t, uint64_t>> deviceMemory() const {
     return std::nullopt;
   }
+
+  // Recorded entries (CUDA graphs).
+
+  /// Like call(), but the backend may record the entry's work once per
+  /// entry and context and replay the record on later calls (CUDA: a
+  /// graph captured from stream 0, launched with cudaGraphLaunch). Only for
+  /// entries whose work depends on the context's device memory alone, and
+  /// contexts whose arrays (bindings, streams, events) hold the same values
+  /// whenever they are the same arrays. When recording fails the backend
+  /// calls directly from then on and says why once (takeNotices). The
+  /// default calls directly.
+  virtual void replay(EntryFn entry, const ztc_step_context &ctx) {
+    call(entry, ctx);
+  }
+  /// What the backend has to tell the user since the last call (each
+  /// notice once): why it stopped recording entries.
+  virtual std::vector<std::string> takeNotices() { return {}; }
+
+  // Double-buffered uploads: the data a call reads (inputs, labels,
+  // hypers) goes up while the previous call runs. The caller alternates
+  // two slots, each with its own device buffers and host memory: it waits
+  // for the slot's last upload to have read the host memory
+  // (waitUploadRead), writes it, enqueues the upload (upload), enqueues the
+  // calls that read the slot, and releases the slot (releaseUpload). The
+  // defaults, for synchronous backends, copy at once.
+
+  /// `bytes` of host memory uploads copy from (pinned on CUDA); 0 bytes
+  /// still yields a valid pointer. Throws Error when out of memory.
+  virtual void *allocateHost(size_t bytes) {
+    return ::operator new(bytes ? bytes : 1);
+  }
+  virtual void deallocateHost(void *host) { ::operator delete(host); }
+  /// One copy of an upload: `bytes` from `host` (allocateHost's) to
+  /// `device`.
+  struct UploadCopy {
+    void *device;
+    const void *host;
+    size_t bytes;
+  };
+  /// Enqueues `copies` for slot `slot` (0 or 1) on the backend's upload
+  /// stream, after the calls of the slot's last release, and orders the
+  /// calls enqueued after this one after the copies (CUDA: events; the
+  /// host does not wait).
+  virtual void upload(unsigned slot, const std::vector<UploadCopy> &copies) {
+    (void)slot;
+    for (const UploadCopy &copy : copies)
+      copyIn(copy.device, copy.host, copy.bytes);
+  }
+  /// The calls enqueued since upload(slot) are the slot's readers: the
+  /// slot's next upload waits for them (CUDA: an event on stream 0).
+  virtual void releaseUpload(unsigned slot) { (void)slot; }
+  /// Waits until the last upload of `slot` has read its host memory, so
+  /// that the caller may write it again (CUDA: the only host wait of a
+  /// step, for an upload two calls back).
+  virtual void waitUploadRead(unsigned slot) { (void)slot; }
 };
 
 /// How a backend runs entries.
@@ -100,18 +159,24 @@ std::unique_ptr<Backend> createCudaBackend();
 std::unique_ptr<Backend> createBackend(Target target,
                                        const BackendOptions &options = {});
 
-/// Device memory owned by a backend; freed on destruction.
-class DeviceBuffer {
+/// Memory owned by a backend, freed on destruction: device memory
+/// (DeviceBuffer, Backend::allocate) or host memory uploads copy from
+/// (HostBuffer, Backend::allocateHost).
+template <bool Host> class BackendBuffer {
 public:
-  DeviceBuffer() = default;
-  DeviceBuffer(Backend &backend, size_t bytes)
-      : backend_(&backend), data_(backend.allocate(bytes)), bytes_(bytes) {}
-  ~DeviceBuffer() {
-    if (data_)
+  BackendBuffer() = default;
+  BackendBuffer(Backend &backend, size_t bytes)
+      : backend_(&backend),
+        data_(Host ? backend.allocateHost(bytes) : backend.allocate(bytes)),
+        bytes_(bytes) {}
+  ~BackendBuffer() {
+    if (data_ && Host)
+      backend_->deallocateHost(data_);
+    else if (data_)
       backend_->deallocate(data_);
   }
-  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
-  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept {
+  BackendBuffer(BackendBuffer &&other) noexcept { *this = std::move(other); }
+  BackendBuffer &operator=(BackendBuffer &&other) noexcept {
     std::swap(backend_, other.backend_);
     std::swap(data_, other.data_);
     std::swap(bytes_, other.bytes_);
@@ -126,6 +191,8 @@ private:
   void *data_ = nullptr;
   size_t bytes_ = 0;
 };
+using DeviceBuffer = BackendBuffer<false>;
+using HostBuffer = BackendBuffer<true>;
 
 } // namespace ztc::rt
 

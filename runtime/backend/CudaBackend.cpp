@@ -12,6 +12,19 @@
 // The step is linked against the shared cudart (runtime/backend/Compile.cpp),
 // so it and this file share one CUDA runtime and context.
 //
+// replay records an entry as a CUDA graph (GraphReplay.h says when):
+// stream 0 is captured (thread-local mode) while the entry runs, which
+// follows the streams it forks to with events, and the graph is launched
+// on stream 0 from then on. Before a capture the backend waits for the
+// calls so far, once per graph, so that an error the capture leaves is
+// the capture's: it is then a notice and every later call direct.
+//
+// Uploads (Backend::upload) go from pinned host memory on a stream of
+// their own, ordered with two events per slot: the upload stream waits for
+// the slot's last readers (released), stream 0 for the upload (uploaded).
+// All streams are blocking, so a cudaMemcpy (copyIn, copyOut) still waits
+// for every one of them.
+//
 // Without the CUDA toolkit at build time (ZTC_RUNTIME_CUDA unset) only
 // createCudaBackend exists, and it throws.
 //
@@ -20,6 +33,7 @@
 #include "runtime/backend/Backend.h"
 
 #include "runtime/Error.h"
+#include "runtime/backend/GraphReplay.h"
 
 #if ZTC_RUNTIME_CUDA
 #include <cuda_runtime_api.h>
@@ -41,6 +55,12 @@ std::string describe(cudaError_t status) {
          cudaGetErrorString(status) + ")";
 }
 
+/// Throws "CALL (WHAT): ERROR" unless `status` is success.
+void check(cudaError_t status, const char *call, const std::string &what) {
+  if (status != cudaSuccess)
+    throw Error(std::string(call) + " (" + what + "): " + describe(status));
+}
+
 /// Throws "CALL of N bytes[ (WHAT)]: ERROR" unless `status` is success.
 void checkBytes(cudaError_t status, const char *call, size_t bytes,
                 const char *what = nullptr) {
@@ -50,7 +70,7 @@ void checkBytes(cudaError_t status, const char *call, size_t bytes,
                 describe(status));
 }
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, private GraphReplayer {
 public:
   CudaBackend() {
     int devices = 0;
@@ -64,6 +84,16 @@ public:
   }
 
   ~CudaBackend() override {
+    // Errors are dropped here, as in deallocate.
+    destroyRecords();
+    for (unsigned slot = 0; slot < 2; ++slot) {
+      if (uploaded_[slot])
+        cudaEventDestroy(uploaded_[slot]);
+      if (released_[slot])
+        cudaEventDestroy(released_[slot]);
+    }
+    if (uploadStream_)
+      cudaStreamDestroy(uploadStream_);
     for (cudaStream_t stream : streams_)
       cudaStreamDestroy(stream);
     for (cudaEvent_t event : events_)
@@ -137,22 +167,60 @@ public:
   }
 
   void call(EntryFn entry, const ztc_step_context &ctx) override {
-    if (entry != hooksEntry_) {
-      hooks_ = findErrorHooks(entry, "cuda");
-      hooksEntry_ = entry;
-      if (!pending_ && hooks_.clearError)
-        hooks_.clearError();
-    }
-    if (!pending_)
-      // A failed launch left over from code outside the step is not the
-      // step's failure (a sticky fault resurfaces at the synchronize).
-      (void)cudaGetLastError();
-    pending_ = true;
+    beginCall(entry);
     entry(&ctx);
-    // Launch failures are recorded without waiting; the first one is kept.
-    cudaError_t launch = cudaGetLastError();
-    if (launch != cudaSuccess && launch_ == cudaSuccess)
-      launch_ = launch;
+    endCall(cudaGetLastError());
+  }
+
+  void replay(EntryFn entry, const ztc_step_context &ctx) override {
+    GraphReplayer::replay(entry, ctx);
+  }
+
+  std::vector<std::string> takeNotices() override {
+    return GraphReplayer::takeNotices();
+  }
+
+  void *allocateHost(size_t bytes) override {
+    void *memory = nullptr;
+    checkBytes(cudaHostAlloc(&memory, bytes ? bytes : 1, cudaHostAllocDefault),
+               "cudaHostAlloc", bytes, "pinned host memory");
+    return memory;
+  }
+
+  /// Errors are dropped, as in deallocate.
+  void deallocateHost(void *host) override { cudaFreeHost(host); }
+
+  void upload(unsigned slot, const std::vector<UploadCopy> &copies) override {
+    createUploadStream();
+    std::string name = "upload slot " + std::to_string(slotIndex(slot));
+    check(cudaStreamWaitEvent(uploadStream_, released_[slot], 0),
+          "cudaStreamWaitEvent", name + ": the upload waits for its readers");
+    for (const UploadCopy &copy : copies)
+      if (copy.bytes)
+        checkBytes(cudaMemcpyAsync(copy.device, copy.host, copy.bytes,
+                                   cudaMemcpyHostToDevice, uploadStream_),
+                   "cudaMemcpyAsync", copy.bytes,
+                   (name + ", host to device").c_str());
+    check(cudaEventRecord(uploaded_[slot], uploadStream_), "cudaEventRecord",
+          name + ": uploaded");
+    check(cudaStreamWaitEvent(streams_[0], uploaded_[slot], 0),
+          "cudaStreamWaitEvent", name + ": stream 0 waits for the upload");
+  }
+
+  void releaseUpload(unsigned slot) override {
+    createUploadStream();
+    check(cudaEventRecord(released_[slotIndex(slot)], streams_[0]),
+          "cudaEventRecord",
+          "upload slot " + std::to_string(slot) + ": its readers enqueued");
+  }
+
+  void waitUploadRead(unsigned slot) override {
+    createUploadStream();
+    // An event never recorded counts as complete: the first two calls
+    // do not wait.
+    check(cudaEventSynchronize(uploaded_[slotIndex(slot)]),
+          "cudaEventSynchronize",
+          "upload slot " + std::to_string(slot) + ": its host memory read");
   }
 
   void synchronize() override {
@@ -176,8 +244,133 @@ public:
   }
 
 private:
+  /// Error hooks for `entry`'s library; a failed launch left from before.
+  void beginCall(EntryFn entry) {
+    useHooks(entry);
+    if (!pending_)
+      // A failed launch left over from code outside the step is not the
+      // step's failure (a sticky fault resurfaces at the synchronize).
+      (void)cudaGetLastError();
+    pending_ = true;
+  }
+
+  /// Launch failures are recorded without waiting; the first one is kept.
+  void endCall(cudaError_t launch) {
+    if (launch != cudaSuccess && launch_ == cudaSuccess)
+      launch_ = launch;
+  }
+
+  void useHooks(EntryFn entry) {
+    if (entry == hooksEntry_)
+      return;
+    hooks_ = findErrorHooks(entry, "cuda");
+    hooksEntry_ = entry;
+    if (!pending_ && hooks_.clearError)
+      hooks_.clearError();
+  }
+
+  // GraphReplayer's device operations.
+
+  void callDirect(EntryFn entry, const ztc_step_context &ctx) override {
+    call(entry, ctx);
+  }
+
+  void *record(EntryFn entry, const ztc_step_context &ctx,
+               std::string &why) override {
+    // The calls so far first: their failures are theirs (this throws
+    // them), and the error state is clean for the capture.
+    synchronize();
+    useHooks(entry);
+    (void)cudaGetLastError();
+    auto stream = static_cast<cudaStream_t>(ctx.streams[0]);
+    cudaError_t status =
+        cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    if (status != cudaSuccess) {
+      why = "cudaStreamBeginCapture: " + describe(status);
+      return nullptr;
+    }
+    entry(&ctx);
+    cudaGraph_t graph = nullptr;
+    status = cudaStreamEndCapture(stream, &graph);
+    // What the capture left: a launch the capture refused, the kernel
+    // library's record of it. Cleared, so it is not a later step's error.
+    cudaError_t refused = cudaGetLastError();
+    std::string library = hooks_.lastError ? hooks_.lastError() : "";
+    if (hooks_.clearError)
+      hooks_.clearError();
+    for (int32_t i = 0; i < ctx.stream_count; ++i) {
+      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+      cudaError_t query = cudaStreamIsCapturing(
+          static_cast<cudaStream_t>(ctx.streams[i]), &capturing);
+      if (query != cudaSuccess || capturing != cudaStreamCaptureStatusNone) {
+        if (graph)
+          cudaGraphDestroy(graph);
+        throw Error("cannot end the capture of a CUDA graph: stream " +
+                    std::to_string(i) + " is still capturing" +
+                    (query != cudaSuccess
+                         ? " (cudaStreamIsCapturing: " + describe(query) + ")"
+                         : std::string()));
+      }
+    }
+    cudaGraphExec_t instance = nullptr;
+    if (status != cudaSuccess)
+      why = "cudaStreamEndCapture: " + describe(status);
+    else if (!library.empty())
+      why = "while capturing, the kernel library failed: " + library;
+    else if (refused != cudaSuccess)
+      why = "while capturing: " + describe(refused);
+    else if ((status = cudaGraphInstantiate(&instance, graph, 0)) !=
+             cudaSuccess) {
+      why = "cudaGraphInstantiate: " + describe(status);
+      instance = nullptr;
+    }
+    if (graph)
+      cudaGraphDestroy(graph); // the instance keeps what it needs
+    (void)cudaGetLastError();
+    return instance;
+  }
+
+  void launch(void *record, EntryFn entry,
+              const ztc_step_context &ctx) override {
+    beginCall(entry);
+    endCall(cudaGraphLaunch(static_cast<cudaGraphExec_t>(record),
+                            static_cast<cudaStream_t>(ctx.streams[0])));
+  }
+
+  void destroy(void *record) override {
+    cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(record));
+  }
+
+  static unsigned slotIndex(unsigned slot) {
+    if (slot > 1)
+      throw Error("upload slot " + std::to_string(slot) + " (0 or 1)");
+    return slot;
+  }
+
+  /// The upload stream and the slots' events, on first use.
+  void createUploadStream() {
+    if (uploadStream_)
+      return;
+    // Blocking, as the step's streams (see streams()).
+    check(cudaStreamCreate(&uploadStream_), "cudaStreamCreate",
+          "the upload stream");
+    for (unsigned slot = 0; slot < 2; ++slot) {
+      check(cudaEventCreateWithFlags(&uploaded_[slot], cudaEventDisableTiming),
+            "cudaEventCreateWithFlags",
+            "upload slot " + std::to_string(slot) + ": uploaded");
+      check(cudaEventCreateWithFlags(&released_[slot], cudaEventDisableTiming),
+            "cudaEventCreateWithFlags",
+            "upload slot " + std::to_string(slot) + ": released");
+    }
+  }
+
   std::vector<cudaStream_t> streams_;
   std::vector<cudaEvent_t> events_;
+  /// Backend::upload's stream, and per slot: its upload done, its readers
+  /// done.
+  cudaStream_t uploadStream_ = nullptr;
+  cudaEvent_t uploaded_[2] = {nullptr, nullptr};
+  cudaEvent_t released_[2] = {nullptr, nullptr};
   /// Whether calls were enqueued since the last synchronize.
   bool pending_ = false;
   /// The first failed launch since the last synchronize.

@@ -102,6 +102,13 @@ public:
   /// Seconds a collective may wait before the process ends (0: forever).
   virtual void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
 
+  /// Whether a step's collectives may be recorded into a CUDA graph and
+  /// replayed (Backend::replay). A replay runs the collectives' device work
+  /// but not the host code of the table's functions, which counts
+  /// elementsMoved and, for a failed call, sets lastError; so no
+  /// communicator allows it yet (NCCL 2.9 and later could be captured).
+  virtual bool graphCapturable() const { return false; }
+
 protected:
   Communicator(int rank, int worldSize);
 

@@ -163,6 +163,9 @@ struct TrainOptions {
   /// Seconds a collective may wait for the other ranks before this rank
   /// exits with an error naming it (0: forever).
   double collectiveTimeout = 60;
+  /// CUDA: replay each entry as a CUDA graph, captured at its second call
+  /// with each set of buffers (Runner::setGraphs); off: every call direct.
+  bool cudaGraphs = true;
   /// CPU: run the step's collectives on a thread of their own, overlapping
   /// compute (BackendOptions::streamThreads).
   bool commThread = false;

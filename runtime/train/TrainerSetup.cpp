@@ -62,6 +62,13 @@ TrainingRun::TrainingRun(const TrainOptions &options, Communicator &comm)
                   options.prefetch && batchBytes() >= options.prefetchMinBytes),
       microBatches_(manifest().train.gradAccum) {
   runner_.setCommunicator(comm.worldSize() > 1 ? &comm : nullptr);
+  runner_.setGraphs(options.cudaGraphs);
+  runner_.setNotice([this](const std::string &notice) {
+    if (reporter_)
+      reporter_->message(notice);
+    else if (options_.log)
+      options_.log(notice);
+  });
   if (!buckets_.empty())
     loader_.setSequenceBuckets(manifest().train.seqBuckets);
   findHypers();

@@ -17,9 +17,10 @@ A GPU node has no MLIR, so the check comes in two halves:
       case under `--comm nccl`, the rest on the local communicator), and
       compares with the CPU: the first step's loss and gradients, the loss
       of every step, the final parameters; checks that two runs of the same
-      artifact give the same bits; runs the CUDA backend's unit tests and,
-      where compute-sanitizer is there, two steps of the GPT under its
-      memory checker. Prints one line per check and a summary; exit 1 when
+      artifact give the same bits, and that replayed CUDA graphs give the
+      bits of direct calls (--no-cuda-graph); runs the CUDA backend's unit
+      tests and, where compute-sanitizer is there, two steps of the GPT
+      under its memory checker. Prints one line per check and a summary; exit 1 when
       any failed. Logs go to DIR.
 
 The tolerances are those of different summation orders in fp32 (cuBLAS and
@@ -400,6 +401,41 @@ def run_cases(args):
           "straight run, bit for bit%s" % (
               first["name"], first["steps"] // 2, first["steps"],
               "" if resumed.returncode == 0 else ": " + resumed.stderr.strip()[-800:]))
+
+    # CUDA graphs (each entry captured at its second call per upload slot,
+    # replayed after; docs/gpu.md) against direct calls (--no-cuda-graph):
+    # the same losses and final checkpoint, bit for bit, and no notice that
+    # the capture failed and fell back. The cases cover two entries a step
+    # (accumulation), a random key per micro-batch (Dropout), convolution
+    # scratch and the evaluate entry (the CNN), and the NCCL communicator on
+    # one rank (gpt).
+    for case in cases:
+        if case["name"] not in ("gpt", "gpt-sgd", "gpt-recompute-accum", "mlp-dropout",
+                                "cnn-batchnorm"):
+            continue
+        graphs = os.path.join(out, case["name"])
+        direct = os.path.join(out, case["name"] + "-direct")
+        shutil.rmtree(direct, ignore_errors=True)
+        os.makedirs(direct)
+        extra = ["--eval-data", os.path.join(bundle, case["eval"])] if "eval" in case else []
+        result = run(train, *train_args(os.path.join(bundle, "art", case["name"] + "-cuda.ztc"),
+                                        os.path.join(bundle, case["data"]), case, direct),
+                     "--comm", case.get("comm", "local"), *extra, "--no-cuda-graph", env=env,
+                     ok=False)
+        with open(os.path.join(direct, "log.txt"), "w") as f:
+            f.write(result.stdout + result.stderr)
+        graph_log = open(os.path.join(graphs, "log.txt")).read() if os.path.exists(
+            os.path.join(graphs, "log.txt")) else ""
+        fell_back = re.findall(r"CUDA graphs off[^\n]*", graph_log)
+        same = (result.returncode == 0 and os.path.exists(os.path.join(graphs, "ckpt"))
+                and losses(os.path.join(direct, "metrics.jsonl")) == losses(
+                    os.path.join(graphs, "metrics.jsonl"))
+                and same_bits(os.path.join(direct, "ckpt"), os.path.join(graphs, "ckpt")))
+        check(same and not fell_back,
+              "%s: replayed CUDA graphs give the losses and checkpoint of direct calls "
+              "(--no-cuda-graph), bit for bit%s" % (
+                  case["name"], ": " + fell_back[0] if fell_back else
+                  "" if result.returncode == 0 else ": " + result.stderr.strip()[-800:]))
 
     # The backend's unit tests: a hand-written step against the CPU kernels.
     tests = os.path.join(bundle, "bin", "ztc-cuda-backend-tests")

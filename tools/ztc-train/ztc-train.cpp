@@ -113,6 +113,9 @@ const char kUsage[] =
     "                    with --overlap-comm, the default); without it they\n"
     "                    run in program order, which is faster when the\n"
     "                    ranks leave no core free\n"
+    "  --no-cuda-graph   CUDA: call each step's entry directly instead of\n"
+    "                    replaying the CUDA graph captured at its second\n"
+    "                    call (steps with collectives are never captured)\n"
     "\n"
     "MULTI-RANK: compile with --world-size N (and --zero 0|1|2|3), then\n"
     "  mpirun -np N %s ART.ztc --data DIR\n"
@@ -250,6 +253,8 @@ ztc::rt::TrainOptions parseArguments(int argc, char **argv, ToolOptions &tool) {
         throw UsageError{"--device-memory-report needs a file"};
     } else if (flag == "--comm-thread") {
       options.commThread = true;
+    } else if (flag == "--no-cuda-graph") {
+      options.cudaGraphs = false;
     } else if (flag == "--batching") {
       options.tokens.mode = takeValue();
       batchingGiven = true;

@@ -5,7 +5,8 @@
 // (cuBLAS products, block reductions, im2col convolution, f16) is compiled
 // with compileSharedObject and run through the backend, and its results are
 // compared with CpuKernels.h; a second entry with a bad gather index must
-// come back as the backend's Error, and the step must run cleanly after it.
+// come back as the backend's Error, and the step must run cleanly after it;
+// replayed as a CUDA graph on uploaded inputs, it must write the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace ztc::rt;
@@ -258,6 +260,44 @@ TEST(CudaBackendTest, KernelsMatchTheCpuAndErrorsReachTheCaller) {
                    ztc::MatmulParams{false, false});
   backend->copyOut(actual16.data(), bindings[14], 420 * sizeof(f16));
   expectClose(actual16, expected16, 2e-3, "matmul f16");
+
+  // Replayed (a direct call, then the CUDA graph captured at the second
+  // call, then launches of it), the step writes the bits of a direct call,
+  // on inputs uploaded from pinned memory on the upload stream, alternating
+  // the two upload slots as the Runner does.
+  auto results = [&] {
+    std::vector<std::vector<float>> all;
+    for (size_t i = 5; i < 14; ++i)
+      all.push_back(result(i, resultSizes[i - 5]));
+    return all;
+  };
+  auto clearResults = [&] {
+    for (size_t i = 5; i < buffers.size(); ++i) {
+      std::vector<unsigned char> zero(buffers[i].size());
+      backend->copyIn(bindings[i], zero.data(), zero.size());
+    }
+  };
+  std::vector<float> y = randomFloats(1800, 3, -3, 3);
+  size_t yBytes = y.size() * sizeof(float);
+  backend->copyIn(bindings[0], y.data(), yBytes);
+  clearResults();
+  backend->call(forward, context);
+  backend->synchronize();
+  std::vector<std::vector<float>> direct = results();
+  HostBuffer pinned(*backend, yBytes);
+  std::memcpy(pinned.data(), y.data(), yBytes);
+  backend->copyIn(bindings[0], x.data(), yBytes); // replaced by the upload
+  for (unsigned call = 0; call < 4; ++call) {
+    clearResults();
+    unsigned slot = call % 2;
+    backend->waitUploadRead(slot);
+    backend->upload(slot, {{bindings[0], pinned.data(), yBytes}});
+    backend->replay(forward, context);
+    backend->releaseUpload(slot);
+    backend->synchronize();
+    EXPECT_TRUE(results() == direct) << "call " << call;
+  }
+  EXPECT_EQ(backend->takeNotices(), std::vector<std::string>{});
   ::dlclose(handle);
 }
 

@@ -18,9 +18,12 @@
 #include "runtime/io/SafeTensors.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 using namespace ztc::rt;
 using ztc::rt::test::TempDir;
@@ -231,6 +234,39 @@ TEST_F(RunnerTest, ArenaHasExactlyThePlannedSize) {
             "the artifact has no input 'nope'");
 }
 
+namespace {
+
+/// The CPU backend behind another name: every operation forwarded, for
+/// the fakes below to watch the ones they override.
+class OverCpu : public Backend {
+public:
+  Target target() const override { return Target::Cpu; }
+  void *allocate(size_t bytes) override { return cpu_->allocate(bytes); }
+  void deallocate(void *device) override { cpu_->deallocate(device); }
+  void copyIn(void *device, const void *host, size_t bytes) override {
+    cpu_->copyIn(device, host, bytes);
+  }
+  void copyOut(void *host, const void *device, size_t bytes) override {
+    cpu_->copyOut(host, device, bytes);
+  }
+  std::vector<void *> streams(size_t count) override {
+    return cpu_->streams(count);
+  }
+  std::vector<void *> events(size_t count) override {
+    return cpu_->events(count);
+  }
+  void call(EntryFn entry, const ztc_step_context &ctx) override {
+    cpu_->call(entry, ctx);
+  }
+  void synchronize() override { cpu_->synchronize(); }
+  bool asynchronous() const override { return false; }
+
+protected:
+  std::unique_ptr<Backend> cpu_ = createCpuBackend();
+};
+
+} // namespace
+
 TEST_F(RunnerTest, PlanLargerThanTheDeviceIsRefusedBeforeAllocating) {
   // The arena (96 bytes and the 64-byte guard), the bindings (w 48, b 16,
   // the two inputs 24 and 16, the outputs) and the training state must fit
@@ -253,6 +289,184 @@ TEST_F(RunnerTest, PlanLargerThanTheDeviceIsRefusedBeforeAllocating) {
   Runner runner(artifact, std::move(roomy));
   EXPECT_GT(enough->allocations, 0);
   EXPECT_EQ(runner.arenaBytes(), 96u);
+}
+
+namespace {
+
+/// An asynchronous device as the Runner sees CUDA, with the CPU's memory
+/// and calls underneath: it logs every upload, release, wait, call and
+/// synchronization, and which upload slot's buffers each call read.
+class AsyncDevice final : public OverCpu {
+public:
+  void copyIn(void *device, const void *host, size_t bytes) override {
+    log.push_back("copy in");
+    OverCpu::copyIn(device, host, bytes);
+  }
+  void copyOut(void *host, const void *device, size_t bytes) override {
+    log.push_back("copy out");
+    OverCpu::copyOut(host, device, bytes);
+  }
+  void call(EntryFn entry, const ztc_step_context &ctx) override {
+    run("call", entry, ctx);
+  }
+  void replay(EntryFn entry, const ztc_step_context &ctx) override {
+    run("replay", entry, ctx);
+    if (!told_)
+      notices_.push_back("CUDA graphs off, every step a direct call: test");
+    told_ = true;
+  }
+  std::vector<std::string> takeNotices() override {
+    return std::exchange(notices_, {});
+  }
+  void upload(unsigned slot, const std::vector<UploadCopy> &copies) override {
+    log.push_back("upload " + std::to_string(slot));
+    for (const UploadCopy &copy : copies) {
+      slotOf_[copy.device] = slot;
+      cpu_->copyIn(copy.device, copy.host, copy.bytes);
+    }
+  }
+  void releaseUpload(unsigned slot) override {
+    log.push_back("release " + std::to_string(slot));
+  }
+  void waitUploadRead(unsigned slot) override {
+    log.push_back("wait read " + std::to_string(slot));
+  }
+  void synchronize() override { log.push_back("synchronize"); }
+  bool asynchronous() const override { return true; }
+
+  std::vector<std::string> log;
+
+private:
+  /// "call reads 1: 8": the slot of the call's `ids` (binding 3) and the
+  /// first id plus one, which the step writes to the arena.
+  void run(const char *how, EntryFn entry, const ztc_step_context &ctx) {
+    cpu_->call(entry, ctx);
+    auto found = slotOf_.find(ctx.bindings[3]);
+    std::string slot =
+        found == slotOf_.end() ? "?" : std::to_string(found->second);
+    log.push_back(std::string(how) + " reads " + slot + ": " +
+                  std::to_string(*reinterpret_cast<int64_t *>(ctx.arena)));
+  }
+
+  std::map<const void *, unsigned> slotOf_;
+  std::vector<std::string> notices_;
+  bool told_ = false;
+};
+
+} // namespace
+
+// On an asynchronous backend each call's inputs go up into the slot the
+// call before did not use, after the host waited only for that slot's
+// upload two calls back (its staging memory); the call is ordered after
+// its upload and releases the slot; nothing waits for the device between
+// calls, and the results are those of the inputs each call was given.
+TEST_F(RunnerTest, UploadsAreDoubleBufferedWithoutWaitingBetweenCalls) {
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<AsyncDevice>();
+  AsyncDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  std::vector<std::string> notices;
+  runner.setNotice(
+      [&](const std::string &notice) { notices.push_back(notice); });
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  device->log.clear();
+  for (int64_t id : {7, 20, 33}) {
+    runner.setInput("ids", int64s({id, 0}));
+    runner.run();
+  }
+  EXPECT_EQ(device->log,
+            (std::vector<std::string>{
+                "wait read 0", "upload 0", "replay reads 0: 8", "release 0",
+                "wait read 1", "upload 1", "replay reads 1: 21", "release 1",
+                "wait read 0", "upload 0", "replay reads 0: 34", "release 0"}));
+  // The backend's notice reached the caller once.
+  EXPECT_EQ(notices, (std::vector<std::string>{
+                         "CUDA graphs off, every step a direct call: test"}));
+  // Reads wait for the device (and the host reads what it set last).
+  device->log.clear();
+  EXPECT_EQ(runner.output(1).data<int64_t>()[0], 34);
+  EXPECT_EQ(device->log.at(0), "synchronize");
+  EXPECT_EQ(runner.binding(3).data<int64_t>()[0], 33);
+
+  // Without graphs every call is direct; the slots go on alternating.
+  runner.setGraphs(false);
+  device->log.clear();
+  runner.setInput("ids", int64s({1, 0}));
+  runner.run();
+  EXPECT_EQ(device->log,
+            (std::vector<std::string>{"wait read 1", "upload 1",
+                                      "call reads 1: 2", "release 1"}));
+}
+
+namespace {
+
+/// Two ranks in name only, whose collectives may or may not be recorded.
+class TwoRanks final : public Communicator {
+public:
+  TwoRanks() : Communicator(0, 2) {}
+  const char *kind() const override { return "two"; }
+  void allReduceSum(double *, int64_t) override {}
+  std::vector<std::string> allGatherBytes(const std::string &bytes) override {
+    return {bytes, bytes};
+  }
+  void barrier() override {}
+  [[noreturn]] void abortAll(int status) override { std::exit(status); }
+  bool graphCapturable() const override { return capturable; }
+  bool capturable = false;
+
+protected:
+  int32_t allReduce(const void *, void *, int64_t, int32_t, void *) override {
+    return 0;
+  }
+  int32_t reduceScatter(const void *, void *, int64_t, int32_t,
+                        void *) override {
+    return 0;
+  }
+  int32_t allGather(const void *, void *, int64_t, int32_t, void *) override {
+    return 0;
+  }
+};
+
+} // namespace
+
+// A replay would run a step's collectives without the communicator's host
+// code, so a step compiled for several ranks is replayed only when its
+// communicator allows it.
+TEST_F(RunnerTest, StepsOfSeveralRanksReplayOnlyWhereTheCommunicatorAllows) {
+  Manifest manifest = stepManifest();
+  manifest.dist.worldSize = 2;
+  writeArtifact(artifact_, manifest, stepInit(), soPath_);
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<AsyncDevice>();
+  AsyncDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  TwoRanks comm;
+  runner.setCommunicator(&comm);
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  runner.setInput("ids", int64s({7, 0}));
+  device->log.clear();
+  runner.run();
+  comm.capturable = true;
+  runner.run();
+  EXPECT_EQ(device->log,
+            (std::vector<std::string>{
+                "wait read 0", "upload 0", "call reads 0: 8", "release 0",
+                "wait read 1", "upload 1", "replay reads 1: 8", "release 1"}));
+}
+
+// A synchronous backend (the CPU) copies inputs when they are set, as
+// before: no staging, no upload slots.
+TEST_F(RunnerTest, SynchronousBackendsCopyInputsWhenSet) {
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<test::FakeDevice>(1 << 20, 1 << 20);
+  test::FakeDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  int before = device->allocations;
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  runner.setInput("ids", int64s({4, 5}));
+  runner.run();
+  EXPECT_EQ(device->allocations, before);
+  EXPECT_EQ(runner.output(1).data<int64_t>()[1], 6);
 }
 
 TEST_F(RunnerTest, SecondCompileIsACacheHit) {
