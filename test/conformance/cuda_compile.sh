@@ -211,6 +211,15 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   indexed<T, int32_t>(p, reinterpret_cast<int32_t *>(p), s);
 }
 
+/// The kernels for floating-point types alone.
+template <typename T> void floats(T *p, cudaStream_t s) {
+  Dims d{2, 3, 4, 5};
+  attention<T>(p, d, p, d, p, d, p, d, p, d, ztc::AttentionParams{0.5, true},
+               s);
+  attentionBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d, p, d, p, d, p, d,
+                       ztc::AttentionParams{0.5, false}, s);
+}
+
 /// The 16-bit storage types in device code, as generated kernels use them.
 __global__ void halves(const ztc::f16 *a, const ztc::bf16 *b, ztc::f16 *c,
                        ztc::bf16 *d) {
@@ -228,6 +237,10 @@ extern "C" void ztc_instantiate_all(void *p, cudaStream_t s) {
   instantiate(static_cast<ztc::bf16 *>(p), s);
   instantiate(static_cast<int64_t *>(p), s);
   instantiate(static_cast<int32_t *>(p), s);
+  floats(static_cast<float *>(p), s);
+  floats(static_cast<double *>(p), s);
+  floats(static_cast<ztc::f16 *>(p), s);
+  floats(static_cast<ztc::bf16 *>(p), s);
   const auto *key = static_cast<const int64_t *>(p);
   randomUniform<float>(key, Dims{}, static_cast<float *>(p), Dims{2, 3},
                        ztc::RandomUniformParams{1}, s);
