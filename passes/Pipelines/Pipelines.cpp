@@ -465,6 +465,11 @@ void mlir::ztc::buildTrainingNNPipeline(
     pm.addNestedPass<func::FuncOp>(createLoraPass(*lora));
   }
 
+  // 1c. Attention as one op, before the precision slot gives it a compute
+  // type and before autodiff builds its one backward op.
+  if (options.fusesAttention())
+    pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
+
   // 2. [precision slot] fp64 promotes before the loss, so the loss and every
   // gradient op are built in double too.
   // bf16 and fp16 give each op a compute type before the loss, which is

@@ -468,6 +468,24 @@ struct TrainingPipelineOptions
                       ::ztc::rt::targetInfo(target).defaultConvLayout)) ==
            ConvLayout::Nhwc;
   }
+
+  // --- Attention (ztc-fuse-attention) ------------------------------------
+  ClosedOption<FuseAttention> fuseAttention{
+      *this, "fuse-attention", kFuseAttention,
+      llvm::cl::desc(
+          "Run scaled-dot-product attention (softmax(q k^T * scale + "
+          "causal or constant mask) v, as PyTorch models write it) as one "
+          "fused op and kernel, forward and backward, that never holds the "
+          "scores: on, off, or auto (on with --target cuda, off on the "
+          "CPU)"),
+      llvm::cl::init(FuseAttention::Auto)};
+  /// Whether ztc-fuse-attention runs: --fuse-attention, with auto the
+  /// target's default.
+  bool fusesAttention() const {
+    return fuseAttention == FuseAttention::Auto
+               ? ::ztc::rt::targetInfo(target).fusesAttention
+               : fuseAttention == FuseAttention::On;
+  }
   /// Whether the precision is bf16 or fp16 (ztc-autocast runs).
   bool mixedPrecision() const {
     return precision == Precision::Bf16 || precision == Precision::Fp16;

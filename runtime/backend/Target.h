@@ -36,13 +36,17 @@ struct TargetInfo {
   bool channelsLastConvolutions;
   /// The communicator `ztc-train --comm auto` takes under an MPI launcher.
   const char *launchedCommunicator;
+  /// Whether `--fuse-attention auto` fuses attention (ztc-fuse-attention):
+  /// on the GPU, where the scores' round trips through memory dominate; not
+  /// on the CPU, whose results thus stay those of the unfused step.
+  bool fusesAttention;
 };
 
 inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
-     true, "mpi"},
+     true, "mpi", false},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
-     false, "nccl"},
+     false, "nccl", true},
 };
 
 inline const TargetInfo &targetInfo(Target target) {

@@ -120,7 +120,7 @@ emit_and_check mlp x=8x64
 emit_and_check cnn x=8x1x8x8
 emit_and_check gpt tokens=4x16
 # Training steps: the backward kernels (convolution and pooling gradients,
-# scatter_add, insert_slice) on the CNN and the GPT.
+# scatter_add, insert_slice, attention) on the CNN and the GPT.
 # The first two with the default architectures (sm_80 and sm_90), as users
 # build; the variants for sm_90 alone (ZTC_CUDA_ARCHS), in half the time.
 ARCHS=""
@@ -129,6 +129,9 @@ compile_training gpt 4
 ARCHS=90
 # Mixed precision: bf16 products and convolutions, f32 master weights.
 compile_training gpt 4 bf16 --precision bf16
+# The GPT's attention as one kernel is the CUDA default (--fuse-attention
+# auto); the unfused step too.
+compile_training gpt 4 unfused --fuse-attention off
 compile_training cnn 8 bf16 --precision bf16
 # Data parallelism and ZeRO: the collectives through the context's
 # communicator, on a second stream ordered by events (--overlap-comm), or
