@@ -86,6 +86,13 @@ inline constexpr Spelling<ConvLayout> kConvLayouts[] = {
     {ConvLayout::Nhwc, "nhwc", "channels last"},
     {ConvLayout::Nchw, "nchw", "ONNX's"}};
 
+/// `--fuse-attention`: whether ztc-fuse-attention runs.
+enum class FuseAttention { Auto, On, Off };
+inline constexpr Spelling<FuseAttention> kFuseAttention[] = {
+    {FuseAttention::Auto, "auto", "the target's default"},
+    {FuseAttention::On, "on", "attention as one kernel"},
+    {FuseAttention::Off, "off", "as the model writes it"}};
+
 /// `--base-dtype`: how a LoRA step holds its frozen base weights.
 enum class BaseType { Model, Nf4 };
 inline constexpr Spelling<BaseType> kBaseTypes[] = {

@@ -45,6 +45,9 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
             func->getAttrOfType<IntegerAttr>(kernel::kReservedBytesAttr))
       footprint.reserved =
           std::max<uint64_t>(footprint.reserved, reserved.getInt());
+    if (auto sets = func->getAttrOfType<IntegerAttr>(kernel::kInputSetsAttr))
+      footprint.inputSets =
+          std::max<uint64_t>(footprint.inputSets, sets.getInt());
     if (!footprint.entry || func.getSymName() == "train_step")
       footprint.entry = func;
     if (auto world =
@@ -106,7 +109,7 @@ FailureOr<StepFootprint> mlir::ztc::measureFootprint(ModuleOp module) {
         }
         break;
       default:
-        footprint.data += bytes;
+        footprint.data += bytes * footprint.inputSets;
       }
     }
     for (auto constant : func.getOps<kernel::ConstantOp>())

@@ -49,6 +49,9 @@ struct StepFootprint {
   /// The target library's memory besides the plan, once per process
   /// (`kernel.reserved_bytes`, CUDA's cuBLAS workspace; 0 on the CPU).
   uint64_t reserved = 0;
+  /// How many sets of the per-call bindings the runtime keeps
+  /// (`kernel.input_sets`; `data` counts them all).
+  uint64_t inputSets = 1;
   uint64_t total() const {
     return params + buffers + states + copies + constants + data + arena +
            reserved;

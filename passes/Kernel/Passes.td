@@ -108,10 +108,12 @@ def PlanScratchPass : Pass<"ztc-plan-scratch", "func::FuncOp"> {
        operand, so ztc-plan-memory places it like any buffer, live for the
        call alone.
 
-    3. Records `kernel.reserved_bytes` on the function: `reserved-bytes`,
-       the memory the target's library holds once per process besides the
-       plan (cuBLAS's workspace), which the footprint and `ztc inspect`
-       count with the arena.
+    3. Records on the function what the target holds besides the plan,
+       which the footprint and `ztc inspect` count with the arena:
+       `kernel.reserved_bytes` (`reserved-bytes`: the library's memory,
+       once per process, cuBLAS's workspace) and `kernel.input_sets`
+       (`input-sets`: how many sets of the per-call bindings the runtime
+       keeps, two where it uploads the next call's while one runs).
 
     The training and forward pipelines run it for targets whose library
     takes planned scratch (CUDA); the CPU's kernels keep theirs.
@@ -132,6 +134,8 @@ def PlanScratchPass : Pass<"ztc-plan-scratch", "func::FuncOp"> {
   let options = [
     Option<"reservedBytes", "reserved-bytes", "int64_t", /*default=*/"0",
            "Device memory the target's library holds besides the plan">,
+    Option<"inputSets", "input-sets", "int64_t", /*default=*/"1",
+           "Sets of the per-call bindings the target's runtime keeps">,
   ];
 }
 

@@ -135,14 +135,18 @@ struct PlanScratchPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (reservedBytes < 0) {
-      func.emitError("reserved-bytes must not be negative, got ")
-          << static_cast<int64_t>(reservedBytes);
+    if (reservedBytes < 0 || inputSets < 1) {
+      func.emitError("reserved-bytes must not be negative and input-sets at "
+                     "least 1, got ")
+          << static_cast<int64_t>(reservedBytes) << " and "
+          << static_cast<int64_t>(inputSets);
       return signalPassFailure();
     }
+    auto i64 = IntegerType::get(func.getContext(), 64);
     func->setAttr(kernel::kReservedBytesAttr,
-                  IntegerAttr::get(IntegerType::get(func.getContext(), 64),
-                                   static_cast<int64_t>(reservedBytes)));
+                  IntegerAttr::get(i64, static_cast<int64_t>(reservedBytes)));
+    func->setAttr(kernel::kInputSetsAttr,
+                  IntegerAttr::get(i64, static_cast<int64_t>(inputSets)));
     WalkResult result = func.walk([&](kernel::CallOp call) {
       if (call.getScratch() || !kernel::libraryKernelOf(call).takesScratch())
         return WalkResult::advance();

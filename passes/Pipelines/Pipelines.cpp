@@ -315,6 +315,7 @@ KernelLoweringOptions::forTarget(::ztc::rt::Target target) {
   const ::ztc::rt::TargetInfo &info = ::ztc::rt::targetInfo(target);
   if (info.plannedScratch)
     options.plannedScratch = info.reservedBytes;
+  options.inputSets = info.inputSets;
   return options;
 }
 
@@ -358,6 +359,7 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
   if (options.plannedScratch) {
     PlanScratchPassOptions scratch;
     scratch.reservedBytes = *options.plannedScratch;
+    scratch.inputSets = options.inputSets;
     pm.addNestedPass<func::FuncOp>(createPlanScratchPass(scratch));
   }
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
@@ -493,6 +495,11 @@ void mlir::ztc::buildTrainingNNPipeline(
     lora->baseDtype = options.baseDtype.getValue();
     pm.addNestedPass<func::FuncOp>(createLoraPass(*lora));
   }
+
+  // 1c. Attention as one op, before the precision slot gives it a compute
+  // type and before autodiff builds its one backward op.
+  if (options.fusesAttention())
+    pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
 
   // 2. [precision slot] fp64 promotes before the loss, so the loss and every
   // gradient op are built in double too.

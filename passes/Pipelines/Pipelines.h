@@ -58,9 +58,10 @@ struct KernelLoweringOptions {
   std::optional<ScheduleCollectivesPassOptions> schedule;
   /// ztc-channels-last: f32 convolutions' activations NHWC.
   bool channelsLast = false;
-  /// ztc-plan-scratch, recording these reserved bytes: the target's kernels
-  /// work in planned scratch (TargetInfo::plannedScratch).
+  /// ztc-plan-scratch, recording these reserved bytes and input sets: the
+  /// target's kernels work in planned scratch (TargetInfo::plannedScratch).
   std::optional<int64_t> plannedScratch;
+  int64_t inputSets = 1;
   /// ztc-tf32, where either of its options is set.
   Tf32PassOptions tf32;
 
@@ -507,6 +508,24 @@ struct TrainingPipelineOptions
   /// How the step's nn entries lower to planned kernels, from these
   /// options and the target.
   KernelLoweringOptions kernelLowering() const;
+
+  // --- Attention (ztc-fuse-attention) ------------------------------------
+  ClosedOption<FuseAttention> fuseAttention{
+      *this, "fuse-attention", kFuseAttention,
+      llvm::cl::desc(
+          "Run scaled-dot-product attention (softmax(q k^T * scale + "
+          "causal or constant mask) v, as PyTorch models write it) as one "
+          "fused op and kernel, forward and backward, that never holds the "
+          "scores: on, off, or auto (on with --target cuda, off on the "
+          "CPU)"),
+      llvm::cl::init(FuseAttention::Auto)};
+  /// Whether ztc-fuse-attention runs: --fuse-attention, with auto the
+  /// target's default.
+  bool fusesAttention() const {
+    return fuseAttention == FuseAttention::Auto
+               ? ::ztc::rt::targetInfo(target).fusesAttention
+               : fuseAttention == FuseAttention::On;
+  }
   /// Whether the precision is bf16 or fp16 (ztc-autocast runs).
   bool mixedPrecision() const {
     return precision == Precision::Bf16 || precision == Precision::Fp16;

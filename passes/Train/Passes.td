@@ -12,6 +12,58 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
+  let summary = "Replace scaled-dot-product attention with nn.attention";
+  let description = [{
+    Runs on the model in `nn`, before the precision slot and the gradients,
+    so that the forward and (through its VJP, `nn.attention_backward`) the
+    backward each become one kernel that never holds the `[.., Tq, Tk]`
+    scores or probabilities. The pattern is PyTorch's attention as the
+    importer leaves it (`examples/onnx/make_gpt.py`):
+
+    1. A matrix product `nn.matmul %p, %v` whose `%p` is an `nn.softmax`
+       over the last axis, read by nothing else.
+    2. The softmax's input, read by nothing else, is either
+       `nn.where %future, %fill, %s` (or `nn.where %past, %s, %fill`) with
+       `%future` a constant i1 that is true exactly where key j > query i
+       (leading dimensions 1) and `%fill` a constant splat of at most
+       -1e30 (-inf, or the float minimum): the fused op is `causal`; or
+       `nn.add` of `%s` and a constant additive mask of the scores' rank:
+       the fused op's `mask` (a constant: nn.attention gives a mask no
+       gradient); or `%s` itself.
+    3. `%s`, read by nothing else, is `nn.mul` of `%t` and a constant splat
+       (either side) or `nn.div` of `%t` by one: the `scale` (1 / divisor);
+       or `%t` itself (scale 1).
+    4. `%t`, read by nothing else, is `nn.matmul %q, %kt`; k is `%kt` with
+       its last two dimensions swapped (the transpose that made `%kt`,
+       composed with the swap, or a new `nn.transpose`).
+    5. q, k and v have one rank and the same batch dimensions, and
+       nn.attention's type is the product's; otherwise nothing changes.
+    6. The final product's uses read `nn.attention %q, %k, %v[, %mask]
+       {scale, causal}`; the chain is erased.
+
+    Anything else stays as it is: probabilities another op reads (they
+    would have to be materialized), a softmax over another axis, a scale
+    or mask that is not a constant, dropout between the softmax and the
+    product, a non-causal `nn.where` mask.
+
+    Example (`%future`: the constant upper triangle of a 16x16 i1):
+
+    ```mlir
+    %kt = nn.transpose %kr {perm = array<i64: 0, 2, 3, 1>}
+    %t = nn.matmul %q, %kt
+    %s = nn.mul %t, %cst            // 0.25
+    %m = nn.where %future, %ninf, %s
+    %p = nn.softmax %m {axis = 3 : i64}
+    %o = nn.matmul %p, %v
+    // becomes
+    %k = nn.transpose %kr {perm = array<i64: 0, 2, 1, 3>}
+    %o = nn.attention %q, %k, %v {scale = 2.500000e-01 : f64, causal}
+    ```
+  }];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect"];
+}
+
 def LoraPass : Pass<"ztc-lora", "func::FuncOp"> {
   let summary = "Add low-rank adapters (LoRA) to matrix products; freeze the "
                 "rest";

@@ -47,13 +47,21 @@ struct TargetInfo {
   /// (cuBLAS's workspace), which the memory report and the runtime's check
   /// count with the arena.
   int64_t reservedBytes;
+  /// How many sets of the per-call bindings (inputs, labels,
+  /// hyperparameters) its runtime keeps on the device: CUDA uploads the
+  /// next call's into a second set while one runs. The plan counts them.
+  int64_t inputSets;
+  /// Whether `--fuse-attention auto` fuses attention (ztc-fuse-attention):
+  /// on the GPU, where the scores' round trips through memory dominate; not
+  /// on the CPU, whose results thus stay those of the unfused step.
+  bool fusesAttention;
 };
 
 inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
-     true, "mpi", false, 0},
+     true, "mpi", false, 0, 1, false},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
-     false, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes},
+     false, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true},
 };
 
 inline const TargetInfo &targetInfo(Target target) {

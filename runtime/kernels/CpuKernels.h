@@ -46,6 +46,7 @@
 
 // The library's headers beside this one and the standard ones, which
 // generated code may use directly (ztc::vecmath, <cmath>, <limits>).
+#include "AttentionShape.h"
 #include "Blockwise8bit.h"
 #include "Dims.h"
 #include "Dnnl.h"
@@ -86,6 +87,7 @@
 // The families, each after the ones it builds on.
 #include "cpu/Common.h"
 
+#include "cpu/Attention.h"
 #include "cpu/Collectives.h"
 #include "cpu/Linalg.h"
 #include "cpu/Loss.h"
@@ -121,6 +123,12 @@
 //   without count_include_pad, where both agree. Without it the divisor is
 //   the number of input elements in the window.
 // softmax<T>, logSoftmax<T>: over `axis`.
+// attention<T>: q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv], additive
+//   mask or nullptr (the scores' rank, dimensions 1 or the scores') -> out
+//   [..., Tq, Dv] = softmax(q kᵀ * scale + mask) v along the keys, causal:
+//   query i sees keys j <= i. attentionBackward<T>: q, k, v, out, its
+//   gradient, mask -> the gradients of q, k and v (AttentionShape.h reads
+//   the shapes for both).
 // layerNorm<T>: x, scale, bias or nullptr; normalizes over dims[axis:],
 //   scale/bias have shape dims[axis:]. layerNormBackward<T>: x, scale, gy
 //   -> the gradient of layerNorm's x.

@@ -56,6 +56,7 @@
 
 // The library's headers beside this one and the standard ones, which
 // generated code may use directly (ztc::f16, <math.h>, <cstdint>).
+#include "AttentionShape.h"
 #include "Blockwise8bit.h"
 #include "Dims.h"
 #include "Half.h"
@@ -90,6 +91,7 @@
 // The families, each after the ones it builds on.
 #include "cuda/Common.cuh"
 
+#include "cuda/Attention.cuh"
 #include "cuda/Collectives.cuh"
 #include "cuda/Linalg.cuh"
 #include "cuda/Loss.cuh"

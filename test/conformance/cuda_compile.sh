@@ -120,7 +120,7 @@ emit_and_check mlp x=8x64
 emit_and_check cnn x=8x1x8x8
 emit_and_check gpt tokens=4x16
 # Training steps: the backward kernels (convolution and pooling gradients,
-# scatter_add, insert_slice) on the CNN and the GPT.
+# scatter_add, insert_slice, attention) on the CNN and the GPT.
 # The first two with the default architectures (sm_80 and sm_90), as users
 # build; the variants for sm_90 alone (ZTC_CUDA_ARCHS), in half the time.
 ARCHS=""
@@ -129,6 +129,9 @@ compile_training gpt 4
 ARCHS=90
 # Mixed precision: bf16 products and convolutions, f32 master weights.
 compile_training gpt 4 bf16 --precision bf16
+# The GPT's attention as one kernel is the CUDA default (--fuse-attention
+# auto); the unfused step too.
+compile_training gpt 4 unfused --fuse-attention off
 compile_training cnn 8 bf16 --precision bf16
 # Data parallelism and ZeRO: the collectives through the context's
 # communicator, on a second stream ordered by events (--overlap-comm), or
@@ -215,6 +218,16 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   indexed<T, int32_t>(p, reinterpret_cast<int32_t *>(p), s);
 }
 
+/// The kernels for floating-point types alone.
+template <typename T> void floats(T *p, cudaStream_t s) {
+  Dims d{2, 3, 4, 5};
+  const ztc::Scratch z{p, 1024};
+  attention<T>(p, d, p, d, p, d, p, d, p, d, ztc::AttentionParams{0.5, true},
+               z, s);
+  attentionBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d, p, d, p, d, p, d,
+                       ztc::AttentionParams{0.5, false}, z, s);
+}
+
 /// The 16-bit storage types in device code, as generated kernels use them.
 __global__ void halves(const ztc::f16 *a, const ztc::bf16 *b, ztc::f16 *c,
                        ztc::bf16 *d) {
@@ -232,6 +245,10 @@ extern "C" void ztc_instantiate_all(void *p, cudaStream_t s) {
   instantiate(static_cast<ztc::bf16 *>(p), s);
   instantiate(static_cast<int64_t *>(p), s);
   instantiate(static_cast<int32_t *>(p), s);
+  floats(static_cast<float *>(p), s);
+  floats(static_cast<double *>(p), s);
+  floats(static_cast<ztc::f16 *>(p), s);
+  floats(static_cast<ztc::bf16 *>(p), s);
   const auto *key = static_cast<const int64_t *>(p);
   randomUniform<float>(key, Dims{}, static_cast<float *>(p), Dims{2, 3},
                        ztc::RandomUniformParams{1}, s);

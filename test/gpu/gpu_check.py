@@ -74,12 +74,23 @@ CASES = [
          flags=["--lr", "3e-3", "--precision", "fp16"], grads=2e-2, loss=3e-3, params=None),
     # Training-mode BatchNorm, under SGD: the convolutions' biases before it
     # have a zero gradient in exact arithmetic, which Adam would turn into
-    # steps of lr from rounding noise.
+    # steps of lr from rounding noise. Exact f32 convolutions
+    # (--conv-tf32=false), to compare with the CPU's.
     dict(name="cnn-batchnorm", model="cnn_train.onnx", data="images/train", batch=32,
-         steps=20, flags=["--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05"],
+         steps=20, flags=["--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05",
+                          "--conv-tf32=false"],
          grads=1e-4, loss=1e-4, params=1e-4, eval="images/test"),
     dict(name="cnn-folded", model="cnn.onnx", data="images/train", batch=32, steps=20,
-         flags=["--lr", "3e-3"], grads=1e-4, loss=1e-4, params=1e-4, eval="images/test"),
+         flags=["--lr", "3e-3", "--conv-tf32=false"], grads=1e-4, loss=1e-4, params=1e-4,
+         eval="images/test"),
+    # TF32 as PyTorch's defaults have it (convolutions on, the default) and
+    # with --allow-tf32 (products too): inputs rounded to 10 mantissa bits,
+    # so bf16's tolerances.
+    dict(name="cnn-tf32", model="cnn_train.onnx", data="images/train", batch=32,
+         steps=20, flags=["--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05"],
+         grads=2e-2, loss=2e-3, params=None, eval="images/test"),
+    dict(name="gpt-tf32", model="gpt.onnx", data="gpl", batch=16, steps=20,
+         flags=["--lr", "3e-3", "--allow-tf32"], grads=2e-2, loss=2e-3, params=None),
     # Dropout: the masks are the same bits on the CPU and the GPU.
     dict(name="mlp-dropout", model="mlp_dropout.onnx", data="dropout", batch=32, steps=20,
          flags=["--lr", "1e-2"], grads=1e-5, loss=1e-5, params=1e-4),

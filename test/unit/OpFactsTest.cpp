@@ -121,7 +121,9 @@ TEST_F(OpFactsTest, CostRules) {
     func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>,
                  %x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>,
                  %dy: tensor<1x4x6x6xf32>, %t: tensor<2x8xf32>,
-                 %s: tensor<8xf32>) {
+                 %s: tensor<8xf32>, %q: tensor<2x3x4xf32>,
+                 %k: tensor<2x5x4xf32>, %v: tensor<2x5x6xf32>,
+                 %o: tensor<2x3x6xf32>) {
       %0 = nn.matmul %a, %b
           : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
       %1 = nn.conv2d %x, %w {strides = array<i64: 1, 1>,
@@ -144,6 +146,13 @@ TEST_F(OpFactsTest, CostRules) {
       %7 = nn.transpose %t {perm = array<i64: 1, 0>}
           : tensor<2x8xf32> -> tensor<8x2xf32>
       %8 = nn.add %t, %s : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+      %9 = nn.attention %q, %k, %v {scale = 0.5 : f64}
+          : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>
+          -> tensor<2x3x6xf32>
+      %10:3 = nn.attention_backward %q, %k, %v, %o, %o {scale = 0.5 : f64}
+          : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>,
+            tensor<2x3x6xf32>, tensor<2x3x6xf32>
+          -> tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>
       return
     }
   )mlir";
@@ -159,6 +168,11 @@ TEST_F(OpFactsTest, CostRules) {
       {"nn.reduce_sum", 16},
       {"nn.transpose", 0},
       {"nn.add", 16},
+      // 30 scores: two products (D = 4, Dv = 6) and the softmax's five.
+      {"nn.attention", 2 * 30 * (4 + 6) + 5 * 30},
+      // The scores again, dq and dk (3 of D), dv and dP (2 of Dv), the
+      // softmax's gradient.
+      {"nn.attention_backward", 2 * 30 * (3 * 4 + 2 * 6) + 5 * 30},
   };
   auto func = *module->getOps<func::FuncOp>().begin();
   auto op = func.getBody().front().begin();

@@ -28,8 +28,9 @@ cl::SubCommand &gradcheckCommand() {
 namespace {
 
 const char *const kGradCheckPipelineFlags[] = {
-    "loss",   "loss-input", "labels",           "ignore-index",
-    "freeze", "recompute",  "recompute-blocks", "recompute-search-nodes"};
+    "loss",          "loss-input", "labels",           "ignore-index",
+    "freeze",        "recompute",  "recompute-blocks", "recompute-search-nodes",
+    "fuse-attention"};
 
 PipelineFlags gradcheckFlags(gradcheckCommand(), kGradCheckPipelineFlags);
 

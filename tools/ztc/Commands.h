@@ -145,7 +145,7 @@ inline constexpr const char *kCompilePipelineFlags[] = {
     "min-loss-scale",          "check-finite",
     "grad-accum-dtype",        "half-weights",
     "conv-layout",             "lora",
-    "base-dtype",
+    "base-dtype",              "fuse-attention",
     "token-weighted-loss",     "allow-tf32",
     "conv-tf32"};
 // clang-format on

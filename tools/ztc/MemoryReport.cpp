@@ -166,6 +166,7 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   report.data = footprint->data;
   report.arena = footprint->arena;
   report.reserved = footprint->reserved;
+  report.inputSets = footprint->inputSets;
   entry.walk([&](kernel::CallOp call) {
     if (Value scratch = call.getScratch())
       report.scratch = std::max<uint64_t>(
@@ -347,6 +348,7 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
       {"arena_bytes", int64_t(report.arena)},
       {"reserved_bytes", int64_t(report.reserved)},
       {"scratch_bytes", int64_t(report.scratch)},
+      {"input_sets", int64_t(report.inputSets)},
       {"ops", int64_t(report.ops)},
       {"peak", llvm::json::Object{{"op", int64_t(report.peakAt)},
                                   {"live_bytes", int64_t(report.peakLive())},
@@ -437,8 +439,9 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
   if ((top->get("reserved_bytes") &&
        !number(top, "reserved_bytes", report.reserved)) ||
       (top->get("scratch_bytes") &&
-       !number(top, "scratch_bytes", report.scratch)))
-    return fail("reserved_bytes or scratch_bytes is not a count");
+       !number(top, "scratch_bytes", report.scratch)) ||
+      (top->get("input_sets") && !number(top, "input_sets", report.inputSets)))
+    return fail("reserved_bytes, scratch_bytes or input_sets is not a count");
   // Reports of an older ztc have neither: f32, and no count.
   if (top->get("precision") || top->get("param_count")) {
     std::optional<StringRef> precision = top->getString("precision");
@@ -659,7 +662,11 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
     line("buffers (running statistics)", report.buffers);
   if (report.constants)
     line("constants", report.constants);
-  line("inputs and labels", report.data);
+  line(
+      report.inputSets > 1
+          ? llvm::formatv("inputs and labels, {0} sets", report.inputSets).str()
+          : std::string("inputs and labels"),
+      report.data);
   line("arena (planned peak)", report.arena);
   if (report.scratch)
     os << llvm::formatv("  {0,-30} {1,12}\n", "  of which kernels' scratch",

@@ -64,6 +64,9 @@ struct MemoryReport {
   /// (CUDA: cuBLAS's workspace), and the largest scratch buffer a kernel of
   /// the entry works in (in the arena: planned by ztc-plan-scratch).
   uint64_t reserved = 0, scratch = 0;
+  /// How many sets of the per-call bindings (`data`) the runtime keeps:
+  /// CUDA uploads the next call's while one runs.
+  uint64_t inputSets = 1;
   uint64_t total() const {
     return params + buffers + states + copies + constants + data + arena +
            reserved;

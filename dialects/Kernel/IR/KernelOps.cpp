@@ -52,7 +52,8 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
   // The plan's figures on a step function (ztc-convert-nn-to-kernel,
   // ztc-plan-scratch, ztc-plan-memory).
   if (name == "kernel.arena_bytes" || name == "kernel.unplanned_bytes" ||
-      name == "kernel.tensor_bytes" || name == kReservedBytesAttr) {
+      name == "kernel.tensor_bytes" || name == kReservedBytesAttr ||
+      name == kInputSetsAttr) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!bytes || bytes.getInt() < 0)
       return op->emitError("'") << name << "' must be a non-negative integer";

@@ -124,6 +124,10 @@ inline constexpr llvm::StringLiteral kUnroundedAttr = "kernel.unrounded";
 /// workspace), which the step's footprint counts with the arena.
 inline constexpr llvm::StringLiteral kReservedBytesAttr =
     "kernel.reserved_bytes";
+/// On an entry (ztc-plan-scratch): how many sets of the per-call bindings
+/// (inputs, labels, hyperparameters) the target's runtime keeps (CUDA: two,
+/// the next call's uploaded while one runs), which the footprint counts.
+inline constexpr llvm::StringLiteral kInputSetsAttr = "kernel.input_sets";
 
 /// A reduction's space (kernel.reduce) as three groups of dimensions, in
 /// order: reduced, kept, reduced, each given by its element count (1 when

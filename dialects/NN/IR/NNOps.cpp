@@ -1057,6 +1057,96 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The result type of nn.attention (and the forward nn.attention_backward
+/// takes back): q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv] of one
+/// element type and the same batch dimensions give [..., Tq, Dv]; a mask
+/// has the scores' rank, each dimension 1 or the scores'.
+static FailureOr<RankedTensorType>
+inferAttention(std::optional<Location> loc, StringRef opName, Value qValue,
+               Value kValue, Value vValue, Value maskValue) {
+  RankedTensorType q = tensorType(qValue), k = tensorType(kValue),
+                   v = tensorType(vValue);
+  if (failed(checkMinRank(loc, opName, "q", q, 2, "[..., Tq, D]")) ||
+      failed(checkElementType(loc, opName, "k", k, q)) ||
+      failed(checkElementType(loc, opName, "v", v, q)))
+    return failure();
+  if (k.getRank() != q.getRank() || v.getRank() != q.getRank())
+    return inferError(loc, opName, "expects q, k and v of one rank, got ", q,
+                      ", ", k, " and ", v);
+  ArrayRef<int64_t> batch = q.getShape().drop_back(2);
+  if (k.getShape().drop_back(2) != batch || v.getShape().drop_back(2) != batch)
+    return inferError(loc, opName,
+                      "expects q, k and v with the same batch dimensions, got ",
+                      q, ", ", k, " and ", v);
+  int64_t tq = q.getShape()[q.getRank() - 2], d = q.getShape().back();
+  int64_t tk = k.getShape()[k.getRank() - 2];
+  if (k.getShape().back() != d)
+    return inferError(loc, opName, "expects k of head size ", d, " (q's), got ",
+                      k);
+  if (v.getShape()[v.getRank() - 2] != tk)
+    return inferError(loc, opName, "expects v with ", tk, " keys (k's), got ",
+                      v);
+  SmallVector<int64_t> scores(batch);
+  scores.append({tq, tk});
+  if (maskValue) {
+    RankedTensorType mask = tensorType(maskValue);
+    if (failed(checkElementType(loc, opName, "mask", mask, q)))
+      return failure();
+    bool fits =
+        mask.getRank() == static_cast<int64_t>(scores.size()) &&
+        llvm::all_of(llvm::zip_equal(mask.getShape(), scores), [](auto pair) {
+          auto [dim, full] = pair;
+          return dim == 1 || dim == full;
+        });
+    if (!fits)
+      return inferError(
+          loc, opName, "expects a mask that broadcasts to the scores [",
+          ArrayRef<int64_t>(scores),
+          "] in place (same rank, each dimension 1 or the scores'), got ",
+          mask);
+  }
+  SmallVector<int64_t> shape(batch);
+  shape.append({tq, v.getShape().back()});
+  return RankedTensorType::get(shape, q.getElementType());
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> result =
+      inferAttention(location, getOperationName(), adaptor.getQ(),
+                     adaptor.getK(), adaptor.getV(), adaptor.getMask());
+  if (failed(result))
+    return failure();
+  types.push_back(*result);
+  return success();
+}
+
+LogicalResult AttentionBackwardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> forward =
+      inferAttention(location, getOperationName(), adaptor.getQ(),
+                     adaptor.getK(), adaptor.getV(), adaptor.getMask());
+  if (failed(forward))
+    return failure();
+  RankedTensorType out = tensorType(adaptor.getOut());
+  if (out != *forward)
+    return inferError(location, getOperationName(), "expects out of type ",
+                      *forward, " (the forward result), got ", out);
+  if (failed(checkGradOutput(location, getOperationName(), *forward,
+                             tensorType(adaptor.getGradOutput()))))
+    return failure();
+  types.append({adaptor.getQ().getType(), adaptor.getK().getType(),
+                adaptor.getV().getType()});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 

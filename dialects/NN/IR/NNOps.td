@@ -884,6 +884,41 @@ def NN_LogSoftmaxOp : NN_Op<"log_softmax", !listconcat(NN_InferredResult,
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def NN_AttentionOp : NN_Op<"attention", !listconcat(NN_InferredResult,
+    [NN_HalfCompute, NN_CustomFlops,
+     NN_LibraryCall<"attention", ["scale", "causal"]>])> {
+  let summary = "scaled-dot-product attention in one op";
+  let description = [{
+    `softmax(q kᵀ * scale + mask) v` along the keys, without materializing
+    the scores or the probabilities: `q` is `[..., Tq, D]`, `k`
+    `[..., Tk, D]` and `v` `[..., Tk, Dv]` with the same batch dimensions
+    `...` (batch and heads); the result is `[..., Tq, Dv]`. With `causal`,
+    query `i` attends to keys `j <= i` only (PyTorch's `is_causal`, its
+    top-left alignment). The optional additive `mask` has the scores' rank
+    and each of its dimensions is 1 or the scores' (`[..., Tq, Tk]`); it
+    receives no gradient, so `ztc-fuse-attention`, which builds this op
+    from the matrix products and softmax of a model, only fuses constant
+    masks. All operands have one element type; the kernels accumulate in
+    f32 (f64 for f64).
+
+    Example:
+
+    ```mlir
+    %o = nn.attention %q, %k, %v {scale = 2.500000e-01 : f64, causal}
+           : tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>,
+             tensor<2x4x16x16xf32> -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k,
+                   NN_FloatTensor:$v, Optional<NN_FloatTensor>:$mask,
+                   F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
@@ -1352,6 +1387,43 @@ def NN_AvgPool2dBackwardOp
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                    BoolAttr:$ceil_mode, BoolAttr:$count_include_pad);
   let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_AttentionBackwardOp
+    : NN_Op<"attention_backward", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_CustomFlops,
+     NN_LibraryCall<"attention_backward", ["scale", "causal"]>])> {
+  let summary = "gradients of nn.attention with respect to q, k and v";
+  let description = [{
+    For the forward `nn.attention` of `q`, `k`, `v` (and `mask`) with
+    `scale` and `causal`, whose result was `out`, the gradients of its
+    three inputs given `grad_output` (the result's gradient). With P the
+    probabilities, which the kernels recompute per row from the scores
+    (FlashAttention's backward), and `delta = rowsum(grad_output * out)`:
+
+        dv = Pᵀ grad_output
+        dS = P * (grad_output vᵀ - delta)
+        dq = dS k * scale,   dk = dSᵀ q * scale
+
+    `out` and `grad_output` have the forward result's type; the results
+    have the types of `q`, `k` and `v`. It has no second-order gradient.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = nn.attention_backward %q, %k, %v, %o, %do
+           {scale = 2.500000e-01 : f64, causal}
+           : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>,
+             tensor<2x16x8xf32>, tensor<2x16x8xf32>
+           -> tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k,
+                   NN_FloatTensor:$v, NN_FloatTensor:$out,
+                   NN_FloatTensor:$grad_output, Optional<NN_FloatTensor>:$mask,
+                   F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$grad_q, NN_FloatTensor:$grad_k,
+                      NN_FloatTensor:$grad_v);
 }
 
 def NN_ScatterAddOp : NN_Op<"scatter_add", !listconcat(NN_InferredResult,

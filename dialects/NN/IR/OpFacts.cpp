@@ -69,3 +69,26 @@ int64_t Conv2dBackwardDataOp::estimateFlops() {
 int64_t Conv2dBackwardFilterOp::estimateFlops() {
   return 2 * staticElements(getGradOutput()) * trailingProduct(getResult(), 1);
 }
+
+/// Two products of the scores' size (q kᵀ, then P v), two per multiply-add,
+/// and the softmax's five per score (as nn.softmax counts them).
+int64_t AttentionOp::estimateFlops() {
+  auto q = cast<RankedTensorType>(getQ().getType());
+  auto v = cast<RankedTensorType>(getV().getType());
+  int64_t scores = q.getNumElements() /
+                   std::max<int64_t>(q.getShape().back(), 1) *
+                   v.getShape()[v.getRank() - 2];
+  return 2 * scores * (q.getShape().back() + v.getShape().back()) + 5 * scores;
+}
+
+/// The scores recomputed (q kᵀ), then four products of their size (dv, dP,
+/// dq and dk) and the softmax's gradient, as FlashAttention counts its
+/// backward.
+int64_t AttentionBackwardOp::estimateFlops() {
+  auto q = cast<RankedTensorType>(getQ().getType());
+  auto v = cast<RankedTensorType>(getV().getType());
+  int64_t d = q.getShape().back(), dv = v.getShape().back();
+  int64_t scores = q.getNumElements() / std::max<int64_t>(d, 1) *
+                   v.getShape()[v.getRank() - 2];
+  return 2 * scores * (3 * d + 2 * dv) + 5 * scores;
+}

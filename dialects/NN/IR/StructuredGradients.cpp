@@ -197,6 +197,30 @@ LogicalResult LogSoftmaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  // One kernel for the three gradients, which recomputes the probabilities
+  // from the scores, as the forward never materializes them. The additive
+  // mask gets none (the op's description says why).
+  auto grads = AttentionBackwardOp::create(
+      b, getLoc(), getQ(), getK(), getV(), getResult(), resultGrads[0],
+      getMask(), getScaleAttr(), getCausalAttr());
+  SmallVector<Value> result = {grads.getGradQ(), grads.getGradK(),
+                               grads.getGradV()};
+  if (getMask())
+    result.push_back(Value());
+  return setGradients(operandGrads, result);
+}
+
+LogicalResult AttentionBackwardOp::buildVjp(OpBuilder &, ArrayRef<Value>,
+                                            SmallVectorImpl<Value> &) {
+  return emitOpError("has no second-order gradient");
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 

@@ -206,9 +206,15 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
   SmallVector<Value> inputs;
   for (Value operand : op->getOperands())
     inputs.push_back(lookup(operand));
-  Value output = kernel::AllocOp::create(
-      b, loc, bufferType(op->getResult(0).getType()), IntegerAttr());
-  valueMap[op->getResult(0)] = output;
+  // One buffer per result: a library kernel with several outputs
+  // (nn.attention_backward) writes each.
+  SmallVector<Value> outputs;
+  for (Value result : op->getResults()) {
+    outputs.push_back(kernel::AllocOp::create(
+        b, loc, bufferType(result.getType()), IntegerAttr()));
+    valueMap[result] = outputs.back();
+  }
+  Value output = outputs.front();
 
   if (std::optional<std::pair<kernel::CollectiveKind, int64_t>> collective =
           collectiveOf(op)) {
@@ -242,8 +248,8 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
       if (Attribute attr = op->getAttr(name))
         config.push_back(b.getNamedAttr(
             name, isa<UnitAttr>(attr) ? b.getBoolAttr(true) : attr));
-    kernel::CallOp::create(b, loc, call.getLibraryCallee(), inputs,
-                           ValueRange{output}, b.getDictionaryAttr(config));
+    kernel::CallOp::create(b, loc, call.getLibraryCallee(), inputs, outputs,
+                           b.getDictionaryAttr(config));
     return success();
   }
   // Every dist op is a collective (above); an nn op without a declared

@@ -2,12 +2,13 @@
 //
 // Some CUDA library kernels need device memory beyond their operands: a
 // convolution's columns, a long reduction's partial results, a dequantized
-// tile of an NF4 weight. That memory is planned like every other buffer:
-// ztc-plan-scratch gives each such `kernel.call` a scratch operand, which
-// ztc-plan-memory places in the arena, so the planned peak counts it and no
-// kernel allocates while a step runs. A kernel receives its scratch as a
-// ztc::Scratch and works within it: given less than it asked for, it takes
-// smaller chunks of the batch (or fails with an error naming the bytes).
+// tile of an NF4 weight, attention's accumulators. That memory is planned like
+// every other buffer: ztc-plan-scratch gives each such `kernel.call` a scratch
+// operand, which ztc-plan-memory places in the arena, so the planned peak
+// counts it and no kernel allocates while a step runs. A kernel receives its
+// scratch as a ztc::Scratch and works within it: given less than it asked for,
+// it takes smaller chunks of the batch (or fails with an error naming the
+// bytes).
 //
 // Each function below is the one definition of a kernel's scratch: the pass
 // calls `<kernel>Bytes` with the call's element type, shapes and
@@ -24,6 +25,7 @@
 #ifndef ZTC_RUNTIME_KERNELS_CUDA_SCRATCH_H
 #define ZTC_RUNTIME_KERNELS_CUDA_SCRATCH_H
 
+#include "../AttentionShape.h"
 #include "../Dims.h"
 #include "../Library.h"
 #include "../Nf4.h"
@@ -308,6 +310,21 @@ int64_t matmulNf4TileBytes(const Dims &xDims, const MatmulNf4Params &params) {
   return k * nf4::tileColumns(k, n) * int64_t(sizeof(T));
 }
 
+/// attention's accumulators: one row of dv per query, in the compute type
+/// (the mask does not matter).
+template <typename T>
+int64_t attentionAccumulatorBytes(const AttentionShape &s) {
+  return s.batch * s.tq * s.dv * int64_t(sizeof(numeric::ComputeT<T>));
+}
+
+/// attentionBackward's: two statistics and a row of dq per query, then a
+/// row of dk and one of dv per key.
+template <typename T>
+int64_t attentionBackwardAccumulatorBytes(const AttentionShape &s) {
+  return (s.batch * s.tq * (2 + s.d) + s.batch * s.tk * (s.d + s.dv)) *
+         int64_t(sizeof(numeric::ComputeT<T>));
+}
+
 //===----------------------------------------------------------------------===//
 // The ZTC_SCRATCH functions: bytes a call plans, from its operands' shapes
 // (inputs, then outputs, as the call passes them) and its configuration.
@@ -350,6 +367,19 @@ template <typename T>
 int64_t reduceMaxBytes(const Dims *in, const Dims *, const ReduceParams &p) {
   return reducePartialsBytes<numeric::ComputeT<T>>(
       detail::reducePlan(in[0], detail::axesMask(p.axes)));
+}
+
+template <typename T>
+int64_t attentionBytes(const Dims *in, const Dims *, const AttentionParams &) {
+  return attentionAccumulatorBytes<T>(
+      AttentionShape(in[0], in[1], in[2], Dims{}, false));
+}
+
+template <typename T>
+int64_t attentionBackwardBytes(const Dims *in, const Dims *,
+                               const AttentionParams &) {
+  return attentionBackwardAccumulatorBytes<T>(
+      AttentionShape(in[0], in[1], in[2], Dims{}, false));
 }
 
 template <typename T>

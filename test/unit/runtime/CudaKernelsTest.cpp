@@ -414,6 +414,68 @@ TEST(CudaKernelsTest, SoftmaxFloat) { checkSoftmax<float>(); }
 TEST(CudaKernelsTest, SoftmaxDouble) { checkSoftmax<double>(); }
 TEST(CudaKernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
 
+/// Fused attention and its gradients, causal and with a mask that repeats
+/// along the heads; key counts that differ from query counts.
+template <typename T> void checkAttention() {
+  struct Case {
+    Shape q, k, v, mask;
+    bool causal;
+  };
+  const Case cases[] = {
+      {{2, 3, 13, 5}, {2, 3, 13, 5}, {2, 3, 13, 7}, {}, true},
+      {{2, 3, 9, 4}, {2, 3, 17, 4}, {2, 3, 17, 3}, {2, 1, 9, 17}, false},
+      {{1, 2, 11, 6}, {1, 2, 11, 6}, {1, 2, 11, 6}, {1, 1, 1, 11}, true},
+  };
+  unsigned seed = 400;
+  for (const Case &c : cases) {
+    Shape o = c.q;
+    o.back() = c.v.back();
+    auto q = randomValues<T>(numel(c.q), seed++, -2, 2);
+    auto k = randomValues<T>(numel(c.k), seed++, -2, 2);
+    auto v = randomValues<T>(numel(c.v), seed++);
+    auto g = randomValues<T>(numel(o), seed++);
+    std::vector<T> mask;
+    if (!c.mask.empty())
+      mask = randomValues<T>(numel(c.mask), seed++);
+    const T *m = mask.empty() ? nullptr : mask.data();
+    ztc::AttentionParams params{0.4, c.causal};
+    std::vector<T> expected(numel(o)), actual(numel(o));
+    cpu::attention<T>(q.data(), cpuDims(c.q), k.data(), cpuDims(c.k), v.data(),
+                      cpuDims(c.v), m, cpuDims(c.mask), expected.data(),
+                      cpuDims(o), params);
+    const gpu::Dims ins[] = {gpuDims(c.q), gpuDims(c.k), gpuDims(c.v),
+                             gpuDims(c.mask)};
+    PlannedScratch forward(
+        gpu::scratch::attentionBytes<T>(ins, nullptr, params));
+    gpu::attention<T>(q.data(), gpuDims(c.q), k.data(), gpuDims(c.k), v.data(),
+                      gpuDims(c.v), m, gpuDims(c.mask), actual.data(),
+                      gpuDims(o), params, forward.get(), kStream);
+    std::string what = "attention " + describe(c.q) + " x " + describe(c.k);
+    expectClose(actual, expected, what);
+    std::vector<T> dq(q.size()), dk(k.size()), dv(v.size());
+    std::vector<T> gpuDq(q.size()), gpuDk(k.size()), gpuDv(v.size());
+    cpu::attentionBackward<T>(
+        q.data(), cpuDims(c.q), k.data(), cpuDims(c.k), v.data(), cpuDims(c.v),
+        expected.data(), cpuDims(o), g.data(), cpuDims(o), m, cpuDims(c.mask),
+        dq.data(), cpuDims(c.q), dk.data(), cpuDims(c.k), dv.data(),
+        cpuDims(c.v), params);
+    PlannedScratch backward(
+        gpu::scratch::attentionBackwardBytes<T>(ins, nullptr, params));
+    gpu::attentionBackward<T>(
+        q.data(), gpuDims(c.q), k.data(), gpuDims(c.k), v.data(), gpuDims(c.v),
+        expected.data(), gpuDims(o), g.data(), gpuDims(o), m, gpuDims(c.mask),
+        gpuDq.data(), gpuDims(c.q), gpuDk.data(), gpuDims(c.k), gpuDv.data(),
+        gpuDims(c.v), params, backward.get(), kStream);
+    expectClose(gpuDq, dq, "dq of " + what);
+    expectClose(gpuDk, dk, "dk of " + what);
+    expectClose(gpuDv, dv, "dv of " + what);
+  }
+}
+
+TEST(CudaKernelsTest, AttentionFloat) { checkAttention<float>(); }
+TEST(CudaKernelsTest, AttentionDouble) { checkAttention<double>(); }
+TEST(CudaKernelsTest, AttentionBF16) { checkAttention<bf16>(); }
+
 template <typename T> void checkNorms() {
   Shape shape = {2, 3, 4, 5};
   auto x = randomValues<T>(numel(shape), 400, -2, 3);

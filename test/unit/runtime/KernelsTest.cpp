@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -1384,5 +1385,169 @@ TEST(KernelsTest, MatmulNf4IsTheProductWithTheDequantizedWeight) {
   // float, the result rounded once (2^-8 of the terms' magnitude).
   checkMatmulNf4<bf16>(4e-3);
 }
+
+//===----------------------------------------------------------------------===//
+// Fused attention: the textbook computation in double (the scores
+// q kᵀ * scale + mask or the causal -inf, their softmax P, P v; dv = Pᵀ g,
+// dS = P * (g vᵀ - rowsum(P * g vᵀ)), dq = dS k * scale, dk = dSᵀ q *
+// scale). Sizes are odd and larger than the kernels' blocks (16 queries,
+// 64 keys), with key counts other than the query counts and masks that
+// repeat along some dimensions.
+//===----------------------------------------------------------------------===//
+
+/// One attention problem: batch entries `batch`, queries, keys, head sizes;
+/// `maskShape` empty for no mask, else [batch..., Tq or 1, Tk or 1] with
+/// the batch given as [b0, b1].
+struct Problem {
+  Shape batch;
+  int64_t tq, tk, d, dv;
+  bool causal;
+  Shape maskShape;
+};
+
+struct Reference {
+  std::vector<double> out, dq, dk, dv;
+};
+
+/// The textbook attention and its gradients, in double.
+template <typename T>
+Reference reference(const Problem &p, const std::vector<T> &q,
+                    const std::vector<T> &k, const std::vector<T> &v,
+                    const std::vector<T> &mask, const std::vector<T> &g,
+                    double scale) {
+  int64_t batch = numel(p.batch);
+  Reference r;
+  r.out.assign(batch * p.tq * p.dv, 0);
+  r.dq.assign(batch * p.tq * p.d, 0);
+  r.dk.assign(batch * p.tk * p.d, 0);
+  r.dv.assign(batch * p.tk * p.dv, 0);
+  Shape maskStrides;
+  if (!p.maskShape.empty()) {
+    maskStrides.assign(p.maskShape.size(), 0);
+    int64_t stride = 1;
+    for (int64_t i = static_cast<int64_t>(p.maskShape.size()) - 1; i >= 0;
+         --i) {
+      maskStrides[i] = p.maskShape[i] == 1 ? 0 : stride;
+      stride *= p.maskShape[i];
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t maskBase = 0;
+    if (!mask.empty()) {
+      int64_t rest = b;
+      for (int64_t i = static_cast<int64_t>(p.batch.size()) - 1; i >= 0; --i) {
+        maskBase += (rest % p.batch[i]) * maskStrides[i];
+        rest /= p.batch[i];
+      }
+    }
+    std::vector<double> prob(p.tq * p.tk), dprob(p.tq * p.tk);
+    for (int64_t i = 0; i < p.tq; ++i) {
+      double maximum = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < p.tk; ++j) {
+        double s = 0;
+        for (int64_t c = 0; c < p.d; ++c)
+          s += toDouble(q[(b * p.tq + i) * p.d + c]) *
+               toDouble(k[(b * p.tk + j) * p.d + c]);
+        s *= scale;
+        if (!mask.empty())
+          s +=
+              toDouble(mask[maskBase + i * maskStrides[maskStrides.size() - 2] +
+                            j * maskStrides.back()]);
+        if (p.causal && j > i)
+          s = -std::numeric_limits<double>::infinity();
+        prob[i * p.tk + j] = s;
+        maximum = std::max(maximum, s);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < p.tk; ++j)
+        sum += prob[i * p.tk + j] = std::exp(prob[i * p.tk + j] - maximum);
+      for (int64_t j = 0; j < p.tk; ++j)
+        prob[i * p.tk + j] /= sum;
+    }
+    for (int64_t i = 0; i < p.tq; ++i) {
+      double rowDot = 0;
+      for (int64_t j = 0; j < p.tk; ++j) {
+        double dp = 0;
+        for (int64_t c = 0; c < p.dv; ++c) {
+          double vjc = toDouble(v[(b * p.tk + j) * p.dv + c]);
+          double gic = toDouble(g[(b * p.tq + i) * p.dv + c]);
+          r.out[(b * p.tq + i) * p.dv + c] += prob[i * p.tk + j] * vjc;
+          r.dv[(b * p.tk + j) * p.dv + c] += prob[i * p.tk + j] * gic;
+          dp += gic * vjc;
+        }
+        dprob[i * p.tk + j] = dp;
+        rowDot += dp * prob[i * p.tk + j];
+      }
+      for (int64_t j = 0; j < p.tk; ++j) {
+        double ds = prob[i * p.tk + j] * (dprob[i * p.tk + j] - rowDot) * scale;
+        for (int64_t c = 0; c < p.d; ++c) {
+          r.dq[(b * p.tq + i) * p.d + c] +=
+              ds * toDouble(k[(b * p.tk + j) * p.d + c]);
+          r.dk[(b * p.tk + j) * p.d + c] +=
+              ds * toDouble(q[(b * p.tq + i) * p.d + c]);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+/// Runs the forward and the backward of `p` and compares them with the
+/// reference.
+template <typename T> void checkAttention(const Problem &p) {
+  Shape qShape = p.batch, kShape = p.batch, vShape = p.batch, oShape = p.batch;
+  qShape.insert(qShape.end(), {p.tq, p.d});
+  kShape.insert(kShape.end(), {p.tk, p.d});
+  vShape.insert(vShape.end(), {p.tk, p.dv});
+  oShape.insert(oShape.end(), {p.tq, p.dv});
+  auto q = randomValues<T>(numel(qShape), 1, -1.5, 1.5);
+  auto k = randomValues<T>(numel(kShape), 2, -1.5, 1.5);
+  auto v = randomValues<T>(numel(vShape), 3);
+  auto g = randomValues<T>(numel(oShape), 4);
+  std::vector<T> mask;
+  if (!p.maskShape.empty())
+    mask = randomValues<T>(numel(p.maskShape), 5);
+  double scale = 1.0 / std::sqrt(static_cast<double>(p.d));
+  Reference want = reference(p, q, k, v, mask, g, scale);
+
+  AttentionParams params{scale, p.causal};
+  const T *maskData = mask.empty() ? nullptr : mask.data();
+  Dims maskDims = mask.empty() ? Dims{} : dimsOf(p.maskShape);
+  std::vector<T> out(numel(oShape));
+  attention<T>(q.data(), dimsOf(qShape), k.data(), dimsOf(kShape), v.data(),
+               dimsOf(vShape), maskData, maskDims, out.data(), dimsOf(oShape),
+               params);
+  expectNear(out, want.out, "attention out");
+
+  std::vector<T> dq(q.size()), dk(k.size()), dv(v.size());
+  attentionBackward<T>(q.data(), dimsOf(qShape), k.data(), dimsOf(kShape),
+                       v.data(), dimsOf(vShape), out.data(), dimsOf(oShape),
+                       g.data(), dimsOf(oShape), maskData, maskDims, dq.data(),
+                       dimsOf(qShape), dk.data(), dimsOf(kShape), dv.data(),
+                       dimsOf(vShape), params);
+  expectNear(dq, want.dq, "attention dq");
+  expectNear(dk, want.dk, "attention dk");
+  expectNear(dv, want.dv, "attention dv");
+}
+
+// More queries and keys than a block holds (16 and 64), neither a multiple.
+const Problem kCausal{{2, 3}, 37, 37, 7, 5, /*causal=*/true, {}};
+const Problem kMasked{{2, 3}, 19, 83, 9, 11, false, {2, 1, 19, 83}};
+const Problem kMaskedRows{{3}, 21, 70, 4, 6, false, {1, 1, 70}};
+const Problem kCausalAndMasked{{1, 2}, 66, 66, 8, 8, true, {1, 2, 66, 66}};
+const Problem kPlain{{5}, 1, 3, 1, 2, false, {}};
+
+TEST(KernelsTest, AttentionCausalDouble) { checkAttention<double>(kCausal); }
+TEST(KernelsTest, AttentionCausalFloat) { checkAttention<float>(kCausal); }
+TEST(KernelsTest, AttentionMaskedFloat) { checkAttention<float>(kMasked); }
+TEST(KernelsTest, AttentionMaskedDouble) { checkAttention<double>(kMasked); }
+TEST(KernelsTest, AttentionRepeatedMaskFloat) {
+  checkAttention<float>(kMaskedRows);
+}
+TEST(KernelsTest, AttentionCausalAndMaskedFloat) {
+  checkAttention<float>(kCausalAndMasked);
+}
+TEST(KernelsTest, AttentionSmallFloat) { checkAttention<float>(kPlain); }
+TEST(KernelsTest, AttentionCausalBF16) { checkAttention<bf16>(kCausal); }
 
 } // namespace

@@ -10,7 +10,7 @@
 // each (at least 4096 elements a segment), so 4 * 16 partial sums; sums
 // accumulate in f64, the maximum in f32.
 // CHECK-LABEL: func.func @reductions
-// CHECK-SAME: kernel.reserved_bytes = 33554432 : i64
+// CHECK-SAME: kernel.input_sets = 1 : i64, kernel.reserved_bytes = 33554432 : i64
 // CHECK: %[[SUM:.+]] = kernel.alloc : memref<512xi8>
 // CHECK-NEXT: kernel.call "reduce_sum" ins(%{{.+}}) outs(%{{.+}}) scratch(%[[SUM]] : memref<512xi8>)
 // CHECK: %[[MAX:.+]] = kernel.alloc : memref<256xi8>

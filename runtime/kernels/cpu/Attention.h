@@ -1,0 +1,207 @@
+//===- Attention.h - fused attention on the CPU -----------------*- C++ -*-===//
+//
+// attention and attentionBackward (nn.attention, nn.attention_backward):
+// softmax(q kᵀ * scale + mask) v without the scores or the probabilities in
+// memory. The forward walks the keys in blocks with the online softmax (a
+// running maximum and sum per query, the accumulator rescaled when the
+// maximum grows), a block of queries at a time so that a block of keys is
+// read from cache by each of them. The backward recomputes each row's
+// statistics, then the probabilities, as FlashAttention's does. One thread
+// owns a batch entry (and, forward, a block of queries), so every sum runs
+// in an order the code fixes, whatever the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZTC_RUNTIME_KERNELS_CPU_ATTENTION_H
+#define ZTC_RUNTIME_KERNELS_CPU_ATTENTION_H
+
+#include "Common.h"
+#include "Norm.h"
+
+#include "../AttentionShape.h"
+#include "../Dims.h"
+#include "../Library.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace ztc::cpu {
+
+namespace detail {
+
+/// Queries and keys per block of the forward.
+constexpr int64_t kAttentionQueryBlock = 16;
+constexpr int64_t kAttentionKeyBlock = 64;
+
+/// The score of query row `qi` and key row `kj` (each `d` long):
+/// their dot product times `scale`, plus the mask's element if any.
+template <typename T, typename Acc = ComputeT<T>>
+Acc attentionScore(const T *qi, const T *kj, int64_t d, Acc scale,
+                   const T *maskElement) {
+  Acc dot = 0;
+  for (int64_t c = 0; c < d; ++c)
+    dot += load(qi[c]) * load(kj[c]);
+  Acc score = dot * scale;
+  if (maskElement)
+    score += load(*maskElement);
+  return score;
+}
+
+} // namespace detail
+
+template <typename T>
+void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
+               const T *v, const Dims &vDims, const T *mask,
+               const Dims &maskDims, T *out, const Dims &,
+               const AttentionParams &params) {
+  using Acc = detail::ComputeT<T>;
+  // Plain variables, not structured bindings: clang's OpenMP cannot
+  // capture those.
+  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr);
+  const int64_t tq = shape.tq, tk = shape.tk, d = shape.d, dv = shape.dv;
+  const int64_t queryBlocks =
+      (tq + detail::kAttentionQueryBlock - 1) / detail::kAttentionQueryBlock;
+  const Acc scale = static_cast<Acc>(params.scale);
+  const bool causal = params.causal;
+  const Acc lowest = -std::numeric_limits<Acc>::infinity();
+#pragma omp parallel for if (shape.batch * tq * tk * (d + dv) >                \
+                             detail::kParallelGrain)
+  for (int64_t task = 0; task < shape.batch * queryBlocks; ++task) {
+    const int64_t b = task / queryBlocks;
+    const int64_t i0 = (task % queryBlocks) * detail::kAttentionQueryBlock;
+    const int64_t i1 = std::min(tq, i0 + detail::kAttentionQueryBlock);
+    const T *qb = q + b * tq * d, *kb = k + b * tk * d, *vb = v + b * tk * dv;
+    const T *mb = mask ? mask + shape.maskBase(b) : nullptr;
+    // Per query of the block: the running maximum and sum, the accumulator.
+    Acc maximum[detail::kAttentionQueryBlock],
+        sum[detail::kAttentionQueryBlock];
+    std::vector<Acc> acc((i1 - i0) * dv, Acc(0));
+    Acc scores[detail::kAttentionKeyBlock];
+    for (int64_t i = i0; i < i1; ++i) {
+      maximum[i - i0] = lowest;
+      sum[i - i0] = 0;
+    }
+    const int64_t keysEnd = shape.keyEnd(i1 - 1, causal);
+    for (int64_t j0 = 0; j0 < keysEnd; j0 += detail::kAttentionKeyBlock) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t j1 =
+            std::min(shape.keyEnd(i, causal), j0 + detail::kAttentionKeyBlock);
+        if (j1 <= j0)
+          continue;
+        Acc blockMax = lowest;
+        for (int64_t j = j0; j < j1; ++j) {
+          const T *maskElement =
+              mb ? mb + i * shape.maskRowStride + j * shape.maskColStride
+                 : nullptr;
+          scores[j - j0] = detail::attentionScore(qb + i * d, kb + j * d, d,
+                                                  scale, maskElement);
+          blockMax = std::max(blockMax, scores[j - j0]);
+        }
+        Acc &m = maximum[i - i0];
+        const Acc newMax = std::max(m, blockMax);
+        // Every score so far is -inf (masked): nothing to add yet.
+        if (newMax == lowest)
+          continue;
+        const Acc rescale = detail::exp(m - newMax);
+        m = newMax;
+        Acc *row = acc.data() + (i - i0) * dv;
+        Acc blockSum = 0;
+        for (int64_t c = 0; c < dv; ++c)
+          row[c] *= rescale;
+        for (int64_t j = j0; j < j1; ++j) {
+          const Acc p = detail::exp(scores[j - j0] - newMax);
+          blockSum += p;
+          const T *vj = vb + j * dv;
+          for (int64_t c = 0; c < dv; ++c)
+            row[c] += p * detail::load(vj[c]);
+        }
+        sum[i - i0] = sum[i - i0] * rescale + blockSum;
+      }
+    }
+    for (int64_t i = i0; i < i1; ++i) {
+      const Acc *row = acc.data() + (i - i0) * dv;
+      T *o = out + (b * tq + i) * dv;
+      // A row whose every key is masked is 0 / 0, NaN, as softmax gives.
+      for (int64_t c = 0; c < dv; ++c)
+        o[c] = detail::store<T>(row[c] / sum[i - i0]);
+    }
+  }
+}
+
+/// The gradients of attention's q, k and v (nn.attention_backward has the
+/// formulas). Per batch entry: each query's log-sum-exp from its scores,
+/// delta = rowsum(gradOut * out), then one walk over the (query, key) pairs
+/// that adds each pair's share to dq, dk and dv.
+template <typename T>
+void attentionBackward(const T *q, const Dims &qDims, const T *k,
+                       const Dims &kDims, const T *v, const Dims &vDims,
+                       const T *out, const Dims &, const T *gradOut,
+                       const Dims &, const T *mask, const Dims &maskDims,
+                       T *gradQ, const Dims &, T *gradK, const Dims &, T *gradV,
+                       const Dims &, const AttentionParams &params) {
+  using Acc = detail::ComputeT<T>;
+  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr);
+  const int64_t tq = shape.tq, tk = shape.tk, d = shape.d, dv = shape.dv;
+  const Acc scale = static_cast<Acc>(params.scale);
+  const bool causal = params.causal;
+  const Acc lowest = -std::numeric_limits<Acc>::infinity();
+#pragma omp parallel for if (shape.batch * tq * tk * (d + dv) >                \
+                             detail::kParallelGrain)
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    const T *qb = q + b * tq * d, *kb = k + b * tk * d, *vb = v + b * tk * dv;
+    const T *ob = out + b * tq * dv, *gb = gradOut + b * tq * dv;
+    const T *mb = mask ? mask + shape.maskBase(b) : nullptr;
+    std::vector<Acc> dq(d), dk(tk * d, Acc(0)), dvAcc(tk * dv, Acc(0));
+    std::vector<Acc> scores(tk);
+    for (int64_t i = 0; i < tq; ++i) {
+      const int64_t keysEnd = shape.keyEnd(i, causal);
+      const T *qi = qb + i * d, *gi = gb + i * dv, *oi = ob + i * dv;
+      // The row's scores and their log-sum-exp, as the forward saw them.
+      Acc maximum = lowest;
+      for (int64_t j = 0; j < keysEnd; ++j) {
+        const T *maskElement =
+            mb ? mb + i * shape.maskRowStride + j * shape.maskColStride
+               : nullptr;
+        scores[j] =
+            detail::attentionScore(qi, kb + j * d, d, scale, maskElement);
+        maximum = std::max(maximum, scores[j]);
+      }
+      Acc sum = 0;
+      for (int64_t j = 0; j < keysEnd; ++j)
+        sum += detail::exp(scores[j] - maximum);
+      const Acc logSumExp = maximum + std::log(sum);
+      Acc delta = 0;
+      for (int64_t c = 0; c < dv; ++c)
+        delta += detail::load(gi[c]) * detail::load(oi[c]);
+      std::fill(dq.begin(), dq.end(), Acc(0));
+      for (int64_t j = 0; j < keysEnd; ++j) {
+        const Acc p = detail::exp(scores[j] - logSumExp);
+        const T *vj = vb + j * dv, *kj = kb + j * d;
+        Acc dp = 0;
+        for (int64_t c = 0; c < dv; ++c) {
+          dp += detail::load(gi[c]) * detail::load(vj[c]);
+          dvAcc[j * dv + c] += p * detail::load(gi[c]);
+        }
+        const Acc ds = p * (dp - delta) * scale;
+        for (int64_t c = 0; c < d; ++c) {
+          dq[c] += ds * detail::load(kj[c]);
+          dk[j * d + c] += ds * detail::load(qi[c]);
+        }
+      }
+      T *gq = gradQ + (b * tq + i) * d;
+      for (int64_t c = 0; c < d; ++c)
+        gq[c] = detail::store<T>(dq[c]);
+    }
+    T *gk = gradK + b * tk * d, *gv = gradV + b * tk * dv;
+    for (int64_t e = 0; e < tk * d; ++e)
+      gk[e] = detail::store<T>(dk[e]);
+    for (int64_t e = 0; e < tk * dv; ++e)
+      gv[e] = detail::store<T>(dvAcc[e]);
+  }
+}
+
+} // namespace ztc::cpu
+
+#endif // ZTC_RUNTIME_KERNELS_CPU_ATTENTION_H

@@ -1,0 +1,194 @@
+// RUN: ztc-opt %s --ztc-fuse-attention | FileCheck %s
+
+// ztc-fuse-attention: softmax(q kᵀ * scale + mask) v as one nn.attention,
+// only when the scores and probabilities have no other reader and the
+// scale and mask are constants. Each rewrite has its positive case, then
+// the negative ones.
+
+// GPT's attention as imported (examples/onnx/make_gpt.py): kᵀ is one
+// transpose of the heads' reshape, the scale a multiplication, the causal
+// mask a where over the constant upper triangle with -inf. The transpose
+// that made kᵀ becomes the one that makes k.
+// CHECK-LABEL: func.func @causal
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x2x4x8xf32>, %[[KR:[^:]+]]: tensor<2x4x2x8xf32>, %[[V:[^:]+]]: tensor<2x2x4x8xf32>)
+// CHECK-NOT: nn.transpose
+// CHECK: %[[K:.+]] = nn.transpose %[[KR]] {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x8xf32> -> tensor<2x2x4x8xf32>
+// CHECK-NEXT: %[[O:.+]] = nn.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @causal(%q: tensor<2x2x4x8xf32>, %kr: tensor<2x4x2x8xf32>,
+                  %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %scale = arith.constant dense<2.500000e-01> : tensor<f32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  %future = arith.constant dense<[[[[false, true, true, true],
+                                    [false, false, true, true],
+                                    [false, false, false, true],
+                                    [false, false, false, false]]]]>
+      : tensor<1x1x4x4xi1>
+  %kt = nn.transpose %kr {perm = array<i64: 0, 2, 3, 1>}
+      : tensor<2x4x2x8xf32> -> tensor<2x2x8x4xf32>
+  %t = nn.matmul %q, %kt : tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %s = nn.mul %t, %scale : tensor<2x2x4x4xf32>, tensor<f32>
+      -> tensor<2x2x4x4xf32>
+  %m = nn.where %future, %ninf, %s
+      : tensor<1x1x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %p = nn.softmax %m {axis = 3 : i64}
+      : tensor<2x2x4x4xf32> -> tensor<2x2x4x4xf32>
+  %o = nn.matmul %p, %v : tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>
+      -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// The keep-mask form, where(past, s, fill), with the float minimum Hugging
+// Face fills with, and no scale at all (1).
+// CHECK-LABEL: func.func @causal_keep_mask
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 1.000000e+00 : f64}
+// CHECK-NOT: nn.softmax
+func.func @causal_keep_mask(%q: tensor<3x3x4xf32>, %k: tensor<3x3x4xf32>,
+                            %v: tensor<3x3x4xf32>) -> tensor<3x3x4xf32> {
+  %min = arith.constant dense<-3.40282347E+38> : tensor<f32>
+  %past = arith.constant dense<[[[true, false, false],
+                                  [true, true, false],
+                                  [true, true, true]]]> : tensor<1x3x3xi1>
+  %kt = nn.transpose %k {perm = array<i64: 0, 2, 1>}
+      : tensor<3x3x4xf32> -> tensor<3x4x3xf32>
+  %t = nn.matmul %q, %kt : tensor<3x3x4xf32>, tensor<3x4x3xf32>
+      -> tensor<3x3x3xf32>
+  %m = nn.where %past, %t, %min
+      : tensor<1x3x3xi1>, tensor<3x3x3xf32>, tensor<f32> -> tensor<3x3x3xf32>
+  %p = nn.softmax %m {axis = 2 : i64} : tensor<3x3x3xf32> -> tensor<3x3x3xf32>
+  %o = nn.matmul %p, %v : tensor<3x3x3xf32>, tensor<3x3x4xf32>
+      -> tensor<3x3x4xf32>
+  return %o : tensor<3x3x4xf32>
+}
+
+// A constant additive mask and a division by a constant; kᵀ is not a
+// transpose, so a new one makes k.
+// CHECK-LABEL: func.func @additive_mask
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x3x4xf32>, %[[KT:[^:]+]]: tensor<2x4x5xf32>, %[[V:[^:]+]]: tensor<2x5x6xf32>)
+// CHECK: %[[MASK:.+]] = arith.constant dense<{{.+}}> : tensor<2x1x5xf32>
+// CHECK: %[[K:.+]] = nn.transpose %[[KT]] {perm = array<i64: 0, 2, 1>}
+// CHECK-NEXT: nn.attention %[[Q]], %[[K]], %[[V]], %[[MASK]] {scale = 5.000000e-01 : f64} : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>, tensor<2x1x5xf32> -> tensor<2x3x6xf32>
+func.func @additive_mask(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x5xf32>,
+                         %v: tensor<2x5x6xf32>) -> tensor<2x3x6xf32> {
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %mask = arith.constant dense<[[[0.0, 0.0, 0.0, -1.0e9, -1.0e9]],
+                                [[0.0, 0.0, 0.0, 0.0, -1.0e9]]]>
+      : tensor<2x1x5xf32>
+  %t = nn.matmul %q, %kt : tensor<2x3x4xf32>, tensor<2x4x5xf32>
+      -> tensor<2x3x5xf32>
+  %s = nn.div %t, %two : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %m = nn.add %mask, %s : tensor<2x1x5xf32>, tensor<2x3x5xf32>
+      -> tensor<2x3x5xf32>
+  %p = nn.softmax %m {axis = 2 : i64} : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %o = nn.matmul %p, %v : tensor<2x3x5xf32>, tensor<2x5x6xf32>
+      -> tensor<2x3x6xf32>
+  return %o : tensor<2x3x6xf32>
+}
+
+// Negative: the probabilities are read by another op (returned), which
+// would need them materialized.
+// CHECK-LABEL: func.func @probabilities_read
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @probabilities_read(%q: tensor<3x4xf32>, %kt: tensor<4x5xf32>,
+                              %v: tensor<5x4xf32>)
+    -> (tensor<3x4xf32>, tensor<3x5xf32>) {
+  %t = nn.matmul %q, %kt : tensor<3x4xf32>, tensor<4x5xf32> -> tensor<3x5xf32>
+  %p = nn.softmax %t {axis = 1 : i64} : tensor<3x5xf32> -> tensor<3x5xf32>
+  %o = nn.matmul %p, %v : tensor<3x5xf32>, tensor<5x4xf32> -> tensor<3x4xf32>
+  return %o, %p : tensor<3x4xf32>, tensor<3x5xf32>
+}
+
+// Negative: the scores are read by another op.
+// CHECK-LABEL: func.func @scores_read
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @scores_read(%q: tensor<3x4xf32>, %kt: tensor<4x5xf32>,
+                       %v: tensor<5x4xf32>)
+    -> (tensor<3x4xf32>, tensor<3x5xf32>) {
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %t = nn.matmul %q, %kt : tensor<3x4xf32>, tensor<4x5xf32> -> tensor<3x5xf32>
+  %s = nn.mul %t, %half : tensor<3x5xf32>, tensor<f32> -> tensor<3x5xf32>
+  %p = nn.softmax %s {axis = 1 : i64} : tensor<3x5xf32> -> tensor<3x5xf32>
+  %o = nn.matmul %p, %v : tensor<3x5xf32>, tensor<5x4xf32> -> tensor<3x4xf32>
+  return %o, %t : tensor<3x4xf32>, tensor<3x5xf32>
+}
+
+// Negative: a softmax over the queries, not the keys.
+// CHECK-LABEL: func.func @softmax_axis
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @softmax_axis(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>,
+                        %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %t = nn.matmul %q, %kt : tensor<2x3x4xf32>, tensor<2x4x3xf32>
+      -> tensor<2x3x3xf32>
+  %p = nn.softmax %t {axis = 1 : i64} : tensor<2x3x3xf32> -> tensor<2x3x3xf32>
+  %o = nn.matmul %p, %v : tensor<2x3x3xf32>, tensor<2x3x4xf32>
+      -> tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// Negative: a scale that is not a constant.
+// CHECK-LABEL: func.func @scale_not_constant
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @scale_not_constant(%q: tensor<3x4xf32>, %kt: tensor<4x5xf32>,
+                              %v: tensor<5x4xf32>, %scale: tensor<f32>)
+    -> tensor<3x4xf32> {
+  %t = nn.matmul %q, %kt : tensor<3x4xf32>, tensor<4x5xf32> -> tensor<3x5xf32>
+  %s = nn.mul %t, %scale : tensor<3x5xf32>, tensor<f32> -> tensor<3x5xf32>
+  %p = nn.softmax %s {axis = 1 : i64} : tensor<3x5xf32> -> tensor<3x5xf32>
+  %o = nn.matmul %p, %v : tensor<3x5xf32>, tensor<5x4xf32> -> tensor<3x4xf32>
+  return %o : tensor<3x4xf32>
+}
+
+// Negative: dropout with p > 0 between the softmax and the product (the
+// kept probabilities scaled by 1 / (1 - p)).
+// CHECK-LABEL: func.func @dropout
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @dropout(%q: tensor<3x4xf32>, %kt: tensor<4x5xf32>,
+                   %v: tensor<5x4xf32>, %keep: tensor<3x5xf32>)
+    -> tensor<3x4xf32> {
+  %inv = arith.constant dense<1.25> : tensor<f32>
+  %t = nn.matmul %q, %kt : tensor<3x4xf32>, tensor<4x5xf32> -> tensor<3x5xf32>
+  %p = nn.softmax %t {axis = 1 : i64} : tensor<3x5xf32> -> tensor<3x5xf32>
+  %kept = nn.mul %p, %keep : tensor<3x5xf32>, tensor<3x5xf32> -> tensor<3x5xf32>
+  %d = nn.mul %kept, %inv : tensor<3x5xf32>, tensor<f32> -> tensor<3x5xf32>
+  %o = nn.matmul %d, %v : tensor<3x5xf32>, tensor<5x4xf32> -> tensor<3x4xf32>
+  return %o : tensor<3x4xf32>
+}
+
+// Negative: an additive mask that is not a constant (it could need a
+// gradient, which nn.attention does not give).
+// CHECK-LABEL: func.func @mask_not_constant
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @mask_not_constant(%q: tensor<3x4xf32>, %kt: tensor<4x5xf32>,
+                             %v: tensor<5x4xf32>, %mask: tensor<3x5xf32>)
+    -> tensor<3x4xf32> {
+  %t = nn.matmul %q, %kt : tensor<3x4xf32>, tensor<4x5xf32> -> tensor<3x5xf32>
+  %m = nn.add %t, %mask : tensor<3x5xf32>, tensor<3x5xf32> -> tensor<3x5xf32>
+  %p = nn.softmax %m {axis = 1 : i64} : tensor<3x5xf32> -> tensor<3x5xf32>
+  %o = nn.matmul %p, %v : tensor<3x5xf32>, tensor<5x4xf32> -> tensor<3x4xf32>
+  return %o : tensor<3x4xf32>
+}
+
+// Negative: a where over a constant that is not the causal triangle.
+// CHECK-LABEL: func.func @where_not_causal
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @where_not_causal(%q: tensor<2x4xf32>, %kt: tensor<4x2xf32>,
+                            %v: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  %cond = arith.constant dense<[[false, true], [true, false]]>
+      : tensor<2x2xi1>
+  %t = nn.matmul %q, %kt : tensor<2x4xf32>, tensor<4x2xf32> -> tensor<2x2xf32>
+  %m = nn.where %cond, %ninf, %t
+      : tensor<2x2xi1>, tensor<f32>, tensor<2x2xf32> -> tensor<2x2xf32>
+  %p = nn.softmax %m {axis = 1 : i64} : tensor<2x2xf32> -> tensor<2x2xf32>
+  %o = nn.matmul %p, %v : tensor<2x2xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %o : tensor<2x4xf32>
+}
