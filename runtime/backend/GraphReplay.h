@@ -1,5 +1,4 @@
-//===- GraphReplay.h - when a backend records and replays entries -*- C++
-//-*-===//
+//===- GraphReplay.h - when a backend records and replays -------*- C++ -*-===//
 //
 // The policy behind Backend::replay, apart from the device, so that it is
 // tested without one (test/unit/runtime/GraphReplayTest.cpp): an entry is
