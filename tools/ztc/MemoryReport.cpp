@@ -268,6 +268,15 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   auto roles = classifyBuffers(entry);
   uint64_t ops = entry.getBody().front().getOperations().size();
   report.ops = ops;
+  for (Operation &op : entry.getBody().front()) {
+    if (isa<kernel::ElementwiseOp, kernel::ReduceOp>(op))
+      ++report.loops;
+    else if (isa<kernel::CallOp>(op))
+      ++report.calls;
+    else if (isa<kernel::CollectiveOp, kernel::RecordLossOp,
+                 kernel::CheckFiniteOp>(op))
+      ++report.otherKernels;
+  }
   // Live bytes per role after each op: a difference array, summed.
   std::vector<std::array<int64_t, kArenaRoles>> delta(ops + 1);
   for (const LiveRange &range : *ranges) {
@@ -350,6 +359,9 @@ llvm::json::Value mlir::ztc::memoryReportToJson(const MemoryReport &report) {
       {"scratch_bytes", int64_t(report.scratch)},
       {"input_sets", int64_t(report.inputSets)},
       {"ops", int64_t(report.ops)},
+      {"kernels", llvm::json::Object{{"loops", int64_t(report.loops)},
+                                     {"calls", int64_t(report.calls)},
+                                     {"other", int64_t(report.otherKernels)}}},
       {"peak", llvm::json::Object{{"op", int64_t(report.peakAt)},
                                   {"live_bytes", int64_t(report.peakLive())},
                                   {"roles", std::move(roles)},
@@ -435,6 +447,14 @@ mlir::ztc::memoryReportFromJson(const llvm::json::Value &json,
     return fail("a field of the report is missing or not a count");
   report.entry = entry->str();
   report.policy = policy->str();
+  // Reports of an older ztc have no kernel counts.
+  if (top->get("kernels")) {
+    const llvm::json::Object *kernels = top->getObject("kernels");
+    if (!number(kernels, "loops", report.loops) ||
+        !number(kernels, "calls", report.calls) ||
+        !number(kernels, "other", report.otherKernels))
+      return fail("kernels is not an object of three counts");
+  }
   // Reports of an older ztc have neither: nothing reserved, no scratch.
   if ((top->get("reserved_bytes") &&
        !number(top, "reserved_bytes", report.reserved)) ||
@@ -683,6 +703,11 @@ void mlir::ztc::printMemoryReport(const MemoryReport &report,
                                   : arenaRoleName(ArenaRole(role)),
                         bytesText(report.peakRoles[role]),
                         percent(report.peakRoles[role], report.peakLive()));
+  if (report.kernels())
+    os << llvm::formatv("kernels in {0}: {1} ({2} fused loops, {3} library "
+                        "calls, {4} other)\n",
+                        report.entry, report.kernels(), report.loops,
+                        report.calls, report.otherKernels);
   if (report.recompute) {
     const MemoryReport::Recompute &figures = *report.recompute;
     os << llvm::formatv("saved activations {0} (none: {1}); recomputation "
