@@ -18,17 +18,12 @@
 
 namespace ztc::rt::test {
 
-/// `free` bytes free of `total`; the target it names is `target` (the
-/// memory and the calls are the CPU's whatever it says).
-class FakeDevice final : public Backend {
+/// The CPU backend behind another name: every operation forwarded, for
+/// the fakes to watch the ones they override.
+class OverCpu : public Backend {
 public:
-  FakeDevice(uint64_t free, uint64_t total, Target target = Target::Cpu)
-      : free(free), cpu_(createCpuBackend()), total_(total), target_(target) {}
-  Target target() const override { return target_; }
-  void *allocate(size_t bytes) override {
-    ++allocations;
-    return cpu_->allocate(bytes);
-  }
+  Target target() const override { return Target::Cpu; }
+  void *allocate(size_t bytes) override { return cpu_->allocate(bytes); }
   void deallocate(void *device) override { cpu_->deallocate(device); }
   void copyIn(void *device, const void *host, size_t bytes) override {
     cpu_->copyIn(device, host, bytes);
@@ -47,6 +42,22 @@ public:
   }
   void synchronize() override { cpu_->synchronize(); }
   bool asynchronous() const override { return false; }
+
+protected:
+  std::unique_ptr<Backend> cpu_ = createCpuBackend();
+};
+
+/// `free` bytes free of `total`; the target it names is `target` (the
+/// memory and the calls are the CPU's whatever it says).
+class FakeDevice final : public OverCpu {
+public:
+  FakeDevice(uint64_t free, uint64_t total, Target target = Target::Cpu)
+      : free(free), total_(total), target_(target) {}
+  Target target() const override { return target_; }
+  void *allocate(size_t bytes) override {
+    ++allocations;
+    return OverCpu::allocate(bytes);
+  }
   std::optional<std::pair<uint64_t, uint64_t>> deviceMemory() const override {
     return std::make_pair(free.load(), total_);
   }
@@ -55,7 +66,6 @@ public:
   std::atomic<int> allocations{0};
 
 private:
-  std::unique_ptr<Backend> cpu_;
   uint64_t total_;
   Target target_;
 };

@@ -234,39 +234,6 @@ TEST_F(RunnerTest, ArenaHasExactlyThePlannedSize) {
             "the artifact has no input 'nope'");
 }
 
-namespace {
-
-/// The CPU backend behind another name: every operation forwarded, for
-/// the fakes below to watch the ones they override.
-class OverCpu : public Backend {
-public:
-  Target target() const override { return Target::Cpu; }
-  void *allocate(size_t bytes) override { return cpu_->allocate(bytes); }
-  void deallocate(void *device) override { cpu_->deallocate(device); }
-  void copyIn(void *device, const void *host, size_t bytes) override {
-    cpu_->copyIn(device, host, bytes);
-  }
-  void copyOut(void *host, const void *device, size_t bytes) override {
-    cpu_->copyOut(host, device, bytes);
-  }
-  std::vector<void *> streams(size_t count) override {
-    return cpu_->streams(count);
-  }
-  std::vector<void *> events(size_t count) override {
-    return cpu_->events(count);
-  }
-  void call(EntryFn entry, const ztc_step_context &ctx) override {
-    cpu_->call(entry, ctx);
-  }
-  void synchronize() override { cpu_->synchronize(); }
-  bool asynchronous() const override { return false; }
-
-protected:
-  std::unique_ptr<Backend> cpu_ = createCpuBackend();
-};
-
-} // namespace
-
 TEST_F(RunnerTest, PlanLargerThanTheDeviceIsRefusedBeforeAllocating) {
   // The arena (96 bytes and the 64-byte guard), the bindings (w 48, b 16,
   // the two inputs 24 and 16, the outputs) and the training state must fit
@@ -296,15 +263,15 @@ namespace {
 /// An asynchronous device as the Runner sees CUDA, with the CPU's memory
 /// and calls underneath: it logs every upload, release, wait, call and
 /// synchronization, and which upload slot's buffers each call read.
-class AsyncDevice final : public OverCpu {
+class AsyncDevice final : public test::OverCpu {
 public:
   void copyIn(void *device, const void *host, size_t bytes) override {
     log.push_back("copy in");
-    OverCpu::copyIn(device, host, bytes);
+    test::OverCpu::copyIn(device, host, bytes);
   }
   void copyOut(void *host, const void *device, size_t bytes) override {
     log.push_back("copy out");
-    OverCpu::copyOut(host, device, bytes);
+    test::OverCpu::copyOut(host, device, bytes);
   }
   void call(EntryFn entry, const ztc_step_context &ctx) override {
     run("call", entry, ctx);
