@@ -86,8 +86,7 @@ Runner::Runner(const Artifact &artifact, std::unique_ptr<Backend> backend,
   for (const Binding &binding : manifest().bindings) {
     buffers_.emplace_back(*backend_, binding.byteSize());
     pointers_.push_back(buffers_.back().data());
-    inputSet_.push_back(!isData(binding.role) &&
-                        binding.role != BindingRole::Hyper);
+    inputSet_.push_back(!isPerCall(binding.role));
     if (isData(binding.role))
       continue;
     if (binding.sharded()) {
@@ -120,7 +119,7 @@ void Runner::allocateStaging() {
   stagedOf_.assign(bindings.size(), -1);
   size_t stagingBytes = 0;
   for (size_t i = 0; i < bindings.size(); ++i) {
-    if (!isData(bindings[i].role) && bindings[i].role != BindingRole::Hyper)
+    if (!isPerCall(bindings[i].role))
       continue;
     stagedOf_[i] = static_cast<int>(stagedIndices_.size());
     stagedIndices_.push_back(i);
@@ -222,12 +221,8 @@ void Runner::checkDeviceMemory() const {
   // counts it (TargetInfo::inputSets).
   uint64_t bindings = 0;
   for (const Binding &binding : manifest().bindings)
-    bindings +=
-        binding.byteSize() *
-        (backend_->asynchronous() &&
-                 (isData(binding.role) || binding.role == BindingRole::Hyper)
-             ? 2
-             : 1);
+    bindings += binding.byteSize() *
+                (backend_->asynchronous() && isPerCall(binding.role) ? 2 : 1);
   uint64_t reserved = targetInfo(manifest().target).reservedBytes;
   uint64_t needed = arenaBytes_ + kGuardBytes + bindings + reserved +
                     sizeof(ztc_train_state) + sizeof(ztc_step_error);

@@ -79,6 +79,12 @@ inline bool isData(BindingRole role) {
   return role == BindingRole::Input || role == BindingRole::Label;
 }
 
+/// What the host sets for every call: the data and the hyperparameters
+/// (the bindings an asynchronous backend double-buffers).
+inline bool isPerCall(BindingRole role) {
+  return isData(role) || role == BindingRole::Hyper;
+}
+
 /// Weights from the model (init.safetensors, checkpoints, export): params
 /// and buffers.
 inline bool isWeight(BindingRole role) {
