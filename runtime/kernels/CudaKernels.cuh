@@ -26,13 +26,16 @@
 //  - Matrix products of float, double, f16 and bf16 run on cuBLAS
 //    (cublasGemmStridedBatchedEx): f32 computes in f32 (never TF32), f16 and
 //    bf16 accumulate in f32 and round once; integers use a plain kernel.
+//    conv2d and its gradients run on cuDNN 9 (float, double, f16, bf16;
+//    loaded at run time, cuda/Cudnn.h) with a deterministic algorithm that
+//    fits the call's planned scratch. Without cuDNN, and for integers:
 //    conv2d is im2col + the same product, or a direct kernel for integers and
 //    for small patches (depthwise, first layers); its weight gradient is
 //    im2col + one product over the images, its input gradient (f32 and
 //    f64) a product per image + col2im.
-//  - One cuBLAS handle per device, created on first use and kept for the
-//    process; products on it are serialized by a mutex, so generated code
-//    may run on several host threads.
+//  - One cuBLAS handle and one cuDNN handle per device, created on first
+//    use and kept for the process; calls on each are serialized by a mutex,
+//    so generated code may run on several host threads.
 //  - Convolutions and their gradients take NCHW tensors only: a call with
 //    channels_last set records an error and computes nothing (the emitter
 //    rejects such calls for this target first).

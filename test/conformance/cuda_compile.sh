@@ -56,14 +56,18 @@ check_so() {
     failed=$((failed + 1))
     return
   fi
+  # (The table first: grep -q stopping early would fail nm with SIGPIPE
+  # under pipefail.)
+  local symbols
+  symbols="$(nm -D --defined-only "$so")"
   for symbol in ztc_cuda_last_error ztc_cuda_clear_error; do
-    if ! nm -D --defined-only "$so" | grep -qw "$symbol"; then
+    if ! grep -qw "$symbol" <<<"$symbols"; then
       echo "FAIL $name: $symbol is not exported"
       failed=$((failed + 1))
       return
     fi
   done
-  if [[ -n "$entry" && -z "$(nm -D --defined-only "$so" | grep -w "$entry")" ]]; then
+  if [[ -n "$entry" ]] && ! grep -qw "$entry" <<<"$symbols"; then
     echo "FAIL $name: $entry is not exported"
     failed=$((failed + 1))
     return

@@ -285,8 +285,8 @@ def gradient_difference(files, directory):
 
 def node_environment(bundle):
     """LD_LIBRARY_PATH: the bundle's libraries, the CUDA toolkit's, and the
-    NVIDIA wheels' (NCCL, cuBLAS) that the node's Python carries; and the
-    bundle's steps unpacked."""
+    NVIDIA wheels' (NCCL, cuBLAS, cuDNN) that the node's Python carries; and
+    the bundle's steps unpacked."""
     lib_dir = os.path.join(bundle, "lib")
     for packed in glob.glob(os.path.join(lib_dir, "*.xz")):
         if not os.path.exists(packed[:-3]):
@@ -356,6 +356,12 @@ def run_cases(args):
         else:
             check(False, "%s: --dump-grads on CUDA exited %d: %s" % (
                 name, grads.returncode, grads.stderr.strip()[-1500:]))
+        # Convolutions on cuDNN (the NVIDIA wheel the node's PyTorch
+        # carries).
+        if case["model"].startswith("cnn"):
+            notice = re.findall(r"ztc: cuDNN is not available[^\n]*", result.stderr)
+            check(not notice, "%s: convolutions on cuDNN%s" % (
+                name, ": " + notice[0] if notice else ""))
         # Every step's loss.
         mine, want = losses(os.path.join(got, "metrics.jsonl")), losses(
             os.path.join(ref, "metrics.jsonl"))
@@ -446,6 +452,34 @@ def run_cases(args):
               "%s: replayed CUDA graphs give the losses and checkpoint of direct calls "
               "(--no-cuda-graph), bit for bit%s" % (
                   case["name"], ": " + fell_back[0] if fell_back else
+                  "" if result.returncode == 0 else ": " + result.stderr.strip()[-800:]))
+
+    # ztc's own convolution kernels (im2col and cuBLAS, what runs where
+    # cuDNN does not load), with cuDNN turned off (ZTC_CUDNN=0): against
+    # the CPU, with the tolerances of the cuDNN run.
+    for case in cases:
+        if case["name"] != "cnn-batchnorm":
+            continue
+        own = os.path.join(out, case["name"] + "-own-kernels")
+        shutil.rmtree(own, ignore_errors=True)
+        os.makedirs(own)
+        result = run(train, *train_args(os.path.join(bundle, "art", case["name"] + "-cuda.ztc"),
+                                        os.path.join(bundle, case["data"]), case, own),
+                     env=dict(env, ZTC_CUDNN="0"), ok=False)
+        with open(os.path.join(own, "log.txt"), "w") as f:
+            f.write(result.stdout + result.stderr)
+        ref = os.path.join(bundle, "ref", case["name"])
+        mine, want = losses(os.path.join(own, "metrics.jsonl")), losses(
+            os.path.join(ref, "metrics.jsonl"))
+        worst = max((abs(a - b) / abs(b) for a, b in zip(mine, want)), default=float("inf"))
+        params, where = (worst_tensor_difference(read_checkpoint(os.path.join(own, "ckpt")),
+                                                 read_checkpoint(os.path.join(ref, "ckpt")))
+                         if result.returncode == 0 else (float("inf"), "no checkpoint"))
+        check(result.returncode == 0 and len(mine) == len(want) and worst <= case["loss"]
+              and params <= case["params"],
+              "%s with ZTC_CUDNN=0 (ztc's own convolutions): losses within %.2e, parameters "
+              "within %.2e (worst %s) of the CPU's%s" % (
+                  case["name"], worst, params, where,
                   "" if result.returncode == 0 else ": " + result.stderr.strip()[-800:]))
 
     # The backend's unit tests: a hand-written step against the CPU kernels.

@@ -1,9 +1,10 @@
 //===- Conv.cuh - 2-D convolution on CUDA -----------------------*- C++ -*-===//
 //
 // conv2d and its gradients conv2dBackwardData and conv2dBackwardFilter over
-// NCHW tensors: im2col and products (Linalg.cuh) over as many images as fit
-// in the call's planned scratch (Scratch.h), or direct sums where a product
-// cannot serve; every body reads the window of Window.h.
+// NCHW tensors: on cuDNN where it is loaded and takes the call
+// (CudnnConv.cuh), else im2col and products (Linalg.cuh) over as many images
+// as fit in the call's planned scratch (Scratch.h), or direct sums where a
+// product cannot serve; every body reads the window of Window.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #define ZTC_RUNTIME_KERNELS_CUDA_CONV_CUH
 
 #include "Common.cuh"
+#include "CudnnConv.cuh"
 #include "Linalg.cuh"
 #include "Scratch.h"
 
@@ -272,6 +274,20 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
   int64_t pixels = p.outH * p.outW;              // gemm N
   if (batch == 0 || p.outChannels == 0 || pixels == 0)
     return;
+  // cuDNN adds the convolution to the bias, so the sum rounds once, as on
+  // the CPU.
+  auto biasFirst = [&] {
+    if (bias)
+      detail::launchElements(
+          batch * p.outChannels * pixels,
+          detail::BiasFillBody<T>{bias, y, p.outChannels, pixels}, stream,
+          "conv2d");
+    return bias != nullptr;
+  };
+  if (detail::cudnnConvolve<T>(detail::ConvDirection::Forward, p, batch, x, w,
+                               y, params.tf32, scratch, stream, "conv2d",
+                               biasFirst))
+    return;
 
   // Integers and short patches (depthwise, first layers) sum directly;
   // the rest is im2col + GEMM per group, over as many images at a time as
@@ -343,6 +359,10 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
   int64_t patch = p.groupChannels * p.kH * p.kW;
   int64_t pixels = p.outH * p.outW;
   int64_t rows = p.channels * p.kH * p.kW;
+  if (detail::cudnnConvolve<T>(detail::ConvDirection::BackwardData, p, batch,
+                               gy, w, gx, params.tf32, scratch, stream,
+                               "conv2dBackwardData", [] { return false; }))
+    return;
   // f32 and f64: per image, the columns' gradient w^T * gy (one product
   // per group), then col2im. Half types keep the direct sum, which rounds
   // once (the columns would round each partial sum to the half type).
@@ -395,6 +415,10 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
   int64_t patch = p.groupChannels * p.kH * p.kW;
   int64_t pixels = p.outH * p.outW;
   int64_t rows = p.channels * p.kH * p.kW;
+  if (detail::cudnnConvolve<T>(detail::ConvDirection::BackwardFilter, p, batch,
+                               x, gy, gw, params.tf32, scratch, stream,
+                               "conv2dBackwardFilter", [] { return false; }))
+    return;
   // One product per group over all images and pixels at once: gw_g =
   // gy_g * cols_g^T, with gy and the columns laid out images side by side.
   // Integers, and half types whose batch needs several chunks (each would

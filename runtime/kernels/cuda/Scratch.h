@@ -291,6 +291,23 @@ ConvColumns conv2dBackwardFilterColumns(
   return {true, chunk, need(chunk), alignUp(chunk * colsImage)};
 }
 
+/// The workspace cuDNN may take for a convolution of T (CudnnConv.cuh):
+/// what im2col's columns would hold for the whole batch, at most
+/// kConvColumnsBytes; none for the types cuDNN does not convolve. The
+/// call's scratch is the larger of this and the columns of ztc's own
+/// kernels, which run in it when cuDNN is not there.
+template <typename T>
+int64_t cudnnWorkspaceBytes(const detail::ConvPlan &p, int64_t batch) {
+  if (!detail::kCublasType<T>)
+    return 0;
+  int64_t columns =
+      batch * p.channels * p.kH * p.kW * p.outH * p.outW * int64_t(sizeof(T));
+  return columns < kConvColumnsBytes ? columns : kConvColumnsBytes;
+}
+
+/// The larger of a call's two scratch needs.
+inline int64_t largerOf(int64_t a, int64_t b) { return a > b ? a : b; }
+
 /// A long reduction's partial results: one accumulator per segment of each
 /// output (none when each output fits one thread or one segment).
 template <typename Acc>
@@ -332,23 +349,36 @@ int64_t attentionBackwardAccumulatorBytes(const AttentionShape &s) {
 
 template <typename T>
 int64_t conv2dBytes(const Dims *in, const Dims *out, const Conv2dParams &p) {
-  return conv2dColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes).bytes;
+  return largerOf(
+      conv2dColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes).bytes,
+      cudnnWorkspaceBytes<T>(detail::convPlan(in[0], in[1], out[0],
+                                              p.strides.data, p.pads.data,
+                                              p.dilations.data, p.group),
+                             in[0].d[0]));
 }
 
 template <typename T>
 int64_t conv2dBackwardDataBytes(const Dims *in, const Dims *out,
                                 const Conv2dBackwardDataParams &p) {
-  return conv2dBackwardDataColumns<T>(in[0], in[1], out[0], p,
-                                      kConvColumnsBytes)
-      .bytes;
+  return largerOf(
+      conv2dBackwardDataColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes)
+          .bytes,
+      cudnnWorkspaceBytes<T>(detail::convPlan(out[0], in[1], in[0],
+                                              p.strides.data, p.pads.data,
+                                              p.dilations.data, p.group),
+                             out[0].d[0]));
 }
 
 template <typename T>
 int64_t conv2dBackwardFilterBytes(const Dims *in, const Dims *out,
                                   const Conv2dBackwardFilterParams &p) {
-  return conv2dBackwardFilterColumns<T>(in[0], in[1], out[0], p,
-                                        kConvColumnsBytes)
-      .bytes;
+  return largerOf(
+      conv2dBackwardFilterColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes)
+          .bytes,
+      cudnnWorkspaceBytes<T>(detail::convPlan(in[0], out[0], in[1],
+                                              p.strides.data, p.pads.data,
+                                              p.dilations.data, p.group),
+                             in[0].d[0]));
 }
 
 template <typename T>

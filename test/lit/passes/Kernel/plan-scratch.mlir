@@ -34,37 +34,47 @@ func.func @reductions(%x: memref<65536x4xf32>) -> (memref<4xf32>, memref<4xf32>,
 // -----
 
 // conv2d's columns: 8 channels x 3 x 3 taps x 7 x 6 pixels of f32 per
-// image, both images at once (under the 256 MiB budget). A 1x1 window over
-// 40 channels multiplies the input as is, and a 2-channel 3x3 patch (18
-// taps) is summed directly: no scratch. A matmul's kernel takes none.
+// image, both images at once (under the 256 MiB budget), which is also
+// cuDNN's workspace. A 1x1 window over 40 channels multiplies the input as
+// is, and a 2-channel 3x3 patch (18 taps) is summed directly: ztc's own
+// kernels need no scratch there, and cuDNN gets the batch's columns' worth
+// (2 x 40 x 42 and 2 x 2 x 9 x 42 f32). An integer convolution never goes
+// to cuDNN and sums directly, and a matmul's kernel takes no scratch.
 // CHECK-LABEL: func.func @convolutions
 // CHECK: %[[COLS:.+]] = kernel.alloc : memref<24192xi8>
 // CHECK-NEXT: kernel.call "conv2d" {{.+}} scratch(%[[COLS]] : memref<24192xi8>)
-// CHECK: kernel.call "conv2d" ins(%{{.+}} : memref<2x40x7x6xf32>, memref<5x40x1x1xf32>) outs(%{{.+}} : memref<2x5x7x6xf32>) {config
-// CHECK: kernel.call "conv2d" ins(%{{.+}} : memref<2x2x7x6xf32>, memref<5x2x3x3xf32>) outs(%{{.+}} : memref<2x5x7x6xf32>) {config
+// CHECK: %[[ONE:.+]] = kernel.alloc : memref<13440xi8>
+// CHECK-NEXT: kernel.call "conv2d" {{.+}} scratch(%[[ONE]] : memref<13440xi8>)
+// CHECK: %[[SHORT:.+]] = kernel.alloc : memref<6048xi8>
+// CHECK-NEXT: kernel.call "conv2d" {{.+}} scratch(%[[SHORT]] : memref<6048xi8>)
+// CHECK: kernel.call "conv2d" ins(%{{.+}} : memref<2x8x7x6xi32>, memref<5x8x3x3xi32>) outs(%{{.+}} : memref<2x5x7x6xi32>) {config = {{.+}}}{{$}}
 // CHECK: kernel.call "matmul" ins(%{{.+}}) outs(%{{.+}} : memref<4x4xf32>){{$}}
-func.func @convolutions(%x: memref<2x8x7x6xf32>, %w: memref<5x8x3x3xf32>, %x40: memref<2x40x7x6xf32>, %w1: memref<5x40x1x1xf32>, %x2: memref<2x2x7x6xf32>, %w2: memref<5x2x3x3xf32>, %a: memref<4x8xf32>, %b: memref<8x4xf32>) -> (memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<4x4xf32>) {
+func.func @convolutions(%x: memref<2x8x7x6xf32>, %w: memref<5x8x3x3xf32>, %x40: memref<2x40x7x6xf32>, %w1: memref<5x40x1x1xf32>, %x2: memref<2x2x7x6xf32>, %w2: memref<5x2x3x3xf32>, %xi: memref<2x8x7x6xi32>, %wi: memref<5x8x3x3xi32>, %a: memref<4x8xf32>, %b: memref<8x4xf32>) -> (memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<2x5x7x6xi32>, memref<4x4xf32>) {
   %y = kernel.alloc : memref<2x5x7x6xf32>
   kernel.call "conv2d" ins(%x, %w : memref<2x8x7x6xf32>, memref<5x8x3x3xf32>) outs(%y : memref<2x5x7x6xf32>) {config = {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}}
   %y1 = kernel.alloc : memref<2x5x7x6xf32>
   kernel.call "conv2d" ins(%x40, %w1 : memref<2x40x7x6xf32>, memref<5x40x1x1xf32>) outs(%y1 : memref<2x5x7x6xf32>) {config = {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}}
   %y2 = kernel.alloc : memref<2x5x7x6xf32>
   kernel.call "conv2d" ins(%x2, %w2 : memref<2x2x7x6xf32>, memref<5x2x3x3xf32>) outs(%y2 : memref<2x5x7x6xf32>) {config = {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}}
+  %yi = kernel.alloc : memref<2x5x7x6xi32>
+  kernel.call "conv2d" ins(%xi, %wi : memref<2x8x7x6xi32>, memref<5x8x3x3xi32>) outs(%yi : memref<2x5x7x6xi32>) {config = {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}}
   %c = kernel.alloc : memref<4x4xf32>
   kernel.call "matmul" ins(%a, %b : memref<4x8xf32>, memref<8x4xf32>) outs(%c : memref<4x4xf32>) {config = {}}
-  return %y, %y1, %y2, %c : memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<4x4xf32>
+  return %y, %y1, %y2, %yi, %c : memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<2x5x7x6xf32>, memref<2x5x7x6xi32>, memref<4x4xf32>
 }
 
 // -----
 
-// The gradients: the data gradient's columns in f32; in f16 it sums
-// directly. The filter gradient's columns (8 * 9 rows x 2 * 42 pixels),
+// The gradients: the data gradient's columns in f32; in f16 ztc's kernel
+// sums directly, and cuDNN gets the columns' worth in f16 (2 x 8 x 9 x 42 x
+// 2 bytes). The filter gradient's columns (8 * 9 rows x 2 * 42 pixels),
 // then, 256-byte aligned, the output gradient's images side by side
-// (5 x 2 * 42 f32): 24320 + 1680 bytes.
+// (5 x 2 * 42 f32): 24320 + 1680 bytes, more than cuDNN's 24192.
 // CHECK-LABEL: func.func @gradients
 // CHECK: %[[DATA:.+]] = kernel.alloc : memref<24192xi8>
 // CHECK-NEXT: kernel.call "conv2d_backward_data" {{.+}} scratch(%[[DATA]] : memref<24192xi8>)
-// CHECK: kernel.call "conv2d_backward_data" ins(%{{.+}} : memref<2x5x7x6xf16>, memref<5x8x3x3xf16>) outs(%{{.+}} : memref<2x8x7x6xf16>) {config
+// CHECK: %[[HALF:.+]] = kernel.alloc : memref<12096xi8>
+// CHECK-NEXT: kernel.call "conv2d_backward_data" {{.+}} scratch(%[[HALF]] : memref<12096xi8>)
 // CHECK: %[[FILTER:.+]] = kernel.alloc : memref<26000xi8>
 // CHECK-NEXT: kernel.call "conv2d_backward_filter" {{.+}} scratch(%[[FILTER]] : memref<26000xi8>)
 func.func @gradients(%gy: memref<2x5x7x6xf32>, %w: memref<5x8x3x3xf32>, %gyh: memref<2x5x7x6xf16>, %wh: memref<5x8x3x3xf16>, %x: memref<2x8x7x6xf32>) -> (memref<2x8x7x6xf32>, memref<2x8x7x6xf16>, memref<5x8x3x3xf32>) {
