@@ -71,12 +71,41 @@ bool isCausalPattern(Value cond, int64_t tq, int64_t tk, bool future) {
 /// What steps 2 to 4 find between the softmax and the first product.
 struct Match {
   nn::MatMulOp scores;
+  /// The product's operands behind their scales (q and kᵀ).
+  Value q, keysT;
   double scale = 1.0;
   bool causal = false;
   Value mask;
   /// The ops the fused op replaces, the final product last.
   SmallVector<Operation *> chain;
 };
+
+/// Step 1: PyTorch's exporter guards the probabilities against NaN,
+/// where(not(equal(p, p)), 0, p), before the product with v. Returns the
+/// guarded p (or `x` itself, when unguarded) and puts the guard's ops in
+/// `guard`, in order; nullptr when the guard is read elsewhere. The fused
+/// op has no guard: its probabilities are NaN only where the scores are
+/// (a finite score and a finite or causal mask give none), and then
+/// so is the step's loss.
+Value matchNanGuard(Value x, SmallVector<Operation *> &guard) {
+  auto where = x.getDefiningOp<nn::WhereOp>();
+  if (!where)
+    return x;
+  auto isNot = where.getCond().getDefiningOp<nn::NotOp>();
+  auto equal = isNot ? isNot.getX().getDefiningOp<nn::EqualOp>() : nullptr;
+  Value p = where.getB();
+  std::optional<double> fill = splatConstant(where.getA());
+  if (!equal || equal.getLhs() != p || equal.getRhs() != p || !fill ||
+      *fill != 0.0 || !where.getResult().hasOneUse() ||
+      !isNot.getResult().hasOneUse() || !equal.getResult().hasOneUse() ||
+      p.getType() != x.getType() ||
+      llvm::any_of(p.getUsers(), [&](Operation *user) {
+        return user != equal && user != where;
+      }))
+    return nullptr;
+  guard = {equal, isNot, where};
+  return p;
+}
 
 /// Step 2: the masking right before the softmax, if any. `x` is the
 /// softmax's input; returns the value before the mask.
@@ -139,11 +168,34 @@ Value matchScale(Value x, Match &match) {
   return lhs;
 }
 
+/// Step 4, second form: the scale split over the product's operands,
+/// (q * a)(kᵀ * b) as PyTorch's exporter writes it (a = b = D^-1/4): the
+/// scale a * b, and q and kᵀ behind them. The ops go to `chain`.
+void matchSplitScale(Match &match) {
+  for (bool keys : {false, true}) {
+    Value operand = keys ? match.scores.getB() : match.scores.getA();
+    auto mul = operand.getDefiningOp<nn::MulOp>();
+    if (!mul || !operand.hasOneUse() ||
+        mul.getLhs().getType() != operand.getType())
+      continue;
+    std::optional<double> factor = splatConstant(mul.getRhs());
+    if (!factor)
+      continue;
+    match.scale *= *factor;
+    (keys ? match.keysT : match.q) = mul.getLhs();
+    match.chain.push_back(mul);
+  }
+}
+
 /// Steps 1 to 4 from the final product `pv`: softmax(scale * q kᵀ [+ mask])
 /// times v, every intermediate read only by the next.
 std::optional<Match> matchAttention(nn::MatMulOp pv) {
-  auto softmax = pv.getA().getDefiningOp<nn::SoftmaxOp>();
-  if (!softmax || !softmax.getResult().hasOneUse() ||
+  SmallVector<Operation *> guard;
+  Value probabilities = matchNanGuard(pv.getA(), guard);
+  if (!probabilities)
+    return std::nullopt;
+  auto softmax = probabilities.getDefiningOp<nn::SoftmaxOp>();
+  if (!softmax || (guard.empty() && !softmax.getResult().hasOneUse()) ||
       static_cast<int64_t>(softmax.getAxis()) !=
           softmax.getType().getRank() - 1)
     return std::nullopt;
@@ -162,14 +214,58 @@ std::optional<Match> matchAttention(nn::MatMulOp pv) {
   if (!match.scores || !product.hasOneUse())
     return std::nullopt;
   match.chain.push_back(match.scores);
+  match.q = match.scores.getA();
+  match.keysT = match.scores.getB();
+  matchSplitScale(match);
   std::reverse(match.chain.begin(), match.chain.end());
+  match.chain.append(guard.begin(), guard.end());
   match.chain.push_back(pv);
   return match;
 }
 
-/// `kᵀ` ([..., D, Tk]) as k ([..., Tk, D]): the transpose that made it,
-/// composed with the swap of the last two dimensions, or a new transpose.
+/// The k behind PyTorch's exporter's kᵀ: reshape(transpose(reshape(k)))
+/// that merges k's batch dimensions, swaps the last two and splits the
+/// batch again. nullptr for other forms.
+Value keysBehindMergedTranspose(Value keysT) {
+  auto split = keysT.getDefiningOp<nn::ReshapeOp>();
+  auto transpose =
+      split ? split.getX().getDefiningOp<nn::TransposeOp>() : nullptr;
+  auto merge =
+      transpose ? transpose.getX().getDefiningOp<nn::ReshapeOp>() : nullptr;
+  if (!merge)
+    return nullptr;
+  Value k = merge.getX();
+  auto kType = cast<RankedTensorType>(k.getType());
+  auto mergedType = cast<RankedTensorType>(merge.getType());
+  int64_t rank = kType.getRank(), merged = mergedType.getRank();
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  if (rank < 2 || merged < 2)
+    return nullptr;
+  // The merge keeps k's last two dimensions, the transpose swaps just them.
+  if (mergedType.getShape().take_back(2) != kType.getShape().take_back(2))
+    return nullptr;
+  for (int64_t i = 0; i < merged; ++i) {
+    int64_t want = i == merged - 1   ? merged - 2
+                   : i == merged - 2 ? merged - 1
+                                     : i;
+    if (perm[i] != want)
+      return nullptr;
+  }
+  // The split gives back k's batch dimensions, with the last two swapped.
+  SmallVector<int64_t> swapped(kType.getShape());
+  std::swap(swapped[rank - 1], swapped[rank - 2]);
+  if (cast<RankedTensorType>(keysT.getType()).getShape() !=
+      ArrayRef<int64_t>(swapped))
+    return nullptr;
+  return k;
+}
+
+/// `kᵀ` ([..., D, Tk]) as k ([..., Tk, D]): the k of PyTorch's exporter's
+/// merged transpose, the transpose that made kᵀ composed with the swap of
+/// the last two dimensions, or a new transpose.
 Value untranspose(OpBuilder &b, Location loc, Value keysT) {
+  if (Value k = keysBehindMergedTranspose(keysT))
+    return k;
   int64_t rank = cast<RankedTensorType>(keysT.getType()).getRank();
   auto swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   std::swap(swap[rank - 1], swap[rank - 2]);
@@ -196,8 +292,7 @@ struct FuseAttentionPass
       std::optional<Match> match = matchAttention(pv);
       if (!match)
         continue;
-      Value q = match->scores.getA(), keysT = match->scores.getB(),
-            v = pv.getB();
+      Value q = match->q, keysT = match->keysT, v = pv.getB();
       // Step 5: q, k and v of one rank, type and batch dimensions (no
       // broadcasting), as nn.attention's inference checks, and the fused
       // op's type the product's; otherwise the chain stays.
@@ -227,10 +322,15 @@ struct FuseAttentionPass
       // Step 6: the replaced chain, last first (each read only its next).
       for (Operation *op : llvm::reverse(match->chain))
         op->erase();
-      // The transpose that made kᵀ, now read by nothing.
-      if (Operation *transpose = keysT.getDefiningOp();
-          transpose && k != keysT && transpose->use_empty())
-        transpose->erase();
+      // What made kᵀ from k (a transpose, or the exporter's reshapes
+      // around one), now read by nothing.
+      for (Value made = keysT; made != k;) {
+        Operation *op = made.getDefiningOp();
+        if (!op || !op->use_empty() || !isa<nn::TransposeOp, nn::ReshapeOp>(op))
+          break;
+        made = op->getOperand(0);
+        op->erase();
+      }
     }
   }
 };

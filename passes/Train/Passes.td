@@ -19,10 +19,15 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
     so that the forward and (through its VJP, `nn.attention_backward`) the
     backward each become one kernel that never holds the `[.., Tq, Tk]`
     scores or probabilities. The pattern is PyTorch's attention as the
-    importer leaves it (`examples/onnx/make_gpt.py`):
+    importer leaves it (`examples/onnx/make_gpt.py`, and the exports of
+    Hugging Face models in `test/fixtures/modern`):
 
     1. A matrix product `nn.matmul %p, %v` whose `%p` is an `nn.softmax`
-       over the last axis, read by nothing else.
+       over the last axis, read by nothing else; or the NaN guard PyTorch's
+       dynamo exporter puts after it, `nn.where (nn.not (nn.equal %sm,
+       %sm)), 0, %sm`, each of whose ops (and `%sm`) only the next reads.
+       The fused op has no guard: its probabilities are NaN only where the
+       scores are, which a causal or constant finite mask never makes.
     2. The softmax's input, read by nothing else, is either
        `nn.where %future, %fill, %s` (or `nn.where %past, %s, %fill`) with
        `%future` a constant i1 that is true exactly where key j > query i
@@ -34,13 +39,19 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
     3. `%s`, read by nothing else, is `nn.mul` of `%t` and a constant splat
        (either side) or `nn.div` of `%t` by one: the `scale` (1 / divisor);
        or `%t` itself (scale 1).
-    4. `%t`, read by nothing else, is `nn.matmul %q, %kt`; k is `%kt` with
-       its last two dimensions swapped (the transpose that made `%kt`,
-       composed with the swap, or a new `nn.transpose`).
+    4. `%t`, read by nothing else, is `nn.matmul %q, %kt`. Either operand
+       may be `nn.mul` of the tensor and a constant splat, read by nothing
+       else (the dynamo exporter's split scale, D^-1/4 on each side): the
+       splats multiply the scale. k is `%kt` with its last two dimensions
+       swapped: the `k` of the dynamo exporter's `nn.reshape (nn.transpose
+       (nn.reshape %k))` that merges the batch dimensions, swaps the last
+       two and splits them again; the transpose that made `%kt`, composed
+       with the swap; or a new `nn.transpose`.
     5. q, k and v have one rank and the same batch dimensions, and
        nn.attention's type is the product's; otherwise nothing changes.
     6. The final product's uses read `nn.attention %q, %k, %v[, %mask]
-       {scale, causal}`; the chain is erased.
+       {scale, causal}`; the chain is erased, and what made `%kt` from k
+       once nothing else reads it.
 
     Anything else stays as it is: probabilities another op reads (they
     would have to be materialized), a softmax over another axis, a scale

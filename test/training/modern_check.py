@@ -83,8 +83,15 @@ def curve_error(ours, reference):
     return float(np.linalg.norm(ours - reference) / np.linalg.norm(reference))
 
 
+# The exports whose attention ztc-fuse-attention fuses, one per exporter
+# form: PyTorch's dynamo exporter with grouped-query attention and its NaN
+# guard (Llama; Qwen3 adds normalized q and k), and the TorchScript one.
+FUSED_ATTENTION = ("llama", "qwen3", "bert_torchscript")
+
+
 def variants(args, name, tmp, reference, reference_ckpt, meta):
-    """5: bf16, recompute full and ZeRO-3 on 2 ranks against the f32 run."""
+    """5: fused attention, bf16, recompute full and ZeRO-3 on 2 ranks against
+    the f32 run."""
     fixture = os.path.join(FIXTURES, name)
     loss = meta["loss"]
     model, data = os.path.join(fixture, "model.onnx"), os.path.join(fixture, "data")
@@ -103,6 +110,16 @@ def variants(args, name, tmp, reference, reference_ckpt, meta):
                                 env=MPI_ENV if launcher else None)
         return losses_of(result.stderr)
 
+    if name in FUSED_ATTENTION:
+        # nn.attention (--fuse-attention on, the CUDA default) in place of
+        # each layer's scores, softmax and product: the f32 run's losses.
+        fused = train("fused", ["--fuse-attention", "on"])
+        step = open(os.path.join(tmp, "%s-fused.ztc" % name, "step.cpp")).read()
+        calls = len(re.findall(r"ztc::cpu::attention[<(]", step))
+        drift = curve_error(fused, reference)
+        check(calls > 0 and drift <= 1e-5,
+              "%s --fuse-attention on: %d fused attention calls; 20 losses within %.2e of "
+              "the unfused step's (relative L2)" % (name, calls, drift))
     bf16 = train("bf16", ["--precision", "bf16"])
     drift = curve_error(bf16, reference)
     check(drift <= 0.02, "%s --precision bf16: 20 losses within %.2f%% of f32's "

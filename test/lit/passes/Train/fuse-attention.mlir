@@ -192,3 +192,94 @@ func.func @where_not_causal(%q: tensor<2x4xf32>, %kt: tensor<4x2xf32>,
   %o = nn.matmul %p, %v : tensor<2x2xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   return %o : tensor<2x4xf32>
 }
+
+// Llama as PyTorch's dynamo exporter writes it (test/fixtures/modern/llama):
+// kᵀ merges the batch and heads, swaps the last two dimensions and splits
+// them again; the scale is split over q and kᵀ (each times D^-1/4, here
+// 0.5 twice); the mask is a constant added to the scores; the
+// probabilities pass a NaN guard, where(not(equal(p, p)), 0, p). One
+// nn.attention of q and k as they are, scale 0.25, and nothing of the
+// exporter's transposes, reshapes or guard left.
+// CHECK-LABEL: func.func @llama
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x2x4x8xf32>, %[[K:[^:]+]]: tensor<2x2x4x8xf32>, %[[V:[^:]+]]: tensor<2x2x4x8xf32>)
+// CHECK: %[[MASK:.+]] = arith.constant dense<{{.+}}> : tensor<2x1x4x4xf32>
+// CHECK-NOT: nn.
+// CHECK: %[[O:.+]] = nn.attention %[[Q]], %[[K]], %[[V]], %[[MASK]] {scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @llama(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>,
+                 %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %zero = arith.constant dense<0.000000e+00> : tensor<f32>
+  %mask = arith.constant dense<-3.40282347E+38> : tensor<2x1x4x4xf32>
+  %km = nn.reshape %k : tensor<2x2x4x8xf32> -> tensor<4x4x8xf32>
+  %kmt = nn.transpose %km {perm = array<i64: 0, 2, 1>}
+      : tensor<4x4x8xf32> -> tensor<4x8x4xf32>
+  %kt = nn.reshape %kmt : tensor<4x8x4xf32> -> tensor<2x2x8x4xf32>
+  %qs = nn.mul %q, %half : tensor<2x2x4x8xf32>, tensor<f32>
+      -> tensor<2x2x4x8xf32>
+  %kts = nn.mul %kt, %half : tensor<2x2x8x4xf32>, tensor<f32>
+      -> tensor<2x2x8x4xf32>
+  %t = nn.matmul %qs, %kts : tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %m = nn.add %t, %mask : tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %p = nn.softmax %m {axis = 3 : i64}
+      : tensor<2x2x4x4xf32> -> tensor<2x2x4x4xf32>
+  %same = nn.equal %p, %p : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+      -> tensor<2x2x4x4xi1>
+  %nan = nn.not %same : tensor<2x2x4x4xi1> -> tensor<2x2x4x4xi1>
+  %g = nn.where %nan, %zero, %p
+      : tensor<2x2x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %o = nn.matmul %g, %v : tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>
+      -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// Negative: the guard replaces NaN with 1, not 0: not the exporter's
+// guard, and not what nn.attention computes.
+// CHECK-LABEL: func.func @guard_fills_one
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @guard_fills_one(%q: tensor<2x2x4x8xf32>, %kt: tensor<2x2x8x4xf32>,
+                           %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %one = arith.constant dense<1.000000e+00> : tensor<f32>
+  %t = nn.matmul %q, %kt : tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %p = nn.softmax %t {axis = 3 : i64}
+      : tensor<2x2x4x4xf32> -> tensor<2x2x4x4xf32>
+  %same = nn.equal %p, %p : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+      -> tensor<2x2x4x4xi1>
+  %nan = nn.not %same : tensor<2x2x4x4xi1> -> tensor<2x2x4x4xi1>
+  %g = nn.where %nan, %one, %p
+      : tensor<2x2x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %o = nn.matmul %g, %v : tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>
+      -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// Negative: the guard's test is returned too, so the probabilities are
+// read beyond the guard.
+// CHECK-LABEL: func.func @guard_read_elsewhere
+// CHECK-NOT: nn.attention
+// CHECK: nn.softmax
+func.func @guard_read_elsewhere(%q: tensor<2x2x4x8xf32>,
+                                %kt: tensor<2x2x8x4xf32>,
+                                %v: tensor<2x2x4x8xf32>)
+    -> (tensor<2x2x4x8xf32>, tensor<2x2x4x4xi1>) {
+  %zero = arith.constant dense<0.000000e+00> : tensor<f32>
+  %t = nn.matmul %q, %kt : tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %p = nn.softmax %t {axis = 3 : i64}
+      : tensor<2x2x4x4xf32> -> tensor<2x2x4x4xf32>
+  %same = nn.equal %p, %p : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+      -> tensor<2x2x4x4xi1>
+  %nan = nn.not %same : tensor<2x2x4x4xi1> -> tensor<2x2x4x4xi1>
+  %g = nn.where %nan, %zero, %p
+      : tensor<2x2x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>
+      -> tensor<2x2x4x4xf32>
+  %o = nn.matmul %g, %v : tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>
+      -> tensor<2x2x4x8xf32>
+  return %o, %nan : tensor<2x2x4x8xf32>, tensor<2x2x4x4xi1>
+}
