@@ -13,6 +13,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <functional>
+
 namespace mlir::ztc {
 #define GEN_PASS_DEF_FUSEPASS
 #include "passes/Passes.h.inc"
@@ -107,6 +109,67 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
       !producer->isBeforeInBlock(consumer) || !canMoveTo(producer, consumer) ||
       (producer.getOutputs().size() > 1 &&
        !readsOutputsWhole(producer, consumer)))
+    return nullptr;
+  return producer;
+}
+
+/// Whether every buffer `producer` reads is live at `consumer` anyway
+/// (read there or later, or not planned: an argument, a constant), so that
+/// moving the producer there keeps no buffer longer than the plan did.
+bool inputsLiveAt(kernel::ElementwiseOp producer, Operation *consumer) {
+  return llvm::all_of(producer.getInputs(), [&](Value input) {
+    auto alloc = kernel::rootBuffer(input).getDefiningOp<kernel::AllocOp>();
+    if (!alloc)
+      return true;
+    std::function<bool(Value)> readLater = [&](Value buffer) {
+      return llvm::any_of(buffer.getUsers(), [&](Operation *user) {
+        if (auto view = dyn_cast<kernel::ViewOp>(user))
+          return readLater(view.getResult());
+        return user == consumer || (user->getBlock() == consumer->getBlock() &&
+                                    consumer->isBeforeInBlock(user));
+      });
+    };
+    return readLater(alloc.getResult());
+  });
+}
+
+/// Multi-output fusion of a shared value: the elementwise kernel that
+/// writes `buffer`, an alloc that `consumer` reads whole and that later
+/// ops read too (an activation the backward keeps, a gradient two updates
+/// read), when it can run inside the consumer, still writing `buffer`:
+/// every reader besides the consumer comes after it, the consumer does not
+/// write `buffer`, and the two loops cover the same elements. The values
+/// are computed as before and stored as before, in one loop instead of
+/// two: GELU's four steps, each kept for the backward, become one kernel.
+/// The producer's inputs must be live at the consumer already: fusing
+/// never raises the planned peak.
+kernel::ElementwiseOp fusibleSharedProducer(Value buffer,
+                                            kernel::ElementwiseOp consumer) {
+  auto alloc = buffer.getDefiningOp<kernel::AllocOp>();
+  if (!alloc || llvm::is_contained(kernel::writtenBuffers(consumer), buffer))
+    return nullptr;
+  kernel::ElementwiseOp producer;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == consumer.getOperation())
+      continue;
+    auto elementwise = dyn_cast<kernel::ElementwiseOp>(user);
+    if (elementwise && !producer &&
+        llvm::is_contained(elementwise.getOutputs(), buffer)) {
+      producer = elementwise;
+      continue;
+    }
+    // Any other use (a reader, a view) comes after the consumer, where the
+    // values will be stored.
+    if (user->getBlock() != consumer->getBlock() ||
+        !consumer->isBeforeInBlock(user))
+      return nullptr;
+  }
+  if (!producer ||
+      producer.getOutput().getType() != consumer.getOutput().getType() ||
+      producer->getBlock() != consumer->getBlock() ||
+      !producer->isBeforeInBlock(consumer) ||
+      !readsOutputsWhole(producer, consumer) ||
+      !canMoveTo(producer, consumer) || !inputsLiveAt(producer, consumer))
     return nullptr;
   return producer;
 }
@@ -336,36 +399,40 @@ void fuseReduction(kernel::ElementwiseOp producer, kernel::CallOp call,
   locations[reduce] = std::move(fused);
 }
 
-struct FusePass : public ztc::impl::FusePassBase<FusePass> {
-  void runOnOperation() override {
-    // One pass in program order: a producer comes before its consumer, so
-    // when a consumer is visited its producers are already fused as far as
-    // they go; the consumer then absorbs fusible producers until none is
-    // left (each fusion may expose the producer's own producers).
-    SmallVector<kernel::ElementwiseOp> kernels;
-    getOperation().walk(
-        [&](kernel::ElementwiseOp op) { kernels.push_back(op); });
-    FusedLocations locations;
-    for (kernel::ElementwiseOp consumer : kernels) {
-      bool fusedOne = true;
-      while (fusedOne) {
-        fusedOne = false;
-        for (Value input : consumer.getInputs()) {
-          if (auto producer = fusibleProducer(input, consumer)) {
-            consumer =
-                fuse(producer, consumer, input, /*drop=*/true, locations);
-            fusedOne = true;
-            break;
-          }
-          if (auto producer = fusibleSibling(input, consumer)) {
-            consumer =
-                fuse(producer, consumer, input, /*drop=*/false, locations);
-            fusedOne = true;
-            break;
-          }
+/// Fuses into each elementwise kernel, in program order, the producers
+/// that `shared` allows (step 1 and 3's kinds, and with `shared` step 6's
+/// as well) until none is left: a producer comes before its consumer, so
+/// when a consumer is visited its producers are already fused as far as
+/// they go, and each fusion may expose the producer's own producers.
+void fuseElementwise(func::FuncOp func, bool shared,
+                     FusedLocations &locations) {
+  SmallVector<kernel::ElementwiseOp> kernels;
+  func.walk([&](kernel::ElementwiseOp op) { kernels.push_back(op); });
+  for (kernel::ElementwiseOp consumer : kernels) {
+    bool fusedOne = true;
+    while (fusedOne) {
+      fusedOne = false;
+      for (Value input : consumer.getInputs()) {
+        kernel::ElementwiseOp producer;
+        bool drop = false;
+        if ((producer = fusibleProducer(input, consumer)))
+          drop = true;
+        else if (!(producer = fusibleSibling(input, consumer)) && shared)
+          producer = fusibleSharedProducer(input, consumer);
+        if (producer) {
+          consumer = fuse(producer, consumer, input, drop, locations);
+          fusedOne = true;
+          break;
         }
       }
     }
+  }
+}
+
+struct FusePass : public ztc::impl::FusePassBase<FusePass> {
+  void runOnOperation() override {
+    FusedLocations locations;
+    fuseElementwise(getOperation(), /*shared=*/false, locations);
     // Then reductions take in the kernel computing what they reduce (which
     // has absorbed its own producers by now).
     SmallVector<kernel::CallOp> calls;
@@ -373,6 +440,9 @@ struct FusePass : public ztc::impl::FusePassBase<FusePass> {
     for (kernel::CallOp call : calls)
       if (auto producer = reducedProducer(call))
         fuseReduction(producer, call, locations);
+    // Last, values other kernels read too join their readers' loops: after
+    // the reductions, which take single-output kernels only.
+    fuseElementwise(getOperation(), /*shared=*/true, locations);
     // Every fused kernel names all the ONNX nodes it computes.
     for (auto &[op, merged] : locations)
       op->setLoc(FusedLoc::get(&getContext(), merged));

@@ -83,6 +83,16 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
        broadcast over whole groups (the emitter's loops). BatchNorm's
        variance then reads its input and mean instead of stored squares,
        and its gradient's sums read dy and the normalized input.
+    6. Last, shared values: a producer whose output (an alloc) its
+       consumer reads whole and other ops read after the consumer (an
+       activation the backward keeps) runs inside the consumer's loop and
+       still stores its values, when both loops cover the same elements,
+       it can run where the consumer is (as in 3), and every buffer it
+       reads is live there anyway (read there or later, an argument or a
+       constant), so the planned peak never rises. Nothing is computed
+       twice and every value is what it was; GELU's steps, each kept for
+       its gradient, become one kernel. It comes after step 5 because a
+       reduction takes single-output kernels only.
 
     Example: `relu(add(a, b))` becomes one kernel whose body adds and takes
     the maximum with zero, and the buffer of the sum disappears.

@@ -341,6 +341,10 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
   // every op's result right after its kernels.
   pm.addNestedPass<func::FuncOp>(createLowerTrainPass());
   pm.addNestedPass<func::FuncOp>(createHalfGradientsPass());
+  // Each expanded update computes its step's scalars (bias corrections,
+  // the decayed learning rate) from the same hyperparameters: CSE keeps one
+  // of each for the whole step instead of one kernel each per parameter.
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   if (options.channelsLast)
     pm.addNestedPass<func::FuncOp>(createChannelsLastPass());
   if (options.checkFinite)

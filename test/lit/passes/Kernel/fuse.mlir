@@ -28,21 +28,19 @@ func.func @chain(%a: memref<4xf32>, %b: memref<4xf32>) -> memref<4xf32> {
 
 // -----
 
-// A producer whose result is also returned (or read twice by different
-// kernels) must stay: fusing would lose or recompute it.
+// A producer whose result is also read after the consumer (here returned,
+// as an activation kept for the backward is) runs inside the consumer's
+// loop and still stores its values: one kernel writing both buffers,
+// nothing computed twice.
 // CHECK-LABEL: func.func @shared
 // CHECK-SAME: (%[[A:[^:]+]]: memref<4xf32>)
 // CHECK-NEXT: %[[S:.+]] = kernel.alloc : memref<4xf32>
-// CHECK-NEXT: kernel.elementwise ins(%[[A]] : memref<4xf32>) outs(%[[S]] : memref<4xf32>)
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: math.exp
-// CHECK-NEXT: kernel.yield
-// CHECK-NEXT: }
 // CHECK-NEXT: %[[OUT:.+]] = kernel.alloc : memref<4xf32>
-// CHECK-NEXT: kernel.elementwise ins(%[[S]] : memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: arith.negf
-// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: kernel.elementwise ins(%[[A]] : memref<4xf32>) outs(%[[S]], %[[OUT]] : memref<4xf32>, memref<4xf32>)
+// CHECK-NEXT: ^bb0(%[[X:.+]]: f32)
+// CHECK-NEXT: %[[E:.+]] = math.exp %[[X]]
+// CHECK-NEXT: %[[N:.+]] = arith.negf %[[E]]
+// CHECK-NEXT: kernel.yield %[[E]], %[[N]]
 // CHECK-NEXT: }
 // CHECK-NEXT: return %[[S]], %[[OUT]]
 func.func @shared(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
@@ -56,6 +54,87 @@ func.func @shared(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
   kernel.elementwise ins(%s : memref<4xf32>) outs(%out : memref<4xf32>) {
   ^bb0(%x: f32):
     %0 = arith.negf %x : f32
+    kernel.yield %0 : f32
+  }
+  return %s, %out : memref<4xf32>, memref<4xf32>
+}
+
+// -----
+
+// The producer's input is a planned buffer read last by the producer:
+// moved to the consumer, the producer would keep it live longer, past the
+// library call between, so the kernels stay apart.
+// CHECK-LABEL: func.func @shared_input_dies
+// CHECK: kernel.call "softmax" ins(%{{.+}} : memref<4xf32>) outs(%[[T:.+]] : memref<4xf32>)
+// CHECK: kernel.elementwise ins(%[[T]] : memref<4xf32>) outs(%[[S:.+]] : memref<4xf32>)
+// CHECK: kernel.call "softmax"
+// CHECK: kernel.elementwise ins(%[[S]] : memref<4xf32>) outs(%{{.+}} : memref<4xf32>)
+func.func @shared_input_dies(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>, memref<4xf32>) {
+  %t = kernel.alloc : memref<4xf32>
+  kernel.call "softmax" ins(%a : memref<4xf32>) outs(%t : memref<4xf32>) {config = {axis = 0 : i64}}
+  %s = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%t : memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = math.log %x : f32
+    kernel.yield %0 : f32
+  }
+  %p = kernel.alloc : memref<4xf32>
+  kernel.call "softmax" ins(%a : memref<4xf32>) outs(%p : memref<4xf32>) {config = {axis = 0 : i64}}
+  %out = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%s : memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = arith.negf %x : f32
+    kernel.yield %0 : f32
+  }
+  return %p, %s, %out : memref<4xf32>, memref<4xf32>, memref<4xf32>
+}
+
+// -----
+
+// A shared value read between its producer and the consumer (by a library
+// call here) must be stored before that read: the kernels stay apart.
+// CHECK-LABEL: func.func @shared_read_between
+// CHECK: kernel.elementwise ins(%{{.+}} : memref<4xf32>) outs(%[[S:.+]] : memref<4xf32>)
+// CHECK: kernel.call "softmax" ins(%[[S]]
+// CHECK: kernel.elementwise ins(%[[S]] : memref<4xf32>) outs(%{{.+}} : memref<4xf32>)
+func.func @shared_read_between(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
+  %s = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%a : memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = math.exp %x : f32
+    kernel.yield %0 : f32
+  }
+  %p = kernel.alloc : memref<4xf32>
+  kernel.call "softmax" ins(%s : memref<4xf32>) outs(%p : memref<4xf32>) {config = {axis = 0 : i64}}
+  %out = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%s : memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = arith.negf %x : f32
+    kernel.yield %0 : f32
+  }
+  return %p, %out : memref<4xf32>, memref<4xf32>
+}
+
+// -----
+
+// A consumer that reads the shared value through a view as well would read
+// that view's old elements inside the fused loop: the kernels stay apart.
+// CHECK-LABEL: func.func @shared_read_through_view
+// CHECK: kernel.elementwise ins(%{{.+}} : memref<4xf32>) outs(%[[S:.+]] : memref<4xf32>)
+// CHECK: %[[V:.+]] = kernel.view %[[S]]
+// CHECK: kernel.elementwise ins(%[[S]], %[[V]] : memref<4xf32>, memref<4xf32>) outs(%{{.+}} : memref<4xf32>)
+func.func @shared_read_through_view(%a: memref<4xf32>) -> (memref<4xf32>, memref<4xf32>) {
+  %s = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%a : memref<4xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %0 = math.exp %x : f32
+    kernel.yield %0 : f32
+  }
+  %v = kernel.view %s : memref<4xf32> to memref<4xf32>
+  %out = kernel.alloc : memref<4xf32>
+  kernel.elementwise ins(%s, %v : memref<4xf32>, memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.subf %x, %y : f32
     kernel.yield %0 : f32
   }
   return %s, %out : memref<4xf32>, memref<4xf32>
@@ -333,6 +412,34 @@ func.func @reduce_of_product(%dy: memref<2x4x3x3xf32>, %x: memref<2x4x3x3xf32>, 
   %g = kernel.alloc : memref<4xf32>
   kernel.call "reduce_sum" ins(%p : memref<2x4x3x3xf32>) outs(%g : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
   return %g : memref<4xf32>
+}
+
+// -----
+
+// The same with the centered values returned too (shared): the product
+// and the sum still become one kernel.reduce, which takes single-output
+// kernels, so the centering stays a kernel of its own rather than joining
+// the product's loop first.
+// CHECK-LABEL: func.func @reduce_before_shared
+// CHECK: kernel.elementwise ins(%{{.+}}, %{{.+}} : memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%[[C:.+]] : memref<2x4x3x3xf32>)
+// CHECK: kernel.reduce sum ins(%{{.+}}, %[[C]] : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>)
+// CHECK-NOT: kernel.call
+func.func @reduce_before_shared(%dy: memref<2x4x3x3xf32>, %x: memref<2x4x3x3xf32>, %mean: memref<1x4x1x1xf32>) -> (memref<4xf32>, memref<2x4x3x3xf32>) {
+  %c = kernel.alloc : memref<2x4x3x3xf32>
+  kernel.elementwise ins(%x, %mean : memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%c : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.subf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  %p = kernel.alloc : memref<2x4x3x3xf32>
+  kernel.elementwise ins(%dy, %c : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>) outs(%p : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.mulf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  %g = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_sum" ins(%p : memref<2x4x3x3xf32>) outs(%g : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
+  return %g, %c : memref<4xf32>, memref<2x4x3x3xf32>
 }
 
 // -----
