@@ -564,6 +564,7 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   for (const kernel::ConfigField &field : kernel.config) {
     switch (field.kind) {
     case kernel::ConfigKind::Int:
+    case kernel::ConfigKind::Bits:
       fields.push_back(intLiteral(kernel::configInt(op, field.name)));
       break;
     case kernel::ConfigKind::MaybeInt:

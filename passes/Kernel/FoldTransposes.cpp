@@ -1,12 +1,18 @@
 //===- FoldTransposes.cpp - the ztc-fold-transposes pass ------------------===//
 //
 // Lets matmul read an operand whose last two dimensions a transpose kernel
-// swapped as it is stored, with a transpose flag, instead of copying it.
+// swapped as it is stored, with a transpose flag, instead of copying it;
+// and attention read and write the heads of [B, T, H, D] tensors in place
+// of the head splits' copies.
 // See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+
+#include "runtime/kernels/AttentionShape.h"
+
+#include <optional>
 
 namespace mlir::ztc {
 #define GEN_PASS_DEF_FOLDTRANSPOSESPASS
@@ -65,6 +71,16 @@ void setTransposeFlags(kernel::CallOp matmul, bool a, bool b) {
 
 void addLoc(Operation *op, Location loc) {
   op->setLoc(FusedLoc::get(op->getContext(), {op->getLoc(), loc}));
+}
+
+/// Whether `transpose` is the first op to touch its result's buffer, so
+/// that a producer folded into it may write the buffer earlier.
+bool firstToTouch(kernel::CallOp transpose) {
+  for (Operation *user : transpose.getOutputs()[0].getUsers())
+    if (user != transpose && user->getBlock() == transpose->getBlock() &&
+        !transpose->isBeforeInBlock(user))
+      return false;
+  return true;
 }
 
 /// Erases `transpose` and then the alloc of `buffer` (its result or its
@@ -145,12 +161,9 @@ bool foldIntoProducer(kernel::CallOp transpose) {
   for (Value input : matmul.getInputs())
     if (cast<MemRefType>(input.getType()).getRank() < 2)
       return false;
-  // The result is first touched by the transpose; the matmul now writes
-  // it, earlier.
-  for (Operation *user : result.getUsers())
-    if (user != transpose && user->getBlock() == transpose->getBlock() &&
-        !transpose->isBeforeInBlock(user))
-      return false;
+  // The matmul now writes the result, earlier than the transpose did.
+  if (!firstToTouch(transpose))
+    return false;
   bool a = transposeFlag(matmul, 0), b = transposeFlag(matmul, 1);
   Value lhs = matmul.getInputs()[0], rhs = matmul.getInputs()[1];
   matmul->setOperand(0, rhs);
@@ -164,21 +177,154 @@ bool foldIntoProducer(kernel::CallOp transpose) {
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// Head splits into attention
+//===----------------------------------------------------------------------===//
+
+/// Whether `call` is a transpose that swaps the tokens and heads of a
+/// rank-4 tensor: [B, T, H, D] <-> [B, H, T, D].
+bool swapsHeads(kernel::CallOp call) {
+  if (!kernel::isCallOf(call, kernel::LibraryKernelId::transpose) ||
+      call.getInputs().size() != 1 || call.getOutputs().size() != 1)
+    return false;
+  return kernel::configInts(call, "perm") == ArrayRef<int64_t>{0, 2, 1, 3};
+}
+
+/// The role (runtime/kernels/AttentionShape.h's AttentionRole) of operand
+/// `index` of an attention or attention_backward call; -1 for the mask and
+/// for other calls.
+int attentionRole(Operation *op, unsigned index) {
+  auto call = dyn_cast<kernel::CallOp>(op);
+  if (!call)
+    return -1;
+  unsigned inputs = call.getInputs().size();
+  if (kernel::isCallOf(call, kernel::LibraryKernelId::attention)) {
+    if (index < 3)
+      return ::ztc::kAttentionQ + index;
+    return index == inputs ? ::ztc::kAttentionOut : -1;
+  }
+  if (kernel::isCallOf(call, kernel::LibraryKernelId::attention_backward)) {
+    if (index < 5)
+      return ::ztc::kAttentionQ + index;
+    return index >= inputs ? ::ztc::kAttentionGradQ + (index - inputs) : -1;
+  }
+  return -1;
+}
+
+/// Gives operand `index` of attention call `op` the buffer `stored`, laid
+/// out the other way (its role's `bthd` bit flipped).
+void readOtherLayout(Operation *op, unsigned index, Value stored,
+                     Location loc) {
+  auto call = cast<kernel::CallOp>(op);
+  int64_t bits = kernel::configInt(call, "bthd") ^
+                 (int64_t(1) << attentionRole(call, index));
+  MLIRContext *context = call.getContext();
+  NamedAttrList config(call.getConfig());
+  config.erase("bthd");
+  if (bits)
+    config.set("bthd", IntegerAttr::get(IntegerType::get(context, 64), bits));
+  call.setConfigAttr(config.getDictionary(context));
+  call->setOperand(index, stored);
+  addLoc(call, loc);
+}
+
+/// Folds a head split (`transpose`, swapsHeads) into the attention calls
+/// that read its result, when they are its only readers (as q, k, v, the
+/// forward's result or its gradient) and nothing overwrites its input
+/// before they run: each reads the input as stored.
+bool foldHeadsIntoReaders(kernel::CallOp transpose) {
+  Value result = transpose.getOutputs()[0];
+  Value source = transpose.getInputs()[0];
+  if (!result.getDefiningOp<kernel::AllocOp>())
+    return false;
+  SmallVector<std::pair<Operation *, unsigned>> reads;
+  for (OpOperand &use : result.getUses()) {
+    Operation *reader = use.getOwner();
+    if (reader == transpose)
+      continue;
+    unsigned index = use.getOperandNumber();
+    auto call = dyn_cast<kernel::CallOp>(reader);
+    if (attentionRole(reader, index) < 0 || index >= call.getInputs().size() ||
+        reader->getBlock() != transpose->getBlock() ||
+        !transpose->isBeforeInBlock(reader) ||
+        writtenBetween(transpose, reader, kernel::rootBuffer(source)))
+      return false;
+    reads.emplace_back(reader, index);
+  }
+  if (reads.empty())
+    return false;
+  for (auto [reader, index] : reads)
+    readOtherLayout(reader, index, source, transpose.getLoc());
+  eraseTranspose(transpose, result);
+  return true;
+}
+
+/// Folds a head split (`transpose`, swapsHeads) into the attention call
+/// that wrote its input (the forward's result, a gradient of q, k or v),
+/// when the transpose is the input's first reader and its other readers
+/// are attention calls after it (the backward reading the forward's
+/// result): the call writes the transpose's buffer in the other layout,
+/// and those readers read it so.
+bool foldHeadsIntoProducer(kernel::CallOp transpose) {
+  Value result = transpose.getOutputs()[0];
+  Value produced = transpose.getInputs()[0];
+  auto resultAlloc = result.getDefiningOp<kernel::AllocOp>();
+  if (!resultAlloc || !produced.getDefiningOp<kernel::AllocOp>())
+    return false;
+  std::optional<std::pair<Operation *, unsigned>> writer;
+  SmallVector<std::pair<Operation *, unsigned>> reads;
+  for (OpOperand &use : produced.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == transpose)
+      continue;
+    unsigned index = use.getOperandNumber();
+    auto call = dyn_cast<kernel::CallOp>(user);
+    if (attentionRole(user, index) < 0 ||
+        user->getBlock() != transpose->getBlock())
+      return false;
+    if (index >= call.getInputs().size()) {
+      if (writer || !user->isBeforeInBlock(transpose))
+        return false;
+      writer = {user, index};
+    } else if (!transpose->isBeforeInBlock(user)) {
+      return false;
+    } else {
+      reads.emplace_back(user, index);
+    }
+  }
+  if (!writer || resultAlloc->getBlock() != writer->first->getBlock())
+    return false;
+  // The writer now writes the result, earlier than the transpose did.
+  if (!firstToTouch(transpose))
+    return false;
+  if (!resultAlloc->isBeforeInBlock(writer->first))
+    resultAlloc->moveBefore(writer->first);
+  readOtherLayout(writer->first, writer->second, result, transpose.getLoc());
+  for (auto [reader, index] : reads)
+    readOtherLayout(reader, index, result, transpose.getLoc());
+  eraseTranspose(transpose, produced);
+  return true;
+}
+
 struct FoldTransposesPass
-    : public ztc::impl::FoldTransposesPassBase<FoldTransposesPass> {
+    : public mlir::ztc::impl::FoldTransposesPassBase<FoldTransposesPass> {
   void runOnOperation() override {
     // Until nothing folds: folding one transpose can leave another's result
     // read only by matmuls (a weight transposed for the forward product and
     // transposed back for the backward one).
     for (bool changed = true; changed;) {
       changed = false;
-      SmallVector<kernel::CallOp> transposes;
+      SmallVector<kernel::CallOp> transposes, headSplits;
       getOperation().walk([&](kernel::CallOp call) {
         if (swapsLastTwo(call))
           transposes.push_back(call);
+        else if (swapsHeads(call))
+          headSplits.push_back(call);
       });
       for (kernel::CallOp transpose : transposes)
         changed |= foldIntoReaders(transpose) || foldIntoProducer(transpose);
+      for (kernel::CallOp split : headSplits)
+        changed |= foldHeadsIntoReaders(split) || foldHeadsIntoProducer(split);
     }
   }
 };

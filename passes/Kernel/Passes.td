@@ -13,7 +13,7 @@
 include "mlir/Pass/PassBase.td"
 
 def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
-  let summary = "Let matmul read transposed operands in place";
+  let summary = "Let matmul and attention read transposed operands in place";
   let description = [{
     A `kernel.call "transpose"` that swaps only the last two dimensions and
     whose result only matmuls read (weights in a backward step: dx = dy W^T;
@@ -31,6 +31,17 @@ def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
     (a weight gradient x^T dy transposed into the weight's layout) goes
     too: the matmul writes the transposed product, (A B)^T = B^T A^T, into
     the transpose's buffer, its operands swapped and their flags flipped.
+
+    Attention's head splits go the same two ways: a transpose of a rank-4
+    tensor that swaps dimensions 1 and 2 ([B, T, H, D] <-> [B, H, T, D])
+    whose result only attention calls read (as q, k, v, the forward's
+    result or its gradient) and whose input nothing overwrites before
+    them: each reads the input as stored, the bit of that operand's role
+    flipped in the call's `bthd` (runtime/kernels/AttentionShape.h). And
+    one whose input an attention call wrote (the result; dq, dk or dv) and
+    only attention calls read after it (the backward reading the
+    forward's result): the call writes the transpose's buffer, its role's
+    bit flipped, and those readers read that buffer so.
     The pass repeats until nothing folds.
 
     Example:

@@ -32,6 +32,9 @@ struct ConfigReader {
   ::ztc::library::Int readInt(StringRef name) const {
     return kernel::configInt(call, name);
   }
+  ::ztc::library::Bits readBits(StringRef name) const {
+    return kernel::configInt(call, name);
+  }
   bool readBool(StringRef name) const { return kernel::configBool(call, name); }
   bool readFlag(StringRef name) const { return kernel::configBool(call, name); }
   double readFloat(StringRef name) const {

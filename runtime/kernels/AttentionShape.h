@@ -7,6 +7,12 @@
 // dimension 1 (repeated) or the scores'. Which keys a query sees (causal or
 // not) is stated here too, so the CPU and CUDA kernels skip the same ones.
 //
+// A rank-4 operand may instead be stored [B, T, H, D], tokens before heads,
+// as a model's projections leave it: the `bthd` bit of its role
+// (AttentionRole) in the call's configuration says so, and ztc-fold-
+// transposes sets it where it removes the transpose a head split copied.
+// The kernels reach every operand's rows through AttentionRows.
+//
 // Only the C++17 standard library is used; under nvcc every member is also
 // a device function (ZTC_HOST_DEVICE).
 //
@@ -21,6 +27,43 @@
 
 namespace ztc {
 
+/// The operands of attention and attentionBackward by role, each role one
+/// bit of the configuration's `bthd`: q, k, v and the forward's result,
+/// then the backward's result gradient and its gradients of q, k and v.
+enum AttentionRole : int {
+  kAttentionQ,
+  kAttentionK,
+  kAttentionV,
+  kAttentionOut,
+  kAttentionGradOut,
+  kAttentionGradQ,
+  kAttentionGradK,
+  kAttentionGradV,
+  kAttentionRoles
+};
+
+/// Where one operand's rows lie: `rows` rows of `length` elements per
+/// entry of the flattened batch, stored [..., rows, length] or, with
+/// `tokensOuter`, [B, rows, heads, length].
+struct AttentionRows {
+  int64_t rows = 0, length = 0, heads = 1;
+  bool tokensOuter = false;
+  /// The offset of row `row` of batch entry `b` (b = batch * heads + head).
+  ZTC_HOST_DEVICE int64_t at(int64_t b, int64_t row) const {
+    if (!tokensOuter)
+      return (b * rows + row) * length;
+    return ((b / heads * rows + row) * heads + b % heads) * length;
+  }
+};
+
+/// The dimensions an operand stored [B, T, H, D] has as [B, H, T, D].
+inline Dims headsBeforeTokens(const Dims &dims) {
+  Dims logical = dims;
+  logical.d[1] = dims.d[2];
+  logical.d[2] = dims.d[1];
+  return logical;
+}
+
 struct AttentionShape {
   /// The flattened batch dimensions, the queries, the keys, the head sizes
   /// of q and k (d) and of v (dv).
@@ -33,8 +76,19 @@ struct AttentionShape {
   int64_t maskRowStride = 0, maskColStride = 0;
   bool hasMask = false;
 
-  AttentionShape(const Dims &q, const Dims &k, const Dims &v, const Dims &mask,
-                 bool withMask) {
+  /// Each role's rows (AttentionRole).
+  AttentionRows role[kAttentionRoles];
+
+  /// The shapes of q, k, v and the mask as a call passes them, with the
+  /// roles its `bthd` marks stored [B, T, H, D].
+  AttentionShape(const Dims &qStored, const Dims &kStored, const Dims &vStored,
+                 const Dims &mask, bool withMask, int64_t bthd = 0) {
+    auto logical = [&](const Dims &dims, AttentionRole r) {
+      return bthd >> r & 1 ? headsBeforeTokens(dims) : dims;
+    };
+    const Dims q = logical(qStored, kAttentionQ),
+               k = logical(kStored, kAttentionK),
+               v = logical(vStored, kAttentionV);
     int64_t rank = q.rank;
     tq = q.d[rank - 2];
     d = q.d[rank - 1];
@@ -45,6 +99,11 @@ struct AttentionShape {
       batchDims.d[i] = q.d[i];
       batch *= q.d[i];
     }
+    const int64_t heads = rank == 4 ? q.d[1] : 1;
+    const int64_t rows[kAttentionRoles] = {tq, tk, tk, tq, tq, tq, tk, tk};
+    const int64_t lengths[kAttentionRoles] = {d, d, dv, dv, dv, d, d, dv};
+    for (int r = 0; r < kAttentionRoles; ++r)
+      role[r] = {rows[r], lengths[r], heads, (bthd >> r & 1) != 0};
     hasMask = withMask;
     if (!withMask)
       return;

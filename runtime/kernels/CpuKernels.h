@@ -128,7 +128,8 @@
 //   [..., Tq, Dv] = softmax(q kᵀ * scale + mask) v along the keys, causal:
 //   query i sees keys j <= i. attentionBackward<T>: q, k, v, out, its
 //   gradient, mask -> the gradients of q, k and v (AttentionShape.h reads
-//   the shapes for both).
+//   the shapes for both). A rank-4 operand whose role's bit is set in the
+//   parameters' bthd is stored [B, T, H, D] instead.
 // layerNorm<T>: x, scale, bias or nullptr; normalizes over dims[axis:],
 //   scale/bias have shape dims[axis:]. layerNormBackward<T>: x, scale, gy
 //   -> the gradient of layerNorm's x.

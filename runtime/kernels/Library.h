@@ -58,6 +58,7 @@ using Flag = bool;
 using Float = double;
 using Ints = ztc::Ints;
 using MaybeInt = ztc::MaybeInt;
+using Bits = int64_t;
 using Reduction = ztc::Reduction;
 } // namespace library
 

@@ -141,6 +141,7 @@ const char *kindName(ConfigKind kind) {
   switch (kind) {
   case ConfigKind::Int:
   case ConfigKind::MaybeInt:
+  case ConfigKind::Bits:
     return "an integer";
   case ConfigKind::Bool:
   case ConfigKind::Flag:
@@ -159,6 +160,7 @@ bool hasKind(Attribute attr, ConfigKind kind) {
   switch (kind) {
   case ConfigKind::Int:
   case ConfigKind::MaybeInt:
+  case ConfigKind::Bits:
     return isa<IntegerAttr>(attr) && !isa<BoolAttr>(attr);
   case ConfigKind::Bool:
   case ConfigKind::Flag:
@@ -179,7 +181,8 @@ bool hasKind(Attribute attr, ConfigKind kind) {
 bool readsAs(ConfigKind field, ConfigKind kind) {
   if (field == kind)
     return true;
-  return (kind == ConfigKind::Int && field == ConfigKind::MaybeInt) ||
+  return (kind == ConfigKind::Int &&
+          (field == ConfigKind::MaybeInt || field == ConfigKind::Bits)) ||
          (kind == ConfigKind::Bool && field == ConfigKind::Flag);
 }
 

@@ -37,7 +37,16 @@ namespace mlir::ztc::kernel {
 
 /// The kind of a library kernel's configuration field
 /// (runtime/kernels/Library.def, which gives each its C++ type).
-enum class ConfigKind { Int, Bool, Flag, Float, Ints, MaybeInt, Reduction };
+enum class ConfigKind {
+  Int,
+  Bool,
+  Flag,
+  Float,
+  Ints,
+  MaybeInt,
+  Bits,
+  Reduction
+};
 
 /// One configuration field of a library kernel.
 struct ConfigField {
@@ -45,10 +54,11 @@ struct ConfigField {
   ConfigKind kind;
 
   /// Whether the attribute must be present: an absent Flag reads false, an
-  /// absent MaybeInt as absent, an absent Reduction as "mean".
+  /// absent MaybeInt as absent, absent Bits as 0, an absent Reduction as
+  /// "mean".
   bool required() const {
     return kind != ConfigKind::Flag && kind != ConfigKind::MaybeInt &&
-           kind != ConfigKind::Reduction;
+           kind != ConfigKind::Bits && kind != ConfigKind::Reduction;
   }
 };
 

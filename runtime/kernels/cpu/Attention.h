@@ -59,8 +59,13 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
   using Acc = detail::ComputeT<T>;
   // Plain variables, not structured bindings: clang's OpenMP cannot
   // capture those.
-  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr);
+  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
+                             params.bthd);
   const int64_t tq = shape.tq, tk = shape.tk, d = shape.d, dv = shape.dv;
+  const AttentionRows qRows = shape.role[kAttentionQ],
+                      kRows = shape.role[kAttentionK],
+                      vRows = shape.role[kAttentionV],
+                      outRows = shape.role[kAttentionOut];
   const int64_t queryBlocks =
       (tq + detail::kAttentionQueryBlock - 1) / detail::kAttentionQueryBlock;
   const Acc scale = static_cast<Acc>(params.scale);
@@ -72,7 +77,6 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
     const int64_t b = task / queryBlocks;
     const int64_t i0 = (task % queryBlocks) * detail::kAttentionQueryBlock;
     const int64_t i1 = std::min(tq, i0 + detail::kAttentionQueryBlock);
-    const T *qb = q + b * tq * d, *kb = k + b * tk * d, *vb = v + b * tk * dv;
     const T *mb = mask ? mask + shape.maskBase(b) : nullptr;
     // Per query of the block: the running maximum and sum, the accumulator.
     Acc maximum[detail::kAttentionQueryBlock],
@@ -95,8 +99,8 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
           const T *maskElement =
               mb ? mb + i * shape.maskRowStride + j * shape.maskColStride
                  : nullptr;
-          scores[j - j0] = detail::attentionScore(qb + i * d, kb + j * d, d,
-                                                  scale, maskElement);
+          scores[j - j0] = detail::attentionScore(
+              q + qRows.at(b, i), k + kRows.at(b, j), d, scale, maskElement);
           blockMax = std::max(blockMax, scores[j - j0]);
         }
         Acc &m = maximum[i - i0];
@@ -113,7 +117,7 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
         for (int64_t j = j0; j < j1; ++j) {
           const Acc p = detail::exp(scores[j - j0] - newMax);
           blockSum += p;
-          const T *vj = vb + j * dv;
+          const T *vj = v + vRows.at(b, j);
           for (int64_t c = 0; c < dv; ++c)
             row[c] += p * detail::load(vj[c]);
         }
@@ -122,7 +126,7 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
     }
     for (int64_t i = i0; i < i1; ++i) {
       const Acc *row = acc.data() + (i - i0) * dv;
-      T *o = out + (b * tq + i) * dv;
+      T *o = out + outRows.at(b, i);
       // A row whose every key is masked is 0 / 0, NaN, as softmax gives.
       for (int64_t c = 0; c < dv; ++c)
         o[c] = detail::store<T>(row[c] / sum[i - i0]);
@@ -142,30 +146,32 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
                        T *gradQ, const Dims &, T *gradK, const Dims &, T *gradV,
                        const Dims &, const AttentionParams &params) {
   using Acc = detail::ComputeT<T>;
-  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr);
+  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
+                             params.bthd);
   const int64_t tq = shape.tq, tk = shape.tk, d = shape.d, dv = shape.dv;
+  const AttentionRows *rows = shape.role;
   const Acc scale = static_cast<Acc>(params.scale);
   const bool causal = params.causal;
   const Acc lowest = -std::numeric_limits<Acc>::infinity();
 #pragma omp parallel for if (shape.batch * tq * tk * (d + dv) >                \
                              detail::kParallelGrain)
   for (int64_t b = 0; b < shape.batch; ++b) {
-    const T *qb = q + b * tq * d, *kb = k + b * tk * d, *vb = v + b * tk * dv;
-    const T *ob = out + b * tq * dv, *gb = gradOut + b * tq * dv;
     const T *mb = mask ? mask + shape.maskBase(b) : nullptr;
     std::vector<Acc> dq(d), dk(tk * d, Acc(0)), dvAcc(tk * dv, Acc(0));
     std::vector<Acc> scores(tk);
     for (int64_t i = 0; i < tq; ++i) {
       const int64_t keysEnd = shape.keyEnd(i, causal);
-      const T *qi = qb + i * d, *gi = gb + i * dv, *oi = ob + i * dv;
+      const T *qi = q + rows[kAttentionQ].at(b, i),
+              *gi = gradOut + rows[kAttentionGradOut].at(b, i),
+              *oi = out + rows[kAttentionOut].at(b, i);
       // The row's scores and their log-sum-exp, as the forward saw them.
       Acc maximum = lowest;
       for (int64_t j = 0; j < keysEnd; ++j) {
         const T *maskElement =
             mb ? mb + i * shape.maskRowStride + j * shape.maskColStride
                : nullptr;
-        scores[j] =
-            detail::attentionScore(qi, kb + j * d, d, scale, maskElement);
+        scores[j] = detail::attentionScore(qi, k + rows[kAttentionK].at(b, j),
+                                           d, scale, maskElement);
         maximum = std::max(maximum, scores[j]);
       }
       Acc sum = 0;
@@ -178,7 +184,8 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
       std::fill(dq.begin(), dq.end(), Acc(0));
       for (int64_t j = 0; j < keysEnd; ++j) {
         const Acc p = detail::exp(scores[j] - logSumExp);
-        const T *vj = vb + j * dv, *kj = kb + j * d;
+        const T *vj = v + rows[kAttentionV].at(b, j),
+                *kj = k + rows[kAttentionK].at(b, j);
         Acc dp = 0;
         for (int64_t c = 0; c < dv; ++c) {
           dp += detail::load(gi[c]) * detail::load(vj[c]);
@@ -190,15 +197,18 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
           dk[j * d + c] += ds * detail::load(qi[c]);
         }
       }
-      T *gq = gradQ + (b * tq + i) * d;
+      T *gq = gradQ + rows[kAttentionGradQ].at(b, i);
       for (int64_t c = 0; c < d; ++c)
         gq[c] = detail::store<T>(dq[c]);
     }
-    T *gk = gradK + b * tk * d, *gv = gradV + b * tk * dv;
-    for (int64_t e = 0; e < tk * d; ++e)
-      gk[e] = detail::store<T>(dk[e]);
-    for (int64_t e = 0; e < tk * dv; ++e)
-      gv[e] = detail::store<T>(dvAcc[e]);
+    for (int64_t j = 0; j < tk; ++j) {
+      T *gk = gradK + rows[kAttentionGradK].at(b, j);
+      T *gv = gradV + rows[kAttentionGradV].at(b, j);
+      for (int64_t c = 0; c < d; ++c)
+        gk[c] = detail::store<T>(dk[j * d + c]);
+      for (int64_t c = 0; c < dv; ++c)
+        gv[c] = detail::store<T>(dvAcc[j * dv + c]);
+    }
   }
 }
 

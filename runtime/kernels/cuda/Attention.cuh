@@ -50,8 +50,8 @@ template <typename T> struct AttentionInputs {
   ZTC_HOST_DEVICE ComputeT<T> score(int64_t b, int64_t i, int64_t j,
                                     const Team &team) const {
     using Acc = ComputeT<T>;
-    const T *qi = q + (b * shape.tq + i) * shape.d;
-    const T *kj = k + (b * shape.tk + j) * shape.d;
+    const T *qi = q + shape.role[kAttentionQ].at(b, i);
+    const T *kj = k + shape.role[kAttentionK].at(b, j);
     Acc dot = 0;
     for (int64_t c = team.rank(); c < shape.d; c += team.size())
       dot += load(qi[c]) * load(kj[c]);
@@ -100,13 +100,14 @@ template <typename T> struct AttentionBody {
       Acc rescale = mathExp(maximum - newMax), p = mathExp(s - newMax);
       maximum = newMax;
       sum = sum * rescale + p;
-      const T *vj = in.v + (b * shape.tk + j) * shape.dv;
+      const T *vj = in.v + shape.role[kAttentionV].at(b, j);
       for (int64_t c = team.rank(); c < shape.dv; c += team.size())
         a[c] = a[c] * rescale + p * load(vj[c]);
     }
     // A query whose every key is masked is 0 / 0, NaN, as softmax gives.
+    T *o = out + shape.role[kAttentionOut].at(b, i);
     for (int64_t c = team.rank(); c < shape.dv; c += team.size())
-      out[row * shape.dv + c] = store<T>(a[c] / sum);
+      o[c] = store<T>(a[c] / sum);
   }
 };
 
@@ -134,7 +135,8 @@ template <typename T> struct AttentionGradQueryBody {
       maximum = newMax;
     }
     Acc logSumExp = maximum + mathLog(sum);
-    const T *gi = gradOut + row * shape.dv, *oi = out + row * shape.dv;
+    const T *gi = gradOut + shape.role[kAttentionGradOut].at(b, i),
+            *oi = out + shape.role[kAttentionOut].at(b, i);
     Acc partial = 0;
     for (int64_t c = team.rank(); c < shape.dv; c += team.size())
       partial += load(gi[c]) * load(oi[c]);
@@ -148,17 +150,18 @@ template <typename T> struct AttentionGradQueryBody {
       a[c] = 0;
     for (int64_t j = 0; j < keys; ++j) {
       Acc p = mathExp(in.score(b, i, j, team) - logSumExp);
-      const T *vj = in.v + (b * shape.tk + j) * shape.dv;
+      const T *vj = in.v + shape.role[kAttentionV].at(b, j);
       Acc dotPart = 0;
       for (int64_t c = team.rank(); c < shape.dv; c += team.size())
         dotPart += load(gi[c]) * load(vj[c]);
       Acc ds = p * (team.reduce(dotPart, SumOp()) - delta) * in.scale;
-      const T *kj = in.k + (b * shape.tk + j) * shape.d;
+      const T *kj = in.k + shape.role[kAttentionK].at(b, j);
       for (int64_t c = team.rank(); c < shape.d; c += team.size())
         a[c] += ds * load(kj[c]);
     }
+    T *gq = gradQ + shape.role[kAttentionGradQ].at(b, i);
     for (int64_t c = team.rank(); c < shape.d; c += team.size())
-      gradQ[row * shape.d + c] = store<T>(a[c]);
+      gq[c] = store<T>(a[c]);
   }
 };
 
@@ -179,12 +182,12 @@ template <typename T> struct AttentionGradKeyBody {
     Acc *dk = acc + row * (shape.d + shape.dv), *dv = dk + shape.d;
     for (int64_t c = team.rank(); c < shape.d + shape.dv; c += team.size())
       dk[c] = 0;
-    const T *vj = in.v + row * shape.dv;
+    const T *vj = in.v + shape.role[kAttentionV].at(b, j);
     // Causal: queries i >= j see key j.
     for (int64_t i = in.causal ? j : 0; i < shape.tq; ++i) {
       int64_t queryRow = b * shape.tq + i;
       Acc p = mathExp(in.score(b, i, j, team) - stats[2 * queryRow]);
-      const T *gi = gradOut + queryRow * shape.dv;
+      const T *gi = gradOut + shape.role[kAttentionGradOut].at(b, i);
       Acc dotPart = 0;
       for (int64_t c = team.rank(); c < shape.dv; c += team.size()) {
         dotPart += load(gi[c]) * load(vj[c]);
@@ -192,14 +195,16 @@ template <typename T> struct AttentionGradKeyBody {
       }
       Acc ds = p * (team.reduce(dotPart, SumOp()) - stats[2 * queryRow + 1]) *
                in.scale;
-      const T *qi = in.q + queryRow * shape.d;
+      const T *qi = in.q + shape.role[kAttentionQ].at(b, i);
       for (int64_t c = team.rank(); c < shape.d; c += team.size())
         dk[c] += ds * load(qi[c]);
     }
+    T *gk = gradK + shape.role[kAttentionGradK].at(b, j);
+    T *gv = gradV + shape.role[kAttentionGradV].at(b, j);
     for (int64_t c = team.rank(); c < shape.d; c += team.size())
-      gradK[row * shape.d + c] = store<T>(dk[c]);
+      gk[c] = store<T>(dk[c]);
     for (int64_t c = team.rank(); c < shape.dv; c += team.size())
-      gradV[row * shape.dv + c] = store<T>(dv[c]);
+      gv[c] = store<T>(dv[c]);
   }
 };
 
@@ -212,7 +217,8 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
                const AttentionParams &params, const Scratch &scratch,
                cudaStream_t stream) {
   using Acc = detail::ComputeT<T>;
-  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr);
+  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
+                       params.bthd);
   int64_t rows = shape.batch * shape.tq;
   if (rows == 0 || shape.dv == 0)
     return;
@@ -236,7 +242,8 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
                        const Dims &, const AttentionParams &params,
                        const Scratch &scratch, cudaStream_t stream) {
   using Acc = detail::ComputeT<T>;
-  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr);
+  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
+                       params.bthd);
   int64_t queries = shape.batch * shape.tq, keys = shape.batch * shape.tk;
   // Two statistics per query, then dq's accumulators, then dk's and dv's.
   int64_t count = queries * (2 + shape.d) + keys * (shape.d + shape.dv);

@@ -472,6 +472,45 @@ template <typename T> void checkAttention() {
   }
 }
 
+/// Operands stored [B, T, H, D] (every role's bthd bit): the CUDA kernels
+/// read and write them where the CPU's do, for the same results.
+TEST(CudaKernelsTest, AttentionTokensOuterMatchesTheCpu) {
+  const Shape q{2, 10, 3, 4}, k{2, 12, 3, 4}, v{2, 12, 3, 5}, o{2, 10, 3, 5};
+  auto qv = randomValues<float>(numel(q), 31, -2, 2);
+  auto kv = randomValues<float>(numel(k), 32, -2, 2);
+  auto vv = randomValues<float>(numel(v), 33);
+  auto gv = randomValues<float>(numel(o), 34);
+  const ztc::AttentionParams params{0.4, true, 0xff};
+  std::vector<float> expected(numel(o)), actual(numel(o));
+  cpu::attention<float>(qv.data(), cpuDims(q), kv.data(), cpuDims(k), vv.data(),
+                        cpuDims(v), nullptr, cpuDims({}), expected.data(),
+                        cpuDims(o), params);
+  const gpu::Dims ins[] = {gpuDims(q), gpuDims(k), gpuDims(v), gpuDims({})};
+  PlannedScratch forward(
+      gpu::scratch::attentionBytes<float>(ins, nullptr, params));
+  gpu::attention<float>(qv.data(), gpuDims(q), kv.data(), gpuDims(k), vv.data(),
+                        gpuDims(v), nullptr, gpuDims({}), actual.data(),
+                        gpuDims(o), params, forward.get(), kStream);
+  expectClose(actual, expected, "attention, tokens outer");
+  std::vector<float> dq(qv.size()), dk(kv.size()), dv(vv.size());
+  std::vector<float> gpuDq(qv.size()), gpuDk(kv.size()), gpuDv(vv.size());
+  cpu::attentionBackward<float>(qv.data(), cpuDims(q), kv.data(), cpuDims(k),
+                                vv.data(), cpuDims(v), expected.data(),
+                                cpuDims(o), gv.data(), cpuDims(o), nullptr,
+                                cpuDims({}), dq.data(), cpuDims(q), dk.data(),
+                                cpuDims(k), dv.data(), cpuDims(v), params);
+  PlannedScratch backward(
+      gpu::scratch::attentionBackwardBytes<float>(ins, nullptr, params));
+  gpu::attentionBackward<float>(
+      qv.data(), gpuDims(q), kv.data(), gpuDims(k), vv.data(), gpuDims(v),
+      expected.data(), gpuDims(o), gv.data(), gpuDims(o), nullptr, gpuDims({}),
+      gpuDq.data(), gpuDims(q), gpuDk.data(), gpuDims(k), gpuDv.data(),
+      gpuDims(v), params, backward.get(), kStream);
+  expectClose(gpuDq, dq, "dq, tokens outer");
+  expectClose(gpuDk, dk, "dk, tokens outer");
+  expectClose(gpuDv, dv, "dv, tokens outer");
+}
+
 TEST(CudaKernelsTest, AttentionFloat) { checkAttention<float>(); }
 TEST(CudaKernelsTest, AttentionDouble) { checkAttention<double>(); }
 TEST(CudaKernelsTest, AttentionBF16) { checkAttention<bf16>(); }

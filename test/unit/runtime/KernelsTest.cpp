@@ -1550,4 +1550,79 @@ TEST(KernelsTest, AttentionCausalAndMaskedFloat) {
 TEST(KernelsTest, AttentionSmallFloat) { checkAttention<float>(kPlain); }
 TEST(KernelsTest, AttentionCausalBF16) { checkAttention<bf16>(kCausal); }
 
+/// `x` of shape [B, H, T, D] stored [B, T, H, D].
+template <typename T>
+std::vector<T> tokensOuter(const std::vector<T> &x, const Shape &shape) {
+  const int64_t b = shape[0], h = shape[1], t = shape[2], d = shape[3];
+  std::vector<T> y(x.size());
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      for (int64_t k = 0; k < t; ++k)
+        for (int64_t c = 0; c < d; ++c)
+          y[((i * t + k) * h + j) * d + c] = x[((i * h + j) * t + k) * d + c];
+  return y;
+}
+
+Shape swapHeadsAndTokens(Shape shape) {
+  std::swap(shape[1], shape[2]);
+  return shape;
+}
+
+/// Operands stored [B, T, H, D] (the bthd bits of their roles; here every
+/// other role, then all): the same bits as the [B, H, T, D] call, moved.
+TEST(KernelsTest, AttentionTokensOuterIsTheSameArithmetic) {
+  const Shape qShape{2, 3, 10, 4}, kShape{2, 3, 12, 4}, vShape{2, 3, 12, 5},
+      oShape{2, 3, 10, 5}, maskShape{2, 1, 10, 12};
+  auto q = randomValues<float>(numel(qShape), 11, -1.5, 1.5);
+  auto k = randomValues<float>(numel(kShape), 12, -1.5, 1.5);
+  auto v = randomValues<float>(numel(vShape), 13);
+  auto g = randomValues<float>(numel(oShape), 14);
+  auto mask = randomValues<float>(numel(maskShape), 15);
+  const AttentionParams plain{0.5, false};
+  std::vector<float> out(numel(oShape)), dq(q.size()), dk(k.size()),
+      dv(v.size());
+  attention<float>(q.data(), dimsOf(qShape), k.data(), dimsOf(kShape), v.data(),
+                   dimsOf(vShape), mask.data(), dimsOf(maskShape), out.data(),
+                   dimsOf(oShape), plain);
+  attentionBackward<float>(
+      q.data(), dimsOf(qShape), k.data(), dimsOf(kShape), v.data(),
+      dimsOf(vShape), out.data(), dimsOf(oShape), g.data(), dimsOf(oShape),
+      mask.data(), dimsOf(maskShape), dq.data(), dimsOf(qShape), dk.data(),
+      dimsOf(kShape), dv.data(), dimsOf(vShape), plain);
+
+  for (int64_t bits : {0b01010101, 0b11111111}) {
+    auto stored = [&](const std::vector<float> &x, const Shape &shape,
+                      int role) {
+      return bits >> role & 1 ? tokensOuter(x, shape) : x;
+    };
+    auto dims = [&](const Shape &shape, int role) {
+      return dimsOf(bits >> role & 1 ? swapHeadsAndTokens(shape) : shape);
+    };
+    const AttentionParams params{0.5, false, bits};
+    auto sq = stored(q, qShape, kAttentionQ),
+         sk = stored(k, kShape, kAttentionK),
+         sv = stored(v, vShape, kAttentionV);
+    std::vector<float> sOut(out.size());
+    attention<float>(sq.data(), dims(qShape, kAttentionQ), sk.data(),
+                     dims(kShape, kAttentionK), sv.data(),
+                     dims(vShape, kAttentionV), mask.data(), dimsOf(maskShape),
+                     sOut.data(), dims(oShape, kAttentionOut), params);
+    EXPECT_EQ(sOut, stored(out, oShape, kAttentionOut)) << "bthd " << bits;
+    auto so = stored(out, oShape, kAttentionOut),
+         sg = stored(g, oShape, kAttentionGradOut);
+    std::vector<float> sdq(dq.size()), sdk(dk.size()), sdv(dv.size());
+    attentionBackward<float>(
+        sq.data(), dims(qShape, kAttentionQ), sk.data(),
+        dims(kShape, kAttentionK), sv.data(), dims(vShape, kAttentionV),
+        so.data(), dims(oShape, kAttentionOut), sg.data(),
+        dims(oShape, kAttentionGradOut), mask.data(), dimsOf(maskShape),
+        sdq.data(), dims(qShape, kAttentionGradQ), sdk.data(),
+        dims(kShape, kAttentionGradK), sdv.data(),
+        dims(vShape, kAttentionGradV), params);
+    EXPECT_EQ(sdq, stored(dq, qShape, kAttentionGradQ)) << "bthd " << bits;
+    EXPECT_EQ(sdk, stored(dk, kShape, kAttentionGradK)) << "bthd " << bits;
+    EXPECT_EQ(sdv, stored(dv, vShape, kAttentionGradV)) << "bthd " << bits;
+  }
+}
+
 } // namespace

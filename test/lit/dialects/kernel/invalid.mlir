@@ -272,3 +272,12 @@ func.func @scratch_of_floats(%x: memref<65536x4xf32>, %y: memref<4xf32>, %s: mem
   kernel.call "reduce_sum" ins(%x : memref<65536x4xf32>) outs(%y : memref<4xf32>) scratch(%s : memref<128xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
   return
 }
+
+// -----
+
+func.func @config_bits_kind(%q: memref<1x2x3x4xf32>) {
+  %a = kernel.alloc : memref<1x2x3x4xf32>
+  // expected-error @+1 {{'attention' config 'bthd' must be an integer, got true}}
+  kernel.call "attention" ins(%q, %q, %q : memref<1x2x3x4xf32>, memref<1x2x3x4xf32>, memref<1x2x3x4xf32>) outs(%a : memref<1x2x3x4xf32>) {config = {bthd = true, scale = 5.000000e-01 : f64}}
+  return
+}

@@ -153,3 +153,89 @@ func.func @product_read_twice(%xt: memref<32x8xf32>, %dy: memref<8x64xf32>) -> (
   }
   return %dw, %r : memref<64x32xf32>, memref<32x64xf32>
 }
+
+// -----
+
+// Attention's head splits, forward: q, k and v transposed from the
+// projections' [B, T, H, D] into [B, H, T, D], and the result transposed
+// back. The call reads the projections as stored and writes the final
+// buffer, each role's bthd bit set (q 1, k 2, v 4, the result 8): no copy
+// is left, and the result's buffer is allocated before the call.
+// CHECK-LABEL: func.func @attention_heads
+// CHECK-SAME: (%[[Q:[^:]+]]: memref<2x8x4x16xf32>, %[[K:[^:]+]]: memref<2x8x4x16xf32>, %[[V:[^:]+]]: memref<2x8x4x16xf32>)
+// CHECK-NOT: "transpose"
+// CHECK: %[[Y:.+]] = kernel.alloc : memref<2x8x4x16xf32>
+// CHECK-NEXT: kernel.call "attention" ins(%[[Q]], %[[K]], %[[V]] : memref<2x8x4x16xf32>, memref<2x8x4x16xf32>, memref<2x8x4x16xf32>) outs(%[[Y]] : memref<2x8x4x16xf32>) {config = {bthd = 15 : i64, causal = true, scale = 2.500000e-01 : f64}}
+// CHECK-NOT: "transpose"
+// CHECK: return %[[Y]]
+func.func @attention_heads(%q: memref<2x8x4x16xf32>, %k: memref<2x8x4x16xf32>, %v: memref<2x8x4x16xf32>) -> memref<2x8x4x16xf32> {
+  %qt = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "transpose" ins(%q : memref<2x8x4x16xf32>) outs(%qt : memref<2x4x8x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  %kt = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "transpose" ins(%k : memref<2x8x4x16xf32>) outs(%kt : memref<2x4x8x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  %vt = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "transpose" ins(%v : memref<2x8x4x16xf32>) outs(%vt : memref<2x4x8x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  %o = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "attention" ins(%qt, %kt, %vt : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%o : memref<2x4x8x16xf32>) {config = {causal = true, scale = 2.500000e-01 : f64}}
+  %y = kernel.alloc : memref<2x8x4x16xf32>
+  kernel.call "transpose" ins(%o : memref<2x4x8x16xf32>) outs(%y : memref<2x8x4x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  return %y : memref<2x8x4x16xf32>
+}
+
+// -----
+
+// The backward reads the forward's result too: it reads the final buffer
+// in the same layout (bit 8 of its bthd), the result gradient as stored
+// (bit 16), and writes dq in [B, T, H, D] (bit 32); k, v and the other
+// gradients keep [B, H, T, D].
+// CHECK-LABEL: func.func @attention_backward_heads
+// CHECK-SAME: (%[[Q:[^:]+]]: memref<2x4x8x16xf32>, %[[K:[^:]+]]: memref<2x4x8x16xf32>, %[[V:[^:]+]]: memref<2x4x8x16xf32>, %[[G:[^:]+]]: memref<2x8x4x16xf32>)
+// CHECK-NOT: "transpose"
+// CHECK: kernel.call "attention" ins(%[[Q]], %[[K]], %[[V]] : {{.+}}) outs(%[[Y:.+]] : memref<2x8x4x16xf32>) {config = {bthd = 8 : i64, scale = 2.500000e-01 : f64}}
+// CHECK-NOT: "transpose"
+// CHECK: kernel.call "attention_backward" ins(%[[Q]], %[[K]], %[[V]], %[[Y]], %[[G]] : {{.+}}) outs(%[[DQ:.+]], %{{.+}}, %{{.+}} : memref<2x8x4x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) {config = {bthd = 56 : i64, scale = 2.500000e-01 : f64}}
+// CHECK-NOT: "transpose"
+func.func @attention_backward_heads(%q: memref<2x4x8x16xf32>, %k: memref<2x4x8x16xf32>, %v: memref<2x4x8x16xf32>, %g: memref<2x8x4x16xf32>) -> (memref<2x8x4x16xf32>, memref<2x8x4x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) {
+  %o = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "attention" ins(%q, %k, %v : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%o : memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
+  %y = kernel.alloc : memref<2x8x4x16xf32>
+  kernel.call "transpose" ins(%o : memref<2x4x8x16xf32>) outs(%y : memref<2x8x4x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  %gt = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "transpose" ins(%g : memref<2x8x4x16xf32>) outs(%gt : memref<2x4x8x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  %dq = kernel.alloc : memref<2x4x8x16xf32>
+  %dk = kernel.alloc : memref<2x4x8x16xf32>
+  %dv = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "attention_backward" ins(%q, %k, %v, %o, %gt : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%dq, %dk, %dv : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
+  %dqt = kernel.alloc : memref<2x8x4x16xf32>
+  kernel.call "transpose" ins(%dq : memref<2x4x8x16xf32>) outs(%dqt : memref<2x8x4x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  return %y, %dqt, %dk, %dv : memref<2x8x4x16xf32>, memref<2x8x4x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>
+}
+
+// -----
+
+// Negative: the head split's copy is read by something else too (an
+// elementwise kernel), and the projection is updated in place before the
+// attention call: both copies stay.
+// CHECK-LABEL: func.func @attention_heads_kept
+// CHECK: kernel.call "transpose" ins(%{{.+}} : memref<2x8x4x16xf32>) outs(%[[QT:.+]] : memref<2x4x8x16xf32>)
+// CHECK: kernel.call "transpose" ins(%[[KS:.+]] : memref<2x8x4x16xf32>) outs(%[[KT:.+]] : memref<2x4x8x16xf32>)
+// CHECK: kernel.call "attention" ins(%[[QT]], %[[KT]], %{{.+}} : {{.+}}) outs(%{{.+}} : memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
+func.func @attention_heads_kept(%q: memref<2x8x4x16xf32>, %k: memref<2x8x4x16xf32>, %v: memref<2x4x8x16xf32>) -> (memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) {
+  %qt = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "transpose" ins(%q : memref<2x8x4x16xf32>) outs(%qt : memref<2x4x8x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  %kt = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "transpose" ins(%k : memref<2x8x4x16xf32>) outs(%kt : memref<2x4x8x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  kernel.elementwise ins(%k : memref<2x8x4x16xf32>) outs(%k : memref<2x8x4x16xf32>) {
+  ^bb0(%x: f32):
+    %0 = arith.negf %x : f32
+    kernel.yield %0 : f32
+  }
+  %r = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.elementwise ins(%qt : memref<2x4x8x16xf32>) outs(%r : memref<2x4x8x16xf32>) {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  }
+  %o = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "attention" ins(%qt, %kt, %v : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%o : memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
+  return %o, %r : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>
+}
