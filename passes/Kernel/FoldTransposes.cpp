@@ -263,8 +263,8 @@ bool foldHeadsIntoReaders(kernel::CallOp transpose) {
 /// that wrote its input (the forward's result, a gradient of q, k or v),
 /// when the transpose is the input's first reader and its other readers
 /// are attention calls after it (the backward reading the forward's
-/// result): the call writes the transpose's buffer in the other layout,
-/// and those readers read it so.
+/// result) before which nothing writes the transpose's buffer: the call
+/// writes that buffer in the other layout, and those readers read it so.
 bool foldHeadsIntoProducer(kernel::CallOp transpose) {
   Value result = transpose.getOutputs()[0];
   Value produced = transpose.getInputs()[0];
@@ -286,7 +286,8 @@ bool foldHeadsIntoProducer(kernel::CallOp transpose) {
       if (writer || !user->isBeforeInBlock(transpose))
         return false;
       writer = {user, index};
-    } else if (!transpose->isBeforeInBlock(user)) {
+    } else if (!transpose->isBeforeInBlock(user) ||
+               writtenBetween(transpose, user, kernel::rootBuffer(result))) {
       return false;
     } else {
       reads.emplace_back(user, index);

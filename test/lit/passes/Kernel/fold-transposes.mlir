@@ -239,3 +239,29 @@ func.func @attention_heads_kept(%q: memref<2x8x4x16xf32>, %k: memref<2x8x4x16xf3
   kernel.call "attention" ins(%qt, %kt, %v : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%o : memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
   return %o, %r : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>
 }
+
+// -----
+
+// Negative: the final buffer is updated in place before the backward reads
+// the forward's result: redirected there, the backward would read the
+// update. The result's transpose stays.
+// CHECK-LABEL: func.func @attention_result_overwritten
+// CHECK: kernel.call "attention" ins({{.+}}) outs(%[[O:.+]] : memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
+// CHECK: kernel.call "transpose" ins(%[[O]] : memref<2x4x8x16xf32>)
+// CHECK: kernel.call "attention_backward" ins(%{{.+}}, %{{.+}}, %{{.+}}, %[[O]], %{{.+}} : {{.+}})
+func.func @attention_result_overwritten(%q: memref<2x4x8x16xf32>, %k: memref<2x4x8x16xf32>, %v: memref<2x4x8x16xf32>, %g: memref<2x4x8x16xf32>) -> (memref<2x8x4x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) {
+  %o = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "attention" ins(%q, %k, %v : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%o : memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
+  %y = kernel.alloc : memref<2x8x4x16xf32>
+  kernel.call "transpose" ins(%o : memref<2x4x8x16xf32>) outs(%y : memref<2x8x4x16xf32>) {config = {perm = array<i64: 0, 2, 1, 3>}}
+  kernel.elementwise ins(%y : memref<2x8x4x16xf32>) outs(%y : memref<2x8x4x16xf32>) {
+  ^bb0(%x: f32):
+    %0 = arith.negf %x : f32
+    kernel.yield %0 : f32
+  }
+  %dq = kernel.alloc : memref<2x4x8x16xf32>
+  %dk = kernel.alloc : memref<2x4x8x16xf32>
+  %dv = kernel.alloc : memref<2x4x8x16xf32>
+  kernel.call "attention_backward" ins(%q, %k, %v, %o, %g : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%dq, %dk, %dv : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) {config = {scale = 2.500000e-01 : f64}}
+  return %y, %dq, %dk, %dv : memref<2x8x4x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>
+}
