@@ -73,12 +73,15 @@ struct Api {
   Status (*create)(Handle *);
   Status (*setStream)(Handle, void *stream);
   Status (*createTensorDescriptor)(TensorDesc *);
+  Status (*destroyTensorDescriptor)(TensorDesc);
   Status (*setTensor4dDescriptor)(TensorDesc, int format, int dataType, int n,
                                   int c, int h, int w);
   Status (*createFilterDescriptor)(FilterDesc *);
+  Status (*destroyFilterDescriptor)(FilterDesc);
   Status (*setFilter4dDescriptor)(FilterDesc, int dataType, int format, int k,
                                   int c, int h, int w);
   Status (*createConvolutionDescriptor)(ConvDesc *);
+  Status (*destroyConvolutionDescriptor)(ConvDesc);
   Status (*setConvolution2dDescriptor)(ConvDesc, int padH, int padW,
                                        int strideH, int strideW, int dilationH,
                                        int dilationW, int mode,
@@ -150,14 +153,20 @@ inline Library loadFrom(const char *path) {
       resolve(lib, "cudnnSetStream", a.setStream, why) &&
       resolve(lib, "cudnnCreateTensorDescriptor", a.createTensorDescriptor,
               why) &&
+      resolve(lib, "cudnnDestroyTensorDescriptor", a.destroyTensorDescriptor,
+              why) &&
       resolve(lib, "cudnnSetTensor4dDescriptor", a.setTensor4dDescriptor,
               why) &&
       resolve(lib, "cudnnCreateFilterDescriptor", a.createFilterDescriptor,
+              why) &&
+      resolve(lib, "cudnnDestroyFilterDescriptor", a.destroyFilterDescriptor,
               why) &&
       resolve(lib, "cudnnSetFilter4dDescriptor", a.setFilter4dDescriptor,
               why) &&
       resolve(lib, "cudnnCreateConvolutionDescriptor",
               a.createConvolutionDescriptor, why) &&
+      resolve(lib, "cudnnDestroyConvolutionDescriptor",
+              a.destroyConvolutionDescriptor, why) &&
       resolve(lib, "cudnnSetConvolution2dDescriptor",
               a.setConvolution2dDescriptor, why) &&
       resolve(lib, "cudnnSetConvolutionGroupCount", a.setConvolutionGroupCount,

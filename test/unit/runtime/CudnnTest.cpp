@@ -196,6 +196,10 @@ TEST(CudnnTest, TheInstalledLibraryTakesTheDeclaredValues) {
   EXPECT_EQ(api.setConvolutionMathType(conv, cudnn::kFmaMath), cudnn::kSuccess);
   EXPECT_EQ(api.setConvolutionMathType(conv, cudnn::kDefaultMath),
             cudnn::kSuccess);
+
+  EXPECT_EQ(api.destroyConvolutionDescriptor(conv), cudnn::kSuccess);
+  EXPECT_EQ(api.destroyFilterDescriptor(w), cudnn::kSuccess);
+  EXPECT_EQ(api.destroyTensorDescriptor(x), cudnn::kSuccess);
 }
 #endif
 
