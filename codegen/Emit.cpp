@@ -97,6 +97,8 @@ private:
   }
   void comment(Operation *op);
   LogicalResult emitElementwise(kernel::ElementwiseOp op);
+  /// Prints the loops of the launch group collected so far, if any.
+  void flushGroup();
   LogicalResult emitReduce(kernel::ReduceOp op);
   LogicalResult emitCall(kernel::CallOp op);
   LogicalResult emitCollective(kernel::CollectiveOpInterface op);
@@ -140,6 +142,13 @@ private:
   /// event's index in ctx->events.
   int64_t currentStream = 0;
   DenseMap<Value, int64_t> eventIndex;
+
+  /// The loops of the launch group being collected (kernel.launch_group,
+  /// where the target groups launches), its number, and the groups already
+  /// printed: a group's loops are consecutive.
+  SmallVector<ElementwiseLoop> groupLoops;
+  std::optional<int64_t> group;
+  llvm::SmallDenseSet<int64_t> printedGroups;
 
   /// Points `stream` at `op`'s stream (kernel.stream) before its work.
   void switchStream(Operation *op);
@@ -412,7 +421,8 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
       return printer.storeElement(outName, outElem, result, store, index);
     });
   }
-  auto storeAll = [&](StringRef index, StringRef indent) {
+  // By value: a launch group's loops are printed after this returns.
+  auto storeAll = [stores](StringRef index, StringRef indent) {
     std::string text;
     for (auto &store : stores)
       text += indent.str() + store(index) + "\n";
@@ -427,8 +437,31 @@ LogicalResult Emitter::emitElementwise(kernel::ElementwiseOp op) {
   loop.count = count;
   loop.run = run;
   loop.split = split;
-  printer.printElementwise(entryOut, loop);
+  std::optional<int64_t> member = kernel::launchGroupOf(op);
+  if (!member || !printer.info.groupsLaunches) {
+    printer.printElementwise(entryOut, loop);
+    return success();
+  }
+  if (member != group) {
+    flushGroup();
+    if (printedGroups.contains(*member))
+      return op.emitOpError("is in launch group ")
+             << *member
+             << ", whose loops are not consecutive (only allocations, views "
+                "and constants may lie between them)";
+    group = member;
+  }
+  groupLoops.push_back(std::move(loop));
   return success();
+}
+
+void Emitter::flushGroup() {
+  if (!group)
+    return;
+  printer.printElementwiseGroup(entryOut, groupLoops);
+  printedGroups.insert(*group);
+  groupLoops.clear();
+  group.reset();
 }
 
 LogicalResult Emitter::emitReduce(kernel::ReduceOp op) {
@@ -712,6 +745,12 @@ LogicalResult Emitter::run(func::FuncOp func) {
   }
 
   for (Operation &op : block) {
+    // A launch group ends at the first op that runs anything else: another
+    // op, or a loop outside it.
+    if (!isa<kernel::AllocOp, kernel::ViewOp, kernel::ConstantOp>(op) &&
+        !(group && isa<kernel::ElementwiseOp>(op) &&
+          kernel::launchGroupOf(&op) == group))
+      flushGroup();
     if (isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
             kernel::CollectiveOp, kernel::RecordLossOp, kernel::CheckFiniteOp,
             kernel::SignalOp, kernel::WaitOp>(op))

@@ -11,6 +11,12 @@ using namespace mlir::ztc::codegen;
 
 TargetPrinter::~TargetPrinter() = default;
 
+void TargetPrinter::printElementwiseGroup(
+    EntryText &entry, llvm::ArrayRef<ElementwiseLoop> loops) {
+  for (const ElementwiseLoop &loop : loops)
+    printElementwise(entry, loop);
+}
+
 std::unique_ptr<TargetPrinter>
 mlir::ztc::codegen::createTargetPrinter(::ztc::rt::Target target) {
   switch (target) {

@@ -108,6 +108,11 @@ public:
   virtual void printElementwise(EntryText &entry,
                                 const ElementwiseLoop &loop) = 0;
   virtual void printReduce(EntryText &entry, const ReduceLoop &loop) = 0;
+  /// Loops of one launch group (kernel.launch_group, on a target that
+  /// groups launches: TargetInfo::groupsLaunches), independent of each
+  /// other, as one launch; by default each is printed alone, in order.
+  virtual void printElementwiseGroup(EntryText &entry,
+                                     llvm::ArrayRef<ElementwiseLoop> loops);
 
   // Streams and events.
   virtual void printStreamSwitch(llvm::raw_ostream &os,

@@ -52,10 +52,50 @@ public:
          "i < "
       << loop.count << "; i += (int64_t)gridDim.x * blockDim.x) {\n"
       << loop.body << loop.storeAll("i", "    ") << "  }\n}\n\n";
-    int64_t blocks = std::min<int64_t>((loop.count + 255) / 256, 65535);
-    entry.body << "  " << kernelName << "<<<" << blocks
+    entry.body << "  " << kernelName << "<<<" << blocksFor(loop.count)
                << ", 256, 0, stream>>>(" << llvm::join(loop.args, ", ")
                << ");\n";
+  }
+
+  void printElementwiseGroup(EntryText &entry,
+                             ArrayRef<ElementwiseLoop> loops) override {
+    // One kernel: its blocks are split among the loops, each taking the
+    // blocks it would have had alone and striding over its elements with
+    // them. Each loop's parameters are renamed m<k>_<name> and bound to
+    // their own names in its branch, so its body prints unchanged.
+    std::string kernelName = entry.newKernelName();
+    llvm::raw_string_ostream k(entry.kernels);
+    SmallVector<std::string> params, args;
+    std::string branches;
+    int64_t total = 0;
+    for (auto [member, loop] : llvm::enumerate(loops)) {
+      int64_t blocks = blocksFor(loop.count);
+      std::string prefix = "m" + std::to_string(member) + "_";
+      std::string bound;
+      for (const std::string &param : loop.params) {
+        size_t split = parameterNameStart(param);
+        params.push_back(param.substr(0, split) + prefix + param.substr(split));
+        bound += "    " + param + " = " + prefix + param.substr(split) + ";\n";
+      }
+      args.append(loop.args.begin(), loop.args.end());
+      std::string body;
+      for (StringRef line : llvm::split(StringRef(loop.body).rtrim('\n'), '\n'))
+        body += "  " + line.str() + "\n";
+      branches += "  if (block < " + std::to_string(blocks) + ") {\n" + bound +
+                  "    for (int64_t i = block * (int64_t)blockDim.x + "
+                  "threadIdx.x; i < " +
+                  std::to_string(loop.count) + "; i += (int64_t)" +
+                  std::to_string(blocks) + " * blockDim.x) {\n" + body +
+                  loop.storeAll("i", "      ") + "    }\n    return;\n  }\n" +
+                  "  block -= " + std::to_string(blocks) + ";\n";
+      total += blocks;
+    }
+    k << "__global__ void " << kernelName << "(" << llvm::join(params, ", ")
+      << ") {\n"
+      << "  int64_t block = blockIdx.x;\n"
+      << branches << "}\n\n";
+    entry.body << "  " << kernelName << "<<<" << total << ", 256, 0, stream>>>("
+               << llvm::join(args, ", ") << ");\n";
   }
 
   void printReduce(EntryText &entry, const ReduceLoop &loop) override {
@@ -127,6 +167,21 @@ public:
   void printEntryEnd(llvm::raw_ostream &os) const override {
     os << "  ztc::cuda::collectErrors(ctx->error, "
           "static_cast<cudaStream_t>(ctx->streams[0]));\n";
+  }
+
+private:
+  /// The blocks of 256 threads a loop over `count` elements launches with.
+  static int64_t blocksFor(int64_t count) {
+    return std::min<int64_t>((count + 255) / 256, 65535);
+  }
+  /// Where the name of a kernel parameter ("const float *__restrict__ in0")
+  /// starts.
+  static size_t parameterNameStart(StringRef param) {
+    size_t start = param.size();
+    while (start > 0 &&
+           (llvm::isAlnum(param[start - 1]) || param[start - 1] == '_'))
+      --start;
+    return start;
   }
 };
 

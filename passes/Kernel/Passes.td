@@ -187,4 +187,31 @@ def PlanMemoryPass : Pass<"ztc-plan-memory", "func::FuncOp"> {
   ];
 }
 
+def GroupLaunchesPass : Pass<"ztc-group-launches", "func::FuncOp"> {
+  let summary = "Launch runs of independent fused loops as one kernel";
+  let description = [{
+    After planning, on a target whose fused loops are device launches
+    (CUDA): consecutive `kernel.elementwise` ops of one stream, with only
+    allocations, views and constants between them, whose buffers are
+    independent get the same `kernel.launch_group`, and the emitter prints
+    each group as one kernel whose blocks are split among its loops (a
+    multi-tensor launch: an optimizer's update of every parameter is one
+    launch instead of one per parameter).
+
+    Independent means, for any two members, that neither writes bytes the
+    other reads or writes: the same argument, or arena buffers whose
+    planned bytes (`offset`) overlap, are a conflict; constants are only
+    read. The plan was made for the loops in order; members run in any
+    order, so they may share no byte one of them writes. A group is also
+    limited to `max-params` pointer parameters (the kernel's parameter
+    space). Nothing moves and no buffer changes, so the results and the
+    planned peak are those of the ungrouped step.
+  }];
+  let options = [
+    Option<"maxParams", "max-params", "int64_t", /*default=*/"480",
+           "Most pointer parameters of one grouped kernel (CUDA's kernel "
+           "parameters hold 4 KiB)">,
+  ];
+}
+
 #endif // ZTC_PASSES_KERNEL_PASSES_TD

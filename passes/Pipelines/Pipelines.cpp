@@ -316,6 +316,7 @@ KernelLoweringOptions::forTarget(::ztc::rt::Target target) {
   if (info.plannedScratch)
     options.plannedScratch = info.reservedBytes;
   options.inputSets = info.inputSets;
+  options.groupLaunches = info.groupsLaunches;
   return options;
 }
 
@@ -367,6 +368,9 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createPlanScratchPass(scratch));
   }
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
+  // Independent loops in a row (an optimizer's updates) as one launch.
+  if (options.groupLaunches)
+    pm.addNestedPass<func::FuncOp>(createGroupLaunchesPass());
 }
 
 std::optional<ScheduleCollectivesPassOptions>

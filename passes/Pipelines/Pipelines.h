@@ -62,6 +62,9 @@ struct KernelLoweringOptions {
   /// target's kernels work in planned scratch (TargetInfo::plannedScratch).
   std::optional<int64_t> plannedScratch;
   int64_t inputSets = 1;
+  /// ztc-group-launches after planning: the target launches each fused
+  /// loop (TargetInfo::groupsLaunches).
+  bool groupLaunches = false;
   /// ztc-tf32, where either of its options is set.
   Tf32PassOptions tf32;
 

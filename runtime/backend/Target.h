@@ -55,13 +55,18 @@ struct TargetInfo {
   /// on the GPU, where the scores' round trips through memory dominate; not
   /// on the CPU, whose results thus stay those of the unfused step.
   bool fusesAttention;
+  /// Whether each fused loop is a launch that consecutive independent
+  /// loops can share (ztc-group-launches): a CUDA kernel launch; on the
+  /// CPU a loop is a plain call, and its step stays as it was.
+  bool groupsLaunches;
 };
 
 inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
-     true, "mpi", false, 0, 1, false},
+     true, "mpi", false, 0, 1, false, false},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
-     false, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true},
+     false, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true,
+     true},
 };
 
 inline const TargetInfo &targetInfo(Target target) {

@@ -268,7 +268,16 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   auto roles = classifyBuffers(entry);
   uint64_t ops = entry.getBody().front().getOperations().size();
   report.ops = ops;
+  // The loops of one launch group (ztc-group-launches) are one launch.
+  std::optional<int64_t> lastGroup;
   for (Operation &op : entry.getBody().front()) {
+    std::optional<int64_t> group = kernel::launchGroupOf(&op);
+    if (group && group == lastGroup)
+      continue;
+    if (isa<kernel::ElementwiseOp, kernel::ReduceOp, kernel::CallOp,
+            kernel::CollectiveOp, kernel::RecordLossOp, kernel::CheckFiniteOp>(
+            op))
+      lastGroup = group;
     if (isa<kernel::ElementwiseOp, kernel::ReduceOp>(op))
       ++report.loops;
     else if (isa<kernel::CallOp>(op))

@@ -74,8 +74,9 @@ struct MemoryReport {
   /// The entry's ops, and the op at which the most arena bytes are live.
   uint64_t ops = 0, peakAt = 0;
   /// The entry's kernels, what a GPU launches (a library call may launch
-  /// several): fused elementwise and reduction loops, library calls, and
-  /// the rest (collectives, loss records, finite checks).
+  /// several): fused elementwise and reduction loops (a launch group's
+  /// loops once), library calls, and the rest (collectives, loss records,
+  /// finite checks).
   uint64_t loops = 0, calls = 0, otherKernels = 0;
   uint64_t kernels() const { return loops + calls + otherKernels; }
   /// Live arena bytes per role at `peakAt`.

@@ -32,6 +32,11 @@ def Kernel_Dialect : Dialect {
     (the CPU runs it, unless the runtime gives it a thread per stream); the
     memory planner gives a buffer's bytes to another only once every stream
     that touches the other is ordered after the buffer's last use.
+
+    After planning, `kernel.launch_group = N` (a non-negative i64, from
+    `ztc-group-launches`) on consecutive `kernel.elementwise` ops of one
+    stream says they share no byte one of them writes, and a target that
+    launches its loops (CUDA) launches them as one kernel.
   }];
   let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;

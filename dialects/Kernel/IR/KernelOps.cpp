@@ -67,6 +67,14 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                                    "kernel.elementwise or kernel.reduce body";
     return success();
   }
+  if (name == kLaunchGroupAttr) {
+    auto group = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!group || !group.getType().isSignlessInteger(64) ||
+        group.getInt() < 0 || !isa<ElementwiseOp>(op))
+      return op->emitError("'")
+             << name << "' is a non-negative i64 on a kernel.elementwise";
+    return success();
+  }
   if (name != kStreamAttr)
     return op->emitError("unknown kernel attribute '") << name << "'";
   auto stream = dyn_cast<IntegerAttr>(attr.getValue());
@@ -75,6 +83,12 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
   if (!isa<KernelDialect>(op->getDialect()))
     return op->emitError("'") << kStreamAttr << "' belongs on a kernel op";
   return success();
+}
+
+std::optional<int64_t> mlir::ztc::kernel::launchGroupOf(Operation *op) {
+  if (auto group = op->getAttrOfType<IntegerAttr>(kLaunchGroupAttr))
+    return group.getInt();
+  return std::nullopt;
 }
 
 int64_t mlir::ztc::kernel::streamOf(Operation *op) {

@@ -139,6 +139,14 @@ inline constexpr llvm::StringLiteral kReservedBytesAttr =
 /// the next call's uploaded while one runs), which the footprint counts.
 inline constexpr llvm::StringLiteral kInputSetsAttr = "kernel.input_sets";
 
+/// On a kernel.elementwise (ztc-group-launches): the number of the group of
+/// consecutive, independent fused loops the emitter launches as one kernel
+/// (CUDA), its blocks split among them.
+inline constexpr llvm::StringLiteral kLaunchGroupAttr = "kernel.launch_group";
+
+/// The launch group of `op` (kLaunchGroupAttr), or nullopt.
+std::optional<int64_t> launchGroupOf(Operation *op);
+
 /// A reduction's space (kernel.reduce) as three groups of dimensions, in
 /// order: reduced, kept, reduced, each given by its element count (1 when
 /// empty; dimensions of size 1 join any group). The emitter's loops run

@@ -151,16 +151,31 @@ struct CudnnConv {
   size_t workspace = 0;
 };
 
+/// Destroys what `c` holds, when cuDNN cannot serve its convolution: the
+/// cache keeps only the verdict.
+inline void releaseCudnnConv(const cudnn::Api &api, CudnnConv &c) {
+  if (c.x)
+    api.destroyTensorDescriptor(c.x);
+  if (c.y)
+    api.destroyTensorDescriptor(c.y);
+  if (c.w)
+    api.destroyFilterDescriptor(c.w);
+  if (c.conv)
+    api.destroyConvolutionDescriptor(c.conv);
+  c = CudnnConv();
+}
+
 /// What tells two convolutions apart for cuDNN.
 using CudnnConvKey = std::array<int64_t, 21>;
 
 /// Makes the descriptors of `key`'s convolution and chooses its algorithm;
-/// `usable` stays false where cuDNN offers nothing that fits.
+/// `usable` stays false, and nothing is held, where cuDNN offers nothing
+/// that fits.
 template <typename T>
-CudnnConv makeCudnnConv(const cudnn::Api &api, cudnn::Handle handle,
-                        ConvDirection direction, const ConvPlan &p,
-                        int64_t batch, bool tf32, size_t budget,
-                        const char *kernel) {
+CudnnConv describeCudnnConv(const cudnn::Api &api, cudnn::Handle handle,
+                            ConvDirection direction, const ConvPlan &p,
+                            int64_t batch, bool tf32, size_t budget,
+                            const char *kernel) {
   constexpr int type = cudnnDataType<T>();
   // f16 and bf16 accumulate in f32, as the products do; double in double.
   constexpr int compute =
@@ -221,6 +236,18 @@ CudnnConv makeCudnnConv(const cudnn::Api &api, cudnn::Handle handle,
   c.algo = perfs[chosen].algo;
   c.workspace = perfs[chosen].memory;
   c.usable = true;
+  return c;
+}
+
+template <typename T>
+CudnnConv makeCudnnConv(const cudnn::Api &api, cudnn::Handle handle,
+                        ConvDirection direction, const ConvPlan &p,
+                        int64_t batch, bool tf32, size_t budget,
+                        const char *kernel) {
+  CudnnConv c = describeCudnnConv<T>(api, handle, direction, p, batch, tf32,
+                                     budget, kernel);
+  if (!c.usable)
+    releaseCudnnConv(api, c);
   return c;
 }
 

@@ -167,6 +167,14 @@ func.func @stream_on_other_op() {
 
 // -----
 
+func.func @launch_group_on_call(%x: memref<4xf32>, %y: memref<4xf32>) {
+  // expected-error @+1 {{'kernel.launch_group' is a non-negative i64 on a kernel.elementwise}}
+  kernel.call "softmax" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {config = {axis = 0 : i64}, kernel.launch_group = 0 : i64}
+  return
+}
+
+// -----
+
 // expected-error @+1 {{unknown kernel attribute 'kernel.streams'}}
 func.func @unknown_attr() attributes {kernel.streams = 2 : i64} {
   return

@@ -1,0 +1,14 @@
+// ztc-group-launches compares planned bytes: it needs ztc-plan-memory's
+// offsets.
+//
+// RUN: ztc-opt %s -ztc-group-launches -verify-diagnostics
+
+func.func @unplanned(%x: memref<64xf32>) {
+  %a = kernel.alloc : memref<64xf32>
+  // expected-error @+1 {{has a buffer that is neither an argument, a constant nor a planned allocation (run ztc-plan-memory first)}}
+  kernel.elementwise ins(%x : memref<64xf32>) outs(%a : memref<64xf32>) {
+  ^bb0(%p: f32):
+    kernel.yield %p : f32
+  }
+  return
+}
