@@ -85,8 +85,10 @@ def curve_error(ours, reference):
 
 # The exports whose attention ztc-fuse-attention fuses, one per exporter
 # form: PyTorch's dynamo exporter with grouped-query attention and its NaN
-# guard (Llama; Qwen3 adds normalized q and k), and the TorchScript one.
-FUSED_ATTENTION = ("llama", "qwen3", "bert_torchscript")
+# guard (Llama; Qwen3 adds normalized q and k), the same at opset 23 (the
+# mask's guard for fully masked rows computed from the constant mask,
+# which folding removes), and the TorchScript one.
+FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript")
 
 
 def variants(args, name, tmp, reference, reference_ckpt, meta):

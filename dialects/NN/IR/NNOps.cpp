@@ -1159,9 +1159,59 @@ OpFoldResult ReduceSumOp::fold(FoldAdaptor adaptor) {
       [](const APInt &acc, const APInt &v) { return acc + v; });
 }
 
+/// Reductions may read constants this large when their result is small: an
+/// exported attention mask ([B, 1, T, T]) reduced to one value per row,
+/// which tells which rows are fully masked.
+static constexpr int64_t kMaxFoldReadElements = int64_t(1) << 26;
+
+/// Folds a float reduce_max whose result is small enough to fold, over a
+/// constant of up to kMaxFoldReadElements: the maximum is exact, and NaN
+/// wins, as in ReduceMax and the kernels.
+static Attribute foldFloatMax(Attribute x, ShapedType resultType,
+                              ArrayRef<int64_t> axes) {
+  auto input = dyn_cast_or_null<DenseElementsAttr>(x);
+  if (!input || !isFoldable(resultType) ||
+      !isa<FloatType>(input.getElementType()))
+    return {};
+  if (input.isSplat())
+    return DenseElementsAttr::get(resultType, input.getSplatValue<Attribute>());
+  if (input.getNumElements() > kMaxFoldReadElements)
+    return {};
+  ArrayRef<int64_t> shape = input.getType().getShape();
+  // Each input element's result element, as row-major strides of the
+  // keepdims form (0 along a reduced axis).
+  SmallVector<int64_t> keptStrides(shape.size(), 0);
+  int64_t stride = 1;
+  for (int64_t dim = int64_t(shape.size()) - 1; dim >= 0; --dim) {
+    if (llvm::is_contained(axes, dim))
+      continue;
+    keptStrides[dim] = stride;
+    stride *= shape[dim];
+  }
+  auto floats = cast<FloatType>(input.getElementType());
+  SmallVector<APFloat> results(resultType.getNumElements(),
+                               APFloat::getInf(floats.getFloatSemantics(),
+                                               /*Negative=*/true));
+  SmallVector<int64_t> index(shape.size(), 0);
+  int64_t target = 0;
+  for (const APFloat &value : input.getValues<APFloat>()) {
+    results[target] = llvm::maximum(results[target], value);
+    for (int64_t dim = int64_t(shape.size()) - 1; dim >= 0; --dim) {
+      target += keptStrides[dim];
+      if (++index[dim] < shape[dim])
+        break;
+      target -= keptStrides[dim] * shape[dim];
+      index[dim] = 0;
+    }
+  }
+  return DenseElementsAttr::get(resultType, results);
+}
+
 OpFoldResult ReduceMaxOp::fold(FoldAdaptor adaptor) {
   if (getAxes().empty())
     return getX();
+  if (isa<FloatType>(getType().getElementType()))
+    return foldFloatMax(adaptor.getX(), getType(), getAxes());
   unsigned width = getType().getElementTypeBitWidth();
   return foldIntReduction(adaptor.getX(), getType(), getAxes(),
                           APInt::getSignedMinValue(width),

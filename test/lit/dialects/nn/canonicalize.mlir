@@ -230,13 +230,38 @@ func.func @reductions(%x: tensor<2x3xf32>) -> (tensor<2x1xi64>, tensor<3xi64>,
   return %0, %1, %2, %3 : tensor<2x1xi64>, tensor<3xi64>, tensor<i64>, tensor<2x3xf32>
 }
 
-// Float reductions are not folded (they are model math, not shape math).
+// Float sums are not folded (they are model math, not shape math, and
+// their rounding is the kernels').
 // CHECK-LABEL: func.func @float_reduction
 // CHECK: nn.reduce_sum
 func.func @float_reduction() -> tensor<f32> {
   %v = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
   %0 = nn.reduce_sum %v {axes = array<i64: 0>, keepdims = false} : tensor<2xf32> -> tensor<f32>
   return %0 : tensor<f32>
+}
+
+// A float maximum is exact, and NaN wins: it folds. An exported attention
+// mask (opset 23's) asks which rows are fully masked; the answer, no row,
+// folds the guards away: the comparison to -inf becomes a false splat,
+// and each where picks its operand whole.
+// CHECK-LABEL: func.func @mask_rows
+// CHECK-SAME: (%[[P:.+]]: tensor<1x2x3x3xf32>)
+// CHECK-DAG: %[[MASK:.+]] = arith.constant dense<{{\[\[\[}}[0.000000e+00, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00]]]]> : tensor<1x1x3x3xf32>
+// CHECK-DAG: arith.constant dense<[{{\[\[}}0xFF800000, 0xFF800000, 0x7FC00000]]]> : tensor<1x1x3xf32>
+// CHECK-NOT: nn.
+// CHECK: return %[[MASK]], %[[P]], %{{.+}}
+func.func @mask_rows(%p: tensor<1x2x3x3xf32>) -> (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x1x3xf32>) {
+  %mask = arith.constant dense<[[[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]]]> : tensor<1x1x3x3xf32>
+  %inf = arith.constant dense<0xFF800000> : tensor<f32>
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %max = nn.reduce_max %mask {axes = array<i64: 3>, keepdims = true} : tensor<1x1x3x3xf32> -> tensor<1x1x3x1xf32>
+  %full = nn.equal %max, %inf : tensor<1x1x3x1xf32>, tensor<f32> -> tensor<1x1x3x1xi1>
+  %m = nn.where %full, %zero, %mask : tensor<1x1x3x1xi1>, tensor<f32>, tensor<1x1x3x3xf32> -> tensor<1x1x3x3xf32>
+  %g = nn.where %full, %zero, %p : tensor<1x1x3x1xi1>, tensor<f32>, tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  // Along the middle axis: a row of -inf stays -inf, a NaN wins.
+  %rows = arith.constant dense<[[[[0xFF800000, 0xFF800000, 1.0], [0xFF800000, 0xFF800000, 0x7FC00000]]]]> : tensor<1x1x2x3xf32>
+  %cols = nn.reduce_max %rows {axes = array<i64: 2>, keepdims = false} : tensor<1x1x2x3xf32> -> tensor<1x1x3xf32>
+  return %m, %g, %cols : tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x1x3xf32>
 }
 
 // No-op data movement returns the operand.
