@@ -286,6 +286,58 @@ struct BlockTeam {
   }
 };
 
+/// The lanes of a warp-per-row kernel's team: a warp on the device, one
+/// thread on the host (emulation).
+ZTC_HOST_DEVICE constexpr int rowLanes() {
+#if defined(__CUDA_ARCH__)
+  return 32;
+#else
+  return 1;
+#endif
+}
+
+/// A loop over a row's slots that nvcc unrolls, so that a per-lane array
+/// indexed by the slot stays in registers.
+#if defined(__CUDA_ARCH__)
+#define ZTC_UNROLL _Pragma("unroll")
+#else
+#define ZTC_UNROLL
+#endif
+
+#if defined(__CUDACC__) && !defined(ZTC_CUDA_HOST_EMULATION)
+template <typename Acc> __device__ Acc shuffleXor(Acc value, int mask) {
+  static_assert(std::is_same_v<Acc, float> || std::is_same_v<Acc, double>,
+                "warp teams combine float or double");
+  return __shfl_xor_sync(0xffffffffu, value, mask);
+}
+#endif
+
+/// The threads that run one row of a warp-per-row kernel (launchWarpRows):
+/// the 32 lanes of a warp on the device, one thread on the host. reduce()
+/// combines in a butterfly, so every lane ends with the same bits (a + b
+/// and b + a are equal); it needs no barrier, as a warp runs in step.
+struct WarpTeam {
+  ZTC_HOST_DEVICE int64_t rank() const {
+#if defined(__CUDA_ARCH__)
+    return threadIdx.x & 31;
+#else
+    return 0;
+#endif
+  }
+  ZTC_HOST_DEVICE int64_t size() const { return rowLanes(); }
+  template <typename Acc, typename Op>
+  ZTC_HOST_DEVICE Acc reduce(Acc value, Op op) const {
+#if defined(__CUDA_ARCH__)
+    for (int mask = 16; mask > 0; mask >>= 1)
+      value = op(value, shuffleXor(value, mask));
+    return value;
+#else
+    (void)op;
+    return value;
+#endif
+  }
+};
+
 #if !defined(ZTC_CUDA_HOST_EMULATION)
 template <typename Body>
 __global__ void elementsKernel(int64_t count, Body body) {
@@ -297,6 +349,16 @@ __global__ void elementsKernel(int64_t count, Body body) {
 template <typename Body> __global__ void rowsKernel(int64_t rows, Body body) {
   BlockTeam team;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+    body(row, team);
+}
+
+/// A warp per row: each block's warps take consecutive rows.
+template <typename Body>
+__global__ void warpRowsKernel(int64_t rows, Body body) {
+  WarpTeam team;
+  const int64_t warps = blockDim.x >> 5;
+  for (int64_t row = blockIdx.x * warps + (threadIdx.x >> 5); row < rows;
+       row += (int64_t)gridDim.x * warps)
     body(row, team);
 }
 #endif
@@ -339,6 +401,26 @@ void launchRows(int64_t rows, int64_t rowLength, const Body &body,
   threads = threads < 32 ? 32 : threads > kThreads ? kThreads : threads;
   rowsKernel<<<blockCount(rows, 1), static_cast<unsigned>(threads), 0,
                stream>>>(rows, body);
+  checkCuda(cudaGetLastError(), "kernel launch", kernel);
+#endif
+}
+
+/// Runs `body(row, team)` for row in [0, rows), a warp (WarpTeam) per row,
+/// eight rows a block.
+template <typename Body>
+void launchWarpRows(int64_t rows, const Body &body, cudaStream_t stream,
+                    const char *kernel) {
+  if (rows <= 0)
+    return;
+#if defined(ZTC_CUDA_HOST_EMULATION)
+  (void)stream;
+  (void)kernel;
+  WarpTeam team;
+  for (int64_t row = 0; row < rows; ++row)
+    body(row, team);
+#else
+  warpRowsKernel<<<blockCount(rows, kThreads / 32), kThreads, 0, stream>>>(
+      rows, body);
   checkCuda(cudaGetLastError(), "kernel launch", kernel);
 #endif
 }

@@ -327,19 +327,33 @@ int64_t matmulNf4TileBytes(const Dims &xDims, const MatmulNf4Params &params) {
   return k * nf4::tileColumns(k, n) * int64_t(sizeof(T));
 }
 
-/// attention's accumulators: one row of dv per query, in the compute type
-/// (the mask does not matter).
+/// Attention whose head sizes (d and dv) are at most this keeps its
+/// accumulators in registers (a warp per row, 8 slots a lane); larger
+/// heads keep them in the call's scratch (Attention.cuh).
+constexpr int64_t kAttentionRegisterHead = 256;
+
+inline bool attentionInRegisters(const AttentionShape &s) {
+  return s.d <= kAttentionRegisterHead && s.dv <= kAttentionRegisterHead;
+}
+
+/// attention's accumulators: none in registers, else one row of dv per
+/// query, in the compute type (the mask does not matter).
 template <typename T>
 int64_t attentionAccumulatorBytes(const AttentionShape &s) {
+  if (attentionInRegisters(s))
+    return 0;
   return s.batch * s.tq * s.dv * int64_t(sizeof(numeric::ComputeT<T>));
 }
 
-/// attentionBackward's: two statistics and a row of dq per query, then a
+/// attentionBackward's: two statistics per query, which its second kernel
+/// reads back; then, unless in registers, a row of dq per query, then a
 /// row of dk and one of dv per key.
 template <typename T>
 int64_t attentionBackwardAccumulatorBytes(const AttentionShape &s) {
-  return (s.batch * s.tq * (2 + s.d) + s.batch * s.tk * (s.d + s.dv)) *
-         int64_t(sizeof(numeric::ComputeT<T>));
+  int64_t values = s.batch * s.tq * 2;
+  if (!attentionInRegisters(s))
+    values += s.batch * s.tq * s.d + s.batch * s.tk * (s.d + s.dv);
+  return values * int64_t(sizeof(numeric::ComputeT<T>));
 }
 
 //===----------------------------------------------------------------------===//

@@ -415,16 +415,21 @@ TEST(CudaKernelsTest, SoftmaxDouble) { checkSoftmax<double>(); }
 TEST(CudaKernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
 
 /// Fused attention and its gradients, causal and with a mask that repeats
-/// along the heads; key counts that differ from query counts.
+/// along the heads; key counts that differ from query counts; heads at the
+/// register kernels' limit (256) and past it (the block kernels, with
+/// their accumulators in the scratch).
 template <typename T> void checkAttention() {
   struct Case {
     Shape q, k, v, mask;
     bool causal;
   };
+  static_assert(gpu::scratch::kAttentionRegisterHead == 256);
   const Case cases[] = {
       {{2, 3, 13, 5}, {2, 3, 13, 5}, {2, 3, 13, 7}, {}, true},
       {{2, 3, 9, 4}, {2, 3, 17, 4}, {2, 3, 17, 3}, {2, 1, 9, 17}, false},
       {{1, 2, 11, 6}, {1, 2, 11, 6}, {1, 2, 11, 6}, {1, 1, 1, 11}, true},
+      {{1, 2, 5, 256}, {1, 2, 6, 256}, {1, 2, 6, 256}, {}, false},
+      {{1, 1, 5, 260}, {1, 1, 6, 260}, {1, 1, 6, 257}, {1, 1, 5, 6}, true},
   };
   unsigned seed = 400;
   for (const Case &c : cases) {
@@ -509,6 +514,27 @@ TEST(CudaKernelsTest, AttentionTokensOuterMatchesTheCpu) {
   expectClose(gpuDq, dq, "dq, tokens outer");
   expectClose(gpuDk, dk, "dk, tokens outer");
   expectClose(gpuDv, dv, "dv, tokens outer");
+}
+
+/// What attention plans: nothing forward and two statistics per query
+/// backward with heads of up to 256 (the accumulators in registers), rows
+/// of accumulators in the scratch past that.
+TEST(CudaKernelsTest, AttentionScratchHoldsAccumulatorsOnlyForLargeHeads) {
+  const ztc::AttentionParams params{0.5, true};
+  const gpu::Dims small[] = {gpuDims({2, 3, 7, 64}), gpuDims({2, 3, 9, 64}),
+                             gpuDims({2, 3, 9, 256}), gpuDims({})};
+  EXPECT_EQ(gpu::scratch::attentionBytes<float>(small, nullptr, params), 0);
+  EXPECT_EQ(gpu::scratch::attentionBackwardBytes<float>(small, nullptr, params),
+            2 * 3 * 7 * 2 * 4);
+  EXPECT_EQ(
+      gpu::scratch::attentionBackwardBytes<double>(small, nullptr, params),
+      2 * 3 * 7 * 2 * 8);
+  const gpu::Dims large[] = {gpuDims({2, 3, 7, 64}), gpuDims({2, 3, 9, 64}),
+                             gpuDims({2, 3, 9, 257}), gpuDims({})};
+  EXPECT_EQ(gpu::scratch::attentionBytes<float>(large, nullptr, params),
+            2 * 3 * 7 * 257 * 4);
+  EXPECT_EQ(gpu::scratch::attentionBackwardBytes<bf16>(large, nullptr, params),
+            (2 * 3 * 7 * (2 + 64) + 2 * 3 * 9 * (64 + 257)) * 4);
 }
 
 TEST(CudaKernelsTest, AttentionFloat) { checkAttention<float>(); }
