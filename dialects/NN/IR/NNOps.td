@@ -72,6 +72,9 @@ def NN_AddOp : NN_BinaryOp<"add", NN_NumericTensor, NN_NumericTensor,
   }];
   // Folds constant operands (shape arithmetic).
   let hasFolder = 1;
+  // Gradients of a tensor's pieces, each written into zeros and summed,
+  // become a concat of the pieces (Canonicalize.cpp).
+  let hasCanonicalizer = 1;
 }
 
 def NN_SubOp : NN_BinaryOp<"sub", NN_NumericTensor, NN_NumericTensor,

@@ -293,3 +293,61 @@ func.func @too_large() -> (tensor<300x300xi64>, tensor<300x300xi64>) {
   %1 = nn.broadcast_to %s {shape = array<i64: 300, 300>} : tensor<i64> -> tensor<300x300xi64>
   return %0, %1 : tensor<300x300xi64>, tensor<300x300xi64>
 }
+
+// The gradient of a fused q/k/v projection split three ways: each piece's
+// gradient written into zeros, then summed, is the pieces' concat. The sum
+// may pair them in any order, and the zeros may still be broadcasts.
+// CHECK-LABEL: func.func @split_gradient
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4xf32>, %[[K:.+]]: tensor<2x4xf32>, %[[V:.+]]: tensor<2x4xf32>)
+// CHECK-NEXT: %[[C:.+]] = nn.concat %[[Q]], %[[K]], %[[V]] {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x12xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @split_gradient(%dq: tensor<2x4xf32>, %dk: tensor<2x4xf32>, %dv: tensor<2x4xf32>) -> tensor<2x12xf32> {
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %z = nn.broadcast_to %zero {shape = array<i64: 2, 12>} : tensor<f32> -> tensor<2x12xf32>
+  %gv = nn.insert_slice %z, %dv {starts = array<i64: 0, 8>, steps = array<i64: 1, 1>} : tensor<2x12xf32>, tensor<2x4xf32> -> tensor<2x12xf32>
+  %gq = nn.insert_slice %z, %dq {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x12xf32>, tensor<2x4xf32> -> tensor<2x12xf32>
+  %gk = nn.insert_slice %z, %dk {starts = array<i64: 0, 4>, steps = array<i64: 1, 1>} : tensor<2x12xf32>, tensor<2x4xf32> -> tensor<2x12xf32>
+  %s = nn.add %gv, %gq : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %r = nn.add %gk, %s : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  return %r : tensor<2x12xf32>
+}
+
+// Pieces that leave a gap keep zeros there, along any axis.
+// CHECK-LABEL: func.func @pieces_with_gap
+// CHECK-SAME: (%[[A:.+]]: tensor<1x3xf32>, %[[B:.+]]: tensor<2x3xf32>)
+// CHECK-DAG: %[[Z1:.+]] = arith.constant dense<0.000000e+00> : tensor<1x3xf32>
+// CHECK-DAG: %[[Z2:.+]] = arith.constant dense<0.000000e+00> : tensor<2x3xf32>
+// CHECK: %[[C:.+]] = nn.concat %[[Z1]], %[[A]], %[[Z2]], %[[B]] {axis = 0 : i64} : tensor<1x3xf32>, tensor<1x3xf32>, tensor<2x3xf32>, tensor<2x3xf32> -> tensor<6x3xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @pieces_with_gap(%a: tensor<1x3xf32>, %b: tensor<2x3xf32>) -> tensor<6x3xf32> {
+  %z = arith.constant dense<0.0> : tensor<6x3xf32>
+  %ga = nn.insert_slice %z, %a {starts = array<i64: 1, 0>, steps = array<i64: 1, 1>} : tensor<6x3xf32>, tensor<1x3xf32> -> tensor<6x3xf32>
+  %gb = nn.insert_slice %z, %b {starts = array<i64: 4, 0>, steps = array<i64: 1, 1>} : tensor<6x3xf32>, tensor<2x3xf32> -> tensor<6x3xf32>
+  %r = nn.add %ga, %gb : tensor<6x3xf32>, tensor<6x3xf32> -> tensor<6x3xf32>
+  return %r : tensor<6x3xf32>
+}
+
+// Sums that are not side-by-side pieces stay sums: overlapping pieces,
+// pieces along different axes, a strided slice, a slice into a non-zero
+// tensor, a slice cut in two dimensions, and a broadcasting add.
+// CHECK-LABEL: func.func @pieces_kept
+// CHECK-COUNT-6: nn.add
+// CHECK-NOT: nn.concat
+func.func @pieces_kept(%a: tensor<2x8xf32>, %b: tensor<4x2xf32>, %c: tensor<2x2xf32>, %d: tensor<4x8xf32>, %e: tensor<8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %z = arith.constant dense<0.0> : tensor<4x8xf32>
+  %p = nn.insert_slice %z, %b {starts = array<i64: 0, 2>, steps = array<i64: 1, 1>} : tensor<4x8xf32>, tensor<4x2xf32> -> tensor<4x8xf32>
+  %q = nn.insert_slice %z, %b {starts = array<i64: 0, 3>, steps = array<i64: 1, 1>} : tensor<4x8xf32>, tensor<4x2xf32> -> tensor<4x8xf32>
+  %r0 = nn.add %p, %q : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %rows = nn.insert_slice %z, %a {starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : tensor<4x8xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+  %r1 = nn.add %rows, %p : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %p2 = nn.insert_slice %z, %b {starts = array<i64: 0, 6>, steps = array<i64: 1, 1>} : tensor<4x8xf32>, tensor<4x2xf32> -> tensor<4x8xf32>
+  %s = nn.insert_slice %z, %b {starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<4x8xf32>, tensor<4x2xf32> -> tensor<4x8xf32>
+  %r2 = nn.add %s, %p2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %n = nn.insert_slice %d, %b {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x8xf32>, tensor<4x2xf32> -> tensor<4x8xf32>
+  %r3 = nn.add %n, %p2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %two = nn.insert_slice %z, %c {starts = array<i64: 1, 1>, steps = array<i64: 1, 1>} : tensor<4x8xf32>, tensor<2x2xf32> -> tensor<4x8xf32>
+  %r4 = nn.add %two, %p2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %r5 = nn.add %p2, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %r0, %r1, %r2, %r3, %r4, %r5 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
