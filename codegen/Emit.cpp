@@ -623,6 +623,12 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
                                              : "Mean"));
       break;
     }
+    case kernel::ConfigKind::MaybeInts:
+      if (!op.getConfig().get(field.name)) {
+        fields.push_back("ztc::Ints{}");
+        break;
+      }
+      [[fallthrough]];
     case kernel::ConfigKind::Ints: {
       std::string id = "c" + std::to_string(arrays++);
       ArrayRef<int64_t> values = kernel::configInts(op, field.name);

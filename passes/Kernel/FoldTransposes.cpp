@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Kernel/Folding.h"
 #include "passes/Passes.h"
 
 #include "runtime/kernels/AttentionShape.h"
@@ -21,6 +22,9 @@ namespace mlir::ztc {
 
 using namespace mlir;
 using namespace mlir::ztc;
+using mlir::ztc::kernel::addLoc;
+using mlir::ztc::kernel::attentionRole;
+using mlir::ztc::kernel::writtenBetween;
 
 namespace {
 
@@ -37,16 +41,6 @@ bool swapsLastTwo(kernel::CallOp call) {
     if (p[i] != i)
       return false;
   return p[rank - 2] == rank - 1 && p[rank - 1] == rank - 2;
-}
-
-/// Whether an op after `from` and before `to` writes into `root`.
-bool writtenBetween(Operation *from, Operation *to, Value root) {
-  for (Operation *op = from->getNextNode(); op && op != to;
-       op = op->getNextNode())
-    for (Value written : kernel::writtenBuffers(op))
-      if (kernel::rootBuffer(written) == root)
-        return true;
-  return false;
 }
 
 /// The matmul's flag for operand `index` (0: a, 1: b).
@@ -67,10 +61,6 @@ void setTransposeFlags(kernel::CallOp matmul, bool a, bool b) {
   if (b)
     config.set("transpose_b", BoolAttr::get(context, true));
   matmul.setConfigAttr(config.getDictionary(context));
-}
-
-void addLoc(Operation *op, Location loc) {
-  op->setLoc(FusedLoc::get(op->getContext(), {op->getLoc(), loc}));
 }
 
 /// Whether `transpose` is the first op to touch its result's buffer, so
@@ -188,27 +178,6 @@ bool swapsHeads(kernel::CallOp call) {
       call.getInputs().size() != 1 || call.getOutputs().size() != 1)
     return false;
   return kernel::configInts(call, "perm") == ArrayRef<int64_t>{0, 2, 1, 3};
-}
-
-/// The role (runtime/kernels/AttentionShape.h's AttentionRole) of operand
-/// `index` of an attention or attention_backward call; -1 for the mask and
-/// for other calls.
-int attentionRole(Operation *op, unsigned index) {
-  auto call = dyn_cast<kernel::CallOp>(op);
-  if (!call)
-    return -1;
-  unsigned inputs = call.getInputs().size();
-  if (kernel::isCallOf(call, kernel::LibraryKernelId::attention)) {
-    if (index < 3)
-      return ::ztc::kAttentionQ + index;
-    return index == inputs ? ::ztc::kAttentionOut : -1;
-  }
-  if (kernel::isCallOf(call, kernel::LibraryKernelId::attention_backward)) {
-    if (index < 5)
-      return ::ztc::kAttentionQ + index;
-    return index >= inputs ? ::ztc::kAttentionGradQ + (index - inputs) : -1;
-  }
-  return -1;
 }
 
 /// Gives operand `index` of attention call `op` the buffer `stored`, laid

@@ -59,6 +59,53 @@ def FoldTransposesPass : Pass<"ztc-fold-transposes", "func::FuncOp"> {
   }];
 }
 
+def FoldHeadWindowsPass : Pass<"ztc-fold-head-windows", "func::FuncOp"> {
+  let summary = "Let attention read and write its heads inside a fused projection";
+  let description = [{
+    A model that projects q, k and v with one product (GPT-2's `c_attn`)
+    cuts its [B, T, 3C] result into three [B, T, C] slices, and its
+    backward joins their gradients with `copy_into`s (the concat
+    canonicalization builds from the slices' gradients). Attention whose
+    operands are stored [B, T, H, D] (their `bthd` bits, which
+    ztc-fold-transposes sets) can instead reach each one as a window of
+    heads of the fused tensor seen as [B, T, W / D, D]: its role's first
+    head goes in the call's `head_starts` (one entry per role,
+    runtime/kernels/AttentionShape.h) and the logical head count in
+    `heads`.
+
+    1. A `kernel.call "slice"` of a [B, T, W] buffer that cuts only the
+       last dimension, at unit steps and whole heads, whose result only
+       views as [B, T, H, D] read, and those only as attention operands
+       stored bthd, goes when nothing writes the fused tensor before those
+       calls: each reads its window instead. The slice's buffer goes.
+    2. A `copy_into` along the last dimension of a [B, T, W] concat whose
+       input is a view of an attention call's output stored bthd (dq, dk,
+       dv) that nothing else reads goes when only copies into other columns
+       (or calls already writing theirs) touch the concat before it: the
+       call writes its window of the concat, allocated before the call.
+       The output's buffer goes.
+
+    Nothing else changes: the kernels read and write the same elements,
+    so results are those of the step with the copies.
+
+    Example:
+
+    ```mlir
+    %q = kernel.alloc : memref<2x8x32xf32>
+    kernel.call "slice" ins(%qkv : memref<2x8x96xf32>) outs(%q : memref<2x8x32xf32>)
+        {config = {starts = array<i64: 0, 0, 0>, sizes = array<i64: 2, 8, 32>,
+                   steps = array<i64: 1, 1, 1>}}
+    %qh = kernel.view %q : memref<2x8x32xf32> to memref<2x8x2x16xf32>
+    kernel.call "attention" ins(%qh, ...) outs(%o : ...) {config = {bthd = 15 : i64, ...}}
+    // becomes (with k's and v's slices, columns 32 and 64, folded alike)
+    %w = kernel.view %qkv : memref<2x8x96xf32> to memref<2x8x6x16xf32>
+    kernel.call "attention" ins(%w, ...) outs(%o : ...)
+        {config = {bthd = 15 : i64, heads = 2 : i64,
+                   head_starts = array<i64: 0, 2, 4, 0, 0, 0, 0, 0>, ...}}
+    ```
+  }];
+}
+
 def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
   let summary = "Fuse chains of elementwise kernels, and their reductions, into one loop";
   let description = [{

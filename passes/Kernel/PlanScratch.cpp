@@ -45,6 +45,8 @@ struct ConfigReader {
     ArrayRef<int64_t> values = kernel::configInts(call, name);
     return {values.data(), static_cast<int64_t>(values.size())};
   }
+  /// Absent: empty.
+  ::ztc::Ints readMaybeInts(StringRef name) const { return readInts(name); }
   ::ztc::MaybeInt readMaybeInt(StringRef name) const {
     if (!call.getConfig().get(name))
       return {};

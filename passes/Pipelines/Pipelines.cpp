@@ -354,6 +354,10 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
   if (options.tf32.products || options.tf32.convolutions)
     pm.addNestedPass<func::FuncOp>(createTf32Pass(options.tf32));
   pm.addNestedPass<func::FuncOp>(createFoldTransposesPass());
+  // Attention reads q, k and v inside a fused projection and writes their
+  // gradients into its gradient's concat, now that its head splits read in
+  // place.
+  pm.addNestedPass<func::FuncOp>(createFoldHeadWindowsPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
   // Collectives on their own stream, before planning so the planner keeps
   // what the streams may still touch.

@@ -11,7 +11,12 @@
 // as a model's projections leave it: the `bthd` bit of its role
 // (AttentionRole) in the call's configuration says so, and ztc-fold-
 // transposes sets it where it removes the transpose a head split copied.
-// The kernels reach every operand's rows through AttentionRows.
+// And a rank-4 operand may be a window of heads of a larger tensor (q, k
+// and v inside one fused projection, their gradients inside its
+// gradient): `head_starts` gives each role's first head, `heads` the
+// logical head count, and ztc-fold-head-windows sets them where it removes
+// the slices and concats that copied the windows. The kernels reach every
+// operand's rows through AttentionRows.
 //
 // Only the C++17 standard library is used; under nvcc every member is also
 // a device function (ZTC_HOST_DEVICE).
@@ -22,6 +27,7 @@
 #define ZTC_RUNTIME_KERNELS_ATTENTIONSHAPE_H
 
 #include "Dims.h"
+#include "Library.h"
 
 #include <cstdint>
 
@@ -43,16 +49,19 @@ enum AttentionRole : int {
 };
 
 /// Where one operand's rows lie: `rows` rows of `length` elements per
-/// entry of the flattened batch, stored [..., rows, length] or, with
-/// `tokensOuter`, [B, rows, heads, length].
+/// entry of the flattened batch, stored [..., storedHeads, rows, length]
+/// or, with `tokensOuter`, [B, rows, storedHeads, length], the operand's
+/// `heads` heads being those from `headStart` on (all of them unless the
+/// operand is a window).
 struct AttentionRows {
-  int64_t rows = 0, length = 0, heads = 1;
+  int64_t rows = 0, length = 0, heads = 1, storedHeads = 1, headStart = 0;
   bool tokensOuter = false;
   /// The offset of row `row` of batch entry `b` (b = batch * heads + head).
   ZTC_HOST_DEVICE int64_t at(int64_t b, int64_t row) const {
+    const int64_t batch = b / heads, head = headStart + b % heads;
     if (!tokensOuter)
-      return (b * rows + row) * length;
-    return ((b / heads * rows + row) * heads + b % heads) * length;
+      return ((batch * storedHeads + head) * rows + row) * length;
+    return ((batch * rows + row) * storedHeads + head) * length;
   }
 };
 
@@ -79,12 +88,21 @@ struct AttentionShape {
   /// Each role's rows (AttentionRole).
   AttentionRows role[kAttentionRoles];
 
-  /// The shapes of q, k, v and the mask as a call passes them, with the
-  /// roles its `bthd` marks stored [B, T, H, D].
+  /// The shapes of q, k, v and the mask as a call passes them, laid out as
+  /// `params` says (`bthd`, the windows of heads). A call's other operands
+  /// give theirs to stored() when they may be windows.
   AttentionShape(const Dims &qStored, const Dims &kStored, const Dims &vStored,
-                 const Dims &mask, bool withMask, int64_t bthd = 0) {
+                 const Dims &mask, bool withMask, const AttentionParams &params)
+      : bthd(params.bthd) {
+    if (params.head_starts.size == kAttentionRoles)
+      for (int r = 0; r < kAttentionRoles; ++r)
+        headStarts[r] = params.head_starts[r];
+    windowHeads = params.heads.present ? params.heads.value : 0;
     auto logical = [&](const Dims &dims, AttentionRole r) {
-      return bthd >> r & 1 ? headsBeforeTokens(dims) : dims;
+      Dims result = bthd >> r & 1 ? headsBeforeTokens(dims) : dims;
+      if (windowHeads > 0)
+        result.d[1] = windowHeads;
+      return result;
     };
     const Dims q = logical(qStored, kAttentionQ),
                k = logical(kStored, kAttentionK),
@@ -103,7 +121,10 @@ struct AttentionShape {
     const int64_t rows[kAttentionRoles] = {tq, tk, tk, tq, tq, tq, tk, tk};
     const int64_t lengths[kAttentionRoles] = {d, d, dv, dv, dv, d, d, dv};
     for (int r = 0; r < kAttentionRoles; ++r)
-      role[r] = {rows[r], lengths[r], heads, (bthd >> r & 1) != 0};
+      role[r] = {rows[r], lengths[r], heads, heads, 0, (bthd >> r & 1) != 0};
+    stored(kAttentionQ, qStored);
+    stored(kAttentionK, kStored);
+    stored(kAttentionV, vStored);
     hasMask = withMask;
     if (!withMask)
       return;
@@ -121,6 +142,26 @@ struct AttentionShape {
     }
   }
 
+  /// Gives role `r` the stored shape `dims`: with windows of heads, its
+  /// heads dimension holds the window.
+  void stored(AttentionRole r, const Dims &dims) {
+    if (windowHeads == 0 || dims.rank != 4)
+      return;
+    role[r].storedHeads = bthd >> r & 1 ? dims.d[2] : dims.d[1];
+    role[r].headStart = headStarts[r];
+  }
+
+  /// Gives the backward's other operands their stored shapes (stored()):
+  /// the forward's result, its gradient, and the gradients of q, k, v.
+  void storedBackward(const Dims &out, const Dims &gradOut, const Dims &gradQ,
+                      const Dims &gradK, const Dims &gradV) {
+    stored(kAttentionOut, out);
+    stored(kAttentionGradOut, gradOut);
+    stored(kAttentionGradQ, gradQ);
+    stored(kAttentionGradK, gradK);
+    stored(kAttentionGradV, gradV);
+  }
+
   /// The offset of batch entry `b`'s scores in the mask.
   ZTC_HOST_DEVICE int64_t maskBase(int64_t b) const {
     int64_t offset = 0;
@@ -136,6 +177,13 @@ struct AttentionShape {
   ZTC_HOST_DEVICE int64_t keyEnd(int64_t i, bool causal) const {
     return causal ? (i + 1 < tk ? i + 1 : tk) : tk;
   }
+
+private:
+  int64_t bthd = 0;
+  /// The logical heads of windowed operands (0: no windows) and each
+  /// role's first head.
+  int64_t windowHeads = 0;
+  int64_t headStarts[kAttentionRoles] = {0};
 };
 
 } // namespace ztc

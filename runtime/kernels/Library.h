@@ -57,6 +57,7 @@ using Bool = bool;
 using Flag = bool;
 using Float = double;
 using Ints = ztc::Ints;
+using MaybeInts = ztc::Ints;
 using MaybeInt = ztc::MaybeInt;
 using Bits = int64_t;
 using Reduction = ztc::Reduction;

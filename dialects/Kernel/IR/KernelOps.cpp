@@ -6,6 +6,7 @@
 
 #include "dialects/Kernel/IR/KernelOps.h"
 
+#include "runtime/kernels/AttentionShape.h"
 #include "runtime/kernels/StepAbi.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -163,6 +164,7 @@ const char *kindName(ConfigKind kind) {
   case ConfigKind::Float:
     return "a float";
   case ConfigKind::Ints:
+  case ConfigKind::MaybeInts:
     return "an i64 array";
   case ConfigKind::Reduction:
     return "one of \"none\", \"sum\", \"mean\"";
@@ -182,6 +184,7 @@ bool hasKind(Attribute attr, ConfigKind kind) {
   case ConfigKind::Float:
     return isa<FloatAttr>(attr);
   case ConfigKind::Ints:
+  case ConfigKind::MaybeInts:
     return isa<DenseI64ArrayAttr>(attr);
   case ConfigKind::Reduction: {
     auto text = dyn_cast<StringAttr>(attr);
@@ -197,7 +200,8 @@ bool readsAs(ConfigKind field, ConfigKind kind) {
     return true;
   return (kind == ConfigKind::Int &&
           (field == ConfigKind::MaybeInt || field == ConfigKind::Bits)) ||
-         (kind == ConfigKind::Bool && field == ConfigKind::Flag);
+         (kind == ConfigKind::Bool && field == ConfigKind::Flag) ||
+         (kind == ConfigKind::Ints && field == ConfigKind::MaybeInts);
 }
 
 /// The attribute `name` of a verified call, checked against its kernel's
@@ -254,6 +258,27 @@ bool mlir::ztc::kernel::isCallOf(Operation *op, LibraryKernelId id) {
     return false;
   const LibraryKernel *kernel = lookupLibraryKernel(call.getCallee());
   return kernel && kernel->id == id;
+}
+
+int mlir::ztc::kernel::attentionRole(Operation *op, unsigned index) {
+  auto call = dyn_cast_or_null<CallOp>(op);
+  if (!call)
+    return -1;
+  unsigned inputs = call.getInputs().size();
+  if (isCallOf(call, LibraryKernelId::attention)) {
+    if (index < 3)
+      return ::ztc::kAttentionQ + index;
+    return index == inputs ? ::ztc::kAttentionOut : -1;
+  }
+  if (isCallOf(call, LibraryKernelId::attention_backward)) {
+    if (index < 5)
+      return ::ztc::kAttentionQ + index;
+    // Outputs dq, dk, dv; the scratch buffer follows them.
+    return index >= inputs && index < inputs + 3
+               ? ::ztc::kAttentionGradQ + (index - inputs)
+               : -1;
+  }
+  return -1;
 }
 
 llvm::StringLiteral mlir::ztc::kernel::collectiveFunction(CollectiveKind kind) {
@@ -574,6 +599,48 @@ static std::optional<std::string> letterMismatch(char letter, Type type,
   return std::string("a letter Library.def defines");
 }
 
+/// Attention's windows of heads (ztc-fold-head-windows): `heads` and
+/// `head_starts` come together, with one start per operand role, and every
+/// operand but the mask (and the scratch) is a rank-4 buffer holding its
+/// window.
+static LogicalResult verifyHeadWindows(CallOp call) {
+  auto heads = call.getConfig().getAs<IntegerAttr>("heads");
+  auto starts = call.getConfig().getAs<DenseI64ArrayAttr>("head_starts");
+  if (!heads && !starts)
+    return success();
+  auto error = [&]() {
+    return call.emitOpError("'") << call.getCallee() << "' ";
+  };
+  if (!heads || !starts)
+    return error() << "takes 'heads' and 'head_starts' together";
+  if (starts.size() != ::ztc::kAttentionRoles)
+    return error() << "needs one 'head_starts' entry per operand role ("
+                   << static_cast<int64_t>(::ztc::kAttentionRoles) << "), got "
+                   << starts.size();
+  if (heads.getInt() < 1)
+    return error() << "needs 'heads' of at least 1, got " << heads.getInt();
+  int64_t bthd = configInt(call, "bthd");
+  for (OpOperand &operand : call->getOpOperands()) {
+    int role = attentionRole(call, operand.getOperandNumber());
+    if (role < 0)
+      continue;
+    ArrayRef<int64_t> shape =
+        cast<MemRefType>(operand.get().getType()).getShape();
+    if (shape.size() != 4)
+      return error() << "reads windows of heads from rank-4 operands only; "
+                        "operand "
+                     << operand.getOperandNumber() << " has rank "
+                     << shape.size();
+    int64_t stored = (bthd >> role & 1) ? shape[2] : shape[1];
+    int64_t start = starts[role];
+    if (start < 0 || start + heads.getInt() > stored)
+      return error() << "operand " << operand.getOperandNumber()
+                     << " has heads [0, " << stored << "), not the window ["
+                     << start << ", " << start + heads.getInt() << ")";
+  }
+  return success();
+}
+
 LogicalResult CallOp::verify() {
   const LibraryKernel *kernel = lookupLibraryKernel(getCallee());
   if (!kernel)
@@ -621,6 +688,9 @@ LogicalResult CallOp::verify() {
     if (field.required() && !getConfig().get(field.name))
       return emitOpError("'")
              << getCallee() << "' needs config '" << field.name << "'";
+  if (kernel->id == LibraryKernelId::attention ||
+      kernel->id == LibraryKernelId::attention_backward)
+    return verifyHeadWindows(*this);
   return success();
 }
 

@@ -43,6 +43,7 @@ enum class ConfigKind {
   Flag,
   Float,
   Ints,
+  MaybeInts,
   MaybeInt,
   Bits,
   Reduction
@@ -54,11 +55,12 @@ struct ConfigField {
   ConfigKind kind;
 
   /// Whether the attribute must be present: an absent Flag reads false, an
-  /// absent MaybeInt as absent, absent Bits as 0, an absent Reduction as
-  /// "mean".
+  /// absent MaybeInt as absent, absent MaybeInts as empty, absent Bits as 0,
+  /// an absent Reduction as "mean".
   bool required() const {
     return kind != ConfigKind::Flag && kind != ConfigKind::MaybeInt &&
-           kind != ConfigKind::Bits && kind != ConfigKind::Reduction;
+           kind != ConfigKind::MaybeInts && kind != ConfigKind::Bits &&
+           kind != ConfigKind::Reduction;
   }
 };
 
@@ -103,6 +105,11 @@ const LibraryKernel &libraryKernelOf(CallOp call);
 const LibraryKernel &libraryKernel(LibraryKernelId id);
 /// Whether `op` is a kernel.call of `id`.
 bool isCallOf(mlir::Operation *op, LibraryKernelId id);
+
+/// The role (runtime/kernels/AttentionShape.h's AttentionRole) of operand
+/// `index` of an attention or attention_backward call; -1 for the mask and
+/// for other ops.
+int attentionRole(mlir::Operation *op, unsigned index);
 
 /// The function of ztc::cpu and ztc::cuda a collective of `kind` calls
 /// (runtime/kernels/Library.def).

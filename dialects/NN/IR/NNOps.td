@@ -892,7 +892,8 @@ def NN_LogSoftmaxOp : NN_Op<"log_softmax", !listconcat(NN_InferredResult,
 
 def NN_AttentionOp : NN_Op<"attention", !listconcat(NN_InferredResult,
     [NN_HalfCompute, NN_CustomFlops,
-     NN_LibraryCall<"attention", ["scale", "causal"], ["bthd"]>])> {
+     NN_LibraryCall<"attention", ["scale", "causal"],
+                    ["bthd", "heads", "head_starts"]>])> {
   let summary = "scaled-dot-product attention in one op";
   let description = [{
     `softmax(q kᵀ * scale + mask) v` along the keys, without materializing
@@ -1395,7 +1396,8 @@ def NN_AvgPool2dBackwardOp
 def NN_AttentionBackwardOp
     : NN_Op<"attention_backward", !listconcat(NN_InferredResult,
     [NN_FollowCompute, NN_CustomFlops,
-     NN_LibraryCall<"attention_backward", ["scale", "causal"], ["bthd"]>])> {
+     NN_LibraryCall<"attention_backward", ["scale", "causal"],
+                    ["bthd", "heads", "head_starts"]>])> {
   let summary = "gradients of nn.attention with respect to q, k and v";
   let description = [{
     For the forward `nn.attention` of `q`, `k`, `v` (and `mask`) with

@@ -54,13 +54,13 @@ Acc attentionScore(const T *qi, const T *kj, int64_t d, Acc scale,
 template <typename T>
 void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
                const T *v, const Dims &vDims, const T *mask,
-               const Dims &maskDims, T *out, const Dims &,
+               const Dims &maskDims, T *out, const Dims &outDims,
                const AttentionParams &params) {
   using Acc = detail::ComputeT<T>;
   // Plain variables, not structured bindings: clang's OpenMP cannot
   // capture those.
-  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
-                             params.bthd);
+  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr, params);
+  shape.stored(kAttentionOut, outDims);
   const int64_t tq = shape.tq, tk = shape.tk, d = shape.d, dv = shape.dv;
   const AttentionRows qRows = shape.role[kAttentionQ],
                       kRows = shape.role[kAttentionK],
@@ -141,13 +141,14 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
 template <typename T>
 void attentionBackward(const T *q, const Dims &qDims, const T *k,
                        const Dims &kDims, const T *v, const Dims &vDims,
-                       const T *out, const Dims &, const T *gradOut,
-                       const Dims &, const T *mask, const Dims &maskDims,
-                       T *gradQ, const Dims &, T *gradK, const Dims &, T *gradV,
-                       const Dims &, const AttentionParams &params) {
+                       const T *out, const Dims &outDims, const T *gradOut,
+                       const Dims &gradOutDims, const T *mask,
+                       const Dims &maskDims, T *gradQ, const Dims &gradQDims,
+                       T *gradK, const Dims &gradKDims, T *gradV,
+                       const Dims &gradVDims, const AttentionParams &params) {
   using Acc = detail::ComputeT<T>;
-  const AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
-                             params.bthd);
+  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr, params);
+  shape.storedBackward(outDims, gradOutDims, gradQDims, gradKDims, gradVDims);
   const int64_t tq = shape.tq, tk = shape.tk, d = shape.d, dv = shape.dv;
   const AttentionRows *rows = shape.role;
   const Acc scale = static_cast<Acc>(params.scale);

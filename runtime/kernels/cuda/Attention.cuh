@@ -286,12 +286,12 @@ void launchAttention(bool inRegisters, int64_t rows, const char *kernel,
 template <typename T>
 void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
                const T *v, const Dims &vDims, const T *mask,
-               const Dims &maskDims, T *out, const Dims &,
+               const Dims &maskDims, T *out, const Dims &outDims,
                const AttentionParams &params, const Scratch &scratch,
                cudaStream_t stream) {
   using Acc = detail::ComputeT<T>;
-  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
-                       params.bthd);
+  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr, params);
+  shape.stored(kAttentionOut, outDims);
   int64_t rows = shape.batch * shape.tq;
   if (rows == 0 || shape.dv == 0)
     return;
@@ -312,14 +312,15 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
 template <typename T>
 void attentionBackward(const T *q, const Dims &qDims, const T *k,
                        const Dims &kDims, const T *v, const Dims &vDims,
-                       const T *out, const Dims &, const T *gradOut,
-                       const Dims &, const T *mask, const Dims &maskDims,
-                       T *gradQ, const Dims &, T *gradK, const Dims &, T *gradV,
-                       const Dims &, const AttentionParams &params,
+                       const T *out, const Dims &outDims, const T *gradOut,
+                       const Dims &gradOutDims, const T *mask,
+                       const Dims &maskDims, T *gradQ, const Dims &gradQDims,
+                       T *gradK, const Dims &gradKDims, T *gradV,
+                       const Dims &gradVDims, const AttentionParams &params,
                        const Scratch &scratch, cudaStream_t stream) {
   using Acc = detail::ComputeT<T>;
-  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr,
-                       params.bthd);
+  AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr, params);
+  shape.storedBackward(outDims, gradOutDims, gradQDims, gradKDims, gradVDims);
   int64_t queries = shape.batch * shape.tq, keys = shape.batch * shape.tk;
   if (queries == 0 || keys == 0)
     return;

@@ -416,14 +416,14 @@ int64_t reduceMaxBytes(const Dims *in, const Dims *, const ReduceParams &p) {
 template <typename T>
 int64_t attentionBytes(const Dims *in, const Dims *, const AttentionParams &p) {
   return attentionAccumulatorBytes<T>(
-      AttentionShape(in[0], in[1], in[2], Dims{}, false, p.bthd));
+      AttentionShape(in[0], in[1], in[2], Dims{}, false, p));
 }
 
 template <typename T>
 int64_t attentionBackwardBytes(const Dims *in, const Dims *,
                                const AttentionParams &p) {
   return attentionBackwardAccumulatorBytes<T>(
-      AttentionShape(in[0], in[1], in[2], Dims{}, false, p.bthd));
+      AttentionShape(in[0], in[1], in[2], Dims{}, false, p));
 }
 
 template <typename T>

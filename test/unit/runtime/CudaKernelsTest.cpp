@@ -516,6 +516,49 @@ TEST(CudaKernelsTest, AttentionTokensOuterMatchesTheCpu) {
   expectClose(gpuDv, dv, "dv, tokens outer");
 }
 
+/// GPT-2's fused projection: q, k and v are heads 0-2, 3-5 and 6-8 of one
+/// [B, T, 9, D] tensor, and dq, dk, dv the same windows of another
+/// (ztc-fold-head-windows). The CUDA kernels read and write the windows
+/// where the CPU's do, for the same results, and write nothing else.
+TEST(CudaKernelsTest, AttentionHeadWindowsMatchTheCpu) {
+  const Shape packed{2, 10, 9, 4}, o{2, 10, 3, 4};
+  auto qkv = randomValues<float>(numel(packed), 41, -2, 2);
+  auto gv = randomValues<float>(numel(o), 42);
+  const int64_t starts[] = {0, 3, 6, 0, 0, 0, 3, 6};
+  const ztc::AttentionParams params{0.5, true, 0xff, ztc::MaybeInt{true, 3},
+                                    ztc::Ints{starts}};
+  const float *q = qkv.data();
+  std::vector<float> expected(numel(o)), actual(numel(o));
+  cpu::attention<float>(q, cpuDims(packed), q, cpuDims(packed), q,
+                        cpuDims(packed), nullptr, cpuDims({}), expected.data(),
+                        cpuDims(o), params);
+  const gpu::Dims ins[] = {gpuDims(packed), gpuDims(packed), gpuDims(packed),
+                           gpuDims({})};
+  PlannedScratch forward(
+      gpu::scratch::attentionBytes<float>(ins, nullptr, params));
+  gpu::attention<float>(q, gpuDims(packed), q, gpuDims(packed), q,
+                        gpuDims(packed), nullptr, gpuDims({}), actual.data(),
+                        gpuDims(o), params, forward.get(), kStream);
+  expectClose(actual, expected, "attention, head windows");
+  // Both gradients start as 5.0 everywhere; each call writes its three
+  // windows, which tile the packed tensor.
+  std::vector<float> grads(qkv.size(), 5.0f), gpuGrads(qkv.size(), 5.0f);
+  float *d = grads.data(), *gd = gpuGrads.data();
+  cpu::attentionBackward<float>(
+      q, cpuDims(packed), q, cpuDims(packed), q, cpuDims(packed),
+      expected.data(), cpuDims(o), gv.data(), cpuDims(o), nullptr, cpuDims({}),
+      d, cpuDims(packed), d, cpuDims(packed), d, cpuDims(packed), params);
+  PlannedScratch backward(
+      gpu::scratch::attentionBackwardBytes<float>(ins, nullptr, params));
+  gpu::attentionBackward<float>(
+      q, gpuDims(packed), q, gpuDims(packed), q, gpuDims(packed),
+      expected.data(), gpuDims(o), gv.data(), gpuDims(o), nullptr, gpuDims({}),
+      gd, gpuDims(packed), gd, gpuDims(packed), gd, gpuDims(packed), params,
+      backward.get(), kStream);
+  EXPECT_EQ(std::count(grads.begin(), grads.end(), 5.0f), 0);
+  expectClose(gpuGrads, grads, "dq, dk, dv, head windows");
+}
+
 /// What attention plans: nothing forward and two statistics per query
 /// backward with heads of up to 256 (the accumulators in registers), rows
 /// of accumulators in the scratch past that.

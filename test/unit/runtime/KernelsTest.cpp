@@ -1568,28 +1568,43 @@ Shape swapHeadsAndTokens(Shape shape) {
   return shape;
 }
 
+/// Random q, k, v, mask and result gradient of one shape, and attention's
+/// forward and backward on them as whole [B, H, T, D] tensors: what calls
+/// on other layouts of the same values must reproduce.
+struct WholeAttention {
+  const Shape qShape{2, 3, 10, 4}, kShape{2, 3, 12, 4}, vShape{2, 3, 12, 5},
+      oShape{2, 3, 10, 5}, maskShape{2, 1, 10, 12};
+  std::vector<float> q, k, v, g, mask, out, dq, dk, dv;
+
+  WholeAttention(unsigned seed, const AttentionParams &params)
+      : q(randomValues<float>(numel(qShape), seed, -1.5, 1.5)),
+        k(randomValues<float>(numel(kShape), seed + 1, -1.5, 1.5)),
+        v(randomValues<float>(numel(vShape), seed + 2)),
+        g(randomValues<float>(numel(oShape), seed + 3)),
+        mask(randomValues<float>(numel(maskShape), seed + 4)),
+        out(numel(oShape)), dq(q.size()), dk(k.size()), dv(v.size()) {
+    attention<float>(q.data(), dimsOf(qShape), k.data(), dimsOf(kShape),
+                     v.data(), dimsOf(vShape), mask.data(), dimsOf(maskShape),
+                     out.data(), dimsOf(oShape), params);
+    attentionBackward<float>(
+        q.data(), dimsOf(qShape), k.data(), dimsOf(kShape), v.data(),
+        dimsOf(vShape), out.data(), dimsOf(oShape), g.data(), dimsOf(oShape),
+        mask.data(), dimsOf(maskShape), dq.data(), dimsOf(qShape), dk.data(),
+        dimsOf(kShape), dv.data(), dimsOf(vShape), params);
+  }
+};
+
 /// Operands stored [B, T, H, D] (the bthd bits of their roles; here every
 /// other role, then all): the same bits as the [B, H, T, D] call, moved.
 TEST(KernelsTest, AttentionTokensOuterIsTheSameArithmetic) {
-  const Shape qShape{2, 3, 10, 4}, kShape{2, 3, 12, 4}, vShape{2, 3, 12, 5},
-      oShape{2, 3, 10, 5}, maskShape{2, 1, 10, 12};
-  auto q = randomValues<float>(numel(qShape), 11, -1.5, 1.5);
-  auto k = randomValues<float>(numel(kShape), 12, -1.5, 1.5);
-  auto v = randomValues<float>(numel(vShape), 13);
-  auto g = randomValues<float>(numel(oShape), 14);
-  auto mask = randomValues<float>(numel(maskShape), 15);
-  const AttentionParams plain{0.5, false};
-  std::vector<float> out(numel(oShape)), dq(q.size()), dk(k.size()),
-      dv(v.size());
-  attention<float>(q.data(), dimsOf(qShape), k.data(), dimsOf(kShape), v.data(),
-                   dimsOf(vShape), mask.data(), dimsOf(maskShape), out.data(),
-                   dimsOf(oShape), plain);
-  attentionBackward<float>(
-      q.data(), dimsOf(qShape), k.data(), dimsOf(kShape), v.data(),
-      dimsOf(vShape), out.data(), dimsOf(oShape), g.data(), dimsOf(oShape),
-      mask.data(), dimsOf(maskShape), dq.data(), dimsOf(qShape), dk.data(),
-      dimsOf(kShape), dv.data(), dimsOf(vShape), plain);
-
+  const WholeAttention whole(11, AttentionParams{0.5, false});
+  const Shape &qShape = whole.qShape, &kShape = whole.kShape,
+              &vShape = whole.vShape, &oShape = whole.oShape,
+              &maskShape = whole.maskShape;
+  const std::vector<float> &q = whole.q, &k = whole.k, &v = whole.v,
+                           &g = whole.g, &out = whole.out, &dq = whole.dq,
+                           &dk = whole.dk, &dv = whole.dv;
+  const std::vector<float> &mask = whole.mask;
   for (int64_t bits : {0b01010101, 0b11111111}) {
     auto stored = [&](const std::vector<float> &x, const Shape &shape,
                       int role) {
@@ -1622,6 +1637,92 @@ TEST(KernelsTest, AttentionTokensOuterIsTheSameArithmetic) {
     EXPECT_EQ(sdq, stored(dq, qShape, kAttentionGradQ)) << "bthd " << bits;
     EXPECT_EQ(sdk, stored(dk, kShape, kAttentionGradK)) << "bthd " << bits;
     EXPECT_EQ(sdv, stored(dv, vShape, kAttentionGradV)) << "bthd " << bits;
+  }
+}
+
+/// `x` of shape [B, H, T, D] as heads [start, start + H) of a buffer of
+/// `stored` heads, laid out [B, T, stored, D] when `outer`, else
+/// [B, stored, T, D]; every other element is `fill`.
+template <typename T>
+std::vector<T> inWindow(const std::vector<T> &x, const Shape &shape,
+                        int64_t stored, int64_t start, bool outer, T fill) {
+  const int64_t b = shape[0], h = shape[1], t = shape[2], d = shape[3];
+  std::vector<T> y(b * stored * t * d, fill);
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      for (int64_t k = 0; k < t; ++k)
+        for (int64_t c = 0; c < d; ++c) {
+          int64_t head = start + j;
+          int64_t at = outer ? ((i * t + k) * stored + head) * d + c
+                             : ((i * stored + head) * t + k) * d + c;
+          y[at] = x[((i * h + j) * t + k) * d + c];
+        }
+  return y;
+}
+
+/// Operands that are windows of heads of larger buffers (`heads` and
+/// `head_starts`, as ztc-fold-head-windows sets them for q, k and v inside
+/// a fused projection), each role its own window, in both layouts: the
+/// same bits as the call on whole tensors, and nothing outside a window
+/// written.
+TEST(KernelsTest, AttentionHeadWindowsAreTheSameArithmetic) {
+  const WholeAttention whole(21, AttentionParams{0.5, true});
+  const Shape &qShape = whole.qShape, &kShape = whole.kShape,
+              &vShape = whole.vShape, &oShape = whole.oShape,
+              &maskShape = whole.maskShape;
+  const std::vector<float> &mask = whole.mask;
+
+  // Role r holds heads [1 + r % 2, 4 + r % 2) of 5 + r % 3.
+  int64_t starts[kAttentionRoles], storedHeads[kAttentionRoles];
+  for (int r = 0; r < kAttentionRoles; ++r) {
+    starts[r] = 1 + r % 2;
+    storedHeads[r] = 5 + r % 3;
+  }
+  const float fill = 7.0f;
+  for (bool outer : {false, true}) {
+    const AttentionParams params{0.5, true, outer ? 0xff : 0, MaybeInt{true, 3},
+                                 Ints{starts}};
+    auto window = [&](const std::vector<float> &x, const Shape &shape,
+                      int role) {
+      return inWindow(x, shape, storedHeads[role], starts[role], outer, fill);
+    };
+    auto dims = [&](const Shape &shape, int role) {
+      Shape stored = shape;
+      stored[1] = storedHeads[role];
+      return dimsOf(outer ? swapHeadsAndTokens(stored) : stored);
+    };
+    auto wq = window(whole.q, qShape, kAttentionQ),
+         wk = window(whole.k, kShape, kAttentionK),
+         wv = window(whole.v, vShape, kAttentionV);
+    std::vector<float> wOut(numel(oShape) / 3 * storedHeads[kAttentionOut],
+                            fill);
+    attention<float>(wq.data(), dims(qShape, kAttentionQ), wk.data(),
+                     dims(kShape, kAttentionK), wv.data(),
+                     dims(vShape, kAttentionV), mask.data(), dimsOf(maskShape),
+                     wOut.data(), dims(oShape, kAttentionOut), params);
+    EXPECT_EQ(wOut, window(whole.out, oShape, kAttentionOut))
+        << "outer " << outer;
+
+    auto wo = window(whole.out, oShape, kAttentionOut),
+         wg = window(whole.g, oShape, kAttentionGradOut);
+    std::vector<float> wdq(numel(qShape) / 3 * storedHeads[kAttentionGradQ],
+                           fill),
+        wdk(numel(kShape) / 3 * storedHeads[kAttentionGradK], fill),
+        wdv(numel(vShape) / 3 * storedHeads[kAttentionGradV], fill);
+    attentionBackward<float>(
+        wq.data(), dims(qShape, kAttentionQ), wk.data(),
+        dims(kShape, kAttentionK), wv.data(), dims(vShape, kAttentionV),
+        wo.data(), dims(oShape, kAttentionOut), wg.data(),
+        dims(oShape, kAttentionGradOut), mask.data(), dimsOf(maskShape),
+        wdq.data(), dims(qShape, kAttentionGradQ), wdk.data(),
+        dims(kShape, kAttentionGradK), wdv.data(),
+        dims(vShape, kAttentionGradV), params);
+    EXPECT_EQ(wdq, window(whole.dq, qShape, kAttentionGradQ))
+        << "outer " << outer;
+    EXPECT_EQ(wdk, window(whole.dk, kShape, kAttentionGradK))
+        << "outer " << outer;
+    EXPECT_EQ(wdv, window(whole.dv, vShape, kAttentionGradV))
+        << "outer " << outer;
   }
 }
 

@@ -289,3 +289,50 @@ func.func @config_bits_kind(%q: memref<1x2x3x4xf32>) {
   kernel.call "attention" ins(%q, %q, %q : memref<1x2x3x4xf32>, memref<1x2x3x4xf32>, memref<1x2x3x4xf32>) outs(%a : memref<1x2x3x4xf32>) {config = {bthd = true, scale = 5.000000e-01 : f64}}
   return
 }
+
+// -----
+
+// Windows of heads (ztc-fold-head-windows) come with a head count.
+func.func @head_starts_alone(%q: memref<1x2x6x4xf32>) {
+  %a = kernel.alloc : memref<1x2x2x4xf32>
+  // expected-error @+1 {{'attention' takes 'heads' and 'head_starts' together}}
+  kernel.call "attention" ins(%q, %q, %q : memref<1x2x6x4xf32>, memref<1x2x6x4xf32>, memref<1x2x6x4xf32>) outs(%a : memref<1x2x2x4xf32>) {config = {bthd = 15 : i64, head_starts = array<i64: 0, 2, 4, 0, 0, 0, 0, 0>, scale = 5.000000e-01 : f64}}
+  return
+}
+
+// -----
+
+func.func @head_starts_per_role(%q: memref<1x2x6x4xf32>) {
+  %a = kernel.alloc : memref<1x2x2x4xf32>
+  // expected-error @+1 {{'attention' needs one 'head_starts' entry per operand role (8), got 3}}
+  kernel.call "attention" ins(%q, %q, %q : memref<1x2x6x4xf32>, memref<1x2x6x4xf32>, memref<1x2x6x4xf32>) outs(%a : memref<1x2x2x4xf32>) {config = {bthd = 15 : i64, heads = 2 : i64, head_starts = array<i64: 0, 2, 4>, scale = 5.000000e-01 : f64}}
+  return
+}
+
+// -----
+
+func.func @heads_positive(%q: memref<1x2x6x4xf32>) {
+  %a = kernel.alloc : memref<1x2x2x4xf32>
+  // expected-error @+1 {{'attention' needs 'heads' of at least 1, got 0}}
+  kernel.call "attention" ins(%q, %q, %q : memref<1x2x6x4xf32>, memref<1x2x6x4xf32>, memref<1x2x6x4xf32>) outs(%a : memref<1x2x2x4xf32>) {config = {bthd = 15 : i64, heads = 0 : i64, head_starts = array<i64: 0, 2, 4, 0, 0, 0, 0, 0>, scale = 5.000000e-01 : f64}}
+  return
+}
+
+// -----
+
+// v's window, heads 5 and 6, lies past the 6 heads its buffer holds.
+func.func @window_outside(%q: memref<1x2x6x4xf32>) {
+  %a = kernel.alloc : memref<1x2x2x4xf32>
+  // expected-error @+1 {{'attention' operand 2 has heads [0, 6), not the window [5, 7)}}
+  kernel.call "attention" ins(%q, %q, %q : memref<1x2x6x4xf32>, memref<1x2x6x4xf32>, memref<1x2x6x4xf32>) outs(%a : memref<1x2x2x4xf32>) {config = {bthd = 15 : i64, heads = 2 : i64, head_starts = array<i64: 0, 2, 5, 0, 0, 0, 0, 0>, scale = 5.000000e-01 : f64}}
+  return
+}
+
+// -----
+
+func.func @window_rank(%q: memref<2x6x4xf32>) {
+  %a = kernel.alloc : memref<2x6x4xf32>
+  // expected-error @+1 {{'attention' reads windows of heads from rank-4 operands only; operand 0 has rank 3}}
+  kernel.call "attention" ins(%q, %q, %q : memref<2x6x4xf32>, memref<2x6x4xf32>, memref<2x6x4xf32>) outs(%a : memref<2x6x4xf32>) {config = {heads = 1 : i64, head_starts = array<i64: 0, 0, 0, 0, 0, 0, 0, 0>, scale = 5.000000e-01 : f64}}
+  return
+}
