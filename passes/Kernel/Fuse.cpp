@@ -63,20 +63,29 @@ bool canMoveTo(kernel::ElementwiseOp producer, Operation *consumer) {
   return true;
 }
 
+/// Whether two elementwise kernels iterate over the same elements: their
+/// outputs have one shape, whatever their element types (a comparison
+/// feeding a selection, a cast feeding arithmetic).
+bool sameSpace(kernel::ElementwiseOp a, kernel::ElementwiseOp b) {
+  return cast<MemRefType>(a.getOutput().getType()).getShape() ==
+         cast<MemRefType>(b.getOutput().getType()).getShape();
+}
+
 /// Whether `consumer` reads each of `producer`'s outputs it reads at all as
 /// that very buffer, whole (no view of it, no broadcast): the fused loop
 /// hands it their new elements, where a read through a view would see the
 /// old ones.
 bool readsOutputsWhole(kernel::ElementwiseOp producer,
                        kernel::ElementwiseOp consumer) {
-  Type space = producer.getOutput().getType();
+  ArrayRef<int64_t> space =
+      cast<MemRefType>(consumer.getOutput().getType()).getShape();
   DenseSet<Value> roots;
   for (Value output : producer.getOutputs())
     roots.insert(kernel::rootBuffer(output));
   return llvm::all_of(consumer.getInputs(), [&](Value input) {
     return !roots.contains(kernel::rootBuffer(input)) ||
            (llvm::is_contained(producer.getOutputs(), input) &&
-            input.getType() == space);
+            cast<MemRefType>(input.getType()).getShape() == space);
   });
 }
 
@@ -104,7 +113,7 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
   // touch them either.
   if (!producer ||
       llvm::is_contained(kernel::writtenBuffers(consumer), buffer) ||
-      producer.getOutput().getType() != consumer.getOutput().getType() ||
+      !sameSpace(producer, consumer) ||
       producer->getBlock() != consumer->getBlock() ||
       !producer->isBeforeInBlock(consumer) || !canMoveTo(producer, consumer) ||
       (producer.getOutputs().size() > 1 &&
@@ -164,8 +173,7 @@ kernel::ElementwiseOp fusibleSharedProducer(Value buffer,
         !consumer->isBeforeInBlock(user))
       return nullptr;
   }
-  if (!producer ||
-      producer.getOutput().getType() != consumer.getOutput().getType() ||
+  if (!producer || !sameSpace(producer, consumer) ||
       producer->getBlock() != consumer->getBlock() ||
       !producer->isBeforeInBlock(consumer) ||
       !readsOutputsWhole(producer, consumer) ||

@@ -1,13 +1,21 @@
 //===- Canonicalize.cpp - rewrite patterns of nn ops ------------*- C++ -*-===//
 //
 // The canonicalization patterns of the nn dialect, for rewrites a fold
-// cannot express because they build new ops. So far one family: the
-// gradient of a tensor that a model cuts into pieces (GPT-2's fused q/k/v
-// projection split three ways, ONNX Split, a Slice per head) arrives from
-// autodiff as a sum of `nn.insert_slice`s of each piece's gradient into
-// zeros. Every one of those writes a whole tensor of zeros and the sum reads
-// them all; the pieces' gradients only need to sit side by side, which is a
-// concat, PyTorch's own backward of a split.
+// cannot express because they build new ops. Both undo what autodiff
+// builds term by term where the whole is known:
+//
+//   - The gradient of a tensor that a model cuts into pieces (GPT-2's fused
+//     q/k/v projection split three ways, ONNX Split, a Slice per head)
+//     arrives as a sum of `nn.insert_slice`s of each piece's gradient into
+//     zeros. Every one of those writes a whole tensor of zeros and the sum
+//     reads them all; the pieces' gradients only need to sit side by side,
+//     which is a concat, PyTorch's own backward of a split.
+//   - The cross-entropy's gradient scatters each row's weight to its label
+//     with a one-hot `nn.where`, and log-softmax's backward sums that row
+//     again: a sum whose only non-zero term is the weight, so the sum is
+//     the weight (where the label is a class). Without it the loss's
+//     backward keeps two [tokens, vocabulary] tensors and a reduction over
+//     the vocabulary; with it the whole backward is one elementwise loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,7 +171,98 @@ struct AddOfDisjointPieces : OpRewritePattern<AddOp> {
   }
 };
 
+/// Whether `value` is a constant integer tensor that counts 0, 1, ...,
+/// `count` - 1 along `axis`, of `rank` dimensions, every other one 1: the
+/// class indices a one-hot comparison tests labels against.
+bool isIota(Value value, int64_t rank, int64_t axis, int64_t count) {
+  Attribute attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return false;
+  auto ints = dyn_cast<DenseIntElementsAttr>(attr);
+  if (!ints)
+    return false;
+  ArrayRef<int64_t> shape = ints.getType().getShape();
+  if (static_cast<int64_t>(shape.size()) != rank || shape[axis] != count)
+    return false;
+  for (auto [dim, size] : llvm::enumerate(shape))
+    if (static_cast<int64_t>(dim) != axis && size != 1)
+      return false;
+  int64_t expected = 0;
+  for (const APInt &element : ints.getValues<APInt>())
+    if (element.getSExtValue() != expected++)
+      return false;
+  return true;
+}
+
+/// A sum along `axis` of `where(iota == label, x, 0)`, where the iota
+/// counts the classes along `axis` and neither `label` nor `x` varies
+/// along it, has one non-zero term at most: it is `x` where
+/// `0 <= label < classes`, else 0. (Exactly: adding zeros changes nothing
+/// but the sign of a zero x.)
+struct SumOfOneHot : OpRewritePattern<ReduceSumOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReduceSumOp op,
+                                PatternRewriter &rewriter) const override {
+    auto where = op.getX().getDefiningOp<WhereOp>();
+    if (op.getAxes().size() != 1 || !where || !isZeros(where.getB()))
+      return rewriter.notifyMatchFailure(op, "not a sum of a selection");
+    RankedTensorType type = where.getType();
+    int64_t rank = type.getRank(), axis = op.getAxes()[0];
+    if (!type.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    auto equal = where.getCond().getDefiningOp<EqualOp>();
+    if (!equal)
+      return rewriter.notifyMatchFailure(op, "not a one-hot selection");
+    // The label side: the comparison's other operand, one per row. Every
+    // index along the axis is a class, each tested once.
+    int64_t classes = type.getDimSize(axis);
+    Value label;
+    if (isIota(equal.getLhs(), rank, axis, classes))
+      label = equal.getRhs();
+    else if (isIota(equal.getRhs(), rank, axis, classes))
+      label = equal.getLhs();
+    auto constantAlongAxis = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      int64_t at = axis - (rank - t.getRank());
+      return at < 0 || t.getDimSize(at) == 1;
+    };
+    // So the selection below, of label, x and the zeros, has the kept
+    // shape's elements: it needs at most a reshape.
+    if (!label || !constantAlongAxis(label) ||
+        !constantAlongAxis(where.getA()) || !constantAlongAxis(where.getB()))
+      return rewriter.notifyMatchFailure(op, "not one class per row");
+
+    // where(0 <= label < classes, x, 0), of the kept shape.
+    Location loc = op.getLoc();
+    Type indexType = cast<RankedTensorType>(label.getType()).getElementType();
+    auto scalar = [&](int64_t v) -> Value {
+      auto t = RankedTensorType::get({}, indexType);
+      return arith::ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(t, rewriter.getIntegerAttr(indexType, v)));
+    };
+    Value below = LessOp::create(rewriter, loc, label, scalar(0));
+    Value under =
+        LessOp::create(rewriter, loc, label, scalar(type.getDimSize(axis)));
+    Value inRange = AndOp::create(
+        rewriter, loc, NotOp::create(rewriter, loc, below.getType(), below),
+        under);
+    Value picked =
+        WhereOp::create(rewriter, loc, inRange, where.getA(), where.getB());
+    if (picked.getType() != op.getType())
+      picked = ReshapeOp::create(rewriter, loc, op.getType(), picked);
+    rewriter.replaceOp(op, picked);
+    return success();
+  }
+};
+
 } // namespace
+
+void ReduceSumOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<SumOfOneHot>(context);
+}
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                         MLIRContext *context) {

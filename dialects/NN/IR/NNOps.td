@@ -966,6 +966,8 @@ def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", [NN_WideCompute]> {
   }];
   // Folds small integer constants.
   let hasFolder = 1;
+  // A sum of a one-hot selection is the selected value (Canonicalize.cpp).
+  let hasCanonicalizer = 1;
 }
 
 def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", [NN_WideCompute]> {

@@ -351,3 +351,59 @@ func.func @pieces_kept(%a: tensor<2x8xf32>, %b: tensor<4x2xf32>, %c: tensor<2x2x
   %r5 = nn.add %p2, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
   return %r0, %r1, %r2, %r3, %r4, %r5 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// The cross-entropy's backward: each row's weight scattered to its label
+// by a one-hot selection, then summed over the classes again by
+// log-softmax's backward. The sum is the weight where the label is a class
+// (0 <= label < 4), zero elsewhere, with no [rows, classes] tensor.
+// CHECK-LABEL: func.func @sum_of_one_hot
+// CHECK-SAME: (%[[L:.+]]: tensor<3x1xi64>, %[[W:.+]]: tensor<3x1xf32>)
+// CHECK-NOT: nn.reduce_sum
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant dense<0> : tensor<i64>
+// CHECK-DAG: %[[FOUR:.+]] = arith.constant dense<4> : tensor<i64>
+// CHECK-DAG: %[[FZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[BELOW:.+]] = nn.less %[[L]], %[[ZERO]]
+// CHECK: %[[UNDER:.+]] = nn.less %[[L]], %[[FOUR]]
+// CHECK: %[[NOT:.+]] = nn.not %[[BELOW]]
+// CHECK: %[[IN:.+]] = nn.and %[[NOT]], %[[UNDER]]
+// CHECK: %[[S:.+]] = nn.where %[[IN]], %[[W]], %[[FZERO]] : tensor<3x1xi1>, tensor<3x1xf32>, tensor<f32> -> tensor<3x1xf32>
+// CHECK-NOT: nn.reduce_sum
+// CHECK: %[[R:.+]] = nn.reshape %{{.+}} : tensor<3x1xf32> -> tensor<3xf32>
+// CHECK: return %[[S]], %[[R]]
+func.func @sum_of_one_hot(%labels: tensor<3x1xi64>, %w: tensor<3x1xf32>) -> (tensor<3x1xf32>, tensor<3xf32>) {
+  %iota = arith.constant dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %hot = nn.equal %iota, %labels : tensor<1x4xi64>, tensor<3x1xi64> -> tensor<3x4xi1>
+  %g = nn.where %hot, %w, %zero : tensor<3x4xi1>, tensor<3x1xf32>, tensor<f32> -> tensor<3x4xf32>
+  %s = nn.reduce_sum %g {axes = array<i64: 1>, keepdims = true} : tensor<3x4xf32> -> tensor<3x1xf32>
+  %r = nn.reduce_sum %g {axes = array<i64: 1>, keepdims = false} : tensor<3x4xf32> -> tensor<3xf32>
+  return %s, %r : tensor<3x1xf32>, tensor<3xf32>
+}
+
+// Sums that stay: indices that are not 0, 1, ... in order, a sum along
+// the axis the weight varies on, a selection of non-zeros, a sum over two
+// axes, and indices that do not cover the axis (one index, 0, matched by
+// all four columns the zeros stretch the selection to).
+// CHECK-LABEL: func.func @sums_kept
+// CHECK-COUNT-5: nn.reduce_sum
+func.func @sums_kept(%labels: tensor<3x1xi64>, %w: tensor<3x1xf32>, %v: tensor<3x4xf32>, %one: tensor<f32>)
+    -> (tensor<3x1xf32>, tensor<3x1xf32>, tensor<3x1xf32>, tensor<f32>, tensor<3x1xf32>) {
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %odd = arith.constant dense<[[0, 2, 1, 3]]> : tensor<1x4xi64>
+  %iota = arith.constant dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>
+  %h0 = nn.equal %odd, %labels : tensor<1x4xi64>, tensor<3x1xi64> -> tensor<3x4xi1>
+  %g0 = nn.where %h0, %w, %zero : tensor<3x4xi1>, tensor<3x1xf32>, tensor<f32> -> tensor<3x4xf32>
+  %s0 = nn.reduce_sum %g0 {axes = array<i64: 1>, keepdims = true} : tensor<3x4xf32> -> tensor<3x1xf32>
+  %h1 = nn.equal %iota, %labels : tensor<1x4xi64>, tensor<3x1xi64> -> tensor<3x4xi1>
+  %g1 = nn.where %h1, %v, %zero : tensor<3x4xi1>, tensor<3x4xf32>, tensor<f32> -> tensor<3x4xf32>
+  %s1 = nn.reduce_sum %g1 {axes = array<i64: 1>, keepdims = true} : tensor<3x4xf32> -> tensor<3x1xf32>
+  %g2 = nn.where %h1, %w, %one : tensor<3x4xi1>, tensor<3x1xf32>, tensor<f32> -> tensor<3x4xf32>
+  %s2 = nn.reduce_sum %g2 {axes = array<i64: 1>, keepdims = true} : tensor<3x4xf32> -> tensor<3x1xf32>
+  %s3 = nn.reduce_sum %g1 {axes = array<i64: 0, 1>, keepdims = false} : tensor<3x4xf32> -> tensor<f32>
+  %first = arith.constant dense<[[0]]> : tensor<1x1xi64>
+  %zeros = arith.constant dense<0.0> : tensor<3x4xf32>
+  %h4 = nn.equal %first, %labels : tensor<1x1xi64>, tensor<3x1xi64> -> tensor<3x1xi1>
+  %g4 = nn.where %h4, %w, %zeros : tensor<3x1xi1>, tensor<3x1xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+  %s4 = nn.reduce_sum %g4 {axes = array<i64: 1>, keepdims = true} : tensor<3x4xf32> -> tensor<3x1xf32>
+  return %s0, %s1, %s2, %s3, %s4 : tensor<3x1xf32>, tensor<3x1xf32>, tensor<3x1xf32>, tensor<f32>, tensor<3x1xf32>
+}

@@ -28,6 +28,35 @@ func.func @chain(%a: memref<4xf32>, %b: memref<4xf32>) -> memref<4xf32> {
 
 // -----
 
+// Loops over the same elements fuse whatever their element types: the
+// one-hot comparison of a cross-entropy's backward (i1) into the selection
+// that reads it (f32), and the bool buffer disappears.
+// CHECK-LABEL: func.func @other_element_type
+// CHECK: %[[OUT:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NOT: kernel.alloc
+// CHECK: kernel.elementwise ins(%{{.+}} : memref<4x1xf32>, memref<1x8xi64>, memref<4x1xi64>) outs(%[[OUT]] : memref<4x8xf32>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK-NOT: kernel.elementwise
+func.func @other_element_type(%iota: memref<1x8xi64>, %labels: memref<4x1xi64>, %w: memref<4x1xf32>) -> memref<4x8xf32> {
+  %hot = kernel.alloc : memref<4x8xi1>
+  kernel.elementwise ins(%iota, %labels : memref<1x8xi64>, memref<4x1xi64>) outs(%hot : memref<4x8xi1>) {
+  ^bb0(%i: i64, %l: i64):
+    %0 = arith.cmpi eq, %i, %l : i64
+    kernel.yield %0 : i1
+  }
+  %out = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%hot, %w : memref<4x8xi1>, memref<4x1xf32>) outs(%out : memref<4x8xf32>) {
+  ^bb0(%h: i1, %x: f32):
+    %c0 = arith.constant 0.0 : f32
+    %0 = arith.select %h, %x, %c0 : f32
+    kernel.yield %0 : f32
+  }
+  return %out : memref<4x8xf32>
+}
+
+// -----
+
 // A producer whose result is also read after the consumer (here returned,
 // as an activation kept for the backward is) runs inside the consumer's
 // loop and still stores its values: one kernel writing both buffers,
