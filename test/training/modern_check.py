@@ -87,8 +87,11 @@ def curve_error(ours, reference):
 # form: PyTorch's dynamo exporter with grouped-query attention and its NaN
 # guard (Llama; Qwen3 adds normalized q and k), the same at opset 23 (the
 # mask's guard for fully masked rows computed from the constant mask,
-# which folding removes), and the TorchScript one.
-FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript")
+# which folding removes), and the TorchScript one; and Phi-3, whose v
+# attention reads as a window of heads of its fused qkv projection and
+# whose dv it writes into that projection's gradient
+# (ztc-fold-head-windows), beside q and k stored [B, H, T, D].
+FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript", "phi3")
 
 
 def variants(args, name, tmp, reference, reference_ckpt, meta):
