@@ -87,11 +87,12 @@ def curve_error(ours, reference):
 # form: PyTorch's dynamo exporter with grouped-query attention and its NaN
 # guard (Llama; Qwen3 adds normalized q and k), the same at opset 23 (the
 # mask's guard for fully masked rows computed from the constant mask,
-# which folding removes), and the TorchScript one; and Phi-3, whose v
-# attention reads as a window of heads of its fused qkv projection and
-# whose dv it writes into that projection's gradient
-# (ztc-fold-head-windows), beside q and k stored [B, H, T, D].
-FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript", "phi3")
+# which folding removes), and the TorchScript one; and Hugging Face's
+# GPT-2 and Phi-3, whose fused projections (c_attn, qkv_proj) attention
+# reads windows of heads of and writes its gradients into
+# (ztc-fold-head-windows): GPT-2's q, k and v, Phi-3's v beside q and k
+# stored [B, H, T, D] after their rotary embeddings.
+FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript", "phi3", "gpt2")
 
 
 def variants(args, name, tmp, reference, reference_ckpt, meta):
