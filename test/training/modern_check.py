@@ -46,9 +46,16 @@ from checks import check, read_checkpoint, read_safetensors, summary  # noqa: E4
 STEM = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def run(*args):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True,
-                          text=True)
+def run(*args, env=None):
+    """Runs a command; a failure shows its output's last lines (a rank's
+    error under mpirun is there, not in the exit status)."""
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                            env=env)
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-20:]
+        sys.exit("FAIL: %s exited with %d:\n%s"
+                 % (" ".join(str(a) for a in args), result.returncode, "\n".join(tail)))
+    return result
 
 
 def relative(ours, reference):
@@ -110,10 +117,8 @@ def variants(args, name, tmp, reference, reference_ckpt, meta):
         trainer = args.ztc_train if launcher else args.ztc
         command = [*launcher, trainer] + ([] if launcher else ["train"])
         extra = ["--save", save] if save else []
-        result = subprocess.run([str(a) for a in command + [art, "--data", data, "--steps",
-                                                            "20", "--log-every", "1", *extra]],
-                                check=True, capture_output=True, text=True,
-                                env=MPI_ENV if launcher else None)
+        result = run(*command, art, "--data", data, "--steps", "20", "--log-every", "1",
+                     *extra, env=MPI_ENV if launcher else None)
         return losses_of(result.stderr)
 
     if name in FUSED_ATTENTION:
