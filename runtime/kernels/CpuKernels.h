@@ -132,7 +132,7 @@
 //   parameters' bthd is stored [B, T, H, D] instead.
 // layerNorm<T>: x, scale, bias or nullptr; normalizes over dims[axis:],
 //   scale/bias have shape dims[axis:]. layerNormBackward<T>: x, scale, gy
-//   -> the gradient of layerNorm's x.
+//   -> the gradients of layerNorm's x, scale and bias.
 // batchNorm<T>: x [N,C,...], scale, bias, mean, var: inference form with
 //   the given running statistics.
 // reduceSum<T>, reduceMean<T>, reduceMax<T>: over `axes`; y has the kept

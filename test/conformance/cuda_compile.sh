@@ -194,8 +194,8 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   softmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
   logSoftmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
   layerNorm<T>(p, d, p, d, p, d, p, d, ztc::LayerNormParams{1, 1e-5}, s);
-  layerNormBackward<T>(p, d, p, d, p, d, p, d, ztc::LayerNormParams{1, 1e-5},
-                       s);
+  layerNormBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d,
+                       ztc::LayerNormParams{1, 1e-5}, z, s);
   batchNorm<T>(p, d, p, d, p, d, p, d, p, d, p, d, ztc::BatchNormParams{1e-5},
                s);
   reduceSum<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, z, s);

@@ -181,23 +181,28 @@ def parse_signature(func, line):
 
 
 def parse_op(func, line):
-    m = re.fullmatch(r"(%\w+) = ([\w.]+) (.*)", line)
-    result, name, rest = m.groups()
+    """An op of one result, or of several: named (`%a, %b = ...`) or
+    numbered (`%r:2 = ...`, read as %r#0 and %r#1)."""
+    m = re.fullmatch(r"((?:%\w+, )*%\w+)(?::(\d+))? = ([\w.]+) (.*)", line)
+    names, count, name, rest = m.groups()
+    result = names.split(", ") if ", " in names else names
+    if count:
+        result = [f"{names}#{i}" for i in range(int(count))]
     if name == "arith.constant":
         value, type_text = rest.rsplit(" : ", 1)
         func.ops.append((result, name, [], {"value": parse_dense(value, type_text)},
                          parse_type(type_text)))
         return
-    operands = re.match(r"((?:%\w+(?:, )?)*)", rest).group(1)
+    operands = re.match(r"((?:%\w+(?:#\d+)?(?:, )?)*)", rest).group(1)
     rest = rest[len(operands):].strip()
     attrs = {}
     if rest.startswith("{"):
         end = matching(rest, 0)
         attrs = parse_attrs(rest[:end + 1])
         rest = rest[end + 1:].strip()
-    result_type = rest.rsplit("->", 1)[1].strip()
+    result_types = [parse_type(t) for t in split_top(rest.rsplit("->", 1)[1])]
     func.ops.append((result, name, [o.strip() for o in operands.split(",") if o.strip()],
-                     attrs, parse_type(result_type)))
+                     attrs, result_types[0] if len(result_types) == 1 else result_types))
 
 
 def parse_module(text):
@@ -355,14 +360,17 @@ def layer_norm(x, scale, bias, a):
 
 
 def layer_norm_backward(x, scale, dy, a):
-    """nn.layer_norm_backward's formula (the finite differences check it)."""
+    """nn.layer_norm_backward's formulas (the finite differences check them):
+    the gradients of the input, the scale and the bias."""
     axes = tuple(range(a["axis"], x.ndim))
+    rows = tuple(range(a["axis"]))
     mean = x.mean(axis=axes, keepdims=True)
     rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + a["epsilon"])
     xhat = (x - mean) * rstd
     dn = dy * scale
-    return rstd * (dn - dn.mean(axis=axes, keepdims=True)
-                   - xhat * (dn * xhat).mean(axis=axes, keepdims=True))
+    dx = rstd * (dn - dn.mean(axis=axes, keepdims=True)
+                 - xhat * (dn * xhat).mean(axis=axes, keepdims=True))
+    return dx, (dy * xhat).sum(axis=rows), dy.sum(axis=rows)
 
 
 def batch_norm(x, scale, bias, mean, var, a):
@@ -489,11 +497,17 @@ def run(func, args):
         if name == "arith.constant":
             value = attrs["value"]
         else:
-            value = np.asarray(OPS[name]([env[o] for o in operands], attrs, rtype))
-        if value.shape != rtype[0]:
-            raise RuntimeError(f"@{func.name}: {name} gave shape {value.shape}, "
-                               f"the IR says {rtype[0]}")
-        env[result] = convert(value, rtype[1])
+            value = OPS[name]([env[o] for o in operands], attrs, rtype)
+        if isinstance(rtype, list):
+            named = list(zip(result, value, rtype))
+        else:
+            named = [(result, value, rtype)]
+        for key, v, t in named:
+            v = np.asarray(v)
+            if v.shape != t[0]:
+                raise RuntimeError(f"@{func.name}: {name} gave shape {v.shape}, "
+                                   f"the IR says {t[0]}")
+            env[key] = convert(v, t[1])
     return [env[name] for name in func.returned]
 
 

@@ -1008,7 +1008,7 @@ LogicalResult LayerNormBackwardOp::inferReturnTypes(
       failed(checkGradOutput(location, getOperationName(), x,
                              tensorType(adaptor.getGradOutput()))))
     return failure();
-  types.push_back(x);
+  types.append({x, scale, scale});
   return success();
 }
 

@@ -753,35 +753,39 @@ def NN_LayerNormOp : NN_Op<"layer_norm", !listconcat(NN_InferredResult,
 
 def NN_LayerNormBackwardOp
     : NN_Op<"layer_norm_backward", !listconcat(NN_InferredResult,
-    [NN_FollowCompute, NN_FlopsPerElement<14>,
+    [NN_FollowCompute, NN_FlopsPerElement<17>,
      NN_LibraryCall<"layer_norm_backward", ["axis", "epsilon"]>])> {
-  let summary = "gradient of nn.layer_norm with respect to its input";
+  let summary = "gradients of nn.layer_norm: its input, scale and bias";
   let description = [{
     For the forward `nn.layer_norm` of `x` with `scale`, `axis` and
-    `epsilon`, the gradient of its input given `grad_output` (the result's
-    gradient): per normalized row, with `xhat` the normalized input, `rstd`
-    one over the standard deviation and `dn = grad_output * scale`,
+    `epsilon`, given `grad_output` (the result's gradient): per normalized
+    row, with `xhat` the normalized input, `rstd` one over the standard
+    deviation and `dn = grad_output * scale`, the input's gradient
 
-        rstd * (dn - mean(dn) - xhat * mean(dn * xhat)).
+        rstd * (dn - mean(dn) - xhat * mean(dn * xhat)),
 
-    One kernel that reads each row once from memory, where the formula
-    written in nn ops takes four row reductions and the elementwise work
-    between them. The result has `x`'s type; `grad_output` has it too and
-    `scale` has the shape `x.shape[axis:]`.
+    and, summed over the rows, the scale's gradient `sum(grad_output *
+    xhat)` and the bias's `sum(grad_output)` (of use when the forward has a
+    bias). One kernel that reads each row once from memory, where the
+    formulas written in nn ops take four row reductions, a recomputed
+    normalization and two sums over the rows. `grad_output` and the input's
+    gradient have `x`'s type; `scale` and the other two gradients have the
+    shape `x.shape[axis:]`.
 
     Example:
 
     ```mlir
-    %dx = nn.layer_norm_backward %x, %s, %dy
-            {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
-            : tensor<2x8x64xf32>, tensor<64xf32>, tensor<2x8x64xf32>
-            -> tensor<2x8x64xf32>
+    %g:3 = nn.layer_norm_backward %x, %s, %dy
+             {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
+             : tensor<2x8x64xf32>, tensor<64xf32>, tensor<2x8x64xf32>
+             -> tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
                    NN_FloatTensor:$grad_output, I64Attr:$axis,
                    F64Attr:$epsilon);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs NN_FloatTensor:$grad_x, NN_FloatTensor:$grad_scale,
+                 NN_FloatTensor:$grad_bias);
 }
 
 //===----------------------------------------------------------------------===//

@@ -125,24 +125,17 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  VjpBuilder v(b, getLoc());
   Value g = resultGrads[0], x = getX();
-  RankedTensorType scaleType = getScale().getType();
-  // dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)), dn = g * scale:
-  // one fused kernel, which recomputes the row statistics.
-  Value dx = LayerNormBackwardOp::create(b, getLoc(), x, getScale(), g,
-                                         getAxisAttr(), getEpsilonAttr());
-  // The normalized input xhat for the scale's gradient: this op with a
-  // scale of ones and no bias, again one kernel.
-  Value ones = v.broadcastTo(v.scalar(x, 1.0), scaleType.getShape());
-  Value normalized = LayerNormOp::create(b, getLoc(), x, ones, Value(),
-                                         static_cast<int64_t>(getAxis()),
-                                         getEpsilon().convertToDouble());
-  Value dscale = v.sumToShape(v.mul(g, normalized), scaleType);
+  // One kernel for all three (nn.layer_norm_backward recomputes the row
+  // statistics): dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)) with
+  // dn = g * scale, the scale's sum(g * xhat) and the bias's sum(g) over
+  // the rows. Without a bias, the third result goes unused.
+  auto grads = LayerNormBackwardOp::create(b, getLoc(), x, getScale(), g,
+                                           getAxisAttr(), getEpsilonAttr());
   if (!getBias())
-    return setGradients(operandGrads, {dx, dscale});
-  return setGradients(operandGrads,
-                      {dx, dscale, v.sumToShape(g, getBias().getType())});
+    return setGradients(operandGrads, {grads.getGradX(), grads.getGradScale()});
+  return setGradients(operandGrads, {grads.getGradX(), grads.getGradScale(),
+                                     grads.getGradBias()});
 }
 
 LogicalResult LayerNormBackwardOp::buildVjp(OpBuilder &, ArrayRef<Value>,

@@ -1,6 +1,6 @@
 //===- Norm.h - softmax and normalization on the CPU ------------*- C++ -*-===//
 //
-// softmax, logSoftmax, layerNorm with its gradient, and batchNorm (inference
+// softmax, logSoftmax, layerNorm with its gradients, and batchNorm (inference
 // form). A row's sums run in vector lanes, in an order the code fixes, so
 // results do not depend on the thread count.
 //
@@ -10,6 +10,7 @@
 #define ZTC_RUNTIME_KERNELS_CPU_NORM_H
 
 #include "Common.h"
+#include "Reduce.h"
 
 #include "../Dims.h"
 #include "../Library.h"
@@ -20,6 +21,7 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace ztc::cpu {
 
@@ -145,45 +147,72 @@ void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
   }
 }
 
-/// The gradient of layerNorm's input: per row of the normalized dimensions,
-/// rstd * (dn - mean(dn) - xhat * mean(dn * xhat)) with dn = gy * scale,
-/// xhat the normalized input and rstd one over its standard deviation (the
-/// statistics recomputed as layerNorm computes them). The row stays in
-/// cache between its passes.
+/// The gradients of layerNorm's input, scale and bias. Per row of the
+/// normalized dimensions, the input's is rstd * (dn - mean(dn) - xhat *
+/// mean(dn * xhat)) with dn = gy * scale, xhat the normalized input and
+/// rstd one over its standard deviation (the statistics recomputed as
+/// layerNorm computes them); the scale's is the sum over the rows of gy *
+/// xhat (each product rounded to ComputeT), the bias's the sum of gy, both
+/// added in SumT. The rows go in reduceChunks(rows) chunks, a thread each,
+/// every chunk's sums row by row; the chunks' sums are added in chunk
+/// order, so the threads change no result. A row stays in cache between
+/// its passes.
 template <typename T>
 void layerNormBackward(const T *x, const Dims &dims, const T *scale,
                        const Dims &, const T *gy, const Dims &, T *gx,
+                       const Dims &, T *gscale, const Dims &, T *gbias,
                        const Dims &, const LayerNormParams &params) {
   const int64_t axis = params.axis;
   const double epsilon = params.epsilon;
   using Acc = detail::ComputeT<T>;
+  using Sum = detail::SumT<T>;
   const NormalizedRows shape = normalizedRows(dims, axis);
   const int64_t rows = shape.rows, length = shape.length;
   if (length == 0)
     return;
+  const int64_t chunks = detail::reduceChunks(rows);
+  // Per chunk: the scale's sums, then the bias's.
+  std::vector<Sum> partial(static_cast<size_t>(chunks * 2 * length), Sum(0));
 #pragma omp parallel for if (rows * length > detail::kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *in = x + r * length, *g = gy + r * length;
-    T *out = gx + r * length;
-    const std::pair<Acc, Acc> stats =
-        detail::rowStatistics(in, length, epsilon);
-    const Acc mean = stats.first, rstd = stats.second;
-    Acc dnSum = 0, dnXhatSum = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    Sum *scaleSums = partial.data() + c * 2 * length;
+    Sum *biasSums = scaleSums + length;
+    for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) {
+      const T *in = x + r * length, *g = gy + r * length;
+      T *out = gx + r * length;
+      const std::pair<Acc, Acc> stats =
+          detail::rowStatistics(in, length, epsilon);
+      const Acc mean = stats.first, rstd = stats.second;
+      Acc dnSum = 0, dnXhatSum = 0;
 #pragma omp simd reduction(+ : dnSum, dnXhatSum)
-    for (int64_t i = 0; i < length; ++i) {
-      Acc dn = detail::load(g[i]) * detail::load(scale[i]);
-      Acc xhat = (detail::load(in[i]) - mean) * rstd;
-      dnSum += dn;
-      dnXhatSum += dn * xhat;
-    }
-    Acc dnMean = dnSum / static_cast<Acc>(length);
-    Acc dnXhatMean = dnXhatSum / static_cast<Acc>(length);
+      for (int64_t i = 0; i < length; ++i) {
+        Acc dn = detail::load(g[i]) * detail::load(scale[i]);
+        Acc xhat = (detail::load(in[i]) - mean) * rstd;
+        dnSum += dn;
+        dnXhatSum += dn * xhat;
+      }
+      Acc dnMean = dnSum / static_cast<Acc>(length);
+      Acc dnXhatMean = dnXhatSum / static_cast<Acc>(length);
 #pragma omp simd
-    for (int64_t i = 0; i < length; ++i) {
-      Acc dn = detail::load(g[i]) * detail::load(scale[i]);
-      Acc xhat = (detail::load(in[i]) - mean) * rstd;
-      out[i] = detail::store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
+      for (int64_t i = 0; i < length; ++i) {
+        Acc gi = detail::load(g[i]);
+        Acc dn = gi * detail::load(scale[i]);
+        Acc xhat = (detail::load(in[i]) - mean) * rstd;
+        out[i] = detail::store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
+        Acc term = gi * xhat;
+        scaleSums[i] += static_cast<Sum>(term);
+        biasSums[i] += static_cast<Sum>(gi);
+      }
     }
+  }
+  for (int64_t i = 0; i < length; ++i) {
+    Sum scaleSum = 0, biasSum = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      scaleSum += partial[c * 2 * length + i];
+      biasSum += partial[c * 2 * length + length + i];
+    }
+    gscale[i] = detail::store<T>(scaleSum);
+    gbias[i] = detail::store<T>(biasSum);
   }
 }
 

@@ -1,6 +1,6 @@
 //===- Norm.cuh - softmax and normalization on CUDA -------------*- C++ -*-===//
 //
-// softmax, logSoftmax, layerNorm with its gradient, and batchNorm (inference
+// softmax, logSoftmax, layerNorm with its gradients, and batchNorm (inference
 // form); a row's sums are one thread block's tree reduction.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +9,7 @@
 #define ZTC_RUNTIME_KERNELS_CUDA_NORM_CUH
 
 #include "Common.cuh"
+#include "Scratch.h"
 
 #include "../Dims.h"
 #include "../Library.h"
@@ -96,10 +97,13 @@ template <typename T> struct LayerNormBody {
   }
 };
 
-/// One row of layerNormBackward (cpu/Norm.h has the formula).
+/// One row of layerNormBackward's input gradient (cpu/Norm.h has the
+/// formula); the team's first thread keeps the row's statistics in `stats`
+/// for the column sums.
 template <typename T> struct LayerNormBackwardBody {
   const T *x, *scale, *gy;
   T *gx;
+  ComputeT<T> *stats;
   int64_t length;
   double epsilon;
   template <typename Team>
@@ -109,6 +113,10 @@ template <typename T> struct LayerNormBackwardBody {
     T *out = gx + row * length;
     Acc mean, rstd;
     rowStatistics(in, length, epsilon, team, mean, rstd);
+    if (team.rank() == 0) {
+      stats[2 * row] = mean;
+      stats[2 * row + 1] = rstd;
+    }
     Acc dnSum = 0, dnXhatSum = 0;
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc dn = load(g[i]) * load(scale[i]);
@@ -122,6 +130,55 @@ template <typename T> struct LayerNormBackwardBody {
       Acc xhat = (load(in[i]) - mean) * rstd;
       out[i] = store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
     }
+  }
+};
+
+/// One column of one segment of rows of layerNormBackward's scale and bias
+/// gradients: sum(gy * xhat) (each product rounded to ComputeT) and
+/// sum(gy), in SumT, row by row. With one segment it writes the gradients,
+/// else its sums (LayerNormColumnsCombineBody adds them).
+template <typename T> struct LayerNormColumnsBody {
+  const T *x, *gy;
+  const ComputeT<T> *stats;
+  T *gscale, *gbias;
+  SumT<T> *partials;
+  LayerNormBackwardPlan p;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ComputeT<T>;
+    using Sum = SumT<T>;
+    int64_t segment = flat / p.length, i = flat % p.length;
+    int64_t first = p.rows * segment / p.segments;
+    int64_t last = p.rows * (segment + 1) / p.segments;
+    Sum scaleSum = 0, biasSum = 0;
+    for (int64_t r = first; r < last; ++r) {
+      Acc g = load(gy[r * p.length + i]);
+      Acc xhat = (load(x[r * p.length + i]) - stats[2 * r]) * stats[2 * r + 1];
+      Acc term = g * xhat;
+      scaleSum += static_cast<Sum>(term);
+      biasSum += static_cast<Sum>(g);
+    }
+    if (p.segments == 1) {
+      gscale[i] = store<T>(scaleSum);
+      gbias[i] = store<T>(biasSum);
+      return;
+    }
+    partials[(2 * segment) * p.length + i] = scaleSum;
+    partials[(2 * segment + 1) * p.length + i] = biasSum;
+  }
+};
+
+/// One column of the scale's (flat < length) or bias's gradient: the
+/// segments' sums added in segment order.
+template <typename T> struct LayerNormColumnsCombineBody {
+  const SumT<T> *partials;
+  T *gscale, *gbias;
+  int64_t length, segments;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t which = flat / length, i = flat % length;
+    SumT<T> sum = 0;
+    for (int64_t s = 0; s < segments; ++s)
+      sum += partials[(2 * s + which) * length + i];
+    (which == 0 ? gscale : gbias)[i] = store<T>(sum);
   }
 };
 
@@ -190,20 +247,47 @@ void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
       "layerNorm");
 }
 
+/// The gradients of layerNorm's input, scale and bias (cpu/Norm.h): a
+/// block per row for the input's, then the columns' sums over segments of
+/// rows (Scratch.h's LayerNormBackwardPlan), in the scratch
+/// layerNormBackwardBytes plans.
 template <typename T>
 void layerNormBackward(const T *x, const Dims &dims, const T *scale,
                        const Dims &, const T *gy, const Dims &, T *gx,
+                       const Dims &, T *gscale, const Dims &, T *gbias,
                        const Dims &, const LayerNormParams &params,
-                       cudaStream_t stream) {
-  const int64_t axis = params.axis;
-  const double epsilon = params.epsilon;
-  auto [rows, length] = normalizedRows(dims, axis);
-  if (length == 0)
+                       const Scratch &scratch, cudaStream_t stream) {
+  using Acc = detail::ComputeT<T>;
+  using Sum = detail::SumT<T>;
+  const detail::LayerNormBackwardPlan p =
+      detail::layerNormBackwardPlan(dims, params.axis);
+  if (p.length == 0)
     return;
-  detail::launchRows(
-      rows, length,
-      detail::LayerNormBackwardBody<T>{x, scale, gy, gx, length, epsilon},
-      stream, "layerNormBackward");
+  const char *kernel = "layerNormBackward";
+  int64_t statsBytes = scratch::layerNormStatisticsBytes<T>(p);
+  Acc *stats = nullptr;
+  if (statsBytes > 0 &&
+      !(stats = detail::scratchPart<Acc>(scratch, 0, statsBytes, kernel)))
+    return;
+  Sum *partials = nullptr;
+  if (p.segments > 1 &&
+      !(partials = detail::scratchPart<Sum>(
+            scratch, scratch::alignUp(statsBytes),
+            p.segments * 2 * p.length * int64_t(sizeof(Sum)), kernel)))
+    return;
+  detail::launchRows(p.rows, p.length,
+                     detail::LayerNormBackwardBody<T>{x, scale, gy, gx, stats,
+                                                      p.length, params.epsilon},
+                     stream, kernel);
+  detail::launchElements(
+      p.segments * p.length,
+      detail::LayerNormColumnsBody<T>{x, gy, stats, gscale, gbias, partials, p},
+      stream, kernel);
+  if (partials)
+    detail::launchElements(2 * p.length,
+                           detail::LayerNormColumnsCombineBody<T>{
+                               partials, gscale, gbias, p.length, p.segments},
+                           stream, kernel);
 }
 
 template <typename T>

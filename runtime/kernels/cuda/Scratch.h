@@ -199,6 +199,32 @@ inline ReducePlan reducePlan(const Dims &dims, uint64_t axesMask) {
   return p;
 }
 
+/// layerNormBackward's work: a block per row for the input's gradient,
+/// which also writes the row's statistics (mean and rstd, ComputeT) to
+/// scratch; then the scale's and bias's gradients, a thread per column and
+/// segment of rows (neighbouring threads read neighbouring columns), each
+/// summing its rows in order; with several segments, their sums are added
+/// in order by a third kernel. A segment has kRowsPerSegment rows or more,
+/// and there are enough to give the device about kColumnThreads threads.
+struct LayerNormBackwardPlan {
+  int64_t rows, length, segments;
+};
+
+inline LayerNormBackwardPlan layerNormBackwardPlan(const Dims &dims,
+                                                   int64_t axis) {
+  constexpr int64_t kColumnThreads = int64_t(1) << 17, kRowsPerSegment = 64;
+  NormalizedRows shape = normalizedRows(dims, axis);
+  LayerNormBackwardPlan p{shape.rows, shape.length, 1};
+  if (p.length == 0)
+    return p;
+  int64_t wanted = (kColumnThreads + p.length - 1) / p.length;
+  int64_t most = (p.rows + kRowsPerSegment - 1) / kRowsPerSegment;
+  p.segments = wanted < most ? wanted : most;
+  if (p.segments < 1)
+    p.segments = 1;
+  return p;
+}
+
 } // namespace detail
 
 namespace scratch {
@@ -424,6 +450,27 @@ int64_t attentionBackwardBytes(const Dims *in, const Dims *,
                                const AttentionParams &p) {
   return attentionBackwardAccumulatorBytes<T>(
       AttentionShape(in[0], in[1], in[2], Dims{}, false, p));
+}
+
+/// layerNormBackward's row statistics: two ComputeT per row.
+template <typename T>
+int64_t layerNormStatisticsBytes(const detail::LayerNormBackwardPlan &p) {
+  return p.rows * 2 * int64_t(sizeof(numeric::ComputeT<T>));
+}
+
+/// layerNormBackward's scratch: the row statistics, then (with several
+/// segments) each segment's sums of the scale's and bias's gradients.
+template <typename T>
+int64_t layerNormBackwardBytes(const Dims *in, const Dims *,
+                               const LayerNormParams &p) {
+  detail::LayerNormBackwardPlan plan =
+      detail::layerNormBackwardPlan(in[0], p.axis);
+  if (plan.length == 0)
+    return 0;
+  int64_t partials = plan.segments > 1 ? plan.segments * 2 * plan.length *
+                                             int64_t(sizeof(numeric::SumT<T>))
+                                       : 0;
+  return alignUp(layerNormStatisticsBytes<T>(plan)) + partials;
 }
 
 template <typename T>

@@ -584,6 +584,39 @@ TEST(CudaKernelsTest, AttentionFloat) { checkAttention<float>(); }
 TEST(CudaKernelsTest, AttentionDouble) { checkAttention<double>(); }
 TEST(CudaKernelsTest, AttentionBF16) { checkAttention<bf16>(); }
 
+/// layerNormBackward's three gradients against the CPU's, the CUDA kernels
+/// in the scratch they plan (LayerNormBackwardPlan's segments).
+template <typename T>
+void compareLayerNormBackward(const Shape &shape, const std::vector<T> &x,
+                              const std::vector<T> &scale,
+                              const std::vector<T> &gy,
+                              const ztc::LayerNormParams &config) {
+  int64_t axis =
+      config.axis < 0 ? config.axis + int64_t(shape.size()) : config.axis;
+  const Shape normalized(shape.begin() + axis, shape.end());
+  const int64_t length = numel(normalized);
+  std::vector<T> cpuX(x.size()), gpuX(x.size(), T(-3.0f)), cpuScale(length),
+      cpuBias(length), gpuScale(length, T(9.0f)), gpuBias(length, T(9.0f));
+  cpu::layerNormBackward<T>(
+      x.data(), cpuDims(shape), scale.data(), cpuDims(normalized), gy.data(),
+      cpuDims(shape), cpuX.data(), cpuDims(shape), cpuScale.data(),
+      cpuDims(normalized), cpuBias.data(), cpuDims(normalized), config);
+  const gpu::Dims inputs[] = {gpuDims(shape), gpuDims(normalized),
+                              gpuDims(shape)};
+  std::vector<char> scratch(
+      gpu::scratch::layerNormBackwardBytes<T>(inputs, nullptr, config));
+  gpu::layerNormBackward<T>(
+      x.data(), gpuDims(shape), scale.data(), gpuDims(normalized), gy.data(),
+      gpuDims(shape), gpuX.data(), gpuDims(shape), gpuScale.data(),
+      gpuDims(normalized), gpuBias.data(), gpuDims(normalized), config,
+      ztc::Scratch{scratch.data(), int64_t(scratch.size())}, kStream);
+  const std::string what =
+      "layerNormBackward " + describe(shape) + " axis " + std::to_string(axis);
+  expectClose(gpuX, cpuX, what);
+  expectClose(gpuScale, cpuScale, what + " scale");
+  expectClose(gpuBias, cpuBias, what + " bias");
+}
+
 template <typename T> void checkNorms() {
   Shape shape = {2, 3, 4, 5};
   auto x = randomValues<T>(numel(shape), 400, -2, 3);
@@ -608,15 +641,8 @@ template <typename T> void checkNorms() {
                         config, kStream);
       expectClose(actual, expected, "layerNorm axis " + std::to_string(axis));
     }
-    // The gradient, with `bias` as the result's gradient.
-    cpu::layerNormBackward<T>(x.data(), cpuDims(shape), params.data(),
-                              cpuDims(normalized), bias.data(), cpuDims(shape),
-                              expected.data(), cpuDims(shape), config);
-    gpu::layerNormBackward<T>(x.data(), gpuDims(shape), params.data(),
-                              gpuDims(normalized), bias.data(), gpuDims(shape),
-                              actual.data(), gpuDims(shape), config, kStream);
-    expectClose(actual, expected,
-                "layerNormBackward axis " + std::to_string(axis));
+    // The gradients, with `bias` as the result's gradient.
+    compareLayerNormBackward(shape, x, params, bias, config);
   }
   auto mean = randomValues<T>(3, 403, -1, 1);
   auto var = randomValues<T>(3, 404, 0.5, 2);
@@ -637,6 +663,38 @@ template <typename T> void checkNorms() {
 
 TEST(CudaKernelsTest, NormalizationFloat) { checkNorms<float>(); }
 TEST(CudaKernelsTest, NormalizationF16) { checkNorms<f16>(); }
+
+// Enough rows that the scale's and bias's gradients are summed in several
+// segments of rows and the segments' sums added by a second kernel; and
+// no rows at all (zero gradients).
+TEST(CudaKernelsTest, LayerNormBackwardSegments) {
+  for (const Shape &shape : {Shape{3, 100, 16}, Shape{1, 700, 3}}) {
+    EXPECT_GT(gpu::detail::layerNormBackwardPlan(gpuDims(shape), 2).segments, 1)
+        << describe(shape);
+    auto check = [&](auto zero) {
+      using T = decltype(zero);
+      auto x = randomValues<T>(numel(shape), 410, -2, 3);
+      auto scale = randomValues<T>(shape[2], 411, 0.5, 1.5);
+      auto gy = randomValues<T>(numel(shape), 412, -1, 1);
+      compareLayerNormBackward<T>(shape, x, scale, gy, {2, 1e-5});
+    };
+    check(0.0f);
+    check(0.0);
+  }
+  const Shape empty = {0, 4};
+  std::vector<float> none, scale = {1, 2, 3, 4};
+  std::vector<float> gscale(4, 9.0f), gbias(4, 9.0f);
+  const gpu::Dims inputs[] = {gpuDims(empty), gpuDims({4}), gpuDims(empty)};
+  EXPECT_EQ(
+      gpu::scratch::layerNormBackwardBytes<float>(inputs, nullptr, {1, 1e-5}),
+      0);
+  gpu::layerNormBackward<float>(
+      none.data(), gpuDims(empty), scale.data(), gpuDims({4}), none.data(),
+      gpuDims(empty), none.data(), gpuDims(empty), gscale.data(), gpuDims({4}),
+      gbias.data(), gpuDims({4}), {1, 1e-5}, ztc::Scratch{}, kStream);
+  EXPECT_EQ(gscale, std::vector<float>(4, 0.0f));
+  EXPECT_EQ(gbias, std::vector<float>(4, 0.0f));
+}
 
 //===----------------------------------------------------------------------===//
 // Reductions

@@ -738,45 +738,68 @@ TEST(KernelsTest, LayerNorm) {
 }
 
 /// layerNormBackward against central differences of sum(gy * layerNorm(x))
-/// computed in double: the gradient by its definition, not by the formula
-/// the kernel implements.
+/// computed in double: the input's gradient by its definition, not by the
+/// formula the kernel implements; the scale's and bias's gradients against
+/// sum(gy * xhat) and sum(gy) over the rows in double. Enough rows (200 at
+/// axis 2) that the sums take several chunks.
 template <typename T> void checkLayerNormBackward() {
-  Shape shape = {2, 3, 40};
+  Shape shape = {5, 40, 12};
   for (int64_t axis : {1, 2}) {
-    int64_t rows = axis == 1 ? 2 : 6, length = numel(shape) / rows;
+    int64_t rows = axis == 1 ? 5 : 200, length = numel(shape) / rows;
     auto x = randomValues<T>(numel(shape), 60 + axis, -2, 3);
     auto scale = randomValues<T>(length, 62, 0.5, 1.5);
     auto gy = randomValues<T>(numel(shape), 63, -1, 1);
     std::vector<double> xs = widen(x), gys = widen(gy), expected(xs.size());
-    // sum(gy * layerNorm(x)) over row r, in double.
-    auto rowLoss = [&](const std::vector<double> &v, int64_t r) {
-      double mean = 0, var = 0, loss = 0;
+    std::vector<double> expectedScale(length, 0.0), expectedBias(length, 0.0);
+    auto statistics = [&](const std::vector<double> &v, int64_t r) {
+      double mean = 0, var = 0;
       for (int64_t i = 0; i < length; ++i)
         mean += v[r * length + i] / length;
       for (int64_t i = 0; i < length; ++i)
         var += std::pow(v[r * length + i] - mean, 2) / length;
+      return std::make_pair(mean, 1 / std::sqrt(var + 1e-5));
+    };
+    // sum(gy * layerNorm(x)) over row r, in double.
+    auto rowLoss = [&](const std::vector<double> &v, int64_t r) {
+      auto [mean, rstd] = statistics(v, r);
+      double loss = 0;
       for (int64_t i = 0; i < length; ++i)
-        loss += gys[r * length + i] * (v[r * length + i] - mean) /
-                std::sqrt(var + 1e-5) * toDouble(scale[i]);
+        loss += gys[r * length + i] * (v[r * length + i] - mean) * rstd *
+                toDouble(scale[i]);
       return loss;
     };
     const double h = 1e-6;
-    for (int64_t r = 0; r < rows; ++r)
+    for (int64_t r = 0; r < rows; ++r) {
+      auto [mean, rstd] = statistics(xs, r);
       for (int64_t i = 0; i < length; ++i) {
         std::vector<double> up = xs, down = xs;
         up[r * length + i] += h;
         down[r * length + i] -= h;
         expected[r * length + i] = (rowLoss(up, r) - rowLoss(down, r)) / (2 * h);
+        expectedScale[i] +=
+            gys[r * length + i] * (xs[r * length + i] - mean) * rstd;
+        expectedBias[i] += gys[r * length + i];
       }
-    std::vector<T> gx(xs.size());
-    layerNormBackward<T>(x.data(), dimsOf(shape), scale.data(), {}, gy.data(),
-                         dimsOf(shape), gx.data(), dimsOf(shape),
+    }
+    std::vector<T> gx(xs.size()), gscale(length, T(7.0f)),
+        gbias(length, T(7.0f));
+    const Shape normalized(shape.begin() + axis, shape.end());
+    layerNormBackward<T>(x.data(), dimsOf(shape), scale.data(),
+                         dimsOf(normalized), gy.data(), dimsOf(shape),
+                         gx.data(), dimsOf(shape), gscale.data(),
+                         dimsOf(normalized), gbias.data(), dimsOf(normalized),
                          LayerNormParams{axis, 1e-5});
     SCOPED_TRACE("axis " + std::to_string(axis));
     // Central differences are good to about 1e-9 here: double's own
     // tolerance would be finer than the reference.
     expectNear(gx, expected, "layerNormBackward",
                std::max(4.0, 1e-7 / tolerance<T>()));
+    // A sum of `rows` rounded terms: the tolerance grows with the rows.
+    double terms = std::sqrt(double(rows));
+    expectNear(gscale, expectedScale, "layerNormBackward scale",
+               std::max(4.0, 1e-7 / tolerance<T>()) * terms);
+    expectNear(gbias, expectedBias, "layerNormBackward bias",
+               std::max(4.0, 1e-7 / tolerance<T>()) * terms);
   }
 }
 

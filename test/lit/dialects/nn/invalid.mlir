@@ -350,8 +350,9 @@ func.func @layer_norm_scale(%x: tensor<2x8xf32>, %s: tensor<2x8xf32>) {
 // output gradient has the forward result's type (x's).
 func.func @layer_norm_backward_scale(%x: tensor<2x8xf32>, %s: tensor<2xf32>) {
   // expected-error @+1 {{'nn.layer_norm_backward' op expects scale of shape [8] (x.shape[axis:]), got 'tensor<2xf32>'}}
-  %0 = nn.layer_norm_backward %x, %s, %x {axis = 1 : i64, epsilon = 1.0e-5 : f64}
-         : tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %0:3 = nn.layer_norm_backward %x, %s, %x {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+         : tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32>
+         -> tensor<2x8xf32>, tensor<2xf32>, tensor<2xf32>
   return
 }
 
@@ -359,8 +360,9 @@ func.func @layer_norm_backward_scale(%x: tensor<2x8xf32>, %s: tensor<2xf32>) {
 
 func.func @layer_norm_backward_grad(%x: tensor<2x8xf32>, %s: tensor<8xf32>, %g: tensor<2x4xf32>) {
   // expected-error @+1 {{'nn.layer_norm_backward' op expects grad_output of type 'tensor<2x8xf32>' (the forward result), got 'tensor<2x4xf32>'}}
-  %0 = nn.layer_norm_backward %x, %s, %g {axis = 1 : i64, epsilon = 1.0e-5 : f64}
-         : tensor<2x8xf32>, tensor<8xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  %0:3 = nn.layer_norm_backward %x, %s, %g {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+         : tensor<2x8xf32>, tensor<8xf32>, tensor<2x4xf32>
+         -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
   return
 }
 
