@@ -2,7 +2,8 @@
 //
 // reduce<T, Kind> and its entry points reduceSum, reduceMean and reduceMax:
 // one thread per output for short reductions, thread blocks over segments of
-// long ones, combined in order.
+// long ones, or, over leading dimensions, a thread per output and segment
+// of rows; segments are combined in order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +116,32 @@ template <typename T, ReduceKind Kind> struct ReduceRowBody {
   }
 };
 
+/// One output and segment of rows of a reduction over leading dimensions
+/// (ReducePlan::columns): its rows in order, `outputs` apart, so a warp's
+/// threads read neighbouring elements. With one segment it writes the
+/// output, else its partial result (ReduceCombineBody finishes).
+template <typename T, ReduceKind Kind> struct ReduceColumnBody {
+  const T *x;
+  T *y;
+  ReduceAcc<T, Kind> *partials;
+  int64_t outputs, count, segments;
+  ReduceAcc<T, Kind> identity;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using Acc = ReduceAcc<T, Kind>;
+    int64_t segment = flat / outputs, output = flat % outputs;
+    int64_t first = count * segment / segments;
+    int64_t last = count * (segment + 1) / segments;
+    Acc acc = identity;
+    for (int64_t row = first; row < last; ++row)
+      acc = ReduceOp<Kind>()(acc,
+                             static_cast<Acc>(load(x[row * outputs + output])));
+    if (segments == 1)
+      y[output] = finishReduce<T, Kind>(acc, count);
+    else
+      partials[output * segments + segment] = acc;
+  }
+};
+
 /// An output's segments combined in order (reduce's second pass).
 template <typename T, ReduceKind Kind> struct ReduceCombineBody {
   const ReduceAcc<T, Kind> *partials;
@@ -154,10 +181,17 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y,
     if (!partials)
       return;
   }
-  detail::launchRows(
-      p.outputs * p.segments, p.splitInner ? p.inner / p.segments : p.inner,
-      detail::ReduceRowBody<T, Kind>{x, y, partials, p, identity}, stream,
-      "reduce");
+  if (p.columns)
+    detail::launchElements(
+        p.outputs * p.segments,
+        detail::ReduceColumnBody<T, Kind>{x, y, partials, p.outputs, p.count,
+                                          p.segments, identity},
+        stream, "reduce");
+  else
+    detail::launchRows(
+        p.outputs * p.segments, p.splitInner ? p.inner / p.segments : p.inner,
+        detail::ReduceRowBody<T, Kind>{x, y, partials, p, identity}, stream,
+        "reduce");
   if (partials)
     detail::launchElements(
         p.outputs,

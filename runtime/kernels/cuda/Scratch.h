@@ -110,6 +110,11 @@ struct ReducePlan {
   int64_t outputs;
   int64_t inner, innerStride, outerCount, segments;
   bool splitInner;
+  /// Over leading dimensions ([count, outputs] summed over its rows: bias
+  /// gradients, statistics of NHWC data): a thread per output and segment
+  /// of rows instead of a block per output, so that a warp reads
+  /// neighbouring elements of each row (columnSegments).
+  bool columns;
   ZTC_HOST_DEVICE int64_t offsetOf(int64_t rank, const int64_t *dims,
                                    const int64_t *strides, int64_t flat) const {
     int64_t offset = 0;
@@ -142,6 +147,22 @@ inline uint64_t axesMask(const Ints &axes) {
   for (int64_t axis : axes)
     mask |= uint64_t(1) << axis;
   return mask;
+}
+
+/// Sums down the columns of a [rows, columns] matrix (reduce over leading
+/// dimensions, layerNormBackward's scale and bias): a thread per column and
+/// segment of rows, each summing its rows in order, with segments of
+/// kRowsPerSegment rows or more, enough to give the device about
+/// kColumnThreads threads; a second pass adds the segments in order.
+constexpr int64_t kColumnThreads = int64_t(1) << 17, kRowsPerSegment = 64;
+
+inline int64_t columnSegments(int64_t rows, int64_t columns) {
+  if (columns <= 0)
+    return 1;
+  int64_t wanted = (kColumnThreads + columns - 1) / columns;
+  int64_t most = (rows + kRowsPerSegment - 1) / kRowsPerSegment;
+  int64_t segments = wanted < most ? wanted : most;
+  return segments < 1 ? 1 : segments;
 }
 
 /// The plan of a reduction of `dims` over the dimensions whose bit is set in
@@ -182,6 +203,16 @@ inline ReducePlan reducePlan(const Dims &dims, uint64_t axesMask) {
   p.segments = 1;
   if (p.perThread())
     return p;
+  // Leading dimensions reduced into a warp's width of outputs or more: the
+  // kept dimensions are the trailing ones, so an output's rows are
+  // `outputs` apart. (Fewer outputs would leave too few threads; their
+  // rows are short, and blocks read them well enough.)
+  if (p.reducedRank == 1 && p.outputs >= 32 &&
+      p.reducedStrides[0] == p.outputs) {
+    p.columns = true;
+    p.segments = columnSegments(p.count, p.outputs);
+    return p;
+  }
   // Longer ones: a block per segment, with enough segments that the blocks
   // fill the device (BatchNorm's statistics reduce N*H*W elements into each
   // of a few dozen channels) and each still reads kSegmentElements or more.
@@ -201,28 +232,17 @@ inline ReducePlan reducePlan(const Dims &dims, uint64_t axesMask) {
 
 /// layerNormBackward's work: a block per row for the input's gradient,
 /// which also writes the row's statistics (mean and rstd, ComputeT) to
-/// scratch; then the scale's and bias's gradients, a thread per column and
-/// segment of rows (neighbouring threads read neighbouring columns), each
-/// summing its rows in order; with several segments, their sums are added
-/// in order by a third kernel. A segment has kRowsPerSegment rows or more,
-/// and there are enough to give the device about kColumnThreads threads.
+/// scratch; then the scale's and bias's gradients, summed down the columns
+/// (columnSegments); with several segments, their sums are added in order
+/// by a third kernel.
 struct LayerNormBackwardPlan {
   int64_t rows, length, segments;
 };
 
 inline LayerNormBackwardPlan layerNormBackwardPlan(const Dims &dims,
                                                    int64_t axis) {
-  constexpr int64_t kColumnThreads = int64_t(1) << 17, kRowsPerSegment = 64;
   NormalizedRows shape = normalizedRows(dims, axis);
-  LayerNormBackwardPlan p{shape.rows, shape.length, 1};
-  if (p.length == 0)
-    return p;
-  int64_t wanted = (kColumnThreads + p.length - 1) / p.length;
-  int64_t most = (p.rows + kRowsPerSegment - 1) / kRowsPerSegment;
-  p.segments = wanted < most ? wanted : most;
-  if (p.segments < 1)
-    p.segments = 1;
-  return p;
+  return {shape.rows, shape.length, columnSegments(shape.rows, shape.length)};
 }
 
 } // namespace detail

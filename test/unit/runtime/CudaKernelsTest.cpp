@@ -765,6 +765,32 @@ TEST(CudaKernelsTest, ReduceInSegments) {
       columns, randomValues<f16>(numel(columns), 506, -3, 3), 1);
 }
 
+// Long reductions over leading dimensions (bias gradients, NHWC
+// statistics) sum down the columns: a thread per output and segment of
+// rows, the segments combined in order; NaN still wins a maximum.
+TEST(CudaKernelsTest, ReduceDownColumns) {
+  for (const Shape &shape : {Shape{5000, 32}, Shape{2, 300, 40}}) {
+    uint64_t leading = shape.size() == 2 ? 1 : 3;
+    gpu::detail::ReducePlan plan =
+        gpu::detail::reducePlan(gpuDims(shape), leading);
+    EXPECT_TRUE(plan.columns) << describe(shape);
+    EXPECT_GT(plan.segments, 1) << describe(shape);
+    auto values = randomValues<float>(numel(shape), 507, -3, 3);
+    checkReduces(values, shape);
+    values[numel(shape) / 2] = NAN;
+    checkReduce<float, gpu::ReduceKind::Max, cpu::ReduceKind::Max>(
+        shape, values, leading);
+    checkReduces(randomValues<double>(numel(shape), 508, -3, 3), shape);
+    checkReduces(randomValues<bf16>(numel(shape), 509, -3, 3), shape);
+  }
+  // Fewer outputs than a warp, one output, or leading dimensions that are
+  // not all reduced: blocks over rows.
+  EXPECT_FALSE(gpu::detail::reducePlan(gpuDims({5000, 31}), 1).columns);
+  EXPECT_FALSE(gpu::detail::reducePlan(gpuDims({20000}), 1).columns);
+  EXPECT_FALSE(gpu::detail::reducePlan(gpuDims({6, 3, 40, 40}), 13).columns);
+  EXPECT_FALSE(gpu::detail::reducePlan(gpuDims({600, 3}), 2).columns);
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement and losses
 //===----------------------------------------------------------------------===//

@@ -17,18 +17,25 @@
 // CHECK-NEXT: kernel.call "reduce_max" ins(%{{.+}}) outs(%{{.+}}) scratch(%[[MAX]] : memref<256xi8>)
 // A short one (each output's 4 elements fit a thread) has none.
 // CHECK: kernel.call "reduce_sum" ins(%{{.+}} : memref<65536x4xf32>) outs(%{{.+}} : memref<65536xf32>) {config
+// A bias gradient of GPT-2-small at batch 8 sums 8192 rows into 768
+// outputs down the columns: 128 segments of 64 rows (about 131072
+// threads), 768 * 128 partial sums in f64.
+// CHECK: %[[BIAS:.+]] = kernel.alloc : memref<786432xi8>
+// CHECK-NEXT: kernel.call "reduce_sum" ins(%{{.+}} : memref<8192x768xf32>) outs(%{{.+}}) scratch(%[[BIAS]] : memref<786432xi8>)
 // The scratch is a buffer of the plan, live for its call alone: the two
 // share bytes.
 // PLAN: kernel.alloc {offset = [[OFF:[0-9]+]] : i64} : memref<512xi8>
 // PLAN: kernel.alloc {offset = [[OFF]] : i64} : memref<256xi8>
-func.func @reductions(%x: memref<65536x4xf32>) -> (memref<4xf32>, memref<4xf32>, memref<65536xf32>) {
+func.func @reductions(%x: memref<65536x4xf32>, %g: memref<8192x768xf32>) -> (memref<4xf32>, memref<4xf32>, memref<65536xf32>, memref<768xf32>) {
   %s = kernel.alloc : memref<4xf32>
   kernel.call "reduce_sum" ins(%x : memref<65536x4xf32>) outs(%s : memref<4xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
   %m = kernel.alloc : memref<4xf32>
   kernel.call "reduce_max" ins(%x : memref<65536x4xf32>) outs(%m : memref<4xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
   %r = kernel.alloc : memref<65536xf32>
   kernel.call "reduce_sum" ins(%x : memref<65536x4xf32>) outs(%r : memref<65536xf32>) {config = {axes = array<i64: 1>, keepdims = false}}
-  return %s, %m, %r : memref<4xf32>, memref<4xf32>, memref<65536xf32>
+  %b = kernel.alloc : memref<768xf32>
+  kernel.call "reduce_sum" ins(%g : memref<8192x768xf32>) outs(%b : memref<768xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  return %s, %m, %r, %b : memref<4xf32>, memref<4xf32>, memref<65536xf32>, memref<768xf32>
 }
 
 // -----
