@@ -1,8 +1,13 @@
 //===- Canonicalize.cpp - rewrite patterns of nn ops ------------*- C++ -*-===//
 //
 // The canonicalization patterns of the nn dialect, for rewrites a fold
-// cannot express because they build new ops. Both undo what autodiff
-// builds term by term where the whole is known:
+// cannot express because they build new ops. One finds GELU written out
+// as arithmetic, as exporters before ONNX's Gelu (opset 20) and Hugging
+// Face's GPT-2 write it: each step of it was an op whose result the
+// backward kept (three [tokens, 4 x width] tensors per MLP where PyTorch
+// keeps the input alone), and `nn.gelu`'s backward needs only its input.
+// The others undo what autodiff builds term by term where the whole is
+// known:
 //
 //   - The gradient of a tensor that a model cuts into pieces (GPT-2's fused
 //     q/k/v projection split three ways, ONNX Split, a Slice per head)
@@ -25,6 +30,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <cmath>
 #include <optional>
 
 using namespace mlir;
@@ -49,6 +55,125 @@ bool isZeros(Value value) {
     return splat.getSplatValue<APInt>().isZero();
   return false;
 }
+
+/// The value of a float constant that is one number (a splat, or a scalar
+/// broadcast), as a double.
+std::optional<double> scalarValue(Value value) {
+  if (auto broadcast = value.getDefiningOp<BroadcastToOp>())
+    return scalarValue(broadcast.getX());
+  Attribute attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  auto splat = dyn_cast<SplatElementsAttr>(attr);
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Whether `value` is the constant `expected`, as a float32 constant holds
+/// it (a relative 1e-6: a bf16 or f16 one is too coarse to tell).
+bool isConstant(Value value, double expected) {
+  std::optional<double> actual = scalarValue(value);
+  return actual && std::fabs(*actual - expected) <= 1e-6 * std::fabs(expected);
+}
+
+/// The operand of a commutative binary op other than the constant
+/// `expected`, or null when neither operand is that constant.
+template <typename OpT> Value besideConstant(Value value, double expected) {
+  auto op = value.getDefiningOp<OpT>();
+  if (!op)
+    return Value();
+  if (isConstant(op.getRhs(), expected))
+    return op.getLhs();
+  if (isConstant(op.getLhs(), expected))
+    return op.getRhs();
+  return Value();
+}
+
+/// The factors of a product: `value`, with every nn.mul that only the
+/// product reads expanded into its operands; once four factors are found
+/// the rest stay as they are (a GELU has three).
+void collectFactors(Value value, bool root, SmallVectorImpl<Value> &factors) {
+  auto mul = value.getDefiningOp<MulOp>();
+  if (mul && (root || mul->hasOneUse()) && factors.size() < 4) {
+    collectFactors(mul.getLhs(), false, factors);
+    collectFactors(mul.getRhs(), false, factors);
+    return;
+  }
+  factors.push_back(value);
+}
+
+/// Whether `value` is x^3: nn.pow of x by 3, or x * x * x.
+bool isCube(Value value, Value x) {
+  if (auto pow = value.getDefiningOp<PowOp>())
+    return pow.getLhs() == x && isConstant(pow.getRhs(), 3.0);
+  SmallVector<Value> factors;
+  collectFactors(value, true, factors);
+  return factors.size() == 3 &&
+         llvm::all_of(factors, [&](Value factor) { return factor == x; });
+}
+
+/// The GELU `approximate` of `onePlus`, 1 + f, the factor beside x and 0.5:
+/// "none" for f = erf(x / sqrt(2)) (or of x times 1/sqrt(2)), "tanh" for
+/// f = tanh(sqrt(2/pi) * (x + 0.044715 x^3)); none for anything else.
+std::optional<StringRef> geluForm(Value onePlus, Value x) {
+  Value f = besideConstant<AddOp>(onePlus, 1.0);
+  if (!f)
+    return std::nullopt;
+  if (auto erf = f.getDefiningOp<ErfOp>()) {
+    Value u = erf.getX();
+    auto div = u.getDefiningOp<DivOp>();
+    if ((div && div.getLhs() == x && isConstant(div.getRhs(), M_SQRT2)) ||
+        besideConstant<MulOp>(u, M_SQRT1_2) == x)
+      return StringRef("none");
+    return std::nullopt;
+  }
+  auto tanh = f.getDefiningOp<TanhOp>();
+  if (!tanh)
+    return std::nullopt;
+  Value polynomial = besideConstant<MulOp>(tanh.getX(), std::sqrt(2.0 / M_PI));
+  auto add = polynomial ? polynomial.getDefiningOp<AddOp>() : AddOp();
+  if (!add)
+    return std::nullopt;
+  for (auto [linear, cubic] : {std::pair(add.getLhs(), add.getRhs()),
+                               std::pair(add.getRhs(), add.getLhs())}) {
+    Value cube = besideConstant<MulOp>(cubic, 0.044715);
+    if (linear == x && cube && isCube(cube, x))
+      return StringRef("tanh");
+  }
+  return std::nullopt;
+}
+
+/// x * 0.5 * (1 + erf(x / sqrt(2))) or x * 0.5 * (1 + tanh(sqrt(2/pi) *
+/// (x + 0.044715 x^3))), its three factors multiplied in any order, is
+/// nn.gelu of x. The arithmetic is PyTorch's GELU kernel's rather than the
+/// exported steps', so results can differ in the last bits.
+struct GeluOfSteps : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<Value> factors;
+    collectFactors(op.getResult(), true, factors);
+    if (factors.size() != 3)
+      return failure();
+    for (int half = 0; half < 3; ++half) {
+      if (!isConstant(factors[half], 0.5))
+        continue;
+      for (int x = 0; x < 3; ++x) {
+        if (x == half || factors[x].getType() != op.getType())
+          continue;
+        std::optional<StringRef> form =
+            geluForm(factors[3 - half - x], factors[x]);
+        if (!form)
+          continue;
+        rewriter.replaceOpWithNewOp<GeluOp>(op, op.getType(), factors[x],
+                                            rewriter.getStringAttr(*form));
+        return success();
+      }
+    }
+    return failure();
+  }
+};
 
 /// One piece of a tensor cut along an axis: `size` indices from `start`,
 /// holding `value`, or zeros where `value` is null.
@@ -262,6 +387,11 @@ struct SumOfOneHot : OpRewritePattern<ReduceSumOp> {
 void ReduceSumOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
   patterns.add<SumOfOneHot>(context);
+}
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<GeluOfSteps>(context);
 }
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,

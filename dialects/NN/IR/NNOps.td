@@ -107,6 +107,8 @@ def NN_MulOp : NN_BinaryOp<"mul", NN_NumericTensor, NN_NumericTensor,
   }];
   // Folds constant operands (shape arithmetic).
   let hasFolder = 1;
+  // GELU written out as arithmetic becomes nn.gelu (Canonicalize.cpp).
+  let hasCanonicalizer = 1;
 }
 
 def NN_DivOp : NN_BinaryOp<"div", NN_NumericTensor, NN_NumericTensor,

@@ -407,3 +407,102 @@ func.func @sums_kept(%labels: tensor<3x1xi64>, %w: tensor<3x1xf32>, %v: tensor<3
   %s4 = nn.reduce_sum %g4 {axes = array<i64: 1>, keepdims = true} : tensor<3x4xf32> -> tensor<3x1xf32>
   return %s0, %s1, %s2, %s3, %s4 : tensor<3x1xf32>, tensor<3x1xf32>, tensor<3x1xf32>, tensor<f32>, tensor<3x1xf32>
 }
+
+// GELU written out as arithmetic is nn.gelu of its input, whichever way
+// the three factors are multiplied: the exact form as PyTorch's exporter
+// writes nn.GELU before ONNX's Gelu (x * (erf(x / sqrt 2) + 1) * 0.5), by
+// hand (0.5 * x * (1 + erf(x * 1/sqrt 2))), and the tanh form as Hugging
+// Face's GPT-2 writes it (its cube a Pow, or x * x * x).
+// CHECK-LABEL: func.func @gelu_steps
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x8xf32>)
+// CHECK-NEXT: %[[A:.+]] = nn.gelu %[[X]] : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[B:.+]] = nn.gelu %[[X]] : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[C:.+]] = nn.gelu %[[X]] {approximate = "tanh"} : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[D:.+]] = nn.gelu %[[X]] {approximate = "tanh"} : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: return %[[A]], %[[B]], %[[C]], %[[D]]
+func.func @gelu_steps(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %sqrt2 = arith.constant dense<1.41421354> : tensor<f32>
+  %rsqrt2 = arith.constant dense<0.707106769> : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %half = arith.constant dense<0.5> : tensor<f32>
+  %three = arith.constant dense<3.0> : tensor<f32>
+  %kappa = arith.constant dense<0.044715> : tensor<f32>
+  %beta = arith.constant dense<0.797884583> : tensor<f32>
+  %0 = nn.div %x, %sqrt2 : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %1 = nn.erf %0 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %2 = nn.add %1, %one : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %3 = nn.mul %x, %2 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %a = nn.mul %3, %half : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %4 = nn.mul %rsqrt2, %x : tensor<f32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %5 = nn.erf %4 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %6 = nn.add %one, %5 : tensor<f32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %7 = nn.mul %half, %x : tensor<f32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %b = nn.mul %7, %6 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %8 = nn.mul %x, %half : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %9 = nn.pow %x, %three : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %10 = nn.mul %9, %kappa : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %11 = nn.add %x, %10 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %12 = nn.mul %11, %beta : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %13 = nn.tanh %12 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %14 = nn.add %13, %one : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %c = nn.mul %8, %14 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %15 = nn.mul %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %16 = nn.mul %15, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %17 = nn.mul %kappa, %16 : tensor<f32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %18 = nn.add %17, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %19 = nn.mul %beta, %18 : tensor<f32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %20 = nn.tanh %19 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %21 = nn.add %one, %20 : tensor<f32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %22 = nn.mul %21, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %d = nn.mul %half, %22 : tensor<f32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return %a, %b, %c, %d : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// What is not GELU stays: another constant in place of 0.5 or of sqrt 2;
+// erf of another value than the factor; a square for the cube; and a bf16
+// constant, too coarse to tell sqrt 2 from its neighbours.
+// CHECK-LABEL: func.func @not_gelu
+// CHECK-NOT: nn.gelu
+// CHECK: return
+func.func @not_gelu(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %h: tensor<2x8xbf16>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>) {
+  %sqrt2 = arith.constant dense<1.41421354> : tensor<f32>
+  %sqrt3 = arith.constant dense<1.73205078> : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %half = arith.constant dense<0.5> : tensor<f32>
+  %third = arith.constant dense<0.333333343> : tensor<f32>
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %kappa = arith.constant dense<0.044715> : tensor<f32>
+  %beta = arith.constant dense<0.797884583> : tensor<f32>
+  %0 = nn.div %x, %sqrt2 : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %1 = nn.erf %0 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %2 = nn.add %1, %one : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %3 = nn.mul %x, %2 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %a = nn.mul %3, %third : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %4 = nn.div %x, %sqrt3 : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %5 = nn.erf %4 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %6 = nn.add %5, %one : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %7 = nn.mul %x, %6 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %b = nn.mul %7, %half : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %8 = nn.div %y, %sqrt2 : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %9 = nn.erf %8 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %10 = nn.add %9, %one : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %11 = nn.mul %x, %10 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %c = nn.mul %11, %half : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %12 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %13 = nn.mul %12, %kappa : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %14 = nn.add %x, %13 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %15 = nn.mul %14, %beta : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %16 = nn.tanh %15 : tensor<2x8xf32> -> tensor<2x8xf32>
+  %17 = nn.add %16, %one : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %18 = nn.mul %x, %half : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %d = nn.mul %18, %17 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %hsqrt2 = arith.constant dense<1.414> : tensor<bf16>
+  %hone = arith.constant dense<1.0> : tensor<bf16>
+  %hhalf = arith.constant dense<0.5> : tensor<bf16>
+  %19 = nn.div %h, %hsqrt2 : tensor<2x8xbf16>, tensor<bf16> -> tensor<2x8xbf16>
+  %20 = nn.erf %19 : tensor<2x8xbf16> -> tensor<2x8xbf16>
+  %21 = nn.add %20, %hone : tensor<2x8xbf16>, tensor<bf16> -> tensor<2x8xbf16>
+  %22 = nn.mul %h, %21 : tensor<2x8xbf16>, tensor<2x8xbf16> -> tensor<2x8xbf16>
+  %e = nn.mul %22, %hhalf : tensor<2x8xbf16>, tensor<bf16> -> tensor<2x8xbf16>
+  return %a, %b, %c, %d, %e : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>
+}
