@@ -38,15 +38,20 @@ using namespace mlir::ztc::nn;
 
 namespace {
 
-/// Whether `value` is all zeros: a splat constant of zero, or a scalar zero
-/// broadcast (what autodiff builds before canonicalization folds it).
-bool isZeros(Value value) {
+/// The splat constant `value` is, looking through a broadcast of a scalar
+/// (what autodiff builds before canonicalization folds it); null if none.
+SplatElementsAttr splatConstant(Value value) {
   if (auto broadcast = value.getDefiningOp<BroadcastToOp>())
-    return isZeros(broadcast.getX());
+    return splatConstant(broadcast.getX());
   Attribute attr;
   if (!matchPattern(value, m_Constant(&attr)))
-    return false;
-  auto splat = dyn_cast<SplatElementsAttr>(attr);
+    return {};
+  return dyn_cast<SplatElementsAttr>(attr);
+}
+
+/// Whether `value` is all zeros, float or integer.
+bool isZeros(Value value) {
+  SplatElementsAttr splat = splatConstant(value);
   if (!splat)
     return false;
   if (isa<FloatType>(splat.getElementType()))
@@ -56,15 +61,9 @@ bool isZeros(Value value) {
   return false;
 }
 
-/// The value of a float constant that is one number (a splat, or a scalar
-/// broadcast), as a double.
+/// The value of a float constant that is one number, as a double.
 std::optional<double> scalarValue(Value value) {
-  if (auto broadcast = value.getDefiningOp<BroadcastToOp>())
-    return scalarValue(broadcast.getX());
-  Attribute attr;
-  if (!matchPattern(value, m_Constant(&attr)))
-    return std::nullopt;
-  auto splat = dyn_cast<SplatElementsAttr>(attr);
+  SplatElementsAttr splat = splatConstant(value);
   if (!splat || !isa<FloatType>(splat.getElementType()))
     return std::nullopt;
   return splat.getSplatValue<APFloat>().convertToDouble();
