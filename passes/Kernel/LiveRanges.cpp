@@ -19,13 +19,6 @@ using namespace mlir::ztc;
 
 namespace {
 
-/// The op of `block` that contains `op`.
-Operation *topLevel(Operation *op, Block &block) {
-  while (op->getBlock() != &block)
-    op = op->getParentOp();
-  return op;
-}
-
 /// The cross-stream order of a step: which streams run which ops, and which
 /// waits order one stream after another's work (kernel.signal/kernel.wait).
 class StreamOrder {
@@ -117,7 +110,7 @@ void extendOverUses(Value value, LiveRange &buffer, Block &block,
                     const DenseMap<Operation *, int64_t> &number, int64_t end,
                     const StreamOrder &order) {
   for (Operation *user : value.getUsers()) {
-    Operation *top = topLevel(user, block);
+    Operation *top = topLevelIn(user, block);
     int64_t at = isa<func::ReturnOp>(top) ? end : number.lookup(top);
     buffer.last = std::max(buffer.last, order.completion(at));
     if (auto view = dyn_cast<kernel::ViewOp>(user)) {
@@ -135,6 +128,12 @@ void extendOverUses(Value value, LiveRange &buffer, Block &block,
 }
 
 } // namespace
+
+Operation *mlir::ztc::topLevelIn(Operation *op, Block &block) {
+  while (op->getBlock() != &block)
+    op = op->getParentOp();
+  return op;
+}
 
 bool LiveRange::precedes(const LiveRange &later) const {
   bool touched = false;

@@ -36,6 +36,10 @@ struct LiveRange {
   bool precedes(const LiveRange &later) const;
 };
 
+/// The op of `block` that contains `op` (`op` itself when it is in
+/// `block`): where a use inside a region happens in the step's order.
+Operation *topLevelIn(Operation *op, Block &block);
+
 /// The live ranges of `func`'s buffers, in program order. Fails, with an
 /// error at `func`, when a stream other than 0 has work stream 0 does not
 /// wait for before the step ends (the next call would race with it).

@@ -157,6 +157,48 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
   }];
 }
 
+def WriteInPlacePass : Pass<"ztc-write-in-place", "func::FuncOp"> {
+  let summary = "Write a kernel's result over an input nothing reads after it";
+  let description = [{
+    A kernel whose input dies at it need not take memory for its result
+    beside that input: the result can overwrite it. For each
+    `kernel.elementwise` (which reads every input element before it writes
+    an output, so an output may be an input) and each `kernel.call` whose
+    kernel has a ZTC_IN_PLACE row in runtime/kernels/Library.def (each row
+    of the input read before any of it is written: softmax, log-softmax),
+    in program order, an output takes the place of an input when:
+
+    1. they have the same type (shape and element type);
+    2. the output is an arena buffer (`kernel.alloc`) that only this
+       kernel and later ops use;
+    3. the input is, or is a view of, an arena buffer (no argument, no
+       constant) that no op uses after this kernel, none on another
+       stream, and the kernel reads it through that input alone (an
+       elementwise kernel may also read it through others of the output's
+       type, which read the element being written).
+
+    The output's uses then use the input and its alloc goes: one buffer
+    holds the input until the kernel and the result after it, so the
+    planned peak drops wherever both were live. It runs after
+    ztc-schedule-collectives, which puts collectives on their own streams,
+    and before ztc-plan-memory. Values are unchanged, bit for bit.
+
+    Example: the logits of a cross-entropy, whose log-softmax is their
+    only reader:
+
+    ```mlir
+    %l = kernel.alloc : memref<8x50257xf32>
+    kernel.call "matmul" ins(%h, %w : ...) outs(%l : memref<8x50257xf32>)
+    %p = kernel.alloc : memref<8x50257xf32>
+    kernel.call "log_softmax" ins(%l : memref<8x50257xf32>)
+        outs(%p : memref<8x50257xf32>) {config = {axis = 1 : i64}}
+    // becomes
+    kernel.call "log_softmax" ins(%l : memref<8x50257xf32>)
+        outs(%l : memref<8x50257xf32>) {config = {axis = 1 : i64}}
+    ```
+  }];
+}
+
 def PlanScratchPass : Pass<"ztc-plan-scratch", "func::FuncOp"> {
   let summary = "Give library calls the scratch their CUDA kernels work in";
   let description = [{

@@ -364,6 +364,10 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
   if (options.schedule)
     pm.addNestedPass<func::FuncOp>(
         createScheduleCollectivesPass(*options.schedule));
+  // A result over an input nothing reads after it (the logits under their
+  // log-softmax, a gradient under the loop that consumes it), once the
+  // streams are known.
+  pm.addNestedPass<func::FuncOp>(createWriteInPlacePass());
   // The scratch the target's kernels work in, as buffers the plan places.
   if (options.plannedScratch) {
     PlanScratchPassOptions scratch;

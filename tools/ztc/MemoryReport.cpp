@@ -61,18 +61,32 @@ kernel::AllocOp allocOf(Value value) {
   return kernel::rootBuffer(value).getDefiningOp<kernel::AllocOp>();
 }
 
-/// Classifies the arena buffers of `func` by what wrote them.
-DenseMap<Operation *, std::pair<ArenaRole, Operation *>>
+/// What an arena buffer holds from op `from` on (its alloc's position for
+/// the first value): a buffer a kernel wrote in place over one of its
+/// inputs (ztc-write-in-place) holds one value after another.
+struct BufferValue {
+  int64_t from = 0;
+  ArenaRole role = ArenaRole::Workspace;
+  Operation *writer = nullptr;
+};
+
+/// Classifies the values of the arena buffers of `func` by what wrote
+/// them: one per writer, in program order.
+DenseMap<Operation *, SmallVector<BufferValue, 1>>
 classifyBuffers(func::FuncOp func) {
   Block &block = func.getBody().front();
-  DenseMap<Operation *, Operation *> writer;
+  DenseMap<Operation *, SmallVector<std::pair<int64_t, Operation *>, 1>>
+      writers;
   DenseMap<Operation *, int64_t> position;
   Value loss;
   for (auto [i, op] : llvm::enumerate(block)) {
     position[&op] = i;
     for (Value written : kernel::writtenBuffers(&op))
-      if (kernel::AllocOp alloc = allocOf(written))
-        writer.try_emplace(alloc, &op);
+      if (kernel::AllocOp alloc = allocOf(written)) {
+        auto &list = writers[alloc];
+        if (list.empty() || list.back().second != &op)
+          list.push_back({int64_t(i), &op});
+      }
     if (auto record = dyn_cast<kernel::RecordLossOp>(op))
       loss = record.getLoss();
   }
@@ -109,7 +123,10 @@ classifyBuffers(func::FuncOp func) {
   DenseSet<Operation *> forward;
   if (kernel::AllocOp lossAlloc = loss ? allocOf(loss) : nullptr) {
     DenseSet<Operation *> needed{lossAlloc};
-    Operation *lossWriter = writer.lookup(lossAlloc);
+    // The value the loss is: the alloc's last write before its reader.
+    Operation *lossWriter = nullptr;
+    for (auto [at, op] : writers.lookup(lossAlloc))
+      lossWriter = op;
     for (Operation *op = lossWriter; op; op = op->getPrevNode()) {
       bool writes = llvm::any_of(kernel::writtenBuffers(op), [&](Value v) {
         kernel::AllocOp alloc = allocOf(v);
@@ -136,17 +153,25 @@ classifyBuffers(func::FuncOp func) {
           gradients.insert(alloc);
   }
 
-  DenseMap<Operation *, std::pair<ArenaRole, Operation *>> roles;
+  DenseMap<Operation *, SmallVector<BufferValue, 1>> roles;
   for (auto alloc : block.getOps<kernel::AllocOp>()) {
-    Operation *first = writer.lookup(alloc);
-    ArenaRole role = ArenaRole::Workspace;
-    if (first && first->hasAttr(train::kRecomputedAttr))
-      role = ArenaRole::Recompute;
-    else if (first && forward.contains(first) && dataDependent.contains(alloc))
-      role = ArenaRole::Activation;
-    else if (gradients.contains(alloc))
-      role = ArenaRole::Gradient;
-    roles[alloc] = {role, first};
+    SmallVector<BufferValue, 1> &values = roles[alloc];
+    for (auto [at, op] : writers.lookup(alloc)) {
+      ArenaRole role = ArenaRole::Workspace;
+      if (op->hasAttr(train::kRecomputedAttr))
+        role = ArenaRole::Recompute;
+      else if (forward.contains(op) && dataDependent.contains(alloc))
+        role = ArenaRole::Activation;
+      else if (gradients.contains(alloc))
+        role = ArenaRole::Gradient;
+      values.push_back(
+          {values.empty() ? position.lookup(alloc) : at, role, op});
+    }
+    if (values.empty())
+      values.push_back({position.lookup(alloc),
+                        gradients.contains(alloc) ? ArenaRole::Gradient
+                                                  : ArenaRole::Workspace,
+                        nullptr});
   }
   return roles;
 }
@@ -288,10 +313,23 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   }
   // Live bytes per role after each op: a difference array, summed.
   std::vector<std::array<int64_t, kArenaRoles>> delta(ops + 1);
+  // A buffer counts under the role of the value it holds: each value from
+  // its writer to the next one's.
+  auto valuesOf = [&](const LiveRange &range) {
+    auto values = roles.lookup(range.alloc);
+    values.front().from = range.first;
+    return values;
+  };
   for (const LiveRange &range : *ranges) {
-    size_t role = size_t(roles.lookup(range.alloc).first);
-    delta[range.first][role] += range.bytes;
-    delta[std::min<uint64_t>(range.last, ops - 1) + 1][role] -= range.bytes;
+    SmallVector<BufferValue, 1> values = valuesOf(range);
+    int64_t end = std::min<int64_t>(range.last, ops - 1) + 1;
+    for (auto [i, value] : llvm::enumerate(values)) {
+      int64_t until = i + 1 < values.size() ? values[i + 1].from : end;
+      if (until <= value.from)
+        continue;
+      delta[value.from][size_t(value.role)] += range.bytes;
+      delta[until][size_t(value.role)] -= range.bytes;
+    }
   }
   std::array<int64_t, kArenaRoles> live{};
   uint64_t best = 0;
@@ -314,9 +352,14 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
     if (range.first > int64_t(report.peakAt) ||
         range.last < int64_t(report.peakAt))
       continue;
-    auto [role, writer] = roles.lookup(range.alloc);
+    // The value it holds then.
+    BufferValue held;
+    for (const BufferValue &value : valuesOf(range))
+      if (value.from <= int64_t(report.peakAt))
+        held = value;
+    Operation *writer = held.writer;
     MemoryReport::Tensor tensor;
-    tensor.role = role;
+    tensor.role = held.role;
     tensor.bytes = range.bytes;
     tensor.offset = range.alloc.getOffset().value_or(0);
     tensor.nodes = nodeNames(writer ? writer->getLoc() : range.alloc.getLoc());

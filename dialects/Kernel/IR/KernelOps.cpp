@@ -229,6 +229,17 @@ bool LibraryKernel::takesScratch() const {
   }
 }
 
+std::optional<unsigned> LibraryKernel::inPlaceInput() const {
+  switch (id) {
+#define ZTC_IN_PLACE(name, input)                                              \
+  case LibraryKernelId::name:                                                  \
+    return input;
+#include "runtime/kernels/Library.def"
+  default:
+    return std::nullopt;
+  }
+}
+
 unsigned LibraryKernel::minInputs() const {
   return llvm::count_if(inputs, [](char c) { return llvm::isUpper(c); });
 }

@@ -93,6 +93,9 @@ struct LibraryKernel {
   /// Whether its CUDA kernel works in planned scratch (a ZTC_SCRATCH row):
   /// ztc-plan-scratch gives its calls a `scratch` operand.
   bool takesScratch() const;
+  /// The input its first output may be (a ZTC_IN_PLACE row), if any:
+  /// ztc-write-in-place may then write the result over that input.
+  std::optional<unsigned> inPlaceInput() const;
   /// The field named `name`, or null.
   const ConfigField *field(llvm::StringRef name) const;
 };

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
@@ -407,6 +408,22 @@ template <typename T> void checkSoftmax() {
     gpu::logSoftmax<T>(x.data(), gpuDims(shape), actual.data(), gpuDims(shape),
                        ztc::AxisParams{axis}, kStream);
     expectClose(actual, expected, "logSoftmax axis " + std::to_string(axis));
+    // Written over its input (Library.def's ZTC_IN_PLACE rows): the same
+    // bits as into a buffer of its own.
+    std::vector<T> over = x;
+    gpu::logSoftmax<T>(over.data(), gpuDims(shape), over.data(), gpuDims(shape),
+                       ztc::AxisParams{axis}, kStream);
+    EXPECT_EQ(
+        0, std::memcmp(over.data(), actual.data(), actual.size() * sizeof(T)))
+        << "logSoftmax in place, axis " << axis;
+    gpu::softmax<T>(x.data(), gpuDims(shape), actual.data(), gpuDims(shape),
+                    ztc::AxisParams{axis}, kStream);
+    over = x;
+    gpu::softmax<T>(over.data(), gpuDims(shape), over.data(), gpuDims(shape),
+                    ztc::AxisParams{axis}, kStream);
+    EXPECT_EQ(
+        0, std::memcmp(over.data(), actual.data(), actual.size() * sizeof(T)))
+        << "softmax in place, axis " << axis;
   }
 }
 

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -687,9 +688,21 @@ template <typename T> void checkSoftmax() {
     softmax<T>(x.data(), dimsOf(shape), y.data(), dimsOf(shape),
                AxisParams{axis});
     expectNear(y, soft, "softmax");
+    // Written over its input (Library.def's ZTC_IN_PLACE rows): the same
+    // bits.
+    std::vector<T> z = x;
+    softmax<T>(z.data(), dimsOf(shape), z.data(), dimsOf(shape),
+               AxisParams{axis});
+    EXPECT_EQ(0, std::memcmp(z.data(), y.data(), y.size() * sizeof(T)))
+        << "softmax in place, axis " << axis;
     logSoftmax<T>(x.data(), dimsOf(shape), y.data(), dimsOf(shape),
                   AxisParams{axis});
     expectNear(y, logSoft, "logSoftmax", 4.0);
+    z = x;
+    logSoftmax<T>(z.data(), dimsOf(shape), z.data(), dimsOf(shape),
+                  AxisParams{axis});
+    EXPECT_EQ(0, std::memcmp(z.data(), y.data(), y.size() * sizeof(T)))
+        << "logSoftmax in place, axis " << axis;
   }
   // Large logits must not overflow.
   std::vector<T> big = {fromDouble<T>(1000.0), fromDouble<T>(999.0)}, y(2);
