@@ -157,6 +157,49 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
   }];
 }
 
+def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
+  let summary = "Let a product add its bias, and a residual, as it stores";
+  let description = [{
+    A linear layer is a `matmul` call and a loop adding the bias to its
+    product, and a residual block's output a loop adding that to the
+    block's input as well: each loop reads and writes the whole product
+    again. For each `kernel.elementwise` with one output whose body is
+    only `p + bias` or `(p + bias) + r` (each sum either way round, both
+    rounded to the element type, as any loop's sums are), where
+
+    1. `p` is a buffer of the output's type that a `matmul` call without
+       a bias writes and only this loop reads;
+    2. `bias` is a row vector of the element type (the last dimension's
+       size, ones before it) and `r` a buffer of the output's type;
+    3. nothing between the call and the loop writes what the call reads,
+       and the call does not read the loop's output;
+
+    the call and the loop become one call at the loop, writing the loop's
+    output: `matmul` with the bias as a third input, or `matmul_add` (a,
+    b, the addend r, the bias), whose libraries add the bias and then the
+    addend to each element as it is stored, each sum rounded to the
+    element type as the loop rounded it. The CPU's result is the same
+    bits; CUDA's runs in the product's epilogue (cuBLASLt's bias
+    epilogue, the addend as its C), one kernel instead of two.
+
+    Example:
+
+    ```mlir
+    kernel.call "matmul" ins(%x, %w : ...) outs(%p : memref<8x64xf32>)
+    kernel.elementwise ins(%p, %b, %r : memref<8x64xf32>, memref<64xf32>,
+        memref<8x64xf32>) outs(%y : memref<8x64xf32>) {
+    ^bb0(%v: f32, %c: f32, %s: f32):
+      %0 = arith.addf %v, %c : f32
+      %1 = arith.addf %0, %s : f32
+      kernel.yield %1 : f32
+    }
+    // becomes
+    kernel.call "matmul_add" ins(%x, %w, %r, %b : ...)
+        outs(%y : memref<8x64xf32>)
+    ```
+  }];
+}
+
 def WriteInPlacePass : Pass<"ztc-write-in-place", "func::FuncOp"> {
   let summary = "Write a kernel's result over an input nothing reads after it";
   let description = [{

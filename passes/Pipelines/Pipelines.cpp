@@ -359,6 +359,9 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
   // place.
   pm.addNestedPass<func::FuncOp>(createFoldHeadWindowsPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
+  // A product adds its bias (and a residual) as it stores, instead of a
+  // loop reading it again.
+  pm.addNestedPass<func::FuncOp>(createMatmulEpiloguesPass());
   // Collectives on their own stream, before planning so the planner keeps
   // what the streams may still touch.
   if (options.schedule)

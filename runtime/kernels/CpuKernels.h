@@ -110,7 +110,11 @@
 //   broadcast numpy-style (right-aligned; size-1 or missing dims repeat). A
 //   rank-1 a is [K] -> [1, K] and a rank-1 b is [K] -> [K, 1], with the
 //   unit dimension absent from c (numpy.matmul). transpose_a/_b: the
-//   operand is stored with its last two dimensions swapped.
+//   operand is stored with its last two dimensions swapped. An optional
+//   bias [N] is added to every row of c as it is stored.
+// matmulAdd<T>: matmul, then the bias (optional) and the addend (c's
+//   shape, never c itself) added, each sum rounded to T: (a @ b + bias) +
+//   addend, as the loop ztc-matmul-epilogues folds into it computed.
 // conv2d<T>: x [N,C,H,W], w [O,C/g,kH,kW], bias or nullptr -> y
 //   [N,O,oH,oW]; pads (top, left, bottom, right).
 // maxPool2d<T>: padding never wins. avgPool2d<T>: ONNX/PyTorch semantics,

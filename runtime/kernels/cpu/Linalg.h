@@ -139,18 +139,52 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
 
 } // namespace detail
 
-/// c = a @ b, numpy-style (MatmulPlan.h); transA/transB: the operand is
-/// stored with its last two dimensions swapped.
+namespace detail {
+
+/// What a product adds as it stores its `rows` x `n` result c
+/// (ztc-matmul-epilogues): the bias along the last dimension, then the
+/// addend, each sum rounded to T as the loop it replaces rounded it.
 template <typename T>
-void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
-            const Dims &cDims, const MatmulParams &params) {
+void addEpilogue(T *c, int64_t rows, int64_t n, const T *bias,
+                 const T *addend) {
+  if (!bias && !addend)
+    return;
+#pragma omp parallel for if (rows * n > kParallelGrain)
+  for (int64_t i = 0; i < rows; ++i) {
+    T *row = c + i * n;
+    if (bias) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = store<T>(load(row[j]) + load(bias[j]));
+    }
+    if (addend) {
+      const T *add = addend + i * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = store<T>(load(row[j]) + load(add[j]));
+    }
+  }
+}
+
+} // namespace detail
+
+/// c = a @ b, numpy-style (MatmulPlan.h), plus the bias along c's last
+/// dimension when there is one; transA/transB: the operand is stored with
+/// its last two dimensions swapped.
+template <typename T>
+void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+            const T *bias, const Dims &, T *c, const Dims &cDims,
+            const MatmulParams &params) {
   const bool transA = params.transpose_a, transB = params.transpose_b;
   MatmulPlan p = planMatmul(aDims, bDims, cDims, transA, transB);
   if (p.batches == 0)
     return;
+  const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
+  const int64_t rows = n ? cDims.numElements() / n : 0;
   if (p.single) {
     detail::gemm(p.batches * p.m, p.n, p.k, a, p.lda, false, b, p.ldb, p.transB,
                  c, p.ldc, static_cast<const T *>(nullptr));
+    detail::addEpilogue(c, rows, n, bias, static_cast<const T *>(nullptr));
     return;
   }
   auto product = [&](int64_t item) {
@@ -171,11 +205,32 @@ void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
 #pragma omp parallel for schedule(static)
     for (int64_t item = 0; item < items; ++item)
       product(item);
+    detail::addEpilogue(c, rows, n, bias, static_cast<const T *>(nullptr));
     return;
   }
 #endif
   for (int64_t item = 0; item < items; ++item)
     product(item);
+  detail::addEpilogue(c, rows, n, bias, static_cast<const T *>(nullptr));
+}
+
+/// A product without a bias.
+template <typename T>
+void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
+            const Dims &cDims, const MatmulParams &params) {
+  matmul(a, aDims, b, bDims, static_cast<const T *>(nullptr), Dims{}, c, cDims,
+         params);
+}
+
+/// c = (a @ b + bias) + addend: matmul, then the bias and the addend added
+/// to each element, each sum rounded to T (the addend is never c).
+template <typename T>
+void matmulAdd(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+               const T *addend, const Dims &, const T *bias, const Dims &, T *c,
+               const Dims &cDims, const MatmulParams &params) {
+  matmul(a, aDims, b, bDims, c, cDims, params);
+  const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
+  detail::addEpilogue(c, n ? cDims.numElements() / n : 0, n, bias, addend);
 }
 
 //===----------------------------------------------------------------------===//

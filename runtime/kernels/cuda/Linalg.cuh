@@ -2,8 +2,10 @@
 //
 // detail::gemm, the one product every matrix product goes through (cuBLAS
 // for float, double, f16 and bf16; a plain kernel for integers and in the
-// host emulation), and the entry points on it: matmul, and matmulNf4 for a
-// weight in 4-bit NormalFloat, dequantized tile by tile.
+// host emulation), and the entry points on it: matmul, matmulAdd (a bias
+// and an addend added as the product is stored: cuBLASLt's epilogue where
+// it has one), and matmulNf4 for a weight in 4-bit NormalFloat,
+// dequantized tile by tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,13 +24,17 @@
 
 #include <cuda_runtime_api.h>
 #if !defined(ZTC_CUDA_HOST_EMULATION)
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #endif
 
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -73,6 +79,23 @@ template <typename T> struct GemmBody {
   }
 };
 
+/// What a product adds as it stores (ztc-matmul-epilogues), element by
+/// element of c: the bias along the last dimension (n), then the addend,
+/// each sum rounded to T as the CPU's and the loop it replaces.
+template <typename T> struct EpilogueBody {
+  T *c;
+  const T *bias, *addend;
+  int64_t n;
+  ZTC_HOST_DEVICE void operator()(int64_t at) const {
+    T value = c[at];
+    if (bias)
+      value = store<T>(load(value) + load(bias[at % n]));
+    if (addend)
+      value = store<T>(load(value) + load(addend[at]));
+    c[at] = value;
+  }
+};
+
 #if !defined(ZTC_CUDA_HOST_EMULATION)
 inline bool checkCublas(cublasStatus_t status, const char *call,
                         const char *kernel) {
@@ -90,16 +113,36 @@ inline std::mutex &cublasMutex() {
   return mutex;
 }
 
-/// cuBLAS on one device: its handle and the workspace it multiplies in.
-struct CublasDevice {
-  cublasHandle_t handle = nullptr;
-  void *workspace = nullptr;
+/// What cuBLASLt's choice of algorithm for a product depends on.
+struct LtProblem {
+  int type, compute;
+  int64_t m, n, k, lda, ldb, ldc;
+  bool transA, transB, bias, addend;
+  uint32_t alignA, alignB, alignC, alignD;
+  bool operator<(const LtProblem &other) const {
+    auto key = [](const LtProblem &p) {
+      return std::tie(p.type, p.compute, p.m, p.n, p.k, p.lda, p.ldb, p.ldc,
+                      p.transA, p.transB, p.bias, p.addend, p.alignA, p.alignB,
+                      p.alignC, p.alignD);
+    };
+    return key(*this) < key(other);
+  }
 };
 
-/// The current device's handle, created on first use (call with
-/// cublasMutex() held), bound to `stream` with its workspace; nullptr with
-/// an error recorded on failure.
-inline cublasHandle_t cublasHandleOn(cudaStream_t stream, const char *kernel) {
+/// cuBLAS on one device: its handles, the workspace both multiply in, and
+/// the algorithm cuBLASLt's heuristic chose for each problem (none: it
+/// found none), asked once per problem.
+struct CublasDevice {
+  cublasHandle_t handle = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void *workspace = nullptr;
+  std::map<LtProblem, std::optional<cublasLtMatmulAlgo_t>> algorithms;
+};
+
+/// The current device's cuBLAS, its handle and workspace created on first
+/// use (call with cublasMutex() held); nullptr with an error recorded on
+/// failure.
+inline CublasDevice *cublasDevice(const char *kernel) {
   static std::vector<CublasDevice> devices;
   int device = 0;
   if (!checkCuda(cudaGetDevice(&device), "cudaGetDevice", kernel))
@@ -132,15 +175,25 @@ inline cublasHandle_t cublasHandleOn(cudaStream_t stream, const char *kernel) {
     }
     mine.handle = handle;
   }
+  return &mine;
+}
+
+/// The current device's cuBLAS handle (call with cublasMutex() held),
+/// bound to `stream` with its workspace; nullptr with an error recorded on
+/// failure.
+inline cublasHandle_t cublasHandleOn(cudaStream_t stream, const char *kernel) {
+  CublasDevice *mine = cublasDevice(kernel);
+  if (!mine)
+    return nullptr;
   // cublasSetStream puts cuBLAS back on its own default workspace, so the
   // planned one is set again after it, every time.
-  if (!checkCublas(cublasSetStream(mine.handle, stream), "cublasSetStream",
+  if (!checkCublas(cublasSetStream(mine->handle, stream), "cublasSetStream",
                    kernel) ||
-      !checkCublas(cublasSetWorkspace(mine.handle, mine.workspace,
+      !checkCublas(cublasSetWorkspace(mine->handle, mine->workspace,
                                       scratch::kCublasWorkspaceBytes),
                    "cublasSetWorkspace", kernel))
     return nullptr;
-  return mine.handle;
+  return mine->handle;
 }
 
 template <typename T> cudaDataType_t cublasDataType() {
@@ -198,6 +251,164 @@ void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
       return;
   }
 }
+
+/// The largest power of two, up to 256, that divides `pointer`'s address:
+/// what cuBLASLt may assume of its alignment.
+inline uint32_t alignmentOf(const void *pointer) {
+  uint32_t alignment = 256;
+  while (alignment > 1 && reinterpret_cast<uintptr_t>(pointer) % alignment != 0)
+    alignment /= 2;
+  return alignment;
+}
+
+/// A single product (s.batch == 1) with its bias and addend added in
+/// cuBLASLt's epilogue: D = A B + C with C the addend (beta 1), or D itself
+/// and beta 0 without one, and CUBLASLT_EPILOGUE_BIAS adding the bias along
+/// D's rows in cuBLAS's column-major view (c's last dimension). Sums stay in
+/// f32 until the store: split-K reductions only in the compute type. False
+/// when cuBLASLt has no algorithm for it (nothing was run; the caller
+/// multiplies and adds with EpilogueBody); true once it ran or an error was
+/// recorded. The heuristic is asked once per problem (a step's products
+/// repeat every step).
+template <typename T>
+bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
+                      const T *bias, const T *addend, cudaStream_t stream,
+                      const char *kernel) {
+  const int64_t kIntMax = INT_MAX;
+  if (std::is_same_v<T, double> || s.batch != 1 || s.k == 0 || s.m > kIntMax ||
+      s.n > kIntMax || s.k > kIntMax || s.lda > kIntMax || s.ldb > kIntMax ||
+      s.ldc > kIntMax)
+    return false;
+  std::lock_guard<std::mutex> lock(cublasMutex());
+  CublasDevice *mine = cublasDevice(kernel);
+  if (!mine)
+    return true;
+  if (!mine->lt &&
+      !checkCublas(cublasLtCreate(&mine->lt), "cublasLtCreate", kernel))
+    return true;
+  // Every descriptor this call makes, destroyed on the way out.
+  struct Descriptors {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+    cublasLtMatmulPreference_t preference = nullptr;
+    ~Descriptors() {
+      if (preference)
+        cublasLtMatmulPreferenceDestroy(preference);
+      for (cublasLtMatrixLayout_t layout : {a, b, c, d})
+        if (layout)
+          cublasLtMatrixLayoutDestroy(layout);
+      if (op)
+        cublasLtMatmulDescDestroy(op);
+    }
+  } desc;
+  cublasComputeType_t compute = std::is_same_v<T, float> && s.tf32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  cudaDataType_t type = cublasDataType<T>();
+  // cuBLAS's A is our b and its B our a (see cublasGemm); the column-major
+  // D is [n, m] with leading dimension ldc, the dense addend [n, m] with n.
+  cublasOperation_t opA = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue =
+      bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  const void *biasPointer = bias;
+  uint64_t workspaceBytes = scratch::kCublasWorkspaceBytes;
+  uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  const T *cInput = addend ? addend : c;
+  uint32_t alignA = alignmentOf(b), alignB = alignmentOf(a),
+           alignC = alignmentOf(cInput), alignD = alignmentOf(c);
+  const char *failed = nullptr;
+  auto check = [&](cublasStatus_t status, const char *call) {
+    if (status != CUBLAS_STATUS_SUCCESS && !failed) {
+      failed = call;
+      checkCublas(status, call, kernel);
+    }
+  };
+  check(cublasLtMatmulDescCreate(&desc.op, compute, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  if (!failed) {
+    check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                         &opA, sizeof(opA)),
+          "cublasLtMatmulDescSetAttribute");
+    check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                         &opB, sizeof(opB)),
+          "cublasLtMatmulDescSetAttribute");
+    check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                         &epilogue, sizeof(epilogue)),
+          "cublasLtMatmulDescSetAttribute");
+    if (bias)
+      check(cublasLtMatmulDescSetAttribute(desc.op,
+                                           CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                           &biasPointer, sizeof(biasPointer)),
+            "cublasLtMatmulDescSetAttribute");
+    check(cublasLtMatrixLayoutCreate(&desc.a, type, s.transB ? s.k : s.n,
+                                     s.transB ? s.n : s.k, s.ldb),
+          "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatrixLayoutCreate(&desc.b, type, s.transA ? s.m : s.k,
+                                     s.transA ? s.k : s.m, s.lda),
+          "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatrixLayoutCreate(&desc.c, type, s.n, s.m,
+                                     addend ? s.n : s.ldc),
+          "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatrixLayoutCreate(&desc.d, type, s.n, s.m, s.ldc),
+          "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatmulPreferenceCreate(&desc.preference),
+          "cublasLtMatmulPreferenceCreate");
+  }
+  if (!failed) {
+    auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute,
+                      const void *value, size_t bytes) {
+      check(cublasLtMatmulPreferenceSetAttribute(desc.preference, attribute,
+                                                 value, bytes),
+            "cublasLtMatmulPreferenceSetAttribute");
+    };
+    prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+           sizeof(workspaceBytes));
+    prefer(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+           sizeof(reductions));
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA, sizeof(alignA));
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB, sizeof(alignB));
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC, sizeof(alignC));
+    prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD, sizeof(alignD));
+  }
+  if (failed)
+    return true;
+  LtProblem problem{type,
+                    compute,
+                    s.m,
+                    s.n,
+                    s.k,
+                    s.lda,
+                    s.ldb,
+                    s.ldc,
+                    s.transA,
+                    s.transB,
+                    bias != nullptr,
+                    addend != nullptr,
+                    alignA,
+                    alignB,
+                    alignC,
+                    alignD};
+  auto [chosen, fresh] = mine->algorithms.try_emplace(problem);
+  if (fresh) {
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    if (cublasLtMatmulAlgoGetHeuristic(
+            mine->lt, desc.op, desc.a, desc.b, desc.c, desc.d, desc.preference,
+            1, &result, &found) == CUBLAS_STATUS_SUCCESS &&
+        found > 0)
+      chosen->second = result.algo;
+  }
+  if (!chosen->second)
+    return false;
+  float alpha = 1, beta = addend ? 1 : 0;
+  checkCublas(cublasLtMatmul(mine->lt, desc.op, &alpha, b, desc.a, a, desc.b,
+                             &beta, cInput, desc.c, c, desc.d, &*chosen->second,
+                             mine->workspace, scratch::kCublasWorkspaceBytes,
+                             stream),
+              "cublasLtMatmul", kernel);
+  return true;
+}
 #endif
 
 /// Runs GemmShape: cuBLAS where it applies, else GemmBody.
@@ -244,33 +455,87 @@ template <typename T> struct Nf4TileBody {
 
 } // namespace detail
 
-/// c = a @ b, numpy-style (MatmulPlan.h); transpose_a/_b: the operand is
-/// stored with its last two dimensions swapped; tf32: f32 on TF32 tensor
-/// cores.
+namespace detail {
+
+/// c = a @ b, numpy-style (MatmulPlan.h), then the bias along c's last
+/// dimension and the addend, when there are: a single product in one
+/// cuBLASLt call with its epilogue where cuBLASLt has an algorithm for
+/// it, else the product and EpilogueBody.
 template <typename T>
-void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
-            const Dims &cDims, const MatmulParams &params,
-            cudaStream_t stream) {
+void matmulWith(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+                const T *bias, const T *addend, T *c, const Dims &cDims,
+                const MatmulParams &params, cudaStream_t stream,
+                const char *kernel) {
   const bool transA = params.transpose_a, transB = params.transpose_b;
   MatmulPlan p = planMatmul(aDims, bDims, cDims, transA, transB);
-  if (p.batches == 0)
+  const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
+  const int64_t count = cDims.numElements();
+  auto epilogue = [&] {
+    if ((bias || addend) && count > 0 && n > 0)
+      launchElements(count, EpilogueBody<T>{c, bias, addend, n}, stream,
+                     kernel);
+  };
+  if (p.batches == 0) {
+    epilogue();
     return;
+  }
   if (p.single) {
-    detail::gemm(a, b, c,
-                 {1, p.batches * p.m, p.n, p.k, p.lda, p.ldb, p.ldc, 0, 0, 0,
-                  false, p.transB, params.tf32},
-                 false, stream, "matmul");
+    GemmShape shape{1,     p.batches * p.m, p.n,        p.k, p.lda,
+                    p.ldb, p.ldc,           0,          0,   0,
+                    false, p.transB,        params.tf32};
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+    if constexpr (kCublasType<T>)
+      if ((bias || addend) &&
+          cublasLtEpilogue(a, b, c, shape, bias, addend, stream, kernel))
+        return;
+#endif
+    gemm(a, b, c, shape, false, stream, kernel);
+    epilogue();
     return;
   }
   // Each group is one strided batch; the host loops over the groups.
   for (int64_t o = 0; o < p.outer; ++o) {
     int64_t aOffset, bOffset;
     p.offsets(o, aOffset, bOffset);
-    detail::gemm(a + aOffset, b + bOffset, c + o * p.inner * p.m * p.n,
-                 {p.inner, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.strideA,
-                  p.strideB, p.m * p.n, p.transA, p.transB, params.tf32},
-                 false, stream, "matmul");
+    gemm(a + aOffset, b + bOffset, c + o * p.inner * p.m * p.n,
+         {p.inner, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.strideA, p.strideB,
+          p.m * p.n, p.transA, p.transB, params.tf32},
+         false, stream, kernel);
   }
+  epilogue();
+}
+
+} // namespace detail
+
+/// c = a @ b, numpy-style (MatmulPlan.h), plus the bias along c's last
+/// dimension when there is one; transpose_a/_b: the operand is stored with
+/// its last two dimensions swapped; tf32: f32 on TF32 tensor cores.
+template <typename T>
+void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+            const T *bias, const Dims &, T *c, const Dims &cDims,
+            const MatmulParams &params, cudaStream_t stream) {
+  detail::matmulWith(a, aDims, b, bDims, bias, static_cast<const T *>(nullptr),
+                     c, cDims, params, stream, "matmul");
+}
+
+/// A product without a bias.
+template <typename T>
+void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims, T *c,
+            const Dims &cDims, const MatmulParams &params,
+            cudaStream_t stream) {
+  matmul(a, aDims, b, bDims, static_cast<const T *>(nullptr), Dims{}, c, cDims,
+         params, stream);
+}
+
+/// c = (a @ b + bias) + addend (the CPU's matmulAdd): with a single
+/// product, one cuBLASLt call, the addend as its C.
+template <typename T>
+void matmulAdd(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+               const T *addend, const Dims &, const T *bias, const Dims &, T *c,
+               const Dims &cDims, const MatmulParams &params,
+               cudaStream_t stream) {
+  detail::matmulWith(a, aDims, b, bDims, bias, addend, c, cDims, params, stream,
+                     "matmul_add");
 }
 
 //===----------------------------------------------------------------------===//

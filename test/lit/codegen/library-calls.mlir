@@ -25,7 +25,9 @@ func.func @calls(
     %v: memref<16xi8> {train.binding = #train.binding<state "p.v">},
     %vs: memref<1xf32> {train.binding = #train.binding<state "p.v.scale">},
     %lr: memref<f32> {train.binding = #train.binding<hyper "lr">},
-    %step: memref<f32> {train.binding = #train.binding<hyper "step">})
+    %step: memref<f32> {train.binding = #train.binding<hyper "step">},
+    %w3: memref<3x3xf32> {train.binding = #train.binding<param "w3">},
+    %b3: memref<3xf32> {train.binding = #train.binding<param "b3">})
     attributes {kernel.arena_bytes = 4096 : i64} {
   // nll_loss: I from the labels; the reduction an enum, ignore_index absent;
   // the optional weight absent.
@@ -73,5 +75,15 @@ func.func @calls(
   // CUDA: ztc::cuda::shard<float>(ctx, v{{[0-9]+}}, v{{[0-9]+}}, 8, stream);
   %6 = kernel.alloc {offset = 2048 : i64} : memref<8xf32>
   kernel.collective shard ins(%5 : memref<16xf32>) outs(%6 : memref<8xf32>) {world_size = 2 : i64}
+  // A product with an epilogue (ztc-matmul-epilogues): matmul_add takes
+  // the addend, then the optional bias; matmul's optional bias, absent, is
+  // (nullptr, {}).
+  // CPU: ztc::cpu::matmulAdd<float>(b0, ztc::cpu::Dims{4, 3}, b16, ztc::cpu::Dims{3, 3}, b0, ztc::cpu::Dims{4, 3}, b17, ztc::cpu::Dims{3}, v{{[0-9]+}}, ztc::cpu::Dims{4, 3}, ztc::MatmulParams{false, true, false});
+  // CUDA: ztc::cuda::matmulAdd<float>(b0, ztc::cuda::Dims{4, 3}, b16, ztc::cuda::Dims{3, 3}, b0, ztc::cuda::Dims{4, 3}, b17, ztc::cuda::Dims{3}, v{{[0-9]+}}, ztc::cuda::Dims{4, 3}, ztc::MatmulParams{false, true, false}, stream);
+  %7 = kernel.alloc {offset = 2304 : i64} : memref<4x3xf32>
+  kernel.call "matmul_add" ins(%logp, %w3, %logp, %b3 : memref<4x3xf32>, memref<3x3xf32>, memref<4x3xf32>, memref<3xf32>) outs(%7 : memref<4x3xf32>) {config = {transpose_b = true}}
+  // CPU: ztc::cpu::matmul<float>(b0, ztc::cpu::Dims{4, 3}, b16, ztc::cpu::Dims{3, 3}, nullptr, ztc::cpu::Dims{}, v{{[0-9]+}}, ztc::cpu::Dims{4, 3}, ztc::MatmulParams{false, false, false});
+  %8 = kernel.alloc {offset = 2560 : i64} : memref<4x3xf32>
+  kernel.call "matmul" ins(%logp, %w3 : memref<4x3xf32>, memref<3x3xf32>) outs(%8 : memref<4x3xf32>)
   return
 }

@@ -248,6 +248,49 @@ TEST(CudaKernelsTest, MatmulF16) { checkMatmuls<f16>(); }
 TEST(CudaKernelsTest, MatmulBF16) { checkMatmuls<bf16>(); }
 TEST(CudaKernelsTest, MatmulInt64) { checkMatmuls<int64_t>(); }
 
+/// matmul with a bias and matmulAdd against the CPU's (the products differ
+/// in rounding, the epilogues are the same sums): one product, a batch of
+/// them, and K = 0. On a device a single product runs in cuBLASLt's
+/// epilogue; the emulation adds in EpilogueBody.
+template <typename T> void checkMatmulEpilogues() {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 3, 5}, {5, 4}}, {{2, 3, 5}, {2, 5, 4}}, {{3, 0}, {0, 4}}};
+  unsigned seed = 400;
+  for (const auto &[aShape, bShape] : cases) {
+    Shape cShape = matmulShape(aShape, bShape);
+    const int64_t n = bShape.back(), count = numel(cShape);
+    auto a = randomValues<T>(numel(aShape), seed++, -2, 2);
+    auto b = randomValues<T>(numel(bShape), seed++, -2, 2);
+    auto bias = randomValues<T>(n, seed++, -2, 2);
+    auto addend = randomValues<T>(count, seed++, -2, 2);
+    std::string what = describe(aShape) + " x " + describe(bShape);
+    for (bool withBias : {false, true}) {
+      const T *b0 = withBias ? bias.data() : nullptr;
+      std::vector<T> expected(count, T(7.0f)), actual(count, T(-3.0f));
+      cpu::matmulAdd<T>(a.data(), cpuDims(aShape), b.data(), cpuDims(bShape),
+                        addend.data(), cpuDims(cShape), b0, cpuDims({n}),
+                        expected.data(), cpuDims(cShape), ztc::MatmulParams{});
+      gpu::matmulAdd<T>(a.data(), gpuDims(aShape), b.data(), gpuDims(bShape),
+                        addend.data(), gpuDims(cShape), b0, gpuDims({n}),
+                        actual.data(), gpuDims(cShape), ztc::MatmulParams{},
+                        kStream);
+      expectClose(actual, expected,
+                  "matmulAdd " + what + (withBias ? " with a bias" : ""));
+    }
+    std::vector<T> expected(count, T(7.0f)), actual(count, T(-3.0f));
+    cpu::matmul<T>(a.data(), cpuDims(aShape), b.data(), cpuDims(bShape),
+                   bias.data(), cpuDims({n}), expected.data(), cpuDims(cShape),
+                   ztc::MatmulParams{});
+    gpu::matmul<T>(a.data(), gpuDims(aShape), b.data(), gpuDims(bShape),
+                   bias.data(), gpuDims({n}), actual.data(), gpuDims(cShape),
+                   ztc::MatmulParams{}, kStream);
+    expectClose(actual, expected, "matmul with a bias " + what);
+  }
+}
+
+TEST(CudaKernelsTest, MatmulEpiloguesFloat) { checkMatmulEpilogues<float>(); }
+TEST(CudaKernelsTest, MatmulEpiloguesBF16) { checkMatmulEpilogues<bf16>(); }
+
 struct ConvCase {
   Shape x, w;
   int64_t strides[2], pads[4], dilations[2], group;

@@ -344,6 +344,62 @@ TEST(KernelsTest, MatmulDouble) { checkMatmulShapes<double>(); }
 TEST(KernelsTest, MatmulF16) { checkMatmulShapes<f16>(); }
 TEST(KernelsTest, MatmulBF16) { checkMatmulShapes<bf16>(); }
 
+/// Whether two values of T have the same bits.
+template <typename T> bool sameBits(T x, T y) {
+  return std::memcmp(&x, &y, sizeof(T)) == 0;
+}
+
+/// matmul with a bias and matmulAdd (ztc-matmul-epilogues) give the bits of
+/// the product followed by the loop they replace: the bias, then the
+/// addend, each sum rounded to T.
+template <typename T> void checkMatmulEpilogues() {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 3, 5}, {5, 4}},    // one product of 6 rows
+      {{2, 3, 5}, {2, 5, 4}}, // a batch of products
+      {{64, 48}, {48, 40}},   // bands of rows on several threads
+      {{3, 0}, {0, 4}}};      // K = 0: the bias and the addend alone
+  unsigned seed = 90;
+  for (const auto &[aShape, bShape] : cases) {
+    Shape cShape = aShape;
+    cShape.back() = bShape.back();
+    const int64_t n = bShape.back(), count = numel(cShape);
+    auto a = randomValues<T>(numel(aShape), ++seed, -2, 2);
+    auto b = randomValues<T>(numel(bShape), ++seed, -2, 2);
+    auto bias = randomValues<T>(n, ++seed, -2, 2);
+    auto addend = randomValues<T>(count, ++seed, -2, 2);
+    std::vector<T> product(count), biased(count, fromDouble<T>(9)),
+        both(count, fromDouble<T>(9)), added(count, fromDouble<T>(9));
+    matmul<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape),
+              product.data(), dimsOf(cShape), MatmulParams{});
+    matmul<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape), bias.data(),
+              dimsOf({n}), biased.data(), dimsOf(cShape), MatmulParams{});
+    matmulAdd<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape),
+                 addend.data(), dimsOf(cShape), bias.data(), dimsOf({n}),
+                 both.data(), dimsOf(cShape), MatmulParams{});
+    matmulAdd<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape),
+                 addend.data(), dimsOf(cShape), nullptr, Dims{}, added.data(),
+                 dimsOf(cShape), MatmulParams{});
+    for (int64_t i = 0; i < count; ++i) {
+      T withBias = numeric::store<T>(numeric::load(product[i]) +
+                                     numeric::load(bias[i % n]));
+      EXPECT_TRUE(sameBits(biased[i], withBias)) << "bias, element " << i;
+      EXPECT_TRUE(
+          sameBits(both[i], numeric::store<T>(numeric::load(withBias) +
+                                              numeric::load(addend[i]))))
+          << "bias and addend, element " << i;
+      EXPECT_TRUE(
+          sameBits(added[i], numeric::store<T>(numeric::load(product[i]) +
+                                               numeric::load(addend[i]))))
+          << "addend, element " << i;
+    }
+  }
+}
+
+TEST(KernelsTest, MatmulEpiloguesFloat) { checkMatmulEpilogues<float>(); }
+TEST(KernelsTest, MatmulEpiloguesDouble) { checkMatmulEpilogues<double>(); }
+TEST(KernelsTest, MatmulEpiloguesBF16) { checkMatmulEpilogues<bf16>(); }
+TEST(KernelsTest, MatmulEpiloguesF16) { checkMatmulEpilogues<f16>(); }
+
 /// A batch of half-precision products shared out over threads (attention's
 /// heads) gives, bit for bit, what the products give one at a time: each
 /// oneDNN execution has its own scratchpad and stream. With oneDNN's shared

@@ -85,7 +85,7 @@ func.func @unknown_callee(%x: memref<3xf32>) {
 
 func.func @callee_arity(%x: memref<3xf32>) {
   %a = kernel.alloc : memref<3xf32>
-  // expected-error @+1 {{'matmul' takes 2 to 2 inputs and 1 outputs, got 1 and 1}}
+  // expected-error @+1 {{'matmul' takes 2 to 3 inputs and 1 outputs, got 1 and 1}}
   kernel.call "matmul" ins(%x : memref<3xf32>) outs(%a : memref<3xf32>)
   return
 }

@@ -1,0 +1,173 @@
+//===- MatmulEpilogues.cpp - the ztc-matmul-epilogues pass ----------------===//
+//
+// Lets a matrix product add its bias, and a residual, as it stores its
+// result, instead of a loop reading and writing the whole product again.
+// See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Kernel/Folding.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_MATMULEPILOGUESPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+using mlir::ztc::kernel::addLoc;
+using mlir::ztc::kernel::writtenBetween;
+
+namespace {
+
+/// What a loop adds to a product: the inputs holding the product, the bias
+/// and (optionally) the addend.
+struct Epilogue {
+  Value product, bias, addend;
+};
+
+/// The input of `loop` that block argument `value` stands for, or null when
+/// `value` is no argument of its body.
+Value inputOf(kernel::ElementwiseOp loop, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &loop.getBody().front())
+    return Value();
+  return loop.getInputs()[arg.getArgNumber()];
+}
+
+/// Whether `op` is a rounded float addition (a gradient formula's
+/// unrounded intermediates are left alone).
+arith::AddFOp roundedAdd(Value value) {
+  auto add = value.getDefiningOp<arith::AddFOp>();
+  if (!add || add->hasAttr(kernel::kUnroundedAttr))
+    return nullptr;
+  return add;
+}
+
+/// Whether `bias` is a vector the product's last dimension adds: its
+/// element type, that dimension's size last and ones before.
+bool isRowBias(Value bias, MemRefType product) {
+  auto type = cast<MemRefType>(bias.getType());
+  if (type.getElementType() != product.getElementType() || type.getRank() < 1 ||
+      type.getRank() > product.getRank() ||
+      type.getShape().back() != product.getShape().back())
+    return false;
+  return llvm::all_of(type.getShape().drop_back(),
+                      [](int64_t size) { return size == 1; });
+}
+
+/// The epilogue `loop` computes when its one output is `(p + bias)` or
+/// `(p + bias) + addend` (each sum either way round), p and the addend of
+/// the output's type and the bias a row vector.
+std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
+  if (loop.getOutputs().size() != 1)
+    return std::nullopt;
+  auto type = cast<MemRefType>(loop.getOutput().getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return std::nullopt;
+  Block &body = loop.getBody().front();
+  arith::AddFOp outer = roundedAdd(loop.getYielded().front());
+  if (!outer)
+    return std::nullopt;
+  // (p + bias): the product of the output's type, the bias a row vector.
+  auto sum = [&](arith::AddFOp add) -> std::optional<Epilogue> {
+    for (auto [p, b] : {std::pair(add.getLhs(), add.getRhs()),
+                        std::pair(add.getRhs(), add.getLhs())}) {
+      Value product = inputOf(loop, p), bias = inputOf(loop, b);
+      if (product && bias && product.getType() == type &&
+          isRowBias(bias, type) && product != bias)
+        return Epilogue{product, bias, Value()};
+    }
+    return std::nullopt;
+  };
+  // Only the sums and the yield.
+  if (body.getOperations().size() == 2)
+    return sum(outer);
+  if (body.getOperations().size() != 3)
+    return std::nullopt;
+  for (auto [inner, a] : {std::pair(outer.getLhs(), outer.getRhs()),
+                          std::pair(outer.getRhs(), outer.getLhs())}) {
+    arith::AddFOp add = roundedAdd(inner);
+    Value addend = inputOf(loop, a);
+    if (!add || !add->hasOneUse() || !addend || addend.getType() != type)
+      continue;
+    if (std::optional<Epilogue> found = sum(add)) {
+      if (found->product == addend)
+        return std::nullopt;
+      found->addend = addend;
+      return found;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The product `loop` adds to, when a `matmul` call without a bias writes
+/// it into a buffer of its own that only the loop reads, and the call can
+/// move to the loop: nothing between them writes what it reads.
+kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product) {
+  auto alloc = product.getDefiningOp<kernel::AllocOp>();
+  if (!alloc)
+    return nullptr;
+  kernel::CallOp matmul;
+  for (Operation *user : product.getUsers()) {
+    if (user == loop)
+      continue;
+    auto call = dyn_cast<kernel::CallOp>(user);
+    if (matmul || !call ||
+        !kernel::isCallOf(call, kernel::LibraryKernelId::matmul) ||
+        call.getInputs().size() != 2 || call.getOutputs().front() != product)
+      return nullptr;
+    matmul = call;
+  }
+  if (!matmul || matmul->getBlock() != loop->getBlock() ||
+      !matmul->isBeforeInBlock(loop) ||
+      kernel::streamOf(matmul) != kernel::streamOf(loop))
+    return nullptr;
+  Value output = kernel::rootBuffer(loop.getOutput());
+  for (Value input : loop.getInputs())
+    if (input != product && kernel::rootBuffer(input) == output)
+      return nullptr; // the library reads the addend after the product
+  for (Value input : matmul.getInputs()) {
+    Value root = kernel::rootBuffer(input);
+    if (root == output || writtenBetween(matmul, loop, root))
+      return nullptr;
+  }
+  return matmul;
+}
+
+struct MatmulEpiloguesPass
+    : public mlir::ztc::impl::MatmulEpiloguesPassBase<MatmulEpiloguesPass> {
+  void runOnOperation() override {
+    SmallVector<kernel::ElementwiseOp> loops;
+    getOperation().walk(
+        [&](kernel::ElementwiseOp loop) { loops.push_back(loop); });
+    // Each rewrite erases only its loop, its product and the product's
+    // buffer, which no other loop reads.
+    for (kernel::ElementwiseOp loop : loops) {
+      std::optional<Epilogue> epilogue = matchEpilogue(loop);
+      if (!epilogue)
+        continue;
+      kernel::CallOp matmul = producerOf(loop, epilogue->product);
+      if (!matmul)
+        continue;
+      OpBuilder b(loop);
+      SmallVector<Value> inputs(matmul.getInputs());
+      if (epilogue->addend)
+        inputs.push_back(epilogue->addend);
+      inputs.push_back(epilogue->bias);
+      auto fused = kernel::CallOp::create(
+          b, matmul.getLoc(), epilogue->addend ? "matmul_add" : "matmul",
+          inputs, ValueRange{loop.getOutput()}, matmul.getConfig());
+      addLoc(fused, loop.getLoc());
+      Operation *alloc = epilogue->product.getDefiningOp();
+      loop.erase();
+      matmul.erase();
+      alloc->erase();
+    }
+  }
+};
+
+} // namespace

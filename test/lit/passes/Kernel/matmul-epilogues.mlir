@@ -1,0 +1,95 @@
+// ztc-matmul-epilogues: a product's bias, and a residual after it, are
+// added by the product's call as it stores, when a loop did nothing else
+// with a product only it reads.
+//
+// RUN: ztc-opt %s -split-input-file -ztc-matmul-epilogues | FileCheck %s
+
+// A linear layer (a bias, either way round) and a residual block's output
+// ((p + bias) + r, the sums either way round). The product buffers go.
+// CHECK-LABEL: func.func @layers
+// CHECK: %[[H:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: kernel.call "matmul" ins(%arg0, %arg1, %arg2 : memref<2x4x8xf32>, memref<16x8xf32>, memref<16xf32>) outs(%[[H]] : memref<2x4x16xf32>) {config = {transpose_b = true}}
+// CHECK-NEXT: %[[Y:.+]] = kernel.alloc : memref<2x4x8xf32>
+// CHECK-NEXT: kernel.call "matmul_add" ins(%[[H]], %arg3, %arg0, %arg4 : memref<2x4x16xf32>, memref<16x8xf32>, memref<2x4x8xf32>, memref<1x8xf32>) outs(%[[Y]] : memref<2x4x8xf32>){{$}}
+// CHECK-NEXT: return %[[Y]]
+func.func @layers(%x: memref<2x4x8xf32>, %w1: memref<16x8xf32>, %b1: memref<16xf32>, %w2: memref<16x8xf32>, %b2: memref<1x8xf32>) -> memref<2x4x8xf32> {
+  %p = kernel.alloc : memref<2x4x16xf32>
+  kernel.call "matmul" ins(%x, %w1 : memref<2x4x8xf32>, memref<16x8xf32>) outs(%p : memref<2x4x16xf32>) {config = {transpose_b = true}}
+  %h = kernel.alloc : memref<2x4x16xf32>
+  kernel.elementwise ins(%b1, %p : memref<16xf32>, memref<2x4x16xf32>) outs(%h : memref<2x4x16xf32>) {
+  ^bb0(%b: f32, %v: f32):
+    %r = arith.addf %b, %v : f32
+    kernel.yield %r : f32
+  }
+  %q = kernel.alloc : memref<2x4x8xf32>
+  kernel.call "matmul" ins(%h, %w2 : memref<2x4x16xf32>, memref<16x8xf32>) outs(%q : memref<2x4x8xf32>) {config = {}}
+  %y = kernel.alloc : memref<2x4x8xf32>
+  kernel.elementwise ins(%x, %q, %b2 : memref<2x4x8xf32>, memref<2x4x8xf32>, memref<1x8xf32>) outs(%y : memref<2x4x8xf32>) {
+  ^bb0(%r: f32, %v: f32, %b: f32):
+    %s = arith.addf %v, %b : f32
+    %t = arith.addf %r, %s : f32
+    kernel.yield %t : f32
+  }
+  return %y : memref<2x4x8xf32>
+}
+
+// -----
+
+// Left alone: a product read again later (kept for a backward); a loop
+// doing more than the sums (a ReLU after them); a bias along another
+// dimension; (p + r) + bias, whose order the library does not keep; an
+// input the product reads written between the call and the loop.
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-5: kernel.call "matmul" ins(%{{[^,]+}}, %{{[^ ]+}} : memref<4x8xf32>, memref<8x8xf32>)
+// CHECK-NOT: matmul_add
+func.func @kept(%x: memref<4x8xf32>, %w: memref<8x8xf32>, %b: memref<8xf32>, %c: memref<4x1xf32>, %r: memref<4x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) {
+  %p1 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p1 : memref<4x8xf32>) {config = {}}
+  %y1 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p1, %b : memref<4x8xf32>, memref<8xf32>) outs(%y1 : memref<4x8xf32>) {
+  ^bb0(%v: f32, %u: f32):
+    %s = arith.addf %v, %u : f32
+    kernel.yield %s : f32
+  }
+  %p2 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p2 : memref<4x8xf32>) {config = {}}
+  %y2 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p2, %b : memref<4x8xf32>, memref<8xf32>) outs(%y2 : memref<4x8xf32>) {
+  ^bb0(%v: f32, %u: f32):
+    %s = arith.addf %v, %u : f32
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %s, %z : f32
+    kernel.yield %m : f32
+  }
+  %p3 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p3 : memref<4x8xf32>) {config = {}}
+  %y3 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p3, %c : memref<4x8xf32>, memref<4x1xf32>) outs(%y3 : memref<4x8xf32>) {
+  ^bb0(%v: f32, %u: f32):
+    %s = arith.addf %v, %u : f32
+    kernel.yield %s : f32
+  }
+  %p4 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p4 : memref<4x8xf32>) {config = {}}
+  %y4 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p4, %r, %b : memref<4x8xf32>, memref<4x8xf32>, memref<8xf32>) outs(%y4 : memref<4x8xf32>) {
+  ^bb0(%v: f32, %t: f32, %u: f32):
+    %s = arith.addf %v, %t : f32
+    %o = arith.addf %s, %u : f32
+    kernel.yield %o : f32
+  }
+  %x5 = kernel.alloc : memref<4x8xf32>
+  %p5 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x5, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p5 : memref<4x8xf32>) {config = {}}
+  kernel.elementwise ins(%r : memref<4x8xf32>) outs(%x5 : memref<4x8xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  %y5 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p5, %b : memref<4x8xf32>, memref<8xf32>) outs(%y5 : memref<4x8xf32>) {
+  ^bb0(%v: f32, %u: f32):
+    %s = arith.addf %v, %u : f32
+    kernel.yield %s : f32
+  }
+  return %y1, %p1, %y2, %y3, %y4, %y5 : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+}
