@@ -170,7 +170,8 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     1. `p` is a buffer of the output's type that a `matmul` call without
        a bias writes and only this loop reads;
     2. `bias` is a row vector of the element type (the last dimension's
-       size, ones before it) and `r` a buffer of the output's type;
+       size, ones before it) and `r` a buffer of the output's type other
+       than the output (the library adds it after the product is stored);
     3. nothing between the call and the loop writes what the call reads,
        and the call does not read the loop's output;
 

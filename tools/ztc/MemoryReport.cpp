@@ -123,7 +123,8 @@ classifyBuffers(func::FuncOp func) {
   DenseSet<Operation *> forward;
   if (kernel::AllocOp lossAlloc = loss ? allocOf(loss) : nullptr) {
     DenseSet<Operation *> needed{lossAlloc};
-    // The value the loss is: the alloc's last write before its reader.
+    // The value the loss is: its buffer's last write (nothing writes over
+    // a loss the step records or returns).
     Operation *lossWriter = nullptr;
     for (auto [at, op] : writers.lookup(lossAlloc))
       lossWriter = op;
