@@ -38,8 +38,8 @@ Value inputOf(kernel::ElementwiseOp loop, Value value) {
   return loop.getInputs()[arg.getArgNumber()];
 }
 
-/// Whether `op` is a rounded float addition (a gradient formula's
-/// unrounded intermediates are left alone).
+/// The float addition that defines `value`, if it is rounded (a gradient
+/// formula's unrounded intermediates are left alone).
 arith::AddFOp roundedAdd(Value value) {
   auto add = value.getDefiningOp<arith::AddFOp>();
   if (!add || add->hasAttr(kernel::kUnroundedAttr))

@@ -50,11 +50,11 @@ bool usedOnlyBefore(Value buffer, Operation *writer) {
 /// and nothing is lost by it: `output` is an arena buffer of its own that
 /// only `writer` and later ops use; `input` is a view of, or is, an arena
 /// buffer that no op uses after `writer` or on another stream; every
-/// operand of `writer` on that buffer is `input` itself (`sameIndex`: an
-/// elementwise kernel reads the element it writes, so other reads of the
-/// buffer with the output's shape are safe too).
-bool canWriteOver(Operation *writer, Value input, Value output,
-                  bool sameIndex) {
+/// operand of `writer` on that buffer is `input` itself (an elementwise
+/// kernel reads the element it writes, so its other reads of the buffer
+/// with the output's shape are safe too).
+bool canWriteOver(Operation *writer, Value input, Value output) {
+  const bool sameIndex = isa<kernel::ElementwiseOp>(writer);
   if (input.getType() != output.getType())
     return false;
   auto outputAlloc = output.getDefiningOp<kernel::AllocOp>();
@@ -82,17 +82,14 @@ bool canWriteOver(Operation *writer, Value input, Value output,
 
 /// The (input, output) pairs `op` could write in place, in the order to
 /// try them.
-SmallVector<std::pair<Value, Value>> candidates(Operation *op,
-                                                bool &sameIndex) {
+SmallVector<std::pair<Value, Value>> candidates(Operation *op) {
   SmallVector<std::pair<Value, Value>> pairs;
   if (auto loop = dyn_cast<kernel::ElementwiseOp>(op)) {
-    sameIndex = true;
     for (Value output : loop.getOutputs())
       for (Value input : loop.getInputs())
         if (input.getType() == output.getType())
           pairs.push_back({input, output});
   } else if (auto call = dyn_cast<kernel::CallOp>(op)) {
-    sameIndex = false;
     std::optional<unsigned> index =
         kernel::libraryKernelOf(call).inPlaceInput();
     if (index && *index < call.getInputs().size())
@@ -113,9 +110,8 @@ struct WriteInPlacePass
       bool changed = true;
       while (changed) {
         changed = false;
-        bool sameIndex = false;
-        for (auto [input, output] : candidates(&op, sameIndex)) {
-          if (!canWriteOver(&op, input, output, sameIndex))
+        for (auto [input, output] : candidates(&op)) {
+          if (!canWriteOver(&op, input, output))
             continue;
           Operation *alloc = output.getDefiningOp();
           output.replaceAllUsesWith(input);
