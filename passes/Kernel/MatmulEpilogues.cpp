@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Kernel/Folding.h"
+#include "passes/Kernel/LiveRanges.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -18,6 +19,7 @@ namespace mlir::ztc {
 
 using namespace mlir;
 using namespace mlir::ztc;
+using mlir::ztc::topLevelIn;
 using mlir::ztc::kernel::addLoc;
 using mlir::ztc::kernel::writtenBetween;
 
@@ -138,9 +140,114 @@ kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product) {
   return matmul;
 }
 
+/// Whether `sum`, a `reduce_sum` call, adds its input's rows: every
+/// dimension but the last reduced, into that dimension's size (a bias
+/// gradient).
+bool sumsRows(kernel::CallOp sum) {
+  auto input = cast<MemRefType>(sum.getInputs().front().getType());
+  auto output = cast<MemRefType>(sum.getOutputs().front().getType());
+  auto axes = sum.getConfig().getAs<DenseI64ArrayAttr>("axes");
+  if (!axes || input.getRank() < 2 ||
+      output.getNumElements() != input.getShape().back() ||
+      static_cast<int64_t>(axes.size()) != input.getRank() - 1)
+    return false;
+  for (auto [position, axis] : llvm::enumerate(axes.asArrayRef()))
+    if (axis != static_cast<int64_t>(position))
+      return false;
+  return true;
+}
+
+/// The ops that read or write `buffer` or a view of it (views aside), as
+/// the ops of `block` they happen in.
+void topLevelUsers(Value buffer, Block &block,
+                   SmallVectorImpl<Operation *> &users) {
+  for (Operation *user : buffer.getUsers()) {
+    if (auto view = dyn_cast<kernel::ViewOp>(user))
+      topLevelUsers(view.getResult(), block, users);
+    else
+      users.push_back(topLevelIn(user, block));
+  }
+}
+
+/// Whether an op after `from` and before `to` reads or writes `root`.
+bool usedBetween(Operation *from, Operation *to, Value root) {
+  SmallVector<Operation *> users;
+  topLevelUsers(root, *from->getBlock(), users);
+  return llvm::any_of(users, [&](Operation *user) {
+    return from->isBeforeInBlock(user) && user->isBeforeInBlock(to);
+  });
+}
+
+/// The weight gradient's product that reads the rows `sum` adds: a
+/// `matmul` without a bias whose first operand, [rows, n] and transposed,
+/// is a view of the sum's input (or that input), in the sum's block and on
+/// its stream. Either call may come first; the later one can take on the
+/// earlier's work when nothing between them writes what the earlier reads,
+/// nor reads or writes the earlier's output, and the later one does not
+/// read that output.
+kernel::CallOp weightGradientOf(kernel::CallOp sum) {
+  Block &block = *sum->getBlock();
+  Value rows = kernel::rootBuffer(sum.getInputs().front());
+  int64_t n =
+      cast<MemRefType>(sum.getInputs().front().getType()).getShape().back();
+  SmallVector<Operation *> users;
+  topLevelUsers(rows, block, users);
+  for (Operation *user : users) {
+    auto matmul = dyn_cast<kernel::CallOp>(user);
+    if (!matmul || !kernel::isCallOf(matmul, kernel::LibraryKernelId::matmul) ||
+        matmul.getInputs().size() != 2 ||
+        kernel::rootBuffer(matmul.getInputs().front()) != rows ||
+        !matmul.getConfig().get("transpose_a") ||
+        kernel::streamOf(matmul) != kernel::streamOf(sum))
+      continue;
+    auto a = cast<MemRefType>(matmul.getInputs().front().getType());
+    if (a.getRank() != 2 || a.getShape().back() != n)
+      continue;
+    kernel::CallOp first = sum->isBeforeInBlock(matmul) ? sum : matmul;
+    kernel::CallOp second = first == sum ? matmul : sum;
+    Value output = kernel::rootBuffer(first.getOutputs().front());
+    bool movable = !usedBetween(first, second, output);
+    for (Value input : first.getInputs())
+      movable &= !writtenBetween(first, second, kernel::rootBuffer(input));
+    for (Value input : second.getInputs())
+      movable &= kernel::rootBuffer(input) != output;
+    if (movable)
+      return matmul;
+  }
+  return nullptr;
+}
+
+/// Folds each bias gradient into the weight gradient's product:
+/// `matmul_bias_grad` writes both, at the later of the two calls.
+void foldBiasGradients(func::FuncOp function) {
+  SmallVector<kernel::CallOp> sums;
+  function.walk([&](kernel::CallOp call) {
+    // In the step's own block, where every use of a buffer is.
+    if (kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum) &&
+        call->getParentOp() == function && sumsRows(call))
+      sums.push_back(call);
+  });
+  for (kernel::CallOp sum : sums) {
+    kernel::CallOp matmul = weightGradientOf(sum);
+    if (!matmul)
+      continue;
+    OpBuilder b(sum->isBeforeInBlock(matmul) ? matmul : sum);
+    auto fused = kernel::CallOp::create(
+        b, matmul.getLoc(), "matmul_bias_grad", matmul.getInputs(),
+        ValueRange{matmul.getOutputs().front(), sum.getOutputs().front()},
+        matmul.getConfig());
+    addLoc(fused, sum.getLoc());
+    // The sum's scratch (CUDA's partial sums) is planned again for the
+    // new call by ztc-plan-scratch, which runs later.
+    matmul.erase();
+    sum.erase();
+  }
+}
+
 struct MatmulEpiloguesPass
     : public mlir::ztc::impl::MatmulEpiloguesPassBase<MatmulEpiloguesPass> {
   void runOnOperation() override {
+    foldBiasGradients(getOperation());
     SmallVector<kernel::ElementwiseOp> loops;
     getOperation().walk(
         [&](kernel::ElementwiseOp loop) { loops.push_back(loop); });

@@ -158,7 +158,7 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
 }
 
 def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
-  let summary = "Let a product add its bias, and a residual, as it stores";
+  let summary = "Fold bias, residual and bias-gradient work into products";
   let description = [{
     A linear layer is a `matmul` call and a loop adding the bias to its
     product, and a residual block's output a loop adding that to the
@@ -197,6 +197,33 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     // becomes
     kernel.call "matmul_add" ins(%x, %w, %r, %b : ...)
         outs(%y : memref<8x64xf32>)
+    ```
+
+    A linear layer's backward also reads its output's gradient `g`
+    ([rows, n]) twice beside the product for its input's gradient: once
+    for the weight's gradient, `matmul(g, x)` with g transposed, and once
+    for the bias's, a `reduce_sum` of g over every dimension but the last.
+    Before the loops above, each such sum, in the step's block, whose
+    input is a view of (or is) the first operand of a transposed `matmul`
+    without a bias, [rows, n], on the same stream, becomes one
+    `matmul_bias_grad` call with the product's inputs and both outputs,
+    at the later of the two calls, when nothing between them writes what
+    the earlier reads, nor reads or writes the earlier's output, and the
+    later does not read that output. The CPU's library sums the rows as
+    `reduce_sum` does (the same bits); CUDA's in cuBLASLt's bias-gradient
+    epilogue (`CUBLASLT_EPILOGUE_BGRADB`), one kernel instead of two.
+
+    ```mlir
+    kernel.call "reduce_sum" ins(%g : memref<8x16x64xf32>)
+        outs(%db : memref<64xf32>) {config = {axes = array<i64: 0, 1>,
+        keepdims = false}}
+    %gv = kernel.view %g : memref<8x16x64xf32> to memref<128x64xf32>
+    kernel.call "matmul" ins(%gv, %x : ...) outs(%dw : memref<64x32xf32>)
+        {config = {transpose_a = true}}
+    // becomes
+    kernel.call "matmul_bias_grad" ins(%gv, %x : ...)
+        outs(%dw, %db : memref<64x32xf32>, memref<64xf32>)
+        {config = {transpose_a = true}}
     ```
   }];
 }

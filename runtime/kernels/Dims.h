@@ -61,6 +61,14 @@ inline NormalizedRows normalizedRows(const Dims &dims, int64_t axis) {
   return {product(dims, 0, axis), product(dims, axis, dims.rank)};
 }
 
+/// `dims` as a matrix of rows of its last dimension: [the product of the
+/// others, the last] (a bias gradient sums such rows).
+inline Dims rowsOf(const Dims &dims) {
+  if (dims.rank == 0)
+    return Dims{1, 1};
+  return Dims{product(dims, 0, dims.rank - 1), dims.d[dims.rank - 1]};
+}
+
 /// Row-major element strides of `dims`.
 inline void contiguousStrides(const Dims &dims, int64_t *strides) {
   int64_t stride = 1;

@@ -2,7 +2,9 @@
 //
 // detail::gemm, the one GEMM every product goes through (oneDNN for float,
 // OpenBLAS for double, f32 accumulation for the 16-bit types), and the entry
-// points on it: matmul, and matmulNf4 for a weight in 4-bit NormalFloat.
+// points on it: matmul, matmulAdd and matmulBiasGrad (with what
+// ztc-matmul-epilogues folds into a product), and matmulNf4 for a weight in
+// 4-bit NormalFloat.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,7 @@
 #define ZTC_RUNTIME_KERNELS_CPU_LINALG_H
 
 #include "Common.h"
+#include "Reduce.h"
 
 #include "../Blockwise8bit.h"
 #include "../Dims.h"
@@ -231,6 +234,18 @@ void matmulAdd(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
   matmul(a, aDims, b, bDims, c, cDims, params);
   const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
   detail::addEpilogue(c, n ? cDims.numElements() / n : 0, n, bias, addend);
+}
+
+/// A linear layer's weight and bias gradients from its output's gradient
+/// a (ztc-matmul-epilogues): c = a @ b as matmul computes it, and biasGrad
+/// the sum of a's rows (every dimension but the last summed, as reduce_sum
+/// over those dimensions sums them: the same bits).
+template <typename T>
+void matmulBiasGrad(const T *a, const Dims &aDims, const T *b,
+                    const Dims &bDims, T *c, const Dims &cDims, T *biasGrad,
+                    const Dims &, const MatmulParams &params) {
+  matmul(a, aDims, b, bDims, c, cDims, params);
+  reduce<T, ReduceKind::Sum>(a, rowsOf(aDims), 1, biasGrad);
 }
 
 //===----------------------------------------------------------------------===//

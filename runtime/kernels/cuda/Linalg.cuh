@@ -4,8 +4,9 @@
 // for float, double, f16 and bf16; a plain kernel for integers and in the
 // host emulation), and the entry points on it: matmul, matmulAdd (a bias
 // and an addend added as the product is stored: cuBLASLt's epilogue where
-// it has one), and matmulNf4 for a weight in 4-bit NormalFloat,
-// dequantized tile by tile.
+// it has one), matmulBiasGrad (a bias gradient summed as the product reads
+// its operand: cuBLASLt's BGRADB), and matmulNf4 for a weight in 4-bit
+// NormalFloat, dequantized tile by tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #define ZTC_RUNTIME_KERNELS_CUDA_LINALG_CUH
 
 #include "Common.cuh"
+#include "Reduce.cuh"
 #include "Scratch.h"
 
 #include "../Blockwise8bit.h"
@@ -115,15 +117,15 @@ inline std::mutex &cublasMutex() {
 
 /// What cuBLASLt's choice of algorithm for a product depends on.
 struct LtProblem {
-  int type, compute;
+  int type, compute, epilogue;
   int64_t m, n, k, lda, ldb, ldc;
-  bool transA, transB, bias, addend;
+  bool transA, transB, addend;
   uint32_t alignA, alignB, alignC, alignD;
   bool operator<(const LtProblem &other) const {
     auto key = [](const LtProblem &p) {
-      return std::tie(p.type, p.compute, p.m, p.n, p.k, p.lda, p.ldb, p.ldc,
-                      p.transA, p.transB, p.bias, p.addend, p.alignA, p.alignB,
-                      p.alignC, p.alignD);
+      return std::tie(p.type, p.compute, p.epilogue, p.m, p.n, p.k, p.lda,
+                      p.ldb, p.ldc, p.transA, p.transB, p.addend, p.alignA,
+                      p.alignB, p.alignC, p.alignD);
     };
     return key(*this) < key(other);
   }
@@ -261,23 +263,25 @@ inline uint32_t alignmentOf(const void *pointer) {
   return alignment;
 }
 
-/// A single product (s.batch == 1) with its bias and addend added in
-/// cuBLASLt's epilogue: D = A B + C with C the addend (beta 1), or D itself
-/// and beta 0 without one, and CUBLASLT_EPILOGUE_BIAS adding the bias along
-/// D's rows in cuBLAS's column-major view (c's last dimension). Sums stay in
-/// f32 until the store: split-K reductions only in the compute type. False
-/// when cuBLASLt has no algorithm for it (nothing was run; the caller
-/// multiplies and adds with EpilogueBody); true once it ran or an error was
+/// A single product (s.batch == 1) with its epilogue in cuBLASLt: D = A B
+/// + C with C the addend (beta 1), or D itself and beta 0 without one;
+/// CUBLASLT_EPILOGUE_BIAS adding the bias along D's rows in cuBLAS's
+/// column-major view (c's last dimension), or CUBLASLT_EPILOGUE_BGRADB
+/// writing biasGrad, the sums of our a's rows (a transposed: cuBLAS's B,
+/// summed over the product's k). Sums stay in f32 until the store: split-K
+/// reductions only in the compute type. False when cuBLASLt has no
+/// algorithm for it (nothing was run; the caller multiplies and adds with
+/// EpilogueBody, or sums with reduce); true once it ran or an error was
 /// recorded. The heuristic is asked once per problem (a step's products
 /// repeat every step).
 template <typename T>
 bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
-                      const T *bias, const T *addend, cudaStream_t stream,
-                      const char *kernel) {
+                      const T *bias, const T *addend, T *biasGrad,
+                      cudaStream_t stream, const char *kernel) {
   const int64_t kIntMax = INT_MAX;
   if (std::is_same_v<T, double> || s.batch != 1 || s.k == 0 || s.m > kIntMax ||
       s.n > kIntMax || s.k > kIntMax || s.lda > kIntMax || s.ldb > kIntMax ||
-      s.ldc > kIntMax)
+      s.ldc > kIntMax || (biasGrad && (!s.transA || bias || addend)))
     return false;
   std::lock_guard<std::mutex> lock(cublasMutex());
   CublasDevice *mine = cublasDevice(kernel);
@@ -309,9 +313,11 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
   // D is [n, m] with leading dimension ldc, the dense addend [n, m] with n.
   cublasOperation_t opA = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasLtEpilogue_t epilogue =
-      bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-  const void *biasPointer = bias;
+  cublasLtEpilogue_t epilogue = biasGrad ? CUBLASLT_EPILOGUE_BGRADB
+                                : bias   ? CUBLASLT_EPILOGUE_BIAS
+                                         : CUBLASLT_EPILOGUE_DEFAULT;
+  const void *biasPointer = biasGrad ? static_cast<const void *>(biasGrad)
+                                     : static_cast<const void *>(bias);
   uint64_t workspaceBytes = scratch::kCublasWorkspaceBytes;
   uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
   const T *cInput = addend ? addend : c;
@@ -336,7 +342,7 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
     check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                          &epilogue, sizeof(epilogue)),
           "cublasLtMatmulDescSetAttribute");
-    if (bias)
+    if (biasPointer)
       check(cublasLtMatmulDescSetAttribute(desc.op,
                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                            &biasPointer, sizeof(biasPointer)),
@@ -373,21 +379,11 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
   }
   if (failed)
     return true;
-  LtProblem problem{type,
-                    compute,
-                    s.m,
-                    s.n,
-                    s.k,
-                    s.lda,
-                    s.ldb,
-                    s.ldc,
-                    s.transA,
-                    s.transB,
-                    bias != nullptr,
-                    addend != nullptr,
-                    alignA,
-                    alignB,
-                    alignC,
+  LtProblem problem{type,     compute,  static_cast<int>(epilogue),
+                    s.m,      s.n,      s.k,
+                    s.lda,    s.ldb,    s.ldc,
+                    s.transA, s.transB, addend != nullptr,
+                    alignA,   alignB,   alignC,
                     alignD};
   auto [chosen, fresh] = mine->algorithms.try_emplace(problem);
   if (fresh) {
@@ -486,7 +482,8 @@ void matmulWith(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
 #if !defined(ZTC_CUDA_HOST_EMULATION)
     if constexpr (kCublasType<T>)
       if ((bias || addend) &&
-          cublasLtEpilogue(a, b, c, shape, bias, addend, stream, kernel))
+          cublasLtEpilogue(a, b, c, shape, bias, addend,
+                           static_cast<T *>(nullptr), stream, kernel))
         return;
 #endif
     gemm(a, b, c, shape, false, stream, kernel);
@@ -536,6 +533,40 @@ void matmulAdd(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
                cudaStream_t stream) {
   detail::matmulWith(a, aDims, b, bDims, bias, addend, c, cDims, params, stream,
                      "matmul_add");
+}
+
+/// A linear layer's weight and bias gradients from its output's gradient
+/// a (the CPU's matmulBiasGrad): c = a @ b, and biasGrad the sum of a's
+/// rows. A single product with a transposed runs as one cuBLASLt call with
+/// the bias-gradient epilogue; otherwise the product, then reduce over the
+/// rows in `scratch` (Scratch.h's matmulBiasGradBytes).
+template <typename T>
+void matmulBiasGrad(const T *a, const Dims &aDims, const T *b,
+                    const Dims &bDims, T *c, const Dims &cDims, T *biasGrad,
+                    const Dims &, const MatmulParams &params,
+                    const Scratch &scratch, cudaStream_t stream) {
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+  if constexpr (detail::kCublasType<T>) {
+    MatmulPlan p =
+        planMatmul(aDims, bDims, cDims, params.transpose_a, params.transpose_b);
+    // One [m, k] x [k, n] product, a stored [k, m]: cuBLAS's B, whose
+    // columns BGRADB sums over k.
+    if (p.batches == 1 && p.transA && aDims.rank == 2 && bDims.rank == 2) {
+      detail::GemmShape shape{1,        p.m,      p.n,        p.k, p.lda,
+                              p.ldb,    p.ldc,    0,          0,   0,
+                              p.transA, p.transB, params.tf32};
+      if (detail::cublasLtEpilogue(a, b, c, shape,
+                                   static_cast<const T *>(nullptr),
+                                   static_cast<const T *>(nullptr), biasGrad,
+                                   stream, "matmul_bias_grad"))
+        return;
+    }
+  }
+#endif
+  detail::matmulWith(a, aDims, b, bDims, static_cast<const T *>(nullptr),
+                     static_cast<const T *>(nullptr), c, cDims, params, stream,
+                     "matmul_bias_grad");
+  reduce<T, ReduceKind::Sum>(a, rowsOf(aDims), 1, biasGrad, scratch, stream);
 }
 
 //===----------------------------------------------------------------------===//

@@ -447,6 +447,15 @@ int64_t reduceSumBytes(const Dims *in, const Dims *, const ReduceParams &p) {
       detail::reducePlan(in[0], detail::axesMask(p.axes)));
 }
 
+/// The fallback's sum over the rows (where cuBLASLt's epilogue does not
+/// apply or finds no algorithm).
+template <typename T>
+int64_t matmulBiasGradBytes(const Dims *in, const Dims *,
+                            const MatmulParams &) {
+  return reducePartialsBytes<numeric::SumT<T>>(
+      detail::reducePlan(rowsOf(in[0]), 1));
+}
+
 template <typename T>
 int64_t reduceMeanBytes(const Dims *in, const Dims *out,
                         const ReduceParams &p) {

@@ -85,5 +85,13 @@ func.func @calls(
   // CPU: ztc::cpu::matmul<float>(b0, ztc::cpu::Dims{4, 3}, b16, ztc::cpu::Dims{3, 3}, nullptr, ztc::cpu::Dims{}, v{{[0-9]+}}, ztc::cpu::Dims{4, 3}, ztc::MatmulParams{false, false, false});
   %8 = kernel.alloc {offset = 2560 : i64} : memref<4x3xf32>
   kernel.call "matmul" ins(%logp, %w3 : memref<4x3xf32>, memref<3x3xf32>) outs(%8 : memref<4x3xf32>)
+  // Two outputs, the product's and the bias gradient's; on CUDA the
+  // scratch for its sum where cuBLASLt's epilogue does not run.
+  // CPU: ztc::cpu::matmulBiasGrad<float>(b0, ztc::cpu::Dims{4, 3}, b0, ztc::cpu::Dims{4, 3}, v{{[0-9]+}}, ztc::cpu::Dims{3, 3}, v{{[0-9]+}}, ztc::cpu::Dims{3}, ztc::MatmulParams{true, false, false});
+  // CUDA: ztc::cuda::matmulBiasGrad<float>(b0, ztc::cuda::Dims{4, 3}, b0, ztc::cuda::Dims{4, 3}, v{{[0-9]+}}, ztc::cuda::Dims{3, 3}, v{{[0-9]+}}, ztc::cuda::Dims{3}, ztc::MatmulParams{true, false, false}, ztc::Scratch{v{{[0-9]+}}, 512}, stream);
+  %9 = kernel.alloc {offset = 4096 : i64} : memref<3x3xf32>
+  %10 = kernel.alloc {offset = 4160 : i64} : memref<3xf32>
+  %s2 = kernel.alloc {offset = 4224 : i64} : memref<512xi8>
+  kernel.call "matmul_bias_grad" ins(%logp, %logp : memref<4x3xf32>, memref<4x3xf32>) outs(%9, %10 : memref<3x3xf32>, memref<3xf32>) scratch(%s2 : memref<512xi8>) {config = {transpose_a = true}}
   return
 }

@@ -291,6 +291,40 @@ template <typename T> void checkMatmulEpilogues() {
 TEST(CudaKernelsTest, MatmulEpiloguesFloat) { checkMatmulEpilogues<float>(); }
 TEST(CudaKernelsTest, MatmulEpiloguesBF16) { checkMatmulEpilogues<bf16>(); }
 
+/// matmulBiasGrad against the CPU's: the transposed product and the sums
+/// of g's rows, in the scratch the compiler plans. On a device one
+/// product runs in cuBLASLt's bias-gradient epilogue; the emulation
+/// multiplies and then reduces.
+template <typename T> void checkMatmulBiasGrad() {
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> cases = {
+      {6, 5, 4}, {700, 40, 3}, {0, 6, 3}}; // rows, n, k
+  unsigned seed = 430;
+  for (const auto &[rows, n, k] : cases) {
+    // Small values: the products' 700-term sums differ in order only.
+    auto g = randomValues<T>(rows * n, seed++, -0.5, 0.5);
+    auto x = randomValues<T>(rows * k, seed++, -0.5, 0.5);
+    const ztc::MatmulParams transposed{true, false, false};
+    std::vector<T> product(n * k, T(7.0f)), sums(n, T(7.0f));
+    cpu::matmulBiasGrad<T>(g.data(), cpuDims({rows, n}), x.data(),
+                           cpuDims({rows, k}), product.data(), cpuDims({n, k}),
+                           sums.data(), cpuDims({n}), transposed);
+    std::vector<T> actualProduct(n * k, T(-3.0f)), actualSums(n, T(-3.0f));
+    const gpu::Dims ins[] = {gpuDims({rows, n}), gpuDims({rows, k})};
+    const gpu::Dims outs[] = {gpuDims({n, k}), gpuDims({n})};
+    PlannedScratch scratch(
+        gpu::scratch::matmulBiasGradBytes<T>(ins, outs, transposed));
+    gpu::matmulBiasGrad<T>(g.data(), ins[0], x.data(), ins[1],
+                           actualProduct.data(), outs[0], actualSums.data(),
+                           outs[1], transposed, scratch.get(), kStream);
+    std::string what = describe({rows, n}) + " x " + describe({rows, k});
+    expectClose(actualProduct, product, "matmulBiasGrad's product " + what);
+    expectClose(actualSums, sums, "matmulBiasGrad's sums " + what);
+  }
+}
+
+TEST(CudaKernelsTest, MatmulBiasGradFloat) { checkMatmulBiasGrad<float>(); }
+TEST(CudaKernelsTest, MatmulBiasGradBF16) { checkMatmulBiasGrad<bf16>(); }
+
 struct ConvCase {
   Shape x, w;
   int64_t strides[2], pads[4], dilations[2], group;

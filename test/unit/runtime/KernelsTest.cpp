@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -399,6 +400,48 @@ TEST(KernelsTest, MatmulEpiloguesFloat) { checkMatmulEpilogues<float>(); }
 TEST(KernelsTest, MatmulEpiloguesDouble) { checkMatmulEpilogues<double>(); }
 TEST(KernelsTest, MatmulEpiloguesBF16) { checkMatmulEpilogues<bf16>(); }
 TEST(KernelsTest, MatmulEpiloguesF16) { checkMatmulEpilogues<f16>(); }
+
+/// matmulBiasGrad (ztc-matmul-epilogues) gives the bits of the transposed
+/// product and of reduce_sum over every dimension of its first operand
+/// but the last, the calls it replaces; over [batch, tokens, n] too, the
+/// sum the step's gradient took before its rows were one dimension.
+template <typename T> void checkMatmulBiasGrad() {
+  // g (stored [rows, n]) and x ([rows, k]): dW = g^T x, db = g's row sums.
+  const std::vector<std::tuple<Shape, int64_t>> cases = {
+      {{2, 3, 5}, 4},    // a few rows
+      {{4, 96, 40}, 24}, // rows in chunks, on several threads
+      {{0, 6}, 3},       // no rows: zeros
+      {{3, 300}, 2}};    // more outputs than a block
+  unsigned seed = 140;
+  for (const auto &[gShape, k] : cases) {
+    const int64_t n = gShape.back(), rows = numel(gShape) / n;
+    const Shape gRows = {rows, n};
+    auto g = randomValues<T>(numel(gShape), ++seed, -2, 2);
+    auto x = randomValues<T>(rows * k, ++seed, -2, 2);
+    std::vector<T> product(n * k, fromDouble<T>(9)), sums(n, fromDouble<T>(9)),
+        fusedProduct(n * k, fromDouble<T>(7)), fusedSums(n, fromDouble<T>(7));
+    const MatmulParams transposed{true, false, false};
+    matmul<T>(g.data(), dimsOf(gRows), x.data(), dimsOf({rows, k}),
+              product.data(), dimsOf({n, k}), transposed);
+    std::vector<int64_t> leading(gShape.size() - 1);
+    std::iota(leading.begin(), leading.end(), int64_t(0));
+    reduceSum<T>(
+        g.data(), dimsOf(gShape), sums.data(), dimsOf({n}),
+        ReduceParams{Ints(leading.data(), int64_t(leading.size())), false});
+    matmulBiasGrad<T>(g.data(), dimsOf(gRows), x.data(), dimsOf({rows, k}),
+                      fusedProduct.data(), dimsOf({n, k}), fusedSums.data(),
+                      dimsOf({n}), transposed);
+    for (int64_t i = 0; i < n * k; ++i)
+      EXPECT_TRUE(sameBits(fusedProduct[i], product[i])) << "dW, element " << i;
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_TRUE(sameBits(fusedSums[j], sums[j])) << "db, element " << j;
+  }
+}
+
+TEST(KernelsTest, MatmulBiasGradFloat) { checkMatmulBiasGrad<float>(); }
+TEST(KernelsTest, MatmulBiasGradDouble) { checkMatmulBiasGrad<double>(); }
+TEST(KernelsTest, MatmulBiasGradBF16) { checkMatmulBiasGrad<bf16>(); }
+TEST(KernelsTest, MatmulBiasGradF16) { checkMatmulBiasGrad<f16>(); }
 
 /// A batch of half-precision products shared out over threads (attention's
 /// heads) gives, bit for bit, what the products give one at a time: each

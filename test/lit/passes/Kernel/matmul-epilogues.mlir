@@ -93,3 +93,80 @@ func.func @kept(%x: memref<4x8xf32>, %w: memref<8x8xf32>, %b: memref<8xf32>, %c:
   }
   return %y1, %p1, %y2, %y3, %y4, %y5 : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
 }
+
+// -----
+
+// A linear layer's backward: the bias gradient (the sum of g's rows) joins
+// the weight gradient's product, which reads g transposed through a view,
+// at the later call; the input gradient's product between them only reads
+// g. The sum may come before or after the product.
+// CHECK-LABEL: func.func @bias_gradients
+// CHECK: %[[DB:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: %[[DX:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: kernel.call "matmul" ins(%arg0, %arg2 : memref<2x4x8xf32>, memref<8x16xf32>) outs(%[[DX]] : memref<2x4x16xf32>)
+// CHECK-NEXT: %[[G:.+]] = kernel.view %arg0 : memref<2x4x8xf32> to memref<8x8xf32>
+// CHECK-NEXT: %[[X:.+]] = kernel.view %arg1 : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: %[[DW:.+]] = kernel.alloc : memref<8x16xf32>
+// CHECK-NEXT: kernel.call "matmul_bias_grad" ins(%[[G]], %[[X]] : memref<8x8xf32>, memref<8x16xf32>) outs(%[[DW]], %[[DB]] : memref<8x16xf32>, memref<8xf32>) {config = {transpose_a = true}}
+// CHECK: %[[DW2:.+]] = kernel.alloc : memref<8x16xf32>
+// CHECK-NEXT: %[[DB2:.+]] = kernel.alloc : memref<1x8xf32>
+// CHECK-NEXT: kernel.call "matmul_bias_grad" ins(%arg3, %arg4 : memref<8x8xf32>, memref<8x16xf32>) outs(%[[DW2]], %[[DB2]] : memref<8x16xf32>, memref<1x8xf32>) {config = {transpose_a = true}}
+// CHECK-NOT: reduce_sum
+func.func @bias_gradients(%g: memref<2x4x8xf32>, %x: memref<2x4x16xf32>, %w: memref<8x16xf32>, %g2: memref<8x8xf32>, %x2: memref<8x16xf32>) -> (memref<8xf32>, memref<2x4x16xf32>, memref<8x16xf32>, memref<8x16xf32>, memref<1x8xf32>) {
+  %db = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g : memref<2x4x8xf32>) outs(%db : memref<8xf32>) {config = {axes = array<i64: 0, 1>, keepdims = false}}
+  %dx = kernel.alloc : memref<2x4x16xf32>
+  kernel.call "matmul" ins(%g, %w : memref<2x4x8xf32>, memref<8x16xf32>) outs(%dx : memref<2x4x16xf32>) {config = {}}
+  %gv = kernel.view %g : memref<2x4x8xf32> to memref<8x8xf32>
+  %xv = kernel.view %x : memref<2x4x16xf32> to memref<8x16xf32>
+  %dw = kernel.alloc : memref<8x16xf32>
+  kernel.call "matmul" ins(%gv, %xv : memref<8x8xf32>, memref<8x16xf32>) outs(%dw : memref<8x16xf32>) {config = {transpose_a = true}}
+  %dw2 = kernel.alloc : memref<8x16xf32>
+  kernel.call "matmul" ins(%g2, %x2 : memref<8x8xf32>, memref<8x16xf32>) outs(%dw2 : memref<8x16xf32>) {config = {transpose_a = true}}
+  %db2 = kernel.alloc : memref<1x8xf32>
+  kernel.call "reduce_sum" ins(%g2 : memref<8x8xf32>) outs(%db2 : memref<1x8xf32>) {config = {axes = array<i64: 0>, keepdims = true}}
+  return %db, %dx, %dw, %dw2, %db2 : memref<8xf32>, memref<2x4x16xf32>, memref<8x16xf32>, memref<8x16xf32>, memref<1x8xf32>
+}
+
+// -----
+
+// Left alone: a sum read before the product (the norm of a gradient); a
+// sum over other dimensions; a product that does not transpose g (it sums
+// over another dimension); g written between the two calls; a product
+// with a bias already.
+// CHECK-LABEL: func.func @bias_gradients_kept
+// CHECK-COUNT-5: kernel.call "reduce_sum"
+// CHECK-NOT: matmul_bias_grad
+func.func @bias_gradients_kept(%g1: memref<8x8xf32>, %g2: memref<8x8xf32>, %g3: memref<8x8xf32>, %g4: memref<8x8xf32>, %g5: memref<8x8xf32>, %x: memref<8x16xf32>, %b: memref<16xf32>) -> (memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x8xf32>, memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x16xf32>) {
+  %s1 = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g1 : memref<8x8xf32>) outs(%s1 : memref<8xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  kernel.elementwise ins(%s1 : memref<8xf32>) outs(%s1 : memref<8xf32>) {
+  ^bb0(%v: f32):
+    %m = arith.mulf %v, %v : f32
+    kernel.yield %m : f32
+  }
+  %w1 = kernel.alloc : memref<8x16xf32>
+  kernel.call "matmul" ins(%g1, %x : memref<8x8xf32>, memref<8x16xf32>) outs(%w1 : memref<8x16xf32>) {config = {transpose_a = true}}
+  %s2 = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g2 : memref<8x8xf32>) outs(%s2 : memref<8xf32>) {config = {axes = array<i64: 1>, keepdims = false}}
+  %w2 = kernel.alloc : memref<8x16xf32>
+  kernel.call "matmul" ins(%g2, %x : memref<8x8xf32>, memref<8x16xf32>) outs(%w2 : memref<8x16xf32>) {config = {transpose_a = true}}
+  %s3 = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g3 : memref<8x8xf32>) outs(%s3 : memref<8xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  %w3 = kernel.alloc : memref<8x8xf32>
+  kernel.call "matmul" ins(%g3, %g3 : memref<8x8xf32>, memref<8x8xf32>) outs(%w3 : memref<8x8xf32>) {config = {transpose_b = true}}
+  %s4 = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g4 : memref<8x8xf32>) outs(%s4 : memref<8xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  kernel.elementwise ins(%g4 : memref<8x8xf32>) outs(%g4 : memref<8x8xf32>) {
+  ^bb0(%v: f32):
+    %m = arith.mulf %v, %v : f32
+    kernel.yield %m : f32
+  }
+  %w4 = kernel.alloc : memref<8x16xf32>
+  kernel.call "matmul" ins(%g4, %x : memref<8x8xf32>, memref<8x16xf32>) outs(%w4 : memref<8x16xf32>) {config = {transpose_a = true}}
+  %s5 = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g5 : memref<8x8xf32>) outs(%s5 : memref<8xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  %w5 = kernel.alloc : memref<8x16xf32>
+  kernel.call "matmul" ins(%g5, %x, %b : memref<8x8xf32>, memref<8x16xf32>, memref<16xf32>) outs(%w5 : memref<8x16xf32>) {config = {transpose_a = true}}
+  return %s1, %w1, %s2, %w2, %s3, %w3, %s4, %w4, %s5, %w5 : memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x8xf32>, memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x16xf32>
+}
