@@ -309,7 +309,7 @@ struct ScheduleCollectivesPass
       // and its views begin there.
       SmallVector<Operation *> readers;
       bufferUsers(whole, readers);
-      llvm::erase_if(readers, [&](Operation *r) { return r == g->op; });
+      llvm::erase_if(readers, [op = g->op](Operation *r) { return r == op; });
       Operation *reader =
           *llvm::min_element(readers, [](Operation *a, Operation *c) {
             return a->isBeforeInBlock(c);

@@ -103,7 +103,7 @@ TrainingPipelineOptions::loraOptions(std::string &error) const {
                   "dropout, targets, rslora, bias, modules-to-save, seed");
     if (!seen.insert(key).second)
       return fail("'" + key + "' is given twice");
-    auto number = [&](double &out) {
+    auto number = [value = value](double &out) {
       return !value.getAsDouble(out) && std::isfinite(out);
     };
     if (key == "r") {

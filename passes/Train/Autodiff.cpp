@@ -265,8 +265,8 @@ struct AutodiffPass : public ztc::impl::AutodiffPassBase<AutodiffPass> {
           train::hasRole(func, i, train::BindingRole::Buffer))
         names.push_back(train::bindingName(func, i));
     for (auto [pattern, regex] : llvm::zip(frozen, patterns))
-      if (!names.empty() && llvm::none_of(names, [&](StringRef name) {
-            return regex.match(name);
+      if (!names.empty() && llvm::none_of(names, [&re = regex](StringRef name) {
+            return re.match(name);
           }))
         func.emitWarning("--freeze '")
             << pattern << "' matches no parameter (they are named as the "

@@ -371,10 +371,14 @@ private:
 
   // --- scheduler -------------------------------------------------------
   void scheduler(const json &section) {
-    auto [type, params] = typedSection(section, "scheduler",
-                                       "WarmupLR, WarmupDecayLR, "
-                                       "WarmupCosineLR, OneCycle or "
-                                       "LRRangeTest");
+    // Named variables, not a structured binding: the lambdas below
+    // capture them (C++17 cannot capture a binding).
+    std::string type;
+    json params;
+    std::tie(type, params) = typedSection(section, "scheduler",
+                                          "WarmupLR, WarmupDecayLR, "
+                                          "WarmupCosineLR, OneCycle or "
+                                          "LRRangeTest");
     Keys given(*this, params, "scheduler.params.");
     const std::string prefix = "scheduler.params.";
     given.take("last_batch_iteration");

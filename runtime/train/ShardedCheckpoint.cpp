@@ -266,7 +266,9 @@ ShardedIndex readShardedIndex(const std::string &dir) {
 }
 
 void verifyShard(const ShardedIndex &index, size_t rank) {
-  const auto &[path, digest] = index.files.at(rank);
+  // References, not a structured binding: `check` below captures path.
+  const std::string &path = index.files.at(rank).first;
+  const std::string &digest = index.files.at(rank).second;
   if (sha256File(path) != digest)
     throw Error(path + ": SHA-256 differs from the index (the file is "
                        "corrupt or truncated)");
