@@ -55,17 +55,6 @@ int64_t bytesOf(Type type) {
          ((memref.getElementType().getIntOrFloatBitWidth() + 7) / 8);
 }
 
-/// The ops using `root` or a view of it, views excluded (they touch no
-/// memory).
-void bufferUsers(Value root, SmallVectorImpl<Operation *> &users) {
-  for (Operation *user : root.getUsers()) {
-    if (auto view = dyn_cast<kernel::ViewOp>(user))
-      bufferUsers(view.getResult(), users);
-    else
-      users.push_back(user);
-  }
-}
-
 /// The views of `buffer`, and of those views, that come before `op`, in
 /// block order: what must follow the buffer when it moves down to `op`.
 SmallVector<Operation *> viewsBefore(Value buffer, Operation *op) {
@@ -135,7 +124,7 @@ bool collectChain(kernel::CollectiveOpInterface gather, Gather &out) {
     if (!chain.insert(alloc))
       continue;
     SmallVector<Operation *> users;
-    bufferUsers(alloc.getResult(), users);
+    kernel::bufferUsers(alloc.getResult(), users);
     for (Operation *user : users) {
       if (user == gather || !user->isBeforeInBlock(gather))
         continue;
@@ -308,7 +297,7 @@ struct ScheduleCollectivesPass
       // Right before the first op that reads the parameter; the buffer
       // and its views begin there.
       SmallVector<Operation *> readers;
-      bufferUsers(whole, readers);
+      kernel::bufferUsers(whole, readers);
       llvm::erase_if(readers, [op = g->op](Operation *r) { return r == op; });
       Operation *reader =
           *llvm::min_element(readers, [](Operation *a, Operation *c) {
@@ -374,7 +363,7 @@ struct ScheduleCollectivesPass
         if (!alloc || w != alloc.getResult())
           return false;
         SmallVector<Operation *> users;
-        bufferUsers(alloc.getResult(), users);
+        kernel::bufferUsers(alloc.getResult(), users);
         return llvm::all_of(users, [&](Operation *user) {
           return user == &op ||
                  (op.isBeforeInBlock(user) &&
@@ -457,7 +446,7 @@ struct ScheduleCollectivesPass
       if (!collectChain(gather.op, gather))
         continue;
       SmallVector<Operation *> readers;
-      bufferUsers(kernel::rootBuffer(gather.op.getOutput()), readers);
+      kernel::bufferUsers(kernel::rootBuffer(gather.op.getOutput()), readers);
       llvm::erase_if(readers, [&](Operation *user) {
         return llvm::is_contained(gather.chain, user);
       });

@@ -157,24 +157,14 @@ bool sumsRows(kernel::CallOp sum) {
   return true;
 }
 
-/// The ops that read or write `buffer` or a view of it (views aside), as
-/// the ops of `block` they happen in.
-void topLevelUsers(Value buffer, Block &block,
-                   SmallVectorImpl<Operation *> &users) {
-  for (Operation *user : buffer.getUsers()) {
-    if (auto view = dyn_cast<kernel::ViewOp>(user))
-      topLevelUsers(view.getResult(), block, users);
-    else
-      users.push_back(topLevelIn(user, block));
-  }
-}
-
-/// Whether an op after `from` and before `to` reads or writes `root`.
+/// Whether an op after `from` and before `to` (in their block, or nested in
+/// an op there) reads or writes `root`.
 bool usedBetween(Operation *from, Operation *to, Value root) {
   SmallVector<Operation *> users;
-  topLevelUsers(root, *from->getBlock(), users);
+  kernel::bufferUsers(root, users);
   return llvm::any_of(users, [&](Operation *user) {
-    return from->isBeforeInBlock(user) && user->isBeforeInBlock(to);
+    Operation *top = topLevelIn(user, *from->getBlock());
+    return from->isBeforeInBlock(top) && top->isBeforeInBlock(to);
   });
 }
 
@@ -186,15 +176,15 @@ bool usedBetween(Operation *from, Operation *to, Value root) {
 /// nor reads or writes the earlier's output, and the later one does not
 /// read that output.
 kernel::CallOp weightGradientOf(kernel::CallOp sum) {
-  Block &block = *sum->getBlock();
   Value rows = kernel::rootBuffer(sum.getInputs().front());
   int64_t n =
       cast<MemRefType>(sum.getInputs().front().getType()).getShape().back();
   SmallVector<Operation *> users;
-  topLevelUsers(rows, block, users);
+  kernel::bufferUsers(rows, users);
   for (Operation *user : users) {
     auto matmul = dyn_cast<kernel::CallOp>(user);
-    if (!matmul || !kernel::isCallOf(matmul, kernel::LibraryKernelId::matmul) ||
+    if (!matmul || matmul->getBlock() != sum->getBlock() ||
+        !kernel::isCallOf(matmul, kernel::LibraryKernelId::matmul) ||
         matmul.getInputs().size() != 2 ||
         kernel::rootBuffer(matmul.getInputs().front()) != rows ||
         !matmul.getConfig().get("transpose_a") ||

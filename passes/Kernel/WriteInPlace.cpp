@@ -31,19 +31,13 @@ namespace {
 bool usedOnlyBefore(Value buffer, Operation *writer) {
   Block &block = *writer->getBlock();
   int64_t stream = kernel::streamOf(writer);
-  for (Operation *user : buffer.getUsers()) {
-    if (auto view = dyn_cast<kernel::ViewOp>(user)) {
-      if (!usedOnlyBefore(view.getResult(), writer))
-        return false;
-      continue;
-    }
+  SmallVector<Operation *> users;
+  kernel::bufferUsers(buffer, users);
+  return llvm::all_of(users, [&](Operation *user) {
     Operation *top = topLevelIn(user, block);
-    if (top == writer)
-      continue;
-    if (!top->isBeforeInBlock(writer) || kernel::streamOf(top) != stream)
-      return false;
-  }
-  return true;
+    return top == writer ||
+           (top->isBeforeInBlock(writer) && kernel::streamOf(top) == stream);
+  });
 }
 
 /// Whether `writer` may write its output `output` over its input `input`,

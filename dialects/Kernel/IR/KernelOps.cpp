@@ -420,6 +420,16 @@ Value mlir::ztc::kernel::rootBuffer(Value value) {
   return value;
 }
 
+void mlir::ztc::kernel::bufferUsers(Value buffer,
+                                    SmallVectorImpl<Operation *> &users) {
+  for (Operation *user : buffer.getUsers()) {
+    if (auto view = dyn_cast<ViewOp>(user))
+      bufferUsers(view.getResult(), users);
+    else
+      users.push_back(user);
+  }
+}
+
 SmallVector<unsigned> mlir::ztc::kernel::writtenArguments(Operation *function) {
   llvm::SmallSetVector<unsigned, 16> written;
   function->walk([&](Operation *op) {

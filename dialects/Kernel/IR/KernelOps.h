@@ -191,6 +191,11 @@ llvm::SmallVector<Value> writtenBuffers(Operation *op);
 /// `value` itself when it is no view.
 Value rootBuffer(Value value);
 
+/// Appends the ops that use `buffer` or a view of it, through any number of
+/// kernel.view ops, to `users`; the views themselves are left out (they
+/// touch no memory).
+void bufferUsers(Value buffer, llvm::SmallVectorImpl<Operation *> &users);
+
 /// The numbers of the arguments of `function` (an entry) that some op in
 /// it writes, directly or through views, ascending: the bindings the entry
 /// updates (a trained parameter, an optimizer state).
