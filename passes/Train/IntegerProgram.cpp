@@ -38,7 +38,8 @@ double IntegerProgram::Solution::gap() const {
 }
 
 std::optional<IntegerProgram::Solution>
-IntegerProgram::solve(int64_t maxNodes, bool *stopped) const {
+IntegerProgram::solve(int64_t maxNodes, bool *stopped,
+                      const std::vector<double> *start) const {
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> model(Cbc_newModel(),
                                                           Cbc_deleteModel);
   // Columns first, without coefficients; then rows.
@@ -58,6 +59,18 @@ IntegerProgram::solve(int64_t maxNodes, bool *stopped) const {
     Cbc_addRow(model.get(), ("r" + std::to_string(r)).c_str(),
                int(columns.size()), columns.data(), coefficients.data(),
                row.sense, row.rhs);
+  }
+  // A known feasible solution: its binary columns set to one (CBC
+  // computes the continuous ones).
+  if (start) {
+    std::vector<int> set;
+    std::vector<double> ones;
+    for (size_t i = 0; i < costs.size() && i < start->size(); ++i)
+      if (integral[i] && (*start)[i] > 0.5) {
+        set.push_back(int(i));
+        ones.push_back(1.0);
+      }
+    Cbc_setMIPStartI(model.get(), int(set.size()), set.data(), ones.data());
   }
   Cbc_setLogLevel(model.get(), 0);
   // One thread and a node limit, no time limit: no clock decides where

@@ -49,8 +49,12 @@ public:
   /// thread, with no clock involved: the same program gives the same
   /// solution on any machine at any load. nullopt: infeasible, or no
   /// feasible solution found within the nodes (`stopped` says which).
-  std::optional<Solution> solve(int64_t maxNodes,
-                                bool *stopped = nullptr) const;
+  /// `start`, when given, is a feasible solution (the values of another
+  /// solve of a program with the same columns), which the search begins
+  /// from: an incumbent that prunes every branch costing more.
+  std::optional<Solution>
+  solve(int64_t maxNodes, bool *stopped = nullptr,
+        const std::vector<double> *start = nullptr) const;
 
 private:
   struct Row {

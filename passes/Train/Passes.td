@@ -358,11 +358,16 @@ def RecomputePass : Pass<"ztc-recompute", "ModuleOp"> {
          alive in each interval of the backward — kept values until
          their last read, a segment's clones in the span of its backward
          uses, everything else as it lives in nn — stay under a capacity;
-         the objective is the recompute FLOPs. Solved for 24 capacities
-         spread between the smallest reachable and that of keeping
-         everything (the same candidates whatever the budget, so a larger
-         budget never costs more), the cheapest candidate that fits wins;
-         when none does, the error states the smallest planned peak.
+         the objective is the recompute FLOPs. Its capacities are 24
+         steps between the smallest reachable (a solve of its own, whose
+         plan is a candidate too) and that of keeping everything; the
+         scan starts at the largest one predicted to fit (none's planned
+         bytes less the modelled bytes it saves) and moves up while the
+         plans fit, each search starting from the plan below, or down
+         until a plan proven optimal fits (the optimum only falls as the
+         capacity grows, so no smaller one is cheaper). The cheapest
+         candidate that fits wins; when none does, the error states the
+         smallest planned peak.
     2. Every backward use of a recomputed value reads a clone built right
        before the first backward op that needs it (its recomputed operands
        cloned first), so its buffer lives from there to its last backward

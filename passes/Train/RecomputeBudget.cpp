@@ -68,11 +68,19 @@ public:
 
   /// The plan of least recompute whose modelled peak is at most
   /// `capacity` MiB; nullopt when none is, or none was found within
-  /// `nodes` branch-and-bound nodes.
+  /// `nodes` branch-and-bound nodes. `start`: a solution known to fit
+  /// `capacity` (one for a smaller capacity), where the search begins.
   std::optional<std::pair<RecomputeSet, IntegerProgram::Solution>>
-  solve(double capacity, int64_t nodes) const;
-  /// The smallest modelled peak a plan reaches (MiB).
-  std::optional<double> smallestPeak(int64_t nodes) const;
+  solve(double capacity, int64_t nodes,
+        const IntegerProgram::Solution *start = nullptr) const;
+  /// The values a solution recomputes.
+  RecomputeSet planOf(const IntegerProgram::Solution &solution) const;
+  /// The plan of the smallest modelled peak (peakOf gives it, in MiB):
+  /// a solution that fits every capacity.
+  std::optional<IntegerProgram::Solution> smallestPeak(int64_t nodes) const;
+  double peakOf(const IntegerProgram::Solution &smallest) const {
+    return smallest.values[columns()];
+  }
   /// The modelled peak of keeping every activation (MiB).
   double peakWithoutRecompute() const { return keepAllPeak; }
 
@@ -319,32 +327,39 @@ IntegerProgram BudgetModel::program(std::optional<double> capacity,
 }
 
 std::optional<std::pair<RecomputeSet, IntegerProgram::Solution>>
-BudgetModel::solve(double capacity, int64_t nodes) const {
+BudgetModel::solve(double capacity, int64_t nodes,
+                   const IntegerProgram::Solution *start) const {
   std::optional<IntegerProgram::Solution> solution =
-      program(capacity, nullptr).solve(nodes);
+      program(capacity, nullptr)
+          .solve(nodes, nullptr, start ? &start->values : nullptr);
   if (!solution)
     return std::nullopt;
-  RecomputeSet chosen;
-  int columnsBefore = values.size();
-  for (auto [j, op] : llvm::enumerate(ops)) {
-    if (!solution->isSet(columnsBefore + j))
-      continue;
-    for (Value result : op->getResults()) {
-      auto it = valueIndex.find(result);
-      if (it != valueIndex.end() && !solution->isSet(it->second))
-        chosen.insert(result);
-    }
-  }
+  RecomputeSet chosen = planOf(*solution);
   return std::make_pair(std::move(chosen), std::move(*solution));
 }
 
-std::optional<double> BudgetModel::smallestPeak(int64_t nodes) const {
+RecomputeSet
+BudgetModel::planOf(const IntegerProgram::Solution &solution) const {
+  RecomputeSet chosen;
+  int columnsBefore = values.size();
+  for (auto [j, op] : llvm::enumerate(ops)) {
+    if (!solution.isSet(columnsBefore + j))
+      continue;
+    for (Value result : op->getResults()) {
+      auto it = valueIndex.find(result);
+      if (it != valueIndex.end() && !solution.isSet(it->second))
+        chosen.insert(result);
+    }
+  }
+  return chosen;
+}
+
+std::optional<IntegerProgram::Solution>
+BudgetModel::smallestPeak(int64_t nodes) const {
   int peak = -1;
   IntegerProgram minimal = program(std::nullopt, &peak);
-  std::optional<IntegerProgram::Solution> solution = minimal.solve(nodes);
-  if (!solution)
-    return std::nullopt;
-  return solution->values[peak];
+  assert(size_t(peak) == columns() && "the peak is the last column");
+  return minimal.solve(nodes);
 }
 
 /// One plan budget mode measured: its planned bytes per rank and its cost.
@@ -445,16 +460,101 @@ chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
   BudgetModel model(graph, func, budgetSegments(graph), stepFlops);
   constexpr int kCapacities = 24;
   double high = model.peakWithoutRecompute();
-  double low = model.smallestPeak(searchNodes).value_or(0.0);
-  int solved = 0;
-  for (int i = 0; i < kCapacities; ++i) {
-    double capacity = low + (high - low) * i / kCapacities;
-    auto plan = model.solve(capacity, searchNodes);
+  std::optional<IntegerProgram::Solution> leanest =
+      model.smallestPeak(searchNodes);
+  double low = leanest ? model.peakOf(*leanest) : 0.0;
+  auto plannedBytesOf = [&](const PlanKey &key) {
+    for (const Candidate &candidate : candidates)
+      if (candidate.key == key)
+        return candidate.plannedBytes;
+    llvm_unreachable("every plan is measured before it is weighed");
+  };
+  // The scan starts at the largest capacity predicted to fit: planned
+  // bytes taken as none's less the modelled bytes the capacity saves (a
+  // prediction only; every plan is measured).
+  auto capacityAt = [&](int i) { return low + (high - low) * i / kCapacities; };
+  auto predicted = [&](double capacity) {
+    return double(noneBytes) - (high - capacity) * (1 << 20);
+  };
+  // How far a measured plan was from its prediction, at most.
+  double missed = 0;
+  auto weigh = [&](const PlanKey &key, double capacity) {
+    missed = std::max(
+        missed, std::fabs(double(plannedBytesOf(key)) - predicted(capacity)));
+  };
+  if (leanest) {
+    PlanKey key = keyOf(func, model.planOf(*leanest));
+    if (failed(measure("integer program at its smallest peak", key, leanest)))
+      return failure();
+    weigh(key, low);
+  }
+  int first = 0;
+  for (int i = 0; i < kCapacities; ++i)
+    if (predicted(capacityAt(i)) <= double(limit))
+      first = i;
+  // One capacity's plan, measured: its solution, and whether it fits.
+  using Measured = std::optional<std::pair<IntegerProgram::Solution, bool>>;
+  int solved = 0, tried = 0;
+  auto solveAt = [&](int i, const IntegerProgram::Solution *start,
+                     Measured &result) -> LogicalResult {
+    ++tried;
+    result.reset();
+    double capacity = capacityAt(i);
+    auto plan = model.solve(capacity, searchNodes, start);
     if (!plan)
-      continue;
+      return success();
     ++solved;
-    if (failed(
-            measure("integer program", keyOf(func, plan->first), plan->second)))
+    PlanKey key = keyOf(func, plan->first);
+    if (failed(measure("integer program", key, plan->second)))
+      return failure();
+    weigh(key, capacity);
+    result.emplace(std::move(plan->second), plannedBytesOf(key) <= limit);
+    return success();
+  };
+  // The optimum only falls as the capacity grows, and the planned bytes
+  // rise with it. Upwards, each search starts from the plan below it
+  // (which fits its capacity too), until a plan no longer fits after one
+  // did; downwards, from the smallest peak's plan, until a plan proven
+  // optimal fits: no smaller capacity offers a cheaper one.
+  const IntegerProgram::Solution *fallback = leanest ? &*leanest : nullptr;
+  auto scanUp = [&](int from, std::optional<IntegerProgram::Solution> below,
+                    bool fitted) -> LogicalResult {
+    for (int i = from; i < kCapacities; ++i) {
+      if (!fitted && predicted(capacityAt(i)) - missed > double(limit))
+        break;
+      Measured plan;
+      if (failed(solveAt(i, below ? &*below : fallback, plan)))
+        return failure();
+      if (!plan)
+        continue;
+      if (!plan->second && fitted)
+        break;
+      fitted |= plan->second;
+      below = std::move(plan->first);
+    }
+    return success();
+  };
+  Measured start;
+  if (failed(solveAt(first, fallback, start)))
+    return failure();
+  std::optional<IntegerProgram::Solution> startSolution;
+  if (start)
+    startSolution = start->first;
+  if (start && start->second) {
+    if (failed(scanUp(first + 1, startSolution, /*fitted=*/true)))
+      return failure();
+  } else {
+    bool found = false;
+    for (int i = first - 1; i >= 0 && !found; --i) {
+      Measured plan;
+      if (failed(solveAt(i, fallback, plan)))
+        return failure();
+      found = plan && plan->second && plan->first.optimal;
+    }
+    // The model's bound is loosest at the smallest capacities: when none
+    // below fits, the larger ones get their chance, as far as the
+    // predictions have missed by.
+    if (!found && failed(scanUp(first + 1, startSolution, /*fitted=*/false)))
       return failure();
   }
 
@@ -487,7 +587,7 @@ chooseWithinBudget(func::FuncOp func, const StepGraph &graph, StringRef policy,
           "{0}, the cheapest of {1} plans measured ({2} columns and {3} "
           "rows in the integer program, {4} of {5} solves found a plan){6}",
           chosen->name, candidates.size(), model.columns(), model.rows(),
-          solved, kCapacities,
+          solved, tried,
           chosen->solution
               ? llvm::formatv("; gap {0:F2}%{1}", 100 * gap,
                               chosen->solution->optimal ? " (optimal)"

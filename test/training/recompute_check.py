@@ -26,8 +26,8 @@ Also:
 With --quick (the sanitizer build, where every step is compiled and runs
 instrumented) the GPT trains 10 steps instead of 50 under every fixed
 policy; the training-mode CNN and the Dropout MLP compare full against
-none; budget mode (whose integer program, solved 24 times in the
-instrumented compiler, takes minutes there: 38 s in the release build),
+none; budget mode (whose integer programs take minutes in the
+instrumented compiler),
 the MLP, the inference-mode CNN and the GPT's accumulated, bf16 and frozen
 variants are left to the main suite. The sanitizer build's lit still
 compiles budget mode (test/lit/pipelines/training-pipeline.test).
