@@ -13,9 +13,12 @@
 // The keys (and, backward, the values) are transposed once per block,
 // [head][key], so that a row's scores are `omp simd` loops across the keys,
 // each lane adding its products in the head's order, as a scalar dot
-// product would: vector instructions, the same bits (the steps build with
-// -ffp-contract=off). The exponentials and the updates along the head are
-// `omp simd` loops too; the sums over keys stay scalar, in key order.
+// product would, its sum in a register: vector instructions, the same bits
+// (the steps build with -ffp-contract=off). The exponentials and the
+// updates along the head are `omp simd` loops too; the sums over keys stay
+// scalar, in key order. Four queries share each read of a value (forward)
+// and each update of a key's gradients (backward), adding in query order
+// as one query at a time would.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +44,8 @@ namespace detail {
 /// Queries and keys per block of the forward.
 constexpr int64_t kAttentionQueryBlock = 16;
 constexpr int64_t kAttentionKeyBlock = 64;
+/// Queries whose gradients the backward adds to a key's rows together.
+constexpr int64_t kAttentionRowsTogether = 4;
 
 /// Rows [j0, j1) of an operand's batch entry `b`, each `d` long, as the
 /// columns of `out` ([d][stride], f32 or wider).
@@ -54,6 +59,121 @@ void transposeRows(const T *x, const AttentionRows &rows, int64_t b, int64_t j0,
   }
 }
 
+/// out[j] = Σ_c x[c] · columns[c][j] for j < n, `columns` stored [d][stride]:
+/// each sum in the order of c, as a scalar dot product adds it, one j per
+/// lane. Full chunks of kDotChunk sums stay in registers over the whole
+/// walk along c.
+constexpr int64_t kDotChunk = 32;
+template <typename T, typename Acc>
+void dotsChunk(const T *x, const Acc *columns, int64_t stride, int64_t d,
+               Acc *out) {
+  Acc part[kDotChunk];
+#pragma omp simd
+  for (int64_t j = 0; j < kDotChunk; ++j)
+    part[j] = 0;
+  for (int64_t c = 0; c < d; ++c) {
+    const Acc xc = load(x[c]);
+    const Acc *column = columns + c * stride;
+#pragma omp simd
+    for (int64_t j = 0; j < kDotChunk; ++j)
+      part[j] += xc * column[j];
+  }
+  for (int64_t j = 0; j < kDotChunk; ++j)
+    out[j] = part[j];
+}
+template <typename T, typename Acc>
+void dotsAcross(const T *x, const Acc *columns, int64_t stride, int64_t d,
+                int64_t n, Acc *out) {
+  int64_t j0 = 0;
+  for (; j0 + kDotChunk <= n; j0 += kDotChunk)
+    dotsChunk(x, columns + j0, stride, d, out + j0);
+  if (j0 < n) {
+    Acc rest[kDotChunk];
+    for (int64_t j = 0; j < n - j0; ++j)
+      rest[j] = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      const Acc xc = load(x[c]);
+      const Acc *column = columns + c * stride + j0;
+#pragma omp simd
+      for (int64_t j = 0; j < n - j0; ++j)
+        rest[j] += xc * column[j];
+    }
+    for (int64_t j = 0; j < n - j0; ++j)
+      out[j0 + j] = rest[j];
+  }
+}
+
+/// rows[r][c] += Σ_j p[r][j] · v_(j0+j)[c] for four consecutive rows
+/// (`rows`, [4][dv]) and their probabilities (`p`, [4][kAttentionKeyBlock]),
+/// j ascending as one row at a time would add them: a vector of each row
+/// stays in registers over the keys, and each value is read once.
+constexpr int64_t kValueLanes = 16;
+template <typename T, typename Acc>
+void accumulateValues4(Acc *rows, const Acc (*p)[kAttentionKeyBlock],
+                       const T *v, const AttentionRows &vRows, int64_t b,
+                       int64_t j0, int64_t n, int64_t dv) {
+  Acc *row0 = rows, *row1 = rows + dv, *row2 = rows + 2 * dv,
+      *row3 = rows + 3 * dv;
+  int64_t c0 = 0;
+  for (; c0 + kValueLanes <= dv; c0 += kValueLanes) {
+    Acc a0[kValueLanes], a1[kValueLanes], a2[kValueLanes], a3[kValueLanes];
+#pragma omp simd
+    for (int64_t l = 0; l < kValueLanes; ++l) {
+      a0[l] = row0[c0 + l];
+      a1[l] = row1[c0 + l];
+      a2[l] = row2[c0 + l];
+      a3[l] = row3[c0 + l];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const T *vj = v + vRows.at(b, j0 + j) + c0;
+      const Acc p0 = p[0][j], p1 = p[1][j], p2 = p[2][j], p3 = p[3][j];
+#pragma omp simd
+      for (int64_t l = 0; l < kValueLanes; ++l) {
+        const Acc x = load(vj[l]);
+        a0[l] += p0 * x;
+        a1[l] += p1 * x;
+        a2[l] += p2 * x;
+        a3[l] += p3 * x;
+      }
+    }
+#pragma omp simd
+    for (int64_t l = 0; l < kValueLanes; ++l) {
+      row0[c0 + l] = a0[l];
+      row1[c0 + l] = a1[l];
+      row2[c0 + l] = a2[l];
+      row3[c0 + l] = a3[l];
+    }
+  }
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      const T *vj = v + vRows.at(b, j0 + j);
+      for (int64_t c = c0; c < dv; ++c)
+        rows[r * dv + c] += p[r][j] * load(vj[c]);
+    }
+}
+
+/// The largest of x[0..n) and `lowest`, NaNs passed over, as a scalar
+/// walk with std::max finds it: kMaxLanes running maxima side by side.
+/// (Of a +0 and a -0 it may keep the other one: nothing here tells them
+/// apart, as both are subtracted from scores before an exponential.)
+constexpr int64_t kMaxLanes = 16;
+template <typename Acc> Acc largest(const Acc *x, int64_t n, Acc lowest) {
+  Acc lane[kMaxLanes];
+  for (int64_t l = 0; l < kMaxLanes; ++l)
+    lane[l] = lowest;
+  int64_t j = 0;
+  for (; j + kMaxLanes <= n; j += kMaxLanes)
+#pragma omp simd
+    for (int64_t l = 0; l < kMaxLanes; ++l)
+      lane[l] = lane[l] < x[j + l] ? x[j + l] : lane[l];
+  Acc most = lowest;
+  for (int64_t l = 0; l < kMaxLanes; ++l)
+    most = std::max(most, lane[l]);
+  for (; j < n; ++j)
+    most = std::max(most, x[j]);
+  return most;
+}
+
 /// attentionScore of query row `qi` against `n` keys stored transposed
 /// (`keysT`, [d][stride]): the same products and sums in the same order,
 /// one key per lane. `maskRow` is the mask's element of the first key, the
@@ -62,16 +182,7 @@ template <typename T, typename Acc>
 void attentionScores(const T *qi, const Acc *keysT, int64_t stride, int64_t d,
                      int64_t n, Acc scale, const T *maskRow, int64_t maskStride,
                      Acc *scores) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j)
-    scores[j] = 0;
-  for (int64_t c = 0; c < d; ++c) {
-    const Acc qc = load(qi[c]);
-    const Acc *kc = keysT + c * stride;
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      scores[j] += qc * kc[j];
-  }
+  dotsAcross(qi, keysT, stride, d, n, scores);
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j)
     scores[j] *= scale;
@@ -113,7 +224,10 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
     Acc maximum[detail::kAttentionQueryBlock],
         sum[detail::kAttentionQueryBlock];
     std::vector<Acc> acc((i1 - i0) * dv, Acc(0));
-    Acc scores[detail::kAttentionKeyBlock];
+    // Per query of the block and key of the key block: the scores, then
+    // their exponentials; how many keys the query takes (0: none yet).
+    Acc scores[detail::kAttentionQueryBlock][detail::kAttentionKeyBlock];
+    int64_t taken[detail::kAttentionQueryBlock];
     for (int64_t i = i0; i < i1; ++i) {
       maximum[i - i0] = lowest;
       sum[i - i0] = 0;
@@ -130,6 +244,8 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t j1 =
             std::min(shape.keyEnd(i, causal), j0 + detail::kAttentionKeyBlock);
+        Acc *p = scores[i - i0];
+        taken[i - i0] = 0;
         if (j1 <= j0)
           continue;
         detail::attentionScores(q + qRows.at(b, i), keysT.data(),
@@ -137,10 +253,8 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
                                 mb ? mb + i * shape.maskRowStride +
                                          j0 * shape.maskColStride
                                    : nullptr,
-                                shape.maskColStride, scores);
-        Acc blockMax = lowest;
-        for (int64_t j = j0; j < j1; ++j)
-          blockMax = std::max(blockMax, scores[j - j0]);
+                                shape.maskColStride, p);
+        const Acc blockMax = detail::largest(p, j1 - j0, lowest);
         Acc &m = maximum[i - i0];
         const Acc newMax = std::max(m, blockMax);
         // Every score so far is -inf (masked): nothing to add yet.
@@ -149,22 +263,39 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
         const Acc rescale = detail::exp(m - newMax);
         m = newMax;
         Acc *row = acc.data() + (i - i0) * dv;
-        Acc blockSum = 0;
 #pragma omp simd
         for (int64_t c = 0; c < dv; ++c)
           row[c] *= rescale;
 #pragma omp simd
         for (int64_t j = 0; j < j1 - j0; ++j)
-          scores[j] = detail::exp(scores[j] - newMax);
-        for (int64_t j = j0; j < j1; ++j) {
-          const Acc p = scores[j - j0];
-          blockSum += p;
-          const T *vj = v + vRows.at(b, j);
+          p[j] = detail::exp(p[j] - newMax);
+        Acc blockSum = 0;
+        for (int64_t j = 0; j < j1 - j0; ++j)
+          blockSum += p[j];
+        sum[i - i0] = sum[i - i0] * rescale + blockSum;
+        taken[i - i0] = j1 - j0;
+      }
+      // row_i += p_ij v_j in key order, four queries that take the same
+      // keys at a time (each value read once for the four), the others
+      // one by one.
+      for (int64_t r = 0; r < i1 - i0;) {
+        const int64_t n = taken[r];
+        if (r + 4 <= i1 - i0 && n > 0 && taken[r + 1] == n &&
+            taken[r + 2] == n && taken[r + 3] == n) {
+          detail::accumulateValues4(acc.data() + r * dv, scores + r, v, vRows,
+                                    b, j0, n, dv);
+          r += 4;
+          continue;
+        }
+        Acc *row = acc.data() + r * dv;
+        for (int64_t j = 0; j < n; ++j) {
+          const Acc p = scores[r][j];
+          const T *vj = v + vRows.at(b, j0 + j);
 #pragma omp simd
           for (int64_t c = 0; c < dv; ++c)
             row[c] += p * detail::load(vj[c]);
         }
-        sum[i - i0] = sum[i - i0] * rescale + blockSum;
+        ++r;
       }
     }
     for (int64_t i = i0; i < i1; ++i) {
@@ -201,66 +332,126 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
                              detail::kParallelGrain)
   for (int64_t b = 0; b < shape.batch; ++b) {
     const T *mb = mask ? mask + shape.maskBase(b) : nullptr;
-    std::vector<Acc> dq(d), dk(tk * d, Acc(0)), dvAcc(tk * dv, Acc(0));
-    std::vector<Acc> scores(tk), probabilities(tk), products(tk);
+    std::vector<Acc> dk(tk * d, Acc(0)), dvAcc(tk * dv, Acc(0));
+    // Per row of a block of kRowsTogether queries: the probabilities, and
+    // the products with the values, then the score gradients in their place.
+    const int64_t together = detail::kAttentionRowsTogether;
+    std::vector<Acc> scores(tk), probabilities(together * tk),
+        gradScores(together * tk), dq(together * d);
     // k and v transposed, [d][key]: a row's scores and the products of its
     // result's gradient with every value run side by side across the keys.
     std::vector<Acc> keysT(d * tk), valuesT(dv * tk);
     detail::transposeRows(k, rows[kAttentionK], b, 0, tk, d, keysT.data(), tk);
     detail::transposeRows(v, rows[kAttentionV], b, 0, tk, dv, valuesT.data(),
                           tk);
-    for (int64_t i = 0; i < tq; ++i) {
-      const int64_t keysEnd = shape.keyEnd(i, causal);
-      const T *qi = q + rows[kAttentionQ].at(b, i),
-              *gi = gradOut + rows[kAttentionGradOut].at(b, i),
-              *oi = out + rows[kAttentionOut].at(b, i);
-      // The row's scores and their log-sum-exp, as the forward saw them.
-      detail::attentionScores(qi, keysT.data(), tk, d, keysEnd, scale,
-                              mb ? mb + i * shape.maskRowStride : nullptr,
-                              shape.maskColStride, scores.data());
-      Acc maximum = lowest;
-      for (int64_t j = 0; j < keysEnd; ++j)
-        maximum = std::max(maximum, scores[j]);
-        // The exponentials, kept for the sum: probabilities later.
+    for (int64_t i0 = 0; i0 < tq; i0 += together) {
+      const int64_t rowsHere = std::min(together, tq - i0);
+      const T *qRow[detail::kAttentionRowsTogether],
+          *gRow[detail::kAttentionRowsTogether];
+      int64_t keysEnd[detail::kAttentionRowsTogether];
+      for (int64_t r = 0; r < rowsHere; ++r) {
+        const int64_t i = i0 + r;
+        keysEnd[r] = shape.keyEnd(i, causal);
+        const int64_t n = keysEnd[r];
+        qRow[r] = q + rows[kAttentionQ].at(b, i);
+        gRow[r] = gradOut + rows[kAttentionGradOut].at(b, i);
+        const T *oi = out + rows[kAttentionOut].at(b, i);
+        Acc *p = probabilities.data() + r * tk,
+            *ds = gradScores.data() + r * tk;
+        // The row's scores and their log-sum-exp, as the forward saw them.
+        detail::attentionScores(qRow[r], keysT.data(), tk, d, n, scale,
+                                mb ? mb + i * shape.maskRowStride : nullptr,
+                                shape.maskColStride, scores.data());
+        const Acc maximum = detail::largest(scores.data(), n, lowest);
+        // The exponentials, kept for the sum: probabilities after.
 #pragma omp simd
-      for (int64_t j = 0; j < keysEnd; ++j)
-        probabilities[j] = detail::exp(scores[j] - maximum);
-      Acc sum = 0;
-      for (int64_t j = 0; j < keysEnd; ++j)
-        sum += probabilities[j];
-      const Acc logSumExp = maximum + std::log(sum);
+        for (int64_t j = 0; j < n; ++j)
+          p[j] = detail::exp(scores[j] - maximum);
+        Acc sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          sum += p[j];
+        const Acc logSumExp = maximum + std::log(sum);
 #pragma omp simd
-      for (int64_t j = 0; j < keysEnd; ++j)
-        probabilities[j] = detail::exp(scores[j] - logSumExp);
-      Acc delta = 0;
-      for (int64_t c = 0; c < dv; ++c)
-        delta += detail::load(gi[c]) * detail::load(oi[c]);
-      // dp_j = gradOut_i · v_j, each summed in the head's order.
-      std::fill(products.begin(), products.begin() + keysEnd, Acc(0));
-      for (int64_t c = 0; c < dv; ++c) {
-        const Acc gc = detail::load(gi[c]);
-        const Acc *vc = valuesT.data() + c * tk;
+        for (int64_t j = 0; j < n; ++j)
+          p[j] = detail::exp(scores[j] - logSumExp);
+        Acc delta = 0;
+        for (int64_t c = 0; c < dv; ++c)
+          delta += detail::load(gRow[r][c]) * detail::load(oi[c]);
+        // dp_j = gradOut_i · v_j, each summed in the head's order; then
+        // the score's gradient.
+        detail::dotsAcross(gRow[r], valuesT.data(), tk, dv, n, ds);
 #pragma omp simd
-        for (int64_t j = 0; j < keysEnd; ++j)
-          products[j] += gc * vc[j];
+        for (int64_t j = 0; j < n; ++j)
+          ds[j] = p[j] * (ds[j] - delta) * scale;
       }
       std::fill(dq.begin(), dq.end(), Acc(0));
-      for (int64_t j = 0; j < keysEnd; ++j) {
-        const Acc p = probabilities[j];
+      // Each key's rows of dk and dv take the block's rows in query order,
+      // as they would one query at a time.
+      const int64_t keysTo = keysEnd[rowsHere - 1];
+      for (int64_t j = 0; j < keysTo; ++j) {
+        int64_t first = 0;
+        while (first < rowsHere && keysEnd[first] <= j)
+          ++first;
         const T *kj = k + rows[kAttentionK].at(b, j);
+        Acc *dvj = dvAcc.data() + j * dv, *dkj = dk.data() + j * d;
+        Acc p[detail::kAttentionRowsTogether],
+            ds[detail::kAttentionRowsTogether];
+        for (int64_t r = first; r < rowsHere; ++r) {
+          p[r] = probabilities[r * tk + j];
+          ds[r] = gradScores[r * tk + j];
+        }
+        if (first == 0 && rowsHere == 4) {
+          // The whole block: the four additions to an element in registers.
+          const T *g0 = gRow[0], *g1 = gRow[1], *g2 = gRow[2], *g3 = gRow[3];
+          const T *q0 = qRow[0], *q1 = qRow[1], *q2 = qRow[2], *q3 = qRow[3];
+          Acc *dq0 = dq.data(), *dq1 = dq0 + d, *dq2 = dq1 + d, *dq3 = dq2 + d;
 #pragma omp simd
-        for (int64_t c = 0; c < dv; ++c)
-          dvAcc[j * dv + c] += p * detail::load(gi[c]);
-        const Acc ds = p * (products[j] - delta) * scale;
+          for (int64_t c = 0; c < d; ++c) {
+            const Acc kc = detail::load(kj[c]);
+            dq0[c] += ds[0] * kc;
+            dq1[c] += ds[1] * kc;
+            dq2[c] += ds[2] * kc;
+            dq3[c] += ds[3] * kc;
+          }
 #pragma omp simd
-        for (int64_t c = 0; c < d; ++c) {
-          dq[c] += ds * detail::load(kj[c]);
-          dk[j * d + c] += ds * detail::load(qi[c]);
+          for (int64_t c = 0; c < dv; ++c) {
+            Acc sum = dvj[c];
+            sum += p[0] * detail::load(g0[c]);
+            sum += p[1] * detail::load(g1[c]);
+            sum += p[2] * detail::load(g2[c]);
+            sum += p[3] * detail::load(g3[c]);
+            dvj[c] = sum;
+          }
+#pragma omp simd
+          for (int64_t c = 0; c < d; ++c) {
+            Acc sum = dkj[c];
+            sum += ds[0] * detail::load(q0[c]);
+            sum += ds[1] * detail::load(q1[c]);
+            sum += ds[2] * detail::load(q2[c]);
+            sum += ds[3] * detail::load(q3[c]);
+            dkj[c] = sum;
+          }
+          continue;
+        }
+        for (int64_t r = first; r < rowsHere; ++r) {
+          const T *gi = gRow[r], *qi = qRow[r];
+          Acc *dqr = dq.data() + r * d;
+#pragma omp simd
+          for (int64_t c = 0; c < d; ++c)
+            dqr[c] += ds[r] * detail::load(kj[c]);
+#pragma omp simd
+          for (int64_t c = 0; c < dv; ++c)
+            dvj[c] += p[r] * detail::load(gi[c]);
+#pragma omp simd
+          for (int64_t c = 0; c < d; ++c)
+            dkj[c] += ds[r] * detail::load(qi[c]);
         }
       }
-      T *gq = gradQ + rows[kAttentionGradQ].at(b, i);
-      for (int64_t c = 0; c < d; ++c)
-        gq[c] = detail::store<T>(dq[c]);
+      for (int64_t r = 0; r < rowsHere; ++r) {
+        T *gq = gradQ + rows[kAttentionGradQ].at(b, i0 + r);
+        for (int64_t c = 0; c < d; ++c)
+          gq[c] = detail::store<T>(dq[r * d + c]);
+      }
     }
     for (int64_t j = 0; j < tk; ++j) {
       T *gk = gradK + rows[kAttentionGradK].at(b, j);

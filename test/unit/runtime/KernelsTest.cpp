@@ -1685,6 +1685,154 @@ TEST(KernelsTest, AttentionCausalAndMaskedFloat) {
 TEST(KernelsTest, AttentionSmallFloat) { checkAttention<float>(kPlain); }
 TEST(KernelsTest, AttentionCausalBF16) { checkAttention<bf16>(kCausal); }
 
+/// The kernels' arithmetic written as plain scalar loops, one query and one
+/// key at a time (what cpu/Attention.h computed before its loops ran on
+/// vectors): each score a dot product in the head's order, the forward's
+/// online softmax over blocks of 64 keys, the backward's log-sum-exp from
+/// the exponentials' sum in key order, every gradient's additions in key
+/// order, then query order. q, k, v [batch, T, D], no mask broadcast.
+struct ScalarAttention {
+  std::vector<float> out, dq, dk, dv;
+};
+ScalarAttention
+scalarAttention(int64_t batch, int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                bool causal, float scale, const std::vector<float> &q,
+                const std::vector<float> &k, const std::vector<float> &v,
+                const std::vector<float> &mask, const std::vector<float> &g) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  ScalarAttention r{
+      std::vector<float>(batch * tq * dv), std::vector<float>(batch * tq * d),
+      std::vector<float>(batch * tk * d), std::vector<float>(batch * tk * dv)};
+  auto score = [&](int64_t b, int64_t i, int64_t j) {
+    float dot = 0;
+    for (int64_t c = 0; c < d; ++c)
+      dot += q[(b * tq + i) * d + c] * k[(b * tk + j) * d + c];
+    float s = dot * scale;
+    if (!mask.empty())
+      s += mask[(b * tq + i) * tk + j];
+    return s;
+  };
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<float> dkAcc(tk * d, 0.f), dvAcc(tk * dv, 0.f);
+    for (int64_t i = 0; i < tq; ++i) {
+      const int64_t end = causal ? std::min(tk, i + 1) : tk;
+      // Forward.
+      float m = lowest, sum = 0;
+      std::vector<float> row(dv, 0.f);
+      for (int64_t j0 = 0; j0 < end; j0 += 64) {
+        const int64_t j1 = std::min(end, j0 + 64);
+        float scores[64], blockMax = lowest;
+        for (int64_t j = j0; j < j1; ++j)
+          blockMax = std::max(blockMax, scores[j - j0] = score(b, i, j));
+        const float newMax = std::max(m, blockMax);
+        if (newMax == lowest)
+          continue;
+        const float rescale = cpu::detail::exp(m - newMax);
+        m = newMax;
+        float blockSum = 0;
+        for (int64_t c = 0; c < dv; ++c)
+          row[c] *= rescale;
+        for (int64_t j = j0; j < j1; ++j) {
+          const float p = cpu::detail::exp(scores[j - j0] - newMax);
+          blockSum += p;
+          for (int64_t c = 0; c < dv; ++c)
+            row[c] += p * v[(b * tk + j) * dv + c];
+        }
+        sum = sum * rescale + blockSum;
+      }
+      for (int64_t c = 0; c < dv; ++c)
+        r.out[(b * tq + i) * dv + c] = row[c] / sum;
+      // Backward.
+      float maximum = lowest;
+      for (int64_t j = 0; j < end; ++j)
+        maximum = std::max(maximum, score(b, i, j));
+      float total = 0;
+      for (int64_t j = 0; j < end; ++j)
+        total += cpu::detail::exp(score(b, i, j) - maximum);
+      const float logSumExp = maximum + std::log(total);
+      float delta = 0;
+      for (int64_t c = 0; c < dv; ++c)
+        delta += g[(b * tq + i) * dv + c] * r.out[(b * tq + i) * dv + c];
+      std::vector<float> dqRow(d, 0.f);
+      for (int64_t j = 0; j < end; ++j) {
+        const float p = cpu::detail::exp(score(b, i, j) - logSumExp);
+        float dp = 0;
+        for (int64_t c = 0; c < dv; ++c) {
+          dp += g[(b * tq + i) * dv + c] * v[(b * tk + j) * dv + c];
+          dvAcc[j * dv + c] += p * g[(b * tq + i) * dv + c];
+        }
+        const float ds = p * (dp - delta) * scale;
+        for (int64_t c = 0; c < d; ++c) {
+          dqRow[c] += ds * k[(b * tk + j) * d + c];
+          dkAcc[j * d + c] += ds * q[(b * tq + i) * d + c];
+        }
+      }
+      std::copy(dqRow.begin(), dqRow.end(), r.dq.begin() + (b * tq + i) * d);
+    }
+    std::copy(dkAcc.begin(), dkAcc.end(), r.dk.begin() + b * tk * d);
+    std::copy(dvAcc.begin(), dvAcc.end(), r.dv.begin() + b * tk * dv);
+  }
+  return r;
+}
+
+/// The vectorized kernels give the scalar loops' bits: whole and partial
+/// groups of four queries, blocks of keys, heads that fill vectors and
+/// heads that do not, causal, and masks with -inf (a row wholly masked is
+/// NaN in both).
+TEST(KernelsTest, AttentionIsTheScalarArithmetic) {
+  struct Case {
+    int64_t batch, tq, tk, d, dv;
+    bool causal, masked;
+  };
+  for (const Case &c : {Case{2, 130, 130, 64, 64, true, false},
+                        Case{3, 21, 150, 16, 40, false, true},
+                        Case{2, 67, 67, 9, 17, true, true},
+                        Case{1, 5, 3, 3, 2, false, false}}) {
+    auto q = randomValues<float>(c.batch * c.tq * c.d, 21, -1.5, 1.5);
+    auto k = randomValues<float>(c.batch * c.tk * c.d, 22, -1.5, 1.5);
+    auto v = randomValues<float>(c.batch * c.tk * c.dv, 23);
+    auto g = randomValues<float>(c.batch * c.tq * c.dv, 24);
+    std::vector<float> mask;
+    if (c.masked) {
+      mask = randomValues<float>(c.batch * c.tq * c.tk, 25);
+      for (size_t e = 0; e < mask.size(); e += 7)
+        mask[e] = -std::numeric_limits<float>::infinity();
+      // The first query of the first entry sees no key.
+      for (int64_t j = 0; j < c.tk; ++j)
+        mask[j] = -std::numeric_limits<float>::infinity();
+    }
+    const float scale = 0.3f;
+    ScalarAttention want = scalarAttention(c.batch, c.tq, c.tk, c.d, c.dv,
+                                           c.causal, scale, q, k, v, mask, g);
+    const Shape qs{c.batch, c.tq, c.d}, ks{c.batch, c.tk, c.d},
+        vs{c.batch, c.tk, c.dv}, os{c.batch, c.tq, c.dv},
+        ms{c.batch, c.tq, c.tk};
+    const AttentionParams params{scale, c.causal};
+    const float *m = mask.empty() ? nullptr : mask.data();
+    const Dims md = mask.empty() ? Dims{} : dimsOf(ms);
+    std::vector<float> out(want.out.size()), dq(q.size()), dk(k.size()),
+        dv(v.size());
+    attention<float>(q.data(), dimsOf(qs), k.data(), dimsOf(ks), v.data(),
+                     dimsOf(vs), m, md, out.data(), dimsOf(os), params);
+    attentionBackward<float>(
+        q.data(), dimsOf(qs), k.data(), dimsOf(ks), v.data(), dimsOf(vs),
+        want.out.data(), dimsOf(os), g.data(), dimsOf(os), m, md, dq.data(),
+        dimsOf(qs), dk.data(), dimsOf(ks), dv.data(), dimsOf(vs), params);
+    auto same = [](const std::vector<float> &a, const std::vector<float> &b) {
+      return a.size() == b.size() &&
+             std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    std::string what = "attention " + std::to_string(c.tq) + "x" +
+                       std::to_string(c.tk) + "x" + std::to_string(c.d);
+    EXPECT_TRUE(same(out, want.out)) << what << ": out";
+    EXPECT_TRUE(same(dq, want.dq)) << what << ": dq";
+    EXPECT_TRUE(same(dk, want.dk)) << what << ": dk";
+    EXPECT_TRUE(same(dv, want.dv)) << what << ": dv";
+    if (c.masked)
+      EXPECT_TRUE(std::isnan(out[0])) << what << ": a row with no key";
+  }
+}
+
 /// `x` of shape [B, H, T, D] stored [B, T, H, D].
 template <typename T>
 std::vector<T> tokensOuter(const std::vector<T> &x, const Shape &shape) {
