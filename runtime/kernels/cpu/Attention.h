@@ -103,6 +103,43 @@ void dotsAcross(const T *x, const Acc *columns, int64_t stride, int64_t d,
   }
 }
 
+/// dotsAcross for four rows x[r] at once: each column read once for the
+/// four, the same sums in the same order.
+template <typename T, typename Acc>
+void dotsAcross4(const T *const x[4], const Acc *columns, int64_t stride,
+                 int64_t d, int64_t n, Acc *const out[4]) {
+  int64_t j0 = 0;
+  for (; j0 + kDotChunk <= n; j0 += kDotChunk) {
+    Acc p0[kDotChunk], p1[kDotChunk], p2[kDotChunk], p3[kDotChunk];
+#pragma omp simd
+    for (int64_t j = 0; j < kDotChunk; ++j)
+      p0[j] = p1[j] = p2[j] = p3[j] = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      const Acc x0 = load(x[0][c]), x1 = load(x[1][c]), x2 = load(x[2][c]),
+                x3 = load(x[3][c]);
+      const Acc *column = columns + c * stride + j0;
+#pragma omp simd
+      for (int64_t j = 0; j < kDotChunk; ++j) {
+        const Acc y = column[j];
+        p0[j] += x0 * y;
+        p1[j] += x1 * y;
+        p2[j] += x2 * y;
+        p3[j] += x3 * y;
+      }
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < kDotChunk; ++j) {
+      out[0][j0 + j] = p0[j];
+      out[1][j0 + j] = p1[j];
+      out[2][j0 + j] = p2[j];
+      out[3][j0 + j] = p3[j];
+    }
+  }
+  if (j0 < n)
+    for (int64_t r = 0; r < 4; ++r)
+      dotsAcross(x[r], columns + j0, stride, d, n - j0, out[r] + j0);
+}
+
 /// rows[r][c] += Σ_j p[r][j] · v_(j0+j)[c] for four consecutive rows
 /// (`rows`, [4][dv]) and their probabilities (`p`, [4][kAttentionKeyBlock]),
 /// j ascending as one row at a time would add them: a vector of each row
@@ -174,21 +211,29 @@ template <typename Acc> Acc largest(const Acc *x, int64_t n, Acc lowest) {
   return most;
 }
 
-/// attentionScore of query row `qi` against `n` keys stored transposed
-/// (`keysT`, [d][stride]): the same products and sums in the same order,
-/// one key per lane. `maskRow` is the mask's element of the first key, the
-/// next ones `maskStride` apart.
+/// A row's dot products with the keys made scores: times `scale`, plus the
+/// mask's elements (`maskRow` the first key's, the next ones `maskStride`
+/// apart) when there is a mask.
 template <typename T, typename Acc>
-void attentionScores(const T *qi, const Acc *keysT, int64_t stride, int64_t d,
-                     int64_t n, Acc scale, const T *maskRow, int64_t maskStride,
-                     Acc *scores) {
-  dotsAcross(qi, keysT, stride, d, n, scores);
+void scaleAndMask(Acc *scores, int64_t n, Acc scale, const T *maskRow,
+                  int64_t maskStride) {
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j)
     scores[j] *= scale;
   if (maskRow)
     for (int64_t j = 0; j < n; ++j)
       scores[j] += load(maskRow[j * maskStride]);
+}
+
+/// The scores of query row `qi` against `n` keys stored transposed
+/// (`keysT`, [d][stride]): each a dot product in the head's order, scaled,
+/// then masked, one key per lane.
+template <typename T, typename Acc>
+void attentionScores(const T *qi, const Acc *keysT, int64_t stride, int64_t d,
+                     int64_t n, Acc scale, const T *maskRow, int64_t maskStride,
+                     Acc *scores) {
+  dotsAcross(qi, keysT, stride, d, n, scores);
+  scaleAndMask(scores, n, scale, maskRow, maskStride);
 }
 
 } // namespace detail
@@ -336,7 +381,7 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
     // Per row of a block of kRowsTogether queries: the probabilities, and
     // the products with the values, then the score gradients in their place.
     const int64_t together = detail::kAttentionRowsTogether;
-    std::vector<Acc> scores(tk), probabilities(together * tk),
+    std::vector<Acc> scores(together * tk), probabilities(together * tk),
         gradScores(together * tk), dq(together * d);
     // k and v transposed, [d][key]: a row's scores and the products of its
     // result's gradient with every value run side by side across the keys.
@@ -349,37 +394,56 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
       const T *qRow[detail::kAttentionRowsTogether],
           *gRow[detail::kAttentionRowsTogether];
       int64_t keysEnd[detail::kAttentionRowsTogether];
+      Acc *scoreRow[detail::kAttentionRowsTogether],
+          *gradRow[detail::kAttentionRowsTogether];
+      int64_t keysTo = 0;
       for (int64_t r = 0; r < rowsHere; ++r) {
-        const int64_t i = i0 + r;
-        keysEnd[r] = shape.keyEnd(i, causal);
-        const int64_t n = keysEnd[r];
-        qRow[r] = q + rows[kAttentionQ].at(b, i);
-        gRow[r] = gradOut + rows[kAttentionGradOut].at(b, i);
+        keysEnd[r] = shape.keyEnd(i0 + r, causal);
+        keysTo = std::max(keysTo, keysEnd[r]);
+        qRow[r] = q + rows[kAttentionQ].at(b, i0 + r);
+        gRow[r] = gradOut + rows[kAttentionGradOut].at(b, i0 + r);
+        scoreRow[r] = scores.data() + r * tk;
+        gradRow[r] = gradScores.data() + r * tk;
+      }
+      // The rows' dot products with the keys, and of their result's
+      // gradients with the values (dp_j = gradOut_i · v_j): four rows at a
+      // time when the block is whole, to the furthest key any of them sees.
+      if (rowsHere == detail::kAttentionRowsTogether) {
+        detail::dotsAcross4(qRow, keysT.data(), tk, d, keysTo, scoreRow);
+        detail::dotsAcross4(gRow, valuesT.data(), tk, dv, keysTo, gradRow);
+      } else {
+        for (int64_t r = 0; r < rowsHere; ++r) {
+          detail::dotsAcross(qRow[r], keysT.data(), tk, d, keysEnd[r],
+                             scoreRow[r]);
+          detail::dotsAcross(gRow[r], valuesT.data(), tk, dv, keysEnd[r],
+                             gradRow[r]);
+        }
+      }
+      for (int64_t r = 0; r < rowsHere; ++r) {
+        const int64_t i = i0 + r, n = keysEnd[r];
         const T *oi = out + rows[kAttentionOut].at(b, i);
-        Acc *p = probabilities.data() + r * tk,
-            *ds = gradScores.data() + r * tk;
+        Acc *s = scoreRow[r], *p = probabilities.data() + r * tk,
+            *ds = gradRow[r];
         // The row's scores and their log-sum-exp, as the forward saw them.
-        detail::attentionScores(qRow[r], keysT.data(), tk, d, n, scale,
-                                mb ? mb + i * shape.maskRowStride : nullptr,
-                                shape.maskColStride, scores.data());
-        const Acc maximum = detail::largest(scores.data(), n, lowest);
+        detail::scaleAndMask(s, n, scale,
+                             mb ? mb + i * shape.maskRowStride : nullptr,
+                             shape.maskColStride);
+        const Acc maximum = detail::largest(s, n, lowest);
         // The exponentials, kept for the sum: probabilities after.
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j)
-          p[j] = detail::exp(scores[j] - maximum);
+          p[j] = detail::exp(s[j] - maximum);
         Acc sum = 0;
         for (int64_t j = 0; j < n; ++j)
           sum += p[j];
         const Acc logSumExp = maximum + std::log(sum);
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j)
-          p[j] = detail::exp(scores[j] - logSumExp);
+          p[j] = detail::exp(s[j] - logSumExp);
         Acc delta = 0;
         for (int64_t c = 0; c < dv; ++c)
           delta += detail::load(gRow[r][c]) * detail::load(oi[c]);
-        // dp_j = gradOut_i · v_j, each summed in the head's order; then
-        // the score's gradient.
-        detail::dotsAcross(gRow[r], valuesT.data(), tk, dv, n, ds);
+          // The score's gradient.
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j)
           ds[j] = p[j] * (ds[j] - delta) * scale;
@@ -387,7 +451,6 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
       std::fill(dq.begin(), dq.end(), Acc(0));
       // Each key's rows of dk and dv take the block's rows in query order,
       // as they would one query at a time.
-      const int64_t keysTo = keysEnd[rowsHere - 1];
       for (int64_t j = 0; j < keysTo; ++j) {
         int64_t first = 0;
         while (first < rowsHere && keysEnd[first] <= j)
