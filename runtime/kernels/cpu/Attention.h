@@ -225,17 +225,6 @@ void scaleAndMask(Acc *scores, int64_t n, Acc scale, const T *maskRow,
       scores[j] += load(maskRow[j * maskStride]);
 }
 
-/// The scores of query row `qi` against `n` keys stored transposed
-/// (`keysT`, [d][stride]): each a dot product in the head's order, scaled,
-/// then masked, one key per lane.
-template <typename T, typename Acc>
-void attentionScores(const T *qi, const Acc *keysT, int64_t stride, int64_t d,
-                     int64_t n, Acc scale, const T *maskRow, int64_t maskStride,
-                     Acc *scores) {
-  dotsAcross(qi, keysT, stride, d, n, scores);
-  scaleAndMask(scores, n, scale, maskRow, maskStride);
-}
-
 } // namespace detail
 
 template <typename T>
@@ -280,25 +269,49 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
     const int64_t keysEnd = shape.keyEnd(i1 - 1, causal);
     // The block's keys transposed, [d][key]: each query's scores are then
     // sums over the head that run side by side across the keys, each in the
-    // head's order, as attentionScore adds them.
+    // head's order, as a scalar dot product adds them.
     std::vector<Acc> keysT(d * detail::kAttentionKeyBlock);
     for (int64_t j0 = 0; j0 < keysEnd; j0 += detail::kAttentionKeyBlock) {
       const int64_t jn = std::min(keysEnd, j0 + detail::kAttentionKeyBlock);
       detail::transposeRows(k, kRows, b, j0, jn, d, keysT.data(),
                             detail::kAttentionKeyBlock);
+      auto keysOf = [&](int64_t i) {
+        return std::max<int64_t>(0, std::min(shape.keyEnd(i, causal),
+                                             j0 + detail::kAttentionKeyBlock) -
+                                        j0);
+      };
+      // The dot products, four queries at a time while four are left (to
+      // the furthest key of the four), then one by one.
+      for (int64_t i = i0; i < i1;) {
+        if (i + 4 <= i1 && keysOf(i + 3) > 0) {
+          const T *rowsOfQ[4] = {q + qRows.at(b, i), q + qRows.at(b, i + 1),
+                                 q + qRows.at(b, i + 2),
+                                 q + qRows.at(b, i + 3)};
+          Acc *const into[4] = {scores[i - i0], scores[i - i0 + 1],
+                                scores[i - i0 + 2], scores[i - i0 + 3]};
+          const int64_t n = std::max(
+              {keysOf(i), keysOf(i + 1), keysOf(i + 2), keysOf(i + 3)});
+          detail::dotsAcross4(rowsOfQ, keysT.data(), detail::kAttentionKeyBlock,
+                              d, n, into);
+          i += 4;
+          continue;
+        }
+        detail::dotsAcross(q + qRows.at(b, i), keysT.data(),
+                           detail::kAttentionKeyBlock, d, keysOf(i),
+                           scores[i - i0]);
+        ++i;
+      }
       for (int64_t i = i0; i < i1; ++i) {
-        const int64_t j1 =
-            std::min(shape.keyEnd(i, causal), j0 + detail::kAttentionKeyBlock);
+        const int64_t j1 = j0 + keysOf(i);
         Acc *p = scores[i - i0];
         taken[i - i0] = 0;
         if (j1 <= j0)
           continue;
-        detail::attentionScores(q + qRows.at(b, i), keysT.data(),
-                                detail::kAttentionKeyBlock, d, j1 - j0, scale,
-                                mb ? mb + i * shape.maskRowStride +
-                                         j0 * shape.maskColStride
-                                   : nullptr,
-                                shape.maskColStride, p);
+        detail::scaleAndMask(p, j1 - j0, scale,
+                             mb ? mb + i * shape.maskRowStride +
+                                      j0 * shape.maskColStride
+                                : nullptr,
+                             shape.maskColStride);
         const Acc blockMax = detail::largest(p, j1 - j0, lowest);
         Acc &m = maximum[i - i0];
         const Acc newMax = std::max(m, blockMax);
