@@ -93,6 +93,13 @@ inline constexpr Spelling<FuseAttention> kFuseAttention[] = {
     {FuseAttention::On, "on", "attention as one kernel"},
     {FuseAttention::Off, "off", "as the model writes it"}};
 
+/// `--fuse-cross-entropy`: whether ztc-fuse-cross-entropy runs.
+enum class FuseCrossEntropy { Auto, On, Off };
+inline constexpr Spelling<FuseCrossEntropy> kFuseCrossEntropy[] = {
+    {FuseCrossEntropy::Auto, "auto", "the target's default"},
+    {FuseCrossEntropy::On, "on", "the classifier and its loss as one kernel"},
+    {FuseCrossEntropy::Off, "off", "as the loss writes it"}};
+
 /// `--base-dtype`: how a LoRA step holds its frozen base weights.
 enum class BaseType { Model, Nf4 };
 inline constexpr Spelling<BaseType> kBaseTypes[] = {

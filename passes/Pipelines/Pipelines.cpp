@@ -535,6 +535,10 @@ void mlir::ztc::buildTrainingNNPipeline(
   // and merge the backward's repeated constants.
   pm.addNestedPass<func::FuncOp>(
       createAttachLossPass(options.attachLossOptions()));
+  // The classifier's product and the loss as one op, whose VJP is one
+  // backward op: neither holds the logits.
+  if (options.fusesCrossEntropy())
+    pm.addNestedPass<func::FuncOp>(createFuseCrossEntropyPass());
   pm.addNestedPass<func::FuncOp>(createAutodiffPass(options.autodiffOptions()));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
@@ -570,6 +574,9 @@ void mlir::ztc::buildTrainingEntriesPipeline(
   std::vector<std::string> kinds = options.entryKinds();
   entries.entries.assign(kinds.begin(), kinds.end());
   pm.addPass(createBuildEntriesPass(entries));
+  // An entry with a fused cross entropy's gradients takes the loss from
+  // the backward op, which recomputes the logits anyway.
+  pm.addNestedPass<func::FuncOp>(createMergeCrossEntropyPass());
   pm.addPass(createAccumulatePass(options.accumulateOptions()));
   pm.addNestedPass<func::FuncOp>(
       createOptimizerPass(options.optimizerOptions()));

@@ -529,6 +529,23 @@ struct TrainingPipelineOptions
                ? ::ztc::rt::targetInfo(target).fusesAttention
                : fuseAttention == FuseAttention::On;
   }
+  // --- The loss (ztc-fuse-cross-entropy) ---------------------------------
+  ClosedOption<FuseCrossEntropy> fuseCrossEntropy{
+      *this, "fuse-cross-entropy", kFuseCrossEntropy,
+      llvm::cl::desc(
+          "Compute cross_entropy's logits (an f32 or f64 matrix product of "
+          "the last hidden states and the classifier's weight) and the loss "
+          "in one op and kernel, forward and backward, in chunks of rows "
+          "that never hold the [tokens, classes] logits: on, off, or auto "
+          "(on with --target cuda, off on the CPU)"),
+      llvm::cl::init(FuseCrossEntropy::Auto)};
+  /// Whether ztc-fuse-cross-entropy runs: --fuse-cross-entropy, with auto
+  /// the target's default.
+  bool fusesCrossEntropy() const {
+    return fuseCrossEntropy == FuseCrossEntropy::Auto
+               ? ::ztc::rt::targetInfo(target).fusesCrossEntropy
+               : fuseCrossEntropy == FuseCrossEntropy::On;
+  }
   /// Whether the precision is bf16 or fp16 (ztc-autocast runs).
   bool mixedPrecision() const {
     return precision == Precision::Bf16 || precision == Precision::Fp16;

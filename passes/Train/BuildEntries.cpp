@@ -46,16 +46,32 @@ void selectMode(func::FuncOp entry, bool evaluation) {
   });
 }
 
-/// The cross entropy the loss is, if it is one: the mean nll_loss the
-/// first result is computed from.
-nn::NllLossOp crossEntropyOf(func::FuncOp entry) {
+/// The cross entropy the loss is, if it is one: the mean nll_loss or the
+/// nn.linear_cross_entropy (ztc-fuse-cross-entropy) the first result is
+/// computed from.
+Operation *crossEntropyOf(func::FuncOp entry) {
   Operation *ret = entry.getBody().back().getTerminator();
   Value loss = ret->getOperand(0);
   // A cast back to the loss's type (mixed precision, fp64) may follow.
   while (auto cast = loss.getDefiningOp<nn::CastOp>())
     loss = cast.getX();
+  if (auto fused = loss.getDefiningOp<nn::LinearCrossEntropyOp>())
+    return fused;
   auto nll = loss.getDefiningOp<nn::NllLossOp>();
-  return nll && nll.getReduction() == "mean" ? nll : nn::NllLossOp();
+  return nll && nll.getReduction() == "mean" ? nll : nullptr;
+}
+
+/// The rows whose label's score is the highest, as an i1 per row, from the
+/// log-probabilities a mean nll_loss reads.
+Value bestRows(Arithmetic &m, nn::NllLossOp nll) {
+  Value scores = nll.getLogProbs();
+  Value best =
+      nn::ReduceMaxOp::create(m.b, m.loc, scores, ArrayRef<int64_t>{1}, false);
+  Value picked =
+      nn::NllLossOp::create(m.b, m.loc, scores, nll.getTarget(), Value(),
+                            "none", nll.getIgnoreIndexAttr());
+  Value atLabel = nn::NegOp::create(m.b, m.loc, picked);
+  return m.equal(atLabel, best);
 }
 
 /// `evaluate`: the loss, and for a cross entropy the rows whose label's
@@ -66,24 +82,24 @@ LogicalResult buildEvaluate(func::FuncOp entry) {
   train::eraseUpdateResults(entry);
   if (failed(dropResults(entry, [](unsigned i) { return i > 0; })))
     return failure();
-  nn::NllLossOp nll = crossEntropyOf(entry);
-  if (!nll)
+  Operation *crossEntropy = crossEntropyOf(entry);
+  if (!crossEntropy)
     return success();
+  auto fused = dyn_cast<nn::LinearCrossEntropyOp>(crossEntropy);
+  auto nll = dyn_cast<nn::NllLossOp>(crossEntropy);
   Operation *ret = entry.getBody().back().getTerminator();
   OpBuilder b(ret);
-  Arithmetic m{
-      b, NameLoc::get(b.getStringAttr("evaluate.accuracy"), nll.getLoc())};
-  Value scores = nll.getLogProbs(), target = nll.getTarget();
-  Value best =
-      nn::ReduceMaxOp::create(b, m.loc, scores, ArrayRef<int64_t>{1}, false);
-  Value picked = nn::NllLossOp::create(b, m.loc, scores, target, Value(),
-                                       "none", nll.getIgnoreIndexAttr());
-  Value atLabel = nn::NegOp::create(b, m.loc, picked);
-  Value hit = m.equal(atLabel, best);
+  Arithmetic m{b, NameLoc::get(b.getStringAttr("evaluate.accuracy"),
+                               crossEntropy->getLoc())};
+  Value target = fused ? fused.getTarget() : nll.getTarget();
   auto targetType = cast<RankedTensorType>(target.getType());
   Type index = targetType.getElementType();
+  // The fused op counts its correct rows itself: it never holds the
+  // scores.
+  Value hit = nll ? bestRows(m, nll) : Value();
   // Without an ignore index every row counts: a label never equals it.
-  std::optional<int64_t> ignoreIndex = nll.getIgnoreIndex();
+  std::optional<int64_t> ignoreIndex =
+      fused ? fused.getIgnoreIndex() : nll.getIgnoreIndex();
   Value counted;
   if (ignoreIndex) {
     Value ignore = arith::ConstantOp::create(
@@ -98,16 +114,20 @@ LogicalResult buildEvaluate(func::FuncOp entry) {
         DenseElementsAttr::get(
             RankedTensorType::get(targetType.getShape(), b.getI1Type()), true));
   }
-  Value right = m.logicalAnd(hit, counted);
+  auto f32 = RankedTensorType::get({}, b.getF32Type());
   auto f32Rows = RankedTensorType::get(targetType.getShape(), b.getF32Type());
-  Value rightRows = nn::CastOp::create(b, m.loc, f32Rows, right);
+  Value rightRows;
+  if (hit)
+    rightRows =
+        nn::CastOp::create(b, m.loc, f32Rows, m.logicalAnd(hit, counted));
   Value countedRows = nn::CastOp::create(b, m.loc, f32Rows, counted);
-  Value correct = m.sum(rightRows);
+  Value correct = hit ? m.sum(rightRows) : fused.getCorrect();
+  if (correct.getType() != f32)
+    correct = nn::CastOp::create(b, m.loc, f32, correct);
   Value total = m.sum(countedRows);
   SmallVector<Value> results(ret->getOperands());
   results.append({correct, total});
   ret->setOperands(results);
-  auto f32 = RankedTensorType::get({}, b.getF32Type());
   unsigned first = entry.getNumResults();
   if (failed(entry.insertResult(first, f32, {})) ||
       failed(entry.insertResult(first + 1, f32, {})))

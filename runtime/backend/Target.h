@@ -55,6 +55,11 @@ struct TargetInfo {
   /// on the GPU, where the scores' round trips through memory dominate; not
   /// on the CPU, whose results thus stay those of the unfused step.
   bool fusesAttention;
+  /// Whether `--fuse-cross-entropy auto` fuses the classifier's product
+  /// with its loss (ztc-fuse-cross-entropy): on the GPU, where the [N, V]
+  /// logits are the step's largest buffer; not on the CPU, whose results
+  /// thus stay those of the unfused step.
+  bool fusesCrossEntropy;
   /// Whether each fused loop is a launch that consecutive independent
   /// loops can share (ztc-group-launches): a CUDA kernel launch; on the
   /// CPU a loop is a plain call, and its step stays as it was.
@@ -63,10 +68,10 @@ struct TargetInfo {
 
 inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
-     true, "mpi", false, 0, 1, false, false},
+     true, "mpi", false, 0, 1, false, false, false},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
      false, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true,
-     true},
+     true, true},
 };
 
 inline const TargetInfo &targetInfo(Target target) {

@@ -52,6 +52,7 @@
 #include "Dnnl.h"
 #include "Half.h"
 #include "Library.h"
+#include "LinearCrossEntropy.h"
 #include "MatmulPlan.h"
 #include "Nf4.h"
 #include "Numeric.h"
@@ -99,6 +100,7 @@
 #include "cpu/Reduce.h"
 
 #include "cpu/Conv.h"
+#include "cpu/LinearCrossEntropy.h"
 
 // API: one entry point per row of Library.def, called as that file says:
 // each operand as (pointer, Dims), inputs then outputs, then the kernel's
@@ -152,6 +154,14 @@
 //   semantics: mean divides by the sum of weights of non-ignored targets
 //   (0/0 = NaN when every target is ignored); ignored elements of
 //   reduction none are 0.
+// linearCrossEntropy<T, I>: x [N, D], w [D, V] (transpose_b: [V, D]),
+//   target [N] -> the mean over counted rows of logsumexp(z) - z[t] with
+//   z = x w, and the count of counted rows whose z[t] is the largest; rows
+//   of ignore_index do not count (0/0 = NaN when none does). T is float or
+//   double. linearCrossEntropyBackward<T, I>: x, w, target, the loss's
+//   gradient g -> the gradients of x and w, and the forward's loss (the
+//   same bits). Both work through chunks of rows (LinearCrossEntropy.h)
+//   and never hold the [N, V] logits.
 // randomUniform<T>: T float or double; y[i] = the value of element i of
 //   stream `stream` under the key *key (Random.h): uniform in [0, 1) with
 //   24 random bits, bit for bit the values of the CUDA library's.

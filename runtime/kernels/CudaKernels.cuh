@@ -64,6 +64,7 @@
 #include "Dims.h"
 #include "Half.h"
 #include "Library.h"
+#include "LinearCrossEntropy.h"
 #include "MatmulPlan.h"
 #include "Nf4.h"
 #include "Numeric.h"
@@ -106,6 +107,7 @@
 #include "cuda/Reduce.cuh"
 
 #include "cuda/Conv.cuh"
+#include "cuda/LinearCrossEntropy.cuh"
 
 //===----------------------------------------------------------------------===//
 // C entry points for the runtime

@@ -27,10 +27,16 @@ cl::SubCommand &gradcheckCommand() {
 
 namespace {
 
-const char *const kGradCheckPipelineFlags[] = {
-    "loss",          "loss-input", "labels",           "ignore-index",
-    "freeze",        "recompute",  "recompute-blocks", "recompute-search-nodes",
-    "fuse-attention"};
+const char *const kGradCheckPipelineFlags[] = {"loss",
+                                               "loss-input",
+                                               "labels",
+                                               "ignore-index",
+                                               "freeze",
+                                               "recompute",
+                                               "recompute-blocks",
+                                               "recompute-search-nodes",
+                                               "fuse-attention",
+                                               "fuse-cross-entropy"};
 
 PipelineFlags gradcheckFlags(gradcheckCommand(), kGradCheckPipelineFlags);
 

@@ -146,8 +146,8 @@ inline constexpr const char *kCompilePipelineFlags[] = {
     "grad-accum-dtype",        "half-weights",
     "conv-layout",             "lora",
     "base-dtype",              "fuse-attention",
-    "token-weighted-loss",     "allow-tf32",
-    "conv-tf32"};
+    "fuse-cross-entropy",      "token-weighted-loss",
+    "allow-tf32",              "conv-tf32"};
 // clang-format on
 
 /// A command's flags for pipeline options: one repeatable flag per option,

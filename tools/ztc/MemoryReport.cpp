@@ -119,10 +119,14 @@ classifyBuffers(func::FuncOp func) {
           dataDependent.insert(alloc);
   }
 
-  // The forward: the kernels the loss depends on.
+  // The forward: the kernels the loss depends on, and the buffers it
+  // depends on (a kernel with several outputs, such as the fused cross
+  // entropy's gradient that also gives the loss, may write others; a
+  // call's scratch is never one).
   DenseSet<Operation *> forward;
+  DenseSet<Operation *> needed;
   if (kernel::AllocOp lossAlloc = loss ? allocOf(loss) : nullptr) {
-    DenseSet<Operation *> needed{lossAlloc};
+    needed.insert(lossAlloc);
     // The value the loss is: its buffer's last write (nothing writes over
     // a loss the step records or returns).
     Operation *lossWriter = nullptr;
@@ -136,9 +140,14 @@ classifyBuffers(func::FuncOp func) {
       if (!writes)
         continue;
       forward.insert(op);
+      // What it reads: not its outputs, nor its scratch.
+      SmallVector<Value> written = kernel::writtenBuffers(op);
+      auto call = dyn_cast<kernel::CallOp>(op);
       for (Value operand : op->getOperands())
         if (kernel::AllocOp alloc = allocOf(operand))
-          needed.insert(alloc);
+          if (!llvm::is_contained(written, operand) &&
+              (!call || operand != call.getScratch()))
+            needed.insert(alloc);
     }
   }
   // Gradients: what updates of the arguments (parameters and states, in
@@ -161,7 +170,8 @@ classifyBuffers(func::FuncOp func) {
       ArenaRole role = ArenaRole::Workspace;
       if (op->hasAttr(train::kRecomputedAttr))
         role = ArenaRole::Recompute;
-      else if (forward.contains(op) && dataDependent.contains(alloc))
+      else if (forward.contains(op) && needed.contains(alloc) &&
+               dataDependent.contains(alloc))
         role = ArenaRole::Activation;
       else if (gradients.contains(alloc))
         role = ArenaRole::Gradient;

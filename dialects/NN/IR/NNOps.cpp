@@ -1526,6 +1526,64 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// LinearCrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+/// The loss's type (rank 0 of x's element type) of nn.linear_cross_entropy
+/// and its gradient: x [N, D] and w [D, V] ([V, D] with transpose_b) of one
+/// element type, f32 or f64 (what the kernels compute in), and N targets.
+static FailureOr<RankedTensorType>
+inferLinearCrossEntropy(std::optional<Location> loc, StringRef opName,
+                        Value xValue, Value wValue, Value targetValue,
+                        bool transposeB) {
+  RankedTensorType x = tensorType(xValue), w = tensorType(wValue),
+                   target = tensorType(targetValue);
+  if (x.getRank() != 2)
+    return inferError(loc, opName, "expects x of rank 2 ([N, D]), got ", x);
+  if (!x.getElementType().isF32() && !x.getElementType().isF64())
+    return inferError(loc, opName, "expects x of f32 or f64, got ", x);
+  if (failed(checkElementType(loc, opName, "w", w, x)))
+    return failure();
+  int64_t rows = x.getDimSize(0), width = x.getDimSize(1);
+  if (w.getRank() != 2 || w.getDimSize(transposeB ? 1 : 0) != width)
+    return inferError(loc, opName, "expects w of shape ",
+                      transposeB ? "[V, " : "[", width,
+                      transposeB ? "] (transpose_b)" : ", V]", ", got ", w);
+  if (target.getShape() != ArrayRef<int64_t>{rows})
+    return inferError(loc, opName, "expects target of shape [", rows,
+                      "] (x's rows), got ", target);
+  return RankedTensorType::get({}, x.getElementType());
+}
+
+LogicalResult LinearCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> loss = inferLinearCrossEntropy(
+      location, getOperationName(), adaptor.getX(), adaptor.getW(),
+      adaptor.getTarget(), adaptor.getTransposeB());
+  if (failed(loss))
+    return failure();
+  types.append({*loss, *loss});
+  return success();
+}
+
+LogicalResult LinearCrossEntropyBackwardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> loss = inferLinearCrossEntropy(
+      location, getOperationName(), adaptor.getX(), adaptor.getW(),
+      adaptor.getTarget(), adaptor.getTransposeB());
+  if (failed(loss))
+    return failure();
+  RankedTensorType grad = tensorType(adaptor.getGrad());
+  if (grad != *loss)
+    return inferError(location, getOperationName(), "expects grad of type ",
+                      *loss, " (the loss's), got ", grad);
+  types.append({adaptor.getX().getType(), adaptor.getW().getType(), *loss});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//
 

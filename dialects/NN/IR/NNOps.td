@@ -1223,6 +1223,44 @@ def NN_NllLossOp : NN_Op<"nll_loss", !listconcat(NN_InferredResult,
 }
 
 //===----------------------------------------------------------------------===//
+// LinearCrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+def NN_LinearCrossEntropyOp : NN_Op<"linear_cross_entropy",
+    !listconcat(NN_InferredResult,
+    [NN_WideCompute, NN_CustomFlops,
+     NN_LibraryCall<"linear_cross_entropy", ["transpose_b", "ignore_index"]>])> {
+  let summary = "a classifier's product and its mean cross entropy in one op";
+  let description = [{
+    The mean cross entropy of the classes scored by `x w`, without the
+    `[N, V]` scores ever being held: `x` is `[N, D]`, `w` is `[D, V]` or,
+    with `transpose_b`, stored `[V, D]` (an output layer tied to the token
+    embedding); `target` holds N class indices. With `z = x w`, the loss
+    is the mean over the rows whose target is not `ignore_index` of
+    `logsumexp(z[n]) - z[n, target[n]]`: what `nn.log_softmax` along the
+    classes followed by a mean `nn.nll_loss` computes (0/0 is NaN when no
+    row counts). `correct` is how many of those rows score their target
+    highest (a tie counts), for evaluation. Both results are rank 0 of
+    `x`'s element type; `x` and `w` are f32 or f64. The kernels work
+    through chunks of rows; `ztc-fuse-cross-entropy` builds this op from
+    the product, log-softmax and loss of a model.
+
+    Example:
+
+    ```mlir
+    %loss, %correct = nn.linear_cross_entropy %x, %w, %t
+           {transpose_b, ignore_index = -100 : i64}
+           : tensor<64x32xf32>, tensor<1000x32xf32>, tensor<64xi64>
+           -> tensor<f32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$w,
+                   NN_IndexTensor:$target, UnitAttr:$transpose_b,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs NN_FloatTensor:$loss, NN_FloatTensor:$correct);
+}
+
+//===----------------------------------------------------------------------===//
 // RandomUniformOp
 //===----------------------------------------------------------------------===//
 
@@ -1437,6 +1475,43 @@ def NN_AttentionBackwardOp
                    F64Attr:$scale, UnitAttr:$causal);
   let results = (outs NN_FloatTensor:$grad_q, NN_FloatTensor:$grad_k,
                       NN_FloatTensor:$grad_v);
+}
+
+def NN_LinearCrossEntropyBackwardOp
+    : NN_Op<"linear_cross_entropy_backward", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_CustomFlops,
+     NN_LibraryCall<"linear_cross_entropy_backward",
+                    ["transpose_b", "ignore_index"]>])> {
+  let summary = "gradients of nn.linear_cross_entropy with respect to x and w";
+  let description = [{
+    For the forward `nn.linear_cross_entropy` of `x`, `w` and `target`
+    (with the same `transpose_b` and `ignore_index`), the gradients of `x`
+    and `w` given `grad` (the loss's gradient, rank 0). With `z = x w`
+    recomputed chunk by chunk and `count` the rows that count:
+
+        dz[n] = grad / count * (softmax(z[n]) - onehot(target[n]))
+        dx = dz wᵀ (w as [D, V]),   dw = xᵀ dz (stored as w is)
+
+    A row that does not count gets 0. The gradients have the types of
+    `x` and `w`. Having every row's log-sum-exp, the op also gives the
+    forward's `loss` (the same value, from the same arithmetic), so that
+    `ztc-merge-cross-entropy` can drop the forward op from an entry that
+    has both. It has no second-order gradient.
+
+    Example:
+
+    ```mlir
+    %dx, %dw, %loss = nn.linear_cross_entropy_backward %x, %w, %t, %g
+           {transpose_b}
+           : tensor<64x32xf32>, tensor<1000x32xf32>, tensor<64xi64>,
+             tensor<f32> -> tensor<64x32xf32>, tensor<1000x32xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$w,
+                   NN_IndexTensor:$target, NN_FloatTensor:$grad,
+                   UnitAttr:$transpose_b, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs NN_FloatTensor:$grad_x, NN_FloatTensor:$grad_w,
+                      NN_FloatTensor:$loss);
 }
 
 def NN_ScatterAddOp : NN_Op<"scatter_add", !listconcat(NN_InferredResult,

@@ -81,6 +81,28 @@ int64_t AttentionOp::estimateFlops() {
   return 2 * scores * (q.getShape().back() + v.getShape().back()) + 5 * scores;
 }
 
+/// The product x w (two per multiply-add) and, per score, what
+/// nn.log_softmax and nn.nll_loss count (five).
+int64_t LinearCrossEntropyOp::estimateFlops() {
+  int64_t rows = getX().getType().getDimSize(0);
+  int64_t width = getX().getType().getDimSize(1);
+  int64_t scores =
+      rows * (getW().getType().getNumElements() / std::max<int64_t>(width, 1));
+  return 2 * scores * width + 5 * scores;
+}
+
+/// The products for dx and dw, and the softmax's gradient per score. The
+/// scores it recomputes are counted as the forward's: an entry with both
+/// ops keeps only this one (ztc-merge-cross-entropy), so the pair costs
+/// what this op runs.
+int64_t LinearCrossEntropyBackwardOp::estimateFlops() {
+  int64_t rows = getX().getType().getDimSize(0);
+  int64_t width = getX().getType().getDimSize(1);
+  int64_t scores =
+      rows * (getW().getType().getNumElements() / std::max<int64_t>(width, 1));
+  return 2 * 2 * scores * width + 5 * scores;
+}
+
 /// The scores recomputed (q kᵀ), then four products of their size (dv, dP,
 /// dq and dk) and the softmax's gradient, as FlashAttention counts its
 /// backward.

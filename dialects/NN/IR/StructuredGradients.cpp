@@ -409,6 +409,26 @@ LogicalResult NllLossOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return setGradients(operandGrads, {dlp, Value()});
 }
 
+LogicalResult
+LinearCrossEntropyOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  // `correct` counts rows: it has no gradient. One kernel recomputes the
+  // scores chunk by chunk, as the forward never holds them.
+  if (!resultGrads[0])
+    return setGradients(operandGrads, {Value(), Value(), Value()});
+  auto grads = LinearCrossEntropyBackwardOp::create(
+      b, getLoc(), getX(), getW(), getTarget(), resultGrads[0],
+      getTransposeBAttr(), getIgnoreIndexAttr());
+  return setGradients(operandGrads,
+                      {grads.getGradX(), grads.getGradW(), Value()});
+}
+
+LogicalResult LinearCrossEntropyBackwardOp::buildVjp(OpBuilder &,
+                                                     ArrayRef<Value>,
+                                                     SmallVectorImpl<Value> &) {
+  return emitOpError("has no second-order gradient");
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops (second order)
 //===----------------------------------------------------------------------===//

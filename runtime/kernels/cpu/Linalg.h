@@ -39,8 +39,9 @@ namespace ztc::cpu {
 namespace detail {
 
 /// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on every element of row
-/// m), where op transposes an operand stored transposed (transA: A is
-/// stored [K,M]). Leading dimensions are the stored matrices', in elements.
+/// m; with `accumulate`, + C itself instead), where op transposes an operand
+/// stored transposed (transA: A is stored [K,M]). Leading dimensions are
+/// the stored matrices', in elements.
 /// oneDNN's sgemm for float (it generates kernels for the instructions this
 /// processor has, AVX-512 included, whatever OPENBLAS_CORETYPE says: on
 /// this project's AMD machines twice OpenBLAS's Haswell kernels), OpenBLAS
@@ -48,17 +49,18 @@ namespace detail {
 template <typename T>
 void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
           const T *b, int64_t ldb, bool transB, T *c, int64_t ldc,
-          const T *rowBias) {
-  if (m == 0 || n == 0)
+          const T *rowBias, bool accumulate = false) {
+  if (m == 0 || n == 0 || (accumulate && k == 0))
     return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // C starts as the bias (beta 1) or is overwritten (beta 0).
-    if (rowBias || k == 0)
+    // C starts as the bias or as itself (beta 1), or is overwritten (beta
+    // 0).
+    if (!accumulate && (rowBias || k == 0))
       for (int64_t i = 0; i < m; ++i)
         std::fill(c + i * ldc, c + i * ldc + n, rowBias ? rowBias[i] : T(0));
     if (k == 0)
       return;
-    T beta = rowBias ? T(1) : T(0);
+    T beta = rowBias || accumulate ? T(1) : T(0);
     // The BLAS runs single-threaded inside OpenMP's threads, each on a band
     // of rows: two thread pools spinning on the same cores (OpenBLAS's and
     // libgomp's) cost more than they gain. oneDNN uses libgomp's pool and
@@ -93,9 +95,9 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
     // where it has AVX512-FP16). Otherwise both operands are widened to
     // float (exactly) in their stored layout and multiplied by sgemm. The
     // buffers live as long as the thread: a step's GEMMs reuse them.
-    if (k > 0 && dnnl::matmul(std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f16,
-                              m, n, k, a, lda, transA, b, ldb, transB, c, ldc,
-                              rowBias))
+    if (k > 0 && !accumulate &&
+        dnnl::matmul(std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f16, m, n, k, a,
+                     lda, transA, b, ldb, transB, c, ldc, rowBias))
       return;
     thread_local std::vector<float> a32, b32, c32, bias32;
     auto widen = [](std::vector<float> &to, const T *from, int64_t rows,
@@ -119,7 +121,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
 #pragma omp parallel for if (m * n > kParallelGrain)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = store<T>(product[i * n + j]);
+        c[i * ldc + j] = store<T>(product[i * n + j] +
+                                  (accumulate ? load(c[i * ldc + j]) : 0.0f));
   } else {
     using Acc = ComputeT<T>;
     // Element (i, p) of op(A) and (p, j) of op(B).
@@ -128,6 +131,9 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
 #pragma omp parallel for if (m * n * k > kParallelGrain)
     for (int64_t i = 0; i < m; ++i) {
       std::vector<Acc> row(n, rowBias ? load(rowBias[i]) : Acc(0));
+      if (accumulate)
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = load(c[i * ldc + j]);
       for (int64_t p = 0; p < k; ++p) {
         Acc scale = load(a[i * aRow + p * aCol]);
         const T *bRowStart = b + p * bRow;

@@ -28,6 +28,7 @@
 #include "../AttentionShape.h"
 #include "../Dims.h"
 #include "../Library.h"
+#include "../LinearCrossEntropy.h"
 #include "../Nf4.h"
 #include "../Numeric.h"
 #include "../Window.h"
@@ -402,6 +403,18 @@ int64_t attentionBackwardAccumulatorBytes(const AttentionShape &s) {
   return values * int64_t(sizeof(numeric::ComputeT<T>));
 }
 
+/// linearCrossEntropy's chunks: at least 512 rows, so each product has
+/// rows enough to keep the device busy (GPT-2 small's 128 would not).
+constexpr int64_t kLinearCrossEntropyFloorRows = 512;
+
+/// The start of what follows a chunk of logits in linearCrossEntropy's
+/// scratch (and its gradient's): the chunk's logits come first.
+template <typename T>
+int64_t linearCrossEntropyLogitsBytes(const LinearCrossEntropyShape &s) {
+  return alignUp(s.chunkRows(kLinearCrossEntropyFloorRows) * s.classes *
+                 int64_t(sizeof(T)));
+}
+
 //===----------------------------------------------------------------------===//
 // The ZTC_SCRATCH functions: bytes a call plans, from its operands' shapes
 // (inputs, then outputs, as the call passes them) and its configuration.
@@ -479,6 +492,29 @@ int64_t attentionBackwardBytes(const Dims *in, const Dims *,
                                const AttentionParams &p) {
   return attentionBackwardAccumulatorBytes<T>(
       AttentionShape(in[0], in[1], in[2], Dims{}, false, p));
+}
+
+/// linearCrossEntropy: a chunk of logits, then each row's loss, whether it
+/// scores its class highest and whether it counts (ComputeT each), which
+/// one block sums in row order at the end.
+template <typename T>
+int64_t linearCrossEntropyBytes(const Dims *in, const Dims *,
+                                const LinearCrossEntropyParams &p) {
+  LinearCrossEntropyShape s(in[0], in[1], p);
+  if (s.rows == 0)
+    return 0;
+  return linearCrossEntropyLogitsBytes<T>(s) +
+         3 * s.rows * int64_t(sizeof(numeric::ComputeT<T>));
+}
+
+/// linearCrossEntropyBackward: the forward's (a chunk of logits, their
+/// gradient in place, and three values per row for the loss), then the
+/// count of rows that count.
+template <typename T>
+int64_t linearCrossEntropyBackwardBytes(const Dims *in, const Dims *out,
+                                        const LinearCrossEntropyParams &p) {
+  int64_t forward = linearCrossEntropyBytes<T>(in, out, p);
+  return forward ? forward + int64_t(sizeof(numeric::ComputeT<T>)) : 0;
 }
 
 /// layerNormBackward's row statistics: two ComputeT per row.

@@ -571,6 +571,80 @@ template <typename T> void checkAttention() {
   }
 }
 
+/// nn.linear_cross_entropy and its gradient: the CUDA kernels, in chunks of
+/// at least 512 rows (1100 rows: two chunks, dw accumulated over both) in
+/// their planned scratch, give the CPU's results (the same chunks).
+TEST(CudaKernelsTest, LinearCrossEntropyMatchesTheCpu) {
+  const int64_t n = 1100, d = 4, v = 8, ignore = -100;
+  auto x = randomValues<float>(n * d, 51, -2, 2);
+  auto w = randomValues<float>(d * v, 52);
+  std::vector<int32_t> target(n);
+  for (int64_t r = 0; r < n; ++r)
+    target[r] = r % 5 == 2 ? ignore : (r * 3) % v;
+  std::vector<float> g = {0.5f};
+  for (bool transposed : {false, true}) {
+    const ztc::LinearCrossEntropyParams params{transposed, {true, ignore}};
+    const Shape wShape = transposed ? Shape{v, d} : Shape{d, v};
+    ASSERT_EQ(
+        ztc::LinearCrossEntropyShape(gpuDims({n, d}), gpuDims(wShape), params)
+            .chunkRows(gpu::scratch::kLinearCrossEntropyFloorRows),
+        560);
+    std::string what = transposed ? "[V, D] weight" : "[D, V] weight";
+    std::vector<float> loss(1), correct(1), gpuLoss(1), gpuCorrect(1);
+    cpu::linearCrossEntropy<float, int32_t>(
+        x.data(), cpuDims({n, d}), w.data(), cpuDims(wShape), target.data(),
+        cpuDims({n}), loss.data(), cpuDims({}), correct.data(), cpuDims({}),
+        params);
+    const gpu::Dims ins[] = {gpuDims({n, d}), gpuDims(wShape), gpuDims({n}),
+                             gpuDims({})};
+    PlannedScratch forward(
+        gpu::scratch::linearCrossEntropyBytes<float>(ins, nullptr, params));
+    gpu::linearCrossEntropy<float, int32_t>(
+        x.data(), gpuDims({n, d}), w.data(), gpuDims(wShape), target.data(),
+        gpuDims({n}), gpuLoss.data(), gpuDims({}), gpuCorrect.data(),
+        gpuDims({}), params, forward.get(), kStream);
+    expectClose(gpuLoss, loss, "loss, " + what);
+    EXPECT_EQ(gpuCorrect, correct) << what;
+    EXPECT_GT(correct[0], 0.0f) << what;
+    std::vector<float> dx(n * d), dw(d * v), gpuDx(n * d), gpuDw(d * v, 3.0f);
+    std::vector<float> backwardLoss(1), gpuBackwardLoss(1);
+    cpu::linearCrossEntropyBackward<float, int32_t>(
+        x.data(), cpuDims({n, d}), w.data(), cpuDims(wShape), target.data(),
+        cpuDims({n}), g.data(), cpuDims({}), dx.data(), cpuDims({n, d}),
+        dw.data(), cpuDims(wShape), backwardLoss.data(), cpuDims({}), params);
+    PlannedScratch backward(
+        gpu::scratch::linearCrossEntropyBackwardBytes<float>(ins, nullptr,
+                                                             params));
+    gpu::linearCrossEntropyBackward<float, int32_t>(
+        x.data(), gpuDims({n, d}), w.data(), gpuDims(wShape), target.data(),
+        gpuDims({n}), g.data(), gpuDims({}), gpuDx.data(), gpuDims({n, d}),
+        gpuDw.data(), gpuDims(wShape), gpuBackwardLoss.data(), gpuDims({}),
+        params, backward.get(), kStream);
+    expectClose(gpuDx, dx, "dx, " + what);
+    expectClose(gpuDw, dw, "dw, " + what);
+    // The gradient's loss is the forward's, to the bit.
+    EXPECT_EQ(gpuBackwardLoss, gpuLoss) << what;
+    // The planned scratch was enough for both.
+    EXPECT_EQ(takeError(), "") << what;
+  }
+  // A class out of range is reported by the gradient too: an entry with
+  // it runs no forward.
+  const ztc::LinearCrossEntropyParams params{false, {true, ignore}};
+  const gpu::Dims ins[] = {gpuDims({n, d}), gpuDims({d, v}), gpuDims({n}),
+                           gpuDims({})};
+  PlannedScratch backward(gpu::scratch::linearCrossEntropyBackwardBytes<float>(
+      ins, nullptr, params));
+  target[7] = v;
+  std::vector<float> dx(n * d), dw(d * v), loss(1);
+  gpu::linearCrossEntropyBackward<float, int32_t>(
+      x.data(), gpuDims({n, d}), w.data(), gpuDims({d, v}), target.data(),
+      gpuDims({n}), g.data(), gpuDims({}), dx.data(), gpuDims({n, d}),
+      dw.data(), gpuDims({d, v}), loss.data(), gpuDims({}), params,
+      backward.get(), kStream);
+  EXPECT_EQ(takeError(),
+            "nll_loss: target 8 is outside [0, 8) (ignore_index -100)");
+}
+
 /// Operands stored [B, T, H, D] (every role's bthd bit): the CUDA kernels
 /// read and write them where the CPU's do, for the same results.
 TEST(CudaKernelsTest, AttentionTokensOuterMatchesTheCpu) {

@@ -1279,6 +1279,145 @@ TEST(KernelsTest, NllLossAgainstReference) {
     }
 }
 
+/// nn.linear_cross_entropy and its gradient in double, written out: the
+/// logits z = x w, the mean of logsumexp(z) - z[t] over the rows that
+/// count, the rows whose z[t] is the largest, and from dz = g / count *
+/// (softmax(z) - onehot(t)) the gradients of x and w (w stored [D, V], or
+/// [V, D] when transposed).
+struct LinearCrossEntropyReference {
+  double loss = 0, correct = 0;
+  std::vector<double> dx, dw;
+
+  template <typename T, typename I>
+  LinearCrossEntropyReference(const std::vector<T> &x, const std::vector<T> &w,
+                              const std::vector<I> &target, int64_t n,
+                              int64_t d, int64_t v, bool transposed,
+                              int64_t ignore, double g)
+      : dx(n * d, 0.0), dw(d * v, 0.0) {
+    auto weight = [&](int64_t i, int64_t j) { // W as [D, V]
+      return double(transposed ? w[j * d + i] : w[i * v + j]);
+    };
+    std::vector<std::vector<double>> dz(n, std::vector<double>(v, 0.0));
+    int64_t count = 0;
+    for (int64_t r = 0; r < n; ++r)
+      count += target[r] != ignore;
+    for (int64_t r = 0; r < n; ++r) {
+      if (target[r] == ignore)
+        continue;
+      std::vector<double> z(v, 0.0);
+      for (int64_t j = 0; j < v; ++j)
+        for (int64_t i = 0; i < d; ++i)
+          z[j] += double(x[r * d + i]) * weight(i, j);
+      double largest = *std::max_element(z.begin(), z.end()), sum = 0;
+      for (double zj : z)
+        sum += std::exp(zj - largest);
+      double lse = largest + std::log(sum);
+      loss += (lse - z[target[r]]) / count;
+      correct += z[target[r]] == largest;
+      for (int64_t j = 0; j < v; ++j)
+        dz[r][j] = g / count * (std::exp(z[j] - lse) - (j == target[r]));
+    }
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < v; ++j)
+        for (int64_t i = 0; i < d; ++i) {
+          dx[r * d + i] += dz[r][j] * weight(i, j);
+          dw[transposed ? j * d + i : i * v + j] +=
+              double(x[r * d + i]) * dz[r][j];
+        }
+  }
+};
+
+template <typename T> void checkLinearCrossEntropy() {
+  // 300 rows of 8 features, 50 classes: chunks of 128, 128 and 44 rows.
+  const int64_t n = 300, d = 8, v = 50, ignore = -100;
+  ASSERT_EQ(LinearCrossEntropyShape(Dims{n, d}, Dims{d, v},
+                                    LinearCrossEntropyParams{})
+                .chunkRows(detail::kLinearCrossEntropyFloorRows),
+            128);
+  auto x = randomValues<T>(n * d, 120, -2, 2);
+  auto w = randomValues<T>(d * v, 121, -1, 1);
+  std::vector<int64_t> target(n);
+  for (int64_t r = 0; r < n; ++r)
+    target[r] = r % 7 == 3 ? ignore : (r * 13) % v;
+  for (bool transposed : {false, true}) {
+    LinearCrossEntropyParams params{transposed, {true, ignore}};
+    Dims wDims = transposed ? Dims{v, d} : Dims{d, v};
+    LinearCrossEntropyReference expected(x, w, target, n, d, v, transposed,
+                                         ignore, 0.75);
+    std::vector<T> loss(1), correct(1), gradOut = {T(0.75)};
+    linearCrossEntropy<T, int64_t>(x.data(), {n, d}, w.data(), wDims,
+                                   target.data(), {n}, loss.data(), {},
+                                   correct.data(), {}, params);
+    std::string what = transposed ? "[V, D] weight" : "[D, V] weight";
+    expectNear(loss, {expected.loss}, ("loss, " + what).c_str());
+    EXPECT_EQ(double(correct[0]), expected.correct) << what;
+    std::vector<T> dx(n * d), dw(d * v, T(7)); // overwritten, not added to
+    std::vector<T> backwardLoss(1);
+    linearCrossEntropyBackward<T, int64_t>(
+        x.data(), {n, d}, w.data(), wDims, target.data(), {n}, gradOut.data(),
+        {}, dx.data(), {n, d}, dw.data(), wDims, backwardLoss.data(), {},
+        params);
+    // The gradient's loss is the forward's, to the bit.
+    EXPECT_EQ(0, std::memcmp(backwardLoss.data(), loss.data(), sizeof(T)))
+        << what;
+    // Sums of V (dx) and N (dw) rounded terms.
+    expectNear(dx, expected.dx, ("dx, " + what).c_str(), 0.05);
+    expectNear(dw, expected.dw, ("dw, " + what).c_str(), 0.05);
+  }
+}
+
+TEST(KernelsTest, LinearCrossEntropyFloat) { checkLinearCrossEntropy<float>(); }
+TEST(KernelsTest, LinearCrossEntropyDouble) {
+  checkLinearCrossEntropy<double>();
+}
+
+/// A row whose class scores highest counts as correct (a tie too); no row
+/// counted gives NaN and zero gradients; a class out of range is recorded
+/// and counts for nothing.
+TEST(KernelsTest, LinearCrossEntropyEdges) {
+  clearError();
+  // Two rows, two features, three classes, w [D, V] = I with a zero column:
+  // z = x's row, then 0.
+  std::vector<float> x = {3, 1, 2, 2}, w = {1, 0, 0, 0, 1, 0};
+  std::vector<int64_t> target = {0, 1};
+  std::vector<float> loss(1), correct(1), g = {1};
+  LinearCrossEntropyParams params{false, {true, -1}};
+  linearCrossEntropy<float, int64_t>(x.data(), {2, 2}, w.data(), {2, 3},
+                                     target.data(), {2}, loss.data(), {},
+                                     correct.data(), {}, params);
+  EXPECT_EQ(correct[0], 2.0f); // 3 > 1, and a tie 2 = 2
+  EXPECT_EQ(takeError(), "");
+  target = {-1, -1};
+  std::vector<float> dx(4, 5.0f), dw(6, 5.0f);
+  linearCrossEntropy<float, int64_t>(x.data(), {2, 2}, w.data(), {2, 3},
+                                     target.data(), {2}, loss.data(), {},
+                                     correct.data(), {}, params);
+  EXPECT_TRUE(std::isnan(loss[0])); // 0 / 0, as PyTorch
+  EXPECT_EQ(correct[0], 0.0f);
+  std::vector<float> backwardLoss(1);
+  linearCrossEntropyBackward<float, int64_t>(
+      x.data(), {2, 2}, w.data(), {2, 3}, target.data(), {2}, g.data(), {},
+      dx.data(), {2, 2}, dw.data(), {2, 3}, backwardLoss.data(), {}, params);
+  EXPECT_EQ(dx, std::vector<float>(4, 0.0f));
+  EXPECT_EQ(dw, std::vector<float>(6, 0.0f));
+  EXPECT_TRUE(std::isnan(backwardLoss[0]));
+  target = {0, 3};
+  linearCrossEntropy<float, int64_t>(x.data(), {2, 2}, w.data(), {2, 3},
+                                     target.data(), {2}, loss.data(), {},
+                                     correct.data(), {}, params);
+  EXPECT_EQ(takeError(), "nll_loss: target 3 is outside [0, 3) "
+                         "(ignore_index -1)");
+  // Row 0 alone: logsumexp(3, 1, 0) - 3.
+  EXPECT_NEAR(loss[0], std::log(1 + std::exp(-2.0) + std::exp(-3.0)), 1e-6);
+  // The gradient checks too: an entry with it runs no forward.
+  linearCrossEntropyBackward<float, int64_t>(
+      x.data(), {2, 2}, w.data(), {2, 3}, target.data(), {2}, g.data(), {},
+      dx.data(), {2, 2}, dw.data(), {2, 3}, backwardLoss.data(), {}, params);
+  EXPECT_EQ(takeError(), "nll_loss: target 3 is outside [0, 3) "
+                         "(ignore_index -1)");
+  EXPECT_EQ(backwardLoss[0], loss[0]);
+}
+
 TEST(KernelsTest, NllLossBadTargetIsRecorded) {
   clearError();
   std::vector<float> logProbs = {-1, -2, -3, -4, -5, -6}, y(2), s(1);

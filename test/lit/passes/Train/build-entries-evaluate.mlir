@@ -1,4 +1,4 @@
-// RUN: ztc-opt %s --ztc-build-entries="entries=train_step,evaluate" --canonicalize | FileCheck %s
+// RUN: ztc-opt %s -split-input-file --ztc-build-entries="entries=train_step,evaluate" --canonicalize | FileCheck %s
 
 // nn.mode_select is its training operand in train_step and its inference
 // operand in evaluate. evaluate returns the loss, as the model in
@@ -44,4 +44,28 @@ func.func @main(%x: tensor<3x5xf32>, %labels: tensor<3xi64>,
   %gw = nn.mul %x, %y : tensor<3x5xf32>, tensor<3x5xf32> -> tensor<3x5xf32>
   %ns = nn.reduce_sum %y {axes = array<i64: 0>, keepdims = false} : tensor<3x5xf32> -> tensor<5xf32>
   return %loss, %gw, %ns : tensor<f32>, tensor<3x5xf32>, tensor<5xf32>
+}
+
+// -----
+
+// A fused cross entropy (ztc-fuse-cross-entropy) counts its correct rows
+// itself: evaluate returns its second result, and counts the rows from the
+// labels as above.
+
+// CHECK-LABEL: func.func @evaluate
+// CHECK-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<f32> {onnx.name = "correct"}, tensor<f32> {onnx.name = "counted"})
+// CHECK: %[[LOSS:[^,]+]], %[[RIGHT:.+]] = nn.linear_cross_entropy %{{.+}}, %{{.+}}, %[[L:[a-z0-9]+]] {ignore_index = -100 : i64}
+// CHECK-NOT: nn.log_softmax
+// CHECK: %[[IGNORED:.+]] = nn.equal %[[L]], %{{.+}} : tensor<3xi64>, tensor<i64>
+// CHECK: %[[COUNTED:.+]] = nn.not %[[IGNORED]]
+// CHECK: %[[C:.+]] = nn.cast %[[COUNTED]] : tensor<3xi1> -> tensor<3xf32>
+// CHECK: %[[NC:.+]] = nn.reduce_sum %[[C]]
+// CHECK: return %[[LOSS]], %[[RIGHT]], %[[NC]] : tensor<f32>, tensor<f32>, tensor<f32>
+func.func @main(%x: tensor<3x5xf32>, %labels: tensor<3xi64>,
+                %w: tensor<5x7xf32> {train.binding = #train.binding<param "w">})
+    -> (tensor<f32> {onnx.name = "loss"}, tensor<5x7xf32> {train.grad_of = "w"}) {
+  %loss, %correct = nn.linear_cross_entropy %x, %w, %labels {ignore_index = -100 : i64} : tensor<3x5xf32>, tensor<5x7xf32>, tensor<3xi64> -> tensor<f32>, tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %gx, %gw, %l = nn.linear_cross_entropy_backward %x, %w, %labels, %one {ignore_index = -100 : i64} : tensor<3x5xf32>, tensor<5x7xf32>, tensor<3xi64>, tensor<f32> -> tensor<3x5xf32>, tensor<5x7xf32>, tensor<f32>
+  return %loss, %gw : tensor<f32>, tensor<5x7xf32>
 }
