@@ -529,7 +529,11 @@ def MergeCrossEntropyPass : Pass<"ztc-merge-cross-entropy", "func::FuncOp"> {
 
     1. For each `nn.linear_cross_entropy` whose `correct` result nothing
        reads, finds an `nn.linear_cross_entropy_backward` in the same block
-       with the same `x`, `w`, `target` and attributes.
+       with the same attributes and the same `x`, `w` and `target`: the
+       values themselves, or their recomputation (`ztc-recompute`'s clones,
+       marked `train.recomputed`, of the ops that computed them, reading
+       the same values or their recomputations), which a policy such as
+       `selective` gives the backward.
     2. When every reader of the forward's loss comes after that backward
        op (so the backward does not depend on the loss, and its loss is
        defined where the readers are), the readers read the backward's loss
