@@ -3,8 +3,10 @@
 
 For GPTs whose logits are the step's largest buffer (2 layers, width 256,
 4 heads, context 256, batch 4, vocabularies of 8,192 and 32,768), the step
-is compiled with `--fuse-cross-entropy off` and `on` and trained on the
-CPU backend on the same data. One row per model and setting: the planned
+is compiled with `--fuse-cross-entropy off` and `on`, in f32 and with
+`--precision bf16` (the head's product in bf16, its loss in f32), and
+trained on the CPU backend on the same data. One row per model, precision
+and setting: the planned
 arena, the step time relative to `off` (the difference between runs of 2
 and 2 + --steps steps, best of --repeat rounds in which the settings take
 turns), and the largest relative difference of the `on` run's losses from
@@ -26,6 +28,7 @@ from recompute import parse_args, run_steps  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SETTINGS = ("off", "on")
 VOCABULARIES = (8192, 32768)
+PRECISIONS = ("fp32", "bf16")
 
 
 def make_model(work, vocab, rng):
@@ -52,37 +55,43 @@ def losses(ztc, art, data, steps, work):
             if '"loss"' in line]
 
 
+def measure(ztc, args, work, model, text, vocab, precision):
+    """Compiles, trains and times both settings; prints their rows."""
+    arts, arenas = {}, {}
+    for setting in SETTINGS:
+        art = work / ("gpt-%d-%s-%s.ztc" % (vocab, precision, setting))
+        subprocess.run([ztc, "compile", str(model), "-o", str(art), "--batch-size", "4",
+                        "--loss", "cross_entropy", "--precision", precision,
+                        "--fuse-cross-entropy", setting], check=True, capture_output=True)
+        arts[setting] = art
+        arenas[setting] = json.loads((art / "manifest.json").read_text())["arena_bytes"]
+    curves = {s: losses(ztc, arts[s], text, 2 + args.steps, work) for s in SETTINGS}
+    gap = max(abs(a - b) / abs(b) for a, b in zip(curves["on"], curves["off"]))
+    best = {setting: float("inf") for setting in SETTINGS}
+    for _ in range(args.repeat):
+        for setting in SETTINGS:
+            short = run_steps(ztc, arts[setting], text, 2)
+            long = run_steps(ztc, arts[setting], text, 2 + args.steps)
+            best[setting] = min(best[setting], (long - short) / args.steps)
+    for setting in SETTINGS:
+        print("%-22s %-4s %-4s %9.1f MB %10.1f %9.2fx %22s" % (
+            "vocab %d, 1024 tokens" % vocab, precision, setting, arenas[setting] / 1e6,
+            1e3 * best[setting], best[setting] / best["off"],
+            "%.1e" % gap if setting == "on" else ""), flush=True)
+
+
 def main():
     args = parse_args(__doc__)
     ztc = str(pathlib.Path(args.build) / "bin" / "ztc")
     rng = np.random.default_rng(0)
-    print("%-22s %-4s %12s %10s %10s %22s" % ("model", "fuse", "arena", "ms/step", "vs off",
-                                             "losses vs off (rel.)"))
+    print("%-22s %-4s %-4s %12s %10s %10s %22s" % (
+        "model", "prec", "fuse", "arena", "ms/step", "vs off", "losses vs off (rel.)"))
     with tempfile.TemporaryDirectory(prefix="ztc-bench-fused-loss-") as tmp:
         work = pathlib.Path(tmp)
         for vocab in VOCABULARIES:
             model, text = make_model(work, vocab, rng)
-            arts, arenas = {}, {}
-            for setting in SETTINGS:
-                art = work / ("gpt-%d-%s.ztc" % (vocab, setting))
-                subprocess.run([ztc, "compile", str(model), "-o", str(art), "--batch-size", "4",
-                                "--loss", "cross_entropy", "--fuse-cross-entropy", setting],
-                               check=True, capture_output=True)
-                arts[setting] = art
-                arenas[setting] = json.loads((art / "manifest.json").read_text())["arena_bytes"]
-            curves = {s: losses(ztc, arts[s], text, 2 + args.steps, work) for s in SETTINGS}
-            gap = max(abs(a - b) / abs(b) for a, b in zip(curves["on"], curves["off"]))
-            best = {setting: float("inf") for setting in SETTINGS}
-            for _ in range(args.repeat):
-                for setting in SETTINGS:
-                    short = run_steps(ztc, arts[setting], text, 2)
-                    long = run_steps(ztc, arts[setting], text, 2 + args.steps)
-                    best[setting] = min(best[setting], (long - short) / args.steps)
-            for setting in SETTINGS:
-                print("%-22s %-4s %9.1f MB %10.1f %9.2fx %22s" % (
-                    "vocab %d, 1024 tokens" % vocab, setting, arenas[setting] / 1e6,
-                    1e3 * best[setting], best[setting] / best["off"],
-                    "%.1e" % gap if setting == "on" else ""))
+            for precision in PRECISIONS:
+                measure(ztc, args, work, model, text, vocab, precision)
 
 
 if __name__ == "__main__":

@@ -545,7 +545,6 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   comment(op);
   const kernel::LibraryKernel &kernel = kernel::libraryKernelOf(op);
   ValueRange in = op.getInputs(), outs = op.getOutputs();
-  Value output = outs.front();
   auto dims = [&](Value v) {
     return this->dims(cast<MemRefType>(v.getType()).getShape());
   };
@@ -561,14 +560,14 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
            << StringRef(printer.info.name).upper()
            << " kernels take NCHW (compile with --conv-layout nchw)";
   std::string ns = printer.libraryNamespace().str();
-  std::string T = elem(output);
   SmallVector<std::string> args;
-  // Template parameters: T when a letter is T, then I (the first integer
-  // operand's type) when one is I.
+  // Template parameters: T when a letter is T or C (its compute type),
+  // then I (the first integer operand's type) when one is I.
   std::string letters = (kernel.inputs + kernel.outputs).str();
   SmallVector<std::string> templateArgs;
-  if (llvm::any_of(letters, [](char c) { return c == 'T' || c == 't'; }))
-    templateArgs.push_back(T);
+  if (llvm::any_of(letters,
+                   [](char c) { return llvm::toUpper(c) == 'T' || c == 'C'; }))
+    templateArgs.push_back(storageType(kernel::templateElementType(op)));
   for (auto [i, letter] : llvm::enumerate(kernel.inputs))
     if (letter == 'I' && i < in.size()) {
       templateArgs.push_back(elem(in[i]));

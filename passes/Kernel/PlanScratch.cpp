@@ -105,16 +105,15 @@ int64_t scratchBytes(kernel::CallOp call, const ::ztc::Dims *inputs,
 }
 
 /// The scratch bytes of `call`, whose kernel takes scratch, by the C++ type
-/// of its template parameter (the first output's element type); failure
-/// for an element type the CUDA library has no kernels for.
+/// of its template parameter T (kernel::templateElementType); failure for
+/// an element type the CUDA library has no kernels for.
 FailureOr<int64_t> scratchBytes(kernel::CallOp call) {
   ::ztc::Dims inputs[8], outputs[8];
   for (auto [i, input] : llvm::enumerate(call.getInputs()))
     inputs[i] = dimsOf(input);
   for (auto [i, output] : llvm::enumerate(call.getOutputs()))
     outputs[i] = dimsOf(output);
-  Type element =
-      cast<MemRefType>(call.getOutputs().front().getType()).getElementType();
+  Type element = kernel::templateElementType(call);
   if (element.isF32())
     return scratchBytes<float>(call, inputs, outputs);
   if (element.isF64())

@@ -1,8 +1,9 @@
 //===- FuseCrossEntropy.cpp - the ztc-fuse-cross-entropy pass -------------===//
 //
 // Recognizes the cross entropy ztc-attach-loss builds on a classifier's
-// product (a matrix product with the weight, flattened to [N, V], a
-// log-softmax over the classes, a mean negative log-likelihood) and
+// product (a matrix product with the weight, flattened to [N, V] and, in
+// mixed precision, widened to f32, a log-softmax over the classes, a mean
+// negative log-likelihood) and
 // replaces it with one nn.linear_cross_entropy, whose kernels never hold
 // the logits. See the pass description in Passes.td; the code follows its
 // numbered steps.
@@ -27,18 +28,22 @@ namespace {
 struct Match {
   nn::NllLossOp loss;
   nn::LogSoftmaxOp logSoftmax;
-  /// The flattening of the product, if any.
+  /// The flattening of the product and its widening to f32, if any, and
+  /// both in the order step 2 found them (from the log-softmax back).
   nn::ReshapeOp flatten;
+  nn::CastOp widen;
+  SmallVector<Operation *, 2> between;
   nn::MatMulOp product;
   /// The weight as the fused op reads it, and the transpose behind it.
   Value weight;
   nn::TransposeOp transpose;
 };
 
-bool isKernelType(Type type) {
-  Type element = cast<RankedTensorType>(type).getElementType();
-  return element.isF32() || element.isF64();
+Type elementOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
 }
+
+bool isHalf(Type element) { return element.isF16() || element.isBF16(); }
 
 /// Steps 1 to 4 from the loss.
 std::optional<Match> matchCrossEntropy(nn::NllLossOp loss) {
@@ -52,12 +57,22 @@ std::optional<Match> matchCrossEntropy(nn::NllLossOp loss) {
       match.logSoftmax.getAxis() != 1 ||
       match.logSoftmax.getType().getRank() != 2)
     return std::nullopt;
-  // 2. The product behind an optional flattening, each read once.
+  // 2. The product behind an optional flattening and an optional
+  // widening, in either order, each read once.
   Value z = match.logSoftmax.getX();
   if (!z.hasOneUse())
     return std::nullopt;
-  if ((match.flatten = z.getDefiningOp<nn::ReshapeOp>())) {
-    z = match.flatten.getX();
+  for (int step = 0; step < 2; ++step) {
+    Operation *op = z.getDefiningOp();
+    if (auto flatten = dyn_cast_or_null<nn::ReshapeOp>(op);
+        flatten && !match.flatten)
+      z = (match.flatten = flatten).getX();
+    else if (auto widen = dyn_cast_or_null<nn::CastOp>(op);
+             widen && !match.widen)
+      z = (match.widen = widen).getX();
+    else
+      break;
+    match.between.push_back(op);
     if (!z.hasOneUse())
       return std::nullopt;
   }
@@ -73,10 +88,14 @@ std::optional<Match> matchCrossEntropy(nn::NllLossOp loss) {
       zType.getShape().drop_back() != hType.getShape().drop_back() ||
       flat.back() != zType.getShape().back())
     return std::nullopt;
-  // 3. The kernels' element types, one for all.
-  Type element = hType.getElementType();
-  if (!isKernelType(hType) || bType.getElementType() != element ||
-      cast<RankedTensorType>(loss.getType()).getElementType() != element)
+  // 3. The kernels' element types: one for the operands, the loss in its
+  // compute type (f32 through the widening of a half product).
+  Type element = hType.getElementType(), lossElement = elementOf(loss);
+  if (bType.getElementType() != element)
+    return std::nullopt;
+  bool wide = element.isF32() || element.isF64();
+  if (match.widen ? !isHalf(element) || !lossElement.isF32()
+                  : !wide || lossElement != element)
     return std::nullopt;
   // 4. A tied head's transposed embedding.
   match.weight = match.product.getB();
@@ -123,9 +142,11 @@ struct FuseCrossEntropyPass
           loss.getIgnoreIndexAttr());
       loss.getResult().replaceAllUsesWith(fused.getLoss());
       loss.erase();
+      // The chain from the loss back to the product, each op's result
+      // read only by the one erased before it.
       match->logSoftmax.erase();
-      if (match->flatten)
-        match->flatten.erase();
+      for (Operation *op : match->between)
+        op->erase();
       match->product.erase();
       if (match->transpose && match->transpose.getResult().use_empty())
         match->transpose.erase();

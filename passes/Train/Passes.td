@@ -233,13 +233,17 @@ def FuseCrossEntropyPass : Pass<"ztc-fuse-cross-entropy", "func::FuncOp"> {
     1. An `nn.nll_loss` with reduction "mean" and no class weights, whose
        log-probabilities are an `nn.log_softmax` along axis 1 of a rank-2
        `%z`, read by nothing else.
-    2. `%z`, read by nothing else, is `nn.matmul %h, %b` or an
-       `nn.reshape` of one to `[N, V]` (the model's output flattened),
-       where `%b` is `[D, V]` and `%h` is `[..., D]` (its leading
-       dimensions flatten to N), and the product is read by nothing else.
-    3. `%h`, `%b` and the loss are all f32 or all f64 (the kernels' types).
-       A mixed-precision product, whose logits are cast back to f32, stays
-       as it is, as does a classifier with a bias.
+    2. `%z`, read by nothing else, is `nn.matmul %h, %b`, behind at most
+       an `nn.reshape` to `[N, V]` (the model's output flattened) and an
+       `nn.cast` widening a half-precision product to f32 (mixed
+       precision's classifier), in either order, where `%b` is `[D, V]`
+       and `%h` is `[..., D]` (its leading dimensions flatten to N); each
+       value of the chain is read by nothing else.
+    3. `%h` and `%b` have one element type, f32, f64, f16 or bf16, and the
+       loss is its compute type: f32 or f64 as they are, or f32 through
+       the widening cast of a half product (whose rounding of each logit
+       the fused kernels keep). A half-precision loss stays as it is, as
+       does a classifier with a bias.
     4. `%b` is `nn.transpose %w {perm = [1, 0]}` (a head tied to the token
        embedding, `[V, D]`): the fused op reads `%w` with `transpose_b`;
        otherwise it reads `%b`.

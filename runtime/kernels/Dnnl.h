@@ -448,25 +448,28 @@ inline dnnl_memory_desc_t matrixDesc(int64_t rows, int64_t cols, int64_t ld,
   return desc;
 }
 
-/// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on row m) by oneDNN's
-/// matmul, every matrix of `type` (f32 accumulation, each result rounded
-/// once to `type`), with gemm's arguments (runtime/kernels/cpu/Linalg.h).
+/// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on row m; with
+/// `accumulate`, + C itself instead) by oneDNN's matmul, A and B of `type`
+/// and C (and the bias) of `cType` (f32 accumulation, each result rounded
+/// once to `cType`), with gemm's arguments (runtime/kernels/cpu/Linalg.h).
 /// On a processor with bf16 dot-product instructions (AVX512-BF16), a bf16
 /// product runs on them. False if oneDNN has no matmul for it.
 inline bool matmul(dnnl_data_type_t type, int64_t m, int64_t n, int64_t k,
                    const void *a, int64_t lda, bool transA, const void *b,
                    int64_t ldb, bool transB, void *c, int64_t ldc,
-                   const void *rowBias) {
+                   const void *rowBias, dnnl_data_type_t cType,
+                   bool accumulate) {
   // oneDNN's fast matmuls take a bias per column only: a row bias is
   // written into C first and the product added to it (a "sum" post-op, in
-  // f32 before the one rounding).
+  // f32 before the one rounding), as C itself is when accumulating.
+  bool sum = rowBias || accumulate;
   std::vector<int64_t> key = {int64_t(type), m,      n,   k,
                               lda,           transA, ldb, transB,
-                              ldc,           rowBias != nullptr};
+                              ldc,           sum,    int64_t(cType)};
   const Op *op = cachedOp(key, [&]() -> Op {
     dnnl_memory_desc_t aDesc = matrixDesc(m, k, lda, transA, type);
     dnnl_memory_desc_t bDesc = matrixDesc(k, n, ldb, transB, type);
-    dnnl_memory_desc_t cDesc = matrixDesc(m, n, ldc, false, type);
+    dnnl_memory_desc_t cDesc = matrixDesc(m, n, ldc, false, cType);
     dnnl_matmul_desc_t desc;
     UserScratchpad scratchpad;
     dnnl_post_ops_t postOps = nullptr;
@@ -476,7 +479,7 @@ inline bool matmul(dnnl_data_type_t type, int64_t m, int64_t n, int64_t k,
         dnnl_matmul_desc_init(&desc, &aDesc, &bDesc, nullptr, &cDesc) ==
             dnnl_success &&
         dnnl_post_ops_create(&postOps) == dnnl_success &&
-        (!rowBias || dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
+        (!sum || dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
         dnnl_primitive_attr_set_post_ops(scratchpad.attr, postOps) ==
             dnnl_success &&
         dnnl_primitive_desc_create(&pd, &desc, scratchpad.attr,
@@ -491,8 +494,8 @@ inline bool matmul(dnnl_data_type_t type, int64_t m, int64_t n, int64_t k,
   });
   if (!op)
     return false;
-  if (rowBias) {
-    size_t size = type == dnnl_f32 ? 4 : 2;
+  if (rowBias && !accumulate) {
+    size_t size = cType == dnnl_f32 ? 4 : 2;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         std::memcpy(static_cast<char *>(c) + (i * ldc + j) * size,

@@ -1,5 +1,4 @@
-//===- LinearCrossEntropy.h - the fused loss's shapes and chunks -*- C++
-//-*-===//
+//===- LinearCrossEntropy.h - the fused loss's shape and chunks -*- C++ -*-===//
 //
 // The one reading of nn.linear_cross_entropy's operands that both kernel
 // libraries share: hidden states x [N, D], the classifier's weight w stored

@@ -230,6 +230,14 @@ template <typename T> void floats(T *p, cudaStream_t s) {
                z, s);
   attentionBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d, p, d, p, d, p, d,
                        ztc::AttentionParams{0.5, false}, z, s);
+  // The loss and its gradient in T's compute type (f32 for the halves).
+  auto *acc = reinterpret_cast<ztc::numeric::ComputeT<T> *>(p);
+  auto *classes = reinterpret_cast<const int64_t *>(p);
+  const ztc::LinearCrossEntropyParams lce{true, {true, -100}};
+  linearCrossEntropy<T, int64_t>(p, d, p, d, classes, d, acc, d, acc, d, lce, z,
+                                 s);
+  linearCrossEntropyBackward<T, int64_t>(p, d, p, d, classes, d, acc, d, p, d,
+                                         p, d, acc, d, lce, z, s);
 }
 
 /// The 16-bit storage types in device code, as generated kernels use them.

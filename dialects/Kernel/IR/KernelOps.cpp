@@ -259,6 +259,24 @@ const LibraryKernel &mlir::ztc::kernel::libraryKernelOf(CallOp call) {
   return *kernel;
 }
 
+/// The element type of T for `call` of `kernel` (templateElementType).
+static Type templateElementTypeOf(CallOp call, const LibraryKernel &kernel) {
+  auto elementOf = [](Value v) {
+    return cast<MemRefType>(v.getType()).getElementType();
+  };
+  for (auto [i, output] : llvm::enumerate(call.getOutputs()))
+    if (kernel.outputs[i] == 'T')
+      return elementOf(output);
+  for (auto [i, input] : llvm::enumerate(call.getInputs()))
+    if (llvm::toUpper(kernel.inputs[i]) == 'T')
+      return elementOf(input);
+  return elementOf(call.getOutputs().front());
+}
+
+Type mlir::ztc::kernel::templateElementType(CallOp call) {
+  return templateElementTypeOf(call, libraryKernelOf(call));
+}
+
 const LibraryKernel &mlir::ztc::kernel::libraryKernel(LibraryKernelId id) {
   return kLibrary[static_cast<size_t>(id)];
 }
@@ -590,6 +608,13 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+/// f32 for a half-precision `type`, else `type`: Library.def's C for T.
+static Type computeTypeOf(Type type) {
+  if (type.isF16() || type.isBF16())
+    return Float32Type::get(type.getContext());
+  return type;
+}
+
 /// Whether `type` fits operand letter `letter` (Library.def) of a call
 /// whose T is `elem` and whose I is `index` (null until an I is seen);
 /// otherwise what it should be.
@@ -599,7 +624,12 @@ static std::optional<std::string> letterMismatch(char letter, Type type,
   case 'T':
     if (type == elem)
       return std::nullopt;
-    return "the first output's '" + debugString(elem) + "'";
+    return "the kernel's T '" + debugString(elem) + "'";
+  case 'C':
+    if (type == computeTypeOf(elem))
+      return std::nullopt;
+    return "'" + debugString(computeTypeOf(elem)) + "', the compute type of " +
+           "its T '" + debugString(elem) + "'";
   case 'I':
     if (!type.isSignlessInteger())
       return std::string("an integer type");
@@ -677,7 +707,7 @@ LogicalResult CallOp::verify() {
     return emitOpError("'") << getCallee()
                             << "' takes no scratch memory (Library.def has no "
                                "ZTC_SCRATCH row for it)";
-  Type elem = cast<MemRefType>(getOutputs()[0].getType()).getElementType();
+  Type elem = templateElementTypeOf(*this, *kernel);
   Type index;
   auto check = [&](StringRef side, unsigned i, Value v,
                    char letter) -> LogicalResult {

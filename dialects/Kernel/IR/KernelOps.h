@@ -79,9 +79,10 @@ struct LibraryKernel {
   /// The function in ztc::cpu and ztc::cuda.
   llvm::StringLiteral cppName;
   /// One letter per input, then per output, in order (Library.def): `T`
-  /// has the first output's element type, `I` is an integer tensor (one
-  /// type for all of a kernel's), `K` i64, `B` i8, `F` f32. Lowercase:
-  /// optional (only trailing inputs).
+  /// has the element type of the first output lettered T, else of the
+  /// first such input (the template parameter), `C` its compute type (f32 for
+  /// half), `I` is an integer tensor (one type for all of a kernel's), `K` i64,
+  /// `B` i8, `F` f32. Lowercase: optional (only trailing inputs).
   llvm::StringLiteral inputs;
   llvm::StringLiteral outputs;
   /// The parameter struct's name in namespace ztc (Conv2dParams).
@@ -104,6 +105,11 @@ struct LibraryKernel {
 const LibraryKernel *lookupLibraryKernel(llvm::StringRef name);
 /// A verified call's kernel.
 const LibraryKernel &libraryKernelOf(CallOp call);
+/// The element type of `call`'s template parameter T (Library.def): that
+/// of its first output lettered T, else of its first input lettered T or
+/// t; the first output's when no letter is T. `call`'s callee must be a
+/// library kernel.
+mlir::Type templateElementType(CallOp call);
 /// The kernel `id` names.
 const LibraryKernel &libraryKernel(LibraryKernelId id);
 /// Whether `op` is a kernel.call of `id`.

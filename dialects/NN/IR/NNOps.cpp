@@ -1529,9 +1529,10 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
 // LinearCrossEntropyOp
 //===----------------------------------------------------------------------===//
 
-/// The loss's type (rank 0 of x's element type) of nn.linear_cross_entropy
-/// and its gradient: x [N, D] and w [D, V] ([V, D] with transpose_b) of one
-/// element type, f32 or f64 (what the kernels compute in), and N targets.
+/// The loss's type of nn.linear_cross_entropy and its gradient: rank 0 of
+/// x's compute type (f32 for f16 and bf16, else x's). x [N, D] and w [D, V]
+/// ([V, D] with transpose_b) have one element type (every float type of
+/// the dialect has kernels), and there are N targets.
 static FailureOr<RankedTensorType>
 inferLinearCrossEntropy(std::optional<Location> loc, StringRef opName,
                         Value xValue, Value wValue, Value targetValue,
@@ -1540,8 +1541,6 @@ inferLinearCrossEntropy(std::optional<Location> loc, StringRef opName,
                    target = tensorType(targetValue);
   if (x.getRank() != 2)
     return inferError(loc, opName, "expects x of rank 2 ([N, D]), got ", x);
-  if (!x.getElementType().isF32() && !x.getElementType().isF64())
-    return inferError(loc, opName, "expects x of f32 or f64, got ", x);
   if (failed(checkElementType(loc, opName, "w", w, x)))
     return failure();
   int64_t rows = x.getDimSize(0), width = x.getDimSize(1);
@@ -1552,7 +1551,10 @@ inferLinearCrossEntropy(std::optional<Location> loc, StringRef opName,
   if (target.getShape() != ArrayRef<int64_t>{rows})
     return inferError(loc, opName, "expects target of shape [", rows,
                       "] (x's rows), got ", target);
-  return RankedTensorType::get({}, x.getElementType());
+  Type element = x.getElementType();
+  if (element.isF16() || element.isBF16())
+    element = Float32Type::get(element.getContext());
+  return RankedTensorType::get({}, element);
 }
 
 LogicalResult LinearCrossEntropyOp::inferReturnTypes(

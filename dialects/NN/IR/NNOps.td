@@ -1228,7 +1228,7 @@ def NN_NllLossOp : NN_Op<"nll_loss", !listconcat(NN_InferredResult,
 
 def NN_LinearCrossEntropyOp : NN_Op<"linear_cross_entropy",
     !listconcat(NN_InferredResult,
-    [NN_WideCompute, NN_CustomFlops,
+    [NN_HalfCompute, NN_CustomFlops,
      NN_LibraryCall<"linear_cross_entropy", ["transpose_b", "ignore_index"]>])> {
   let summary = "a classifier's product and its mean cross entropy in one op";
   let description = [{
@@ -1240,10 +1240,15 @@ def NN_LinearCrossEntropyOp : NN_Op<"linear_cross_entropy",
     `logsumexp(z[n]) - z[n, target[n]]`: what `nn.log_softmax` along the
     classes followed by a mean `nn.nll_loss` computes (0/0 is NaN when no
     row counts). `correct` is how many of those rows score their target
-    highest (a tie counts), for evaluation. Both results are rank 0 of
-    `x`'s element type; `x` and `w` are f32 or f64. The kernels work
-    through chunks of rows; `ztc-fuse-cross-entropy` builds this op from
-    the product, log-softmax and loss of a model.
+    highest (a tie counts), for evaluation. `x` and `w` have one element
+    type, f32, f64, f16 or bf16; both results are rank 0 of its compute
+    type (f32 for the half types). A half-precision product rounds each
+    score to that type before the loss reads it widened, as `nn.matmul`
+    followed by `nn.cast` to f32 does: mixed precision's classifier
+    (`--precision bf16` puts the product in half precision, the op's class,
+    and the loss in f32). The kernels work through chunks of rows;
+    `ztc-fuse-cross-entropy` builds this op from the product, log-softmax
+    and loss of a model.
 
     Example:
 
@@ -1493,10 +1498,14 @@ def NN_LinearCrossEntropyBackwardOp
         dx = dz wᵀ (w as [D, V]),   dw = xᵀ dz (stored as w is)
 
     A row that does not count gets 0. The gradients have the types of
-    `x` and `w`. Having every row's log-sum-exp, the op also gives the
-    forward's `loss` (the same value, from the same arithmetic), so that
-    `ztc-merge-cross-entropy` can drop the forward op from an entry that
-    has both. It has no second-order gradient.
+    `x` and `w`; `grad` and `loss` have the forward loss's. For half
+    precision, each row of dz is computed in f32 and rounded once to the
+    half type, as the unfused step's cast rounds it, and dw sums the
+    chunks in f32 before its one rounding. Having every row's
+    log-sum-exp, the op also gives the forward's `loss` (the same value,
+    from the same arithmetic), so that `ztc-merge-cross-entropy` can drop
+    the forward op from an entry that has both. It has no second-order
+    gradient.
 
     Example:
 

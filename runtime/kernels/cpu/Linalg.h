@@ -38,6 +38,52 @@ namespace ztc::cpu {
 
 namespace detail {
 
+/// `to` = the rows x cols matrix `from` (row length ld) widened to float,
+/// exactly, stored densely.
+template <typename T>
+void widenMatrix(std::vector<float> &to, const T *from, int64_t rows,
+                 int64_t cols, int64_t ld) {
+  to.resize(size_t(rows) * size_t(cols));
+  float *dense = to.data();
+#pragma omp parallel for if (rows * cols > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dense[r * cols + c] = load(from[r * ld + c]);
+}
+
+template <typename T>
+void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
+          const T *b, int64_t ldb, bool transB, T *c, int64_t ldc,
+          const T *rowBias, bool accumulate = false);
+
+/// oneDNN's name of a half type.
+template <typename T> constexpr dnnl_data_type_t dnnlType() {
+  return std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f16;
+}
+
+/// gemm of half-precision A and B into a float C (+ C itself with
+/// `accumulate`), so C holds the f32 sums unrounded: oneDNN's matmul with
+/// an f32 output where it has one (bf16 on AVX-512), else both operands
+/// widened to float (exactly) in their stored layout and sgemm. The
+/// widened copies live as long as the thread: a step's products reuse
+/// them.
+template <typename T>
+void gemmWidened(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+                 bool transA, const T *b, int64_t ldb, bool transB, float *c,
+                 int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0 || (accumulate && k == 0))
+    return;
+  if (k > 0 && dnnl::matmul(dnnlType<T>(), m, n, k, a, lda, transA, b, ldb,
+                            transB, c, ldc, nullptr, dnnl_f32, accumulate))
+    return;
+  thread_local std::vector<float> a32, b32;
+  int64_t aCols = transA ? m : k, bCols = transB ? k : n;
+  widenMatrix(a32, a, transA ? k : m, aCols, lda);
+  widenMatrix(b32, b, transB ? n : k, bCols, ldb);
+  gemm<float>(m, n, k, a32.data(), aCols, transA, b32.data(), bCols, transB, c,
+              ldc, nullptr, accumulate);
+}
+
 /// C[M,N] = op(A)[M,K] * op(B)[K,N] (+ rowBias[m] on every element of row
 /// m; with `accumulate`, + C itself instead), where op transposes an operand
 /// stored transposed (transA: A is stored [K,M]). Leading dimensions are
@@ -49,7 +95,7 @@ namespace detail {
 template <typename T>
 void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
           const T *b, int64_t ldb, bool transB, T *c, int64_t ldc,
-          const T *rowBias, bool accumulate = false) {
+          const T *rowBias, bool accumulate) {
   if (m == 0 || n == 0 || (accumulate && k == 0))
     return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -96,27 +142,18 @@ void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, bool transA,
     // float (exactly) in their stored layout and multiplied by sgemm. The
     // buffers live as long as the thread: a step's GEMMs reuse them.
     if (k > 0 && !accumulate &&
-        dnnl::matmul(std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f16, m, n, k, a,
-                     lda, transA, b, ldb, transB, c, ldc, rowBias))
+        dnnl::matmul(dnnlType<T>(), m, n, k, a, lda, transA, b, ldb, transB, c,
+                     ldc, rowBias, dnnlType<T>(), false))
       return;
-    thread_local std::vector<float> a32, b32, c32, bias32;
-    auto widen = [](std::vector<float> &to, const T *from, int64_t rows,
-                    int64_t cols, int64_t ld) {
-      to.resize(size_t(rows) * size_t(cols));
-      float *dense = to.data();
-#pragma omp parallel for if (rows * cols > kParallelGrain)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          dense[r * cols + c] = load(from[r * ld + c]);
-    };
-    int64_t aCols = transA ? m : k, bCols = transB ? k : n;
-    widen(a32, a, transA ? k : m, aCols, lda);
-    widen(b32, b, transB ? n : k, bCols, ldb);
-    if (rowBias)
-      widen(bias32, rowBias, 1, m, m);
+    thread_local std::vector<float> c32, bias32;
     c32.resize(size_t(m) * size_t(n));
-    gemm<float>(m, n, k, a32.data(), aCols, transA, b32.data(), bCols, transB,
-                c32.data(), n, rowBias ? bias32.data() : nullptr);
+    if (rowBias) {
+      widenMatrix(bias32, rowBias, 1, m, m);
+      for (int64_t i = 0; i < m; ++i)
+        std::fill(c32.begin() + i * n, c32.begin() + (i + 1) * n, bias32[i]);
+    }
+    gemmWidened(m, n, k, a, lda, transA, b, ldb, transB, c32.data(), n,
+                rowBias != nullptr);
     const float *product = c32.data();
 #pragma omp parallel for if (m * n > kParallelGrain)
     for (int64_t i = 0; i < m; ++i)

@@ -9,8 +9,15 @@
 // next. A target out of range is recorded in the error
 // slot (Common.h), never read; it counts as ignored, as nllLoss counts it.
 //
-// The chunk's buffer is the kernel's own, as the CPU's convolution columns
-// are (the CUDA library's is planned: cuda/Scratch.h).
+// x and w are f32, f64, f16 or bf16; the loss is in ComputeT. A half
+// chunk holds the product's logits rounded to the half type, as the
+// unfused product stores them, and the loss reads them widened; each row's
+// gradient is computed in f32 and rounded once. dw then sums the chunks in
+// f32 and is rounded once at the end.
+//
+// The chunk's buffer (and a half dw's f32 sums) are the kernel's own, as
+// the CPU's convolution columns are (the CUDA library's are planned:
+// cuda/Scratch.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,14 +103,14 @@ Acc rowLoss(const T *z, int64_t classes, int64_t t, Acc &loss, char &hit) {
 /// The mean of the counted rows' losses, summed in row order (so the
 /// result does not depend on the threads); 0 / 0 is NaN when no row
 /// counts, as in PyTorch.
-template <typename T, typename Acc>
-T meanLoss(const std::vector<Acc> &losses, const std::vector<char> &counted) {
-  SumT<T> total = 0, count = 0;
+template <typename Acc>
+Acc meanLoss(const std::vector<Acc> &losses, const std::vector<char> &counted) {
+  SumT<Acc> total = 0, count = 0;
   for (size_t n = 0; n < losses.size(); ++n) {
     total += losses[n];
     count += counted[n];
   }
-  return store<T>(total / count);
+  return static_cast<Acc>(total / count);
 }
 
 } // namespace detail
@@ -111,10 +118,9 @@ T meanLoss(const std::vector<Acc> &losses, const std::vector<char> &counted) {
 template <typename T, typename I>
 void linearCrossEntropy(const T *x, const Dims &xDims, const T *w,
                         const Dims &wDims, const I *target, const Dims &,
-                        T *loss, const Dims &, T *correct, const Dims &,
+                        detail::ComputeT<T> *loss, const Dims &,
+                        detail::ComputeT<T> *correct, const Dims &,
                         const LinearCrossEntropyParams &params) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "nn.linear_cross_entropy is f32 or f64");
   using Acc = detail::ComputeT<T>;
   LinearCrossEntropyShape s(xDims, wDims, params);
   std::vector<char> counted = detail::countedRows(target, s, params);
@@ -133,23 +139,24 @@ void linearCrossEntropy(const T *x, const Dims &xDims, const T *w,
                         static_cast<int64_t>(target[n]), losses[n], hits[n]);
     }
   }
-  loss[0] = detail::meanLoss<T>(losses, counted);
+  loss[0] = detail::meanLoss(losses, counted);
   int64_t correctRows = 0;
   for (char hit : hits)
     correctRows += hit;
-  correct[0] = detail::store<T>(static_cast<Acc>(correctRows));
+  correct[0] = static_cast<Acc>(correctRows);
 }
 
 template <typename T, typename I>
 void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
                                 const Dims &wDims, const I *target,
-                                const Dims &, const T *grad, const Dims &,
-                                T *gradX, const Dims &, T *gradW, const Dims &,
-                                T *loss, const Dims &,
+                                const Dims &, const detail::ComputeT<T> *grad,
+                                const Dims &, T *gradX, const Dims &, T *gradW,
+                                const Dims &, detail::ComputeT<T> *loss,
+                                const Dims &,
                                 const LinearCrossEntropyParams &params) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "nn.linear_cross_entropy is f32 or f64");
   using Acc = detail::ComputeT<T>;
+  // A half dw sums the chunks in f32 (dwSums), rounded once at the end.
+  constexpr bool kHalf = !std::is_same_v<T, Acc>;
   LinearCrossEntropyShape s(xDims, wDims, params);
   std::vector<char> counted = detail::countedRows(target, s, params);
   int64_t count = 0;
@@ -157,10 +164,11 @@ void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
     count += c;
   // d loss / d z[n, j] = g / count * (softmax(z[n])[j] - [j == t[n]]);
   // rows that do not count get exactly 0 (with no row counted too).
-  const Acc scale = detail::load(grad[0]) / static_cast<Acc>(count);
+  const Acc scale = grad[0] / static_cast<Acc>(count);
   int64_t chunk = s.chunkRows(detail::kLinearCrossEntropyFloorRows);
   std::vector<T> dz(size_t(chunk) * size_t(s.classes));
   std::vector<Acc> losses(s.rows, Acc(0));
+  std::vector<float> dwSums(kHalf ? size_t(s.width) * size_t(s.classes) : 0);
   if (s.rows == 0 || s.classes == 0)
     std::fill(gradW, gradW + s.width * s.classes, T(0));
   for (int64_t begin = 0; begin < s.rows; begin += chunk) {
@@ -177,27 +185,46 @@ void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
       auto t = static_cast<int64_t>(target[n]);
       char hit;
       Acc shift = detail::rowLoss(z, s.classes, t, losses[n], hit);
+      // Rounded once: the target's entry subtracts before it is stored.
 #pragma omp simd
-      for (int64_t j = 0; j < s.classes; ++j)
-        z[j] =
-            detail::store<T>(detail::exp(detail::load(z[j]) - shift) * scale);
-      z[t] = detail::store<T>(detail::load(z[t]) - scale);
+      for (int64_t j = 0; j < s.classes; ++j) {
+        Acc value = detail::exp(detail::load(z[j]) - shift) * scale;
+        z[j] = detail::store<T>(j == t ? value - scale : value);
+      }
     }
     // dx = dz w as [V, D]; dw (+)= dzᵀ x ([V, D]) or xᵀ dz ([D, V]).
     const T *xChunk = x + begin * s.width;
     detail::gemm<T>(rows, s.width, s.classes, dz.data(), s.classes, false, w,
                     s.weightStride(), !s.transposed, gradX + begin * s.width,
                     s.width, nullptr);
-    if (s.transposed)
+    bool accumulate = begin > 0;
+    if constexpr (kHalf) {
+      if (s.transposed)
+        detail::gemmWidened(s.classes, s.width, rows, dz.data(), s.classes,
+                            true, xChunk, s.width, false, dwSums.data(),
+                            s.width, accumulate);
+      else
+        detail::gemmWidened(s.width, s.classes, rows, xChunk, s.width, true,
+                            dz.data(), s.classes, false, dwSums.data(),
+                            s.classes, accumulate);
+    } else if (s.transposed) {
       detail::gemm<T>(s.classes, s.width, rows, dz.data(), s.classes, true,
                       xChunk, s.width, false, gradW, s.width, nullptr,
-                      begin > 0);
-    else
+                      accumulate);
+    } else {
       detail::gemm<T>(s.width, s.classes, rows, xChunk, s.width, true,
                       dz.data(), s.classes, false, gradW, s.classes, nullptr,
-                      begin > 0);
+                      accumulate);
+    }
   }
-  loss[0] = detail::meanLoss<T>(losses, counted);
+  if constexpr (kHalf)
+    if (s.rows > 0) {
+      int64_t size = s.width * s.classes;
+#pragma omp parallel for if (size > detail::kParallelGrain)
+      for (int64_t i = 0; i < size; ++i)
+        gradW[i] = detail::store<T>(dwSums[i]);
+    }
+  loss[0] = detail::meanLoss(losses, counted);
 }
 
 } // namespace ztc::cpu

@@ -57,10 +57,11 @@ struct GemmShape {
 };
 
 /// One output element per call, accumulated in ComputeT<T> (the CPU gemm's
-/// fallback): integers, k == 0, and the host emulation.
-template <typename T> struct GemmBody {
+/// fallback): integers, k == 0, and the host emulation. C is T, or f32 for
+/// half operands whose sums stay in f32.
+template <typename T, typename C = T> struct GemmBody {
   const T *a, *b;
-  T *c;
+  C *c;
   GemmShape s;
   bool accumulate;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
@@ -73,11 +74,11 @@ template <typename T> struct GemmBody {
     // offsetting a null pointer is undefined.
     int64_t aRow = batch * s.strideA + (s.transA ? row : row * s.lda);
     int64_t bCol = batch * s.strideB + (s.transB ? col * s.ldb : col);
-    T *out = c + batch * s.strideC + row * s.ldc + col;
-    Acc acc = accumulate ? load(*out) : Acc(0);
+    C *out = c + batch * s.strideC + row * s.ldc + col;
+    Acc acc = accumulate ? Acc(load(*out)) : Acc(0);
     for (int64_t p = 0; p < s.k; ++p)
       acc += load(a[aRow + p * aStep]) * load(b[bCol + p * bStep]);
-    *out = store<T>(acc);
+    *out = store<C>(acc);
   }
 };
 
@@ -213,8 +214,8 @@ template <typename T> cudaDataType_t cublasDataType() {
 /// the column-major C^T = B^T * A^T, so B goes first and m and n swap; a
 /// row-major matrix is its transpose to cuBLAS, so an operand stored
 /// transposed is passed with CUBLAS_OP_T.
-template <typename T>
-void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
+template <typename T, typename C>
+void cublasGemm(const T *a, const T *b, C *c, const GemmShape &s,
                 bool accumulate, cudaStream_t stream, const char *kernel) {
   const int64_t kIntMax = INT_MAX;
   if (s.m > kIntMax || s.n > kIntMax || s.k > kIntMax || s.lda > kIntMax ||
@@ -231,7 +232,7 @@ void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
                                 : std::is_same_v<T, float> && s.tf32
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
-  cudaDataType_t type = cublasDataType<T>();
+  cudaDataType_t type = cublasDataType<T>(), cType = cublasDataType<C>();
 
   std::lock_guard<std::mutex> lock(cublasMutex());
   cublasHandle_t handle = cublasHandleOn(stream, kernel);
@@ -247,7 +248,7 @@ void cublasGemm(const T *a, const T *b, T *c, const GemmShape &s,
         static_cast<int>(s.m), static_cast<int>(s.k), &alpha,
         b + first * s.strideB, type, static_cast<int>(s.ldb), s.strideB,
         a + first * s.strideA, type, static_cast<int>(s.lda), s.strideA, &beta,
-        c + first * s.strideC, type, static_cast<int>(s.ldc), s.strideC,
+        c + first * s.strideC, cType, static_cast<int>(s.ldc), s.strideC,
         static_cast<int>(count), compute, CUBLAS_GEMM_DEFAULT);
     if (!checkCublas(status, "cublasGemmStridedBatchedEx", kernel))
       return;
@@ -407,10 +408,15 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
 }
 #endif
 
-/// Runs GemmShape: cuBLAS where it applies, else GemmBody.
-template <typename T>
-void gemm(const T *a, const T *b, T *c, const GemmShape &s, bool accumulate,
+/// Runs GemmShape: cuBLAS where it applies, else GemmBody. C is T, or f32
+/// for half operands (cuBLAS's f32 output of a half product, its sums never
+/// rounded to the half type).
+template <typename T, typename C = T>
+void gemm(const T *a, const T *b, C *c, const GemmShape &s, bool accumulate,
           cudaStream_t stream, const char *kernel) {
+  static_assert(std::is_same_v<C, T> ||
+                    (std::is_same_v<C, float> && !std::is_same_v<T, double>),
+                "a product's output is its operands' type, or f32 for half");
   if (s.batch == 0 || s.m == 0 || s.n == 0)
     return;
 #if !defined(ZTC_CUDA_HOST_EMULATION)
@@ -421,7 +427,7 @@ void gemm(const T *a, const T *b, T *c, const GemmShape &s, bool accumulate,
     }
   }
 #endif
-  launchElements(s.batch * s.m * s.n, GemmBody<T>{a, b, c, s, accumulate},
+  launchElements(s.batch * s.m * s.n, GemmBody<T, C>{a, b, c, s, accumulate},
                  stream, kernel);
 }
 

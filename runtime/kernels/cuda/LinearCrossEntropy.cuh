@@ -10,6 +10,12 @@
 // block at the end, in a fixed tree, so results do not depend on timing.
 // A target out of range is reported as a data error, never read.
 //
+// x and w are f32, f64, f16 or bf16, the loss ComputeT (as the CPU's,
+// cpu/LinearCrossEntropy.h): a half chunk holds the logits rounded to the
+// half type, each row's gradient is rounded once, and dw's product writes
+// f32 sums into the scratch (cuBLAS with f32 output), rounded once at the
+// end.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZTC_RUNTIME_KERNELS_CUDA_LINEARCROSSENTROPY_CUH
@@ -76,7 +82,7 @@ template <typename T, typename I> struct CrossEntropyRowBody {
   const I *target;
   /// The gradient's: the loss's gradient and the count of rows that
   /// count; null in the forward.
-  const T *grad;
+  const ComputeT<T> *grad;
   const ComputeT<T> *count;
   ComputeT<T> *rowLoss, *rowHit, *rowCounted;
   int64_t begin, classes, ignore;
@@ -107,9 +113,10 @@ template <typename T, typename I> struct CrossEntropyRowBody {
                 rowCounted);
     if (!grad)
       return;
-    Acc shift = largest + logSum, scale = load(grad[0]) / count[0];
+    // Rounded once: the target's entry subtracts before it is stored.
+    Acc shift = largest + logSum, scale = grad[0] / count[0];
     for (int64_t j = team.rank(); j < classes; j += team.size()) {
-      Acc value = store<T>(mathExp(load(z[j]) - shift) * scale);
+      Acc value = mathExp(load(z[j]) - shift) * scale;
       z[j] = store<T>(j == t ? value - scale : value);
     }
   }
@@ -117,14 +124,14 @@ template <typename T, typename I> struct CrossEntropyRowBody {
 
 /// The sums over all rows, on one block: the mean loss (NaN when no row
 /// counts, as in PyTorch) and, unless `correct` is null, the rows that
-/// score their class.
-template <typename T> struct CrossEntropyTotalBody {
-  const ComputeT<T> *rowLoss, *rowHit, *rowCounted;
-  T *loss, *correct;
+/// score their class; Acc is the compute type.
+template <typename Acc> struct CrossEntropyTotalBody {
+  const Acc *rowLoss, *rowHit, *rowCounted;
+  Acc *loss, *correct;
   int64_t rows;
   template <typename Team>
   ZTC_HOST_DEVICE void operator()(int64_t, const Team &team) const {
-    using Sum = SumT<T>;
+    using Sum = SumT<Acc>;
     Sum total = 0, hits = 0, count = 0;
     for (int64_t n = team.rank(); n < rows; n += team.size()) {
       total += rowLoss[n];
@@ -136,9 +143,9 @@ template <typename T> struct CrossEntropyTotalBody {
     count = team.reduce(count, SumOp());
     if (team.rank() != 0)
       return;
-    loss[0] = store<T>(total / count);
+    loss[0] = static_cast<Acc>(total / count);
     if (correct)
-      correct[0] = store<T>(hits);
+      correct[0] = static_cast<Acc>(hits);
   }
 };
 
@@ -168,133 +175,190 @@ template <typename T> struct ZeroBody {
   ZTC_HOST_DEVICE void operator()(int64_t i) const { y[i] = store<T>(0.0); }
 };
 
+/// y[i] = x[i] rounded to T: a half dw from its f32 sums.
+template <typename T> struct RoundBody {
+  const float *x;
+  T *y;
+  ZTC_HOST_DEVICE void operator()(int64_t i) const { y[i] = store<T>(x[i]); }
+};
+
+/// The scratch of a call (scratch::LinearCrossEntropyLayout) as pointers;
+/// all null (an error recorded) when the plan gave less.
+template <typename T> struct CrossEntropyScratch {
+  using Acc = ComputeT<T>;
+  T *logits = nullptr;
+  Acc *rowLoss = nullptr, *rowHit = nullptr, *rowCounted = nullptr,
+      *count = nullptr;
+  float *dwSums = nullptr;
+
+  CrossEntropyScratch(const Scratch &scratch, const LinearCrossEntropyShape &s,
+                      bool gradient, const char *kernel) {
+    scratch::LinearCrossEntropyLayout<T> layout(s, gradient);
+    T *chunk = scratchPart<T>(scratch, 0, layout.logitsBytes, kernel);
+    Acc *stats = scratchPart<Acc>(scratch, layout.statsOffset,
+                                  layout.statsBytes, kernel);
+    float *sums = layout.sumsBytes
+                      ? scratchPart<float>(scratch, layout.sumsOffset,
+                                           layout.sumsBytes, kernel)
+                      : nullptr;
+    if (!chunk || !stats || (layout.sumsBytes && !sums))
+      return;
+    logits = chunk;
+    rowLoss = stats;
+    rowHit = stats + s.rows;
+    rowCounted = rowHit + s.rows;
+    count = gradient ? rowCounted + s.rows : nullptr;
+    dwSums = sums;
+  }
+  explicit operator bool() const { return logits != nullptr; }
+};
+
+/// The row pass over `work`'s chunk, for the gradient when `grad` is set;
+/// crossEntropyChunk sets its first row.
+template <typename T, typename I>
+CrossEntropyRowBody<T, I>
+crossEntropyRows(const CrossEntropyScratch<T> &work, const I *target,
+                 const ComputeT<T> *grad, const LinearCrossEntropyShape &s,
+                 const LinearCrossEntropyParams &params) {
+  return {work.logits,
+          target,
+          grad,
+          work.count,
+          work.rowLoss,
+          work.rowHit,
+          work.rowCounted,
+          0,
+          s.classes,
+          params.ignore_index.value,
+          params.ignore_index.present,
+          numeric::lowestValue<ComputeT<T>>()};
+}
+
+/// The first half of both kernels' chunk: rows [begin, begin + rows) of x
+/// times w into the chunk's logits, then `body` over each row.
+template <typename T, typename I>
+void crossEntropyChunk(const T *x, const T *w, const LinearCrossEntropyShape &s,
+                       int64_t begin, int64_t rows,
+                       CrossEntropyRowBody<T, I> body, cudaStream_t stream,
+                       const char *kernel) {
+  GemmShape product{
+      1,         rows, s.classes, s.width, s.width, s.weightStride(),
+      s.classes, 0,    0,         0};
+  product.transB = s.transposed;
+  gemm(x + begin * s.width, w, body.logits, product, false, stream, kernel);
+  body.begin = begin;
+  launchRows(rows, s.classes, body, stream, kernel);
+}
+
 } // namespace detail
 
 template <typename T, typename I>
 void linearCrossEntropy(const T *x, const Dims &xDims, const T *w,
                         const Dims &wDims, const I *target, const Dims &,
-                        T *loss, const Dims &, T *correct, const Dims &,
+                        detail::ComputeT<T> *loss, const Dims &,
+                        detail::ComputeT<T> *correct, const Dims &,
                         const LinearCrossEntropyParams &params,
                         const Scratch &scratch, cudaStream_t stream) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "nn.linear_cross_entropy is f32 or f64");
   using Acc = detail::ComputeT<T>;
   LinearCrossEntropyShape s(xDims, wDims, params);
   const char *kernel = "linearCrossEntropy";
   if (s.rows == 0) {
     // No row counts: NaN and 0, as the sums of nothing give.
     detail::launchRows(1, 32,
-                       detail::CrossEntropyTotalBody<T>{
+                       detail::CrossEntropyTotalBody<Acc>{
                            nullptr, nullptr, nullptr, loss, correct, 0},
                        stream, kernel);
     return;
   }
-  int64_t chunk = s.chunkRows(scratch::kLinearCrossEntropyFloorRows);
-  int64_t logitsBytes = scratch::linearCrossEntropyLogitsBytes<T>(s);
-  int64_t statsBytes = 3 * s.rows * int64_t(sizeof(Acc));
-  T *logits = detail::scratchPart<T>(scratch, 0, logitsBytes, kernel);
-  Acc *stats =
-      detail::scratchPart<Acc>(scratch, logitsBytes, statsBytes, kernel);
-  if (!logits || !stats)
+  detail::CrossEntropyScratch<T> work(scratch, s, false, kernel);
+  if (!work)
     return;
-  Acc *rowLoss = stats, *rowHit = stats + s.rows, *rowCounted = rowHit + s.rows;
-  for (int64_t begin = 0; begin < s.rows; begin += chunk) {
-    int64_t rows = s.rows - begin < chunk ? s.rows - begin : chunk;
-    detail::GemmShape product{
-        1,         rows, s.classes, s.width, s.width, s.weightStride(),
-        s.classes, 0,    0,         0};
-    product.transB = s.transposed;
-    detail::gemm(x + begin * s.width, w, logits, product, false, stream,
-                 kernel);
-    detail::launchRows(
-        rows, s.classes,
-        detail::CrossEntropyRowBody<T, I>{
-            logits, target, nullptr, nullptr, rowLoss, rowHit, rowCounted,
-            begin, s.classes, params.ignore_index.value,
-            params.ignore_index.present, numeric::lowestValue<Acc>()},
-        stream, kernel);
-  }
-  detail::launchRows(1, s.rows,
-                     detail::CrossEntropyTotalBody<T>{
-                         rowLoss, rowHit, rowCounted, loss, correct, s.rows},
-                     stream, kernel);
+  auto rowBody =
+      detail::crossEntropyRows<T, I>(work, target, nullptr, s, params);
+  int64_t chunk = s.chunkRows(scratch::kLinearCrossEntropyFloorRows);
+  for (int64_t begin = 0; begin < s.rows; begin += chunk)
+    detail::crossEntropyChunk(x, w, s, begin,
+                              s.rows - begin < chunk ? s.rows - begin : chunk,
+                              rowBody, stream, kernel);
+  detail::launchRows(
+      1, s.rows,
+      detail::CrossEntropyTotalBody<Acc>{
+          work.rowLoss, work.rowHit, work.rowCounted, loss, correct, s.rows},
+      stream, kernel);
 }
 
 template <typename T, typename I>
 void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
                                 const Dims &wDims, const I *target,
-                                const Dims &, const T *grad, const Dims &,
-                                T *gradX, const Dims &, T *gradW, const Dims &,
-                                T *loss, const Dims &,
+                                const Dims &, const detail::ComputeT<T> *grad,
+                                const Dims &, T *gradX, const Dims &, T *gradW,
+                                const Dims &, detail::ComputeT<T> *loss,
+                                const Dims &,
                                 const LinearCrossEntropyParams &params,
                                 const Scratch &scratch, cudaStream_t stream) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "nn.linear_cross_entropy is f32 or f64");
   using Acc = detail::ComputeT<T>;
+  // A half dw sums the chunks in f32 (the layout's dwSums).
+  constexpr bool kHalf = !std::is_same_v<T, Acc>;
   LinearCrossEntropyShape s(xDims, wDims, params);
   const char *kernel = "linearCrossEntropyBackward";
   if (s.rows == 0) {
     detail::launchElements(s.width * s.classes, detail::ZeroBody<T>{gradW},
                            stream, kernel);
     detail::launchRows(1, 32,
-                       detail::CrossEntropyTotalBody<T>{
+                       detail::CrossEntropyTotalBody<Acc>{
                            nullptr, nullptr, nullptr, loss, nullptr, 0},
                        stream, kernel);
     return;
   }
-  int64_t chunk = s.chunkRows(scratch::kLinearCrossEntropyFloorRows);
-  int64_t logitsBytes = scratch::linearCrossEntropyLogitsBytes<T>(s);
-  int64_t statsBytes = (3 * s.rows + 1) * int64_t(sizeof(Acc));
-  T *dz = detail::scratchPart<T>(scratch, 0, logitsBytes, kernel);
-  Acc *stats =
-      detail::scratchPart<Acc>(scratch, logitsBytes, statsBytes, kernel);
-  if (!dz || !stats)
+  detail::CrossEntropyScratch<T> work(scratch, s, true, kernel);
+  if (!work)
     return;
-  Acc *rowLoss = stats, *rowHit = stats + s.rows, *rowCounted = rowHit + s.rows;
-  Acc *count = rowCounted + s.rows;
   const int64_t ignore = params.ignore_index.value;
   const bool hasIgnore = params.ignore_index.present;
   detail::launchRows(1, s.rows,
-                     detail::CountedRowsBody<T, I>{
-                         target, count, s.rows, s.classes, ignore, hasIgnore},
+                     detail::CountedRowsBody<T, I>{target, work.count, s.rows,
+                                                   s.classes, ignore,
+                                                   hasIgnore},
                      stream, kernel);
+  auto rowBody = detail::crossEntropyRows<T, I>(work, target, grad, s, params);
+  T *dz = work.logits;
+  int64_t chunk = s.chunkRows(scratch::kLinearCrossEntropyFloorRows);
   for (int64_t begin = 0; begin < s.rows; begin += chunk) {
     int64_t rows = s.rows - begin < chunk ? s.rows - begin : chunk;
     const T *xChunk = x + begin * s.width;
-    detail::GemmShape logitsProduct{
-        1,         rows, s.classes, s.width, s.width, s.weightStride(),
-        s.classes, 0,    0,         0};
-    logitsProduct.transB = s.transposed;
-    detail::gemm(xChunk, w, dz, logitsProduct, false, stream, kernel);
-    detail::launchRows(rows, s.classes,
-                       detail::CrossEntropyRowBody<T, I>{
-                           dz, target, grad, count, rowLoss, rowHit, rowCounted,
-                           begin, s.classes, ignore, hasIgnore,
-                           numeric::lowestValue<Acc>()},
-                       stream, kernel);
+    detail::crossEntropyChunk(x, w, s, begin, rows, rowBody, stream, kernel);
     // dx = dz w as [V, D].
     detail::GemmShape dx{
         1,       rows, s.width, s.classes, s.classes, s.weightStride(),
         s.width, 0,    0,       0};
     dx.transB = !s.transposed;
     detail::gemm<T>(dz, w, gradX + begin * s.width, dx, false, stream, kernel);
-    // dw (+)= dzᵀ x ([V, D]) or xᵀ dz ([D, V]).
-    if (s.transposed) {
-      detail::GemmShape dw{1,       s.classes, s.width, rows, s.classes,
-                           s.width, s.width,   0,       0,    0};
-      dw.transA = true;
-      detail::gemm<T>(dz, xChunk, gradW, dw, begin > 0, stream, kernel);
-    } else {
-      detail::GemmShape dw{1,         s.width,   s.classes, rows, s.width,
-                           s.classes, s.classes, 0,         0,    0};
-      dw.transA = true;
-      detail::gemm<T>(xChunk, dz, gradW, dw, begin > 0, stream, kernel);
-    }
+    // dw (+)= dzᵀ x ([V, D]) or xᵀ dz ([D, V]), into the f32 sums for a
+    // half T.
+    detail::GemmShape dw =
+        s.transposed
+            ? detail::GemmShape{1,       s.classes, s.width, rows, s.classes,
+                                s.width, s.width,   0,       0,    0}
+            : detail::GemmShape{1,         s.width,   s.classes, rows, s.width,
+                                s.classes, s.classes, 0,         0,    0};
+    dw.transA = true;
+    const T *dwA = s.transposed ? dz : xChunk;
+    const T *dwB = s.transposed ? xChunk : dz;
+    if constexpr (kHalf)
+      detail::gemm<T, float>(dwA, dwB, work.dwSums, dw, begin > 0, stream,
+                             kernel);
+    else
+      detail::gemm<T>(dwA, dwB, gradW, dw, begin > 0, stream, kernel);
   }
-  detail::launchRows(1, s.rows,
-                     detail::CrossEntropyTotalBody<T>{
-                         rowLoss, rowHit, rowCounted, loss, nullptr, s.rows},
-                     stream, kernel);
+  if constexpr (kHalf)
+    detail::launchElements(s.width * s.classes,
+                           detail::RoundBody<T>{work.dwSums, gradW}, stream,
+                           kernel);
+  detail::launchRows(
+      1, s.rows,
+      detail::CrossEntropyTotalBody<Acc>{
+          work.rowLoss, work.rowHit, work.rowCounted, loss, nullptr, s.rows},
+      stream, kernel);
 }
 
 } // namespace ztc::cuda

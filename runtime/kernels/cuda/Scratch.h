@@ -407,13 +407,33 @@ int64_t attentionBackwardAccumulatorBytes(const AttentionShape &s) {
 /// rows enough to keep the device busy (GPT-2 small's 128 would not).
 constexpr int64_t kLinearCrossEntropyFloorRows = 512;
 
-/// The start of what follows a chunk of logits in linearCrossEntropy's
-/// scratch (and its gradient's): the chunk's logits come first.
-template <typename T>
-int64_t linearCrossEntropyLogitsBytes(const LinearCrossEntropyShape &s) {
-  return alignUp(s.chunkRows(kLinearCrossEntropyFloorRows) * s.classes *
-                 int64_t(sizeof(T)));
-}
+/// linearCrossEntropy's scratch and its gradient's, in order: a chunk of
+/// logits (T; the gradient turns it into theirs in place), each row's loss,
+/// whether it scores its class highest and whether it counts (ComputeT
+/// each, summed by one block in row order at the end), in the gradient the
+/// count of rows that count, and then, for a half T, dw's f32 sums over the
+/// chunks (width x classes, stored as w is), rounded once at the end.
+/// Nothing when there are no rows.
+template <typename T> struct LinearCrossEntropyLayout {
+  using Acc = numeric::ComputeT<T>;
+  int64_t logitsBytes = 0, statsOffset = 0, statsBytes = 0, sumsOffset = 0,
+          sumsBytes = 0;
+
+  LinearCrossEntropyLayout(const LinearCrossEntropyShape &s, bool gradient) {
+    if (s.rows == 0)
+      return;
+    logitsBytes = s.chunkRows(kLinearCrossEntropyFloorRows) * s.classes *
+                  int64_t(sizeof(T));
+    statsOffset = alignUp(logitsBytes);
+    statsBytes = (3 * s.rows + (gradient ? 1 : 0)) * int64_t(sizeof(Acc));
+    sumsOffset = alignUp(statsOffset + statsBytes);
+    if (gradient && !std::is_same_v<T, Acc>)
+      sumsBytes = s.width * s.classes * int64_t(sizeof(float));
+  }
+  int64_t bytes() const {
+    return sumsBytes ? sumsOffset + sumsBytes : statsOffset + statsBytes;
+  }
+};
 
 //===----------------------------------------------------------------------===//
 // The ZTC_SCRATCH functions: bytes a call plans, from its operands' shapes
@@ -494,27 +514,21 @@ int64_t attentionBackwardBytes(const Dims *in, const Dims *,
       AttentionShape(in[0], in[1], in[2], Dims{}, false, p));
 }
 
-/// linearCrossEntropy: a chunk of logits, then each row's loss, whether it
-/// scores its class highest and whether it counts (ComputeT each), which
-/// one block sums in row order at the end.
+/// linearCrossEntropy and its gradient: LinearCrossEntropyLayout.
 template <typename T>
 int64_t linearCrossEntropyBytes(const Dims *in, const Dims *,
                                 const LinearCrossEntropyParams &p) {
-  LinearCrossEntropyShape s(in[0], in[1], p);
-  if (s.rows == 0)
-    return 0;
-  return linearCrossEntropyLogitsBytes<T>(s) +
-         3 * s.rows * int64_t(sizeof(numeric::ComputeT<T>));
+  return LinearCrossEntropyLayout<T>(LinearCrossEntropyShape(in[0], in[1], p),
+                                     false)
+      .bytes();
 }
 
-/// linearCrossEntropyBackward: the forward's (a chunk of logits, their
-/// gradient in place, and three values per row for the loss), then the
-/// count of rows that count.
 template <typename T>
-int64_t linearCrossEntropyBackwardBytes(const Dims *in, const Dims *out,
+int64_t linearCrossEntropyBackwardBytes(const Dims *in, const Dims *,
                                         const LinearCrossEntropyParams &p) {
-  int64_t forward = linearCrossEntropyBytes<T>(in, out, p);
-  return forward ? forward + int64_t(sizeof(numeric::ComputeT<T>)) : 0;
+  return LinearCrossEntropyLayout<T>(LinearCrossEntropyShape(in[0], in[1], p),
+                                     true)
+      .bytes();
 }
 
 /// layerNormBackward's row statistics: two ComputeT per row.

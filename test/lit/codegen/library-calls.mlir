@@ -2,9 +2,11 @@
 // Library.def declares: each operand as (pointer, dims), inputs then
 // outputs, an absent optional input as (nullptr, {}), then the kernel's
 // parameter struct with its fields in the row's order; the template
-// parameters are T (the first output's element type) when a letter is T
-// and I (the first integer operand's type) when one is I; CUDA appends the
-// planned scratch of the kernels that take it, and the stream. Collectives (kernel.collective) take the step context instead.
+// parameters are T (the element type of the first output lettered T,
+// else of the first such input) when a letter is T or C, and I (the first
+// integer operand's type) when one is I; CUDA appends the planned scratch
+// of the kernels that take it, and the stream. Collectives
+// (kernel.collective) take the step context instead.
 //
 // RUN: ztc-translate %s --ztc-kernel-to-cpu | FileCheck %s --check-prefix=CPU
 // RUN: ztc-translate %s --ztc-kernel-to-cuda | FileCheck %s --check-prefix=CUDA
@@ -27,7 +29,8 @@ func.func @calls(
     %lr: memref<f32> {train.binding = #train.binding<hyper "lr">},
     %step: memref<f32> {train.binding = #train.binding<hyper "step">},
     %w3: memref<3x3xf32> {train.binding = #train.binding<param "w3">},
-    %b3: memref<3xf32> {train.binding = #train.binding<param "b3">})
+    %b3: memref<3xf32> {train.binding = #train.binding<param "b3">},
+    %t2: memref<2xi32> {train.binding = #train.binding<label "t2">})
     attributes {kernel.arena_bytes = 4096 : i64} {
   // nll_loss: I from the labels; the reduction an enum, ignore_index absent;
   // the optional weight absent.
@@ -93,5 +96,12 @@ func.func @calls(
   %10 = kernel.alloc {offset = 4160 : i64} : memref<3xf32>
   %s2 = kernel.alloc {offset = 4224 : i64} : memref<512xi8>
   kernel.call "matmul_bias_grad" ins(%logp, %logp : memref<4x3xf32>, memref<4x3xf32>) outs(%9, %10 : memref<3x3xf32>, memref<3xf32>) scratch(%s2 : memref<512xi8>) {config = {transpose_a = true}}
+  // No output lettered T: T is the first T input's bf16, and the f32
+  // outputs are its compute type (C).
+  // CPU: ztc::cpu::linearCrossEntropy<ztc::bf16, int32_t>(b2, ztc::cpu::Dims{2, 8}, b2, ztc::cpu::Dims{2, 8}, b18, ztc::cpu::Dims{2}, v{{[0-9]+}}, ztc::cpu::Dims{}, v{{[0-9]+}}, ztc::cpu::Dims{}, ztc::LinearCrossEntropyParams{true, ztc::MaybeInt{}});
+  // CUDA: ztc::cuda::linearCrossEntropy<ztc::bf16, int32_t>(b2, ztc::cuda::Dims{2, 8}, b2, ztc::cuda::Dims{2, 8}, b18, ztc::cuda::Dims{2}, v{{[0-9]+}}, ztc::cuda::Dims{}, v{{[0-9]+}}, ztc::cuda::Dims{}, ztc::LinearCrossEntropyParams{true, ztc::MaybeInt{}}, ztc::Scratch{}, stream);
+  %11 = kernel.alloc {offset = 4800 : i64} : memref<f32>
+  %12 = kernel.alloc {offset = 4864 : i64} : memref<f32>
+  kernel.call "linear_cross_entropy" ins(%x, %x, %t2 : memref<2x8xbf16>, memref<2x8xbf16>, memref<2xi32>) outs(%11, %12 : memref<f32>, memref<f32>) {config = {transpose_b = true}}
   return
 }

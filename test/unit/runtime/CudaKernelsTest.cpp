@@ -573,15 +573,17 @@ template <typename T> void checkAttention() {
 
 /// nn.linear_cross_entropy and its gradient: the CUDA kernels, in chunks of
 /// at least 512 rows (1100 rows: two chunks, dw accumulated over both) in
-/// their planned scratch, give the CPU's results (the same chunks).
-TEST(CudaKernelsTest, LinearCrossEntropyMatchesTheCpu) {
+/// their planned scratch, give the CPU's results (the same chunks). A half
+/// T's loss is f32, and its dw sums the chunks in the scratch's f32.
+template <typename T> void checkLinearCrossEntropy() {
+  using Acc = gpu::detail::ComputeT<T>;
   const int64_t n = 1100, d = 4, v = 8, ignore = -100;
-  auto x = randomValues<float>(n * d, 51, -2, 2);
-  auto w = randomValues<float>(d * v, 52);
+  auto x = randomValues<T>(n * d, 51, -2, 2);
+  auto w = randomValues<T>(d * v, 52);
   std::vector<int32_t> target(n);
   for (int64_t r = 0; r < n; ++r)
     target[r] = r % 5 == 2 ? ignore : (r * 3) % v;
-  std::vector<float> g = {0.5f};
+  std::vector<Acc> g = {Acc(0.5)};
   for (bool transposed : {false, true}) {
     const ztc::LinearCrossEntropyParams params{transposed, {true, ignore}};
     const Shape wShape = transposed ? Shape{v, d} : Shape{d, v};
@@ -590,32 +592,31 @@ TEST(CudaKernelsTest, LinearCrossEntropyMatchesTheCpu) {
             .chunkRows(gpu::scratch::kLinearCrossEntropyFloorRows),
         560);
     std::string what = transposed ? "[V, D] weight" : "[D, V] weight";
-    std::vector<float> loss(1), correct(1), gpuLoss(1), gpuCorrect(1);
-    cpu::linearCrossEntropy<float, int32_t>(
-        x.data(), cpuDims({n, d}), w.data(), cpuDims(wShape), target.data(),
-        cpuDims({n}), loss.data(), cpuDims({}), correct.data(), cpuDims({}),
-        params);
+    std::vector<Acc> loss(1), correct(1), gpuLoss(1), gpuCorrect(1);
+    cpu::linearCrossEntropy<T, int32_t>(x.data(), cpuDims({n, d}), w.data(),
+                                        cpuDims(wShape), target.data(),
+                                        cpuDims({n}), loss.data(), cpuDims({}),
+                                        correct.data(), cpuDims({}), params);
     const gpu::Dims ins[] = {gpuDims({n, d}), gpuDims(wShape), gpuDims({n}),
                              gpuDims({})};
     PlannedScratch forward(
-        gpu::scratch::linearCrossEntropyBytes<float>(ins, nullptr, params));
-    gpu::linearCrossEntropy<float, int32_t>(
+        gpu::scratch::linearCrossEntropyBytes<T>(ins, nullptr, params));
+    gpu::linearCrossEntropy<T, int32_t>(
         x.data(), gpuDims({n, d}), w.data(), gpuDims(wShape), target.data(),
         gpuDims({n}), gpuLoss.data(), gpuDims({}), gpuCorrect.data(),
         gpuDims({}), params, forward.get(), kStream);
     expectClose(gpuLoss, loss, "loss, " + what);
     EXPECT_EQ(gpuCorrect, correct) << what;
-    EXPECT_GT(correct[0], 0.0f) << what;
-    std::vector<float> dx(n * d), dw(d * v), gpuDx(n * d), gpuDw(d * v, 3.0f);
-    std::vector<float> backwardLoss(1), gpuBackwardLoss(1);
-    cpu::linearCrossEntropyBackward<float, int32_t>(
+    EXPECT_GT(correct[0], Acc(0)) << what;
+    std::vector<T> dx(n * d), dw(d * v), gpuDx(n * d), gpuDw(d * v, T(3.0f));
+    std::vector<Acc> backwardLoss(1), gpuBackwardLoss(1);
+    cpu::linearCrossEntropyBackward<T, int32_t>(
         x.data(), cpuDims({n, d}), w.data(), cpuDims(wShape), target.data(),
         cpuDims({n}), g.data(), cpuDims({}), dx.data(), cpuDims({n, d}),
         dw.data(), cpuDims(wShape), backwardLoss.data(), cpuDims({}), params);
     PlannedScratch backward(
-        gpu::scratch::linearCrossEntropyBackwardBytes<float>(ins, nullptr,
-                                                             params));
-    gpu::linearCrossEntropyBackward<float, int32_t>(
+        gpu::scratch::linearCrossEntropyBackwardBytes<T>(ins, nullptr, params));
+    gpu::linearCrossEntropyBackward<T, int32_t>(
         x.data(), gpuDims({n, d}), w.data(), gpuDims(wShape), target.data(),
         gpuDims({n}), g.data(), gpuDims({}), gpuDx.data(), gpuDims({n, d}),
         gpuDw.data(), gpuDims(wShape), gpuBackwardLoss.data(), gpuDims({}),
@@ -627,14 +628,36 @@ TEST(CudaKernelsTest, LinearCrossEntropyMatchesTheCpu) {
     // The planned scratch was enough for both.
     EXPECT_EQ(takeError(), "") << what;
   }
-  // A class out of range is reported by the gradient too: an entry with
-  // it runs no forward.
-  const ztc::LinearCrossEntropyParams params{false, {true, ignore}};
+}
+
+TEST(CudaKernelsTest, LinearCrossEntropyMatchesTheCpu) {
+  checkLinearCrossEntropy<float>();
+  checkLinearCrossEntropy<bf16>();
+  // Half dw's f32 sums are planned after the row statistics.
+  const gpu::Dims ins[] = {gpuDims({1100, 4}), gpuDims({4, 8}), gpuDims({1100}),
+                           gpuDims({})};
+  const ztc::LinearCrossEntropyParams params{false, {true, -100}};
+  EXPECT_EQ(
+      gpu::scratch::linearCrossEntropyBackwardBytes<bf16>(ins, nullptr, params),
+      gpu::scratch::alignUp(gpu::scratch::alignUp(560 * 8 * 2) +
+                            (3 * 1100 + 1) * 4) +
+          4 * 8 * 4);
+  EXPECT_EQ(gpu::scratch::linearCrossEntropyBackwardBytes<float>(ins, nullptr,
+                                                                 params),
+            gpu::scratch::alignUp(560 * 8 * 4) + (3 * 1100 + 1) * 4);
+}
+
+/// A class out of range is reported by the gradient too: an entry with it
+/// runs no forward.
+TEST(CudaKernelsTest, LinearCrossEntropyReportsBadTargets) {
+  const int64_t n = 4, d = 2, v = 3;
+  std::vector<float> x(n * d, 1.0f), w(d * v, 0.5f), g = {1.0f};
+  std::vector<int32_t> target = {0, 2, 3, -100};
+  const ztc::LinearCrossEntropyParams params{false, {true, -100}};
   const gpu::Dims ins[] = {gpuDims({n, d}), gpuDims({d, v}), gpuDims({n}),
                            gpuDims({})};
   PlannedScratch backward(gpu::scratch::linearCrossEntropyBackwardBytes<float>(
       ins, nullptr, params));
-  target[7] = v;
   std::vector<float> dx(n * d), dw(d * v), loss(1);
   gpu::linearCrossEntropyBackward<float, int32_t>(
       x.data(), gpuDims({n, d}), w.data(), gpuDims({d, v}), target.data(),
@@ -642,7 +665,9 @@ TEST(CudaKernelsTest, LinearCrossEntropyMatchesTheCpu) {
       dw.data(), gpuDims({d, v}), loss.data(), gpuDims({}), params,
       backward.get(), kStream);
   EXPECT_EQ(takeError(),
-            "nll_loss: target 8 is outside [0, 8) (ignore_index -100)");
+            "nll_loss: target 3 is outside [0, 3) (ignore_index -100)");
+  // Rows 0 and 1 count: equal logits, so each loses log(3).
+  EXPECT_NEAR(loss[0], std::log(3.0), 1e-6);
 }
 
 /// Operands stored [B, T, H, D] (every role's bthd bit): the CUDA kernels

@@ -106,8 +106,20 @@ func.func @operand_type(%x: memref<4x3xf32>, %i: memref<2xf32>) {
 
 func.func @operand_like_output(%x: memref<2x3xf16>, %w: memref<3x4xf32>) {
   %a = kernel.alloc : memref<2x4xf32>
-  // expected-error @+1 {{'matmul' input 0 has 'f16', expected the first output's 'f32'}}
+  // expected-error @+1 {{'matmul' input 0 has 'f16', expected the kernel's T 'f32'}}
   kernel.call "matmul" ins(%x, %w : memref<2x3xf16>, memref<3x4xf32>) outs(%a : memref<2x4xf32>)
+  return
+}
+
+// -----
+
+// A kernel without T outputs takes T from its first T input; its C
+// operands are T's compute type: f32 for bf16.
+func.func @compute_type(%x: memref<6x4xbf16>, %w: memref<4x10xbf16>, %t: memref<6xi64>) {
+  %l = kernel.alloc : memref<bf16>
+  %c = kernel.alloc : memref<f32>
+  // expected-error @+1 {{'linear_cross_entropy' output 0 has 'bf16', expected 'f32', the compute type of its T 'bf16'}}
+  kernel.call "linear_cross_entropy" ins(%x, %w, %t : memref<6x4xbf16>, memref<4x10xbf16>, memref<6xi64>) outs(%l, %c : memref<bf16>, memref<f32>)
   return
 }
 

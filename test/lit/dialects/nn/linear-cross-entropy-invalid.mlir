@@ -13,9 +13,9 @@ func.func @x_rank(%x: tensor<2x6x4xf32>, %w: tensor<4x10xf32>, %t: tensor<12xi64
 
 // -----
 
-// The kernels compute in f32 or f64.
-func.func @x_type(%x: tensor<6x4xbf16>, %w: tensor<4x10xbf16>, %t: tensor<6xi64>) {
-  // expected-error @+1 {{'nn.linear_cross_entropy' op expects x of f32 or f64, got 'tensor<6x4xbf16>'}}
+// A half product's loss is f32, its compute type.
+func.func @half_loss_type(%x: tensor<6x4xbf16>, %w: tensor<4x10xbf16>, %t: tensor<6xi64>) {
+  // expected-error @+1 {{'nn.linear_cross_entropy' op result type 'tensor<bf16>', 'tensor<bf16>' differs from the inferred type 'tensor<f32>', 'tensor<f32>'}}
   %l, %c = nn.linear_cross_entropy %x, %w, %t
          : tensor<6x4xbf16>, tensor<4x10xbf16>, tensor<6xi64> -> tensor<bf16>, tensor<bf16>
   return

@@ -39,3 +39,21 @@ func.func @backward(%x: tensor<64x32xf32>, %w: tensor<1000x32xf32>,
          -> tensor<64x32xf32>, tensor<1000x32xf32>, tensor<f32>
   return %dx, %dw, %l : tensor<64x32xf32>, tensor<1000x32xf32>, tensor<f32>
 }
+
+// Mixed precision: bf16 (and f16) x and w, the loss and `correct` in f32;
+// the backward's gradients in the operands' type, its grad and loss f32.
+// CHECK-LABEL: func.func @half
+// CHECK: nn.linear_cross_entropy %{{.+}}, %{{.+}}, %{{.+}} {transpose_b} : tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<8xi64> -> tensor<f32>, tensor<f32>
+// CHECK: nn.linear_cross_entropy_backward %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<8x4xf16>, tensor<4x10xf16>, tensor<8xi64>, tensor<f32> -> tensor<8x4xf16>, tensor<4x10xf16>, tensor<f32>
+func.func @half(%x: tensor<8x4xbf16>, %w: tensor<10x4xbf16>,
+                %xh: tensor<8x4xf16>, %wh: tensor<4x10xf16>,
+                %t: tensor<8xi64>, %g: tensor<f32>)
+    -> (tensor<f32>, tensor<8x4xf16>) {
+  %loss, %correct = nn.linear_cross_entropy %x, %w, %t {transpose_b}
+         : tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<8xi64>
+         -> tensor<f32>, tensor<f32>
+  %dx, %dw, %l = nn.linear_cross_entropy_backward %xh, %wh, %t, %g
+         : tensor<8x4xf16>, tensor<4x10xf16>, tensor<8xi64>, tensor<f32>
+         -> tensor<8x4xf16>, tensor<4x10xf16>, tensor<f32>
+  return %loss, %dx : tensor<f32>, tensor<8x4xf16>
+}

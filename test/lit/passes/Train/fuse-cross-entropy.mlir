@@ -2,7 +2,8 @@
 
 // ztc-fuse-cross-entropy: the classifier's product, log-softmax and mean
 // nll_loss as one nn.linear_cross_entropy, only when the logits have no
-// other reader and every type is f32 or f64. Each rewrite has its positive
+// other reader and the types are the kernels' (f32 or f64 throughout, or
+// a half product widened to an f32 loss). Each rewrite has its positive
 // case, then the negative ones.
 
 // The loss --loss cross_entropy builds on the example GPT
@@ -97,20 +98,80 @@ func.func @sum_and_weights(%h: tensor<8x4xf32>, %w: tensor<4x10xf32>,
   return %l, %l2 : tensor<f32>, tensor<f32>
 }
 
-// Negative: a mixed-precision head (bf16 product, logits cast back to f32)
-// and a head with a bias stay as they are.
-// CHECK-LABEL: func.func @bf16_and_bias
-// CHECK-NOT: nn.linear_cross_entropy
-// CHECK-COUNT-2: nn.nll_loss
-func.func @bf16_and_bias(%h: tensor<8x4xbf16>, %w: tensor<4x10xbf16>,
-                         %hf: tensor<8x4xf32>, %wf: tensor<4x10xf32>,
-                         %bias: tensor<10xf32>, %t: tensor<8xi64>)
-    -> (tensor<f32>, tensor<f32>) {
-  %zh = nn.matmul %h, %w : tensor<8x4xbf16>, tensor<4x10xbf16> -> tensor<8x10xbf16>
-  %z = nn.cast %zh : tensor<8x10xbf16> -> tensor<8x10xf32>
+// Mixed precision (--precision bf16): the tied head's bf16 product of the
+// bf16 copies of h and the embedding, its logits widened to f32 and then
+// flattened (what ztc-autocast and ztc-attach-loss build). The fused op
+// reads the bf16 operands and gives an f32 loss; the widening goes with
+// the chain, the casts of its operands stay.
+// CHECK-LABEL: func.func @bf16_tied
+// CHECK-SAME: (%[[H:[^:]+]]: tensor<2x4x8xf32>, %[[WTE:[^:]+]]: tensor<16x8xf32>, %[[T:[^:]+]]: tensor<8xi64>)
+// CHECK: %[[WH:.+]] = nn.cast %[[WTE]] : tensor<16x8xf32> -> tensor<16x8xbf16>
+// CHECK: %[[HH:.+]] = nn.cast %[[H]] : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+// CHECK-NOT: nn.transpose
+// CHECK: %[[X:.+]] = nn.reshape %[[HH]] : tensor<2x4x8xbf16> -> tensor<8x8xbf16>
+// CHECK-NEXT: %[[L:[^,]+]], %{{.+}} = nn.linear_cross_entropy %[[X]], %[[WH]], %[[T]] {transpose_b} : tensor<8x8xbf16>, tensor<16x8xbf16>, tensor<8xi64> -> tensor<f32>, tensor<f32>
+// CHECK-NEXT: return %[[L]] : tensor<f32>
+func.func @bf16_tied(%h: tensor<2x4x8xf32>, %wte: tensor<16x8xf32>,
+                     %t: tensor<8xi64>) -> tensor<f32> {
+  %wh = nn.cast %wte : tensor<16x8xf32> -> tensor<16x8xbf16>
+  %hh = nn.cast %h : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  %wt = nn.transpose %wh {perm = array<i64: 1, 0>}
+      : tensor<16x8xbf16> -> tensor<8x16xbf16>
+  %o = nn.matmul %hh, %wt : tensor<2x4x8xbf16>, tensor<8x16xbf16>
+      -> tensor<2x4x16xbf16>
+  %of = nn.cast %o : tensor<2x4x16xbf16> -> tensor<2x4x16xf32>
+  %z = nn.reshape %of : tensor<2x4x16xf32> -> tensor<8x16xf32>
+  %lp = nn.log_softmax %z {axis = 1 : i64}
+      : tensor<8x16xf32> -> tensor<8x16xf32>
+  %l = nn.nll_loss %lp, %t {reduction = "mean"}
+      : tensor<8x16xf32>, tensor<8xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// An f16 product flattened first, then widened: the other order.
+// CHECK-LABEL: func.func @f16_flattened_then_widened
+// CHECK-NOT: nn.cast
+// CHECK: nn.linear_cross_entropy %{{.+}}, %{{.+}}, %{{.+}} : tensor<8x4xf16>, tensor<4x10xf16>, tensor<8xi64> -> tensor<f32>, tensor<f32>
+// CHECK-NOT: nn.log_softmax
+func.func @f16_flattened_then_widened(%h: tensor<2x4x4xf16>,
+                                      %w: tensor<4x10xf16>,
+                                      %t: tensor<8xi64>) -> tensor<f32> {
+  %o = nn.matmul %h, %w : tensor<2x4x4xf16>, tensor<4x10xf16> -> tensor<2x4x10xf16>
+  %zh = nn.reshape %o : tensor<2x4x10xf16> -> tensor<8x10xf16>
+  %z = nn.cast %zh : tensor<8x10xf16> -> tensor<8x10xf32>
   %lp = nn.log_softmax %z {axis = 1 : i64}
       : tensor<8x10xf32> -> tensor<8x10xf32>
   %l = nn.nll_loss %lp, %t {reduction = "mean"}
+      : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// Negative: a half loss (log-softmax in bf16, no widening), a widening
+// that is not from half (f32 logits to f64), a widened product read by
+// something else, and a head with a bias stay as they are.
+// CHECK-LABEL: func.func @bf16_loss_and_bias
+// CHECK-NOT: nn.linear_cross_entropy
+// CHECK-COUNT-4: nn.nll_loss
+func.func @bf16_loss_and_bias(%h: tensor<8x4xbf16>, %w: tensor<4x10xbf16>,
+                         %hf: tensor<8x4xf32>, %wf: tensor<4x10xf32>,
+                         %bias: tensor<10xf32>, %t: tensor<8xi64>)
+    -> (tensor<bf16>, tensor<f64>, tensor<f32>, tensor<f32>, tensor<8x10xf32>) {
+  %zh = nn.matmul %h, %w : tensor<8x4xbf16>, tensor<4x10xbf16> -> tensor<8x10xbf16>
+  %lph = nn.log_softmax %zh {axis = 1 : i64}
+      : tensor<8x10xbf16> -> tensor<8x10xbf16>
+  %lh = nn.nll_loss %lph, %t {reduction = "mean"}
+      : tensor<8x10xbf16>, tensor<8xi64> -> tensor<bf16>
+  %p64 = nn.matmul %hf, %wf : tensor<8x4xf32>, tensor<4x10xf32> -> tensor<8x10xf32>
+  %z64 = nn.cast %p64 : tensor<8x10xf32> -> tensor<8x10xf64>
+  %lp64 = nn.log_softmax %z64 {axis = 1 : i64}
+      : tensor<8x10xf64> -> tensor<8x10xf64>
+  %l64 = nn.nll_loss %lp64, %t {reduction = "mean"}
+      : tensor<8x10xf64>, tensor<8xi64> -> tensor<f64>
+  %zh2 = nn.matmul %h, %w : tensor<8x4xbf16>, tensor<4x10xbf16> -> tensor<8x10xbf16>
+  %z2 = nn.cast %zh2 : tensor<8x10xbf16> -> tensor<8x10xf32>
+  %lp2 = nn.log_softmax %z2 {axis = 1 : i64}
+      : tensor<8x10xf32> -> tensor<8x10xf32>
+  %l2 = nn.nll_loss %lp2, %t {reduction = "mean"}
       : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
   %p = nn.matmul %hf, %wf : tensor<8x4xf32>, tensor<4x10xf32> -> tensor<8x10xf32>
   %zb = nn.add %p, %bias : tensor<8x10xf32>, tensor<10xf32> -> tensor<8x10xf32>
@@ -118,7 +179,8 @@ func.func @bf16_and_bias(%h: tensor<8x4xbf16>, %w: tensor<4x10xbf16>,
       : tensor<8x10xf32> -> tensor<8x10xf32>
   %lb = nn.nll_loss %lpb, %t {reduction = "mean"}
       : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
-  return %l, %lb : tensor<f32>, tensor<f32>
+  return %lh, %l64, %l2, %lb, %z2
+      : tensor<bf16>, tensor<f64>, tensor<f32>, tensor<f32>, tensor<8x10xf32>
 }
 
 // Negative: a log-softmax over another axis is not over the classes.
