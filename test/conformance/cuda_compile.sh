@@ -238,6 +238,8 @@ template <typename T> void floats(T *p, cudaStream_t s) {
                                  s);
   linearCrossEntropyBackward<T, int64_t>(p, d, p, d, classes, d, acc, d, p, d,
                                          p, d, acc, d, lce, z, s);
+  linearCrossEntropyBackwardX<T, int64_t>(p, d, p, d, classes, d, acc, d, p, d,
+                                          acc, d, lce, z, s);
 }
 
 /// The 16-bit storage types in device code, as generated kernels use them.

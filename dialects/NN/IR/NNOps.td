@@ -1504,8 +1504,10 @@ def NN_LinearCrossEntropyBackwardOp
     chunks in f32 before its one rounding. Having every row's
     log-sum-exp, the op also gives the forward's `loss` (the same value,
     from the same arithmetic), so that `ztc-merge-cross-entropy` can drop
-    the forward op from an entry that has both. It has no second-order
-    gradient.
+    the forward op from an entry that has both. When nothing reads
+    `grad_w` (a frozen classifier: LoRA's base, `--freeze`), the op lowers
+    to a kernel that skips dw's product
+    (`linear_cross_entropy_backward_x`). It has no second-order gradient.
 
     Example:
 

@@ -91,16 +91,18 @@ int64_t LinearCrossEntropyOp::estimateFlops() {
   return 2 * scores * width + 5 * scores;
 }
 
-/// The products for dx and dw, and the softmax's gradient per score. The
-/// scores it recomputes are counted as the forward's: an entry with both
-/// ops keeps only this one (ztc-merge-cross-entropy), so the pair costs
-/// what this op runs.
+/// The products for dx and dw (dx's alone when nothing reads grad_w: its
+/// kernel then skips dw, ztc-convert-nn-to-kernel), and the softmax's
+/// gradient per score. The scores it recomputes are counted as the
+/// forward's: an entry with both ops keeps only this one
+/// (ztc-merge-cross-entropy), so the pair costs what this op runs.
 int64_t LinearCrossEntropyBackwardOp::estimateFlops() {
   int64_t rows = getX().getType().getDimSize(0);
   int64_t width = getX().getType().getDimSize(1);
   int64_t scores =
       rows * (getW().getType().getNumElements() / std::max<int64_t>(width, 1));
-  return 2 * 2 * scores * width + 5 * scores;
+  int64_t products = getGradW().use_empty() ? 1 : 2;
+  return products * 2 * scores * width + 5 * scores;
 }
 
 /// The scores recomputed (q kᵀ), then four products of their size (dv, dP,

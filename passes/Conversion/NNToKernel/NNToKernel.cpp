@@ -206,10 +206,17 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
   SmallVector<Value> inputs;
   for (Value operand : op->getOperands())
     inputs.push_back(lookup(operand));
+  // A frozen classifier's weight gradient is not computed: a fused cross
+  // entropy's backward whose grad_w nothing reads runs the kernel without
+  // it, and no buffer holds it.
+  auto crossEntropy = dyn_cast<nn::LinearCrossEntropyBackwardOp>(op);
+  bool inputGradientOnly = crossEntropy && crossEntropy.getGradW().use_empty();
   // One buffer per result: a library kernel with several outputs
   // (nn.attention_backward) writes each.
   SmallVector<Value> outputs;
   for (Value result : op->getResults()) {
+    if (inputGradientOnly && result == crossEntropy.getGradW())
+      continue;
     outputs.push_back(kernel::AllocOp::create(
         b, loc, bufferType(result.getType()), IntegerAttr()));
     valueMap[result] = outputs.back();
@@ -248,7 +255,9 @@ LogicalResult Bufferizer::convert(OpBuilder &b, Operation *op) {
       if (Attribute attr = op->getAttr(name))
         config.push_back(b.getNamedAttr(
             name, isa<UnitAttr>(attr) ? b.getBoolAttr(true) : attr));
-    kernel::CallOp::create(b, loc, call.getLibraryCallee(), inputs, outputs,
+    StringRef callee = inputGradientOnly ? "linear_cross_entropy_backward_x"
+                                         : call.getLibraryCallee();
+    kernel::CallOp::create(b, loc, callee, inputs, outputs,
                            b.getDictionaryAttr(config));
     return success();
   }

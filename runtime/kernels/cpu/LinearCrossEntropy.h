@@ -146,35 +146,36 @@ void linearCrossEntropy(const T *x, const Dims &xDims, const T *w,
   correct[0] = static_cast<Acc>(correctRows);
 }
 
+namespace detail {
+
+/// linearCrossEntropyBackward, and without w's gradient when `gradW` is
+/// null (linearCrossEntropyBackwardX): the chunk's dw product is skipped.
 template <typename T, typename I>
-void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
-                                const Dims &wDims, const I *target,
-                                const Dims &, const detail::ComputeT<T> *grad,
-                                const Dims &, T *gradX, const Dims &, T *gradW,
-                                const Dims &, detail::ComputeT<T> *loss,
-                                const Dims &,
-                                const LinearCrossEntropyParams &params) {
-  using Acc = detail::ComputeT<T>;
+void crossEntropyGradients(const T *x, const LinearCrossEntropyShape &s,
+                           const T *w, const I *target, const ComputeT<T> *grad,
+                           T *gradX, T *gradW, ComputeT<T> *loss,
+                           const LinearCrossEntropyParams &params) {
+  using Acc = ComputeT<T>;
   // A half dw sums the chunks in f32 (dwSums), rounded once at the end.
   constexpr bool kHalf = !std::is_same_v<T, Acc>;
-  LinearCrossEntropyShape s(xDims, wDims, params);
-  std::vector<char> counted = detail::countedRows(target, s, params);
+  std::vector<char> counted = countedRows(target, s, params);
   int64_t count = 0;
   for (char c : counted)
     count += c;
   // d loss / d z[n, j] = g / count * (softmax(z[n])[j] - [j == t[n]]);
   // rows that do not count get exactly 0 (with no row counted too).
   const Acc scale = grad[0] / static_cast<Acc>(count);
-  int64_t chunk = s.chunkRows(detail::kLinearCrossEntropyFloorRows);
+  int64_t chunk = s.chunkRows(kLinearCrossEntropyFloorRows);
   std::vector<T> dz(size_t(chunk) * size_t(s.classes));
   std::vector<Acc> losses(s.rows, Acc(0));
-  std::vector<float> dwSums(kHalf ? size_t(s.width) * size_t(s.classes) : 0);
-  if (s.rows == 0 || s.classes == 0)
+  std::vector<float> dwSums(kHalf && gradW ? size_t(s.width) * size_t(s.classes)
+                                           : 0);
+  if (gradW && (s.rows == 0 || s.classes == 0))
     std::fill(gradW, gradW + s.width * s.classes, T(0));
   for (int64_t begin = 0; begin < s.rows; begin += chunk) {
     int64_t rows = std::min(chunk, s.rows - begin);
-    detail::chunkLogits(x, w, s, begin, rows, dz.data());
-#pragma omp parallel for if (rows * s.classes > detail::kParallelGrain)
+    chunkLogits(x, w, s, begin, rows, dz.data());
+#pragma omp parallel for if (rows * s.classes > kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
       int64_t n = begin + r;
       T *z = dz.data() + r * s.classes;
@@ -184,47 +185,72 @@ void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
       }
       auto t = static_cast<int64_t>(target[n]);
       char hit;
-      Acc shift = detail::rowLoss(z, s.classes, t, losses[n], hit);
+      Acc shift = rowLoss(z, s.classes, t, losses[n], hit);
       // Rounded once: the target's entry subtracts before it is stored.
 #pragma omp simd
       for (int64_t j = 0; j < s.classes; ++j) {
-        Acc value = detail::exp(detail::load(z[j]) - shift) * scale;
-        z[j] = detail::store<T>(j == t ? value - scale : value);
+        Acc value = exp(load(z[j]) - shift) * scale;
+        z[j] = store<T>(j == t ? value - scale : value);
       }
     }
     // dx = dz w as [V, D]; dw (+)= dzᵀ x ([V, D]) or xᵀ dz ([D, V]).
     const T *xChunk = x + begin * s.width;
-    detail::gemm<T>(rows, s.width, s.classes, dz.data(), s.classes, false, w,
-                    s.weightStride(), !s.transposed, gradX + begin * s.width,
-                    s.width, nullptr);
+    gemm<T>(rows, s.width, s.classes, dz.data(), s.classes, false, w,
+            s.weightStride(), !s.transposed, gradX + begin * s.width, s.width,
+            nullptr);
+    if (!gradW)
+      continue;
     bool accumulate = begin > 0;
     if constexpr (kHalf) {
       if (s.transposed)
-        detail::gemmWidened(s.classes, s.width, rows, dz.data(), s.classes,
-                            true, xChunk, s.width, false, dwSums.data(),
-                            s.width, accumulate);
+        gemmWidened(s.classes, s.width, rows, dz.data(), s.classes, true,
+                    xChunk, s.width, false, dwSums.data(), s.width, accumulate);
       else
-        detail::gemmWidened(s.width, s.classes, rows, xChunk, s.width, true,
-                            dz.data(), s.classes, false, dwSums.data(),
-                            s.classes, accumulate);
+        gemmWidened(s.width, s.classes, rows, xChunk, s.width, true, dz.data(),
+                    s.classes, false, dwSums.data(), s.classes, accumulate);
     } else if (s.transposed) {
-      detail::gemm<T>(s.classes, s.width, rows, dz.data(), s.classes, true,
-                      xChunk, s.width, false, gradW, s.width, nullptr,
-                      accumulate);
+      gemm<T>(s.classes, s.width, rows, dz.data(), s.classes, true, xChunk,
+              s.width, false, gradW, s.width, nullptr, accumulate);
     } else {
-      detail::gemm<T>(s.width, s.classes, rows, xChunk, s.width, true,
-                      dz.data(), s.classes, false, gradW, s.classes, nullptr,
-                      accumulate);
+      gemm<T>(s.width, s.classes, rows, xChunk, s.width, true, dz.data(),
+              s.classes, false, gradW, s.classes, nullptr, accumulate);
     }
   }
   if constexpr (kHalf)
-    if (s.rows > 0) {
+    if (gradW && s.rows > 0) {
       int64_t size = s.width * s.classes;
-#pragma omp parallel for if (size > detail::kParallelGrain)
+#pragma omp parallel for if (size > kParallelGrain)
       for (int64_t i = 0; i < size; ++i)
-        gradW[i] = detail::store<T>(dwSums[i]);
+        gradW[i] = store<T>(dwSums[i]);
     }
-  loss[0] = detail::meanLoss(losses, counted);
+  loss[0] = meanLoss(losses, counted);
+}
+
+} // namespace detail
+
+template <typename T, typename I>
+void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
+                                const Dims &wDims, const I *target,
+                                const Dims &, const detail::ComputeT<T> *grad,
+                                const Dims &, T *gradX, const Dims &, T *gradW,
+                                const Dims &, detail::ComputeT<T> *loss,
+                                const Dims &,
+                                const LinearCrossEntropyParams &params) {
+  detail::crossEntropyGradients(x,
+                                LinearCrossEntropyShape(xDims, wDims, params),
+                                w, target, grad, gradX, gradW, loss, params);
+}
+
+template <typename T, typename I>
+void linearCrossEntropyBackwardX(const T *x, const Dims &xDims, const T *w,
+                                 const Dims &wDims, const I *target,
+                                 const Dims &, const detail::ComputeT<T> *grad,
+                                 const Dims &, T *gradX, const Dims &,
+                                 detail::ComputeT<T> *loss, const Dims &,
+                                 const LinearCrossEntropyParams &params) {
+  detail::crossEntropyGradients(
+      x, LinearCrossEntropyShape(xDims, wDims, params), w, target, grad, gradX,
+      static_cast<T *>(nullptr), loss, params);
 }
 
 } // namespace ztc::cpu

@@ -192,8 +192,10 @@ template <typename T> struct CrossEntropyScratch {
   float *dwSums = nullptr;
 
   CrossEntropyScratch(const Scratch &scratch, const LinearCrossEntropyShape &s,
-                      bool gradient, const char *kernel) {
-    scratch::LinearCrossEntropyLayout<T> layout(s, gradient);
+                      scratch::LinearCrossEntropyWork work,
+                      const char *kernel) {
+    bool gradient = work != scratch::LinearCrossEntropyWork::Loss;
+    scratch::LinearCrossEntropyLayout<T> layout(s, work);
     T *chunk = scratchPart<T>(scratch, 0, layout.logitsBytes, kernel);
     Acc *stats = scratchPart<Acc>(scratch, layout.statsOffset,
                                   layout.statsBytes, kernel);
@@ -270,7 +272,8 @@ void linearCrossEntropy(const T *x, const Dims &xDims, const T *w,
                        stream, kernel);
     return;
   }
-  detail::CrossEntropyScratch<T> work(scratch, s, false, kernel);
+  detail::CrossEntropyScratch<T> work(
+      scratch, s, scratch::LinearCrossEntropyWork::Loss, kernel);
   if (!work)
     return;
   auto rowBody =
@@ -287,6 +290,83 @@ void linearCrossEntropy(const T *x, const Dims &xDims, const T *w,
       stream, kernel);
 }
 
+namespace detail {
+
+/// linearCrossEntropyBackward, and without w's gradient when `gradW` is
+/// null (linearCrossEntropyBackwardX): the chunk's dw product is skipped,
+/// and so are a half T's f32 sums.
+template <typename T, typename I>
+void crossEntropyGradients(const T *x, const LinearCrossEntropyShape &s,
+                           const T *w, const I *target, const ComputeT<T> *grad,
+                           T *gradX, T *gradW, ComputeT<T> *loss,
+                           const LinearCrossEntropyParams &params,
+                           const Scratch &scratch, cudaStream_t stream,
+                           const char *kernel) {
+  using Acc = ComputeT<T>;
+  // A half dw sums the chunks in f32 (the layout's dwSums).
+  constexpr bool kHalf = !std::is_same_v<T, Acc>;
+  if (s.rows == 0) {
+    if (gradW)
+      launchElements(s.width * s.classes, ZeroBody<T>{gradW}, stream, kernel);
+    launchRows(
+        1, 32,
+        CrossEntropyTotalBody<Acc>{nullptr, nullptr, nullptr, loss, nullptr, 0},
+        stream, kernel);
+    return;
+  }
+  CrossEntropyScratch<T> work(
+      scratch, s,
+      gradW ? scratch::LinearCrossEntropyWork::Gradients
+            : scratch::LinearCrossEntropyWork::InputGradient,
+      kernel);
+  if (!work)
+    return;
+  launchRows(1, s.rows,
+             CountedRowsBody<T, I>{target, work.count, s.rows, s.classes,
+                                   params.ignore_index.value,
+                                   params.ignore_index.present},
+             stream, kernel);
+  auto rowBody = crossEntropyRows<T, I>(work, target, grad, s, params);
+  T *dz = work.logits;
+  int64_t chunk = s.chunkRows(scratch::kLinearCrossEntropyFloorRows);
+  for (int64_t begin = 0; begin < s.rows; begin += chunk) {
+    int64_t rows = s.rows - begin < chunk ? s.rows - begin : chunk;
+    const T *xChunk = x + begin * s.width;
+    crossEntropyChunk(x, w, s, begin, rows, rowBody, stream, kernel);
+    // dx = dz w as [V, D].
+    GemmShape dx{1,       rows, s.width, s.classes, s.classes, s.weightStride(),
+                 s.width, 0,    0,       0};
+    dx.transB = !s.transposed;
+    gemm<T>(dz, w, gradX + begin * s.width, dx, false, stream, kernel);
+    if (!gradW)
+      continue;
+    // dw (+)= dzᵀ x ([V, D]) or xᵀ dz ([D, V]), into the f32 sums for a
+    // half T.
+    GemmShape dw =
+        s.transposed ? GemmShape{1,       s.classes, s.width, rows, s.classes,
+                                 s.width, s.width,   0,       0,    0}
+                     : GemmShape{1,         s.width,   s.classes, rows, s.width,
+                                 s.classes, s.classes, 0,         0,    0};
+    dw.transA = true;
+    const T *dwA = s.transposed ? dz : xChunk;
+    const T *dwB = s.transposed ? xChunk : dz;
+    if constexpr (kHalf)
+      gemm<T, float>(dwA, dwB, work.dwSums, dw, begin > 0, stream, kernel);
+    else
+      gemm<T>(dwA, dwB, gradW, dw, begin > 0, stream, kernel);
+  }
+  if constexpr (kHalf)
+    if (gradW)
+      launchElements(s.width * s.classes, RoundBody<T>{work.dwSums, gradW},
+                     stream, kernel);
+  launchRows(1, s.rows,
+             CrossEntropyTotalBody<Acc>{work.rowLoss, work.rowHit,
+                                        work.rowCounted, loss, nullptr, s.rows},
+             stream, kernel);
+}
+
+} // namespace detail
+
 template <typename T, typename I>
 void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
                                 const Dims &wDims, const I *target,
@@ -296,69 +376,23 @@ void linearCrossEntropyBackward(const T *x, const Dims &xDims, const T *w,
                                 const Dims &,
                                 const LinearCrossEntropyParams &params,
                                 const Scratch &scratch, cudaStream_t stream) {
-  using Acc = detail::ComputeT<T>;
-  // A half dw sums the chunks in f32 (the layout's dwSums).
-  constexpr bool kHalf = !std::is_same_v<T, Acc>;
-  LinearCrossEntropyShape s(xDims, wDims, params);
-  const char *kernel = "linearCrossEntropyBackward";
-  if (s.rows == 0) {
-    detail::launchElements(s.width * s.classes, detail::ZeroBody<T>{gradW},
-                           stream, kernel);
-    detail::launchRows(1, 32,
-                       detail::CrossEntropyTotalBody<Acc>{
-                           nullptr, nullptr, nullptr, loss, nullptr, 0},
-                       stream, kernel);
-    return;
-  }
-  detail::CrossEntropyScratch<T> work(scratch, s, true, kernel);
-  if (!work)
-    return;
-  const int64_t ignore = params.ignore_index.value;
-  const bool hasIgnore = params.ignore_index.present;
-  detail::launchRows(1, s.rows,
-                     detail::CountedRowsBody<T, I>{target, work.count, s.rows,
-                                                   s.classes, ignore,
-                                                   hasIgnore},
-                     stream, kernel);
-  auto rowBody = detail::crossEntropyRows<T, I>(work, target, grad, s, params);
-  T *dz = work.logits;
-  int64_t chunk = s.chunkRows(scratch::kLinearCrossEntropyFloorRows);
-  for (int64_t begin = 0; begin < s.rows; begin += chunk) {
-    int64_t rows = s.rows - begin < chunk ? s.rows - begin : chunk;
-    const T *xChunk = x + begin * s.width;
-    detail::crossEntropyChunk(x, w, s, begin, rows, rowBody, stream, kernel);
-    // dx = dz w as [V, D].
-    detail::GemmShape dx{
-        1,       rows, s.width, s.classes, s.classes, s.weightStride(),
-        s.width, 0,    0,       0};
-    dx.transB = !s.transposed;
-    detail::gemm<T>(dz, w, gradX + begin * s.width, dx, false, stream, kernel);
-    // dw (+)= dzᵀ x ([V, D]) or xᵀ dz ([D, V]), into the f32 sums for a
-    // half T.
-    detail::GemmShape dw =
-        s.transposed
-            ? detail::GemmShape{1,       s.classes, s.width, rows, s.classes,
-                                s.width, s.width,   0,       0,    0}
-            : detail::GemmShape{1,         s.width,   s.classes, rows, s.width,
-                                s.classes, s.classes, 0,         0,    0};
-    dw.transA = true;
-    const T *dwA = s.transposed ? dz : xChunk;
-    const T *dwB = s.transposed ? xChunk : dz;
-    if constexpr (kHalf)
-      detail::gemm<T, float>(dwA, dwB, work.dwSums, dw, begin > 0, stream,
-                             kernel);
-    else
-      detail::gemm<T>(dwA, dwB, gradW, dw, begin > 0, stream, kernel);
-  }
-  if constexpr (kHalf)
-    detail::launchElements(s.width * s.classes,
-                           detail::RoundBody<T>{work.dwSums, gradW}, stream,
-                           kernel);
-  detail::launchRows(
-      1, s.rows,
-      detail::CrossEntropyTotalBody<Acc>{
-          work.rowLoss, work.rowHit, work.rowCounted, loss, nullptr, s.rows},
-      stream, kernel);
+  detail::crossEntropyGradients(
+      x, LinearCrossEntropyShape(xDims, wDims, params), w, target, grad, gradX,
+      gradW, loss, params, scratch, stream, "linearCrossEntropyBackward");
+}
+
+template <typename T, typename I>
+void linearCrossEntropyBackwardX(const T *x, const Dims &xDims, const T *w,
+                                 const Dims &wDims, const I *target,
+                                 const Dims &, const detail::ComputeT<T> *grad,
+                                 const Dims &, T *gradX, const Dims &,
+                                 detail::ComputeT<T> *loss, const Dims &,
+                                 const LinearCrossEntropyParams &params,
+                                 const Scratch &scratch, cudaStream_t stream) {
+  detail::crossEntropyGradients(
+      x, LinearCrossEntropyShape(xDims, wDims, params), w, target, grad, gradX,
+      static_cast<T *>(nullptr), loss, params, scratch, stream,
+      "linearCrossEntropyBackwardX");
 }
 
 } // namespace ztc::cuda

@@ -407,19 +407,25 @@ int64_t attentionBackwardAccumulatorBytes(const AttentionShape &s) {
 /// rows enough to keep the device busy (GPT-2 small's 128 would not).
 constexpr int64_t kLinearCrossEntropyFloorRows = 512;
 
-/// linearCrossEntropy's scratch and its gradient's, in order: a chunk of
-/// logits (T; the gradient turns it into theirs in place), each row's loss,
+/// What a linearCrossEntropy kernel computes: the loss (the forward), the
+/// gradients of x and w, or that of x alone (a frozen w).
+enum class LinearCrossEntropyWork { Loss, Gradients, InputGradient };
+
+/// linearCrossEntropy's scratch and its gradients', in order: a chunk of
+/// logits (T; a gradient turns it into theirs in place), each row's loss,
 /// whether it scores its class highest and whether it counts (ComputeT
-/// each, summed by one block in row order at the end), in the gradient the
-/// count of rows that count, and then, for a half T, dw's f32 sums over the
-/// chunks (width x classes, stored as w is), rounded once at the end.
-/// Nothing when there are no rows.
+/// each, summed by one block in row order at the end), in a gradient the
+/// count of rows that count, and then, for w's gradient of a half T, its
+/// f32 sums over the chunks (width x classes, stored as w is), rounded once
+/// at the end. Nothing when there are no rows.
 template <typename T> struct LinearCrossEntropyLayout {
   using Acc = numeric::ComputeT<T>;
   int64_t logitsBytes = 0, statsOffset = 0, statsBytes = 0, sumsOffset = 0,
           sumsBytes = 0;
 
-  LinearCrossEntropyLayout(const LinearCrossEntropyShape &s, bool gradient) {
+  LinearCrossEntropyLayout(const LinearCrossEntropyShape &s,
+                           LinearCrossEntropyWork work) {
+    bool gradient = work != LinearCrossEntropyWork::Loss;
     if (s.rows == 0)
       return;
     logitsBytes = s.chunkRows(kLinearCrossEntropyFloorRows) * s.classes *
@@ -427,7 +433,7 @@ template <typename T> struct LinearCrossEntropyLayout {
     statsOffset = alignUp(logitsBytes);
     statsBytes = (3 * s.rows + (gradient ? 1 : 0)) * int64_t(sizeof(Acc));
     sumsOffset = alignUp(statsOffset + statsBytes);
-    if (gradient && !std::is_same_v<T, Acc>)
+    if (work == LinearCrossEntropyWork::Gradients && !std::is_same_v<T, Acc>)
       sumsBytes = s.width * s.classes * int64_t(sizeof(float));
   }
   int64_t bytes() const {
@@ -514,21 +520,34 @@ int64_t attentionBackwardBytes(const Dims *in, const Dims *,
       AttentionShape(in[0], in[1], in[2], Dims{}, false, p));
 }
 
-/// linearCrossEntropy and its gradient: LinearCrossEntropyLayout.
+/// linearCrossEntropy and its gradients: LinearCrossEntropyLayout.
+template <typename T>
+int64_t linearCrossEntropyLayoutBytes(const Dims *in,
+                                      const LinearCrossEntropyParams &p,
+                                      LinearCrossEntropyWork work) {
+  return LinearCrossEntropyLayout<T>(LinearCrossEntropyShape(in[0], in[1], p),
+                                     work)
+      .bytes();
+}
+
 template <typename T>
 int64_t linearCrossEntropyBytes(const Dims *in, const Dims *,
                                 const LinearCrossEntropyParams &p) {
-  return LinearCrossEntropyLayout<T>(LinearCrossEntropyShape(in[0], in[1], p),
-                                     false)
-      .bytes();
+  return linearCrossEntropyLayoutBytes<T>(in, p, LinearCrossEntropyWork::Loss);
 }
 
 template <typename T>
 int64_t linearCrossEntropyBackwardBytes(const Dims *in, const Dims *,
                                         const LinearCrossEntropyParams &p) {
-  return LinearCrossEntropyLayout<T>(LinearCrossEntropyShape(in[0], in[1], p),
-                                     true)
-      .bytes();
+  return linearCrossEntropyLayoutBytes<T>(in, p,
+                                          LinearCrossEntropyWork::Gradients);
+}
+
+template <typename T>
+int64_t linearCrossEntropyBackwardXBytes(const Dims *in, const Dims *,
+                                         const LinearCrossEntropyParams &p) {
+  return linearCrossEntropyLayoutBytes<T>(
+      in, p, LinearCrossEntropyWork::InputGradient);
 }
 
 /// layerNormBackward's row statistics: two ComputeT per row.

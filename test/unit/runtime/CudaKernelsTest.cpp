@@ -625,6 +625,20 @@ template <typename T> void checkLinearCrossEntropy() {
     expectClose(gpuDw, dw, "dw, " + what);
     // The gradient's loss is the forward's, to the bit.
     EXPECT_EQ(gpuBackwardLoss, gpuLoss) << what;
+    // Without w's gradient (a frozen w), in its own smaller scratch: dx
+    // and the loss, to the bit.
+    PlannedScratch alone(gpu::scratch::linearCrossEntropyBackwardXBytes<T>(
+        ins, nullptr, params));
+    std::vector<T> gpuDxAlone(n * d);
+    std::vector<Acc> aloneLoss(1);
+    gpu::linearCrossEntropyBackwardX<T, int32_t>(
+        x.data(), gpuDims({n, d}), w.data(), gpuDims(wShape), target.data(),
+        gpuDims({n}), g.data(), gpuDims({}), gpuDxAlone.data(), gpuDims({n, d}),
+        aloneLoss.data(), gpuDims({}), params, alone.get(), kStream);
+    EXPECT_EQ(0, std::memcmp(gpuDxAlone.data(), gpuDx.data(),
+                             gpuDx.size() * sizeof(T)))
+        << what;
+    EXPECT_EQ(aloneLoss, gpuLoss) << what;
     // The planned scratch was enough for both.
     EXPECT_EQ(takeError(), "") << what;
   }
@@ -645,6 +659,10 @@ TEST(CudaKernelsTest, LinearCrossEntropyMatchesTheCpu) {
   EXPECT_EQ(gpu::scratch::linearCrossEntropyBackwardBytes<float>(ins, nullptr,
                                                                  params),
             gpu::scratch::alignUp(560 * 8 * 4) + (3 * 1100 + 1) * 4);
+  // Without w's gradient, no sums.
+  EXPECT_EQ(gpu::scratch::linearCrossEntropyBackwardXBytes<bf16>(ins, nullptr,
+                                                                 params),
+            gpu::scratch::alignUp(560 * 8 * 2) + (3 * 1100 + 1) * 4);
 }
 
 /// A class out of range is reported by the gradient too: an entry with it

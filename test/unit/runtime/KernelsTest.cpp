@@ -1393,6 +1393,16 @@ template <typename T> void checkLinearCrossEntropy() {
     // The gradient's loss is the forward's, to the bit.
     EXPECT_EQ(0, std::memcmp(backwardLoss.data(), loss.data(), sizeof(Acc)))
         << what;
+    // Without w's gradient (a frozen w): dx and the loss, to the bit.
+    std::vector<T> dxAlone(n * d);
+    std::vector<Acc> aloneLoss(1);
+    linearCrossEntropyBackwardX<T, int64_t>(
+        x.data(), {n, d}, w.data(), wDims, target.data(), {n}, gradOut.data(),
+        {}, dxAlone.data(), {n, d}, aloneLoss.data(), {}, params);
+    EXPECT_EQ(0, std::memcmp(dxAlone.data(), dx.data(), dx.size() * sizeof(T)))
+        << what;
+    EXPECT_EQ(0, std::memcmp(aloneLoss.data(), loss.data(), sizeof(Acc)))
+        << what;
     if constexpr (kHalf) {
       EXPECT_GT(fractionRoundedAlike(dx, expected.dx, "dx, " + what), 0.95)
           << what;

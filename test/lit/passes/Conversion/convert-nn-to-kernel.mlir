@@ -160,3 +160,32 @@ func.func @collectives(%g: tensor<8xf32>, %p: tensor<2xbf16>)
   %a = dist.all_gather %p {world_size = 4 : i64, dist.use = 0 : i64} : tensor<2xbf16> -> tensor<8xbf16>
   return %s, %r, %m, %a : tensor<8xf32>, tensor<2xf32>, tensor<2xf32>, tensor<8xbf16>
 }
+
+// -----
+
+// The fused cross entropy's backward: both gradients and the loss when
+// grad_w is read; when nothing reads it (a frozen classifier), the kernel
+// without w's gradient, and no buffer for it. The unit attribute
+// transpose_b is the flag true.
+// CHECK-LABEL: func.func @cross_entropy_gradients
+// CHECK-SAME: (%[[X:.+]]: memref<8x4xbf16>, %[[W:.+]]: memref<10x4xbf16>, %[[T:.+]]: memref<8xi64>, %[[G:.+]]: memref<f32>)
+// CHECK: %[[DX:.+]] = kernel.alloc : memref<8x4xbf16>
+// CHECK-NEXT: %[[DW:.+]] = kernel.alloc : memref<10x4xbf16>
+// CHECK-NEXT: %[[L:.+]] = kernel.alloc : memref<f32>
+// CHECK-NEXT: kernel.call "linear_cross_entropy_backward" ins(%[[X]], %[[W]], %[[T]], %[[G]] : memref<8x4xbf16>, memref<10x4xbf16>, memref<8xi64>, memref<f32>) outs(%[[DX]], %[[DW]], %[[L]] : memref<8x4xbf16>, memref<10x4xbf16>, memref<f32>) {config = {ignore_index = -100 : i64, transpose_b = true}}
+// CHECK: %[[DX2:.+]] = kernel.alloc : memref<8x4xbf16>
+// CHECK-NEXT: %[[L2:.+]] = kernel.alloc : memref<f32>
+// CHECK-NEXT: kernel.call "linear_cross_entropy_backward_x" ins(%[[X]], %[[W]], %[[T]], %[[G]] : memref<8x4xbf16>, memref<10x4xbf16>, memref<8xi64>, memref<f32>) outs(%[[DX2]], %[[L2]] : memref<8x4xbf16>, memref<f32>) {config = {ignore_index = -100 : i64, transpose_b = true}}
+func.func @cross_entropy_gradients(%x: tensor<8x4xbf16>, %w: tensor<10x4xbf16>,
+                                   %t: tensor<8xi64>, %g: tensor<f32>)
+    -> (tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<f32>, tensor<8x4xbf16>) {
+  %dx, %dw, %l = nn.linear_cross_entropy_backward %x, %w, %t, %g
+         {transpose_b, ignore_index = -100 : i64}
+         : tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<8xi64>, tensor<f32>
+         -> tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<f32>
+  %dx2, %dw2, %l2 = nn.linear_cross_entropy_backward %x, %w, %t, %g
+         {transpose_b, ignore_index = -100 : i64}
+         : tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<8xi64>, tensor<f32>
+         -> tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<f32>
+  return %dx, %dw, %l, %dx2 : tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<f32>, tensor<8x4xbf16>
+}
