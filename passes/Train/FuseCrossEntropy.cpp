@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/ElementTypes.h"
 #include "passes/Passes.h"
 
 #include <optional>
@@ -28,10 +29,9 @@ namespace {
 struct Match {
   nn::NllLossOp loss;
   nn::LogSoftmaxOp logSoftmax;
-  /// The flattening of the product and its widening to f32, if any, and
-  /// both in the order step 2 found them (from the log-softmax back).
-  nn::ReshapeOp flatten;
-  nn::CastOp widen;
+  /// What step 2 found between the product and the log-softmax: the
+  /// flattening, the widening to f32, neither or both, from the
+  /// log-softmax back.
   SmallVector<Operation *, 2> between;
   nn::MatMulOp product;
   /// The weight as the fused op reads it, and the transpose behind it.
@@ -42,8 +42,6 @@ struct Match {
 Type elementOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getElementType();
 }
-
-bool isHalf(Type element) { return element.isF16() || element.isBF16(); }
 
 /// Steps 1 to 4 from the loss.
 std::optional<Match> matchCrossEntropy(nn::NllLossOp loss) {
@@ -62,16 +60,20 @@ std::optional<Match> matchCrossEntropy(nn::NllLossOp loss) {
   Value z = match.logSoftmax.getX();
   if (!z.hasOneUse())
     return std::nullopt;
+  bool flattened = false, widened = false;
   for (int step = 0; step < 2; ++step) {
     Operation *op = z.getDefiningOp();
     if (auto flatten = dyn_cast_or_null<nn::ReshapeOp>(op);
-        flatten && !match.flatten)
-      z = (match.flatten = flatten).getX();
-    else if (auto widen = dyn_cast_or_null<nn::CastOp>(op);
-             widen && !match.widen)
-      z = (match.widen = widen).getX();
-    else
+        flatten && !flattened) {
+      z = flatten.getX();
+      flattened = true;
+    } else if (auto widen = dyn_cast_or_null<nn::CastOp>(op);
+               widen && !widened) {
+      z = widen.getX();
+      widened = true;
+    } else {
       break;
+    }
     match.between.push_back(op);
     if (!z.hasOneUse())
       return std::nullopt;
@@ -94,8 +96,8 @@ std::optional<Match> matchCrossEntropy(nn::NllLossOp loss) {
   if (bType.getElementType() != element)
     return std::nullopt;
   bool wide = element.isF32() || element.isF64();
-  if (match.widen ? !isHalf(element) || !lossElement.isF32()
-                  : !wide || lossElement != element)
+  if (widened ? !isHalfFloat(element) || !lossElement.isF32()
+              : !wide || lossElement != element)
     return std::nullopt;
   // 4. A tied head's transposed embedding.
   match.weight = match.product.getB();

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/ElementTypes.h"
 
 #include "runtime/kernels/AttentionShape.h"
 #include "runtime/kernels/StepAbi.h"
@@ -608,13 +609,6 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
-/// f32 for a half-precision `type`, else `type`: Library.def's C for T.
-static Type computeTypeOf(Type type) {
-  if (type.isF16() || type.isBF16())
-    return Float32Type::get(type.getContext());
-  return type;
-}
-
 /// Whether `type` fits operand letter `letter` (Library.def) of a call
 /// whose T is `elem` and whose I is `index` (null until an I is seen);
 /// otherwise what it should be.
@@ -626,10 +620,10 @@ static std::optional<std::string> letterMismatch(char letter, Type type,
       return std::nullopt;
     return "the kernel's T '" + debugString(elem) + "'";
   case 'C':
-    if (type == computeTypeOf(elem))
+    if (type == mlir::ztc::computeElementType(elem))
       return std::nullopt;
-    return "'" + debugString(computeTypeOf(elem)) + "', the compute type of " +
-           "its T '" + debugString(elem) + "'";
+    return "'" + debugString(mlir::ztc::computeElementType(elem)) +
+           "', the compute type of " + "its T '" + debugString(elem) + "'";
   case 'I':
     if (!type.isSignlessInteger())
       return std::string("an integer type");

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/NN/IR/NNOps.h"
+#include "dialects/ElementTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Traits.h"
@@ -1551,10 +1552,8 @@ inferLinearCrossEntropy(std::optional<Location> loc, StringRef opName,
   if (target.getShape() != ArrayRef<int64_t>{rows})
     return inferError(loc, opName, "expects target of shape [", rows,
                       "] (x's rows), got ", target);
-  Type element = x.getElementType();
-  if (element.isF16() || element.isBF16())
-    element = Float32Type::get(element.getContext());
-  return RankedTensorType::get({}, element);
+  return RankedTensorType::get(
+      {}, mlir::ztc::computeElementType(x.getElementType()));
 }
 
 LogicalResult LinearCrossEntropyOp::inferReturnTypes(
