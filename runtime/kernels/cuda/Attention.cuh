@@ -1,23 +1,25 @@
 //===- Attention.cuh - fused attention on CUDA ------------------*- C++ -*-===//
 //
 // attention and attentionBackward (nn.attention, nn.attention_backward),
-// FlashAttention's algorithm in a plain form: a team of threads per query
-// (the forward and dq) or per key (dk and dv), which walks the keys
-// (queries) once, computing each score as the team's reduction of a dot
-// product. The forward keeps the online softmax's running maximum and sum
-// and rescales its accumulator when the maximum grows; the backward first
-// recomputes each query's log-sum-exp and delta = rowsum(gradOut * out),
-// kept in the call's planned scratch (Scratch.h), which its second kernel
-// reads back.
+// FlashAttention's algorithm: the forward keeps the online softmax's
+// running maximum and sum and rescales its accumulator when the maximum
+// grows; the backward first computes each query's log-sum-exp and delta =
+// rowsum(gradOut * out), kept in the call's planned scratch (Scratch.h),
+// and dq, then in a second kernel dk and dv, which read the statistics
+// back. No atomics, and no order that depends on scheduling.
 //
-// A warp runs each row, eight rows a block: the scores are warp shuffles,
-// with no barrier. With heads of up to kAttentionRegisterHead elements
-// (every model here) each lane keeps its elements of the accumulators in
-// registers; larger heads keep them in the call's scratch, each element
-// owned by one lane. Either way no atomics and no order that depends on
-// scheduling. Both run in the host emulation
-// (test/unit/runtime/CudaKernelsTest.cpp), a team of one thread; K and V
-// tiles shared across a block's queries are the next step.
+// Two forms of each kernel:
+//  - On tiles (heads of up to kTileSliceCols elements, a 4-byte compute
+//    type): a block per tile of 64 queries (the forward, dq) or keys (dk,
+//    dv) walks tiles of 32 keys (queries) loaded into shared memory, so
+//    each is read once per tile rather than once per row (Tiles.cuh). GPT-2
+//    small at 1,024 tokens read every key and value once per query before.
+//  - A warp per row otherwise (double, larger heads, or a device without
+//    the shared memory): the scores are warp shuffles, with no barrier;
+//    heads of up to kAttentionRegisterHead elements keep each lane's
+//    elements of the accumulators in registers, larger ones in the call's
+//    scratch, each element owned by one lane.
+// Both run in the host emulation (test/unit/runtime/CudaKernelsTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,7 @@
 
 #include "Common.cuh"
 #include "Scratch.h"
+#include "Tiles.cuh"
 
 #include "../AttentionShape.h"
 #include "../Dims.h"
@@ -61,8 +64,31 @@ template <typename T> struct AttentionInputs {
       dot += load(qi[c]) * load(kj[c]);
     Acc s = team.reduce(dot, SumOp()) * scale;
     if (mask)
-      s += load(mask[shape.maskBase(b) + i * shape.maskRowStride +
+      s += maskAt(b, i, j);
+    return s;
+  }
+
+  /// The mask's value for query `i` and key `j` of batch entry `b`.
+  ZTC_HOST_DEVICE ComputeT<T> maskAt(int64_t b, int64_t i, int64_t j) const {
+    return load(mask[shape.maskBase(b) + i * shape.maskRowStride +
                      j * shape.maskColStride]);
+  }
+
+  /// Whether query `i` sees key `j`, both within their operands.
+  ZTC_HOST_DEVICE bool sees(int64_t i, int64_t j) const {
+    return i < shape.tq && j < shape.keyEnd(i, causal);
+  }
+
+  /// The score of query `i` and key `j` of batch entry `b` from their dot
+  /// product, as score() computes it; `lowest` where the query does not
+  /// see the key, or either is past its end (the tile kernels' edges).
+  ZTC_HOST_DEVICE ComputeT<T> tileScore(int64_t b, int64_t i, int64_t j,
+                                        ComputeT<T> dot) const {
+    if (!sees(i, j))
+      return lowest;
+    ComputeT<T> s = dot * scale;
+    if (mask)
+      s += maskAt(b, i, j);
     return s;
   }
 };
@@ -271,6 +297,440 @@ template <typename T, bool kInRegisters> struct AttentionGradKeyBody {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Tiles of queries and keys in shared memory
+//===----------------------------------------------------------------------===//
+//
+// With heads of up to kTileSliceCols elements and a 4-byte compute type
+// (f32, f16, bf16), the kernels run a block of kTileThreads threads per
+// tile of kTileRows queries (the forward and dq) or keys (dk and dv), which
+// loads the tile and then, one after another, tiles of kTileCols keys
+// (queries) into shared memory: each key is read from global memory once
+// per tile of queries rather than once per query. The scores of a pair of
+// tiles are TileDots, their products with v (and dO, q, k) TileSlice
+// accumulators in registers (Tiles.cuh). The forward's online softmax
+// rescales once per tile of keys; a row's statistics live in shared memory,
+// updated by one thread per row.
+
+/// The padded row lengths of the tiles, and their offsets in a block's
+/// shared memory, for one of the three kernels.
+struct AttentionTiles {
+  int64_t ld = 0, ldv = 0; // rows of q and k; of v and dO
+  int64_t rows = 0, cols = 0;
+  int64_t q = 0, k = 0, v = 0, g = 0, probs = 0, grads = 0;
+  int64_t rowA = 0, rowB = 0, rowC = 0, rowD = 0;
+  int64_t bytes = 0;
+};
+
+/// The scores' rows in shared memory: kTileCols, padded.
+constexpr int64_t kScoreRow = kTileCols + 1;
+
+enum class AttentionTileKernel { Forward, GradQuery, GradKey };
+
+/// The shared memory of `kernel`'s block. The forward and dq's kernel tile
+/// kTileRows queries (q, and dO) against kTileCols keys (k and v); dk and
+/// dv's kernel kTileRows keys against kTileCols queries.
+template <typename T>
+AttentionTiles attentionTiles(const AttentionShape &s,
+                              AttentionTileKernel kernel) {
+  using Acc = ComputeT<T>;
+  AttentionTiles t;
+  SharedLayout layout;
+  t.ld = sharedRowLength<T>(s.d);
+  t.ldv = sharedRowLength<T>(s.dv);
+  const bool byKeys = kernel == AttentionTileKernel::GradKey;
+  const int64_t queries = byKeys ? kTileCols : kTileRows;
+  const int64_t keys = byKeys ? kTileRows : kTileCols;
+  t.q = layout.take<T>(queries * t.ld);
+  if (kernel != AttentionTileKernel::Forward)
+    t.g = layout.take<T>(queries * t.ldv);
+  t.k = layout.take<T>(keys * t.ld);
+  t.v = layout.take<T>(keys * t.ldv);
+  t.probs = layout.take<Acc>(kTileRows * kScoreRow);
+  if (byKeys)
+    t.grads = layout.take<Acc>(kTileRows * kScoreRow);
+  t.rowA = layout.take<Acc>(queries);
+  t.rowB = layout.take<Acc>(queries);
+  t.rowC = layout.take<Acc>(queries);
+  t.rowD = layout.take<Acc>(queries);
+  t.bytes = layout.bytes;
+  return t;
+}
+
+/// Whether `kernel` runs on tiles for this shape (else a warp per row).
+template <typename T>
+bool attentionOnTiles(const AttentionShape &s, AttentionTileKernel kernel) {
+  if constexpr (sizeof(ComputeT<T>) != 4)
+    return false;
+  else
+    return s.d <= kTileSliceCols && s.dv <= kTileSliceCols &&
+           tileSharedFits(attentionTiles<T>(s, kernel).bytes);
+}
+
+/// Copies rows [first, first + count) of batch entry `b` of an operand
+/// (`rows`) into a shared tile with rows of `ld` elements; rows past the
+/// operand's end are zeros.
+template <typename T>
+ZTC_HOST_DEVICE void loadTileRows(const TileThreads &threads, T *tile,
+                                  int64_t ld, const T *src,
+                                  const AttentionRows &rows, int64_t b,
+                                  int64_t first, int64_t count) {
+  const int64_t n = rows.length;
+  threads.each([&](int t) {
+    for (int64_t x = t; x < count * n; x += kTileThreads) {
+      const int64_t r = x / n, e = x % n, row = first + r;
+      tile[r * ld + e] =
+          row < rows.rows ? src[rows.at(b, row) + e] : store<T>(0);
+    }
+  });
+}
+
+/// A block's tile of queries: batch entry `b`, the queries from `i0`, and
+/// the keys any of them sees. The tiles with the most keys (the last, when
+/// causal) come first.
+struct QueryTile {
+  int64_t b, i0, keys;
+};
+ZTC_HOST_DEVICE inline QueryTile queryTile(int64_t block, int64_t queryTiles,
+                                           const AttentionShape &shape,
+                                           bool causal) {
+  QueryTile tile;
+  tile.b = block / queryTiles;
+  tile.i0 = (queryTiles - 1 - block % queryTiles) * kTileRows;
+  const int64_t end =
+      tile.i0 + kTileRows < shape.tq ? tile.i0 + kTileRows : shape.tq;
+  tile.keys = shape.keyEnd(end - 1, causal);
+  return tile;
+}
+
+/// Thread t's scores (AttentionInputs::tileScore) of the queries from
+/// `i0` (the rows of qs) and the keys from `j0` (the rows of ks) into
+/// `probs`, rows of kScoreRow.
+template <typename T>
+ZTC_HOST_DEVICE void tileScores(int t, const AttentionInputs<T> &in, int64_t b,
+                                int64_t i0, int64_t j0, const T *qs,
+                                const T *ks, int64_t ld, ComputeT<T> *probs) {
+  ComputeT<T> dots[TileDots::kRows][TileDots::kCols];
+  TileDots::compute(t, qs, ld, ks, ld, in.shape.d, dots);
+  ZTC_UNROLL
+  for (int a = 0; a < TileDots::kRows; ++a)
+    ZTC_UNROLL
+  for (int m = 0; m < TileDots::kCols; ++m) {
+    const int r = TileDots::row(t, a), c = TileDots::col(t, m);
+    probs[r * kScoreRow + c] = in.tileScore(b, i0 + r, j0 + c, dots[a][m]);
+  }
+}
+
+/// One step of a query's online softmax, over a tile of its scores (`row`):
+/// updates the running maximum and sum and returns the factor that
+/// rescales what was added before; with `toProbabilities` the scores
+/// become exp(score - maximum).
+template <typename Acc>
+ZTC_HOST_DEVICE Acc onlineSoftmaxRow(Acc *row, Acc &maximum, Acc &sum,
+                                     Acc lowest, bool toProbabilities) {
+  Acc tileMax = lowest;
+  for (int c = 0; c < kTileCols; ++c)
+    tileMax = row[c] > tileMax ? row[c] : tileMax;
+  const Acc newMax = tileMax > maximum ? tileMax : maximum;
+  // Every score so far is -inf (masked): nothing to add yet.
+  if (newMax == lowest) {
+    if (toProbabilities)
+      for (int c = 0; c < kTileCols; ++c)
+        row[c] = 0;
+    return 1;
+  }
+  const Acc rescale = mathExp(maximum - newMax);
+  Acc tileSum = 0;
+  for (int c = 0; c < kTileCols; ++c) {
+    const Acc p = mathExp(row[c] - newMax);
+    if (toProbabilities)
+      row[c] = p;
+    tileSum += p;
+  }
+  sum = sum * rescale + tileSum;
+  maximum = newMax;
+  return rescale;
+}
+
+/// Stores thread t's part of a [kTileRows, n] accumulator as the rows from
+/// `first` of an operand (those it has), each divided by divisors[row]
+/// when given.
+template <typename T>
+ZTC_HOST_DEVICE void
+storeSlice(int t, const TileSlice::Values<ComputeT<T>> &acc, T *dst,
+           const AttentionRows &rows, int64_t b, int64_t first,
+           const ComputeT<T> *divisors = nullptr) {
+  ZTC_UNROLL
+  for (int a = 0; a < TileSlice::kRows; ++a) {
+    const int r = TileSlice::row(t, a);
+    if (first + r >= rows.rows)
+      continue;
+    T *o = dst + rows.at(b, first + r);
+    ZTC_UNROLL
+    for (int m = 0; m < TileSlice::kCols; ++m) {
+      const int c = TileSlice::col(t, m);
+      if (c < rows.length)
+        o[c] = store<T>(divisors ? acc[a][m] / divisors[r] : acc[a][m]);
+    }
+  }
+}
+
+/// The forward on a tile of queries: the online softmax over tiles of
+/// keys. Shared rows: rowA the running maximum, rowB the sum, rowC the
+/// last tile's rescaling.
+template <typename T> struct AttentionTileBody {
+  AttentionInputs<T> in;
+  AttentionTiles tiles;
+  int64_t queryTiles;
+  T *out;
+  ZTC_HOST_DEVICE void operator()(int64_t block, unsigned char *shared,
+                                  const TileThreads &threads) const {
+    using Acc = ComputeT<T>;
+    const AttentionShape &shape = in.shape;
+    const QueryTile tile = queryTile(block, queryTiles, shape, in.causal);
+    const int64_t b = tile.b, i0 = tile.i0, keys = tile.keys;
+    T *qs = sharedAt<T>(shared, tiles.q), *ks = sharedAt<T>(shared, tiles.k),
+      *vs = sharedAt<T>(shared, tiles.v);
+    Acc *probs = sharedAt<Acc>(shared, tiles.probs),
+        *rowMax = sharedAt<Acc>(shared, tiles.rowA),
+        *rowSum = sharedAt<Acc>(shared, tiles.rowB),
+        *rowScale = sharedAt<Acc>(shared, tiles.rowC);
+    loadTileRows(threads, qs, tiles.ld, in.q, shape.role[kAttentionQ], b, i0,
+                 kTileRows);
+    PerThread<TileSlice::Values<Acc>> acc;
+    threads.each([&](int t) {
+      TileSlice::zero(acc[t]);
+      if (t < kTileRows) {
+        rowMax[t] = in.lowest;
+        rowSum[t] = 0;
+      }
+    });
+    for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
+      threads.sync();
+      loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
+                   kTileCols);
+      loadTileRows(threads, vs, tiles.ldv, in.v, shape.role[kAttentionV], b, j0,
+                   kTileCols);
+      threads.sync();
+      threads.each([&](int t) {
+        tileScores(t, in, b, i0, j0, qs, ks, tiles.ld, probs);
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        if (t < kTileRows)
+          rowScale[t] = onlineSoftmaxRow(probs + t * kScoreRow, rowMax[t],
+                                         rowSum[t], in.lowest, true);
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        TileSlice::Values<Acc> &o = acc[t];
+        ZTC_UNROLL
+        for (int a = 0; a < TileSlice::kRows; ++a) {
+          const Acc rescale = rowScale[TileSlice::row(t, a)];
+          ZTC_UNROLL
+          for (int m = 0; m < TileSlice::kCols; ++m)
+            o[a][m] *= rescale;
+        }
+        TileSlice::add(t, probs, kScoreRow, vs, tiles.ldv, shape.dv, o);
+      });
+    }
+    threads.sync();
+    // A query whose every key is masked is 0 / 0, NaN, as softmax gives.
+    threads.each([&](int t) {
+      storeSlice(t, acc[t], out, shape.role[kAttentionOut], b, i0, rowSum);
+    });
+  }
+};
+
+/// The backward's first kernel on a tile of queries: their log-sum-exp
+/// and delta (into `stats`, as AttentionGradQueryBody), then dq over tiles
+/// of keys. Shared rows: rowA the running maximum, rowB the sum, rowC the
+/// log-sum-exp, rowD delta.
+template <typename T> struct AttentionGradQueryTileBody {
+  AttentionInputs<T> in;
+  AttentionTiles tiles;
+  int64_t queryTiles;
+  const T *out, *gradOut;
+  ComputeT<T> *stats;
+  T *gradQ;
+  ZTC_HOST_DEVICE void operator()(int64_t block, unsigned char *shared,
+                                  const TileThreads &threads) const {
+    using Acc = ComputeT<T>;
+    const AttentionShape &shape = in.shape;
+    const QueryTile tile = queryTile(block, queryTiles, shape, in.causal);
+    const int64_t b = tile.b, i0 = tile.i0, keys = tile.keys;
+    T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
+      *ks = sharedAt<T>(shared, tiles.k), *vs = sharedAt<T>(shared, tiles.v);
+    Acc *probs = sharedAt<Acc>(shared, tiles.probs),
+        *rowMax = sharedAt<Acc>(shared, tiles.rowA),
+        *rowSum = sharedAt<Acc>(shared, tiles.rowB),
+        *rowLse = sharedAt<Acc>(shared, tiles.rowC),
+        *rowDelta = sharedAt<Acc>(shared, tiles.rowD);
+    loadTileRows(threads, qs, tiles.ld, in.q, shape.role[kAttentionQ], b, i0,
+                 kTileRows);
+    loadTileRows(threads, gs, tiles.ldv, gradOut, shape.role[kAttentionGradOut],
+                 b, i0, kTileRows);
+    threads.sync();
+    threads.each([&](int t) {
+      if (t >= kTileRows)
+        return;
+      rowMax[t] = in.lowest;
+      rowSum[t] = 0;
+      Acc delta = 0;
+      if (i0 + t < shape.tq) {
+        const T *o = out + shape.role[kAttentionOut].at(b, i0 + t);
+        for (int64_t c = 0; c < shape.dv; ++c)
+          delta += load(gs[t * tiles.ldv + c]) * load(o[c]);
+      }
+      rowDelta[t] = delta;
+    });
+    for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
+      threads.sync();
+      loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
+                   kTileCols);
+      threads.sync();
+      threads.each([&](int t) {
+        tileScores(t, in, b, i0, j0, qs, ks, tiles.ld, probs);
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        if (t < kTileRows)
+          onlineSoftmaxRow(probs + t * kScoreRow, rowMax[t], rowSum[t],
+                           in.lowest, false);
+      });
+    }
+    threads.sync();
+    threads.each([&](int t) {
+      if (t >= kTileRows)
+        return;
+      rowLse[t] = rowMax[t] + mathLog(rowSum[t]);
+      if (i0 + t < shape.tq) {
+        const int64_t row = b * shape.tq + i0 + t;
+        stats[2 * row] = rowLse[t];
+        stats[2 * row + 1] = rowDelta[t];
+      }
+    });
+    PerThread<TileSlice::Values<Acc>> dq;
+    threads.each([&](int t) { TileSlice::zero(dq[t]); });
+    for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
+      threads.sync();
+      loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
+                   kTileCols);
+      loadTileRows(threads, vs, tiles.ldv, in.v, shape.role[kAttentionV], b, j0,
+                   kTileCols);
+      threads.sync();
+      // ds = p (dO . v - delta) scale, into `probs`.
+      threads.each([&](int t) {
+        Acc dots[TileDots::kRows][TileDots::kCols];
+        Acc gradDots[TileDots::kRows][TileDots::kCols];
+        TileDots::compute(t, qs, tiles.ld, ks, tiles.ld, shape.d, dots);
+        TileDots::compute(t, gs, tiles.ldv, vs, tiles.ldv, shape.dv, gradDots);
+        ZTC_UNROLL
+        for (int a = 0; a < TileDots::kRows; ++a)
+          ZTC_UNROLL
+        for (int m = 0; m < TileDots::kCols; ++m) {
+          const int r = TileDots::row(t, a), c = TileDots::col(t, m);
+          const int64_t i = i0 + r, j = j0 + c;
+          probs[r * kScoreRow + c] =
+              in.sees(i, j)
+                  ? mathExp(in.tileScore(b, i, j, dots[a][m]) - rowLse[r]) *
+                        (gradDots[a][m] - rowDelta[r]) * in.scale
+                  : Acc(0);
+        }
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        TileSlice::add(t, probs, kScoreRow, ks, tiles.ld, shape.d, dq[t]);
+      });
+    }
+    threads.sync();
+    threads.each([&](int t) {
+      storeSlice(t, dq[t], gradQ, shape.role[kAttentionGradQ], b, i0);
+    });
+  }
+};
+
+/// The backward's second kernel on a tile of keys: dk and dv over tiles of
+/// the queries that see them, from the first kernel's statistics. Shared
+/// rows: rowA the queries' log-sum-exp, rowB their delta; `probs` holds p
+/// and `grads` ds, a row per key.
+template <typename T> struct AttentionGradKeyTileBody {
+  AttentionInputs<T> in;
+  AttentionTiles tiles;
+  int64_t keyTiles;
+  const T *gradOut;
+  const ComputeT<T> *stats;
+  T *gradK, *gradV;
+  ZTC_HOST_DEVICE void operator()(int64_t block, unsigned char *shared,
+                                  const TileThreads &threads) const {
+    using Acc = ComputeT<T>;
+    const AttentionShape &shape = in.shape;
+    const int64_t b = block / keyTiles, j0 = block % keyTiles * kTileRows;
+    T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
+      *ks = sharedAt<T>(shared, tiles.k), *vs = sharedAt<T>(shared, tiles.v);
+    Acc *probs = sharedAt<Acc>(shared, tiles.probs),
+        *grads = sharedAt<Acc>(shared, tiles.grads),
+        *lse = sharedAt<Acc>(shared, tiles.rowA),
+        *delta = sharedAt<Acc>(shared, tiles.rowB);
+    loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
+                 kTileRows);
+    loadTileRows(threads, vs, tiles.ldv, in.v, shape.role[kAttentionV], b, j0,
+                 kTileRows);
+    PerThread<TileSlice::Values<Acc>> dk, dv;
+    threads.each([&](int t) {
+      TileSlice::zero(dk[t]);
+      TileSlice::zero(dv[t]);
+    });
+    // Causal: queries i >= j see key j.
+    for (int64_t i0 = in.causal ? j0 : 0; i0 < shape.tq; i0 += kTileCols) {
+      threads.sync();
+      loadTileRows(threads, qs, tiles.ld, in.q, shape.role[kAttentionQ], b, i0,
+                   kTileCols);
+      loadTileRows(threads, gs, tiles.ldv, gradOut,
+                   shape.role[kAttentionGradOut], b, i0, kTileCols);
+      threads.each([&](int t) {
+        if (t >= kTileCols)
+          return;
+        const int64_t row = b * shape.tq + i0 + t;
+        const bool inside = i0 + t < shape.tq;
+        lse[t] = inside ? stats[2 * row] : Acc(0);
+        delta[t] = inside ? stats[2 * row + 1] : Acc(0);
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        Acc dots[TileDots::kRows][TileDots::kCols];
+        Acc gradDots[TileDots::kRows][TileDots::kCols];
+        TileDots::compute(t, ks, tiles.ld, qs, tiles.ld, shape.d, dots);
+        TileDots::compute(t, vs, tiles.ldv, gs, tiles.ldv, shape.dv, gradDots);
+        ZTC_UNROLL
+        for (int a = 0; a < TileDots::kRows; ++a)
+          ZTC_UNROLL
+        for (int m = 0; m < TileDots::kCols; ++m) {
+          const int r = TileDots::row(t, a), c = TileDots::col(t, m);
+          const int64_t i = i0 + c, j = j0 + r;
+          Acc p = 0, ds = 0;
+          if (in.sees(i, j)) {
+            p = mathExp(in.tileScore(b, i, j, dots[a][m]) - lse[c]);
+            ds = p * (gradDots[a][m] - delta[c]) * in.scale;
+          }
+          probs[r * kScoreRow + c] = p;
+          grads[r * kScoreRow + c] = ds;
+        }
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        TileSlice::add(t, probs, kScoreRow, gs, tiles.ldv, shape.dv, dv[t]);
+        TileSlice::add(t, grads, kScoreRow, qs, tiles.ld, shape.d, dk[t]);
+      });
+    }
+    threads.sync();
+    threads.each([&](int t) {
+      storeSlice(t, dk[t], gradK, shape.role[kAttentionGradK], b, j0);
+      storeSlice(t, dv[t], gradV, shape.role[kAttentionGradV], b, j0);
+    });
+  }
+};
+
 /// Runs `Body<T, in registers>` a warp per row.
 template <template <typename, bool> class Body, typename T, typename... Fields>
 void launchAttention(bool inRegisters, int64_t rows, const char *kernel,
@@ -295,6 +755,22 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
   int64_t rows = shape.batch * shape.tq;
   if (rows == 0 || shape.dv == 0)
     return;
+  detail::AttentionInputs<T> in =
+      detail::attentionInputs(q, k, v, mask, shape, params);
+  using detail::AttentionTileKernel;
+  if (detail::attentionOnTiles<T>(shape, AttentionTileKernel::Forward)) {
+    if constexpr (sizeof(Acc) == 4) {
+      const int64_t tiles =
+          (shape.tq + detail::kTileRows - 1) / detail::kTileRows;
+      const detail::AttentionTiles layout =
+          detail::attentionTiles<T>(shape, AttentionTileKernel::Forward);
+      detail::launchTileBlocks(
+          shape.batch * tiles, layout.bytes,
+          detail::AttentionTileBody<T>{in, layout, tiles, out}, stream,
+          "attention");
+    }
+    return;
+  }
   const bool inRegisters = scratch::attentionInRegisters(shape);
   Acc *acc = nullptr;
   if (!inRegisters) {
@@ -303,8 +779,6 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
     if (!acc)
       return;
   }
-  detail::AttentionInputs<T> in =
-      detail::attentionInputs(q, k, v, mask, shape, params);
   detail::launchAttention<detail::AttentionBody, T>(
       inRegisters, rows, "attention", stream, in, acc, out);
 }
@@ -336,12 +810,43 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
   Acc *keyAcc = inRegisters ? nullptr : queryAcc + queries * shape.d;
   detail::AttentionInputs<T> in =
       detail::attentionInputs(q, k, v, mask, shape, params);
-  detail::launchAttention<detail::AttentionGradQueryBody, T>(
-      inRegisters, queries, "attentionBackward", stream, in, out, gradOut,
-      stats, queryAcc, gradQ);
-  detail::launchAttention<detail::AttentionGradKeyBody, T>(
-      inRegisters, keys, "attentionBackward", stream, in, gradOut,
-      static_cast<const Acc *>(stats), keyAcc, gradK, gradV);
+  // Each kernel on tiles where the device has the shared memory, else a
+  // warp per row; the statistics the first leaves the second are the same
+  // either way.
+  using detail::AttentionTileKernel;
+  using detail::kTileRows;
+  if (detail::attentionOnTiles<T>(shape, AttentionTileKernel::GradQuery)) {
+    if constexpr (sizeof(Acc) == 4) {
+      const int64_t tiles = (shape.tq + kTileRows - 1) / kTileRows;
+      const detail::AttentionTiles layout =
+          detail::attentionTiles<T>(shape, AttentionTileKernel::GradQuery);
+      detail::launchTileBlocks(
+          shape.batch * tiles, layout.bytes,
+          detail::AttentionGradQueryTileBody<T>{in, layout, tiles, out, gradOut,
+                                                stats, gradQ},
+          stream, "attentionBackward");
+    }
+  } else {
+    detail::launchAttention<detail::AttentionGradQueryBody, T>(
+        inRegisters, queries, "attentionBackward", stream, in, out, gradOut,
+        stats, queryAcc, gradQ);
+  }
+  if (detail::attentionOnTiles<T>(shape, AttentionTileKernel::GradKey)) {
+    if constexpr (sizeof(Acc) == 4) {
+      const int64_t tiles = (shape.tk + kTileRows - 1) / kTileRows;
+      const detail::AttentionTiles layout =
+          detail::attentionTiles<T>(shape, AttentionTileKernel::GradKey);
+      detail::launchTileBlocks(
+          shape.batch * tiles, layout.bytes,
+          detail::AttentionGradKeyTileBody<T>{in, layout, tiles, gradOut, stats,
+                                              gradK, gradV},
+          stream, "attentionBackward");
+    }
+  } else {
+    detail::launchAttention<detail::AttentionGradKeyBody, T>(
+        inRegisters, keys, "attentionBackward", stream, in, gradOut,
+        static_cast<const Acc *>(stats), keyAcc, gradK, gradV);
+  }
 }
 
 } // namespace ztc::cuda

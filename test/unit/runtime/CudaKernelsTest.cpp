@@ -509,19 +509,30 @@ TEST(CudaKernelsTest, SoftmaxDouble) { checkSoftmax<double>(); }
 TEST(CudaKernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
 
 /// Fused attention and its gradients, causal and with a mask that repeats
-/// along the heads; key counts that differ from query counts; heads at the
-/// register kernels' limit (256) and past it (the block kernels, with
-/// their accumulators in the scratch).
+/// along the heads; key counts that differ from query counts. For f32 and
+/// the halves, heads of up to 128 run on tiles of 64 by 32 (several of
+/// each, partial ones at the ends, more keys than queries and fewer); the
+/// heads at the register kernels' limit (256) and past it (their
+/// accumulators in the scratch) a warp per row, as double does.
 template <typename T> void checkAttention() {
   struct Case {
     Shape q, k, v, mask;
     bool causal;
   };
   static_assert(gpu::scratch::kAttentionRegisterHead == 256);
+  static_assert(gpu::detail::kTileSliceCols == 128);
   const Case cases[] = {
       {{2, 3, 13, 5}, {2, 3, 13, 5}, {2, 3, 13, 7}, {}, true},
       {{2, 3, 9, 4}, {2, 3, 17, 4}, {2, 3, 17, 3}, {2, 1, 9, 17}, false},
       {{1, 2, 11, 6}, {1, 2, 11, 6}, {1, 2, 11, 6}, {1, 1, 1, 11}, true},
+      {{1, 2, 150, 64}, {1, 2, 150, 64}, {1, 2, 150, 64}, {}, true},
+      {{2, 2, 70, 40},
+       {2, 2, 100, 40},
+       {2, 2, 100, 24},
+       {2, 1, 70, 100},
+       false},
+      {{1, 1, 40, 128}, {1, 1, 90, 128}, {1, 1, 90, 96}, {}, true},
+      {{1, 1, 100, 16}, {1, 1, 40, 16}, {1, 1, 40, 16}, {1, 1, 100, 1}, true},
       {{1, 2, 5, 256}, {1, 2, 6, 256}, {1, 2, 6, 256}, {}, false},
       {{1, 1, 5, 260}, {1, 1, 6, 260}, {1, 1, 6, 257}, {1, 1, 5, 6}, true},
   };
@@ -538,6 +549,14 @@ template <typename T> void checkAttention() {
       mask = randomValues<T>(numel(c.mask), seed++);
     const T *m = mask.empty() ? nullptr : mask.data();
     ztc::AttentionParams params{0.4, c.causal};
+    const ztc::AttentionShape shape(gpuDims(c.q), gpuDims(c.k), gpuDims(c.v),
+                                    gpuDims(c.mask), m != nullptr, params);
+    const bool tiles = sizeof(T) != 8 && c.q.back() <= 128;
+    for (auto kernel : {gpu::detail::AttentionTileKernel::Forward,
+                        gpu::detail::AttentionTileKernel::GradQuery,
+                        gpu::detail::AttentionTileKernel::GradKey})
+      EXPECT_EQ(gpu::detail::attentionOnTiles<T>(shape, kernel), tiles)
+          << describe(c.q);
     std::vector<T> expected(numel(o)), actual(numel(o));
     cpu::attention<T>(q.data(), cpuDims(c.q), k.data(), cpuDims(c.k), v.data(),
                       cpuDims(c.v), m, cpuDims(c.mask), expected.data(),
@@ -789,6 +808,27 @@ TEST(CudaKernelsTest, AttentionScratchHoldsAccumulatorsOnlyForLargeHeads) {
             2 * 3 * 7 * 257 * 4);
   EXPECT_EQ(gpu::scratch::attentionBackwardBytes<bf16>(large, nullptr, params),
             (2 * 3 * 7 * (2 + 64) + 2 * 3 * 9 * (64 + 257)) * 4);
+}
+
+/// The tile kernels' shared memory (docs/design/cuda.md states these):
+/// bf16 heads of 64 within the default 48 KiB, f32's backward past it.
+TEST(CudaKernelsTest, AttentionTilesSharedMemory) {
+  using gpu::detail::AttentionTileKernel;
+  const ztc::AttentionParams params{0.125, true};
+  auto bytes = [&](auto element, int64_t head, AttentionTileKernel kernel) {
+    using T = decltype(element);
+    const Shape q{8, 12, 1024, head};
+    const ztc::AttentionShape shape(gpuDims(q), gpuDims(q), gpuDims(q),
+                                    gpuDims({}), false, params);
+    return gpu::detail::attentionTiles<T>(shape, kernel).bytes;
+  };
+  EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::Forward), 26368);
+  EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::GradQuery), 34816);
+  EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::GradKey), 42752);
+  EXPECT_EQ(bytes(float(), 64, AttentionTileKernel::Forward), 42752);
+  EXPECT_EQ(bytes(float(), 64, AttentionTileKernel::GradQuery), 59392);
+  EXPECT_EQ(bytes(float(), 64, AttentionTileKernel::GradKey), 67328);
+  EXPECT_EQ(bytes(float(), 128, AttentionTileKernel::GradKey), 116480);
 }
 
 TEST(CudaKernelsTest, AttentionFloat) { checkAttention<float>(); }
