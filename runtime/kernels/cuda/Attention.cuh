@@ -316,55 +316,96 @@ template <typename T, bool kInRegisters> struct AttentionGradKeyBody {
 /// shared memory, for one of the three kernels.
 struct AttentionTiles {
   int64_t ld = 0, ldv = 0; // rows of q and k; of v and dO
-  int64_t rows = 0, cols = 0;
   int64_t q = 0, k = 0, v = 0, g = 0, probs = 0, grads = 0;
   int64_t rowA = 0, rowB = 0, rowC = 0, rowD = 0;
+  /// On the tensor cores: the 16-bit copies of the probabilities and the
+  /// scores' gradients, and the f32 rows (`ldo` elements each) of the
+  /// forward's accumulator, or where a backward's accumulators are staged
+  /// to be stored (offset 0: over the tiles, once they are done with).
+  int64_t probsHalf = 0, gradsHalf = 0, o = 0, ldo = 0;
   int64_t bytes = 0;
 };
 
-/// The scores' rows in shared memory: kTileCols, padded.
+/// The scores' rows in shared memory: kTileCols, padded (f32). On the
+/// tensor cores they must be a multiple of 4, and 16-bit rows one of 8.
 constexpr int64_t kScoreRow = kTileCols + 1;
+constexpr int64_t kMmaScoreRow = kTileCols + 4, kMmaHalfRow = kTileCols + 8;
 
 enum class AttentionTileKernel { Forward, GradQuery, GradKey };
 
-/// The shared memory of `kernel`'s block. The forward and dq's kernel tile
-/// kTileRows queries (q, and dO) against kTileCols keys (k and v); dk and
-/// dv's kernel kTileRows keys against kTileCols queries.
+/// The shared memory of `kernel`'s block, on the tensor cores or not. The
+/// forward and dq's kernel tile kTileRows queries (q, and dO) against
+/// kTileCols keys (k and v); dk and dv's kernel kTileRows keys against
+/// kTileCols queries.
 template <typename T>
 AttentionTiles attentionTiles(const AttentionShape &s,
-                              AttentionTileKernel kernel) {
+                              AttentionTileKernel kernel, bool tensorCores) {
   using Acc = ComputeT<T>;
   AttentionTiles t;
   SharedLayout layout;
-  t.ld = sharedRowLength<T>(s.d);
-  t.ldv = sharedRowLength<T>(s.dv);
+  t.ld = tensorCores ? s.d + 8 : sharedRowLength<T>(s.d);
+  t.ldv = tensorCores ? s.dv + 8 : sharedRowLength<T>(s.dv);
   const bool byKeys = kernel == AttentionTileKernel::GradKey;
   const int64_t queries = byKeys ? kTileCols : kTileRows;
   const int64_t keys = byKeys ? kTileRows : kTileCols;
+  const int64_t scoreRow = tensorCores ? kMmaScoreRow : kScoreRow;
   t.q = layout.take<T>(queries * t.ld);
   if (kernel != AttentionTileKernel::Forward)
     t.g = layout.take<T>(queries * t.ldv);
   t.k = layout.take<T>(keys * t.ld);
   t.v = layout.take<T>(keys * t.ldv);
-  t.probs = layout.take<Acc>(kTileRows * kScoreRow);
-  if (byKeys)
-    t.grads = layout.take<Acc>(kTileRows * kScoreRow);
+  t.probs = layout.take<Acc>(kTileRows * scoreRow);
+  // The gradients of the scores (SIMT, dk and dv), or the product of dO
+  // and v (tensor cores, both backward kernels).
+  if (byKeys || (tensorCores && kernel != AttentionTileKernel::Forward))
+    t.grads = layout.take<Acc>(kTileRows * scoreRow);
   t.rowA = layout.take<Acc>(queries);
   t.rowB = layout.take<Acc>(queries);
   t.rowC = layout.take<Acc>(queries);
   t.rowD = layout.take<Acc>(queries);
+  if (tensorCores) {
+    if (kernel != AttentionTileKernel::GradQuery)
+      t.probsHalf = layout.take<T>(kTileRows * kMmaHalfRow);
+    if (kernel != AttentionTileKernel::Forward)
+      t.gradsHalf = layout.take<T>(kTileRows * kMmaHalfRow);
+    const int64_t width = kernel == AttentionTileKernel::Forward ? s.dv
+                          : kernel == AttentionTileKernel::GradQuery
+                              ? s.d
+                              : (s.d > s.dv ? s.d : s.dv);
+    t.ldo = width + 4;
+    if (kernel == AttentionTileKernel::Forward)
+      t.o = layout.take<Acc>(kTileRows * t.ldo);
+    else if (layout.bytes < kTileRows * t.ldo * int64_t(sizeof(Acc)))
+      layout.bytes = kTileRows * t.ldo * int64_t(sizeof(Acc));
+  }
   t.bytes = layout.bytes;
   return t;
 }
 
-/// Whether `kernel` runs on tiles for this shape (else a warp per row).
+/// How a kernel runs: a warp per row, on tiles with products of their
+/// rows by each thread, or on tiles with products on the tensor cores.
+enum class AttentionPath { Warp, Tiles, TensorCores };
+
+/// How `kernel` runs for this shape: on the tensor cores for 16-bit types
+/// with heads of multiples of 16 (up to kTileSliceCols), on tiles for f32
+/// and other heads up to kTileSliceCols, each where the device has the
+/// shared memory (and the tensor cores); a warp per row otherwise.
 template <typename T>
-bool attentionOnTiles(const AttentionShape &s, AttentionTileKernel kernel) {
-  if constexpr (sizeof(ComputeT<T>) != 4)
-    return false;
-  else
-    return s.d <= kTileSliceCols && s.dv <= kTileSliceCols &&
-           tileSharedFits(attentionTiles<T>(s, kernel).bytes);
+AttentionPath attentionPath(const AttentionShape &s,
+                            AttentionTileKernel kernel) {
+  if constexpr (sizeof(ComputeT<T>) != 4) {
+    return AttentionPath::Warp;
+  } else {
+    if (s.d > kTileSliceCols || s.dv > kTileSliceCols)
+      return AttentionPath::Warp;
+    if constexpr (sizeof(T) == 2)
+      if (s.d % 16 == 0 && s.dv % 16 == 0 && tensorCoresAvailable() &&
+          tileSharedFits(attentionTiles<T>(s, kernel, true).bytes))
+        return AttentionPath::TensorCores;
+    return tileSharedFits(attentionTiles<T>(s, kernel, false).bytes)
+               ? AttentionPath::Tiles
+               : AttentionPath::Warp;
+  }
 }
 
 /// Copies rows [first, first + count) of batch entry `b` of an operand
@@ -542,6 +583,102 @@ template <typename T> struct AttentionTileBody {
   }
 };
 
+/// The first part of dq's kernel on a tile of queries (from `i0` of batch
+/// entry `b`), on tiles or the tensor cores: loads q and dO into their
+/// tiles, computes each query's delta (rowD) and, over the tiles of keys,
+/// its log-sum-exp (rowC; rowA and rowB the running maximum and sum), and
+/// writes both into `stats`. `scores(t, j0)` writes thread t's part of the
+/// scores of the keys from j0 into `probs` (rows of `scoreRow`): finished,
+/// or (`dots`) their dot products, which each row's thread finishes.
+template <typename T, typename Scores>
+ZTC_HOST_DEVICE void
+queryStatistics(const TileThreads &threads, const AttentionInputs<T> &in,
+                const AttentionTiles &tiles, unsigned char *shared, int64_t b,
+                int64_t i0, int64_t keys, const T *out, const T *gradOut,
+                ComputeT<T> *stats, int64_t scoreRow, bool dots,
+                Scores scores) {
+  using Acc = ComputeT<T>;
+  const AttentionShape &shape = in.shape;
+  T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
+    *ks = sharedAt<T>(shared, tiles.k);
+  Acc *probs = sharedAt<Acc>(shared, tiles.probs),
+      *rowMax = sharedAt<Acc>(shared, tiles.rowA),
+      *rowSum = sharedAt<Acc>(shared, tiles.rowB),
+      *rowLse = sharedAt<Acc>(shared, tiles.rowC),
+      *rowDelta = sharedAt<Acc>(shared, tiles.rowD);
+  loadTileRows(threads, qs, tiles.ld, in.q, shape.role[kAttentionQ], b, i0,
+               kTileRows);
+  loadTileRows(threads, gs, tiles.ldv, gradOut, shape.role[kAttentionGradOut],
+               b, i0, kTileRows);
+  threads.sync();
+  threads.each([&](int t) {
+    if (t >= kTileRows)
+      return;
+    rowMax[t] = in.lowest;
+    rowSum[t] = 0;
+    Acc delta = 0;
+    if (i0 + t < shape.tq) {
+      const T *o = out + shape.role[kAttentionOut].at(b, i0 + t);
+      for (int64_t c = 0; c < shape.dv; ++c)
+        delta += load(gs[t * tiles.ldv + c]) * load(o[c]);
+    }
+    rowDelta[t] = delta;
+  });
+  for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
+    threads.sync();
+    loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
+                 kTileCols);
+    threads.sync();
+    threads.each([&](int t) { scores(t, j0); });
+    threads.sync();
+    threads.each([&](int t) {
+      if (t >= kTileRows)
+        return;
+      Acc *row = probs + t * scoreRow;
+      if (dots)
+        for (int c = 0; c < kTileCols; ++c)
+          row[c] = in.tileScore(b, i0 + t, j0 + c, row[c]);
+      onlineSoftmaxRow(row, rowMax[t], rowSum[t], in.lowest, false);
+    });
+  }
+  threads.sync();
+  threads.each([&](int t) {
+    if (t >= kTileRows)
+      return;
+    rowLse[t] = rowMax[t] + mathLog(rowSum[t]);
+    if (i0 + t < shape.tq) {
+      const int64_t row = b * shape.tq + i0 + t;
+      stats[2 * row] = rowLse[t];
+      stats[2 * row + 1] = rowDelta[t];
+    }
+  });
+}
+
+/// Loads dk and dv's kernel's tile of queries from `i0` of batch entry
+/// `b`: q, dO, and (rowA, rowB) their log-sum-exp and delta from `stats`.
+template <typename T>
+ZTC_HOST_DEVICE void
+loadQueryTile(const TileThreads &threads, const AttentionInputs<T> &in,
+              const AttentionTiles &tiles, unsigned char *shared, int64_t b,
+              int64_t i0, const T *gradOut, const ComputeT<T> *stats) {
+  using Acc = ComputeT<T>;
+  const AttentionShape &shape = in.shape;
+  loadTileRows(threads, sharedAt<T>(shared, tiles.q), tiles.ld, in.q,
+               shape.role[kAttentionQ], b, i0, kTileCols);
+  loadTileRows(threads, sharedAt<T>(shared, tiles.g), tiles.ldv, gradOut,
+               shape.role[kAttentionGradOut], b, i0, kTileCols);
+  Acc *lse = sharedAt<Acc>(shared, tiles.rowA),
+      *delta = sharedAt<Acc>(shared, tiles.rowB);
+  threads.each([&](int t) {
+    if (t >= kTileCols)
+      return;
+    const int64_t row = b * shape.tq + i0 + t;
+    const bool inside = i0 + t < shape.tq;
+    lse[t] = inside ? stats[2 * row] : Acc(0);
+    delta[t] = inside ? stats[2 * row + 1] : Acc(0);
+  });
+}
+
 /// The backward's first kernel on a tile of queries: their log-sum-exp
 /// and delta (into `stats`, as AttentionGradQueryBody), then dq over tiles
 /// of keys. Shared rows: rowA the running maximum, rowB the sum, rowC the
@@ -562,54 +699,12 @@ template <typename T> struct AttentionGradQueryTileBody {
     T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
       *ks = sharedAt<T>(shared, tiles.k), *vs = sharedAt<T>(shared, tiles.v);
     Acc *probs = sharedAt<Acc>(shared, tiles.probs),
-        *rowMax = sharedAt<Acc>(shared, tiles.rowA),
-        *rowSum = sharedAt<Acc>(shared, tiles.rowB),
         *rowLse = sharedAt<Acc>(shared, tiles.rowC),
         *rowDelta = sharedAt<Acc>(shared, tiles.rowD);
-    loadTileRows(threads, qs, tiles.ld, in.q, shape.role[kAttentionQ], b, i0,
-                 kTileRows);
-    loadTileRows(threads, gs, tiles.ldv, gradOut, shape.role[kAttentionGradOut],
-                 b, i0, kTileRows);
-    threads.sync();
-    threads.each([&](int t) {
-      if (t >= kTileRows)
-        return;
-      rowMax[t] = in.lowest;
-      rowSum[t] = 0;
-      Acc delta = 0;
-      if (i0 + t < shape.tq) {
-        const T *o = out + shape.role[kAttentionOut].at(b, i0 + t);
-        for (int64_t c = 0; c < shape.dv; ++c)
-          delta += load(gs[t * tiles.ldv + c]) * load(o[c]);
-      }
-      rowDelta[t] = delta;
-    });
-    for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
-      threads.sync();
-      loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
-                   kTileCols);
-      threads.sync();
-      threads.each([&](int t) {
-        tileScores(t, in, b, i0, j0, qs, ks, tiles.ld, probs);
-      });
-      threads.sync();
-      threads.each([&](int t) {
-        if (t < kTileRows)
-          onlineSoftmaxRow(probs + t * kScoreRow, rowMax[t], rowSum[t],
-                           in.lowest, false);
-      });
-    }
-    threads.sync();
-    threads.each([&](int t) {
-      if (t >= kTileRows)
-        return;
-      rowLse[t] = rowMax[t] + mathLog(rowSum[t]);
-      if (i0 + t < shape.tq) {
-        const int64_t row = b * shape.tq + i0 + t;
-        stats[2 * row] = rowLse[t];
-        stats[2 * row + 1] = rowDelta[t];
-      }
-    });
+    queryStatistics(threads, in, tiles, shared, b, i0, keys, out, gradOut,
+                    stats, kScoreRow, false, [&](int t, int64_t j0) {
+                      tileScores(t, in, b, i0, j0, qs, ks, tiles.ld, probs);
+                    });
     PerThread<TileSlice::Values<Acc>> dq;
     threads.each([&](int t) { TileSlice::zero(dq[t]); });
     for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
@@ -684,18 +779,7 @@ template <typename T> struct AttentionGradKeyTileBody {
     // Causal: queries i >= j see key j.
     for (int64_t i0 = in.causal ? j0 : 0; i0 < shape.tq; i0 += kTileCols) {
       threads.sync();
-      loadTileRows(threads, qs, tiles.ld, in.q, shape.role[kAttentionQ], b, i0,
-                   kTileCols);
-      loadTileRows(threads, gs, tiles.ldv, gradOut,
-                   shape.role[kAttentionGradOut], b, i0, kTileCols);
-      threads.each([&](int t) {
-        if (t >= kTileCols)
-          return;
-        const int64_t row = b * shape.tq + i0 + t;
-        const bool inside = i0 + t < shape.tq;
-        lse[t] = inside ? stats[2 * row] : Acc(0);
-        delta[t] = inside ? stats[2 * row + 1] : Acc(0);
-      });
+      loadQueryTile(threads, in, tiles, shared, b, i0, gradOut, stats);
       threads.sync();
       threads.each([&](int t) {
         Acc dots[TileDots::kRows][TileDots::kCols];
@@ -731,6 +815,370 @@ template <typename T> struct AttentionGradKeyTileBody {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// The same tiles on the tensor cores
+//===----------------------------------------------------------------------===//
+//
+// For 16-bit T with heads of multiples of 16, the products of tiles run on
+// the tensor cores (WarpAccumulator, Tiles.cuh): each of the 8 warps one
+// 16 x 16 piece of a [64, 32] tile of scores (and of dO v^T), and pieces of
+// the [64, head] accumulators. As in FlashAttention, the probabilities and
+// the scores' gradients are rounded to T before their products with v, k,
+// q and dO; the sums are f32. The forward's accumulator lives in shared
+// memory (f32), since the softmax rescales its rows, which a fragment's
+// opaque layout does not allow; the backward's accumulators stay in the
+// warps' fragments and are staged through shared memory to be stored.
+
+/// Warp w's piece (fr, fc) of a [64, 32] tile of scores: 4 by 2 pieces.
+ZTC_HOST_DEVICE inline int scorePieceRow(int w) { return w / 2; }
+ZTC_HOST_DEVICE inline int scorePieceCol(int w) { return w % 2; }
+
+/// The most 16 x 16 pieces of a [64, head] accumulator a warp holds.
+constexpr int kWarpPieces =
+    kTileRows / 16 * (kTileSliceCols / 16) / (kTileThreads / 32);
+
+/// Writes rows [0, 64) of a staged f32 accumulator (`ld` per row, `n`
+/// columns) as the rows from `first` of an operand (those it has), each
+/// divided by divisors[row] when given.
+template <typename T>
+ZTC_HOST_DEVICE void
+storeStaged(const TileThreads &threads, const ComputeT<T> *staged, int64_t ld,
+            T *dst, const AttentionRows &rows, int64_t b, int64_t first,
+            const ComputeT<T> *divisors = nullptr) {
+  const int64_t n = rows.length;
+  threads.each([&](int t) {
+    for (int64_t x = t; x < kTileRows * n; x += kTileThreads) {
+      const int64_t r = x / n, c = x % n;
+      if (first + r < rows.rows)
+        dst[rows.at(b, first + r) + c] = store<T>(
+            divisors ? staged[r * ld + c] / divisors[r] : staged[r * ld + c]);
+    }
+  });
+}
+
+/// Stages a warp's pieces of a [64, n] accumulator (piece w + 8 p held in
+/// acc[p]) into rows of `ld` floats.
+ZTC_HOST_DEVICE inline void
+stagePieces(int t, const WarpAccumulator (&acc)[kWarpPieces], int64_t n,
+            float *staged, int64_t ld) {
+  const int w = t / 32, lane = t % 32, across = static_cast<int>(n / 16);
+  ZTC_UNROLL
+  for (int p = 0; p < kWarpPieces; ++p) {
+    const int f = w + p * (kTileThreads / 32);
+    if (f < 4 * across)
+      acc[p].store(lane, staged + (f / across) * 16 * ld + (f % across) * 16,
+                   ld);
+  }
+}
+
+/// The forward on the tensor cores. Shared rows: rowA the running maximum,
+/// rowB the sum.
+template <typename T> struct AttentionMmaBody {
+  AttentionInputs<T> in;
+  AttentionTiles tiles;
+  int64_t queryTiles;
+  T *out;
+  ZTC_HOST_DEVICE void operator()(int64_t block, unsigned char *shared,
+                                  const TileThreads &threads) const {
+    using Acc = ComputeT<T>;
+    const AttentionShape &shape = in.shape;
+    const QueryTile tile = queryTile(block, queryTiles, shape, in.causal);
+    const int64_t b = tile.b, i0 = tile.i0, keys = tile.keys;
+    const int64_t ld = tiles.ld, ldv = tiles.ldv, ldo = tiles.ldo;
+    T *qs = sharedAt<T>(shared, tiles.q), *ks = sharedAt<T>(shared, tiles.k),
+      *vs = sharedAt<T>(shared, tiles.v),
+      *probsHalf = sharedAt<T>(shared, tiles.probsHalf);
+    Acc *scores = sharedAt<Acc>(shared, tiles.probs),
+        *o = sharedAt<Acc>(shared, tiles.o),
+        *rowMax = sharedAt<Acc>(shared, tiles.rowA),
+        *rowSum = sharedAt<Acc>(shared, tiles.rowB);
+    loadTileRows(threads, qs, ld, in.q, shape.role[kAttentionQ], b, i0,
+                 kTileRows);
+    threads.each([&](int t) {
+      for (int64_t x = t; x < kTileRows * shape.dv; x += kTileThreads)
+        o[x / shape.dv * ldo + x % shape.dv] = 0;
+      if (t < kTileRows) {
+        rowMax[t] = in.lowest;
+        rowSum[t] = 0;
+      }
+    });
+    const int across = static_cast<int>(shape.dv / 16);
+    for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
+      threads.sync();
+      loadTileRows(threads, ks, ld, in.k, shape.role[kAttentionK], b, j0,
+                   kTileCols);
+      loadTileRows(threads, vs, ldv, in.v, shape.role[kAttentionV], b, j0,
+                   kTileCols);
+      threads.sync();
+      threads.each([&](int t) {
+        const int w = t / 32, lane = t % 32;
+        const int fr = scorePieceRow(w), fc = scorePieceCol(w);
+        WarpAccumulator s;
+        s.zero(lane);
+        s.add<FragmentLayout::ColMajor>(lane, qs + fr * 16 * ld, ld,
+                                        ks + fc * 16 * ld, ld, shape.d);
+        s.store(lane, scores + fr * 16 * kMmaScoreRow + fc * 16, kMmaScoreRow);
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        if (t >= kTileRows)
+          return;
+        Acc *row = scores + t * kMmaScoreRow;
+        for (int c = 0; c < kTileCols; ++c)
+          row[c] = in.tileScore(b, i0 + t, j0 + c, row[c]);
+        const Acc rescale =
+            onlineSoftmaxRow(row, rowMax[t], rowSum[t], in.lowest, true);
+        for (int c = 0; c < kTileCols; ++c)
+          probsHalf[t * kMmaHalfRow + c] = store<T>(row[c]);
+        for (int64_t c = 0; c < shape.dv; ++c)
+          o[t * ldo + c] *= rescale;
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        const int w = t / 32, lane = t % 32;
+        ZTC_UNROLL
+        for (int p = 0; p < kWarpPieces; ++p) {
+          const int f = w + p * (kTileThreads / 32);
+          if (f >= 4 * across)
+            continue;
+          Acc *piece = o + (f / across) * 16 * ldo + (f % across) * 16;
+          WarpAccumulator acc;
+          acc.load(lane, piece, ldo);
+          acc.add<FragmentLayout::RowMajor>(
+              lane, probsHalf + (f / across) * 16 * kMmaHalfRow, kMmaHalfRow,
+              vs + (f % across) * 16, ldv, kTileCols);
+          acc.store(lane, piece, ldo);
+        }
+      });
+    }
+    threads.sync();
+    // A query whose every key is masked is 0 / 0, NaN, as softmax gives.
+    storeStaged(threads, o, ldo, out, shape.role[kAttentionOut], b, i0, rowSum);
+  }
+};
+
+/// The backward's first kernel on the tensor cores (as
+/// AttentionGradQueryTileBody). Shared rows: rowA the running maximum,
+/// rowB the sum, rowC the log-sum-exp, rowD delta; `grads` dO v^T.
+template <typename T> struct AttentionMmaGradQueryBody {
+  AttentionInputs<T> in;
+  AttentionTiles tiles;
+  int64_t queryTiles;
+  const T *out, *gradOut;
+  ComputeT<T> *stats;
+  T *gradQ;
+  ZTC_HOST_DEVICE void operator()(int64_t block, unsigned char *shared,
+                                  const TileThreads &threads) const {
+    using Acc = ComputeT<T>;
+    const AttentionShape &shape = in.shape;
+    const QueryTile tile = queryTile(block, queryTiles, shape, in.causal);
+    const int64_t b = tile.b, i0 = tile.i0, keys = tile.keys;
+    const int64_t ld = tiles.ld, ldv = tiles.ldv;
+    T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
+      *ks = sharedAt<T>(shared, tiles.k), *vs = sharedAt<T>(shared, tiles.v),
+      *gradsHalf = sharedAt<T>(shared, tiles.gradsHalf);
+    Acc *scores = sharedAt<Acc>(shared, tiles.probs),
+        *gradDots = sharedAt<Acc>(shared, tiles.grads),
+        *rowLse = sharedAt<Acc>(shared, tiles.rowC),
+        *rowDelta = sharedAt<Acc>(shared, tiles.rowD);
+    // Warp w's piece of the scores (and, `withGrad`, of dO v^T).
+    auto products = [&](int t, bool withGrad) {
+      const int w = t / 32, lane = t % 32;
+      const int fr = scorePieceRow(w), fc = scorePieceCol(w);
+      const int64_t at = fr * 16 * kMmaScoreRow + fc * 16;
+      WarpAccumulator s;
+      s.zero(lane);
+      s.add<FragmentLayout::ColMajor>(lane, qs + fr * 16 * ld, ld,
+                                      ks + fc * 16 * ld, ld, shape.d);
+      s.store(lane, scores + at, kMmaScoreRow);
+      if (!withGrad)
+        return;
+      WarpAccumulator dp;
+      dp.zero(lane);
+      dp.add<FragmentLayout::ColMajor>(lane, gs + fr * 16 * ldv, ldv,
+                                       vs + fc * 16 * ldv, ldv, shape.dv);
+      dp.store(lane, gradDots + at, kMmaScoreRow);
+    };
+    queryStatistics(threads, in, tiles, shared, b, i0, keys, out, gradOut,
+                    stats, kMmaScoreRow, true,
+                    [&](int t, int64_t) { products(t, false); });
+    const int across = static_cast<int>(shape.d / 16);
+    PerWarp<WarpAccumulator[kWarpPieces]> dq;
+    threads.each([&](int t) {
+      ZTC_UNROLL
+      for (int p = 0; p < kWarpPieces; ++p)
+        dq[t][p].zero(t % 32);
+    });
+    for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
+      threads.sync();
+      loadTileRows(threads, ks, ld, in.k, shape.role[kAttentionK], b, j0,
+                   kTileCols);
+      loadTileRows(threads, vs, ldv, in.v, shape.role[kAttentionV], b, j0,
+                   kTileCols);
+      threads.sync();
+      threads.each([&](int t) { products(t, true); });
+      threads.sync();
+      // ds = p (dO . v - delta) scale, rounded to T.
+      threads.each([&](int t) {
+        for (int x = t; x < kTileRows * kTileCols; x += kTileThreads) {
+          const int r = x / kTileCols, c = x % kTileCols;
+          const int64_t i = i0 + r, j = j0 + c, at = r * kMmaScoreRow + c;
+          gradsHalf[r * kMmaHalfRow + c] = store<T>(
+              in.sees(i, j)
+                  ? mathExp(in.tileScore(b, i, j, scores[at]) - rowLse[r]) *
+                        (gradDots[at] - rowDelta[r]) * in.scale
+                  : Acc(0));
+        }
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        const int w = t / 32, lane = t % 32;
+        ZTC_UNROLL
+        for (int p = 0; p < kWarpPieces; ++p) {
+          const int f = w + p * (kTileThreads / 32);
+          if (f < 4 * across)
+            dq[t][p].add<FragmentLayout::RowMajor>(
+                lane, gradsHalf + (f / across) * 16 * kMmaHalfRow, kMmaHalfRow,
+                ks + (f % across) * 16, ld, kTileCols);
+        }
+      });
+    }
+    threads.sync();
+    Acc *staged = sharedAt<Acc>(shared, tiles.o);
+    threads.each(
+        [&](int t) { stagePieces(t, dq[t], shape.d, staged, tiles.ldo); });
+    threads.sync();
+    storeStaged(threads, staged, tiles.ldo, gradQ, shape.role[kAttentionGradQ],
+                b, i0);
+  }
+};
+
+/// The backward's second kernel on the tensor cores (as
+/// AttentionGradKeyTileBody): `probs` holds the scores of a tile of keys
+/// (rows) by queries, `grads` v dO^T. Shared rows: rowA the queries'
+/// log-sum-exp, rowB their delta.
+template <typename T> struct AttentionMmaGradKeyBody {
+  AttentionInputs<T> in;
+  AttentionTiles tiles;
+  int64_t keyTiles;
+  const T *gradOut;
+  const ComputeT<T> *stats;
+  T *gradK, *gradV;
+  ZTC_HOST_DEVICE void operator()(int64_t block, unsigned char *shared,
+                                  const TileThreads &threads) const {
+    using Acc = ComputeT<T>;
+    const AttentionShape &shape = in.shape;
+    const int64_t b = block / keyTiles, j0 = block % keyTiles * kTileRows;
+    const int64_t ld = tiles.ld, ldv = tiles.ldv;
+    T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
+      *ks = sharedAt<T>(shared, tiles.k), *vs = sharedAt<T>(shared, tiles.v),
+      *probsHalf = sharedAt<T>(shared, tiles.probsHalf),
+      *gradsHalf = sharedAt<T>(shared, tiles.gradsHalf);
+    Acc *scores = sharedAt<Acc>(shared, tiles.probs),
+        *gradDots = sharedAt<Acc>(shared, tiles.grads),
+        *lse = sharedAt<Acc>(shared, tiles.rowA),
+        *delta = sharedAt<Acc>(shared, tiles.rowB);
+    loadTileRows(threads, ks, ld, in.k, shape.role[kAttentionK], b, j0,
+                 kTileRows);
+    loadTileRows(threads, vs, ldv, in.v, shape.role[kAttentionV], b, j0,
+                 kTileRows);
+    const int acrossK = static_cast<int>(shape.d / 16),
+              acrossV = static_cast<int>(shape.dv / 16);
+    PerWarp<WarpAccumulator[kWarpPieces]> dk, dv;
+    threads.each([&](int t) {
+      ZTC_UNROLL
+      for (int p = 0; p < kWarpPieces; ++p) {
+        dk[t][p].zero(t % 32);
+        dv[t][p].zero(t % 32);
+      }
+    });
+    // Causal: queries i >= j see key j.
+    for (int64_t i0 = in.causal ? j0 : 0; i0 < shape.tq; i0 += kTileCols) {
+      threads.sync();
+      loadQueryTile(threads, in, tiles, shared, b, i0, gradOut, stats);
+      threads.sync();
+      threads.each([&](int t) {
+        const int w = t / 32, lane = t % 32;
+        const int fr = scorePieceRow(w), fc = scorePieceCol(w);
+        const int64_t at = fr * 16 * kMmaScoreRow + fc * 16;
+        WarpAccumulator s, dp;
+        s.zero(lane);
+        s.add<FragmentLayout::ColMajor>(lane, ks + fr * 16 * ld, ld,
+                                        qs + fc * 16 * ld, ld, shape.d);
+        s.store(lane, scores + at, kMmaScoreRow);
+        dp.zero(lane);
+        dp.add<FragmentLayout::ColMajor>(lane, vs + fr * 16 * ldv, ldv,
+                                         gs + fc * 16 * ldv, ldv, shape.dv);
+        dp.store(lane, gradDots + at, kMmaScoreRow);
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        for (int x = t; x < kTileRows * kTileCols; x += kTileThreads) {
+          const int r = x / kTileCols, c = x % kTileCols;
+          const int64_t i = i0 + c, j = j0 + r, at = r * kMmaScoreRow + c;
+          Acc p = 0, ds = 0;
+          if (in.sees(i, j)) {
+            p = mathExp(in.tileScore(b, i, j, scores[at]) - lse[c]);
+            ds = p * (gradDots[at] - delta[c]) * in.scale;
+          }
+          probsHalf[r * kMmaHalfRow + c] = store<T>(p);
+          gradsHalf[r * kMmaHalfRow + c] = store<T>(ds);
+        }
+      });
+      threads.sync();
+      threads.each([&](int t) {
+        const int w = t / 32, lane = t % 32;
+        ZTC_UNROLL
+        for (int p = 0; p < kWarpPieces; ++p) {
+          const int f = w + p * (kTileThreads / 32);
+          if (f < 4 * acrossV)
+            dv[t][p].add<FragmentLayout::RowMajor>(
+                lane, probsHalf + (f / acrossV) * 16 * kMmaHalfRow, kMmaHalfRow,
+                gs + (f % acrossV) * 16, ldv, kTileCols);
+          if (f < 4 * acrossK)
+            dk[t][p].add<FragmentLayout::RowMajor>(
+                lane, gradsHalf + (f / acrossK) * 16 * kMmaHalfRow, kMmaHalfRow,
+                qs + (f % acrossK) * 16, ld, kTileCols);
+        }
+      });
+    }
+    Acc *staged = sharedAt<Acc>(shared, tiles.o);
+    threads.sync();
+    threads.each(
+        [&](int t) { stagePieces(t, dk[t], shape.d, staged, tiles.ldo); });
+    threads.sync();
+    storeStaged(threads, staged, tiles.ldo, gradK, shape.role[kAttentionGradK],
+                b, j0);
+    threads.sync();
+    threads.each(
+        [&](int t) { stagePieces(t, dv[t], shape.dv, staged, tiles.ldo); });
+    threads.sync();
+    storeStaged(threads, staged, tiles.ldo, gradV, shape.role[kAttentionGradV],
+                b, j0);
+  }
+};
+
+/// Launches `kernel` as `path` (not Warp) says: TileBody on tiles, MmaBody
+/// on the tensor cores, a block per tile of kTileRows of the `rows`
+/// (queries or keys) of every batch entry; the bodies' fields after the
+/// inputs, the layout and the tile count are `fields`.
+template <template <typename> class TileBody, template <typename> class MmaBody,
+          typename T, typename... Fields>
+void launchAttentionTiles(AttentionPath path, const AttentionShape &shape,
+                          AttentionTileKernel kernel, int64_t rows,
+                          const char *name, cudaStream_t stream,
+                          const AttentionInputs<T> &in, Fields... fields) {
+  const int64_t tiles = (rows + kTileRows - 1) / kTileRows;
+  const bool tensorCores = path == AttentionPath::TensorCores;
+  const AttentionTiles layout = attentionTiles<T>(shape, kernel, tensorCores);
+  if (!tensorCores)
+    launchTileBlocks(shape.batch * tiles, layout.bytes,
+                     TileBody<T>{in, layout, tiles, fields...}, stream, name);
+  else if constexpr (sizeof(T) == 2)
+    launchTileBlocks(shape.batch * tiles, layout.bytes,
+                     MmaBody<T>{in, layout, tiles, fields...}, stream, name);
+}
+
 /// Runs `Body<T, in registers>` a warp per row.
 template <template <typename, bool> class Body, typename T, typename... Fields>
 void launchAttention(bool inRegisters, int64_t rows, const char *kernel,
@@ -758,17 +1206,14 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
   detail::AttentionInputs<T> in =
       detail::attentionInputs(q, k, v, mask, shape, params);
   using detail::AttentionTileKernel;
-  if (detail::attentionOnTiles<T>(shape, AttentionTileKernel::Forward)) {
-    if constexpr (sizeof(Acc) == 4) {
-      const int64_t tiles =
-          (shape.tq + detail::kTileRows - 1) / detail::kTileRows;
-      const detail::AttentionTiles layout =
-          detail::attentionTiles<T>(shape, AttentionTileKernel::Forward);
-      detail::launchTileBlocks(
-          shape.batch * tiles, layout.bytes,
-          detail::AttentionTileBody<T>{in, layout, tiles, out}, stream,
-          "attention");
-    }
+  const detail::AttentionPath path =
+      detail::attentionPath<T>(shape, AttentionTileKernel::Forward);
+  if (path != detail::AttentionPath::Warp) {
+    if constexpr (sizeof(Acc) == 4)
+      detail::launchAttentionTiles<detail::AttentionTileBody,
+                                   detail::AttentionMmaBody>(
+          path, shape, AttentionTileKernel::Forward, shape.tq, "attention",
+          stream, in, out);
     return;
   }
   const bool inRegisters = scratch::attentionInRegisters(shape);
@@ -814,34 +1259,28 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
   // warp per row; the statistics the first leaves the second are the same
   // either way.
   using detail::AttentionTileKernel;
-  using detail::kTileRows;
-  if (detail::attentionOnTiles<T>(shape, AttentionTileKernel::GradQuery)) {
-    if constexpr (sizeof(Acc) == 4) {
-      const int64_t tiles = (shape.tq + kTileRows - 1) / kTileRows;
-      const detail::AttentionTiles layout =
-          detail::attentionTiles<T>(shape, AttentionTileKernel::GradQuery);
-      detail::launchTileBlocks(
-          shape.batch * tiles, layout.bytes,
-          detail::AttentionGradQueryTileBody<T>{in, layout, tiles, out, gradOut,
-                                                stats, gradQ},
-          stream, "attentionBackward");
-    }
+  const detail::AttentionPath queryPath =
+      detail::attentionPath<T>(shape, AttentionTileKernel::GradQuery);
+  if (queryPath != detail::AttentionPath::Warp) {
+    if constexpr (sizeof(Acc) == 4)
+      detail::launchAttentionTiles<detail::AttentionGradQueryTileBody,
+                                   detail::AttentionMmaGradQueryBody>(
+          queryPath, shape, AttentionTileKernel::GradQuery, shape.tq,
+          "attentionBackward", stream, in, out, gradOut, stats, gradQ);
   } else {
     detail::launchAttention<detail::AttentionGradQueryBody, T>(
         inRegisters, queries, "attentionBackward", stream, in, out, gradOut,
         stats, queryAcc, gradQ);
   }
-  if (detail::attentionOnTiles<T>(shape, AttentionTileKernel::GradKey)) {
-    if constexpr (sizeof(Acc) == 4) {
-      const int64_t tiles = (shape.tk + kTileRows - 1) / kTileRows;
-      const detail::AttentionTiles layout =
-          detail::attentionTiles<T>(shape, AttentionTileKernel::GradKey);
-      detail::launchTileBlocks(
-          shape.batch * tiles, layout.bytes,
-          detail::AttentionGradKeyTileBody<T>{in, layout, tiles, gradOut, stats,
-                                              gradK, gradV},
-          stream, "attentionBackward");
-    }
+  const detail::AttentionPath keyPath =
+      detail::attentionPath<T>(shape, AttentionTileKernel::GradKey);
+  if (keyPath != detail::AttentionPath::Warp) {
+    if constexpr (sizeof(Acc) == 4)
+      detail::launchAttentionTiles<detail::AttentionGradKeyTileBody,
+                                   detail::AttentionMmaGradKeyBody>(
+          keyPath, shape, AttentionTileKernel::GradKey, shape.tk,
+          "attentionBackward", stream, in, gradOut,
+          static_cast<const Acc *>(stats), gradK, gradV);
   } else {
     detail::launchAttention<detail::AttentionGradKeyBody, T>(
         inRegisters, keys, "attentionBackward", stream, in, gradOut,

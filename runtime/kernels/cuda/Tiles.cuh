@@ -25,6 +25,11 @@
 #include "Common.cuh"
 
 #include <cuda_runtime_api.h>
+#if defined(__CUDACC__) && !defined(ZTC_CUDA_HOST_EMULATION)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -66,12 +71,25 @@ template <typename S> struct PerThread {
 #endif
 };
 
-/// Byte offsets of a block's shared arrays, each 16-byte aligned.
+/// A value each warp keeps across phases (warp-wide values: WarpAccumulator):
+/// its threads' registers on the device, one per warp on the host.
+template <typename S> struct PerWarp {
+#if defined(__CUDA_ARCH__)
+  S value;
+  __device__ S &operator[](int) { return value; }
+#else
+  S values[kTileThreads / 32];
+  S &operator[](int t) { return values[t / 32]; }
+#endif
+};
+
+/// Byte offsets of a block's shared arrays, each 32-byte aligned (as the
+/// tensor cores' loads and stores need).
 struct SharedLayout {
   int64_t bytes = 0;
   /// Reserves `count` elements of E and returns their offset.
   template <typename E> int64_t take(int64_t count) {
-    const int64_t at = (bytes + 15) / 16 * 16;
+    const int64_t at = (bytes + 31) / 32 * 32;
     bytes = at + count * int64_t(sizeof(E));
     return at;
   }
@@ -83,7 +101,7 @@ ZTC_HOST_DEVICE E *sharedAt(unsigned char *base, int64_t offset) {
 }
 
 #if !defined(ZTC_CUDA_HOST_EMULATION)
-extern __shared__ __align__(16) unsigned char tileShared[];
+extern __shared__ __align__(128) unsigned char tileShared[];
 
 template <typename Body>
 __global__ void __launch_bounds__(kTileThreads)
@@ -256,6 +274,137 @@ struct TileSlice {
           acc[a][m] += w[a] * y;
       }
     }
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Tensor cores
+//===----------------------------------------------------------------------===//
+//
+// Products of 16-bit tiles in shared memory on the tensor cores (sm_80 and
+// later, through nvcuda::wmma): a warp multiplies 16 x 16 x 16 pieces into
+// a 16 x 16 f32 accumulator. A WarpAccumulator's functions are called by
+// every thread of a warp (`lane` its rank), the same calls in the same
+// order; the host emulation computes the same sums in f32, in order, once
+// per warp (by its lane 0). Tiles' rows hold a multiple of 8 elements (4
+// for f32), and each piece starts at a multiple of 16 rows and columns of
+// an array that starts on 32 bytes.
+
+/// The CUDA type of a 16-bit float on the tensor cores.
+template <typename T> struct CudaHalf;
+#if defined(__CUDACC__) && !defined(ZTC_CUDA_HOST_EMULATION)
+template <> struct CudaHalf<ztc::bf16> { using type = __nv_bfloat16; };
+template <> struct CudaHalf<ztc::f16> { using type = __half; };
+#endif
+
+/// How a product's second factor B [k, 16] is stored: by rows (RowMajor),
+/// or as the rows of its transpose (ColMajor).
+enum class FragmentLayout { RowMajor, ColMajor };
+
+/// Whether the device has the tensor cores WarpAccumulator uses (compute
+/// capability 8.0 or later). The host emulation has.
+inline bool tensorCoresAvailable() {
+#if defined(ZTC_CUDA_HOST_EMULATION)
+  return true;
+#else
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return major >= 8;
+#endif
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define ZTC_TENSOR_CORES 1
+#endif
+
+/// A warp's 16 x 16 f32 accumulator (see above). Device code compiled for
+/// an architecture without the tensor cores does nothing here: the host
+/// never launches it there (tensorCoresAvailable).
+struct WarpAccumulator {
+#if defined(ZTC_TENSOR_CORES)
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f;
+#elif !defined(__CUDA_ARCH__)
+  float v[16][16];
+#endif
+
+  ZTC_HOST_DEVICE void zero(int lane) {
+    (void)lane;
+#if defined(ZTC_TENSOR_CORES)
+    nvcuda::wmma::fill_fragment(f, 0.0f);
+#elif !defined(__CUDA_ARCH__)
+    if (lane == 0)
+      for (auto &row : v)
+        for (float &x : row)
+          x = 0;
+#endif
+  }
+
+  /// this += A B: A [16, k] by rows of `lda` at `a`; B [k, 16] at `b`, by
+  /// rows of `ldb` or (ColMajor) as 16 rows of `ldb` of its transpose. k
+  /// a multiple of 16.
+  template <FragmentLayout kB, typename H>
+  ZTC_HOST_DEVICE void add(int lane, const H *a, int64_t lda, const H *b,
+                           int64_t ldb, int64_t k) {
+    (void)lane;
+#if defined(ZTC_TENSOR_CORES)
+    namespace wmma = nvcuda::wmma;
+    using W = typename CudaHalf<H>::type;
+    using BLayout = std::conditional_t<kB == FragmentLayout::RowMajor,
+                                       wmma::row_major, wmma::col_major>;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, W, BLayout> fb;
+    for (int64_t e = 0; e < k; e += 16) {
+      wmma::load_matrix_sync(fa, reinterpret_cast<const W *>(a) + e,
+                             static_cast<unsigned>(lda));
+      const int64_t bOffset = kB == FragmentLayout::RowMajor ? e * ldb : e;
+      wmma::load_matrix_sync(fb, reinterpret_cast<const W *>(b) + bOffset,
+                             static_cast<unsigned>(ldb));
+      wmma::mma_sync(f, fa, fb, f);
+    }
+#elif !defined(__CUDA_ARCH__)
+    if (lane != 0)
+      return;
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        float sum = v[i][j];
+        for (int64_t e = 0; e < k; ++e)
+          sum += numeric::load(a[i * lda + e]) *
+                 numeric::load(kB == FragmentLayout::RowMajor ? b[e * ldb + j]
+                                                              : b[j * ldb + e]);
+        v[i][j] = sum;
+      }
+#endif
+  }
+
+  /// Stores the accumulator into (loads it from) 16 rows of `ld` floats.
+  ZTC_HOST_DEVICE void store(int lane, float *dst, int64_t ld) const {
+    (void)lane;
+#if defined(ZTC_TENSOR_CORES)
+    nvcuda::wmma::store_matrix_sync(dst, f, static_cast<unsigned>(ld),
+                                    nvcuda::wmma::mem_row_major);
+#elif !defined(__CUDA_ARCH__)
+    if (lane == 0)
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j)
+          dst[i * ld + j] = v[i][j];
+#endif
+  }
+  ZTC_HOST_DEVICE void load(int lane, const float *src, int64_t ld) {
+    (void)lane;
+#if defined(ZTC_TENSOR_CORES)
+    nvcuda::wmma::load_matrix_sync(f, src, static_cast<unsigned>(ld),
+                                   nvcuda::wmma::mem_row_major);
+#elif !defined(__CUDA_ARCH__)
+    if (lane == 0)
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j)
+          v[i][j] = src[i * ld + j];
+#endif
   }
 };
 

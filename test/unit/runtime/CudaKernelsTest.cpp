@@ -511,9 +511,11 @@ TEST(CudaKernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
 /// Fused attention and its gradients, causal and with a mask that repeats
 /// along the heads; key counts that differ from query counts. For f32 and
 /// the halves, heads of up to 128 run on tiles of 64 by 32 (several of
-/// each, partial ones at the ends, more keys than queries and fewer); the
-/// heads at the register kernels' limit (256) and past it (their
-/// accumulators in the scratch) a warp per row, as double does.
+/// each, partial ones at the ends, more keys than queries and fewer), on
+/// the tensor cores for bf16 heads of multiples of 16 (in the emulation,
+/// their sums in f32); the heads at the register kernels' limit (256) and
+/// past it (their accumulators in the scratch) a warp per row, as double
+/// does.
 template <typename T> void checkAttention() {
   struct Case {
     Shape q, k, v, mask;
@@ -551,11 +553,16 @@ template <typename T> void checkAttention() {
     ztc::AttentionParams params{0.4, c.causal};
     const ztc::AttentionShape shape(gpuDims(c.q), gpuDims(c.k), gpuDims(c.v),
                                     gpuDims(c.mask), m != nullptr, params);
-    const bool tiles = sizeof(T) != 8 && c.q.back() <= 128;
+    using gpu::detail::AttentionPath;
+    AttentionPath path = AttentionPath::Warp;
+    if (sizeof(T) != 8 && c.q.back() <= 128 && c.v.back() <= 128)
+      path = sizeof(T) == 2 && c.q.back() % 16 == 0 && c.v.back() % 16 == 0
+                 ? AttentionPath::TensorCores
+                 : AttentionPath::Tiles;
     for (auto kernel : {gpu::detail::AttentionTileKernel::Forward,
                         gpu::detail::AttentionTileKernel::GradQuery,
                         gpu::detail::AttentionTileKernel::GradKey})
-      EXPECT_EQ(gpu::detail::attentionOnTiles<T>(shape, kernel), tiles)
+      EXPECT_EQ(gpu::detail::attentionPath<T>(shape, kernel), path)
           << describe(c.q);
     std::vector<T> expected(numel(o)), actual(numel(o));
     cpu::attention<T>(q.data(), cpuDims(c.q), k.data(), cpuDims(c.k), v.data(),
@@ -709,34 +716,36 @@ TEST(CudaKernelsTest, LinearCrossEntropyReportsBadTargets) {
 
 /// Operands stored [B, T, H, D] (every role's bthd bit): the CUDA kernels
 /// read and write them where the CPU's do, for the same results.
-TEST(CudaKernelsTest, AttentionTokensOuterMatchesTheCpu) {
-  const Shape q{2, 10, 3, 4}, k{2, 12, 3, 4}, v{2, 12, 3, 5}, o{2, 10, 3, 5};
-  auto qv = randomValues<float>(numel(q), 31, -2, 2);
-  auto kv = randomValues<float>(numel(k), 32, -2, 2);
-  auto vv = randomValues<float>(numel(v), 33);
-  auto gv = randomValues<float>(numel(o), 34);
+template <typename T> void checkAttentionTokensOuter() {
+  // Two tiles of queries and three of keys; heads of 16 and 32 (the
+  // tensor cores for bf16).
+  const Shape q{2, 70, 3, 16}, k{2, 80, 3, 16}, v{2, 80, 3, 32},
+      o{2, 70, 3, 32};
+  auto qv = randomValues<T>(numel(q), 31, -2, 2);
+  auto kv = randomValues<T>(numel(k), 32, -2, 2);
+  auto vv = randomValues<T>(numel(v), 33);
+  auto gv = randomValues<T>(numel(o), 34);
   const ztc::AttentionParams params{0.4, true, 0xff};
-  std::vector<float> expected(numel(o)), actual(numel(o));
-  cpu::attention<float>(qv.data(), cpuDims(q), kv.data(), cpuDims(k), vv.data(),
-                        cpuDims(v), nullptr, cpuDims({}), expected.data(),
-                        cpuDims(o), params);
+  std::vector<T> expected(numel(o)), actual(numel(o));
+  cpu::attention<T>(qv.data(), cpuDims(q), kv.data(), cpuDims(k), vv.data(),
+                    cpuDims(v), nullptr, cpuDims({}), expected.data(),
+                    cpuDims(o), params);
   const gpu::Dims ins[] = {gpuDims(q), gpuDims(k), gpuDims(v), gpuDims({})};
-  PlannedScratch forward(
-      gpu::scratch::attentionBytes<float>(ins, nullptr, params));
-  gpu::attention<float>(qv.data(), gpuDims(q), kv.data(), gpuDims(k), vv.data(),
-                        gpuDims(v), nullptr, gpuDims({}), actual.data(),
-                        gpuDims(o), params, forward.get(), kStream);
+  PlannedScratch forward(gpu::scratch::attentionBytes<T>(ins, nullptr, params));
+  gpu::attention<T>(qv.data(), gpuDims(q), kv.data(), gpuDims(k), vv.data(),
+                    gpuDims(v), nullptr, gpuDims({}), actual.data(), gpuDims(o),
+                    params, forward.get(), kStream);
   expectClose(actual, expected, "attention, tokens outer");
-  std::vector<float> dq(qv.size()), dk(kv.size()), dv(vv.size());
-  std::vector<float> gpuDq(qv.size()), gpuDk(kv.size()), gpuDv(vv.size());
-  cpu::attentionBackward<float>(qv.data(), cpuDims(q), kv.data(), cpuDims(k),
-                                vv.data(), cpuDims(v), expected.data(),
-                                cpuDims(o), gv.data(), cpuDims(o), nullptr,
-                                cpuDims({}), dq.data(), cpuDims(q), dk.data(),
-                                cpuDims(k), dv.data(), cpuDims(v), params);
+  std::vector<T> dq(qv.size()), dk(kv.size()), dv(vv.size());
+  std::vector<T> gpuDq(qv.size()), gpuDk(kv.size()), gpuDv(vv.size());
+  cpu::attentionBackward<T>(qv.data(), cpuDims(q), kv.data(), cpuDims(k),
+                            vv.data(), cpuDims(v), expected.data(), cpuDims(o),
+                            gv.data(), cpuDims(o), nullptr, cpuDims({}),
+                            dq.data(), cpuDims(q), dk.data(), cpuDims(k),
+                            dv.data(), cpuDims(v), params);
   PlannedScratch backward(
-      gpu::scratch::attentionBackwardBytes<float>(ins, nullptr, params));
-  gpu::attentionBackward<float>(
+      gpu::scratch::attentionBackwardBytes<T>(ins, nullptr, params));
+  gpu::attentionBackward<T>(
       qv.data(), gpuDims(q), kv.data(), gpuDims(k), vv.data(), gpuDims(v),
       expected.data(), gpuDims(o), gv.data(), gpuDims(o), nullptr, gpuDims({}),
       gpuDq.data(), gpuDims(q), gpuDk.data(), gpuDims(k), gpuDv.data(),
@@ -750,43 +759,53 @@ TEST(CudaKernelsTest, AttentionTokensOuterMatchesTheCpu) {
 /// [B, T, 9, D] tensor, and dq, dk, dv the same windows of another
 /// (ztc-fold-head-windows). The CUDA kernels read and write the windows
 /// where the CPU's do, for the same results, and write nothing else.
-TEST(CudaKernelsTest, AttentionHeadWindowsMatchTheCpu) {
-  const Shape packed{2, 10, 9, 4}, o{2, 10, 3, 4};
-  auto qkv = randomValues<float>(numel(packed), 41, -2, 2);
-  auto gv = randomValues<float>(numel(o), 42);
+template <typename T> void checkAttentionHeadWindows() {
+  const Shape packed{2, 70, 9, 16}, o{2, 70, 3, 16};
+  auto qkv = randomValues<T>(numel(packed), 41, -2, 2);
+  auto gv = randomValues<T>(numel(o), 42);
   const int64_t starts[] = {0, 3, 6, 0, 0, 0, 3, 6};
   const ztc::AttentionParams params{0.5, true, 0xff, ztc::MaybeInt{true, 3},
                                     ztc::Ints{starts}};
-  const float *q = qkv.data();
-  std::vector<float> expected(numel(o)), actual(numel(o));
-  cpu::attention<float>(q, cpuDims(packed), q, cpuDims(packed), q,
-                        cpuDims(packed), nullptr, cpuDims({}), expected.data(),
-                        cpuDims(o), params);
+  const T *q = qkv.data();
+  std::vector<T> expected(numel(o)), actual(numel(o));
+  cpu::attention<T>(q, cpuDims(packed), q, cpuDims(packed), q, cpuDims(packed),
+                    nullptr, cpuDims({}), expected.data(), cpuDims(o), params);
   const gpu::Dims ins[] = {gpuDims(packed), gpuDims(packed), gpuDims(packed),
                            gpuDims({})};
-  PlannedScratch forward(
-      gpu::scratch::attentionBytes<float>(ins, nullptr, params));
-  gpu::attention<float>(q, gpuDims(packed), q, gpuDims(packed), q,
-                        gpuDims(packed), nullptr, gpuDims({}), actual.data(),
-                        gpuDims(o), params, forward.get(), kStream);
+  PlannedScratch forward(gpu::scratch::attentionBytes<T>(ins, nullptr, params));
+  gpu::attention<T>(q, gpuDims(packed), q, gpuDims(packed), q, gpuDims(packed),
+                    nullptr, gpuDims({}), actual.data(), gpuDims(o), params,
+                    forward.get(), kStream);
   expectClose(actual, expected, "attention, head windows");
   // Both gradients start as 5.0 everywhere; each call writes its three
   // windows, which tile the packed tensor.
-  std::vector<float> grads(qkv.size(), 5.0f), gpuGrads(qkv.size(), 5.0f);
-  float *d = grads.data(), *gd = gpuGrads.data();
-  cpu::attentionBackward<float>(
+  std::vector<T> grads(qkv.size(), T(5.0f)), gpuGrads(qkv.size(), T(5.0f));
+  T *d = grads.data(), *gd = gpuGrads.data();
+  cpu::attentionBackward<T>(
       q, cpuDims(packed), q, cpuDims(packed), q, cpuDims(packed),
       expected.data(), cpuDims(o), gv.data(), cpuDims(o), nullptr, cpuDims({}),
       d, cpuDims(packed), d, cpuDims(packed), d, cpuDims(packed), params);
   PlannedScratch backward(
-      gpu::scratch::attentionBackwardBytes<float>(ins, nullptr, params));
-  gpu::attentionBackward<float>(
-      q, gpuDims(packed), q, gpuDims(packed), q, gpuDims(packed),
-      expected.data(), gpuDims(o), gv.data(), gpuDims(o), nullptr, gpuDims({}),
-      gd, gpuDims(packed), gd, gpuDims(packed), gd, gpuDims(packed), params,
-      backward.get(), kStream);
-  EXPECT_EQ(std::count(grads.begin(), grads.end(), 5.0f), 0);
+      gpu::scratch::attentionBackwardBytes<T>(ins, nullptr, params));
+  gpu::attentionBackward<T>(q, gpuDims(packed), q, gpuDims(packed), q,
+                            gpuDims(packed), expected.data(), gpuDims(o),
+                            gv.data(), gpuDims(o), nullptr, gpuDims({}), gd,
+                            gpuDims(packed), gd, gpuDims(packed), gd,
+                            gpuDims(packed), params, backward.get(), kStream);
+  EXPECT_EQ(std::count_if(grads.begin(), grads.end(),
+                          [](T x) { return toDouble(x) == 5.0; }),
+            0);
   expectClose(gpuGrads, grads, "dq, dk, dv, head windows");
+}
+
+TEST(CudaKernelsTest, AttentionTokensOuterMatchesTheCpu) {
+  checkAttentionTokensOuter<float>();
+  checkAttentionTokensOuter<bf16>();
+}
+
+TEST(CudaKernelsTest, AttentionHeadWindowsMatchTheCpu) {
+  checkAttentionHeadWindows<float>();
+  checkAttentionHeadWindows<bf16>();
 }
 
 /// What attention plans: nothing forward and two statistics per query
@@ -811,16 +830,18 @@ TEST(CudaKernelsTest, AttentionScratchHoldsAccumulatorsOnlyForLargeHeads) {
 }
 
 /// The tile kernels' shared memory (docs/design/cuda.md states these):
-/// bf16 heads of 64 within the default 48 KiB, f32's backward past it.
+/// bf16 heads of 64 within the default 48 KiB, f32's backward past it; on
+/// the tensor cores every kernel past it (50 to 56 KiB for heads of 64).
 TEST(CudaKernelsTest, AttentionTilesSharedMemory) {
   using gpu::detail::AttentionTileKernel;
   const ztc::AttentionParams params{0.125, true};
-  auto bytes = [&](auto element, int64_t head, AttentionTileKernel kernel) {
+  auto bytes = [&](auto element, int64_t head, AttentionTileKernel kernel,
+                   bool tensorCores = false) {
     using T = decltype(element);
     const Shape q{8, 12, 1024, head};
     const ztc::AttentionShape shape(gpuDims(q), gpuDims(q), gpuDims(q),
                                     gpuDims({}), false, params);
-    return gpu::detail::attentionTiles<T>(shape, kernel).bytes;
+    return gpu::detail::attentionTiles<T>(shape, kernel, tensorCores).bytes;
   };
   EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::Forward), 26368);
   EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::GradQuery), 34816);
@@ -829,6 +850,10 @@ TEST(CudaKernelsTest, AttentionTilesSharedMemory) {
   EXPECT_EQ(bytes(float(), 64, AttentionTileKernel::GradQuery), 59392);
   EXPECT_EQ(bytes(float(), 64, AttentionTileKernel::GradKey), 67328);
   EXPECT_EQ(bytes(float(), 128, AttentionTileKernel::GradKey), 116480);
+  EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::Forward, true), 51200);
+  EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::GradQuery, true), 52224);
+  EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::GradKey, true), 56832);
+  EXPECT_EQ(bytes(bf16(), 128, AttentionTileKernel::GradKey, true), 81408);
 }
 
 TEST(CudaKernelsTest, AttentionFloat) { checkAttention<float>(); }
