@@ -20,8 +20,11 @@ A GPU node has no MLIR, so the check comes in two halves:
       artifact give the same bits, and that replayed CUDA graphs give the
       bits of direct calls (--no-cuda-graph); runs the CUDA backend's unit
       tests and, where compute-sanitizer is there, two steps of the GPT
-      under its memory checker. Prints one line per check and a summary; exit 1 when
-      any failed. Logs go to DIR.
+      under its memory checker (and one of the GPT and the bf16 GPT under
+      its race checker); runs some cases again with other kernels
+      (VARIANTS).
+      Prints one line per check and a summary; exit 1 when any failed. Logs
+      go to DIR.
 
 The tolerances are those of different summation orders in fp32 (cuBLAS and
 the block reductions against OpenBLAS, oneDNN and the CPU's loops), and of
@@ -95,6 +98,20 @@ CASES = [
     dict(name="mlp-dropout", model="mlp_dropout.onnx", data="dropout", batch=32, steps=20,
          flags=["--lr", "1e-2"], grads=1e-5, loss=1e-5, params=1e-4),
 ]
+
+
+# Runs of a case's CUDA artifact with other kernels, chosen by the
+# environment: (name, variables, what they choose), checked against the
+# CPU with the case's tolerances.
+VARIANTS = {
+    "cnn-batchnorm": [("own-kernels", {"ZTC_CUDNN": "0"}, "ztc's own convolutions")],
+    "gpt-sgd": [("warp-attention", {"ZTC_CUDA_ATTENTION": "warp"},
+                 "attention a warp per query")],
+    "gpt-bf16": [("tile-attention", {"ZTC_CUDA_ATTENTION": "tiles"},
+                  "attention on tiles without the tensor cores"),
+                 ("warp-attention", {"ZTC_CUDA_ATTENTION": "warp"},
+                  "attention a warp per query")],
+}
 
 
 def run(*args, env=None, timeout=600, ok=True):
@@ -454,33 +471,39 @@ def run_cases(args):
                   case["name"], ": " + fell_back[0] if fell_back else
                   "" if result.returncode == 0 else ": " + result.stderr.strip()[-800:]))
 
-    # ztc's own convolution kernels (im2col and cuBLAS, what runs where
-    # cuDNN does not load), with cuDNN turned off (ZTC_CUDNN=0): against
-    # the CPU, with the tolerances of the cuDNN run.
+    # The same artifacts with other kernels, against the CPU with the case's
+    # tolerances: ztc's own convolution kernels (im2col and cuBLAS, what
+    # runs where cuDNN does not load) with cuDNN turned off, and attention
+    # on tiles without the tensor cores, and a warp per query.
     for case in cases:
-        if case["name"] != "cnn-batchnorm":
-            continue
-        own = os.path.join(out, case["name"] + "-own-kernels")
-        shutil.rmtree(own, ignore_errors=True)
-        os.makedirs(own)
-        result = run(train, *train_args(os.path.join(bundle, "art", case["name"] + "-cuda.ztc"),
-                                        os.path.join(bundle, case["data"]), case, own),
-                     env=dict(env, ZTC_CUDNN="0"), ok=False)
-        with open(os.path.join(own, "log.txt"), "w") as f:
-            f.write(result.stdout + result.stderr)
-        ref = os.path.join(bundle, "ref", case["name"])
-        mine, want = losses(os.path.join(own, "metrics.jsonl")), losses(
-            os.path.join(ref, "metrics.jsonl"))
-        worst = max((abs(a - b) / abs(b) for a, b in zip(mine, want)), default=float("inf"))
-        params, where = (worst_tensor_difference(read_checkpoint(os.path.join(own, "ckpt")),
-                                                 read_checkpoint(os.path.join(ref, "ckpt")))
-                         if result.returncode == 0 else (float("inf"), "no checkpoint"))
-        check(result.returncode == 0 and len(mine) == len(want) and worst <= case["loss"]
-              and params <= case["params"],
-              "%s with ZTC_CUDNN=0 (ztc's own convolutions): losses within %.2e, parameters "
-              "within %.2e (worst %s) of the CPU's%s" % (
-                  case["name"], worst, params, where,
-                  "" if result.returncode == 0 else ": " + result.stderr.strip()[-800:]))
+        for name, variables, what in VARIANTS.get(case["name"], ()):
+            own = os.path.join(out, case["name"] + "-" + name)
+            shutil.rmtree(own, ignore_errors=True)
+            os.makedirs(own)
+            result = run(train, *train_args(
+                os.path.join(bundle, "art", case["name"] + "-cuda.ztc"),
+                os.path.join(bundle, case["data"]), case, own),
+                         env=dict(env, **variables), ok=False)
+            with open(os.path.join(own, "log.txt"), "w") as f:
+                f.write(result.stdout + result.stderr)
+            ref = os.path.join(bundle, "ref", case["name"])
+            mine, want = losses(os.path.join(own, "metrics.jsonl")), losses(
+                os.path.join(ref, "metrics.jsonl"))
+            worst = max((abs(a - b) / abs(b) for a, b in zip(mine, want)),
+                        default=float("inf"))
+            params, where = 0.0, "not compared"
+            if case["params"] is not None:
+                params, where = (worst_tensor_difference(
+                    read_checkpoint(os.path.join(own, "ckpt")),
+                    read_checkpoint(os.path.join(ref, "ckpt")))
+                                 if result.returncode == 0 else (float("inf"), "no checkpoint"))
+            setting = " ".join("%s=%s" % item for item in variables.items())
+            check(result.returncode == 0 and len(mine) == len(want) and worst <= case["loss"]
+                  and (case["params"] is None or params <= case["params"]),
+                  "%s with %s (%s): losses within %.2e, parameters within %.2e (%s) of "
+                  "the CPU's%s" % (
+                      case["name"], setting, what, worst, params, where,
+                      "" if result.returncode == 0 else ": " + result.stderr.strip()[-800:]))
 
     # The backend's unit tests: a hand-written step against the CPU kernels.
     tests = os.path.join(bundle, "bin", "ztc-cuda-backend-tests")
@@ -492,22 +515,35 @@ def run_cases(args):
         check(result.returncode == 0 and "SKIPPED" not in result.stdout,
               "ztc-cuda-backend-tests on the GPU: %s" % "; ".join(summary_line[-3:]))
 
-    # Two steps of the GPT under compute-sanitizer's memory checker.
+    # Two steps of the GPT (and the bf16 GPT, attention on the tensor
+    # cores) under compute-sanitizer's memory checker, and one of each GPT
+    # under its race checker (attention's tiles in shared memory).
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if os.path.exists(sanitizer) and not args.no_sanitizer:
-        for case in (cases[0], cases[-1]):
-            checked = os.path.join(out, case["name"] + "-memcheck")
+        gpts = [case for case in cases if case["name"] in ("gpt", "gpt-bf16")]
+        memchecked = [cases[0]] + [case for case in [cases[-1]] + gpts
+                                   if case["name"] in (cases[-1]["name"], "gpt-bf16")]
+        checks = ([("memcheck", case) for case in dict(
+            (case["name"], case) for case in memchecked).values()]
+                  + [("racecheck", case) for case in gpts])
+        for tool, case in checks:
+            checked = os.path.join(out, case["name"] + "-" + tool)
             shutil.rmtree(checked, ignore_errors=True)
-            result = run(sanitizer, "--tool", "memcheck", "--error-exitcode", "3", train,
+            steps = "2" if tool == "memcheck" else "1"
+            result = run(sanitizer, "--tool", tool, "--error-exitcode", "3", train,
                          os.path.join(bundle, "art", case["name"] + "-cuda.ztc"), "--data",
-                         os.path.join(bundle, case["data"]), "--steps", "2", "--no-prefetch",
+                         os.path.join(bundle, case["data"]), "--steps", steps, "--no-prefetch",
                          env=env, ok=False, timeout=300)
             with open(checked + ".txt", "w") as f:
                 f.write(result.stdout + result.stderr)
-            errors = re.findall(r"ERROR SUMMARY: (\d+)", result.stdout + result.stderr)
+            # memcheck ends "ERROR SUMMARY: N errors", racecheck "RACECHECK
+            # SUMMARY: H hazards displayed (N errors, W warnings)".
+            errors = re.findall(r"ERROR SUMMARY: (\d+)|RACECHECK SUMMARY: \d+ hazards? "
+                                r"displayed \((\d+) errors?", result.stdout + result.stderr)
+            errors = ["".join(found) for found in errors]
             check(result.returncode == 0 and errors and errors[-1] == "0",
-                  "%s: 2 steps under compute-sanitizer memcheck: exit %d, %s error(s)%s" % (
-                      case["name"], result.returncode, errors[-1] if errors else "?",
+                  "%s: %s step(s) under compute-sanitizer %s: exit %d, %s error(s)%s" % (
+                      case["name"], steps, tool, result.returncode, errors[-1] if errors else "?",
                       "" if result.returncode == 0 else ": " + (result.stdout + result.stderr)
                       .strip()[-800:]))
 

@@ -19,7 +19,10 @@
 //    heads of up to kAttentionRegisterHead elements keep each lane's
 //    elements of the accumulators in registers, larger ones in the call's
 //    scratch, each element owned by one lane.
-// Both run in the host emulation (test/unit/runtime/CudaKernelsTest.cpp).
+// For bf16 and f16 with heads of multiples of 16 the tiles' products run
+// on the tensor cores. ZTC_CUDA_ATTENTION=tiles or warp limits the paths
+// (attentionPath), for comparisons on a GPU. All of them run in the host
+// emulation (test/unit/runtime/CudaKernelsTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +40,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 namespace ztc::cuda {
 
@@ -385,28 +391,6 @@ AttentionTiles attentionTiles(const AttentionShape &s,
 /// How a kernel runs: a warp per row, on tiles with products of their
 /// rows by each thread, or on tiles with products on the tensor cores.
 enum class AttentionPath { Warp, Tiles, TensorCores };
-
-/// How `kernel` runs for this shape: on the tensor cores for 16-bit types
-/// with heads of multiples of 16 (up to kTileSliceCols), on tiles for f32
-/// and other heads up to kTileSliceCols, each where the device has the
-/// shared memory (and the tensor cores); a warp per row otherwise.
-template <typename T>
-AttentionPath attentionPath(const AttentionShape &s,
-                            AttentionTileKernel kernel) {
-  if constexpr (sizeof(ComputeT<T>) != 4) {
-    return AttentionPath::Warp;
-  } else {
-    if (s.d > kTileSliceCols || s.dv > kTileSliceCols)
-      return AttentionPath::Warp;
-    if constexpr (sizeof(T) == 2)
-      if (s.d % 16 == 0 && s.dv % 16 == 0 && tensorCoresAvailable() &&
-          tileSharedFits(attentionTiles<T>(s, kernel, true).bytes))
-        return AttentionPath::TensorCores;
-    return tileSharedFits(attentionTiles<T>(s, kernel, false).bytes)
-               ? AttentionPath::Tiles
-               : AttentionPath::Warp;
-  }
-}
 
 /// Copies rows [first, first + count) of batch entry `b` of an operand
 /// (`rows`) into a shared tile with rows of `ld` elements; rows past the
@@ -1157,6 +1141,56 @@ template <typename T> struct AttentionMmaGradKeyBody {
                 b, j0);
   }
 };
+
+/// The paths ZTC_CUDA_ATTENTION allows, for comparisons on a GPU: `warp`
+/// the warp kernels alone, `tiles` no tensor cores, `auto` (or unset) any.
+/// Another value is the call's error (lastError), which then runs as
+/// `auto`.
+inline AttentionPath attentionPathLimit() {
+  const char *value = std::getenv("ZTC_CUDA_ATTENTION");
+  if (!value || !*value || std::strcmp(value, "auto") == 0)
+    return AttentionPath::TensorCores;
+  if (std::strcmp(value, "tiles") == 0)
+    return AttentionPath::Tiles;
+  if (std::strcmp(value, "warp") == 0)
+    return AttentionPath::Warp;
+  recordError(std::string("ZTC_CUDA_ATTENTION='") + value +
+              "': expected auto, tiles or warp");
+  return AttentionPath::TensorCores;
+}
+
+/// How `kernel` runs for this shape: on the tensor cores for 16-bit types
+/// with heads of multiples of 16 (up to kTileSliceCols), on tiles for f32
+/// and other heads up to kTileSliceCols, each where the device has the
+/// shared memory (and the tensor cores) and ZTC_CUDA_ATTENTION allows it;
+/// a warp per row otherwise.
+template <typename T>
+AttentionPath attentionPath(const AttentionShape &s,
+                            AttentionTileKernel kernel) {
+  const AttentionPath limit = attentionPathLimit();
+  if constexpr (sizeof(ComputeT<T>) != 4) {
+    return AttentionPath::Warp;
+  } else {
+    if (limit == AttentionPath::Warp || s.d > kTileSliceCols ||
+        s.dv > kTileSliceCols)
+      return AttentionPath::Warp;
+    if constexpr (sizeof(T) == 2) {
+      const bool compiled =
+          kernel == AttentionTileKernel::Forward
+              ? tileKernelHasTensorCores<AttentionMmaBody<T>>()
+          : kernel == AttentionTileKernel::GradQuery
+              ? tileKernelHasTensorCores<AttentionMmaGradQueryBody<T>>()
+              : tileKernelHasTensorCores<AttentionMmaGradKeyBody<T>>();
+      if (limit == AttentionPath::TensorCores && s.d % 16 == 0 &&
+          s.dv % 16 == 0 && compiled &&
+          tileSharedFits(attentionTiles<T>(s, kernel, true).bytes))
+        return AttentionPath::TensorCores;
+    }
+    return tileSharedFits(attentionTiles<T>(s, kernel, false).bytes)
+               ? AttentionPath::Tiles
+               : AttentionPath::Warp;
+  }
+}
 
 /// Launches `kernel` as `path` (not Warp) says: TileBody on tiles, MmaBody
 /// on the tensor cores, a block per tile of kTileRows of the `rows`

@@ -301,20 +301,21 @@ template <> struct CudaHalf<ztc::f16> { using type = __half; };
 /// or as the rows of its transpose (ColMajor).
 enum class FragmentLayout { RowMajor, ColMajor };
 
-/// Whether the device has the tensor cores WarpAccumulator uses (compute
-/// capability 8.0 or later). The host emulation has.
-inline bool tensorCoresAvailable() {
+/// Whether the tile kernel of `Body` that this device runs was compiled
+/// with the tensor cores WarpAccumulator uses: from PTX for compute
+/// capability 8.0 or later (ZTC_CUDA_ARCHS may name older ones), for a
+/// device that has them. The host emulation has them.
+template <typename Body> bool tileKernelHasTensorCores() {
 #if defined(ZTC_CUDA_HOST_EMULATION)
   return true;
 #else
-  int device = 0, major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                             device) != cudaSuccess) {
+  cudaFuncAttributes attributes{};
+  if (cudaFuncGetAttributes(&attributes, tileBlocksKernel<Body>) !=
+      cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
-  return major >= 8;
+  return attributes.ptxVersion >= 80 && attributes.binaryVersion >= 80;
 #endif
 }
 
@@ -323,8 +324,8 @@ inline bool tensorCoresAvailable() {
 #endif
 
 /// A warp's 16 x 16 f32 accumulator (see above). Device code compiled for
-/// an architecture without the tensor cores does nothing here: the host
-/// never launches it there (tensorCoresAvailable).
+/// an architecture without the tensor cores traps: the host never launches
+/// it there (tileKernelHasTensorCores).
 struct WarpAccumulator {
 #if defined(ZTC_TENSOR_CORES)
   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f;
@@ -366,7 +367,9 @@ struct WarpAccumulator {
                              static_cast<unsigned>(ldb));
       wmma::mma_sync(f, fa, fb, f);
     }
-#elif !defined(__CUDA_ARCH__)
+#elif defined(__CUDA_ARCH__)
+    __trap();
+#else
     if (lane != 0)
       return;
     for (int i = 0; i < 16; ++i)

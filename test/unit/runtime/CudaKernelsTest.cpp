@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -854,6 +855,37 @@ TEST(CudaKernelsTest, AttentionTilesSharedMemory) {
   EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::GradQuery, true), 52224);
   EXPECT_EQ(bytes(bf16(), 64, AttentionTileKernel::GradKey, true), 56832);
   EXPECT_EQ(bytes(bf16(), 128, AttentionTileKernel::GradKey, true), 81408);
+}
+
+/// ZTC_CUDA_ATTENTION limits the kernels' paths (the GPU check compares
+/// them); another value is the call's error.
+TEST(CudaKernelsTest, AttentionPathFollowsTheEnvironment) {
+  using gpu::detail::AttentionPath;
+  using gpu::detail::AttentionTileKernel;
+  const Shape q{2, 12, 100, 64};
+  const ztc::AttentionShape shape(gpuDims(q), gpuDims(q), gpuDims(q),
+                                  gpuDims({}), false,
+                                  ztc::AttentionParams{0.125, true});
+  auto path = [&](const char *value) {
+    if (value)
+      setenv("ZTC_CUDA_ATTENTION", value, 1);
+    else
+      unsetenv("ZTC_CUDA_ATTENTION");
+    return gpu::detail::attentionPath<bf16>(shape,
+                                            AttentionTileKernel::GradKey);
+  };
+  EXPECT_EQ(path("tiles"), AttentionPath::Tiles);
+  EXPECT_EQ(path("warp"), AttentionPath::Warp);
+  EXPECT_EQ(path("auto"), AttentionPath::TensorCores);
+  EXPECT_EQ(takeError(), "");
+  EXPECT_EQ(path("flash"), AttentionPath::TensorCores);
+  EXPECT_EQ(takeError(),
+            "ZTC_CUDA_ATTENTION='flash': expected auto, tiles or warp");
+  EXPECT_EQ(path(nullptr), AttentionPath::TensorCores);
+  // Forced onto tiles, bf16 still matches the CPU.
+  setenv("ZTC_CUDA_ATTENTION", "tiles", 1);
+  checkAttentionTokensOuter<bf16>();
+  unsetenv("ZTC_CUDA_ATTENTION");
 }
 
 TEST(CudaKernelsTest, AttentionFloat) { checkAttention<float>(); }
