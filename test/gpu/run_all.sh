@@ -18,7 +18,7 @@
 #
 #   device   nvidia-smi: the GPU, its driver and CUDA version, the date
 #   check    gpu_check.py run: the CUDA step against the CPU's, and
-#            compute-sanitizer's memcheck
+#            compute-sanitizer's memcheck and racecheck
 #   memory   gpu_train.py memory: per bench row, the planned peak per rank
 #            (memory.json's total_bytes) against the measured one
 #            (ztc-train --device-memory-report), flagged outside 2%
