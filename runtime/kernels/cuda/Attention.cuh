@@ -80,6 +80,24 @@ template <typename T> struct AttentionInputs {
                      j * shape.maskColStride]);
   }
 
+  /// Query i's probability p of key j, from their dot product and the
+  /// query's log-sum-exp, and their score's gradient ds = p (dO . v -
+  /// delta) scale, from dO . v and the query's delta; both 0 where the
+  /// query does not see the key.
+  struct PairGradient {
+    ComputeT<T> p, ds;
+  };
+  ZTC_HOST_DEVICE PairGradient pairGradient(int64_t b, int64_t i, int64_t j,
+                                            ComputeT<T> dot,
+                                            ComputeT<T> gradDot,
+                                            ComputeT<T> lse,
+                                            ComputeT<T> delta) const {
+    if (!sees(i, j))
+      return {0, 0};
+    const ComputeT<T> p = mathExp(tileScore(b, i, j, dot) - lse);
+    return {p, p * (gradDot - delta) * scale};
+  }
+
   /// Whether query `i` sees key `j`, both within their operands.
   ZTC_HOST_DEVICE bool sees(int64_t i, int64_t j) const {
     return i < shape.tq && j < shape.keyEnd(i, causal);
@@ -410,6 +428,20 @@ ZTC_HOST_DEVICE void loadTileRows(const TileThreads &threads, T *tile,
   });
 }
 
+/// Loads `count` keys from `j0` of batch entry `b` into their tiles: k,
+/// and with `values` v.
+template <typename T>
+ZTC_HOST_DEVICE void
+loadKeyTile(const TileThreads &threads, const AttentionInputs<T> &in,
+            const AttentionTiles &tiles, unsigned char *shared, int64_t b,
+            int64_t j0, int64_t count, bool values) {
+  loadTileRows(threads, sharedAt<T>(shared, tiles.k), tiles.ld, in.k,
+               in.shape.role[kAttentionK], b, j0, count);
+  if (values)
+    loadTileRows(threads, sharedAt<T>(shared, tiles.v), tiles.ldv, in.v,
+                 in.shape.role[kAttentionV], b, j0, count);
+}
+
 /// A block's tile of queries: batch entry `b`, the queries from `i0`, and
 /// the keys any of them sees. The tiles with the most keys (the last, when
 /// causal) come first.
@@ -532,10 +564,7 @@ template <typename T> struct AttentionTileBody {
     });
     for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
       threads.sync();
-      loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
-                   kTileCols);
-      loadTileRows(threads, vs, tiles.ldv, in.v, shape.role[kAttentionV], b, j0,
-                   kTileCols);
+      loadKeyTile(threads, in, tiles, shared, b, j0, kTileCols, true);
       threads.sync();
       threads.each([&](int t) {
         tileScores(t, in, b, i0, j0, qs, ks, tiles.ld, probs);
@@ -610,8 +639,7 @@ queryStatistics(const TileThreads &threads, const AttentionInputs<T> &in,
   });
   for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
     threads.sync();
-    loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
-                 kTileCols);
+    loadKeyTile(threads, in, tiles, shared, b, j0, kTileCols, false);
     threads.sync();
     threads.each([&](int t) { scores(t, j0); });
     threads.sync();
@@ -693,10 +721,7 @@ template <typename T> struct AttentionGradQueryTileBody {
     threads.each([&](int t) { TileSlice::zero(dq[t]); });
     for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
       threads.sync();
-      loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
-                   kTileCols);
-      loadTileRows(threads, vs, tiles.ldv, in.v, shape.role[kAttentionV], b, j0,
-                   kTileCols);
+      loadKeyTile(threads, in, tiles, shared, b, j0, kTileCols, true);
       threads.sync();
       // ds = p (dO . v - delta) scale, into `probs`.
       threads.each([&](int t) {
@@ -711,10 +736,9 @@ template <typename T> struct AttentionGradQueryTileBody {
           const int r = TileDots::row(t, a), c = TileDots::col(t, m);
           const int64_t i = i0 + r, j = j0 + c;
           probs[r * kScoreRow + c] =
-              in.sees(i, j)
-                  ? mathExp(in.tileScore(b, i, j, dots[a][m]) - rowLse[r]) *
-                        (gradDots[a][m] - rowDelta[r]) * in.scale
-                  : Acc(0);
+              in.pairGradient(b, i, j, dots[a][m], gradDots[a][m], rowLse[r],
+                              rowDelta[r])
+                  .ds;
         }
       });
       threads.sync();
@@ -751,10 +775,7 @@ template <typename T> struct AttentionGradKeyTileBody {
         *grads = sharedAt<Acc>(shared, tiles.grads),
         *lse = sharedAt<Acc>(shared, tiles.rowA),
         *delta = sharedAt<Acc>(shared, tiles.rowB);
-    loadTileRows(threads, ks, tiles.ld, in.k, shape.role[kAttentionK], b, j0,
-                 kTileRows);
-    loadTileRows(threads, vs, tiles.ldv, in.v, shape.role[kAttentionV], b, j0,
-                 kTileRows);
+    loadKeyTile(threads, in, tiles, shared, b, j0, kTileRows, true);
     PerThread<TileSlice::Values<Acc>> dk, dv;
     threads.each([&](int t) {
       TileSlice::zero(dk[t]);
@@ -776,13 +797,10 @@ template <typename T> struct AttentionGradKeyTileBody {
         for (int m = 0; m < TileDots::kCols; ++m) {
           const int r = TileDots::row(t, a), c = TileDots::col(t, m);
           const int64_t i = i0 + c, j = j0 + r;
-          Acc p = 0, ds = 0;
-          if (in.sees(i, j)) {
-            p = mathExp(in.tileScore(b, i, j, dots[a][m]) - lse[c]);
-            ds = p * (gradDots[a][m] - delta[c]) * in.scale;
-          }
-          probs[r * kScoreRow + c] = p;
-          grads[r * kScoreRow + c] = ds;
+          const auto pair = in.pairGradient(b, i, j, dots[a][m], gradDots[a][m],
+                                            lse[c], delta[c]);
+          probs[r * kScoreRow + c] = pair.p;
+          grads[r * kScoreRow + c] = pair.ds;
         }
       });
       threads.sync();
@@ -889,10 +907,7 @@ template <typename T> struct AttentionMmaBody {
     const int across = static_cast<int>(shape.dv / 16);
     for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
       threads.sync();
-      loadTileRows(threads, ks, ld, in.k, shape.role[kAttentionK], b, j0,
-                   kTileCols);
-      loadTileRows(threads, vs, ldv, in.v, shape.role[kAttentionV], b, j0,
-                   kTileCols);
+      loadKeyTile(threads, in, tiles, shared, b, j0, kTileCols, true);
       threads.sync();
       threads.each([&](int t) {
         const int w = t / 32, lane = t % 32;
@@ -995,10 +1010,7 @@ template <typename T> struct AttentionMmaGradQueryBody {
     });
     for (int64_t j0 = 0; j0 < keys; j0 += kTileCols) {
       threads.sync();
-      loadTileRows(threads, ks, ld, in.k, shape.role[kAttentionK], b, j0,
-                   kTileCols);
-      loadTileRows(threads, vs, ldv, in.v, shape.role[kAttentionV], b, j0,
-                   kTileCols);
+      loadKeyTile(threads, in, tiles, shared, b, j0, kTileCols, true);
       threads.sync();
       threads.each([&](int t) { products(t, true); });
       threads.sync();
@@ -1007,11 +1019,10 @@ template <typename T> struct AttentionMmaGradQueryBody {
         for (int x = t; x < kTileRows * kTileCols; x += kTileThreads) {
           const int r = x / kTileCols, c = x % kTileCols;
           const int64_t i = i0 + r, j = j0 + c, at = r * kMmaScoreRow + c;
-          gradsHalf[r * kMmaHalfRow + c] = store<T>(
-              in.sees(i, j)
-                  ? mathExp(in.tileScore(b, i, j, scores[at]) - rowLse[r]) *
-                        (gradDots[at] - rowDelta[r]) * in.scale
-                  : Acc(0));
+          gradsHalf[r * kMmaHalfRow + c] =
+              store<T>(in.pairGradient(b, i, j, scores[at], gradDots[at],
+                                       rowLse[r], rowDelta[r])
+                           .ds);
         }
       });
       threads.sync();
@@ -1062,10 +1073,7 @@ template <typename T> struct AttentionMmaGradKeyBody {
         *gradDots = sharedAt<Acc>(shared, tiles.grads),
         *lse = sharedAt<Acc>(shared, tiles.rowA),
         *delta = sharedAt<Acc>(shared, tiles.rowB);
-    loadTileRows(threads, ks, ld, in.k, shape.role[kAttentionK], b, j0,
-                 kTileRows);
-    loadTileRows(threads, vs, ldv, in.v, shape.role[kAttentionV], b, j0,
-                 kTileRows);
+    loadKeyTile(threads, in, tiles, shared, b, j0, kTileRows, true);
     const int acrossK = static_cast<int>(shape.d / 16),
               acrossV = static_cast<int>(shape.dv / 16);
     PerWarp<WarpAccumulator[kWarpPieces]> dk, dv;
@@ -1100,13 +1108,10 @@ template <typename T> struct AttentionMmaGradKeyBody {
         for (int x = t; x < kTileRows * kTileCols; x += kTileThreads) {
           const int r = x / kTileCols, c = x % kTileCols;
           const int64_t i = i0 + c, j = j0 + r, at = r * kMmaScoreRow + c;
-          Acc p = 0, ds = 0;
-          if (in.sees(i, j)) {
-            p = mathExp(in.tileScore(b, i, j, scores[at]) - lse[c]);
-            ds = p * (gradDots[at] - delta[c]) * in.scale;
-          }
-          probsHalf[r * kMmaHalfRow + c] = store<T>(p);
-          gradsHalf[r * kMmaHalfRow + c] = store<T>(ds);
+          const auto pair = in.pairGradient(b, i, j, scores[at], gradDots[at],
+                                            lse[c], delta[c]);
+          probsHalf[r * kMmaHalfRow + c] = store<T>(pair.p);
+          gradsHalf[r * kMmaHalfRow + c] = store<T>(pair.ds);
         }
       });
       threads.sync();
