@@ -860,12 +860,12 @@ storeStaged(const TileThreads &threads, const ComputeT<T> *staged, int64_t ld,
 
 /// Stages a warp's pieces of a [64, n] accumulator (piece w + 8 p held in
 /// acc[p]) into rows of `ld` floats.
-ZTC_HOST_DEVICE inline void
-stagePieces(int t, const WarpAccumulator (&acc)[kWarpPieces], int64_t n,
-            float *staged, int64_t ld) {
+template <int kPieces>
+ZTC_HOST_DEVICE void stagePieces(int t, const WarpAccumulator (&acc)[kPieces],
+                                 int64_t n, float *staged, int64_t ld) {
   const int w = t / 32, lane = t % 32, across = static_cast<int>(n / 16);
   ZTC_UNROLL
-  for (int p = 0; p < kWarpPieces; ++p) {
+  for (int p = 0; p < kPieces; ++p) {
     const int f = w + p * (kTileThreads / 32);
     if (f < 4 * across)
       acc[p].store(lane, staged + (f / across) * 16 * ld + (f % across) * 16,
@@ -1051,8 +1051,11 @@ template <typename T> struct AttentionMmaGradQueryBody {
 /// The backward's second kernel on the tensor cores (as
 /// AttentionGradKeyTileBody): `probs` holds the scores of a tile of keys
 /// (rows) by queries, `grads` v dO^T. Shared rows: rowA the queries'
-/// log-sum-exp, rowB their delta.
-template <typename T> struct AttentionMmaGradKeyBody {
+/// log-sum-exp, rowB their delta. Each warp holds kPieces pieces of dk
+/// and of dv: 2 for heads of up to 64, so that the kernel needs fewer
+/// registers (AttentionMmaGradKeyNarrowBody).
+template <typename T, int kPieces = kWarpPieces>
+struct AttentionMmaGradKeyBody {
   AttentionInputs<T> in;
   AttentionTiles tiles;
   int64_t keyTiles;
@@ -1076,10 +1079,10 @@ template <typename T> struct AttentionMmaGradKeyBody {
     loadKeyTile(threads, in, tiles, shared, b, j0, kTileRows, true);
     const int acrossK = static_cast<int>(shape.d / 16),
               acrossV = static_cast<int>(shape.dv / 16);
-    PerWarp<WarpAccumulator[kWarpPieces]> dk, dv;
+    PerWarp<WarpAccumulator[kPieces]> dk, dv;
     threads.each([&](int t) {
       ZTC_UNROLL
-      for (int p = 0; p < kWarpPieces; ++p) {
+      for (int p = 0; p < kPieces; ++p) {
         dk[t][p].zero(t % 32);
         dv[t][p].zero(t % 32);
       }
@@ -1118,14 +1121,14 @@ template <typename T> struct AttentionMmaGradKeyBody {
       threads.each([&](int t) {
         const int w = t / 32, lane = t % 32;
         ZTC_UNROLL
-        for (int p = 0; p < kWarpPieces; ++p) {
+        for (int p = 0; p < kPieces; ++p) {
           const int f = w + p * (kTileThreads / 32);
           if (f < 4 * acrossV)
-            dv[t][p].add<FragmentLayout::RowMajor>(
+            dv[t][p].template add<FragmentLayout::RowMajor>(
                 lane, probsHalf + (f / acrossV) * 16 * kMmaHalfRow, kMmaHalfRow,
                 gs + (f % acrossV) * 16, ldv, kTileCols);
           if (f < 4 * acrossK)
-            dk[t][p].add<FragmentLayout::RowMajor>(
+            dk[t][p].template add<FragmentLayout::RowMajor>(
                 lane, gradsHalf + (f / acrossK) * 16 * kMmaHalfRow, kMmaHalfRow,
                 qs + (f % acrossK) * 16, ld, kTileCols);
         }
@@ -1146,6 +1149,12 @@ template <typename T> struct AttentionMmaGradKeyBody {
                 b, j0);
   }
 };
+
+/// dk and dv's tensor-core kernel for heads of up to 64.
+template <typename T>
+using AttentionMmaGradKeyNarrowBody = AttentionMmaGradKeyBody<T, 2>;
+template <typename T>
+using AttentionMmaGradKeyWideBody = AttentionMmaGradKeyBody<T, kWarpPieces>;
 
 /// The paths ZTC_CUDA_ATTENTION allows, for comparisons on a GPU: `warp`
 /// the warp kernels alone, `tiles` no tensor cores, `auto` (or unset) any.
@@ -1314,12 +1323,20 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
   const detail::AttentionPath keyPath =
       detail::attentionPath<T>(shape, AttentionTileKernel::GradKey);
   if (keyPath != detail::AttentionPath::Warp) {
-    if constexpr (sizeof(Acc) == 4)
-      detail::launchAttentionTiles<detail::AttentionGradKeyTileBody,
-                                   detail::AttentionMmaGradKeyBody>(
-          keyPath, shape, AttentionTileKernel::GradKey, shape.tk,
-          "attentionBackward", stream, in, gradOut,
-          static_cast<const Acc *>(stats), gradK, gradV);
+    if constexpr (sizeof(Acc) == 4) {
+      if (shape.d <= 64 && shape.dv <= 64)
+        detail::launchAttentionTiles<detail::AttentionGradKeyTileBody,
+                                     detail::AttentionMmaGradKeyNarrowBody>(
+            keyPath, shape, AttentionTileKernel::GradKey, shape.tk,
+            "attentionBackward", stream, in, gradOut,
+            static_cast<const Acc *>(stats), gradK, gradV);
+      else
+        detail::launchAttentionTiles<detail::AttentionGradKeyTileBody,
+                                     detail::AttentionMmaGradKeyWideBody>(
+            keyPath, shape, AttentionTileKernel::GradKey, shape.tk,
+            "attentionBackward", stream, in, gradOut,
+            static_cast<const Acc *>(stats), gradK, gradV);
+    }
   } else {
     detail::launchAttention<detail::AttentionGradKeyBody, T>(
         inRegisters, keys, "attentionBackward", stream, in, gradOut,
