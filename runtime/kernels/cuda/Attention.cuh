@@ -1189,14 +1189,16 @@ AttentionPath attentionPath(const AttentionShape &s,
         s.dv > kTileSliceCols)
       return AttentionPath::Warp;
     if constexpr (sizeof(T) == 2) {
-      const bool compiled =
-          kernel == AttentionTileKernel::Forward
-              ? tileKernelHasTensorCores<AttentionMmaBody<T>>()
-          : kernel == AttentionTileKernel::GradQuery
-              ? tileKernelHasTensorCores<AttentionMmaGradQueryBody<T>>()
-              : tileKernelHasTensorCores<AttentionMmaGradKeyBody<T>>();
+      // The driver is asked only once the shape qualifies.
+      auto compiled = [&] {
+        return kernel == AttentionTileKernel::Forward
+                   ? tileKernelHasTensorCores<AttentionMmaBody<T>>()
+               : kernel == AttentionTileKernel::GradQuery
+                   ? tileKernelHasTensorCores<AttentionMmaGradQueryBody<T>>()
+                   : tileKernelHasTensorCores<AttentionMmaGradKeyBody<T>>();
+      };
       if (limit == AttentionPath::TensorCores && s.d % 16 == 0 &&
-          s.dv % 16 == 0 && compiled &&
+          s.dv % 16 == 0 && compiled() &&
           tileSharedFits(attentionTiles<T>(s, kernel, true).bytes))
         return AttentionPath::TensorCores;
     }
