@@ -1,7 +1,8 @@
 //===- MatmulEpilogues.cpp - the ztc-matmul-epilogues pass ----------------===//
 //
 // Lets a matrix product add its bias, and a residual, as it stores its
-// result, instead of a loop reading and writing the whole product again.
+// result, instead of a loop reading and writing the whole product again;
+// and a layer norm's input gradient add the residual's gradient.
 // See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
@@ -106,27 +107,39 @@ std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
   return std::nullopt;
 }
 
+/// The call of kernel `id` with `inputs` inputs that writes `buffer` as its
+/// first output, when `buffer` is an alloc of its own that only that call
+/// and `loop` use, and the call comes before the loop in its block, on its
+/// stream.
+kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
+                                kernel::LibraryKernelId id, size_t inputs) {
+  if (!buffer.getDefiningOp<kernel::AllocOp>())
+    return nullptr;
+  kernel::CallOp writer;
+  for (Operation *user : buffer.getUsers()) {
+    if (user == loop)
+      continue;
+    auto call = dyn_cast<kernel::CallOp>(user);
+    if (writer || !call || !kernel::isCallOf(call, id) ||
+        call.getInputs().size() != inputs ||
+        call.getOutputs().front() != buffer)
+      return nullptr;
+    writer = call;
+  }
+  if (!writer || writer->getBlock() != loop->getBlock() ||
+      !writer->isBeforeInBlock(loop) ||
+      kernel::streamOf(writer) != kernel::streamOf(loop))
+    return nullptr;
+  return writer;
+}
+
 /// The product `loop` adds to, when a `matmul` call without a bias writes
 /// it into a buffer of its own that only the loop reads, and the call can
 /// move to the loop: nothing between them writes what it reads.
 kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product) {
-  auto alloc = product.getDefiningOp<kernel::AllocOp>();
-  if (!alloc)
-    return nullptr;
-  kernel::CallOp matmul;
-  for (Operation *user : product.getUsers()) {
-    if (user == loop)
-      continue;
-    auto call = dyn_cast<kernel::CallOp>(user);
-    if (matmul || !call ||
-        !kernel::isCallOf(call, kernel::LibraryKernelId::matmul) ||
-        call.getInputs().size() != 2 || call.getOutputs().front() != product)
-      return nullptr;
-    matmul = call;
-  }
-  if (!matmul || matmul->getBlock() != loop->getBlock() ||
-      !matmul->isBeforeInBlock(loop) ||
-      kernel::streamOf(matmul) != kernel::streamOf(loop))
+  kernel::CallOp matmul =
+      soleWriterBefore(loop, product, kernel::LibraryKernelId::matmul, 2);
+  if (!matmul)
     return nullptr;
   Value output = kernel::rootBuffer(loop.getOutput());
   for (Value input : loop.getInputs())
@@ -234,10 +247,89 @@ void foldBiasGradients(func::FuncOp function) {
   }
 }
 
+/// The two inputs `loop` adds when its one output is their float sum, both
+/// of the output's type (the sum may be marked unrounded: it is stored,
+/// so rounded, at once).
+std::optional<std::pair<Value, Value>> matchSum(kernel::ElementwiseOp loop) {
+  if (loop.getOutputs().size() != 1 ||
+      loop.getBody().front().getOperations().size() != 2)
+    return std::nullopt;
+  auto type = cast<MemRefType>(loop.getOutput().getType());
+  auto add = loop.getYielded().front().getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  Value lhs = inputOf(loop, add.getLhs()), rhs = inputOf(loop, add.getRhs());
+  if (!lhs || !rhs || lhs == rhs || lhs.getType() != type ||
+      rhs.getType() != type)
+    return std::nullopt;
+  return std::pair(lhs, rhs);
+}
+
+/// The `layer_norm_backward` call without an addend that writes `gradient`
+/// (its first output) into a buffer of its own that only it and `loop`
+/// use, when the call can move to the loop and add `addend` there: nothing
+/// between them writes what it reads nor uses its other outputs, and the
+/// loop's output is neither something it reads nor a different view of
+/// the addend's buffer.
+kernel::CallOp residualProducerOf(kernel::ElementwiseOp loop, Value gradient,
+                                  Value addend) {
+  kernel::CallOp norm = soleWriterBefore(
+      loop, gradient, kernel::LibraryKernelId::layer_norm_backward, 3);
+  if (!norm)
+    return nullptr;
+  Value output = kernel::rootBuffer(loop.getOutput());
+  if (kernel::rootBuffer(addend) == output && addend != loop.getOutput())
+    return nullptr;
+  for (Value input : norm.getInputs()) {
+    Value root = kernel::rootBuffer(input);
+    if (root == output || writtenBetween(norm, loop, root))
+      return nullptr;
+  }
+  for (Value other : norm.getOutputs().drop_front())
+    if (usedBetween(norm, loop, kernel::rootBuffer(other)))
+      return nullptr;
+  return norm;
+}
+
+/// Folds each residual's gradient into the layer norm's input gradient it
+/// is added to: `layer_norm_backward` with the addend, at the loop.
+void foldResidualGradients(func::FuncOp function) {
+  SmallVector<kernel::ElementwiseOp> loops;
+  function.walk([&](kernel::ElementwiseOp loop) {
+    if (loop->getParentOp() == function)
+      loops.push_back(loop);
+  });
+  for (kernel::ElementwiseOp loop : loops) {
+    std::optional<std::pair<Value, Value>> sum = matchSum(loop);
+    if (!sum)
+      continue;
+    for (auto [gradient, addend] : {*sum, std::pair(sum->second, sum->first)}) {
+      kernel::CallOp norm = residualProducerOf(loop, gradient, addend);
+      if (!norm)
+        continue;
+      OpBuilder b(loop);
+      SmallVector<Value> inputs(norm.getInputs());
+      inputs.push_back(addend);
+      SmallVector<Value> outputs(norm.getOutputs());
+      outputs.front() = loop.getOutput();
+      auto fused =
+          kernel::CallOp::create(b, norm.getLoc(), "layer_norm_backward",
+                                 inputs, outputs, norm.getConfig());
+      addLoc(fused, loop.getLoc());
+      Operation *alloc = gradient.getDefiningOp();
+      loop.erase();
+      norm.erase();
+      alloc->erase();
+      break;
+    }
+  }
+}
+
 struct MatmulEpiloguesPass
     : public mlir::ztc::impl::MatmulEpiloguesPassBase<MatmulEpiloguesPass> {
   void runOnOperation() override {
     foldBiasGradients(getOperation());
+    foldResidualGradients(getOperation());
     SmallVector<kernel::ElementwiseOp> loops;
     getOperation().walk(
         [&](kernel::ElementwiseOp loop) { loops.push_back(loop); });

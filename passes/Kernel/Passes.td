@@ -158,7 +158,7 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
 }
 
 def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
-  let summary = "Fold bias, residual and bias-gradient work into products";
+  let summary = "Fold bias and residual sums into products and norms";
   let description = [{
     A linear layer is a `matmul` call and a loop adding the bias to its
     product, and a residual block's output a loop adding that to the
@@ -224,6 +224,34 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     kernel.call "matmul_bias_grad" ins(%gv, %x : ...)
         outs(%dw, %db : memref<64x32xf32>, memref<64xf32>)
         {config = {transpose_a = true}}
+    ```
+
+    A residual block's input gradient is the sum of the residual's
+    gradient and the layer norm's input gradient: a loop reading both and
+    writing the sum. After the bias gradients, each `kernel.elementwise` in
+    the step's block whose one output is only the float sum of two inputs
+    of its type, one of them the input gradient (first output) of a
+    `layer_norm_backward` call without an addend, written into a buffer of
+    its own that only the call and the loop use, becomes that call with the
+    other input as its addend, at the loop, writing the loop's output,
+    when nothing between them writes what the call reads or uses its other
+    outputs, and the loop's output is not a buffer the call reads (it may
+    be the addend itself). Both libraries add the addend as they store the
+    gradient, rounding as the loop rounded (the same bits); the call may
+    then write over the addend (ztc-write-in-place).
+
+    ```mlir
+    kernel.call "layer_norm_backward" ins(%x, %s, %dy : ...)
+        outs(%g, %ds, %db : ...) {config = {axis = 1 : i64, epsilon = ...}}
+    kernel.elementwise ins(%r, %g : memref<8x64xf32>, memref<8x64xf32>)
+        outs(%y : memref<8x64xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %0 = arith.addf %a, %b : f32
+      kernel.yield %0 : f32
+    }
+    // becomes
+    kernel.call "layer_norm_backward" ins(%x, %s, %dy, %r : ...)
+        outs(%y, %ds, %db : ...) {config = {axis = 1 : i64, epsilon = ...}}
     ```
   }];
 }

@@ -137,8 +137,9 @@
 //   the shapes for both). A rank-4 operand whose role's bit is set in the
 //   parameters' bthd is stored [B, T, H, D] instead.
 // layerNorm<T>: x, scale, bias or nullptr; normalizes over dims[axis:],
-//   scale/bias have shape dims[axis:]. layerNormBackward<T>: x, scale, gy
-//   -> the gradients of layerNorm's x, scale and bias.
+//   scale/bias have shape dims[axis:]. layerNormBackward<T>: x, scale, gy,
+//   an addend or nullptr -> the gradients of layerNorm's x (plus the
+//   addend), scale and bias.
 // batchNorm<T>: x [N,C,...], scale, bias, mean, var: inference form with
 //   the given running statistics.
 // reduceSum<T>, reduceMean<T>, reduceMax<T>: over `axes`; y has the kept

@@ -17,6 +17,7 @@
 
 #include "Half.h"
 
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -38,6 +39,16 @@ template <typename T> ZTC_HOST_DEVICE inline ComputeT<T> load(T value) {
 
 template <typename T, typename U> ZTC_HOST_DEVICE inline T store(U value) {
   return static_cast<T>(static_cast<ComputeT<T>>(value));
+}
+
+/// What a kernel with an optional addend stores (layer_norm_backward's
+/// input gradient): its own value rounded to T, plus the addend's element i
+/// where there is an addend, that sum rounded again, as a loop adding the
+/// two after the kernel would round it.
+template <typename T, typename U>
+ZTC_HOST_DEVICE inline T storePlus(U value, const T *addend, int64_t i) {
+  const T own = store<T>(value);
+  return addend ? store<T>(load(addend[i]) + load(own)) : own;
 }
 
 template <typename T> ZTC_HOST_DEVICE inline bool isNan(T value) {

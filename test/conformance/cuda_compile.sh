@@ -173,7 +173,8 @@ template <typename T, typename I> void indexed(T *p, I *i, cudaStream_t s) {
   gather<T, I>(p, d, i, d, p, d, ztc::AxisParams{1}, s);
   nllLoss<T, I>(p, d, i, d, p, d, p, d,
                 ztc::NllLossParams{ztc::Reduction::Mean, {true, -100}}, s);
-  scatterAdd<T, I>(p, d, i, d, p, d, p, d, ztc::AxisParams{1}, s);
+  scatterAdd<T, I>(p, d, i, d, p, d, p, d, ztc::AxisParams{1},
+                   ztc::Scratch{p, 1024}, s);
 }
 
 template <typename T> void instantiate(T *p, cudaStream_t s) {
@@ -194,7 +195,7 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   softmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
   logSoftmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
   layerNorm<T>(p, d, p, d, p, d, p, d, ztc::LayerNormParams{1, 1e-5}, s);
-  layerNormBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d,
+  layerNormBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d, p, d,
                        ztc::LayerNormParams{1, 1e-5}, z, s);
   batchNorm<T>(p, d, p, d, p, d, p, d, p, d, p, d, ztc::BatchNormParams{1e-5},
                s);

@@ -15,6 +15,9 @@
 //     zeros. Every one of those writes a whole tensor of zeros and the sum
 //     reads them all; the pieces' gradients only need to sit side by side,
 //     which is a concat, PyTorch's own backward of a split.
+//   - A parameter both gathered and used otherwise (a tied embedding) has
+//     as its gradient the sum of the other use's and a scatter of rows into
+//     zeros: the scatter goes into the other term instead.
 //   - The cross-entropy's gradient scatters each row's weight to its label
 //     with a one-hot `nn.where`, and log-softmax's backward sums that row
 //     again: a sum whose only non-zero term is the weight, so the sum is
@@ -295,6 +298,36 @@ struct AddOfDisjointPieces : OpRewritePattern<AddOp> {
   }
 };
 
+/// A sum of which one term is `nn.scatter_add` into zeros (gather's
+/// gradient) becomes that scatter into the other term: a parameter both
+/// gathered and used otherwise (GPT-2's tied embedding and head). The sum
+/// was a tensor of zeros the size of the parameter, the scatter's copy of
+/// it, and the sum's reads of both; the scatter into the other term only
+/// adds the gathered rows, and writes over that term where nothing reads
+/// it after (ztc-write-in-place). Each sum adds the other term first where
+/// it added it last: a rounding of the order, as PyTorch's accumulation of
+/// a parameter's gradients in place has.
+struct AddOfScatterIntoZeros : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    for (auto [term, other] : {std::pair(op.getLhs(), op.getRhs()),
+                               std::pair(op.getRhs(), op.getLhs())}) {
+      auto scatter = term.getDefiningOp<ScatterAddOp>();
+      if (!scatter || !scatter->hasOneUse() || scatter.getType() != type ||
+          other.getType() != type || !isZeros(scatter.getData()))
+        continue;
+      rewriter.replaceOpWithNewOp<ScatterAddOp>(
+          op, type, other, scatter.getIndices(), scatter.getUpdates(),
+          scatter.getAxisAttr());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "no term scatters into zeros");
+  }
+};
+
 /// Whether `value` is a constant integer tensor that counts 0, 1, ...,
 /// `count` - 1 along `axis`, of `rank` dimensions, every other one 1: the
 /// class indices a one-hot comparison tests labels against.
@@ -395,5 +428,5 @@ void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                         MLIRContext *context) {
-  patterns.add<AddOfDisjointPieces>(context);
+  patterns.add<AddOfDisjointPieces, AddOfScatterIntoZeros>(context);
 }

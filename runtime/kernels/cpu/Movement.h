@@ -188,14 +188,16 @@ void trilu(const T *x, const Dims &dims, T *y, const Dims &,
 //===----------------------------------------------------------------------===//
 
 /// y = data with updates added at indices along axis (np.add.at); repeated
-/// indices accumulate. Sequential over indices, parallel over the rest.
+/// indices accumulate. y may be data (ZTC_IN_PLACE). Sequential over
+/// indices, parallel over the rest.
 template <typename T, typename I>
 void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
                 const Dims &indexDims, const T *updates, const Dims &, T *y,
                 const Dims &, const AxisParams &params) {
   const int64_t axis = params.axis;
   int64_t total = dataDims.numElements();
-  std::copy(data, data + total, y);
+  if (y != data)
+    std::copy(data, data + total, y);
   int64_t outer = product(dataDims, 0, axis);
   int64_t length = dataDims.d[axis];
   int64_t inner = product(dataDims, axis + 1, dataDims.rank);

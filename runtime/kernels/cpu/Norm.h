@@ -159,9 +159,10 @@ void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
 /// its passes.
 template <typename T>
 void layerNormBackward(const T *x, const Dims &dims, const T *scale,
-                       const Dims &, const T *gy, const Dims &, T *gx,
-                       const Dims &, T *gscale, const Dims &, T *gbias,
-                       const Dims &, const LayerNormParams &params) {
+                       const Dims &, const T *gy, const Dims &, const T *addend,
+                       const Dims &, T *gx, const Dims &, T *gscale,
+                       const Dims &, T *gbias, const Dims &,
+                       const LayerNormParams &params) {
   const int64_t axis = params.axis;
   const double epsilon = params.epsilon;
   using Acc = detail::ComputeT<T>;
@@ -180,6 +181,7 @@ void layerNormBackward(const T *x, const Dims &dims, const T *scale,
     for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) {
       const T *in = x + r * length, *g = gy + r * length;
       T *out = gx + r * length;
+      const T *add = addend ? addend + r * length : nullptr;
       const std::pair<Acc, Acc> stats =
           detail::rowStatistics(in, length, epsilon);
       const Acc mean = stats.first, rstd = stats.second;
@@ -198,7 +200,8 @@ void layerNormBackward(const T *x, const Dims &dims, const T *scale,
         Acc gi = detail::load(g[i]);
         Acc dn = gi * detail::load(scale[i]);
         Acc xhat = (detail::load(in[i]) - mean) * rstd;
-        out[i] = detail::store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
+        out[i] = detail::storePlus<T>(rstd * (dn - dnMean - xhat * dnXhatMean),
+                                      add, i);
         Acc term = gi * xhat;
         scaleSums[i] += static_cast<Sum>(term);
         biasSums[i] += static_cast<Sum>(gi);

@@ -9,6 +9,7 @@
 #define ZTC_RUNTIME_KERNELS_CUDA_MOVEMENT_CUH
 
 #include "Common.cuh"
+#include "Sort.cuh"
 
 #include "../Dims.h"
 #include "../Library.h"
@@ -88,27 +89,54 @@ template <typename T> struct TriluBody {
   }
 };
 
-/// scatterAdd for one (outer, inner) column: every update of the column in
-/// index order, so repeated indices accumulate without atomics.
-template <typename T, typename I> struct ScatterAddColumnBody {
+/// A scatterAdd position's sort key: its row (the index, made
+/// non-negative) above its position, so that sorted keys list each row's
+/// positions in order. An index out of range sorts last (kNoRow), with the
+/// error reported, as do the positions past the last (the sort's padding).
+constexpr uint64_t kNoRow = ~uint64_t(0);
+
+template <typename I> struct ScatterKeysBody {
   const I *indices;
+  uint64_t *keys;
+  int64_t count, length;
+  ZTC_HOST_DEVICE void operator()(int64_t position) const {
+    uint64_t key = kNoRow;
+    if (position < count) {
+      int64_t index = static_cast<int64_t>(indices[position]);
+      if (index < -length || index >= length)
+        // Skipped: y keeps data there; the step reports the error.
+        reportDataError(kScatterIndex, index, -length, length);
+      else
+        key = uint64_t(index < 0 ? index + length : index) << 32 |
+              uint64_t(position);
+    }
+    keys[position] = key;
+  }
+};
+
+/// scatterAdd for one column of one row that the indices hit: the thread of
+/// the row's first position in sorted order adds the updates of all its
+/// positions in order, as the CPU does, so repeated indices accumulate
+/// without atomics and the sums have the CPU's bits.
+template <typename T> struct ScatterRowsBody {
+  const uint64_t *keys;
   const T *updates;
   T *y;
   int64_t length, inner, count;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
-    int64_t o = flat / inner, i = flat % inner;
-    for (int64_t j = 0; j < count; ++j) {
-      int64_t index = static_cast<int64_t>(indices[j]);
-      if (index < -length || index >= length) {
-        // Skipped: y keeps data there; the step reports the error.
-        reportDataError(kScatterIndex, index, -length, length);
-        continue;
-      }
-      if (index < 0)
-        index += length;
-      T &to = y[(o * length + index) * inner + i];
-      to = store<T>(load(to) + load(updates[(o * count + j) * inner + i]));
+    const int64_t c = flat % inner, at = (flat / inner) % count,
+                  o = flat / inner / count;
+    const uint64_t row = keys[at] >> 32;
+    if (keys[at] == kNoRow || (at > 0 && keys[at - 1] >> 32 == row))
+      return;
+    T &to = y[(o * length + static_cast<int64_t>(row)) * inner + c];
+    T sum = to;
+    for (int64_t e = at; e < count && keys[e] >> 32 == row; ++e) {
+      const int64_t position = static_cast<int64_t>(keys[e] & 0xffffffffu);
+      sum = store<T>(load(sum) +
+                     load(updates[(o * count + position) * inner + c]));
     }
+    to = sum;
   }
 };
 
@@ -189,27 +217,50 @@ void trilu(const T *x, const Dims &dims, T *y, const Dims &,
 // Gradients (adjoints of the kernels above)
 //===----------------------------------------------------------------------===//
 
-/// y = data with updates added at indices along axis (np.add.at). One
-/// thread per (outer, inner) column walks the indices in order.
+/// y = data with updates added at indices along axis (np.add.at); y may be
+/// data (ZTC_IN_PLACE). The positions are sorted by the row they hit
+/// (scratch::scatterAddBytes of scratch), then a thread per column of each
+/// row hit adds that row's updates in order: the work is spread over the
+/// rows hit, however many positions a row has.
 template <typename T, typename I>
 void scatterAdd(const T *data, const Dims &dataDims, const I *indices,
                 const Dims &indexDims, const T *updates, const Dims &, T *y,
-                const Dims &, const AxisParams &params, cudaStream_t stream) {
+                const Dims &, const AxisParams &params, const Scratch &scratch,
+                cudaStream_t stream) {
+  const char *kernel = "scatterAdd";
   const int64_t axis = params.axis;
-  int64_t strides[8];
-  contiguousStrides(dataDims, strides);
-  detail::stridedCopy(data, strides, y, strides, dataDims, stream,
-                      "scatterAdd");
-  int64_t outer = product(dataDims, 0, axis);
-  int64_t inner = product(dataDims, axis + 1, dataDims.rank);
-  int64_t count = indexDims.numElements();
-  if (count == 0)
+  if (y != data) {
+    int64_t strides[8];
+    contiguousStrides(dataDims, strides);
+    detail::stridedCopy(data, strides, y, strides, dataDims, stream, kernel);
+  }
+  const int64_t outer = product(dataDims, 0, axis);
+  const int64_t inner = product(dataDims, axis + 1, dataDims.rank);
+  const int64_t length = dataDims.d[axis];
+  const int64_t count = indexDims.numElements();
+  if (count == 0 || outer * inner == 0)
     return;
-  detail::launchElements(outer * inner,
-                         detail::ScatterAddColumnBody<T, I>{indices, updates, y,
-                                                            dataDims.d[axis],
-                                                            inner, count},
-                         stream, "scatterAdd");
+  if (count > (int64_t(1) << 32) || length > (int64_t(1) << 31)) {
+    detail::recordError(
+        std::string(kernel) + ": " + std::to_string(count) + " indices into " +
+        std::to_string(length) +
+        " rows; the CUDA library scatters at most 2^32 indices into "
+        "at most 2^31 rows");
+    return;
+  }
+  const int64_t n = scratch::sortKeyCount(count);
+  uint64_t *keys = detail::scratchPart<uint64_t>(
+      scratch, 0, n * int64_t(sizeof(uint64_t)), kernel);
+  if (!keys)
+    return;
+  detail::launchElements(
+      n, detail::ScatterKeysBody<I>{indices, keys, count, length}, stream,
+      kernel);
+  detail::sortKeys(keys, n, stream, kernel);
+  detail::launchElements(
+      outer * count * inner,
+      detail::ScatterRowsBody<T>{keys, updates, y, length, inner, count},
+      stream, kernel);
 }
 
 /// y = dest with source written at starts + i * steps (slice's adjoint).

@@ -101,7 +101,7 @@ template <typename T> struct LayerNormBody {
 /// formula); the team's first thread keeps the row's statistics in `stats`
 /// for the column sums.
 template <typename T> struct LayerNormBackwardBody {
-  const T *x, *scale, *gy;
+  const T *x, *scale, *gy, *addend;
   T *gx;
   ComputeT<T> *stats;
   int64_t length;
@@ -111,6 +111,7 @@ template <typename T> struct LayerNormBackwardBody {
     using Acc = ComputeT<T>;
     const T *in = x + row * length, *g = gy + row * length;
     T *out = gx + row * length;
+    const T *add = addend ? addend + row * length : nullptr;
     Acc mean, rstd;
     rowStatistics(in, length, epsilon, team, mean, rstd);
     if (team.rank() == 0) {
@@ -128,7 +129,7 @@ template <typename T> struct LayerNormBackwardBody {
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc dn = load(g[i]) * load(scale[i]);
       Acc xhat = (load(in[i]) - mean) * rstd;
-      out[i] = store<T>(rstd * (dn - dnMean - xhat * dnXhatMean));
+      out[i] = storePlus<T>(rstd * (dn - dnMean - xhat * dnXhatMean), add, i);
     }
   }
 };
@@ -253,10 +254,11 @@ void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
 /// layerNormBackwardBytes plans.
 template <typename T>
 void layerNormBackward(const T *x, const Dims &dims, const T *scale,
-                       const Dims &, const T *gy, const Dims &, T *gx,
-                       const Dims &, T *gscale, const Dims &, T *gbias,
-                       const Dims &, const LayerNormParams &params,
-                       const Scratch &scratch, cudaStream_t stream) {
+                       const Dims &, const T *gy, const Dims &, const T *addend,
+                       const Dims &, T *gx, const Dims &, T *gscale,
+                       const Dims &, T *gbias, const Dims &,
+                       const LayerNormParams &params, const Scratch &scratch,
+                       cudaStream_t stream) {
   using Acc = detail::ComputeT<T>;
   using Sum = detail::SumT<T>;
   const detail::LayerNormBackwardPlan p =
@@ -276,8 +278,9 @@ void layerNormBackward(const T *x, const Dims &dims, const T *scale,
             p.segments * 2 * p.length * int64_t(sizeof(Sum)), kernel)))
     return;
   detail::launchRows(p.rows, p.length,
-                     detail::LayerNormBackwardBody<T>{x, scale, gy, gx, stats,
-                                                      p.length, params.epsilon},
+                     detail::LayerNormBackwardBody<T>{x, scale, gy, addend, gx,
+                                                      stats, p.length,
+                                                      params.epsilon},
                      stream, kernel);
   detail::launchElements(
       p.segments * p.length,

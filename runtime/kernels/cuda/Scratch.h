@@ -571,6 +571,22 @@ int64_t layerNormBackwardBytes(const Dims *in, const Dims *,
   return alignUp(layerNormStatisticsBytes<T>(plan)) + partials;
 }
 
+/// The keys detail::sortKeys sorts for `count` of them: the next power of
+/// two (1 for 0).
+constexpr int64_t sortKeyCount(int64_t count) {
+  int64_t n = 1;
+  while (n < count)
+    n <<= 1;
+  return n;
+}
+
+/// scatterAdd's scratch: a sort key per position (Movement.cuh).
+template <typename T>
+int64_t scatterAddBytes(const Dims *in, const Dims *, const AxisParams &) {
+  const int64_t count = in[1].numElements();
+  return count > 0 ? sortKeyCount(count) * int64_t(sizeof(uint64_t)) : 0;
+}
+
 template <typename T>
 int64_t matmulNf4Bytes(const Dims *in, const Dims *, const MatmulNf4Params &p) {
   return matmulNf4TileBytes<T>(in[0], p);

@@ -304,18 +304,22 @@ enum class FragmentLayout { RowMajor, ColMajor };
 /// Whether the tile kernel of `Body` that this device runs was compiled
 /// with the tensor cores WarpAccumulator uses: from PTX for compute
 /// capability 8.0 or later (ZTC_CUDA_ARCHS may name older ones), for a
-/// device that has them. The host emulation has them.
+/// device that has them. The host emulation has them. The driver is asked
+/// once a process (a process runs on one device).
 template <typename Body> bool tileKernelHasTensorCores() {
 #if defined(ZTC_CUDA_HOST_EMULATION)
   return true;
 #else
-  cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, tileBlocksKernel<Body>) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return attributes.ptxVersion >= 80 && attributes.binaryVersion >= 80;
+  static const bool compiled = [] {
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, tileBlocksKernel<Body>) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return attributes.ptxVersion >= 80 && attributes.binaryVersion >= 80;
+  }();
+  return compiled;
 #endif
 }
 

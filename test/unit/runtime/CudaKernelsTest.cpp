@@ -905,24 +905,50 @@ void compareLayerNormBackward(const Shape &shape, const std::vector<T> &x,
   const int64_t length = numel(normalized);
   std::vector<T> cpuX(x.size()), gpuX(x.size(), T(-3.0f)), cpuScale(length),
       cpuBias(length), gpuScale(length, T(9.0f)), gpuBias(length, T(9.0f));
-  cpu::layerNormBackward<T>(
-      x.data(), cpuDims(shape), scale.data(), cpuDims(normalized), gy.data(),
-      cpuDims(shape), cpuX.data(), cpuDims(shape), cpuScale.data(),
-      cpuDims(normalized), cpuBias.data(), cpuDims(normalized), config);
+  auto cpuCall = [&](const T *addend, T *out) {
+    cpu::layerNormBackward<T>(
+        x.data(), cpuDims(shape), scale.data(), cpuDims(normalized), gy.data(),
+        cpuDims(shape), addend, cpuDims(addend ? shape : Shape{}), out,
+        cpuDims(shape), cpuScale.data(), cpuDims(normalized), cpuBias.data(),
+        cpuDims(normalized), config);
+  };
   const gpu::Dims inputs[] = {gpuDims(shape), gpuDims(normalized),
                               gpuDims(shape)};
   std::vector<char> scratch(
       gpu::scratch::layerNormBackwardBytes<T>(inputs, nullptr, config));
-  gpu::layerNormBackward<T>(
-      x.data(), gpuDims(shape), scale.data(), gpuDims(normalized), gy.data(),
-      gpuDims(shape), gpuX.data(), gpuDims(shape), gpuScale.data(),
-      gpuDims(normalized), gpuBias.data(), gpuDims(normalized), config,
-      ztc::Scratch{scratch.data(), int64_t(scratch.size())}, kStream);
+  auto gpuCall = [&](const T *addend, T *out) {
+    gpu::layerNormBackward<T>(
+        x.data(), gpuDims(shape), scale.data(), gpuDims(normalized), gy.data(),
+        gpuDims(shape), addend, gpuDims(addend ? shape : Shape{}), out,
+        gpuDims(shape), gpuScale.data(), gpuDims(normalized), gpuBias.data(),
+        gpuDims(normalized), config,
+        ztc::Scratch{scratch.data(), int64_t(scratch.size())}, kStream);
+  };
+  cpuCall(nullptr, cpuX.data());
+  gpuCall(nullptr, gpuX.data());
   const std::string what =
       "layerNormBackward " + describe(shape) + " axis " + std::to_string(axis);
   expectClose(gpuX, cpuX, what);
   expectClose(gpuScale, cpuScale, what + " scale");
   expectClose(gpuBias, cpuBias, what + " bias");
+
+  // With an addend (a residual's gradient, ztc-matmul-epilogues): each
+  // library's gradient plus the addend, rounded as a loop after it would
+  // round, the CPU's into a buffer of its own, CUDA's over the addend.
+  const std::vector<T> addend = randomValues<T>(x.size(), 409, -1, 1);
+  std::vector<T> cpuSum(x.size()), gpuSum = addend;
+  cpuCall(addend.data(), cpuSum.data());
+  gpuCall(gpuSum.data(), gpuSum.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T cpuExpected = gpu::detail::store<T>(gpu::detail::load(addend[i]) +
+                                                gpu::detail::load(cpuX[i]));
+    const T gpuExpected = gpu::detail::store<T>(gpu::detail::load(addend[i]) +
+                                                gpu::detail::load(gpuX[i]));
+    ASSERT_EQ(0, std::memcmp(&cpuSum[i], &cpuExpected, sizeof(T)))
+        << what << " with an addend, element " << i;
+    ASSERT_EQ(0, std::memcmp(&gpuSum[i], &gpuExpected, sizeof(T)))
+        << what << " over an addend, element " << i;
+  }
 }
 
 template <typename T> void checkNorms() {
@@ -998,8 +1024,9 @@ TEST(CudaKernelsTest, LayerNormBackwardSegments) {
       0);
   gpu::layerNormBackward<float>(
       none.data(), gpuDims(empty), scale.data(), gpuDims({4}), none.data(),
-      gpuDims(empty), none.data(), gpuDims(empty), gscale.data(), gpuDims({4}),
-      gbias.data(), gpuDims({4}), {1, 1e-5}, ztc::Scratch{}, kStream);
+      gpuDims(empty), nullptr, gpuDims({}), none.data(), gpuDims(empty),
+      gscale.data(), gpuDims({4}), gbias.data(), gpuDims({4}), {1, 1e-5},
+      ztc::Scratch{}, kStream);
   EXPECT_EQ(gscale, std::vector<float>(4, 0.0f));
   EXPECT_EQ(gbias, std::vector<float>(4, 0.0f));
 }
@@ -1358,6 +1385,21 @@ template <typename T> void checkPoolGradients() {
 TEST(CudaKernelsTest, PoolGradientsFloat) { checkPoolGradients<float>(); }
 TEST(CudaKernelsTest, PoolGradientsBF16) { checkPoolGradients<bf16>(); }
 
+/// The CUDA library's scatterAdd with the scratch the compiler plans for it.
+template <typename T, typename I>
+void gpuScatterAdd(const T *data, const Shape &dataShape,
+                   const std::vector<I> &indices, const Shape &indexShape,
+                   const T *updates, const Shape &updateShape, T *y,
+                   int64_t axis) {
+  const ztc::Dims ins[] = {gpuDims(dataShape), gpuDims(indexShape),
+                           gpuDims(updateShape)};
+  PlannedScratch scratch(
+      gpu::scratch::scatterAddBytes<T>(ins, nullptr, ztc::AxisParams{axis}));
+  gpu::scatterAdd<T, I>(data, ins[0], indices.data(), ins[1], updates, ins[2],
+                        y, ins[0], ztc::AxisParams{axis}, scratch.get(),
+                        kStream);
+}
+
 TEST(CudaKernelsTest, ScatterAddAndInsertSlice) {
   // Repeated and negative indices accumulate, along a middle and the first
   // axis, with int64 and int32 indices.
@@ -1369,20 +1411,16 @@ TEST(CudaKernelsTest, ScatterAddAndInsertSlice) {
   cpu::scatterAdd<float, int64_t>(
       x.data(), cpuDims(data), indices.data(), cpuDims({4}), updates.data(),
       cpuDims({5, 4, 4}), expected.data(), cpuDims(data), ztc::AxisParams{1});
-  gpu::scatterAdd<float, int64_t>(x.data(), gpuDims(data), indices.data(),
-                                  gpuDims({4}), updates.data(),
-                                  gpuDims({5, 4, 4}), actual.data(),
-                                  gpuDims(data), ztc::AxisParams{1}, kStream);
+  gpuScatterAdd<float, int64_t>(x.data(), data, indices, {4}, updates.data(),
+                                {5, 4, 4}, actual.data(), 1);
   expectClose(actual, expected, "scatterAdd axis 1");
   std::vector<int32_t> rows = {4, 0, 4};
   auto rowUpdates = randomValues<float>(3 * 3 * 4, 992, -1, 1);
   cpu::scatterAdd<float, int32_t>(
       x.data(), cpuDims(data), rows.data(), cpuDims({3}), rowUpdates.data(),
       cpuDims({3, 3, 4}), expected.data(), cpuDims(data), ztc::AxisParams{0});
-  gpu::scatterAdd<float, int32_t>(x.data(), gpuDims(data), rows.data(),
-                                  gpuDims({3}), rowUpdates.data(),
-                                  gpuDims({3, 3, 4}), actual.data(),
-                                  gpuDims(data), ztc::AxisParams{0}, kStream);
+  gpuScatterAdd<float, int32_t>(x.data(), data, rows, {3}, rowUpdates.data(),
+                                {3, 3, 4}, actual.data(), 0);
   expectClose(actual, expected, "scatterAdd axis 0 int32");
 
   // Every other row and column of a 6x5 destination.
@@ -1412,14 +1450,102 @@ TEST(CudaKernelsTest, ScatterAddRangeErrorMatchesTheCpu) {
                                   y.data(), cpuDims(data), ztc::AxisParams{0});
   std::string cpuMessage = cpu::lastError();
   gpu::clearError();
-  gpu::scatterAdd<float, int64_t>(
-      x.data(), gpuDims(data), indices.data(), gpuDims({2}), updates.data(),
-      gpuDims({2, 2}), y.data(), gpuDims(data), ztc::AxisParams{0}, kStream);
+  gpuScatterAdd<float, int64_t>(x.data(), data, indices, {2}, updates.data(),
+                                {2, 2}, y.data(), 0);
   EXPECT_EQ(cpuMessage, "scatter_add: index 7 is outside [-3, 3)");
   EXPECT_EQ(takeError(), cpuMessage);
   // The valid update landed; the bad one left data as it was.
   EXPECT_EQ(y[2], 2.0f);
   EXPECT_EQ(y[0], 1.0f);
+}
+
+/// The sort behind scatterAdd: distinct keys of every power-of-two count
+/// from one tile's to several tiles' (the steps of larger strides and the
+/// tiles' merges), against std::sort.
+TEST(CudaKernelsTest, SortKeysSortsDistinctKeys) {
+  std::mt19937_64 random(77);
+  for (int64_t n : {1, 2, 8, 512, 2048, 4096, 16384}) {
+    std::vector<uint64_t> keys(n);
+    for (int64_t i = 0; i < n; ++i)
+      keys[i] = (random() & ~uint64_t(0xffff)) | uint64_t(i);
+    std::vector<uint64_t> expected = keys;
+    std::sort(expected.begin(), expected.end());
+    gpu::detail::sortKeys(keys.data(), n, kStream, "sortKeys");
+    EXPECT_EQ(keys, expected) << n << " keys";
+  }
+}
+
+/// scatterAdd's sums, bit for bit the CPU's, where the positions need
+/// several tiles of the sort (5,000 of them, 8,192 sort keys) and repeat
+/// rows from twice to hundreds of times (an embedding's gradient over
+/// real tokens, with a padding token), along the first and a middle axis,
+/// in f32 and bf16, into a buffer of its own and over its data (in place).
+template <typename T> void checkScatterAddMatchesTheCpuBits() {
+  const int64_t count = 5000, length = 300, inner = 40;
+  std::mt19937 random(78);
+  std::vector<int64_t> indices(count);
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t pick = random() % 4;
+    indices[j] = pick == 0   ? 7                            // a padding token
+                 : pick == 1 ? int64_t(random() % 20)       // common tokens
+                 : pick == 2 ? -int64_t(random() % 300) - 1 // from the end
+                             : int64_t(random() % 300);
+  }
+  auto bitsOf = [](const std::vector<T> &v) {
+    std::vector<uint16_t> words(v.size() * sizeof(T) / 2);
+    std::memcpy(words.data(), v.data(), v.size() * sizeof(T));
+    return words;
+  };
+  for (int64_t axis : {0, 1}) {
+    const Shape data =
+        axis == 0 ? Shape{length, inner} : Shape{3, length, inner};
+    const Shape updateShape =
+        axis == 0 ? Shape{count, inner} : Shape{3, count, inner};
+    auto x = randomValues<T>(numel(data), 79, -1, 1);
+    auto updates = randomValues<T>(numel(updateShape), 80, -1, 1);
+    std::vector<T> expected(numel(data)), actual(numel(data));
+    cpu::scatterAdd<T, int64_t>(x.data(), cpuDims(data), indices.data(),
+                                cpuDims({count}), updates.data(),
+                                cpuDims(updateShape), expected.data(),
+                                cpuDims(data), ztc::AxisParams{axis});
+    gpuScatterAdd<T, int64_t>(x.data(), data, indices, {count}, updates.data(),
+                              updateShape, actual.data(), axis);
+    EXPECT_EQ(bitsOf(actual), bitsOf(expected)) << "axis " << axis;
+    std::vector<T> over = x;
+    gpuScatterAdd<T, int64_t>(over.data(), data, indices, {count},
+                              updates.data(), updateShape, over.data(), axis);
+    EXPECT_EQ(bitsOf(over), bitsOf(expected)) << "in place, axis " << axis;
+    std::vector<T> cpuOver = x;
+    cpu::scatterAdd<T, int64_t>(cpuOver.data(), cpuDims(data), indices.data(),
+                                cpuDims({count}), updates.data(),
+                                cpuDims(updateShape), cpuOver.data(),
+                                cpuDims(data), ztc::AxisParams{axis});
+    EXPECT_EQ(bitsOf(cpuOver), bitsOf(expected))
+        << "CPU in place, axis " << axis;
+  }
+  EXPECT_EQ(takeError(), "");
+}
+
+TEST(CudaKernelsTest, ScatterAddMatchesTheCpuBitsFloat) {
+  checkScatterAddMatchesTheCpuBits<float>();
+}
+TEST(CudaKernelsTest, ScatterAddMatchesTheCpuBitsBF16) {
+  checkScatterAddMatchesTheCpuBits<bf16>();
+}
+
+/// The scatter's scratch: a sort key per position, rounded up to a power
+/// of two; none without positions.
+TEST(CudaKernelsTest, ScatterAddScratchHoldsASortKeyPerPosition) {
+  auto bytes = [](int64_t count) {
+    const ztc::Dims ins[] = {gpuDims({50257, 768}), gpuDims({count}),
+                             gpuDims({count, 768})};
+    return gpu::scratch::scatterAddBytes<float>(ins, nullptr,
+                                                ztc::AxisParams{0});
+  };
+  EXPECT_EQ(bytes(0), 0);
+  EXPECT_EQ(bytes(1), 8);
+  EXPECT_EQ(bytes(1024), 1024 * 8);
+  EXPECT_EQ(bytes(1025), 2048 * 8);
 }
 
 // The CUDA library's random numbers are the CPU library's, bit for bit:

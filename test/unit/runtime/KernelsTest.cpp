@@ -897,8 +897,8 @@ template <typename T> void checkLayerNormBackward() {
         gbias(length, T(7.0f));
     const Shape normalized(shape.begin() + axis, shape.end());
     layerNormBackward<T>(x.data(), dimsOf(shape), scale.data(),
-                         dimsOf(normalized), gy.data(), dimsOf(shape),
-                         gx.data(), dimsOf(shape), gscale.data(),
+                         dimsOf(normalized), gy.data(), dimsOf(shape), nullptr,
+                         Dims{}, gx.data(), dimsOf(shape), gscale.data(),
                          dimsOf(normalized), gbias.data(), dimsOf(normalized),
                          LayerNormParams{axis, 1e-5});
     SCOPED_TRACE("axis " + std::to_string(axis));

@@ -352,6 +352,43 @@ func.func @pieces_kept(%a: tensor<2x8xf32>, %b: tensor<4x2xf32>, %c: tensor<2x2x
   return %r0, %r1, %r2, %r3, %r4, %r5 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 
+// A tied embedding's gradient: the head's gradient plus the embedding's
+// rows scattered into zeros is the scatter into the head's gradient, on
+// either side of the sum, the zeros still a broadcast or a constant.
+// CHECK-LABEL: func.func @tied_gradient
+// CHECK-SAME: (%[[H:.+]]: tensor<10x4xf32>, %[[IDS:.+]]: tensor<2x3xi64>, %[[U:.+]]: tensor<2x3x4xf32>, %[[G:.+]]: tensor<10x4xf32>)
+// CHECK-NEXT: %[[A:.+]] = nn.scatter_add %[[H]], %[[IDS]], %[[U]] {axis = 0 : i64}
+// CHECK-NEXT: %[[B:.+]] = nn.scatter_add %[[G]], %[[IDS]], %[[U]] {axis = 0 : i64}
+// CHECK-NEXT: return %[[A]], %[[B]]
+func.func @tied_gradient(%head: tensor<10x4xf32>, %ids: tensor<2x3xi64>, %u: tensor<2x3x4xf32>, %g: tensor<10x4xf32>)
+    -> (tensor<10x4xf32>, tensor<10x4xf32>) {
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %z = nn.broadcast_to %zero {shape = array<i64: 10, 4>} : tensor<f32> -> tensor<10x4xf32>
+  %s = nn.scatter_add %z, %ids, %u {axis = 0 : i64} : tensor<10x4xf32>, tensor<2x3xi64>, tensor<2x3x4xf32> -> tensor<10x4xf32>
+  %r = nn.add %head, %s : tensor<10x4xf32>, tensor<10x4xf32> -> tensor<10x4xf32>
+  %z2 = arith.constant dense<0.0> : tensor<10x4xf32>
+  %t = nn.scatter_add %z2, %ids, %u {axis = 0 : i64} : tensor<10x4xf32>, tensor<2x3xi64>, tensor<2x3x4xf32> -> tensor<10x4xf32>
+  %q = nn.add %t, %g : tensor<10x4xf32>, tensor<10x4xf32> -> tensor<10x4xf32>
+  return %r, %q : tensor<10x4xf32>, tensor<10x4xf32>
+}
+
+// The sum stays where the scatter's data is not zeros, where the scatter
+// has another use (it would run twice), and where the sum broadcasts.
+// CHECK-LABEL: func.func @scatter_sums_kept
+// CHECK-COUNT-3: nn.add
+func.func @scatter_sums_kept(%d: tensor<10x4xf32>, %ids: tensor<3xi64>, %u: tensor<3x4xf32>, %row: tensor<4xf32>)
+    -> (tensor<10x4xf32>, tensor<10x4xf32>, tensor<10x4xf32>, tensor<10x4xf32>) {
+  %z = arith.constant dense<0.0> : tensor<10x4xf32>
+  %one = arith.constant dense<1.0> : tensor<10x4xf32>
+  %s1 = nn.scatter_add %one, %ids, %u {axis = 0 : i64} : tensor<10x4xf32>, tensor<3xi64>, tensor<3x4xf32> -> tensor<10x4xf32>
+  %r1 = nn.add %d, %s1 : tensor<10x4xf32>, tensor<10x4xf32> -> tensor<10x4xf32>
+  %s2 = nn.scatter_add %z, %ids, %u {axis = 0 : i64} : tensor<10x4xf32>, tensor<3xi64>, tensor<3x4xf32> -> tensor<10x4xf32>
+  %r2 = nn.add %d, %s2 : tensor<10x4xf32>, tensor<10x4xf32> -> tensor<10x4xf32>
+  %s3 = nn.scatter_add %z, %ids, %u {axis = 0 : i64} : tensor<10x4xf32>, tensor<3xi64>, tensor<3x4xf32> -> tensor<10x4xf32>
+  %r3 = nn.add %s3, %row : tensor<10x4xf32>, tensor<4xf32> -> tensor<10x4xf32>
+  return %r1, %r2, %s2, %r3 : tensor<10x4xf32>, tensor<10x4xf32>, tensor<10x4xf32>, tensor<10x4xf32>
+}
+
 // The cross-entropy's backward: each row's weight scattered to its label
 // by a one-hot selection, then summed over the classes again by
 // log-softmax's backward. The sum is the weight where the label is a class

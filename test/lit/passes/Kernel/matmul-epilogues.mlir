@@ -170,3 +170,115 @@ func.func @bias_gradients_kept(%g1: memref<8x8xf32>, %g2: memref<8x8xf32>, %g3: 
   kernel.call "matmul" ins(%g5, %x, %b : memref<8x8xf32>, memref<8x16xf32>, memref<16xf32>) outs(%w5 : memref<8x16xf32>) {config = {transpose_a = true}}
   return %s1, %w1, %s2, %w2, %s3, %w3, %s4, %w4, %s5, %w5 : memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x8xf32>, memref<8xf32>, memref<8x16xf32>, memref<8xf32>, memref<8x16xf32>
 }
+
+// -----
+
+// A residual block's input gradient: the layer norm's input gradient plus
+// the residual's (either way round, the sum unrounded or not) is the layer
+// norm's backward with the residual's gradient as its addend. The
+// gradient's buffer goes; the call writes the loop's output, here the
+// addend itself.
+// CHECK-LABEL: func.func @residual_gradients
+// CHECK-NEXT: %[[R:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: kernel.call "matmul"
+// CHECK-NEXT: %[[DS:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: %[[DB:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: %[[DS2:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: %[[DB2:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: kernel.call "layer_norm_backward" ins(%arg0, %arg1, %arg2, %[[R]] : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>) outs(%[[R]], %[[DS]], %[[DB]] : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.000000e-05 : f64}}
+// CHECK-NEXT: %[[Y:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: kernel.call "layer_norm_backward" ins(%arg0, %arg1, %arg3, %[[R]] : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>) outs(%[[Y]], %[[DS2]], %[[DB2]] : memref<4x8xf32>, memref<8xf32>, memref<8xf32>)
+// CHECK-NEXT: return %[[Y]], %[[DS]], %[[DB]], %[[DS2]], %[[DB2]]
+func.func @residual_gradients(%x: memref<4x8xf32>, %s: memref<8xf32>, %dy: memref<4x8xf32>, %dy2: memref<4x8xf32>, %w: memref<8x8xf32>)
+    -> (memref<4x8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>) {
+  %r = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%dy, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%r : memref<4x8xf32>) {config = {}}
+  %g = kernel.alloc : memref<4x8xf32>
+  %ds = kernel.alloc : memref<8xf32>
+  %db = kernel.alloc : memref<8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %dy : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g, %ds, %db : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %g2 = kernel.alloc : memref<4x8xf32>
+  %ds2 = kernel.alloc : memref<8xf32>
+  %db2 = kernel.alloc : memref<8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %dy2 : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g2, %ds2, %db2 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  kernel.elementwise ins(%r, %g : memref<4x8xf32>, memref<4x8xf32>) outs(%r : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.addf %a, %b {kernel.unrounded} : f32
+    kernel.yield %0 : f32
+  }
+  %y = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%g2, %r : memref<4x8xf32>, memref<4x8xf32>) outs(%y : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.addf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  return %y, %ds, %db, %ds2, %db2 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>
+}
+
+// -----
+
+// Sums left as they are: the layer norm reads the loop's output (it would
+// overwrite its own input); its scale's gradient is read before the loop
+// (it would not be written yet); the gradient is returned too; the loop
+// does more than add.
+// CHECK-LABEL: func.func @residual_gradients_kept
+// CHECK-COUNT-6: kernel.elementwise
+// CHECK: return
+func.func @residual_gradients_kept(%x: memref<4x8xf32>, %s: memref<8xf32>, %dy: memref<4x8xf32>, %r: memref<4x8xf32>)
+    -> (memref<4x8xf32>, memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) {
+  %ds = kernel.alloc : memref<8xf32>
+  %db = kernel.alloc : memref<8xf32>
+  // Reads its own output's buffer: dy.
+  %dyc = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%dy : memref<4x8xf32>) outs(%dyc : memref<4x8xf32>) {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  %g1 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %dyc : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g1, %ds, %db : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  kernel.elementwise ins(%g1, %r : memref<4x8xf32>, memref<4x8xf32>) outs(%dyc : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.addf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  // The scale's gradient is read between the call and the loop.
+  %ds2 = kernel.alloc : memref<8xf32>
+  %db2 = kernel.alloc : memref<8xf32>
+  %g2 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %dy : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g2, %ds2, %db2 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %dsc = kernel.alloc : memref<8xf32>
+  kernel.elementwise ins(%ds2 : memref<8xf32>) outs(%dsc : memref<8xf32>) {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  %y2 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%g2, %r : memref<4x8xf32>, memref<4x8xf32>) outs(%y2 : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.addf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  // The gradient is also returned.
+  %ds3 = kernel.alloc : memref<8xf32>
+  %db3 = kernel.alloc : memref<8xf32>
+  %g3 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %dy : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g3, %ds3, %db3 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %y3 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%g3, %r : memref<4x8xf32>, memref<4x8xf32>) outs(%y3 : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.addf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  // The loop scales its sum.
+  %ds4 = kernel.alloc : memref<8xf32>
+  %db4 = kernel.alloc : memref<8xf32>
+  %g4 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %dy : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g4, %ds4, %db4 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %y4 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%g4, %r : memref<4x8xf32>, memref<4x8xf32>) outs(%y4 : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.addf %a, %b : f32
+    %1 = arith.mulf %0, %b : f32
+    kernel.yield %1 : f32
+  }
+  return %dyc, %y2, %dsc, %y3, %g3, %y4 : memref<4x8xf32>, memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+}

@@ -153,3 +153,24 @@ func.func @several(%x: memref<64xf32>) -> (memref<64xf32>, memref<8x8xf32>) {
   }
   return %e, %r : memref<64xf32>, memref<8x8xf32>
 }
+
+// -----
+
+// A scatter_add (the gather's gradient into a tied head's gradient) writes
+// over its data, the head's gradient, which nothing reads after it; not
+// over data that is read later.
+// CHECK-LABEL: func.func @scatter
+// CHECK: %[[G:.+]] = kernel.alloc : memref<10x4xf32>
+// CHECK-NEXT: kernel.call "matmul"
+// CHECK-NEXT: kernel.call "scatter_add" ins(%[[G]], %{{.+}}, %{{.+}} : memref<10x4xf32>, memref<3xi64>, memref<3x4xf32>) outs(%[[G]] : memref<10x4xf32>)
+// CHECK-NEXT: %[[K:.+]] = kernel.alloc : memref<10x4xf32>
+// CHECK-NEXT: kernel.call "scatter_add" ins(%[[G]], %{{.+}}, %{{.+}} : memref<10x4xf32>, memref<3xi64>, memref<3x4xf32>) outs(%[[K]] : memref<10x4xf32>)
+func.func @scatter(%a: memref<10x2xf32>, %b: memref<2x4xf32>, %ids: memref<3xi64>, %u: memref<3x4xf32>) -> (memref<10x4xf32>, memref<10x4xf32>) {
+  %g = kernel.alloc : memref<10x4xf32>
+  kernel.call "matmul" ins(%a, %b : memref<10x2xf32>, memref<2x4xf32>) outs(%g : memref<10x4xf32>) {config = {}}
+  %s = kernel.alloc : memref<10x4xf32>
+  kernel.call "scatter_add" ins(%g, %ids, %u : memref<10x4xf32>, memref<3xi64>, memref<3x4xf32>) outs(%s : memref<10x4xf32>) {config = {axis = 0 : i64}}
+  %k = kernel.alloc : memref<10x4xf32>
+  kernel.call "scatter_add" ins(%s, %ids, %u : memref<10x4xf32>, memref<3xi64>, memref<3x4xf32>) outs(%k : memref<10x4xf32>) {config = {axis = 0 : i64}}
+  return %k, %s : memref<10x4xf32>, memref<10x4xf32>
+}
