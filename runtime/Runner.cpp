@@ -456,10 +456,21 @@ void Runner::run(EntryFn entry) {
   // where the communicator allows it.
   bool replayable = graphs_ && (manifest().dist.worldSize == 1 ||
                                 (comm_ && comm_->graphCapturable()));
+  // The collectives' host code counts what they move: once per call, which
+  // a replay does not run and a failed recording runs once too often.
+  const uint64_t movedBefore = comm_ ? comm_->elementsMoved() : 0;
+  unsigned hostRuns = 1;
   if (replayable)
-    backend_->replay(entry, context);
+    hostRuns = backend_->replay(entry, context);
   else
     backend_->call(entry, context);
+  if (comm_ && hostRuns > 0) {
+    const uint64_t moved = (comm_->elementsMoved() - movedBefore) / hostRuns;
+    movedPerCall_[entry] = moved;
+    comm_->adjustMoved(-int64_t(moved) * int64_t(hostRuns - 1));
+  } else if (comm_) {
+    comm_->adjustMoved(int64_t(movedPerCall_[entry]));
+  }
   if (staged_)
     backend_->releaseUpload(slot);
   for (const std::string &notice : backend_->takeNotices()) {

@@ -165,6 +165,9 @@ private:
   std::unique_ptr<Backend> backend_;
   Communicator *comm_ = nullptr;
   bool graphs_ = true;
+  /// The elements each entry's collectives moved the last time its host
+  /// code ran, counted again for each replay of its record.
+  std::map<EntryFn, uint64_t> movedPerCall_;
   std::function<void(const std::string &)> notice_;
   /// Initial values of sharded bindings, until setCommunicator takes this
   /// rank's blocks of them.

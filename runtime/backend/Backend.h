@@ -78,10 +78,15 @@ public:
   /// entries whose work depends on the context's device memory alone, and
   /// contexts whose arrays (bindings, streams, events) hold the same values
   /// whenever they are the same arrays. When recording fails the backend
-  /// calls directly from then on and says why once (takeNotices). The
-  /// default calls directly.
-  virtual void replay(EntryFn entry, const ztc_step_context &ctx) {
+  /// calls directly from then on and says why once (takeNotices). Returns
+  /// how many times the entry's host code ran: 1 for a direct call or the
+  /// call that recorded it, 2 for a recording that failed and the direct
+  /// call after it, 0 for a launch of a record; so that the caller can
+  /// count what that code counts (the elements the step's collectives
+  /// move) once per call. The default calls directly.
+  virtual unsigned replay(EntryFn entry, const ztc_step_context &ctx) {
     call(entry, ctx);
+    return 1;
   }
   /// What the backend has to tell the user since the last call (each
   /// notice once): why it stopped recording entries.

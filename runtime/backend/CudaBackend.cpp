@@ -172,8 +172,8 @@ public:
     endCall(cudaGetLastError());
   }
 
-  void replay(EntryFn entry, const ztc_step_context &ctx) override {
-    GraphReplayer::replay(entry, ctx);
+  unsigned replay(EntryFn entry, const ztc_step_context &ctx) override {
+    return GraphReplayer::replay(entry, ctx);
   }
 
   std::vector<std::string> takeNotices() override {

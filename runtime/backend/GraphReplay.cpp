@@ -32,29 +32,34 @@ GraphReplayer::Key GraphReplayer::keyOf(ztc_entry_fn entry,
   return key;
 }
 
-void GraphReplayer::replay(ztc_entry_fn entry, const ztc_step_context &ctx) {
+unsigned GraphReplayer::replay(ztc_entry_fn entry,
+                               const ztc_step_context &ctx) {
   if (stopped_) {
     callDirect(entry, ctx);
-    return;
+    return 1;
   }
   Record &found = records_[keyOf(entry, ctx)];
   if (!found.record && found.directCalls < kCallsBeforeRecording) {
     ++found.directCalls;
     callDirect(entry, ctx);
-    return;
+    return 1;
   }
+  if (found.record) {
+    launch(found.record, entry, ctx);
+    return 0;
+  }
+  // Recording runs the host code once; the launch runs what it recorded.
+  std::string why;
+  found.record = record(entry, ctx, why);
   if (!found.record) {
-    std::string why;
-    found.record = record(entry, ctx, why);
-    if (!found.record) {
-      stopped_ = true;
-      notices_.push_back("CUDA graphs off, every step a direct call: " +
-                         (why.empty() ? std::string("recording failed") : why));
-      callDirect(entry, ctx);
-      return;
-    }
+    stopped_ = true;
+    notices_.push_back("CUDA graphs off, every step a direct call: " +
+                       (why.empty() ? std::string("recording failed") : why));
+    callDirect(entry, ctx);
+    return 2;
   }
   launch(found.record, entry, ctx);
+  return 1;
 }
 
 std::vector<std::string> GraphReplayer::takeNotices() {

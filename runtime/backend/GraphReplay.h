@@ -32,8 +32,9 @@ public:
   static constexpr unsigned kCallsBeforeRecording = 1;
 
   /// Runs entry(ctx): directly, or by recording it and launching the
-  /// record, or by launching the record made earlier.
-  void replay(ztc_entry_fn entry, const ztc_step_context &ctx);
+  /// record, or by launching the record made earlier. Returns how many
+  /// times the entry's host code ran (Backend::replay).
+  unsigned replay(ztc_entry_fn entry, const ztc_step_context &ctx);
   /// The notices since the last take: why recording stopped.
   std::vector<std::string> takeNotices();
   /// Whether recording has failed, so that every call is direct.

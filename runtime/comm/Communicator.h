@@ -96,6 +96,12 @@ public:
 
   /// Elements this rank sent by the step's collectives since the start.
   uint64_t elementsMoved() const { return elementsMoved_; }
+  /// Adds `elements` to elementsMoved: those a replayed record of a step
+  /// sent without running the collectives' host code, or (negative) those
+  /// a failed recording counted without sending them (Runner::run).
+  void adjustMoved(int64_t elements) {
+    elementsMoved_ = uint64_t(int64_t(elementsMoved_) + elements);
+  }
   /// What the last failed collective reported.
   const std::string &lastError() const { return lastError_; }
 
@@ -103,10 +109,13 @@ public:
   virtual void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
 
   /// Whether a step's collectives may be recorded into a CUDA graph and
-  /// replayed (Backend::replay). A replay runs the collectives' device work
-  /// but not the host code of the table's functions, which counts
-  /// elementsMoved and, for a failed call, sets lastError; so no
-  /// communicator allows it yet (NCCL 2.9 and later could be captured).
+  /// replayed (Backend::replay): NCCL's from version 2.9. A replay runs
+  /// the collectives' device work but not the host code of the table's
+  /// functions: the Runner counts what the recorded call moved again for
+  /// each replay (adjustMoved), and a collective that fails in a replay
+  /// fails on the device, reported when the host next waits, as an
+  /// asynchronous NCCL error of a direct call is. MPI's collectives are
+  /// host code, which a record cannot hold.
   virtual bool graphCapturable() const { return false; }
 
 protected:

@@ -147,6 +147,13 @@ public:
     host_->setTimeout(seconds);
   }
 
+  /// NCCL's collectives can be captured into CUDA graphs from 2.9 (the
+  /// library loaded, not the headers built against).
+  bool graphCapturable() const override {
+    int version = 0;
+    return ncclGetVersion(&version) == ncclSuccess && version >= 20900;
+  }
+
 protected:
   int32_t allReduce(const void *send, void *recv, int64_t count, int32_t dtype,
                     void *stream) override {

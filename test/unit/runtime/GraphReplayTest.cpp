@@ -82,11 +82,15 @@ struct OneContext {
 TEST(GraphReplayTest, CalledOnceThenRecordedOnceThenLaunched) {
   FakeDevice device;
   OneContext one;
+  // How many times each call ran the entry's host code: the direct call
+  // and the recording once, the launches of the record not at all.
+  std::vector<unsigned> hostRuns;
   for (int i = 0; i < 4; ++i)
-    device.replay(entryA, one.ctx);
+    hostRuns.push_back(device.replay(entryA, one.ctx));
   EXPECT_EQ(device.log,
             (std::vector<std::string>{"direct A", "record A", "launch A#1",
                                       "launch A#1", "launch A#1"}));
+  EXPECT_EQ(hostRuns, (std::vector<unsigned>{1, 1, 0, 0}));
   EXPECT_TRUE(device.takeNotices().empty());
   EXPECT_EQ(device.records(), 1u);
 }
@@ -134,12 +138,14 @@ TEST(GraphReplayTest, AFailedRecordingFallsBackForGoodAndSaysWhyOnce) {
   FakeDevice device;
   device.failWith = "cudaStreamEndCapture: cudaErrorStreamCaptureUnjoined";
   OneContext one;
+  std::vector<unsigned> hostRuns;
   for (int i = 0; i < 4; ++i)
-    device.replay(entryA, one.ctx);
+    hostRuns.push_back(device.replay(entryA, one.ctx));
   device.replay(entryB, one.ctx);
   device.replay(entryB, one.ctx);
-  // The failed recording ran none of the work: that call, and every one
-  // after it, is direct, and nothing is recorded again.
+  // The failed recording ran the host code but none of the work: that
+  // call, and every one after it, is direct, and nothing is recorded again.
+  EXPECT_EQ(hostRuns, (std::vector<unsigned>{1, 2, 1, 1}));
   EXPECT_EQ(device.log, (std::vector<std::string>{
                             "direct A", "record A", "direct A", "direct A",
                             "direct A", "direct B", "direct B"}));

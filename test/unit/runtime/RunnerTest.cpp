@@ -274,13 +274,26 @@ public:
     test::OverCpu::copyOut(host, device, bytes);
   }
   void call(EntryFn entry, const ztc_step_context &ctx) override {
+    if (hostCode)
+      hostCode();
     run("call", entry, ctx);
   }
-  void replay(EntryFn entry, const ztc_step_context &ctx) override {
+  /// Without `recorded` set, says recording failed and calls directly,
+  /// running the entry's host code (`hostCode`) twice the first time (the
+  /// failed recording, then the direct call) and once after; with it, as
+  /// GraphReplayer does: a direct call, a recording, then launches of the
+  /// record, which do not run the host code.
+  unsigned replay(EntryFn entry, const ztc_step_context &ctx) override {
+    const unsigned call = replays_++;
+    const unsigned hostRuns =
+        recorded ? (call < 2 ? 1 : 0) : (call == 0 ? 2 : 1);
+    for (unsigned i = 0; i < hostRuns && hostCode; ++i)
+      hostCode();
     run("replay", entry, ctx);
-    if (!told_)
+    if (!told_ && !recorded)
       notices_.push_back("CUDA graphs off, every step a direct call: test");
     told_ = true;
+    return hostRuns;
   }
   std::vector<std::string> takeNotices() override {
     return std::exchange(notices_, {});
@@ -302,6 +315,8 @@ public:
   bool asynchronous() const override { return true; }
 
   std::vector<std::string> log;
+  bool recorded = false;
+  std::function<void()> hostCode;
 
 private:
   /// "call reads 1: 8": the slot of the call's `ids` (binding 3) and the
@@ -318,6 +333,7 @@ private:
   std::map<const void *, unsigned> slotOf_;
   std::vector<std::string> notices_;
   bool told_ = false;
+  unsigned replays_ = 0;
 };
 
 } // namespace
@@ -380,6 +396,8 @@ public:
   [[noreturn]] void abortAll(int status) override { std::exit(status); }
   bool graphCapturable() const override { return capturable; }
   bool capturable = false;
+  /// What a collective's host code counts.
+  void send(uint64_t elements) { elementsMoved_ += elements; }
 
 protected:
   int32_t allReduce(const void *, void *, int64_t, int32_t, void *) override {
@@ -419,6 +437,56 @@ TEST_F(RunnerTest, StepsOfSeveralRanksReplayOnlyWhereTheCommunicatorAllows) {
             (std::vector<std::string>{
                 "wait read 0", "upload 0", "call reads 0: 8", "release 0",
                 "wait read 1", "upload 1", "replay reads 1: 8", "release 1"}));
+}
+
+// A replayed record runs its collectives without the communicator's host
+// code, which counts the elements they move: the Runner counts again, for
+// each replay, what the call that last ran the host code moved.
+TEST_F(RunnerTest, ReplayedStepsCountWhatTheirCollectivesMove) {
+  Manifest manifest = stepManifest();
+  manifest.dist.worldSize = 2;
+  writeArtifact(artifact_, manifest, stepInit(), soPath_);
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<AsyncDevice>();
+  AsyncDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  TwoRanks comm;
+  comm.capturable = true;
+  device->recorded = true;
+  device->hostCode = [&] { comm.send(100); };
+  runner.setCommunicator(&comm);
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  runner.setInput("ids", int64s({7, 0}));
+  for (int step = 0; step < 5; ++step)
+    runner.run();
+  EXPECT_EQ(comm.elementsMoved(), 500u);
+  // Direct calls count themselves.
+  comm.capturable = false;
+  runner.run();
+  EXPECT_EQ(comm.elementsMoved(), 600u);
+}
+
+// A recording that fails has run the collectives' host code without
+// sending anything, and the direct call after it runs it again: the call
+// still counts once.
+TEST_F(RunnerTest, AFailedRecordingCountsItsCollectivesOnce) {
+  Manifest manifest = stepManifest();
+  manifest.dist.worldSize = 2;
+  writeArtifact(artifact_, manifest, stepInit(), soPath_);
+  Artifact artifact = Artifact::load(artifact_);
+  auto owned = std::make_unique<AsyncDevice>();
+  AsyncDevice *device = owned.get();
+  Runner runner(artifact, std::move(owned));
+  runner.setNotice([](const std::string &) {});
+  TwoRanks comm;
+  comm.capturable = true;
+  device->hostCode = [&] { comm.send(100); };
+  runner.setCommunicator(&comm);
+  runner.setInput("input:0", floats({2, 3}, 0.0f));
+  runner.setInput("ids", int64s({7, 0}));
+  for (int step = 0; step < 3; ++step)
+    runner.run();
+  EXPECT_EQ(comm.elementsMoved(), 300u);
 }
 
 // A synchronous backend (the CPU) copies inputs when they are set, as
