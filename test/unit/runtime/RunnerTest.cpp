@@ -414,26 +414,41 @@ protected:
 
 } // namespace
 
+/// The suite's step compiled for two ranks, run on an AsyncDevice with
+/// `comm` as its communicator and its inputs set.
+struct TwoRankStep {
+  TwoRankStep(const std::string &path, Manifest manifest, const std::string &so)
+      : artifact(load(path, std::move(manifest), so)),
+        owned(std::make_unique<AsyncDevice>()), device(owned.get()),
+        runner(artifact, std::move(owned)) {
+    runner.setCommunicator(&comm);
+    runner.setInput("input:0", floats({2, 3}, 0.0f));
+    runner.setInput("ids", int64s({7, 0}));
+  }
+  static Artifact load(const std::string &path, Manifest manifest,
+                       const std::string &so) {
+    manifest.dist.worldSize = 2;
+    writeArtifact(path, manifest, stepInit(), so);
+    return Artifact::load(path);
+  }
+
+  Artifact artifact;
+  std::unique_ptr<AsyncDevice> owned;
+  AsyncDevice *device;
+  TwoRanks comm; // outlives the runner that points at it
+  Runner runner;
+};
+
 // A replay would run a step's collectives without the communicator's host
 // code, so a step compiled for several ranks is replayed only when its
 // communicator allows it.
 TEST_F(RunnerTest, StepsOfSeveralRanksReplayOnlyWhereTheCommunicatorAllows) {
-  Manifest manifest = stepManifest();
-  manifest.dist.worldSize = 2;
-  writeArtifact(artifact_, manifest, stepInit(), soPath_);
-  Artifact artifact = Artifact::load(artifact_);
-  auto owned = std::make_unique<AsyncDevice>();
-  AsyncDevice *device = owned.get();
-  Runner runner(artifact, std::move(owned));
-  TwoRanks comm;
-  runner.setCommunicator(&comm);
-  runner.setInput("input:0", floats({2, 3}, 0.0f));
-  runner.setInput("ids", int64s({7, 0}));
-  device->log.clear();
-  runner.run();
-  comm.capturable = true;
-  runner.run();
-  EXPECT_EQ(device->log,
+  TwoRankStep step(artifact_, stepManifest(), soPath_);
+  step.device->log.clear();
+  step.runner.run();
+  step.comm.capturable = true;
+  step.runner.run();
+  EXPECT_EQ(step.device->log,
             (std::vector<std::string>{
                 "wait read 0", "upload 0", "call reads 0: 8", "release 0",
                 "wait read 1", "upload 1", "replay reads 1: 8", "release 1"}));
@@ -443,50 +458,30 @@ TEST_F(RunnerTest, StepsOfSeveralRanksReplayOnlyWhereTheCommunicatorAllows) {
 // code, which counts the elements they move: the Runner counts again, for
 // each replay, what the call that last ran the host code moved.
 TEST_F(RunnerTest, ReplayedStepsCountWhatTheirCollectivesMove) {
-  Manifest manifest = stepManifest();
-  manifest.dist.worldSize = 2;
-  writeArtifact(artifact_, manifest, stepInit(), soPath_);
-  Artifact artifact = Artifact::load(artifact_);
-  auto owned = std::make_unique<AsyncDevice>();
-  AsyncDevice *device = owned.get();
-  Runner runner(artifact, std::move(owned));
-  TwoRanks comm;
-  comm.capturable = true;
-  device->recorded = true;
-  device->hostCode = [&] { comm.send(100); };
-  runner.setCommunicator(&comm);
-  runner.setInput("input:0", floats({2, 3}, 0.0f));
-  runner.setInput("ids", int64s({7, 0}));
-  for (int step = 0; step < 5; ++step)
-    runner.run();
-  EXPECT_EQ(comm.elementsMoved(), 500u);
+  TwoRankStep step(artifact_, stepManifest(), soPath_);
+  step.comm.capturable = true;
+  step.device->recorded = true;
+  step.device->hostCode = [&] { step.comm.send(100); };
+  for (int i = 0; i < 5; ++i)
+    step.runner.run();
+  EXPECT_EQ(step.comm.elementsMoved(), 500u);
   // Direct calls count themselves.
-  comm.capturable = false;
-  runner.run();
-  EXPECT_EQ(comm.elementsMoved(), 600u);
+  step.comm.capturable = false;
+  step.runner.run();
+  EXPECT_EQ(step.comm.elementsMoved(), 600u);
 }
 
 // A recording that fails has run the collectives' host code without
 // sending anything, and the direct call after it runs it again: the call
 // still counts once.
 TEST_F(RunnerTest, AFailedRecordingCountsItsCollectivesOnce) {
-  Manifest manifest = stepManifest();
-  manifest.dist.worldSize = 2;
-  writeArtifact(artifact_, manifest, stepInit(), soPath_);
-  Artifact artifact = Artifact::load(artifact_);
-  auto owned = std::make_unique<AsyncDevice>();
-  AsyncDevice *device = owned.get();
-  Runner runner(artifact, std::move(owned));
-  runner.setNotice([](const std::string &) {});
-  TwoRanks comm;
-  comm.capturable = true;
-  device->hostCode = [&] { comm.send(100); };
-  runner.setCommunicator(&comm);
-  runner.setInput("input:0", floats({2, 3}, 0.0f));
-  runner.setInput("ids", int64s({7, 0}));
-  for (int step = 0; step < 3; ++step)
-    runner.run();
-  EXPECT_EQ(comm.elementsMoved(), 300u);
+  TwoRankStep step(artifact_, stepManifest(), soPath_);
+  step.runner.setNotice([](const std::string &) {});
+  step.comm.capturable = true;
+  step.device->hostCode = [&] { step.comm.send(100); };
+  for (int i = 0; i < 3; ++i)
+    step.runner.run();
+  EXPECT_EQ(step.comm.elementsMoved(), 300u);
 }
 
 // A synchronous backend (the CPU) copies inputs when they are set, as
