@@ -2,11 +2,13 @@
 //
 // Lets a matrix product add its bias, and a residual, as it stores its
 // result, instead of a loop reading and writing the whole product again;
-// and a layer norm's input gradient add the residual's gradient.
+// a layer norm's input gradient add the residual's gradient, and a layer
+// norm store its result in the narrower type a cast after it gave.
 // See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/ElementTypes.h"
 #include "passes/Kernel/Folding.h"
 #include "passes/Kernel/LiveRanges.h"
 #include "passes/Passes.h"
@@ -107,12 +109,13 @@ std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
   return std::nullopt;
 }
 
-/// The call of kernel `id` with `inputs` inputs that writes `buffer` as its
-/// first output, when `buffer` is an alloc of its own that only that call
-/// and `loop` use, and the call comes before the loop in its block, on its
-/// stream.
+/// The call of kernel `id` (with `inputs` inputs, where given) that writes
+/// `buffer` as its first output, when `buffer` is an alloc of its own that
+/// only that call and `loop` use, and the call comes before the loop in its
+/// block, on its stream.
 kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
-                                kernel::LibraryKernelId id, size_t inputs) {
+                                kernel::LibraryKernelId id,
+                                std::optional<size_t> inputs) {
   if (!buffer.getDefiningOp<kernel::AllocOp>())
     return nullptr;
   kernel::CallOp writer;
@@ -121,7 +124,7 @@ kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
       continue;
     auto call = dyn_cast<kernel::CallOp>(user);
     if (writer || !call || !kernel::isCallOf(call, id) ||
-        call.getInputs().size() != inputs ||
+        (inputs && call.getInputs().size() != *inputs) ||
         call.getOutputs().front() != buffer)
       return nullptr;
     writer = call;
@@ -325,11 +328,55 @@ void foldResidualGradients(func::FuncOp function) {
   }
 }
 
+/// Folds each cast of a layer norm's result to a narrower float type (an
+/// f32 layer norm feeding bf16 products) into the layer norm:
+/// `layer_norm_narrow`, at the loop, storing the narrow type.
+void foldNarrowNorms(func::FuncOp function) {
+  SmallVector<kernel::ElementwiseOp> loops;
+  function.walk([&](kernel::ElementwiseOp loop) {
+    if (loop->getParentOp() == function && loop.getInputs().size() == 1 &&
+        loop.getOutputs().size() == 1 &&
+        loop.getBody().front().getOperations().size() == 2)
+      loops.push_back(loop);
+  });
+  for (kernel::ElementwiseOp loop : loops) {
+    auto narrow = loop.getYielded().front().getDefiningOp<arith::TruncFOp>();
+    Value wide = loop.getInputs().front();
+    if (!narrow || inputOf(loop, narrow.getIn()) != wide)
+      continue;
+    auto wideType = cast<MemRefType>(wide.getType());
+    auto narrowType = cast<MemRefType>(loop.getOutput().getType());
+    if (wideType.getShape() != narrowType.getShape() ||
+        computeElementType(narrowType.getElementType()) !=
+            wideType.getElementType())
+      continue;
+    kernel::CallOp norm = soleWriterBefore(
+        loop, wide, kernel::LibraryKernelId::layer_norm, std::nullopt);
+    if (!norm)
+      continue;
+    Value output = kernel::rootBuffer(loop.getOutput());
+    if (llvm::any_of(norm.getInputs(), [&](Value input) {
+          Value root = kernel::rootBuffer(input);
+          return root == output || writtenBetween(norm, loop, root);
+        }))
+      continue;
+    OpBuilder b(loop);
+    auto fused = kernel::CallOp::create(
+        b, norm.getLoc(), "layer_norm_narrow", norm.getInputs(),
+        ValueRange{loop.getOutput()}, norm.getConfig());
+    addLoc(fused, loop.getLoc());
+    loop.erase();
+    norm.erase();
+    wide.getDefiningOp()->erase();
+  }
+}
+
 struct MatmulEpiloguesPass
     : public mlir::ztc::impl::MatmulEpiloguesPassBase<MatmulEpiloguesPass> {
   void runOnOperation() override {
     foldBiasGradients(getOperation());
     foldResidualGradients(getOperation());
+    foldNarrowNorms(getOperation());
     SmallVector<kernel::ElementwiseOp> loops;
     getOperation().walk(
         [&](kernel::ElementwiseOp loop) { loops.push_back(loop); });

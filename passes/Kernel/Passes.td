@@ -253,6 +253,17 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     kernel.call "layer_norm_backward" ins(%x, %s, %dy, %r : ...)
         outs(%y, %ds, %db : ...) {config = {axis = 1 : i64, epsilon = ...}}
     ```
+
+    Under mixed precision a layer norm runs in f32 and a loop casts its
+    result to the products' type. Last, each `kernel.elementwise` in the
+    step's block whose body is only an `arith.truncf` of its one input,
+    of the same shape, from the output's compute type (f32 for bf16 and
+    f16), where that input is the result of a `layer_norm` call written
+    into a buffer of its own that only the call and the loop use, becomes
+    `layer_norm_narrow` (the same inputs and configuration) at the loop,
+    writing the loop's output, when nothing between them writes what the
+    call reads. Both libraries round each result once, to the output's
+    type, as the cast did (the same bits).
   }];
 }
 

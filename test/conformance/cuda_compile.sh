@@ -195,6 +195,9 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   softmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
   logSoftmax<T>(p, d, p, d, ztc::AxisParams{1}, s);
   layerNorm<T>(p, d, p, d, p, d, p, d, ztc::LayerNormParams{1, 1e-5}, s);
+  auto *wide = reinterpret_cast<ztc::numeric::ComputeT<T> *>(p);
+  layerNormNarrow<T>(wide, d, wide, d, wide, d, p, d,
+                     ztc::LayerNormParams{1, 1e-5}, s);
   layerNormBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d, p, d,
                        ztc::LayerNormParams{1, 1e-5}, z, s);
   batchNorm<T>(p, d, p, d, p, d, p, d, p, d, p, d, ztc::BatchNormParams{1e-5},

@@ -119,10 +119,12 @@ std::pair<ComputeT<T>, ComputeT<T>> rowStatistics(const T *in, int64_t length,
 
 } // namespace detail
 
-template <typename T>
-void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
-               const T *bias, const Dims &, T *y, const Dims &,
-               const LayerNormParams &params) {
+namespace detail {
+
+/// layerNorm over T, its result stored in Out.
+template <typename T, typename Out>
+void layerNormRows(const T *x, const Dims &dims, const T *scale, const T *bias,
+                   Out *y, const LayerNormParams &params) {
   const int64_t axis = params.axis;
   const double epsilon = params.epsilon;
   using Acc = detail::ComputeT<T>;
@@ -133,7 +135,7 @@ void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
 #pragma omp parallel for if (rows * length > detail::kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T *in = x + r * length;
-    T *out = y + r * length;
+    Out *out = y + r * length;
     const std::pair<Acc, Acc> stats =
         detail::rowStatistics(in, length, epsilon);
     const Acc mean = stats.first, inverse = stats.second;
@@ -142,9 +144,27 @@ void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
           (detail::load(in[i]) - mean) * inverse * detail::load(scale[i]);
       if (bias)
         value += detail::load(bias[i]);
-      out[i] = detail::store<T>(value);
+      out[i] = detail::store<Out>(value);
     }
   }
+}
+
+} // namespace detail
+
+template <typename T>
+void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
+               const T *bias, const Dims &, T *y, const Dims &,
+               const LayerNormParams &params) {
+  detail::layerNormRows(x, dims, scale, bias, y, params);
+}
+
+/// layerNorm in T's compute type, stored in T (Library.def).
+template <typename T>
+void layerNormNarrow(const detail::ComputeT<T> *x, const Dims &dims,
+                     const detail::ComputeT<T> *scale, const Dims &,
+                     const detail::ComputeT<T> *bias, const Dims &, T *y,
+                     const Dims &, const LayerNormParams &params) {
+  detail::layerNormRows(x, dims, scale, bias, y, params);
 }
 
 /// The gradients of layerNorm's input, scale and bias. Per row of the

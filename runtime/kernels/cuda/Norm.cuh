@@ -76,23 +76,23 @@ ZTC_HOST_DEVICE void rowStatistics(const T *in, int64_t length, double epsilon,
   inverse = Acc(1) / mathSqrt(variance + static_cast<Acc>(epsilon));
 }
 
-template <typename T> struct LayerNormBody {
+template <typename T, typename Out = T> struct LayerNormBody {
   const T *x, *scale, *bias;
-  T *y;
+  Out *y;
   int64_t length;
   double epsilon;
   template <typename Team>
   ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
     using Acc = ComputeT<T>;
     const T *in = x + row * length;
-    T *out = y + row * length;
+    Out *out = y + row * length;
     Acc mean, inverse;
     rowStatistics(in, length, epsilon, team, mean, inverse);
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc value = (load(in[i]) - mean) * inverse * load(scale[i]);
       if (bias)
         value += load(bias[i]);
-      out[i] = store<T>(value);
+      out[i] = store<Out>(value);
     }
   }
 };
@@ -246,6 +246,22 @@ void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
       rows, length,
       detail::LayerNormBody<T>{x, scale, bias, y, length, epsilon}, stream,
       "layerNorm");
+}
+
+/// layerNorm in T's compute type, stored in T (Library.def).
+template <typename T>
+void layerNormNarrow(const detail::ComputeT<T> *x, const Dims &dims,
+                     const detail::ComputeT<T> *scale, const Dims &,
+                     const detail::ComputeT<T> *bias, const Dims &, T *y,
+                     const Dims &, const LayerNormParams &params,
+                     cudaStream_t stream) {
+  auto [rows, length] = normalizedRows(dims, params.axis);
+  if (length == 0)
+    return;
+  detail::launchRows(rows, length,
+                     detail::LayerNormBody<detail::ComputeT<T>, T>{
+                         x, scale, bias, y, length, params.epsilon},
+                     stream, "layerNormNarrow");
 }
 
 /// The gradients of layerNorm's input, scale and bias (cpu/Norm.h): a

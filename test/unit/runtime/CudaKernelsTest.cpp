@@ -951,6 +951,49 @@ void compareLayerNormBackward(const Shape &shape, const std::vector<T> &x,
   }
 }
 
+/// layerNormNarrow: an f32 layer norm stored in T (bf16, f16). Each
+/// library's result is its f32 layer norm rounded once to T, bit for bit
+/// (what the cast it replaces gave), and CUDA's is the CPU's within T's
+/// tolerance; with and without a bias.
+template <typename T> void checkLayerNormNarrow() {
+  const Shape shape = {6, 40}, normalized = {40};
+  auto x = randomValues<float>(numel(shape), 405, -2, 3);
+  auto scale = randomValues<float>(40, 406, -1, 1);
+  auto bias = randomValues<float>(40, 407, -1, 1);
+  const ztc::LayerNormParams config{1, 1e-5};
+  for (bool withBias : {true, false}) {
+    const float *b = withBias ? bias.data() : nullptr;
+    const Shape biasShape = withBias ? normalized : Shape{};
+    std::vector<float> cpuWide(x.size()), gpuWide(x.size());
+    std::vector<T> cpuNarrow(x.size()), gpuNarrow(x.size());
+    cpu::layerNorm<float>(x.data(), cpuDims(shape), scale.data(),
+                          cpuDims(normalized), b, cpuDims(biasShape),
+                          cpuWide.data(), cpuDims(shape), config);
+    cpu::layerNormNarrow<T>(x.data(), cpuDims(shape), scale.data(),
+                            cpuDims(normalized), b, cpuDims(biasShape),
+                            cpuNarrow.data(), cpuDims(shape), config);
+    gpu::layerNorm<float>(x.data(), gpuDims(shape), scale.data(),
+                          gpuDims(normalized), b, gpuDims(biasShape),
+                          gpuWide.data(), gpuDims(shape), config, kStream);
+    gpu::layerNormNarrow<T>(x.data(), gpuDims(shape), scale.data(),
+                            gpuDims(normalized), b, gpuDims(biasShape),
+                            gpuNarrow.data(), gpuDims(shape), config, kStream);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const T cpuCast(cpuWide[i]), gpuCast(gpuWide[i]);
+      ASSERT_EQ(0, std::memcmp(&cpuNarrow[i], &cpuCast, sizeof(T)))
+          << "CPU element " << i << (withBias ? " with" : " without")
+          << " a bias";
+      ASSERT_EQ(0, std::memcmp(&gpuNarrow[i], &gpuCast, sizeof(T)))
+          << "CUDA element " << i << (withBias ? " with" : " without")
+          << " a bias";
+    }
+    expectClose(gpuNarrow, cpuNarrow, "layerNormNarrow");
+  }
+}
+
+TEST(CudaKernelsTest, LayerNormNarrowBF16) { checkLayerNormNarrow<bf16>(); }
+TEST(CudaKernelsTest, LayerNormNarrowF16) { checkLayerNormNarrow<f16>(); }
+
 template <typename T> void checkNorms() {
   Shape shape = {2, 3, 4, 5};
   auto x = randomValues<T>(numel(shape), 400, -2, 3);

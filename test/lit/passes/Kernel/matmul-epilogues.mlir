@@ -282,3 +282,89 @@ func.func @residual_gradients_kept(%x: memref<4x8xf32>, %s: memref<8xf32>, %dy: 
   }
   return %dyc, %y2, %dsc, %y3, %g3, %y4 : memref<4x8xf32>, memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
 }
+
+// -----
+
+// Mixed precision: an f32 layer norm cast to bf16 (or f16) for the
+// products is one layer_norm_narrow, with or without a bias; the f32
+// result's buffer goes.
+// CHECK-LABEL: func.func @narrow_norms
+// CHECK-NEXT: %[[A:.+]] = kernel.alloc : memref<4x8xbf16>
+// CHECK-NEXT: kernel.call "layer_norm_narrow" ins(%arg0, %arg1, %arg2 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) outs(%[[A]] : memref<4x8xbf16>) {config = {axis = 1 : i64, epsilon = 1.000000e-05 : f64}}
+// CHECK-NEXT: %[[B:.+]] = kernel.alloc : memref<4x8xf16>
+// CHECK-NEXT: kernel.call "layer_norm_narrow" ins(%arg0, %arg1 : memref<4x8xf32>, memref<8xf32>) outs(%[[B]] : memref<4x8xf16>)
+// CHECK-NEXT: return %[[A]], %[[B]]
+func.func @narrow_norms(%x: memref<4x8xf32>, %s: memref<8xf32>, %b: memref<8xf32>) -> (memref<4x8xbf16>, memref<4x8xf16>) {
+  %y = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm" ins(%x, %s, %b : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %a = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%y : memref<4x8xf32>) outs(%a : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %z = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm" ins(%x, %s : memref<4x8xf32>, memref<8xf32>) outs(%z : memref<4x8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %h = kernel.alloc : memref<4x8xf16>
+  kernel.elementwise ins(%z : memref<4x8xf32>) outs(%h : memref<4x8xf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to f16
+    kernel.yield %0 : f16
+  }
+  return %a, %h : memref<4x8xbf16>, memref<4x8xf16>
+}
+
+// -----
+
+// Casts left as they are: the f32 result is also returned; the loop scales
+// before it casts; f64 to f32 (f32's compute type is itself); an input of
+// the layer norm is written between the two.
+// CHECK-LABEL: func.func @narrow_norms_kept
+// CHECK-NOT: layer_norm_narrow
+// CHECK: return
+func.func @narrow_norms_kept(%x: memref<4x8xf32>, %s: memref<8xf32>, %xd: memref<4x8xf64>, %sd: memref<8xf64>)
+    -> (memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xbf16>) {
+  %y = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm" ins(%x, %s : memref<4x8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %a = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%y : memref<4x8xf32>) outs(%a : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %z = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm" ins(%x, %s : memref<4x8xf32>, memref<8xf32>) outs(%z : memref<4x8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %c = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%z : memref<4x8xf32>) outs(%c : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %m = arith.mulf %v, %v : f32
+    %0 = arith.truncf %m : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %w = kernel.alloc : memref<4x8xf64>
+  kernel.call "layer_norm" ins(%xd, %sd : memref<4x8xf64>, memref<8xf64>) outs(%w : memref<4x8xf64>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %f = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%w : memref<4x8xf64>) outs(%f : memref<4x8xf32>) {
+  ^bb0(%v: f64):
+    %0 = arith.truncf %v : f64 to f32
+    kernel.yield %0 : f32
+  }
+  %x2 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%x : memref<4x8xf32>) outs(%x2 : memref<4x8xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  %u = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm" ins(%x2, %s : memref<4x8xf32>, memref<8xf32>) outs(%u : memref<4x8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  kernel.elementwise ins(%s : memref<8xf32>) outs(%x2 : memref<4x8xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  %e = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%u : memref<4x8xf32>) outs(%e : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  return %a, %y, %c, %f, %e : memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xbf16>
+}
