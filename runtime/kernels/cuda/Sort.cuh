@@ -1,9 +1,10 @@
 //===- Sort.cuh - sorting distinct 64-bit keys on CUDA ----------*- C++ -*-===//
 //
-// sortKeys sorts a power-of-two count of distinct uint64_t keys in place,
-// ascending, with a bitonic network. Distinct keys have one order, so the
-// result does not depend on how the network is scheduled: it is the same
-// on every run, on the device and in the host emulation. Stages whose
+// sortKeys sorts a power-of-two count of uint64_t keys in place, ascending,
+// with a bitonic network. Sorted keys are one array (equal keys are the
+// same bits), so the result does not depend on how the network is
+// scheduled: it is the same on every run, on the device and in the host
+// emulation. (scatterAdd's keys are distinct but for those it skips.) Stages whose
 // pairs lie within a tile of kSortTile keys run in one block's shared
 // memory (tile kernels, Tiles.cuh), a phase per step; the steps of larger
 // strides are one launch each over all the pairs. n keys take one launch
@@ -84,8 +85,7 @@ struct SortTileBody {
   }
 };
 
-/// Sorts keys[0, n) ascending, n a power of two (scratch::sortKeyCount),
-/// the keys distinct.
+/// Sorts keys[0, n) ascending, n a power of two (scratch::sortKeyCount).
 inline void sortKeys(uint64_t *keys, int64_t n, cudaStream_t stream,
                      const char *kernel) {
   if (n < 2)
