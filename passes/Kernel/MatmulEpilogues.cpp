@@ -111,8 +111,9 @@ std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
 
 /// The call of kernel `id` (with `inputs` inputs, where given) that writes
 /// `buffer` as its first output, when `buffer` is an alloc of its own that
-/// only that call and `loop` use, and the call comes before the loop in its
-/// block, on its stream.
+/// only that call and `loop` use, and the call can move to the loop: it
+/// comes before the loop in its block, on its stream, nothing between them
+/// writes what it reads, and the loop's output is no buffer it reads.
 kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
                                 kernel::LibraryKernelId id,
                                 std::optional<size_t> inputs) {
@@ -133,12 +134,32 @@ kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
       !writer->isBeforeInBlock(loop) ||
       kernel::streamOf(writer) != kernel::streamOf(loop))
     return nullptr;
+  Value output = kernel::rootBuffer(loop.getOutput());
+  for (Value input : writer.getInputs()) {
+    Value root = kernel::rootBuffer(input);
+    if (root == output || writtenBetween(writer, loop, root))
+      return nullptr;
+  }
   return writer;
+}
+
+/// Replaces `loop` and `call`, which wrote `buffer` for the loop alone, by
+/// one call of `callee` at the loop (soleWriterBefore said it may move
+/// there), keeping both locations.
+void fuseAtLoop(kernel::ElementwiseOp loop, kernel::CallOp call, Value buffer,
+                StringRef callee, ValueRange inputs, ValueRange outputs) {
+  OpBuilder b(loop);
+  auto fused = kernel::CallOp::create(b, call.getLoc(), callee, inputs, outputs,
+                                      call.getConfig());
+  addLoc(fused, loop.getLoc());
+  loop.erase();
+  call.erase();
+  buffer.getDefiningOp()->erase();
 }
 
 /// The product `loop` adds to, when a `matmul` call without a bias writes
 /// it into a buffer of its own that only the loop reads, and the call can
-/// move to the loop: nothing between them writes what it reads.
+/// move to the loop (soleWriterBefore).
 kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product) {
   kernel::CallOp matmul =
       soleWriterBefore(loop, product, kernel::LibraryKernelId::matmul, 2);
@@ -148,11 +169,6 @@ kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product) {
   for (Value input : loop.getInputs())
     if (input != product && kernel::rootBuffer(input) == output)
       return nullptr; // the library reads the addend after the product
-  for (Value input : matmul.getInputs()) {
-    Value root = kernel::rootBuffer(input);
-    if (root == output || writtenBetween(matmul, loop, root))
-      return nullptr;
-  }
   return matmul;
 }
 
@@ -280,14 +296,9 @@ kernel::CallOp residualProducerOf(kernel::ElementwiseOp loop, Value gradient,
       loop, gradient, kernel::LibraryKernelId::layer_norm_backward, 3);
   if (!norm)
     return nullptr;
-  Value output = kernel::rootBuffer(loop.getOutput());
-  if (kernel::rootBuffer(addend) == output && addend != loop.getOutput())
+  if (kernel::rootBuffer(addend) == kernel::rootBuffer(loop.getOutput()) &&
+      addend != loop.getOutput())
     return nullptr;
-  for (Value input : norm.getInputs()) {
-    Value root = kernel::rootBuffer(input);
-    if (root == output || writtenBetween(norm, loop, root))
-      return nullptr;
-  }
   for (Value other : norm.getOutputs().drop_front())
     if (usedBetween(norm, loop, kernel::rootBuffer(other)))
       return nullptr;
@@ -310,19 +321,11 @@ void foldResidualGradients(func::FuncOp function) {
       kernel::CallOp norm = residualProducerOf(loop, gradient, addend);
       if (!norm)
         continue;
-      OpBuilder b(loop);
       SmallVector<Value> inputs(norm.getInputs());
       inputs.push_back(addend);
       SmallVector<Value> outputs(norm.getOutputs());
       outputs.front() = loop.getOutput();
-      auto fused =
-          kernel::CallOp::create(b, norm.getLoc(), "layer_norm_backward",
-                                 inputs, outputs, norm.getConfig());
-      addLoc(fused, loop.getLoc());
-      Operation *alloc = gradient.getDefiningOp();
-      loop.erase();
-      norm.erase();
-      alloc->erase();
+      fuseAtLoop(loop, norm, gradient, "layer_norm_backward", inputs, outputs);
       break;
     }
   }
@@ -354,20 +357,8 @@ void foldNarrowNorms(func::FuncOp function) {
         loop, wide, kernel::LibraryKernelId::layer_norm, std::nullopt);
     if (!norm)
       continue;
-    Value output = kernel::rootBuffer(loop.getOutput());
-    if (llvm::any_of(norm.getInputs(), [&](Value input) {
-          Value root = kernel::rootBuffer(input);
-          return root == output || writtenBetween(norm, loop, root);
-        }))
-      continue;
-    OpBuilder b(loop);
-    auto fused = kernel::CallOp::create(
-        b, norm.getLoc(), "layer_norm_narrow", norm.getInputs(),
-        ValueRange{loop.getOutput()}, norm.getConfig());
-    addLoc(fused, loop.getLoc());
-    loop.erase();
-    norm.erase();
-    wide.getDefiningOp()->erase();
+    fuseAtLoop(loop, norm, wide, "layer_norm_narrow", norm.getInputs(),
+               ValueRange{loop.getOutput()});
   }
 }
 
@@ -389,19 +380,13 @@ struct MatmulEpiloguesPass
       kernel::CallOp matmul = producerOf(loop, epilogue->product);
       if (!matmul)
         continue;
-      OpBuilder b(loop);
       SmallVector<Value> inputs(matmul.getInputs());
       if (epilogue->addend)
         inputs.push_back(epilogue->addend);
       inputs.push_back(epilogue->bias);
-      auto fused = kernel::CallOp::create(
-          b, matmul.getLoc(), epilogue->addend ? "matmul_add" : "matmul",
-          inputs, ValueRange{loop.getOutput()}, matmul.getConfig());
-      addLoc(fused, loop.getLoc());
-      Operation *alloc = epilogue->product.getDefiningOp();
-      loop.erase();
-      matmul.erase();
-      alloc->erase();
+      fuseAtLoop(loop, matmul, epilogue->product,
+                 epilogue->addend ? "matmul_add" : "matmul", inputs,
+                 ValueRange{loop.getOutput()});
     }
   }
 };
