@@ -3,7 +3,8 @@
 // Lets a matrix product add its bias, and a residual, as it stores its
 // result, instead of a loop reading and writing the whole product again;
 // a layer norm's input gradient add the residual's gradient, and a layer
-// norm store its result in the narrower type a cast after it gave.
+// norm store its result in the narrower type a cast after it gave (and its
+// backward read and store the products' narrower gradients).
 // See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
@@ -109,6 +110,30 @@ std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
   return std::nullopt;
 }
 
+/// The one op other than `reader` that uses `buffer`, an alloc of its
+/// own, when it is a `WriterOp` that `writes` accepts (it writes the
+/// buffer), before `reader` in its block and on its stream.
+template <typename WriterOp>
+WriterOp soleWriter(Operation *reader, Value buffer,
+                    llvm::function_ref<bool(WriterOp)> writes) {
+  if (!buffer.getDefiningOp<kernel::AllocOp>())
+    return nullptr;
+  WriterOp writer;
+  for (Operation *user : buffer.getUsers()) {
+    if (user == reader)
+      continue;
+    auto op = dyn_cast<WriterOp>(user);
+    if (writer || !op || !writes(op))
+      return nullptr;
+    writer = op;
+  }
+  if (!writer || writer->getBlock() != reader->getBlock() ||
+      !writer->isBeforeInBlock(reader) ||
+      kernel::streamOf(writer) != kernel::streamOf(reader))
+    return nullptr;
+  return writer;
+}
+
 /// The call of kernel `id` (with `inputs` inputs, where given) that writes
 /// `buffer` as its first output, when `buffer` is an alloc of its own that
 /// only that call and `loop` use, and the call can move to the loop: it
@@ -117,22 +142,13 @@ std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
 kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
                                 kernel::LibraryKernelId id,
                                 std::optional<size_t> inputs) {
-  if (!buffer.getDefiningOp<kernel::AllocOp>())
-    return nullptr;
-  kernel::CallOp writer;
-  for (Operation *user : buffer.getUsers()) {
-    if (user == loop)
-      continue;
-    auto call = dyn_cast<kernel::CallOp>(user);
-    if (writer || !call || !kernel::isCallOf(call, id) ||
-        (inputs && call.getInputs().size() != *inputs) ||
-        call.getOutputs().front() != buffer)
-      return nullptr;
-    writer = call;
-  }
-  if (!writer || writer->getBlock() != loop->getBlock() ||
-      !writer->isBeforeInBlock(loop) ||
-      kernel::streamOf(writer) != kernel::streamOf(loop))
+  kernel::CallOp writer =
+      soleWriter<kernel::CallOp>(loop, buffer, [&](kernel::CallOp call) {
+        return kernel::isCallOf(call, id) &&
+               (!inputs || call.getInputs().size() == *inputs) &&
+               call.getOutputs().front() == buffer;
+      });
+  if (!writer)
     return nullptr;
   Value output = kernel::rootBuffer(loop.getOutput());
   for (Value input : writer.getInputs()) {
@@ -331,28 +347,38 @@ void foldResidualGradients(func::FuncOp function) {
   }
 }
 
+/// Whether `loop`, in the step's block, only casts its one input of the
+/// same shape with a `CastOp` (arith.truncf, arith.extf) between a
+/// narrower float type (bf16, f16) and its compute type (f32).
+template <typename CastOp> bool onlyCasts(kernel::ElementwiseOp loop) {
+  if (!isa<func::FuncOp>(loop->getParentOp()) || loop.getInputs().size() != 1 ||
+      loop.getOutputs().size() != 1 ||
+      loop.getBody().front().getOperations().size() != 2)
+    return false;
+  auto op = loop.getYielded().front().getDefiningOp<CastOp>();
+  Value input = loop.getInputs().front();
+  if (!op || inputOf(loop, op.getIn()) != input)
+    return false;
+  auto in = cast<MemRefType>(input.getType());
+  auto out = cast<MemRefType>(loop.getOutput().getType());
+  constexpr bool truncates = std::is_same_v<CastOp, arith::TruncFOp>;
+  Type narrow = truncates ? out.getElementType() : in.getElementType();
+  Type wide = truncates ? in.getElementType() : out.getElementType();
+  return in.getShape() == out.getShape() && narrow != wide &&
+         computeElementType(narrow) == wide;
+}
+
 /// Folds each cast of a layer norm's result to a narrower float type (an
 /// f32 layer norm feeding bf16 products) into the layer norm:
 /// `layer_norm_narrow`, at the loop, storing the narrow type.
 void foldNarrowNorms(func::FuncOp function) {
   SmallVector<kernel::ElementwiseOp> loops;
   function.walk([&](kernel::ElementwiseOp loop) {
-    if (loop->getParentOp() == function && loop.getInputs().size() == 1 &&
-        loop.getOutputs().size() == 1 &&
-        loop.getBody().front().getOperations().size() == 2)
+    if (onlyCasts<arith::TruncFOp>(loop))
       loops.push_back(loop);
   });
   for (kernel::ElementwiseOp loop : loops) {
-    auto narrow = loop.getYielded().front().getDefiningOp<arith::TruncFOp>();
     Value wide = loop.getInputs().front();
-    if (!narrow || inputOf(loop, narrow.getIn()) != wide)
-      continue;
-    auto wideType = cast<MemRefType>(wide.getType());
-    auto narrowType = cast<MemRefType>(loop.getOutput().getType());
-    if (wideType.getShape() != narrowType.getShape() ||
-        computeElementType(narrowType.getElementType()) !=
-            wideType.getElementType())
-      continue;
     kernel::CallOp norm = soleWriterBefore(
         loop, wide, kernel::LibraryKernelId::layer_norm, std::nullopt);
     if (!norm)
@@ -362,12 +388,99 @@ void foldNarrowNorms(func::FuncOp function) {
   }
 }
 
+/// The loop that widens `gradient`, the result's gradient `norm` (a
+/// `layer_norm_backward` call) reads, from the products' type: a cast of
+/// its one input into `gradient`, an alloc of its own that only the loop
+/// and the call (as that input alone) use, before the call in its block
+/// and on its stream.
+kernel::ElementwiseOp wideningLoopOf(kernel::CallOp norm, Value gradient) {
+  if (llvm::count(norm->getOperands(), gradient) != 1)
+    return nullptr;
+  return soleWriter<kernel::ElementwiseOp>(
+      norm, gradient, [&](kernel::ElementwiseOp loop) {
+        return loop.getOutput() == gradient && onlyCasts<arith::ExtFOp>(loop);
+      });
+}
+
+/// The `layer_norm_backward` call whose input gradient (first output)
+/// `narrow` casts, when it can move to the loop: the last op before the
+/// loop writing that buffer, in its block and on its stream, with nothing
+/// between them writing what it reads or using what it writes, and the
+/// loop's output no buffer it reads or writes.
+kernel::CallOp narrowedGradientOf(kernel::ElementwiseOp narrow) {
+  Value wide = narrow.getInputs().front();
+  Value root = kernel::rootBuffer(wide);
+  Operation *writer = narrow->getPrevNode();
+  while (writer && llvm::none_of(kernel::writtenBuffers(writer), [&](Value v) {
+           return kernel::rootBuffer(v) == root;
+         }))
+    writer = writer->getPrevNode();
+  auto norm = dyn_cast_or_null<kernel::CallOp>(writer);
+  if (!norm ||
+      !kernel::isCallOf(norm, kernel::LibraryKernelId::layer_norm_backward) ||
+      norm.getOutputs().front() != wide ||
+      kernel::streamOf(norm) != kernel::streamOf(narrow))
+    return nullptr;
+  Value output = kernel::rootBuffer(narrow.getOutput());
+  for (Value input : norm.getInputs())
+    if (kernel::rootBuffer(input) == output ||
+        writtenBetween(norm, narrow, kernel::rootBuffer(input)))
+      return nullptr;
+  for (Value result : norm.getOutputs())
+    if (kernel::rootBuffer(result) == output ||
+        usedBetween(norm, narrow, kernel::rootBuffer(result)))
+      return nullptr;
+  return norm;
+}
+
+/// Folds, under mixed precision, the widening of a layer norm's result
+/// gradient (the products' gradient) before its backward and the
+/// narrowing of its input gradient (for the products) after it into one
+/// call: `layer_norm_backward_narrow`, at the narrowing loop.
+void foldNarrowNormGradients(func::FuncOp function) {
+  SmallVector<kernel::ElementwiseOp> loops;
+  function.walk([&](kernel::ElementwiseOp loop) {
+    if (onlyCasts<arith::TruncFOp>(loop))
+      loops.push_back(loop);
+  });
+  for (kernel::ElementwiseOp narrow : loops) {
+    kernel::CallOp norm = narrowedGradientOf(narrow);
+    if (!norm)
+      continue;
+    Value gradient = norm.getInputs()[2];
+    kernel::ElementwiseOp widen = wideningLoopOf(norm, gradient);
+    if (!widen)
+      continue;
+    Value narrowGradient = widen.getInputs().front();
+    Value root = kernel::rootBuffer(narrowGradient);
+    if (narrowGradient.getType() != narrow.getOutput().getType() ||
+        root == kernel::rootBuffer(narrow.getOutput()) ||
+        writtenBetween(widen, narrow, root))
+      continue;
+    SmallVector<Value> inputs(norm.getInputs());
+    inputs[2] = narrowGradient;
+    SmallVector<Value> outputs(norm.getOutputs());
+    outputs.push_back(narrow.getOutput());
+    OpBuilder b(narrow);
+    auto fused =
+        kernel::CallOp::create(b, norm.getLoc(), "layer_norm_backward_narrow",
+                               inputs, outputs, norm.getConfig());
+    addLoc(fused, widen.getLoc());
+    addLoc(fused, narrow.getLoc());
+    narrow.erase();
+    norm.erase();
+    widen.erase();
+    gradient.getDefiningOp()->erase();
+  }
+}
+
 struct MatmulEpiloguesPass
     : public mlir::ztc::impl::MatmulEpiloguesPassBase<MatmulEpiloguesPass> {
   void runOnOperation() override {
     foldBiasGradients(getOperation());
     foldResidualGradients(getOperation());
     foldNarrowNorms(getOperation());
+    foldNarrowNormGradients(getOperation());
     SmallVector<kernel::ElementwiseOp> loops;
     getOperation().walk(
         [&](kernel::ElementwiseOp loop) { loops.push_back(loop); });

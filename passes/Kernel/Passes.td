@@ -264,6 +264,35 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     writing the loop's output, when nothing between them writes what the
     call reads. Both libraries round each result once, to the output's
     type, as the cast did (the same bits).
+
+    Its backward, in f32 as well, reads the products' gradient through a
+    loop widening it to f32, and a loop narrows its input's gradient for
+    the products. Then each such narrowing loop (only an `arith.truncf` of
+    its one input) whose input is the first output of a
+    `layer_norm_backward` call, the last op before the loop writing that
+    buffer, where the call's result gradient is written by a loop that
+    only widens (`arith.extf`) one input of the loop's output type into a
+    buffer of its own that only the two use, becomes
+    `layer_norm_backward_narrow`: the call's inputs with the narrow
+    gradient in place of the wide one, and its outputs with the loop's
+    output last, at the loop, when nothing between the call and the loop
+    writes what the call reads or uses what it writes, nothing between
+    the widening and the loop writes the narrow gradient, and the loop's
+    output is none of those buffers. Both libraries widen the gradient as
+    the loop did and round the narrow copy from the stored f32 gradient
+    (the same bits); two loops and the f32 gradient's buffer go.
+
+    ```mlir
+    kernel.elementwise ins(%dy : memref<8x64xbf16>)
+        outs(%w : memref<8x64xf32>) { ... arith.extf ... }
+    kernel.call "layer_norm_backward" ins(%x, %s, %w, %r : ...)
+        outs(%g, %ds, %db : ...) {config = {axis = 1 : i64, ...}}
+    kernel.elementwise ins(%g : memref<8x64xf32>)
+        outs(%n : memref<8x64xbf16>) { ... arith.truncf ... }
+    // becomes
+    kernel.call "layer_norm_backward_narrow" ins(%x, %s, %dy, %r : ...)
+        outs(%g, %ds, %db, %n : ...) {config = {axis = 1 : i64, ...}}
+    ```
   }];
 }
 

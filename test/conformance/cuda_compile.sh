@@ -200,6 +200,9 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
                      ztc::LayerNormParams{1, 1e-5}, s);
   layerNormBackward<T>(p, d, p, d, p, d, p, d, p, d, p, d, p, d,
                        ztc::LayerNormParams{1, 1e-5}, z, s);
+  layerNormBackwardNarrow<T>(wide, d, wide, d, p, d, wide, d, wide, d, wide, d,
+                             wide, d, p, d, ztc::LayerNormParams{1, 1e-5}, z,
+                             s);
   batchNorm<T>(p, d, p, d, p, d, p, d, p, d, p, d, ztc::BatchNormParams{1e-5},
                s);
   reduceSum<T>(p, d, p, d, ztc::ReduceParams{ztc::Ints{perm, 1}, false}, z, s);

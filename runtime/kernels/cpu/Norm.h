@@ -167,6 +167,8 @@ void layerNormNarrow(const detail::ComputeT<T> *x, const Dims &dims,
   detail::layerNormRows(x, dims, scale, bias, y, params);
 }
 
+namespace detail {
+
 /// The gradients of layerNorm's input, scale and bias. Per row of the
 /// normalized dimensions, the input's is rstd * (dn - mean(dn) - xhat *
 /// mean(dn * xhat)) with dn = gy * scale, xhat the normalized input and
@@ -176,40 +178,51 @@ void layerNormNarrow(const detail::ComputeT<T> *x, const Dims &dims,
 /// added in SumT. The rows go in reduceChunks(rows) chunks, a thread each,
 /// every chunk's sums row by row; the chunks' sums are added in chunk
 /// order, so the threads change no result. A row stays in cache between
-/// its passes.
-template <typename T>
-void layerNormBackward(const T *x, const Dims &dims, const T *scale,
-                       const Dims &, const T *gy, const Dims &, const T *addend,
-                       const Dims &, T *gx, const Dims &, T *gscale,
-                       const Dims &, T *gbias, const Dims &,
-                       const LayerNormParams &params) {
+/// its passes. gy may be of a narrower type G: each row is widened to T
+/// first, so the sums vectorize as T's and give T's bits. With `narrow`,
+/// the input's gradient is also stored there, in Narrow, rounded from its
+/// value in T.
+template <typename T, typename G, typename Narrow>
+void layerNormBackwardRows(const T *x, const Dims &dims, const T *scale,
+                           const G *gy, const T *addend, T *gx, T *gscale,
+                           T *gbias, Narrow *narrow,
+                           const LayerNormParams &params) {
   const int64_t axis = params.axis;
   const double epsilon = params.epsilon;
-  using Acc = detail::ComputeT<T>;
-  using Sum = detail::SumT<T>;
+  using Acc = ComputeT<T>;
+  using Sum = SumT<T>;
   const NormalizedRows shape = normalizedRows(dims, axis);
   const int64_t rows = shape.rows, length = shape.length;
   if (length == 0)
     return;
-  const int64_t chunks = detail::reduceChunks(rows);
+  const int64_t chunks = reduceChunks(rows);
   // Per chunk: the scale's sums, then the bias's.
   std::vector<Sum> partial(static_cast<size_t>(chunks * 2 * length), Sum(0));
-#pragma omp parallel for if (rows * length > detail::kParallelGrain)
+#pragma omp parallel for if (rows * length > kParallelGrain)
   for (int64_t c = 0; c < chunks; ++c) {
     Sum *scaleSums = partial.data() + c * 2 * length;
     Sum *biasSums = scaleSums + length;
+    std::vector<T> widened(std::is_same_v<G, T> ? 0 : length);
     for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) {
-      const T *in = x + r * length, *g = gy + r * length;
+      const T *in = x + r * length;
+      const T *g;
+      if constexpr (std::is_same_v<G, T>) {
+        g = gy + r * length;
+      } else {
+        for (int64_t i = 0; i < length; ++i)
+          widened[i] = static_cast<T>(load(gy[r * length + i]));
+        g = widened.data();
+      }
       T *out = gx + r * length;
+      Narrow *narrowOut = narrow ? narrow + r * length : nullptr;
       const T *add = addend ? addend + r * length : nullptr;
-      const std::pair<Acc, Acc> stats =
-          detail::rowStatistics(in, length, epsilon);
+      const std::pair<Acc, Acc> stats = rowStatistics(in, length, epsilon);
       const Acc mean = stats.first, rstd = stats.second;
       Acc dnSum = 0, dnXhatSum = 0;
 #pragma omp simd reduction(+ : dnSum, dnXhatSum)
       for (int64_t i = 0; i < length; ++i) {
-        Acc dn = detail::load(g[i]) * detail::load(scale[i]);
-        Acc xhat = (detail::load(in[i]) - mean) * rstd;
+        Acc dn = load(g[i]) * load(scale[i]);
+        Acc xhat = (load(in[i]) - mean) * rstd;
         dnSum += dn;
         dnXhatSum += dn * xhat;
       }
@@ -217,11 +230,12 @@ void layerNormBackward(const T *x, const Dims &dims, const T *scale,
       Acc dnXhatMean = dnXhatSum / static_cast<Acc>(length);
 #pragma omp simd
       for (int64_t i = 0; i < length; ++i) {
-        Acc gi = detail::load(g[i]);
-        Acc dn = gi * detail::load(scale[i]);
-        Acc xhat = (detail::load(in[i]) - mean) * rstd;
-        out[i] = detail::storePlus<T>(rstd * (dn - dnMean - xhat * dnXhatMean),
-                                      add, i);
+        Acc gi = load(g[i]);
+        Acc dn = gi * load(scale[i]);
+        Acc xhat = (load(in[i]) - mean) * rstd;
+        out[i] = storePlus<T>(rstd * (dn - dnMean - xhat * dnXhatMean), add, i);
+        if (narrowOut)
+          narrowOut[i] = store<Narrow>(load(out[i]));
         Acc term = gi * xhat;
         scaleSums[i] += static_cast<Sum>(term);
         biasSums[i] += static_cast<Sum>(gi);
@@ -234,9 +248,38 @@ void layerNormBackward(const T *x, const Dims &dims, const T *scale,
       scaleSum += partial[c * 2 * length + i];
       biasSum += partial[c * 2 * length + length + i];
     }
-    gscale[i] = detail::store<T>(scaleSum);
-    gbias[i] = detail::store<T>(biasSum);
+    gscale[i] = store<T>(scaleSum);
+    gbias[i] = store<T>(biasSum);
   }
+}
+
+} // namespace detail
+
+template <typename T>
+void layerNormBackward(const T *x, const Dims &dims, const T *scale,
+                       const Dims &, const T *gy, const Dims &, const T *addend,
+                       const Dims &, T *gx, const Dims &, T *gscale,
+                       const Dims &, T *gbias, const Dims &,
+                       const LayerNormParams &params) {
+  detail::layerNormBackwardRows(x, dims, scale, gy, addend, gx, gscale, gbias,
+                                static_cast<T *>(nullptr), params);
+}
+
+/// layerNormBackward in T's compute type (f32) of the result's gradient in
+/// T (bf16, f16), which also stores the input's gradient in T
+/// (Library.def).
+template <typename T>
+void layerNormBackwardNarrow(const detail::ComputeT<T> *x, const Dims &dims,
+                             const detail::ComputeT<T> *scale, const Dims &,
+                             const T *gy, const Dims &,
+                             const detail::ComputeT<T> *addend, const Dims &,
+                             detail::ComputeT<T> *gx, const Dims &,
+                             detail::ComputeT<T> *gscale, const Dims &,
+                             detail::ComputeT<T> *gbias, const Dims &,
+                             T *gxNarrow, const Dims &,
+                             const LayerNormParams &params) {
+  detail::layerNormBackwardRows(x, dims, scale, gy, addend, gx, gscale, gbias,
+                                gxNarrow, params);
 }
 
 template <typename T>

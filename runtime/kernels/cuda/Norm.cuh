@@ -99,18 +99,25 @@ template <typename T, typename Out = T> struct LayerNormBody {
 
 /// One row of layerNormBackward's input gradient (cpu/Norm.h has the
 /// formula); the team's first thread keeps the row's statistics in `stats`
-/// for the column sums.
-template <typename T> struct LayerNormBackwardBody {
-  const T *x, *scale, *gy, *addend;
+/// for the column sums. gy may be of a narrower type G; with `narrow`, the
+/// gradient is also stored there in Narrow, rounded from its value in T.
+template <typename T, typename G = T, typename Narrow = T>
+struct LayerNormBackwardBody {
+  const T *x, *scale;
+  const G *gy;
+  const T *addend;
   T *gx;
+  Narrow *narrow;
   ComputeT<T> *stats;
   int64_t length;
   double epsilon;
   template <typename Team>
   ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
     using Acc = ComputeT<T>;
-    const T *in = x + row * length, *g = gy + row * length;
+    const T *in = x + row * length;
+    const G *g = gy + row * length;
     T *out = gx + row * length;
+    Narrow *narrowOut = narrow ? narrow + row * length : nullptr;
     const T *add = addend ? addend + row * length : nullptr;
     Acc mean, rstd;
     rowStatistics(in, length, epsilon, team, mean, rstd);
@@ -130,6 +137,8 @@ template <typename T> struct LayerNormBackwardBody {
       Acc dn = load(g[i]) * load(scale[i]);
       Acc xhat = (load(in[i]) - mean) * rstd;
       out[i] = storePlus<T>(rstd * (dn - dnMean - xhat * dnXhatMean), add, i);
+      if (narrowOut)
+        narrowOut[i] = store<Narrow>(load(out[i]));
     }
   }
 };
@@ -138,8 +147,9 @@ template <typename T> struct LayerNormBackwardBody {
 /// gradients: sum(gy * xhat) (each product rounded to ComputeT) and
 /// sum(gy), in SumT, row by row. With one segment it writes the gradients,
 /// else its sums (LayerNormColumnsCombineBody adds them).
-template <typename T> struct LayerNormColumnsBody {
-  const T *x, *gy;
+template <typename T, typename G = T> struct LayerNormColumnsBody {
+  const T *x;
+  const G *gy;
   const ComputeT<T> *stats;
   T *gscale, *gbias;
   SumT<T> *partials;
@@ -264,10 +274,54 @@ void layerNormNarrow(const detail::ComputeT<T> *x, const Dims &dims,
                      stream, "layerNormNarrow");
 }
 
+namespace detail {
+
 /// The gradients of layerNorm's input, scale and bias (cpu/Norm.h): a
 /// block per row for the input's, then the columns' sums over segments of
 /// rows (Scratch.h's LayerNormBackwardPlan), in the scratch
-/// layerNormBackwardBytes plans.
+/// layerNormBackwardBytes<T> plans. gy may be of a narrower type G; with
+/// `narrow`, the input's gradient is also stored there in Narrow.
+template <typename T, typename G, typename Narrow>
+void layerNormBackwardRows(const T *x, const Dims &dims, const T *scale,
+                           const G *gy, const T *addend, T *gx, T *gscale,
+                           T *gbias, Narrow *narrow,
+                           const LayerNormParams &params,
+                           const Scratch &scratch, cudaStream_t stream,
+                           const char *kernel) {
+  using Acc = ComputeT<T>;
+  using Sum = SumT<T>;
+  const LayerNormBackwardPlan p = layerNormBackwardPlan(dims, params.axis);
+  if (p.length == 0)
+    return;
+  int64_t statsBytes = scratch::layerNormStatisticsBytes<T>(p);
+  Acc *stats = nullptr;
+  if (statsBytes > 0 &&
+      !(stats = scratchPart<Acc>(scratch, 0, statsBytes, kernel)))
+    return;
+  Sum *partials = nullptr;
+  if (p.segments > 1 &&
+      !(partials = scratchPart<Sum>(
+            scratch, scratch::alignUp(statsBytes),
+            p.segments * 2 * p.length * int64_t(sizeof(Sum)), kernel)))
+    return;
+  launchRows(p.rows, p.length,
+             LayerNormBackwardBody<T, G, Narrow>{x, scale, gy, addend, gx,
+                                                 narrow, stats, p.length,
+                                                 params.epsilon},
+             stream, kernel);
+  launchElements(
+      p.segments * p.length,
+      LayerNormColumnsBody<T, G>{x, gy, stats, gscale, gbias, partials, p},
+      stream, kernel);
+  if (partials)
+    launchElements(2 * p.length,
+                   LayerNormColumnsCombineBody<T>{partials, gscale, gbias,
+                                                  p.length, p.segments},
+                   stream, kernel);
+}
+
+} // namespace detail
+
 template <typename T>
 void layerNormBackward(const T *x, const Dims &dims, const T *scale,
                        const Dims &, const T *gy, const Dims &, const T *addend,
@@ -275,38 +329,28 @@ void layerNormBackward(const T *x, const Dims &dims, const T *scale,
                        const Dims &, T *gbias, const Dims &,
                        const LayerNormParams &params, const Scratch &scratch,
                        cudaStream_t stream) {
-  using Acc = detail::ComputeT<T>;
-  using Sum = detail::SumT<T>;
-  const detail::LayerNormBackwardPlan p =
-      detail::layerNormBackwardPlan(dims, params.axis);
-  if (p.length == 0)
-    return;
-  const char *kernel = "layerNormBackward";
-  int64_t statsBytes = scratch::layerNormStatisticsBytes<T>(p);
-  Acc *stats = nullptr;
-  if (statsBytes > 0 &&
-      !(stats = detail::scratchPart<Acc>(scratch, 0, statsBytes, kernel)))
-    return;
-  Sum *partials = nullptr;
-  if (p.segments > 1 &&
-      !(partials = detail::scratchPart<Sum>(
-            scratch, scratch::alignUp(statsBytes),
-            p.segments * 2 * p.length * int64_t(sizeof(Sum)), kernel)))
-    return;
-  detail::launchRows(p.rows, p.length,
-                     detail::LayerNormBackwardBody<T>{x, scale, gy, addend, gx,
-                                                      stats, p.length,
-                                                      params.epsilon},
-                     stream, kernel);
-  detail::launchElements(
-      p.segments * p.length,
-      detail::LayerNormColumnsBody<T>{x, gy, stats, gscale, gbias, partials, p},
-      stream, kernel);
-  if (partials)
-    detail::launchElements(2 * p.length,
-                           detail::LayerNormColumnsCombineBody<T>{
-                               partials, gscale, gbias, p.length, p.segments},
-                           stream, kernel);
+  detail::layerNormBackwardRows(x, dims, scale, gy, addend, gx, gscale, gbias,
+                                static_cast<T *>(nullptr), params, scratch,
+                                stream, "layerNormBackward");
+}
+
+/// layerNormBackward in T's compute type (f32) of the result's gradient in
+/// T (bf16, f16), which also stores the input's gradient in T
+/// (Library.def); its scratch is layerNormBackward's in the compute type.
+template <typename T>
+void layerNormBackwardNarrow(const detail::ComputeT<T> *x, const Dims &dims,
+                             const detail::ComputeT<T> *scale, const Dims &,
+                             const T *gy, const Dims &,
+                             const detail::ComputeT<T> *addend, const Dims &,
+                             detail::ComputeT<T> *gx, const Dims &,
+                             detail::ComputeT<T> *gscale, const Dims &,
+                             detail::ComputeT<T> *gbias, const Dims &,
+                             T *gxNarrow, const Dims &,
+                             const LayerNormParams &params,
+                             const Scratch &scratch, cudaStream_t stream) {
+  detail::layerNormBackwardRows(x, dims, scale, gy, addend, gx, gscale, gbias,
+                                gxNarrow, params, scratch, stream,
+                                "layerNormBackwardNarrow");
 }
 
 template <typename T>

@@ -571,6 +571,14 @@ int64_t layerNormBackwardBytes(const Dims *in, const Dims *,
   return alignUp(layerNormStatisticsBytes<T>(plan)) + partials;
 }
 
+/// layerNormBackwardNarrow's scratch: layerNormBackward's in T's compute
+/// type, in which it works.
+template <typename T>
+int64_t layerNormBackwardNarrowBytes(const Dims *in, const Dims *out,
+                                     const LayerNormParams &p) {
+  return layerNormBackwardBytes<numeric::ComputeT<T>>(in, out, p);
+}
+
 /// The keys detail::sortKeys sorts for `count` of them: the next power of
 /// two (1 for 0).
 constexpr int64_t sortKeyCount(int64_t count) {

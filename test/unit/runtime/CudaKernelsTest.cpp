@@ -994,6 +994,104 @@ template <typename T> void checkLayerNormNarrow() {
 TEST(CudaKernelsTest, LayerNormNarrowBF16) { checkLayerNormNarrow<bf16>(); }
 TEST(CudaKernelsTest, LayerNormNarrowF16) { checkLayerNormNarrow<f16>(); }
 
+/// Whether `a` and `b` hold the same bits, element by element.
+template <typename T>
+void expectSameBits(const std::vector<T> &a, const std::vector<T> &b,
+                    const std::string &what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(0, std::memcmp(&a[i], &b[i], sizeof(T)))
+        << what << ", element " << i;
+}
+
+/// layerNormBackwardNarrow: an f32 layer norm's backward of a gradient in
+/// T (bf16, f16), its input's gradient stored in f32 and again in T. Each
+/// library's gradients are bit for bit its f32 backward's of the widened
+/// gradient, and the narrow copy that gradient rounded once to T (what
+/// the casts it replaces gave); with an addend (CUDA's over it) and
+/// without; rows enough for CUDA's column sums in several segments.
+template <typename T> void checkLayerNormBackwardNarrow() {
+  const Shape shape = {300, 40}, normalized = {40};
+  const size_t n = numel(shape);
+  auto x = randomValues<float>(n, 410, -2, 3);
+  auto scale = randomValues<float>(40, 411, -1, 1);
+  auto addend = randomValues<float>(n, 412, -1, 1);
+  auto gy = randomValues<T>(n, 413, -1, 1);
+  std::vector<float> gyWide(n);
+  for (size_t i = 0; i < n; ++i)
+    gyWide[i] = float(gy[i]);
+  const ztc::LayerNormParams config{1, 1e-5};
+  const gpu::Dims inputs[] = {gpuDims(shape), gpuDims(normalized),
+                              gpuDims(shape)};
+  std::vector<char> scratch(
+      gpu::scratch::layerNormBackwardNarrowBytes<T>(inputs, nullptr, config));
+  ASSERT_EQ(scratch.size(), size_t(gpu::scratch::layerNormBackwardBytes<float>(
+                                inputs, nullptr, config)));
+  const ztc::Scratch work{scratch.data(), int64_t(scratch.size())};
+  // The three f32 gradients, then the narrow copy (empty for the f32
+  // backward).
+  struct Gradients {
+    std::vector<float> x, scale, bias;
+    std::vector<T> narrow;
+  };
+  for (bool cuda : {false, true})
+    for (bool withAddend : {false, true}) {
+      const std::string what = std::string(cuda ? "CUDA" : "CPU") +
+                               (withAddend ? " with an addend" : "");
+      const float *add = withAddend ? addend.data() : nullptr;
+      const Shape addShape = withAddend ? shape : Shape{};
+      Gradients wide{std::vector<float>(n),
+                     std::vector<float>(40),
+                     std::vector<float>(40),
+                     {}};
+      Gradients narrow{withAddend ? addend : std::vector<float>(n),
+                       std::vector<float>(40), std::vector<float>(40),
+                       std::vector<T>(n)};
+      // CUDA's narrow backward writes over the addend.
+      const float *narrowAdd = withAddend && cuda ? narrow.x.data() : add;
+      if (cuda) {
+        gpu::layerNormBackward<float>(
+            x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
+            gyWide.data(), gpuDims(shape), add, gpuDims(addShape),
+            wide.x.data(), gpuDims(shape), wide.scale.data(),
+            gpuDims(normalized), wide.bias.data(), gpuDims(normalized), config,
+            work, kStream);
+        gpu::layerNormBackwardNarrow<T>(
+            x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
+            gy.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
+            narrow.x.data(), gpuDims(shape), narrow.scale.data(),
+            gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
+            narrow.narrow.data(), gpuDims(shape), config, work, kStream);
+      } else {
+        cpu::layerNormBackward<float>(
+            x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
+            gyWide.data(), cpuDims(shape), add, cpuDims(addShape),
+            wide.x.data(), cpuDims(shape), wide.scale.data(),
+            cpuDims(normalized), wide.bias.data(), cpuDims(normalized), config);
+        cpu::layerNormBackwardNarrow<T>(
+            x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
+            gy.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
+            narrow.x.data(), cpuDims(shape), narrow.scale.data(),
+            cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
+            narrow.narrow.data(), cpuDims(shape), config);
+      }
+      std::vector<T> cast(n);
+      for (size_t i = 0; i < n; ++i)
+        cast[i] = T(wide.x[i]);
+      expectSameBits(narrow.x, wide.x, what + ": the input's gradient");
+      expectSameBits(narrow.scale, wide.scale, what + ": the scale's gradient");
+      expectSameBits(narrow.bias, wide.bias, what + ": the bias's gradient");
+      expectSameBits(narrow.narrow, cast, what + ": the narrow gradient");
+    }
+}
+
+TEST(CudaKernelsTest, LayerNormBackwardNarrowBF16) {
+  checkLayerNormBackwardNarrow<bf16>();
+}
+TEST(CudaKernelsTest, LayerNormBackwardNarrowF16) {
+  checkLayerNormBackwardNarrow<f16>();
+}
+
 template <typename T> void checkNorms() {
   Shape shape = {2, 3, 4, 5};
   auto x = randomValues<T>(numel(shape), 400, -2, 3);

@@ -368,3 +368,161 @@ func.func @narrow_norms_kept(%x: memref<4x8xf32>, %s: memref<8xf32>, %xd: memref
   }
   return %a, %y, %c, %f, %e : memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xbf16>
 }
+
+// -----
+
+// Mixed precision: a layer norm's backward between the widening of the
+// products' bf16 (or f16) gradient and the narrowing of its input's
+// gradient for the products is one layer_norm_backward_narrow at the
+// narrowing loop, with the residual's addend or without; the widened
+// gradient's buffer goes.
+// CHECK-LABEL: func.func @narrow_norm_gradients
+// CHECK-NEXT: %[[DS:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: %[[DB:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: %[[G:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: %[[N:.+]] = kernel.alloc : memref<4x8xbf16>
+// CHECK-NEXT: kernel.call "layer_norm_backward_narrow" ins(%arg0, %arg1, %arg2, %arg3 : memref<4x8xf32>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xf32>) outs(%[[G]], %[[DS]], %[[DB]], %[[N]] : memref<4x8xf32>, memref<8xf32>, memref<8xf32>, memref<4x8xbf16>) {config = {axis = 1 : i64, epsilon = 1.000000e-05 : f64}}
+// CHECK: %[[H:.+]] = kernel.alloc : memref<4x8xf16>
+// CHECK-NEXT: kernel.call "layer_norm_backward_narrow" ins(%arg0, %arg1, %arg4 : memref<4x8xf32>, memref<8xf32>, memref<4x8xf16>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %[[H]] : memref<4x8xf32>, memref<8xf32>, memref<8xf32>, memref<4x8xf16>)
+// CHECK-NOT: kernel.elementwise
+// CHECK: return
+func.func @narrow_norm_gradients(%x: memref<4x8xf32>, %s: memref<8xf32>, %dy: memref<4x8xbf16>, %r: memref<4x8xf32>, %dh: memref<4x8xf16>)
+    -> (memref<4x8xf32>, memref<8xf32>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf16>) {
+  %w = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%dy : memref<4x8xbf16>) outs(%w : memref<4x8xf32>) {
+  ^bb0(%v: bf16):
+    %0 = arith.extf %v : bf16 to f32
+    kernel.yield %0 : f32
+  }
+  %ds = kernel.alloc : memref<8xf32>
+  %db = kernel.alloc : memref<8xf32>
+  %g = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %w, %r : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>) outs(%g, %ds, %db : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %n = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%g : memref<4x8xf32>) outs(%n : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %wh = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%dh : memref<4x8xf16>) outs(%wh : memref<4x8xf32>) {
+  ^bb0(%v: f16):
+    %0 = arith.extf %v : f16 to f32
+    kernel.yield %0 : f32
+  }
+  %ds2 = kernel.alloc : memref<8xf32>
+  %db2 = kernel.alloc : memref<8xf32>
+  %g2 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %wh : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g2, %ds2, %db2 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %h = kernel.alloc : memref<4x8xf16>
+  kernel.elementwise ins(%g2 : memref<4x8xf32>) outs(%h : memref<4x8xf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to f16
+    kernel.yield %0 : f16
+  }
+  return %g, %ds, %db, %n, %g2, %h : memref<4x8xf32>, memref<8xf32>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf16>
+}
+
+// -----
+
+// Left as they are: the widened gradient is also returned; the scale's
+// gradient is read between the backward and the narrowing; the widening
+// is from f16 but the narrowing to bf16; the bf16 gradient is written
+// between the widening and the narrowing; no loop widens the gradient (an
+// argument).
+// CHECK-LABEL: func.func @narrow_norm_gradients_kept
+// CHECK-NOT: layer_norm_backward_narrow
+// CHECK: return
+func.func @narrow_norm_gradients_kept(%x: memref<4x8xf32>, %s: memref<8xf32>, %dy: memref<4x8xbf16>, %dh: memref<4x8xf16>, %df: memref<4x8xf32>)
+    -> (memref<4x8xf32>, memref<4x8xbf16>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) {
+  %w = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%dy : memref<4x8xbf16>) outs(%w : memref<4x8xf32>) {
+  ^bb0(%v: bf16):
+    %0 = arith.extf %v : bf16 to f32
+    kernel.yield %0 : f32
+  }
+  %ds = kernel.alloc : memref<8xf32>
+  %db = kernel.alloc : memref<8xf32>
+  %g = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %w : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g, %ds, %db : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %n = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%g : memref<4x8xf32>) outs(%n : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %w2 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%dy : memref<4x8xbf16>) outs(%w2 : memref<4x8xf32>) {
+  ^bb0(%v: bf16):
+    %0 = arith.extf %v : bf16 to f32
+    kernel.yield %0 : f32
+  }
+  %ds2 = kernel.alloc : memref<8xf32>
+  %db2 = kernel.alloc : memref<8xf32>
+  %g2 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %w2 : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g2, %ds2, %db2 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %dsc = kernel.alloc : memref<8xf32>
+  kernel.elementwise ins(%ds2 : memref<8xf32>) outs(%dsc : memref<8xf32>) {
+  ^bb0(%v: f32):
+    kernel.yield %v : f32
+  }
+  %n2 = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%g2 : memref<4x8xf32>) outs(%n2 : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %w3 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%dh : memref<4x8xf16>) outs(%w3 : memref<4x8xf32>) {
+  ^bb0(%v: f16):
+    %0 = arith.extf %v : f16 to f32
+    kernel.yield %0 : f32
+  }
+  %ds3 = kernel.alloc : memref<8xf32>
+  %db3 = kernel.alloc : memref<8xf32>
+  %g3 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %w3 : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g3, %ds3, %db3 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %n3 = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%g3 : memref<4x8xf32>) outs(%n3 : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %dyc = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%dy : memref<4x8xbf16>) outs(%dyc : memref<4x8xbf16>) {
+  ^bb0(%v: bf16):
+    kernel.yield %v : bf16
+  }
+  %w4 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%dyc : memref<4x8xbf16>) outs(%w4 : memref<4x8xf32>) {
+  ^bb0(%v: bf16):
+    %0 = arith.extf %v : bf16 to f32
+    kernel.yield %0 : f32
+  }
+  %ds4 = kernel.alloc : memref<8xf32>
+  %db4 = kernel.alloc : memref<8xf32>
+  %g4 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %w4 : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g4, %ds4, %db4 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  kernel.elementwise ins(%dy : memref<4x8xbf16>) outs(%dyc : memref<4x8xbf16>) {
+  ^bb0(%v: bf16):
+    %0 = arith.negf %v : bf16
+    kernel.yield %0 : bf16
+  }
+  %n4 = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%g4 : memref<4x8xf32>) outs(%n4 : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  %ds5 = kernel.alloc : memref<8xf32>
+  %db5 = kernel.alloc : memref<8xf32>
+  %g5 = kernel.alloc : memref<4x8xf32>
+  kernel.call "layer_norm_backward" ins(%x, %s, %df : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%g5, %ds5, %db5 : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) {config = {axis = 1 : i64, epsilon = 1.0e-5 : f64}}
+  %n5 = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%g5 : memref<4x8xf32>) outs(%n5 : memref<4x8xbf16>) {
+  ^bb0(%v: f32):
+    %0 = arith.truncf %v : f32 to bf16
+    kernel.yield %0 : bf16
+  }
+  return %w, %n, %dsc, %n2, %n3, %n4, %n5 : memref<4x8xf32>, memref<4x8xbf16>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>
+}
