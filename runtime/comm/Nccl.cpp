@@ -118,11 +118,18 @@ std::string agree(Communicator &host, const std::string &failure,
   return all.front().substr(kMessageBytes);
 }
 
+/// Whether NCCL's collectives can be captured into CUDA graphs: from 2.9,
+/// in the library loaded (not the headers built against).
+bool ncclCapturable() {
+  int version = 0;
+  return ncclGetVersion(&version) == ncclSuccess && version >= 20900;
+}
+
 class NcclCommunicator final : public Communicator {
 public:
   NcclCommunicator(std::unique_ptr<Communicator> host, ncclComm_t comm)
       : Communicator(host->rank(), host->worldSize()), host_(std::move(host)),
-        comm_(comm) {}
+        comm_(comm), capturable_(ncclCapturable()) {}
 
   /// Before the host communicator (a member) finalizes MPI.
   ~NcclCommunicator() override { ncclCommDestroy(comm_); }
@@ -147,12 +154,8 @@ public:
     host_->setTimeout(seconds);
   }
 
-  /// NCCL's collectives can be captured into CUDA graphs from 2.9 (the
-  /// library loaded, not the headers built against).
-  bool graphCapturable() const override {
-    int version = 0;
-    return ncclGetVersion(&version) == ncclSuccess && version >= 20900;
-  }
+  /// Asked of the library once, when the communicator starts.
+  bool graphCapturable() const override { return capturable_; }
 
 protected:
   int32_t allReduce(const void *send, void *recv, int64_t count, int32_t dtype,
@@ -190,6 +193,7 @@ private:
 
   std::unique_ptr<Communicator> host_;
   ncclComm_t comm_;
+  const bool capturable_;
 };
 
 } // namespace
