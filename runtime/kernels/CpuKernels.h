@@ -151,7 +151,9 @@
 //   (0 <= start < dims) and steps may be negative.
 // gather<T, I>: numpy take along `axis`; negative indices count from the
 //   end.
-// trilu<T>; copyInto<T> (concat): writes x into y at `offset` along `axis`.
+// trilu<T>; rotateHalf<T>: the last dimension's halves x1, x2 as
+//   [-x2, x1] (inverse: [x2, -x1]); copyInto<T> (concat): writes x into y
+//   at `offset` along `axis`.
 // nllLoss<T, I>: logProbs [N,C,d...], target, weight or nullptr. PyTorch
 //   semantics: mean divides by the sum of weights of non-ignored targets
 //   (0/0 = NaN when every target is ignored); ignored elements of

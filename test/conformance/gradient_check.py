@@ -419,6 +419,13 @@ def trilu(x, a):
     return np.where(keep, x, np.zeros_like(x))
 
 
+def rotate_half(x, a):
+    lower, upper = np.split(x, 2, axis=-1)
+    if a["inverse"]:
+        return np.concatenate([upper, -lower], axis=-1)
+    return np.concatenate([-upper, lower], axis=-1)
+
+
 def gelu(x, a):
     if a.get("approximate", "none") == "tanh":
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -481,6 +488,7 @@ OPS = {
     "nn.slice": lambda x, a, t: x[0][strided_index(a["starts"], a["sizes"], a["steps"])],
     "nn.gather": lambda x, a, t: np.take(x[0], x[1], axis=a["axis"]),
     "nn.trilu": lambda x, a, t: trilu(x[0], a),
+    "nn.rotate_half": lambda x, a, t: rotate_half(x[0], a),
     "nn.nll_loss": lambda x, a, t: nll_loss(x[0], x[1], x[2] if len(x) > 2 else None, a),
     "nn.conv2d_backward_data": lambda x, a, t: conv2d_backward_data(x[0], x[1], a, t[0]),
     "nn.conv2d_backward_filter": lambda x, a, t: conv2d_backward_filter(x[0], x[1], a),

@@ -94,6 +94,11 @@ CASES = [
          grads=2e-2, loss=2e-3, params=None, eval="images/test"),
     dict(name="gpt-tf32", model="gpt.onnx", data="gpl", batch=16, steps=20,
          flags=["--lr", "3e-3", "--allow-tf32"], grads=2e-2, loss=2e-3, params=None),
+    # The Llama-family fixture (test/models/make_modern.py's export and its
+    # two samples): rotary embeddings (nn.rotate_half), grouped-query
+    # attention, RMSNorm and SwiGLU, as today's exports write them.
+    dict(name="llama", model="llama.onnx", data="llama", batch=2, steps=20,
+         flags=["--lr", "3e-3"], grads=1e-5, loss=1e-4, params=None),
     # Dropout: the masks are the same bits on the CPU and the GPU.
     dict(name="mlp-dropout", model="mlp_dropout.onnx", data="dropout", batch=32, steps=20,
          flags=["--lr", "1e-2"], grads=1e-5, loss=1e-5, params=1e-4),
@@ -196,6 +201,9 @@ def prepare(args):
     import dropout_check
     convergence_check.write_gpl_characters(os.path.join(bundle, "gpl"))
     dropout_check.export_mlp(os.path.join(models, "mlp_dropout.onnx"))
+    llama = os.path.join(REPO, "test", "fixtures", "modern", "llama")
+    shutil.copy(os.path.join(llama, "model.onnx"), os.path.join(models, "llama.onnx"))
+    shutil.copytree(os.path.join(llama, "data"), os.path.join(bundle, "llama"))
     rng = np.random.default_rng(3)
     x = rng.standard_normal((256, 16)).astype(np.float32)
     teacher = rng.standard_normal((16, 4)).astype(np.float32)

@@ -6,6 +6,8 @@
 // Face's GPT-2 write it: each step of it was an op whose result the
 // backward kept (three [tokens, 4 x width] tensors per MLP where PyTorch
 // keeps the input alone), and `nn.gelu`'s backward needs only its input.
+// Another finds Llama's `rotate_half` (two slices, a negation and a
+// concat) and makes it one `nn.rotate_half`.
 // The others undo what autodiff builds term by term where the whole is
 // known:
 //
@@ -414,7 +416,67 @@ struct SumOfOneHot : OpRewritePattern<ReduceSumOp> {
   }
 };
 
+/// The tensor `value` slices when it is the first (`half` 0) or second
+/// half of that tensor's last dimension, whole in every other dimension,
+/// at unit steps; null otherwise.
+Value halfOf(Value value, int64_t half) {
+  auto slice = value.getDefiningOp<SliceOp>();
+  if (!slice)
+    return Value();
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(slice.getX().getType()).getShape();
+  if (shape.empty() || shape.back() % 2 != 0)
+    return Value();
+  const size_t last = shape.size() - 1;
+  const int64_t size = shape.back() / 2;
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    int64_t start = dim == last ? half * size : 0;
+    int64_t extent = dim == last ? size : shape[dim];
+    if (slice.getStarts()[dim] != start || slice.getSizes()[dim] != extent ||
+        slice.getSteps()[dim] != 1)
+      return Value();
+  }
+  return slice.getX();
+}
+
+/// `concat(-x2, x1)` along the last dimension, x1 and x2 the halves of a
+/// float tensor's last dimension, is nn.rotate_half of that tensor (Hugging
+/// Face's `rotate_half`, in Llama's rotary embedding); `concat(x2, -x1)`
+/// is its inverse. Two slices, a negation and a concat (five kernels) are
+/// one, and so is their backward; the elements are the same.
+struct RotateHalfOfSlices : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    if (op.getInputs().size() != 2 ||
+        static_cast<int64_t>(op.getAxis()) != type.getRank() - 1 ||
+        !isa<FloatType>(type.getElementType()))
+      return rewriter.notifyMatchFailure(op, "not two halves of floats");
+    Value first = op.getInputs()[0], second = op.getInputs()[1];
+    for (bool inverse : {false, true}) {
+      auto neg = (inverse ? second : first).getDefiningOp<NegOp>();
+      if (!neg)
+        continue;
+      Value upper = inverse ? first : neg.getX();
+      Value lower = inverse ? neg.getX() : second;
+      Value x = halfOf(upper, 1);
+      if (!x || halfOf(lower, 0) != x || x.getType() != type)
+        continue;
+      rewriter.replaceOpWithNewOp<RotateHalfOp>(op, type, x,
+                                                rewriter.getBoolAttr(inverse));
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "not a turn of the halves");
+  }
+};
+
 } // namespace
+
+void ConcatOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                           MLIRContext *context) {
+  patterns.add<RotateHalfOfSlices>(context);
+}
 
 void ReduceSumOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {

@@ -1469,6 +1469,27 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// RotateHalfOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotateHalfOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> location,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  if (failed(checkMinRank(location, getOperationName(), "x", x, 1,
+                          "[..., features]")))
+    return failure();
+  if (x.getShape().back() % 2 != 0)
+    return inferError(location, getOperationName(),
+                      "expects x's last dimension to be even (two halves), "
+                      "got ",
+                      x);
+  types.push_back(x);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // TriluOp
 //===----------------------------------------------------------------------===//
 

@@ -1080,6 +1080,8 @@ def NN_ConcatOp : NN_Op<"concat", !listconcat(NN_InferredResult,
   let results = (outs NN_Tensor:$result);
   // Folds constants (shape vectors) and single operands.
   let hasFolder = 1;
+  // Makes Llama's rotate_half (two slices, a negation) nn.rotate_half.
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1163,6 +1165,35 @@ def NN_BroadcastToOp : NN_Op<"broadcast_to", !listconcat(NN_InferredResult,
   let results = (outs NN_Tensor:$result);
   // Folds constants and no-op broadcasts.
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// RotateHalfOp
+//===----------------------------------------------------------------------===//
+
+def NN_RotateHalfOp : NN_Op<"rotate_half", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_NoFlops,
+     NN_LibraryCall<"rotate_half", ["inverse"]>])> {
+  let summary = "turn pairs of the last dimension's halves a quarter turn";
+  let description = [{
+    The last dimension of `x` (of even size `2h`) as two halves, `x1` (the
+    first `h`) and `x2`: the result is `[-x2, x1]`, Hugging Face's
+    `rotate_half` of Llama's rotary embedding (`x * cos + rotate_half(x) *
+    sin`), which exporters write as two slices, a negation and a concat
+    (the nn canonicalization folds those into this op). With `inverse`
+    the result is `[x2, -x1]`: the inverse turn, which is also the
+    transpose, so each direction's gradient is the other. The result has
+    `x`'s type; it only moves and negates elements, so it is exact.
+
+    Example:
+
+    ```mlir
+    %r = nn.rotate_half %x {inverse = false}
+           : tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, BoolAttr:$inverse);
+  let results = (outs NN_FloatTensor:$result);
 }
 
 //===----------------------------------------------------------------------===//

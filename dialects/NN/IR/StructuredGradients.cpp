@@ -314,6 +314,14 @@ LogicalResult GatherOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return setGradients(operandGrads, {ddata, Value()});
 }
 
+LogicalResult RotateHalfOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  // A signed permutation whose transpose is its inverse: the other turn.
+  return setGradients(
+      operandGrads,
+      {RotateHalfOp::create(b, getLoc(), resultGrads[0], !getInverse())});
+}
+
 LogicalResult TriluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                 SmallVectorImpl<Value> &operandGrads) {
   // A fixed mask: the gradient keeps the same triangle.

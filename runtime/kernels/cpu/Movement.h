@@ -1,7 +1,8 @@
 //===- Movement.h - data movement on the CPU --------------------*- C++ -*-===//
 //
-// transpose, slice, copyInto (concat), gather and trilu, and the adjoints
-// scatterAdd and insertSlice; strided copies go through detail::stridedCopy.
+// transpose, slice, copyInto (concat), gather, trilu and rotateHalf, and
+// the adjoints scatterAdd and insertSlice; strided copies go through
+// detail::stridedCopy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,6 +162,26 @@ void gather(const T *data, const Dims &dataDims, const I *indices,
       index += length;
     const T *from = data + (o * length + index) * inner;
     std::copy(from, from + inner, y + row * inner);
+  }
+}
+
+/// The last dimension's halves x1 and x2 as [-x2, x1], or with `inverse`
+/// as [x2, -x1] (nn.rotate_half): moved, and negated exactly.
+template <typename T>
+void rotateHalf(const T *x, const Dims &dims, T *y, const Dims &,
+                const RotateHalfParams &params) {
+  const bool inverse = params.inverse;
+  const int64_t length = dims.d[dims.rank - 1], half = length / 2;
+  const int64_t rows = length > 0 ? dims.numElements() / length : 0;
+#pragma omp parallel for if (rows * length > detail::kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *in = x + r * length;
+    T *out = y + r * length;
+    for (int64_t i = 0; i < half; ++i) {
+      const T lower = in[i], upper = in[half + i];
+      out[i] = inverse ? upper : detail::store<T>(-detail::load(upper));
+      out[half + i] = inverse ? detail::store<T>(-detail::load(lower)) : lower;
+    }
   }
 }
 

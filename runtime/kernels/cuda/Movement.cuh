@@ -1,7 +1,8 @@
 //===- Movement.cuh - data movement on CUDA ---------------------*- C++ -*-===//
 //
-// transpose, slice, copyInto (concat), gather and trilu, and the adjoints
-// scatterAdd and insertSlice; strided copies go through detail::stridedCopy.
+// transpose, slice, copyInto (concat), gather, trilu and rotateHalf, and
+// the adjoints scatterAdd and insertSlice; strided copies go through
+// detail::stridedCopy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +75,21 @@ template <typename T, typename I> struct GatherBody {
     if (index < 0)
       index += length;
     y[flat] = data[((row / count) * length + index) * inner + flat % inner];
+  }
+};
+
+/// One element of rotateHalf (cpu/Movement.h).
+template <typename T> struct RotateHalfBody {
+  const T *x;
+  T *y;
+  int64_t length;
+  bool inverse;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    const int64_t half = length / 2, i = flat % length;
+    const bool lower = i < half;
+    const T from = x[lower ? flat + half : flat - half];
+    // [-x2, x1] negates what the lower half receives, [x2, -x1] the upper.
+    y[flat] = lower != inverse ? store<T>(-load(from)) : from;
   }
 };
 
@@ -200,6 +216,15 @@ void gather(const T *data, const Dims &dataDims, const I *indices,
       outer * count * inner,
       detail::GatherBody<T, I>{data, indices, y, length, inner, count}, stream,
       "gather");
+}
+
+template <typename T>
+void rotateHalf(const T *x, const Dims &dims, T *y, const Dims &,
+                const RotateHalfParams &params, cudaStream_t stream) {
+  detail::launchElements(
+      dims.numElements(),
+      detail::RotateHalfBody<T>{x, y, dims.d[dims.rank - 1], params.inverse},
+      stream, "rotateHalf");
 }
 
 template <typename T>

@@ -1358,6 +1358,27 @@ TEST(CudaKernelsTest, GatherAndTrilu) {
   }
 }
 
+/// rotateHalf: CUDA's turns equal the CPU's, either way, in f32 and bf16.
+template <typename T> void compareRotateHalf() {
+  const Shape shape = {5, 3, 8};
+  const auto x = randomValues<T>(numel(shape), 702, -2, 2);
+  for (bool inverse : {false, true}) {
+    std::vector<T> expected(x.size(), T(7.0f)), actual(x.size(), T(-3.0f));
+    cpu::rotateHalf<T>(x.data(), cpuDims(shape), expected.data(),
+                       cpuDims(shape), ztc::RotateHalfParams{inverse});
+    gpu::rotateHalf<T>(x.data(), gpuDims(shape), actual.data(), gpuDims(shape),
+                       ztc::RotateHalfParams{inverse}, kStream);
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(0, std::memcmp(&actual[i], &expected[i], sizeof(T)))
+          << "rotateHalf" << (inverse ? " inverse" : "") << ", element " << i;
+  }
+}
+
+TEST(CudaKernelsTest, RotateHalf) {
+  compareRotateHalf<float>();
+  compareRotateHalf<bf16>();
+}
+
 TEST(CudaKernelsTest, BadDataIsRecordedNotFatal) {
   gpu::clearError();
   Shape data = {4, 3};

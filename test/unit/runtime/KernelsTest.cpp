@@ -1211,6 +1211,38 @@ TEST(KernelsTest, Trilu) {
     }
 }
 
+/// rotateHalf: each row's halves x1, x2 become [-x2, x1], or [x2, -x1]
+/// with inverse, element for element; one turn after the other gives x
+/// back, in f32 and in bf16.
+template <typename T> void checkRotateHalf() {
+  const Shape shape = {3, 2, 6};
+  const auto x = randomValues<T>(numel(shape), 101, -2, 2);
+  std::vector<T> turned(x.size()), back(x.size());
+  auto bits = [](T value) {
+    uint32_t word = 0;
+    std::memcpy(&word, &value, sizeof(T));
+    return word;
+  };
+  for (bool inverse : {false, true}) {
+    rotateHalf<T>(x.data(), dimsOf(shape), turned.data(), dimsOf(shape),
+                  RotateHalfParams{inverse});
+    for (int64_t row = 0; row < 6; ++row)
+      for (int64_t i = 0; i < 3; ++i) {
+        const int64_t lower = row * 6 + i, upper = lower + 3;
+        const float x1 = float(x[lower]), x2 = float(x[upper]);
+        EXPECT_EQ(float(turned[lower]), inverse ? x2 : -x2) << row << i;
+        EXPECT_EQ(float(turned[upper]), inverse ? -x1 : x1) << row << i;
+      }
+    rotateHalf<T>(turned.data(), dimsOf(shape), back.data(), dimsOf(shape),
+                  RotateHalfParams{!inverse});
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_EQ(bits(back[i]), bits(x[i])) << "element " << i;
+  }
+}
+
+TEST(KernelsTest, RotateHalf) { checkRotateHalf<float>(); }
+TEST(KernelsTest, RotateHalfBF16) { checkRotateHalf<bf16>(); }
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

@@ -543,3 +543,52 @@ func.func @not_gelu(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %h: tensor<2x8xbf1
   %e = nn.mul %22, %hhalf : tensor<2x8xbf16>, tensor<bf16> -> tensor<2x8xbf16>
   return %a, %b, %c, %d, %e : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>
 }
+
+// Llama's rotate_half, as exporters write it: two slices of the last
+// dimension's halves, a negation and a concat, is nn.rotate_half; the
+// concat of the upper half and the lower one negated (its gradient's
+// form) is the inverse turn.
+// CHECK-LABEL: func.func @rotate_half_slices
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x8xf32>)
+// CHECK-NEXT: %[[A:.+]] = nn.rotate_half %[[X]] {inverse = false} : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+// CHECK-NEXT: %[[B:.+]] = nn.rotate_half %[[X]] {inverse = true} : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+// CHECK-NEXT: return %[[A]], %[[B]]
+func.func @rotate_half_slices(%x: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %lo = nn.slice %x {starts = array<i64: 0, 0, 0>, sizes = array<i64: 2, 3, 4>, steps = array<i64: 1, 1, 1>} : tensor<2x3x8xf32> -> tensor<2x3x4xf32>
+  %hi = nn.slice %x {starts = array<i64: 0, 0, 4>, sizes = array<i64: 2, 3, 4>, steps = array<i64: 1, 1, 1>} : tensor<2x3x8xf32> -> tensor<2x3x4xf32>
+  %nhi = nn.neg %hi : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %r = nn.concat %nhi, %lo {axis = 2 : i64} : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+  %nlo = nn.neg %lo : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %i = nn.concat %hi, %nlo {axis = 2 : i64} : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+  return %r, %i : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
+
+// Concats left as they are: the halves in their own order with the lower
+// one negated (no turn); halves of different tensors; a slice of the
+// upper half that skips every other column; along a dimension other than
+// the last; a quarter rather than a half.
+// CHECK-LABEL: func.func @rotate_half_kept
+// CHECK-NOT: nn.rotate_half
+// CHECK: return
+func.func @rotate_half_kept(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %z: tensor<4x2xf32>, %w: tensor<2x16xf32>)
+    -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<4x2xf32>, tensor<2x8xf32>) {
+  %lo = nn.slice %x {starts = array<i64: 0, 0>, sizes = array<i64: 2, 4>, steps = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  %hi = nn.slice %x {starts = array<i64: 0, 4>, sizes = array<i64: 2, 4>, steps = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  %nlo = nn.neg %lo : tensor<2x4xf32> -> tensor<2x4xf32>
+  %0 = nn.concat %nlo, %hi {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  %ylo = nn.slice %y {starts = array<i64: 0, 0>, sizes = array<i64: 2, 4>, steps = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  %nhi = nn.neg %hi : tensor<2x4xf32> -> tensor<2x4xf32>
+  %1 = nn.concat %nhi, %ylo {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  %odd = nn.slice %x {starts = array<i64: 0, 1>, sizes = array<i64: 2, 4>, steps = array<i64: 1, 2>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  %nodd = nn.neg %odd : tensor<2x4xf32> -> tensor<2x4xf32>
+  %2 = nn.concat %nodd, %lo {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  %top = nn.slice %z {starts = array<i64: 0, 0>, sizes = array<i64: 2, 2>, steps = array<i64: 1, 1>} : tensor<4x2xf32> -> tensor<2x2xf32>
+  %bottom = nn.slice %z {starts = array<i64: 2, 0>, sizes = array<i64: 2, 2>, steps = array<i64: 1, 1>} : tensor<4x2xf32> -> tensor<2x2xf32>
+  %nbottom = nn.neg %bottom : tensor<2x2xf32> -> tensor<2x2xf32>
+  %3 = nn.concat %nbottom, %top {axis = 0 : i64} : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<4x2xf32>
+  %q0 = nn.slice %w {starts = array<i64: 0, 0>, sizes = array<i64: 2, 4>, steps = array<i64: 1, 1>} : tensor<2x16xf32> -> tensor<2x4xf32>
+  %q1 = nn.slice %w {starts = array<i64: 0, 4>, sizes = array<i64: 2, 4>, steps = array<i64: 1, 1>} : tensor<2x16xf32> -> tensor<2x4xf32>
+  %nq1 = nn.neg %q1 : tensor<2x4xf32> -> tensor<2x4xf32>
+  %4 = nn.concat %nq1, %q0 {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<4x2xf32>, tensor<2x8xf32>
+}

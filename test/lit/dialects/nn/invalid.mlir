@@ -590,6 +590,31 @@ func.func @trilu_rank(%x: tensor<8xf32>) {
 
 // -----
 
+// rotate_half cuts the last dimension in two halves.
+func.func @rotate_half_odd(%x: tensor<2x7xf32>) {
+  // expected-error @+1 {{'nn.rotate_half' op expects x's last dimension to be even (two halves), got 'tensor<2x7xf32>'}}
+  %0 = nn.rotate_half %x {inverse = false} : tensor<2x7xf32> -> tensor<2x7xf32>
+  return
+}
+
+// -----
+
+func.func @rotate_half_scalar(%x: tensor<f32>) {
+  // expected-error @+1 {{'nn.rotate_half' op expects x of rank at least 1 ([..., features]), got 'tensor<f32>'}}
+  %0 = nn.rotate_half %x {inverse = false} : tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @rotate_half_integers(%x: tensor<2x8xi64>) {
+  // expected-error @+1 {{'nn.rotate_half' op operand #0 must be}}
+  %0 = nn.rotate_half %x {inverse = false} : tensor<2x8xi64> -> tensor<2x8xi64>
+  return
+}
+
+// -----
+
 // nll_loss log-probabilities are [N, C, ...].
 func.func @nll_loss_rank(%lp: tensor<10xf32>, %t: tensor<i64>) {
   // expected-error @+1 {{'nn.nll_loss' op expects log_probs of rank at least 2 ([N, C, ...]), got 'tensor<10xf32>'}}

@@ -236,6 +236,17 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %y: tensor<2x1x4xf32>,
   return
 }
 
+// rotate_half turns the last dimension's halves, either way.
+// CHECK-LABEL: func.func @rotate_half
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4x8xbf16>)
+func.func @rotate_half(%x: tensor<2x4x8xbf16>) {
+  // CHECK: nn.rotate_half %[[X]] {inverse = false} : tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
+  %0 = nn.rotate_half %x {inverse = false} : tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
+  // CHECK: nn.rotate_half %[[X]] {inverse = true} : tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
+  %1 = nn.rotate_half %x {inverse = true} : tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
+  return
+}
+
 // NLL loss: "none" keeps the target shape, "sum" and "mean" give a scalar;
 // the class weight and ignore_index are optional.
 // CHECK-LABEL: func.func @nll_loss

@@ -188,6 +188,25 @@ func.func @movement(%x: tensor<2x3x4xf32> {train.binding = #train.binding<param 
   return %l : tensor<f32>
 }
 
+// Llama's rotary embedding, x * cos + rotate_half(x) * sin, and the inverse
+// turn: each turn's gradient is the other.
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME: train.grad_of
+// CHECK-SAME: kernel.arena_bytes
+func.func @rotary(%x: tensor<2x3x8xf32> {train.binding = #train.binding<param "x">},
+                  %cos: tensor<3x8xf32> {train.binding = #train.binding<input "cos">},
+                  %sin: tensor<3x8xf32> {train.binding = #train.binding<input "sin">}) -> tensor<f32> {
+  %0 = nn.mul %x, %cos : tensor<2x3x8xf32>, tensor<3x8xf32> -> tensor<2x3x8xf32>
+  %1 = nn.rotate_half %x {inverse = false} : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %2 = nn.mul %1, %sin : tensor<2x3x8xf32>, tensor<3x8xf32> -> tensor<2x3x8xf32>
+  %3 = nn.add %0, %2 : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %4 = nn.rotate_half %3 {inverse = true} : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %5 = nn.mul %4, %4 : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %6 = nn.mul %5, %cos : tensor<2x3x8xf32>, tensor<3x8xf32> -> tensor<2x3x8xf32>
+  %l = nn.reduce_sum %6 {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x3x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
 // The negative log-likelihood in its three reductions, with class weights,
 // ignore_index and a spatial dimension.
 // CHECK-LABEL: func.func @loss
