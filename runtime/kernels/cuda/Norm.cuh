@@ -243,19 +243,28 @@ void logSoftmax(const T *x, const Dims &dims, T *y, const Dims &,
                       "logSoftmax");
 }
 
+namespace detail {
+
+/// layerNorm over T, its result stored in Out: a block per row.
+template <typename T, typename Out>
+void layerNormRows(const T *x, const Dims &dims, const T *scale, const T *bias,
+                   Out *y, const LayerNormParams &params, cudaStream_t stream,
+                   const char *kernel) {
+  auto [rows, length] = normalizedRows(dims, params.axis);
+  if (length == 0)
+    return;
+  launchRows(rows, length,
+             LayerNormBody<T, Out>{x, scale, bias, y, length, params.epsilon},
+             stream, kernel);
+}
+
+} // namespace detail
+
 template <typename T>
 void layerNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
                const T *bias, const Dims &, T *y, const Dims &,
                const LayerNormParams &params, cudaStream_t stream) {
-  const int64_t axis = params.axis;
-  const double epsilon = params.epsilon;
-  auto [rows, length] = normalizedRows(dims, axis);
-  if (length == 0)
-    return;
-  detail::launchRows(
-      rows, length,
-      detail::LayerNormBody<T>{x, scale, bias, y, length, epsilon}, stream,
-      "layerNorm");
+  detail::layerNormRows(x, dims, scale, bias, y, params, stream, "layerNorm");
 }
 
 /// layerNorm in T's compute type, stored in T (Library.def).
@@ -265,13 +274,8 @@ void layerNormNarrow(const detail::ComputeT<T> *x, const Dims &dims,
                      const detail::ComputeT<T> *bias, const Dims &, T *y,
                      const Dims &, const LayerNormParams &params,
                      cudaStream_t stream) {
-  auto [rows, length] = normalizedRows(dims, params.axis);
-  if (length == 0)
-    return;
-  detail::launchRows(rows, length,
-                     detail::LayerNormBody<detail::ComputeT<T>, T>{
-                         x, scale, bias, y, length, params.epsilon},
-                     stream, "layerNormNarrow");
+  detail::layerNormRows(x, dims, scale, bias, y, params, stream,
+                        "layerNormNarrow");
 }
 
 namespace detail {
