@@ -99,6 +99,9 @@ CASES = [
     # attention, RMSNorm and SwiGLU, as today's exports write them.
     dict(name="llama", model="llama.onnx", data="llama", batch=2, steps=20,
          flags=["--lr", "3e-3"], grads=1e-5, loss=1e-4, params=None),
+    dict(name="llama-bf16", model="llama.onnx", data="llama", batch=2, steps=20,
+         flags=["--lr", "3e-3", "--precision", "bf16"], grads=2e-2, loss=2e-3,
+         params=None),
     # Dropout: the masks are the same bits on the CPU and the GPU.
     dict(name="mlp-dropout", model="mlp_dropout.onnx", data="dropout", batch=32, steps=20,
          flags=["--lr", "1e-2"], grads=1e-5, loss=1e-5, params=1e-4),
