@@ -368,16 +368,22 @@ template <typename CastOp> bool onlyCasts(kernel::ElementwiseOp loop) {
          computeElementType(narrow) == wide;
 }
 
-/// Folds each cast of a layer norm's result to a narrower float type (an
-/// f32 layer norm feeding bf16 products) into the layer norm:
-/// `layer_norm_narrow`, at the loop, storing the narrow type.
-void foldNarrowNorms(func::FuncOp function) {
+/// The loops of `function` that only narrow their input (onlyCasts), in
+/// program order: what the layer-norm folds below look for.
+SmallVector<kernel::ElementwiseOp> narrowingLoops(func::FuncOp function) {
   SmallVector<kernel::ElementwiseOp> loops;
   function.walk([&](kernel::ElementwiseOp loop) {
     if (onlyCasts<arith::TruncFOp>(loop))
       loops.push_back(loop);
   });
-  for (kernel::ElementwiseOp loop : loops) {
+  return loops;
+}
+
+/// Folds each cast of a layer norm's result to a narrower float type (an
+/// f32 layer norm feeding bf16 products) into the layer norm:
+/// `layer_norm_narrow`, at the loop, storing the narrow type.
+void foldNarrowNorms(func::FuncOp function) {
+  for (kernel::ElementwiseOp loop : narrowingLoops(function)) {
     Value wide = loop.getInputs().front();
     kernel::CallOp norm = soleWriterBefore(
         loop, wide, kernel::LibraryKernelId::layer_norm, std::nullopt);
@@ -410,6 +416,10 @@ kernel::ElementwiseOp wideningLoopOf(kernel::CallOp norm, Value gradient) {
 kernel::CallOp narrowedGradientOf(kernel::ElementwiseOp narrow) {
   Value wide = narrow.getInputs().front();
   Value root = kernel::rootBuffer(wide);
+  // A call's output is an alloc; an argument (a weight's cast) is written
+  // by no call, so the walk back would find nothing.
+  if (!root.getDefiningOp<kernel::AllocOp>())
+    return nullptr;
   Operation *writer = narrow->getPrevNode();
   while (writer && llvm::none_of(kernel::writtenBuffers(writer), [&](Value v) {
            return kernel::rootBuffer(v) == root;
@@ -438,12 +448,7 @@ kernel::CallOp narrowedGradientOf(kernel::ElementwiseOp narrow) {
 /// narrowing of its input gradient (for the products) after it into one
 /// call: `layer_norm_backward_narrow`, at the narrowing loop.
 void foldNarrowNormGradients(func::FuncOp function) {
-  SmallVector<kernel::ElementwiseOp> loops;
-  function.walk([&](kernel::ElementwiseOp loop) {
-    if (onlyCasts<arith::TruncFOp>(loop))
-      loops.push_back(loop);
-  });
-  for (kernel::ElementwiseOp narrow : loops) {
+  for (kernel::ElementwiseOp narrow : narrowingLoops(function)) {
     kernel::CallOp norm = narrowedGradientOf(narrow);
     if (!norm)
       continue;
