@@ -351,9 +351,14 @@ def softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def norm_mean(x, axes, a):
+    """The mean a layer norm subtracts: none (0) for a root-mean-square one."""
+    return 0.0 if a.get("rms") else x.mean(axis=axes, keepdims=True)
+
+
 def layer_norm(x, scale, bias, a):
     axes = tuple(range(a["axis"], x.ndim))
-    mean = x.mean(axis=axes, keepdims=True)
+    mean = norm_mean(x, axes, a)
     var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
     y = (x - mean) / np.sqrt(var + a["epsilon"]) * scale
     return y if bias is None else y + bias
@@ -364,11 +369,11 @@ def layer_norm_backward(x, scale, dy, a):
     the gradients of the input, the scale and the bias."""
     axes = tuple(range(a["axis"], x.ndim))
     rows = tuple(range(a["axis"]))
-    mean = x.mean(axis=axes, keepdims=True)
+    mean = norm_mean(x, axes, a)
     rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + a["epsilon"])
     xhat = (x - mean) * rstd
     dn = dy * scale
-    dx = rstd * (dn - dn.mean(axis=axes, keepdims=True)
+    dx = rstd * (dn - norm_mean(dn, axes, a)
                  - xhat * (dn * xhat).mean(axis=axes, keepdims=True))
     return dx, (dy * xhat).sum(axis=rows), dy.sum(axis=rows)
 

@@ -7,7 +7,9 @@
 // backward kept (three [tokens, 4 x width] tensors per MLP where PyTorch
 // keeps the input alone), and `nn.gelu`'s backward needs only its input.
 // Another finds Llama's `rotate_half` (two slices, a negation and a
-// concat) and makes it one `nn.rotate_half`.
+// concat) and makes it one `nn.rotate_half`, and others its RMSNorm (a mean
+// of squares, a square root and a quotient, then the weight) and make it
+// one `nn.layer_norm` with `rms`.
 // The others undo what autodiff builds term by term where the whole is
 // known:
 //
@@ -471,7 +473,137 @@ struct RotateHalfOfSlices : OpRewritePattern<ConcatOp> {
   }
 };
 
+/// Whether `value` is x squared: nn.pow of x by 2, or x * x.
+bool isSquare(Value value, Value x) {
+  if (auto pow = value.getDefiningOp<PowOp>())
+    return pow.getLhs() == x && isConstant(pow.getRhs(), 2.0);
+  auto mul = value.getDefiningOp<MulOp>();
+  return mul && mul.getLhs() == x && mul.getRhs() == x;
+}
+
+/// Where a root-mean-square normalization of a tensor normalizes, and by
+/// what it shifts the mean square.
+struct RmsForm {
+  int64_t axis;
+  double epsilon;
+};
+
+/// The form of `root` when it is sqrt(mean(x^2) + epsilon): the mean over
+/// dimensions `axis` to the last of x, keeping them, of nn.pow(x, 2) or x
+/// * x, plus a constant (either order). Each step is read by the next
+/// alone, so that nothing of it stays beside the op that replaces it.
+std::optional<RmsForm> rootMeanSquareOf(Value root, Value x) {
+  auto sqrt = root.getDefiningOp<SqrtOp>();
+  auto add =
+      sqrt && sqrt->hasOneUse() ? sqrt.getX().getDefiningOp<AddOp>() : AddOp();
+  if (!add || !add->hasOneUse())
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(x.getType());
+  for (auto [term, shift] : {std::pair(add.getLhs(), add.getRhs()),
+                             std::pair(add.getRhs(), add.getLhs())}) {
+    std::optional<double> epsilon = scalarValue(shift);
+    auto mean = term.getDefiningOp<ReduceMeanOp>();
+    if (!epsilon || *epsilon < 0 || !mean || !mean->hasOneUse() ||
+        !mean.getKeepdims() || add.getType() != mean.getType() ||
+        !mean.getX().hasOneUse() || !isSquare(mean.getX(), x))
+      continue;
+    // The axes: every dimension from the first of them to the last.
+    ArrayRef<int64_t> axes = mean.getAxes();
+    if (axes.empty() || axes.back() != type.getRank() - 1 ||
+        axes.back() - axes.front() + 1 != static_cast<int64_t>(axes.size()))
+      continue;
+    return RmsForm{axes.front(), *epsilon};
+  }
+  return std::nullopt;
+}
+
+/// `op`, which computes x over sqrt(mean(x^2) + epsilon), as nn.layer_norm
+/// with `rms` and a scale of ones (ScaledNorm below takes a scale that
+/// multiplies it into the op).
+LogicalResult replaceByRmsNorm(PatternRewriter &rewriter, Operation *op,
+                               Value x, Value root) {
+  auto type = dyn_cast<RankedTensorType>(x.getType());
+  if (!type || !isa<FloatType>(type.getElementType()) || type.getRank() == 0 ||
+      op->getResult(0).getType() != type)
+    return rewriter.notifyMatchFailure(op, "not a float tensor's quotient");
+  std::optional<RmsForm> form = rootMeanSquareOf(root, x);
+  if (!form)
+    return rewriter.notifyMatchFailure(op, "not over a root mean square");
+  auto scaleType = RankedTensorType::get(type.getShape().drop_front(form->axis),
+                                         type.getElementType());
+  Value ones = arith::ConstantOp::create(
+      rewriter, op->getLoc(),
+      DenseElementsAttr::get(scaleType,
+                             rewriter.getFloatAttr(type.getElementType(), 1)));
+  rewriter.replaceOpWithNewOp<LayerNormOp>(op, x, ones, Value(), form->axis,
+                                           form->epsilon, /*rms=*/true);
+  return success();
+}
+
+/// x * (1 / sqrt(mean(x^2) + epsilon)), in either order, is x's
+/// root-mean-square normalization (Hugging Face's LlamaRMSNorm, whose
+/// `torch.rsqrt` exports as a reciprocal of a square root): a squaring, a
+/// mean, a sum, a square root, a reciprocal and a product, each a kernel
+/// whose result the backward kept, are one op and one backward kernel.
+/// The arithmetic is the layer norm kernel's rather than the exported
+/// steps', so results can differ in the last bits.
+struct RmsNormOfProduct : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [x, factor] : {std::pair(op.getLhs(), op.getRhs()),
+                             std::pair(op.getRhs(), op.getLhs())}) {
+      auto reciprocal = factor.getDefiningOp<ReciprocalOp>();
+      if (reciprocal && reciprocal->hasOneUse() &&
+          rootMeanSquareOf(reciprocal.getX(), x))
+        return replaceByRmsNorm(rewriter, op, x, reciprocal.getX());
+    }
+    return rewriter.notifyMatchFailure(op, "not x times a reciprocal");
+  }
+};
+
+/// x / sqrt(mean(x^2) + epsilon): the same normalization (ONNX's
+/// RMSNormalization as its function body writes it).
+struct RmsNormOfQuotient : OpRewritePattern<DivOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DivOp op,
+                                PatternRewriter &rewriter) const override {
+    return replaceByRmsNorm(rewriter, op, op.getLhs(), op.getRhs());
+  }
+};
+
+/// A layer norm without a bias whose scale is ones, multiplied by a tensor
+/// of the scale's type, is the layer norm with that tensor as its scale:
+/// the learned weight of an RMSNorm (or of a layer norm written with
+/// elementwise_affine off and a product after it). The products' order
+/// rounds once where it rounded twice.
+struct ScaledNorm : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [normalized, scale] : {std::pair(op.getLhs(), op.getRhs()),
+                                     std::pair(op.getRhs(), op.getLhs())}) {
+      auto norm = normalized.getDefiningOp<LayerNormOp>();
+      if (!norm || !norm->hasOneUse() || norm.getBias() ||
+          !isConstant(norm.getScale(), 1.0) ||
+          scale.getType() != norm.getScale().getType() ||
+          op.getType() != norm.getType())
+        continue;
+      rewriter.replaceOpWithNewOp<LayerNormOp>(
+          op, norm.getX(), scale, Value(), norm.getAxis(),
+          norm.getEpsilon().convertToDouble(), norm.getRms());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "not a unit-scaled norm's product");
+  }
+};
+
 } // namespace
+
+void DivOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<RmsNormOfQuotient>(context);
+}
 
 void ConcatOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                            MLIRContext *context) {
@@ -485,7 +617,7 @@ void ReduceSumOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 
 void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                         MLIRContext *context) {
-  patterns.add<GeluOfSteps>(context);
+  patterns.add<GeluOfSteps, RmsNormOfProduct, ScaledNorm>(context);
 }
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,

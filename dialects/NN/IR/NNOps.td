@@ -107,7 +107,8 @@ def NN_MulOp : NN_BinaryOp<"mul", NN_NumericTensor, NN_NumericTensor,
   }];
   // Folds constant operands (shape arithmetic).
   let hasFolder = 1;
-  // GELU written out as arithmetic becomes nn.gelu (Canonicalize.cpp).
+  // GELU written out as arithmetic becomes nn.gelu, an RMSNorm and its
+  // weight nn.layer_norm with `rms` (Canonicalize.cpp).
   let hasCanonicalizer = 1;
 }
 
@@ -127,6 +128,9 @@ def NN_DivOp : NN_BinaryOp<"div", NN_NumericTensor, NN_NumericTensor,
   }];
   // Folds constant operands (shape arithmetic).
   let hasFolder = 1;
+  // x / sqrt(mean(x^2) + epsilon) becomes nn.layer_norm with `rms`
+  // (Canonicalize.cpp).
+  let hasCanonicalizer = 1;
 }
 
 def NN_PowOp : NN_BinaryOp<"pow", NN_NumericTensor, NN_NumericTensor,
@@ -723,8 +727,8 @@ def NN_BatchNormOp : NN_Op<"batch_norm", !listconcat(NN_InferredResult,
 
 def NN_LayerNormOp : NN_Op<"layer_norm", !listconcat(NN_InferredResult,
     [NN_WideCompute, NN_FlopsPerElement<8>,
-     NN_LibraryCall<"layer_norm", ["axis", "epsilon"]>])> {
-  let summary = "layer normalization";
+     NN_LibraryCall<"layer_norm", ["axis", "epsilon", "rms"]>])> {
+  let summary = "layer normalization, or root-mean-square normalization";
   let description = [{
     Normalizes `x` over dimensions `axis` to `rank - 1` (mean 0, variance 1,
     with `epsilon` added to the variance), then multiplies by `scale` and
@@ -732,40 +736,53 @@ def NN_LayerNormOp : NN_Op<"layer_norm", !listconcat(NN_InferredResult,
     non-negative (the conversion normalizes ONNX's negative axes). The
     result has `x`'s type.
 
+    With `rms`, no mean is subtracted: `x / sqrt(mean(x^2) + epsilon) *
+    scale (+ bias)`, the RMSNorm of Llama-family models (ONNX's
+    RMSNormalization, PyTorch's `rms_norm`). The nn canonicalization finds
+    it written out as a mean of squares, a square root and a quotient.
+
     Example:
 
     ```mlir
     %r = nn.layer_norm %x, %s, %b {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
            : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
            -> tensor<2x8x64xf32>
+    %n = nn.layer_norm %x, %s {axis = 2 : i64, epsilon = 1.000000e-06 : f64, rms}
+           : tensor<2x8x64xf32>, tensor<64xf32> -> tensor<2x8x64xf32>
     ```
   }];
+  // `rms` is a unit attribute: plain layer norms, most of them, print
+  // as before.
   let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
                    Optional<NN_FloatTensor>:$bias, I64Attr:$axis,
-                   F64Attr:$epsilon);
+                   F64Attr:$epsilon, UnitAttr:$rms);
   let results = (outs NN_FloatTensor:$result);
   // Conversions hold epsilon as a double; `bias` may be null.
   let builders = [OpBuilder<(ins "Value":$x, "Value":$scale, "Value":$bias,
-                                 "int64_t":$axis, "double":$epsilon), [{
+                                 "int64_t":$axis, "double":$epsilon,
+                                 CArg<"bool", "false">:$rms), [{
     build($_builder, $_state, x, scale, bias,
           $_builder.getI64IntegerAttr(axis),
-          $_builder.getF64FloatAttr(epsilon));
+          $_builder.getF64FloatAttr(epsilon),
+          rms ? $_builder.getUnitAttr() : ::mlir::UnitAttr());
   }]>];
 }
 
 def NN_LayerNormBackwardOp
     : NN_Op<"layer_norm_backward", !listconcat(NN_InferredResult,
     [NN_FollowCompute, NN_FlopsPerElement<17>,
-     NN_LibraryCall<"layer_norm_backward", ["axis", "epsilon"]>])> {
+     NN_LibraryCall<"layer_norm_backward", ["axis", "epsilon", "rms"]>])> {
   let summary = "gradients of nn.layer_norm: its input, scale and bias";
   let description = [{
-    For the forward `nn.layer_norm` of `x` with `scale`, `axis` and
-    `epsilon`, given `grad_output` (the result's gradient): per normalized
+    For the forward `nn.layer_norm` of `x` with `scale`, `axis`, `epsilon`
+    and `rms`, given `grad_output` (the result's gradient): per normalized
     row, with `xhat` the normalized input, `rstd` one over the standard
-    deviation and `dn = grad_output * scale`, the input's gradient
+    deviation (the root mean square under `rms`) and `dn = grad_output *
+    scale`, the input's gradient
 
-        rstd * (dn - mean(dn) - xhat * mean(dn * xhat)),
+        rstd * (dn - mean(dn) - xhat * mean(dn * xhat))
 
+    (without the `mean(dn)` term under `rms`: no mean was subtracted),
     and, summed over the rows, the scale's gradient `sum(grad_output *
     xhat)` and the bias's `sum(grad_output)` (of use when the forward has a
     bias). One kernel that reads each row once from memory, where the
@@ -785,7 +802,7 @@ def NN_LayerNormBackwardOp
   }];
   let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
                    NN_FloatTensor:$grad_output, I64Attr:$axis,
-                   F64Attr:$epsilon);
+                   F64Attr:$epsilon, UnitAttr:$rms);
   let results = (outs NN_FloatTensor:$grad_x, NN_FloatTensor:$grad_scale,
                  NN_FloatTensor:$grad_bias);
 }

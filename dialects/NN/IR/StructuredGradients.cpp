@@ -129,9 +129,11 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   // One kernel for all three (nn.layer_norm_backward recomputes the row
   // statistics): dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)) with
   // dn = g * scale, the scale's sum(g * xhat) and the bias's sum(g) over
-  // the rows. Without a bias, the third result goes unused.
-  auto grads = LayerNormBackwardOp::create(b, getLoc(), x, getScale(), g,
-                                           getAxisAttr(), getEpsilonAttr());
+  // the rows (without the mean(dn) term under `rms`). Without a bias, the
+  // third result goes unused.
+  auto grads =
+      LayerNormBackwardOp::create(b, getLoc(), x, getScale(), g, getAxisAttr(),
+                                  getEpsilonAttr(), getRmsAttr());
   if (!getBias())
     return setGradients(operandGrads, {grads.getGradX(), grads.getGradScale()});
   return setGradients(operandGrads, {grads.getGradX(), grads.getGradScale(),

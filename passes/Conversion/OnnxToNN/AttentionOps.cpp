@@ -4,7 +4,10 @@
 // RMSNormalization, RotaryEmbedding and Attention. None is an nn op of its
 // own: each becomes the products, reductions, slices and selections its
 // ONNX function body describes, so its gradient is theirs and every pass
-// below (recompute, precision, ZeRO, the kernels) sees ops it knows.
+// below (recompute, precision, ZeRO, the kernels) sees ops it knows. The
+// nn canonicalization, which runs right after the conversion, then finds
+// in RMSNormalization's steps the `nn.layer_norm` with `rms` that a
+// PyTorch export's RMSNorm also becomes (one kernel each way).
 //
 // Attention follows the operator as ONNX defines it today (the reference
 // of onnx 1.22 and its node tests): 3-D inputs are split into heads as

@@ -1,8 +1,9 @@
 //===- Norm.h - softmax and normalization on the CPU ------------*- C++ -*-===//
 //
-// softmax, logSoftmax, layerNorm with its gradients, and batchNorm (inference
-// form). A row's sums run in vector lanes, in an order the code fixes, so
-// results do not depend on the thread count.
+// softmax, logSoftmax, layerNorm (or root-mean-square normalization) with
+// its gradients, and batchNorm (inference form). A row's sums run in vector
+// lanes, in an order the code fixes, so results do not depend on the thread
+// count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,16 +98,21 @@ namespace detail {
 
 /// The mean of a row and one over its standard deviation (`epsilon` added
 /// to the variance), both sums in vector lanes (an order fixed by the
-/// code): layerNorm and its gradient compute them alike.
+/// code): layerNorm and its gradient compute them alike. With `rms` the
+/// mean is 0 and the "variance" the mean square: root-mean-square
+/// normalization.
 template <typename T>
 std::pair<ComputeT<T>, ComputeT<T>> rowStatistics(const T *in, int64_t length,
-                                                  double epsilon) {
+                                                  double epsilon, bool rms) {
   using Acc = ComputeT<T>;
-  Acc sum = 0;
+  Acc mean = 0;
+  if (!rms) {
+    Acc sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < length; ++i)
-    sum += load(in[i]);
-  Acc mean = sum / static_cast<Acc>(length);
+    for (int64_t i = 0; i < length; ++i)
+      sum += load(in[i]);
+    mean = sum / static_cast<Acc>(length);
+  }
   Acc squares = 0;
 #pragma omp simd reduction(+ : squares)
   for (int64_t i = 0; i < length; ++i) {
@@ -137,7 +143,7 @@ void layerNormRows(const T *x, const Dims &dims, const T *scale, const T *bias,
     const T *in = x + r * length;
     Out *out = y + r * length;
     const std::pair<Acc, Acc> stats =
-        detail::rowStatistics(in, length, epsilon);
+        detail::rowStatistics(in, length, epsilon, params.rms);
     const Acc mean = stats.first, inverse = stats.second;
     for (int64_t i = 0; i < length; ++i) {
       Acc value =
@@ -173,7 +179,8 @@ namespace detail {
 /// normalized dimensions, the input's is rstd * (dn - mean(dn) - xhat *
 /// mean(dn * xhat)) with dn = gy * scale, xhat the normalized input and
 /// rstd one over its standard deviation (the statistics recomputed as
-/// layerNorm computes them); the scale's is the sum over the rows of gy *
+/// layerNorm computes them), without the mean(dn) term under `rms`; the
+/// scale's is the sum over the rows of gy *
 /// xhat (each product rounded to ComputeT), the bias's the sum of gy, both
 /// added in SumT. The rows go in reduceChunks(rows) chunks, a thread each,
 /// every chunk's sums row by row; the chunks' sums are added in chunk
@@ -216,7 +223,8 @@ void layerNormBackwardRows(const T *x, const Dims &dims, const T *scale,
       T *out = gx + r * length;
       Narrow *narrowOut = narrow ? narrow + r * length : nullptr;
       const T *add = addend ? addend + r * length : nullptr;
-      const std::pair<Acc, Acc> stats = rowStatistics(in, length, epsilon);
+      const std::pair<Acc, Acc> stats =
+          rowStatistics(in, length, epsilon, params.rms);
       const Acc mean = stats.first, rstd = stats.second;
       Acc dnSum = 0, dnXhatSum = 0;
 #pragma omp simd reduction(+ : dnSum, dnXhatSum)
@@ -226,7 +234,8 @@ void layerNormBackwardRows(const T *x, const Dims &dims, const T *scale,
         dnSum += dn;
         dnXhatSum += dn * xhat;
       }
-      Acc dnMean = dnSum / static_cast<Acc>(length);
+      // Without a mean subtracted, dn's mean has no part in the gradient.
+      Acc dnMean = params.rms ? Acc(0) : dnSum / static_cast<Acc>(length);
       Acc dnXhatMean = dnXhatSum / static_cast<Acc>(length);
 #pragma omp simd
       for (int64_t i = 0; i < length; ++i) {

@@ -1,7 +1,8 @@
 //===- Norm.cuh - softmax and normalization on CUDA -------------*- C++ -*-===//
 //
-// softmax, logSoftmax, layerNorm with its gradients, and batchNorm (inference
-// form); a row's sums are one thread block's tree reduction.
+// softmax, logSoftmax, layerNorm (or root-mean-square normalization) with
+// its gradients, and batchNorm (inference form); a row's sums are one thread
+// block's tree reduction.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,16 +58,20 @@ template <typename T> struct SoftmaxBody {
 
 /// The mean of a row and one over its standard deviation (`epsilon` added
 /// to the variance), computed by the whole team: layerNorm and its
-/// gradient compute them alike.
+/// gradient compute them alike. With `rms` the mean is 0 and the
+/// "variance" the mean square.
 template <typename T, typename Team>
 ZTC_HOST_DEVICE void rowStatistics(const T *in, int64_t length, double epsilon,
-                                   const Team &team, ComputeT<T> &mean,
-                                   ComputeT<T> &inverse) {
+                                   bool rms, const Team &team,
+                                   ComputeT<T> &mean, ComputeT<T> &inverse) {
   using Acc = ComputeT<T>;
-  Acc sum = 0;
-  for (int64_t i = team.rank(); i < length; i += team.size())
-    sum += load(in[i]);
-  mean = team.reduce(sum, SumOp()) / static_cast<Acc>(length);
+  mean = 0;
+  if (!rms) {
+    Acc sum = 0;
+    for (int64_t i = team.rank(); i < length; i += team.size())
+      sum += load(in[i]);
+    mean = team.reduce(sum, SumOp()) / static_cast<Acc>(length);
+  }
   Acc squares = 0;
   for (int64_t i = team.rank(); i < length; i += team.size()) {
     Acc centered = load(in[i]) - mean;
@@ -81,13 +86,14 @@ template <typename T, typename Out = T> struct LayerNormBody {
   Out *y;
   int64_t length;
   double epsilon;
+  bool rms;
   template <typename Team>
   ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
     using Acc = ComputeT<T>;
     const T *in = x + row * length;
     Out *out = y + row * length;
     Acc mean, inverse;
-    rowStatistics(in, length, epsilon, team, mean, inverse);
+    rowStatistics(in, length, epsilon, rms, team, mean, inverse);
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc value = (load(in[i]) - mean) * inverse * load(scale[i]);
       if (bias)
@@ -111,6 +117,7 @@ struct LayerNormBackwardBody {
   ComputeT<T> *stats;
   int64_t length;
   double epsilon;
+  bool rms;
   template <typename Team>
   ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
     using Acc = ComputeT<T>;
@@ -120,7 +127,7 @@ struct LayerNormBackwardBody {
     Narrow *narrowOut = narrow ? narrow + row * length : nullptr;
     const T *add = addend ? addend + row * length : nullptr;
     Acc mean, rstd;
-    rowStatistics(in, length, epsilon, team, mean, rstd);
+    rowStatistics(in, length, epsilon, rms, team, mean, rstd);
     if (team.rank() == 0) {
       stats[2 * row] = mean;
       stats[2 * row + 1] = rstd;
@@ -131,7 +138,10 @@ struct LayerNormBackwardBody {
       dnSum += dn;
       dnXhatSum += dn * (load(in[i]) - mean) * rstd;
     }
+    // Every thread takes part in each reduction, rms or not.
     Acc dnMean = team.reduce(dnSum, SumOp()) / static_cast<Acc>(length);
+    if (rms)
+      dnMean = 0;
     Acc dnXhatMean = team.reduce(dnXhatSum, SumOp()) / static_cast<Acc>(length);
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc dn = load(g[i]) * load(scale[i]);
@@ -254,7 +264,8 @@ void layerNormRows(const T *x, const Dims &dims, const T *scale, const T *bias,
   if (length == 0)
     return;
   launchRows(rows, length,
-             LayerNormBody<T, Out>{x, scale, bias, y, length, params.epsilon},
+             LayerNormBody<T, Out>{x, scale, bias, y, length, params.epsilon,
+                                   params.rms},
              stream, kernel);
 }
 
@@ -311,7 +322,7 @@ void layerNormBackwardRows(const T *x, const Dims &dims, const T *scale,
   launchRows(p.rows, p.length,
              LayerNormBackwardBody<T, G, Narrow>{x, scale, gy, addend, gx,
                                                  narrow, stats, p.length,
-                                                 params.epsilon},
+                                                 params.epsilon, params.rms},
              stream, kernel);
   launchElements(
       p.segments * p.length,

@@ -926,8 +926,9 @@ void compareLayerNormBackward(const Shape &shape, const std::vector<T> &x,
   };
   cpuCall(nullptr, cpuX.data());
   gpuCall(nullptr, gpuX.data());
-  const std::string what =
-      "layerNormBackward " + describe(shape) + " axis " + std::to_string(axis);
+  const std::string what = std::string(config.rms ? "rms " : "") +
+                           "layerNormBackward " + describe(shape) + " axis " +
+                           std::to_string(axis);
   expectClose(gpuX, cpuX, what);
   expectClose(gpuScale, cpuScale, what + " scale");
   expectClose(gpuBias, cpuBias, what + " bias");
@@ -954,41 +955,43 @@ void compareLayerNormBackward(const Shape &shape, const std::vector<T> &x,
 /// layerNormNarrow: an f32 layer norm stored in T (bf16, f16). Each
 /// library's result is its f32 layer norm rounded once to T, bit for bit
 /// (what the cast it replaces gave), and CUDA's is the CPU's within T's
-/// tolerance; with and without a bias.
+/// tolerance; with and without a bias, centered and root-mean-square.
 template <typename T> void checkLayerNormNarrow() {
   const Shape shape = {6, 40}, normalized = {40};
   auto x = randomValues<float>(numel(shape), 405, -2, 3);
   auto scale = randomValues<float>(40, 406, -1, 1);
   auto bias = randomValues<float>(40, 407, -1, 1);
-  const ztc::LayerNormParams config{1, 1e-5};
-  for (bool withBias : {true, false}) {
-    const float *b = withBias ? bias.data() : nullptr;
-    const Shape biasShape = withBias ? normalized : Shape{};
-    std::vector<float> cpuWide(x.size()), gpuWide(x.size());
-    std::vector<T> cpuNarrow(x.size()), gpuNarrow(x.size());
-    cpu::layerNorm<float>(x.data(), cpuDims(shape), scale.data(),
-                          cpuDims(normalized), b, cpuDims(biasShape),
-                          cpuWide.data(), cpuDims(shape), config);
-    cpu::layerNormNarrow<T>(x.data(), cpuDims(shape), scale.data(),
+  for (bool rms : {false, true})
+    for (bool withBias : {true, false}) {
+      const ztc::LayerNormParams config{1, 1e-5, rms};
+      const float *b = withBias ? bias.data() : nullptr;
+      const Shape biasShape = withBias ? normalized : Shape{};
+      std::vector<float> cpuWide(x.size()), gpuWide(x.size());
+      std::vector<T> cpuNarrow(x.size()), gpuNarrow(x.size());
+      cpu::layerNorm<float>(x.data(), cpuDims(shape), scale.data(),
                             cpuDims(normalized), b, cpuDims(biasShape),
-                            cpuNarrow.data(), cpuDims(shape), config);
-    gpu::layerNorm<float>(x.data(), gpuDims(shape), scale.data(),
-                          gpuDims(normalized), b, gpuDims(biasShape),
-                          gpuWide.data(), gpuDims(shape), config, kStream);
-    gpu::layerNormNarrow<T>(x.data(), gpuDims(shape), scale.data(),
+                            cpuWide.data(), cpuDims(shape), config);
+      cpu::layerNormNarrow<T>(x.data(), cpuDims(shape), scale.data(),
+                              cpuDims(normalized), b, cpuDims(biasShape),
+                              cpuNarrow.data(), cpuDims(shape), config);
+      gpu::layerNorm<float>(x.data(), gpuDims(shape), scale.data(),
                             gpuDims(normalized), b, gpuDims(biasShape),
-                            gpuNarrow.data(), gpuDims(shape), config, kStream);
-    for (size_t i = 0; i < x.size(); ++i) {
-      const T cpuCast(cpuWide[i]), gpuCast(gpuWide[i]);
-      ASSERT_EQ(0, std::memcmp(&cpuNarrow[i], &cpuCast, sizeof(T)))
-          << "CPU element " << i << (withBias ? " with" : " without")
-          << " a bias";
-      ASSERT_EQ(0, std::memcmp(&gpuNarrow[i], &gpuCast, sizeof(T)))
-          << "CUDA element " << i << (withBias ? " with" : " without")
-          << " a bias";
+                            gpuWide.data(), gpuDims(shape), config, kStream);
+      gpu::layerNormNarrow<T>(x.data(), gpuDims(shape), scale.data(),
+                              gpuDims(normalized), b, gpuDims(biasShape),
+                              gpuNarrow.data(), gpuDims(shape), config,
+                              kStream);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const T cpuCast(cpuWide[i]), gpuCast(gpuWide[i]);
+        ASSERT_EQ(0, std::memcmp(&cpuNarrow[i], &cpuCast, sizeof(T)))
+            << "CPU element " << i << (withBias ? " with" : " without")
+            << " a bias";
+        ASSERT_EQ(0, std::memcmp(&gpuNarrow[i], &gpuCast, sizeof(T)))
+            << "CUDA element " << i << (withBias ? " with" : " without")
+            << " a bias";
+      }
+      expectClose(gpuNarrow, cpuNarrow, "layerNormNarrow");
     }
-    expectClose(gpuNarrow, cpuNarrow, "layerNormNarrow");
-  }
 }
 
 TEST(CudaKernelsTest, LayerNormNarrowBF16) { checkLayerNormNarrow<bf16>(); }
@@ -1009,8 +1012,9 @@ void expectSameBits(const std::vector<T> &a, const std::vector<T> &b,
 /// library's gradients are bit for bit its f32 backward's of the widened
 /// gradient, and the narrow copy that gradient rounded once to T (what
 /// the casts it replaces gave); with an addend (CUDA's over it) and
-/// without; rows enough for CUDA's column sums in several segments.
-template <typename T> void checkLayerNormBackwardNarrow() {
+/// without; rows enough for CUDA's column sums in several segments;
+/// centered and root-mean-square.
+template <typename T> void checkLayerNormBackwardNarrow(bool rms) {
   const Shape shape = {300, 40}, normalized = {40};
   const size_t n = numel(shape);
   auto x = randomValues<float>(n, 410, -2, 3);
@@ -1020,7 +1024,7 @@ template <typename T> void checkLayerNormBackwardNarrow() {
   std::vector<float> gyWide(n);
   for (size_t i = 0; i < n; ++i)
     gyWide[i] = float(gy[i]);
-  const ztc::LayerNormParams config{1, 1e-5};
+  const ztc::LayerNormParams config{1, 1e-5, rms};
   const gpu::Dims inputs[] = {gpuDims(shape), gpuDims(normalized),
                               gpuDims(shape)};
   std::vector<char> scratch(
@@ -1037,7 +1041,8 @@ template <typename T> void checkLayerNormBackwardNarrow() {
   for (bool cuda : {false, true})
     for (bool withAddend : {false, true}) {
       const std::string what = std::string(cuda ? "CUDA" : "CPU") +
-                               (withAddend ? " with an addend" : "");
+                               (withAddend ? " with an addend" : "") +
+                               (rms ? ", rms" : "");
       const float *add = withAddend ? addend.data() : nullptr;
       const Shape addShape = withAddend ? shape : Shape{};
       Gradients wide{std::vector<float>(n),
@@ -1086,10 +1091,12 @@ template <typename T> void checkLayerNormBackwardNarrow() {
 }
 
 TEST(CudaKernelsTest, LayerNormBackwardNarrowBF16) {
-  checkLayerNormBackwardNarrow<bf16>();
+  checkLayerNormBackwardNarrow<bf16>(/*rms=*/false);
+  checkLayerNormBackwardNarrow<bf16>(/*rms=*/true);
 }
 TEST(CudaKernelsTest, LayerNormBackwardNarrowF16) {
-  checkLayerNormBackwardNarrow<f16>();
+  checkLayerNormBackwardNarrow<f16>(/*rms=*/false);
+  checkLayerNormBackwardNarrow<f16>(/*rms=*/true);
 }
 
 template <typename T> void checkNorms() {
@@ -1103,21 +1110,25 @@ template <typename T> void checkNorms() {
     const Shape normalized(shape.begin() +
                                (axis < 0 ? axis + int64_t(shape.size()) : axis),
                            shape.end());
-    const ztc::LayerNormParams config{axis, 1e-5};
-    for (bool withBias : {true, false}) {
-      const Shape biasShape = withBias ? normalized : Shape{};
-      cpu::layerNorm<T>(x.data(), cpuDims(shape), params.data(),
-                        cpuDims(normalized), withBias ? bias.data() : nullptr,
-                        cpuDims(biasShape), expected.data(), cpuDims(shape),
-                        config);
-      gpu::layerNorm<T>(x.data(), gpuDims(shape), params.data(),
-                        gpuDims(normalized), withBias ? bias.data() : nullptr,
-                        gpuDims(biasShape), actual.data(), gpuDims(shape),
-                        config, kStream);
-      expectClose(actual, expected, "layerNorm axis " + std::to_string(axis));
+    for (bool rms : {false, true}) {
+      const ztc::LayerNormParams config{axis, 1e-5, rms};
+      const std::string what = std::string(rms ? "rms " : "") +
+                               "layerNorm axis " + std::to_string(axis);
+      for (bool withBias : {true, false}) {
+        const Shape biasShape = withBias ? normalized : Shape{};
+        cpu::layerNorm<T>(x.data(), cpuDims(shape), params.data(),
+                          cpuDims(normalized), withBias ? bias.data() : nullptr,
+                          cpuDims(biasShape), expected.data(), cpuDims(shape),
+                          config);
+        gpu::layerNorm<T>(x.data(), gpuDims(shape), params.data(),
+                          gpuDims(normalized), withBias ? bias.data() : nullptr,
+                          gpuDims(biasShape), actual.data(), gpuDims(shape),
+                          config, kStream);
+        expectClose(actual, expected, what);
+      }
+      // The gradients, with `bias` as the result's gradient.
+      compareLayerNormBackward(shape, x, params, bias, config);
     }
-    // The gradients, with `bias` as the result's gradient.
-    compareLayerNormBackward(shape, x, params, bias, config);
   }
   auto mean = randomValues<T>(3, 403, -1, 1);
   auto var = randomValues<T>(3, 404, 0.5, 2);

@@ -813,7 +813,9 @@ TEST(KernelsTest, SoftmaxFloat) { checkSoftmax<float>(); }
 TEST(KernelsTest, SoftmaxDouble) { checkSoftmax<double>(); }
 TEST(KernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
 
-template <typename T> void checkLayerNorm(bool withBias) {
+/// layerNorm against its formula in double; with `rms`, root-mean-square
+/// normalization (no mean subtracted).
+template <typename T> void checkLayerNorm(bool withBias, bool rms = false) {
   Shape shape = {2, 3, 8};
   for (int64_t axis : {1, 2}) {
     int64_t rows = axis == 1 ? 2 : 6, length = numel(shape) / rows;
@@ -823,7 +825,7 @@ template <typename T> void checkLayerNorm(bool withBias) {
     std::vector<double> xs = widen(x), expected(xs.size());
     for (int64_t r = 0; r < rows; ++r) {
       double mean = 0, var = 0;
-      for (int64_t i = 0; i < length; ++i)
+      for (int64_t i = 0; i < length && !rms; ++i)
         mean += xs[r * length + i] / length;
       for (int64_t i = 0; i < length; ++i)
         var += std::pow(xs[r * length + i] - mean, 2) / length;
@@ -836,8 +838,8 @@ template <typename T> void checkLayerNorm(bool withBias) {
     std::vector<T> y(xs.size());
     layerNorm<T>(x.data(), dimsOf(shape), scale.data(), {},
                  withBias ? bias.data() : nullptr, {}, y.data(), dimsOf(shape),
-                 LayerNormParams{axis, 1e-5});
-    expectNear(y, expected, "layerNorm", 1.0);
+                 LayerNormParams{axis, 1e-5, rms});
+    expectNear(y, expected, rms ? "rms layerNorm" : "layerNorm", 1.0);
   }
 }
 
@@ -849,12 +851,20 @@ TEST(KernelsTest, LayerNorm) {
   checkLayerNorm<bf16>(false);
 }
 
+TEST(KernelsTest, RmsNorm) {
+  checkLayerNorm<float>(false, /*rms=*/true);
+  checkLayerNorm<float>(true, /*rms=*/true);
+  checkLayerNorm<double>(false, /*rms=*/true);
+  checkLayerNorm<bf16>(false, /*rms=*/true);
+}
+
 /// layerNormBackward against central differences of sum(gy * layerNorm(x))
 /// computed in double: the input's gradient by its definition, not by the
 /// formula the kernel implements; the scale's and bias's gradients against
 /// sum(gy * xhat) and sum(gy) over the rows in double. Enough rows (200 at
-/// axis 2) that the sums take several chunks.
-template <typename T> void checkLayerNormBackward() {
+/// axis 2) that the sums take several chunks. With `rms`, of the
+/// root-mean-square normalization.
+template <typename T> void checkLayerNormBackward(bool rms = false) {
   Shape shape = {5, 40, 12};
   for (int64_t axis : {1, 2}) {
     int64_t rows = axis == 1 ? 5 : 200, length = numel(shape) / rows;
@@ -865,7 +875,7 @@ template <typename T> void checkLayerNormBackward() {
     std::vector<double> expectedScale(length, 0.0), expectedBias(length, 0.0);
     auto statistics = [&](const std::vector<double> &v, int64_t r) {
       double mean = 0, var = 0;
-      for (int64_t i = 0; i < length; ++i)
+      for (int64_t i = 0; i < length && !rms; ++i)
         mean += v[r * length + i] / length;
       for (int64_t i = 0; i < length; ++i)
         var += std::pow(v[r * length + i] - mean, 2) / length;
@@ -900,8 +910,8 @@ template <typename T> void checkLayerNormBackward() {
                          dimsOf(normalized), gy.data(), dimsOf(shape), nullptr,
                          Dims{}, gx.data(), dimsOf(shape), gscale.data(),
                          dimsOf(normalized), gbias.data(), dimsOf(normalized),
-                         LayerNormParams{axis, 1e-5});
-    SCOPED_TRACE("axis " + std::to_string(axis));
+                         LayerNormParams{axis, 1e-5, rms});
+    SCOPED_TRACE("axis " + std::to_string(axis) + (rms ? ", rms" : ""));
     // Central differences are good to about 1e-9 here: double's own
     // tolerance would be finer than the reference.
     expectNear(gx, expected, "layerNormBackward",
@@ -919,6 +929,12 @@ TEST(KernelsTest, LayerNormBackward) {
   checkLayerNormBackward<float>();
   checkLayerNormBackward<double>();
   checkLayerNormBackward<bf16>();
+}
+
+TEST(KernelsTest, RmsNormBackward) {
+  checkLayerNormBackward<float>(/*rms=*/true);
+  checkLayerNormBackward<double>(/*rms=*/true);
+  checkLayerNormBackward<bf16>(/*rms=*/true);
 }
 
 TEST(KernelsTest, BatchNorm) {

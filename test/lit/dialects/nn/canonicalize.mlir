@@ -592,3 +592,185 @@ func.func @rotate_half_kept(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %z: tensor
   %4 = nn.concat %nq1, %q0 {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
   return %0, %1, %2, %3, %4 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<4x2xf32>, tensor<2x8xf32>
 }
+
+// Llama's RMSNorm as PyTorch exports it: x * reciprocal(sqrt(mean(x^2) +
+// eps)) times the weight is nn.layer_norm with rms and the weight as its
+// scale. The same with x * x for the square, the quotient x / sqrt(...)
+// (ONNX's RMSNormalization body), the factors in the other order and the
+// mean over the last two dimensions; without a weight, the scale is ones.
+// CHECK-LABEL: func.func @rms_norm_steps
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x8xf32>, %[[W:.+]]: tensor<8xf32>, %[[V:.+]]: tensor<3x8xf32>)
+// CHECK-DAG: %[[ONES:.+]] = arith.constant dense<1.000000e+00> : tensor<8xf32>
+// CHECK-DAG: %[[A:.+]] = nn.layer_norm %[[X]], %[[W]] {axis = 2 : i64, epsilon = 9.9999999747524271E-7 : f64, rms} : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>
+// CHECK-DAG: %[[B:.+]] = nn.layer_norm %[[X]], %[[W]] {axis = 2 : i64, epsilon = 9.9999997473787516E-6 : f64, rms}
+// CHECK-DAG: %[[C:.+]] = nn.layer_norm %[[X]], %[[V]] {axis = 1 : i64, epsilon = 0.000000e+00 : f64, rms} : tensor<2x3x8xf32>, tensor<3x8xf32> -> tensor<2x3x8xf32>
+// CHECK-DAG: %[[D:.+]] = nn.layer_norm %[[X]], %[[ONES]] {axis = 2 : i64, epsilon = 9.9999999747524271E-7 : f64, rms}
+// CHECK-NOT: nn.reduce_mean
+// CHECK: return %[[A]], %[[B]], %[[C]], %[[D]]
+func.func @rms_norm_steps(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>, %v: tensor<3x8xf32>)
+    -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %eps = arith.constant dense<1.0e-6> : tensor<f32>
+  %eps5 = arith.constant dense<1.0e-5> : tensor<f32>
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %0 = nn.pow %x, %two : tensor<2x3x8xf32>, tensor<f32> -> tensor<2x3x8xf32>
+  %1 = nn.reduce_mean %0 {axes = array<i64: 2>, keepdims = true} : tensor<2x3x8xf32> -> tensor<2x3x1xf32>
+  %2 = nn.add %1, %eps : tensor<2x3x1xf32>, tensor<f32> -> tensor<2x3x1xf32>
+  %3 = nn.sqrt %2 : tensor<2x3x1xf32> -> tensor<2x3x1xf32>
+  %4 = nn.reciprocal %3 : tensor<2x3x1xf32> -> tensor<2x3x1xf32>
+  %5 = nn.mul %x, %4 : tensor<2x3x8xf32>, tensor<2x3x1xf32> -> tensor<2x3x8xf32>
+  %a = nn.mul %w, %5 : tensor<8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %10 = nn.mul %x, %x : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %11 = nn.reduce_mean %10 {axes = array<i64: 2>, keepdims = true} : tensor<2x3x8xf32> -> tensor<2x3x1xf32>
+  %12 = nn.add %eps5, %11 : tensor<f32>, tensor<2x3x1xf32> -> tensor<2x3x1xf32>
+  %13 = nn.sqrt %12 : tensor<2x3x1xf32> -> tensor<2x3x1xf32>
+  %14 = nn.reciprocal %13 : tensor<2x3x1xf32> -> tensor<2x3x1xf32>
+  %15 = nn.mul %14, %x : tensor<2x3x1xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %b = nn.mul %15, %w : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>
+  %20 = nn.pow %x, %two : tensor<2x3x8xf32>, tensor<f32> -> tensor<2x3x8xf32>
+  %21 = nn.reduce_mean %20 {axes = array<i64: 1, 2>, keepdims = true} : tensor<2x3x8xf32> -> tensor<2x1x1xf32>
+  %22 = nn.add %21, %zero : tensor<2x1x1xf32>, tensor<f32> -> tensor<2x1x1xf32>
+  %23 = nn.sqrt %22 : tensor<2x1x1xf32> -> tensor<2x1x1xf32>
+  %24 = nn.div %x, %23 : tensor<2x3x8xf32>, tensor<2x1x1xf32> -> tensor<2x3x8xf32>
+  %c = nn.mul %24, %v : tensor<2x3x8xf32>, tensor<3x8xf32> -> tensor<2x3x8xf32>
+  %30 = nn.pow %x, %two : tensor<2x3x8xf32>, tensor<f32> -> tensor<2x3x8xf32>
+  %31 = nn.reduce_mean %30 {axes = array<i64: 2>, keepdims = true} : tensor<2x3x8xf32> -> tensor<2x3x1xf32>
+  %32 = nn.add %31, %eps : tensor<2x3x1xf32>, tensor<f32> -> tensor<2x3x1xf32>
+  %33 = nn.sqrt %32 : tensor<2x3x1xf32> -> tensor<2x3x1xf32>
+  %d = nn.div %x, %33 : tensor<2x3x8xf32>, tensor<2x3x1xf32> -> tensor<2x3x8xf32>
+  return %a, %b, %c, %d : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
+
+// Left as they are: the mean of another tensor's squares; a mean over a
+// dimension that is not the last; a mean that drops its dimension; a
+// negative shift; a shift that is not a constant; a cube for the square;
+// x times another tensor for the square; the squares or the root mean
+// square also read by another op (they would be computed twice). A layer norm of ones times a tensor of another shape keeps its
+// product.
+// CHECK-LABEL: func.func @rms_norm_kept
+// CHECK-COUNT-2: nn.div %arg0
+// CHECK: nn.div %arg4
+// CHECK-COUNT-6: nn.div %arg0
+// CHECK: %[[N:.+]] = nn.layer_norm %arg0, %{{.+}} {axis = 1 : i64, epsilon = 1.000000e-05 : f64, rms}
+// CHECK-NEXT: nn.mul %[[N]], %arg3
+// CHECK-NEXT: return
+func.func @rms_norm_kept(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %s: tensor<2x1xf32>, %w: tensor<2x8xf32>, %q: tensor<8x8xf32>)
+    -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>,
+        tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x8xf32>) {
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %three = arith.constant dense<3.0> : tensor<f32>
+  %eps = arith.constant dense<1.0e-6> : tensor<f32>
+  %neg = arith.constant dense<-1.0e-6> : tensor<f32>
+  %ones = arith.constant dense<1.0> : tensor<8xf32>
+  // Another tensor's squares.
+  %0 = nn.pow %y, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %1 = nn.reduce_mean %0 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %2 = nn.add %1, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %3 = nn.sqrt %2 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %a = nn.div %x, %3 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  // Over the first dimension.
+  %10 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %11 = nn.reduce_mean %10 {axes = array<i64: 0>, keepdims = true} : tensor<2x8xf32> -> tensor<1x8xf32>
+  %12 = nn.add %11, %eps : tensor<1x8xf32>, tensor<f32> -> tensor<1x8xf32>
+  %13 = nn.sqrt %12 : tensor<1x8xf32> -> tensor<1x8xf32>
+  %b = nn.div %x, %13 : tensor<2x8xf32>, tensor<1x8xf32> -> tensor<2x8xf32>
+  // Without keepdims: row i's root mean square divides column i.
+  %20 = nn.pow %q, %two : tensor<8x8xf32>, tensor<f32> -> tensor<8x8xf32>
+  %21 = nn.reduce_mean %20 {axes = array<i64: 1>, keepdims = false} : tensor<8x8xf32> -> tensor<8xf32>
+  %22 = nn.add %21, %eps : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+  %23 = nn.sqrt %22 : tensor<8xf32> -> tensor<8xf32>
+  %c = nn.div %q, %23 : tensor<8x8xf32>, tensor<8xf32> -> tensor<8x8xf32>
+  // A negative shift.
+  %30 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %31 = nn.reduce_mean %30 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %32 = nn.add %31, %neg : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %33 = nn.sqrt %32 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %d = nn.div %x, %33 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  // A shift that varies.
+  %40 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %41 = nn.reduce_mean %40 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %42 = nn.add %41, %s : tensor<2x1xf32>, tensor<2x1xf32> -> tensor<2x1xf32>
+  %43 = nn.sqrt %42 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %e = nn.div %x, %43 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  // A cube.
+  %50 = nn.pow %x, %three : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %51 = nn.reduce_mean %50 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %52 = nn.add %51, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %53 = nn.sqrt %52 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %f = nn.div %x, %53 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  // x times y for the square.
+  %80 = nn.mul %x, %y : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %81 = nn.reduce_mean %80 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %82 = nn.add %81, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %83 = nn.sqrt %82 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %i = nn.div %x, %83 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  // The squares read twice.
+  %90 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %91 = nn.reduce_mean %90 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %92 = nn.add %91, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %93 = nn.sqrt %92 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %j = nn.div %x, %93 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  // The root mean square read twice.
+  %60 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %61 = nn.reduce_mean %60 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %62 = nn.add %61, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %63 = nn.sqrt %62 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %g = nn.div %x, %63 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  // A unit-scaled layer norm times a tensor of x's shape.
+  %70 = nn.layer_norm %x, %ones {axis = 1 : i64, epsilon = 1.0e-5 : f64, rms} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %h = nn.mul %70, %w : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return %a, %b, %c, %d, %e, %f, %i, %j, %90, %g, %63, %h : tensor<2x8xf32>, tensor<2x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x8xf32>
+}
+
+// Nor when the shifted mean square or its reciprocal root is also read
+// elsewhere.
+// CHECK-LABEL: func.func @rms_norm_shared
+// CHECK-NOT: nn.layer_norm
+// CHECK: return
+func.func @rms_norm_shared(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x8xf32>, tensor<2x1xf32>) {
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %eps = arith.constant dense<1.0e-6> : tensor<f32>
+  %0 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %1 = nn.reduce_mean %0 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %2 = nn.add %1, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %3 = nn.sqrt %2 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %a = nn.div %x, %3 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  %10 = nn.pow %x, %two : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %11 = nn.reduce_mean %10 {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %12 = nn.add %11, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %13 = nn.sqrt %12 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %14 = nn.reciprocal %13 : tensor<2x1xf32> -> tensor<2x1xf32>
+  %b = nn.mul %x, %14 : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+  return %a, %2, %b, %14 : tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x8xf32>, tensor<2x1xf32>
+}
+
+// A layer norm's product with a tensor of its scale's shape stays a
+// product when the scale is not ones, when the norm has a bias, and when
+// the norm is also read elsewhere.
+// CHECK-LABEL: func.func @scaled_norm_kept
+// CHECK-COUNT-3: nn.mul %{{.+}}, %arg2
+// CHECK-NEXT: return
+func.func @scaled_norm_kept(%x: tensor<2x8xf32>, %s: tensor<8xf32>, %w: tensor<8xf32>)
+    -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %ones = arith.constant dense<1.0> : tensor<8xf32>
+  %0 = nn.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-5 : f64, rms} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %a = nn.mul %0, %w : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %1 = nn.layer_norm %x, %ones, %s {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %b = nn.mul %1, %w : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %2 = nn.layer_norm %x, %ones {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %c = nn.mul %2, %w : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  return %a, %b, %c, %2 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// A plain layer norm of ones (elementwise_affine off) times the weight
+// takes the weight as its scale too.
+// CHECK-LABEL: func.func @scaled_layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<8xf32>)
+// CHECK-NEXT: %[[N:.+]] = nn.layer_norm %[[X]], %[[W]] {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: return %[[N]]
+func.func @scaled_layer_norm(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  %ones = arith.constant dense<1.0> : tensor<8xf32>
+  %0 = nn.layer_norm %x, %ones {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %1 = nn.mul %w, %0 : tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return %1 : tensor<2x8xf32>
+}

@@ -126,8 +126,8 @@ func.func @conv2d(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>,
   return
 }
 
-// Normalizations keep x's type; layer_norm's bias is optional;
-// layer_norm_backward gives x's, the scale's and the bias's gradients.
+// Normalizations keep x's type; layer_norm's bias is optional, and so is
+// rms; layer_norm_backward gives x's, the scale's and the bias's gradients.
 // CHECK-LABEL: func.func @normalization
 // CHECK-SAME: (%[[X:.+]]: tensor<2x4x8xf32>, %[[C:.+]]: tensor<4xf32>, %[[S:.+]]: tensor<4x8xf32>)
 func.func @normalization(%x: tensor<2x4x8xf32>, %c: tensor<4xf32>,
@@ -145,6 +145,14 @@ func.func @normalization(%x: tensor<2x4x8xf32>, %c: tensor<4xf32>,
          : tensor<2x4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
   // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = nn.layer_norm_backward %[[X]], %[[S]], %[[X]] {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
   %3:3 = nn.layer_norm_backward %x, %s, %x {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+         : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>
+         -> tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  // Root-mean-square normalization, and its gradients.
+  // CHECK: nn.layer_norm %[[X]], %[[S]] {axis = 1 : i64, epsilon = 9.9999999999999995E-7 : f64, rms} : tensor<2x4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
+  %4 = nn.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-6 : f64, rms}
+         : tensor<2x4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
+  // CHECK: nn.layer_norm_backward %[[X]], %[[S]], %[[X]] {axis = 1 : i64, epsilon = 9.9999999999999995E-7 : f64, rms}
+  %5:3 = nn.layer_norm_backward %x, %s, %x {axis = 1 : i64, epsilon = 1.0e-6 : f64, rms}
          : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>
          -> tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
   return

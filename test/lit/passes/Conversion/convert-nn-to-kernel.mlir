@@ -189,3 +189,24 @@ func.func @cross_entropy_gradients(%x: tensor<8x4xbf16>, %w: tensor<10x4xbf16>,
          -> tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<f32>
   return %dx, %dw, %l, %dx2 : tensor<8x4xbf16>, tensor<10x4xbf16>, tensor<f32>, tensor<8x4xbf16>
 }
+
+// -----
+
+// A root-mean-square normalization and its backward are the layer norm
+// kernels, configured with rms (the unit attribute becomes the flag true);
+// a plain layer norm's config has no rms.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: kernel.call "layer_norm" ins(%{{.+}}, %{{.+}} : memref<2x8xf32>, memref<8xf32>) outs(%{{.+}} : memref<2x8xf32>) {config = {axis = 1 : i64, epsilon = 9.9999999999999995E-7 : f64, rms = true}}
+// CHECK: kernel.call "layer_norm_backward" ins({{.+}}) outs({{.+}}) {config = {axis = 1 : i64, epsilon = 9.9999999999999995E-7 : f64, rms = true}}
+// CHECK: kernel.call "layer_norm" ins({{.+}}) outs({{.+}}) {config = {axis = 1 : i64, epsilon = 1.000000e-05 : f64}}
+func.func @rms_norm(%x: tensor<2x8xf32>, %s: tensor<8xf32>)
+    -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) {
+  %0 = nn.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-6 : f64, rms}
+         : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %1:3 = nn.layer_norm_backward %x, %s, %0 {axis = 1 : i64, epsilon = 1.0e-6 : f64, rms}
+         : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>
+         -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %2 = nn.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+         : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  return %0, %1#0, %1#1, %2 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>
+}

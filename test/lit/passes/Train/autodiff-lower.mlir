@@ -137,6 +137,25 @@ func.func @normalization(%x: tensor<2x3x4xf32> {train.binding = #train.binding<i
   return %l : tensor<f32>
 }
 
+// Root-mean-square normalizations (nn.layer_norm with rms), over the last
+// two dimensions with a bias and over the last one without: no mean is
+// subtracted, so the input's gradient has no mean(dn) term.
+// CHECK-LABEL: func.func @rms_normalization
+// CHECK-SAME: train.grad_of
+// CHECK-SAME: kernel.arena_bytes
+func.func @rms_normalization(%x: tensor<2x3x4xf32> {train.binding = #train.binding<param "x">},
+                             %g: tensor<3x4xf32> {train.binding = #train.binding<param "g">},
+                             %b: tensor<3x4xf32> {train.binding = #train.binding<param "b">},
+                             %k: tensor<4xf32> {train.binding = #train.binding<param "k">}) -> tensor<f32> {
+  %0 = nn.layer_norm %x, %g, %b {axis = 1 : i64, epsilon = 1.000000e-05 : f64, rms}
+    : tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<2x3x4xf32>
+  %1 = nn.layer_norm %0, %k {axis = 2 : i64, epsilon = 1.000000e-01 : f64, rms}
+    : tensor<2x3x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
+  %2 = nn.mul %1, %x : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %l = nn.reduce_sum %2 {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x3x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
 // Softmax and log-softmax along inner and outer axes.
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: train.grad_of
