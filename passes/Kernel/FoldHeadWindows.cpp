@@ -40,15 +40,27 @@ struct Window {
   int64_t column = 0;
 };
 
+/// The heads of operand `index` of attention call `call` (rank 4), as
+/// stored: dimension 2 when bthd, else 1.
+int64_t storedHeads(kernel::CallOp call, unsigned index) {
+  int role = kernel::attentionRole(call, index);
+  return shapeOf(call->getOperand(index))[tokensOuter(call, role) ? 2 : 1];
+}
+
 /// Whether operand `index` of attention call `call`, a [B, T, H, D] buffer
 /// stored bthd, may instead be the window `window`: the columns are whole
-/// heads, and a call already windowed has the same logical head count.
+/// heads, and a call already windowed has the same logical head count. A
+/// grouped-query call (k with fewer heads than q) takes no windows: they
+/// share one logical head count.
 bool fitsWindow(kernel::CallOp call, unsigned index, const Window &window) {
   int role = kernel::attentionRole(call, index);
   ArrayRef<int64_t> heads = shapeOf(call->getOperand(index));
   ArrayRef<int64_t> source = shapeOf(window.source);
   if (role < 0 || !tokensOuter(call, role) || heads.size() != 4 ||
       source.size() != 3)
+    return false;
+  if (!call.getConfig().get("heads") &&
+      storedHeads(call, 0) != storedHeads(call, 1))
     return false;
   int64_t d = heads[3], width = source[2];
   if (heads[0] != source[0] || heads[1] != source[1] || width % d != 0 ||

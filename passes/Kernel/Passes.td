@@ -86,7 +86,9 @@ def FoldHeadWindowsPass : Pass<"ztc-fold-head-windows", "func::FuncOp"> {
        The output's buffer goes.
 
     Nothing else changes: the kernels read and write the same elements,
-    so results are those of the step with the copies.
+    so results are those of the step with the copies. Grouped-query calls
+    (k with fewer heads than q) take no windows: the windows share one
+    logical head count.
 
     Example:
 

@@ -281,6 +281,47 @@ Value untranspose(OpBuilder &b, Location loc, Value keysT) {
   return nn::TransposeOp::create(b, loc, source, perm);
 }
 
+/// The `[B, Hkv, T, D]` heads that `value` ([B, H, T, D]) repeats, each
+/// H / Hkv times in place, as Hugging Face's `repeat_kv` and ONNX
+/// Attention's `kv_num_heads` write it: a reshape to [B, Hkv, 1, T, D], a
+/// broadcast along the unit dimension and a reshape merging it into the
+/// heads. Null for anything else, or for one head repeated once.
+Value repeatedHeadsSource(Value value) {
+  auto merge = value.getDefiningOp<nn::ReshapeOp>();
+  auto broadcast =
+      merge ? merge.getX().getDefiningOp<nn::BroadcastToOp>() : nullptr;
+  if (!broadcast)
+    return Value();
+  ArrayRef<int64_t> out = cast<RankedTensorType>(value.getType()).getShape();
+  ArrayRef<int64_t> wide = broadcast.getType().getShape();
+  ArrayRef<int64_t> narrow =
+      cast<RankedTensorType>(broadcast.getX().getType()).getShape();
+  if (out.size() != 4 || wide.size() != 5 || narrow.size() != 5 ||
+      wide[2] < 2 || narrow[2] != 1 || wide[1] * wide[2] != out[1] ||
+      wide[0] != out[0] || wide[3] != out[2] || wide[4] != out[3] ||
+      narrow[0] != wide[0] || narrow[1] != wide[1] || narrow[3] != wide[3] ||
+      narrow[4] != wide[4])
+    return Value();
+  auto unsqueeze = broadcast.getX().getDefiningOp<nn::ReshapeOp>();
+  if (!unsqueeze)
+    return Value();
+  Value source = unsqueeze.getX();
+  auto type = cast<RankedTensorType>(source.getType());
+  if (type.getShape() != ArrayRef<int64_t>{out[0], wide[1], out[2], out[3]})
+    return Value();
+  return source;
+}
+
+/// Erases the repeat that made `value` from its source, op by op, as far
+/// as nothing else reads it.
+void eraseUnreadRepeat(Value value) {
+  for (int step = 0; step < 3 && value.use_empty(); ++step) {
+    Operation *op = value.getDefiningOp();
+    value = op->getOperand(0);
+    op->erase();
+  }
+}
+
 struct FuseAttentionPass
     : public ztc::impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
@@ -302,6 +343,25 @@ struct FuseAttentionPass
       b.setInsertionPoint(pv);
       Location loc = pv.getLoc();
       Value k = untranspose(b, loc, keysT);
+      // Step 6: grouped-query heads, k and v repeated from the same fewer
+      // heads, are read unrepeated; a constant factor on the repeated k
+      // (ONNX Attention's scale on keys an exporter repeated) joins the
+      // scale.
+      Value repeatedK = k, repeatedV = v, kRepeats = k;
+      double scale = match->scale;
+      std::optional<double> keyFactor;
+      if (auto mul = k.getDefiningOp<nn::MulOp>();
+          mul && k.hasOneUse() && mul.getLhs().getType() == k.getType() &&
+          (keyFactor = splatConstant(mul.getRhs())))
+        kRepeats = mul.getLhs();
+      Value kSource = repeatedHeadsSource(kRepeats),
+            vSource = repeatedHeadsSource(v);
+      if (kSource && vSource && kSource.getType() == vSource.getType()) {
+        k = kSource;
+        v = vSource;
+        if (kRepeats != repeatedK)
+          scale *= *keyFactor;
+      }
       SmallVector<Value> operands = {q, k, v};
       if (match->mask)
         operands.push_back(match->mask);
@@ -311,25 +371,33 @@ struct FuseAttentionPass
               nn::AttentionOp::Adaptor(operands, b.getDictionaryAttr({})),
               inferred)) ||
           inferred.front() != pv.getType()) {
-        if (k != keysT && k.use_empty())
-          k.getDefiningOp()->erase();
+        if (repeatedK != keysT && repeatedK.use_empty())
+          repeatedK.getDefiningOp()->erase();
         continue;
       }
       auto fused = nn::AttentionOp::create(
-          b, loc, q, k, v, match->mask, b.getF64FloatAttr(match->scale),
+          b, loc, q, k, v, match->mask, b.getF64FloatAttr(scale),
           match->causal ? b.getUnitAttr() : UnitAttr());
       pv.getResult().replaceAllUsesWith(fused.getResult());
-      // Step 6: the replaced chain, last first (each read only its next).
+      // Step 7: the replaced chain, last first (each read only its next).
       for (Operation *op : llvm::reverse(match->chain))
         op->erase();
       // What made kᵀ from k (a transpose, or the exporter's reshapes
       // around one), now read by nothing.
-      for (Value made = keysT; made != k;) {
+      for (Value made = keysT; made != repeatedK;) {
         Operation *op = made.getDefiningOp();
         if (!op || !op->use_empty() || !isa<nn::TransposeOp, nn::ReshapeOp>(op))
           break;
         made = op->getOperand(0);
         op->erase();
+      }
+      // And the repeats of grouped-query heads (and k's factor), once
+      // nothing reads them.
+      if (k == kSource) {
+        if (kRepeats != repeatedK && repeatedK.use_empty())
+          repeatedK.getDefiningOp()->erase();
+        eraseUnreadRepeat(kRepeats);
+        eraseUnreadRepeat(repeatedV);
       }
     }
   }

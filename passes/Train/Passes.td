@@ -49,9 +49,21 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
        with the swap; or a new `nn.transpose`.
     5. q, k and v have one rank and the same batch dimensions, and
        nn.attention's type is the product's; otherwise nothing changes.
-    6. The final product's uses read `nn.attention %q, %k, %v[, %mask]
+    6. Grouped-query heads: when k and v ([B, H, T, D]) each repeat the
+       heads of a [B, Hkv, T, D] tensor of one type, H / Hkv times in
+       place (Hugging Face's `repeat_kv`, ONNX Attention's
+       `kv_num_heads`: `nn.reshape` to [B, Hkv, 1, T, D], `nn.broadcast_to`
+       along the unit dimension, `nn.reshape` merging it), the fused op
+       reads those tensors: its kernels map query head h to key/value head
+       h / (H / Hkv), and its backward sums each group's gradients, where
+       the repeats were two copies forward, two reductions backward and
+       H / Hkv times the keys and values kept for the backward. A constant
+       splat multiplying the repeated k, read by nothing else (the ONNX
+       Attention conversion's scale on keys an exporter already repeated),
+       joins the scale.
+    7. The final product's uses read `nn.attention %q, %k, %v[, %mask]
        {scale, causal}`; the chain is erased, and what made `%kt` from k
-       once nothing else reads it.
+       (and the repeats) once nothing else reads it.
 
     Anything else stays as it is: probabilities another op reads (they
     would have to be materialized), a softmax over another axis, a scale

@@ -18,6 +18,11 @@
 // the slices and concats that copied the windows. The kernels reach every
 // operand's rows through AttentionRows.
 //
+// Rank-4 k and v may have fewer heads than q (grouped-query attention):
+// `group` query heads read each key/value head, head h its head h / group.
+// Batch entries count q's heads; a key/value entry kb is read by the query
+// entries kb * group + g (queryEntry), whose gradients its own sum.
+//
 // Only the C++17 standard library is used; under nvcc every member is also
 // a device function (ZTC_HOST_DEVICE).
 //
@@ -52,13 +57,16 @@ enum AttentionRole : int {
 /// entry of the flattened batch, stored [..., storedHeads, rows, length]
 /// or, with `tokensOuter`, [B, rows, storedHeads, length], the operand's
 /// `heads` heads being those from `headStart` on (all of them unless the
-/// operand is a window).
+/// operand is a window); `group` of the query heads `heads` read each of
+/// its heads (k and v of grouped-query attention; 1 otherwise).
 struct AttentionRows {
   int64_t rows = 0, length = 0, heads = 1, storedHeads = 1, headStart = 0;
   bool tokensOuter = false;
-  /// The offset of row `row` of batch entry `b` (b = batch * heads + head).
+  int64_t group = 1;
+  /// The offset of row `row` of batch entry `b` (b = batch * heads + head,
+  /// in query heads).
   ZTC_HOST_DEVICE int64_t at(int64_t b, int64_t row) const {
-    const int64_t batch = b / heads, head = headStart + b % heads;
+    const int64_t batch = b / heads, head = headStart + b % heads / group;
     if (!tokensOuter)
       return ((batch * storedHeads + head) * rows + row) * length;
     return ((batch * rows + row) * storedHeads + head) * length;
@@ -77,6 +85,9 @@ struct AttentionShape {
   /// The flattened batch dimensions, the queries, the keys, the head sizes
   /// of q and k (d) and of v (dv).
   int64_t batch = 1, tq = 0, tk = 0, d = 0, dv = 0;
+  /// The query heads that read each key/value head, and the key/value
+  /// entries of the flattened batch (batch / group).
+  int64_t group = 1, kvBatch = 1;
   /// The scores' batch dimensions, for the mask's offsets.
   Dims batchDims;
   /// The mask's element strides: per batch dimension, then along the
@@ -118,10 +129,22 @@ struct AttentionShape {
       batch *= q.d[i];
     }
     const int64_t heads = rank == 4 ? q.d[1] : 1;
+    const int64_t kvHeads = rank == 4 ? k.d[1] : 1;
+    if (kvHeads > 0 && heads % kvHeads == 0)
+      group = heads / kvHeads;
+    kvBatch = batch / group;
     const int64_t rows[kAttentionRoles] = {tq, tk, tk, tq, tq, tq, tk, tk};
     const int64_t lengths[kAttentionRoles] = {d, d, dv, dv, dv, d, d, dv};
+    const bool keyValue[kAttentionRoles] = {false, true,  true, false,
+                                            false, false, true, true};
     for (int r = 0; r < kAttentionRoles; ++r)
-      role[r] = {rows[r], lengths[r], heads, heads, 0, (bthd >> r & 1) != 0};
+      role[r] = {rows[r],
+                 lengths[r],
+                 heads,
+                 keyValue[r] ? kvHeads : heads,
+                 0,
+                 (bthd >> r & 1) != 0,
+                 keyValue[r] ? group : 1};
     stored(kAttentionQ, qStored);
     stored(kAttentionK, kStored);
     stored(kAttentionV, vStored);
@@ -170,6 +193,12 @@ struct AttentionShape {
       b /= batchDims.d[i];
     }
     return offset;
+  }
+
+  /// The query entry of the `g`th query head that reads key/value entry
+  /// `kvEntry` (g < group).
+  ZTC_HOST_DEVICE int64_t queryEntry(int64_t kvEntry, int64_t g) const {
+    return kvEntry * group + g;
   }
 
   /// The keys query `i` sees: [0, keyEnd(i)); causal attention sees keys

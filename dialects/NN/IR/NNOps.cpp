@@ -1078,9 +1078,20 @@ inferAttention(std::optional<Location> loc, StringRef opName, Value qValue,
     return inferError(loc, opName, "expects q, k and v of one rank, got ", q,
                       ", ", k, " and ", v);
   ArrayRef<int64_t> batch = q.getShape().drop_back(2);
-  if (k.getShape().drop_back(2) != batch || v.getShape().drop_back(2) != batch)
+  // Grouped-query attention: rank-4 k and v may have fewer heads (dimension
+  // 1) than q, the same number, dividing q's.
+  auto sameBatch = [&](RankedTensorType t) {
+    ArrayRef<int64_t> other = t.getShape().drop_back(2);
+    if (other == batch)
+      return true;
+    return q.getRank() == 4 && other[0] == batch[0] && other[1] > 0 &&
+           batch[1] % other[1] == 0;
+  };
+  if (!sameBatch(k) || !sameBatch(v) ||
+      k.getShape().drop_back(2) != v.getShape().drop_back(2))
     return inferError(loc, opName,
-                      "expects q, k and v with the same batch dimensions, got ",
+                      "expects q, k and v with the same batch dimensions (k "
+                      "and v may share fewer heads, dividing q's), got ",
                       q, ", ", k, " and ", v);
   int64_t tq = q.getShape()[q.getRank() - 2], d = q.getShape().back();
   int64_t tk = k.getShape()[k.getRank() - 2];

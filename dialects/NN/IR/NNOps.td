@@ -922,7 +922,12 @@ def NN_AttentionOp : NN_Op<"attention", !listconcat(NN_InferredResult,
     `softmax(q kᵀ * scale + mask) v` along the keys, without materializing
     the scores or the probabilities: `q` is `[..., Tq, D]`, `k`
     `[..., Tk, D]` and `v` `[..., Tk, Dv]` with the same batch dimensions
-    `...` (batch and heads); the result is `[..., Tq, Dv]`. With `causal`,
+    `...` (batch and heads); the result is `[..., Tq, Dv]`. Rank-4 `k` and
+    `v` may have fewer heads than `q`, `[B, Hkv, Tk, D]` with `Hkv`
+    dividing `q`'s `H`: grouped-query attention, query head `h` reading
+    key/value head `h / (H / Hkv)` (what Hugging Face's `repeat_kv` and
+    ONNX's `kv_num_heads` mean; `ztc-fuse-attention` reads the repeated
+    heads unrepeated). With `causal`,
     query `i` attends to keys `j <= i` only (PyTorch's `is_causal`, its
     top-left alignment). The optional additive `mask` has the scores' rank
     and each of its dimensions is 1 or the scores' (`[..., Tq, Tk]`); it
@@ -1510,7 +1515,9 @@ def NN_AttentionBackwardOp
         dq = dS k * scale,   dk = dSᵀ q * scale
 
     `out` and `grad_output` have the forward result's type; the results
-    have the types of `q`, `k` and `v`. It has no second-order gradient.
+    have the types of `q`, `k` and `v`. With grouped-query heads, a key or
+    value head's gradient sums those of the query heads that read it. It
+    has no second-order gradient.
 
     Example:
 

@@ -391,13 +391,16 @@ LogicalResult convertAttention(NodeContext &ctx,
     return ctx.error() << "scale must be positive, got " << scale;
   Value root = ctx.scalar(elem, std::sqrt(scale));
   Value qScaled = ctx.create<nn::MulOp>({q, root});
-  Value kRepeated = repeatHeads(ctx, k, qs[1] / ks[1]);
+  // K scaled before its heads are repeated: fewer products, and the repeat
+  // right before the transpose, where ztc-fuse-attention reads through it.
+  Value kScaled = ctx.create<nn::MulOp>({k, root});
+  Value kRepeated =
+      kScaled ? repeatHeads(ctx, kScaled, qs[1] / ks[1]) : nullptr;
   Value vRepeated = kRepeated ? repeatHeads(ctx, v, qs[1] / ks[1]) : nullptr;
-  Value kScaled =
-      vRepeated ? ctx.create<nn::MulOp>({kRepeated, root}) : nullptr;
-  Value kT = kScaled ? ctx.create<nn::TransposeOp>(
-                           kScaled, {ctx.i64ArrayAttr("perm", {0, 1, 3, 2})})
-                     : nullptr;
+  Value kT = vRepeated
+                 ? ctx.create<nn::TransposeOp>(
+                       kRepeated, {ctx.i64ArrayAttr("perm", {0, 1, 3, 2})})
+                 : nullptr;
   Value scores =
       kT && qScaled ? ctx.create<nn::MatMulOp>({qScaled, kT}) : nullptr;
   if (!scores)

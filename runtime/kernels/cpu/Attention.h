@@ -369,7 +369,9 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
 /// The gradients of attention's q, k and v (nn.attention_backward has the
 /// formulas). Per batch entry: each query's log-sum-exp from its scores,
 /// delta = rowsum(gradOut * out), then one walk over the (query, key) pairs
-/// that adds each pair's share to dq, dk and dv.
+/// that adds each pair's share to dq, dk and dv. A thread owns a key/value
+/// entry and walks the query heads that read it one after another, so dk
+/// and dv sum a group's heads in head order.
 template <typename T>
 void attentionBackward(const T *q, const Dims &qDims, const T *k,
                        const Dims &kDims, const T *v, const Dims &vDims,
@@ -388,8 +390,9 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
   const Acc lowest = -std::numeric_limits<Acc>::infinity();
 #pragma omp parallel for if (shape.batch * tq * tk * (d + dv) >                \
                              detail::kParallelGrain)
-  for (int64_t b = 0; b < shape.batch; ++b) {
-    const T *mb = mask ? mask + shape.maskBase(b) : nullptr;
+  for (int64_t kb = 0; kb < shape.kvBatch; ++kb) {
+    // Every query head of the group reads the same key and value rows.
+    const int64_t b0 = shape.queryEntry(kb, 0);
     std::vector<Acc> dk(tk * d, Acc(0)), dvAcc(tk * dv, Acc(0));
     // Per row of a block of kRowsTogether queries: the probabilities, and
     // the products with the values, then the score gradients in their place.
@@ -399,50 +402,53 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
     // k and v transposed, [d][key]: a row's scores and the products of its
     // result's gradient with every value run side by side across the keys.
     std::vector<Acc> keysT(d * tk), valuesT(dv * tk);
-    detail::transposeRows(k, rows[kAttentionK], b, 0, tk, d, keysT.data(), tk);
-    detail::transposeRows(v, rows[kAttentionV], b, 0, tk, dv, valuesT.data(),
+    detail::transposeRows(k, rows[kAttentionK], b0, 0, tk, d, keysT.data(), tk);
+    detail::transposeRows(v, rows[kAttentionV], b0, 0, tk, dv, valuesT.data(),
                           tk);
-    for (int64_t i0 = 0; i0 < tq; i0 += together) {
-      const int64_t rowsHere = std::min(together, tq - i0);
-      const T *qRow[detail::kAttentionRowsTogether],
-          *gRow[detail::kAttentionRowsTogether];
-      int64_t keysEnd[detail::kAttentionRowsTogether];
-      Acc *scoreRow[detail::kAttentionRowsTogether],
-          *gradRow[detail::kAttentionRowsTogether];
-      int64_t keysTo = 0;
-      for (int64_t r = 0; r < rowsHere; ++r) {
-        keysEnd[r] = shape.keyEnd(i0 + r, causal);
-        keysTo = std::max(keysTo, keysEnd[r]);
-        qRow[r] = q + rows[kAttentionQ].at(b, i0 + r);
-        gRow[r] = gradOut + rows[kAttentionGradOut].at(b, i0 + r);
-        scoreRow[r] = scores.data() + r * tk;
-        gradRow[r] = gradScores.data() + r * tk;
-      }
-      // The rows' dot products with the keys, and of their result's
-      // gradients with the values (dp_j = gradOut_i · v_j): four rows at a
-      // time when the block is whole, to the furthest key any of them sees.
-      if (rowsHere == detail::kAttentionRowsTogether) {
-        detail::dotsAcross4(qRow, keysT.data(), tk, d, keysTo, scoreRow);
-        detail::dotsAcross4(gRow, valuesT.data(), tk, dv, keysTo, gradRow);
-      } else {
+    for (int64_t g = 0; g < shape.group; ++g) {
+      const int64_t b = shape.queryEntry(kb, g);
+      const T *mb = mask ? mask + shape.maskBase(b) : nullptr;
+      for (int64_t i0 = 0; i0 < tq; i0 += together) {
+        const int64_t rowsHere = std::min(together, tq - i0);
+        const T *qRow[detail::kAttentionRowsTogether],
+            *gRow[detail::kAttentionRowsTogether];
+        int64_t keysEnd[detail::kAttentionRowsTogether];
+        Acc *scoreRow[detail::kAttentionRowsTogether],
+            *gradRow[detail::kAttentionRowsTogether];
+        int64_t keysTo = 0;
         for (int64_t r = 0; r < rowsHere; ++r) {
-          detail::dotsAcross(qRow[r], keysT.data(), tk, d, keysEnd[r],
-                             scoreRow[r]);
-          detail::dotsAcross(gRow[r], valuesT.data(), tk, dv, keysEnd[r],
-                             gradRow[r]);
+          keysEnd[r] = shape.keyEnd(i0 + r, causal);
+          keysTo = std::max(keysTo, keysEnd[r]);
+          qRow[r] = q + rows[kAttentionQ].at(b, i0 + r);
+          gRow[r] = gradOut + rows[kAttentionGradOut].at(b, i0 + r);
+          scoreRow[r] = scores.data() + r * tk;
+          gradRow[r] = gradScores.data() + r * tk;
         }
-      }
-      for (int64_t r = 0; r < rowsHere; ++r) {
-        const int64_t i = i0 + r, n = keysEnd[r];
-        const T *oi = out + rows[kAttentionOut].at(b, i);
-        Acc *s = scoreRow[r], *p = probabilities.data() + r * tk,
-            *ds = gradRow[r];
-        // The row's scores and their log-sum-exp, as the forward saw them.
-        detail::scaleAndMask(s, n, scale,
-                             mb ? mb + i * shape.maskRowStride : nullptr,
-                             shape.maskColStride);
-        const Acc maximum = detail::largest(s, n, lowest);
-        // The exponentials, kept for the sum: probabilities after.
+        // The rows' dot products with the keys, and of their result's
+        // gradients with the values (dp_j = gradOut_i · v_j): four rows at a
+        // time when the block is whole, to the furthest key any of them sees.
+        if (rowsHere == detail::kAttentionRowsTogether) {
+          detail::dotsAcross4(qRow, keysT.data(), tk, d, keysTo, scoreRow);
+          detail::dotsAcross4(gRow, valuesT.data(), tk, dv, keysTo, gradRow);
+        } else {
+          for (int64_t r = 0; r < rowsHere; ++r) {
+            detail::dotsAcross(qRow[r], keysT.data(), tk, d, keysEnd[r],
+                               scoreRow[r]);
+            detail::dotsAcross(gRow[r], valuesT.data(), tk, dv, keysEnd[r],
+                               gradRow[r]);
+          }
+        }
+        for (int64_t r = 0; r < rowsHere; ++r) {
+          const int64_t i = i0 + r, n = keysEnd[r];
+          const T *oi = out + rows[kAttentionOut].at(b, i);
+          Acc *s = scoreRow[r], *p = probabilities.data() + r * tk,
+              *ds = gradRow[r];
+          // The row's scores and their log-sum-exp, as the forward saw them.
+          detail::scaleAndMask(s, n, scale,
+                               mb ? mb + i * shape.maskRowStride : nullptr,
+                               shape.maskColStride);
+          const Acc maximum = detail::largest(s, n, lowest);
+          // The exponentials, kept for the sum: probabilities after.
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j)
           p[j] = detail::exp(s[j] - maximum);
@@ -460,7 +466,7 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j)
           ds[j] = p[j] * (ds[j] - delta) * scale;
-      }
+        }
       std::fill(dq.begin(), dq.end(), Acc(0));
       // Each key's rows of dk and dv take the block's rows in query order,
       // as they would one query at a time.
@@ -528,10 +534,11 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
         for (int64_t c = 0; c < d; ++c)
           gq[c] = detail::store<T>(dq[r * d + c]);
       }
+      }
     }
     for (int64_t j = 0; j < tk; ++j) {
-      T *gk = gradK + rows[kAttentionGradK].at(b, j);
-      T *gv = gradV + rows[kAttentionGradV].at(b, j);
+      T *gk = gradK + rows[kAttentionGradK].at(b0, j);
+      T *gv = gradV + rows[kAttentionGradV].at(b0, j);
       for (int64_t c = 0; c < d; ++c)
         gk[c] = detail::store<T>(dk[j * d + c]);
       for (int64_t c = 0; c < dv; ++c)

@@ -269,10 +269,10 @@ template <typename T, bool kInRegisters> struct AttentionGradQueryBody {
   }
 };
 
-/// The backward's second kernel, a warp per key (row = b * tk + j): dk and
-/// dv over the queries that see the key, from the first kernel's
-/// statistics; accumulators in registers or the rows of `acc` (d + dv per
-/// row).
+/// The backward's second kernel, a warp per key (row = kb * tk + j, kb a
+/// key/value entry): dk and dv over the queries that see the key, of each
+/// query head that reads it in turn, from the first kernel's statistics;
+/// accumulators in registers or the rows of `acc` (d + dv per row).
 template <typename T, bool kInRegisters> struct AttentionGradKeyBody {
   AttentionInputs<T> in;
   const T *gradOut;
@@ -283,7 +283,8 @@ template <typename T, bool kInRegisters> struct AttentionGradKeyBody {
   ZTC_HOST_DEVICE void operator()(int64_t row, const Team &team) const {
     using Acc = ComputeT<T>;
     const AttentionShape &shape = in.shape;
-    const int64_t b = row / shape.tk, j = row % shape.tk, lane = team.rank();
+    const int64_t kb = row / shape.tk, j = row % shape.tk, lane = team.rank();
+    const int64_t b0 = shape.queryEntry(kb, 0);
     const int64_t first = row * (shape.d + shape.dv);
     RowAccumulators<Acc, kInRegisters> dk(scratchRow<kInRegisters>(acc, first)),
         dv(scratchRow<kInRegisters>(acc, first + shape.d));
@@ -291,27 +292,30 @@ template <typename T, bool kInRegisters> struct AttentionGradKeyBody {
                            [&](int slot, int64_t c) { dk(slot, c) = 0; });
     forOwned<kInRegisters>(lane, shape.dv,
                            [&](int slot, int64_t c) { dv(slot, c) = 0; });
-    const T *vj = in.v + shape.role[kAttentionV].at(b, j);
-    // Causal: queries i >= j see key j.
-    for (int64_t i = in.causal ? j : 0; i < shape.tq; ++i) {
-      const int64_t queryRow = b * shape.tq + i;
-      Acc p = mathExp(in.score(b, i, j, team) - stats[2 * queryRow]);
-      const T *gi = gradOut + shape.role[kAttentionGradOut].at(b, i);
-      Acc dotPart = 0;
-      forOwned<kInRegisters>(lane, shape.dv, [&](int slot, int64_t c) {
-        Acc g = load(gi[c]);
-        dotPart += g * load(vj[c]);
-        dv(slot, c) += p * g;
-      });
-      Acc ds = p * (team.reduce(dotPart, SumOp()) - stats[2 * queryRow + 1]) *
-               in.scale;
-      const T *qi = in.q + shape.role[kAttentionQ].at(b, i);
-      forOwned<kInRegisters>(lane, shape.d, [&](int slot, int64_t c) {
-        dk(slot, c) += ds * load(qi[c]);
-      });
+    const T *vj = in.v + shape.role[kAttentionV].at(b0, j);
+    for (int64_t g = 0; g < shape.group; ++g) {
+      const int64_t b = shape.queryEntry(kb, g);
+      // Causal: queries i >= j see key j.
+      for (int64_t i = in.causal ? j : 0; i < shape.tq; ++i) {
+        const int64_t queryRow = b * shape.tq + i;
+        Acc p = mathExp(in.score(b, i, j, team) - stats[2 * queryRow]);
+        const T *gi = gradOut + shape.role[kAttentionGradOut].at(b, i);
+        Acc dotPart = 0;
+        forOwned<kInRegisters>(lane, shape.dv, [&](int slot, int64_t c) {
+          Acc g = load(gi[c]);
+          dotPart += g * load(vj[c]);
+          dv(slot, c) += p * g;
+        });
+        Acc ds = p * (team.reduce(dotPart, SumOp()) - stats[2 * queryRow + 1]) *
+                 in.scale;
+        const T *qi = in.q + shape.role[kAttentionQ].at(b, i);
+        forOwned<kInRegisters>(lane, shape.d, [&](int slot, int64_t c) {
+          dk(slot, c) += ds * load(qi[c]);
+        });
+      }
     }
-    T *gk = gradK + shape.role[kAttentionGradK].at(b, j);
-    T *gv = gradV + shape.role[kAttentionGradV].at(b, j);
+    T *gk = gradK + shape.role[kAttentionGradK].at(b0, j);
+    T *gv = gradV + shape.role[kAttentionGradV].at(b0, j);
     forOwned<kInRegisters>(lane, shape.d, [&](int slot, int64_t c) {
       gk[c] = store<T>(dk(slot, c));
     });
@@ -691,6 +695,30 @@ loadQueryTile(const TileThreads &threads, const AttentionInputs<T> &in,
   });
 }
 
+/// Runs `body(b, i0)` for each tile of queries that sees the keys from
+/// `j0` of key/value entry `kb`, once it is in shared memory
+/// (loadQueryTile): the tiles of each query head that reads those keys in
+/// turn (grouped-query attention), `b` its batch entry, from `j0` on when
+/// causal (queries i >= j see key j). dk and dv's tile kernels add over
+/// them.
+template <typename T, typename Body>
+ZTC_HOST_DEVICE void
+forQueryTiles(const TileThreads &threads, const AttentionInputs<T> &in,
+              const AttentionTiles &tiles, unsigned char *shared, int64_t kb,
+              int64_t j0, const T *gradOut, const ComputeT<T> *stats,
+              const Body &body) {
+  const AttentionShape &shape = in.shape;
+  for (int64_t g = 0; g < shape.group; ++g) {
+    const int64_t b = shape.queryEntry(kb, g);
+    for (int64_t i0 = in.causal ? j0 : 0; i0 < shape.tq; i0 += kTileCols) {
+      threads.sync();
+      loadQueryTile(threads, in, tiles, shared, b, i0, gradOut, stats);
+      threads.sync();
+      body(b, i0);
+    }
+  }
+}
+
 /// The backward's first kernel on a tile of queries: their log-sum-exp
 /// and delta (into `stats`, as AttentionGradQueryBody), then dq over tiles
 /// of keys. Shared rows: rowA the running maximum, rowB the sum, rowC the
@@ -768,51 +796,51 @@ template <typename T> struct AttentionGradKeyTileBody {
                                   const TileThreads &threads) const {
     using Acc = ComputeT<T>;
     const AttentionShape &shape = in.shape;
-    const int64_t b = block / keyTiles, j0 = block % keyTiles * kTileRows;
+    const int64_t kb = block / keyTiles, j0 = block % keyTiles * kTileRows;
+    const int64_t b0 = shape.queryEntry(kb, 0);
     T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
       *ks = sharedAt<T>(shared, tiles.k), *vs = sharedAt<T>(shared, tiles.v);
     Acc *probs = sharedAt<Acc>(shared, tiles.probs),
         *grads = sharedAt<Acc>(shared, tiles.grads),
         *lse = sharedAt<Acc>(shared, tiles.rowA),
         *delta = sharedAt<Acc>(shared, tiles.rowB);
-    loadKeyTile(threads, in, tiles, shared, b, j0, kTileRows, true);
+    loadKeyTile(threads, in, tiles, shared, b0, j0, kTileRows, true);
     PerThread<TileSlice::Values<Acc>> dk, dv;
     threads.each([&](int t) {
       TileSlice::zero(dk[t]);
       TileSlice::zero(dv[t]);
     });
-    // Causal: queries i >= j see key j.
-    for (int64_t i0 = in.causal ? j0 : 0; i0 < shape.tq; i0 += kTileCols) {
-      threads.sync();
-      loadQueryTile(threads, in, tiles, shared, b, i0, gradOut, stats);
-      threads.sync();
-      threads.each([&](int t) {
-        Acc dots[TileDots::kRows][TileDots::kCols];
-        Acc gradDots[TileDots::kRows][TileDots::kCols];
-        TileDots::compute(t, ks, tiles.ld, qs, tiles.ld, shape.d, dots);
-        TileDots::compute(t, vs, tiles.ldv, gs, tiles.ldv, shape.dv, gradDots);
-        ZTC_UNROLL
-        for (int a = 0; a < TileDots::kRows; ++a)
-          ZTC_UNROLL
-        for (int m = 0; m < TileDots::kCols; ++m) {
-          const int r = TileDots::row(t, a), c = TileDots::col(t, m);
-          const int64_t i = i0 + c, j = j0 + r;
-          const auto pair = in.pairGradient(b, i, j, dots[a][m], gradDots[a][m],
-                                            lse[c], delta[c]);
-          probs[r * kScoreRow + c] = pair.p;
-          grads[r * kScoreRow + c] = pair.ds;
-        }
-      });
-      threads.sync();
-      threads.each([&](int t) {
-        TileSlice::add(t, probs, kScoreRow, gs, tiles.ldv, shape.dv, dv[t]);
-        TileSlice::add(t, grads, kScoreRow, qs, tiles.ld, shape.d, dk[t]);
-      });
-    }
+    forQueryTiles(
+        threads, in, tiles, shared, kb, j0, gradOut, stats,
+        [&](int64_t b, int64_t i0) {
+          threads.each([&](int t) {
+            Acc dots[TileDots::kRows][TileDots::kCols];
+            Acc gradDots[TileDots::kRows][TileDots::kCols];
+            TileDots::compute(t, ks, tiles.ld, qs, tiles.ld, shape.d, dots);
+            TileDots::compute(t, vs, tiles.ldv, gs, tiles.ldv, shape.dv,
+                              gradDots);
+            ZTC_UNROLL
+            for (int a = 0; a < TileDots::kRows; ++a)
+              ZTC_UNROLL
+            for (int m = 0; m < TileDots::kCols; ++m) {
+              const int r = TileDots::row(t, a), c = TileDots::col(t, m);
+              const int64_t i = i0 + c, j = j0 + r;
+              const auto pair = in.pairGradient(
+                  b, i, j, dots[a][m], gradDots[a][m], lse[c], delta[c]);
+              probs[r * kScoreRow + c] = pair.p;
+              grads[r * kScoreRow + c] = pair.ds;
+            }
+          });
+          threads.sync();
+          threads.each([&](int t) {
+            TileSlice::add(t, probs, kScoreRow, gs, tiles.ldv, shape.dv, dv[t]);
+            TileSlice::add(t, grads, kScoreRow, qs, tiles.ld, shape.d, dk[t]);
+          });
+        });
     threads.sync();
     threads.each([&](int t) {
-      storeSlice(t, dk[t], gradK, shape.role[kAttentionGradK], b, j0);
-      storeSlice(t, dv[t], gradV, shape.role[kAttentionGradV], b, j0);
+      storeSlice(t, dk[t], gradK, shape.role[kAttentionGradK], b0, j0);
+      storeSlice(t, dv[t], gradV, shape.role[kAttentionGradV], b0, j0);
     });
   }
 };
@@ -1066,7 +1094,8 @@ struct AttentionMmaGradKeyBody {
                                   const TileThreads &threads) const {
     using Acc = ComputeT<T>;
     const AttentionShape &shape = in.shape;
-    const int64_t b = block / keyTiles, j0 = block % keyTiles * kTileRows;
+    const int64_t kb = block / keyTiles, j0 = block % keyTiles * kTileRows;
+    const int64_t b0 = shape.queryEntry(kb, 0);
     const int64_t ld = tiles.ld, ldv = tiles.ldv;
     T *qs = sharedAt<T>(shared, tiles.q), *gs = sharedAt<T>(shared, tiles.g),
       *ks = sharedAt<T>(shared, tiles.k), *vs = sharedAt<T>(shared, tiles.v),
@@ -1076,7 +1105,7 @@ struct AttentionMmaGradKeyBody {
         *gradDots = sharedAt<Acc>(shared, tiles.grads),
         *lse = sharedAt<Acc>(shared, tiles.rowA),
         *delta = sharedAt<Acc>(shared, tiles.rowB);
-    loadKeyTile(threads, in, tiles, shared, b, j0, kTileRows, true);
+    loadKeyTile(threads, in, tiles, shared, b0, j0, kTileRows, true);
     const int acrossK = static_cast<int>(shape.d / 16),
               acrossV = static_cast<int>(shape.dv / 16);
     PerWarp<WarpAccumulator[kPieces]> dk, dv;
@@ -1087,66 +1116,64 @@ struct AttentionMmaGradKeyBody {
         dv[t][p].zero(t % 32);
       }
     });
-    // Causal: queries i >= j see key j.
-    for (int64_t i0 = in.causal ? j0 : 0; i0 < shape.tq; i0 += kTileCols) {
-      threads.sync();
-      loadQueryTile(threads, in, tiles, shared, b, i0, gradOut, stats);
-      threads.sync();
-      threads.each([&](int t) {
-        const int w = t / 32, lane = t % 32;
-        const int fr = scorePieceRow(w), fc = scorePieceCol(w);
-        const int64_t at = fr * 16 * kMmaScoreRow + fc * 16;
-        WarpAccumulator s, dp;
-        s.zero(lane);
-        s.add<FragmentLayout::ColMajor>(lane, ks + fr * 16 * ld, ld,
-                                        qs + fc * 16 * ld, ld, shape.d);
-        s.store(lane, scores + at, kMmaScoreRow);
-        dp.zero(lane);
-        dp.add<FragmentLayout::ColMajor>(lane, vs + fr * 16 * ldv, ldv,
-                                         gs + fc * 16 * ldv, ldv, shape.dv);
-        dp.store(lane, gradDots + at, kMmaScoreRow);
-      });
-      threads.sync();
-      threads.each([&](int t) {
-        for (int x = t; x < kTileRows * kTileCols; x += kTileThreads) {
-          const int r = x / kTileCols, c = x % kTileCols;
-          const int64_t i = i0 + c, j = j0 + r, at = r * kMmaScoreRow + c;
-          const auto pair = in.pairGradient(b, i, j, scores[at], gradDots[at],
-                                            lse[c], delta[c]);
-          probsHalf[r * kMmaHalfRow + c] = store<T>(pair.p);
-          gradsHalf[r * kMmaHalfRow + c] = store<T>(pair.ds);
-        }
-      });
-      threads.sync();
-      threads.each([&](int t) {
-        const int w = t / 32, lane = t % 32;
-        ZTC_UNROLL
-        for (int p = 0; p < kPieces; ++p) {
-          const int f = w + p * (kTileThreads / 32);
-          if (f < 4 * acrossV)
-            dv[t][p].template add<FragmentLayout::RowMajor>(
-                lane, probsHalf + (f / acrossV) * 16 * kMmaHalfRow, kMmaHalfRow,
-                gs + (f % acrossV) * 16, ldv, kTileCols);
-          if (f < 4 * acrossK)
-            dk[t][p].template add<FragmentLayout::RowMajor>(
-                lane, gradsHalf + (f / acrossK) * 16 * kMmaHalfRow, kMmaHalfRow,
-                qs + (f % acrossK) * 16, ld, kTileCols);
-        }
-      });
-    }
+    forQueryTiles(
+        threads, in, tiles, shared, kb, j0, gradOut, stats,
+        [&](int64_t b, int64_t i0) {
+          threads.each([&](int t) {
+            const int w = t / 32, lane = t % 32;
+            const int fr = scorePieceRow(w), fc = scorePieceCol(w);
+            const int64_t at = fr * 16 * kMmaScoreRow + fc * 16;
+            WarpAccumulator s, dp;
+            s.zero(lane);
+            s.add<FragmentLayout::ColMajor>(lane, ks + fr * 16 * ld, ld,
+                                            qs + fc * 16 * ld, ld, shape.d);
+            s.store(lane, scores + at, kMmaScoreRow);
+            dp.zero(lane);
+            dp.add<FragmentLayout::ColMajor>(lane, vs + fr * 16 * ldv, ldv,
+                                             gs + fc * 16 * ldv, ldv, shape.dv);
+            dp.store(lane, gradDots + at, kMmaScoreRow);
+          });
+          threads.sync();
+          threads.each([&](int t) {
+            for (int x = t; x < kTileRows * kTileCols; x += kTileThreads) {
+              const int r = x / kTileCols, c = x % kTileCols;
+              const int64_t i = i0 + c, j = j0 + r, at = r * kMmaScoreRow + c;
+              const auto pair = in.pairGradient(b, i, j, scores[at],
+                                                gradDots[at], lse[c], delta[c]);
+              probsHalf[r * kMmaHalfRow + c] = store<T>(pair.p);
+              gradsHalf[r * kMmaHalfRow + c] = store<T>(pair.ds);
+            }
+          });
+          threads.sync();
+          threads.each([&](int t) {
+            const int w = t / 32, lane = t % 32;
+            ZTC_UNROLL
+            for (int p = 0; p < kPieces; ++p) {
+              const int f = w + p * (kTileThreads / 32);
+              if (f < 4 * acrossV)
+                dv[t][p].template add<FragmentLayout::RowMajor>(
+                    lane, probsHalf + (f / acrossV) * 16 * kMmaHalfRow,
+                    kMmaHalfRow, gs + (f % acrossV) * 16, ldv, kTileCols);
+              if (f < 4 * acrossK)
+                dk[t][p].template add<FragmentLayout::RowMajor>(
+                    lane, gradsHalf + (f / acrossK) * 16 * kMmaHalfRow,
+                    kMmaHalfRow, qs + (f % acrossK) * 16, ld, kTileCols);
+            }
+          });
+        });
     Acc *staged = sharedAt<Acc>(shared, tiles.o);
     threads.sync();
     threads.each(
         [&](int t) { stagePieces(t, dk[t], shape.d, staged, tiles.ldo); });
     threads.sync();
     storeStaged(threads, staged, tiles.ldo, gradK, shape.role[kAttentionGradK],
-                b, j0);
+                b0, j0);
     threads.sync();
     threads.each(
         [&](int t) { stagePieces(t, dv[t], shape.dv, staged, tiles.ldo); });
     threads.sync();
     storeStaged(threads, staged, tiles.ldo, gradV, shape.role[kAttentionGradV],
-                b, j0);
+                b0, j0);
   }
 };
 
@@ -1221,11 +1248,15 @@ void launchAttentionTiles(AttentionPath path, const AttentionShape &shape,
   const int64_t tiles = (rows + kTileRows - 1) / kTileRows;
   const bool tensorCores = path == AttentionPath::TensorCores;
   const AttentionTiles layout = attentionTiles<T>(shape, kernel, tensorCores);
+  // dk and dv's kernel runs per key/value entry, the others per query
+  // entry.
+  const int64_t entries =
+      kernel == AttentionTileKernel::GradKey ? shape.kvBatch : shape.batch;
   if (!tensorCores)
-    launchTileBlocks(shape.batch * tiles, layout.bytes,
+    launchTileBlocks(entries * tiles, layout.bytes,
                      TileBody<T>{in, layout, tiles, fields...}, stream, name);
   else if constexpr (sizeof(T) == 2)
-    launchTileBlocks(shape.batch * tiles, layout.bytes,
+    launchTileBlocks(entries * tiles, layout.bytes,
                      MmaBody<T>{in, layout, tiles, fields...}, stream, name);
 }
 
@@ -1290,7 +1321,7 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
   using Acc = detail::ComputeT<T>;
   AttentionShape shape(qDims, kDims, vDims, maskDims, mask != nullptr, params);
   shape.storedBackward(outDims, gradOutDims, gradQDims, gradKDims, gradVDims);
-  int64_t queries = shape.batch * shape.tq, keys = shape.batch * shape.tk;
+  int64_t queries = shape.batch * shape.tq, keys = shape.kvBatch * shape.tk;
   if (queries == 0 || keys == 0)
     return;
   // Two statistics per query, then (unless in registers) dq's

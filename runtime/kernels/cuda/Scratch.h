@@ -394,12 +394,12 @@ int64_t attentionAccumulatorBytes(const AttentionShape &s) {
 
 /// attentionBackward's: two statistics per query, which its second kernel
 /// reads back; then, unless in registers, a row of dq per query, then a
-/// row of dk and one of dv per key.
+/// row of dk and one of dv per key (of each key/value entry).
 template <typename T>
 int64_t attentionBackwardAccumulatorBytes(const AttentionShape &s) {
   int64_t values = s.batch * s.tq * 2;
   if (!attentionInRegisters(s))
-    values += s.batch * s.tq * s.d + s.batch * s.tk * (s.d + s.dv);
+    values += s.batch * s.tq * s.d + s.kvBatch * s.tk * (s.d + s.dv);
   return values * int64_t(sizeof(numeric::ComputeT<T>));
 }
 

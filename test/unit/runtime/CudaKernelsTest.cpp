@@ -510,7 +510,8 @@ TEST(CudaKernelsTest, SoftmaxDouble) { checkSoftmax<double>(); }
 TEST(CudaKernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
 
 /// Fused attention and its gradients, causal and with a mask that repeats
-/// along the heads; key counts that differ from query counts. For f32 and
+/// along the heads; key counts that differ from query counts; k and v with
+/// fewer heads than q (grouped-query attention). For f32 and
 /// the halves, heads of up to 128 run on tiles of 64 by 32 (several of
 /// each, partial ones at the ends, more keys than queries and fewer), on
 /// the tensor cores for bf16 heads of multiples of 16 (in the emulation,
@@ -538,6 +539,17 @@ template <typename T> void checkAttention() {
       {{1, 1, 100, 16}, {1, 1, 40, 16}, {1, 1, 40, 16}, {1, 1, 100, 1}, true},
       {{1, 2, 5, 256}, {1, 2, 6, 256}, {1, 2, 6, 256}, {}, false},
       {{1, 1, 5, 260}, {1, 1, 6, 260}, {1, 1, 6, 257}, {1, 1, 5, 6}, true},
+      // Grouped-query heads (k and v with fewer heads than q): a mask per
+      // query head; tiles of several keys (the tensor cores for bf16); the
+      // register kernels' limit; one key/value head for four query heads.
+      {{2, 4, 9, 4}, {2, 2, 17, 4}, {2, 2, 17, 3}, {2, 4, 9, 17}, false},
+      {{1, 6, 70, 32},
+       {1, 2, 100, 32},
+       {1, 2, 100, 32},
+       {1, 1, 70, 100},
+       false},
+      {{1, 4, 40, 16}, {1, 1, 40, 16}, {1, 1, 40, 16}, {}, true},
+      {{1, 4, 5, 256}, {1, 2, 6, 256}, {1, 2, 6, 256}, {}, true},
   };
   unsigned seed = 400;
   for (const Case &c : cases) {

@@ -1771,12 +1771,30 @@ TEST(KernelsTest, MatmulNf4IsTheProductWithTheDequantizedWeight) {
 
 /// One attention problem: batch entries `batch`, queries, keys, head sizes;
 /// `maskShape` empty for no mask, else [batch..., Tq or 1, Tk or 1] with
-/// the batch given as [b0, b1].
+/// the batch given as [b0, b1]. With `kvHeads` (batch [B, H]), k and v have
+/// that many heads, each read by H / kvHeads query heads (grouped-query
+/// attention).
 struct Problem {
   Shape batch;
   int64_t tq, tk, d, dv;
   bool causal;
   Shape maskShape;
+  int64_t kvHeads = 0;
+
+  /// k's and v's batch dimensions.
+  Shape kvBatch() const {
+    Shape shape = batch;
+    if (kvHeads > 0)
+      shape[1] = kvHeads;
+    return shape;
+  }
+  /// The key/value entry that query entry `b` reads.
+  int64_t kvEntry(int64_t b) const {
+    if (kvHeads == 0)
+      return b;
+    const int64_t heads = batch[1], group = heads / kvHeads;
+    return b / heads * kvHeads + b % heads / group;
+  }
 };
 
 struct Reference {
@@ -1789,12 +1807,12 @@ Reference reference(const Problem &p, const std::vector<T> &q,
                     const std::vector<T> &k, const std::vector<T> &v,
                     const std::vector<T> &mask, const std::vector<T> &g,
                     double scale) {
-  int64_t batch = numel(p.batch);
+  int64_t batch = numel(p.batch), kvBatch = numel(p.kvBatch());
   Reference r;
   r.out.assign(batch * p.tq * p.dv, 0);
   r.dq.assign(batch * p.tq * p.d, 0);
-  r.dk.assign(batch * p.tk * p.d, 0);
-  r.dv.assign(batch * p.tk * p.dv, 0);
+  r.dk.assign(kvBatch * p.tk * p.d, 0);
+  r.dv.assign(kvBatch * p.tk * p.dv, 0);
   Shape maskStrides;
   if (!p.maskShape.empty()) {
     maskStrides.assign(p.maskShape.size(), 0);
@@ -1806,6 +1824,7 @@ Reference reference(const Problem &p, const std::vector<T> &q,
     }
   }
   for (int64_t b = 0; b < batch; ++b) {
+    const int64_t kb = p.kvEntry(b);
     int64_t maskBase = 0;
     if (!mask.empty()) {
       int64_t rest = b;
@@ -1821,7 +1840,7 @@ Reference reference(const Problem &p, const std::vector<T> &q,
         double s = 0;
         for (int64_t c = 0; c < p.d; ++c)
           s += toDouble(q[(b * p.tq + i) * p.d + c]) *
-               toDouble(k[(b * p.tk + j) * p.d + c]);
+               toDouble(k[(kb * p.tk + j) * p.d + c]);
         s *= scale;
         if (!mask.empty())
           s +=
@@ -1843,10 +1862,10 @@ Reference reference(const Problem &p, const std::vector<T> &q,
       for (int64_t j = 0; j < p.tk; ++j) {
         double dp = 0;
         for (int64_t c = 0; c < p.dv; ++c) {
-          double vjc = toDouble(v[(b * p.tk + j) * p.dv + c]);
+          double vjc = toDouble(v[(kb * p.tk + j) * p.dv + c]);
           double gic = toDouble(g[(b * p.tq + i) * p.dv + c]);
           r.out[(b * p.tq + i) * p.dv + c] += prob[i * p.tk + j] * vjc;
-          r.dv[(b * p.tk + j) * p.dv + c] += prob[i * p.tk + j] * gic;
+          r.dv[(kb * p.tk + j) * p.dv + c] += prob[i * p.tk + j] * gic;
           dp += gic * vjc;
         }
         dprob[i * p.tk + j] = dp;
@@ -1856,8 +1875,8 @@ Reference reference(const Problem &p, const std::vector<T> &q,
         double ds = prob[i * p.tk + j] * (dprob[i * p.tk + j] - rowDot) * scale;
         for (int64_t c = 0; c < p.d; ++c) {
           r.dq[(b * p.tq + i) * p.d + c] +=
-              ds * toDouble(k[(b * p.tk + j) * p.d + c]);
-          r.dk[(b * p.tk + j) * p.d + c] +=
+              ds * toDouble(k[(kb * p.tk + j) * p.d + c]);
+          r.dk[(kb * p.tk + j) * p.d + c] +=
               ds * toDouble(q[(b * p.tq + i) * p.d + c]);
         }
       }
@@ -1869,7 +1888,8 @@ Reference reference(const Problem &p, const std::vector<T> &q,
 /// Runs the forward and the backward of `p` and compares them with the
 /// reference.
 template <typename T> void checkAttention(const Problem &p) {
-  Shape qShape = p.batch, kShape = p.batch, vShape = p.batch, oShape = p.batch;
+  Shape qShape = p.batch, kShape = p.kvBatch(), vShape = p.kvBatch(),
+        oShape = p.batch;
   qShape.insert(qShape.end(), {p.tq, p.d});
   kShape.insert(kShape.end(), {p.tk, p.d});
   vShape.insert(vShape.end(), {p.tk, p.dv});
@@ -1910,6 +1930,10 @@ const Problem kMasked{{2, 3}, 19, 83, 9, 11, false, {2, 1, 19, 83}};
 const Problem kMaskedRows{{3}, 21, 70, 4, 6, false, {1, 1, 70}};
 const Problem kCausalAndMasked{{1, 2}, 66, 66, 8, 8, true, {1, 2, 66, 66}};
 const Problem kPlain{{5}, 1, 3, 1, 2, false, {}};
+// Grouped-query heads: 6 query heads over 2 key/value heads (and over 1),
+// with a mask per query head, and causal.
+const Problem kGrouped{{2, 6}, 19, 83, 9, 11, false, {2, 6, 19, 83}, 2};
+const Problem kGroupedCausal{{1, 4}, 37, 37, 8, 5, true, {}, 1};
 
 TEST(KernelsTest, AttentionCausalDouble) { checkAttention<double>(kCausal); }
 TEST(KernelsTest, AttentionCausalFloat) { checkAttention<float>(kCausal); }
@@ -1923,6 +1947,14 @@ TEST(KernelsTest, AttentionCausalAndMaskedFloat) {
 }
 TEST(KernelsTest, AttentionSmallFloat) { checkAttention<float>(kPlain); }
 TEST(KernelsTest, AttentionCausalBF16) { checkAttention<bf16>(kCausal); }
+TEST(KernelsTest, AttentionGroupedFloat) { checkAttention<float>(kGrouped); }
+TEST(KernelsTest, AttentionGroupedDouble) {
+  checkAttention<double>(kGrouped);
+  checkAttention<double>(kGroupedCausal);
+}
+TEST(KernelsTest, AttentionGroupedBF16) {
+  checkAttention<bf16>(kGroupedCausal);
+}
 
 /// The kernels' arithmetic written as plain scalar loops, one query and one
 /// key at a time (what cpu/Attention.h computed before its loops ran on

@@ -45,7 +45,7 @@ func.func @ranks(%q: tensor<2x4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>
 
 // ... and the same batch dimensions.
 func.func @batch(%q: tensor<2x4x8xf32>, %k: tensor<3x4x8xf32>, %v: tensor<3x4x8xf32>) {
-  // expected-error @+1 {{'nn.attention' op expects q, k and v with the same batch dimensions, got 'tensor<2x4x8xf32>', 'tensor<3x4x8xf32>' and 'tensor<3x4x8xf32>'}}
+  // expected-error @+1 {{'nn.attention' op expects q, k and v with the same batch dimensions (k and v may share fewer heads, dividing q's), got 'tensor<2x4x8xf32>', 'tensor<3x4x8xf32>' and 'tensor<3x4x8xf32>'}}
   %o = nn.attention %q, %k, %v {scale = 1.0 : f64}
          : tensor<2x4x8xf32>, tensor<3x4x8xf32>, tensor<3x4x8xf32> -> tensor<2x4x8xf32>
   return
@@ -119,5 +119,25 @@ func.func @backward_grad(%q: tensor<4x8xf32>, %k: tensor<5x8xf32>,
   %dq, %dk, %dv = nn.attention_backward %q, %k, %v, %o, %g {scale = 1.0 : f64}
          : tensor<4x8xf32>, tensor<5x8xf32>, tensor<5x2xf32>, tensor<4x2xf32>,
            tensor<4x2xbf16> -> tensor<4x8xf32>, tensor<5x8xf32>, tensor<5x2xf32>
+  return
+}
+
+// -----
+
+// Grouped-query heads: k's and v's heads divide q's ...
+func.func @grouped_heads(%q: tensor<1x4x3x8xf32>, %k: tensor<1x3x3x8xf32>, %v: tensor<1x3x3x8xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects q, k and v with the same batch dimensions (k and v may share fewer heads, dividing q's), got 'tensor<1x4x3x8xf32>', 'tensor<1x3x3x8xf32>' and 'tensor<1x3x3x8xf32>'}}
+  %o = nn.attention %q, %k, %v {scale = 1.0 : f64}
+         : tensor<1x4x3x8xf32>, tensor<1x3x3x8xf32>, tensor<1x3x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+// ... and k and v have the same heads.
+func.func @grouped_kv(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x1x3x8xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects q, k and v with the same batch dimensions (k and v may share fewer heads, dividing q's), got 'tensor<1x4x3x8xf32>', 'tensor<1x2x3x8xf32>' and 'tensor<1x1x3x8xf32>'}}
+  %o = nn.attention %q, %k, %v {scale = 1.0 : f64}
+         : tensor<1x4x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32> -> tensor<1x4x3x8xf32>
   return
 }

@@ -43,3 +43,21 @@ func.func @backward(%q: tensor<3x7x4xf32>, %k: tensor<3x9x4xf32>,
   return %dq, %dk, %dv
       : tensor<3x7x4xf32>, tensor<3x9x4xf32>, tensor<3x9x2xf32>
 }
+
+// Grouped-query attention: k and v with 2 heads for q's 6; the gradients
+// of k and v have their types.
+// CHECK-LABEL: func.func @grouped_query
+func.func @grouped_query(%q: tensor<2x6x5x8xf32>, %k: tensor<2x2x7x8xf32>,
+                         %v: tensor<2x2x7x4xf32>, %g: tensor<2x6x5x4xf32>)
+    -> (tensor<2x6x5x4xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>) {
+  // CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : tensor<2x6x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32> -> tensor<2x6x5x4xf32>
+  %o = nn.attention %q, %k, %v {scale = 0.5 : f64}
+         : tensor<2x6x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>
+         -> tensor<2x6x5x4xf32>
+  // CHECK: nn.attention_backward {{.*}} -> tensor<2x6x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>
+  %dq, %dk, %dv = nn.attention_backward %q, %k, %v, %o, %g {scale = 0.5 : f64}
+         : tensor<2x6x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>,
+           tensor<2x6x5x4xf32>, tensor<2x6x5x4xf32>
+         -> tensor<2x6x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>
+  return %o, %dk, %dv : tensor<2x6x5x4xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>
+}

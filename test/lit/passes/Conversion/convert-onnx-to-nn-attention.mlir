@@ -27,17 +27,18 @@ func.func @rms(%x: tensor<2x3x4xbf16>, %s: tensor<4xbf16>) -> none {
 // -----
 
 // Causal grouped-query attention, 4 query heads over 2 key/value heads of
-// size 2: Q and K scaled by sqrt(1/sqrt(2)) = 0.8409, each key/value head
-// repeated in place ([h0, h0, h1, h1]), the causal bias a constant.
+// size 2: Q and K scaled by sqrt(1/sqrt(2)) = 0.8409 (K before its heads
+// are repeated), each key/value head repeated in place ([h0, h0, h1, h1]),
+// the causal bias a constant.
 // CHECK-LABEL: func.func @attention
 // CHECK: %[[ROOT:.+]] = arith.constant dense<0.840896427> : tensor<f32>
 // CHECK: %[[Q:.+]] = nn.mul %arg0, %[[ROOT]]
-// CHECK: %[[K1:.+]] = nn.reshape %arg1 : tensor<1x2x3x2xf32> -> tensor<1x2x1x3x2xf32>
+// CHECK: %[[KS:.+]] = nn.mul %arg1, %[[ROOT]] : tensor<1x2x3x2xf32>, tensor<f32> -> tensor<1x2x3x2xf32>
+// CHECK: %[[K1:.+]] = nn.reshape %[[KS]] : tensor<1x2x3x2xf32> -> tensor<1x2x1x3x2xf32>
 // CHECK: %[[K2:.+]] = nn.broadcast_to %[[K1]] {shape = array<i64: 1, 2, 2, 3, 2>}
 // CHECK: %[[K:.+]] = nn.reshape %[[K2]] : tensor<1x2x2x3x2xf32> -> tensor<1x4x3x2xf32>
 // CHECK: %[[V:.+]] = nn.reshape %{{.+}} : tensor<1x2x2x3x2xf32> -> tensor<1x4x3x2xf32>
-// CHECK: %[[KS:.+]] = nn.mul %[[K]], %[[ROOT]]
-// CHECK: %[[KT:.+]] = nn.transpose %[[KS]] {perm = array<i64: 0, 1, 3, 2>}
+// CHECK: %[[KT:.+]] = nn.transpose %[[K]] {perm = array<i64: 0, 1, 3, 2>}
 // CHECK: %[[S:.+]] = nn.matmul %[[Q]], %[[KT]] : tensor<1x4x3x2xf32>, tensor<1x4x2x3xf32> -> tensor<1x4x3x3xf32>
 // CHECK: %[[BIAS:.+]] = arith.constant dense<{{\[\[}}0.000000e+00, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
 // CHECK: %[[SB:.+]] = nn.add %[[S]], %[[BIAS]]

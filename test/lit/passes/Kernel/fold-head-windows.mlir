@@ -110,3 +110,26 @@ func.func @copies_kept(%q: memref<2x8x2x16xf32>, %g: memref<2x8x2x16xf32>) -> (m
   kernel.call "copy_into" ins(%dk3 : memref<2x8x32xf32>) outs(%e : memref<2x8x64xf32>) {config = {axis = 2 : i64, offset = 32 : i64}}
   return %d, %dq, %e, %early : memref<2x8x64xf32>, memref<2x8x2x16xf32>, memref<2x8x64xf32>, memref<2x8x64xf32>
 }
+
+// -----
+
+// Grouped-query attention takes no windows: q of 4 heads and k, v of 2 cut
+// from one projection [2, 8, 64] (Phi-3's qkv_proj with fewer key/value
+// heads). The windows share one logical head count, which q and k do not.
+// CHECK-LABEL: func.func @grouped_query_kept
+// CHECK-COUNT-3: kernel.call "slice"
+// CHECK-NOT: head_starts
+func.func @grouped_query_kept(%qkv: memref<2x8x128xf32>) -> memref<2x8x4x16xf32> {
+  %q = kernel.alloc : memref<2x8x64xf32>
+  kernel.call "slice" ins(%qkv : memref<2x8x128xf32>) outs(%q : memref<2x8x64xf32>) {config = {sizes = array<i64: 2, 8, 64>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>}}
+  %k = kernel.alloc : memref<2x8x32xf32>
+  kernel.call "slice" ins(%qkv : memref<2x8x128xf32>) outs(%k : memref<2x8x32xf32>) {config = {sizes = array<i64: 2, 8, 32>, starts = array<i64: 0, 0, 64>, steps = array<i64: 1, 1, 1>}}
+  %v = kernel.alloc : memref<2x8x32xf32>
+  kernel.call "slice" ins(%qkv : memref<2x8x128xf32>) outs(%v : memref<2x8x32xf32>) {config = {sizes = array<i64: 2, 8, 32>, starts = array<i64: 0, 0, 96>, steps = array<i64: 1, 1, 1>}}
+  %qh = kernel.view %q : memref<2x8x64xf32> to memref<2x8x4x16xf32>
+  %kh = kernel.view %k : memref<2x8x32xf32> to memref<2x8x2x16xf32>
+  %vh = kernel.view %v : memref<2x8x32xf32> to memref<2x8x2x16xf32>
+  %o = kernel.alloc : memref<2x8x4x16xf32>
+  kernel.call "attention" ins(%qh, %kh, %vh : memref<2x8x4x16xf32>, memref<2x8x2x16xf32>, memref<2x8x2x16xf32>) outs(%o : memref<2x8x4x16xf32>) {config = {bthd = 15 : i64, causal = true, scale = 2.500000e-01 : f64}}
+  return %o : memref<2x8x4x16xf32>
+}

@@ -283,3 +283,97 @@ func.func @guard_read_elsewhere(%q: tensor<2x2x4x8xf32>,
       -> tensor<2x2x4x8xf32>
   return %o, %nan : tensor<2x2x4x8xf32>, tensor<2x2x4x4xi1>
 }
+
+// Grouped-query heads (Llama's repeat_kv): k and v of 2 heads, each
+// repeated twice in place for the 4 query heads by a reshape, a broadcast
+// and a reshape. The fused op reads the 2 heads; the repeats go.
+// CHECK-LABEL: func.func @grouped_query
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x4x3x8xf32>, %[[K:[^:]+]]: tensor<1x2x3x8xf32>, %[[V:[^:]+]]: tensor<1x2x3x8xf32>)
+// CHECK-NOT: nn.broadcast_to
+// CHECK: %[[O:.+]] = nn.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f64} : tensor<1x4x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32> -> tensor<1x4x3x8xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @grouped_query(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>,
+                         %v: tensor<1x2x3x8xf32>) -> tensor<1x4x3x8xf32> {
+  %scale = arith.constant dense<2.500000e-01> : tensor<f32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  %future = arith.constant dense<[[[[false, true, true],
+                                    [false, false, true],
+                                    [false, false, false]]]]> : tensor<1x1x3x3xi1>
+  %k1 = nn.reshape %k : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %k2 = nn.broadcast_to %k1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %kr = nn.reshape %k2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %v1 = nn.reshape %v : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %v2 = nn.broadcast_to %v1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %vr = nn.reshape %v2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %kt = nn.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %t = nn.matmul %q, %kt : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %s = nn.mul %t, %scale : tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %m = nn.where %future, %ninf, %s : tensor<1x1x3x3xi1>, tensor<f32>, tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %p = nn.softmax %m {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %o = nn.matmul %p, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %o : tensor<1x4x3x8xf32>
+}
+
+// The repeats stay, and the fused op reads the repeated heads, when only
+// k is repeated (v has its 4 heads), and when k and v repeat different
+// heads counts (k 2 heads twice, v 1 head four times).
+// CHECK-LABEL: func.func @grouped_query_kept
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 2.500000e-01 : f64} : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 2.500000e-01 : f64} : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+func.func @grouped_query_kept(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>,
+                              %v: tensor<1x4x3x8xf32>, %w: tensor<1x1x3x8xf32>)
+    -> (tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) {
+  %scale = arith.constant dense<2.500000e-01> : tensor<f32>
+  %k1 = nn.reshape %k : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %k2 = nn.broadcast_to %k1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %kr = nn.reshape %k2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %kt = nn.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %t = nn.matmul %q, %kt : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %s = nn.mul %t, %scale : tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %p = nn.softmax %s {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %a = nn.matmul %p, %v : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  %w1 = nn.reshape %w : tensor<1x1x3x8xf32> -> tensor<1x1x1x3x8xf32>
+  %w2 = nn.broadcast_to %w1 {shape = array<i64: 1, 1, 4, 3, 8>} : tensor<1x1x1x3x8xf32> -> tensor<1x1x4x3x8xf32>
+  %wr = nn.reshape %w2 : tensor<1x1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  %kt2 = nn.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %t2 = nn.matmul %q, %kt2 : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %s2 = nn.mul %t2, %scale : tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %p2 = nn.softmax %s2 {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %b = nn.matmul %p2, %wr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %a, %b : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>
+}
+
+// The ONNX Attention conversion of keys an exporter already repeated: q
+// and the repeated k each scaled by sqrt(scale). k's factor joins the
+// scale (0.5 * 0.5) and the fused op reads the 2 heads; the factor, the
+// transpose and the repeats go. A factor that is not a constant stays,
+// and so do the repeats.
+// CHECK-LABEL: func.func @grouped_query_scaled_keys
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x4x3x8xf32>, %[[K:[^:]+]]: tensor<1x2x3x8xf32>, %[[V:[^:]+]]: tensor<1x2x3x8xf32>, %[[F:[^:]+]]: tensor<f32>)
+// CHECK: %[[A:.+]] = nn.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f64} : tensor<1x4x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32> -> tensor<1x4x3x8xf32>
+// CHECK: %[[KS:.+]] = nn.mul %{{.+}}, %[[F]]
+// CHECK: nn.attention %{{.+}}, %[[KS]], %{{.+}} {scale = 5.000000e-01 : f64} : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+func.func @grouped_query_scaled_keys(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>,
+                                     %v: tensor<1x2x3x8xf32>, %f: tensor<f32>)
+    -> (tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) {
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %k1 = nn.reshape %k : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %k2 = nn.broadcast_to %k1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %kr = nn.reshape %k2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %v1 = nn.reshape %v : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %v2 = nn.broadcast_to %v1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %vr = nn.reshape %v2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %qs = nn.mul %q, %half : tensor<1x4x3x8xf32>, tensor<f32> -> tensor<1x4x3x8xf32>
+  %ks = nn.mul %kr, %half : tensor<1x4x3x8xf32>, tensor<f32> -> tensor<1x4x3x8xf32>
+  %kt = nn.transpose %ks {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %t = nn.matmul %qs, %kt : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %p = nn.softmax %t {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %a = nn.matmul %p, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  %qs2 = nn.mul %q, %half : tensor<1x4x3x8xf32>, tensor<f32> -> tensor<1x4x3x8xf32>
+  %ks2 = nn.mul %kr, %f : tensor<1x4x3x8xf32>, tensor<f32> -> tensor<1x4x3x8xf32>
+  %kt2 = nn.transpose %ks2 {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %t2 = nn.matmul %qs2, %kt2 : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %p2 = nn.softmax %t2 {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %b = nn.matmul %p2, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %a, %b : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>
+}
