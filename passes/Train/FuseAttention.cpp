@@ -68,6 +68,29 @@ bool isCausalPattern(Value cond, int64_t tq, int64_t tk, bool future) {
   return true;
 }
 
+/// Whether `mask` is a constant additive causal bias of scores [..., tq,
+/// tk]: 0 where key j <= query i and at most -1e30 (-inf, or the float
+/// minimum) where j > i, its leading dimensions (any number) 1. ONNX
+/// Attention's `is_causal` converts to one.
+bool isCausalBias(Value mask, int64_t tq, int64_t tk) {
+  DenseFPElementsAttr attr;
+  if (!matchPattern(mask, m_Constant(&attr)))
+    return false;
+  ArrayRef<int64_t> shape = attr.getType().getShape();
+  if (shape.size() < 2 || shape[shape.size() - 2] != tq || shape.back() != tk ||
+      llvm::any_of(shape.drop_back(2), [](int64_t dim) { return dim != 1; }))
+    return false;
+  int64_t index = 0;
+  for (const APFloat &value : attr.getValues<APFloat>()) {
+    int64_t i = index / tk, j = index % tk;
+    double bias = value.convertToDouble();
+    if (j <= i ? bias != 0.0 : !(bias <= -1e30))
+      return false;
+    ++index;
+  }
+  return true;
+}
+
 /// What steps 2 to 4 find between the softmax and the first product.
 struct Match {
   nn::MatMulOp scores;
@@ -132,14 +155,19 @@ Value matchMask(Value x, Match &match) {
     for (auto [scores, mask] : {std::pair(add.getLhs(), add.getRhs()),
                                 std::pair(add.getRhs(), add.getLhs())}) {
       auto maskType = cast<RankedTensorType>(mask.getType());
-      // A constant mask of the scores' rank that broadcasts in place: it
-      // needs no gradient, which nn.attention does not give.
+      // A constant mask, of at most the scores' rank, that broadcasts in
+      // place: it needs no gradient, which nn.attention does not give. A
+      // causal bias is the `causal` flag instead (the kernels skip the
+      // keys it drops).
       if (scores.getType() != scoresType || !matchPattern(mask, m_Constant()) ||
-          maskType.getRank() != rank ||
+          maskType.getRank() > rank ||
           maskType.getElementType() != scoresType.getElementType())
         continue;
-      match.mask = mask;
       match.chain.push_back(add);
+      if (isCausalBias(mask, tq, tk))
+        match.causal = true;
+      else
+        match.mask = mask;
       return scores;
     }
     return nullptr;
@@ -362,9 +390,19 @@ struct FuseAttentionPass
         if (kRepeats != repeatedK)
           scale *= *keyFactor;
       }
+      // A mask of lower rank, with its leading 1s.
+      Value mask = match->mask;
+      if (mask && cast<RankedTensorType>(mask.getType()).getRank() <
+                      pv.getType().getRank()) {
+        auto type = cast<RankedTensorType>(mask.getType());
+        SmallVector<int64_t> shape(pv.getType().getRank() - type.getRank(), 1);
+        llvm::append_range(shape, type.getShape());
+        mask = nn::ReshapeOp::create(
+            b, loc, RankedTensorType::get(shape, type.getElementType()), mask);
+      }
       SmallVector<Value> operands = {q, k, v};
-      if (match->mask)
-        operands.push_back(match->mask);
+      if (mask)
+        operands.push_back(mask);
       SmallVector<Type> inferred;
       if (failed(nn::AttentionOp::inferReturnTypes(
               func.getContext(), std::nullopt,
@@ -373,10 +411,12 @@ struct FuseAttentionPass
           inferred.front() != pv.getType()) {
         if (repeatedK != keysT && repeatedK.use_empty())
           repeatedK.getDefiningOp()->erase();
+        if (mask != match->mask)
+          mask.getDefiningOp()->erase();
         continue;
       }
       auto fused = nn::AttentionOp::create(
-          b, loc, q, k, v, match->mask, b.getF64FloatAttr(scale),
+          b, loc, q, k, v, mask, b.getF64FloatAttr(scale),
           match->causal ? b.getUnitAttr() : UnitAttr());
       pv.getResult().replaceAllUsesWith(fused.getResult());
       // Step 7: the replaced chain, last first (each read only its next).

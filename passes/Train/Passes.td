@@ -33,9 +33,12 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
        `%future` a constant i1 that is true exactly where key j > query i
        (leading dimensions 1) and `%fill` a constant splat of at most
        -1e30 (-inf, or the float minimum): the fused op is `causal`; or
-       `nn.add` of `%s` and a constant additive mask of the scores' rank:
-       the fused op's `mask` (a constant: nn.attention gives a mask no
-       gradient); or `%s` itself.
+       `nn.add` of `%s` and a constant additive mask of at most the
+       scores' rank: `causal` when it is 0 where j <= i and at most -1e30
+       elsewhere (leading dimensions 1: ONNX Attention's `is_causal`),
+       else the fused op's `mask` (a constant: nn.attention gives a mask
+       no gradient; reshaped with leading 1s to the scores' rank); or `%s`
+       itself.
     3. `%s`, read by nothing else, is `nn.mul` of `%t` and a constant splat
        (either side) or `nn.div` of `%t` by one: the `scale` (1 / divisor);
        or `%t` itself (scale 1).

@@ -377,3 +377,42 @@ func.func @grouped_query_scaled_keys(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8
   %b = nn.matmul %p2, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
   return %a, %b : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>
 }
+
+// ONNX Attention's is_causal as the conversion writes it: an additive
+// [Tq, Tk] constant of 0 on and below the diagonal and -inf above it,
+// of lower rank than the scores. The fused op is causal, with no mask.
+// CHECK-LABEL: func.func @causal_bias
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 5.000000e-01 : f64} : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK-NOT: nn.softmax
+func.func @causal_bias(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>,
+                       %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %bias = arith.constant dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x4xf32> -> tensor<1x2x4x3xf32>
+  %t = nn.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %s = nn.mul %t, %half : tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %m = nn.add %s, %bias : tensor<1x2x3x3xf32>, tensor<3x3xf32> -> tensor<1x2x3x3xf32>
+  %p = nn.softmax %m {axis = 3 : i64} : tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  %o = nn.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// A constant additive mask of lower rank that is not causal (the first
+// key hidden from the last query; a bias aligned bottom-right): the fused
+// op's mask, reshaped with leading 1s to the scores' rank.
+// CHECK-LABEL: func.func @low_rank_mask
+// CHECK: %[[M:.+]] = nn.reshape %{{.+}} : tensor<3x3xf32> -> tensor<1x1x3x3xf32>
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}}, %[[M]] {scale = 5.000000e-01 : f64}
+// CHECK-NOT: nn.softmax
+func.func @low_rank_mask(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>,
+                         %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %bias = arith.constant dense<[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0xFF800000, 0.0, 0.0]]> : tensor<3x3xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x4xf32> -> tensor<1x2x4x3xf32>
+  %t = nn.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %s = nn.mul %t, %half : tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %m = nn.add %bias, %s : tensor<3x3xf32>, tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  %p = nn.softmax %m {axis = 3 : i64} : tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  %o = nn.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
