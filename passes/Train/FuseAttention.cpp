@@ -389,6 +389,14 @@ struct FuseAttentionPass
         v = vSource;
         if (kRepeats != repeatedK)
           scale *= *keyFactor;
+        // So does one on the keys before their repeat (ONNX Attention's
+        // conversion scales K first), read by nothing else.
+        if (auto mul = k.getDefiningOp<nn::MulOp>();
+            mul && k.hasOneUse() && mul.getLhs().getType() == k.getType())
+          if (std::optional<double> factor = splatConstant(mul.getRhs())) {
+            scale *= *factor;
+            k = mul.getLhs();
+          }
       }
       // A mask of lower rank, with its leading 1s.
       Value mask = match->mask;
@@ -433,11 +441,13 @@ struct FuseAttentionPass
       }
       // And the repeats of grouped-query heads (and k's factor), once
       // nothing reads them.
-      if (k == kSource) {
+      if (v == vSource) {
         if (kRepeats != repeatedK && repeatedK.use_empty())
           repeatedK.getDefiningOp()->erase();
         eraseUnreadRepeat(kRepeats);
         eraseUnreadRepeat(repeatedV);
+        if (k != kSource && kSource.use_empty())
+          kSource.getDefiningOp()->erase();
       }
     }
   }

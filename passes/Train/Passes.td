@@ -61,9 +61,9 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
        h / (H / Hkv), and its backward sums each group's gradients, where
        the repeats were two copies forward, two reductions backward and
        H / Hkv times the keys and values kept for the backward. A constant
-       splat multiplying the repeated k, read by nothing else (the ONNX
-       Attention conversion's scale on keys an exporter already repeated),
-       joins the scale.
+       splat multiplying the repeated k, or the k before its repeat, read
+       by nothing else (the ONNX Attention conversion's scale on K), joins
+       the scale.
     7. The final product's uses read `nn.attention %q, %k, %v[, %mask]
        {scale, causal}`; the chain is erased, and what made `%kt` from k
        (and the repeats) once nothing else reads it.

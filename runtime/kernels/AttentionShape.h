@@ -20,8 +20,8 @@
 //
 // Rank-4 k and v may have fewer heads than q (grouped-query attention):
 // `group` query heads read each key/value head, head h its head h / group.
-// Batch entries count q's heads; a key/value entry kb is read by the query
-// entries kb * group + g (queryEntry), whose gradients its own sum.
+// Batch entries count q's heads; key/value entry kb is read by the query
+// entries kb * group + g (queryEntry), and its gradients sum theirs.
 //
 // Only the C++17 standard library is used; under nvcc every member is also
 // a device function (ZTC_HOST_DEVICE).

@@ -416,3 +416,29 @@ func.func @low_rank_mask(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>,
   %o = nn.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
   return %o : tensor<1x2x3x4xf32>
 }
+
+// The factor on the keys before their repeat, as ONNX Attention's
+// conversion writes it: it joins the scale (0.5 * 0.5), and the fused op
+// reads k itself.
+// CHECK-LABEL: func.func @grouped_query_keys_scaled_first
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x4x3x8xf32>, %[[K:[^:]+]]: tensor<1x2x3x8xf32>, %[[V:[^:]+]]: tensor<1x2x3x8xf32>)
+// CHECK-NOT: nn.mul
+// CHECK: %[[A:.+]] = nn.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[A]]
+func.func @grouped_query_keys_scaled_first(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>,
+                                           %v: tensor<1x2x3x8xf32>) -> tensor<1x4x3x8xf32> {
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %qs = nn.mul %q, %half : tensor<1x4x3x8xf32>, tensor<f32> -> tensor<1x4x3x8xf32>
+  %ks = nn.mul %k, %half : tensor<1x2x3x8xf32>, tensor<f32> -> tensor<1x2x3x8xf32>
+  %k1 = nn.reshape %ks : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %k2 = nn.broadcast_to %k1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %kr = nn.reshape %k2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %v1 = nn.reshape %v : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %v2 = nn.broadcast_to %v1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %vr = nn.reshape %v2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %kt = nn.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %t = nn.matmul %qs, %kt : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %p = nn.softmax %t {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %a = nn.matmul %p, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %a : tensor<1x4x3x8xf32>
+}
