@@ -40,13 +40,6 @@ struct Window {
   int64_t column = 0;
 };
 
-/// The heads of operand `index` of attention call `call` (rank 4), as
-/// stored: dimension 2 when bthd, else 1.
-int64_t storedHeads(kernel::CallOp call, unsigned index) {
-  int role = kernel::attentionRole(call, index);
-  return shapeOf(call->getOperand(index))[tokensOuter(call, role) ? 2 : 1];
-}
-
 /// Whether operand `index` of attention call `call`, a [B, T, H, D] buffer
 /// stored bthd, may instead be the window `window`: the columns are whole
 /// heads, and a call already windowed has the same logical head count. A
@@ -60,7 +53,8 @@ bool fitsWindow(kernel::CallOp call, unsigned index, const Window &window) {
       source.size() != 3)
     return false;
   if (!call.getConfig().get("heads") &&
-      storedHeads(call, 0) != storedHeads(call, 1))
+      kernel::attentionStoredHeads(call, 0) !=
+          kernel::attentionStoredHeads(call, 1))
     return false;
   int64_t d = heads[3], width = source[2];
   if (heads[0] != source[0] || heads[1] != source[1] || width % d != 0 ||

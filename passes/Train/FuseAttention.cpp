@@ -196,22 +196,36 @@ Value matchScale(Value x, Match &match) {
   return lhs;
 }
 
+/// `value` as `tensor * factor`: an nn.mul of a tensor of `value`'s type
+/// by a constant splat, read by nothing but `value`'s one reader. The
+/// scales attention folds into its own (steps 4 and 6).
+struct ConstantFactor {
+  nn::MulOp mul;
+  Value tensor;
+  double factor;
+};
+std::optional<ConstantFactor> constantFactor(Value value) {
+  auto mul = value.getDefiningOp<nn::MulOp>();
+  if (!mul || !value.hasOneUse() || mul.getLhs().getType() != value.getType())
+    return std::nullopt;
+  std::optional<double> factor = splatConstant(mul.getRhs());
+  if (!factor)
+    return std::nullopt;
+  return ConstantFactor{mul, mul.getLhs(), *factor};
+}
+
 /// Step 4, second form: the scale split over the product's operands,
 /// (q * a)(kᵀ * b) as PyTorch's exporter writes it (a = b = D^-1/4): the
 /// scale a * b, and q and kᵀ behind them. The ops go to `chain`.
 void matchSplitScale(Match &match) {
   for (bool keys : {false, true}) {
-    Value operand = keys ? match.scores.getB() : match.scores.getA();
-    auto mul = operand.getDefiningOp<nn::MulOp>();
-    if (!mul || !operand.hasOneUse() ||
-        mul.getLhs().getType() != operand.getType())
+    std::optional<ConstantFactor> scaled =
+        constantFactor(keys ? match.scores.getB() : match.scores.getA());
+    if (!scaled)
       continue;
-    std::optional<double> factor = splatConstant(mul.getRhs());
-    if (!factor)
-      continue;
-    match.scale *= *factor;
-    (keys ? match.keysT : match.q) = mul.getLhs();
-    match.chain.push_back(mul);
+    match.scale *= scaled->factor;
+    (keys ? match.keysT : match.q) = scaled->tensor;
+    match.chain.push_back(scaled->mul);
   }
 }
 
@@ -375,28 +389,23 @@ struct FuseAttentionPass
       // heads, are read unrepeated; a constant factor on the repeated k
       // (ONNX Attention's scale on keys an exporter repeated) joins the
       // scale.
-      Value repeatedK = k, repeatedV = v, kRepeats = k;
+      Value repeatedK = k, repeatedV = v;
       double scale = match->scale;
-      std::optional<double> keyFactor;
-      if (auto mul = k.getDefiningOp<nn::MulOp>();
-          mul && k.hasOneUse() && mul.getLhs().getType() == k.getType() &&
-          (keyFactor = splatConstant(mul.getRhs())))
-        kRepeats = mul.getLhs();
+      std::optional<ConstantFactor> after = constantFactor(k);
+      Value kRepeats = after ? after->tensor : k;
       Value kSource = repeatedHeadsSource(kRepeats),
             vSource = repeatedHeadsSource(v);
       if (kSource && vSource && kSource.getType() == vSource.getType()) {
         k = kSource;
         v = vSource;
-        if (kRepeats != repeatedK)
-          scale *= *keyFactor;
+        if (after)
+          scale *= after->factor;
         // So does one on the keys before their repeat (ONNX Attention's
-        // conversion scales K first), read by nothing else.
-        if (auto mul = k.getDefiningOp<nn::MulOp>();
-            mul && k.hasOneUse() && mul.getLhs().getType() == k.getType())
-          if (std::optional<double> factor = splatConstant(mul.getRhs())) {
-            scale *= *factor;
-            k = mul.getLhs();
-          }
+        // conversion scales K first).
+        if (std::optional<ConstantFactor> before = constantFactor(k)) {
+          scale *= before->factor;
+          k = before->tensor;
+        }
       }
       // A mask of lower rank, with its leading 1s.
       Value mask = match->mask;

@@ -311,6 +311,13 @@ int mlir::ztc::kernel::attentionRole(Operation *op, unsigned index) {
   return -1;
 }
 
+int64_t mlir::ztc::kernel::attentionStoredHeads(CallOp call, unsigned index) {
+  int role = attentionRole(call, index);
+  ArrayRef<int64_t> shape =
+      cast<MemRefType>(call->getOperand(index).getType()).getShape();
+  return shape[(configInt(call, "bthd") >> role & 1) ? 2 : 1];
+}
+
 llvm::StringLiteral mlir::ztc::kernel::collectiveFunction(CollectiveKind kind) {
   return kCollectives[static_cast<size_t>(kind)].function;
 }
@@ -664,7 +671,6 @@ static LogicalResult verifyHeadWindows(CallOp call) {
                    << starts.size();
   if (heads.getInt() < 1)
     return error() << "needs 'heads' of at least 1, got " << heads.getInt();
-  int64_t bthd = configInt(call, "bthd");
   for (OpOperand &operand : call->getOpOperands()) {
     int role = attentionRole(call, operand.getOperandNumber());
     if (role < 0)
@@ -676,7 +682,7 @@ static LogicalResult verifyHeadWindows(CallOp call) {
                         "operand "
                      << operand.getOperandNumber() << " has rank "
                      << shape.size();
-    int64_t stored = (bthd >> role & 1) ? shape[2] : shape[1];
+    int64_t stored = attentionStoredHeads(call, operand.getOperandNumber());
     int64_t start = starts[role];
     if (start < 0 || start + heads.getInt() > stored)
       return error() << "operand " << operand.getOperandNumber()

@@ -120,6 +120,10 @@ bool isCallOf(mlir::Operation *op, LibraryKernelId id);
 /// for other ops.
 int attentionRole(mlir::Operation *op, unsigned index);
 
+/// The heads of rank-4 operand `index` of an attention call as stored:
+/// dimension 2 when its role's `bthd` bit is set ([B, T, H, D]), else 1.
+int64_t attentionStoredHeads(CallOp call, unsigned index);
+
 /// The function of ztc::cpu and ztc::cuda a collective of `kind` calls
 /// (runtime/kernels/Library.def).
 llvm::StringLiteral collectiveFunction(CollectiveKind kind);

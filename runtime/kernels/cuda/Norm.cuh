@@ -138,10 +138,10 @@ struct LayerNormBackwardBody {
       dnSum += dn;
       dnXhatSum += dn * (load(in[i]) - mean) * rstd;
     }
-    // Every thread takes part in each reduction, rms or not.
-    Acc dnMean = team.reduce(dnSum, SumOp()) / static_cast<Acc>(length);
-    if (rms)
-      dnMean = 0;
+    // Without a mean subtracted, dn's mean has no part in the gradient
+    // (`rms` is the whole team's, so all of it skips the reduction).
+    const Acc dnMean =
+        rms ? Acc(0) : team.reduce(dnSum, SumOp()) / static_cast<Acc>(length);
     Acc dnXhatMean = team.reduce(dnXhatSum, SumOp()) / static_cast<Acc>(length);
     for (int64_t i = team.rank(); i < length; i += team.size()) {
       Acc dn = load(g[i]) * load(scale[i]);
