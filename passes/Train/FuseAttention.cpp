@@ -364,6 +364,50 @@ void eraseUnreadRepeat(Value value) {
   }
 }
 
+/// Step 8: an operand that is a rotary embedding of a head split,
+/// `nn.rotary (nn.transpose %x {perm = [0, 2, 1, 3]}), %cos, %sin`, each
+/// read only by the next: the rotary runs on %x ([B, T, H, D], as the
+/// projection stores it), its tables' dimensions 1 and 2 swapped, and the
+/// split follows it, next to attention, which then reads it in place
+/// (ztc-fold-transposes). Its gradient's split, built from this by
+/// autodiff, folds into the backward kernel's writes the same way.
+void rotateBeforeSplit(OpBuilder &b, OpOperand &operand) {
+  auto rotary = operand.get().getDefiningOp<nn::RotaryOp>();
+  if (!rotary || !rotary->hasOneUse())
+    return;
+  auto split = rotary.getX().getDefiningOp<nn::TransposeOp>();
+  const int64_t headSplit[] = {0, 2, 1, 3};
+  if (!split || !split->hasOneUse() ||
+      split.getPerm() != ArrayRef<int64_t>(headSplit))
+    return;
+  auto table = cast<RankedTensorType>(rotary.getCos().getType());
+  SmallVector<int64_t> shape(4 - table.getRank(), 1);
+  llvm::append_range(shape, table.getShape());
+  SmallVector<int64_t> swapped = {shape[0], shape[2], shape[1], shape[3]};
+  b.setInsertionPoint(rotary);
+  Location loc = rotary.getLoc();
+  // Moving a dimension of size 1 moves no element: a reshape (a view).
+  auto swap = [&](Value t) -> Value {
+    Type element = table.getElementType();
+    if (table.getShape() == ArrayRef<int64_t>(swapped))
+      return t;
+    if (shape[1] == 1 || shape[2] == 1)
+      return nn::ReshapeOp::create(b, loc,
+                                   RankedTensorType::get(swapped, element), t);
+    if (table.getRank() < 4)
+      t = nn::ReshapeOp::create(b, loc, RankedTensorType::get(shape, element),
+                                t);
+    return nn::TransposeOp::create(b, loc, t, headSplit);
+  };
+  Value cos = swap(rotary.getCos());
+  Value sin = rotary.getSin() == rotary.getCos() ? cos : swap(rotary.getSin());
+  Value rotated =
+      nn::RotaryOp::create(b, loc, split.getX(), cos, sin, rotary.getInverse());
+  operand.set(nn::TransposeOp::create(b, split.getLoc(), rotated, headSplit));
+  rotary.erase();
+  split.erase();
+}
+
 struct FuseAttentionPass
     : public ztc::impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
@@ -458,6 +502,9 @@ struct FuseAttentionPass
         if (k != kSource && kSource.use_empty())
           kSource.getDefiningOp()->erase();
       }
+      // Step 8: rotary embeddings on q and k before their head splits.
+      rotateBeforeSplit(b, fused->getOpOperand(0));
+      rotateBeforeSplit(b, fused->getOpOperand(1));
     }
   }
 };

@@ -67,6 +67,13 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
     7. The final product's uses read `nn.attention %q, %k, %v[, %mask]
        {scale, causal}`; the chain is erased, and what made `%kt` from k
        (and the repeats) once nothing else reads it.
+    8. A q or k that is a rotary embedding of a head split,
+       `nn.rotary (nn.transpose %x {perm = [0, 2, 1, 3]}), %cos, %sin`,
+       each read only by the next (Llama's `apply_rotary_pos_emb` after
+       its `transpose(1, 2)`), becomes the split of the rotary of `%x`,
+       its tables' dimensions 1 and 2 swapped (a reshape when one is 1):
+       the split then meets attention, which ztc-fold-transposes lets read
+       `%x`'s layout, and so does its gradient's split in the backward.
 
     Anything else stays as it is: probabilities another op reads (they
     would have to be materialized), a softmax over another axis, a scale

@@ -152,7 +152,9 @@
 // gather<T, I>: numpy take along `axis`; negative indices count from the
 //   end.
 // trilu<T>; rotateHalf<T>: the last dimension's halves x1, x2 as
-//   [-x2, x1] (inverse: [x2, -x1]); copyInto<T> (concat): writes x into y
+//   [-x2, x1] (inverse: [x2, -x1]); rotary<T>: x * cos + rotateHalf(x) *
+//   sin (inverse: x * cos + the inverse turn of x * sin), the tables
+//   broadcast to x; copyInto<T> (concat): writes x into y
 //   at `offset` along `axis`.
 // nllLoss<T, I>: logProbs [N,C,d...], target, weight or nullptr. PyTorch
 //   semantics: mean divides by the sum of weights of non-ignored targets

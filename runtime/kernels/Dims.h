@@ -78,6 +78,19 @@ inline void contiguousStrides(const Dims &dims, int64_t *strides) {
   }
 }
 
+/// The strides of a tensor of shape `from` read as one of shape `to`
+/// (NumPy broadcasting: `from` aligned to `to`'s last dimensions, each of
+/// its sizes `to`'s or 1): an absent or size-1 dimension has stride 0.
+inline void broadcastStrides(const Dims &from, const Dims &to,
+                             int64_t *strides) {
+  int64_t stride = 1, skip = to.rank - from.rank;
+  for (int64_t i = to.rank - 1; i >= 0; --i) {
+    int64_t size = i < skip ? 1 : from.d[i - skip];
+    strides[i] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+}
+
 /// The offsets of row-major position `flat` of dims[0, rank) under two sets
 /// of strides (strided copies, matmul batches).
 ZTC_HOST_DEVICE inline void stridedOffsets(int64_t flat, const int64_t *dims,

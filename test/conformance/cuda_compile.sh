@@ -214,6 +214,7 @@ template <typename T> void instantiate(T *p, cudaStream_t s) {
   copyInto<T>(p, d, p, d, ztc::CopyIntoParams{0, 0}, s);
   trilu<T>(p, d, p, d, ztc::TriluParams{true, 0}, s);
   rotateHalf<T>(p, d, p, d, ztc::RotateHalfParams{true}, s);
+  rotary<T>(p, d, p, d, p, d, p, d, ztc::RotaryParams{false}, s);
   conv2dBackwardData<T>(p, d, p, d, p, d,
                         ztc::Conv2dBackwardDataParams{none, t, f, t, 1, false},
                         z, s);

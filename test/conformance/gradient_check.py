@@ -431,6 +431,12 @@ def rotate_half(x, a):
     return np.concatenate([-upper, lower], axis=-1)
 
 
+def rotary(x, cos, sin, a):
+    if a["inverse"]:
+        return x * cos + rotate_half(x * sin, {"inverse": True})
+    return x * cos + rotate_half(x, {"inverse": False}) * sin
+
+
 def gelu(x, a):
     if a.get("approximate", "none") == "tanh":
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -494,6 +500,7 @@ OPS = {
     "nn.gather": lambda x, a, t: np.take(x[0], x[1], axis=a["axis"]),
     "nn.trilu": lambda x, a, t: trilu(x[0], a),
     "nn.rotate_half": lambda x, a, t: rotate_half(x[0], a),
+    "nn.rotary": lambda x, a, t: rotary(x[0], x[1], x[2], a),
     "nn.nll_loss": lambda x, a, t: nll_loss(x[0], x[1], x[2] if len(x) > 2 else None, a),
     "nn.conv2d_backward_data": lambda x, a, t: conv2d_backward_data(x[0], x[1], a, t[0]),
     "nn.conv2d_backward_filter": lambda x, a, t: conv2d_backward_filter(x[0], x[1], a),

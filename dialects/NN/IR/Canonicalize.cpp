@@ -7,9 +7,10 @@
 // backward kept (three [tokens, 4 x width] tensors per MLP where PyTorch
 // keeps the input alone), and `nn.gelu`'s backward needs only its input.
 // Another finds Llama's `rotate_half` (two slices, a negation and a
-// concat) and makes it one `nn.rotate_half`, and others its RMSNorm (a mean
-// of squares, a square root and a quotient, then the weight) and make it
-// one `nn.layer_norm` with `rms`.
+// concat) and makes it one `nn.rotate_half`, and the rotary embedding
+// around it (`x * cos + rotate_half(x) * sin`) one `nn.rotary`; others find
+// its RMSNorm (a mean of squares, a square root and a quotient, then the
+// weight) and make it one `nn.layer_norm` with `rms`.
 // The others undo what autodiff builds term by term where the whole is
 // known:
 //
@@ -473,6 +474,54 @@ struct RotateHalfOfSlices : OpRewritePattern<ConcatOp> {
   }
 };
 
+/// The factor beside `x` in `product`, a single-use nn.mul, or null.
+Value factorBeside(Value product, Value x) {
+  auto mul = product.getDefiningOp<MulOp>();
+  if (!mul || !mul->hasOneUse())
+    return {};
+  if (mul.getLhs() == x)
+    return mul.getRhs();
+  if (mul.getRhs() == x)
+    return mul.getLhs();
+  return {};
+}
+
+/// `x * cos + rotate_half(x) * sin` (either order of each sum and product)
+/// is nn.rotary: Llama's rotary embedding in one kernel each way, where
+/// the turn and a loop over x, its turn and both tables were two. The
+/// tables have one type, broadcast to x's (the products are x's type), and
+/// only the sum reads the products and the turn.
+struct RotaryOfSum : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [first, second] : {std::pair(op.getLhs(), op.getRhs()),
+                                 std::pair(op.getRhs(), op.getLhs())}) {
+      auto turned = second.getDefiningOp<MulOp>();
+      if (!turned)
+        continue;
+      for (Value side : {turned.getLhs(), turned.getRhs()}) {
+        auto turn = side.getDefiningOp<RotateHalfOp>();
+        if (!turn || turn.getInverse() || !turn->hasOneUse())
+          continue;
+        Value x = turn.getX();
+        Value sin = factorBeside(second, side);
+        Value cos = factorBeside(first, x);
+        if (!sin || !cos || x.getType() != op.getType() ||
+            second.getType() != op.getType() ||
+            first.getType() != op.getType() || cos.getType() != sin.getType() ||
+            cast<RankedTensorType>(cos.getType()).getRank() >
+                op.getType().getRank())
+          continue;
+        rewriter.replaceOpWithNewOp<RotaryOp>(op, op.getType(), x, cos, sin,
+                                              rewriter.getBoolAttr(false));
+        return success();
+      }
+    }
+    return rewriter.notifyMatchFailure(op, "not x * cos + turn(x) * sin");
+  }
+};
+
 /// Whether `value` is x squared: nn.pow of x by 2, or x * x.
 bool isSquare(Value value, Value x) {
   if (auto pow = value.getDefiningOp<PowOp>())
@@ -622,5 +671,6 @@ void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                         MLIRContext *context) {
-  patterns.add<AddOfDisjointPieces, AddOfScatterIntoZeros>(context);
+  patterns.add<AddOfDisjointPieces, AddOfScatterIntoZeros, RotaryOfSum>(
+      context);
 }

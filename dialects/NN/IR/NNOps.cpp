@@ -1483,19 +1483,60 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
 // RotateHalfOp
 //===----------------------------------------------------------------------===//
 
+/// x of rank at least 1 whose last dimension is two halves (the turns of
+/// nn.rotate_half and nn.rotary).
+static LogicalResult checkHalves(std::optional<Location> location,
+                                 StringRef opName, RankedTensorType x) {
+  if (failed(checkMinRank(location, opName, "x", x, 1, "[..., features]")))
+    return failure();
+  if (x.getShape().back() % 2 != 0)
+    return inferError(location, opName,
+                      "expects x's last dimension to be even (two halves), "
+                      "got ",
+                      x);
+  return success();
+}
+
 LogicalResult RotateHalfOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> location,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &types) {
   RankedTensorType x = tensorType(adaptor.getX());
-  if (failed(checkMinRank(location, getOperationName(), "x", x, 1,
-                          "[..., features]")))
+  if (failed(checkHalves(location, getOperationName(), x)))
     return failure();
-  if (x.getShape().back() % 2 != 0)
+  types.push_back(x);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RotaryOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  RankedTensorType cos = tensorType(adaptor.getCos());
+  RankedTensorType sin = tensorType(adaptor.getSin());
+  if (failed(checkHalves(location, getOperationName(), x)))
+    return failure();
+  if (cos != sin)
     return inferError(location, getOperationName(),
-                      "expects x's last dimension to be even (two halves), "
-                      "got ",
-                      x);
+                      "expects cos and sin of one type, got ", cos, " and ",
+                      sin);
+  if (cos.getElementType() != x.getElementType())
+    return inferError(location, getOperationName(),
+                      "expects cos and sin of x's element type, got ", cos,
+                      " for ", x);
+  // The tables broadcast to x; x itself is never widened.
+  SmallVector<int64_t> shape;
+  if (cos.getRank() > x.getRank() ||
+      !OpTrait::util::getBroadcastedShape(x.getShape(), cos.getShape(),
+                                          shape) ||
+      ArrayRef<int64_t>(shape) != x.getShape())
+    return inferError(location, getOperationName(), "expects cos and sin ", cos,
+                      " to broadcast to x's shape, got x ", x);
   types.push_back(x);
   return success();
 }

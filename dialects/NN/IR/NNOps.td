@@ -1219,6 +1219,39 @@ def NN_RotateHalfOp : NN_Op<"rotate_half", !listconcat(NN_InferredResult,
 }
 
 //===----------------------------------------------------------------------===//
+// RotaryOp
+//===----------------------------------------------------------------------===//
+
+def NN_RotaryOp : NN_Op<"rotary", !listconcat(NN_InferredResult,
+    [NN_FollowCompute, NN_FlopsPerElement<3>,
+     NN_LibraryCall<"rotary", ["inverse"]>])> {
+  let summary = "rotary position embedding: x * cos + rotate_half(x) * sin";
+  let description = [{
+    Llama's rotary embedding as one op: `x * cos + rotate_half(x) * sin`,
+    with `rotate_half` as `nn.rotate_half` turns the last dimension's halves
+    (`[-x2, x1]`). `cos` and `sin` have one type, which broadcasts to `x`'s
+    shape (NumPy's rules; the tables of Hugging Face's
+    `apply_rotary_pos_emb`, [1, 1, T, D] for x of [B, H, T, D]). With
+    `inverse` the result is `x * cos` plus the inverse turn of `x * sin`
+    (`nn.rotate_half {inverse = true}`), the transpose of the map without it, so each form's gradient with respect
+    to `x` is the other. The nn canonicalization folds the sum of the two
+    products into this op; one kernel reads x once, where the steps were a
+    turn and a loop over both. The result has `x`'s type.
+
+    Example:
+
+    ```mlir
+    %r = nn.rotary %x, %cos, %sin {inverse = false}
+           : tensor<2x4x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>
+             -> tensor<2x4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$cos,
+                       NN_FloatTensor:$sin, BoolAttr:$inverse);
+  let results = (outs NN_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
 // TriluOp
 //===----------------------------------------------------------------------===//
 

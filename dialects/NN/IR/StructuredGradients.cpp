@@ -324,6 +324,25 @@ LogicalResult RotateHalfOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
       {RotateHalfOp::create(b, getLoc(), resultGrads[0], !getInverse())});
 }
 
+LogicalResult RotaryOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  VjpBuilder v(b, getLoc());
+  Value g = resultGrads[0], x = getX();
+  // With respect to x the map is linear, and the other form is its
+  // transpose. The tables' gradients, for tables that are not constants:
+  // y = x c + R(x) s gives dc = g x, ds = g R(x); y = x c + R^T(x s) gives
+  // ds = x R(g), since <g, R^T(x s)> = <R g, x s>.
+  Value dx =
+      RotaryOp::create(b, getLoc(), g, getCos(), getSin(), !getInverse());
+  auto turn = [&](Value t) {
+    return RotateHalfOp::create(b, getLoc(), t, /*inverse=*/false);
+  };
+  Value ds = getInverse() ? v.mul(x, turn(g)) : v.mul(g, turn(x));
+  return setGradients(operandGrads,
+                      {dx, v.sumToShape(v.mul(g, x), getCos().getType()),
+                       v.sumToShape(ds, getSin().getType())});
+}
+
 LogicalResult TriluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                 SmallVectorImpl<Value> &operandGrads) {
   // A fixed mask: the gradient keeps the same triangle.

@@ -1,6 +1,7 @@
 //===- Movement.h - data movement on the CPU --------------------*- C++ -*-===//
 //
-// transpose, slice, copyInto (concat), gather, trilu and rotateHalf, and
+// transpose, slice, copyInto (concat), gather, trilu, rotateHalf and rotary
+// (arithmetic, but a turn's neighbour reads like rotateHalf's), and
 // the adjoints scatterAdd and insertSlice; strided copies go through
 // detail::stridedCopy.
 //
@@ -181,6 +182,43 @@ void rotateHalf(const T *x, const Dims &dims, T *y, const Dims &,
       const T lower = in[i], upper = in[half + i];
       out[i] = inverse ? upper : detail::store<T>(-detail::load(upper));
       out[half + i] = inverse ? detail::store<T>(-detail::load(lower)) : lower;
+    }
+  }
+}
+
+/// x * cos + rotate_half(x) * sin, or with `inverse` x * cos +
+/// rotate_half_inverse(x * sin) (nn.rotary), cos and sin broadcast to x's
+/// shape, each element in T's compute type and rounded once.
+template <typename T>
+void rotary(const T *x, const Dims &dims, const T *cos, const Dims &tableDims,
+            const T *sin, const Dims &, T *y, const Dims &,
+            const RotaryParams &params) {
+  using C = detail::ComputeT<T>;
+  const bool inverse = params.inverse;
+  const int64_t rank = dims.rank, length = dims.d[rank - 1], half = length / 2;
+  const int64_t rows = length > 0 ? dims.numElements() / length : 0;
+  int64_t strides[kMaxRank], tableStrides[kMaxRank];
+  contiguousStrides(dims, strides);
+  broadcastStrides(tableDims, dims, tableStrides);
+  const int64_t step = tableStrides[rank - 1];
+#pragma omp parallel for if (rows * length > detail::kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t offset, tableOffset;
+    stridedOffsets(r * length, dims.d, rank, strides, tableStrides, offset,
+                   tableOffset);
+    const T *in = x + offset;
+    const T *c = cos + tableOffset, *s = sin + tableOffset;
+    T *out = y + offset;
+    for (int64_t i = 0; i < half; ++i) {
+      const int64_t lo = i * step, hi = (half + i) * step;
+      const C x1 = detail::load(in[i]), x2 = detail::load(in[half + i]);
+      const C c1 = detail::load(c[lo]), c2 = detail::load(c[hi]);
+      const C s1 = detail::load(s[lo]), s2 = detail::load(s[hi]);
+      // [-x2, x1] * s, or the inverse turn of x * s: [x2 s2, -x1 s1].
+      out[i] =
+          detail::store<T>(inverse ? x1 * c1 + x2 * s2 : x1 * c1 - x2 * s1);
+      out[half + i] =
+          detail::store<T>(inverse ? x2 * c2 - x1 * s1 : x2 * c2 + x1 * s2);
     }
   }
 }

@@ -1,6 +1,7 @@
 //===- Movement.cuh - data movement on CUDA ---------------------*- C++ -*-===//
 //
-// transpose, slice, copyInto (concat), gather, trilu and rotateHalf, and
+// transpose, slice, copyInto (concat), gather, trilu, rotateHalf and rotary
+// (arithmetic, but a turn's neighbour reads like rotateHalf's), and
 // the adjoints scatterAdd and insertSlice; strided copies go through
 // detail::stridedCopy.
 //
@@ -90,6 +91,32 @@ template <typename T> struct RotateHalfBody {
     const T from = x[lower ? flat + half : flat - half];
     // [-x2, x1] negates what the lower half receives, [x2, -x1] the upper.
     y[flat] = lower != inverse ? store<T>(-load(from)) : from;
+  }
+};
+
+/// One element of rotary (cpu/Movement.h): element p of x and its
+/// partner q in the other half, their tables broadcast (`table` strides).
+template <typename T> struct RotaryBody {
+  const T *x, *cos, *sin;
+  T *y;
+  int64_t rank, length;
+  int64_t dims[kMaxRank], strides[kMaxRank], table[kMaxRank];
+  bool inverse;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    using C = ComputeT<T>;
+    int64_t offset, tableOffset;
+    stridedOffsets(flat, dims, rank, strides, table, offset, tableOffset);
+    const int64_t half = length / 2, step = table[rank - 1];
+    const bool lower = flat % length < half;
+    const int64_t partner = lower ? flat + half : flat - half;
+    const int64_t partnerTable =
+        lower ? tableOffset + half * step : tableOffset - half * step;
+    const C xp = load(x[flat]), xq = load(x[partner]);
+    const C cp = load(cos[tableOffset]);
+    // [-x2, x1] * s, or the inverse turn of x * s: [x2 s2, -x1 s1].
+    const C sq = load(sin[inverse ? partnerTable : tableOffset]);
+    y[flat] =
+        store<T>(lower != inverse ? xp * cp - xq * sq : xp * cp + xq * sq);
   }
 };
 
@@ -225,6 +252,19 @@ void rotateHalf(const T *x, const Dims &dims, T *y, const Dims &,
       dims.numElements(),
       detail::RotateHalfBody<T>{x, y, dims.d[dims.rank - 1], params.inverse},
       stream, "rotateHalf");
+}
+
+template <typename T>
+void rotary(const T *x, const Dims &dims, const T *cos, const Dims &tableDims,
+            const T *sin, const Dims &, T *y, const Dims &,
+            const RotaryParams &params, cudaStream_t stream) {
+  detail::RotaryBody<T> body{x, cos, sin, y, dims.rank, dims.d[dims.rank - 1]};
+  for (int64_t i = 0; i < dims.rank; ++i)
+    body.dims[i] = dims.d[i];
+  contiguousStrides(dims, body.strides);
+  broadcastStrides(tableDims, dims, body.table);
+  body.inverse = params.inverse;
+  detail::launchElements(dims.numElements(), body, stream, "rotary");
 }
 
 template <typename T>

@@ -1402,6 +1402,36 @@ TEST(CudaKernelsTest, RotateHalf) {
   compareRotateHalf<bf16>();
 }
 
+/// rotary: CUDA's equals the CPU's, either form, in f32 and bf16, with
+/// tables broadcast over heads ([T, 1, D]) and over batch and heads ([1,
+/// 1, T, D], Hugging Face's).
+template <typename T> void compareRotary() {
+  const Shape shape = {2, 5, 3, 8};
+  const auto x = randomValues<T>(numel(shape), 703, -2, 2);
+  for (const Shape &table : {Shape{5, 1, 8}, Shape{1, 1, 3, 8}}) {
+    const auto c = randomValues<T>(numel(table), 704, -1, 1);
+    const auto s = randomValues<T>(numel(table), 705, -1, 1);
+    for (bool inverse : {false, true}) {
+      std::vector<T> expected(x.size(), T(7.0f)), actual(x.size(), T(-3.0f));
+      cpu::rotary<T>(x.data(), cpuDims(shape), c.data(), cpuDims(table),
+                     s.data(), cpuDims(table), expected.data(), cpuDims(shape),
+                     ztc::RotaryParams{inverse});
+      gpu::rotary<T>(x.data(), gpuDims(shape), c.data(), gpuDims(table),
+                     s.data(), gpuDims(table), actual.data(), gpuDims(shape),
+                     ztc::RotaryParams{inverse}, kStream);
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(0, std::memcmp(&actual[i], &expected[i], sizeof(T)))
+            << "rotary" << (inverse ? " inverse" : "") << " with tables of "
+            << table.size() << " dimensions, element " << i;
+    }
+  }
+}
+
+TEST(CudaKernelsTest, Rotary) {
+  compareRotary<float>();
+  compareRotary<bf16>();
+}
+
 TEST(CudaKernelsTest, BadDataIsRecordedNotFatal) {
   gpu::clearError();
   Shape data = {4, 3};

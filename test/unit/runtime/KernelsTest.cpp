@@ -1259,6 +1259,50 @@ template <typename T> void checkRotateHalf() {
 TEST(KernelsTest, RotateHalf) { checkRotateHalf<float>(); }
 TEST(KernelsTest, RotateHalfBF16) { checkRotateHalf<bf16>(); }
 
+/// rotary against its formula in double, with tables [T, 1, D] broadcast
+/// over x [B, T, H, D] (the projections' layout); and each form the other's
+/// transpose: <rotary(x), z> = <x, rotary_inverse(z)>.
+template <typename T> void checkRotary(double tolerance) {
+  const Shape shape = {2, 3, 4, 6}, table = {3, 1, 6};
+  const auto x = randomValues<T>(numel(shape), 111, -2, 2);
+  const auto z = randomValues<T>(numel(shape), 112, -2, 2);
+  const auto c = randomValues<T>(numel(table), 113, -1, 1);
+  const auto s = randomValues<T>(numel(table), 114, -1, 1);
+  std::vector<T> forward(x.size()), inverse(x.size());
+  rotary<T>(x.data(), dimsOf(shape), c.data(), dimsOf(table), s.data(),
+            dimsOf(table), forward.data(), dimsOf(shape), RotaryParams{false});
+  rotary<T>(z.data(), dimsOf(shape), c.data(), dimsOf(table), s.data(),
+            dimsOf(table), inverse.data(), dimsOf(shape), RotaryParams{true});
+  auto at = [](const std::vector<T> &v, int64_t i) {
+    return double(float(v[i]));
+  };
+  double forwardDot = 0, inverseDot = 0, scale = 0;
+  for (int64_t row = 0; row < 2 * 3 * 4; ++row) {
+    const int64_t t = (row / 4) % 3;
+    for (int64_t i = 0; i < 3; ++i) {
+      const int64_t lo = row * 6 + i, hi = lo + 3;
+      const double x1 = at(x, lo), x2 = at(x, hi), z1 = at(z, lo),
+                   z2 = at(z, hi);
+      const double c1 = at(c, t * 6 + i), c2 = at(c, t * 6 + i + 3);
+      const double s1 = at(s, t * 6 + i), s2 = at(s, t * 6 + i + 3);
+      // [-x2, x1] * s; the inverse turn of z * s, [z2 s2, -z1 s1].
+      EXPECT_NEAR(at(forward, lo), x1 * c1 - x2 * s1, tolerance) << lo;
+      EXPECT_NEAR(at(forward, hi), x2 * c2 + x1 * s2, tolerance) << hi;
+      EXPECT_NEAR(at(inverse, lo), z1 * c1 + z2 * s2, tolerance) << lo;
+      EXPECT_NEAR(at(inverse, hi), z2 * c2 - z1 * s1, tolerance) << hi;
+      const double lower = (x1 * c1 - x2 * s1) * z1,
+                   upper = (x2 * c2 + x1 * s2) * z2;
+      forwardDot += lower + upper;
+      inverseDot += x1 * (z1 * c1 + z2 * s2) + x2 * (z2 * c2 - z1 * s1);
+      scale += std::abs(lower) + std::abs(upper);
+    }
+  }
+  EXPECT_NEAR(forwardDot, inverseDot, 1e-12 * scale);
+}
+
+TEST(KernelsTest, Rotary) { checkRotary<float>(1e-5); }
+TEST(KernelsTest, RotaryBF16) { checkRotary<bf16>(2e-2); }
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

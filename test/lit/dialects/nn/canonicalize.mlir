@@ -774,3 +774,54 @@ func.func @scaled_layer_norm(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2
   %1 = nn.mul %w, %0 : tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   return %1 : tensor<2x8xf32>
 }
+
+// Llama's rotary embedding, x * cos + rotate_half(x) * sin, is nn.rotary,
+// whichever side of each sum and product its terms are written on.
+// CHECK-LABEL: func.func @rotary_sum
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4x8x16xf32>, %[[C:.+]]: tensor<1x1x8x16xf32>, %[[S:.+]]: tensor<1x1x8x16xf32>)
+// CHECK-NEXT: %[[A:.+]] = nn.rotary %[[X]], %[[C]], %[[S]] {inverse = false} : tensor<2x4x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<2x4x8x16xf32>
+// CHECK-NEXT: %[[B:.+]] = nn.rotary %[[X]], %[[S]], %[[C]] {inverse = false}
+// CHECK-NEXT: return %[[A]], %[[B]]
+func.func @rotary_sum(%x: tensor<2x4x8x16xf32>, %c: tensor<1x1x8x16xf32>, %s: tensor<1x1x8x16xf32>)
+    -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) {
+  %0 = nn.mul %x, %c : tensor<2x4x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<2x4x8x16xf32>
+  %1 = nn.rotate_half %x {inverse = false} : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  %2 = nn.mul %1, %s : tensor<2x4x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<2x4x8x16xf32>
+  %a = nn.add %0, %2 : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  %3 = nn.mul %s, %x : tensor<1x1x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  %4 = nn.rotate_half %x {inverse = false} : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  %5 = nn.mul %c, %4 : tensor<1x1x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  %b = nn.add %5, %3 : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %a, %b : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+}
+
+// Sums left as they are: the turn read elsewhere too (it would be
+// computed twice); tables of different shapes; a table that widens x; the
+// inverse turn; the turn of another tensor than the one the cosine scales.
+// CHECK-LABEL: func.func @rotary_kept
+// CHECK-NOT: nn.rotary
+// CHECK: return
+func.func @rotary_kept(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %c: tensor<4x8xf32>, %s: tensor<8xf32>, %w: tensor<2x4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %t = nn.rotate_half %x {inverse = false} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %0 = nn.mul %x, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = nn.mul %t, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %a = nn.add %0, %1 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %u = nn.rotate_half %x {inverse = false} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %2 = nn.mul %x, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %3 = nn.mul %u, %s : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %b = nn.add %2, %3 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %v = nn.rotate_half %x {inverse = false} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %4 = nn.mul %x, %w : tensor<4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %5 = nn.mul %v, %w : tensor<4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %c2 = nn.add %4, %5 : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %i = nn.rotate_half %x {inverse = true} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %6 = nn.mul %x, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %7 = nn.mul %i, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %d = nn.add %6, %7 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %o = nn.rotate_half %y {inverse = false} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %8 = nn.mul %x, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %9 = nn.mul %o, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %e = nn.add %8, %9 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %a, %b, %t, %c2, %d, %e : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -615,6 +615,56 @@ func.func @rotate_half_integers(%x: tensor<2x8xi64>) {
 
 // -----
 
+// rotary turns the last dimension's halves of x; its two tables have one
+// type, x's element type, and broadcast to x without widening it.
+func.func @rotary_odd(%x: tensor<2x7xf32>, %t: tensor<7xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects x's last dimension to be even (two halves), got 'tensor<2x7xf32>'}}
+  %0 = nn.rotary %x, %t, %t {inverse = false} : tensor<2x7xf32>, tensor<7xf32>, tensor<7xf32> -> tensor<2x7xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_tables(%x: tensor<2x8xf32>, %c: tensor<8xf32>, %s: tensor<2x8xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects cos and sin of one type, got 'tensor<8xf32>' and 'tensor<2x8xf32>'}}
+  %0 = nn.rotary %x, %c, %s {inverse = false} : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_element_type(%x: tensor<2x8xbf16>, %t: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects cos and sin of x's element type, got 'tensor<8xf32>' for 'tensor<2x8xbf16>'}}
+  %0 = nn.rotary %x, %t, %t {inverse = false} : tensor<2x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xbf16>
+  return
+}
+
+// -----
+
+func.func @rotary_widens(%x: tensor<1x8xf32>, %t: tensor<3x8xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects cos and sin 'tensor<3x8xf32>' to broadcast to x's shape, got x 'tensor<1x8xf32>'}}
+  %0 = nn.rotary %x, %t, %t {inverse = false} : tensor<1x8xf32>, tensor<3x8xf32>, tensor<3x8xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_rank(%x: tensor<8xf32>, %t: tensor<1x8xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects cos and sin 'tensor<1x8xf32>' to broadcast to x's shape, got x 'tensor<8xf32>'}}
+  %0 = nn.rotary %x, %t, %t {inverse = false} : tensor<8xf32>, tensor<1x8xf32>, tensor<1x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_mismatch(%x: tensor<2x8xf32>, %t: tensor<2x4xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects cos and sin 'tensor<2x4xf32>' to broadcast to x's shape, got x 'tensor<2x8xf32>'}}
+  %0 = nn.rotary %x, %t, %t {inverse = false} : tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
 // nll_loss log-probabilities are [N, C, ...].
 func.func @nll_loss_rank(%lp: tensor<10xf32>, %t: tensor<i64>) {
   // expected-error @+1 {{'nn.nll_loss' op expects log_probs of rank at least 2 ([N, C, ...]), got 'tensor<10xf32>'}}

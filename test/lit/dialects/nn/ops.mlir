@@ -255,6 +255,19 @@ func.func @rotate_half(%x: tensor<2x4x8xbf16>) {
   return
 }
 
+// rotary: x * cos + rotate_half(x) * sin, the tables broadcast to x (of
+// lower rank, or with unit dimensions), either form.
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4x8x16xbf16>, %[[C:.+]]: tensor<8x16xbf16>, %[[S:.+]]: tensor<8x16xbf16>, %[[U:.+]]: tensor<2x8x1x16xbf16>)
+func.func @rotary(%x: tensor<2x4x8x16xbf16>, %c: tensor<8x16xbf16>, %s: tensor<8x16xbf16>, %u: tensor<2x8x1x16xbf16>) {
+  // CHECK: nn.rotary %[[X]], %[[C]], %[[S]] {inverse = false} : tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16> -> tensor<2x4x8x16xbf16>
+  %0 = nn.rotary %x, %c, %s {inverse = false} : tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16> -> tensor<2x4x8x16xbf16>
+  %y = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x8x16xbf16> -> tensor<2x8x4x16xbf16>
+  // CHECK: nn.rotary %{{.+}}, %[[U]], %[[U]] {inverse = true} : tensor<2x8x4x16xbf16>, tensor<2x8x1x16xbf16>, tensor<2x8x1x16xbf16> -> tensor<2x8x4x16xbf16>
+  %1 = nn.rotary %y, %u, %u {inverse = true} : tensor<2x8x4x16xbf16>, tensor<2x8x1x16xbf16>, tensor<2x8x1x16xbf16> -> tensor<2x8x4x16xbf16>
+  return
+}
+
 // NLL loss: "none" keeps the target shape, "sum" and "mean" give a scalar;
 // the class weight and ignore_index are optional.
 // CHECK-LABEL: func.func @nll_loss

@@ -226,6 +226,23 @@ func.func @rotary(%x: tensor<2x3x8xf32> {train.binding = #train.binding<param "x
   return %l : tensor<f32>
 }
 
+// nn.rotary, both forms, with tables that are parameters too (broadcast
+// over the batch): x's gradient is the other form, each table's a sum of
+// products over what it broadcasts to.
+// CHECK-LABEL: func.func @rotary_op
+// CHECK-SAME: train.grad_of
+// CHECK-SAME: kernel.arena_bytes
+func.func @rotary_op(%x: tensor<2x3x8xf32> {train.binding = #train.binding<param "x">},
+                     %cos: tensor<3x8xf32> {train.binding = #train.binding<param "cos">},
+                     %sin: tensor<3x8xf32> {train.binding = #train.binding<param "sin">}) -> tensor<f32> {
+  %0 = nn.rotary %x, %cos, %sin {inverse = false} : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32> -> tensor<2x3x8xf32>
+  %1 = nn.rotary %0, %sin, %cos {inverse = true} : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32> -> tensor<2x3x8xf32>
+  %2 = nn.mul %1, %1 : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %3 = nn.mul %2, %0 : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %l = nn.reduce_sum %3 {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x3x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
 // The negative log-likelihood in its three reductions, with class weights,
 // ignore_index and a spatial dimension.
 // CHECK-LABEL: func.func @loss

@@ -442,3 +442,71 @@ func.func @grouped_query_keys_scaled_first(%q: tensor<1x4x3x8xf32>, %k: tensor<1
   %a = nn.matmul %p, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
   return %a : tensor<1x4x3x8xf32>
 }
+
+// Step 8: Llama's rotary embeddings after the head splits of q and of the
+// grouped-query k run before them, on the projections' [B, T, H, D], the
+// tables' dimensions 1 and 2 swapped by a reshape; the splits then meet
+// the fused op (which ztc-fold-transposes lets read them in place).
+// CHECK-LABEL: func.func @rotary_before_split
+// CHECK-SAME: (%[[XQ:[^:]+]]: tensor<1x3x4x8xf32>, %[[XK:[^:]+]]: tensor<1x3x2x8xf32>, %[[V:[^:]+]]: tensor<1x2x3x8xf32>, %[[C:[^:]+]]: tensor<1x1x3x8xf32>, %[[S:[^:]+]]: tensor<1x1x3x8xf32>)
+// CHECK-DAG: %[[CQ:.+]] = nn.reshape %[[C]] : tensor<1x1x3x8xf32> -> tensor<1x3x1x8xf32>
+// CHECK-DAG: %[[SQ:.+]] = nn.reshape %[[S]] : tensor<1x1x3x8xf32> -> tensor<1x3x1x8xf32>
+// CHECK-DAG: %[[RQ:.+]] = nn.rotary %[[XQ]], %[[CQ]], %[[SQ]] {inverse = false} : tensor<1x3x4x8xf32>, tensor<1x3x1x8xf32>, tensor<1x3x1x8xf32> -> tensor<1x3x4x8xf32>
+// CHECK-DAG: %[[Q:.+]] = nn.transpose %[[RQ]] {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x4x8xf32> -> tensor<1x4x3x8xf32>
+// CHECK-DAG: %[[RK:.+]] = nn.rotary %[[XK]], %{{.+}}, %{{.+}} {inverse = false} : tensor<1x3x2x8xf32>, tensor<1x3x1x8xf32>, tensor<1x3x1x8xf32> -> tensor<1x3x2x8xf32>
+// CHECK-DAG: %[[K:.+]] = nn.transpose %[[RK]] {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x2x8xf32> -> tensor<1x2x3x8xf32>
+// CHECK: %[[O:.+]] = nn.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @rotary_before_split(%xq: tensor<1x3x4x8xf32>, %xk: tensor<1x3x2x8xf32>,
+                               %v: tensor<1x2x3x8xf32>, %c: tensor<1x1x3x8xf32>,
+                               %s: tensor<1x1x3x8xf32>) -> tensor<1x4x3x8xf32> {
+  %scale = arith.constant dense<2.500000e-01> : tensor<f32>
+  %tq = nn.transpose %xq {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x4x8xf32> -> tensor<1x4x3x8xf32>
+  %q = nn.rotary %tq, %c, %s {inverse = false} : tensor<1x4x3x8xf32>, tensor<1x1x3x8xf32>, tensor<1x1x3x8xf32> -> tensor<1x4x3x8xf32>
+  %tk = nn.transpose %xk {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x2x8xf32> -> tensor<1x2x3x8xf32>
+  %k = nn.rotary %tk, %c, %s {inverse = false} : tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>, tensor<1x1x3x8xf32> -> tensor<1x2x3x8xf32>
+  %k1 = nn.reshape %k : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %k2 = nn.broadcast_to %k1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %kr = nn.reshape %k2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %v1 = nn.reshape %v : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %v2 = nn.broadcast_to %v1 {shape = array<i64: 1, 2, 2, 3, 8>} : tensor<1x2x1x3x8xf32> -> tensor<1x2x2x3x8xf32>
+  %vr = nn.reshape %v2 : tensor<1x2x2x3x8xf32> -> tensor<1x4x3x8xf32>
+  %kt = nn.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %t = nn.matmul %q, %kt : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %sc = nn.mul %t, %scale : tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %p = nn.softmax %sc {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %o = nn.matmul %p, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %o : tensor<1x4x3x8xf32>
+}
+
+// Tables that vary along both the heads and the tokens are transposed
+// with x. The rotary stays after its split when something else reads it
+// (q, returned too), and where no head split precedes it (k, already
+// [B, H, T, D]).
+// CHECK-LABEL: func.func @rotary_split_kept
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<1x3x4x8xf32>, %[[K:[^:]+]]: tensor<1x4x3x8xf32>, %[[V:[^:]+]]: tensor<1x4x3x8xf32>, %[[C:[^:]+]]: tensor<1x4x3x8xf32>)
+// CHECK: %[[CT:.+]] = nn.transpose %[[C]] {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x3x8xf32> -> tensor<1x3x4x8xf32>
+// CHECK: nn.rotary %[[X]], %[[CT]], %[[CT]] {inverse = false} : tensor<1x3x4x8xf32>
+// CHECK: %[[TQ:.+]] = nn.transpose %[[X]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[Q:.+]] = nn.rotary %[[TQ]], %[[C]], %[[C]] {inverse = false} : tensor<1x4x3x8xf32>
+// CHECK: %[[RK:.+]] = nn.rotary %[[K]], %[[C]], %[[C]] {inverse = false}
+// CHECK: nn.attention %[[Q]], %[[RK]], %[[V]]
+func.func @rotary_split_kept(%x: tensor<1x3x4x8xf32>, %k: tensor<1x4x3x8xf32>,
+                             %v: tensor<1x4x3x8xf32>, %c: tensor<1x4x3x8xf32>)
+    -> (tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) {
+  %scale = arith.constant dense<2.500000e-01> : tensor<f32>
+  %t0 = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x4x8xf32> -> tensor<1x4x3x8xf32>
+  %q0 = nn.rotary %t0, %c, %c {inverse = false} : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  %kt0 = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %s0 = nn.matmul %q0, %kt0 : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %p0 = nn.softmax %s0 {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %a = nn.matmul %p0, %v : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  %t1 = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x4x8xf32> -> tensor<1x4x3x8xf32>
+  %q1 = nn.rotary %t1, %c, %c {inverse = false} : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  %k1 = nn.rotary %k, %c, %c {inverse = false} : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  %kt1 = nn.transpose %k1 {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %s1 = nn.matmul %q1, %kt1 : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %p1 = nn.softmax %s1 {axis = 3 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  %b = nn.matmul %p1, %v : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %a, %b, %q1 : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>
+}
