@@ -182,6 +182,9 @@ kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product) {
   if (!matmul)
     return nullptr;
   Value output = kernel::rootBuffer(loop.getOutput());
+  // The product's buffer goes once the call writes the loop's output.
+  if (output == product)
+    return nullptr;
   for (Value input : loop.getInputs())
     if (input != product && kernel::rootBuffer(input) == output)
       return nullptr; // the library reads the addend after the product
@@ -347,6 +350,98 @@ void foldResidualGradients(func::FuncOp function) {
   }
 }
 
+/// The three inputs `loop` adds when its one output is `(x + y) + z` (each
+/// sum either way round), all of the output's type and distinct, and the
+/// inner sum is rounded to the element type (or that type is its own
+/// compute type, f32), so that storing x + y first rounds nothing the loop
+/// kept.
+struct ThreeSum {
+  Value x, y, z;
+};
+std::optional<ThreeSum> matchThreeSum(kernel::ElementwiseOp loop) {
+  if (loop.getOutputs().size() != 1 ||
+      loop.getBody().front().getOperations().size() != 3)
+    return std::nullopt;
+  auto type = cast<MemRefType>(loop.getOutput().getType());
+  auto outer = loop.getYielded().front().getDefiningOp<arith::AddFOp>();
+  if (!outer)
+    return std::nullopt;
+  for (auto [inner, last] : {std::pair(outer.getLhs(), outer.getRhs()),
+                             std::pair(outer.getRhs(), outer.getLhs())}) {
+    auto add = inner.getDefiningOp<arith::AddFOp>();
+    if (!add || !add->hasOneUse() ||
+        (add->hasAttr(kernel::kUnroundedAttr) &&
+         computeElementType(type.getElementType()) != type.getElementType()))
+      continue;
+    ThreeSum sum{inputOf(loop, add.getLhs()), inputOf(loop, add.getRhs()),
+                 inputOf(loop, last)};
+    if (!sum.x || !sum.y || !sum.z || sum.x == sum.y || sum.x == sum.z ||
+        sum.y == sum.z)
+      continue;
+    if (llvm::all_of(ValueRange{sum.x, sum.y, sum.z},
+                     [&](Value v) { return v.getType() == type; }))
+      return sum;
+  }
+  return std::nullopt;
+}
+
+/// Folds sums of products into the products: a loop adding a `matmul`'s
+/// product and another buffer (a residual without a bias; the gradients
+/// of one input from two products) becomes `matmul_add` with that buffer
+/// as its addend, and one adding three buffers, two of them products
+/// (the gradients of q, k and v's common input), two `matmul_add`s, the
+/// first adding the inner sum into its product's buffer.
+void foldProductSums(func::FuncOp function) {
+  SmallVector<kernel::ElementwiseOp> loops;
+  function.walk([&](kernel::ElementwiseOp loop) {
+    if (loop->getParentOp() == function)
+      loops.push_back(loop);
+  });
+  for (kernel::ElementwiseOp loop : loops) {
+    if (std::optional<std::pair<Value, Value>> sum = matchSum(loop)) {
+      for (auto [product, addend] :
+           {*sum, std::pair(sum->second, sum->first)}) {
+        kernel::CallOp matmul = producerOf(loop, product);
+        if (!matmul)
+          continue;
+        SmallVector<Value> inputs(matmul.getInputs());
+        inputs.push_back(addend);
+        fuseAtLoop(loop, matmul, product, "matmul_add", inputs,
+                   ValueRange{loop.getOutput()});
+        break;
+      }
+      continue;
+    }
+    std::optional<ThreeSum> sum = matchThreeSum(loop);
+    if (!sum)
+      continue;
+    kernel::CallOp last = producerOf(loop, sum->z);
+    if (!last)
+      continue;
+    for (auto [product, addend] :
+         {std::pair(sum->y, sum->x), std::pair(sum->x, sum->y)}) {
+      kernel::CallOp inner = producerOf(loop, product);
+      if (!inner)
+        continue;
+      // (addend + product) into the product's buffer, then z's product
+      // plus that into the loop's output: the loop's sums in its order.
+      OpBuilder b(loop);
+      SmallVector<Value> inputs(inner.getInputs());
+      inputs.push_back(addend);
+      auto first =
+          kernel::CallOp::create(b, inner.getLoc(), "matmul_add", inputs,
+                                 ValueRange{product}, inner.getConfig());
+      addLoc(first, loop.getLoc());
+      inputs.assign(last.getInputs().begin(), last.getInputs().end());
+      inputs.push_back(product);
+      fuseAtLoop(loop, last, sum->z, "matmul_add", inputs,
+                 ValueRange{loop.getOutput()});
+      inner.erase();
+      break;
+    }
+  }
+}
+
 /// Whether `loop`, in the step's block, only casts its one input of the
 /// same shape with a `CastOp` (arith.truncf, arith.extf) between a
 /// narrower float type (bf16, f16) and its compute type (f32).
@@ -506,6 +601,8 @@ struct MatmulEpiloguesPass
                  epilogue->addend ? "matmul_add" : "matmul", inputs,
                  ValueRange{loop.getOutput()});
     }
+    // After the bias epilogues, which take the sums with a bias.
+    foldProductSums(getOperation());
   }
 };
 

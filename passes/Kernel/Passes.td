@@ -295,6 +295,34 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     kernel.call "layer_norm_backward_narrow" ins(%x, %s, %dy, %r : ...)
         outs(%g, %ds, %db, %n : ...) {config = {axis = 1 : i64, ...}}
     ```
+
+    After the bias epilogues, sums of products without a bias: a
+    residual after a bias-less layer (Llama's), and the input gradient of
+    layers that share their input, which autodiff sums from each layer's
+    product. Each `kernel.elementwise` in the step's block whose one
+    output is the float sum of two inputs of its type, one a product as
+    in 1 and 3 above, the other not the loop's output's buffer, becomes
+    `matmul_add` with the other as its addend, at the loop (the same
+    bits: the product rounded as stored, then the sum). One whose output
+    is `(x + y) + z`, three distinct inputs of its type, z and one of x
+    and y products so, and the inner sum rounded (or the element type its
+    own compute type: f32's unrounded sums round nothing), becomes two
+    `matmul_add` calls at the loop: the inner product's call adding the
+    third input into its own buffer, then z's call adding that into the
+    loop's output, the loop's sums in its order. Llama's layer: q, k and
+    v's input gradient, and the gate's and up's, each one loop fewer.
+
+    ```mlir
+    kernel.call "matmul" ins(%a, %wa : ...) outs(%pa : memref<8x64xf32>)
+    kernel.call "matmul" ins(%b, %wb : ...) outs(%pb : memref<8x64xf32>)
+    kernel.call "matmul" ins(%c, %wc : ...) outs(%pc : memref<8x64xf32>)
+    kernel.elementwise ins(%pa, %pb, %pc : ...) outs(%y : ...) {
+      ... (pa + pb) + pc ... }
+    // becomes
+    kernel.call "matmul" ins(%a, %wa : ...) outs(%pa : ...)
+    kernel.call "matmul_add" ins(%b, %wb, %pa : ...) outs(%pb : ...)
+    kernel.call "matmul_add" ins(%c, %wc, %pb : ...) outs(%y : ...)
+    ```
   }];
 }
 

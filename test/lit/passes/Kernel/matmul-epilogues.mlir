@@ -526,3 +526,124 @@ func.func @narrow_norm_gradients_kept(%x: memref<4x8xf32>, %s: memref<8xf32>, %d
   }
   return %w, %n, %dsc, %n2, %n3, %n4, %n5 : memref<4x8xf32>, memref<4x8xbf16>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>
 }
+
+// -----
+
+// Sums of products without a bias: a residual (p + r), a gradient summed
+// from two products (one call adds the other's product as it stores), and
+// one summed from three ((p1 + p2) + p3, q, k and v's common
+// input; the inner sum unrounded, which in f32 rounds nothing): the first
+// call's product, then the second adds it into its own buffer, the third
+// adds that into the loop's output, the loop's order.
+// CHECK-LABEL: func.func @product_sums
+// CHECK-SAME: (%[[X:[^:]+]]: memref<4x8xf32>, %[[W:[^:]+]]: memref<8x8xf32>, %[[R:[^:]+]]: memref<4x8xf32>)
+// CHECK: %[[Y1:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: kernel.call "matmul_add" ins(%[[X]], %[[W]], %[[R]] : memref<4x8xf32>, memref<8x8xf32>, memref<4x8xf32>) outs(%[[Y1]] : memref<4x8xf32>){{$}}
+// CHECK: %[[B:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: kernel.call "matmul" ins(%[[X]], %[[W]] : memref<4x8xf32>, memref<8x8xf32>) outs(%[[B]] : memref<4x8xf32>) {config = {transpose_b = true}}
+// CHECK-NEXT: %[[Y2:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: kernel.call "matmul_add" ins(%[[R]], %[[W]], %[[B]] : memref<4x8xf32>, memref<8x8xf32>, memref<4x8xf32>) outs(%[[Y2]] : memref<4x8xf32>){{$}}
+// CHECK: %[[P1:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: kernel.call "matmul" ins(%[[X]], %[[W]] : memref<4x8xf32>, memref<8x8xf32>) outs(%[[P1]] : memref<4x8xf32>){{$}}
+// CHECK-NEXT: %[[P2:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: %[[Y3:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK-NEXT: kernel.call "matmul_add" ins(%[[R]], %[[W]], %[[P1]] : memref<4x8xf32>, memref<8x8xf32>, memref<4x8xf32>) outs(%[[P2]] : memref<4x8xf32>) {config = {transpose_a = true}}
+// CHECK-NEXT: kernel.call "matmul_add" ins(%[[Y1]], %[[W]], %[[P2]] : memref<4x8xf32>, memref<8x8xf32>, memref<4x8xf32>) outs(%[[Y3]] : memref<4x8xf32>){{$}}
+// CHECK-NOT: kernel.elementwise
+func.func @product_sums(%x: memref<4x8xf32>, %w: memref<8x8xf32>, %r: memref<4x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) {
+  %p = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p : memref<4x8xf32>) {config = {}}
+  %y1 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%r, %p : memref<4x8xf32>, memref<4x8xf32>) outs(%y1 : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    kernel.yield %s : f32
+  }
+  %a = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%r, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%a : memref<4x8xf32>) {config = {}}
+  %b = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%b : memref<4x8xf32>) {config = {transpose_b = true}}
+  %y2 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%a, %b : memref<4x8xf32>, memref<4x8xf32>) outs(%y2 : memref<4x8xf32>) {
+  ^bb0(%u: f32, %v: f32):
+    %s = arith.addf %u, %v {kernel.unrounded} : f32
+    kernel.yield %s : f32
+  }
+  %p1 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p1 : memref<4x8xf32>) {config = {}}
+  %p2 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%r, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p2 : memref<4x8xf32>) {config = {transpose_a = true}}
+  %p3 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%y1, %w : memref<4x8xf32>, memref<8x8xf32>) outs(%p3 : memref<4x8xf32>) {config = {}}
+  %y3 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p3, %p1, %p2 : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) outs(%y3 : memref<4x8xf32>) {
+  ^bb0(%u: f32, %v: f32, %t: f32):
+    %s = arith.addf %v, %t {kernel.unrounded} : f32
+    %q = arith.addf %s, %u {kernel.unrounded} : f32
+    kernel.yield %q : f32
+  }
+  return %y1, %y2, %y3 : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+}
+
+// -----
+
+// Left alone: three bf16 products whose inner sum is unrounded (storing it
+// would round it); three sums whose last term is no product; a product
+// read again later; a sum written over its addend's buffer (the library
+// reads the addend after the product); one written over the product's.
+// CHECK-LABEL: func.func @product_sums_kept
+// CHECK-NOT: matmul_add
+// CHECK-COUNT-5: kernel.elementwise
+// CHECK-NOT: matmul_add
+func.func @product_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %f: memref<4x8xf32>, %g: memref<8x8xf32>, %r: memref<4x8xf32>)
+    -> (memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) {
+  %p1 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p1 : memref<4x8xbf16>) {config = {}}
+  %p2 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p2 : memref<4x8xbf16>) {config = {transpose_b = true}}
+  %p3 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p3 : memref<4x8xbf16>) {config = {transpose_a = true}}
+  %y1 = kernel.alloc : memref<4x8xbf16>
+  kernel.elementwise ins(%p3, %p1, %p2 : memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) outs(%y1 : memref<4x8xbf16>) {
+  ^bb0(%u: bf16, %v: bf16, %t: bf16):
+    %s = arith.addf %v, %t {kernel.unrounded} : bf16
+    %q = arith.addf %s, %u {kernel.unrounded} : bf16
+    kernel.yield %q : bf16
+  }
+  %q1 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%f, %g : memref<4x8xf32>, memref<8x8xf32>) outs(%q1 : memref<4x8xf32>) {config = {}}
+  %q2 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%f, %g : memref<4x8xf32>, memref<8x8xf32>) outs(%q2 : memref<4x8xf32>) {config = {transpose_b = true}}
+  %y2 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%q1, %q2, %r : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) outs(%y2 : memref<4x8xf32>) {
+  ^bb0(%u: f32, %v: f32, %t: f32):
+    %s = arith.addf %u, %v : f32
+    %q = arith.addf %s, %t : f32
+    kernel.yield %q : f32
+  }
+  %q3 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%f, %g : memref<4x8xf32>, memref<8x8xf32>) outs(%q3 : memref<4x8xf32>) {config = {}}
+  %y3 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%q3, %r : memref<4x8xf32>, memref<4x8xf32>) outs(%y3 : memref<4x8xf32>) {
+  ^bb0(%u: f32, %v: f32):
+    %s = arith.addf %u, %v : f32
+    kernel.yield %s : f32
+  }
+  %q4 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%f, %g : memref<4x8xf32>, memref<8x8xf32>) outs(%q4 : memref<4x8xf32>) {config = {}}
+  %acc = kernel.alloc : memref<4x8xf32>
+  kernel.call "transpose" ins(%r : memref<4x8xf32>) outs(%acc : memref<4x8xf32>) {config = {perm = array<i64: 0, 1>}}
+  kernel.elementwise ins(%acc, %q4 : memref<4x8xf32>, memref<4x8xf32>) outs(%acc : memref<4x8xf32>) {
+  ^bb0(%u: f32, %v: f32):
+    %s = arith.addf %u, %v : f32
+    kernel.yield %s : f32
+  }
+  %q5 = kernel.alloc : memref<4x8xf32>
+  kernel.call "matmul" ins(%f, %g : memref<4x8xf32>, memref<8x8xf32>) outs(%q5 : memref<4x8xf32>) {config = {}}
+  kernel.elementwise ins(%q5, %r : memref<4x8xf32>, memref<4x8xf32>) outs(%q5 : memref<4x8xf32>) {
+  ^bb0(%u: f32, %v: f32):
+    %s = arith.addf %u, %v : f32
+    kernel.yield %s : f32
+  }
+  return %y1, %y2, %q3, %y3, %acc : memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+}
