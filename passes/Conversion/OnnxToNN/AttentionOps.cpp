@@ -190,42 +190,44 @@ LogicalResult convertRotaryEmbedding(NodeContext &ctx,
     return failure();
 
   Value rotate = rotary == headSize ? x : ctx.sliceAlong(x, 3, 0, rotary);
-  bool interleaved = ctx.intAttr("interleaved", 0) != 0;
-  Value x1, x2;
-  if (interleaved) {
+  Value rotated;
+  if (ctx.intAttr("interleaved", 0) == 0) {
+    // The halves turn as Llama's rotate_half: one nn.rotary, whose tables
+    // hold each angle twice ([B, S, 1, rotary]).
+    auto twice = [&](Value angles) -> Value {
+      return ctx.create<nn::ConcatOp>({angles, angles},
+                                      {ctx.i64Attr("axis", 3)});
+    };
+    Value cosTable = rotate ? twice(cos) : nullptr;
+    Value sinTable = cosTable ? twice(sin) : nullptr;
+    rotated = sinTable
+                  ? ctx.create<nn::RotaryOp>({rotate, cosTable, sinTable},
+                                             {ctx.boolAttr("inverse", false)})
+                  : nullptr;
+  } else {
+    // Pairs of even and odd features: (cos x1 - sin x2, sin x1 + cos x2).
     Value pairs = rotate
                       ? ctx.reshape(rotate, {batch, sequence, xs[2], half, 2})
                       : nullptr;
     Value even = pairs ? ctx.sliceAlong(pairs, 4, 0, 1) : nullptr;
     Value odd = even ? ctx.sliceAlong(pairs, 4, 1, 1) : nullptr;
-    x1 = odd ? ctx.reshape(even, {batch, sequence, xs[2], half}) : nullptr;
-    x2 = x1 ? ctx.reshape(odd, {batch, sequence, xs[2], half}) : nullptr;
-  } else {
-    x1 = rotate ? ctx.sliceAlong(rotate, 3, 0, half) : nullptr;
-    x2 = x1 ? ctx.sliceAlong(rotate, 3, half, half) : nullptr;
-  }
-  if (!x2)
-    return failure();
-  Value cx1 = ctx.create<nn::MulOp>({cos, x1});
-  Value sx2 = cx1 ? ctx.create<nn::MulOp>({sin, x2}) : nullptr;
-  Value real = sx2 ? ctx.create<nn::SubOp>({cx1, sx2}) : nullptr;
-  Value sx1 = real ? ctx.create<nn::MulOp>({sin, x1}) : nullptr;
-  Value cx2 = sx1 ? ctx.create<nn::MulOp>({cos, x2}) : nullptr;
-  Value imag = cx2 ? ctx.create<nn::AddOp>({sx1, cx2}) : nullptr;
-  if (!imag)
-    return failure();
-  Value rotated;
-  if (interleaved) {
+    Value x1 =
+        odd ? ctx.reshape(even, {batch, sequence, xs[2], half}) : nullptr;
+    Value x2 = x1 ? ctx.reshape(odd, {batch, sequence, xs[2], half}) : nullptr;
+    Value cx1 = x2 ? ctx.create<nn::MulOp>({cos, x1}) : nullptr;
+    Value sx2 = cx1 ? ctx.create<nn::MulOp>({sin, x2}) : nullptr;
+    Value real = sx2 ? ctx.create<nn::SubOp>({cx1, sx2}) : nullptr;
+    Value sx1 = real ? ctx.create<nn::MulOp>({sin, x1}) : nullptr;
+    Value cx2 = sx1 ? ctx.create<nn::MulOp>({cos, x2}) : nullptr;
+    Value imag = cx2 ? ctx.create<nn::AddOp>({sx1, cx2}) : nullptr;
     SmallVector<int64_t> pairShape = {batch, sequence, xs[2], half, 1};
-    Value r = ctx.reshape(real, pairShape);
+    Value r = imag ? ctx.reshape(real, pairShape) : nullptr;
     Value i = r ? ctx.reshape(imag, pairShape) : nullptr;
     Value joined =
         i ? ctx.create<nn::ConcatOp>({r, i}, {ctx.i64Attr("axis", 4)})
           : nullptr;
     rotated = joined ? ctx.reshape(joined, {batch, sequence, xs[2], rotary})
                      : nullptr;
-  } else {
-    rotated = ctx.create<nn::ConcatOp>({real, imag}, {ctx.i64Attr("axis", 3)});
   }
   if (rotated && rotary < headSize) {
     Value rest = ctx.sliceAlong(x, 3, rotary, headSize - rotary);

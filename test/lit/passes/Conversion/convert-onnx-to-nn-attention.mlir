@@ -52,23 +52,35 @@ func.func @attention(%q: tensor<1x4x3x2xf32>, %k: tensor<1x2x3x2xf32>) -> none {
 // -----
 
 // RotaryEmbedding of 4-D X: tokens first, the angles gathered at the
-// position ids, the halves rotated and joined, heads first again.
+// position ids, the halves turned by one nn.rotary whose tables hold each
+// angle twice, heads first again.
 // CHECK-LABEL: func.func @rotary
 // CHECK: %[[X:.+]] = nn.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x3x4xf32> -> tensor<1x3x2x4xf32>
 // CHECK: %[[COS:.+]] = nn.gather %arg1, %arg2 {axis = 0 : i64} : tensor<8x2xf32>, tensor<1x3xi64> -> tensor<1x3x2xf32>
 // CHECK: %[[C:.+]] = nn.reshape %[[COS]] : tensor<1x3x2xf32> -> tensor<1x3x1x2xf32>
 // CHECK: %[[S:.+]] = nn.reshape %{{.+}} : tensor<1x3x2xf32> -> tensor<1x3x1x2xf32>
-// CHECK: %[[X1:.+]] = nn.slice %[[X]] {sizes = array<i64: 1, 3, 2, 2>, starts = array<i64: 0, 0, 0, 0>
-// CHECK: %[[X2:.+]] = nn.slice %[[X]] {sizes = array<i64: 1, 3, 2, 2>, starts = array<i64: 0, 0, 0, 2>
-// CHECK: %[[A:.+]] = nn.mul %[[C]], %[[X1]]
-// CHECK: %[[B:.+]] = nn.mul %[[S]], %[[X2]]
-// CHECK: %[[REAL:.+]] = nn.sub %[[A]], %[[B]]
-// CHECK: %[[D:.+]] = nn.mul %[[S]], %[[X1]]
-// CHECK: %[[E:.+]] = nn.mul %[[C]], %[[X2]]
-// CHECK: %[[IMAG:.+]] = nn.add %[[D]], %[[E]]
-// CHECK: %[[R:.+]] = nn.concat %[[REAL]], %[[IMAG]] {axis = 3 : i64}
+// CHECK: %[[CT:.+]] = nn.concat %[[C]], %[[C]] {axis = 3 : i64} : tensor<1x3x1x2xf32>, tensor<1x3x1x2xf32> -> tensor<1x3x1x4xf32>
+// CHECK: %[[ST:.+]] = nn.concat %[[S]], %[[S]] {axis = 3 : i64}
+// CHECK: %[[R:.+]] = nn.rotary %[[X]], %[[CT]], %[[ST]] {inverse = false} : tensor<1x3x2x4xf32>, tensor<1x3x1x4xf32>, tensor<1x3x1x4xf32> -> tensor<1x3x2x4xf32>
 // CHECK: nn.transpose %[[R]] {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x2x4xf32> -> tensor<1x2x3x4xf32>
 func.func @rotary(%x: tensor<1x2x3x4xf32>, %c: tensor<8x2xf32>, %p: tensor<1x3xi64>) -> none {
   %0 = onnx.node "RotaryEmbedding"(%x, %c, %c, %p) {opset = 23 : i64} : (tensor<1x2x3x4xf32>, tensor<8x2xf32>, tensor<8x2xf32>, tensor<1x3xi64>) -> none
+  return %0 : none
+}
+
+// -----
+
+// 3-D X of 2 heads of 6, the first 4 features of each rotated (angles per
+// token, no position ids): the rotary reads that slice and the other 2
+// features follow it unturned.
+// CHECK-LABEL: func.func @rotary_partial
+// CHECK: %[[X:.+]] = nn.reshape %arg0 : tensor<1x3x12xf32> -> tensor<1x3x2x6xf32>
+// CHECK: %[[CUT:.+]] = nn.slice %[[X]] {sizes = array<i64: 1, 3, 2, 4>, starts = array<i64: 0, 0, 0, 0>
+// CHECK: %[[R:.+]] = nn.rotary %[[CUT]], %{{.+}}, %{{.+}} {inverse = false} : tensor<1x3x2x4xf32>, tensor<1x3x1x4xf32>, tensor<1x3x1x4xf32> -> tensor<1x3x2x4xf32>
+// CHECK: %[[REST:.+]] = nn.slice %[[X]] {sizes = array<i64: 1, 3, 2, 2>, starts = array<i64: 0, 0, 0, 4>
+// CHECK: %[[J:.+]] = nn.concat %[[R]], %[[REST]] {axis = 3 : i64}
+// CHECK: nn.reshape %[[J]] : tensor<1x3x2x6xf32> -> tensor<1x3x12xf32>
+func.func @rotary_partial(%x: tensor<1x3x12xf32>, %c: tensor<1x3x2xf32>) -> none {
+  %0 = onnx.node "RotaryEmbedding"(%x, %c, %c) {opset = 23 : i64, attrs = {num_heads = 2 : i64, rotary_embedding_dim = 4 : i64}} : (tensor<1x3x12xf32>, tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> none
   return %0 : none
 }
