@@ -157,6 +157,12 @@ compile_training mlp 8 adamw8bit --optimizer adamw8bit
 # adapters on the attention's qkv.
 compile_training gpt 4 qlora --lora 'r=4,alpha=8,targets=qkv' \
   --base-dtype nf4 --precision bf16
+# The Llama-family fixture: rotary kernels, grouped-query attention,
+# RMSNorm as a layer norm, bias-less residuals in the products'
+# epilogues; in f32 and bf16.
+cp "$ROOT/test/fixtures/modern/llama/model.onnx" "$OUT/models/llama.onnx"
+compile_training llama 8
+compile_training llama 8 bf16 --precision bf16
 
 # Every entry point for every element type it is meant for.
 cat >"$OUT/kernels.cu" <<'EOF'
