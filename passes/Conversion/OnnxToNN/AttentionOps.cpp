@@ -3,11 +3,13 @@
 // Converters for the operators opset 23 added for transformers:
 // RMSNormalization, RotaryEmbedding and Attention. None is an nn op of its
 // own: each becomes the products, reductions, slices and selections its
-// ONNX function body describes, so its gradient is theirs and every pass
-// below (recompute, precision, ZeRO, the kernels) sees ops it knows. The
-// nn canonicalization, which runs right after the conversion, then finds
-// in RMSNormalization's steps the `nn.layer_norm` with `rms` that a
-// PyTorch export's RMSNorm also becomes (one kernel each way).
+// ONNX function body describes (RotaryEmbedding's halves the `nn.rotary`
+// a PyTorch export's rotary embedding also becomes), so its gradient is
+// theirs and every pass below (recompute, precision, ZeRO, the kernels)
+// sees ops it knows. The nn canonicalization, which runs right after the
+// conversion, then finds in RMSNormalization's steps the `nn.layer_norm`
+// with `rms` that a PyTorch export's RMSNorm also becomes (one kernel each
+// way).
 //
 // Attention follows the operator as ONNX defines it today (the reference
 // of onnx 1.22 and its node tests): 3-D inputs are split into heads as
@@ -110,7 +112,7 @@ LogicalResult convertRMSNorm(NodeContext &ctx,
 /// Rotates the first rotary_embedding_dim features of every head by the
 /// angles of each token's position: pairs (x1, x2) of the two halves (or,
 /// interleaved, of even and odd features) become (cos x1 - sin x2,
-/// sin x1 + cos x2).
+/// sin x1 + cos x2); the halves' form is one nn.rotary.
 LogicalResult convertRotaryEmbedding(NodeContext &ctx,
                                      SmallVectorImpl<Value> &results) {
   RankedTensorType type = ctx.inputType(0);
