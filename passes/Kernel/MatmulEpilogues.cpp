@@ -324,15 +324,21 @@ kernel::CallOp residualProducerOf(kernel::ElementwiseOp loop, Value gradient,
   return norm;
 }
 
-/// Folds each residual's gradient into the layer norm's input gradient it
-/// is added to: `layer_norm_backward` with the addend, at the loop.
-void foldResidualGradients(func::FuncOp function) {
+/// The loops in the step's block (not nested in another op), in program
+/// order: what the sum folds below look at.
+SmallVector<kernel::ElementwiseOp> stepLoops(func::FuncOp function) {
   SmallVector<kernel::ElementwiseOp> loops;
   function.walk([&](kernel::ElementwiseOp loop) {
     if (loop->getParentOp() == function)
       loops.push_back(loop);
   });
-  for (kernel::ElementwiseOp loop : loops) {
+  return loops;
+}
+
+/// Folds each residual's gradient into the layer norm's input gradient it
+/// is added to: `layer_norm_backward` with the addend, at the loop.
+void foldResidualGradients(func::FuncOp function) {
+  for (kernel::ElementwiseOp loop : stepLoops(function)) {
     std::optional<std::pair<Value, Value>> sum = matchSum(loop);
     if (!sum)
       continue;
@@ -392,12 +398,7 @@ std::optional<ThreeSum> matchThreeSum(kernel::ElementwiseOp loop) {
 /// (the gradients of q, k and v's common input), two `matmul_add`s, the
 /// first adding the inner sum into its product's buffer.
 void foldProductSums(func::FuncOp function) {
-  SmallVector<kernel::ElementwiseOp> loops;
-  function.walk([&](kernel::ElementwiseOp loop) {
-    if (loop->getParentOp() == function)
-      loops.push_back(loop);
-  });
-  for (kernel::ElementwiseOp loop : loops) {
+  for (kernel::ElementwiseOp loop : stepLoops(function)) {
     if (std::optional<std::pair<Value, Value>> sum = matchSum(loop)) {
       for (auto [product, addend] :
            {*sum, std::pair(sum->second, sum->first)}) {
