@@ -49,9 +49,13 @@ halves:
       those off by more than the tolerance; exit 1 when one is, or when
       the trainer failed.
 
-Models (name[:batch][:bf16]): gpt2-small:8, gpt2-small:8:bf16,
-gpt-4layer:64, resnet:256, llama:64, gpt-4layer:8, resnet:16 by default:
-the large ones first, and the small ones, where launches dominate, last.
+Models (name[:batch][:fp32|bf16][:nhwc]): gpt2-small:8, gpt2-small:8:bf16,
+gpt-4layer:64, resnet:256, llama:64, gpt-4layer:8, resnet:16 and
+resnet:256:fp32:nhwc by default: the large ones first, the small ones,
+where launches dominate, after them, and last the ResNet again with
+--conv-layout nhwc (channels-last convolutions on cuDNN; its peers stay
+PyTorch's NCHW default): the two resnet:256 rows decide CUDA's default
+layout.
 llama is train_peers.py's: test/models/make_modern.py's Llama-family
 fixture (RMSNorm, rotary embeddings, grouped-query attention, SwiGLU),
 whose PyTorch peer is train_peers.llama_module.
@@ -75,7 +79,7 @@ sys.path.insert(0, str(ROOT / "test" / "gpu"))
 sys.path.insert(0, str(ROOT / "test" / "training"))
 
 DEFAULT_MODELS = ("gpt2-small:8,gpt2-small:8:bf16,gpt-4layer:64,resnet:256,llama:64,"
-                  "gpt-4layer:8,resnet:16")
+                  "gpt-4layer:8,resnet:16,resnet:256:fp32:nhwc")
 # The memory check: measured over planned may differ from 1 by this much.
 MEMORY_TOLERANCE = 0.02
 INLINE_BYTES = 64 * 1024
@@ -86,13 +90,21 @@ def progress(message):
 
 
 def parse_model(text):
+    """name[:batch][:fp32|bf16][:nhwc]: the model, its batch, its precision
+    and its convolutions' layout (ztc's --conv-layout; CUDA's default nchw)."""
     parts = text.split(":")
     name = parts[0]
     batch = int(parts[1]) if len(parts) > 1 and parts[1] else None
-    precision = parts[2] if len(parts) > 2 else "fp32"
-    if precision not in ("fp32", "bf16"):
-        raise SystemExit("gpu_train.py: --models: precision of '%s' must be fp32 or bf16" % text)
-    return name, batch, precision
+    precision, layout = "fp32", "nchw"
+    for part in parts[2:]:
+        if part in ("fp32", "bf16"):
+            precision = part
+        elif part in ("nchw", "nhwc"):
+            layout = part
+        else:
+            raise SystemExit("gpu_train.py: --models: '%s' in '%s' is neither a precision "
+                             "(fp32, bf16) nor a layout (nchw, nhwc)" % (part, text))
+    return name, batch, precision, layout
 
 
 # ----------------------------------------------------------------- prepare
@@ -132,13 +144,14 @@ def prepare(args):
     ztc = pathlib.Path(args.build) / "bin" / "ztc"
     jobs = []
     for text in args.models.split(","):
-        name, batch, precision = parse_model(text)
+        name, batch, precision, layout = parse_model(text)
         if name not in train_peers.MODELS:
             raise SystemExit("gpu_train.py: unknown model '%s' (one of %s)"
                              % (name, ", ".join(train_peers.MODELS)))
         spec = dict(train_peers.MODELS[name])
         spec["batch"] = batch or spec["batch"]
-        tag = "%s-b%d-%s" % (name, spec["batch"], precision)
+        tag = "%s-b%d-%s%s" % (name, spec["batch"], precision,
+                               "-nhwc" if layout == "nhwc" else "")
         model_path = train_peers.ensure_model(name, spec)
         if spec["kind"] == "resnet" and spec["batch"] != train_peers.MODELS[name]["batch"]:
             # The ResNet's export has a static batch: export it for this one.
@@ -154,7 +167,8 @@ def prepare(args):
                         "--optimizer", "adamw", "--lr", repr(args.lr),
                         "--betas", "%r,%r" % train_peers.BETAS, "--eps", repr(train_peers.EPS),
                         "--weight-decay", repr(args.weight_decay),
-                        *(["--precision", "bf16"] if precision == "bf16" else [])],
+                        *(["--precision", "bf16"] if precision == "bf16" else []),
+                        *(["--conv-layout", "nhwc"] if layout == "nhwc" else [])],
                        check=True)
         thin_init(art)
         gpu_check.pack_step(str(art))

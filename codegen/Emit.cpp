@@ -551,14 +551,6 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
   auto elem = [&](Value v) {
     return storageType(cast<MemRefType>(v.getType()).getElementType());
   };
-  // A target whose library has NCHW convolutions only (CUDA) cannot take
-  // what ztc-channels-last made; the pipeline refuses the option first.
-  if (!printer.info.channelsLastConvolutions && kernel.field("channels_last") &&
-      kernel::configBool(op, "channels_last"))
-    return op.emitOpError("'")
-           << kernel.name << "' over channels-last tensors: the "
-           << StringRef(printer.info.name).upper()
-           << " kernels take NCHW (compile with --conv-layout nchw)";
   std::string ns = printer.libraryNamespace().str();
   SmallVector<std::string> args;
   // Template parameters: T when a letter is T or C (its compute type),

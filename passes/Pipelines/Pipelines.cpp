@@ -156,11 +156,6 @@ LogicalResult TrainingPipelineOptions::verify(std::string &error) const {
                 std::to_string(betas.size()) + " values");
   if (gradAccum < 1)
     return fail("--grad-accum must be at least 1");
-  const ::ztc::rt::TargetInfo &info = ::ztc::rt::targetInfo(target);
-  if (channelsLast() && !info.channelsLastConvolutions)
-    return fail(std::string("--conv-layout nhwc: the ") + info.name +
-                " kernels take NCHW convolutions (--target " + info.name +
-                "); use --conv-layout nchw, its default");
   if (gradAccumDtype.hasValue() && gradAccum == 1)
     return fail("--grad-accum-dtype applies with --grad-accum > 1");
   if (lrSchedulerType.hasValue() && lrSchedule.hasValue())

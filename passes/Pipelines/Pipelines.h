@@ -477,9 +477,9 @@ struct TrainingPipelineOptions
       *this, "conv-layout", kConvLayouts,
       llvm::cl::desc(
           "Layout of f32 convolutions' activations: nhwc (channels last, "
-          "which oneDNN's convolutions read and write without reordering; "
-          "the CPU's default) or nchw (ONNX's; the default with --target "
-          "cuda)"),
+          "which oneDNN's and cuDNN's convolutions read and write without "
+          "reordering; the CPU's default) or nchw (ONNX's; the default with "
+          "--target cuda)"),
       llvm::cl::init(ConvLayout::Nhwc)};
   // --- TF32 (ztc-tf32; CUDA only) -------------------------------------------
   Option<bool> allowTf32{

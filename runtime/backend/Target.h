@@ -33,10 +33,8 @@ struct TargetInfo {
   /// The generated source's file name in an artifact.
   const char *sourceName;
   /// The layout of f32 convolutions' activations when --conv-layout is
-  /// not given: "nhwc" or "nchw".
+  /// not given: "nhwc" or "nchw" (both libraries take both).
   const char *defaultConvLayout;
-  /// Whether its library has channels-last (NHWC) convolutions.
-  bool channelsLastConvolutions;
   /// The communicator `ztc-train --comm auto` takes under an MPI launcher.
   const char *launchedCommunicator;
   /// Whether its library's kernels work in scratch memory of the plan
@@ -68,10 +66,10 @@ struct TargetInfo {
 
 inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
-     true, "mpi", false, 0, 1, false, false, false},
+     "mpi", false, 0, 1, false, false, false},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
-     false, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true,
-     true, true},
+     "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true, true,
+     true},
 };
 
 inline const TargetInfo &targetInfo(Target target) {

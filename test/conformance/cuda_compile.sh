@@ -137,6 +137,9 @@ compile_training gpt 4 bf16 --precision bf16
 # auto); the unfused step too.
 compile_training gpt 4 unfused --fuse-attention off
 compile_training cnn 8 bf16 --precision bf16
+# Channels-last convolutions (cuDNN's NHWC descriptors, the direct sums
+# where it declines) and the NHWC BatchNorm statistics between them.
+compile_training cnn 8 nhwc --conv-layout nhwc
 # Data parallelism and ZeRO: the collectives through the context's
 # communicator, on a second stream ordered by events (--overlap-comm), or
 # on the step's one stream.

@@ -1,10 +1,12 @@
 //===- Conv.cuh - 2-D convolution on CUDA -----------------------*- C++ -*-===//
 //
 // conv2d and its gradients conv2dBackwardData and conv2dBackwardFilter over
-// NCHW tensors: on cuDNN where it is loaded and takes the call
-// (CudnnConv.cuh), else im2col and products (Linalg.cuh) over as many images
-// as fit in the call's planned scratch (Scratch.h), or direct sums where a
-// product cannot serve; every body reads the window of Window.h.
+// NCHW tensors, or NHWC ones with `channels_last` (ztc-channels-last): on
+// cuDNN where it is loaded and takes the call (CudnnConv.cuh), else, in
+// NCHW, im2col and products (Linalg.cuh) over as many images as fit in the
+// call's planned scratch (Scratch.h), or direct sums where a product cannot
+// serve; channels-last tensors cuDNN does not take are summed directly.
+// Every body reads the window of Window.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,15 +32,6 @@ namespace ztc::cuda {
 
 namespace detail {
 
-/// The convolutions here take NCHW only: true, with an error recorded for
-/// `kernel`, when a call asks for channels-last tensors.
-inline bool rejectChannelsLast(bool channelsLast, const char *kernel) {
-  if (channelsLast)
-    recordError(std::string(kernel) +
-                ": channels_last is not supported: the CUDA kernels take NCHW");
-  return channelsLast;
-}
-
 /// cols[image][c * kH * kW + kh * kW + kw][oh * outW + ow] for the images
 /// starting at x; the group-g rows are g's GEMM operand.
 /// Divides flat indices by run-time divisors in 32 bits when the launch's
@@ -59,17 +52,32 @@ struct IndexMath {
 /// of those elements (so no larger than `count`).
 inline IndexMath indexMath(int64_t count) { return {count <= INT32_MAX}; }
 
-/// Where element `flat` of a tensor shaped like a convolution's input
-/// ([images, channels, height, width]) lies.
+/// Which element of a convolution's input or output (image, channel, row,
+/// column) lies at offset `flat`.
 struct InputIndex {
   int64_t image, c, h, x;
 };
+ZTC_HOST_DEVICE inline InputIndex planeIndex(bool channelsLast,
+                                             int64_t channels, int64_t height,
+                                             int64_t width, int64_t flat,
+                                             const IndexMath &m) {
+  if (channelsLast)
+    return {m.div(flat, width * height * channels), m.mod(flat, channels),
+            m.mod(m.div(flat, width * channels), height),
+            m.mod(m.div(flat, channels), width)};
+  int64_t plane = width * height;
+  return {m.div(flat, plane * channels), m.mod(m.div(flat, plane), channels),
+          m.mod(m.div(flat, width), height), m.mod(flat, width)};
+}
+/// The input element at offset `flat`.
 ZTC_HOST_DEVICE inline InputIndex inputIndex(const ConvPlan &p, int64_t flat,
                                              const IndexMath &m) {
-  int64_t plane = p.width * p.height;
-  return {m.div(flat, plane * p.channels),
-          m.mod(m.div(flat, plane), p.channels),
-          m.mod(m.div(flat, p.width), p.height), m.mod(flat, p.width)};
+  return planeIndex(p.channelsLast, p.channels, p.height, p.width, flat, m);
+}
+/// The output element at offset `flat`.
+ZTC_HOST_DEVICE inline InputIndex outputIndex(const ConvPlan &p, int64_t flat,
+                                              const IndexMath &m) {
+  return planeIndex(p.channelsLast, p.outChannels, p.outH, p.outW, flat, m);
 }
 
 /// What im2col puts in row r = c * taps + kh * kW + kw, column `pixel`, of
@@ -155,14 +163,16 @@ template <typename T> struct Col2imBody {
   }
 };
 
-/// y[image][o][pixel] = bias[o]: the GEMM then accumulates onto it, so the
-/// sum rounds once, as on the CPU.
+/// y[image][o][pixel] (y[image][pixel][o] with `channelsLast`) = bias[o]:
+/// the GEMM or cuDNN then accumulates onto it, so the sum rounds once, as
+/// on the CPU.
 template <typename T> struct BiasFillBody {
   const T *bias;
   T *y;
   int64_t channels, pixels;
+  bool channelsLast;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
-    y[flat] = bias[(flat / pixels) % channels];
+    y[flat] = bias[channelsLast ? flat % channels : (flat / pixels) % channels];
   }
 };
 
@@ -173,17 +183,16 @@ template <typename T> struct DirectConvBody {
   ConvPlan p;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
-    int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
-    int64_t o = (flat / (p.outW * p.outH)) % p.outChannels;
-    int64_t n = flat / (p.outW * p.outH * p.outChannels);
+    InputIndex at = outputIndex(p, flat, IndexMath{false});
+    int64_t n = at.image, o = at.c, oh = at.h, ow = at.x;
     int64_t g = o / p.groupOut;
     Acc acc = bias ? load(bias[o]) : Acc(0);
     for (int64_t c = 0; c < p.groupChannels; ++c) {
-      const T *plane =
-          x + (n * p.channels + g * p.groupChannels + c) * p.height * p.width;
+      const int64_t channel = g * p.groupChannels + c;
       const T *taps = w + (o * p.groupChannels + c) * p.kH * p.kW;
       p.forEachTap(oh, ow, [&](int64_t kh, int64_t kw, int64_t ih, int64_t iw) {
-        acc += load(plane[ih * p.width + iw]) * load(taps[kh * p.kW + kw]);
+        acc +=
+            load(x[p.inputAt(n, channel, ih, iw)]) * load(taps[kh * p.kW + kw]);
       });
     }
     y[flat] = store<T>(acc);
@@ -219,8 +228,7 @@ template <typename T> struct ConvBackwardDataBody {
           for (int64_t j = 0; j < p.groupOut; ++j) {
             int64_t oc = g * p.groupOut + j;
             sum +=
-                load(gy[((n * p.outChannels + oc) * p.outH + oh) * p.outW +
-                        ow]) *
+                load(gy[p.outputAt(n, oc, oh, ow)]) *
                 load(w[((oc * p.groupChannels + ic) * p.kH + kh) * p.kW + kw]);
           }
         });
@@ -242,15 +250,13 @@ template <typename T> struct ConvBackwardFilterBody {
     int64_t oc = flat / (p.kW * p.kH * p.groupChannels);
     int64_t g = oc / p.groupOut;
     Acc sum = 0;
-    for (int64_t n = 0; n < batch; ++n) {
-      const T *in =
-          x + (n * p.channels + g * p.groupChannels + ic) * p.height * p.width;
-      const T *grad = gy + (n * p.outChannels + oc) * p.outH * p.outW;
-      p.forEachOutputOfTap(
-          kh, kw, [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
-            sum += load(grad[oh * p.outW + ow]) * load(in[ih * p.width + iw]);
-          });
-    }
+    const int64_t channel = g * p.groupChannels + ic;
+    for (int64_t n = 0; n < batch; ++n)
+      p.forEachOutputOfTap(kh, kw,
+                           [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
+                             sum += load(gy[p.outputAt(n, oc, oh, ow)]) *
+                                    load(x[p.inputAt(n, channel, ih, iw)]);
+                           });
     gw[flat] = store<T>(sum);
   }
 };
@@ -262,13 +268,8 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
             const T *bias, const Dims &, T *y, const Dims &yDims,
             const Conv2dParams &params, const Scratch &scratch,
             cudaStream_t stream) {
-  if (detail::rejectChannelsLast(params.channels_last, "conv2d"))
-    return;
-  const int64_t *strides = params.strides.data, *pads = params.pads.data,
-                *dilations = params.dilations.data;
   const int64_t group = params.group;
-  detail::ConvPlan p =
-      detail::convPlan(xDims, wDims, yDims, strides, pads, dilations, group);
+  detail::ConvPlan p = detail::convPlan(xDims, wDims, yDims, params);
   int64_t batch = xDims.d[0];
   int64_t patch = p.groupChannels * p.kH * p.kW; // gemm K
   int64_t pixels = p.outH * p.outW;              // gemm N
@@ -278,10 +279,10 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
   // the CPU.
   auto biasFirst = [&] {
     if (bias)
-      detail::launchElements(
-          batch * p.outChannels * pixels,
-          detail::BiasFillBody<T>{bias, y, p.outChannels, pixels}, stream,
-          "conv2d");
+      detail::launchElements(batch * p.outChannels * pixels,
+                             detail::BiasFillBody<T>{bias, y, p.outChannels,
+                                                     pixels, p.channelsLast},
+                             stream, "conv2d");
     return bias != nullptr;
   };
   if (detail::cudnnConvolve<T>(detail::ConvDirection::Forward, p, batch, x, w,
@@ -324,8 +325,8 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
     if (bias)
       detail::launchElements(
           images * imageOut,
-          detail::BiasFillBody<T>{bias, output, p.outChannels, pixels}, stream,
-          "conv2d");
+          detail::BiasFillBody<T>{bias, output, p.outChannels, pixels, false},
+          stream, "conv2d");
     const T *operand = direct ? input : cols;
     int64_t operandStride = direct ? imageIn : imageCols;
     for (int64_t g = 0; g < group; ++g)
@@ -348,13 +349,8 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
                         const Dims &wDims, T *gx, const Dims &gxDims,
                         const Conv2dBackwardDataParams &params,
                         const Scratch &scratch, cudaStream_t stream) {
-  if (detail::rejectChannelsLast(params.channels_last, "conv2dBackwardData"))
-    return;
-  const int64_t *strides = params.strides.data, *pads = params.pads.data,
-                *dilations = params.dilations.data;
   const int64_t group = params.group;
-  detail::ConvPlan p =
-      detail::convPlan(gxDims, wDims, gyDims, strides, pads, dilations, group);
+  detail::ConvPlan p = detail::convPlan(gxDims, wDims, gyDims, params);
   int64_t batch = gxDims.d[0];
   int64_t patch = p.groupChannels * p.kH * p.kW;
   int64_t pixels = p.outH * p.outW;
@@ -404,13 +400,8 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
                           const Dims &gyDims, T *gw, const Dims &gwDims,
                           const Conv2dBackwardFilterParams &params,
                           const Scratch &scratch, cudaStream_t stream) {
-  if (detail::rejectChannelsLast(params.channels_last, "conv2dBackwardFilter"))
-    return;
-  const int64_t *strides = params.strides.data, *pads = params.pads.data,
-                *dilations = params.dilations.data;
   const int64_t group = params.group;
-  detail::ConvPlan p =
-      detail::convPlan(xDims, gwDims, gyDims, strides, pads, dilations, group);
+  detail::ConvPlan p = detail::convPlan(xDims, gwDims, gyDims, params);
   int64_t batch = xDims.d[0];
   int64_t patch = p.groupChannels * p.kH * p.kW;
   int64_t pixels = p.outH * p.outW;

@@ -49,6 +49,7 @@ constexpr int kDataDouble = 1;       // CUDNN_DATA_DOUBLE
 constexpr int kDataHalf = 2;         // CUDNN_DATA_HALF
 constexpr int kDataBfloat16 = 9;     // CUDNN_DATA_BFLOAT16
 constexpr int kNchw = 0;             // CUDNN_TENSOR_NCHW
+constexpr int kNhwc = 1;             // CUDNN_TENSOR_NHWC
 constexpr int kDefaultMath = 0;      // CUDNN_DEFAULT_MATH
 constexpr int kFmaMath = 3;          // CUDNN_FMA_MATH
 constexpr int kDeterministic = 1;    // CUDNN_DETERMINISTIC

@@ -1,7 +1,8 @@
 //===- CudnnConv.cuh - conv2d and its gradients on cuDNN --------*- C++ -*-===//
 //
 // The cuDNN half of Conv.cuh: for a convolution of float, double, f16 or
-// bf16 in NCHW, one cuDNN call (cudnnConvolutionForward, ...BackwardData,
+// bf16, its activations NCHW or NHWC (the weights OIHW either way), one
+// cuDNN call (cudnnConvolutionForward, ...BackwardData,
 // ...BackwardFilter) with the call's planned scratch as its workspace.
 // Each distinct convolution (direction, element type, shapes, window,
 // groups, TF32, workspace bytes, device) gets its descriptors and its
@@ -166,7 +167,7 @@ inline void releaseCudnnConv(const cudnn::Api &api, CudnnConv &c) {
 }
 
 /// What tells two convolutions apart for cuDNN.
-using CudnnConvKey = std::array<int64_t, 21>;
+using CudnnConvKey = std::array<int64_t, 22>;
 
 /// Makes the descriptors of `key`'s convolution and chooses its algorithm;
 /// `usable` stays false, and nothing is held, where cuDNN offers nothing
@@ -192,13 +193,14 @@ CudnnConv describeCudnnConv(const cudnn::Api &api, cudnn::Handle handle,
           "cudnnCreateConvolutionDescriptor"))
     return c;
   // Shapes cuDNN refuses leave the call to ztc's kernels: not an error.
+  // The activations' layout is the plan's; the weights stay [O, C/group,
+  // kH, kW].
+  const int layout = p.channelsLast ? cudnn::kNhwc : cudnn::kNchw;
   bool described =
-      api.setTensor4dDescriptor(c.x, cudnn::kNchw, type, i(batch),
-                                i(p.channels), i(p.height),
-                                i(p.width)) == cudnn::kSuccess &&
-      api.setTensor4dDescriptor(c.y, cudnn::kNchw, type, i(batch),
-                                i(p.outChannels), i(p.outH),
-                                i(p.outW)) == cudnn::kSuccess &&
+      api.setTensor4dDescriptor(c.x, layout, type, i(batch), i(p.channels),
+                                i(p.height), i(p.width)) == cudnn::kSuccess &&
+      api.setTensor4dDescriptor(c.y, layout, type, i(batch), i(p.outChannels),
+                                i(p.outH), i(p.outW)) == cudnn::kSuccess &&
       api.setFilter4dDescriptor(c.w, type, cudnn::kNchw, i(p.outChannels),
                                 i(p.groupChannels), i(p.kH),
                                 i(p.kW)) == cudnn::kSuccess &&
@@ -296,18 +298,29 @@ bool cudnnConvolve(ConvDirection direction, const ConvPlan &p, int64_t batch,
                            p.dilationH,
                            p.dilationW,
                            tf32,
-                           int64_t(budget)};
+                           int64_t(budget),
+                           p.channelsLast};
     std::lock_guard<std::mutex> lock(cudnnMutex());
     cudnn::Handle handle = cudnnHandle(*api, kernel);
     if (!handle)
       return true;
     static std::map<CudnnConvKey, CudnnConv> convs;
     auto found = convs.find(key);
-    if (found == convs.end())
+    if (found == convs.end()) {
       found = convs
                   .emplace(key, makeCudnnConv<T>(*api, handle, direction, p,
                                                  batch, tf32, budget, kernel))
                   .first;
+      if (!found->second.usable && p.channelsLast)
+        std::fprintf(stderr,
+                     "ztc: cuDNN offers no algorithm for %s over channels-last "
+                     "[%lld, %lld, %lld, %lld] tensors; ztc sums it directly, "
+                     "which is slow (compile with --conv-layout nchw)\n",
+                     kernel, static_cast<long long>(batch),
+                     static_cast<long long>(p.height),
+                     static_cast<long long>(p.width),
+                     static_cast<long long>(p.channels));
+    }
     const CudnnConv &c = found->second;
     if (!c.usable)
       return false;

@@ -80,18 +80,47 @@ inline int64_t imagesPerChunk(int64_t perImage, int64_t batch, int64_t budget) {
 
 namespace detail {
 
-/// conv2d's geometry: its window (Window.h) and its channels.
+/// conv2d's geometry: its window (Window.h), its channels, and where its
+/// activations keep them: NCHW, or NHWC with `channelsLast` (the weights
+/// are [O, C/group, kH, kW] either way).
 struct ConvPlan : Window2d {
   int64_t channels, outChannels, groupChannels, groupOut;
+  bool channelsLast;
+
+  /// Where element (n, c, h, w) of the input lies.
+  ZTC_HOST_DEVICE int64_t inputAt(int64_t n, int64_t c, int64_t h,
+                                  int64_t w) const {
+    return channelsLast ? ((n * height + h) * width + w) * channels + c
+                        : ((n * channels + c) * height + h) * width + w;
+  }
+  /// Where element (n, o, oh, ow) of the output lies.
+  ZTC_HOST_DEVICE int64_t outputAt(int64_t n, int64_t o, int64_t oh,
+                                   int64_t ow) const {
+    return channelsLast ? ((n * outH + oh) * outW + ow) * outChannels + o
+                        : ((n * outChannels + o) * outH + oh) * outW + ow;
+  }
 };
 
-/// conv2d's plan from its input, weight and output shapes.
-inline ConvPlan convPlan(const Dims &xDims, const Dims &wDims,
-                         const Dims &yDims, const int64_t *strides,
-                         const int64_t *pads, const int64_t *dilations,
-                         int64_t group) {
-  return {window2d(xDims, yDims, wDims.d + 2, strides, pads, dilations),
-          xDims.d[1], wDims.d[0], wDims.d[1], wDims.d[0] / group};
+/// The NCHW dimensions of a tensor of NHWC dimensions `nhwc`.
+inline Dims nchwOf(const Dims &nhwc) {
+  return Dims{nhwc.d[0], nhwc.d[3], nhwc.d[1], nhwc.d[2]};
+}
+
+/// conv2d's plan from its input, weight and output dimensions (NHWC for
+/// the activations when `params` asks for channels_last) and the window
+/// and groups of `params` (any of the three convolutions' parameters).
+template <typename Params>
+ConvPlan convPlan(const Dims &xDims, const Dims &wDims, const Dims &yDims,
+                  const Params &params) {
+  const bool last = params.channels_last;
+  const Dims x = last ? nchwOf(xDims) : xDims, y = last ? nchwOf(yDims) : yDims;
+  return {window2d(x, y, wDims.d + 2, params.strides.data, params.pads.data,
+                   params.dilations.data),
+          x.d[1],
+          wDims.d[0],
+          wDims.d[1],
+          wDims.d[0] / params.group,
+          last};
 }
 
 /// The most elements per output a reduction gives one thread each: a
@@ -266,19 +295,18 @@ constexpr int64_t kDirectPatch = 32;
 
 /// conv2d's columns within `budget` bytes: integers and short patches
 /// (depthwise, first layers) sum directly; 1x1 windows that read the input
-/// as is multiply it without columns.
+/// as is multiply it without columns. Channels-last tensors, which cuDNN
+/// convolves, sum directly where it does not: no columns either.
 template <typename T>
 ConvColumns conv2dColumns(const Dims &xDims, const Dims &wDims,
                           const Dims &yDims, const Conv2dParams &params,
                           int64_t budget) {
-  detail::ConvPlan p =
-      detail::convPlan(xDims, wDims, yDims, params.strides.data,
-                       params.pads.data, params.dilations.data, params.group);
+  detail::ConvPlan p = detail::convPlan(xDims, wDims, yDims, params);
   int64_t batch = xDims.d[0];
   int64_t patch = p.groupChannels * p.kH * p.kW;
   int64_t pixels = p.outH * p.outW;
   if (!detail::kCublasType<T> || patch <= kDirectPatch || batch == 0 ||
-      p.outChannels == 0 || pixels == 0)
+      p.outChannels == 0 || pixels == 0 || p.channelsLast)
     return {};
   if (p.readsInputAsIs())
     return {true, batch, 0, 0};
@@ -288,20 +316,18 @@ ConvColumns conv2dColumns(const Dims &xDims, const Dims &wDims,
 }
 
 /// conv2dBackwardData's columns: f32 and f64 go through a product per
-/// image and col2im; half types and integers sum directly (the columns
-/// would round each partial sum).
+/// image and col2im; half types, integers and channels-last tensors sum
+/// directly (the columns would round each partial sum).
 template <typename T>
 ConvColumns conv2dBackwardDataColumns(const Dims &gyDims, const Dims &wDims,
                                       const Dims &gxDims,
                                       const Conv2dBackwardDataParams &params,
                                       int64_t budget) {
-  detail::ConvPlan p =
-      detail::convPlan(gxDims, wDims, gyDims, params.strides.data,
-                       params.pads.data, params.dilations.data, params.group);
+  detail::ConvPlan p = detail::convPlan(gxDims, wDims, gyDims, params);
   int64_t batch = gxDims.d[0];
   int64_t pixels = p.outH * p.outW;
   constexpr bool kWide = std::is_same_v<T, float> || std::is_same_v<T, double>;
-  if (!kWide || batch == 0 || pixels == 0 || p.groupOut == 0)
+  if (!kWide || batch == 0 || pixels == 0 || p.groupOut == 0 || p.channelsLast)
     return {};
   int64_t perImage = p.channels * p.kH * p.kW * pixels * int64_t(sizeof(T));
   int64_t chunk = imagesPerChunk(perImage, batch, budget);
@@ -315,9 +341,7 @@ template <typename T>
 ConvColumns conv2dBackwardFilterColumns(
     const Dims &xDims, const Dims &gyDims, const Dims &gwDims,
     const Conv2dBackwardFilterParams &params, int64_t budget) {
-  detail::ConvPlan p =
-      detail::convPlan(xDims, gwDims, gyDims, params.strides.data,
-                       params.pads.data, params.dilations.data, params.group);
+  detail::ConvPlan p = detail::convPlan(xDims, gwDims, gyDims, params);
   int64_t batch = xDims.d[0];
   int64_t pixels = p.outH * p.outW;
   int64_t rows = p.channels * p.kH * p.kW;
@@ -333,7 +357,7 @@ ConvColumns conv2dBackwardFilterColumns(
     --chunk;
   constexpr bool kWide = std::is_same_v<T, float> || std::is_same_v<T, double>;
   if (!detail::kCublasType<T> || (!kWide && chunk < batch) || batch == 0 ||
-      pixels == 0)
+      pixels == 0 || p.channelsLast)
     return {};
   return {true, chunk, need(chunk), alignUp(chunk * colsImage)};
 }
@@ -450,9 +474,7 @@ template <typename T>
 int64_t conv2dBytes(const Dims *in, const Dims *out, const Conv2dParams &p) {
   return largerOf(
       conv2dColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes).bytes,
-      cudnnWorkspaceBytes<T>(detail::convPlan(in[0], in[1], out[0],
-                                              p.strides.data, p.pads.data,
-                                              p.dilations.data, p.group),
+      cudnnWorkspaceBytes<T>(detail::convPlan(in[0], in[1], out[0], p),
                              in[0].d[0]));
 }
 
@@ -462,9 +484,7 @@ int64_t conv2dBackwardDataBytes(const Dims *in, const Dims *out,
   return largerOf(
       conv2dBackwardDataColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes)
           .bytes,
-      cudnnWorkspaceBytes<T>(detail::convPlan(out[0], in[1], in[0],
-                                              p.strides.data, p.pads.data,
-                                              p.dilations.data, p.group),
+      cudnnWorkspaceBytes<T>(detail::convPlan(out[0], in[1], in[0], p),
                              out[0].d[0]));
 }
 
@@ -474,9 +494,7 @@ int64_t conv2dBackwardFilterBytes(const Dims *in, const Dims *out,
   return largerOf(
       conv2dBackwardFilterColumns<T>(in[0], in[1], out[0], p, kConvColumnsBytes)
           .bytes,
-      cudnnWorkspaceBytes<T>(detail::convPlan(in[0], out[0], in[1],
-                                              p.strides.data, p.pads.data,
-                                              p.dilations.data, p.group),
+      cudnnWorkspaceBytes<T>(detail::convPlan(in[0], out[0], in[1], p),
                              in[0].d[0]));
 }
 

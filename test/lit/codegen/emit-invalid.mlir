@@ -2,8 +2,7 @@
 // that the kernel dialect accepts but no step can be printed from: one case
 // each, with the message a user would see from `ztc compile`.
 //
-// Both targets give the same errors here; emit-invalid-cuda.mlir has the
-// one only CUDA gives.
+// Both targets give the same errors.
 //
 // RUN: ztc-translate %s --ztc-kernel-to-cpu --split-input-file --verify-diagnostics
 // RUN: ztc-translate %s --ztc-kernel-to-cuda --split-input-file --verify-diagnostics

@@ -1564,6 +1564,159 @@ TEST(CudaKernelsTest, ConvGradientsF16InChunks) {
   checkConvGradientsInChunks<f16>();
 }
 
+/// `nchw` (of NCHW shape `shape`) in NHWC.
+template <typename T>
+std::vector<T> toNhwc(const std::vector<T> &nchw, const Shape &shape) {
+  int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
+  std::vector<T> nhwc(nchw.size());
+  for (int64_t image = 0; image < n; ++image)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p)
+        nhwc[(image * hw + p) * c + ch] = nchw[(image * c + ch) * hw + p];
+  return nhwc;
+}
+
+/// Shape `nchw` as NHWC dimensions.
+Shape nhwcShape(const Shape &nchw) {
+  return {nchw[0], nchw[2], nchw[3], nchw[1]};
+}
+
+/// Channels-last convolutions (cuDNN's in a build with it; here, as where
+/// cuDNN declines, the direct sums): each the CPU's channels-last result
+/// (oneDNN for f32) within T's tolerance, and the same bits as the NCHW
+/// direct sums' result laid out NHWC, which add in the same order.
+template <typename T> void checkChannelsLastConvs() {
+  unsigned seed = 1200;
+  for (const ConvCase &c : convCases()) {
+    Shape yShape = convOutput(c);
+    const Shape xLast = nhwcShape(c.x), yLast = nhwcShape(yShape);
+    auto x = randomValues<T>(numel(c.x), seed++, -2, 2);
+    auto w = randomValues<T>(numel(c.w), seed++, -2, 2);
+    auto bias = randomValues<T>(c.w[0], seed++, -2, 2);
+    auto gy = randomValues<T>(numel(yShape), seed++, -2, 2);
+    const auto xNhwc = toNhwc(x, c.x), gyNhwc = toNhwc(gy, yShape);
+    const Shape biasShape = c.bias ? Shape{c.w[0]} : Shape{};
+    const T *b = c.bias ? bias.data() : nullptr;
+    std::string what = describe(xLast) + " * " + describe(c.w);
+    const int64_t inputSize[] = {c.x[2], c.x[3]}, kernel[] = {c.w[2], c.w[3]};
+    const ztc::Conv2dParams params{ztc::Ints{c.strides}, ztc::Ints{c.pads},
+                                   ztc::Ints{c.dilations}, c.group, true};
+    const ztc::Conv2dBackwardDataParams dataParams{ztc::Ints{inputSize},
+                                                   ztc::Ints{c.strides},
+                                                   ztc::Ints{c.pads},
+                                                   ztc::Ints{c.dilations},
+                                                   c.group,
+                                                   true};
+    const ztc::Conv2dBackwardFilterParams filterParams{
+        ztc::Ints{kernel}, ztc::Ints{c.strides},
+        ztc::Ints{c.pads}, ztc::Ints{c.dilations},
+        c.group,           true};
+    ztc::Conv2dParams planes = params;
+    planes.channels_last = false;
+    const gpu::detail::ConvPlan p = gpu::detail::convPlan(
+        gpuDims(c.x), gpuDims(c.w), gpuDims(yShape), planes);
+
+    // Forward.
+    std::vector<T> cpuY(numel(yShape), T(7.0f)), gpuY(numel(yShape), T(-3.0f)),
+        directY(numel(yShape), T(5.0f));
+    cpu::conv2d<T>(xNhwc.data(), cpuDims(xLast), w.data(), cpuDims(c.w), b,
+                   cpuDims(biasShape), cpuY.data(), cpuDims(yLast), params);
+    const gpu::Dims ins[] = {gpuDims(xLast), gpuDims(c.w), gpuDims(biasShape)};
+    const gpu::Dims outs[] = {gpuDims(yLast)};
+    PlannedScratch scratch(gpu::scratch::conv2dBytes<T>(ins, outs, params));
+    gpu::conv2d<T>(xNhwc.data(), ins[0], w.data(), ins[1], b, ins[2],
+                   gpuY.data(), outs[0], params, scratch.get(), kStream);
+    gpu::detail::launchElements(numel(yShape),
+                                gpu::detail::DirectConvBody<T>{
+                                    x.data(), w.data(), b, directY.data(), p},
+                                kStream, "conv2d");
+    EXPECT_EQ(takeError(), "") << what;
+    expectClose(gpuY, cpuY, "channels-last conv2d " + what);
+    EXPECT_EQ(0, std::memcmp(gpuY.data(), toNhwc(directY, yShape).data(),
+                             gpuY.size() * sizeof(T)))
+        << "channels-last conv2d against the NCHW direct sums " << what;
+
+    // The data gradient.
+    std::vector<T> cpuDx(numel(c.x), T(7.0f)), gpuDx(numel(c.x), T(-3.0f)),
+        directDx(numel(c.x), T(5.0f));
+    cpu::conv2dBackwardData<T>(gyNhwc.data(), cpuDims(yLast), w.data(),
+                               cpuDims(c.w), cpuDx.data(), cpuDims(xLast),
+                               dataParams);
+    const gpu::Dims dataIns[] = {gpuDims(yLast), gpuDims(c.w)};
+    const gpu::Dims dataOuts[] = {gpuDims(xLast)};
+    PlannedScratch dataScratch(gpu::scratch::conv2dBackwardDataBytes<T>(
+        dataIns, dataOuts, dataParams));
+    gpu::conv2dBackwardData<T>(gyNhwc.data(), dataIns[0], w.data(), dataIns[1],
+                               gpuDx.data(), dataOuts[0], dataParams,
+                               dataScratch.get(), kStream);
+    gpu::detail::launchElements(numel(c.x),
+                                gpu::detail::ConvBackwardDataBody<T>{
+                                    gy.data(), w.data(), directDx.data(), p},
+                                kStream, "conv2dBackwardData");
+    EXPECT_EQ(takeError(), "") << what;
+    expectClose(gpuDx, cpuDx, "channels-last conv2dBackwardData " + what);
+    EXPECT_EQ(0, std::memcmp(gpuDx.data(), toNhwc(directDx, c.x).data(),
+                             gpuDx.size() * sizeof(T)))
+        << "channels-last conv2dBackwardData against the NCHW direct sums "
+        << what;
+
+    // The filter gradient: OIHW either way.
+    std::vector<T> cpuDw(numel(c.w), T(7.0f)), gpuDw(numel(c.w), T(-3.0f)),
+        directDw(numel(c.w), T(5.0f));
+    cpu::conv2dBackwardFilter<T>(xNhwc.data(), cpuDims(xLast), gyNhwc.data(),
+                                 cpuDims(yLast), cpuDw.data(), cpuDims(c.w),
+                                 filterParams);
+    const gpu::Dims filterIns[] = {gpuDims(xLast), gpuDims(yLast)};
+    const gpu::Dims filterOuts[] = {gpuDims(c.w)};
+    PlannedScratch filterScratch(gpu::scratch::conv2dBackwardFilterBytes<T>(
+        filterIns, filterOuts, filterParams));
+    gpu::conv2dBackwardFilter<T>(xNhwc.data(), filterIns[0], gyNhwc.data(),
+                                 filterIns[1], gpuDw.data(), filterOuts[0],
+                                 filterParams, filterScratch.get(), kStream);
+    gpu::detail::launchElements(
+        numel(c.w),
+        gpu::detail::ConvBackwardFilterBody<T>{x.data(), gy.data(),
+                                               directDw.data(), p, c.x[0]},
+        kStream, "conv2dBackwardFilter");
+    EXPECT_EQ(takeError(), "") << what;
+    expectClose(gpuDw, cpuDw, "channels-last conv2dBackwardFilter " + what);
+    EXPECT_EQ(
+        0, std::memcmp(gpuDw.data(), directDw.data(), gpuDw.size() * sizeof(T)))
+        << "channels-last conv2dBackwardFilter against the NCHW direct sums "
+        << what;
+  }
+}
+
+TEST(CudaKernelsTest, ChannelsLastConvsFloat) {
+  checkChannelsLastConvs<float>();
+}
+TEST(CudaKernelsTest, ChannelsLastConvsBF16) { checkChannelsLastConvs<bf16>(); }
+
+// Channels-last convolutions plan cuDNN's workspace alone: where cuDNN
+// declines they sum directly, without columns.
+TEST(CudaKernelsTest, ChannelsLastConvsPlanNoColumns) {
+  const ConvCase c = convCases()[1];
+  Shape yShape = convOutput(c);
+  ztc::Conv2dParams params{ztc::Ints{c.strides}, ztc::Ints{c.pads},
+                           ztc::Ints{c.dilations}, c.group, false};
+  const gpu::Dims ins[] = {gpuDims(c.x), gpuDims(c.w), gpuDims({})};
+  const gpu::Dims outs[] = {gpuDims(yShape)};
+  const gpu::Dims lastIns[] = {gpuDims(nhwcShape(c.x)), gpuDims(c.w),
+                               gpuDims({})};
+  const gpu::Dims lastOuts[] = {gpuDims(nhwcShape(yShape))};
+  int64_t columns = gpu::scratch::conv2dColumns<float>(ins[0], ins[1], outs[0],
+                                                       params, 1 << 30)
+                        .bytes;
+  EXPECT_EQ(columns, 2 * 8 * 3 * 3 * 7 * 6 * int64_t(sizeof(float)));
+  params.channels_last = true;
+  EXPECT_FALSE(gpu::scratch::conv2dColumns<float>(lastIns[0], lastIns[1],
+                                                  lastOuts[0], params, 1 << 30)
+                   .product);
+  // cuDNN's workspace: the whole batch's columns, as for NCHW.
+  EXPECT_EQ(gpu::scratch::conv2dBytes<float>(lastIns, lastOuts, params),
+            columns);
+}
+
 template <typename T> void checkPoolGradients() {
   unsigned seed = 950;
   for (const PoolCase &c : poolCases()) {

@@ -33,6 +33,7 @@ static_assert(c::kDataDouble == CUDNN_DATA_DOUBLE);
 static_assert(c::kDataHalf == CUDNN_DATA_HALF);
 static_assert(c::kDataBfloat16 == CUDNN_DATA_BFLOAT16);
 static_assert(c::kNchw == CUDNN_TENSOR_NCHW);
+static_assert(c::kNhwc == CUDNN_TENSOR_NHWC);
 static_assert(c::kDefaultMath == CUDNN_DEFAULT_MATH);
 static_assert(c::kFmaMath == CUDNN_FMA_MATH);
 static_assert(c::kDeterministic == CUDNN_DETERMINISTIC);
@@ -169,9 +170,10 @@ TEST(CudnnTest, TheInstalledLibraryTakesTheDeclaredValues) {
   ASSERT_EQ(api.createTensorDescriptor(&x), cudnn::kSuccess);
   for (int type : {cudnn::kDataFloat, cudnn::kDataDouble, cudnn::kDataHalf,
                    cudnn::kDataBfloat16})
-    EXPECT_EQ(api.setTensor4dDescriptor(x, cudnn::kNchw, type, 2, 3, 8, 8),
-              cudnn::kSuccess)
-        << "data type " << type;
+    for (int layout : {cudnn::kNchw, cudnn::kNhwc})
+      EXPECT_EQ(api.setTensor4dDescriptor(x, layout, type, 2, 3, 8, 8),
+                cudnn::kSuccess)
+          << "data type " << type << ", layout " << layout;
   // The setter checks what it is given: a value cuDNN does not define fails.
   EXPECT_NE(api.setTensor4dDescriptor(x, cudnn::kNchw, 12345, 2, 3, 8, 8),
             cudnn::kSuccess);
