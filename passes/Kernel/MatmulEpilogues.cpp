@@ -539,10 +539,13 @@ kernel::CallOp narrowedGradientOf(kernel::ElementwiseOp narrow) {
   return norm;
 }
 
-/// Folds, under mixed precision, the widening of a layer norm's result
-/// gradient (the products' gradient) before its backward and the
-/// narrowing of its input gradient (for the products) after it into one
-/// call: `layer_norm_backward_narrow`, at the narrowing loop.
+/// Folds, under mixed precision, the narrowing of a layer norm's input
+/// gradient (for the products) after its backward into the call, and the
+/// widening of its result gradient (the products' gradient) before it
+/// where one loop does only that: `layer_norm_backward_narrow`, at the
+/// narrowing loop; where the result gradient is no such widening (a sum
+/// of several products' gradients, Llama's q, k and v), the narrowing
+/// alone: `layer_norm_backward_narrow_out`.
 void foldNarrowNormGradients(func::FuncOp function) {
   for (kernel::ElementwiseOp narrow : narrowingLoops(function)) {
     kernel::CallOp norm = narrowedGradientOf(narrow);
@@ -550,28 +553,33 @@ void foldNarrowNormGradients(func::FuncOp function) {
       continue;
     Value gradient = norm.getInputs()[2];
     kernel::ElementwiseOp widen = wideningLoopOf(norm, gradient);
-    if (!widen)
-      continue;
-    Value narrowGradient = widen.getInputs().front();
-    Value root = kernel::rootBuffer(narrowGradient);
-    if (narrowGradient.getType() != narrow.getOutput().getType() ||
-        root == kernel::rootBuffer(narrow.getOutput()) ||
-        writtenBetween(widen, narrow, root))
-      continue;
+    Value narrowGradient = widen ? widen.getInputs().front() : Value();
+    if (widen) {
+      Value root = kernel::rootBuffer(narrowGradient);
+      if (narrowGradient.getType() != narrow.getOutput().getType() ||
+          root == kernel::rootBuffer(narrow.getOutput()) ||
+          writtenBetween(widen, narrow, root))
+        widen = nullptr;
+    }
     SmallVector<Value> inputs(norm.getInputs());
-    inputs[2] = narrowGradient;
+    if (widen)
+      inputs[2] = narrowGradient;
     SmallVector<Value> outputs(norm.getOutputs());
     outputs.push_back(narrow.getOutput());
     OpBuilder b(narrow);
-    auto fused =
-        kernel::CallOp::create(b, norm.getLoc(), "layer_norm_backward_narrow",
-                               inputs, outputs, norm.getConfig());
-    addLoc(fused, widen.getLoc());
+    auto fused = kernel::CallOp::create(
+        b, norm.getLoc(),
+        widen ? "layer_norm_backward_narrow" : "layer_norm_backward_narrow_out",
+        inputs, outputs, norm.getConfig());
+    if (widen)
+      addLoc(fused, widen.getLoc());
     addLoc(fused, narrow.getLoc());
     narrow.erase();
     norm.erase();
-    widen.erase();
-    gradient.getDefiningOp()->erase();
+    if (widen) {
+      widen.erase();
+      gradient.getDefiningOp()->erase();
+    }
   }
 }
 

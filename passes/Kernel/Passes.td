@@ -282,7 +282,12 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     the widening and the loop writes the narrow gradient, and the loop's
     output is none of those buffers. Both libraries widen the gradient as
     the loop did and round the narrow copy from the stored f32 gradient
-    (the same bits); two loops and the f32 gradient's buffer go.
+    (the same bits); two loops and the f32 gradient's buffer go. Where
+    the result gradient is no such widening (a sum of several products'
+    gradients in f32, Llama's q, k and v; or a widening that cannot go),
+    the narrowing alone folds under the same conditions:
+    `layer_norm_backward_narrow_out`, the call's inputs as they are and
+    the loop's output last.
 
     ```mlir
     kernel.elementwise ins(%dy : memref<8x64xbf16>)

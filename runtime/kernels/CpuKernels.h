@@ -140,7 +140,8 @@
 //   scale/bias have shape dims[axis:]. layerNormBackward<T>: x, scale, gy,
 //   an addend or nullptr -> the gradients of layerNorm's x (plus the
 //   addend), scale and bias. layerNormBackwardNarrow<T>: the same in
-//   ComputeT<T> with gy in T, and x's gradient stored again in T.
+//   ComputeT<T> with gy in T, and x's gradient stored again in T;
+//   layerNormBackwardNarrowOut<T> with gy in ComputeT<T>.
 // batchNorm<T>: x [N,C,...], scale, bias, mean, var: inference form with
 //   the given running statistics.
 // reduceSum<T>, reduceMean<T>, reduceMax<T>: over `axes`; y has the kept

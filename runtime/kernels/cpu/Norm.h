@@ -291,6 +291,22 @@ void layerNormBackwardNarrow(const detail::ComputeT<T> *x, const Dims &dims,
                                 gxNarrow, params);
 }
 
+/// layerNormBackwardNarrow of the result's gradient in T's compute type
+/// (Library.def): the input's gradient stored in the compute type and in T.
+template <typename T>
+void layerNormBackwardNarrowOut(const detail::ComputeT<T> *x, const Dims &dims,
+                                const detail::ComputeT<T> *scale, const Dims &,
+                                const detail::ComputeT<T> *gy, const Dims &,
+                                const detail::ComputeT<T> *addend, const Dims &,
+                                detail::ComputeT<T> *gx, const Dims &,
+                                detail::ComputeT<T> *gscale, const Dims &,
+                                detail::ComputeT<T> *gbias, const Dims &,
+                                T *gxNarrow, const Dims &,
+                                const LayerNormParams &params) {
+  detail::layerNormBackwardRows(x, dims, scale, gy, addend, gx, gscale, gbias,
+                                gxNarrow, params);
+}
+
 template <typename T>
 void batchNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
                const T *bias, const Dims &, const T *mean, const Dims &,

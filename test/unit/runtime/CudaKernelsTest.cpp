@@ -1025,7 +1025,8 @@ void expectSameBits(const std::vector<T> &a, const std::vector<T> &b,
 /// gradient, and the narrow copy that gradient rounded once to T (what
 /// the casts it replaces gave); with an addend (CUDA's over it) and
 /// without; rows enough for CUDA's column sums in several segments;
-/// centered and root-mean-square.
+/// centered and root-mean-square. layerNormBackwardNarrowOut, of the f32
+/// gradient, likewise.
 template <typename T> void checkLayerNormBackwardNarrow(bool rms) {
   const Shape shape = {300, 40}, normalized = {40};
   const size_t n = numel(shape);
@@ -1051,8 +1052,10 @@ template <typename T> void checkLayerNormBackwardNarrow(bool rms) {
     std::vector<T> narrow;
   };
   for (bool cuda : {false, true})
-    for (bool withAddend : {false, true}) {
+    for (bool withAddend : {false, true})
+      for (bool wideGradient : {false, true}) {
       const std::string what = std::string(cuda ? "CUDA" : "CPU") +
+                               (wideGradient ? " narrow out" : "") +
                                (withAddend ? " with an addend" : "") +
                                (rms ? ", rms" : "");
       const float *add = withAddend ? addend.data() : nullptr;
@@ -1073,24 +1076,40 @@ template <typename T> void checkLayerNormBackwardNarrow(bool rms) {
             wide.x.data(), gpuDims(shape), wide.scale.data(),
             gpuDims(normalized), wide.bias.data(), gpuDims(normalized), config,
             work, kStream);
-        gpu::layerNormBackwardNarrow<T>(
-            x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
-            gy.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
-            narrow.x.data(), gpuDims(shape), narrow.scale.data(),
-            gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
-            narrow.narrow.data(), gpuDims(shape), config, work, kStream);
+        if (wideGradient)
+          gpu::layerNormBackwardNarrowOut<T>(
+              x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
+              gyWide.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
+              narrow.x.data(), gpuDims(shape), narrow.scale.data(),
+              gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
+              narrow.narrow.data(), gpuDims(shape), config, work, kStream);
+        else
+          gpu::layerNormBackwardNarrow<T>(
+              x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
+              gy.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
+              narrow.x.data(), gpuDims(shape), narrow.scale.data(),
+              gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
+              narrow.narrow.data(), gpuDims(shape), config, work, kStream);
       } else {
         cpu::layerNormBackward<float>(
             x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
             gyWide.data(), cpuDims(shape), add, cpuDims(addShape),
             wide.x.data(), cpuDims(shape), wide.scale.data(),
             cpuDims(normalized), wide.bias.data(), cpuDims(normalized), config);
-        cpu::layerNormBackwardNarrow<T>(
-            x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
-            gy.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
-            narrow.x.data(), cpuDims(shape), narrow.scale.data(),
-            cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
-            narrow.narrow.data(), cpuDims(shape), config);
+        if (wideGradient)
+          cpu::layerNormBackwardNarrowOut<T>(
+              x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
+              gyWide.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
+              narrow.x.data(), cpuDims(shape), narrow.scale.data(),
+              cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
+              narrow.narrow.data(), cpuDims(shape), config);
+        else
+          cpu::layerNormBackwardNarrow<T>(
+              x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
+              gy.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
+              narrow.x.data(), cpuDims(shape), narrow.scale.data(),
+              cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
+              narrow.narrow.data(), cpuDims(shape), config);
       }
       std::vector<T> cast(n);
       for (size_t i = 0; i < n; ++i)

@@ -425,13 +425,26 @@ func.func @narrow_norm_gradients(%x: memref<4x8xf32>, %s: memref<8xf32>, %dy: me
 
 // -----
 
-// Left as they are: the widened gradient is also returned; the scale's
-// gradient is read between the backward and the narrowing; the widening
-// is from f16 but the narrowing to bf16; the bf16 gradient is written
-// between the widening and the narrowing; no loop widens the gradient (an
-// argument).
+// The widening kept, the narrowing folded alone (layer_norm_backward_narrow_out,
+// reading the f32 gradient): the widened gradient is also returned; the
+// widening is from f16 but the narrowing to bf16; the bf16 gradient is
+// written between the widening and the narrowing (the call moves past
+// that write, as it reads the widened copy); no loop widens the gradient
+// (an argument: a sum of several products' gradients). Both kept: the
+// scale's gradient is read between the backward and the narrowing.
 // CHECK-LABEL: func.func @narrow_norm_gradients_kept
-// CHECK-NOT: layer_norm_backward_narrow
+// CHECK: %[[W1:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK: %[[N1:.+]] = kernel.alloc : memref<4x8xbf16>
+// CHECK-NEXT: kernel.call "layer_norm_backward_narrow_out" ins(%arg0, %arg1, %[[W1]] : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %[[N1]] : memref<4x8xf32>, memref<8xf32>, memref<8xf32>, memref<4x8xbf16>)
+// CHECK: kernel.call "layer_norm_backward" ins
+// CHECK: kernel.elementwise ins(%{{.+}} : memref<8xf32>)
+// CHECK: arith.truncf
+// CHECK: arith.extf %{{.+}} : f16 to f32
+// CHECK: kernel.call "layer_norm_backward_narrow_out"
+// CHECK: arith.negf
+// CHECK: kernel.call "layer_norm_backward_narrow_out"
+// CHECK: kernel.call "layer_norm_backward_narrow_out" ins(%arg0, %arg1, %arg4 :
+// CHECK-NOT: "layer_norm_backward_narrow"
 // CHECK: return
 func.func @narrow_norm_gradients_kept(%x: memref<4x8xf32>, %s: memref<8xf32>, %dy: memref<4x8xbf16>, %dh: memref<4x8xf16>, %df: memref<4x8xf32>)
     -> (memref<4x8xf32>, memref<4x8xbf16>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) {
