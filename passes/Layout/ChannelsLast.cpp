@@ -81,18 +81,20 @@ Value transposed(OpBuilder &b, Location loc, Value value,
   return nn::TransposeOp::create(b, loc, value, b.getDenseI64ArrayAttr(perm));
 }
 
-/// Step 1: every f32 convolution (forward and both gradients) in NHWC, an
-/// NCHW-to-NHWC transpose before each activation it reads and the inverse
-/// after the one it writes.
-void convertConvolutions(func::FuncOp func) {
+/// Step 1: every f32 convolution (forward and both gradients; f16 and bf16
+/// ones too with `halfTypes`) in NHWC, an NCHW-to-NHWC transpose before
+/// each activation it reads and the inverse after the one it writes.
+void convertConvolutions(func::FuncOp func, bool halfTypes) {
+  auto takes = [&](Type type) {
+    Type element = cast<RankedTensorType>(type).getElementType();
+    return element.isF32() || (halfTypes && (element.isF16() || element.isBF16()));
+  };
   SmallVector<Operation *> convs;
   func.walk([&](Operation *op) {
     if (isa<nn::Conv2dOp, nn::Conv2dBackwardDataOp, nn::Conv2dBackwardFilterOp>(
             op) &&
         !op->hasAttr("channels_last") &&
-        llvm::all_of(op->getOperandTypes(), [](Type type) {
-          return cast<RankedTensorType>(type).getElementType().isF32();
-        }))
+        llvm::all_of(op->getOperandTypes(), takes))
       convs.push_back(op);
   });
   for (Operation *op : convs) {
@@ -273,11 +275,13 @@ bool sinkThroughReduction(Operation *op) {
 
 struct ChannelsLastPass
     : public ztc::impl::ChannelsLastPassBase<ChannelsLastPass> {
+  using ChannelsLastPassBase::ChannelsLastPassBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    convertConvolutions(func);
+    convertConvolutions(func, halfTypes);
     // Step 2: transposes move forward until none can; each move takes one
     // past one op, so this ends.
     Block &block = func.getBody().front();

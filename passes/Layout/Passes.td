@@ -12,7 +12,7 @@
 include "mlir/Pass/PassBase.td"
 
 def ChannelsLastPass : Pass<"ztc-channels-last", "func::FuncOp"> {
-  let summary = "Store the activations of f32 convolutions NHWC";
+  let summary = "Store the activations of f32 (and half) convolutions NHWC";
   let description = [{
     ONNX convolutions are NCHW; oneDNN's fast f32 convolutions want their
     channels innermost (blocked or NHWC), and reordering every input and
@@ -21,7 +21,8 @@ def ChannelsLastPass : Pass<"ztc-channels-last", "func::FuncOp"> {
     `ztc-lower-train` and `ztc-half-gradients`.
 
     1. Every f32 `nn.conv2d`, `nn.conv2d_backward_data` and
-       `nn.conv2d_backward_filter` gets `channels_last`: its activations
+       `nn.conv2d_backward_filter` (and f16 and bf16 ones with
+       `half-types`) gets `channels_last`: its activations
        (input, output, output gradient, input gradient) are NHWC, read
        through an NCHW-to-NHWC transpose and written through the inverse.
        Weights stay [O, C / group, kH, kW].
@@ -37,8 +38,11 @@ def ChannelsLastPass : Pass<"ztc-channels-last", "func::FuncOp"> {
 
     Between convolutions a BatchNorm, ReLU and residual add thus run on
     NHWC data with no transpose left; what remains transposes the input
-    image and the pooled features (small). Other element types keep NCHW
-    (the CUDA target too: `ztc compile --target cuda` turns it off).
+    image and the pooled features (small). Other element types keep NCHW.
+    The CUDA target runs the pass only with `--conv-layout nhwc`, and with
+    `half-types`: cuDNN's channels-last convolutions take f16 and bf16
+    (its tensor cores' layout), where the CPU's fast ones (oneDNN's) are
+    f32.
 
     Example:
 
@@ -52,6 +56,11 @@ def ChannelsLastPass : Pass<"ztc-channels-last", "func::FuncOp"> {
     %n = nn.transpose %r {perm = array<i64: 0, 3, 1, 2>}
     ```
   }];
+  let options = [
+    Option<"halfTypes", "half-types", "bool", /*default=*/"false",
+           "Also f16 and bf16 convolutions (the CUDA target's: cuDNN takes "
+           "them channels-last)">,
+  ];
 }
 
 #endif // ZTC_PASSES_LAYOUT_PASSES_TD

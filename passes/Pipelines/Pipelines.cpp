@@ -312,6 +312,7 @@ KernelLoweringOptions::forTarget(::ztc::rt::Target target) {
     options.plannedScratch = info.reservedBytes;
   options.inputSets = info.inputSets;
   options.groupLaunches = info.groupsLaunches;
+  options.channelsLastHalfTypes = info.channelsLastHalfTypes;
   return options;
 }
 
@@ -342,7 +343,8 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
   // of each for the whole step instead of one kernel each per parameter.
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   if (options.channelsLast)
-    pm.addNestedPass<func::FuncOp>(createChannelsLastPass());
+    pm.addNestedPass<func::FuncOp>(
+        createChannelsLastPass({options.channelsLastHalfTypes}));
   if (options.checkFinite)
     pm.addNestedPass<func::FuncOp>(createCheckFinitePass());
   pm.addNestedPass<func::FuncOp>(createConvertNNToKernelPass());

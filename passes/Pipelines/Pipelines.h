@@ -56,8 +56,10 @@ struct KernelLoweringOptions {
   bool checkFinite = false;
   /// ztc-schedule-collectives, with these options.
   std::optional<ScheduleCollectivesPassOptions> schedule;
-  /// ztc-channels-last: f32 convolutions' activations NHWC.
+  /// ztc-channels-last: f32 convolutions' activations NHWC (and those of
+  /// f16 and bf16 ones, with `channelsLastHalfTypes`).
   bool channelsLast = false;
+  bool channelsLastHalfTypes = false;
   /// ztc-plan-scratch, recording these reserved bytes and input sets: the
   /// target's kernels work in planned scratch (TargetInfo::plannedScratch).
   std::optional<int64_t> plannedScratch;
@@ -68,7 +70,8 @@ struct KernelLoweringOptions {
   /// ztc-tf32, where either of its options is set.
   Tf32PassOptions tf32;
 
-  /// The defaults for `target` (its scratch; nothing else).
+  /// The defaults for `target` (its scratch, its launches, the types of its
+  /// channels-last convolutions).
   static KernelLoweringOptions forTarget(::ztc::rt::Target target);
 };
 
@@ -476,10 +479,10 @@ struct TrainingPipelineOptions
   ClosedOption<ConvLayout> convLayout{
       *this, "conv-layout", kConvLayouts,
       llvm::cl::desc(
-          "Layout of f32 convolutions' activations: nhwc (channels last, "
-          "which oneDNN's and cuDNN's convolutions read and write without "
-          "reordering; the CPU's default) or nchw (ONNX's; the default with "
-          "--target cuda)"),
+          "Layout of f32 convolutions' activations (with --target cuda "
+          "f16 and bf16 ones too): nhwc (channels last, which oneDNN's and "
+          "cuDNN's convolutions read and write without reordering; the "
+          "CPU's default) or nchw (ONNX's; the default with --target cuda)"),
       llvm::cl::init(ConvLayout::Nhwc)};
   // --- TF32 (ztc-tf32; CUDA only) -------------------------------------------
   Option<bool> allowTf32{

@@ -35,6 +35,9 @@ struct TargetInfo {
   /// The layout of f32 convolutions' activations when --conv-layout is
   /// not given: "nhwc" or "nchw" (both libraries take both).
   const char *defaultConvLayout;
+  /// Whether channels-last convolutions (--conv-layout nhwc) include f16
+  /// and bf16 ones: cuDNN's take them, oneDNN's fast ones are f32.
+  bool channelsLastHalfTypes;
   /// The communicator `ztc-train --comm auto` takes under an MPI launcher.
   const char *launchedCommunicator;
   /// Whether its library's kernels work in scratch memory of the plan
@@ -66,9 +69,9 @@ struct TargetInfo {
 
 inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
-     "mpi", false, 0, 1, false, false, false},
+     false, "mpi", false, 0, 1, false, false, false},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
-     "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true, true,
+     true, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true, true,
      true},
 };
 

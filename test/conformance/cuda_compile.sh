@@ -140,6 +140,7 @@ compile_training cnn 8 bf16 --precision bf16
 # Channels-last convolutions (cuDNN's NHWC descriptors, the direct sums
 # where it declines) and the NHWC BatchNorm statistics between them.
 compile_training cnn 8 nhwc --conv-layout nhwc
+compile_training cnn 8 bf16-nhwc --precision bf16 --conv-layout nhwc
 # Data parallelism and ZeRO: the collectives through the context's
 # communicator, on a second stream ordered by events (--overlap-comm), or
 # on the step's one stream.

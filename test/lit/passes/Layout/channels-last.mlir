@@ -70,3 +70,24 @@ func.func @stays(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %other: tenso
   %d = nn.conv2d %xd, %wd {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : tensor<1x2x4x4xf64>, tensor<2x2x1x1xf64> -> tensor<1x2x4x4xf64>
   return %sum, %d : tensor<2x4x8x8xf32>, tensor<1x2x4x4xf64>
 }
+
+// -----
+
+// Half convolutions: NCHW by default (oneDNN's fast channels-last ones are
+// f32); with half-types (the CUDA target's: cuDNN takes them) NHWC like
+// f32's. f64 stays NCHW either way.
+// RUN: ztc-opt %s -split-input-file -ztc-channels-last="half-types=true" | FileCheck %s --check-prefix=HALF
+// CHECK-LABEL: func.func @half_types
+// CHECK-NOT: channels_last
+// CHECK: return
+// HALF-LABEL: func.func @half_types
+// HALF: nn.conv2d %{{.+}}, %{{.+}} {channels_last, {{.*}} : tensor<2x8x8x3xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x8x8x4xbf16>
+// HALF: nn.conv2d %{{.+}}, %{{.+}} {channels_last, {{.*}} : tensor<2x8x8x3xf16>, tensor<4x3x3x3xf16> -> tensor<2x8x8x4xf16>
+// HALF: nn.conv2d %arg4, %arg5 {dilations
+// HALF-SAME: tensor<1x2x4x4xf64>
+func.func @half_types(%x: tensor<2x3x8x8xbf16>, %w: tensor<4x3x3x3xbf16>, %xh: tensor<2x3x8x8xf16>, %wh: tensor<4x3x3x3xf16>, %xd: tensor<1x2x4x4xf64>, %wd: tensor<2x2x1x1xf64>) -> (tensor<2x4x8x8xbf16>, tensor<2x4x8x8xf16>, tensor<1x2x4x4xf64>) {
+  %y = nn.conv2d %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x4x8x8xbf16>
+  %h = nn.conv2d %xh, %wh {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16> -> tensor<2x4x8x8xf16>
+  %d = nn.conv2d %xd, %wd {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : tensor<1x2x4x4xf64>, tensor<2x2x1x1xf64> -> tensor<1x2x4x4xf64>
+  return %y, %h, %d : tensor<2x4x8x8xbf16>, tensor<2x4x8x8xf16>, tensor<1x2x4x4xf64>
+}
