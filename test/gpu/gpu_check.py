@@ -394,7 +394,7 @@ def run_cases(args):
         # Convolutions on cuDNN (the NVIDIA wheel the node's PyTorch
         # carries), channels-last ones included.
         if case["model"].startswith("cnn"):
-            notice = re.findall(r"ztc: cuDNN (?:is not available|offers no algorithm)[^\n]*",
+            notice = re.findall(r"ztc: cuDNN (?:is not available|offers no algorithm|does not take)[^\n]*",
                                 result.stderr)
             check(not notice, "%s: convolutions on cuDNN%s" % (
                 name, ": " + notice[0] if notice else ""))

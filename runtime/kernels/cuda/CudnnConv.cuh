@@ -124,6 +124,20 @@ inline const cudnn::Api *cudnnApi() {
   return nullptr;
 }
 
+/// Says on standard error that a channels-last convolution runs on ztc's
+/// direct sums, which are slow for large ones, because cuDNN `what` it.
+inline void noteSlowChannelsLast(const char *what, const ConvPlan &p,
+                                 int64_t batch, const char *kernel) {
+  std::fprintf(stderr,
+               "ztc: cuDNN %s %s over channels-last [%lld, %lld, %lld, %lld] "
+               "tensors; ztc sums it directly, which is slow (compile with "
+               "--conv-layout nchw)\n",
+               what, kernel, static_cast<long long>(batch),
+               static_cast<long long>(p.height),
+               static_cast<long long>(p.width),
+               static_cast<long long>(p.channels));
+}
+
 /// The current device's handle, created on first use (call with
 /// cudnnMutex() held); nullptr with an error recorded on failure.
 inline cudnn::Handle cudnnHandle(const cudnn::Api &api, const char *kernel) {
@@ -269,8 +283,15 @@ bool cudnnConvolve(ConvDirection direction, const ConvPlan &p, int64_t batch,
   if constexpr (type < 0) {
     return false;
   } else {
-    if (!cudnnTakesWindow(p, batch))
+    if (!cudnnTakesWindow(p, batch)) {
+      // Once a process: nothing caches this verdict.
+      static std::once_flag told;
+      if (p.channelsLast)
+        std::call_once(told, [&] {
+          noteSlowChannelsLast("does not take the window of", p, batch, kernel);
+        });
       return false;
+    }
     const cudnn::Api *api = cudnnApi();
     if (!api)
       return false;
@@ -312,14 +333,7 @@ bool cudnnConvolve(ConvDirection direction, const ConvPlan &p, int64_t batch,
                                                  batch, tf32, budget, kernel))
                   .first;
       if (!found->second.usable && p.channelsLast)
-        std::fprintf(stderr,
-                     "ztc: cuDNN offers no algorithm for %s over channels-last "
-                     "[%lld, %lld, %lld, %lld] tensors; ztc sums it directly, "
-                     "which is slow (compile with --conv-layout nchw)\n",
-                     kernel, static_cast<long long>(batch),
-                     static_cast<long long>(p.height),
-                     static_cast<long long>(p.width),
-                     static_cast<long long>(p.channels));
+        noteSlowChannelsLast("offers no algorithm for", p, batch, kernel);
     }
     const CudnnConv &c = found->second;
     if (!c.usable)
