@@ -316,8 +316,8 @@ ConvColumns conv2dColumns(const Dims &xDims, const Dims &wDims,
 }
 
 /// conv2dBackwardData's columns: f32 and f64 go through a product per
-/// image and col2im; half types, integers and channels-last tensors sum
-/// directly (the columns would round each partial sum).
+/// image and col2im; half types (the columns would round each partial
+/// sum), integers and channels-last tensors sum directly.
 template <typename T>
 ConvColumns conv2dBackwardDataColumns(const Dims &gyDims, const Dims &wDims,
                                       const Dims &gxDims,
