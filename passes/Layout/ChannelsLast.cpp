@@ -87,7 +87,8 @@ Value transposed(OpBuilder &b, Location loc, Value value,
 void convertConvolutions(func::FuncOp func, bool halfTypes) {
   auto takes = [&](Type type) {
     Type element = cast<RankedTensorType>(type).getElementType();
-    return element.isF32() || (halfTypes && (element.isF16() || element.isBF16()));
+    return element.isF32() ||
+           (halfTypes && (element.isF16() || element.isBF16()));
   };
   SmallVector<Operation *> convs;
   func.walk([&](Operation *op) {

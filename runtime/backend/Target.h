@@ -71,8 +71,8 @@ inline constexpr TargetInfo kTargets[] = {
     {Target::Cpu, "cpu", "C++ with OpenMP and OpenBLAS", "step.cpp", "nhwc",
      false, "mpi", false, 0, 1, false, false, false},
     {Target::Cuda, "cuda", "CUDA (cuBLAS and own kernels)", "step.cu", "nchw",
-     true, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true, true,
-     true},
+     true, "nccl", true, ::ztc::cuda::scratch::kCublasWorkspaceBytes, 2, true,
+     true, true},
 };
 
 inline const TargetInfo &targetInfo(Target target) {

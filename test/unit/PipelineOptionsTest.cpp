@@ -159,7 +159,8 @@ TEST(PipelineOptionsTest, TheTargetSetsTheConvolutionLayout) {
   EXPECT_TRUE(cudaNhwc->kernelLowering().channelsLast);
   // cuDNN's take f16 and bf16 too; the CPU's fast ones (oneDNN's) are f32.
   EXPECT_TRUE(cudaNhwc->kernelLowering().channelsLastHalfTypes);
-  EXPECT_FALSE(TrainingPipelineOptions().kernelLowering().channelsLastHalfTypes);
+  EXPECT_FALSE(
+      TrainingPipelineOptions().kernelLowering().channelsLastHalfTypes);
 }
 
 TEST(PipelineOptionsTest, ClosedSetsTakeTheirSpellingsOnly) {

@@ -371,15 +371,16 @@ void layerNormBackwardNarrow(const detail::ComputeT<T> *x, const Dims &dims,
 /// layerNormBackwardNarrow of the result's gradient in T's compute type
 /// (Library.def): the input's gradient stored in the compute type and in T.
 template <typename T>
-void layerNormBackwardNarrowOut(
-    const detail::ComputeT<T> *x, const Dims &dims,
-    const detail::ComputeT<T> *scale, const Dims &,
-    const detail::ComputeT<T> *gy, const Dims &,
-    const detail::ComputeT<T> *addend, const Dims &, detail::ComputeT<T> *gx,
-    const Dims &, detail::ComputeT<T> *gscale, const Dims &,
-    detail::ComputeT<T> *gbias, const Dims &, T *gxNarrow, const Dims &,
-    const LayerNormParams &params, const Scratch &scratch,
-    cudaStream_t stream) {
+void layerNormBackwardNarrowOut(const detail::ComputeT<T> *x, const Dims &dims,
+                                const detail::ComputeT<T> *scale, const Dims &,
+                                const detail::ComputeT<T> *gy, const Dims &,
+                                const detail::ComputeT<T> *addend, const Dims &,
+                                detail::ComputeT<T> *gx, const Dims &,
+                                detail::ComputeT<T> *gscale, const Dims &,
+                                detail::ComputeT<T> *gbias, const Dims &,
+                                T *gxNarrow, const Dims &,
+                                const LayerNormParams &params,
+                                const Scratch &scratch, cudaStream_t stream) {
   detail::layerNormBackwardRows(x, dims, scale, gy, addend, gx, gscale, gbias,
                                 gxNarrow, params, scratch, stream,
                                 "layerNormBackwardNarrowOut");

@@ -1054,71 +1054,73 @@ template <typename T> void checkLayerNormBackwardNarrow(bool rms) {
   for (bool cuda : {false, true})
     for (bool withAddend : {false, true})
       for (bool wideGradient : {false, true}) {
-      const std::string what = std::string(cuda ? "CUDA" : "CPU") +
-                               (wideGradient ? " narrow out" : "") +
-                               (withAddend ? " with an addend" : "") +
-                               (rms ? ", rms" : "");
-      const float *add = withAddend ? addend.data() : nullptr;
-      const Shape addShape = withAddend ? shape : Shape{};
-      Gradients wide{std::vector<float>(n),
-                     std::vector<float>(40),
-                     std::vector<float>(40),
-                     {}};
-      Gradients narrow{withAddend ? addend : std::vector<float>(n),
-                       std::vector<float>(40), std::vector<float>(40),
-                       std::vector<T>(n)};
-      // CUDA's narrow backward writes over the addend.
-      const float *narrowAdd = withAddend && cuda ? narrow.x.data() : add;
-      if (cuda) {
-        gpu::layerNormBackward<float>(
-            x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
-            gyWide.data(), gpuDims(shape), add, gpuDims(addShape),
-            wide.x.data(), gpuDims(shape), wide.scale.data(),
-            gpuDims(normalized), wide.bias.data(), gpuDims(normalized), config,
-            work, kStream);
-        if (wideGradient)
-          gpu::layerNormBackwardNarrowOut<T>(
+        const std::string what = std::string(cuda ? "CUDA" : "CPU") +
+                                 (wideGradient ? " narrow out" : "") +
+                                 (withAddend ? " with an addend" : "") +
+                                 (rms ? ", rms" : "");
+        const float *add = withAddend ? addend.data() : nullptr;
+        const Shape addShape = withAddend ? shape : Shape{};
+        Gradients wide{std::vector<float>(n),
+                       std::vector<float>(40),
+                       std::vector<float>(40),
+                       {}};
+        Gradients narrow{withAddend ? addend : std::vector<float>(n),
+                         std::vector<float>(40), std::vector<float>(40),
+                         std::vector<T>(n)};
+        // CUDA's narrow backward writes over the addend.
+        const float *narrowAdd = withAddend && cuda ? narrow.x.data() : add;
+        if (cuda) {
+          gpu::layerNormBackward<float>(
               x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
-              gyWide.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
-              narrow.x.data(), gpuDims(shape), narrow.scale.data(),
-              gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
-              narrow.narrow.data(), gpuDims(shape), config, work, kStream);
-        else
-          gpu::layerNormBackwardNarrow<T>(
-              x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
-              gy.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
-              narrow.x.data(), gpuDims(shape), narrow.scale.data(),
-              gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
-              narrow.narrow.data(), gpuDims(shape), config, work, kStream);
-      } else {
-        cpu::layerNormBackward<float>(
-            x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
-            gyWide.data(), cpuDims(shape), add, cpuDims(addShape),
-            wide.x.data(), cpuDims(shape), wide.scale.data(),
-            cpuDims(normalized), wide.bias.data(), cpuDims(normalized), config);
-        if (wideGradient)
-          cpu::layerNormBackwardNarrowOut<T>(
+              gyWide.data(), gpuDims(shape), add, gpuDims(addShape),
+              wide.x.data(), gpuDims(shape), wide.scale.data(),
+              gpuDims(normalized), wide.bias.data(), gpuDims(normalized),
+              config, work, kStream);
+          if (wideGradient)
+            gpu::layerNormBackwardNarrowOut<T>(
+                x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
+                gyWide.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
+                narrow.x.data(), gpuDims(shape), narrow.scale.data(),
+                gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
+                narrow.narrow.data(), gpuDims(shape), config, work, kStream);
+          else
+            gpu::layerNormBackwardNarrow<T>(
+                x.data(), gpuDims(shape), scale.data(), gpuDims(normalized),
+                gy.data(), gpuDims(shape), narrowAdd, gpuDims(addShape),
+                narrow.x.data(), gpuDims(shape), narrow.scale.data(),
+                gpuDims(normalized), narrow.bias.data(), gpuDims(normalized),
+                narrow.narrow.data(), gpuDims(shape), config, work, kStream);
+        } else {
+          cpu::layerNormBackward<float>(
               x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
-              gyWide.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
-              narrow.x.data(), cpuDims(shape), narrow.scale.data(),
-              cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
-              narrow.narrow.data(), cpuDims(shape), config);
-        else
-          cpu::layerNormBackwardNarrow<T>(
-              x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
-              gy.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
-              narrow.x.data(), cpuDims(shape), narrow.scale.data(),
-              cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
-              narrow.narrow.data(), cpuDims(shape), config);
+              gyWide.data(), cpuDims(shape), add, cpuDims(addShape),
+              wide.x.data(), cpuDims(shape), wide.scale.data(),
+              cpuDims(normalized), wide.bias.data(), cpuDims(normalized),
+              config);
+          if (wideGradient)
+            cpu::layerNormBackwardNarrowOut<T>(
+                x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
+                gyWide.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
+                narrow.x.data(), cpuDims(shape), narrow.scale.data(),
+                cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
+                narrow.narrow.data(), cpuDims(shape), config);
+          else
+            cpu::layerNormBackwardNarrow<T>(
+                x.data(), cpuDims(shape), scale.data(), cpuDims(normalized),
+                gy.data(), cpuDims(shape), narrowAdd, cpuDims(addShape),
+                narrow.x.data(), cpuDims(shape), narrow.scale.data(),
+                cpuDims(normalized), narrow.bias.data(), cpuDims(normalized),
+                narrow.narrow.data(), cpuDims(shape), config);
+        }
+        std::vector<T> cast(n);
+        for (size_t i = 0; i < n; ++i)
+          cast[i] = T(wide.x[i]);
+        expectSameBits(narrow.x, wide.x, what + ": the input's gradient");
+        expectSameBits(narrow.scale, wide.scale,
+                       what + ": the scale's gradient");
+        expectSameBits(narrow.bias, wide.bias, what + ": the bias's gradient");
+        expectSameBits(narrow.narrow, cast, what + ": the narrow gradient");
       }
-      std::vector<T> cast(n);
-      for (size_t i = 0; i < n; ++i)
-        cast[i] = T(wide.x[i]);
-      expectSameBits(narrow.x, wide.x, what + ": the input's gradient");
-      expectSameBits(narrow.scale, wide.scale, what + ": the scale's gradient");
-      expectSameBits(narrow.bias, wide.bias, what + ": the bias's gradient");
-      expectSameBits(narrow.narrow, cast, what + ": the narrow gradient");
-    }
 }
 
 TEST(CudaKernelsTest, LayerNormBackwardNarrowBF16) {
