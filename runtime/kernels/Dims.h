@@ -69,6 +69,12 @@ inline Dims rowsOf(const Dims &dims) {
   return Dims{product(dims, 0, dims.rank - 1), dims.d[dims.rank - 1]};
 }
 
+/// The NCHW dimensions of a tensor of NHWC dimensions `nhwc` (the
+/// convolutions' channels-last activations).
+inline Dims nchwOf(const Dims &nhwc) {
+  return Dims{nhwc.d[0], nhwc.d[3], nhwc.d[1], nhwc.d[2]};
+}
+
 /// Row-major element strides of `dims`.
 inline void contiguousStrides(const Dims &dims, int64_t *strides) {
   int64_t stride = 1;

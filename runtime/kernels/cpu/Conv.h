@@ -85,11 +85,6 @@ void col2im(const T *col, const Window2d &window, int64_t channels, T *input) {
   }
 }
 
-/// The NCHW dimensions of a tensor of NHWC dimensions `nhwc`.
-inline Dims nchwOf(const Dims &nhwc) {
-  return Dims{nhwc.d[0], nhwc.d[3], nhwc.d[1], nhwc.d[2]};
-}
-
 /// Copies `from` (NCHW dimensions `nchw`) between the NCHW and NHWC layouts:
 /// into NHWC with `toNhwc`, else from NHWC into NCHW. The convolutions'
 /// fallback for channels-last tensors oneDNN did not take.
@@ -123,7 +118,7 @@ void conv2d(const T *x, const Dims &xDims, const T *w, const Dims &wDims,
                 *dilations = params.dilations.data;
   const int64_t group = params.group;
   if (params.channels_last) {
-    Dims xNchw = detail::nchwOf(xDims), yNchw = detail::nchwOf(yDims);
+    Dims xNchw = nchwOf(xDims), yNchw = nchwOf(yDims);
     if constexpr (std::is_same_v<T, float>) {
       std::vector<void *> data = {const_cast<T *>(x), const_cast<T *>(w)};
       if (bias)
@@ -198,7 +193,7 @@ void conv2dBackwardData(const T *gy, const Dims &gyDims, const T *w,
                 *dilations = params.dilations.data;
   const int64_t group = params.group;
   if (params.channels_last) {
-    Dims gyNchw = detail::nchwOf(gyDims), gxNchw = detail::nchwOf(gxDims);
+    Dims gyNchw = nchwOf(gyDims), gxNchw = nchwOf(gxDims);
     if constexpr (std::is_same_v<T, float>)
       if (dnnl::convolution(dnnl::ConvPass::BackwardData, gxNchw, wDims, gyNchw,
                             strides, pads, dilations, group, false, true,
@@ -282,7 +277,7 @@ void conv2dBackwardFilter(const T *x, const Dims &xDims, const T *gy,
                 *dilations = params.dilations.data;
   const int64_t group = params.group;
   if (params.channels_last) {
-    Dims xNchw = detail::nchwOf(xDims), gyNchw = detail::nchwOf(gyDims);
+    Dims xNchw = nchwOf(xDims), gyNchw = nchwOf(gyDims);
     if constexpr (std::is_same_v<T, float>)
       if (dnnl::convolution(dnnl::ConvPass::BackwardWeights, xNchw, gwDims,
                             gyNchw, strides, pads, dilations, group, false,

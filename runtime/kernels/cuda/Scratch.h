@@ -101,11 +101,6 @@ struct ConvPlan : Window2d {
   }
 };
 
-/// The NCHW dimensions of a tensor of NHWC dimensions `nhwc`.
-inline Dims nchwOf(const Dims &nhwc) {
-  return Dims{nhwc.d[0], nhwc.d[3], nhwc.d[1], nhwc.d[2]};
-}
-
 /// conv2d's plan from its input, weight and output dimensions (NHWC for
 /// the activations when `params` asks for channels_last) and the window
 /// and groups of `params` (any of the three convolutions' parameters).
