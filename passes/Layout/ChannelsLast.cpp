@@ -1,9 +1,9 @@
 //===- ChannelsLast.cpp - the ztc-channels-last pass ----------------------===//
 //
 // f32 convolutions read and write NHWC activations, and the transposes
-// that this puts around them move through the elementwise ops and reductions
-// between convolutions until they cancel. See the pass description in
-// Passes.td.
+// that this puts around them move through the elementwise ops, reductions,
+// poolings and inference batch norms between convolutions until they
+// cancel. See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +43,16 @@ Value nhwcSource(Value value) {
   return nullptr;
 }
 
+/// Whether permuting `type` by `perm` keeps the order of its dimensions
+/// other than 1, so that a reshape (a view) does it.
+bool keepsOrder(RankedTensorType type, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> order;
+  for (int64_t p : perm)
+    if (type.getDimSize(p) != 1)
+      order.push_back(p);
+  return llvm::is_sorted(order);
+}
+
 /// `value` permuted by `perm` (result dimension i is dimension perm[i]),
 /// built before the builder's point: the value an inverse transpose read,
 /// an equal transpose made earlier, a reshape (free: a view) when the
@@ -64,11 +74,7 @@ Value transposed(OpBuilder &b, Location loc, Value value,
           earlier->isBeforeInBlock(at))
         return earlier;
   auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> order;
-  for (int64_t p : perm)
-    if (type.getDimSize(p) != 1)
-      order.push_back(p);
-  if (llvm::is_sorted(order)) {
+  if (keepsOrder(type, perm)) {
     auto to = RankedTensorType::get(permuted(type.getShape(), perm),
                                     type.getElementType());
     // A reshape of a reshape reshapes the first one's input.
@@ -274,6 +280,36 @@ bool sinkThroughReduction(Operation *op) {
   return true;
 }
 
+/// Moves the NHWC-to-NCHW transpose that a pooling, a pooling's gradient or
+/// an inference batch_norm reads (its input; avg_pool2d_backward's output
+/// gradient) past it: the op runs channels_last on the NHWC value, its
+/// result read through the transpose. Its other activation, the output
+/// gradient of max_pool2d_backward (the smaller operand), is transposed to
+/// NHWC where it does not come from NHWC (the gradient reaching the last
+/// pool through a flatten); batch_norm's [C] vectors stay as they are.
+/// Whether it moved.
+bool sinkThroughChannelOp(Operation *op) {
+  if (op->hasAttr("channels_last") || !nhwcSource(op->getOperand(0)))
+    return false;
+  unsigned activations = isa<nn::MaxPool2dBackwardOp>(op) ? 2 : 1;
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  SmallVector<Value> operands(op->getOperands());
+  for (unsigned i = 0; i < activations; ++i)
+    operands[i] = transposed(b, loc, operands[i], kToNhwc);
+  Operation *rebuilt = b.clone(*op);
+  rebuilt->setOperands(operands);
+  rebuilt->setAttr("channels_last", b.getUnitAttr());
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  rebuilt->getResult(0).setType(RankedTensorType::get(
+      permuted(type.getShape(), kToNhwc), type.getElementType()));
+  Value nchw = nn::TransposeOp::create(b, loc, rebuilt->getResult(0),
+                                       b.getDenseI64ArrayAttr(kToNchw));
+  op->getResult(0).replaceAllUsesWith(nchw);
+  op->erase();
+  return true;
+}
+
 struct ChannelsLastPass
     : public ztc::impl::ChannelsLastPassBase<ChannelsLastPass> {
   using ChannelsLastPassBase::ChannelsLastPassBase;
@@ -302,16 +338,35 @@ struct ChannelsLastPass
         }
         if (isa<nn::ReduceSumOp, nn::ReduceMeanOp, nn::ReduceMaxOp>(op))
           moved |= sinkThroughReduction(&op);
+        else if (isa<nn::MaxPool2dOp, nn::AvgPool2dOp, nn::MaxPool2dBackwardOp,
+                     nn::AvgPool2dBackwardOp, nn::BatchNormOp>(op))
+          moved |= sinkThroughChannelOp(&op);
         else if (isElementwiseNNOp(&op))
           moved |= sinkThroughElementwise(&op);
       }
     }
     // Step 3: what no longer has a reader goes (the transposes that
-    // cancelled, broadcasts of operands taken from their source).
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    // cancelled, broadcasts of operands taken from their source), and a
+    // layout transpose left that moves only dimensions of 1 (the pooled
+    // [N, 1, 1, C] features of a global average pool) is a reshape.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
       if (isa<nn::TransposeOp, nn::ReshapeOp, nn::BroadcastToOp>(op) &&
-          op.use_empty())
+          op.use_empty()) {
         op.erase();
+        continue;
+      }
+      auto transpose = dyn_cast<nn::TransposeOp>(op);
+      if (!transpose ||
+          (transpose.getPerm() != ArrayRef<int64_t>(kToNchw) &&
+           transpose.getPerm() != ArrayRef<int64_t>(kToNhwc)) ||
+          !keepsOrder(cast<RankedTensorType>(transpose.getX().getType()),
+                      transpose.getPerm()))
+        continue;
+      OpBuilder b(transpose);
+      transpose.getResult().replaceAllUsesWith(nn::ReshapeOp::create(
+          b, transpose.getLoc(), transpose.getType(), transpose.getX()));
+      transpose.erase();
+    }
   }
 };
 

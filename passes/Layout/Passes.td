@@ -32,13 +32,21 @@ def ChannelsLastPass : Pass<"ztc-channels-last", "func::FuncOp"> {
        eighth of the result, or a broadcast_to of one): the op is rebuilt
        on NHWC values. It moves past a reduction too, whose axes follow
        (BatchNorm's statistics and gradient sums over N, H, W become sums
-       over the NHWC N, H, W). An NCHW-to-NHWC transpose of its inverse's
-       result is that value. Repeated until nothing moves.
-    3. Transposes, reshapes and broadcasts nothing reads go.
+       over the NHWC N, H, W). It moves past a max or average pooling,
+       their gradients and an inference `nn.batch_norm` (a model
+       exported in eval mode) too, which get `channels_last`
+       (`nn.max_pool2d_backward` moves for its input and transposes an
+       output gradient that is not NHWC already: the pooled size). An
+       NCHW-to-NHWC transpose of its inverse's result is that value.
+       Repeated until nothing moves.
+    3. Transposes, reshapes and broadcasts nothing reads go, and a layout
+       transpose left that moves only dimensions of 1 (a global average
+       pool's [N, 1, 1, C]) becomes a reshape (a view).
 
-    Between convolutions a BatchNorm, ReLU and residual add thus run on
-    NHWC data with no transpose left; what remains transposes the input
-    image and the pooled features (small). Other element types keep NCHW.
+    Between convolutions a BatchNorm (either form), ReLU, residual add and
+    pooling thus run on NHWC data with no transpose left; what remains
+    transposes the input image and the pooled features before a flatten
+    (small), and their gradients. Other element types keep NCHW.
     The CUDA target runs the pass only with `--conv-layout nhwc`, and with
     `half-types`: cuDNN's channels-last convolutions take f16 and bf16
     (its tensor cores' layout), where the CPU's fast ones (oneDNN's) are

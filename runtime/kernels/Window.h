@@ -98,14 +98,15 @@ struct Window2d {
   }
 
   /// The element max pooling picks in output (oh, ow)'s window of the input
-  /// plane `in`: the first maximum, or the last NaN (NaN propagates), the
-  /// element PyTorch routes the gradient to.
+  /// plane `in`, whose pixel ih * width + iw lies that many times `step`
+  /// elements past `in`: the first maximum, or the last NaN (NaN
+  /// propagates), the element PyTorch routes the gradient to.
   template <typename T>
-  ZTC_HOST_DEVICE MaxPick<numeric::ComputeT<T>> maxPick(const T *in, int64_t oh,
-                                                        int64_t ow) const {
+  ZTC_HOST_DEVICE MaxPick<numeric::ComputeT<T>>
+  maxPick(const T *in, int64_t oh, int64_t ow, int64_t step = 1) const {
     MaxPick<numeric::ComputeT<T>> pick{0, -1};
     forEachTap(oh, ow, [&](int64_t, int64_t, int64_t ih, int64_t iw) {
-      auto value = numeric::load(in[ih * width + iw]);
+      auto value = numeric::load(in[(ih * width + iw) * step]);
       if (pick.where < 0 || value > pick.value || numeric::isNan(value))
         pick = {value, ih * width + iw};
     });
@@ -197,6 +198,57 @@ inline Window2d window2d(const Dims &inDims, const Dims &outDims,
   w.dilationH = dilations ? dilations[0] : 1;
   w.dilationW = dilations ? dilations[1] : 1;
   return w;
+}
+
+/// Where the planes of a 2-D pooling's input or output lie: plane
+/// p = n * channels + c (image n's channel c) starts at start(p), and its
+/// pixel h * width + w lies that many times step() elements further. The
+/// planes of an NCHW tensor are contiguous; an NHWC one's (channelsLast)
+/// interleave, one element of each per pixel. Passed to CUDA kernels by
+/// value.
+struct PoolPlanes {
+  int64_t channels, pixels;
+  bool channelsLast;
+
+  ZTC_HOST_DEVICE int64_t start(int64_t plane) const {
+    return channelsLast
+               ? plane / channels * pixels * channels + plane % channels
+               : plane * pixels;
+  }
+  ZTC_HOST_DEVICE int64_t step() const { return channelsLast ? channels : 1; }
+  /// The plane of element `flat` of the tensor.
+  ZTC_HOST_DEVICE int64_t planeOf(int64_t flat) const {
+    return channelsLast
+               ? flat / (pixels * channels) * channels + flat % channels
+               : flat / pixels;
+  }
+  /// The pixel of element `flat` in its plane.
+  ZTC_HOST_DEVICE int64_t pixelOf(int64_t flat) const {
+    return channelsLast ? flat / channels % pixels : flat % pixels;
+  }
+};
+
+/// A 2-D pooling (or its gradient) from `in` to `out` (NCHW dimensions, or
+/// NHWC ones with channelsLast): its window, the planes of both and their
+/// number.
+struct PoolGeometry {
+  Window2d window;
+  PoolPlanes in, out;
+  int64_t planes;
+};
+
+inline PoolGeometry poolGeometry(const Dims &inDims, const Dims &outDims,
+                                 bool channelsLast, const int64_t *kernel,
+                                 const int64_t *strides, const int64_t *pads,
+                                 const int64_t *dilations) {
+  Dims in = channelsLast ? nchwOf(inDims) : inDims;
+  Dims out = channelsLast ? nchwOf(outDims) : outDims;
+  PoolGeometry g{};
+  g.window = window2d(in, out, kernel, strides, pads, dilations);
+  g.in = {in.d[1], in.d[2] * in.d[3], channelsLast};
+  g.out = {out.d[1], out.d[2] * out.d[3], channelsLast};
+  g.planes = in.d[0] * in.d[1];
+  return g;
 }
 
 } // namespace ztc

@@ -90,6 +90,13 @@ CASES = [
          steps=20, flags=["--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05",
                           "--conv-tf32=false", "--conv-layout", "nhwc"],
          grads=1e-4, loss=1e-4, params=1e-4, eval="images/test"),
+    # timm's ResNet as exported in eval mode (test/fixtures/modern): the
+    # inference-form BatchNorm, a max pool and a global average pool
+    # between NHWC convolutions, each channels-last too.
+    dict(name="resnet-eval-nhwc", model="timm_resnet.onnx", data="timm_resnet", batch=2,
+         steps=20, flags=["--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05",
+                          "--conv-tf32=false", "--conv-layout", "nhwc"],
+         grads=1e-4, loss=1e-4, params=1e-4),
     dict(name="cnn-folded", model="cnn.onnx", data="images/train", batch=32, steps=20,
          flags=["--lr", "3e-3", "--conv-tf32=false"], grads=1e-4, loss=1e-4, params=1e-4,
          eval="images/test"),
@@ -211,9 +218,11 @@ def prepare(args):
     import dropout_check
     convergence_check.write_gpl_characters(os.path.join(bundle, "gpl"))
     dropout_check.export_mlp(os.path.join(models, "mlp_dropout.onnx"))
-    llama = os.path.join(REPO, "test", "fixtures", "modern", "llama")
-    shutil.copy(os.path.join(llama, "model.onnx"), os.path.join(models, "llama.onnx"))
-    shutil.copytree(os.path.join(llama, "data"), os.path.join(bundle, "llama"))
+    for fixture in ("llama", "timm_resnet"):
+        source = os.path.join(REPO, "test", "fixtures", "modern", fixture)
+        shutil.copy(os.path.join(source, "model.onnx"),
+                    os.path.join(models, fixture + ".onnx"))
+        shutil.copytree(os.path.join(source, "data"), os.path.join(bundle, fixture))
     rng = np.random.default_rng(3)
     x = rng.standard_normal((256, 16)).astype(np.float32)
     teacher = rng.standard_normal((16, 4)).astype(np.float32)

@@ -946,10 +946,11 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   RankedTensorType x = tensorType(adaptor.getX());
-  if (failed(
-          checkMinRank(location, getOperationName(), "x", x, 2, "[N, C, ...]")))
+  bool channelsLast = adaptor.getChannelsLast();
+  if (failed(checkMinRank(location, getOperationName(), "x", x, 2,
+                          channelsLast ? "[N, ..., C]" : "[N, C, ...]")))
     return failure();
-  int64_t channels = x.getDimSize(1);
+  int64_t channels = x.getDimSize(channelsLast ? x.getRank() - 1 : 1);
   std::pair<StringRef, Value> params[] = {{"scale", adaptor.getScale()},
                                           {"bias", adaptor.getBias()},
                                           {"mean", adaptor.getMean()},
@@ -1021,20 +1022,32 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return inferPool2d(location, getOperationName(), tensorType(adaptor.getX()),
-                     adaptor.getKernel(), adaptor.getStrides(),
-                     adaptor.getPads(), adaptor.getDilations(),
-                     adaptor.getCeilMode(), types);
+  bool channelsLast = adaptor.getChannelsLast();
+  if (failed(inferPool2d(
+          location, getOperationName(),
+          relayout(tensorType(adaptor.getX()), channelsLast, true),
+          adaptor.getKernel(), adaptor.getStrides(), adaptor.getPads(),
+          adaptor.getDilations(), adaptor.getCeilMode(), types)))
+    return failure();
+  types.back() =
+      relayout(cast<RankedTensorType>(types.back()), channelsLast, false);
+  return success();
 }
 
 LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return inferPool2d(location, getOperationName(), tensorType(adaptor.getX()),
-                     adaptor.getKernel(), adaptor.getStrides(),
-                     adaptor.getPads(), /*dilations=*/{1, 1},
-                     adaptor.getCeilMode(), types);
+  bool channelsLast = adaptor.getChannelsLast();
+  if (failed(inferPool2d(
+          location, getOperationName(),
+          relayout(tensorType(adaptor.getX()), channelsLast, true),
+          adaptor.getKernel(), adaptor.getStrides(), adaptor.getPads(),
+          /*dilations=*/{1, 1}, adaptor.getCeilMode(), types)))
+    return failure();
+  types.back() =
+      relayout(cast<RankedTensorType>(types.back()), channelsLast, false);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1748,13 +1761,16 @@ LogicalResult MaxPool2dBackwardOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
   StringRef name = getOperationName();
+  bool channelsLast = adaptor.getChannelsLast();
   RankedTensorType x = tensorType(adaptor.getX());
   SmallVector<Type, 1> forward;
-  if (failed(inferPool2d(location, name, x, adaptor.getKernel(),
-                         adaptor.getStrides(), adaptor.getPads(),
-                         adaptor.getDilations(), adaptor.getCeilMode(),
-                         forward)) ||
-      failed(checkGradOutput(location, name, forward.front(),
+  if (failed(inferPool2d(location, name, relayout(x, channelsLast, true),
+                         adaptor.getKernel(), adaptor.getStrides(),
+                         adaptor.getPads(), adaptor.getDilations(),
+                         adaptor.getCeilMode(), forward)) ||
+      failed(checkGradOutput(location, name,
+                             relayout(cast<RankedTensorType>(forward.front()),
+                                      channelsLast, false),
                              tensorType(adaptor.getGradOutput()))))
     return failure();
   types.push_back(x);
@@ -1765,7 +1781,9 @@ LogicalResult AvgPool2dBackwardOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
   StringRef name = getOperationName();
-  RankedTensorType gradOutput = tensorType(adaptor.getGradOutput());
+  bool channelsLast = adaptor.getChannelsLast();
+  RankedTensorType gradOutput =
+      relayout(tensorType(adaptor.getGradOutput()), channelsLast, true);
   ArrayRef<int64_t> inputSize = adaptor.getInputSize();
   if (failed(checkRank(location, name, "grad_output", gradOutput, 4,
                        "[N, C, Ho, Wo]")) ||
@@ -1782,7 +1800,7 @@ LogicalResult AvgPool2dBackwardOp::inferReturnTypes(
                          forward)) ||
       failed(checkGradOutput(location, name, forward.front(), gradOutput)))
     return failure();
-  types.push_back(input);
+  types.push_back(relayout(input, channelsLast, false));
   return success();
 }
 

@@ -693,11 +693,12 @@ def NN_Conv2dOp : NN_Op<"conv2d", !listconcat(NN_InferredResult,
 
 def NN_BatchNormOp : NN_Op<"batch_norm", !listconcat(NN_InferredResult,
     [NN_WideCompute, NN_FlopsPerElement<4>,
-     NN_LibraryCall<"batch_norm", ["epsilon"]>])> {
+     NN_LibraryCall<"batch_norm", ["epsilon", "channels_last"]>])> {
   let summary = "batch normalization with given statistics (inference)";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` along the channel
-    dimension 1 of `x` (`[N, C, ...]`, rank at least 2); `scale`, `bias`,
+    dimension 1 of `x` (`[N, C, ...]`, rank at least 2), or its last one
+    with `channels_last` (`ztc-channels-last`'s NHWC); `scale`, `bias`,
     `mean` and `var` have shape `[C]`. The result has `x`'s type.
 
     Example:
@@ -710,7 +711,8 @@ def NN_BatchNormOp : NN_Op<"batch_norm", !listconcat(NN_InferredResult,
   }];
   let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
                    NN_FloatTensor:$bias, NN_FloatTensor:$mean,
-                   NN_FloatTensor:$var, F64Attr:$epsilon);
+                   NN_FloatTensor:$var, F64Attr:$epsilon,
+                   UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
   // Conversions hold epsilon as a double.
   let builders = [OpBuilder<(ins "Value":$x, "Value":$scale, "Value":$bias,
@@ -814,7 +816,7 @@ def NN_LayerNormBackwardOp
 def NN_MaxPool2dOp : NN_Op<"max_pool2d", !listconcat(NN_InferredResult,
     [NN_FollowCompute, NN_FlopsPerInputElement,
      NN_LibraryCall<"max_pool2d", ["kernel", "strides", "pads", "dilations",
-                                   "ceil_mode"]>])> {
+                                   "ceil_mode", "channels_last"]>])> {
   let summary = "2-D max pooling";
   let description = [{
     The maximum over each `kernel` window of `x` (`[N, C, H, W]`), with
@@ -824,7 +826,8 @@ def NN_MaxPool2dOp : NN_Op<"max_pool2d", !listconcat(NN_InferredResult,
     `(H + top + bottom - dh * (kH - 1) - 1) / sh + 1`, rounding down, or up
     when `ceil_mode` is set; in ceil mode a last window that would start
     past the input and the left padding is dropped (the ONNX and PyTorch
-    rule). Likewise for the width.
+    rule). Likewise for the width. With `channels_last` (`ztc-channels-last`)
+    `x` and the result are stored NHWC (`[N, H, W, C]`).
 
     Example:
 
@@ -837,21 +840,23 @@ def NN_MaxPool2dOp : NN_Op<"max_pool2d", !listconcat(NN_InferredResult,
   }];
   let arguments = (ins NN_NumericTensor:$x, DenseI64ArrayAttr:$kernel,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                   DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode);
+                   DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
+                   UnitAttr:$channels_last);
   let results = (outs NN_NumericTensor:$result);
 }
 
 def NN_AvgPool2dOp : NN_Op<"avg_pool2d", !listconcat(NN_InferredResult,
     [NN_FollowCompute, NN_FlopsPerInputElement,
      NN_LibraryCall<"avg_pool2d", ["kernel", "strides", "pads", "ceil_mode",
-                                   "count_include_pad"]>])> {
+                                   "count_include_pad", "channels_last"]>])> {
   let summary = "2-D average pooling";
   let description = [{
     The mean over each `kernel` window of `x` (`[N, C, H, W]`), with
     `strides` (`[h, w]`) and `pads` (`[top, left, bottom, right]`, each
     smaller than the kernel). With `count_include_pad` the divisor is the
     window size including padding, otherwise only the input elements count.
-    Output sizes follow max_pool2d without dilation.
+    Output sizes follow max_pool2d without dilation. With `channels_last`
+    `x` and the result are stored NHWC.
 
     Example:
 
@@ -864,7 +869,8 @@ def NN_AvgPool2dOp : NN_Op<"avg_pool2d", !listconcat(NN_InferredResult,
   }];
   let arguments = (ins NN_FloatTensor:$x, DenseI64ArrayAttr:$kernel,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                   BoolAttr:$ceil_mode, BoolAttr:$count_include_pad);
+                   BoolAttr:$ceil_mode, BoolAttr:$count_include_pad,
+                   UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
 }
 
@@ -1469,7 +1475,8 @@ def NN_MaxPool2dBackwardOp
     : NN_Op<"max_pool2d_backward", !listconcat(NN_InferredResult,
     [NN_FollowCompute, NN_FlopsPerInputElement,
      NN_LibraryCall<"max_pool2d_backward", ["kernel", "strides", "pads",
-                                            "dilations", "ceil_mode"]>])> {
+                                            "dilations", "ceil_mode",
+                                            "channels_last"]>])> {
   let summary = "gradient of nn.max_pool2d with respect to its input";
   let description = [{
     Routes each element of `grad_output` to the input element that won its
@@ -1478,7 +1485,7 @@ def NN_MaxPool2dBackwardOp
     winner is the element the forward kernel picks, as PyTorch's max_pool2d
     indices: the first maximum in row-major window order (or the last NaN),
     never padding. `grad_output` has the forward result's shape; the
-    result has `x`'s type.
+    result has `x`'s type. With `channels_last` all three are stored NHWC.
 
     Example:
 
@@ -1492,7 +1499,7 @@ def NN_MaxPool2dBackwardOp
   let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$grad_output,
                    DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
                    DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-                   BoolAttr:$ceil_mode);
+                   BoolAttr:$ceil_mode, UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
 }
 
@@ -1501,7 +1508,7 @@ def NN_AvgPool2dBackwardOp
     [NN_FollowCompute, NN_FlopsPerInputElement,
      NN_LibraryCall<"avg_pool2d_backward",
                     ["input_size", "kernel", "strides", "pads", "ceil_mode",
-                     "count_include_pad"]>])> {
+                     "count_include_pad", "channels_last"]>])> {
   let summary = "gradient of nn.avg_pool2d with respect to its input";
   let description = [{
     Spreads each element of `grad_output`, divided by its window's divisor,
@@ -1511,7 +1518,8 @@ def NN_AvgPool2dBackwardOp
     otherwise the number of input elements in the window. `input_size`
     (`[H, W]`) is the forward input's spatial size; the result is
     `[N, C, H, W]`, and a forward pooling of that shape must produce
-    `grad_output`'s shape.
+    `grad_output`'s shape. With `channels_last` `grad_output` and the
+    result are stored NHWC.
 
     Example:
 
@@ -1526,7 +1534,8 @@ def NN_AvgPool2dBackwardOp
   let arguments = (ins NN_FloatTensor:$grad_output,
                    DenseI64ArrayAttr:$input_size, DenseI64ArrayAttr:$kernel,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                   BoolAttr:$ceil_mode, BoolAttr:$count_include_pad);
+                   BoolAttr:$ceil_mode, BoolAttr:$count_include_pad,
+                   UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
 }
 

@@ -96,13 +96,14 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   VjpBuilder v(b, getLoc());
   Value g = resultGrads[0], x = getX();
   RankedTensorType xType = typeOf(x);
-  // Per-channel vectors broadcast as [1, C, 1, ...]; sums run over every
-  // dimension but the channel one.
+  // Per-channel vectors broadcast as [1, C, 1, ...] (or [1, ..., 1, C]
+  // with channels_last); sums run over every dimension but the channel one.
+  int64_t channelDim = getChannelsLast() ? xType.getRank() - 1 : 1;
   SmallVector<int64_t> channelShape(xType.getRank(), 1);
-  channelShape[1] = xType.getDimSize(1);
+  channelShape[channelDim] = xType.getDimSize(channelDim);
   SmallVector<int64_t> axes;
   for (int64_t dim = 0; dim < xType.getRank(); ++dim)
-    if (dim != 1)
+    if (dim != channelDim)
       axes.push_back(dim);
   auto perChannel = [&](Value vec) { return v.reshape(vec, channelShape); };
   Value rstd = v.reciprocal(
@@ -151,20 +152,24 @@ LogicalResult LayerNormBackwardOp::buildVjp(OpBuilder &, ArrayRef<Value>,
 
 LogicalResult MaxPool2dOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  return setGradients(operandGrads, {MaxPool2dBackwardOp::create(
-                                        b, getLoc(), getX(), resultGrads[0],
-                                        getKernel(), getStrides(), getPads(),
-                                        getDilations(), getCeilMode())});
+  return setGradients(
+      operandGrads,
+      {MaxPool2dBackwardOp::create(
+          b, getLoc(), getX(), resultGrads[0], getKernel(), getStrides(),
+          getPads(), getDilations(), getCeilMode(), getChannelsLast())});
 }
 
 LogicalResult AvgPool2dOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
+  // The input's [H, W]: after N and C, or after N with channels_last.
+  ArrayRef<int64_t> shape = getX().getType().getShape();
+  ArrayRef<int64_t> inputSize =
+      getChannelsLast() ? shape.slice(1, 2) : shape.drop_front(2);
   return setGradients(
       operandGrads,
-      {AvgPool2dBackwardOp::create(b, getLoc(), resultGrads[0],
-                                   getX().getType().getShape().drop_front(2),
-                                   getKernel(), getStrides(), getPads(),
-                                   getCeilMode(), getCountIncludePad())});
+      {AvgPool2dBackwardOp::create(
+          b, getLoc(), resultGrads[0], inputSize, getKernel(), getStrides(),
+          getPads(), getCeilMode(), getCountIncludePad(), getChannelsLast())});
 }
 
 //===----------------------------------------------------------------------===//
@@ -507,9 +512,10 @@ AvgPool2dBackwardOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   // The transpose of the transpose: the forward pooling.
   return setGradients(
-      operandGrads, {AvgPool2dOp::create(b, getLoc(), resultGrads[0],
-                                         getKernel(), getStrides(), getPads(),
-                                         getCeilMode(), getCountIncludePad())});
+      operandGrads,
+      {AvgPool2dOp::create(b, getLoc(), resultGrads[0], getKernel(),
+                           getStrides(), getPads(), getCeilMode(),
+                           getCountIncludePad(), getChannelsLast())});
 }
 
 LogicalResult ScatterAddOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,

@@ -307,27 +307,39 @@ void layerNormBackwardNarrowOut(const detail::ComputeT<T> *x, const Dims &dims,
                                 gxNarrow, params);
 }
 
+/// x * factor + shift per channel, the channels along dimension 1, or the
+/// last one with channels_last (ztc-channels-last's NHWC): the same
+/// arithmetic for each element either way.
 template <typename T>
 void batchNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
                const T *bias, const Dims &, const T *mean, const Dims &,
                const T *var, const Dims &, T *y, const Dims &,
                const BatchNormParams &params) {
-  const double epsilon = params.epsilon;
   using Acc = detail::ComputeT<T>;
-  int64_t batch = dims.d[0], channels = dims.d[1];
-  int64_t planes = batch * channels;
-  int64_t spatial = product(dims, 2, dims.rank);
-#pragma omp parallel for if (planes * spatial > detail::kParallelGrain)
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    int64_t c = plane % channels;
-    Acc inverse =
-        Acc(1) / std::sqrt(detail::load(var[c]) + static_cast<Acc>(epsilon));
-    Acc factor = detail::load(scale[c]) * inverse;
-    Acc shift = detail::load(bias[c]) - detail::load(mean[c]) * factor;
-    const T *in = x + plane * spatial;
-    T *out = y + plane * spatial;
-    for (int64_t i = 0; i < spatial; ++i)
-      out[i] = detail::store<T>(detail::load(in[i]) * factor + shift);
+  const bool last = params.channels_last;
+  const int64_t channels = dims.d[last ? dims.rank - 1 : 1];
+  const Acc epsilon = static_cast<Acc>(params.epsilon);
+  std::vector<Acc> factor(channels), shift(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    Acc inverse = Acc(1) / std::sqrt(detail::load(var[c]) + epsilon);
+    factor[c] = detail::load(scale[c]) * inverse;
+    shift[c] = detail::load(bias[c]) - detail::load(mean[c]) * factor[c];
+  }
+  // Rows of one channel each (NCHW's planes), or of every channel (NHWC).
+  const int64_t inner = last ? channels : product(dims, 2, dims.rank);
+  const int64_t rows = inner ? dims.numElements() / inner : 0;
+#pragma omp parallel for if (rows * inner > detail::kParallelGrain)
+  for (int64_t row = 0; row < rows; ++row) {
+    const T *in = x + row * inner;
+    T *out = y + row * inner;
+    if (last) {
+      for (int64_t c = 0; c < inner; ++c)
+        out[c] = detail::store<T>(detail::load(in[c]) * factor[c] + shift[c]);
+    } else {
+      const Acc f = factor[row % channels], s = shift[row % channels];
+      for (int64_t i = 0; i < inner; ++i)
+        out[i] = detail::store<T>(detail::load(in[i]) * f + s);
+    }
   }
 }
 

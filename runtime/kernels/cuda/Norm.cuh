@@ -203,6 +203,8 @@ template <typename T> struct LayerNormColumnsCombineBody {
   }
 };
 
+/// `spatial` is 1 for channels-last tensors, whose channels are the last
+/// dimension.
 template <typename T> struct BatchNormBody {
   const T *x, *scale, *bias, *mean, *var;
   T *y;
@@ -392,10 +394,12 @@ void batchNorm(const T *x, const Dims &dims, const T *scale, const Dims &,
                const T *var, const Dims &, T *y, const Dims &,
                const BatchNormParams &params, cudaStream_t stream) {
   const double epsilon = params.epsilon;
+  const bool last = params.channels_last;
   detail::launchElements(
       dims.numElements(),
-      detail::BatchNormBody<T>{x, scale, bias, mean, var, y, dims.d[1],
-                               product(dims, 2, dims.rank), epsilon},
+      detail::BatchNormBody<T>{x, scale, bias, mean, var, y,
+                               dims.d[last ? dims.rank - 1 : 1],
+                               last ? 1 : product(dims, 2, dims.rank), epsilon},
       stream, "batchNorm");
 }
 

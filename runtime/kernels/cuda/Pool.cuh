@@ -1,7 +1,8 @@
 //===- Pool.cuh - 2-D pooling on CUDA ---------------------------*- C++ -*-===//
 //
-// maxPool2d, avgPool2d and their gradients: one thread per output element
-// (forward) or input element (gradient), every window from Window.h.
+// maxPool2d, avgPool2d and their gradients on NCHW or NHWC tensors: one
+// thread per output element (forward) or input element (gradient), every
+// window and plane from Window.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,12 +26,13 @@ namespace detail {
 template <typename T> struct MaxPoolBody {
   const T *x;
   T *y;
-  Window2d p;
+  PoolGeometry g;
   ComputeT<T> lowest;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
-    int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
-    const T *in = x + (flat / (p.outW * p.outH)) * p.height * p.width;
-    MaxPick<ComputeT<T>> pick = p.maxPick(in, oh, ow);
+    int64_t pixel = g.out.pixelOf(flat);
+    int64_t ow = pixel % g.window.outW, oh = pixel / g.window.outW;
+    const T *in = x + g.in.start(g.out.planeOf(flat));
+    MaxPick<ComputeT<T>> pick = g.window.maxPick(in, oh, ow, g.in.step());
     y[flat] = store<T>(pick.where < 0 ? lowest : pick.value);
   }
 };
@@ -38,17 +40,20 @@ template <typename T> struct MaxPoolBody {
 template <typename T> struct AvgPoolBody {
   const T *x;
   T *y;
-  Window2d p;
+  PoolGeometry g;
   bool countIncludePad;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
-    int64_t ow = flat % p.outW, oh = (flat / p.outW) % p.outH;
-    const T *in = x + (flat / (p.outW * p.outH)) * p.height * p.width;
+    const Window2d &p = g.window;
+    int64_t pixel = g.out.pixelOf(flat);
+    int64_t ow = pixel % p.outW, oh = pixel / p.outW;
+    const T *in = x + g.in.start(g.out.planeOf(flat));
+    int64_t step = g.in.step();
     Span rows = p.rowSpan(oh), cols = p.colSpan(ow);
     Acc sum = 0;
     for (int64_t ih = rows.begin; ih < rows.end; ++ih)
       for (int64_t iw = cols.begin; iw < cols.end; ++iw)
-        sum += load(in[ih * p.width + iw]);
+        sum += load(in[(ih * p.width + iw) * step]);
     int64_t count = p.avgDivisor(rows, cols, countIncludePad);
     y[flat] = store<T>(sum / static_cast<Acc>(count));
   }
@@ -84,13 +89,15 @@ coveringWindows(int64_t i, int64_t pad, int64_t stride, int64_t kernel,
 template <typename T> struct MaxPoolBackwardBody {
   const T *x, *gy;
   T *gx;
-  Window2d p;
+  PoolGeometry g;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
-    int64_t iw = flat % p.width, ih = (flat / p.width) % p.height;
-    int64_t plane = flat / (p.width * p.height);
-    const T *in = x + plane * p.height * p.width;
-    const T *grad = gy + plane * p.outH * p.outW;
+    const Window2d &p = g.window;
+    int64_t pixel = g.in.pixelOf(flat), plane = g.in.planeOf(flat);
+    int64_t iw = pixel % p.width, ih = pixel / p.width;
+    const T *in = x + g.in.start(plane);
+    const T *grad = gy + g.out.start(plane);
+    int64_t inStep = g.in.step(), outStep = g.out.step();
     CoveringWindows rows =
         coveringWindows(ih, p.padH, p.strideH, p.kH, p.dilationH, p.outH);
     CoveringWindows cols =
@@ -102,8 +109,8 @@ template <typename T> struct MaxPoolBackwardBody {
       for (int64_t ow = cols.first; ow <= cols.last; ++ow) {
         if ((iw + p.padW - ow * p.strideW) % p.dilationW)
           continue;
-        if (p.maxPick(in, oh, ow).where == ih * p.width + iw)
-          sum += load(grad[oh * p.outW + ow]);
+        if (p.maxPick(in, oh, ow, inStep).where == pixel)
+          sum += load(grad[(oh * p.outW + ow) * outStep]);
       }
     }
     gx[flat] = store<T>(sum);
@@ -115,12 +122,15 @@ template <typename T> struct MaxPoolBackwardBody {
 template <typename T> struct AvgPoolBackwardBody {
   const T *gy;
   T *gx;
-  Window2d p;
+  PoolGeometry g;
   bool countIncludePad;
   ZTC_HOST_DEVICE void operator()(int64_t flat) const {
     using Acc = ComputeT<T>;
-    int64_t iw = flat % p.width, ih = (flat / p.width) % p.height;
-    const T *grad = gy + (flat / (p.width * p.height)) * p.outH * p.outW;
+    const Window2d &p = g.window;
+    int64_t pixel = g.in.pixelOf(flat);
+    int64_t iw = pixel % p.width, ih = pixel / p.width;
+    const T *grad = gy + g.out.start(g.in.planeOf(flat));
+    int64_t outStep = g.out.step();
     CoveringWindows rows =
         coveringWindows(ih, p.padH, p.strideH, p.kH, 1, p.outH);
     CoveringWindows cols =
@@ -130,7 +140,8 @@ template <typename T> struct AvgPoolBackwardBody {
       Span rowSpan = p.rowSpan(oh);
       for (int64_t ow = cols.first; ow <= cols.last; ++ow) {
         int64_t count = p.avgDivisor(rowSpan, p.colSpan(ow), countIncludePad);
-        sum += load(grad[oh * p.outW + ow]) / static_cast<Acc>(count);
+        sum +=
+            load(grad[(oh * p.outW + ow) * outStep]) / static_cast<Acc>(count);
       }
     }
     gx[flat] = store<T>(sum);
@@ -139,15 +150,18 @@ template <typename T> struct AvgPoolBackwardBody {
 
 } // namespace detail
 
+/// Every kernel here takes NCHW tensors, or NHWC ones with the parameters'
+/// channels_last (ztc-channels-last); both give the same bits, the CPU
+/// library's.
 template <typename T>
 void maxPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
                const MaxPool2dParams &params, cudaStream_t stream) {
-  const int64_t *kernel = params.kernel.data, *strides = params.strides.data,
-                *pads = params.pads.data, *dilations = params.dilations.data;
-  Window2d p = window2d(xDims, yDims, kernel, strides, pads, dilations);
+  PoolGeometry g = poolGeometry(xDims, yDims, params.channels_last,
+                                params.kernel.data, params.strides.data,
+                                params.pads.data, params.dilations.data);
   detail::launchElements(
       yDims.numElements(),
-      detail::MaxPoolBody<T>{x, y, p,
+      detail::MaxPoolBody<T>{x, y, g,
                              detail::lowestValue<detail::ComputeT<T>>()},
       stream, "maxPool2d");
 }
@@ -155,13 +169,13 @@ void maxPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
 template <typename T>
 void avgPool2d(const T *x, const Dims &xDims, T *y, const Dims &yDims,
                const AvgPool2dParams &params, cudaStream_t stream) {
-  const int64_t *kernel = params.kernel.data, *strides = params.strides.data,
-                *pads = params.pads.data;
-  const bool countIncludePad = params.count_include_pad;
-  Window2d p = window2d(xDims, yDims, kernel, strides, pads, nullptr);
-  detail::launchElements(yDims.numElements(),
-                         detail::AvgPoolBody<T>{x, y, p, countIncludePad},
-                         stream, "avgPool2d");
+  PoolGeometry g =
+      poolGeometry(xDims, yDims, params.channels_last, params.kernel.data,
+                   params.strides.data, params.pads.data, nullptr);
+  detail::launchElements(
+      yDims.numElements(),
+      detail::AvgPoolBody<T>{x, y, g, params.count_include_pad}, stream,
+      "avgPool2d");
 }
 
 //===----------------------------------------------------------------------===//
@@ -172,11 +186,11 @@ template <typename T>
 void maxPool2dBackward(const T *x, const Dims &xDims, const T *gy,
                        const Dims &gyDims, T *gx, const Dims &,
                        const MaxPool2dParams &params, cudaStream_t stream) {
-  const int64_t *kernel = params.kernel.data, *strides = params.strides.data,
-                *pads = params.pads.data, *dilations = params.dilations.data;
-  Window2d p = window2d(xDims, gyDims, kernel, strides, pads, dilations);
+  PoolGeometry g = poolGeometry(xDims, gyDims, params.channels_last,
+                                params.kernel.data, params.strides.data,
+                                params.pads.data, params.dilations.data);
   detail::launchElements(xDims.numElements(),
-                         detail::MaxPoolBackwardBody<T>{x, gy, gx, p}, stream,
+                         detail::MaxPoolBackwardBody<T>{x, gy, gx, g}, stream,
                          "maxPool2dBackward");
 }
 
@@ -185,14 +199,13 @@ void avgPool2dBackward(const T *gy, const Dims &gyDims, T *gx,
                        const Dims &gxDims,
                        const AvgPool2dBackwardParams &params,
                        cudaStream_t stream) {
-  const int64_t *kernel = params.kernel.data, *strides = params.strides.data,
-                *pads = params.pads.data;
-  const bool countIncludePad = params.count_include_pad;
-  Window2d p = window2d(gxDims, gyDims, kernel, strides, pads, nullptr);
+  PoolGeometry g =
+      poolGeometry(gxDims, gyDims, params.channels_last, params.kernel.data,
+                   params.strides.data, params.pads.data, nullptr);
   detail::launchElements(
       gxDims.numElements(),
-      detail::AvgPoolBackwardBody<T>{gy, gx, p, countIncludePad}, stream,
-      "avgPool2dBackward");
+      detail::AvgPoolBackwardBody<T>{gy, gx, g, params.count_include_pad},
+      stream, "avgPool2dBackward");
 }
 
 } // namespace ztc::cuda

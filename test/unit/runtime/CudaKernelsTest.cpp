@@ -1774,6 +1774,139 @@ template <typename T> void checkPoolGradients() {
 TEST(CudaKernelsTest, PoolGradientsFloat) { checkPoolGradients<float>(); }
 TEST(CudaKernelsTest, PoolGradientsBF16) { checkPoolGradients<bf16>(); }
 
+/// Channels-last pooling (ztc-channels-last's, between NHWC convolutions):
+/// both libraries' NHWC results, forward and gradient, are the CPU's NCHW
+/// results laid out NHWC, bit for bit (each element sums or compares the
+/// same values in the same order). The last case has planes enough for the
+/// CPU's parallel loops.
+template <typename T> void checkChannelsLastPools() {
+  std::vector<PoolCase> cases = poolCases();
+  cases.push_back({{2, 16, 24, 24},
+                   {2, 16, 12, 12},
+                   {3, 3},
+                   {2, 2},
+                   {1, 1, 1, 1},
+                   {1, 1},
+                   true});
+  unsigned seed = 1400;
+  for (const PoolCase &c : cases) {
+    auto x = randomValues<T>(numel(c.x), seed++, -3, 3);
+    auto gy = randomValues<T>(numel(c.y), seed++, -3, 3);
+    const auto xLast = toNhwc(x, c.x), gyLast = toNhwc(gy, c.y);
+    const Shape xShape = nhwcShape(c.x), yShape = nhwcShape(c.y);
+    // What the NCHW CPU kernel stores, laid out NHWC, against what each
+    // library's NHWC kernel stores.
+    auto check = [&](const std::vector<T> &nchw, const Shape &shape,
+                     const std::vector<T> &cpuLast,
+                     const std::vector<T> &gpuLast, const std::string &what) {
+      std::vector<T> expected = toNhwc(nchw, shape);
+      expectSameBits(cpuLast, expected, "CPU " + what + " " + describe(c.x));
+      expectSameBits(gpuLast, expected, "CUDA " + what + " " + describe(c.x));
+    };
+    ztc::MaxPool2dParams maxParams{ztc::Ints{c.kernel}, ztc::Ints{c.strides},
+                                   ztc::Ints{c.pads}, ztc::Ints{c.dilations},
+                                   c.ceilMode};
+    std::vector<T> y(numel(c.y)), yCpu(y.size(), T(7.0f)),
+        yGpu(y.size(), T(-3.0f));
+    std::vector<T> gx(numel(c.x)), gxCpu(gx.size(), T(7.0f)),
+        gxGpu(gx.size(), T(-3.0f));
+    cpu::maxPool2d<T>(x.data(), cpuDims(c.x), y.data(), cpuDims(c.y),
+                      maxParams);
+    cpu::maxPool2dBackward<T>(x.data(), cpuDims(c.x), gy.data(), cpuDims(c.y),
+                              gx.data(), cpuDims(c.x), maxParams);
+    maxParams.channels_last = true;
+    cpu::maxPool2d<T>(xLast.data(), cpuDims(xShape), yCpu.data(),
+                      cpuDims(yShape), maxParams);
+    gpu::maxPool2d<T>(xLast.data(), gpuDims(xShape), yGpu.data(),
+                      gpuDims(yShape), maxParams, kStream);
+    check(y, c.y, yCpu, yGpu, "maxPool2d");
+    cpu::maxPool2dBackward<T>(xLast.data(), cpuDims(xShape), gyLast.data(),
+                              cpuDims(yShape), gxCpu.data(), cpuDims(xShape),
+                              maxParams);
+    gpu::maxPool2dBackward<T>(xLast.data(), gpuDims(xShape), gyLast.data(),
+                              gpuDims(yShape), gxGpu.data(), gpuDims(xShape),
+                              maxParams, kStream);
+    check(gx, c.x, gxCpu, gxGpu, "maxPool2dBackward");
+    if (c.dilations[0] != 1 || c.dilations[1] != 1)
+      continue;
+    const int64_t inputSize[] = {c.x[2], c.x[3]};
+    for (bool includePad : {false, true}) {
+      std::string what = includePad ? " count_include_pad" : "";
+      ztc::AvgPool2dParams avgParams{ztc::Ints{c.kernel}, ztc::Ints{c.strides},
+                                     ztc::Ints{c.pads}, c.ceilMode, includePad};
+      cpu::avgPool2d<T>(x.data(), cpuDims(c.x), y.data(), cpuDims(c.y),
+                        avgParams);
+      avgParams.channels_last = true;
+      cpu::avgPool2d<T>(xLast.data(), cpuDims(xShape), yCpu.data(),
+                        cpuDims(yShape), avgParams);
+      gpu::avgPool2d<T>(xLast.data(), gpuDims(xShape), yGpu.data(),
+                        gpuDims(yShape), avgParams, kStream);
+      check(y, c.y, yCpu, yGpu, "avgPool2d" + what);
+      ztc::AvgPool2dBackwardParams backParams{
+          ztc::Ints{inputSize}, ztc::Ints{c.kernel}, ztc::Ints{c.strides},
+          ztc::Ints{c.pads},    c.ceilMode,          includePad};
+      cpu::avgPool2dBackward<T>(gy.data(), cpuDims(c.y), gx.data(),
+                                cpuDims(c.x), backParams);
+      backParams.channels_last = true;
+      cpu::avgPool2dBackward<T>(gyLast.data(), cpuDims(yShape), gxCpu.data(),
+                                cpuDims(xShape), backParams);
+      gpu::avgPool2dBackward<T>(gyLast.data(), gpuDims(yShape), gxGpu.data(),
+                                gpuDims(xShape), backParams, kStream);
+      check(gx, c.x, gxCpu, gxGpu, "avgPool2dBackward" + what);
+    }
+  }
+}
+
+TEST(CudaKernelsTest, ChannelsLastPoolsFloat) {
+  checkChannelsLastPools<float>();
+}
+TEST(CudaKernelsTest, ChannelsLastPoolsBF16) { checkChannelsLastPools<bf16>(); }
+
+/// Channels-last inference batch norms (a model exported in eval mode,
+/// between NHWC convolutions): both libraries' NHWC results are the CPU's
+/// NCHW result laid out NHWC, bit for bit. The second shape has rows
+/// enough for the CPU's parallel loop.
+template <typename T> void checkChannelsLastBatchNorm() {
+  unsigned seed = 1500;
+  for (const Shape &shape : {Shape{2, 5, 3, 4}, Shape{4, 32, 16, 17}}) {
+    int64_t c = shape[1];
+    auto x = randomValues<T>(numel(shape), seed++, -3, 3);
+    auto scale = randomValues<T>(c, seed++, 0.5, 1.5);
+    auto bias = randomValues<T>(c, seed++, -1, 1);
+    auto mean = randomValues<T>(c, seed++, -1, 1);
+    auto var = randomValues<T>(c, seed++, 0.5, 2);
+    const Shape channels = {c}, last = nhwcShape(shape);
+    const auto xLast = toNhwc(x, shape);
+    std::vector<T> y(x.size()), yCpu(x.size(), T(7.0f)),
+        yGpu(x.size(), T(-3.0f));
+    ztc::BatchNormParams params{1e-5};
+    cpu::batchNorm<T>(x.data(), cpuDims(shape), scale.data(), cpuDims(channels),
+                      bias.data(), cpuDims(channels), mean.data(),
+                      cpuDims(channels), var.data(), cpuDims(channels),
+                      y.data(), cpuDims(shape), params);
+    params.channels_last = true;
+    cpu::batchNorm<T>(xLast.data(), cpuDims(last), scale.data(),
+                      cpuDims(channels), bias.data(), cpuDims(channels),
+                      mean.data(), cpuDims(channels), var.data(),
+                      cpuDims(channels), yCpu.data(), cpuDims(last), params);
+    gpu::batchNorm<T>(xLast.data(), gpuDims(last), scale.data(),
+                      gpuDims(channels), bias.data(), gpuDims(channels),
+                      mean.data(), gpuDims(channels), var.data(),
+                      gpuDims(channels), yGpu.data(), gpuDims(last), params,
+                      kStream);
+    std::vector<T> expected = toNhwc(y, shape);
+    expectSameBits(yCpu, expected, "CPU batchNorm " + describe(shape));
+    expectSameBits(yGpu, expected, "CUDA batchNorm " + describe(shape));
+  }
+}
+
+TEST(CudaKernelsTest, ChannelsLastBatchNormFloat) {
+  checkChannelsLastBatchNorm<float>();
+}
+TEST(CudaKernelsTest, ChannelsLastBatchNormBF16) {
+  checkChannelsLastBatchNorm<bf16>();
+}
+
 /// The CUDA library's scatterAdd with the scratch the compiler plans for it.
 template <typename T, typename I>
 void gpuScatterAdd(const T *data, const Shape &dataShape,

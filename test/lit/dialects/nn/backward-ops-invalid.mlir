@@ -159,6 +159,20 @@ func.func @max_pool_grad_mismatch(%x: tensor<1x2x6x5xf32>,
 
 // -----
 
+// With channels_last the output gradient is NHWC too: an NCHW one is not
+// the forward result.
+func.func @max_pool_grad_channels_last_nchw(%x: tensor<1x6x6x2xf32>,
+                                            %dy: tensor<1x2x3x3xf32>) {
+  // expected-error @+1 {{'nn.max_pool2d_backward' op expects grad_output of type 'tensor<1x3x3x2xf32>' (the forward result), got 'tensor<1x2x3x3xf32>'}}
+  %0 = nn.max_pool2d_backward %x, %dy {kernel = array<i64: 2, 2>,
+         strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>,
+         dilations = array<i64: 1, 1>, ceil_mode = false, channels_last}
+         : tensor<1x6x6x2xf32>, tensor<1x2x3x3xf32> -> tensor<1x6x6x2xf32>
+  return
+}
+
+// -----
+
 // The pooling attributes are checked as nn.max_pool2d checks them.
 func.func @max_pool_grad_pads(%x: tensor<1x2x6x6xf32>,
                               %dy: tensor<1x2x4x4xf32>) {

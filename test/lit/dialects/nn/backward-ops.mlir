@@ -55,6 +55,25 @@ func.func @pool_backward(%x: tensor<1x2x6x5xf32>, %dy: tensor<1x2x3x2xf32>,
   return
 }
 
+// With channels_last every operand and the result are NHWC.
+// CHECK-LABEL: func.func @pool_backward_channels_last
+// CHECK: nn.max_pool2d_backward %{{.+}}, %{{.+}} {ceil_mode = true, channels_last, {{.*}}} : tensor<1x6x5x2xf32>, tensor<1x3x2x2xf32> -> tensor<1x6x5x2xf32>
+// CHECK: nn.avg_pool2d_backward %{{.+}} {ceil_mode = false, channels_last, {{.*}}} : tensor<1x3x3x8xbf16> -> tensor<1x7x7x8xbf16>
+func.func @pool_backward_channels_last(%x: tensor<1x6x5x2xf32>,
+                                       %dy: tensor<1x3x2x2xf32>,
+                                       %da: tensor<1x3x3x8xbf16>) {
+  %0 = nn.max_pool2d_backward %x, %dy {kernel = array<i64: 3, 3>,
+         strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>,
+         dilations = array<i64: 1, 1>, ceil_mode = true, channels_last}
+         : tensor<1x6x5x2xf32>, tensor<1x3x2x2xf32> -> tensor<1x6x5x2xf32>
+  %1 = nn.avg_pool2d_backward %da {input_size = array<i64: 7, 7>,
+         kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+         pads = array<i64: 0, 0, 0, 0>, ceil_mode = false,
+         count_include_pad = false, channels_last}
+         : tensor<1x3x3x8xbf16> -> tensor<1x7x7x8xbf16>
+  return
+}
+
 // scatter_add takes updates of gather's result shape, along any axis.
 // CHECK-LABEL: func.func @scatter_add
 // CHECK-SAME: (%[[T:.+]]: tensor<100x16xf32>, %[[I:.+]]: tensor<4x8xi64>, %[[U:.+]]: tensor<4x8x16xf32>, %[[D:.+]]: tensor<2x5x3xi32>, %[[J:.+]]: tensor<4xi32>, %[[V:.+]]: tensor<2x4x3xi32>)

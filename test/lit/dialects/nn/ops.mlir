@@ -129,13 +129,18 @@ func.func @conv2d(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>,
 // Normalizations keep x's type; layer_norm's bias is optional, and so is
 // rms; layer_norm_backward gives x's, the scale's and the bias's gradients.
 // CHECK-LABEL: func.func @normalization
-// CHECK-SAME: (%[[X:.+]]: tensor<2x4x8xf32>, %[[C:.+]]: tensor<4xf32>, %[[S:.+]]: tensor<4x8xf32>)
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4x8xf32>, %[[C:.+]]: tensor<4xf32>, %[[S:.+]]: tensor<4x8xf32>, %{{.+}}: tensor<8xf32>)
 func.func @normalization(%x: tensor<2x4x8xf32>, %c: tensor<4xf32>,
-                         %s: tensor<4x8xf32>) {
+                         %s: tensor<4x8xf32>, %l: tensor<8xf32>) {
   // CHECK: nn.batch_norm %[[X]], %[[C]], %[[C]], %[[C]], %[[C]] {epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4x8xf32>
   %0 = nn.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-5 : f64}
          : tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
            tensor<4xf32> -> tensor<2x4x8xf32>
+  // With channels_last the channels are the last dimension.
+  // CHECK: nn.batch_norm %[[X]], {{.*}} {channels_last, epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x8xf32>
+  %cl = nn.batch_norm %x, %l, %l, %l, %l {epsilon = 1.0e-5 : f64, channels_last}
+         : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>,
+           tensor<8xf32> -> tensor<2x4x8xf32>
   // CHECK: nn.layer_norm %[[X]], %[[S]], %[[S]] {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
   %1 = nn.layer_norm %x, %s, %s {axis = 1 : i64, epsilon = 1.0e-5 : f64}
          : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
@@ -177,6 +182,22 @@ func.func @pooling(%x: tensor<1x2x6x5xf32>) {
   %2 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
          pads = array<i64: 1, 1, 1, 1>, ceil_mode = true,
          count_include_pad = false} : tensor<1x2x6x5xf32> -> tensor<1x2x4x3xf32>
+  return
+}
+
+// With channels_last (ztc-channels-last) the same poolings read and write
+// NHWC: [1, 6, 5, 2] to [1, 2, 2, 2] and [1, 4, 3, 2].
+// CHECK-LABEL: func.func @pooling_channels_last
+// CHECK-SAME: (%[[X:.+]]: tensor<1x6x5x2xf32>)
+func.func @pooling_channels_last(%x: tensor<1x6x5x2xf32>) {
+  // CHECK: nn.max_pool2d %[[X]] {ceil_mode = false, channels_last, {{.*}}} : tensor<1x6x5x2xf32> -> tensor<1x2x2x2xf32>
+  %0 = nn.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>,
+         pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>,
+         ceil_mode = false, channels_last} : tensor<1x6x5x2xf32> -> tensor<1x2x2x2xf32>
+  // CHECK: nn.avg_pool2d %[[X]] {ceil_mode = true, channels_last, {{.*}}} : tensor<1x6x5x2xf32> -> tensor<1x4x3x2xf32>
+  %1 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+         pads = array<i64: 1, 1, 1, 1>, ceil_mode = true,
+         count_include_pad = false, channels_last} : tensor<1x6x5x2xf32> -> tensor<1x4x3x2xf32>
   return
 }
 

@@ -91,3 +91,74 @@ func.func @half_types(%x: tensor<2x3x8x8xbf16>, %w: tensor<4x3x3x3xbf16>, %xh: t
   %d = nn.conv2d %xd, %wd {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : tensor<1x2x4x4xf64>, tensor<2x2x1x1xf64> -> tensor<1x2x4x4xf64>
   return %y, %h, %d : tensor<2x4x8x8xbf16>, tensor<2x4x8x8xf16>, tensor<1x2x4x4xf64>
 }
+
+// -----
+
+// Poolings between convolutions run NHWC too (channels_last), forward and
+// backward: the max pool feeds the second convolution with no transpose
+// between, an average pool whose result leaves the function is transposed
+// after it (the pooled size), and max_pool2d_backward, whose output
+// gradient comes in NCHW, transposes that (the pooled size) rather than the
+// input.
+// CHECK-LABEL: func.func @pools
+// CHECK: %[[X:.+]] = nn.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[Y:.+]] = nn.conv2d %[[X]], %arg1 {channels_last, {{.*}}} : tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32> -> tensor<2x8x8x4xf32>
+// CHECK-NOT: nn.transpose
+// CHECK: %[[P:.+]] = nn.max_pool2d %[[Y]] {ceil_mode = false, channels_last, {{.*}}} : tensor<2x8x8x4xf32> -> tensor<2x4x4x4xf32>
+// CHECK-NOT: nn.transpose
+// CHECK: %[[Z:.+]] = nn.conv2d %[[P]], %arg2 {channels_last, {{.*}}} : tensor<2x4x4x4xf32>, tensor<4x4x3x3xf32> -> tensor<2x4x4x4xf32>
+// CHECK: %[[ZN:.+]] = nn.transpose %[[Z]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: %[[A:.+]] = nn.avg_pool2d %[[Y]] {ceil_mode = false, channels_last, {{.*}}} : tensor<2x8x8x4xf32> -> tensor<2x4x4x4xf32>
+// CHECK: %[[AN:.+]] = nn.transpose %[[A]] {perm = array<i64: 0, 3, 1, 2>} : tensor<2x4x4x4xf32> -> tensor<2x4x4x4xf32>
+// CHECK: %[[DY:.+]] = nn.transpose %arg3 {perm = array<i64: 0, 2, 3, 1>} : tensor<2x4x4x4xf32> -> tensor<2x4x4x4xf32>
+// CHECK: %[[G:.+]] = nn.max_pool2d_backward %[[Y]], %[[DY]] {ceil_mode = false, channels_last, {{.*}}} : tensor<2x8x8x4xf32>, tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
+// CHECK: %[[GN:.+]] = nn.transpose %[[G]] {perm = array<i64: 0, 3, 1, 2>} : tensor<2x8x8x4xf32> -> tensor<2x4x8x8xf32>
+// CHECK: %[[H:.+]] = nn.avg_pool2d_backward %[[Z]] {ceil_mode = false, channels_last, count_include_pad = true, input_size = array<i64: 8, 8>, {{.*}}} : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
+// CHECK: %[[HN:.+]] = nn.transpose %[[H]] {perm = array<i64: 0, 3, 1, 2>} : tensor<2x8x8x4xf32> -> tensor<2x4x8x8xf32>
+// CHECK: return %[[ZN]], %[[AN]], %[[GN]], %[[HN]]
+func.func @pools(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %w2: tensor<4x4x3x3xf32>, %dy: tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %y = nn.conv2d %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+  %p = nn.max_pool2d %y {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  %z = nn.conv2d %p, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<2x4x4x4xf32>, tensor<4x4x3x3xf32> -> tensor<2x4x4x4xf32>
+  %a = nn.avg_pool2d %y {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = false, count_include_pad = false} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  %g = nn.max_pool2d_backward %y, %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false} : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  %h = nn.avg_pool2d_backward %z {input_size = array<i64: 8, 8>, kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = false, count_include_pad = true} : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  return %z, %a, %g, %h : tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// An inference batch norm (a model exported in eval mode) runs NHWC too,
+// its [C] vectors as they are: no transpose between the convolutions.
+// CHECK-LABEL: func.func @inference_batch_norm
+// CHECK: %[[X:.+]] = nn.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[Y:.+]] = nn.conv2d %[[X]], %arg1 {channels_last, {{.*}}} : tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32> -> tensor<2x8x8x4xf32>
+// CHECK-NOT: nn.transpose
+// CHECK: %[[N:.+]] = nn.batch_norm %[[Y]], %arg2, %arg2, %arg2, %arg2 {channels_last, epsilon = 1.000000e-05 : f64} : tensor<2x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x8x8x4xf32>
+// CHECK: %[[R:.+]] = nn.relu %[[N]] : tensor<2x8x8x4xf32>
+// CHECK-NOT: nn.transpose
+// CHECK: %[[Z:.+]] = nn.conv2d %[[R]], %arg3 {channels_last, {{.*}}} : tensor<2x8x8x4xf32>, tensor<4x4x3x3xf32> -> tensor<2x8x8x4xf32>
+// CHECK: %[[OUT:.+]] = nn.transpose %[[Z]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: return %[[OUT]]
+func.func @inference_batch_norm(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<4xf32>, %w2: tensor<4x4x3x3xf32>) -> tensor<2x4x8x8xf32> {
+  %y = nn.conv2d %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+  %n = nn.batch_norm %y, %c, %c, %c, %c {epsilon = 1.000000e-05 : f64} : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4x8x8xf32>
+  %r = nn.relu %n : tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %z = nn.conv2d %r, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<2x4x8x8xf32>
+  return %z : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// A global average pool's [N, 1, 1, C] result goes back to [N, C, 1, 1]
+// through a reshape (a view), not a transpose.
+// CHECK-LABEL: func.func @global_pool
+// CHECK: %[[Y:.+]] = nn.conv2d %{{.+}}, %arg1 {channels_last, {{.*}}} : tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32> -> tensor<2x8x8x4xf32>
+// CHECK: %[[P:.+]] = nn.avg_pool2d %[[Y]] {{{.*}}channels_last{{.*}}} : tensor<2x8x8x4xf32> -> tensor<2x1x1x4xf32>
+// CHECK: %[[R:.+]] = nn.reshape %[[P]] : tensor<2x1x1x4xf32> -> tensor<2x4x1x1xf32>
+// CHECK: return %[[R]]
+func.func @global_pool(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x1x1xf32> {
+  %y = nn.conv2d %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+  %p = nn.avg_pool2d %y {kernel = array<i64: 8, 8>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = false, count_include_pad = false} : tensor<2x4x8x8xf32> -> tensor<2x4x1x1xf32>
+  return %p : tensor<2x4x1x1xf32>
+}

@@ -163,6 +163,54 @@ func.func @conv(%x: tensor<1x3x8x8xf32> {train.binding = #train.binding<input "x
 
 // -----
 
+// Channels-last poolings (ztc-channels-last's NHWC) have channels-last
+// gradients: the average pool's takes its input's [H, W] = [3, 2] from
+// the NHWC [1, 3, 2, 3].
+// CHECK-LABEL: func.func @pool_channels_last
+// CHECK-SAME: %[[X:[^:]+]]: tensor<1x6x4x3xf32>
+// CHECK: %[[P:.+]] = nn.max_pool2d %[[X]] {ceil_mode = false, channels_last, {{.*}}} : tensor<1x6x4x3xf32> -> tensor<1x3x2x3xf32>
+// CHECK: %[[GP:.+]] = nn.avg_pool2d_backward %{{.+}} {ceil_mode = false, channels_last, count_include_pad = false, input_size = array<i64: 3, 2>, {{.*}}} : tensor<1x1x1x3xf32> -> tensor<1x3x2x3xf32>
+// CHECK: %[[GX:.+]] = nn.max_pool2d_backward %[[X]], %[[GP]] {ceil_mode = false, channels_last, {{.*}}} : tensor<1x6x4x3xf32>, tensor<1x3x2x3xf32> -> tensor<1x6x4x3xf32>
+// CHECK: return %{{.+}}, %[[GX]]
+func.func @pool_channels_last(%x: tensor<1x6x4x3xf32> {train.binding = #train.binding<param "x">}) -> tensor<f32> {
+  %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+         pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>,
+         ceil_mode = false, channels_last} : tensor<1x6x4x3xf32> -> tensor<1x3x2x3xf32>
+  %1 = nn.avg_pool2d %0 {kernel = array<i64: 3, 2>, strides = array<i64: 1, 1>,
+         pads = array<i64: 0, 0, 0, 0>, ceil_mode = false,
+         count_include_pad = false, channels_last} : tensor<1x3x2x3xf32> -> tensor<1x1x1x3xf32>
+  %l = nn.reduce_sum %1 {axes = array<i64: 0, 1, 2, 3>, keepdims = false}
+         : tensor<1x1x1x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A channels-last inference batch norm's gradient broadcasts its
+// per-channel vectors as [1, 1, 1, C] and sums over N, H, W (the NHWC
+// axes 0, 1, 2).
+// CHECK-LABEL: func.func @batch_norm_channels_last
+// CHECK: nn.reshape %{{.+}} : tensor<3xf32> -> tensor<1x1x1x3xf32>
+// CHECK: nn.reduce_sum %{{.+}} {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x4x4x3xf32> -> tensor<3xf32>
+// CHECK-NOT: tensor<1x3x1x1xf32>
+// CHECK: return
+func.func @batch_norm_channels_last(%x: tensor<2x4x4x3xf32> {train.binding = #train.binding<input "x">},
+                                    %s: tensor<3xf32> {train.binding = #train.binding<param "bn.weight">},
+                                    %b: tensor<3xf32> {train.binding = #train.binding<param "bn.bias">},
+                                    %m: tensor<3xf32> {train.binding = #train.binding<param "bn.running_mean">},
+                                    %v: tensor<3xf32> {train.binding = #train.binding<param "bn.running_var">})
+    -> tensor<f32> {
+  %0 = nn.batch_norm %x, %s, %b, %m, %v {epsilon = 1.000000e-05 : f64, channels_last}
+         : tensor<2x4x4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>,
+           tensor<3xf32> -> tensor<2x4x4x3xf32>
+  %1 = nn.mul %0, %0 : tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32> -> tensor<2x4x4x3xf32>
+  %l = nn.reduce_sum %1 {axes = array<i64: 0, 1, 2, 3>, keepdims = false}
+         : tensor<2x4x4x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // A slice's gradient is written into zeros, a gather's is added into zeros
 // at the indices (repeated ids accumulate); zeros are a broadcast scalar.
 // CHECK-LABEL: func.func @embedding
