@@ -186,6 +186,21 @@ SmallVector<int64_t> nhwcShape(Value value) {
   return permuted(shape, kToNhwc);
 }
 
+/// Replaces `op` (4-D result) with a copy on the NHWC `operands` before it,
+/// its result NHWC and read through an NHWC-to-NCHW transpose; the copy.
+Operation *rebuildNhwc(OpBuilder &b, Operation *op, ValueRange operands) {
+  Operation *rebuilt = b.clone(*op);
+  rebuilt->setOperands(operands);
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  rebuilt->getResult(0).setType(RankedTensorType::get(
+      permuted(type.getShape(), kToNhwc), type.getElementType()));
+  Value nchw = nn::TransposeOp::create(b, op->getLoc(), rebuilt->getResult(0),
+                                       b.getDenseI64ArrayAttr(kToNchw));
+  op->getResult(0).replaceAllUsesWith(nchw);
+  op->erase();
+  return rebuilt;
+}
+
 /// Moves an NHWC-to-NCHW transpose that `op` (elementwise, 4-D result)
 /// reads past it: `op` is rebuilt on the NHWC values and its result read
 /// through the transpose. Whether it moved.
@@ -216,14 +231,7 @@ bool sinkThroughElementwise(Operation *op) {
   SmallVector<Value> operands;
   for (Value operand : op->getOperands())
     operands.push_back(nhwcOperand(b, loc, operand));
-  Operation *rebuilt = b.clone(*op);
-  rebuilt->setOperands(operands);
-  rebuilt->getResult(0).setType(
-      RankedTensorType::get(nhwcSpace, resultType.getElementType()));
-  Value nchw = nn::TransposeOp::create(b, loc, rebuilt->getResult(0),
-                                       b.getDenseI64ArrayAttr(kToNchw));
-  op->getResult(0).replaceAllUsesWith(nchw);
-  op->erase();
+  rebuildNhwc(b, op, operands);
   return true;
 }
 
@@ -297,16 +305,7 @@ bool sinkThroughChannelOp(Operation *op) {
   SmallVector<Value> operands(op->getOperands());
   for (unsigned i = 0; i < activations; ++i)
     operands[i] = transposed(b, loc, operands[i], kToNhwc);
-  Operation *rebuilt = b.clone(*op);
-  rebuilt->setOperands(operands);
-  rebuilt->setAttr("channels_last", b.getUnitAttr());
-  auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  rebuilt->getResult(0).setType(RankedTensorType::get(
-      permuted(type.getShape(), kToNhwc), type.getElementType()));
-  Value nchw = nn::TransposeOp::create(b, loc, rebuilt->getResult(0),
-                                       b.getDenseI64ArrayAttr(kToNchw));
-  op->getResult(0).replaceAllUsesWith(nchw);
-  op->erase();
+  rebuildNhwc(b, op, operands)->setAttr("channels_last", b.getUnitAttr());
   return true;
 }
 
