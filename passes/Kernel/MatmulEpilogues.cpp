@@ -110,17 +110,19 @@ std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
   return std::nullopt;
 }
 
-/// The one op other than `reader` that uses `buffer`, an alloc of its
-/// own, when it is a `WriterOp` that `writes` accepts (it writes the
-/// buffer), before `reader` in its block and on its stream.
+/// The one op other than `reader` (or `via`, a view `reader` reads it
+/// through) that uses `buffer`, an alloc of its own, when it is a
+/// `WriterOp` that `writes` accepts (it writes the buffer), before
+/// `reader` in its block and on its stream.
 template <typename WriterOp>
 WriterOp soleWriter(Operation *reader, Value buffer,
-                    llvm::function_ref<bool(WriterOp)> writes) {
+                    llvm::function_ref<bool(WriterOp)> writes,
+                    Operation *via = nullptr) {
   if (!buffer.getDefiningOp<kernel::AllocOp>())
     return nullptr;
   WriterOp writer;
   for (Operation *user : buffer.getUsers()) {
-    if (user == reader)
+    if (user == reader || user == via)
       continue;
     auto op = dyn_cast<WriterOp>(user);
     if (writer || !op || !writes(op))
@@ -134,20 +136,36 @@ WriterOp soleWriter(Operation *reader, Value buffer,
   return writer;
 }
 
+/// The buffer the loop input `value` reads: `value` itself, or with
+/// `throughView`, the source of a view (a reshape, GPT-2's [B*T, C]
+/// products read as [B, T, C]) that nothing but one operand of the loop
+/// reads.
+Value storedBuffer(Value value, bool throughView) {
+  auto view = value.getDefiningOp<kernel::ViewOp>();
+  if (!throughView || !view || !value.hasOneUse())
+    return value;
+  return view.getSource();
+}
+
 /// The call of kernel `id` (with `inputs` inputs, where given) that writes
-/// `buffer` as its first output, when `buffer` is an alloc of its own that
-/// only that call and `loop` use, and the call can move to the loop: it
-/// comes before the loop in its block, on its stream, nothing between them
+/// `buffer` (or, with `throughView`, the buffer storedBuffer says it
+/// reads) as its first output, when that is an alloc of its own that only
+/// that call and `loop` use, and the call can move to the loop: it comes
+/// before the loop in its block, on its stream, nothing between them
 /// writes what it reads, and the loop's output is no buffer it reads.
 kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
                                 kernel::LibraryKernelId id,
-                                std::optional<size_t> inputs) {
-  kernel::CallOp writer =
-      soleWriter<kernel::CallOp>(loop, buffer, [&](kernel::CallOp call) {
+                                std::optional<size_t> inputs,
+                                bool throughView = false) {
+  Value stored = storedBuffer(buffer, throughView);
+  kernel::CallOp writer = soleWriter<kernel::CallOp>(
+      loop, stored,
+      [&](kernel::CallOp call) {
         return kernel::isCallOf(call, id) &&
                (!inputs || call.getInputs().size() == *inputs) &&
-               call.getOutputs().front() == buffer;
-      });
+               call.getOutputs().front() == stored;
+      },
+      stored == buffer ? nullptr : buffer.getDefiningOp());
   if (!writer)
     return nullptr;
   Value output = kernel::rootBuffer(loop.getOutput());
@@ -159,36 +177,84 @@ kernel::CallOp soleWriterBefore(kernel::ElementwiseOp loop, Value buffer,
   return writer;
 }
 
-/// Replaces `loop` and `call`, which wrote `buffer` for the loop alone, by
-/// one call of `callee` at the loop (soleWriterBefore said it may move
-/// there), keeping both locations.
+/// `value` with `like`'s shape and its own element type: itself, or a view
+/// of it at `b` (a loop's operand as the call it folds into shapes it:
+/// GPT-2's [B, T, C] residual as its [B*T, C] product).
+Value shapedLike(OpBuilder &b, Value value, Type like) {
+  auto type = cast<MemRefType>(value.getType());
+  ArrayRef<int64_t> shape = cast<MemRefType>(like).getShape();
+  if (type.getShape() == shape)
+    return value;
+  return kernel::ViewOp::create(
+      b, value.getLoc(), MemRefType::get(shape, type.getElementType()), value);
+}
+
+/// Erases the alloc `buffer`, or the view `buffer` and the alloc it views
+/// once nothing else uses it: a folded call's result, read by nothing now.
+void eraseBuffer(Value buffer) {
+  Operation *made = buffer.getDefiningOp();
+  Value stored = isa<kernel::ViewOp>(made) ? made->getOperand(0) : Value();
+  made->erase();
+  if (stored && stored.use_empty())
+    stored.getDefiningOp()->erase();
+}
+
+/// Replaces `loop` and `call`, which wrote `buffer` for the loop alone
+/// (directly, or through a view only the loop reads), by one call of
+/// `callee` at the loop (soleWriterBefore said it may move there), keeping
+/// both locations. The loop's output is viewed with the call's first
+/// output's shape where they differ.
 void fuseAtLoop(kernel::ElementwiseOp loop, kernel::CallOp call, Value buffer,
                 StringRef callee, ValueRange inputs, ValueRange outputs) {
   OpBuilder b(loop);
-  auto fused = kernel::CallOp::create(b, call.getLoc(), callee, inputs, outputs,
+  SmallVector<Value> results(outputs);
+  results.front() =
+      shapedLike(b, results.front(), call.getOutputs().front().getType());
+  auto fused = kernel::CallOp::create(b, call.getLoc(), callee, inputs, results,
                                       call.getConfig());
   addLoc(fused, loop.getLoc());
   loop.erase();
   call.erase();
-  buffer.getDefiningOp()->erase();
+  eraseBuffer(buffer);
 }
 
-/// The product `loop` adds to, when a `matmul` call without a bias writes
-/// it into a buffer of its own that only the loop reads, and the call can
-/// move to the loop (soleWriterBefore).
-kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product) {
-  kernel::CallOp matmul =
-      soleWriterBefore(loop, product, kernel::LibraryKernelId::matmul, 2);
+/// How producerOf finds a product: in the buffer its call writes, by a
+/// call without a bias; or also through a view of that buffer; or also
+/// through a view, by a call that adds a bias already.
+enum class Reads { Direct, View, ViewOfBiased };
+
+/// The product `loop` adds to, when a `matmul` call writes it into a buffer
+/// of its own that only the loop reads (as `reads` allows), and the call
+/// can move to the loop (soleWriterBefore).
+kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product,
+                          Reads reads = Reads::Direct) {
+  kernel::CallOp matmul = soleWriterBefore(
+      loop, product, kernel::LibraryKernelId::matmul,
+      reads == Reads::ViewOfBiased ? std::nullopt : std::optional<size_t>(2),
+      reads != Reads::Direct);
   if (!matmul)
     return nullptr;
   Value output = kernel::rootBuffer(loop.getOutput());
   // The product's buffer goes once the call writes the loop's output.
-  if (output == product)
+  if (output == kernel::rootBuffer(product))
     return nullptr;
   for (Value input : loop.getInputs())
     if (input != product && kernel::rootBuffer(input) == output)
       return nullptr; // the library reads the addend after the product
   return matmul;
+}
+
+/// The inputs of a call of `matmul`'s product adding `addend` (viewed with
+/// the product's shape at `b`): a, b, the addend, then the bias the call
+/// adds, if any.
+SmallVector<Value> withAddend(OpBuilder &b, kernel::CallOp matmul,
+                              Value addend) {
+  SmallVector<Value> inputs(matmul.getInputs().take_front(2));
+  inputs.push_back(
+      shapedLike(b, addend, matmul.getOutputs().front().getType()));
+  if (matmul.getInputs().size() > 2)
+    inputs.push_back(matmul.getInputs()[2]);
+  return inputs;
 }
 
 /// Whether `sum`, a `reduce_sum` call, adds its input's rows: every
@@ -402,13 +468,12 @@ void foldProductSums(func::FuncOp function) {
     if (std::optional<std::pair<Value, Value>> sum = matchSum(loop)) {
       for (auto [product, addend] :
            {*sum, std::pair(sum->second, sum->first)}) {
-        kernel::CallOp matmul = producerOf(loop, product);
+        kernel::CallOp matmul = producerOf(loop, product, Reads::ViewOfBiased);
         if (!matmul)
           continue;
-        SmallVector<Value> inputs(matmul.getInputs());
-        inputs.push_back(addend);
-        fuseAtLoop(loop, matmul, product, "matmul_add", inputs,
-                   ValueRange{loop.getOutput()});
+        OpBuilder b(loop);
+        fuseAtLoop(loop, matmul, product, "matmul_add",
+                   withAddend(b, matmul, addend), ValueRange{loop.getOutput()});
         break;
       }
       continue;
@@ -481,8 +546,9 @@ SmallVector<kernel::ElementwiseOp> narrowingLoops(func::FuncOp function) {
 void foldNarrowNorms(func::FuncOp function) {
   for (kernel::ElementwiseOp loop : narrowingLoops(function)) {
     Value wide = loop.getInputs().front();
-    kernel::CallOp norm = soleWriterBefore(
-        loop, wide, kernel::LibraryKernelId::layer_norm, std::nullopt);
+    kernel::CallOp norm =
+        soleWriterBefore(loop, wide, kernel::LibraryKernelId::layer_norm,
+                         std::nullopt, /*throughView=*/true);
     if (!norm)
       continue;
     fuseAtLoop(loop, norm, wide, "layer_norm_narrow", norm.getInputs(),
@@ -492,16 +558,20 @@ void foldNarrowNorms(func::FuncOp function) {
 
 /// The loop that widens `gradient`, the result's gradient `norm` (a
 /// `layer_norm_backward` call) reads, from the products' type: a cast of
-/// its one input into `gradient`, an alloc of its own that only the loop
-/// and the call (as that input alone) use, before the call in its block
-/// and on its stream.
+/// its one input into `gradient` (or the buffer a view `gradient` reads,
+/// GPT-2's [B*T, C] product's gradient), an alloc of its own that only the
+/// loop and the call (as that input alone) use, before the call in its
+/// block and on its stream.
 kernel::ElementwiseOp wideningLoopOf(kernel::CallOp norm, Value gradient) {
   if (llvm::count(norm->getOperands(), gradient) != 1)
     return nullptr;
+  Value stored = storedBuffer(gradient, /*throughView=*/true);
   return soleWriter<kernel::ElementwiseOp>(
-      norm, gradient, [&](kernel::ElementwiseOp loop) {
-        return loop.getOutput() == gradient && onlyCasts<arith::ExtFOp>(loop);
-      });
+      norm, stored,
+      [&](kernel::ElementwiseOp loop) {
+        return loop.getOutput() == stored && onlyCasts<arith::ExtFOp>(loop);
+      },
+      stored == gradient ? nullptr : gradient.getDefiningOp());
 }
 
 /// The `layer_norm_backward` call whose input gradient (first output)
@@ -556,17 +626,18 @@ void foldNarrowNormGradients(func::FuncOp function) {
     Value narrowGradient = widen ? widen.getInputs().front() : Value();
     if (widen) {
       Value root = kernel::rootBuffer(narrowGradient);
-      if (narrowGradient.getType() != narrow.getOutput().getType() ||
+      if (cast<MemRefType>(narrowGradient.getType()).getElementType() !=
+              cast<MemRefType>(narrow.getOutput().getType()).getElementType() ||
           root == kernel::rootBuffer(narrow.getOutput()) ||
           writtenBetween(widen, narrow, root))
         widen = nullptr;
     }
+    OpBuilder b(narrow);
     SmallVector<Value> inputs(norm.getInputs());
     if (widen)
-      inputs[2] = narrowGradient;
+      inputs[2] = shapedLike(b, narrowGradient, gradient.getType());
     SmallVector<Value> outputs(norm.getOutputs());
     outputs.push_back(narrow.getOutput());
-    OpBuilder b(narrow);
     auto fused = kernel::CallOp::create(
         b, norm.getLoc(),
         widen ? "layer_norm_backward_narrow" : "layer_norm_backward_narrow_out",
@@ -578,7 +649,143 @@ void foldNarrowNormGradients(func::FuncOp function) {
     norm.erase();
     if (widen) {
       widen.erase();
-      gradient.getDefiningOp()->erase();
+      eraseBuffer(gradient);
+    }
+  }
+}
+
+/// What a loop adds in its compute type (f32) from half products: the
+/// inputs of the narrower type it widens, in the order it adds them, and
+/// the addend already in f32, if any.
+struct WideSum {
+  SmallVector<Value> products;
+  Value addend;
+};
+
+/// The sum `loop` computes when its one output, of a half type's compute
+/// type, is `addend + widen(p)` (a residual in f32 adding a product), or
+/// the widened sum of one or more inputs in the narrower type whose sums
+/// are all unrounded, so computed in f32 (`widen((p1 + p2) + p3)`: one
+/// input's gradient from several products; `widen(p)`: from one). Each
+/// sum either way round; the inputs distinct and of the output's shape.
+std::optional<WideSum> matchWideSum(kernel::ElementwiseOp loop) {
+  if (loop.getOutputs().size() != 1)
+    return std::nullopt;
+  auto type = cast<MemRefType>(loop.getOutput().getType());
+  Block &body = loop.getBody().front();
+  auto narrowInput = [&](Value value) -> Value {
+    Value input = inputOf(loop, value);
+    auto inputType = input ? cast<MemRefType>(input.getType()) : MemRefType();
+    if (!inputType || inputType.getShape() != type.getShape() ||
+        inputType.getElementType() == type.getElementType() ||
+        computeElementType(inputType.getElementType()) != type.getElementType())
+      return Value();
+    return input;
+  };
+  WideSum sum;
+  Value yielded = loop.getYielded().front();
+  // addend + widen(p): three ops with the yield.
+  if (auto add = yielded.getDefiningOp<arith::AddFOp>()) {
+    if (body.getOperations().size() != 3)
+      return std::nullopt;
+    for (auto [widened, addend] : {std::pair(add.getLhs(), add.getRhs()),
+                                   std::pair(add.getRhs(), add.getLhs())}) {
+      auto widen = widened.getDefiningOp<arith::ExtFOp>();
+      Value product = widen ? narrowInput(widen.getIn()) : Value();
+      Value input = inputOf(loop, addend);
+      if (product && input && input.getType() == type) {
+        sum.products.push_back(product);
+        sum.addend = input;
+        return sum;
+      }
+    }
+    return std::nullopt;
+  }
+  // widen(((p1 + p2) + p3) ...), every sum unrounded.
+  auto widen = yielded.getDefiningOp<arith::ExtFOp>();
+  if (!widen)
+    return std::nullopt;
+  // A chain: each sum adds an input to an input or to the inner sum,
+  // which comes first, so the calls add in the loop's order.
+  std::function<bool(Value)> collect = [&](Value value) {
+    if (Value input = narrowInput(value)) {
+      sum.products.push_back(input);
+      return true;
+    }
+    auto add = value.getDefiningOp<arith::AddFOp>();
+    if (!add || !add->hasAttr(kernel::kUnroundedAttr) || !add->hasOneUse())
+      return false;
+    bool rhsInput = static_cast<bool>(narrowInput(add.getRhs()));
+    Value inner = rhsInput ? add.getLhs() : add.getRhs();
+    Value input = rhsInput ? add.getRhs() : add.getLhs();
+    return narrowInput(input) && collect(inner) && collect(input);
+  };
+  if (!collect(widen.getIn()) ||
+      body.getOperations().size() != sum.products.size() + 1)
+    return std::nullopt;
+  llvm::SmallPtrSet<Value, 4> distinct(sum.products.begin(),
+                                       sum.products.end());
+  if (distinct.size() != sum.products.size())
+    return std::nullopt;
+  return sum;
+}
+
+/// Folds, under mixed precision, the f32 sums of half products into the
+/// products: `addend + widen(p)` (a residual, the bias already in p's
+/// call) becomes `matmul_add_wide` at the loop; `widen(p1 + p2 + ...)`
+/// with unrounded sums becomes `matmul_wide` of p1 into an f32 buffer and
+/// a `matmul_add_wide` adding each next product to the sum so far, the
+/// last into the loop's output: the loop's sums in its order.
+void foldWideSums(func::FuncOp function) {
+  for (kernel::ElementwiseOp loop : stepLoops(function)) {
+    std::optional<WideSum> sum = matchWideSum(loop);
+    if (!sum)
+      continue;
+    SmallVector<kernel::CallOp> products;
+    for (Value product : sum->products)
+      products.push_back(producerOf(loop, product, Reads::ViewOfBiased));
+    if (llvm::is_contained(products, kernel::CallOp()))
+      continue;
+    // One product widened alone only right after it (buffers and views
+    // between): a weight's gradient widened for the optimizer at the
+    // step's end stays a half product, whose operands are not kept alive
+    // to the end, nor its widened copy from its product on.
+    if (products.size() == 1 && !sum->addend &&
+        llvm::any_of(
+            llvm::make_range(std::next(products.front()->getIterator()),
+                             loop->getIterator()),
+            [](Operation &op) {
+              return !isa<kernel::AllocOp, kernel::ViewOp>(op);
+            }))
+      continue;
+    // Each call adds the sum so far (the addend, or the previous call's
+    // f32 result) to its product; the first without one is matmul_wide.
+    OpBuilder b(loop);
+    Type wide = loop.getOutput().getType();
+    Value sofar = sum->addend;
+    for (auto [i, matmul] : llvm::enumerate(products)) {
+      Type shape = matmul.getOutputs().front().getType();
+      bool last = i + 1 == products.size();
+      Value into =
+          last ? shapedLike(b, loop.getOutput(), shape)
+               : kernel::AllocOp::create(
+                     b, loop.getLoc(),
+                     MemRefType::get(cast<MemRefType>(shape).getShape(),
+                                     cast<MemRefType>(wide).getElementType()),
+                     IntegerAttr());
+      SmallVector<Value> inputs = sofar
+                                      ? withAddend(b, matmul, sofar)
+                                      : SmallVector<Value>(matmul.getInputs());
+      auto call = kernel::CallOp::create(
+          b, matmul.getLoc(), sofar ? "matmul_add_wide" : "matmul_wide", inputs,
+          ValueRange{into}, matmul.getConfig());
+      addLoc(call, loop.getLoc());
+      sofar = into;
+    }
+    loop.erase();
+    for (auto [matmul, product] : llvm::zip(products, sum->products)) {
+      matmul.erase();
+      eraseBuffer(product);
     }
   }
 }
@@ -599,12 +806,19 @@ struct MatmulEpiloguesPass
       std::optional<Epilogue> epilogue = matchEpilogue(loop);
       if (!epilogue)
         continue;
-      kernel::CallOp matmul = producerOf(loop, epilogue->product);
-      if (!matmul)
+      kernel::CallOp matmul = producerOf(loop, epilogue->product, Reads::View);
+      // The bias adds along the loop's last dimension: the product's.
+      if (!matmul ||
+          cast<MemRefType>(matmul.getOutputs().front().getType())
+                  .getShape()
+                  .back() !=
+              cast<MemRefType>(loop.getOutput().getType()).getShape().back())
         continue;
+      OpBuilder b(loop);
       SmallVector<Value> inputs(matmul.getInputs());
       if (epilogue->addend)
-        inputs.push_back(epilogue->addend);
+        inputs.push_back(shapedLike(b, epilogue->addend,
+                                    matmul.getOutputs().front().getType()));
       inputs.push_back(epilogue->bias);
       fuseAtLoop(loop, matmul, epilogue->product,
                  epilogue->addend ? "matmul_add" : "matmul", inputs,
@@ -612,6 +826,7 @@ struct MatmulEpiloguesPass
     }
     // After the bias epilogues, which take the sums with a bias.
     foldProductSums(getOperation());
+    foldWideSums(getOperation());
   }
 };
 

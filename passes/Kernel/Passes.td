@@ -328,6 +328,35 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     kernel.call "matmul_add" ins(%b, %wb, %pa : ...) outs(%pb : ...)
     kernel.call "matmul_add" ins(%c, %wc, %pb : ...) outs(%y : ...)
     ```
+
+    A product the loop reads through a `kernel.view` that nothing else
+    reads (GPT-2's [B*T, C] products in [B, T, C] sums) folds as if read
+    directly, in the sums above (with its bias already in its call, and
+    a bias fold only where the view keeps the last dimension), in the
+    layer-norm narrowing and in a widening before a layer norm's
+    backward: the fused call writes the loop's output, and reads the
+    addend, viewed with the product's shape.
+
+    Last, under mixed precision, sums in f32 of half products. A loop
+    whose one output, of a half type's compute type, is `r + extf(p)` (a
+    residual stream in f32) becomes `matmul_add_wide` (a, b, r, the bias
+    p's call adds) at the loop. One that yields `extf(s)`, `s` a chain of
+    unrounded sums of half products (one input's gradient from q, k and
+    v's products), becomes `matmul_wide` of the first product into a
+    new f32 buffer and a `matmul_add_wide` per further product adding it
+    to the sum so far, the last into the loop's output, in the loop's
+    order; `extf(p)` alone folds only when just buffers and views come
+    between p's call and the loop. The CPU's results are the loop's bits
+    (the product rounded to T, then widened and added); CUDA's single
+    product adds in f32 before rounding (cuBLASLt, f32 C and D).
+
+    ```mlir
+    kernel.call "matmul" ins(%x, %w : ...) outs(%p : memref<8x64xbf16>)
+    kernel.elementwise ins(%r, %p : memref<8x64xf32>, memref<8x64xbf16>)
+        outs(%y : memref<8x64xf32>) { ... %r + arith.extf %p ... }
+    // becomes
+    kernel.call "matmul_add_wide" ins(%x, %w, %r : ...) outs(%y : ...)
+    ```
   }];
 }
 

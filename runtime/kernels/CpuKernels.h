@@ -117,6 +117,9 @@
 // matmulAdd<T>: matmul, then the bias (optional) and the addend (c's
 //   shape, never c itself) added, each sum rounded to T: (a @ b + bias) +
 //   addend, as the loop ztc-matmul-epilogues folds into it computed.
+// matmulWide<T>, matmulAddWide<T>: matmul's product (with its bias) of a
+//   half T, rounded to T, widened to f32 (plus an f32 addend, the sum in
+//   f32): an f32 residual or gradient sum adding a half product.
 // conv2d<T>: x [N,C,H,W], w [O,C/g,kH,kW], bias or nullptr -> y
 //   [N,O,oH,oW]; pads (top, left, bottom, right).
 // maxPool2d<T>: padding never wins. avgPool2d<T>: ONNX/PyTorch semantics,

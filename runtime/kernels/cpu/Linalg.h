@@ -2,9 +2,9 @@
 //
 // detail::gemm, the one GEMM every product goes through (oneDNN for float,
 // OpenBLAS for double, f32 accumulation for the 16-bit types), and the entry
-// points on it: matmul, matmulAdd and matmulBiasGrad (with what
-// ztc-matmul-epilogues folds into a product), and matmulNf4 for a weight in
-// 4-bit NormalFloat.
+// points on it: matmul, matmulAdd, matmulWide, matmulAddWide and
+// matmulBiasGrad (with what ztc-matmul-epilogues folds into a product), and
+// matmulNf4 for a weight in 4-bit NormalFloat.
 //
 //===----------------------------------------------------------------------===//
 
@@ -277,6 +277,89 @@ void matmulAdd(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
   matmul(a, aDims, b, bDims, c, cDims, params);
   const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
   detail::addEpilogue(c, n ? cDims.numElements() / n : 0, n, bias, addend);
+}
+
+namespace detail {
+
+/// c = a @ b in f32, never rounded to T (gemmWidened), numpy-style as
+/// matmul lays the products out: what the widened products below round.
+template <typename T>
+void widenedProduct(const T *a, const Dims &aDims, const T *b,
+                    const Dims &bDims, float *c, const Dims &cDims,
+                    const MatmulParams &params) {
+  MatmulPlan p =
+      planMatmul(aDims, bDims, cDims, params.transpose_a, params.transpose_b);
+  if (p.batches == 0)
+    return;
+  if (p.single) {
+    gemmWidened(p.batches * p.m, p.n, p.k, a, p.lda, false, b, p.ldb, p.transB,
+                c, p.ldc, false);
+    return;
+  }
+  for (int64_t item = 0; item < p.outer * p.inner; ++item) {
+    int64_t o = item / p.inner, i = item % p.inner;
+    int64_t aOffset, bOffset;
+    p.offsets(o, aOffset, bOffset);
+    gemmWidened(p.m, p.n, p.k, a + aOffset + i * p.strideA, p.lda, p.transA,
+                b + bOffset + i * p.strideB, p.ldb, p.transB,
+                c + item * p.m * p.n, p.ldc, false);
+  }
+}
+
+/// matmulWide and matmulAddWide of a half T: the product in f32 into c,
+/// then each element rounded to T as matmul stores it, plus the bias
+/// rounded to T as matmul adds it, widened back to f32, plus the addend
+/// in f32.
+template <typename T>
+void productWidened(const T *a, const Dims &aDims, const T *b,
+                    const Dims &bDims, const float *addend, const T *bias,
+                    float *c, const Dims &cDims, const MatmulParams &params) {
+  widenedProduct(a, aDims, b, bDims, c, cDims, params);
+  const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
+  const int64_t rows = n ? cDims.numElements() / n : 0;
+#pragma omp parallel for if (rows * n > kParallelGrain)
+  for (int64_t i = 0; i < rows; ++i) {
+    float *row = c + i * n;
+    const float *add = addend ? addend + i * n : nullptr;
+    for (int64_t j = 0; j < n; ++j) {
+      T product = store<T>(row[j]);
+      if (bias)
+        product = store<T>(load(product) + load(bias[j]));
+      row[j] = add ? load(product) + add[j] : load(product);
+    }
+  }
+}
+
+} // namespace detail
+
+/// c = the product matmul stores in T (with its bias), widened to T's
+/// compute type C (f32 for bf16 and f16; T itself otherwise, where this is
+/// matmul): a product whose only reader widened it (the first of several
+/// products' gradients summed in f32, ztc-matmul-epilogues).
+template <typename T>
+void matmulWide(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+                const T *bias, const Dims &biasDims, detail::ComputeT<T> *c,
+                const Dims &cDims, const MatmulParams &params) {
+  if constexpr (std::is_same_v<detail::ComputeT<T>, T>)
+    matmul(a, aDims, b, bDims, bias, biasDims, c, cDims, params);
+  else
+    detail::productWidened(a, aDims, b, bDims, nullptr, bias, c, cDims, params);
+}
+
+/// c = addend + matmulWide's c, the sum in C: a residual stream in f32
+/// adding a half product (a Llama or GPT-2 block's under bf16 autocast),
+/// as the loop ztc-matmul-epilogues folds into it computed. The addend is
+/// never c.
+template <typename T>
+void matmulAddWide(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+                   const detail::ComputeT<T> *addend, const Dims &addendDims,
+                   const T *bias, const Dims &biasDims, detail::ComputeT<T> *c,
+                   const Dims &cDims, const MatmulParams &params) {
+  if constexpr (std::is_same_v<detail::ComputeT<T>, T>)
+    matmulAdd(a, aDims, b, bDims, addend, addendDims, bias, biasDims, c, cDims,
+              params);
+  else
+    detail::productWidened(a, aDims, b, bDims, addend, bias, c, cDims, params);
 }
 
 /// A linear layer's weight and bias gradients from its output's gradient

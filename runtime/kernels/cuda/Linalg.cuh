@@ -4,9 +4,10 @@
 // for float, double, f16 and bf16; a plain kernel for integers and in the
 // host emulation), and the entry points on it: matmul, matmulAdd (a bias
 // and an addend added as the product is stored: cuBLASLt's epilogue where
-// it has one), matmulBiasGrad (a bias gradient summed as the product reads
-// its operand: cuBLASLt's BGRADB), and matmulNf4 for a weight in 4-bit
-// NormalFloat, dequantized tile by tile.
+// it has one), matmulWide and matmulAddWide (half products stored, or
+// added to an addend, in f32), matmulBiasGrad (a bias gradient summed as
+// the product reads its operand: cuBLASLt's BGRADB), and matmulNf4 for a
+// weight in 4-bit NormalFloat, dequantized tile by tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,6 +100,22 @@ template <typename T> struct EpilogueBody {
   }
 };
 
+/// The widened products' epilogue (the CPU's productWidened), element by
+/// element of c, which holds the f32 product: rounded to T, plus the bias
+/// rounded to T, widened, plus the addend in f32.
+template <typename T> struct WideEpilogueBody {
+  float *c;
+  const T *bias;
+  const float *addend;
+  int64_t n;
+  ZTC_HOST_DEVICE void operator()(int64_t at) const {
+    T product = store<T>(c[at]);
+    if (bias)
+      product = store<T>(load(product) + load(bias[at % n]));
+    c[at] = addend ? load(product) + addend[at] : load(product);
+  }
+};
+
 #if !defined(ZTC_CUDA_HOST_EMULATION)
 inline bool checkCublas(cublasStatus_t status, const char *call,
                         const char *kernel) {
@@ -118,15 +135,15 @@ inline std::mutex &cublasMutex() {
 
 /// What cuBLASLt's choice of algorithm for a product depends on.
 struct LtProblem {
-  int type, compute, epilogue;
+  int type, outType, compute, epilogue;
   int64_t m, n, k, lda, ldb, ldc;
   bool transA, transB, addend;
   uint32_t alignA, alignB, alignC, alignD;
   bool operator<(const LtProblem &other) const {
     auto key = [](const LtProblem &p) {
-      return std::tie(p.type, p.compute, p.epilogue, p.m, p.n, p.k, p.lda,
-                      p.ldb, p.ldc, p.transA, p.transB, p.addend, p.alignA,
-                      p.alignB, p.alignC, p.alignD);
+      return std::tie(p.type, p.outType, p.compute, p.epilogue, p.m, p.n, p.k,
+                      p.lda, p.ldb, p.ldc, p.transA, p.transB, p.addend,
+                      p.alignA, p.alignB, p.alignC, p.alignD);
     };
     return key(*this) < key(other);
   }
@@ -265,7 +282,8 @@ inline uint32_t alignmentOf(const void *pointer) {
 }
 
 /// A single product (s.batch == 1) with its epilogue in cuBLASLt: D = A B
-/// + C with C the addend (beta 1), or D itself and beta 0 without one;
+/// + C with C the addend (beta 1), or D itself and beta 0 without one; C
+/// and D of type Out, T's or (for half operands) f32, the bias T;
 /// CUBLASLT_EPILOGUE_BIAS adding the bias along D's rows in cuBLAS's
 /// column-major view (c's last dimension), or CUBLASLT_EPILOGUE_BGRADB
 /// writing biasGrad, the sums of our a's rows (a transposed: cuBLAS's B,
@@ -275,9 +293,9 @@ inline uint32_t alignmentOf(const void *pointer) {
 /// EpilogueBody, or sums with reduce); true once it ran or an error was
 /// recorded. The heuristic is asked once per problem (a step's products
 /// repeat every step).
-template <typename T>
-bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
-                      const T *bias, const T *addend, T *biasGrad,
+template <typename T, typename Out = T>
+bool cublasLtEpilogue(const T *a, const T *b, Out *c, const GemmShape &s,
+                      const T *bias, const Out *addend, T *biasGrad,
                       cudaStream_t stream, const char *kernel) {
   const int64_t kIntMax = INT_MAX;
   if (std::is_same_v<T, double> || s.batch != 1 || s.k == 0 || s.m > kIntMax ||
@@ -309,7 +327,7 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
   cublasComputeType_t compute = std::is_same_v<T, float> && s.tf32
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
-  cudaDataType_t type = cublasDataType<T>();
+  cudaDataType_t type = cublasDataType<T>(), outType = cublasDataType<Out>();
   // cuBLAS's A is our b and its B our a (see cublasGemm); the column-major
   // D is [n, m] with leading dimension ldc, the dense addend [n, m] with n.
   cublasOperation_t opA = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -321,7 +339,7 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
                                      : static_cast<const void *>(bias);
   uint64_t workspaceBytes = scratch::kCublasWorkspaceBytes;
   uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-  const T *cInput = addend ? addend : c;
+  const Out *cInput = addend ? addend : c;
   uint32_t alignA = alignmentOf(b), alignB = alignmentOf(a),
            alignC = alignmentOf(cInput), alignD = alignmentOf(c);
   const char *failed = nullptr;
@@ -348,16 +366,25 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                            &biasPointer, sizeof(biasPointer)),
             "cublasLtMatmulDescSetAttribute");
+    // The bias is D's type unless told: a half bias of an f32 D says so
+    // (where cuBLASLt has no such algorithm, its heuristic finds none and
+    // the caller adds the bias itself).
+    int32_t biasType = type;
+    if (biasPointer && outType != type)
+      check(cublasLtMatmulDescSetAttribute(desc.op,
+                                           CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                           &biasType, sizeof(biasType)),
+            "cublasLtMatmulDescSetAttribute");
     check(cublasLtMatrixLayoutCreate(&desc.a, type, s.transB ? s.k : s.n,
                                      s.transB ? s.n : s.k, s.ldb),
           "cublasLtMatrixLayoutCreate");
     check(cublasLtMatrixLayoutCreate(&desc.b, type, s.transA ? s.m : s.k,
                                      s.transA ? s.k : s.m, s.lda),
           "cublasLtMatrixLayoutCreate");
-    check(cublasLtMatrixLayoutCreate(&desc.c, type, s.n, s.m,
+    check(cublasLtMatrixLayoutCreate(&desc.c, outType, s.n, s.m,
                                      addend ? s.n : s.ldc),
           "cublasLtMatrixLayoutCreate");
-    check(cublasLtMatrixLayoutCreate(&desc.d, type, s.n, s.m, s.ldc),
+    check(cublasLtMatrixLayoutCreate(&desc.d, outType, s.n, s.m, s.ldc),
           "cublasLtMatrixLayoutCreate");
     check(cublasLtMatmulPreferenceCreate(&desc.preference),
           "cublasLtMatmulPreferenceCreate");
@@ -380,11 +407,22 @@ bool cublasLtEpilogue(const T *a, const T *b, T *c, const GemmShape &s,
   }
   if (failed)
     return true;
-  LtProblem problem{type,     compute,  static_cast<int>(epilogue),
-                    s.m,      s.n,      s.k,
-                    s.lda,    s.ldb,    s.ldc,
-                    s.transA, s.transB, addend != nullptr,
-                    alignA,   alignB,   alignC,
+  LtProblem problem{type,
+                    outType,
+                    compute,
+                    static_cast<int>(epilogue),
+                    s.m,
+                    s.n,
+                    s.k,
+                    s.lda,
+                    s.ldb,
+                    s.ldc,
+                    s.transA,
+                    s.transB,
+                    addend != nullptr,
+                    alignA,
+                    alignB,
+                    alignC,
                     alignD};
   auto [chosen, fresh] = mine->algorithms.try_emplace(problem);
   if (fresh) {
@@ -459,6 +497,29 @@ template <typename T> struct Nf4TileBody {
 
 namespace detail {
 
+/// The product of a plan whose batches are one product (p.single): every
+/// batch's rows of a at once, b shared.
+inline GemmShape singleGemm(const MatmulPlan &p, const MatmulParams &params) {
+  return {1, p.batches * p.m, p.n,      p.k,        p.lda, p.ldb, p.ldc, 0, 0,
+          0, false,           p.transB, params.tf32};
+}
+
+/// A plan's products, each group one strided batch, the host looping over
+/// the groups. C is T, or f32 for half operands.
+template <typename T, typename C>
+void groupedGemms(const T *a, const T *b, C *c, const MatmulPlan &p,
+                  const MatmulParams &params, cudaStream_t stream,
+                  const char *kernel) {
+  for (int64_t o = 0; o < p.outer; ++o) {
+    int64_t aOffset, bOffset;
+    p.offsets(o, aOffset, bOffset);
+    gemm(a + aOffset, b + bOffset, c + o * p.inner * p.m * p.n,
+         {p.inner, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.strideA, p.strideB,
+          p.m * p.n, p.transA, p.transB, params.tf32},
+         false, stream, kernel);
+  }
+}
+
 /// c = a @ b, numpy-style (MatmulPlan.h), then the bias along c's last
 /// dimension and the addend, when there are: a single product in one
 /// cuBLASLt call with its epilogue where cuBLASLt has an algorithm for
@@ -482,9 +543,7 @@ void matmulWith(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
     return;
   }
   if (p.single) {
-    GemmShape shape{1,     p.batches * p.m, p.n,        p.k, p.lda,
-                    p.ldb, p.ldc,           0,          0,   0,
-                    false, p.transB,        params.tf32};
+    GemmShape shape = singleGemm(p, params);
 #if !defined(ZTC_CUDA_HOST_EMULATION)
     if constexpr (kCublasType<T>)
       if ((bias || addend) &&
@@ -493,19 +552,39 @@ void matmulWith(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
         return;
 #endif
     gemm(a, b, c, shape, false, stream, kernel);
-    epilogue();
-    return;
-  }
-  // Each group is one strided batch; the host loops over the groups.
-  for (int64_t o = 0; o < p.outer; ++o) {
-    int64_t aOffset, bOffset;
-    p.offsets(o, aOffset, bOffset);
-    gemm(a + aOffset, b + bOffset, c + o * p.inner * p.m * p.n,
-         {p.inner, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.strideA, p.strideB,
-          p.m * p.n, p.transA, p.transB, params.tf32},
-         false, stream, kernel);
+  } else {
+    groupedGemms(a, b, c, p, params, stream, kernel);
   }
   epilogue();
+}
+
+/// matmulWide and matmulAddWide of half operands: a single product in one
+/// cuBLASLt call, f32 C and D (the product added in f32 before any
+/// rounding), where cuBLASLt has an algorithm for it; else the product in
+/// f32 into c and WideEpilogueBody, the CPU's sums.
+template <typename T>
+void matmulWideWith(const T *a, const Dims &aDims, const T *b,
+                    const Dims &bDims, const T *bias, const float *addend,
+                    float *c, const Dims &cDims, const MatmulParams &params,
+                    cudaStream_t stream, const char *kernel) {
+  MatmulPlan p =
+      planMatmul(aDims, bDims, cDims, params.transpose_a, params.transpose_b);
+  const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
+  const int64_t count = cDims.numElements();
+  if (p.batches > 0 && p.single) {
+    GemmShape shape = singleGemm(p, params);
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+    if (cublasLtEpilogue(a, b, c, shape, bias, addend,
+                         static_cast<T *>(nullptr), stream, kernel))
+      return;
+#endif
+    gemm(a, b, c, shape, false, stream, kernel);
+  } else if (p.batches > 0) {
+    groupedGemms(a, b, c, p, params, stream, kernel);
+  }
+  if (count > 0 && n > 0)
+    launchElements(count, WideEpilogueBody<T>{c, bias, addend, n}, stream,
+                   kernel);
 }
 
 } // namespace detail
@@ -539,6 +618,38 @@ void matmulAdd(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
                cudaStream_t stream) {
   detail::matmulWith(a, aDims, b, bDims, bias, addend, c, cDims, params, stream,
                      "matmul_add");
+}
+
+/// The product matmul stores in T (with its bias), widened to the compute
+/// type (the CPU's matmulWide); matmul itself for a T that is its own.
+template <typename T>
+void matmulWide(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+                const T *bias, const Dims &biasDims, detail::ComputeT<T> *c,
+                const Dims &cDims, const MatmulParams &params,
+                cudaStream_t stream) {
+  if constexpr (std::is_same_v<detail::ComputeT<T>, T>)
+    matmul(a, aDims, b, bDims, bias, biasDims, c, cDims, params, stream);
+  else
+    detail::matmulWideWith(a, aDims, b, bDims, bias,
+                           static_cast<const float *>(nullptr), c, cDims,
+                           params, stream, "matmul_wide");
+}
+
+/// c = addend + matmulWide's c, the sum in the compute type (the CPU's
+/// matmulAddWide): with a single product, one cuBLASLt call, the addend
+/// its f32 C.
+template <typename T>
+void matmulAddWide(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
+                   const detail::ComputeT<T> *addend, const Dims &addendDims,
+                   const T *bias, const Dims &biasDims, detail::ComputeT<T> *c,
+                   const Dims &cDims, const MatmulParams &params,
+                   cudaStream_t stream) {
+  if constexpr (std::is_same_v<detail::ComputeT<T>, T>)
+    matmulAdd(a, aDims, b, bDims, addend, addendDims, bias, biasDims, c, cDims,
+              params, stream);
+  else
+    detail::matmulWideWith(a, aDims, b, bDims, bias, addend, c, cDims, params,
+                           stream, "matmul_add_wide");
 }
 
 /// A linear layer's weight and bias gradients from its output's gradient

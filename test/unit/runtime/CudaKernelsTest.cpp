@@ -292,6 +292,64 @@ template <typename T> void checkMatmulEpilogues() {
 TEST(CudaKernelsTest, MatmulEpiloguesFloat) { checkMatmulEpilogues<float>(); }
 TEST(CudaKernelsTest, MatmulEpiloguesBF16) { checkMatmulEpilogues<bf16>(); }
 
+/// matmulWide and matmulAddWide against the CPU's: f32 results of half
+/// products, each rounded to T before it is widened, so they may differ by
+/// one of T's steps where the sums' order rounds a product the other way
+/// (T's tolerance). One product with and without a transposed weight, a
+/// batch, and K = 0. On a device a single product runs in cuBLASLt with
+/// an f32 C and D; the emulation multiplies and adds in WideEpilogueBody.
+template <typename T> void checkWideProducts() {
+  const std::vector<std::tuple<Shape, Shape, bool>> cases = {
+      {{2, 3, 5}, {5, 4}, false},
+      {{2, 8, 32}, {48, 32}, true},
+      {{2, 3, 5}, {2, 5, 4}, false},
+      {{3, 0}, {0, 4}, false}};
+  unsigned seed = 410;
+  for (const auto &[aShape, bShape, transB] : cases) {
+    Shape cShape = aShape;
+    cShape.back() = transB ? bShape[bShape.size() - 2] : bShape.back();
+    const int64_t n = cShape.back(), count = numel(cShape);
+    const ztc::MatmulParams params{false, transB, false};
+    auto a = randomValues<T>(numel(aShape), seed++, -2, 2);
+    auto b = randomValues<T>(numel(bShape), seed++, -2, 2);
+    auto bias = randomValues<T>(n, seed++, -2, 2);
+    auto addend = randomValues<float>(count, seed++, -8, 8);
+    for (bool withBias : {false, true}) {
+      const T *b0 = withBias ? bias.data() : nullptr;
+      std::string what = describe(aShape) + " x " + describe(bShape) +
+                         (withBias ? " with a bias" : "");
+      for (bool add : {false, true}) {
+        std::vector<float> expected(count, 7.0f), actual(count, -3.0f);
+        if (add) {
+          cpu::matmulAddWide<T>(a.data(), cpuDims(aShape), b.data(),
+                                cpuDims(bShape), addend.data(), cpuDims(cShape),
+                                b0, cpuDims({n}), expected.data(),
+                                cpuDims(cShape), params);
+          gpu::matmulAddWide<T>(a.data(), gpuDims(aShape), b.data(),
+                                gpuDims(bShape), addend.data(), gpuDims(cShape),
+                                b0, gpuDims({n}), actual.data(),
+                                gpuDims(cShape), params, kStream);
+        } else {
+          cpu::matmulWide<T>(a.data(), cpuDims(aShape), b.data(),
+                             cpuDims(bShape), b0, cpuDims({n}), expected.data(),
+                             cpuDims(cShape), params);
+          gpu::matmulWide<T>(a.data(), gpuDims(aShape), b.data(),
+                             gpuDims(bShape), b0, gpuDims({n}), actual.data(),
+                             gpuDims(cShape), params, kStream);
+        }
+        for (int64_t i = 0; i < count; ++i)
+          EXPECT_NEAR(actual[i], expected[i],
+                      tolerance<T>() * (1 + std::fabs(expected[i])))
+              << (add ? "matmulAddWide " : "matmulWide ") << what << " at "
+              << i;
+      }
+    }
+  }
+}
+
+TEST(CudaKernelsTest, WideProductsBF16) { checkWideProducts<bf16>(); }
+TEST(CudaKernelsTest, WideProductsF16) { checkWideProducts<f16>(); }
+
 /// matmulBiasGrad against the CPU's: the transposed product and the sums
 /// of g's rows, in the scratch the compiler plans. On a device one
 /// product runs in cuBLASLt's bias-gradient epilogue; the emulation

@@ -401,6 +401,58 @@ TEST(KernelsTest, MatmulEpiloguesDouble) { checkMatmulEpilogues<double>(); }
 TEST(KernelsTest, MatmulEpiloguesBF16) { checkMatmulEpilogues<bf16>(); }
 TEST(KernelsTest, MatmulEpiloguesF16) { checkMatmulEpilogues<f16>(); }
 
+/// matmulWide and matmulAddWide (ztc-matmul-epilogues) give the bits of
+/// the loops they replace: matmul's product in T (with its bias), widened
+/// to f32, plus the f32 addend. Shapes as oneDNN's bf16 products see them
+/// (one product, a batch, transposed weights, K long enough for several
+/// blocks, rows on several threads) and with K = 0.
+template <typename T> void checkWideProducts() {
+  struct Case {
+    Shape a, b;
+    bool transB;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 5}, {5, 4}, false},   {{2, 3, 5}, {2, 5, 4}, false},
+      {{2, 8, 32}, {48, 32}, true}, {{96, 700}, {700, 40}, false},
+      {{256, 64}, {80, 64}, true},  {{3, 0}, {0, 4}, false}};
+  unsigned seed = 120;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const auto &[aShape, bShape, transB] = cases[c];
+    Shape cShape = aShape;
+    cShape.back() = transB ? bShape[bShape.size() - 2] : bShape.back();
+    const int64_t n = cShape.back(), count = numel(cShape);
+    const MatmulParams params{false, transB, false};
+    auto a = randomValues<T>(numel(aShape), ++seed, -2, 2);
+    auto b = randomValues<T>(numel(bShape), ++seed, -2, 2);
+    auto bias = randomValues<T>(n, ++seed, -2, 2);
+    auto addend = randomValues<float>(count, ++seed, -8, 8);
+    for (bool withBias : {false, true}) {
+      const T *b0 = withBias ? bias.data() : nullptr;
+      std::vector<T> product(count, fromDouble<T>(9));
+      matmul<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape), b0,
+                dimsOf({n}), product.data(), dimsOf(cShape), params);
+      std::vector<float> wide(count, 9.0f), sum(count, 9.0f);
+      matmulWide<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape), b0,
+                    dimsOf({n}), wide.data(), dimsOf(cShape), params);
+      matmulAddWide<T>(a.data(), dimsOf(aShape), b.data(), dimsOf(bShape),
+                       addend.data(), dimsOf(cShape), b0, dimsOf({n}),
+                       sum.data(), dimsOf(cShape), params);
+      std::string what =
+          "case " + std::to_string(c) + (withBias ? " with a bias" : "");
+      for (int64_t i = 0; i < count; ++i) {
+        const float widened = numeric::load(product[i]);
+        EXPECT_TRUE(sameBits(wide[i], widened))
+            << "matmulWide " << what << ", element " << i;
+        EXPECT_TRUE(sameBits(sum[i], addend[i] + widened))
+            << "matmulAddWide " << what << ", element " << i;
+      }
+    }
+  }
+}
+
+TEST(KernelsTest, WideProductsBF16) { checkWideProducts<bf16>(); }
+TEST(KernelsTest, WideProductsF16) { checkWideProducts<f16>(); }
+
 /// matmulBiasGrad (ztc-matmul-epilogues) gives the bits of the transposed
 /// product and of reduce_sum over every dimension of its first operand
 /// but the last, the calls it replaces; over [batch, tokens, n] too, the

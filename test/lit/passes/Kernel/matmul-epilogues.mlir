@@ -1,6 +1,7 @@
 // ztc-matmul-epilogues: a product's bias, and a residual after it, are
 // added by the product's call as it stores, when a loop did nothing else
-// with a product only it reads.
+// with a product only it reads (directly or through a view); under mixed
+// precision, f32 sums of half products too.
 //
 // RUN: ztc-opt %s -split-input-file -ztc-matmul-epilogues | FileCheck %s
 
@@ -659,4 +660,212 @@ func.func @product_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %f: mem
     kernel.yield %s : f32
   }
   return %y1, %y2, %q3, %y3, %acc : memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+}
+
+// -----
+
+// Under mixed precision, f32 sums of bf16 products: a residual stream in
+// f32 adding a product through a view (GPT-2's [B*T, C] product read as
+// [B, T, C], its bias already in the call) becomes matmul_add_wide, the
+// stream and the output viewed as the product; the widened, unrounded sum
+// of three products (p1 + p2) + p3 becomes matmul_wide of p1 into a new
+// f32 buffer, then each next product added to the sum so far, the last
+// into the loop's output; one product's widening alone becomes
+// matmul_wide.
+// CHECK-LABEL: func.func @wide_sums
+// CHECK-SAME: (%[[X:[^:]+]]: memref<8x16xbf16>, %[[W:[^:]+]]: memref<16x16xbf16>, %[[B:[^:]+]]: memref<16xbf16>, %[[R:[^:]+]]: memref<2x4x16xf32>, %[[G:[^:]+]]: memref<2x4x16xbf16>, %[[H:[^:]+]]: memref<2x4x16xbf16>)
+// CHECK: %[[Y1:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: %[[Y1V:.+]] = kernel.view %[[Y1]] : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: %[[RV:.+]] = kernel.view %[[R]] : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: kernel.call "matmul_add_wide" ins(%[[X]], %[[W]], %[[RV]], %[[B]] : memref<8x16xbf16>, memref<16x16xbf16>, memref<8x16xf32>, memref<16xbf16>) outs(%[[Y1V]] : memref<8x16xf32>) {config = {transpose_b = true}}
+// CHECK-NEXT: %[[Y2:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: %[[S1:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: kernel.call "matmul_wide" ins(%[[G]], %[[W]] : memref<2x4x16xbf16>, memref<16x16xbf16>) outs(%[[S1]] : memref<2x4x16xf32>){{$}}
+// CHECK-NEXT: %[[S2:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: kernel.call "matmul_add_wide" ins(%[[G]], %[[W]], %[[S1]] : memref<2x4x16xbf16>, memref<16x16xbf16>, memref<2x4x16xf32>) outs(%[[S2]] : memref<2x4x16xf32>) {config = {transpose_b = true}}
+// CHECK-NEXT: kernel.call "matmul_add_wide" ins(%[[H]], %[[W]], %[[S2]] : memref<2x4x16xbf16>, memref<16x16xbf16>, memref<2x4x16xf32>) outs(%[[Y2]] : memref<2x4x16xf32>){{$}}
+// CHECK-NEXT: %[[Y3:.+]] = kernel.alloc : memref<8x16xf32>
+// CHECK-NEXT: kernel.call "matmul_wide" ins(%[[X]], %[[W]] : memref<8x16xbf16>, memref<16x16xbf16>) outs(%[[Y3]] : memref<8x16xf32>){{$}}
+// CHECK-NOT: kernel.elementwise
+// CHECK-NOT: memref<8x16xbf16>)
+func.func @wide_sums(%x: memref<8x16xbf16>, %w: memref<16x16xbf16>, %b: memref<16xbf16>, %r: memref<2x4x16xf32>, %g: memref<2x4x16xbf16>, %h: memref<2x4x16xbf16>)
+    -> (memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>) {
+  %p = kernel.alloc : memref<8x16xbf16>
+  kernel.call "matmul" ins(%x, %w, %b : memref<8x16xbf16>, memref<16x16xbf16>, memref<16xbf16>) outs(%p : memref<8x16xbf16>) {config = {transpose_b = true}}
+  %pv = kernel.view %p : memref<8x16xbf16> to memref<2x4x16xbf16>
+  %y1 = kernel.alloc : memref<2x4x16xf32>
+  kernel.elementwise ins(%r, %pv : memref<2x4x16xf32>, memref<2x4x16xbf16>) outs(%y1 : memref<2x4x16xf32>) {
+  ^bb0(%a: f32, %v: bf16):
+    %e = arith.extf %v : bf16 to f32
+    %s = arith.addf %e, %a : f32
+    kernel.yield %s : f32
+  }
+  %p1 = kernel.alloc : memref<2x4x16xbf16>
+  kernel.call "matmul" ins(%g, %w : memref<2x4x16xbf16>, memref<16x16xbf16>) outs(%p1 : memref<2x4x16xbf16>) {config = {}}
+  %p2 = kernel.alloc : memref<2x4x16xbf16>
+  kernel.call "matmul" ins(%g, %w : memref<2x4x16xbf16>, memref<16x16xbf16>) outs(%p2 : memref<2x4x16xbf16>) {config = {transpose_b = true}}
+  %p3 = kernel.alloc : memref<2x4x16xbf16>
+  kernel.call "matmul" ins(%h, %w : memref<2x4x16xbf16>, memref<16x16xbf16>) outs(%p3 : memref<2x4x16xbf16>) {config = {}}
+  %y2 = kernel.alloc : memref<2x4x16xf32>
+  kernel.elementwise ins(%p3, %p1, %p2 : memref<2x4x16xbf16>, memref<2x4x16xbf16>, memref<2x4x16xbf16>) outs(%y2 : memref<2x4x16xf32>) {
+  ^bb0(%u: bf16, %v: bf16, %t: bf16):
+    %s = arith.addf %v, %t {kernel.unrounded} : bf16
+    %q = arith.addf %u, %s {kernel.unrounded} : bf16
+    %e = arith.extf %q {kernel.unrounded} : bf16 to f32
+    kernel.yield %e : f32
+  }
+  %p4 = kernel.alloc : memref<8x16xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<8x16xbf16>, memref<16x16xbf16>) outs(%p4 : memref<8x16xbf16>) {config = {}}
+  %y3 = kernel.alloc : memref<8x16xf32>
+  kernel.elementwise ins(%p4 : memref<8x16xbf16>) outs(%y3 : memref<8x16xf32>) {
+  ^bb0(%v: bf16):
+    %e = arith.extf %v {kernel.unrounded} : bf16 to f32
+    kernel.yield %e : f32
+  }
+  %y3v = kernel.view %y3 : memref<8x16xf32> to memref<2x4x16xf32>
+  return %y1, %y2, %y3v : memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>
+}
+
+// -----
+
+// Left alone: a sum of two products rounded to bf16 before it is widened
+// (the library would not round it); one adding an input that is no
+// product; a product read again later; a residual written over its
+// stream's buffer (the library reads the addend after the product); a
+// bias after a view that moves the product's last dimension; a product
+// widened alone but not right after it (a weight's gradient widened for
+// the optimizer at the step's end: folded, the f32 copy would live from
+// the product on, or the product's operands to the end).
+// CHECK-LABEL: func.func @wide_sums_kept
+// CHECK-NOT: wide
+// CHECK-COUNT-6: kernel.elementwise
+// CHECK-NOT: wide
+// CHECK-NOT: matmul_add
+func.func @wide_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %r: memref<4x8xf32>, %g: memref<4x8xbf16>, %f: memref<4x8xf32>, %fw: memref<8x16xf32>, %b: memref<8xf32>)
+    -> (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<2x4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) {
+  %p1 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p1 : memref<4x8xbf16>) {config = {}}
+  %p2 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p2 : memref<4x8xbf16>) {config = {transpose_b = true}}
+  %y1 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p1, %p2 : memref<4x8xbf16>, memref<4x8xbf16>) outs(%y1 : memref<4x8xf32>) {
+  ^bb0(%u: bf16, %v: bf16):
+    %s = arith.addf %u, %v : bf16
+    %e = arith.extf %s : bf16 to f32
+    kernel.yield %e : f32
+  }
+  %p3 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p3 : memref<4x8xbf16>) {config = {}}
+  %y2 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p3, %g : memref<4x8xbf16>, memref<4x8xbf16>) outs(%y2 : memref<4x8xf32>) {
+  ^bb0(%u: bf16, %v: bf16):
+    %s = arith.addf %u, %v {kernel.unrounded} : bf16
+    %e = arith.extf %s {kernel.unrounded} : bf16 to f32
+    kernel.yield %e : f32
+  }
+  %p4 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p4 : memref<4x8xbf16>) {config = {}}
+  %y3 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%r, %p4 : memref<4x8xf32>, memref<4x8xbf16>) outs(%y3 : memref<4x8xf32>) {
+  ^bb0(%a: f32, %v: bf16):
+    %e = arith.extf %v : bf16 to f32
+    %s = arith.addf %a, %e : f32
+    kernel.yield %s : f32
+  }
+  %acc = kernel.alloc : memref<4x8xf32>
+  kernel.call "transpose" ins(%r : memref<4x8xf32>) outs(%acc : memref<4x8xf32>) {config = {perm = array<i64: 0, 1>}}
+  %p5 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p5 : memref<4x8xbf16>) {config = {}}
+  kernel.elementwise ins(%acc, %p5 : memref<4x8xf32>, memref<4x8xbf16>) outs(%acc : memref<4x8xf32>) {
+  ^bb0(%a: f32, %v: bf16):
+    %e = arith.extf %v : bf16 to f32
+    %s = arith.addf %a, %e : f32
+    kernel.yield %s : f32
+  }
+  %q = kernel.alloc : memref<4x16xf32>
+  kernel.call "matmul" ins(%f, %fw : memref<4x8xf32>, memref<8x16xf32>) outs(%q : memref<4x16xf32>) {config = {}}
+  %qv = kernel.view %q : memref<4x16xf32> to memref<2x4x8xf32>
+  %y4 = kernel.alloc : memref<2x4x8xf32>
+  kernel.elementwise ins(%qv, %b : memref<2x4x8xf32>, memref<8xf32>) outs(%y4 : memref<2x4x8xf32>) {
+  ^bb0(%v: f32, %u: f32):
+    %s = arith.addf %v, %u : f32
+    kernel.yield %s : f32
+  }
+  %p6 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p6 : memref<4x8xbf16>) {config = {}}
+  %t = kernel.alloc : memref<4x8xf32>
+  kernel.call "transpose" ins(%r : memref<4x8xf32>) outs(%t : memref<4x8xf32>) {config = {perm = array<i64: 0, 1>}}
+  %y6 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%p6 : memref<4x8xbf16>) outs(%y6 : memref<4x8xf32>) {
+  ^bb0(%v: bf16):
+    %e = arith.extf %v {kernel.unrounded} : bf16 to f32
+    kernel.yield %e : f32
+  }
+  return %y1, %y2, %p4, %y3, %acc, %y4, %t, %y6 : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<2x4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+}
+
+// -----
+
+// Through a view: an f32 residual after a product with its bias (GPT-2's
+// [B*T, C] products, their sums in [B, T, C]) becomes matmul_add with the
+// residual and the output viewed as the product; a layer norm's cast
+// after a view, layer_norm_narrow storing into the cast's buffer viewed
+// as the norm's result; a product's gradient widened and then viewed for
+// a layer norm's backward, layer_norm_backward_narrow reading the product
+// viewed.
+// CHECK-LABEL: func.func @views
+// CHECK-SAME: (%[[X:[^:]+]]: memref<8x16xf32>, %[[W:[^:]+]]: memref<16x16xf32>, %[[B:[^:]+]]: memref<16xf32>, %[[R:[^:]+]]: memref<2x4x16xf32>, %[[S:[^:]+]]: memref<16xf32>, %[[DY:[^:]+]]: memref<8x16xbf16>, %[[WB:[^:]+]]: memref<16x16xbf16>)
+// CHECK: %[[Y:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: %[[RV:.+]] = kernel.view %[[R]] : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: %[[YV:.+]] = kernel.view %[[Y]] : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: kernel.call "matmul_add" ins(%[[X]], %[[W]], %[[RV]], %[[B]] : memref<8x16xf32>, memref<16x16xf32>, memref<8x16xf32>, memref<16xf32>) outs(%[[YV]] : memref<8x16xf32>){{$}}
+// CHECK-NEXT: %[[H:.+]] = kernel.alloc : memref<8x16xbf16>
+// CHECK-NEXT: %[[HV:.+]] = kernel.view %[[H]] : memref<8x16xbf16> to memref<2x4x16xbf16>
+// CHECK-NEXT: kernel.call "layer_norm_narrow" ins(%[[Y]], %[[S]], %[[B]] : {{.*}}) outs(%[[HV]] : memref<2x4x16xbf16>)
+// CHECK-NEXT: %[[GP:.+]] = kernel.alloc : memref<8x16xbf16>
+// CHECK-NEXT: kernel.call "matmul" ins(%[[DY]], %[[WB]] : memref<8x16xbf16>, memref<16x16xbf16>) outs(%[[GP]] : memref<8x16xbf16>){{$}}
+// CHECK-COUNT-4: kernel.alloc
+// CHECK-NEXT: %[[GV:.+]] = kernel.view %[[GP]] : memref<8x16xbf16> to memref<2x4x16xbf16>
+// CHECK-NEXT: kernel.call "layer_norm_backward_narrow" ins(%[[Y]], %[[S]], %[[GV]] : memref<2x4x16xf32>, memref<16xf32>, memref<2x4x16xbf16>)
+// CHECK-NOT: kernel.elementwise
+func.func @views(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %b: memref<16xf32>, %r: memref<2x4x16xf32>, %s: memref<16xf32>, %dy: memref<8x16xbf16>, %wb: memref<16x16xbf16>)
+    -> (memref<2x4x16xf32>, memref<8x16xbf16>, memref<2x4x16xf32>, memref<16xf32>, memref<16xf32>, memref<2x4x16xbf16>) {
+  %p = kernel.alloc : memref<8x16xf32>
+  kernel.call "matmul" ins(%x, %w, %b : memref<8x16xf32>, memref<16x16xf32>, memref<16xf32>) outs(%p : memref<8x16xf32>) {config = {}}
+  %pv = kernel.view %p : memref<8x16xf32> to memref<2x4x16xf32>
+  %y1 = kernel.alloc : memref<2x4x16xf32>
+  kernel.elementwise ins(%pv, %r : memref<2x4x16xf32>, memref<2x4x16xf32>) outs(%y1 : memref<2x4x16xf32>) {
+  ^bb0(%v: f32, %a: f32):
+    %t = arith.addf %v, %a : f32
+    kernel.yield %t : f32
+  }
+  %n = kernel.alloc : memref<2x4x16xf32>
+  kernel.call "layer_norm" ins(%y1, %s, %b : memref<2x4x16xf32>, memref<16xf32>, memref<16xf32>) outs(%n : memref<2x4x16xf32>) {config = {axis = 2 : i64, epsilon = 1.0e-5 : f64}}
+  %nv = kernel.view %n : memref<2x4x16xf32> to memref<8x16xf32>
+  %h = kernel.alloc : memref<8x16xbf16>
+  kernel.elementwise ins(%nv : memref<8x16xf32>) outs(%h : memref<8x16xbf16>) {
+  ^bb0(%v: f32):
+    %t = arith.truncf %v : f32 to bf16
+    kernel.yield %t : bf16
+  }
+  %gp = kernel.alloc : memref<8x16xbf16>
+  kernel.call "matmul" ins(%dy, %wb : memref<8x16xbf16>, memref<16x16xbf16>) outs(%gp : memref<8x16xbf16>) {config = {}}
+  %gw = kernel.alloc : memref<8x16xf32>
+  kernel.elementwise ins(%gp : memref<8x16xbf16>) outs(%gw : memref<8x16xf32>) {
+  ^bb0(%v: bf16):
+    %t = arith.extf %v {kernel.unrounded} : bf16 to f32
+    kernel.yield %t : f32
+  }
+  %gwv = kernel.view %gw : memref<8x16xf32> to memref<2x4x16xf32>
+  %dx = kernel.alloc : memref<2x4x16xf32>
+  %ds = kernel.alloc : memref<16xf32>
+  %db = kernel.alloc : memref<16xf32>
+  kernel.call "layer_norm_backward" ins(%y1, %s, %gwv : memref<2x4x16xf32>, memref<16xf32>, memref<2x4x16xf32>) outs(%dx, %ds, %db : memref<2x4x16xf32>, memref<16xf32>, memref<16xf32>) {config = {axis = 2 : i64, epsilon = 1.0e-5 : f64}}
+  %dxn = kernel.alloc : memref<2x4x16xbf16>
+  kernel.elementwise ins(%dx : memref<2x4x16xf32>) outs(%dxn : memref<2x4x16xbf16>) {
+  ^bb0(%v: f32):
+    %t = arith.truncf %v : f32 to bf16
+    kernel.yield %t : bf16
+  }
+  return %y1, %h, %dx, %ds, %db, %dxn : memref<2x4x16xf32>, memref<8x16xbf16>, memref<2x4x16xf32>, memref<16xf32>, memref<16xf32>, memref<2x4x16xbf16>
 }
