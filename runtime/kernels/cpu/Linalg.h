@@ -214,6 +214,30 @@ void addEpilogue(T *c, int64_t rows, int64_t n, const T *bias,
 
 } // namespace detail
 
+namespace detail {
+
+/// Runs `product(item)` for each of a plan's products that is not one
+/// single product. A batch of at least one product per thread
+/// (attention's heads): the threads share out the products, each GEMM on
+/// one thread, instead of every GEMM splitting its rows (one parallel
+/// region, not one per item).
+template <typename F> void eachProduct(const MatmulPlan &p, F &&product) {
+  int64_t items = p.outer * p.inner;
+#ifdef _OPENMP
+  if (items >= omp_get_max_threads() && items > 1 &&
+      items * p.m * p.n * p.k > 4 * kParallelGrain) {
+#pragma omp parallel for schedule(static)
+    for (int64_t item = 0; item < items; ++item)
+      product(item);
+    return;
+  }
+#endif
+  for (int64_t item = 0; item < items; ++item)
+    product(item);
+}
+
+} // namespace detail
+
 /// c = a @ b, numpy-style (MatmulPlan.h), plus the bias along c's last
 /// dimension when there is one; transA/transB: the operand is stored with
 /// its last two dimensions swapped.
@@ -233,30 +257,14 @@ void matmul(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
     detail::addEpilogue(c, rows, n, bias, static_cast<const T *>(nullptr));
     return;
   }
-  auto product = [&](int64_t item) {
+  detail::eachProduct(p, [&](int64_t item) {
     int64_t o = item / p.inner, i = item % p.inner;
     int64_t aOffset, bOffset;
     p.offsets(o, aOffset, bOffset);
     detail::gemm(p.m, p.n, p.k, a + aOffset + i * p.strideA, p.lda, p.transA,
                  b + bOffset + i * p.strideB, p.ldb, p.transB,
                  c + item * p.m * p.n, p.ldc, static_cast<const T *>(nullptr));
-  };
-  int64_t items = p.outer * p.inner;
-#ifdef _OPENMP
-  // A batch of at least one product per thread (attention's heads): the
-  // threads share out the products, each GEMM on one thread, instead of
-  // every GEMM splitting its rows (one parallel region, not one per item).
-  if (items >= omp_get_max_threads() && items > 1 &&
-      items * p.m * p.n * p.k > 4 * detail::kParallelGrain) {
-#pragma omp parallel for schedule(static)
-    for (int64_t item = 0; item < items; ++item)
-      product(item);
-    detail::addEpilogue(c, rows, n, bias, static_cast<const T *>(nullptr));
-    return;
-  }
-#endif
-  for (int64_t item = 0; item < items; ++item)
-    product(item);
+  });
   detail::addEpilogue(c, rows, n, bias, static_cast<const T *>(nullptr));
 }
 
@@ -296,14 +304,14 @@ void widenedProduct(const T *a, const Dims &aDims, const T *b,
                 c, p.ldc, false);
     return;
   }
-  for (int64_t item = 0; item < p.outer * p.inner; ++item) {
+  eachProduct(p, [&](int64_t item) {
     int64_t o = item / p.inner, i = item % p.inner;
     int64_t aOffset, bOffset;
     p.offsets(o, aOffset, bOffset);
     gemmWidened(p.m, p.n, p.k, a + aOffset + i * p.strideA, p.lda, p.transA,
                 b + bOffset + i * p.strideB, p.ldb, p.transB,
                 c + item * p.m * p.n, p.ldc, false);
-  }
+  });
 }
 
 /// matmulWide and matmulAddWide of a half T: the product in f32 into c,
@@ -317,15 +325,30 @@ void productWidened(const T *a, const Dims &aDims, const T *b,
   widenedProduct(a, aDims, b, bDims, c, cDims, params);
   const int64_t n = cDims.rank ? cDims.d[cDims.rank - 1] : 1;
   const int64_t rows = n ? cDims.numElements() / n : 0;
+  // Rounded to T in float lanes (bf16: roundToBFloat16, the same bits).
+  auto rounded = [](float value) {
+    if constexpr (std::is_same_v<T, bf16>)
+      return roundToBFloat16(value);
+    else
+      return load(store<T>(value));
+  };
 #pragma omp parallel for if (rows * n > kParallelGrain)
   for (int64_t i = 0; i < rows; ++i) {
     float *row = c + i * n;
-    const float *add = addend ? addend + i * n : nullptr;
-    for (int64_t j = 0; j < n; ++j) {
-      T product = store<T>(row[j]);
-      if (bias)
-        product = store<T>(load(product) + load(bias[j]));
-      row[j] = add ? load(product) + add[j] : load(product);
+    if (bias) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = rounded(rounded(row[j]) + load(bias[j]));
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = rounded(row[j]);
+    }
+    if (addend) {
+      const float *add = addend + i * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        row[j] += add[j];
     }
   }
 }

@@ -404,17 +404,19 @@ TEST(KernelsTest, MatmulEpiloguesF16) { checkMatmulEpilogues<f16>(); }
 /// matmulWide and matmulAddWide (ztc-matmul-epilogues) give the bits of
 /// the loops they replace: matmul's product in T (with its bias), widened
 /// to f32, plus the f32 addend. Shapes as oneDNN's bf16 products see them
-/// (one product, a batch, transposed weights, K long enough for several
-/// blocks, rows on several threads) and with K = 0.
+/// (one product, a batch, one large enough for its products to share the
+/// threads, transposed weights, K long enough for several blocks, rows on
+/// several threads) and with K = 0.
 template <typename T> void checkWideProducts() {
   struct Case {
     Shape a, b;
     bool transB;
   };
   const std::vector<Case> cases = {
-      {{2, 3, 5}, {5, 4}, false},   {{2, 3, 5}, {2, 5, 4}, false},
-      {{2, 8, 32}, {48, 32}, true}, {{96, 700}, {700, 40}, false},
-      {{256, 64}, {80, 64}, true},  {{3, 0}, {0, 4}, false}};
+      {{2, 3, 5}, {5, 4}, false},       {{2, 3, 5}, {2, 5, 4}, false},
+      {{8, 64, 32}, {8, 48, 32}, true}, {{2, 8, 32}, {48, 32}, true},
+      {{96, 700}, {700, 40}, false},    {{256, 64}, {80, 64}, true},
+      {{3, 0}, {0, 4}, false}};
   unsigned seed = 120;
   for (size_t c = 0; c < cases.size(); ++c) {
     const auto &[aShape, bShape, transB] = cases[c];
