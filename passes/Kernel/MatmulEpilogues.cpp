@@ -286,13 +286,19 @@ bool usedBetween(Operation *from, Operation *to, Value root) {
 }
 
 /// The weight gradient's product that reads the rows `sum` adds: a
-/// `matmul` without a bias whose first operand, [rows, n] and transposed,
-/// is a view of the sum's input (or that input), in the sum's block and on
-/// its stream. Either call may come first; the later one can take on the
+/// `matmul` without a bias whose first operand, [rows, n] and transposed
+/// (gᵀ x, a layer computing x Wᵀ), or else its second, [rows, n] and not
+/// transposed (`ofB`: xᵀ g, a layer computing x W, GPT-2's Conv1D), is a
+/// view of the sum's input (or that input), in the sum's block and on its
+/// stream. Either call may come first; the later one can take on the
 /// earlier's work when nothing between them writes what the earlier reads,
 /// nor reads or writes the earlier's output, and the later one does not
 /// read that output.
-kernel::CallOp weightGradientOf(kernel::CallOp sum) {
+struct WeightGradient {
+  kernel::CallOp matmul;
+  bool ofB = false;
+};
+std::optional<WeightGradient> weightGradientOf(kernel::CallOp sum) {
   Value rows = kernel::rootBuffer(sum.getInputs().front());
   int64_t n =
       cast<MemRefType>(sum.getInputs().front().getType()).getShape().back();
@@ -303,12 +309,19 @@ kernel::CallOp weightGradientOf(kernel::CallOp sum) {
     if (!matmul || matmul->getBlock() != sum->getBlock() ||
         !kernel::isCallOf(matmul, kernel::LibraryKernelId::matmul) ||
         matmul.getInputs().size() != 2 ||
-        kernel::rootBuffer(matmul.getInputs().front()) != rows ||
-        !matmul.getConfig().get("transpose_a") ||
         kernel::streamOf(matmul) != kernel::streamOf(sum))
       continue;
-    auto a = cast<MemRefType>(matmul.getInputs().front().getType());
-    if (a.getRank() != 2 || a.getShape().back() != n)
+    // The operand `index` as the summed rows: [rows, n], stored so.
+    auto sums = [&](unsigned index, bool transposed) {
+      Value operand = matmul.getInputs()[index];
+      auto type = cast<MemRefType>(operand.getType());
+      return kernel::rootBuffer(operand) == rows &&
+             static_cast<bool>(matmul.getConfig().get(
+                 index ? "transpose_b" : "transpose_a")) == transposed &&
+             type.getRank() == 2 && type.getShape().back() == n;
+    };
+    bool ofA = sums(0, true), ofB = !ofA && sums(1, false);
+    if (!ofA && !ofB)
       continue;
     kernel::CallOp first = sum->isBeforeInBlock(matmul) ? sum : matmul;
     kernel::CallOp second = first == sum ? matmul : sum;
@@ -319,13 +332,14 @@ kernel::CallOp weightGradientOf(kernel::CallOp sum) {
     for (Value input : second.getInputs())
       movable &= kernel::rootBuffer(input) != output;
     if (movable)
-      return matmul;
+      return WeightGradient{matmul, ofB};
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 /// Folds each bias gradient into the weight gradient's product:
-/// `matmul_bias_grad` writes both, at the later of the two calls.
+/// `matmul_bias_grad` (or `matmul_bias_grad_b`, the rows its second
+/// operand) writes both, at the later of the two calls.
 void foldBiasGradients(func::FuncOp function) {
   SmallVector<kernel::CallOp> sums;
   function.walk([&](kernel::CallOp call) {
@@ -335,12 +349,15 @@ void foldBiasGradients(func::FuncOp function) {
       sums.push_back(call);
   });
   for (kernel::CallOp sum : sums) {
-    kernel::CallOp matmul = weightGradientOf(sum);
-    if (!matmul)
+    std::optional<WeightGradient> gradient = weightGradientOf(sum);
+    if (!gradient)
       continue;
+    kernel::CallOp matmul = gradient->matmul;
     OpBuilder b(sum->isBeforeInBlock(matmul) ? matmul : sum);
     auto fused = kernel::CallOp::create(
-        b, matmul.getLoc(), "matmul_bias_grad", matmul.getInputs(),
+        b, matmul.getLoc(),
+        gradient->ofB ? "matmul_bias_grad_b" : "matmul_bias_grad",
+        matmul.getInputs(),
         ValueRange{matmul.getOutputs().front(), sum.getOutputs().front()},
         matmul.getConfig());
     addLoc(fused, sum.getLoc());

@@ -213,7 +213,10 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     the earlier reads, nor reads or writes the earlier's output, and the
     later does not read that output. The CPU's library sums the rows as
     `reduce_sum` does (the same bits); CUDA's in cuBLASLt's bias-gradient
-    epilogue (`CUBLASLT_EPILOGUE_BGRADB`), one kernel instead of two.
+    epilogue (`CUBLASLT_EPILOGUE_BGRADB`), one kernel instead of two. A
+    layer computing `x W` (GPT-2's Conv1D) has the weight gradient `xᵀ g`,
+    g the second operand and not transposed: its sum becomes
+    `matmul_bias_grad_b`, which sums b's rows (`CUBLASLT_EPILOGUE_BGRADA`).
 
     ```mlir
     kernel.call "reduce_sum" ins(%g : memref<8x16x64xf32>)

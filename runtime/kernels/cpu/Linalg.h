@@ -397,6 +397,17 @@ void matmulBiasGrad(const T *a, const Dims &aDims, const T *b,
   reduce<T, ReduceKind::Sum>(a, rowsOf(aDims), 1, biasGrad);
 }
 
+/// The same for a layer whose weight multiplies from the right (x W +
+/// bias): c = a @ b, and biasGrad the sum of b's rows, b its output's
+/// gradient (the same bits as reduce_sum over b's leading dimensions).
+template <typename T>
+void matmulBiasGradB(const T *a, const Dims &aDims, const T *b,
+                     const Dims &bDims, T *c, const Dims &cDims, T *biasGrad,
+                     const Dims &, const MatmulParams &params) {
+  matmul(a, aDims, b, bDims, c, cDims, params);
+  reduce<T, ReduceKind::Sum>(b, rowsOf(bDims), 1, biasGrad);
+}
+
 //===----------------------------------------------------------------------===//
 // Quantized weights
 //===----------------------------------------------------------------------===//

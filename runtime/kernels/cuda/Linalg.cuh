@@ -287,7 +287,9 @@ inline uint32_t alignmentOf(const void *pointer) {
 /// CUBLASLT_EPILOGUE_BIAS adding the bias along D's rows in cuBLAS's
 /// column-major view (c's last dimension), or CUBLASLT_EPILOGUE_BGRADB
 /// writing biasGrad, the sums of our a's rows (a transposed: cuBLAS's B,
-/// summed over the product's k). Sums stay in f32 until the store: split-K
+/// summed over the product's k), or with `gradOfB` CUBLASLT_EPILOGUE_BGRADA
+/// the sums of our b's rows (b stored [k, n]: cuBLAS's A, summed over k).
+/// Sums stay in f32 until the store: split-K
 /// reductions only in the compute type. False when cuBLASLt has no
 /// algorithm for it (nothing was run; the caller multiplies and adds with
 /// EpilogueBody, or sums with reduce); true once it ran or an error was
@@ -296,11 +298,13 @@ inline uint32_t alignmentOf(const void *pointer) {
 template <typename T, typename Out = T>
 bool cublasLtEpilogue(const T *a, const T *b, Out *c, const GemmShape &s,
                       const T *bias, const Out *addend, T *biasGrad,
-                      cudaStream_t stream, const char *kernel) {
+                      cudaStream_t stream, const char *kernel,
+                      bool gradOfB = false) {
   const int64_t kIntMax = INT_MAX;
   if (std::is_same_v<T, double> || s.batch != 1 || s.k == 0 || s.m > kIntMax ||
       s.n > kIntMax || s.k > kIntMax || s.lda > kIntMax || s.ldb > kIntMax ||
-      s.ldc > kIntMax || (biasGrad && (!s.transA || bias || addend)))
+      s.ldc > kIntMax ||
+      (biasGrad && ((gradOfB ? s.transB : !s.transA) || bias || addend)))
     return false;
   std::lock_guard<std::mutex> lock(cublasMutex());
   CublasDevice *mine = cublasDevice(kernel);
@@ -332,9 +336,10 @@ bool cublasLtEpilogue(const T *a, const T *b, Out *c, const GemmShape &s,
   // D is [n, m] with leading dimension ldc, the dense addend [n, m] with n.
   cublasOperation_t opA = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasLtEpilogue_t epilogue = biasGrad ? CUBLASLT_EPILOGUE_BGRADB
-                                : bias   ? CUBLASLT_EPILOGUE_BIAS
-                                         : CUBLASLT_EPILOGUE_DEFAULT;
+  cublasLtEpilogue_t epilogue =
+      biasGrad ? (gradOfB ? CUBLASLT_EPILOGUE_BGRADA : CUBLASLT_EPILOGUE_BGRADB)
+      : bias   ? CUBLASLT_EPILOGUE_BIAS
+               : CUBLASLT_EPILOGUE_DEFAULT;
   const void *biasPointer = biasGrad ? static_cast<const void *>(biasGrad)
                                      : static_cast<const void *>(bias);
   uint64_t workspaceBytes = scratch::kCublasWorkspaceBytes;
@@ -652,38 +657,63 @@ void matmulAddWide(const T *a, const Dims &aDims, const T *b, const Dims &bDims,
                            stream, "matmul_add_wide");
 }
 
+namespace detail {
+
+/// matmulBiasGrad (`ofB` false: the sum of a's rows) and matmulBiasGradB
+/// (true: of b's rows). A single product whose summed operand is stored
+/// [k, ...] (a transposed, or b not) runs as one cuBLASLt call with the
+/// bias-gradient epilogue (BGRADB of cuBLAS's B, our a; BGRADA of its A,
+/// our b); otherwise the product, then reduce over the rows in `scratch`
+/// (Scratch.h's matmulBiasGradBytes, matmulBiasGradBBytes).
+template <typename T>
+void matmulBiasGradOf(bool ofB, const T *a, const Dims &aDims, const T *b,
+                      const Dims &bDims, T *c, const Dims &cDims, T *biasGrad,
+                      const MatmulParams &params, const Scratch &scratch,
+                      cudaStream_t stream, const char *kernel) {
+#if !defined(ZTC_CUDA_HOST_EMULATION)
+  if constexpr (kCublasType<T>) {
+    MatmulPlan p =
+        planMatmul(aDims, bDims, cDims, params.transpose_a, params.transpose_b);
+    if (p.batches == 1 && (ofB ? !p.transB : p.transA) && aDims.rank == 2 &&
+        bDims.rank == 2) {
+      GemmShape shape{1, p.m, p.n, p.k,      p.lda,    p.ldb,      p.ldc,
+                      0, 0,   0,   p.transA, p.transB, params.tf32};
+      if (cublasLtEpilogue(a, b, c, shape, static_cast<const T *>(nullptr),
+                           static_cast<const T *>(nullptr), biasGrad, stream,
+                           kernel, ofB))
+        return;
+    }
+  }
+#endif
+  matmulWith(a, aDims, b, bDims, static_cast<const T *>(nullptr),
+             static_cast<const T *>(nullptr), c, cDims, params, stream, kernel);
+  reduce<T, ReduceKind::Sum>(ofB ? b : a, rowsOf(ofB ? bDims : aDims), 1,
+                             biasGrad, scratch, stream);
+}
+
+} // namespace detail
+
 /// A linear layer's weight and bias gradients from its output's gradient
 /// a (the CPU's matmulBiasGrad): c = a @ b, and biasGrad the sum of a's
-/// rows. A single product with a transposed runs as one cuBLASLt call with
-/// the bias-gradient epilogue; otherwise the product, then reduce over the
-/// rows in `scratch` (Scratch.h's matmulBiasGradBytes).
+/// rows (detail::matmulBiasGradOf).
 template <typename T>
 void matmulBiasGrad(const T *a, const Dims &aDims, const T *b,
                     const Dims &bDims, T *c, const Dims &cDims, T *biasGrad,
                     const Dims &, const MatmulParams &params,
                     const Scratch &scratch, cudaStream_t stream) {
-#if !defined(ZTC_CUDA_HOST_EMULATION)
-  if constexpr (detail::kCublasType<T>) {
-    MatmulPlan p =
-        planMatmul(aDims, bDims, cDims, params.transpose_a, params.transpose_b);
-    // One [m, k] x [k, n] product, a stored [k, m]: cuBLAS's B, whose
-    // columns BGRADB sums over k.
-    if (p.batches == 1 && p.transA && aDims.rank == 2 && bDims.rank == 2) {
-      detail::GemmShape shape{1,        p.m,      p.n,        p.k, p.lda,
-                              p.ldb,    p.ldc,    0,          0,   0,
-                              p.transA, p.transB, params.tf32};
-      if (detail::cublasLtEpilogue(a, b, c, shape,
-                                   static_cast<const T *>(nullptr),
-                                   static_cast<const T *>(nullptr), biasGrad,
-                                   stream, "matmul_bias_grad"))
-        return;
-    }
-  }
-#endif
-  detail::matmulWith(a, aDims, b, bDims, static_cast<const T *>(nullptr),
-                     static_cast<const T *>(nullptr), c, cDims, params, stream,
-                     "matmul_bias_grad");
-  reduce<T, ReduceKind::Sum>(a, rowsOf(aDims), 1, biasGrad, scratch, stream);
+  detail::matmulBiasGradOf(false, a, aDims, b, bDims, c, cDims, biasGrad,
+                           params, scratch, stream, "matmul_bias_grad");
+}
+
+/// The same for a layer whose weight multiplies from the right (the CPU's
+/// matmulBiasGradB): c = a @ b, and biasGrad the sum of b's rows.
+template <typename T>
+void matmulBiasGradB(const T *a, const Dims &aDims, const T *b,
+                     const Dims &bDims, T *c, const Dims &cDims, T *biasGrad,
+                     const Dims &, const MatmulParams &params,
+                     const Scratch &scratch, cudaStream_t stream) {
+  detail::matmulBiasGradOf(true, a, aDims, b, bDims, c, cDims, biasGrad, params,
+                           scratch, stream, "matmul_bias_grad_b");
 }
 
 //===----------------------------------------------------------------------===//

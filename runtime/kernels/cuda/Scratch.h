@@ -508,6 +508,14 @@ int64_t matmulBiasGradBytes(const Dims *in, const Dims *,
       detail::reducePlan(rowsOf(in[0]), 1));
 }
 
+/// The same for the sum of b's rows (matmul_bias_grad_b).
+template <typename T>
+int64_t matmulBiasGradBBytes(const Dims *in, const Dims *,
+                             const MatmulParams &) {
+  return reducePartialsBytes<numeric::SumT<T>>(
+      detail::reducePlan(rowsOf(in[1]), 1));
+}
+
 template <typename T>
 int64_t reduceMeanBytes(const Dims *in, const Dims *out,
                         const ReduceParams &p) {

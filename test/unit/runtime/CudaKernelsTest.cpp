@@ -378,6 +378,20 @@ template <typename T> void checkMatmulBiasGrad() {
     std::string what = describe({rows, n}) + " x " + describe({rows, k});
     expectClose(actualProduct, product, "matmulBiasGrad's product " + what);
     expectClose(actualSums, sums, "matmulBiasGrad's sums " + what);
+    // x W's gradients (matmulBiasGradB): xᵀ g, g's rows summed.
+    std::vector<T> productB(k * n, T(7.0f)), actualB(k * n, T(-3.0f)),
+        sumsB(n, T(-3.0f));
+    cpu::matmul<T>(x.data(), cpuDims({rows, k}), g.data(), cpuDims({rows, n}),
+                   productB.data(), cpuDims({k, n}), transposed);
+    const gpu::Dims insB[] = {gpuDims({rows, k}), gpuDims({rows, n})};
+    const gpu::Dims outsB[] = {gpuDims({k, n}), gpuDims({n})};
+    PlannedScratch scratchB(
+        gpu::scratch::matmulBiasGradBBytes<T>(insB, outsB, transposed));
+    gpu::matmulBiasGradB<T>(x.data(), insB[0], g.data(), insB[1],
+                            actualB.data(), outsB[0], sumsB.data(), outsB[1],
+                            transposed, scratchB.get(), kStream);
+    expectClose(actualB, productB, "matmulBiasGradB's product " + what);
+    expectClose(sumsB, sums, "matmulBiasGradB's sums " + what);
   }
 }
 

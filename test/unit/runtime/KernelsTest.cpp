@@ -458,7 +458,8 @@ TEST(KernelsTest, WideProductsF16) { checkWideProducts<f16>(); }
 /// matmulBiasGrad (ztc-matmul-epilogues) gives the bits of the transposed
 /// product and of reduce_sum over every dimension of its first operand
 /// but the last, the calls it replaces; over [batch, tokens, n] too, the
-/// sum the step's gradient took before its rows were one dimension.
+/// sum the step's gradient took before its rows were one dimension. So
+/// does matmulBiasGradB, the gradient its second operand.
 template <typename T> void checkMatmulBiasGrad() {
   // g (stored [rows, n]) and x ([rows, k]): dW = g^T x, db = g's row sums.
   const std::vector<std::tuple<Shape, int64_t>> cases = {
@@ -489,6 +490,21 @@ template <typename T> void checkMatmulBiasGrad() {
       EXPECT_TRUE(sameBits(fusedProduct[i], product[i])) << "dW, element " << i;
     for (int64_t j = 0; j < n; ++j)
       EXPECT_TRUE(sameBits(fusedSums[j], sums[j])) << "db, element " << j;
+    // A layer computing x W (GPT-2's Conv1D): dW = xᵀ g, g the second
+    // operand, its rows summed.
+    std::vector<T> productB(k * n, fromDouble<T>(9)),
+        fusedProductB(k * n, fromDouble<T>(7)), fusedSumsB(n, fromDouble<T>(7));
+    matmul<T>(x.data(), dimsOf({rows, k}), g.data(), dimsOf(gRows),
+              productB.data(), dimsOf({k, n}), transposed);
+    matmulBiasGradB<T>(x.data(), dimsOf({rows, k}), g.data(), dimsOf(gRows),
+                       fusedProductB.data(), dimsOf({k, n}), fusedSumsB.data(),
+                       dimsOf({n}), transposed);
+    for (int64_t i = 0; i < k * n; ++i)
+      EXPECT_TRUE(sameBits(fusedProductB[i], productB[i]))
+          << "dW of x W, element " << i;
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_TRUE(sameBits(fusedSumsB[j], sums[j]))
+          << "db of x W, element " << j;
   }
 }
 

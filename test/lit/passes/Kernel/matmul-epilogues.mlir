@@ -869,3 +869,33 @@ func.func @views(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %b: memref<16xf32>
   }
   return %y1, %h, %dx, %ds, %db, %dxn : memref<2x4x16xf32>, memref<8x16xbf16>, memref<2x4x16xf32>, memref<16xf32>, memref<16xf32>, memref<2x4x16xbf16>
 }
+
+// -----
+
+// A layer computing x W + bias (GPT-2's Conv1D): the weight gradient xᵀ g
+// reads g as its second operand, not transposed, through a view; the bias
+// gradient joins it as matmul_bias_grad_b. One that reads g transposed
+// sums another dimension and is left alone.
+// CHECK-LABEL: func.func @bias_gradients_of_b
+// CHECK: %[[DB:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: %[[X:.+]] = kernel.view %arg1 : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: %[[G:.+]] = kernel.view %arg0 : memref<2x4x8xf32> to memref<8x8xf32>
+// CHECK-NEXT: %[[DW:.+]] = kernel.alloc : memref<16x8xf32>
+// CHECK-NEXT: kernel.call "matmul_bias_grad_b" ins(%[[X]], %[[G]] : memref<8x16xf32>, memref<8x8xf32>) outs(%[[DW]], %[[DB]] : memref<16x8xf32>, memref<8xf32>) {config = {transpose_a = true}}
+// CHECK: kernel.call "matmul" ins(%arg2, %arg3 : memref<16x8xf32>, memref<8x8xf32>)
+// CHECK-NEXT: %[[DB2:.+]] = kernel.alloc : memref<8xf32>
+// CHECK-NEXT: kernel.call "reduce_sum" ins(%arg3
+func.func @bias_gradients_of_b(%g: memref<2x4x8xf32>, %x: memref<2x4x16xf32>, %x2: memref<16x8xf32>, %g2: memref<8x8xf32>)
+    -> (memref<8xf32>, memref<16x8xf32>, memref<16x8xf32>, memref<8xf32>) {
+  %db = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g : memref<2x4x8xf32>) outs(%db : memref<8xf32>) {config = {axes = array<i64: 0, 1>, keepdims = false}}
+  %xv = kernel.view %x : memref<2x4x16xf32> to memref<8x16xf32>
+  %gv = kernel.view %g : memref<2x4x8xf32> to memref<8x8xf32>
+  %dw = kernel.alloc : memref<16x8xf32>
+  kernel.call "matmul" ins(%xv, %gv : memref<8x16xf32>, memref<8x8xf32>) outs(%dw : memref<16x8xf32>) {config = {transpose_a = true}}
+  %dw2 = kernel.alloc : memref<16x8xf32>
+  kernel.call "matmul" ins(%x2, %g2 : memref<16x8xf32>, memref<8x8xf32>) outs(%dw2 : memref<16x8xf32>) {config = {transpose_b = true}}
+  %db2 = kernel.alloc : memref<8xf32>
+  kernel.call "reduce_sum" ins(%g2 : memref<8x8xf32>) outs(%db2 : memref<8xf32>) {config = {axes = array<i64: 0>, keepdims = false}}
+  return %db, %dw, %dw2, %db2 : memref<8xf32>, memref<16x8xf32>, memref<16x8xf32>, memref<8xf32>
+}
