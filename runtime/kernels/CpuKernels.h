@@ -120,6 +120,8 @@
 // matmulWide<T>, matmulAddWide<T>: matmul's product (with its bias) of a
 //   half T, rounded to T, widened to f32 (plus an f32 addend, the sum in
 //   f32): an f32 residual or gradient sum adding a half product.
+// matmulBiasGrad<T>, matmulBiasGradB<T>: matmul, and the sum of a's (b's)
+//   rows: a layer's weight and bias gradients.
 // conv2d<T>: x [N,C,H,W], w [O,C/g,kH,kW], bias or nullptr -> y
 //   [N,O,oH,oW]; pads (top, left, bottom, right).
 // maxPool2d<T>: padding never wins. avgPool2d<T>: ONNX/PyTorch semantics,

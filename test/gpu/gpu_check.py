@@ -116,6 +116,15 @@ CASES = [
     dict(name="llama-bf16", model="llama.onnx", data="llama", batch=2, steps=20,
          flags=["--lr", "3e-3", "--precision", "bf16"], grads=2e-2, loss=2e-3,
          params=None),
+    # Hugging Face's GPT-2 fixture: Conv1D layers (x W + bias, [B*T, C]
+    # products behind reshapes), their bias gradients in the weight
+    # gradient's product (cuBLASLt's BGRADA), and under bf16 its residuals
+    # adding bf16 products to the f32 stream in the products' calls.
+    dict(name="gpt2", model="gpt2.onnx", data="gpt2", batch=2, steps=20,
+         flags=["--lr", "3e-3"], grads=1e-5, loss=1e-4, params=None),
+    dict(name="gpt2-bf16", model="gpt2.onnx", data="gpt2", batch=2, steps=20,
+         flags=["--lr", "3e-3", "--precision", "bf16"], grads=2e-2, loss=2e-3,
+         params=None),
     # Dropout: the masks are the same bits on the CPU and the GPU.
     dict(name="mlp-dropout", model="mlp_dropout.onnx", data="dropout", batch=32, steps=20,
          flags=["--lr", "1e-2"], grads=1e-5, loss=1e-5, params=1e-4),
@@ -218,7 +227,7 @@ def prepare(args):
     import dropout_check
     convergence_check.write_gpl_characters(os.path.join(bundle, "gpl"))
     dropout_check.export_mlp(os.path.join(models, "mlp_dropout.onnx"))
-    for fixture in ("llama", "timm_resnet"):
+    for fixture in ("llama", "timm_resnet", "gpt2"):
         source = os.path.join(REPO, "test", "fixtures", "modern", fixture)
         shutil.copy(os.path.join(source, "model.onnx"),
                     os.path.join(models, fixture + ".onnx"))

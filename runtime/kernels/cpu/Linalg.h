@@ -2,9 +2,9 @@
 //
 // detail::gemm, the one GEMM every product goes through (oneDNN for float,
 // OpenBLAS for double, f32 accumulation for the 16-bit types), and the entry
-// points on it: matmul, matmulAdd, matmulWide, matmulAddWide and
-// matmulBiasGrad (with what ztc-matmul-epilogues folds into a product), and
-// matmulNf4 for a weight in 4-bit NormalFloat.
+// points on it: matmul, matmulAdd, matmulWide, matmulAddWide,
+// matmulBiasGrad and matmulBiasGradB (with what ztc-matmul-epilogues folds
+// into a product), and matmulNf4 for a weight in 4-bit NormalFloat.
 //
 //===----------------------------------------------------------------------===//
 

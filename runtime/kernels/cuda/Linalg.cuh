@@ -5,9 +5,10 @@
 // host emulation), and the entry points on it: matmul, matmulAdd (a bias
 // and an addend added as the product is stored: cuBLASLt's epilogue where
 // it has one), matmulWide and matmulAddWide (half products stored, or
-// added to an addend, in f32), matmulBiasGrad (a bias gradient summed as
-// the product reads its operand: cuBLASLt's BGRADB), and matmulNf4 for a
-// weight in 4-bit NormalFloat, dequantized tile by tile.
+// added to an addend, in f32), matmulBiasGrad and matmulBiasGradB (a bias
+// gradient summed as the product reads its operand: cuBLASLt's BGRADB and
+// BGRADA), and matmulNf4 for a weight in 4-bit NormalFloat, dequantized
+// tile by tile.
 //
 //===----------------------------------------------------------------------===//
 
