@@ -13,6 +13,7 @@
 #include "dialects/NN/IR/NNOps.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -218,13 +219,33 @@ LogicalResult ReciprocalOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                       {v.mul(v.neg(resultGrads[0]), v.mul(y, y))});
 }
 
+namespace {
+/// x in the type a gradient formula with inexact constants computes in:
+/// f32 for bf16 and f16, as PyTorch's kernels of half tensors compute (in
+/// their opmath type, with float constants) and round once at the end
+/// (`narrowed`). Constants such as sqrt(2/pi) in bf16 would be off by
+/// 0.1%.
+Value widened(VjpBuilder &v, Value x) {
+  Type t = mlir::getElementTypeOrSelf(x.getType());
+  return isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32
+             ? v.castTo(x, Float32Type::get(x.getContext()))
+             : x;
+}
+
+/// The gradient r, computed by `widened`, in the type of `like`.
+Value narrowed(VjpBuilder &v, Value r, Value like) {
+  return v.castTo(r, mlir::getElementTypeOrSelf(like.getType()));
+}
+} // namespace
+
 LogicalResult ErfOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());
-  Value x = getX();
+  Value x = widened(v, getX()), g = resultGrads[0];
   // 2 / sqrt(pi) * exp(-x^2).
   Value slope = v.mul(v.scalar(x, M_2_SQRTPI), v.exp(v.neg(v.mul(x, x))));
-  return setGradients(operandGrads, {v.mul(resultGrads[0], slope)});
+  return setGradients(operandGrads,
+                      {narrowed(v, v.mul(widened(v, g), slope), g)});
 }
 
 LogicalResult SinOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -264,9 +285,10 @@ LogicalResult SoftplusOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult LeakyReluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());
-  Value x = getX(), g = resultGrads[0];
+  Value x = getX(), g = resultGrads[0], wide = widened(v, g);
   // The slope at 0 is alpha, as PyTorch's leaky_relu_backward (x > 0).
-  Value scaled = v.mul(g, v.scalar(x, getAlpha().convertToDouble()));
+  Value scaled =
+      narrowed(v, v.mul(wide, v.scalar(wide, getAlpha().convertToDouble())), g);
   return setGradients(operandGrads,
                       {v.where(v.greater(x, v.scalar(x, 0.0)), g, scaled)});
 }
@@ -274,7 +296,7 @@ LogicalResult LeakyReluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult GeluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());
-  Value x = getX(), g = resultGrads[0];
+  Value x = widened(v, getX()), g = widened(v, resultGrads[0]);
   auto c = [&](double value) { return v.scalar(x, value); };
   if (getApproximate() == "tanh") {
     // PyTorch's GeluBackward, tanh form: with u = sqrt(2/pi) (x + k x^3),
@@ -288,13 +310,16 @@ LogicalResult GeluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
         v.mul(c(beta), v.add(c(1.0), v.mul(c(3.0 * kappa), square)));
     Value right =
         v.mul(v.mul(v.mul(c(0.5), x), v.sub(c(1.0), v.mul(t, t))), innerSlope);
-    return setGradients(operandGrads, {v.mul(g, v.add(left, right))});
+    return setGradients(operandGrads, {narrowed(v, v.mul(g, v.add(left, right)),
+                                                resultGrads[0])});
   }
   // Exact form: Phi(x) + x phi(x), Phi the normal CDF, phi its density.
   Value cdf = v.mul(c(0.5), v.add(c(1.0), v.erf(v.mul(x, c(M_SQRT1_2)))));
   Value pdf = v.mul(v.exp(v.mul(v.mul(x, x), c(-0.5))),
                     c(M_2_SQRTPI * M_SQRT1_2 * 0.5));
-  return setGradients(operandGrads, {v.mul(g, v.add(cdf, v.mul(x, pdf)))});
+  return setGradients(
+      operandGrads,
+      {narrowed(v, v.mul(g, v.add(cdf, v.mul(x, pdf))), resultGrads[0])});
 }
 
 //===----------------------------------------------------------------------===//

@@ -162,9 +162,21 @@ Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
   return arith::TruncIOp::create(b, loc, to, x);
 }
 
+/// A formula of several steps or with an inexact constant: PyTorch's
+/// kernels compute it for bf16 and f16 tensors in float (their opmath
+/// type), constants included, and round once.
+bool isFloatFormula(Operation *op) {
+  return isa<nn::SigmoidOp, nn::SoftplusOp, nn::GeluOp, nn::LeakyReluOp>(op);
+}
+
 Value unary(OpBuilder &b, Location loc, Operation *op, Value x) {
   bool f = isFloat(x);
   Type t = x.getType();
+  if (f && t.getIntOrFloatBitWidth() < 32 && isFloatFormula(op)) {
+    Value wide =
+        unary(b, loc, op, arith::ExtFOp::create(b, loc, b.getF32Type(), x));
+    return arith::TruncFOp::create(b, loc, t, wide);
+  }
   return TypeSwitch<Operation *, Value>(op)
       .Case([&](nn::NegOp) -> Value {
         return f ? Value(arith::NegFOp::create(b, loc, x))
@@ -222,8 +234,9 @@ bool mlir::ztc::isElementwiseNNOp(Operation *op) {
              nn::MinOp, nn::EqualOp, nn::LessOp, nn::GreaterOp, nn::AndOp,
              nn::OrOp, nn::NegOp, nn::ExpOp, nn::LogOp, nn::TanhOp,
              nn::SigmoidOp, nn::ReluOp, nn::SqrtOp, nn::ReciprocalOp, nn::ErfOp,
-             nn::SinOp, nn::CosOp, nn::AbsOp, nn::SoftplusOp, nn::NotOp, nn::LeakyReluOp, nn::GeluOp,
-             nn::CastOp, nn::WhereOp, nn::BroadcastToOp>(op);
+             nn::SinOp, nn::CosOp, nn::AbsOp, nn::SoftplusOp, nn::NotOp,
+             nn::LeakyReluOp, nn::GeluOp, nn::CastOp, nn::WhereOp,
+             nn::BroadcastToOp>(op);
 }
 
 Value mlir::ztc::buildScalarBody(OpBuilder &b, Location loc, Operation *op,
