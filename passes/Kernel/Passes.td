@@ -372,7 +372,10 @@ def WriteInPlacePass : Pass<"ztc-write-in-place", "func::FuncOp"> {
     an output, so an output may be an input) and each `kernel.call` whose
     kernel has a ZTC_IN_PLACE row in runtime/kernels/Library.def (each row
     of the input read before any of it is written: softmax, log-softmax),
-    in program order, an output takes the place of an input when:
+    in program order, an output takes the place of an input when (a
+    loop's inputs tried from the one whose buffer was last used furthest
+    back, so that the loop depends on no more of the ops just before it
+    than it did, and ztc-group-launches can still launch it with them):
 
     1. they have the same type (shape and element type);
     2. the output is an arena buffer (`kernel.alloc`) that only this

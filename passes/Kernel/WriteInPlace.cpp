@@ -74,13 +74,38 @@ bool canWriteOver(Operation *writer, Value input, Value output) {
   return usedOnlyBefore(root, writer);
 }
 
+/// The last op in `op`'s block before `op` that uses `input`'s buffer (or
+/// a view of it); null if none does.
+Operation *lastUseBefore(Value input, Operation *op) {
+  Block &block = *op->getBlock();
+  SmallVector<Operation *> users;
+  kernel::bufferUsers(kernel::rootBuffer(input), users);
+  Operation *last = nullptr;
+  for (Operation *user : users) {
+    Operation *top = topLevelIn(user, block);
+    if (top != op && top->isBeforeInBlock(op) &&
+        (!last || last->isBeforeInBlock(top)))
+      last = top;
+  }
+  return last;
+}
+
 /// The (input, output) pairs `op` could write in place, in the order to
-/// try them.
+/// try them: a loop's inputs whose buffers were last used furthest back
+/// first, so that writing over one adds no dependence on the ops just
+/// before (ztc-group-launches may still launch the loop with them).
 SmallVector<std::pair<Value, Value>> candidates(Operation *op) {
   SmallVector<std::pair<Value, Value>> pairs;
   if (auto loop = dyn_cast<kernel::ElementwiseOp>(op)) {
+    SmallVector<std::pair<Operation *, Value>> inputs;
+    for (Value input : loop.getInputs())
+      inputs.push_back({lastUseBefore(input, op), input});
+    llvm::stable_sort(inputs, [](const auto &a, const auto &b) {
+      return !a.first ? b.first != nullptr
+                      : b.first && a.first->isBeforeInBlock(b.first);
+    });
     for (Value output : loop.getOutputs())
-      for (Value input : loop.getInputs())
+      for (auto [last, input] : inputs)
         if (input.getType() == output.getType())
           pairs.push_back({input, output});
   } else if (auto call = dyn_cast<kernel::CallOp>(op)) {

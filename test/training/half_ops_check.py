@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Activations of bf16 and fp16 tensors compute as PyTorch's kernels do.
 
-PyTorch computes GELU (exact and tanh), sigmoid and LeakyReLU of a half
+PyTorch computes GELU (exact and tanh), sigmoid, LeakyReLU and SiLU (which
+exporters write as Sigmoid and Mul, and ztc makes one nn.silu) of a half
 tensor, and their gradients, in float with float constants, rounding once
 to the half type (test/fixtures/half_ops/record.py recorded its results
 for every bf16 value in [-6, 6] of magnitude at least 2^-8, and 4,096
@@ -85,11 +86,13 @@ def ordered(bits, dtype):
 
 def activation(graph_nodes, op, source, half, out):
     onnx_op, attributes = OPS[op]
-    graph_nodes += [
-        helper.make_node("Cast", [source], [out + "_h"], to=half),
-        helper.make_node(onnx_op, [out + "_h"], [out + "_a"], **attributes),
-        helper.make_node("Cast", [out + "_a"], [out], to=TensorProto.FLOAT),
-    ]
+    graph_nodes.append(helper.make_node("Cast", [source], [out + "_h"], to=half))
+    if op == "silu":  # as exporters write it: x * sigmoid(x)
+        graph_nodes += [helper.make_node("Sigmoid", [out + "_h"], [out + "_s"]),
+                        helper.make_node("Mul", [out + "_h", out + "_s"], [out + "_a"])]
+    else:
+        graph_nodes.append(helper.make_node(onnx_op, [out + "_h"], [out + "_a"], **attributes))
+    graph_nodes.append(helper.make_node("Cast", [out + "_a"], [out], to=TensorProto.FLOAT))
 
 
 def forward_model(dtype, n, path):

@@ -5,7 +5,9 @@
 // as arithmetic, as exporters before ONNX's Gelu (opset 20) and Hugging
 // Face's GPT-2 write it: each step of it was an op whose result the
 // backward kept (three [tokens, 4 x width] tensors per MLP where PyTorch
-// keeps the input alone), and `nn.gelu`'s backward needs only its input.
+// keeps the input alone), and `nn.gelu`'s backward needs only its input;
+// another x * sigmoid(x), Llama's SiLU, which becomes `nn.silu` for the
+// same reason.
 // Another finds Llama's `rotate_half` (two slices, a negation and a
 // concat) and makes it one `nn.rotate_half`, and the rotary embedding
 // around it (`x * cos + rotate_half(x) * sin`) one `nn.rotary`; others find
@@ -177,6 +179,27 @@ struct GeluOfSteps : OpRewritePattern<MulOp> {
                                             rewriter.getStringAttr(*form));
         return success();
       }
+    }
+    return failure();
+  }
+};
+
+/// x * sigmoid(x), either way round, is nn.silu of x when nothing else
+/// reads the sigmoid (Llama's SwiGLU as exporters write it): the backward
+/// keeps x alone, not the sigmoid too, and a half x rounds once, as
+/// PyTorch's silu kernel does.
+struct SiluOfSigmoid : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [x, other] : {std::pair(op.getLhs(), op.getRhs()),
+                            std::pair(op.getRhs(), op.getLhs())}) {
+      auto sigmoid = other.getDefiningOp<SigmoidOp>();
+      if (!sigmoid || sigmoid.getX() != x || !sigmoid->hasOneUse() ||
+          x.getType() != op.getType())
+        continue;
+      rewriter.replaceOpWithNewOp<SiluOp>(op, op.getType(), x);
+      return success();
     }
     return failure();
   }
@@ -666,7 +689,8 @@ void ReduceSumOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 
 void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                         MLIRContext *context) {
-  patterns.add<GeluOfSteps, RmsNormOfProduct, ScaledNorm>(context);
+  patterns.add<GeluOfSteps, SiluOfSigmoid, RmsNormOfProduct, ScaledNorm>(
+      context);
 }
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,

@@ -293,6 +293,16 @@ LogicalResult LeakyReluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                       {v.where(v.greater(x, v.scalar(x, 0.0)), g, scaled)});
 }
 
+LogicalResult SiluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  VjpBuilder v(b, getLoc());
+  Value x = widened(v, getX()), g = widened(v, resultGrads[0]);
+  // PyTorch's silu_backward: g s (1 + x (1 - s)), s = sigmoid(x).
+  Value s = v.sigmoid(x), one = v.scalar(x, 1.0);
+  Value dx = v.mul(v.mul(g, s), v.add(one, v.mul(x, v.sub(one, s))));
+  return setGradients(operandGrads, {narrowed(v, dx, resultGrads[0])});
+}
+
 LogicalResult GeluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());

@@ -340,6 +340,22 @@ def NN_SigmoidOp : NN_UnaryOp<"sigmoid", NN_FloatTensor, [NN_FollowCompute]> {
   }];
 }
 
+def NN_SiluOp : NN_UnaryOp<"silu", NN_FloatTensor, [NN_FollowCompute]> {
+  let summary = "elementwise sigmoid linear unit (swish)";
+  let description = [{
+    `x / (1 + e^-x)`, `x * sigmoid(x)`: PyTorch's `silu`, the activation of
+    Llama's SwiGLU. Exporters write it as `Sigmoid` and `Mul`, which
+    canonicalization makes one `nn.silu`: its backward needs only x, where
+    the two steps' keep the sigmoid as well.
+
+    Example:
+
+    ```mlir
+    %r = nn.silu %x : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+}
+
 def NN_ReluOp : NN_UnaryOp<"relu", NN_NumericTensor, [NN_FollowCompute]> {
   let summary = "elementwise rectified linear unit";
   let description = [{

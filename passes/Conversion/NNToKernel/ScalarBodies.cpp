@@ -166,7 +166,8 @@ Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
 /// kernels compute it for bf16 and f16 tensors in float (their opmath
 /// type), constants included, and round once.
 bool isFloatFormula(Operation *op) {
-  return isa<nn::SigmoidOp, nn::SoftplusOp, nn::GeluOp, nn::LeakyReluOp>(op);
+  return isa<nn::SigmoidOp, nn::SiluOp, nn::SoftplusOp, nn::GeluOp,
+             nn::LeakyReluOp>(op);
 }
 
 Value unary(OpBuilder &b, Location loc, Operation *op, Value x) {
@@ -193,6 +194,13 @@ Value unary(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Case([&](nn::SinOp) -> Value { return math::SinOp::create(b, loc, x); })
       .Case([&](nn::CosOp) -> Value { return math::CosOp::create(b, loc, x); })
       .Case([&](nn::SigmoidOp) { return sigmoid(b, loc, x); })
+      .Case([&](nn::SiluOp) -> Value {
+        // x / (1 + exp(-x)), PyTorch's silu kernel.
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+        Value d =
+            arith::AddFOp::create(b, loc, constantLike(b, loc, t, 1.0), e);
+        return arith::DivFOp::create(b, loc, x, d);
+      })
       .Case([&](nn::SoftplusOp) { return softplus(b, loc, x); })
       .Case([&](nn::ReluOp) -> Value {
         Value zero = constantLike(b, loc, t, 0);
@@ -233,10 +241,10 @@ bool mlir::ztc::isElementwiseNNOp(Operation *op) {
   return isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::PowOp, nn::MaxOp,
              nn::MinOp, nn::EqualOp, nn::LessOp, nn::GreaterOp, nn::AndOp,
              nn::OrOp, nn::NegOp, nn::ExpOp, nn::LogOp, nn::TanhOp,
-             nn::SigmoidOp, nn::ReluOp, nn::SqrtOp, nn::ReciprocalOp, nn::ErfOp,
-             nn::SinOp, nn::CosOp, nn::AbsOp, nn::SoftplusOp, nn::NotOp,
-             nn::LeakyReluOp, nn::GeluOp, nn::CastOp, nn::WhereOp,
-             nn::BroadcastToOp>(op);
+             nn::SigmoidOp, nn::SiluOp, nn::ReluOp, nn::SqrtOp,
+             nn::ReciprocalOp, nn::ErfOp, nn::SinOp, nn::CosOp, nn::AbsOp,
+             nn::SoftplusOp, nn::NotOp, nn::LeakyReluOp, nn::GeluOp, nn::CastOp,
+             nn::WhereOp, nn::BroadcastToOp>(op);
 }
 
 Value mlir::ztc::buildScalarBody(OpBuilder &b, Location loc, Operation *op,

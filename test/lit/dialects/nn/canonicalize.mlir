@@ -544,6 +544,33 @@ func.func @not_gelu(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %h: tensor<2x8xbf1
   return %a, %b, %c, %d, %e : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>
 }
 
+// x * sigmoid(x), either way round and in bf16 too, is nn.silu of x (the
+// SiLU of Llama's SwiGLU as exporters write it). A sigmoid something else
+// reads, or of another value than the factor, stays.
+// CHECK-LABEL: func.func @silu
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x8xf32>, %[[Y:[^:]+]]: tensor<2x8xf32>, %[[H:[^:]+]]: tensor<2x8xbf16>)
+// CHECK-NEXT: %[[A:.+]] = nn.silu %[[X]] : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[B:.+]] = nn.silu %[[X]] : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[C:.+]] = nn.silu %[[H]] : tensor<2x8xbf16> -> tensor<2x8xbf16>
+// CHECK-NEXT: %[[S:.+]] = nn.sigmoid %[[Y]]
+// CHECK-NEXT: %[[D:.+]] = nn.mul %[[Y]], %[[S]]
+// CHECK-NEXT: %[[T:.+]] = nn.sigmoid %[[Y]]
+// CHECK-NEXT: %[[E:.+]] = nn.mul %[[X]], %[[T]]
+// CHECK-NEXT: return %[[A]], %[[B]], %[[C]], %[[D]], %[[S]], %[[E]]
+func.func @silu(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %h: tensor<2x8xbf16>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %0 = nn.sigmoid %x : tensor<2x8xf32> -> tensor<2x8xf32>
+  %a = nn.mul %x, %0 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %1 = nn.sigmoid %x : tensor<2x8xf32> -> tensor<2x8xf32>
+  %b = nn.mul %1, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %2 = nn.sigmoid %h : tensor<2x8xbf16> -> tensor<2x8xbf16>
+  %c = nn.mul %h, %2 : tensor<2x8xbf16>, tensor<2x8xbf16> -> tensor<2x8xbf16>
+  %3 = nn.sigmoid %y : tensor<2x8xf32> -> tensor<2x8xf32>
+  %d = nn.mul %y, %3 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %4 = nn.sigmoid %y : tensor<2x8xf32> -> tensor<2x8xf32>
+  %e = nn.mul %x, %4 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return %a, %b, %c, %d, %3, %e : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}
+
 // Llama's rotate_half, as exporters write it: two slices of the last
 // dimension's halves, a negation and a concat, is nn.rotate_half; the
 // concat of the upper half and the lower one negated (its gradient's

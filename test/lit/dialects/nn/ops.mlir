@@ -80,6 +80,8 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi32>) {
   %12 = nn.gelu %x : tensor<2x3xf32> -> tensor<2x3xf32>
   // CHECK: nn.gelu %[[X]] {approximate = "tanh"} : tensor<2x3xf32> -> tensor<2x3xf32>
   %13 = nn.gelu %x {approximate = "tanh"} : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: nn.silu %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %14 = nn.silu %x : tensor<2x3xf32> -> tensor<2x3xf32>
   return
 }
 

@@ -174,3 +174,43 @@ func.func @scatter(%a: memref<10x2xf32>, %b: memref<2x4xf32>, %ids: memref<3xi64
   kernel.call "scatter_add" ins(%s, %ids, %u : memref<10x4xf32>, memref<3xi64>, memref<3x4xf32>) outs(%k : memref<10x4xf32>) {config = {axis = 0 : i64}}
   return %k, %s : memref<10x4xf32>, memref<10x4xf32>
 }
+
+// -----
+
+// Of two inputs that die at a loop, the loop writes over the one whose
+// buffer was last used furthest back: %g is read by the loop just before
+// it as well, %u only by the loop that wrote it, so the second loop writes
+// over %u and still depends on the first only through what it reads
+// (ztc-group-launches may launch the two together).
+// CHECK-LABEL: func.func @oldest_first
+// CHECK: %[[U:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK: %[[G:.+]] = kernel.alloc : memref<4x8xf32>
+// CHECK: kernel.elementwise ins(%[[G]], %{{.+}} : memref<4x8xf32>, memref<4x8xf32>) outs(%{{.+}} : memref<4x8xf32>)
+// CHECK: kernel.elementwise ins(%[[G]], %[[U]] : memref<4x8xf32>, memref<4x8xf32>) outs(%[[U]] : memref<4x8xf32>)
+func.func @oldest_first(%x: memref<4x8xf32>, %y: memref<4x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>) {
+  %u = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%x : memref<4x8xf32>) outs(%u : memref<4x8xf32>) {
+  ^bb0(%a: f32):
+    %r = math.exp %a : f32
+    kernel.yield %r : f32
+  }
+  %g = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%y : memref<4x8xf32>) outs(%g : memref<4x8xf32>) {
+  ^bb0(%a: f32):
+    %r = math.exp %a : f32
+    kernel.yield %r : f32
+  }
+  %d = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%g, %x : memref<4x8xf32>, memref<4x8xf32>) outs(%d : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.mulf %a, %b : f32
+    kernel.yield %r : f32
+  }
+  %e = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%g, %u : memref<4x8xf32>, memref<4x8xf32>) outs(%e : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.mulf %a, %b : f32
+    kernel.yield %r : f32
+  }
+  return %d, %e : memref<4x8xf32>, memref<4x8xf32>
+}
