@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Activations of bf16 and fp16 tensors compute as PyTorch's kernels do.
 
-PyTorch computes GELU (exact and tanh), sigmoid, LeakyReLU and SiLU (which
-exporters write as Sigmoid and Mul, and ztc makes one nn.silu) of a half
-tensor, and their gradients, in float with float constants, rounding once
-to the half type (test/fixtures/half_ops/record.py recorded its results
-for every bf16 value in [-6, 6] of magnitude at least 2^-8, and 4,096
-fp16 values there). For each half type this check builds one ONNX model
-per direction, each activation on its own branch between two Casts:
+PyTorch computes GELU (exact and tanh), sigmoid, LeakyReLU, SiLU (which
+exporters write as Sigmoid and Mul, and ztc makes one nn.silu),
+hardsigmoid and hardswish of a half tensor, and their gradients, in float
+with float constants, rounding once to the half type
+(test/fixtures/half_ops/record.py recorded its results for every bf16
+value in [-6, 6] of magnitude at least 2^-8, and 4,096 fp16 values there).
+For each half type this check builds one ONNX model per direction, each
+activation on its own branch between two Casts:
 
   - forward, `ztc run`: y = Cast(f(Cast(x, half)), float) for each f;
   - backward, `ztc compile` and one step of `ztc train --dump-grads`:
@@ -15,10 +16,10 @@ per direction, each activation on its own branch between two Casts:
     p_f a parameter holding the inputs, g the recorded output gradient, so
     the dumped gradient of p_f is f's input gradient, widened exactly;
 
-and compares every value with PyTorch's: at most one unit in the last
-place of the half type apart (the float functions' last bit may differ:
-libm's tanh and ztc's erf polynomial against PyTorch's SLEEF), and at least
-99% of them the same bits.
+and compares every value with PyTorch's: at least 98% of them the same
+bits, and each within one unit in the last place of the half type or
+NEAR below (the float functions' last bits may differ: libm's tanh and
+ztc's erf polynomial against PyTorch's SLEEF).
 
 Usage: half_ops_check.py --ztc PATH
 """
@@ -67,14 +68,6 @@ def to_float(bits, dtype):
     if dtype == "bf16":
         return (bits.astype(np.uint32) << 16).view(np.float32)
     return bits.view(np.float16).astype(np.float32)
-
-
-def to_bits(values, dtype):
-    """The 16-bit patterns of float32 values that are exactly bf16 or fp16."""
-    values = np.asarray(values, np.float32)
-    if dtype == "bf16":
-        return (values.view(np.uint32) >> 16).astype(np.uint16)
-    return values.astype(np.float16).view(np.uint16)
 
 
 def ordered(bits, dtype):

@@ -293,6 +293,34 @@ LogicalResult LeakyReluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                       {v.where(v.greater(x, v.scalar(x, 0.0)), g, scaled)});
 }
 
+LogicalResult HardSigmoidOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  VjpBuilder v(b, getLoc());
+  Value x = widened(v, getX()), g = widened(v, resultGrads[0]);
+  // alpha g strictly inside (0, 1), as PyTorch's hardsigmoid_backward.
+  Value alpha = v.scalar(x, getAlpha().convertToDouble());
+  Value t = v.add(v.mul(alpha, x), v.scalar(x, getBeta().convertToDouble()));
+  Value inside =
+      v.logicalAnd(v.greater(t, v.scalar(x, 0.0)), v.less(t, v.scalar(x, 1.0)));
+  Value dx = v.where(inside, v.mul(g, alpha), v.scalar(g, 0.0));
+  return setGradients(operandGrads, {narrowed(v, dx, resultGrads[0])});
+}
+
+LogicalResult HardSwishOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  VjpBuilder v(b, getLoc());
+  Value x = widened(v, getX()), g = widened(v, resultGrads[0]);
+  // PyTorch's hardswish_backward: 0 up to -3, g (x / 3 + 1/2) below 3, g
+  // from 3 (a NaN x falls through to g, as there).
+  Value three = v.scalar(x, 3.0), minusThree = v.scalar(x, -3.0);
+  Value upToMinusThree =
+      v.logicalOr(v.less(x, minusThree), v.equal(x, minusThree));
+  Value slope = v.mul(g, v.add(v.div(x, three), v.scalar(x, 0.5)));
+  Value dx = v.where(upToMinusThree, v.scalar(g, 0.0),
+                     v.where(v.less(x, three), slope, g));
+  return setGradients(operandGrads, {narrowed(v, dx, resultGrads[0])});
+}
+
 LogicalResult SiluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
   VjpBuilder v(b, getLoc());

@@ -499,6 +499,44 @@ def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", NN_FloatTensor,
   }]>];
 }
 
+def NN_HardSigmoidOp : NN_UnaryOp<"hard_sigmoid", NN_FloatTensor,
+                                  [NN_FollowCompute]> {
+  let summary = "elementwise hard sigmoid";
+  let description = [{
+    `max(0, min(1, alpha * x + beta))`, ONNX's `HardSigmoid` (alpha 0.2
+    and beta 0.5 by default; PyTorch's `hardsigmoid` is alpha 1/6). Its
+    gradient is `alpha` times the result's strictly inside (0, 1), as
+    PyTorch's `hardsigmoid_backward`, and needs x alone.
+
+    Example:
+
+    ```mlir
+    %r = nn.hard_sigmoid %x {alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64}
+           : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x,
+                   DefaultValuedAttr<F64Attr, "0.2">:$alpha,
+                   DefaultValuedAttr<F64Attr, "0.5">:$beta);
+}
+
+def NN_HardSwishOp : NN_UnaryOp<"hard_swish", NN_FloatTensor,
+                                [NN_FollowCompute]> {
+  let summary = "elementwise hard swish";
+  let description = [{
+    `x * min(max(x + 3, 0), 6) / 6`, as PyTorch computes `hardswish`
+    (ONNX's `HardSwish`, MobileNetV3's activation): 0 at x <= -3, x at
+    x >= 3. Its gradient, PyTorch's `hardswish_backward`, is 0 up to -3,
+    `x / 3 + 1/2` below 3 and 1 from 3 on, and needs x alone.
+
+    Example:
+
+    ```mlir
+    %r = nn.hard_swish %x : tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+}
+
 def NN_GeluOp : NN_UnaryOp<"gelu", NN_FloatTensor, [NN_FollowCompute]> {
   let summary = "elementwise Gaussian error linear unit";
   let description = [{

@@ -167,7 +167,7 @@ Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
 /// type), constants included, and round once.
 bool isFloatFormula(Operation *op) {
   return isa<nn::SigmoidOp, nn::SiluOp, nn::SoftplusOp, nn::GeluOp,
-             nn::LeakyReluOp>(op);
+             nn::LeakyReluOp, nn::HardSigmoidOp, nn::HardSwishOp>(op);
 }
 
 Value unary(OpBuilder &b, Location loc, Operation *op, Value x) {
@@ -227,6 +227,32 @@ Value unary(OpBuilder &b, Location loc, Operation *op, Value x) {
         return arith::SelectOp::create(b, loc, neg, scaled, x);
       })
       .Case([&](nn::GeluOp g) { return gelu(b, loc, x, g.getApproximate()); })
+      .Case([&](nn::HardSigmoidOp h) -> Value {
+        // max(0, min(1, alpha x + beta)); NaN stays NaN.
+        Value line = arith::AddFOp::create(
+            b, loc,
+            arith::MulFOp::create(
+                b, loc, constantLike(b, loc, t, h.getAlpha().convertToDouble()),
+                x),
+            constantLike(b, loc, t, h.getBeta().convertToDouble()));
+        Value upper = arith::MinimumFOp::create(b, loc, line,
+                                                constantLike(b, loc, t, 1.0));
+        return arith::MaximumFOp::create(b, loc, upper,
+                                         constantLike(b, loc, t, 0.0));
+      })
+      .Case([&](nn::HardSwishOp) -> Value {
+        // x * min(max(x + 3, 0), 6) / 6, PyTorch's hardswish.
+        Value six = constantLike(b, loc, t, 6.0);
+        Value shifted =
+            arith::AddFOp::create(b, loc, x, constantLike(b, loc, t, 3.0));
+        Value clamped = arith::MinimumFOp::create(
+            b, loc,
+            arith::MaximumFOp::create(b, loc, shifted,
+                                      constantLike(b, loc, t, 0.0)),
+            six);
+        return arith::DivFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, x, clamped), six);
+      })
       .Case([&](nn::CastOp cast) {
         return castScalar(b, loc, x,
                           cast.getResult().getType().getElementType());
@@ -243,8 +269,9 @@ bool mlir::ztc::isElementwiseNNOp(Operation *op) {
              nn::OrOp, nn::NegOp, nn::ExpOp, nn::LogOp, nn::TanhOp,
              nn::SigmoidOp, nn::SiluOp, nn::ReluOp, nn::SqrtOp,
              nn::ReciprocalOp, nn::ErfOp, nn::SinOp, nn::CosOp, nn::AbsOp,
-             nn::SoftplusOp, nn::NotOp, nn::LeakyReluOp, nn::GeluOp, nn::CastOp,
-             nn::WhereOp, nn::BroadcastToOp>(op);
+             nn::SoftplusOp, nn::NotOp, nn::LeakyReluOp, nn::GeluOp,
+             nn::HardSigmoidOp, nn::HardSwishOp, nn::CastOp, nn::WhereOp,
+             nn::BroadcastToOp>(op);
 }
 
 Value mlir::ztc::buildScalarBody(OpBuilder &b, Location loc, Operation *op,

@@ -137,50 +137,26 @@ LogicalResult convertIsInf(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   return produce(results, above ? above : below);
 }
 
-/// where(t <= 0, 0, where(t >= 1, 1, t)) for t = alpha x + beta: the
-/// gradient flows strictly inside (0, 1), as PyTorch's hardsigmoid.
+/// max(0, min(1, alpha x + beta)): one nn.hard_sigmoid, whose backward
+/// keeps x alone, as PyTorch's hardsigmoid does.
 LogicalResult convertHardSigmoid(NodeContext &ctx,
                                  SmallVectorImpl<Value> &results) {
   if (failed(requireFloat(ctx)))
     return failure();
-  Value x = ctx.input(0);
-  Type elem = ctx.inputType(0).getElementType();
-  Value scaled = ctx.create<nn::MulOp>(
-      {x, ctx.scalar(elem, ctx.floatAttr("alpha", 0.2))});
-  Value t = scaled ? ctx.create<nn::AddOp>(
-                         {scaled, ctx.scalar(elem, ctx.floatAttr("beta", 0.5))})
-                   : nullptr;
-  if (!t)
-    return failure();
-  Value zero = ctx.scalar(elem, 0.0), one = ctx.scalar(elem, 1.0);
-  Value low = orEqual(ctx, ctx.create<nn::LessOp>({t, zero}), t, zero);
-  Value high = low ? orEqual(ctx, ctx.create<nn::GreaterOp>({t, one}), t, one)
-                   : nullptr;
-  Value upper = high ? ctx.create<nn::WhereOp>({high, one, t}) : nullptr;
-  return produce(results,
-                 upper ? ctx.create<nn::WhereOp>({low, zero, upper}) : nullptr);
+  return produce(
+      results,
+      ctx.create<nn::HardSigmoidOp>(
+          ctx.input(0), {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 0.2)),
+                         ctx.f64Attr("beta", ctx.floatAttr("beta", 0.5))}));
 }
 
-/// x * min(max(x + 3, 0), 6) / 6, as PyTorch computes hardswish: 0 at
-/// x <= -3, x at x >= 3, and x (x + 3) / 6 between, whose derivative
-/// x / 3 + 1/2 is the gradient there.
+/// x * min(max(x + 3, 0), 6) / 6: one nn.hard_swish, PyTorch's hardswish
+/// (its backward keeps x alone).
 LogicalResult convertHardSwish(NodeContext &ctx,
                                SmallVectorImpl<Value> &results) {
   if (failed(requireFloat(ctx)))
     return failure();
-  Value x = ctx.input(0);
-  Type elem = ctx.inputType(0).getElementType();
-  Value zero = ctx.scalar(elem, 0.0), six = ctx.scalar(elem, 6.0);
-  Value t = ctx.create<nn::AddOp>({x, ctx.scalar(elem, 3.0)});
-  Value product = t ? ctx.create<nn::MulOp>({x, t}) : nullptr;
-  Value inside = product ? ctx.create<nn::DivOp>({product, six}) : nullptr;
-  Value low = inside ? orEqual(ctx, ctx.create<nn::LessOp>({t, zero}), t, zero)
-                     : nullptr;
-  Value high = low ? orEqual(ctx, ctx.create<nn::GreaterOp>({t, six}), t, six)
-                   : nullptr;
-  Value upper = high ? ctx.create<nn::WhereOp>({high, x, inside}) : nullptr;
-  return produce(results,
-                 upper ? ctx.create<nn::WhereOp>({low, zero, upper}) : nullptr);
+  return produce(results, ctx.create<nn::HardSwishOp>(ctx.input(0)));
 }
 
 /// Clip is min(max(x, lo), hi); bounds are inputs from opset 11 and

@@ -82,6 +82,12 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi32>) {
   %13 = nn.gelu %x {approximate = "tanh"} : tensor<2x3xf32> -> tensor<2x3xf32>
   // CHECK: nn.silu %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
   %14 = nn.silu %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: nn.hard_swish %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %15 = nn.hard_swish %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: nn.hard_sigmoid %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %16 = nn.hard_sigmoid %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: nn.hard_sigmoid %[[X]] {alpha = 1.000000e-01 : f64, beta = 2.500000e-01 : f64} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %17 = nn.hard_sigmoid %x {alpha = 0.1 : f64, beta = 0.25 : f64} : tensor<2x3xf32> -> tensor<2x3xf32>
   return
 }
 

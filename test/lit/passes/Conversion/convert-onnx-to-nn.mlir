@@ -506,19 +506,17 @@ func.func @comparisons_and_trigonometry(%a: tensor<4xf32>, %b: tensor<4xf32>) ->
 
 // -----
 
-// HardSwish as PyTorch computes it: t = x + 3, x * t / 6 between the kinks,
-// 0 at t <= 0 and x at t >= 6, chosen by where (so the gradient is 0 and 1
-// outside, x / 3 + 1/2 inside).
+// HardSwish and HardSigmoid are one op each, as PyTorch's hardswish and
+// hardsigmoid (their backward keeps x alone); HardSigmoid keeps ONNX's
+// alpha and beta (0.2 and 0.5 by default).
 // CHECK-LABEL: func.func @hard_swish
-// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>) -> tensor<4xf32>
-// CHECK: %[[T:.+]] = nn.add %[[X]], %{{.+}} : tensor<4xf32>, tensor<f32>
-// CHECK: %[[P:.+]] = nn.mul %[[X]], %[[T]]
-// CHECK: %[[IN:.+]] = nn.div %[[P]], %{{.+}}
-// CHECK: %[[LOW:.+]] = nn.or
-// CHECK: %[[HIGH:.+]] = nn.or
-// CHECK: %[[UP:.+]] = nn.where %[[HIGH]], %[[X]], %[[IN]]
-// CHECK: nn.where %[[LOW]], %{{.+}}, %[[UP]]
-func.func @hard_swish(%x: tensor<4xf32>) -> none {
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT: nn.hard_swish %[[X]] : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: nn.hard_sigmoid %[[X]] {alpha = 0.1666666716337204 : f64} : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: nn.hard_sigmoid %[[X]] : tensor<4xf32> -> tensor<4xf32>
+func.func @hard_swish(%x: tensor<4xf32>) -> (none, none, none) {
   %0 = onnx.node "HardSwish"(%x) {opset = 14 : i64} : (tensor<4xf32>) -> none
-  return %0 : none
+  %1 = onnx.node "HardSigmoid"(%x) {opset = 6 : i64, attrs = {alpha = 0.166666672 : f32}} : (tensor<4xf32>) -> none
+  %2 = onnx.node "HardSigmoid"(%x) {opset = 6 : i64} : (tensor<4xf32>) -> none
+  return %0, %1, %2 : none, none, none
 }
