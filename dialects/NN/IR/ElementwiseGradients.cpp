@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/ElementTypes.h"
 #include "dialects/NN/IR/NNOps.h"
 
 #include "mlir/IR/Matchers.h"
@@ -227,9 +228,7 @@ namespace {
 /// 0.1%.
 Value widened(VjpBuilder &v, Value x) {
   Type t = mlir::getElementTypeOrSelf(x.getType());
-  return isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32
-             ? v.castTo(x, Float32Type::get(x.getContext()))
-             : x;
+  return v.castTo(x, mlir::ztc::computeElementType(t));
 }
 
 /// The gradient r, computed by `widened`, in the type of `like`.

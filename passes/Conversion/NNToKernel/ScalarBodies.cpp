@@ -8,6 +8,7 @@
 
 #include "passes/Conversion/NNToKernel/ScalarBodies.h"
 
+#include "dialects/ElementTypes.h"
 #include "dialects/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -173,7 +174,7 @@ bool isFloatFormula(Operation *op) {
 Value unary(OpBuilder &b, Location loc, Operation *op, Value x) {
   bool f = isFloat(x);
   Type t = x.getType();
-  if (f && t.getIntOrFloatBitWidth() < 32 && isFloatFormula(op)) {
+  if (isHalfFloat(t) && isFloatFormula(op)) {
     Value wide =
         unary(b, loc, op, arith::ExtFOp::create(b, loc, b.getF32Type(), x));
     return arith::TruncFOp::create(b, loc, t, wide);
