@@ -65,6 +65,23 @@ bool isRowBias(Value bias, MemRefType product) {
                       [](int64_t size) { return size == 1; });
 }
 
+/// The product and the bias `add` sums (either way round): inputs of
+/// `loop`, the product the one `productInput` finds for its operand (the
+/// input that block value stands for, when of the right type), the bias a
+/// row vector of the product's type.
+std::optional<std::pair<Value, Value>>
+productAndBias(kernel::ElementwiseOp loop, arith::AddFOp add,
+               llvm::function_ref<Value(Value)> productInput) {
+  for (auto [p, b] : {std::pair(add.getLhs(), add.getRhs()),
+                      std::pair(add.getRhs(), add.getLhs())}) {
+    Value product = productInput(p), bias = inputOf(loop, b);
+    if (product && bias && product != bias &&
+        isRowBias(bias, cast<MemRefType>(product.getType())))
+      return std::pair(product, bias);
+  }
+  return std::nullopt;
+}
+
 /// The epilogue `loop` computes when its one output is `(p + bias)` or
 /// `(p + bias) + addend` (each sum either way round), p and the addend of
 /// the output's type and the bias a row vector.
@@ -80,14 +97,13 @@ std::optional<Epilogue> matchEpilogue(kernel::ElementwiseOp loop) {
     return std::nullopt;
   // (p + bias): the product of the output's type, the bias a row vector.
   auto sum = [&](arith::AddFOp add) -> std::optional<Epilogue> {
-    for (auto [p, b] : {std::pair(add.getLhs(), add.getRhs()),
-                        std::pair(add.getRhs(), add.getLhs())}) {
-      Value product = inputOf(loop, p), bias = inputOf(loop, b);
-      if (product && bias && product.getType() == type &&
-          isRowBias(bias, type) && product != bias)
-        return Epilogue{product, bias, Value()};
-    }
-    return std::nullopt;
+    auto found = productAndBias(loop, add, [&](Value p) {
+      Value input = inputOf(loop, p);
+      return input && input.getType() == type ? input : Value();
+    });
+    if (!found)
+      return std::nullopt;
+    return Epilogue{found->first, found->second, Value()};
   };
   // Only the sums and the yield.
   if (body.getOperations().size() == 2)
@@ -242,6 +258,15 @@ kernel::CallOp producerOf(kernel::ElementwiseOp loop, Value product,
     if (input != product && kernel::rootBuffer(input) == output)
       return nullptr; // the library reads the addend after the product
   return matmul;
+}
+
+/// Whether a bias `loop` adds along its last dimension adds along the last
+/// dimension of `matmul`'s product, which the loop may read through a view.
+bool addsAlongLast(kernel::CallOp matmul, kernel::ElementwiseOp loop) {
+  return cast<MemRefType>(matmul.getOutputs().front().getType())
+             .getShape()
+             .back() ==
+         cast<MemRefType>(loop.getOutput().getType()).getShape().back();
 }
 
 /// The inputs of a call of `matmul`'s product adding `addend` (viewed with
@@ -672,15 +697,18 @@ void foldNarrowNormGradients(func::FuncOp function) {
 }
 
 /// What a loop adds in its compute type (f32) from half products: the
-/// inputs of the narrower type it widens, in the order it adds them, and
-/// the addend already in f32, if any.
+/// inputs of the narrower type it widens, in the order it adds them, the
+/// addend already in f32, if any, and the bias the loop adds to a single
+/// product before widening it, if any.
 struct WideSum {
   SmallVector<Value> products;
-  Value addend;
+  Value addend, bias;
 };
 
 /// The sum `loop` computes when its one output, of a half type's compute
-/// type, is `addend + widen(p)` (a residual in f32 adding a product), or
+/// type, is `addend + widen(p)` (a residual in f32 adding a product) or
+/// `addend + widen(p + bias)` (adding a linear layer's output whose bias
+/// the loop adds, rounded to the narrower type: a row vector of it), or
 /// the widened sum of one or more inputs in the narrower type whose sums
 /// are all unrounded, so computed in f32 (`widen((p1 + p2) + p3)`: one
 /// input's gradient from several products; `widen(p)`: from one). Each
@@ -701,18 +729,33 @@ std::optional<WideSum> matchWideSum(kernel::ElementwiseOp loop) {
   };
   WideSum sum;
   Value yielded = loop.getYielded().front();
-  // addend + widen(p): three ops with the yield.
+  // addend + widen(p): three ops with the yield; addend + widen(p + bias):
+  // four.
   if (auto add = yielded.getDefiningOp<arith::AddFOp>()) {
-    if (body.getOperations().size() != 3)
+    size_t ops = body.getOperations().size();
+    if (ops != 3 && ops != 4)
       return std::nullopt;
+    // p + bias, rounded: the product and the bias it adds.
+    auto biased = [&](Value value) -> std::pair<Value, Value> {
+      arith::AddFOp add = roundedAdd(value);
+      std::optional<std::pair<Value, Value>> found;
+      if (add)
+        found = productAndBias(loop, add, narrowInput);
+      return found ? *found : std::pair<Value, Value>();
+    };
     for (auto [widened, addend] : {std::pair(add.getLhs(), add.getRhs()),
                                    std::pair(add.getRhs(), add.getLhs())}) {
       auto widen = widened.getDefiningOp<arith::ExtFOp>();
-      Value product = widen ? narrowInput(widen.getIn()) : Value();
       Value input = inputOf(loop, addend);
-      if (product && input && input.getType() == type) {
+      if (!widen || !input || input.getType() != type)
+        continue;
+      auto [product, bias] =
+          ops == 3 ? std::pair(narrowInput(widen.getIn()), Value())
+                   : biased(widen.getIn());
+      if (product) {
         sum.products.push_back(product);
         sum.addend = input;
+        sum.bias = bias;
         return sum;
       }
     }
@@ -749,7 +792,8 @@ std::optional<WideSum> matchWideSum(kernel::ElementwiseOp loop) {
 
 /// Folds, under mixed precision, the f32 sums of half products into the
 /// products: `addend + widen(p)` (a residual, the bias already in p's
-/// call) becomes `matmul_add_wide` at the loop; `widen(p1 + p2 + ...)`
+/// call, or `addend + widen(p + bias)`, the bias in the loop) becomes
+/// `matmul_add_wide` at the loop; `widen(p1 + p2 + ...)`
 /// with unrounded sums becomes `matmul_wide` of p1 into an f32 buffer and
 /// a `matmul_add_wide` adding each next product to the sum so far, the
 /// last into the loop's output: the loop's sums in its order.
@@ -758,10 +802,14 @@ void foldWideSums(func::FuncOp function) {
     std::optional<WideSum> sum = matchWideSum(loop);
     if (!sum)
       continue;
+    // A bias the loop adds goes to a call that adds none, along the
+    // loop's last dimension: the product's.
     SmallVector<kernel::CallOp> products;
     for (Value product : sum->products)
-      products.push_back(producerOf(loop, product, Reads::ViewOfBiased));
-    if (llvm::is_contained(products, kernel::CallOp()))
+      products.push_back(producerOf(
+          loop, product, sum->bias ? Reads::View : Reads::ViewOfBiased));
+    if (llvm::is_contained(products, kernel::CallOp()) ||
+        (sum->bias && !addsAlongLast(products.front(), loop)))
       continue;
     // One product widened alone only right after it (buffers and views
     // between): a weight's gradient widened for the optimizer at the
@@ -793,6 +841,8 @@ void foldWideSums(func::FuncOp function) {
       SmallVector<Value> inputs = sofar
                                       ? withAddend(b, matmul, sofar)
                                       : SmallVector<Value>(matmul.getInputs());
+      if (sum->bias)
+        inputs.push_back(sum->bias);
       auto call = kernel::CallOp::create(
           b, matmul.getLoc(), sofar ? "matmul_add_wide" : "matmul_wide", inputs,
           ValueRange{into}, matmul.getConfig());
@@ -825,11 +875,7 @@ struct MatmulEpiloguesPass
         continue;
       kernel::CallOp matmul = producerOf(loop, epilogue->product, Reads::View);
       // The bias adds along the loop's last dimension: the product's.
-      if (!matmul ||
-          cast<MemRefType>(matmul.getOutputs().front().getType())
-                  .getShape()
-                  .back() !=
-              cast<MemRefType>(loop.getOutput().getType()).getShape().back())
+      if (!matmul || !addsAlongLast(matmul, loop))
         continue;
       OpBuilder b(loop);
       SmallVector<Value> inputs(matmul.getInputs());

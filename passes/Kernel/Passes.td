@@ -343,7 +343,9 @@ def MatmulEpiloguesPass : Pass<"ztc-matmul-epilogues", "func::FuncOp"> {
     Last, under mixed precision, sums in f32 of half products. A loop
     whose one output, of a half type's compute type, is `r + extf(p)` (a
     residual stream in f32) becomes `matmul_add_wide` (a, b, r, the bias
-    p's call adds) at the loop. One that yields `extf(s)`, `s` a chain of
+    p's call adds) at the loop; `r + extf(p + bias)`, the bias a row
+    vector of p's type that the loop adds rounded and p's call adds none
+    (a linear layer under autocast), the same with the loop's bias. One that yields `extf(s)`, `s` a chain of
     unrounded sums of half products (one input's gradient from q, k and
     v's products), becomes `matmul_wide` of the first product into a
     new f32 buffer and a `matmul_add_wide` per further product adding it

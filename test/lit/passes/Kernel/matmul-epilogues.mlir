@@ -671,7 +671,9 @@ func.func @product_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %f: mem
 // of three products (p1 + p2) + p3 becomes matmul_wide of p1 into a new
 // f32 buffer, then each next product added to the sum so far, the last
 // into the loop's output; one product's widening alone becomes
-// matmul_wide.
+// matmul_wide; a residual adding a product whose bias the loop adds in
+// bf16 before widening (a linear layer's output under autocast) becomes
+// matmul_add_wide with that bias.
 // CHECK-LABEL: func.func @wide_sums
 // CHECK-SAME: (%[[X:[^:]+]]: memref<8x16xbf16>, %[[W:[^:]+]]: memref<16x16xbf16>, %[[B:[^:]+]]: memref<16xbf16>, %[[R:[^:]+]]: memref<2x4x16xf32>, %[[G:[^:]+]]: memref<2x4x16xbf16>, %[[H:[^:]+]]: memref<2x4x16xbf16>)
 // CHECK: %[[Y1:.+]] = kernel.alloc : memref<2x4x16xf32>
@@ -686,10 +688,14 @@ func.func @product_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %f: mem
 // CHECK-NEXT: kernel.call "matmul_add_wide" ins(%[[H]], %[[W]], %[[S2]] : memref<2x4x16xbf16>, memref<16x16xbf16>, memref<2x4x16xf32>) outs(%[[Y2]] : memref<2x4x16xf32>){{$}}
 // CHECK-NEXT: %[[Y3:.+]] = kernel.alloc : memref<8x16xf32>
 // CHECK-NEXT: kernel.call "matmul_wide" ins(%[[X]], %[[W]] : memref<8x16xbf16>, memref<16x16xbf16>) outs(%[[Y3]] : memref<8x16xf32>){{$}}
+// CHECK: %[[Y4:.+]] = kernel.alloc : memref<2x4x16xf32>
+// CHECK-NEXT: %[[Y4V:.+]] = kernel.view %[[Y4]] : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: %[[RV2:.+]] = kernel.view %[[R]] : memref<2x4x16xf32> to memref<8x16xf32>
+// CHECK-NEXT: kernel.call "matmul_add_wide" ins(%[[X]], %[[W]], %[[RV2]], %[[B]] : memref<8x16xbf16>, memref<16x16xbf16>, memref<8x16xf32>, memref<16xbf16>) outs(%[[Y4V]] : memref<8x16xf32>) {config = {transpose_b = true}}
 // CHECK-NOT: kernel.elementwise
 // CHECK-NOT: memref<8x16xbf16>)
 func.func @wide_sums(%x: memref<8x16xbf16>, %w: memref<16x16xbf16>, %b: memref<16xbf16>, %r: memref<2x4x16xf32>, %g: memref<2x4x16xbf16>, %h: memref<2x4x16xbf16>)
-    -> (memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>) {
+    -> (memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>) {
   %p = kernel.alloc : memref<8x16xbf16>
   kernel.call "matmul" ins(%x, %w, %b : memref<8x16xbf16>, memref<16x16xbf16>, memref<16xbf16>) outs(%p : memref<8x16xbf16>) {config = {transpose_b = true}}
   %pv = kernel.view %p : memref<8x16xbf16> to memref<2x4x16xbf16>
@@ -723,7 +729,18 @@ func.func @wide_sums(%x: memref<8x16xbf16>, %w: memref<16x16xbf16>, %b: memref<1
     kernel.yield %e : f32
   }
   %y3v = kernel.view %y3 : memref<8x16xf32> to memref<2x4x16xf32>
-  return %y1, %y2, %y3v : memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>
+  %p5 = kernel.alloc : memref<8x16xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<8x16xbf16>, memref<16x16xbf16>) outs(%p5 : memref<8x16xbf16>) {config = {transpose_b = true}}
+  %p5v = kernel.view %p5 : memref<8x16xbf16> to memref<2x4x16xbf16>
+  %y4 = kernel.alloc : memref<2x4x16xf32>
+  kernel.elementwise ins(%b, %p5v, %r : memref<16xbf16>, memref<2x4x16xbf16>, memref<2x4x16xf32>) outs(%y4 : memref<2x4x16xf32>) {
+  ^bb0(%c: bf16, %v: bf16, %a: f32):
+    %s = arith.addf %c, %v : bf16
+    %e = arith.extf %s : bf16 to f32
+    %t = arith.addf %a, %e : f32
+    kernel.yield %t : f32
+  }
+  return %y1, %y2, %y3v, %y4 : memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>, memref<2x4x16xf32>
 }
 
 // -----
@@ -735,14 +752,15 @@ func.func @wide_sums(%x: memref<8x16xbf16>, %w: memref<16x16xbf16>, %b: memref<1
 // bias after a view that moves the product's last dimension; a product
 // widened alone but not right after it (a weight's gradient widened for
 // the optimizer at the step's end: folded, the f32 copy would live from
-// the product on, or the product's operands to the end).
+// the product on, or the product's operands to the end); a bias added
+// to a product whose call adds one already, or added unrounded.
 // CHECK-LABEL: func.func @wide_sums_kept
 // CHECK-NOT: wide
-// CHECK-COUNT-6: kernel.elementwise
+// CHECK-COUNT-8: kernel.elementwise
 // CHECK-NOT: wide
 // CHECK-NOT: matmul_add
-func.func @wide_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %r: memref<4x8xf32>, %g: memref<4x8xbf16>, %f: memref<4x8xf32>, %fw: memref<8x16xf32>, %b: memref<8xf32>)
-    -> (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<2x4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) {
+func.func @wide_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %r: memref<4x8xf32>, %g: memref<4x8xbf16>, %f: memref<4x8xf32>, %fw: memref<8x16xf32>, %b: memref<8xf32>, %hb: memref<8xbf16>)
+    -> (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<2x4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) {
   %p1 = kernel.alloc : memref<4x8xbf16>
   kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p1 : memref<4x8xbf16>) {config = {}}
   %p2 = kernel.alloc : memref<4x8xbf16>
@@ -801,7 +819,27 @@ func.func @wide_sums_kept(%x: memref<4x8xbf16>, %w: memref<8x8xbf16>, %r: memref
     %e = arith.extf %v {kernel.unrounded} : bf16 to f32
     kernel.yield %e : f32
   }
-  return %y1, %y2, %p4, %y3, %acc, %y4, %t, %y6 : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<2x4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+  %p7 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w, %hb : memref<4x8xbf16>, memref<8x8xbf16>, memref<8xbf16>) outs(%p7 : memref<4x8xbf16>) {config = {}}
+  %y7 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%r, %p7, %hb : memref<4x8xf32>, memref<4x8xbf16>, memref<8xbf16>) outs(%y7 : memref<4x8xf32>) {
+  ^bb0(%a: f32, %v: bf16, %c: bf16):
+    %s = arith.addf %v, %c : bf16
+    %e = arith.extf %s : bf16 to f32
+    %u = arith.addf %a, %e : f32
+    kernel.yield %u : f32
+  }
+  %p8 = kernel.alloc : memref<4x8xbf16>
+  kernel.call "matmul" ins(%x, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%p8 : memref<4x8xbf16>) {config = {}}
+  %y8 = kernel.alloc : memref<4x8xf32>
+  kernel.elementwise ins(%r, %p8, %hb : memref<4x8xf32>, memref<4x8xbf16>, memref<8xbf16>) outs(%y8 : memref<4x8xf32>) {
+  ^bb0(%a: f32, %v: bf16, %c: bf16):
+    %s = arith.addf %v, %c {kernel.unrounded} : bf16
+    %e = arith.extf %s : bf16 to f32
+    %u = arith.addf %a, %e : f32
+    kernel.yield %u : f32
+  }
+  return %y1, %y2, %p4, %y3, %acc, %y4, %t, %y6, %y7, %y8 : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<2x4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
 }
 
 // -----
