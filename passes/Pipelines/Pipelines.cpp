@@ -342,6 +342,9 @@ void mlir::ztc::buildNNToKernelPipeline(OpPassManager &pm,
   // the decayed learning rate) from the same hyperparameters: CSE keeps one
   // of each for the whole step instead of one kernel each per parameter.
   pm.addNestedPass<func::FuncOp>(createCSEPass());
+  // Training batch norms, whole through autodiff, written out after CSE,
+  // which would merge their repeated subtractions of the mean.
+  pm.addNestedPass<func::FuncOp>(createExpandBatchNormPass());
   if (options.channelsLast)
     pm.addNestedPass<func::FuncOp>(
         createChannelsLastPass({options.channelsLastHalfTypes}));

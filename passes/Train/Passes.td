@@ -711,6 +711,50 @@ def OptimizerPass : Pass<"ztc-optimizer", "func::FuncOp"> {
   let dependentDialects = ["::mlir::ztc::train::TrainDialect"];
 }
 
+def ExpandBatchNormPass : Pass<"ztc-expand-batch-norm", "func::FuncOp"> {
+  let summary = "Write training batch norms and their gradients as reductions "
+                "and elementwise ops";
+  let description = [{
+    `nn.batch_norm_training` and `nn.batch_norm_training_backward` stay
+    whole through autodiff and recomputation, so the step keeps `x` and
+    two per-channel statistics for the backward; they have no kernel of
+    their own. After them, this pass writes them out:
+
+    1. A forward as the channel means of `x` and of `(x - mean)^2`, and
+       `(x - mean) * rstd * scale + bias` with `rstd = 1 / sqrt(var +
+       epsilon)` (the formulas the importer wrote before, in the same
+       order, so the same values). The squares and the result subtract
+       the mean each, so `ztc-fuse` makes the variance a reduction
+       reading `x` and the mean, and the result one loop with what follows
+       it (a ReLU, a residual): no centered input is stored.
+    2. A backward as `sum(g)` and `sum(g * (x - mean))` over each channel,
+       and `scale * rstd * (g - sum(g) / M - (x - mean) * rstd^2 *
+       sum(g * (x - mean)) / M)` (PyTorch's formula, M the elements of a
+       channel): two reductions and one loop, reading `g` and `x`. The
+       scale's gradient is the second sum times `rstd`, the bias's the
+       first.
+
+    Runs after the optimizer's expansion and CSE (which would merge the
+    repeated subtractions) and before `ztc-channels-last`, which moves its
+    transposes through the reductions and loops as through any.
+
+    Example:
+
+    ```mlir
+    %y, %m, %v = nn.batch_norm_training %x, %s, %b {epsilon = 1.0e-05 : f64}
+        : tensor<8x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>
+        -> tensor<8x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>
+    // becomes
+    %mean = nn.reduce_mean %x {axes = array<i64: 0, 2, 3>, keepdims = true}
+    %c = nn.sub %x, %mean
+    %var = nn.reduce_mean (nn.mul %c, %c) {axes = ..., keepdims = true}
+    %y = nn.add (nn.mul (nn.mul (nn.sub %x, %mean), rstd(%var)), %s) %b
+    ```
+  }];
+  let dependentDialects = ["::mlir::ztc::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def LowerTrainPass : Pass<"ztc-lower-train", "func::FuncOp"> {
   let summary = "Expand train ops into nn arithmetic";
   let description = [{

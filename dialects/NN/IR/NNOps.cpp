@@ -941,6 +941,24 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
 // Normalizations
 //===----------------------------------------------------------------------===//
 
+/// Checks that each named operand in `vectors` is a vector of the `channels`
+/// channels of `x`, of its element type (a batch norm's scale, bias and
+/// statistics).
+static LogicalResult
+checkChannelVectors(std::optional<Location> location, StringRef opName,
+                    RankedTensorType x, int64_t channels,
+                    ArrayRef<std::pair<StringRef, Value>> vectors) {
+  for (auto [name, value] : vectors) {
+    RankedTensorType type = tensorType(value);
+    if (type.getShape() != ArrayRef<int64_t>{channels})
+      return inferError(location, opName, "expects ", name, " of shape [",
+                        channels, "], got ", type);
+    if (failed(checkElementType(location, opName, name, type, x)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
@@ -951,20 +969,53 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                           channelsLast ? "[N, ..., C]" : "[N, C, ...]")))
     return failure();
   int64_t channels = x.getDimSize(channelsLast ? x.getRank() - 1 : 1);
-  std::pair<StringRef, Value> params[] = {{"scale", adaptor.getScale()},
-                                          {"bias", adaptor.getBias()},
-                                          {"mean", adaptor.getMean()},
-                                          {"var", adaptor.getVar()}};
-  for (auto [name, value] : params) {
-    RankedTensorType type = tensorType(value);
-    if (type.getShape() != ArrayRef<int64_t>{channels})
-      return inferError(location, getOperationName(), "expects ", name,
-                        " of shape [", channels, "], got ", type);
-    if (failed(checkElementType(location, getOperationName(), name, type, x)))
-      return failure();
-  }
+  if (failed(checkChannelVectors(location, getOperationName(), x, channels,
+                                 {{"scale", adaptor.getScale()},
+                                  {"bias", adaptor.getBias()},
+                                  {"mean", adaptor.getMean()},
+                                  {"var", adaptor.getVar()}})))
+    return failure();
   types.push_back(x);
   return success();
+}
+
+/// The results of nn.batch_norm_training and of its backward for `x`
+/// (`[N, C, ...]`): x's type and two `[C]` vectors, once each of `vectors`
+/// is a vector of the channels.
+static LogicalResult
+inferTrainingBatchNorm(std::optional<Location> location, StringRef opName,
+                       RankedTensorType x,
+                       ArrayRef<std::pair<StringRef, Value>> vectors,
+                       SmallVectorImpl<Type> &types) {
+  if (failed(checkMinRank(location, opName, "x", x, 2, "[N, C, ...]")) ||
+      failed(
+          checkChannelVectors(location, opName, x, x.getDimSize(1), vectors)))
+    return failure();
+  RankedTensorType channels = tensorType(vectors.front().second);
+  types.append({x, channels, channels});
+  return success();
+}
+
+LogicalResult BatchNormTrainingOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferTrainingBatchNorm(
+      location, getOperationName(), tensorType(adaptor.getX()),
+      {{"scale", adaptor.getScale()}, {"bias", adaptor.getBias()}}, types);
+}
+
+LogicalResult BatchNormTrainingBackwardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorType(adaptor.getX());
+  if (failed(checkGradOutput(location, getOperationName(), x,
+                             tensorType(adaptor.getGradOutput()))))
+    return failure();
+  return inferTrainingBatchNorm(location, getOperationName(), x,
+                                {{"scale", adaptor.getScale()},
+                                 {"mean", adaptor.getMean()},
+                                 {"var", adaptor.getVar()}},
+                                types);
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,

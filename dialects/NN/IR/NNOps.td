@@ -778,6 +778,86 @@ def NN_BatchNormOp : NN_Op<"batch_norm", !listconcat(NN_InferredResult,
 }
 
 //===----------------------------------------------------------------------===//
+// BatchNormTrainingOp
+//===----------------------------------------------------------------------===//
+
+def NN_BatchNormTrainingOp : NN_Op<"batch_norm_training",
+    !listconcat(NN_InferredResult, [NN_WideCompute, NN_FlopsPerElement<8>])> {
+  let summary = "batch normalization with the batch's own statistics";
+  let description = [{
+    Training-mode BatchNormalization of `x` (`[N, C, ...]`, rank at least
+    2): `mean` and `var` are the mean and the biased variance of each
+    channel over every dimension but 1, and the result is `(x - mean) /
+    sqrt(var + epsilon) * scale + bias`; `scale` and `bias` have shape
+    `[C]`, as do the `mean` and `var` results (the running statistics'
+    update reads them). Its gradient is one `nn.batch_norm_training_backward`,
+    which keeps `x` and the two statistics, where the same formulas written
+    in nn ops keep the centered input and take six passes over the
+    activations' size (PyTorch's native kernels take two).
+
+    It has no kernel of its own: `ztc-expand-batch-norm` writes it, after
+    autodiff and recomputation, as the two means and one elementwise
+    expression, which `ztc-fuse` makes two reductions reading `x` and one
+    loop (with the activation after it).
+
+    Example:
+
+    ```mlir
+    %y, %m, %v = nn.batch_norm_training %x, %s, %b {epsilon = 1.000000e-05 : f64}
+                   : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
+                   -> tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
+                   NN_FloatTensor:$bias, F64Attr:$epsilon);
+  let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$mean,
+                 NN_FloatTensor:$var);
+  // Conversions hold epsilon as a double.
+  let builders = [OpBuilder<(ins "Value":$x, "Value":$scale, "Value":$bias,
+                                 "double":$epsilon), [{
+    build($_builder, $_state, x, scale, bias,
+          $_builder.getF64FloatAttr(epsilon));
+  }]>];
+}
+
+def NN_BatchNormTrainingBackwardOp
+    : NN_Op<"batch_norm_training_backward", !listconcat(NN_InferredResult,
+    [NN_WideCompute, NN_FlopsPerElement<10>])> {
+  let summary = "gradients of nn.batch_norm_training: its input, scale and bias";
+  let description = [{
+    For the forward `nn.batch_norm_training` of `x` with `scale` and
+    `epsilon`, whose batch statistics were `mean` and `var`, given
+    `grad_output`: with `rstd = 1 / sqrt(var + epsilon)`, `M` the number of
+    elements a channel has, and the sums over every dimension but 1, the
+    bias's gradient `sum(grad_output)`, the scale's `sum(grad_output * (x -
+    mean)) * rstd`, and the input's
+
+        scale * rstd * (grad_output - sum(grad_output) / M
+                        - (x - mean) * rstd^2 * sum(grad_output * (x - mean)) / M)
+
+    (PyTorch's `batch_norm_backward` in training mode). `ztc-expand-batch-norm`
+    writes it as the two sums and one elementwise expression: three passes
+    over `x` and `grad_output`. `grad_output` and the input's gradient have
+    `x`'s type; the other operands and results have shape `[C]`.
+
+    Example:
+
+    ```mlir
+    %g:3 = nn.batch_norm_training_backward %x, %s, %m, %v, %dy
+             {epsilon = 1.000000e-05 : f64}
+             : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>,
+               tensor<4xf32>, tensor<2x4x8x8xf32>
+             -> tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$scale,
+                   NN_FloatTensor:$mean, NN_FloatTensor:$var,
+                   NN_FloatTensor:$grad_output, F64Attr:$epsilon);
+  let results = (outs NN_FloatTensor:$grad_x, NN_FloatTensor:$grad_scale,
+                 NN_FloatTensor:$grad_bias);
+}
+
+//===----------------------------------------------------------------------===//
 // LayerNormOp
 //===----------------------------------------------------------------------===//
 

@@ -124,6 +124,57 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return setGradients(operandGrads, {dx, dscale, gradSum, dmean, dvar});
 }
 
+/// `[1, C, 1, ...]` for an `[N, C, ...]` tensor: how a per-channel vector
+/// broadcasts over it.
+static SmallVector<int64_t> channelShapeOf(RankedTensorType x) {
+  SmallVector<int64_t> shape(x.getRank(), 1);
+  shape[1] = x.getDimSize(1);
+  return shape;
+}
+
+LogicalResult
+BatchNormTrainingOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  Value g = resultGrads[0], gMean = resultGrads[1], gVar = resultGrads[2];
+  Value x = getX(), dx, dscale, dbias;
+  // One op for all three, keeping x and the statistics.
+  if (g) {
+    auto grads = BatchNormTrainingBackwardOp::create(
+        b, getLoc(), x, getScale(), getMean(), getVar(), g, getEpsilonAttr());
+    dx = grads.getGradX();
+    dscale = grads.getGradScale();
+    dbias = grads.getGradBias();
+  }
+  // The statistics' own gradients, where something differentiable reads
+  // them (BatchNormalization-9's batch mean and variance outputs): mean =
+  // sum(x) / M and var = sum((x - mean)^2) / M add gMean / M and gVar * 2
+  // (x - mean) / M to x's gradient.
+  if (gMean || gVar) {
+    VjpBuilder v(b, getLoc());
+    RankedTensorType xType = typeOf(x);
+    SmallVector<int64_t> channels = channelShapeOf(xType);
+    double count = static_cast<double>(xType.getNumElements()) /
+                   std::max<int64_t>(xType.getDimSize(1), 1);
+    auto perElement = [&](Value grad, double factor) {
+      return v.reshape(v.mul(grad, v.scalar(grad, factor)), channels);
+    };
+    auto accumulate = [&](Value term) { dx = dx ? v.add(dx, term) : term; };
+    if (gMean)
+      accumulate(
+          v.broadcastTo(perElement(gMean, 1.0 / count), xType.getShape()));
+    if (gVar)
+      accumulate(v.mul(v.sub(x, v.reshape(getMean(), channels)),
+                       perElement(gVar, 2.0 / count)));
+  }
+  return setGradients(operandGrads, {dx, dscale, dbias});
+}
+
+LogicalResult BatchNormTrainingBackwardOp::buildVjp(OpBuilder &,
+                                                    ArrayRef<Value>,
+                                                    SmallVectorImpl<Value> &) {
+  return emitOpError("has no second-order gradient");
+}
+
 LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   Value g = resultGrads[0], x = getX();

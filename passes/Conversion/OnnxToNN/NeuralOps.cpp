@@ -319,40 +319,25 @@ LogicalResult convertTrainingBatchNorm(NodeContext &ctx,
   }
   double epsilon = ctx.floatAttr("epsilon", 1e-5);
   double momentum = ctx.floatAttr("momentum", 0.9);
-  SmallVector<int64_t> axes = {0};
-  for (int64_t d = 2; d < rank; ++d)
-    axes.push_back(d);
-  SmallVector<int64_t> perChannel(rank, 1);
-  perChannel[1] = channels;
-  auto mean = [&](Value value) {
-    return ctx.create<nn::ReduceMeanOp>(
-        value,
-        {ctx.i64ArrayAttr("axes", axes), ctx.boolAttr("keepdims", true)});
-  };
   auto scalar = [&](double value) { return ctx.scalar(elem, value); };
 
-  Value x = ctx.input(0);
-  Value batchMean = mean(x);
-  Value centered = ctx.create<nn::SubOp>({x, batchMean});
-  Value batchVar = mean(ctx.create<nn::MulOp>({centered, centered}));
-  Value invStd = ctx.create<nn::ReciprocalOp>(ctx.create<nn::SqrtOp>(
-      ctx.create<nn::AddOp>({batchVar, scalar(epsilon)})));
-  Value normalized = ctx.create<nn::MulOp>({centered, invStd});
-  Value trained = ctx.create<nn::AddOp>(
-      {ctx.create<nn::MulOp>(
-           {normalized, ctx.reshape(ctx.input(1), perChannel)}),
-       ctx.reshape(ctx.input(2), perChannel)});
+  // One op, whose gradient is one op: written out after autodiff
+  // (ztc-expand-batch-norm).
+  Value trained = ctx.create<nn::BatchNormTrainingOp>(
+      {ctx.input(0), ctx.input(1), ctx.input(2)},
+      {ctx.f64Attr("epsilon", epsilon)});
   // Evaluation normalizes with the running statistics, as inference does.
   Value inferred = ctx.create<nn::BatchNormOp>(
-      {x, ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4)},
+      {ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4)},
       {ctx.f64Attr("epsilon", epsilon)});
   if (!trained || !inferred)
     return failure();
+  auto norm = trained.getDefiningOp<nn::BatchNormTrainingOp>();
   Value y = ctx.createWithTypes<nn::ModeSelectOp>(trained.getType(),
                                                   {trained, inferred});
 
-  Value savedMean = ctx.reshape(batchMean, {channels});
-  Value savedVar = ctx.reshape(batchVar, {channels});
+  Value savedMean = norm.getMean();
+  Value savedVar = norm.getVar();
   auto runningUpdate = [&](Value running, Value batch) {
     return ctx.create<nn::AddOp>(
         {ctx.create<nn::MulOp>({running, scalar(momentum)}),

@@ -316,6 +316,46 @@ func.func @batch_norm_params(%x: tensor<2x4xf32>, %c: tensor<4xf32>, %v: tensor<
 
 // -----
 
+// batch_norm_training input has a channel dimension.
+func.func @batch_norm_training_rank(%x: tensor<4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.batch_norm_training' op expects x of rank at least 2 ([N, C, ...]), got 'tensor<4xf32>'}}
+  %0:3 = nn.batch_norm_training %x, %c, %c {epsilon = 1.0e-5 : f64}
+           : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// batch_norm_training's scale and bias have one entry per channel.
+func.func @batch_norm_training_params(%x: tensor<2x4x3xf32>, %c: tensor<4xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'nn.batch_norm_training' op expects bias of shape [4], got 'tensor<3xf32>'}}
+  %0:3 = nn.batch_norm_training %x, %c, %b {epsilon = 1.0e-5 : f64}
+           : tensor<2x4x3xf32>, tensor<4xf32>, tensor<3xf32> -> tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// batch_norm_training_backward's statistics have one entry per channel.
+func.func @batch_norm_training_backward_stats(%x: tensor<2x4xf32>, %c: tensor<4xf32>, %v: tensor<2xf32>) {
+  // expected-error @+1 {{'nn.batch_norm_training_backward' op expects var of shape [4], got 'tensor<2xf32>'}}
+  %0:3 = nn.batch_norm_training_backward %x, %c, %c, %v, %x {epsilon = 1.0e-5 : f64}
+           : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// batch_norm_training_backward's grad_output has x's type.
+func.func @batch_norm_training_backward_grad(%x: tensor<2x4xf32>, %c: tensor<4xf32>, %g: tensor<2x4xf16>) {
+  // expected-error @+1 {{'nn.batch_norm_training_backward' op expects grad_output of type 'tensor<2x4xf32>' (the forward result), got 'tensor<2x4xf16>'}}
+  %0:3 = nn.batch_norm_training_backward %x, %c, %c, %c, %g {epsilon = 1.0e-5 : f64}
+           : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf16> -> tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
 // batch_norm statistics have x's element type.
 func.func @batch_norm_element_type(%x: tensor<2x4xf32>, %c: tensor<4xf16>) {
   // expected-error @+1 {{'nn.batch_norm' op expects scale element type 'f32', got 'tensor<4xf16>'}}

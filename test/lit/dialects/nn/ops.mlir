@@ -168,6 +168,17 @@ func.func @normalization(%x: tensor<2x4x8xf32>, %c: tensor<4xf32>,
   %5:3 = nn.layer_norm_backward %x, %s, %x {axis = 1 : i64, epsilon = 1.0e-6 : f64, rms}
          : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>
          -> tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  // batch_norm_training gives the result and the batch's mean and variance;
+  // its backward the gradients of x, the scale and the bias.
+  // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = nn.batch_norm_training %[[X]], %[[C]], %[[C]] {epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>
+  %6:3 = nn.batch_norm_training %x, %c, %c {epsilon = 1.0e-5 : f64}
+           : tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>
+           -> tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>
+  // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = nn.batch_norm_training_backward %[[X]], %[[C]], %[[C]], %[[C]], %[[X]] {epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>
+  %7:3 = nn.batch_norm_training_backward %x, %c, %c, %c, %x {epsilon = 1.0e-5 : f64}
+           : tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+             tensor<2x4x8xf32>
+           -> tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>
   return
 }
 

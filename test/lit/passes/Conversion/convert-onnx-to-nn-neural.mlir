@@ -252,38 +252,26 @@ func.func @batch_norm(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf
 
 // -----
 
-// Training-mode BatchNormalization normalizes with the batch's biased
-// statistics over every axis but the channels, and moves the running
-// statistics toward them: running * momentum + batch * (1 - momentum).
-// Running statistics that are initializers are returned as updates. The
-// evaluate entry normalizes with the running statistics (nn.mode_select's
-// second operand, an inference nn.batch_norm).
+// Training-mode BatchNormalization is one nn.batch_norm_training: the
+// batch's biased statistics over every axis but the channels (its mean
+// and var results), and the running statistics move toward them: running
+// * momentum + batch * (1 - momentum). Running statistics that are
+// initializers are returned as updates. The evaluate entry normalizes
+// with the running statistics (nn.mode_select's second operand, an
+// inference nn.batch_norm).
 // CHECK-LABEL: func.func @batch_norm_training
 // CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x4x8x8xf32>, %[[S:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>, %[[M:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<param "bn.running_mean">}, %[[V:[a-z0-9]+]]: tensor<4xf32> {train.binding = #train.binding<param "bn.running_var">})
 // CHECK-SAME: -> (tensor<2x4x8x8xf32>, tensor<4xf32> {train.update_of = "bn.running_mean"}, tensor<4xf32> {train.update_of = "bn.running_var"})
-// CHECK: %[[MEAN:.+]] = nn.reduce_mean %[[X]] {axes = array<i64: 0, 2, 3>, keepdims = true} : tensor<2x4x8x8xf32> -> tensor<1x4x1x1xf32>
-// CHECK: %[[C:.+]] = nn.sub %[[X]], %[[MEAN]]
-// CHECK: %[[SQ:.+]] = nn.mul %[[C]], %[[C]]
-// CHECK: %[[VAR:.+]] = nn.reduce_mean %[[SQ]] {axes = array<i64: 0, 2, 3>, keepdims = true}
-// CHECK: %[[SHIFT:.+]] = nn.add %[[VAR]], %{{.+}}
-// CHECK: %[[ROOT:.+]] = nn.sqrt %[[SHIFT]]
-// CHECK: %[[INV:.+]] = nn.reciprocal %[[ROOT]]
-// CHECK: %[[N:.+]] = nn.mul %[[C]], %[[INV]]
-// CHECK: %[[S4:.+]] = nn.reshape %[[S]] : tensor<4xf32> -> tensor<1x4x1x1xf32>
-// CHECK: %[[SN:.+]] = nn.mul %[[N]], %[[S4]]
-// CHECK: %[[B4:.+]] = nn.reshape %[[B]] : tensor<4xf32> -> tensor<1x4x1x1xf32>
-// CHECK: %[[TRAINED:.+]] = nn.add %[[SN]], %[[B4]]
+// CHECK: %[[TRAINED:.+]], %[[MEAN:.+]], %[[VAR:.+]] = nn.batch_norm_training %[[X]], %[[S]], %[[B]] {epsilon = 1.000000e-05 : f64} : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
 // CHECK: %[[INFERRED:.+]] = nn.batch_norm %[[X]], %[[S]], %[[B]], %[[M]], %[[V]] {epsilon = {{.+}}}
 // CHECK: %[[Y:.+]] = nn.mode_select %[[TRAINED]], %[[INFERRED]] : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
-// CHECK: %[[MEAN1:.+]] = nn.reshape %[[MEAN]] : tensor<1x4x1x1xf32> -> tensor<4xf32>
-// CHECK: %[[VAR1:.+]] = nn.reshape %[[VAR]] : tensor<1x4x1x1xf32> -> tensor<4xf32>
 // CHECK: %[[MOM:.+]] = arith.constant dense<8.000000e-01> : tensor<f32>
 // CHECK: %[[RM:.+]] = nn.mul %[[M]], %[[MOM]]
 // CHECK: %[[REST:.+]] = arith.constant dense<0.199999988> : tensor<f32>
-// CHECK: %[[BM:.+]] = nn.mul %[[MEAN1]], %[[REST]]
+// CHECK: %[[BM:.+]] = nn.mul %[[MEAN]], %[[REST]]
 // CHECK: %[[NM:.+]] = nn.add %[[RM]], %[[BM]]
 // CHECK: %[[RV:.+]] = nn.mul %[[V]], %{{.+}}
-// CHECK: %[[BV:.+]] = nn.mul %[[VAR1]], %{{.+}}
+// CHECK: %[[BV:.+]] = nn.mul %[[VAR]], %{{.+}}
 // CHECK: %[[NV:.+]] = nn.add %[[RV]], %[[BV]]
 // CHECK: return %[[Y]], %[[NM]], %[[NV]]
 func.func @batch_norm_training(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>,
@@ -299,8 +287,7 @@ func.func @batch_norm_training(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: t
 // returns the batch's mean and variance; statistics that are graph inputs
 // are plain outputs, not updates.
 // CHECK-LABEL: func.func @batch_norm_training_9
-// CHECK: %[[MEAN:.+]] = nn.reduce_mean %{{.+}} {axes = array<i64: 0>, keepdims = true} : tensor<6x3xf32> -> tensor<1x3xf32>
-// CHECK: %[[SAVED:.+]] = nn.reshape %[[MEAN]] : tensor<1x3xf32> -> tensor<3xf32>
+// CHECK: %{{.+}}, %[[SAVED:.+]], %{{.+}} = nn.batch_norm_training %{{.+}} : tensor<6x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<6x3xf32>, tensor<3xf32>, tensor<3xf32>
 // CHECK: return %{{.+}}, %{{.+}}, %[[SAVED]] : tensor<6x3xf32>, tensor<3xf32>, tensor<3xf32>
 // CHECK-NOT: train.update_of
 func.func @batch_norm_training_9(%x: tensor<6x3xf32>, %s: tensor<3xf32>, %m: tensor<3xf32>) -> (none, none, none) {

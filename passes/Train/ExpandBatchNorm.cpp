@@ -1,0 +1,112 @@
+//===- ExpandBatchNorm.cpp - the ztc-expand-batch-norm pass ---------------===//
+//
+// Writes training-mode batch norms and their gradients, whole ops through
+// autodiff and recomputation, as the reductions and elementwise ops that
+// the kernel passes fuse into few passes over the activations. See the
+// pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/NN/IR/GradientInterface.h"
+#include "passes/Passes.h"
+
+namespace mlir::ztc {
+#define GEN_PASS_DEF_EXPANDBATCHNORMPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::ztc
+
+using namespace mlir;
+using namespace mlir::ztc;
+
+namespace {
+
+/// How a batch norm of an `[N, C, ...]` tensor reduces and broadcasts: the
+/// axes it sums over (all but 1), the `[1, C, 1, ...]` shape of a channel
+/// vector, the `[C]` one, and M, the elements each channel has.
+struct Channels {
+  SmallVector<int64_t> axes, broadcast, vector;
+  double count;
+};
+
+Channels channelsOf(Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  Channels c;
+  int64_t channels = type.getDimSize(1);
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (dim != 1)
+      c.axes.push_back(dim);
+  c.broadcast.assign(type.getRank(), 1);
+  c.broadcast[1] = channels;
+  c.vector = {channels};
+  c.count = static_cast<double>(type.getNumElements()) /
+            std::max<int64_t>(channels, 1);
+  return c;
+}
+
+/// `1 / sqrt(var + epsilon)`, per channel.
+Value rstdOf(nn::VjpBuilder &v, Value var, double epsilon) {
+  return v.reciprocal(v.sqrt(v.add(var, v.scalar(var, epsilon))));
+}
+
+/// Step 1: the mean, the mean of the squared differences from it, and the
+/// normalized input scaled and shifted. The squares and the result each
+/// subtract the mean themselves, so neither reads a stored centered input.
+void expand(nn::BatchNormTrainingOp op) {
+  OpBuilder b(op);
+  nn::VjpBuilder v(b, op.getLoc());
+  Value x = op.getX();
+  Channels c = channelsOf(x);
+  Value mean = v.reduceMean(x, c.axes, /*keepdims=*/true);
+  Value centered = v.sub(x, mean);
+  Value var = v.reduceMean(v.mul(centered, centered), c.axes,
+                           /*keepdims=*/true);
+  Value rstd = rstdOf(v, var, op.getEpsilon().convertToDouble());
+  Value normalized = v.mul(v.sub(x, mean), rstd);
+  Value scaled = v.mul(normalized, v.reshape(op.getScale(), c.broadcast));
+  Value result = v.add(scaled, v.reshape(op.getBias(), c.broadcast));
+  Value meanVector = v.reshape(mean, c.vector);
+  Value varVector = v.reshape(var, c.vector);
+  op.replaceAllUsesWith(ValueRange{result, meanVector, varVector});
+  op.erase();
+}
+
+/// Step 2: the two sums over each channel, then the input's gradient
+/// elementwise from them; the scale's and bias's from the sums alone.
+void expand(nn::BatchNormTrainingBackwardOp op) {
+  OpBuilder b(op);
+  nn::VjpBuilder v(b, op.getLoc());
+  Value x = op.getX(), g = op.getGradOutput();
+  Channels c = channelsOf(x);
+  Value mean = v.reshape(op.getMean(), c.broadcast);
+  Value var = v.reshape(op.getVar(), c.broadcast);
+  Value rstd = rstdOf(v, var, op.getEpsilon().convertToDouble());
+  Value sum = v.reduceSum(g, c.axes, /*keepdims=*/true);
+  Value centered = v.sub(x, mean);
+  Value sumCentered =
+      v.reduceSum(v.mul(g, centered), c.axes, /*keepdims=*/true);
+  // dx = scale * rstd * (g - sum / M - (x - mean) * rstd^2 * sumCentered / M)
+  Value gain = v.mul(v.reshape(op.getScale(), c.broadcast), rstd);
+  Value shift = v.mul(sum, v.scalar(sum, 1.0 / c.count));
+  Value meanCentered = v.mul(sumCentered, v.scalar(sum, 1.0 / c.count));
+  Value slope = v.mul(v.mul(rstd, rstd), meanCentered);
+  Value deviation = v.mul(v.sub(x, mean), slope);
+  Value dx = v.mul(v.sub(v.sub(g, shift), deviation), gain);
+  Value gradScale = v.reshape(v.mul(sumCentered, rstd), c.vector);
+  Value gradBias = v.reshape(sum, c.vector);
+  op.replaceAllUsesWith(ValueRange{dx, gradScale, gradBias});
+  op.erase();
+}
+
+struct ExpandBatchNormPass
+    : public mlir::ztc::impl::ExpandBatchNormPassBase<ExpandBatchNormPass> {
+  void runOnOperation() override {
+    getOperation().walk([](Operation *op) {
+      if (auto norm = dyn_cast<nn::BatchNormTrainingOp>(op))
+        expand(norm);
+      else if (auto grad = dyn_cast<nn::BatchNormTrainingBackwardOp>(op))
+        expand(grad);
+    });
+  }
+};
+
+} // namespace
