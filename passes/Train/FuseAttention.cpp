@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 #include <optional>
@@ -408,12 +409,191 @@ void rotateBeforeSplit(OpBuilder &b, OpOperand &operand) {
   split.erase();
 }
 
+/// The reshapes, transposes and slices that make `operand` (a fused
+/// attention's q, k or v) from the tensor they cut, added to `ops`: where
+/// step 9 looks for head splits.
+void collectHeadSplit(Value operand, SmallVectorImpl<Operation *> &ops) {
+  Operation *op = operand.getDefiningOp();
+  while (isa_and_nonnull<nn::ReshapeOp, nn::TransposeOp, nn::SliceOp>(op)) {
+    if (!llvm::is_contained(ops, op))
+      ops.push_back(op);
+    op = op->getOperand(0).getDefiningOp();
+  }
+}
+
+/// Whether every user of `value` is an `OpTy`.
+template <typename OpTy> bool onlyReadBy(Value value) {
+  return llvm::all_of(value.getUsers(),
+                      [](Operation *user) { return isa<OpTy>(user); });
+}
+
+/// A slice of a transpose that only slices read, cutting one dimension
+/// that the transpose moved, is the transpose of the slice: the same
+/// elements, each transpose moving only its slice's (timm's
+/// `qkv.permute(2, 0, 3, 1, 4).unbind(0)` then transposes a third of the
+/// fused projection each, which ztc-fold-transposes folds into attention).
+/// Dimension d of the result is dimension perm[d] of x: it is cut there.
+/// A cut of a dimension the transpose kept in place (the halves of a
+/// rotary embedding's last dimension) stays where it is, for the patterns
+/// that read it there.
+struct SliceOfTranspose : OpRewritePattern<nn::SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(nn::SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto transpose = op.getX().getDefiningOp<nn::TransposeOp>();
+    if (!transpose || !onlyReadBy<nn::SliceOp>(transpose.getResult()))
+      return rewriter.notifyMatchFailure(op, "not a sliced transpose");
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    size_t rank = perm.size();
+    ArrayRef<int64_t> shape = op.getX().getType().getShape();
+    SmallVector<size_t> cut;
+    for (size_t d = 0; d < rank; ++d)
+      if (op.getStarts()[d] != 0 || op.getSizes()[d] != shape[d] ||
+          op.getSteps()[d] != 1)
+        cut.push_back(d);
+    if (cut.size() != 1 ||
+        perm[cut.front()] == static_cast<int64_t>(cut.front()))
+      return rewriter.notifyMatchFailure(op, "cuts no single moved dimension");
+    SmallVector<int64_t> starts(rank), sizes(rank), steps(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      starts[perm[d]] = op.getStarts()[d];
+      sizes[perm[d]] = op.getSizes()[d];
+      steps[perm[d]] = op.getSteps()[d];
+    }
+    Value slice = nn::SliceOp::create(rewriter, op.getLoc(), transpose.getX(),
+                                      rewriter.getDenseI64ArrayAttr(starts),
+                                      rewriter.getDenseI64ArrayAttr(sizes),
+                                      rewriter.getDenseI64ArrayAttr(steps));
+    rewriter.replaceOpWithNewOp<nn::TransposeOp>(op, slice,
+                                                 transpose.getPermAttr());
+    return success();
+  }
+};
+
+/// A slice of a reshape that splits one dimension (`[B, T, 3C]` as `[B, T,
+/// 3, H, D]`), cutting the first of the split's
+/// dimensions at unit steps and the rest whole, is the reshape of a slice
+/// of the unsplit dimension: `[B, T, 3C]` cut along its last one at whole
+/// heads, which ztc-fold-head-windows lets attention read in place. A
+/// reshape that also splits or merges other dimensions (GPT-2's `[B*T,
+/// 3C]` as `[B, T, 3C]`) keeps its slices, which that pass reads as they
+/// are.
+struct SliceOfReshape : OpRewritePattern<nn::SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(nn::SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto reshape = op.getX().getDefiningOp<nn::ReshapeOp>();
+    if (!reshape)
+      return rewriter.notifyMatchFailure(op, "not a sliced reshape");
+    ArrayRef<int64_t> from = reshape.getX().getType().getShape();
+    ArrayRef<int64_t> to = reshape.getType().getShape();
+    SmallVector<int64_t> starts, sizes;
+    size_t d = 0;
+    bool split = false;
+    for (auto [i, extent] : llvm::enumerate(from)) {
+      // Dimension i splits into to[first, d): at least one, until their
+      // product is its extent; trailing 1s join the last group.
+      size_t first = d;
+      int64_t product = 1;
+      do {
+        if (d == to.size())
+          return rewriter.notifyMatchFailure(op, "not a split");
+        product *= to[d++];
+      } while (product < extent);
+      if (i + 1 == from.size())
+        while (d < to.size() && to[d] == 1)
+          ++d;
+      if (product != extent)
+        return rewriter.notifyMatchFailure(op, "not a split");
+      // One dimension split, and that one cut.
+      bool cutHere = op.getStarts()[first] != 0 ||
+                     op.getSizes()[first] != to[first] ||
+                     op.getSteps()[first] != 1;
+      if (d - first > 1) {
+        if (split || !cutHere)
+          return rewriter.notifyMatchFailure(op, "not one cut split");
+        split = true;
+      } else if (cutHere) {
+        return rewriter.notifyMatchFailure(op, "cuts an unsplit dimension");
+      }
+      // The group's first dimension cut, at unit steps unless it keeps
+      // one index; the others whole.
+      int64_t inner = extent / std::max<int64_t>(to[first], 1);
+      if (op.getSteps()[first] != 1 && op.getSizes()[first] != 1)
+        return rewriter.notifyMatchFailure(op, "a strided split dimension");
+      for (size_t k = first + 1; k < d; ++k)
+        if (op.getStarts()[k] != 0 || op.getSizes()[k] != to[k] ||
+            op.getSteps()[k] != 1)
+          return rewriter.notifyMatchFailure(op, "cuts an inner dimension");
+      starts.push_back(op.getStarts()[first] * inner);
+      sizes.push_back(op.getSizes()[first] * inner);
+    }
+    if (d != to.size() || !split)
+      return rewriter.notifyMatchFailure(op, "not a split");
+    Value slice = nn::SliceOp::create(
+        rewriter, op.getLoc(), reshape.getX(),
+        rewriter.getDenseI64ArrayAttr(starts),
+        rewriter.getDenseI64ArrayAttr(sizes),
+        rewriter.getDenseI64ArrayAttr(SmallVector<int64_t>(from.size(), 1)));
+    rewriter.replaceOpWithNewOp<nn::ReshapeOp>(op, op.getType(), slice);
+    return success();
+  }
+};
+
+/// A reshape that drops the dimensions of 1 of a transpose, which reshapes
+/// alone read, where the transpose moves one of them, is the transpose of x
+/// without them: the dimensions other than 1 in the same order (a q cut
+/// from timm's `[3, B, H, T, D]` and squeezed is `[B, T, H, D]`
+/// transposed, as nanoGPT's, which ztc-fold-transposes folds into
+/// attention).
+struct ReshapeOfUnitTranspose : OpRewritePattern<nn::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(nn::ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto transpose = op.getX().getDefiningOp<nn::TransposeOp>();
+    if (!transpose || !onlyReadBy<nn::ReshapeOp>(transpose.getResult()))
+      return rewriter.notifyMatchFailure(op, "not a reshaped transpose");
+    RankedTensorType x = transpose.getX().getType();
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    // x's dimensions other than 1, renumbered in order.
+    SmallVector<int64_t> kept, renumbered(x.getRank(), -1);
+    for (int64_t dim = 0; dim < x.getRank(); ++dim)
+      if (x.getDimSize(dim) != 1) {
+        renumbered[dim] = kept.size();
+        kept.push_back(x.getDimSize(dim));
+      }
+    bool movesUnit = false;
+    for (auto [to, from] : llvm::enumerate(perm))
+      movesUnit |= renumbered[from] < 0 && static_cast<int64_t>(to) != from;
+    SmallVector<int64_t> smaller, result;
+    for (int64_t dim : perm)
+      if (renumbered[dim] >= 0) {
+        smaller.push_back(renumbered[dim]);
+        result.push_back(x.getDimSize(dim));
+      }
+    if (!movesUnit || op.getType().getShape() != ArrayRef<int64_t>(result))
+      return rewriter.notifyMatchFailure(
+          op, "no moved dimension of 1 that the reshape drops");
+    // A reshape of a reshape reshapes the first one's input: one view.
+    Value source = transpose.getX();
+    if (auto inner = source.getDefiningOp<nn::ReshapeOp>())
+      source = inner.getX();
+    Value squeezed = nn::ReshapeOp::create(
+        rewriter, op.getLoc(), RankedTensorType::get(kept, x.getElementType()),
+        source);
+    rewriter.replaceOpWithNewOp<nn::TransposeOp>(
+        op, squeezed, rewriter.getDenseI64ArrayAttr(smaller));
+    return success();
+  }
+};
+
 struct FuseAttentionPass
     : public ztc::impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     SmallVector<nn::MatMulOp> products;
     func.walk([&](nn::MatMulOp op) { products.push_back(op); });
+    SmallVector<Operation *> splits;
     OpBuilder b(func.getContext());
     for (nn::MatMulOp pv : products) {
       std::optional<Match> match = matchAttention(pv);
@@ -505,7 +685,17 @@ struct FuseAttentionPass
       // Step 8: rotary embeddings on q and k before their head splits.
       rotateBeforeSplit(b, fused->getOpOperand(0));
       rotateBeforeSplit(b, fused->getOpOperand(1));
+      for (Value operand : {fused.getQ(), fused.getK(), fused.getV()})
+        collectHeadSplit(operand, splits);
     }
+    // Step 9: heads cut from a fused projection's permuted reshape as
+    // slices of the projection, transposed.
+    RewritePatternSet patterns(func.getContext());
+    patterns.add<SliceOfTranspose, SliceOfReshape, ReshapeOfUnitTranspose>(
+        func.getContext());
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+    (void)applyOpPatternsGreedily(splits, std::move(patterns), config);
   }
 };
 

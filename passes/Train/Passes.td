@@ -74,6 +74,26 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
        its tables' dimensions 1 and 2 swapped (a reshape when one is 1):
        the split then meets attention, which ztc-fold-transposes lets read
        `%x`'s layout, and so does its gradient's split in the backward.
+    9. Last, the reshapes, transposes and slices that make each fused
+       op's q, k and v: timm's head split of a fused projection,
+       `nn.slice`s of `nn.transpose (nn.reshape %qkv to [B, T, 3, H, D])
+       {perm = [2, 0, 3, 1, 4]}` at index 0, 1 and 2, each squeezed by a
+       reshape, becomes for each a slice of `%qkv` ([B, T, 3C]) at whole
+       heads, seen as [B, T, H, D] by one reshape and transposed to [B,
+       H, T, D], as nanoGPT's split is: ztc-fold-transposes and
+       ztc-fold-head-windows then let the attention kernels read q, k
+       and v inside the projection and write their gradients into its
+       gradient, where the permuted tensor and its three slices were
+       copies forward and their gradients' concat and transpose copies
+       backward. Three rewrites make it: a slice of a transpose that only
+       slices read, cutting one dimension the transpose moved, is the
+       transpose of a slice; a slice of a reshape that splits one
+       dimension, cutting only the split's first dimension (unit steps),
+       is the reshape of a slice of that dimension; a reshape that drops
+       the dimensions of 1 of a transpose moving one of them, read by
+       reshapes alone, is the transpose without them. Only here, where
+       attention fuses: a CPU step of unfused attention reads the
+       transposes as copies either way, three smaller ones for one.
 
     Anything else stays as it is: probabilities another op reads (they
     would have to be materialized), a softmax over another axis, a scale

@@ -510,3 +510,65 @@ func.func @rotary_split_kept(%x: tensor<1x3x4x8xf32>, %k: tensor<1x4x3x8xf32>,
   %b = nn.matmul %p1, %v : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
   return %a, %b, %q1 : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>
 }
+
+// Step 9: timm's head split of a fused projection, `qkv.reshape(B, T, 3,
+// H, D).permute(2, 0, 3, 1, 4).unbind(0)`: each of q, k and v becomes a
+// slice of the [B, T, 3C] projection at whole heads, seen as [B, T, H, D]
+// by one reshape and transposed, as nanoGPT's split is (which
+// ztc-fold-head-windows lets attention read in place); the permuted
+// tensor and its slices go.
+// CHECK-LABEL: func.func @fused_projection_split
+// CHECK-SAME: (%[[QKV:[^:]+]]: tensor<2x5x192xf32>)
+// CHECK-DAG: %[[SQ:.+]] = nn.slice %[[QKV]] {sizes = array<i64: 2, 5, 64>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x5x192xf32> -> tensor<2x5x64xf32>
+// CHECK-DAG: %[[SK:.+]] = nn.slice %[[QKV]] {sizes = array<i64: 2, 5, 64>, starts = array<i64: 0, 0, 64>, steps = array<i64: 1, 1, 1>}
+// CHECK-DAG: %[[SV:.+]] = nn.slice %[[QKV]] {sizes = array<i64: 2, 5, 64>, starts = array<i64: 0, 0, 128>, steps = array<i64: 1, 1, 1>}
+// CHECK-DAG: %[[RQ:.+]] = nn.reshape %[[SQ]] : tensor<2x5x64xf32> -> tensor<2x5x2x32xf32>
+// CHECK-DAG: %[[Q:.+]] = nn.transpose %[[RQ]] {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x32xf32> -> tensor<2x2x5x32xf32>
+// CHECK-DAG: %[[RK:.+]] = nn.reshape %[[SK]] : tensor<2x5x64xf32> -> tensor<2x5x2x32xf32>
+// CHECK-DAG: %[[K:.+]] = nn.transpose %[[RK]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-DAG: %[[RV:.+]] = nn.reshape %[[SV]] : tensor<2x5x64xf32> -> tensor<2x5x2x32xf32>
+// CHECK-DAG: %[[V:.+]] = nn.transpose %[[RV]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: nn.attention %[[Q]], %[[K]], %[[V]]
+// CHECK-NOT: tensor<3x2x2x5x32xf32>
+// CHECK-NOT: tensor<2x5x3x2x32xf32>
+func.func @fused_projection_split(%qkv: tensor<2x5x192xf32>) -> tensor<2x2x5x32xf32> {
+  %scale = arith.constant dense<0.176776692> : tensor<f32>
+  %r = nn.reshape %qkv : tensor<2x5x192xf32> -> tensor<2x5x3x2x32xf32>
+  %t = nn.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x32xf32> -> tensor<3x2x2x5x32xf32>
+  %q1 = nn.slice %t {sizes = array<i64: 1, 2, 2, 5, 32>, starts = array<i64: 0, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x32xf32> -> tensor<1x2x2x5x32xf32>
+  %q = nn.reshape %q1 : tensor<1x2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  %k1 = nn.slice %t {sizes = array<i64: 1, 2, 2, 5, 32>, starts = array<i64: 1, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x32xf32> -> tensor<1x2x2x5x32xf32>
+  %k = nn.reshape %k1 : tensor<1x2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  %v1 = nn.slice %t {sizes = array<i64: 1, 2, 2, 5, 32>, starts = array<i64: 2, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x32xf32> -> tensor<1x2x2x5x32xf32>
+  %v = nn.reshape %v1 : tensor<1x2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x32xf32> -> tensor<2x2x32x5xf32>
+  %s = nn.matmul %q, %kt : tensor<2x2x5x32xf32>, tensor<2x2x32x5xf32> -> tensor<2x2x5x5xf32>
+  %sc = nn.mul %s, %scale : tensor<2x2x5x5xf32>, tensor<f32> -> tensor<2x2x5x5xf32>
+  %p = nn.softmax %sc {axis = 3 : i64} : tensor<2x2x5x5xf32> -> tensor<2x2x5x5xf32>
+  %o = nn.matmul %p, %v : tensor<2x2x5x5xf32>, tensor<2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  return %o : tensor<2x2x5x32xf32>
+}
+
+// Step 9 leaves the permuted tensor where something else reads it (the
+// transpose returned too): moving the slices would transpose twice.
+// CHECK-LABEL: func.func @fused_projection_split_kept
+// CHECK: %[[T:.+]] = nn.transpose %{{.+}} {perm = array<i64: 2, 0, 3, 1, 4>}
+// CHECK-COUNT-3: nn.slice %[[T]]
+// CHECK: nn.attention
+func.func @fused_projection_split_kept(%qkv: tensor<2x5x192xf32>) -> (tensor<2x2x5x32xf32>, tensor<3x2x2x5x32xf32>) {
+  %scale = arith.constant dense<0.176776692> : tensor<f32>
+  %r = nn.reshape %qkv : tensor<2x5x192xf32> -> tensor<2x5x3x2x32xf32>
+  %t = nn.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x32xf32> -> tensor<3x2x2x5x32xf32>
+  %q1 = nn.slice %t {sizes = array<i64: 1, 2, 2, 5, 32>, starts = array<i64: 0, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x32xf32> -> tensor<1x2x2x5x32xf32>
+  %q = nn.reshape %q1 : tensor<1x2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  %k1 = nn.slice %t {sizes = array<i64: 1, 2, 2, 5, 32>, starts = array<i64: 1, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x32xf32> -> tensor<1x2x2x5x32xf32>
+  %k = nn.reshape %k1 : tensor<1x2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  %v1 = nn.slice %t {sizes = array<i64: 1, 2, 2, 5, 32>, starts = array<i64: 2, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x32xf32> -> tensor<1x2x2x5x32xf32>
+  %v = nn.reshape %v1 : tensor<1x2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x32xf32> -> tensor<2x2x32x5xf32>
+  %s = nn.matmul %q, %kt : tensor<2x2x5x32xf32>, tensor<2x2x32x5xf32> -> tensor<2x2x5x5xf32>
+  %sc = nn.mul %s, %scale : tensor<2x2x5x5xf32>, tensor<f32> -> tensor<2x2x5x5xf32>
+  %p = nn.softmax %sc {axis = 3 : i64} : tensor<2x2x5x5xf32> -> tensor<2x2x5x5xf32>
+  %o = nn.matmul %p, %v : tensor<2x2x5x5xf32>, tensor<2x2x5x32xf32> -> tensor<2x2x5x32xf32>
+  return %o, %t : tensor<2x2x5x32xf32>, tensor<3x2x2x5x32xf32>
+}
