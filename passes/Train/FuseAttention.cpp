@@ -471,13 +471,12 @@ struct SliceOfTranspose : OpRewritePattern<nn::SliceOp> {
 };
 
 /// A slice of a reshape that splits one dimension (`[B, T, 3C]` as `[B, T,
-/// 3, H, D]`), cutting the first of the split's
-/// dimensions at unit steps and the rest whole, is the reshape of a slice
-/// of the unsplit dimension: `[B, T, 3C]` cut along its last one at whole
-/// heads, which ztc-fold-head-windows lets attention read in place. A
-/// reshape that also splits or merges other dimensions (GPT-2's `[B*T,
-/// 3C]` as `[B, T, 3C]`) keeps its slices, which that pass reads as they
-/// are.
+/// 3, H, D]`), cutting the first of the split's dimensions at unit steps
+/// and the rest whole, is the reshape of a slice of the unsplit dimension:
+/// `[B, T, 3C]` cut along its last one at whole heads, which
+/// ztc-fold-head-windows lets attention read in place. A reshape that also
+/// splits or merges other dimensions (GPT-2's `[B*T, 3C]` as `[B, T, 3C]`)
+/// keeps its slices, which that pass reads as they are.
 struct SliceOfReshape : OpRewritePattern<nn::SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(nn::SliceOp op,
