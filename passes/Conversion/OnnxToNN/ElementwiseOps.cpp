@@ -159,6 +159,18 @@ LogicalResult convertHardSwish(NodeContext &ctx,
   return produce(results, ctx.create<nn::HardSwishOp>(ctx.input(0)));
 }
 
+/// Mish is x * tanh(softplus(x)), ONNX's definition and PyTorch's `mish`
+/// (YOLOv4's and v5's activation); its gradient is the three ops', PyTorch's
+/// `mish_backward` written out.
+LogicalResult convertMish(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Value x = ctx.input(0);
+  Value softplus = ctx.create<nn::SoftplusOp>(x);
+  Value tanh = softplus ? ctx.create<nn::TanhOp>(softplus) : Value();
+  return produce(results, tanh ? ctx.create<nn::MulOp>({x, tanh}) : Value());
+}
+
 /// Clip is min(max(x, lo), hi); bounds are inputs from opset 11 and
 /// attributes before.
 LogicalResult convertClip(NodeContext &ctx, SmallVectorImpl<Value> &results) {
@@ -347,6 +359,7 @@ void onnx_to_nn::addElementwiseConverters(ConverterRegistry &registry) {
   registry.addSince("HardSwish", 14, convertHardSwish);
   registry.addSince("Abs", 6, convertUnary<nn::AbsOp>);
   registry.addSince("Softplus", 1, convertUnary<nn::SoftplusOp>);
+  registry.addSince("Mish", 18, convertMish);
   registry.addSince("LeakyRelu", 6, convertLeakyRelu);
   registry.addSince("Gelu", 20, convertGelu);
   registry.addSince("Clip", 6, convertClip);

@@ -520,3 +520,20 @@ func.func @hard_swish(%x: tensor<4xf32>) -> (none, none, none) {
   %2 = onnx.node "HardSigmoid"(%x) {opset = 6 : i64} : (tensor<4xf32>) -> none
   return %0, %1, %2 : none, none, none
 }
+
+// -----
+
+// Mish is x * tanh(softplus(x)), at opset 18 and 22 alike.
+// CHECK-LABEL: func.func @mish
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>, %[[H:.+]]: tensor<4xbf16>)
+// CHECK-NEXT: %[[S:.+]] = nn.softplus %[[X]] : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[T:.+]] = nn.tanh %[[S]] : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: nn.mul %[[X]], %[[T]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[SH:.+]] = nn.softplus %[[H]] : tensor<4xbf16> -> tensor<4xbf16>
+// CHECK-NEXT: %[[TH:.+]] = nn.tanh %[[SH]] : tensor<4xbf16> -> tensor<4xbf16>
+// CHECK-NEXT: nn.mul %[[H]], %[[TH]] : tensor<4xbf16>, tensor<4xbf16> -> tensor<4xbf16>
+func.func @mish(%x: tensor<4xf32>, %h: tensor<4xbf16>) -> (none, none) {
+  %0 = onnx.node "Mish"(%x) {opset = 18 : i64} : (tensor<4xf32>) -> none
+  %1 = onnx.node "Mish"(%h) {opset = 22 : i64} : (tensor<4xbf16>) -> none
+  return %0, %1 : none, none
+}
