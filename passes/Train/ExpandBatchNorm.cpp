@@ -86,9 +86,11 @@ void expand(nn::BatchNormTrainingBackwardOp op) {
       v.reduceSum(v.mul(g, centered), c.axes, /*keepdims=*/true);
   // dx = scale * rstd * (g - sum / M - (x - mean) * rstd^2 * sumCentered / M)
   Value gain = v.mul(v.reshape(op.getScale(), c.broadcast), rstd);
-  Value shift = v.mul(sum, v.scalar(sum, 1.0 / c.count));
-  Value meanCentered = v.mul(sumCentered, v.scalar(sum, 1.0 / c.count));
-  Value slope = v.mul(v.mul(rstd, rstd), meanCentered);
+  Value perElement = v.scalar(sum, 1.0 / c.count);
+  Value shift = v.mul(sum, perElement);
+  Value slope = v.mul(v.mul(rstd, rstd), v.mul(sumCentered, perElement));
+  // The loop subtracts the mean itself, as the sum above does, so neither
+  // reads a stored centered input.
   Value deviation = v.mul(v.sub(x, mean), slope);
   Value dx = v.mul(v.sub(v.sub(g, shift), deviation), gain);
   Value gradScale = v.reshape(v.mul(sumCentered, rstd), c.vector);
