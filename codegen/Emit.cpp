@@ -501,42 +501,36 @@ LogicalResult Emitter::emitReduce(kernel::ReduceOp op) {
     return failure();
   if (!error.empty())
     return op.emitOpError(error);
-  std::string value = scalars.lookup(op.getYielded());
-  Type outElem = cast<MemRefType>(op.getOutput().getType()).getElementType();
-  // Sums accumulate in f32, f64 ones in f64; a mean divides at the end.
-  std::string acc = outElem.isF64() ? "double" : "float";
-  std::string total = op.getKind() == kernel::ReduceKind::mean
-                          ? "(sum / static_cast<" + acc + ">(" +
-                                std::to_string(op.getCount()) + "))"
-                          : "sum";
-  std::string stored =
-      isHalf(outElem)
-          ? storageType(outElem) + "(" + total + ")"
-          : "static_cast<" + storageType(outElem) + ">(" + total + ")";
-  SmallVector<std::string> params, args;
-  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
-    auto type = cast<MemRefType>(input.getType());
-    params.push_back("const " + storageType(type.getElementType()) +
-                     printer.pointer(false) + "in" + std::to_string(i));
-    args.push_back(name(input));
-  }
-  params.push_back(storageType(outElem) + printer.pointer(false) + "out");
-  args.push_back(name(op.getOutput()));
-  std::string indented;
-  for (StringRef line : llvm::split(StringRef(body).rtrim('\n'), '\n'))
-    indented += "    " + line.str() + "\n";
-
+  Type outElem =
+      cast<MemRefType>(op.getOutputs().front().getType()).getElementType();
   ReduceLoop loop;
-  loop.params.assign(params.begin(), params.end());
-  loop.args.assign(args.begin(), args.end());
-  loop.body = indented;
-  loop.value = value;
-  loop.acc = acc;
-  loop.stored = stored;
+  for (Value yielded : op.getYielded())
+    loop.values.push_back(scalars.lookup(yielded));
+  for (Value input : op.getInputs()) {
+    loop.inputTypes.push_back(
+        storageType(cast<MemRefType>(input.getType()).getElementType()));
+    loop.args.push_back(name(input));
+  }
+  for (Value output : op.getOutputs())
+    loop.args.push_back(name(output));
+  for (StringRef line : llvm::split(StringRef(body).rtrim('\n'), '\n'))
+    loop.body += "    " + line.str() + "\n";
+  // Sums accumulate in f32, f64 ones in f64; a mean divides at the end.
+  loop.acc = outElem.isF64() ? "double" : "float";
+  loop.outputType = storageType(outElem);
   loop.half = isHalf(outElem);
+  loop.mean = op.getKind() == kernel::ReduceKind::mean;
   loop.outer = outer;
   loop.kept = kept;
   loop.inner = inner;
+  if (printer.info.plannedScratch) {
+    loop.scratch = "ztc::Scratch{}";
+    if (Value scratch = op.getScratch())
+      loop.scratch =
+          "ztc::Scratch{" + name(scratch) + ", " +
+          std::to_string(cast<MemRefType>(scratch.getType()).getNumElements()) +
+          "}";
+  }
   printer.printReduce(entryOut, loop);
   return success();
 }

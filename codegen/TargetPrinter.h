@@ -60,14 +60,27 @@ struct ElementwiseLoop {
 };
 
 /// A kernel.reduce, ready to print: over group indices o (outer), k (kept),
-/// i (inner), `body` (indented by four) computes the scalars and `value` is
-/// the term; `acc` is the accumulator's type, `stored` the output element
-/// from the sum `sum`, `half` whether the output is f16 or bf16.
+/// i (inner), `body` (indented by four) computes the scalars from inputs
+/// in0, in1, ... (of `inputTypes`, read through `args`' first
+/// inputTypes.size() pointers) and `values` are the terms, one per output
+/// out0, out1, ... (the rest of `args`), whose elements are `outputType`
+/// (f16 or bf16 when `half`). The terms accumulate in `acc`; `mean`
+/// divides each sum by `count` (outer * inner) before it is stored.
+/// `scratch`, on targets with planned scratch, is the ztc::Scratch
+/// argument of the op's scratch (or an empty one).
 struct ReduceLoop {
-  std::vector<std::string> params, args;
-  std::string body, value, acc, stored;
-  bool half = false;
+  std::vector<std::string> inputTypes, args, values;
+  std::string body, acc, outputType, scratch;
+  bool half = false, mean = false;
   int64_t outer = 1, kept = 1, inner = 1;
+  /// The output element from the sum held in `sum`.
+  std::string stored(const std::string &sum) const {
+    std::string total = mean ? "(" + sum + " / static_cast<" + acc + ">(" +
+                                   std::to_string(outer * inner) + "))"
+                             : sum;
+    return half ? outputType + "(" + total + ")"
+                : "static_cast<" + outputType + ">(" + total + ")";
+  }
 };
 
 /// One target's spellings.

@@ -92,46 +92,78 @@ public:
     // rows read in memory order, the outputs side by side: up to
     // kReduceBlock outputs, the rows in reduceChunks chunks (a chunk per
     // thread) whose sums are added in order, else blocks of outputs over
-    // every row (a block per thread). Threads change no result.
+    // every row (a block per thread). Threads change no result. Each of
+    // several outputs has its own sums (suffix j), added beside the others.
     std::string text;
     llvm::raw_string_ostream l(text);
     const int64_t outer = loop.outer, kept = loop.kept, inner = loop.inner;
-    const std::string &acc = loop.acc, &indented = loop.body,
-                      &value = loop.value;
+    const std::string &acc = loop.acc, &indented = loop.body;
+    const size_t outputs = loop.values.size();
     int64_t work = outer * kept * inner;
     std::string parallel =
         work >= 32768 ? "#pragma omp parallel for\n" : std::string();
-    std::string store = loop.half ? "out[k].bits = " + loop.stored + ".bits;"
-                                  : "out[k] = " + loop.stored + ";";
+    // Statement `pattern` once per output, "#" replaced by its number.
+    auto each = [&](StringRef pattern) {
+      std::string lines;
+      for (size_t j = 0; j < outputs; ++j) {
+        std::string number = std::to_string(j), line;
+        for (char c : pattern)
+          line += c == '#' ? number : std::string(1, c);
+        lines += line;
+      }
+      return lines;
+    };
+    // Each output's term added to its sum `target`#`index`.
+    auto adds = [&](StringRef target, StringRef index) {
+      std::string lines;
+      for (size_t j = 0; j < outputs; ++j)
+        lines += "        " + target.str() + std::to_string(j) + index.str() +
+                 " += " + loop.values[j] + ";\n";
+      return lines;
+    };
+    auto stores = [&](StringRef indent, StringRef sum) {
+      std::string lines;
+      for (size_t j = 0; j < outputs; ++j) {
+        std::string out = "out" + std::to_string(j);
+        std::string value = loop.stored(sum.str() + std::to_string(j));
+        lines +=
+            indent.str() + (loop.half ? out + "[k].bits = " + value + ".bits;\n"
+                                      : out + "[k] = " + value + ";\n");
+      }
+      return lines;
+    };
     if (inner > 1) {
+      std::string runs;
+      for (size_t j = 0; j < outputs; ++j)
+        runs += (j ? ", run" : "run") + std::to_string(j);
       l << parallel << "  for (int64_t k = 0; k < " << kept << "; ++k) {\n"
-        << "    " << acc << " sum = 0;\n"
-        << "    for (int64_t o = 0; o < " << outer << "; ++o) {\n"
-        << "      " << acc << " run = 0;\n"
-        << "#pragma omp simd reduction(+ : run)\n"
+        << each("    " + acc + " sum# = 0;\n") << "    for (int64_t o = 0; o < "
+        << outer << "; ++o) {\n"
+        << each("      " + acc + " run# = 0;\n")
+        << "#pragma omp simd reduction(+ : " << runs << ")\n"
         << "      for (int64_t i = 0; i < " << inner << "; ++i) {\n"
-        << indented << "        run += " << value << ";\n"
-        << "      }\n      sum += run;\n    }\n"
-        << "    " << store << "\n  }\n";
+        << indented << adds("run", "") << "      }\n"
+        << each("      sum# += run#;\n") << "    }\n"
+        << stores("    ", "sum") << "  }\n";
     } else if (kept <= 256) {
       l << "  constexpr int64_t chunks = ztc::cpu::detail::reduceChunks("
         << outer << ");\n"
-        << "  " << acc << " partial[chunks][" << kept << "];\n"
+        << each("  " + acc + " partial#[chunks][" + std::to_string(kept) +
+                "];\n")
         << parallel << "  for (int64_t c = 0; c < chunks; ++c) {\n"
-        << "    " << acc << " *sums = partial[c];\n"
-        << "    for (int64_t k = 0; k < " << kept << "; ++k)\n"
-        << "      sums[k] = 0;\n"
+        << each("    " + acc + " *sums# = partial#[c];\n")
+        << "    for (int64_t k = 0; k < " << kept << "; ++k) {\n"
+        << each("      sums#[k] = 0;\n") << "    }\n"
         << "    for (int64_t o = " << outer << " * c / chunks; o < " << outer
         << " * (c + 1) / chunks; ++o) {\n"
         << "#pragma omp simd\n"
         << "      for (int64_t k = 0; k < " << kept << "; ++k) {\n"
-        << indented << "        sums[k] += " << value << ";\n"
-        << "      }\n    }\n  }\n"
+        << indented << adds("sums", "[k]") << "      }\n    }\n  }\n"
         << "  for (int64_t k = 0; k < " << kept << "; ++k) {\n"
-        << "    " << acc << " sum = partial[0][k];\n"
-        << "    for (int64_t c = 1; c < chunks; ++c)\n"
-        << "      sum += partial[c][k];\n"
-        << "    " << store << "\n  }\n";
+        << each("    " + acc + " sum# = partial#[0][k];\n")
+        << "    for (int64_t c = 1; c < chunks; ++c) {\n"
+        << each("      sum# += partial#[c][k];\n") << "    }\n"
+        << stores("    ", "sum") << "  }\n";
     } else {
       l << "  const int64_t width = ztc::cpu::detail::reduceBlockWidth(" << kept
         << ", " << (work >= 32768 ? "true" : "false") << ");\n"
@@ -139,19 +171,25 @@ public:
         << "; first += width) {\n"
         << "    const int64_t n = std::min<int64_t>(width, " << kept
         << " - first);\n"
-        << "    " << acc << " sums[ztc::cpu::detail::kReduceBlock] = {};\n"
+        << each("    " + acc + " sums#[ztc::cpu::detail::kReduceBlock] = {};\n")
         << "    for (int64_t o = 0; o < " << outer << "; ++o) {\n"
         << "#pragma omp simd\n"
         << "      for (int64_t j = 0; j < n; ++j) {\n"
         << "        const int64_t k = first + j;\n"
-        << indented << "        sums[j] += " << value << ";\n"
-        << "      }\n    }\n"
+        << indented << adds("sums", "[j]") << "      }\n    }\n"
         << "    for (int64_t j = 0; j < n; ++j) {\n"
         << "      const int64_t k = first + j;\n"
-        << "      const " << acc << " sum = sums[j];\n"
-        << "      " << store << "\n    }\n  }\n";
+        << each("      const " + acc + " sum# = sums#[j];\n")
+        << stores("      ", "sum") << "    }\n  }\n";
     }
-    callFunction(entry, "ztc_reduce", loop.params, loop.args, text);
+    std::vector<std::string> params;
+    for (auto [i, type] : llvm::enumerate(loop.inputTypes))
+      params.push_back("const " + type + pointer(false) + "in" +
+                       std::to_string(i));
+    for (size_t j = 0; j < outputs; ++j)
+      params.push_back(loop.outputType + pointer(false) + "out" +
+                       std::to_string(j));
+    callFunction(entry, "ztc_reduce", params, loop.args, text);
   }
 
   void printStreamSwitch(llvm::raw_ostream &os, int64_t stream) const override {

@@ -99,39 +99,43 @@ public:
   }
 
   void printReduce(EntryText &entry, const ReduceLoop &loop) override {
-    // CUDA: a block per output (grid-stride over the outputs); its threads
-    // take the terms in turn, then add their sums in a fixed tree, so the
-    // result does not depend on scheduling.
-    const int64_t outer = loop.outer, kept = loop.kept, inner = loop.inner;
-    const std::string &acc = loop.acc, &indented = loop.body,
-                      &value = loop.value, &stored = loop.stored;
+    // CUDA: the library's reduceGroups (runtime/kernels/cuda/Reduce.cuh)
+    // over a function object giving term r = o * inner + i of output k of
+    // each output, so the split over threads and blocks, and the order the
+    // terms add in, are the library's; the partial sums go to the op's
+    // planned scratch.
+    const size_t outputs = loop.values.size();
     std::string kernelName = entry.newKernelName();
+    std::string sums =
+        "ztc::cuda::Sums<" + loop.acc + ", " + std::to_string(outputs) + ">";
     llvm::raw_string_ostream k(entry.kernels);
-    k << "__global__ void " << kernelName << "("
-      << llvm::join(loop.params, ", ") << ") {\n"
-      << "  __shared__ " << acc << " partial[256];\n"
-      << "  for (int64_t k = blockIdx.x; k < " << kept
-      << "; k += gridDim.x) {\n"
-      << "    " << acc << " sum = 0;\n"
-      << "    for (int64_t r = threadIdx.x; r < " << outer * inner
-      << "; r += blockDim.x) {\n"
-      << "      const int64_t o = r / " << inner << ", i = r % " << inner
-      << ";\n"
-      << "      (void)o; (void)i;\n"
-      << indented << "      sum += " << value << ";\n    }\n"
-      << "    partial[threadIdx.x] = sum;\n    __syncthreads();\n"
-      << "    for (int half = blockDim.x / 2; half > 0; half /= 2) {\n"
-      << "      if (threadIdx.x < half)\n"
-      << "        partial[threadIdx.x] += partial[threadIdx.x + half];\n"
-      << "      __syncthreads();\n    }\n"
-      << "    if (threadIdx.x == 0) {\n"
-      << "      sum = partial[0];\n"
-      << "      out[k] = " << stored << ";\n    }\n"
-      << "    __syncthreads();\n  }\n}\n\n";
-    int64_t blocks = std::min<int64_t>(kept, 65535);
-    entry.body << "  " << kernelName << "<<<" << blocks
-               << ", 256, 0, stream>>>(" << llvm::join(loop.args, ", ")
-               << ");\n";
+    k << "struct " << kernelName << " {\n";
+    for (auto [i, type] : llvm::enumerate(loop.inputTypes))
+      k << "  const " << type << " *in" << i << ";\n";
+    k << "  __host__ __device__ " << sums
+      << " operator()(int64_t r, int64_t k) const {\n";
+    if (loop.inner == 1)
+      k << "    const int64_t o = r, i = 0;\n";
+    else
+      k << "    const int64_t o = r / " << loop.inner << ", i = r % "
+        << loop.inner << ";\n";
+    // The body is indented for the CPU's loops, four deeper than here.
+    std::string body;
+    for (StringRef line : llvm::split(StringRef(loop.body).rtrim('\n'), '\n'))
+      body += line.drop_front(std::min<size_t>(4, line.size())).str() + "\n";
+    k << "    (void)o; (void)i; (void)k;\n"
+      << body << "    return " << sums << "{{" << llvm::join(loop.values, ", ")
+      << "}};\n  }\n};\n\n";
+    size_t inputs = loop.inputTypes.size();
+    ArrayRef<std::string> args(loop.args);
+    entry.body << "  ztc::cuda::reduceGroups<ztc::cuda::ReduceKind::"
+               << (loop.mean ? "Mean" : "Sum") << ">(" << kernelName << "{"
+               << llvm::join(args.take_front(inputs), ", ")
+               << "}, ztc::cuda::detail::groupReducePlan(" << loop.outer << ", "
+               << loop.kept << ", " << loop.inner
+               << "), ztc::cuda::GroupOutputs<" << loop.outputType << ", "
+               << outputs << ">{{" << llvm::join(args.drop_front(inputs), ", ")
+               << "}}, " << loop.scratch << ", stream);\n";
   }
 
   void printStreamSwitch(llvm::raw_ostream &os, int64_t stream) const override {

@@ -1,9 +1,9 @@
 //===- Fuse.cpp - the ztc-fuse pass ---------------------------------------===//
 //
 // Merges producer-consumer chains of kernel.elementwise into single loops,
-// removing the intermediate buffers, and a sum or mean of an elementwise
-// kernel's values into one kernel.reduce. See the pass description in
-// Passes.td.
+// removing the intermediate buffers, a sum or mean of an elementwise
+// kernel's values into one kernel.reduce, and reductions over the same
+// loops into one. See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,13 +25,14 @@ using namespace mlir::ztc;
 
 namespace {
 
-/// Whether `producer` can run where `consumer` is (fused into it): no op
-/// between them reads what it writes or writes what it reads or writes.
-bool canMoveTo(kernel::ElementwiseOp producer, Operation *consumer) {
+/// Whether `producer` (a kernel) can run where `consumer` is (fused into
+/// it): no op between them reads what it writes or writes what it reads or
+/// writes.
+bool canMoveTo(Operation *producer, Operation *consumer) {
   DenseSet<Value> touched, written;
   for (Value operand : producer->getOperands())
     touched.insert(kernel::rootBuffer(operand));
-  for (Value output : producer.getOutputs())
+  for (Value output : kernel::writtenBuffers(producer))
     written.insert(kernel::rootBuffer(output));
   for (Operation *op = producer->getNextNode(); op && op != consumer;
        op = op->getNextNode()) {
@@ -122,11 +123,12 @@ kernel::ElementwiseOp fusibleProducer(Value buffer,
   return producer;
 }
 
-/// Whether every buffer `producer` reads is live at `consumer` anyway
-/// (read there or later, or not planned: an argument, a constant), so that
-/// moving the producer there keeps no buffer longer than the plan did.
-bool inputsLiveAt(kernel::ElementwiseOp producer, Operation *consumer) {
-  return llvm::all_of(producer.getInputs(), [&](Value input) {
+/// Whether every buffer of `inputs` (what a producer reads) is live at
+/// `consumer` anyway (read there or later, or not planned: an argument, a
+/// constant), so that moving the producer there keeps no buffer longer than
+/// the plan did.
+bool inputsLiveAt(ValueRange inputs, Operation *consumer) {
+  return llvm::all_of(inputs, [&](Value input) {
     auto alloc = kernel::rootBuffer(input).getDefiningOp<kernel::AllocOp>();
     if (!alloc)
       return true;
@@ -177,7 +179,8 @@ kernel::ElementwiseOp fusibleSharedProducer(Value buffer,
       producer->getBlock() != consumer->getBlock() ||
       !producer->isBeforeInBlock(consumer) ||
       !readsOutputsWhole(producer, consumer) ||
-      !canMoveTo(producer, consumer) || !inputsLiveAt(producer, consumer))
+      !canMoveTo(producer, consumer) ||
+      !inputsLiveAt(producer.getInputs(), consumer))
     return nullptr;
   return producer;
 }
@@ -437,6 +440,172 @@ void fuseElementwise(func::FuncOp func, bool shared,
   }
 }
 
+/// A reduction sibling merging takes: a kernel.reduce, or a float
+/// reduce_sum or reduce_mean call the emitter has loops for (a
+/// kernel.reduce of its input as it is).
+struct Reduction {
+  Operation *op = nullptr;
+  kernel::ReduceKind kind;
+  SmallVector<int64_t> space, axes;
+  Type element;
+  /// What it reads (a call: its input, whose elements it sums).
+  SmallVector<Value> inputs;
+
+  bool sameLoops(const Reduction &other) const {
+    return kind == other.kind && space == other.space && axes == other.axes &&
+           element == other.element;
+  }
+};
+
+std::optional<Reduction> asReduction(Operation *op) {
+  if (auto reduce = dyn_cast<kernel::ReduceOp>(op)) {
+    if (reduce.getScratch() ||
+        !kernel::reductionGroups(reduce.getSpace(), reduce.getAxes()))
+      return std::nullopt;
+    return Reduction{op,
+                     reduce.getKind(),
+                     llvm::to_vector(reduce.getSpace()),
+                     llvm::to_vector(reduce.getAxes()),
+                     cast<MemRefType>(reduce.getOutputs().front().getType())
+                         .getElementType(),
+                     llvm::to_vector(reduce.getInputs())};
+  }
+  auto call = dyn_cast<kernel::CallOp>(op);
+  if (!call || call.getScratch() ||
+      (!kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum) &&
+       !kernel::isCallOf(call, kernel::LibraryKernelId::reduce_mean)))
+    return std::nullopt;
+  auto type = cast<MemRefType>(call.getInputs().front().getType());
+  SmallVector<int64_t> axes = reducedAxes(call);
+  if (!isa<FloatType>(type.getElementType()) || axes.empty() ||
+      !kernel::reductionGroups(type.getShape(), axes))
+    return std::nullopt;
+  return Reduction{op,
+                   kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum)
+                       ? kernel::ReduceKind::sum
+                       : kernel::ReduceKind::mean,
+                   llvm::to_vector(type.getShape()),
+                   axes,
+                   type.getElementType(),
+                   {call.getInputs().front()}};
+}
+
+/// Whether `later` can take in `earlier`, a reduction over the same loops
+/// before it in its block, and gains by it: they read a buffer in common;
+/// `earlier` can run where `later` is; `later` neither reads what `earlier`
+/// writes nor writes what it reads; and what `earlier` reads is live at
+/// `later` anyway.
+bool canMerge(const Reduction &earlier, const Reduction &later) {
+  DenseSet<Value> earlierWrites;
+  for (Value output : kernel::writtenBuffers(earlier.op))
+    earlierWrites.insert(kernel::rootBuffer(output));
+  DenseSet<Value> earlierReads;
+  for (Value input : earlier.inputs)
+    earlierReads.insert(kernel::rootBuffer(input));
+  if (llvm::none_of(later.inputs, [&](Value input) {
+        return earlierReads.contains(kernel::rootBuffer(input));
+      }))
+    return false;
+  for (Value operand : later.op->getOperands())
+    if (earlierWrites.contains(kernel::rootBuffer(operand)))
+      return false;
+  for (Value output : kernel::writtenBuffers(later.op))
+    if (earlierReads.contains(kernel::rootBuffer(output)))
+      return false;
+  return canMoveTo(earlier.op, later.op) &&
+         inputsLiveAt(earlier.inputs, later.op);
+}
+
+/// Replaces `earlier` and `later` by one kernel.reduce where `later` is,
+/// reading both's inputs once and summing both's values into both's
+/// outputs; returns it.
+kernel::ReduceOp mergeReductions(const Reduction &earlier,
+                                 const Reduction &later,
+                                 FusedLocations &locations) {
+  SmallVector<Value> inputs;
+  for (const SmallVector<Value> *part : {&earlier.inputs, &later.inputs})
+    for (Value input : *part)
+      if (!llvm::is_contained(inputs, input))
+        inputs.push_back(input);
+  SmallVector<Value> outputs;
+  for (Operation *op : {earlier.op, later.op})
+    for (Value output : kernel::writtenBuffers(op))
+      outputs.push_back(output);
+  OpBuilder b(later.op);
+  auto merged =
+      kernel::ReduceOp::create(b, later.op->getLoc(), later.kind, inputs,
+                               outputs, later.axes, later.space);
+  Block *body = b.createBlock(&merged.getBody());
+  for (Value input : inputs)
+    body->addArgument(cast<MemRefType>(input.getType()).getElementType(),
+                      input.getLoc());
+  SmallVector<Value> yielded;
+  for (const Reduction *part : {&earlier, &later}) {
+    IRMapping mapping;
+    auto argOf = [&](Value input) {
+      return body->getArgument(llvm::find(inputs, input) - inputs.begin());
+    };
+    auto reduce = dyn_cast<kernel::ReduceOp>(part->op);
+    if (!reduce) {
+      // A call sums its input as it is.
+      yielded.push_back(argOf(part->inputs.front()));
+      continue;
+    }
+    Block &old = reduce.getBody().front();
+    for (auto [input, arg] : llvm::zip(part->inputs, old.getArguments()))
+      mapping.map(arg, argOf(input));
+    for (Operation &op : old.without_terminator())
+      b.clone(op, mapping);
+    for (Value value : reduce.getYielded())
+      yielded.push_back(mapping.lookupOrDefault(value));
+  }
+  kernel::YieldOp::create(b, later.op->getLoc(), yielded);
+  SmallVector<Location> fused;
+  for (Operation *op : {earlier.op, later.op}) {
+    if (auto it = locations.find(op); it != locations.end()) {
+      fused.append(it->second);
+      locations.erase(it);
+    } else {
+      fused.push_back(op->getLoc());
+    }
+  }
+  locations[merged] = std::move(fused);
+  earlier.op->erase();
+  later.op->erase();
+  return merged;
+}
+
+/// Sibling reductions over the same loops (space, axes, kind and element
+/// type) that read a buffer in common, each with the nearest earlier one
+/// it can take in, within a few ops: one pass reads what they share.
+void mergeSiblingReductions(func::FuncOp func, FusedLocations &locations) {
+  constexpr int kWindow = 24;
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isa<kernel::ReduceOp, kernel::CallOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    std::optional<Reduction> later = asReduction(op);
+    while (later) {
+      std::optional<Reduction> earlier;
+      int seen = 0;
+      for (Operation *prev = later->op->getPrevNode(); prev && seen < kWindow;
+           prev = prev->getPrevNode(), ++seen) {
+        std::optional<Reduction> candidate = asReduction(prev);
+        if (candidate && candidate->sameLoops(*later) &&
+            canMerge(*candidate, *later)) {
+          earlier = std::move(candidate);
+          break;
+        }
+      }
+      if (!earlier)
+        break;
+      later = asReduction(mergeReductions(*earlier, *later, locations));
+    }
+  }
+}
+
 struct FusePass : public ztc::impl::FusePassBase<FusePass> {
   void runOnOperation() override {
     FusedLocations locations;
@@ -451,6 +620,8 @@ struct FusePass : public ztc::impl::FusePassBase<FusePass> {
     // Last, values other kernels read too join their readers' loops: after
     // the reductions, which take single-output kernels only.
     fuseElementwise(getOperation(), /*shared=*/true, locations);
+    // Then reductions over the same loops sum side by side.
+    mergeSiblingReductions(getOperation(), locations);
     // Every fused kernel names all the ONNX nodes it computes.
     for (auto &[op, merged] : locations)
       op->setLoc(FusedLoc::get(&getContext(), merged));

@@ -109,7 +109,8 @@ def FoldHeadWindowsPass : Pass<"ztc-fold-head-windows", "func::FuncOp"> {
 }
 
 def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
-  let summary = "Fuse chains of elementwise kernels, and their reductions, into one loop";
+  let summary = "Fuse chains of elementwise kernels, and their reductions, "
+                "into one loop";
   let description = [{
     1. Visits kernel.elementwise ops once, in program order. A producer
        fuses into a consumer when the producer's output is an alloc that
@@ -153,6 +154,18 @@ def FusePass : Pass<"ztc-fuse", "func::FuncOp"> {
        twice and every value is what it was; GELU's steps, each kept for
        its gradient, become one kernel. It comes after step 5 because a
        reduction takes single-output kernels only.
+    7. Then sibling reductions: a `kernel.reduce` or float `reduce_sum` /
+       `reduce_mean` call takes in the nearest one among the 24 ops before
+       it that reduces the same space along the same axes, with the same
+       kind and element type, and reads a buffer it reads too, when that
+       one can run where it is (as in 3), it reads nothing that one
+       writes and writes nothing that one reads, and what that one reads
+       is live there anyway (as in 6). The two become one `kernel.reduce`
+       with both's outputs, its body computing both's values (a call's
+       value is its input's element), so the shared buffer is read once:
+       BatchNorm's backward sums the gradient and its product with the
+       centered input in one pass. Each output's terms and the order they
+       add in are as they would be alone.
 
     Example: `relu(add(a, b))` becomes one kernel whose body adds and takes
     the maximum with zero, and the buffer of the sum disappears.
@@ -411,11 +424,13 @@ def WriteInPlacePass : Pass<"ztc-write-in-place", "func::FuncOp"> {
 }
 
 def PlanScratchPass : Pass<"ztc-plan-scratch", "func::FuncOp"> {
-  let summary = "Give library calls the scratch their CUDA kernels work in";
+  let summary = "Give library calls and fused reductions the scratch their "
+                "CUDA kernels work in";
   let description = [{
-    The CUDA library's convolutions, long reductions and NF4 products need
-    device memory besides their operands (a convolution's columns, partial
-    sums, a dequantized tile). Instead of allocating it while the step runs,
+    The CUDA library's convolutions, long reductions and NF4 products, and
+    the fused reductions (`kernel.reduce`) whose outputs it splits over
+    several blocks, need device memory besides their operands (a
+    convolution's columns, partial sums, a dequantized tile). Instead of allocating it while the step runs,
     where the planned peak could not see it, the kernel is given a buffer
     of the plan:
 
@@ -424,10 +439,11 @@ def PlanScratchPass : Pass<"ztc-plan-scratch", "func::FuncOp"> {
        use from the call's element type, shapes and configuration, with
        the row's function of runtime/kernels/cuda/Scratch.h (the function
        the kernel itself lays its scratch out with).
+       For every `kernel.reduce`, the bytes of its blocks' partial sums
+       (Scratch.h's groupReducePlan, which the emitted code runs by).
     2. When that is more than zero, creates a `kernel.alloc` of that many
-       `i8` right before the call and makes it the call's `scratch`
-       operand, so ztc-plan-memory places it like any buffer, live for the
-       call alone.
+       `i8` right before the op and makes it the op's `scratch` operand,
+       so ztc-plan-memory places it like any buffer, live for the op alone.
 
     3. Records on the function what the target holds besides the plan,
        which the footprint and `ztc inspect` count with the arena:

@@ -1,8 +1,9 @@
 //===- PlanScratch.cpp - the ztc-plan-scratch pass ------------------------===//
 //
-// Gives each library call whose CUDA kernel works in scratch memory a buffer
-// of the plan, sized by the kernel's own arithmetic
-// (runtime/kernels/cuda/Scratch.h). See the pass description in Passes.td.
+// Gives each library call whose CUDA kernel works in scratch memory, and each
+// fused reduction split over blocks, a buffer of the plan, sized by the
+// kernel's own arithmetic (runtime/kernels/cuda/Scratch.h). See the pass
+// description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,6 +134,24 @@ FailureOr<int64_t> scratchBytes(kernel::CallOp call) {
          << ": the CUDA library has no such kernel to plan scratch for";
 }
 
+/// The partial sums of a fused reduction split over blocks: one
+/// accumulator (f32, f64 for f64 outputs) per output, block and output
+/// element (groupReducePlan). Reductions the emitter cannot group have none
+/// (it refuses them).
+int64_t reducePartialsBytes(kernel::ReduceOp reduce) {
+  std::optional<kernel::ReductionGroups> groups =
+      kernel::reductionGroups(reduce.getSpace(), reduce.getAxes());
+  if (!groups)
+    return 0;
+  Type element =
+      cast<MemRefType>(reduce.getOutputs().front().getType()).getElementType();
+  int64_t accBytes = element.isF64() ? 8 : 4;
+  return ::ztc::cuda::scratch::groupReducePartialsBytes(
+      ::ztc::cuda::detail::groupReducePlan(groups->outer, groups->kept,
+                                           groups->inner),
+      accBytes * static_cast<int64_t>(reduce.getOutputs().size()));
+}
+
 struct PlanScratchPass
     : public mlir::ztc::impl::PlanScratchPassBase<PlanScratchPass> {
   using PlanScratchPassBase::PlanScratchPassBase;
@@ -151,6 +170,17 @@ struct PlanScratchPass
                   IntegerAttr::get(i64, static_cast<int64_t>(reservedBytes)));
     func->setAttr(kernel::kInputSetsAttr,
                   IntegerAttr::get(i64, static_cast<int64_t>(inputSets)));
+    func.walk([&](kernel::ReduceOp reduce) {
+      if (reduce.getScratch())
+        return;
+      int64_t bytes = reducePartialsBytes(reduce);
+      if (bytes == 0)
+        return;
+      OpBuilder b(reduce);
+      auto type = MemRefType::get({bytes}, b.getI8Type());
+      reduce.getScratchMutable().assign(
+          kernel::AllocOp::create(b, reduce.getLoc(), type, IntegerAttr()));
+    });
     WalkResult result = func.walk([&](kernel::CallOp call) {
       if (call.getScratch() || !kernel::libraryKernelOf(call).takesScratch())
         return WalkResult::advance();

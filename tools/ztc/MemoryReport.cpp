@@ -142,11 +142,14 @@ classifyBuffers(func::FuncOp func) {
       forward.insert(op);
       // What it reads: not its outputs, nor its scratch.
       SmallVector<Value> written = kernel::writtenBuffers(op);
-      auto call = dyn_cast<kernel::CallOp>(op);
+      Value scratch;
+      if (auto call = dyn_cast<kernel::CallOp>(op))
+        scratch = call.getScratch();
+      else if (auto reduce = dyn_cast<kernel::ReduceOp>(op))
+        scratch = reduce.getScratch();
       for (Value operand : op->getOperands())
         if (kernel::AllocOp alloc = allocOf(operand))
-          if (!llvm::is_contained(written, operand) &&
-              (!call || operand != call.getScratch()))
+          if (!llvm::is_contained(written, operand) && operand != scratch)
             needed.insert(alloc);
     }
   }
@@ -203,11 +206,13 @@ FailureOr<MemoryReport> mlir::ztc::buildMemoryReport(ModuleOp module) {
   report.arena = footprint->arena;
   report.reserved = footprint->reserved;
   report.inputSets = footprint->inputSets;
-  entry.walk([&](kernel::CallOp call) {
-    if (Value scratch = call.getScratch())
+  auto countScratch = [&](Value scratch) {
+    if (scratch)
       report.scratch = std::max<uint64_t>(
           report.scratch, cast<MemRefType>(scratch.getType()).getNumElements());
-  });
+  };
+  entry.walk([&](kernel::CallOp call) { countScratch(call.getScratch()); });
+  entry.walk([&](kernel::ReduceOp op) { countScratch(op.getScratch()); });
   report.paramCount = footprint->paramCount;
   report.gradients = footprint->gradients;
   report.workingCopies = footprint->workingCopies;

@@ -561,8 +561,8 @@ LogicalResult ElementwiseOp::verify() {
   return success();
 }
 
-Value ReduceOp::getYielded() {
-  return cast<YieldOp>(getBody().front().getTerminator()).getValues().front();
+ValueRange ReduceOp::getYielded() {
+  return cast<YieldOp>(getBody().front().getTerminator()).getValues();
 }
 
 int64_t ReduceOp::getCount() {
@@ -591,14 +591,26 @@ LogicalResult ReduceOp::verify() {
     if (!reduced)
       kept.push_back(size);
   }
-  auto outType = cast<MemRefType>(getOutput().getType());
-  if (outType.getShape() != ArrayRef<int64_t>(kept) &&
-      outType.getShape() != ArrayRef<int64_t>(ones))
-    return emitOpError("output ")
-           << outType << " is not the space reduced along the axes";
+  if (getOutputs().empty())
+    return emitOpError("has no output");
+  auto outType = cast<MemRefType>(getOutputs().front().getType());
+  for (Value output : getOutputs()) {
+    auto type = cast<MemRefType>(output.getType());
+    if (type.getShape() != ArrayRef<int64_t>(kept) &&
+        type.getShape() != ArrayRef<int64_t>(ones))
+      return emitOpError("output ")
+             << type << " is not the space reduced along the axes";
+    if (type.getElementType() != outType.getElementType())
+      return emitOpError("outputs must share one element type, got ")
+             << outType.getElementType() << " and " << type.getElementType();
+  }
   if (!isa<FloatType>(outType.getElementType()))
     return emitOpError("output elements must be floats, got ")
            << outType.getElementType();
+  if (Value scratch = getScratch())
+    if (llvm::is_contained(getInputs(), scratch) ||
+        llvm::is_contained(getOutputs(), scratch))
+      return emitOpError("scratch must be a buffer of its own");
   Block &block = getBody().front();
   if (block.getNumArguments() != getInputs().size())
     return emitOpError("body takes ")
@@ -607,12 +619,15 @@ LogicalResult ReduceOp::verify() {
   if (failed(verifyBodyInputs(*this, getInputs(), block, space, "the space")))
     return failure();
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
-  if (!yield || yield.getValues().size() != 1)
-    return emitOpError("body must end in a kernel.yield of one value");
-  if (getYielded().getType() != outType.getElementType())
-    return emitOpError("body yields ")
-           << getYielded().getType() << " for output elements of type "
-           << outType.getElementType();
+  if (!yield || yield.getValues().size() != getOutputs().size())
+    return emitOpError("body must end in a kernel.yield of one value per "
+                       "output (")
+           << getOutputs().size() << ")";
+  for (Value value : getYielded())
+    if (value.getType() != outType.getElementType())
+      return emitOpError("body yields ")
+             << value.getType() << " for output elements of type "
+             << outType.getElementType();
   return success();
 }
 

@@ -193,52 +193,76 @@ def Kernel_ReduceKind : I32EnumAttr<"ReduceKind",
   let cppNamespace = "::mlir::ztc::kernel";
 }
 
-def Kernel_ReduceOp : Kernel_Op<"reduce", [SingleBlock]> {
-  let summary = "a sum or mean of an elementwise expression";
+def Kernel_ReduceOp : Kernel_Op<"reduce",
+    [SingleBlock, AttrSizedOperandSegments]> {
+  let summary = "sums or means of elementwise expressions";
   let description = [{
     Sums (`kind` sum) or averages (mean) what the body computes over
-    the iteration space `space`, along `axes`, into `output`. The body is an
-    elementwise body (see `kernel.elementwise`): inputs broadcast to
-    `space`, it receives one scalar per input and yields the value to add.
-    The output has the space's shape with the reduced dimensions removed or
-    kept as 1. The sums accumulate in f32 (f64 for f64 values), one output's
-    terms always in the same order, whatever the threads; the terms are the
+    the iteration space `space`, along `axes`, into `outputs`. The body is
+    an elementwise body (see `kernel.elementwise`): inputs broadcast to
+    `space`, it receives one scalar per input and yields one value per
+    output, the term that output adds. The outputs have the space's shape
+    with the reduced dimensions removed or kept as 1, and one element type.
+    The sums accumulate in f32 (f64 for f64 values), one output's terms
+    always in the same order, whatever the threads; the terms are the
     body's values as computed, not rounded to a half output type first.
 
     `ztc-fuse` makes one from an elementwise kernel and the `reduce_sum` or
     `reduce_mean` call that alone reads its output, so the values are never
     stored: BatchNorm's variance reads its input and mean, not the squared
-    differences. Spaces whose dimensions group as [reduced, kept, reduced]
+    differences. It then merges reductions of one space and axes into one
+    with several outputs, so inputs they share are read once: BatchNorm's
+    backward sums the gradient and its product with the centered input in
+    one pass. Spaces whose dimensions group as [reduced, kept, reduced]
     (either reduced group may be empty) are the ones the emitter takes.
+
+    `scratch`, given by `ztc-plan-scratch` where the CUDA kernel splits an
+    output's terms over several blocks, holds their partial sums
+    (runtime/kernels/cuda/Scratch.h's groupReducePlan); its contents after
+    the op are undefined.
 
     Example:
 
     ```mlir
-    kernel.reduce sum ins(%dy, %xhat : memref<16x64x8x8xf32>,
-                                         memref<16x64x8x8xf32>)
-                        outs(%g : memref<64xf32>)
+    kernel.reduce sum ins(%dy, %x, %mean : memref<16x64x8x8xf32>,
+                          memref<16x64x8x8xf32>, memref<1x64x1x1xf32>)
+                      outs(%g, %gx : memref<64xf32>, memref<64xf32>)
         attributes {axes = array<i64: 0, 2, 3>,
                     space = array<i64: 16, 64, 8, 8>} {
-    ^bb0(%a: f32, %b: f32):
-      %p = arith.mulf %a, %b : f32
-      kernel.yield %p : f32
+    ^bb0(%a: f32, %b: f32, %m: f32):
+      %c = arith.subf %b, %m : f32
+      %p = arith.mulf %a, %c : f32
+      kernel.yield %a, %p : f32, f32
     }
     ```
   }];
-  // Reads its inputs and writes its output (see ElementwiseOp).
+  // Reads its inputs and writes its outputs (see ElementwiseOp) and its
+  // scratch, which it leaves undefined.
   let arguments = (ins Kernel_ReduceKind:$kind,
                    Arg<Variadic<Kernel_Buffer>, "", [MemRead]>:$inputs,
-                   Arg<Kernel_Buffer, "", [MemWrite]>:$output,
+                   Arg<Variadic<Kernel_Buffer>, "", [MemWrite]>:$outputs,
+                   Arg<Optional<Kernel_ScratchBuffer>, "", [MemWrite]>:$scratch,
                    DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$space);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $kind `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $output `:`
-    type($output) `)` attr-dict-with-keyword $body
+    $kind `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`
+    type($outputs) `)` (`scratch` `(` $scratch^ `:` type($scratch) `)`)?
+    attr-dict-with-keyword $body
   }];
+  // Reductions are made without scratch; ztc-plan-scratch adds it.
+  let builders = [
+    OpBuilder<(ins "::mlir::ztc::kernel::ReduceKind":$kind,
+                   "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
+                   "::llvm::ArrayRef<int64_t>":$axes,
+                   "::llvm::ArrayRef<int64_t>":$space), [{
+      build($_builder, $_state, kind, inputs, outputs, ::mlir::Value(), axes,
+            space);
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The scalar the body yields.
-    ::mlir::Value getYielded();
+    /// The scalars the body yields, one per output.
+    ::mlir::ValueRange getYielded();
     /// The number of terms each output element sums.
     int64_t getCount();
   }];
@@ -249,7 +273,7 @@ def Kernel_YieldOp : Kernel_Op<"yield",
   let summary = "the scalars an elementwise or reduction body produces";
   let description = [{
     Ends an elementwise body with one element per output, or a reduction
-    body with the one value it adds.
+    body with the value each output adds.
 
     Example:
 

@@ -3,7 +3,8 @@
 // reduce<T, Kind> and its entry points reduceSum, reduceMean and reduceMax:
 // one thread per output for short reductions, thread blocks over segments of
 // long ones, or, over leading dimensions, a thread per output and segment
-// of rows; segments are combined in order.
+// of rows; segments are combined in order. reduceGroups runs the fused
+// reductions the compiler writes (kernel.reduce) the same ways.
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,6 +157,166 @@ template <typename T, ReduceKind Kind> struct ReduceCombineBody {
 };
 
 } // namespace detail
+
+/// The sums of a fused reduction's N outputs: what its terms give and
+/// its threads accumulate.
+template <typename A, int N> struct Sums {
+  A v[N];
+  ZTC_HOST_DEVICE Sums &operator+=(const Sums &other) {
+    for (int j = 0; j < N; ++j)
+      v[j] += other.v[j];
+    return *this;
+  }
+};
+
+/// Where a fused reduction's N outputs go.
+template <typename T, int N> struct GroupOutputs {
+  T *y[N];
+  /// Output k of each, from its sum over `count` terms.
+  template <ReduceKind Kind, typename A>
+  ZTC_HOST_DEVICE void write(int64_t k, const Sums<A, N> &sums,
+                             int64_t count) const {
+    for (int j = 0; j < N; ++j)
+      y[j][k] = detail::finishReduce<T, Kind>(sums.v[j], count);
+  }
+};
+
+namespace detail {
+
+/// The sums of a block's threads added in a fixed tree, each output's
+/// on its own.
+template <typename Team, typename A, int N>
+ZTC_HOST_DEVICE Sums<A, N> teamSum(const Team &team, Sums<A, N> sums) {
+  for (int j = 0; j < N; ++j)
+    sums.v[j] = team.reduce(sums.v[j], SumOp());
+  return sums;
+}
+
+/// A fused reduction's output per thread (GroupReducePlan::perThread): its
+/// terms in order.
+template <ReduceKind Kind, typename Terms, typename Acc, typename Outputs>
+struct GroupElementBody {
+  Terms terms;
+  Outputs y;
+  int64_t count;
+  ZTC_HOST_DEVICE void operator()(int64_t k) const {
+    Acc acc{};
+    for (int64_t r = 0; r < count; ++r)
+      acc += terms(r, k);
+    y.template write<Kind>(k, acc, count);
+  }
+};
+
+/// One output and segment of rows of a fused reduction without an inner
+/// group (GroupReducePlan::columns): neighbouring threads take neighbouring
+/// outputs.
+template <ReduceKind Kind, typename Terms, typename Acc, typename Outputs>
+struct GroupColumnBody {
+  Terms terms;
+  Outputs y;
+  Acc *partials;
+  int64_t kept, count, segments;
+  ZTC_HOST_DEVICE void operator()(int64_t flat) const {
+    int64_t segment = flat / kept, k = flat % kept;
+    int64_t first = count * segment / segments;
+    int64_t last = count * (segment + 1) / segments;
+    Acc acc{};
+    for (int64_t r = first; r < last; ++r)
+      acc += terms(r, k);
+    if (segments == 1)
+      y.template write<Kind>(k, acc, count);
+    else
+      partials[k * segments + segment] = acc;
+  }
+};
+
+/// One segment of one output of a fused reduction per block: the block's
+/// threads take its terms in turn and add their sums in a fixed tree.
+template <ReduceKind Kind, typename Terms, typename Acc, typename Outputs>
+struct GroupRowBody {
+  Terms terms;
+  Outputs y;
+  Acc *partials;
+  int64_t count, segments;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t block, const Team &team) const {
+    int64_t k = block / segments, segment = block % segments;
+    int64_t first = count * segment / segments;
+    int64_t last = count * (segment + 1) / segments;
+    Acc acc{};
+    for (int64_t r = first + team.rank(); r < last; r += team.size())
+      acc += terms(r, k);
+    acc = teamSum(team, acc);
+    if (team.rank() != 0)
+      return;
+    if (segments == 1)
+      y.template write<Kind>(k, acc, count);
+    else
+      partials[block] = acc;
+  }
+};
+
+/// An output's segments added in order (reduceGroups' second pass).
+template <ReduceKind Kind, typename Acc, typename Outputs>
+struct GroupCombineBody {
+  const Acc *partials;
+  Outputs y;
+  int64_t segments, count;
+  ZTC_HOST_DEVICE void operator()(int64_t k) const {
+    Acc acc = partials[k * segments];
+    for (int64_t i = 1; i < segments; ++i)
+      acc += partials[k * segments + i];
+    y.template write<Kind>(k, acc, count);
+  }
+};
+
+} // namespace detail
+
+/// reduceGroups<Kind>(terms, p, y, scratch, stream): a fused reduction
+/// (kernel.reduce; Kind Sum or Mean) into the N outputs y[j][0, p.kept).
+/// `terms` is a function object whose ZTC_HOST_DEVICE
+/// `Sums<A, N> operator()(int64_t r, int64_t k)` gives term r of output k
+/// of each (GroupReducePlan); they accumulate in A, each output's always in
+/// the same order. The segments' partial sums go to `scratch`
+/// (scratch::groupReducePartialsBytes).
+template <ReduceKind Kind, typename Terms, typename T, int N>
+void reduceGroups(const Terms &terms, const detail::GroupReducePlan &p,
+                  const GroupOutputs<T, N> &y, const Scratch &scratch,
+                  cudaStream_t stream) {
+  static_assert(Kind != ReduceKind::Max, "fused reductions sum");
+  using Acc = decltype(terms(int64_t(0), int64_t(0)));
+  using Outputs = GroupOutputs<T, N>;
+  constexpr const char *kName = "reduce (fused)";
+  if (p.perThread) {
+    detail::launchElements(
+        p.kept,
+        detail::GroupElementBody<Kind, Terms, Acc, Outputs>{terms, y, p.count},
+        stream, kName);
+    return;
+  }
+  Acc *partials = nullptr;
+  if (p.segments > 1) {
+    partials = detail::scratchPart<Acc>(
+        scratch, 0, scratch::groupReducePartialsBytes(p, sizeof(Acc)), kName);
+    if (!partials)
+      return;
+  }
+  if (p.columns)
+    detail::launchElements(p.kept * p.segments,
+                           detail::GroupColumnBody<Kind, Terms, Acc, Outputs>{
+                               terms, y, partials, p.kept, p.count, p.segments},
+                           stream, kName);
+  else
+    detail::launchRows(p.kept * p.segments, p.count / p.segments,
+                       detail::GroupRowBody<Kind, Terms, Acc, Outputs>{
+                           terms, y, partials, p.count, p.segments},
+                       stream, kName);
+  if (partials)
+    detail::launchElements(p.kept,
+                           detail::GroupCombineBody<Kind, Acc, Outputs>{
+                               partials, y, p.segments, p.count},
+                           stream, kName);
+}
 
 /// reduce<T, Kind>(x, dims, axesMask, y, scratch, stream): Kind over the
 /// dimensions whose bit is set in axesMask; reduceSum, reduceMean and

@@ -190,6 +190,18 @@ inline int64_t columnSegments(int64_t rows, int64_t columns) {
   return segments < 1 ? 1 : segments;
 }
 
+/// How many blocks share each of `outputs` outputs of `count` elements in
+/// a reduction by blocks: enough that the blocks fill the device
+/// (BatchNorm's statistics reduce N*H*W elements into each of a few dozen
+/// channels), each still reading kSegmentElements or more.
+inline int64_t blockSegments(int64_t outputs, int64_t count) {
+  constexpr int64_t kBlocks = 1024, kSegmentElements = 4096;
+  int64_t segments = (kBlocks + outputs - 1) / outputs;
+  int64_t most = (count + kSegmentElements - 1) / kSegmentElements;
+  segments = segments < most ? segments : most;
+  return segments < 1 ? 1 : segments;
+}
+
 /// The plan of a reduction of `dims` over the dimensions whose bit is set in
 /// `axesMask`.
 inline ReducePlan reducePlan(const Dims &dims, uint64_t axesMask) {
@@ -238,20 +250,43 @@ inline ReducePlan reducePlan(const Dims &dims, uint64_t axesMask) {
     p.segments = columnSegments(p.count, p.outputs);
     return p;
   }
-  // Longer ones: a block per segment, with enough segments that the blocks
-  // fill the device (BatchNorm's statistics reduce N*H*W elements into each
-  // of a few dozen channels) and each still reads kSegmentElements or more.
-  constexpr int64_t kBlocks = 1024, kSegmentElements = 4096;
+  // Longer ones: a block per segment (blockSegments).
   p.inner = p.reduced[p.reducedRank - 1];
   p.innerStride = p.reducedStrides[p.reducedRank - 1];
   p.outerCount = p.count / p.inner;
   p.splitInner = p.outerCount == 1;
-  int64_t segments = (kBlocks + p.outputs - 1) / p.outputs;
-  int64_t most = (p.count + kSegmentElements - 1) / kSegmentElements;
-  segments = segments < most ? segments : most;
+  int64_t segments = blockSegments(p.outputs, p.count);
   if (!p.splitInner && segments > p.outerCount)
     segments = p.outerCount;
   p.segments = segments < 1 ? 1 : segments;
+  return p;
+}
+
+/// A fused reduction's plan (kernel.reduce, whose code the compiler writes):
+/// its iteration space grouped as [outer, kept, inner], the outer and
+/// inner groups reduced into `kept` outputs. An output's terms are indexed
+/// by r = o * inner + i over [0, count), count = outer * inner. Short
+/// ones (`perThread`) take a thread per output; with no inner group and a
+/// warp's width of outputs or more (`columns`: statistics of NHWC data,
+/// sums over a batch), a thread per output and segment of rows, so that a
+/// warp reads neighbouring outputs; otherwise a block per output and
+/// segment of the terms. With `segments` above 1, each segment's partial
+/// result goes to scratch and a second pass adds them in order.
+struct GroupReducePlan {
+  int64_t outer, kept, inner, count, segments;
+  bool perThread, columns;
+};
+
+inline GroupReducePlan groupReducePlan(int64_t outer, int64_t kept,
+                                       int64_t inner) {
+  GroupReducePlan p{outer, kept, inner, outer * inner, 1, false, false};
+  if (p.count <= kReduceThreadElements)
+    p.perThread = true;
+  else if (inner == 1 && kept >= 32) {
+    p.columns = true;
+    p.segments = columnSegments(outer, kept);
+  } else
+    p.segments = blockSegments(kept, p.count);
   return p;
 }
 
@@ -379,6 +414,13 @@ inline int64_t largerOf(int64_t a, int64_t b) { return a > b ? a : b; }
 template <typename Acc>
 int64_t reducePartialsBytes(const detail::ReducePlan &p) {
   return p.segments > 1 ? p.outputs * p.segments * int64_t(sizeof(Acc)) : 0;
+}
+
+/// A fused reduction's partial results (GroupReducePlan), accumulators of
+/// `accBytes` each.
+inline int64_t groupReducePartialsBytes(const detail::GroupReducePlan &p,
+                                        int64_t accBytes) {
+  return p.segments > 1 ? p.kept * p.segments * accBytes : 0;
 }
 
 /// matmul_nf4's tile: K x tileColumns of op(W) dequantized at a time.

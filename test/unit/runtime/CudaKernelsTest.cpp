@@ -1383,6 +1383,109 @@ TEST(CudaKernelsTest, ReduceDownColumns) {
   EXPECT_FALSE(gpu::detail::reducePlan(gpuDims({600, 3}), 2).columns);
 }
 
+/// The terms of BatchNorm's fused backward sums over a [outer, kept, inner]
+/// space, as kernel.reduce's emitted code gives them: the gradient g and
+/// g * (x - mean[k]), term r = o * inner + i of output k.
+struct BatchNormTerms {
+  const float *g, *x, *mean;
+  int64_t kept, inner;
+  gpu::Sums<float, 2> operator()(int64_t r, int64_t k) const {
+    int64_t o = r / inner, i = r % inner, at = (o * kept + k) * inner + i;
+    return {{g[at], g[at] * (x[at] - mean[k])}};
+  }
+};
+
+/// reduceGroups' two sums of BatchNormTerms over [outer, kept, inner]
+/// against sums in double, in the mode the plan `expected` names.
+void checkGroupReduce(int64_t outer, int64_t kept, int64_t inner,
+                      const char *expected) {
+  std::string what = "fused reduce over [" + std::to_string(outer) + ", " +
+                     std::to_string(kept) + ", " + std::to_string(inner) + "]";
+  int64_t n = outer * kept * inner;
+  auto g = randomValues<float>(n, 510, -3, 3);
+  auto x = randomValues<float>(n, 511, -3, 3);
+  auto mean = randomValues<float>(kept, 512, -1, 1);
+  gpu::detail::GroupReducePlan plan =
+      gpu::detail::groupReducePlan(outer, kept, inner);
+  std::string mode = plan.perThread ? "thread"
+                     : plan.columns ? "columns"
+                                    : "blocks";
+  EXPECT_EQ(mode, expected) << what;
+  std::vector<double> sum(kept), product(kept);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < kept; ++k)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t at = (o * kept + k) * inner + i;
+        sum[k] += g[at];
+        product[k] += double(g[at]) * (double(x[at]) - mean[k]);
+      }
+  std::vector<float> y0(kept, -3.0f), y1(kept, -3.0f);
+  PlannedScratch scratch(gpu::scratch::groupReducePartialsBytes(
+      plan, sizeof(gpu::Sums<float, 2>)));
+  gpu::reduceGroups<gpu::ReduceKind::Sum>(
+      BatchNormTerms{g.data(), x.data(), mean.data(), kept, inner}, plan,
+      gpu::GroupOutputs<float, 2>{{y0.data(), y1.data()}}, scratch.get(),
+      kStream);
+  for (int64_t k = 0; k < kept; ++k) {
+    // Float sums of `count` terms of magnitude up to 3 and 12.
+    double count = double(outer * inner);
+    EXPECT_NEAR(y0[k], sum[k], 3e-6 * 3 * count) << what << " output " << k;
+    EXPECT_NEAR(y1[k], product[k], 3e-6 * 12 * count)
+        << what << " output " << k;
+  }
+  // Means in bf16: each sum divided by its count, then rounded.
+  std::vector<bf16> m(kept, bf16(-3.0f));
+  gpu::reduceGroups<gpu::ReduceKind::Mean>(
+      [&](int64_t r, int64_t k) {
+        return gpu::Sums<float, 1>{
+            BatchNormTerms{g.data(), x.data(), mean.data(), kept, inner}(r, k)
+                .v[1]};
+      },
+      plan, gpu::GroupOutputs<bf16, 1>{{m.data()}},
+      PlannedScratch(gpu::scratch::groupReducePartialsBytes(
+                         plan, sizeof(gpu::Sums<float, 1>)))
+          .get(),
+      kStream);
+  for (int64_t k = 0; k < kept; ++k)
+    EXPECT_NEAR(toDouble(m[k]), product[k] / double(outer * inner),
+                1e-2 * (1 + std::fabs(product[k] / double(outer * inner))))
+        << what << " mean " << k;
+  EXPECT_EQ(takeError(), "") << what;
+}
+
+// The reductions the compiler fuses (kernel.reduce) run by reduceGroups:
+// short ones a thread per output, NCHW statistics a block per segment of an
+// output's terms, NHWC ones (no inner group, a warp's width of channels)
+// a thread per channel and segment of rows; several outputs sum side by
+// side.
+TEST(CudaKernelsTest, FusedReductionsMatchSumsInDouble) {
+  checkGroupReduce(5, 3, 7, "thread");
+  checkGroupReduce(1, 40, 200, "thread");
+  checkGroupReduce(16, 4, 1200, "blocks");
+  checkGroupReduce(1, 2, 30000, "blocks");
+  checkGroupReduce(3000, 5, 1, "blocks");
+  checkGroupReduce(3000, 40, 1, "columns");
+  EXPECT_GT(gpu::detail::groupReducePlan(16, 4, 1200).segments, 1);
+  EXPECT_GT(gpu::detail::groupReducePlan(3000, 40, 1).segments, 1);
+  EXPECT_EQ(gpu::detail::groupReducePlan(5, 3, 7).segments, 1);
+}
+
+// A fused reduction split over blocks needs its planned scratch, and says
+// so when its artifact gives it less.
+TEST(CudaKernelsTest, FusedReductionNamesTheScratchItLacks) {
+  gpu::detail::GroupReducePlan plan = gpu::detail::groupReducePlan(16, 4, 1200);
+  std::vector<float> g(16 * 4 * 1200, 1.0f), y(4, -3.0f);
+  gpu::reduceGroups<gpu::ReduceKind::Sum>(
+      [&](int64_t r, int64_t k) { return gpu::Sums<float, 1>{{g[r + k]}}; },
+      plan, gpu::GroupOutputs<float, 1>{{y.data()}}, ztc::Scratch{}, kStream);
+  EXPECT_EQ(takeError(),
+            "reduce (fused): needs " +
+                std::to_string(4 * plan.segments * int64_t(sizeof(float))) +
+                " bytes of scratch memory, was given 0 (its artifact's "
+                "memory plan gives it less: recompile it)");
+  EXPECT_EQ(y[0], -3.0f);
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement and losses
 //===----------------------------------------------------------------------===//

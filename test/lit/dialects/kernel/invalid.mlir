@@ -279,6 +279,51 @@ func.func @reduce_yield_type(%x: memref<4x3xf32>, %y: memref<3xbf16>) {
 
 // -----
 
+func.func @reduce_yield_count(%x: memref<4x3xf32>, %y: memref<3xf32>, %z: memref<3xf32>) {
+  // expected-error @+1 {{'kernel.reduce' op body must end in a kernel.yield of one value per output (2)}}
+  kernel.reduce sum ins(%x : memref<4x3xf32>) outs(%y, %z : memref<3xf32>, memref<3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_mixed_outputs(%x: memref<4x3xf32>, %y: memref<3xf32>, %z: memref<3xbf16>) {
+  // expected-error @+1 {{'kernel.reduce' op outputs must share one element type, got 'f32' and 'bf16'}}
+  kernel.reduce sum ins(%x : memref<4x3xf32>) outs(%y, %z : memref<3xf32>, memref<3xbf16>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    %b = arith.truncf %a : f32 to bf16
+    kernel.yield %a, %b : f32, bf16
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_second_output_shape(%x: memref<4x3xf32>, %y: memref<3xf32>, %z: memref<4xf32>) {
+  // expected-error @+1 {{'kernel.reduce' op output 'memref<4xf32>' is not the space reduced along the axes}}
+  kernel.reduce sum ins(%x : memref<4x3xf32>) outs(%y, %z : memref<3xf32>, memref<4xf32>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32):
+    kernel.yield %a, %a : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_scratch_is_an_input(%x: memref<4x3xf32>, %y: memref<3xf32>, %s: memref<64xi8>) {
+  // expected-error @+1 {{'kernel.reduce' op scratch must be a buffer of its own}}
+  kernel.reduce sum ins(%x, %s : memref<4x3xf32>, memref<64xi8>) outs(%y : memref<3xf32>) scratch(%s : memref<64xi8>) attributes {axes = array<i64: 0>, space = array<i64: 4, 3>} {
+  ^bb0(%a: f32, %b: i8):
+    kernel.yield %a : f32
+  }
+  return
+}
+
+// -----
+
 func.func @scratch_of_a_kernel_without(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, %s: memref<64xi8>) {
   // expected-error @+1 {{'kernel.call' op 'matmul' takes no scratch memory (Library.def has no ZTC_SCRATCH row for it)}}
   kernel.call "matmul" ins(%a, %b : memref<4x8xf32>, memref<8x4xf32>) outs(%c : memref<4x4xf32>) scratch(%s : memref<64xi8>) {config = {}}

@@ -13,6 +13,10 @@
 // CHECK: kernel.reduce mean ins(%[[X]], %[[K]] : memref<2x3xf32>, memref<3xf32>) outs(%{{.+}} : memref<1x3xf32>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
 // CHECK:   arith.mulf
 // CHECK:   kernel.yield %{{.+}} : f32
+// Several outputs sum side by side; the CUDA plan's partial sums go to
+// scratch.
+// CHECK: kernel.reduce sum ins(%[[X]] : memref<2x3xf32>) outs(%[[R0:.+]], %[[R1:.+]] : memref<3xf32>, memref<3xf32>) scratch(%[[S:.+]] : memref<64xi8>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
+// CHECK:   kernel.yield %{{.+}}, %{{.+}} : f32, f32
 func.func @step(%x: memref<2x3xf32>) -> memref<2x3xf32> {
   %a = kernel.alloc {offset = 0 : i64} : memref<2x3xf32>
   %k = kernel.constant dense<1.0> : tensor<3xf32> : memref<3xf32>
@@ -29,6 +33,14 @@ func.func @step(%x: memref<2x3xf32>) -> memref<2x3xf32> {
   ^bb0(%p: f32, %q: f32):
     %s = arith.mulf %p, %q : f32
     kernel.yield %s : f32
+  }
+  %r0 = kernel.alloc {offset = 768 : i64} : memref<3xf32>
+  %r1 = kernel.alloc {offset = 1024 : i64} : memref<3xf32>
+  %sc = kernel.alloc {offset = 1280 : i64} : memref<64xi8>
+  kernel.reduce sum ins(%x : memref<2x3xf32>) outs(%r0, %r1 : memref<3xf32>, memref<3xf32>) scratch(%sc : memref<64xi8>) attributes {axes = array<i64: 0>, space = array<i64: 2, 3>} {
+  ^bb0(%p: f32):
+    %s = arith.mulf %p, %p : f32
+    kernel.yield %p, %s : f32, f32
   }
   return %b : memref<2x3xf32>
 }

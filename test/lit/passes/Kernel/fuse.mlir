@@ -537,3 +537,79 @@ func.func @reduce_not_fused(%x: memref<2x3x4xf32>, %y: memref<3x1xf32>, %w: memr
   kernel.call "reduce_sum" ins(%late : memref<2x3x4xf32>) outs(%r3 : memref<3xf32>) {config = {axes = array<i64: 0, 2>, keepdims = false}}
   return %shared, %r0, %r1, %r2, %r3 : memref<2x3x4xf32>, memref<3xf32>, memref<2x4xf32>, memref<3x4xf32>, memref<3xf32>
 }
+
+// -----
+
+// Sibling reductions over the same loops that read a buffer in common sum
+// side by side in one kernel.reduce where the later one was: BatchNorm's
+// backward sums the gradient (a library call) and its product with the
+// centered input (fused above), reading the gradient once. The body keeps
+// each one's values; the outputs are the earlier's then the later's.
+// CHECK-LABEL: func.func @sibling_sums
+// CHECK-SAME: (%[[DY:.+]]: memref<2x4x3x3xf32>, %[[X:.+]]: memref<2x4x3x3xf32>, %[[MEAN:.+]]: memref<1x4x1x1xf32>)
+// CHECK: %[[G1:.+]] = kernel.alloc : memref<4xf32>
+// CHECK: %[[G2:.+]] = kernel.alloc : memref<4xf32>
+// CHECK-NOT: kernel.call
+// CHECK: kernel.reduce sum ins(%[[DY]], %[[X]], %[[MEAN]] : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%[[G1]], %[[G2]] : memref<4xf32>, memref<4xf32>) attributes {axes = array<i64: 0, 2, 3>, space = array<i64: 2, 4, 3, 3>}
+// CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %[[C:.+]]: f32):
+// CHECK-NEXT: %[[D:.+]] = arith.subf %[[B]], %[[C]] : f32
+// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[A]], %[[D]] : f32
+// CHECK-NEXT: kernel.yield %[[A]], %[[P]] : f32, f32
+// CHECK-NOT: kernel.reduce
+func.func @sibling_sums(%dy: memref<2x4x3x3xf32>, %x: memref<2x4x3x3xf32>, %mean: memref<1x4x1x1xf32>) -> (memref<4xf32>, memref<4xf32>) {
+  %g1 = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_sum" ins(%dy : memref<2x4x3x3xf32>) outs(%g1 : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
+  %c = kernel.alloc : memref<2x4x3x3xf32>
+  kernel.elementwise ins(%x, %mean : memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%c : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.subf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  %p = kernel.alloc : memref<2x4x3x3xf32>
+  kernel.elementwise ins(%dy, %c : memref<2x4x3x3xf32>, memref<2x4x3x3xf32>) outs(%p : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.mulf %a, %b : f32
+    kernel.yield %0 : f32
+  }
+  %g2 = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_sum" ins(%p : memref<2x4x3x3xf32>) outs(%g2 : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
+  return %g1, %g2 : memref<4xf32>, memref<4xf32>
+}
+
+// -----
+
+// Siblings stay apart when the later reads what the earlier writes
+// (BatchNorm's variance reads its mean), when their kinds differ (a mean
+// and a sum), when they reduce along other axes, when they read nothing in
+// common, and when a kernel between writes what the earlier reads.
+// CHECK-LABEL: func.func @siblings_kept
+// CHECK: kernel.call "reduce_mean"
+// CHECK: kernel.reduce mean
+// CHECK-COUNT-4: kernel.call "reduce_sum"
+// CHECK-NOT: kernel.reduce
+func.func @siblings_kept(%x: memref<2x4x3x3xf32>, %y: memref<2x4x3x3xf32>, %w: memref<2x4x3x3xf32>) -> (memref<1x4x1x1xf32>, memref<1x4x1x1xf32>, memref<4xf32>, memref<2xf32>, memref<4xf32>, memref<4xf32>) {
+  %m = kernel.alloc : memref<1x4x1x1xf32>
+  kernel.call "reduce_mean" ins(%x : memref<2x4x3x3xf32>) outs(%m : memref<1x4x1x1xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = true}}
+  %d = kernel.alloc : memref<2x4x3x3xf32>
+  kernel.elementwise ins(%x, %m : memref<2x4x3x3xf32>, memref<1x4x1x1xf32>) outs(%d : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.subf %a, %b : f32
+    %1 = arith.mulf %0, %0 : f32
+    kernel.yield %1 : f32
+  }
+  %v = kernel.alloc : memref<1x4x1x1xf32>
+  kernel.call "reduce_mean" ins(%d : memref<2x4x3x3xf32>) outs(%v : memref<1x4x1x1xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = true}}
+  %s = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_sum" ins(%x : memref<2x4x3x3xf32>) outs(%s : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
+  %n = kernel.alloc : memref<2xf32>
+  kernel.call "reduce_sum" ins(%x : memref<2x4x3x3xf32>) outs(%n : memref<2xf32>) {config = {axes = array<i64: 1, 2, 3>, keepdims = false}}
+  %t = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_sum" ins(%y : memref<2x4x3x3xf32>) outs(%t : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
+  kernel.elementwise ins(%x : memref<2x4x3x3xf32>) outs(%y : memref<2x4x3x3xf32>) {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  %u = kernel.alloc : memref<4xf32>
+  kernel.call "reduce_sum" ins(%y : memref<2x4x3x3xf32>) outs(%u : memref<4xf32>) {config = {axes = array<i64: 0, 2, 3>, keepdims = false}}
+  return %m, %v, %s, %n, %t, %u : memref<1x4x1x1xf32>, memref<1x4x1x1xf32>, memref<4xf32>, memref<2xf32>, memref<4xf32>, memref<4xf32>
+}

@@ -106,3 +106,40 @@ func.func @nf4(%x: memref<2x8xbf16>, %codes: memref<8xi8>, %absmax: memref<1xi8>
   kernel.call "matmul_nf4" ins(%x, %codes, %absmax, %nested, %offset : memref<2x8xbf16>, memref<8xi8>, memref<1xi8>, memref<1xf32>, memref<f32>) outs(%y : memref<2x2xbf16>) {config = {transpose_b = false, weight_shape = array<i64: 8, 2>}}
   return %y : memref<2x2xbf16>
 }
+
+// -----
+
+// A fused reduction gets the partial sums of the blocks its outputs split
+// over (groupReducePlan), f32 accumulators, one per output element, block
+// and output: BatchNorm's backward sums at batch 256 (256 x 64 x 16 x 16,
+// 65536 terms a channel) take 16 blocks a channel (at least 4096 terms
+// each), 2 x 64 x 16 x 4 bytes; NHWC statistics (65536 rows of 64
+// channels) 1024 segments of 64 rows a channel, 64 x 1024 x 4 bytes. A
+// short one (each output's 200 terms fit a thread) has none.
+// CHECK-LABEL: func.func @fused_reductions
+// CHECK: %[[SUMS:.+]] = kernel.alloc : memref<8192xi8>
+// CHECK-NEXT: kernel.reduce sum ins({{.+}}) outs({{.+}}) scratch(%[[SUMS]] : memref<8192xi8>)
+// CHECK: %[[NHWC:.+]] = kernel.alloc : memref<262144xi8>
+// CHECK-NEXT: kernel.reduce mean ins({{.+}}) outs({{.+}}) scratch(%[[NHWC]] : memref<262144xi8>)
+// CHECK-NOT: scratch
+func.func @fused_reductions(%g: memref<256x64x16x16xf32>, %x: memref<256x64x16x16xf32>, %m: memref<1x64x1x1xf32>, %h: memref<256x16x16x64xf32>, %s: memref<200x40xf32>) -> (memref<64xf32>, memref<64xf32>, memref<64xf32>, memref<40xf32>) {
+  %a = kernel.alloc : memref<64xf32>
+  %b = kernel.alloc : memref<64xf32>
+  kernel.reduce sum ins(%g, %x, %m : memref<256x64x16x16xf32>, memref<256x64x16x16xf32>, memref<1x64x1x1xf32>) outs(%a, %b : memref<64xf32>, memref<64xf32>) attributes {axes = array<i64: 0, 2, 3>, space = array<i64: 256, 64, 16, 16>} {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %d = arith.subf %q, %r : f32
+    %e = arith.mulf %p, %d : f32
+    kernel.yield %p, %e : f32, f32
+  }
+  %c = kernel.alloc : memref<64xf32>
+  kernel.reduce mean ins(%h : memref<256x16x16x64xf32>) outs(%c : memref<64xf32>) attributes {axes = array<i64: 0, 1, 2>, space = array<i64: 256, 16, 16, 64>} {
+  ^bb0(%p: f32):
+    kernel.yield %p : f32
+  }
+  %t = kernel.alloc : memref<40xf32>
+  kernel.reduce sum ins(%s : memref<200x40xf32>) outs(%t : memref<40xf32>) attributes {axes = array<i64: 0>, space = array<i64: 200, 40>} {
+  ^bb0(%p: f32):
+    kernel.yield %p : f32
+  }
+  return %a, %b, %c, %t : memref<64xf32>, memref<64xf32>, memref<64xf32>, memref<40xf32>
+}

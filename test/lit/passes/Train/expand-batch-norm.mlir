@@ -46,8 +46,9 @@ func.func @forward(%x: tensor<8x4x6x6xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>
 
 // The backward: sum(g) and sum(g * (x - mean)) over each channel, then
 // the input's gradient elementwise from them; the scale's gradient is the
-// second sum times rstd, the bias's the first. Lowered: one sum of g, one
-// reduction reading g, x and the mean, one loop writing the gradient.
+// second sum times rstd, the bias's the first. Lowered: one reduction
+// reading g, x and the mean into both sums (ztc-fuse merges the two), one
+// loop writing the gradient.
 // CHECK-LABEL: func.func @backward
 // CHECK-SAME: (%[[X:.+]]: tensor<8x4x6x6xf32>, %[[S:.+]]: tensor<4xf32>, %[[M:.+]]: tensor<4xf32>, %[[V:.+]]: tensor<4xf32>, %[[G:.+]]: tensor<8x4x6x6xf32>)
 // CHECK: %[[M4:.+]] = nn.reshape %[[M]] : tensor<4xf32> -> tensor<1x4x1x1xf32>
@@ -66,8 +67,11 @@ func.func @forward(%x: tensor<8x4x6x6xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>
 // CHECK: %[[DB1:.+]] = nn.reshape %[[SUM]] : tensor<1x4x1x1xf32> -> tensor<4xf32>
 // CHECK: return %[[DX]], %[[DS1]], %[[DB1]]
 // KERNEL-LABEL: func.func @backward
-// KERNEL: kernel.call "reduce_sum" ins(%[[KG:[^ ]+]] :
-// KERNEL: kernel.reduce sum ins(%[[KG]], %{{.+}}, %{{.+}} : memref<8x4x6x6xf32>, memref<8x4x6x6xf32>, memref<1x4x1x1xf32>)
+// KERNEL-SAME: %[[KG:[^ ]+]]: memref<8x4x6x6xf32>) ->
+// KERNEL-NOT: kernel.call "reduce_sum"
+// KERNEL: kernel.reduce sum ins(%[[KG]], %{{.+}}, %{{.+}} : memref<8x4x6x6xf32>, memref<8x4x6x6xf32>, memref<1x4x1x1xf32>) outs(%{{.+}}, %{{.+}} : memref<1x4x1x1xf32>, memref<1x4x1x1xf32>)
+// KERNEL: kernel.yield %{{.+}}, %{{.+}} : f32, f32
+// KERNEL-NOT: kernel.call "reduce_sum"
 // KERNEL: kernel.elementwise ins({{.+}}) outs(%{{.+}} : memref<8x4x6x6xf32>)
 // KERNEL-NOT: kernel.elementwise {{.*}}outs({{.*}}memref<8x4x6x6xf32>
 func.func @backward(%x: tensor<8x4x6x6xf32>, %s: tensor<4xf32>, %m: tensor<4xf32>,
