@@ -3,7 +3,8 @@
 // reduce<T, Kind> and its entry points reduceSum, reduceMean and reduceMax:
 // one thread per output for short reductions, thread blocks over segments of
 // long ones, or, over leading dimensions, a thread per output and segment
-// of rows; segments are combined in order. reduceGroups runs the fused
+// of rows; segments are combined in order (by a block each output when
+// there are many). reduceGroups runs the fused
 // reductions the compiler writes (kernel.reduce) the same ways.
 //
 //===----------------------------------------------------------------------===//
@@ -143,6 +144,26 @@ template <typename T, ReduceKind Kind> struct ReduceColumnBody {
   }
 };
 
+/// An output's segments combined by a block (reduce's second pass when
+/// there are more than a block's threads of them: NHWC statistics at a
+/// large batch split each channel into thousands): the threads take the
+/// segments in turn and combine theirs in a fixed tree.
+template <typename T, ReduceKind Kind> struct ReduceCombineRowBody {
+  const ReduceAcc<T, Kind> *partials;
+  T *y;
+  int64_t segments, count;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t output, const Team &team) const {
+    const ReduceAcc<T, Kind> *mine = partials + output * segments;
+    ReduceAcc<T, Kind> acc = mine[team.rank()];
+    for (int64_t i = team.rank() + team.size(); i < segments; i += team.size())
+      acc = ReduceOp<Kind>()(acc, mine[i]);
+    acc = team.reduce(acc, ReduceOp<Kind>());
+    if (team.rank() == 0)
+      y[output] = finishReduce<T, Kind>(acc, count);
+  }
+};
+
 /// An output's segments combined in order (reduce's second pass).
 template <typename T, ReduceKind Kind> struct ReduceCombineBody {
   const ReduceAcc<T, Kind> *partials;
@@ -270,6 +291,25 @@ struct GroupCombineBody {
   }
 };
 
+/// An output's segments added by a block (reduceGroups' second pass when
+/// there are more than a block's threads of them), as ReduceCombineRowBody.
+template <ReduceKind Kind, typename Acc, typename Outputs>
+struct GroupCombineRowBody {
+  const Acc *partials;
+  Outputs y;
+  int64_t segments, count;
+  template <typename Team>
+  ZTC_HOST_DEVICE void operator()(int64_t k, const Team &team) const {
+    const Acc *mine = partials + k * segments;
+    Acc acc = mine[team.rank()];
+    for (int64_t i = team.rank() + team.size(); i < segments; i += team.size())
+      acc += mine[i];
+    acc = teamSum(team, acc);
+    if (team.rank() == 0)
+      y.template write<Kind>(k, acc, count);
+  }
+};
+
 } // namespace detail
 
 /// reduceGroups<Kind>(terms, p, y, scratch, stream): a fused reduction
@@ -311,7 +351,12 @@ void reduceGroups(const Terms &terms, const detail::GroupReducePlan &p,
                        detail::GroupRowBody<Kind, Terms, Acc, Outputs>{
                            terms, y, partials, p.count, p.segments},
                        stream, kName);
-  if (partials)
+  if (partials && p.segments > detail::kThreads)
+    detail::launchRows(p.kept, p.segments,
+                       detail::GroupCombineRowBody<Kind, Acc, Outputs>{
+                           partials, y, p.segments, p.count},
+                       stream, kName);
+  else if (partials)
     detail::launchElements(p.kept,
                            detail::GroupCombineBody<Kind, Acc, Outputs>{
                                partials, y, p.segments, p.count},
@@ -353,7 +398,12 @@ void reduce(const T *x, const Dims &dims, uint64_t axesMask, T *y,
         p.outputs * p.segments, p.splitInner ? p.inner / p.segments : p.inner,
         detail::ReduceRowBody<T, Kind>{x, y, partials, p, identity}, stream,
         "reduce");
-  if (partials)
+  if (partials && p.segments > detail::kThreads)
+    detail::launchRows(
+        p.outputs, p.segments,
+        detail::ReduceCombineRowBody<T, Kind>{partials, y, p.segments, p.count},
+        stream, "reduce");
+  else if (partials)
     detail::launchElements(
         p.outputs,
         detail::ReduceCombineBody<T, Kind>{partials, y, p.segments, p.count},

@@ -1361,7 +1361,8 @@ TEST(CudaKernelsTest, ReduceInSegments) {
 // statistics) sum down the columns: a thread per output and segment of
 // rows, the segments combined in order; NaN still wins a maximum.
 TEST(CudaKernelsTest, ReduceDownColumns) {
-  for (const Shape &shape : {Shape{5000, 32}, Shape{2, 300, 40}}) {
+  for (const Shape &shape :
+       {Shape{5000, 32}, Shape{2, 300, 40}, Shape{20000, 32}}) {
     uint64_t leading = shape.size() == 2 ? 1 : 3;
     gpu::detail::ReducePlan plan =
         gpu::detail::reducePlan(gpuDims(shape), leading);
@@ -1375,6 +1376,10 @@ TEST(CudaKernelsTest, ReduceDownColumns) {
     checkReduces(randomValues<double>(numel(shape), 508, -3, 3), shape);
     checkReduces(randomValues<bf16>(numel(shape), 509, -3, 3), shape);
   }
+  // Thousands of segments a column (NHWC statistics at a large batch) are
+  // combined by a block each column.
+  EXPECT_GT(gpu::detail::reducePlan(gpuDims({20000, 32}), 1).segments,
+            gpu::detail::kThreads);
   // Fewer outputs than a warp, one output, or leading dimensions that are
   // not all reduced: blocks over rows.
   EXPECT_FALSE(gpu::detail::reducePlan(gpuDims({5000, 31}), 1).columns);
@@ -1465,6 +1470,10 @@ TEST(CudaKernelsTest, FusedReductionsMatchSumsInDouble) {
   checkGroupReduce(1, 2, 30000, "blocks");
   checkGroupReduce(3000, 5, 1, "blocks");
   checkGroupReduce(3000, 40, 1, "columns");
+  // Over 256 segments a channel: a block adds each channel's.
+  checkGroupReduce(20000, 32, 1, "columns");
+  EXPECT_GT(gpu::detail::groupReducePlan(20000, 32, 1).segments,
+            gpu::detail::kThreads);
   EXPECT_GT(gpu::detail::groupReducePlan(16, 4, 1200).segments, 1);
   EXPECT_GT(gpu::detail::groupReducePlan(3000, 40, 1).segments, 1);
   EXPECT_EQ(gpu::detail::groupReducePlan(5, 3, 7).segments, 1);
