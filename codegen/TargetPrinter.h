@@ -65,7 +65,8 @@ struct ElementwiseLoop {
 /// inputTypes.size() pointers) and `values` are the terms, one per output
 /// out0, out1, ... (the rest of `args`), whose elements are `outputType`
 /// (f16 or bf16 when `half`). The terms accumulate in `acc`; `mean`
-/// divides each sum by `count` (outer * inner) before it is stored.
+/// divides each sum by the terms each output has (outer * inner) before it
+/// is stored.
 /// `scratch`, on targets with planned scratch, is the ztc::Scratch
 /// argument of the op's scratch (or an empty one).
 struct ReduceLoop {

@@ -271,7 +271,9 @@ inline ReducePlan reducePlan(const Dims &dims, uint64_t axesMask) {
 /// sums over a batch), a thread per output and segment of rows, so that a
 /// warp reads neighbouring outputs; otherwise a block per output and
 /// segment of the terms. With `segments` above 1, each segment's partial
-/// result goes to scratch and a second pass adds them in order.
+/// result goes to scratch and a second pass adds each output's (in order,
+/// or by a block in a fixed tree when there are more than a block's
+/// threads of them).
 struct GroupReducePlan {
   int64_t outer, kept, inner, count, segments;
   bool perThread, columns;
