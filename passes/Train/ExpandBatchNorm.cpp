@@ -48,18 +48,47 @@ Value rstdOf(nn::VjpBuilder &v, Value var, double epsilon) {
   return v.reciprocal(v.sqrt(v.add(var, v.scalar(var, epsilon))));
 }
 
-/// Step 1: the mean, the mean of the squared differences from it, and the
-/// normalized input scaled and shifted. The squares and the result each
-/// subtract the mean themselves, so neither reads a stored centered input.
+/// The statistics of one pass over x: the means of x and of its squares
+/// in f64, where the square of a float of 24 significant bits is exact and
+/// the sums keep 53, so the cancellation in E[x^2] - E[x]^2 costs the
+/// variance about 2^-53 * (mean / deviation)^2 relatively: below f32's
+/// rounding unless a channel's mean lies some 10^4 standard deviations
+/// from zero. Both means read x alone, so ztc-fuse sums them side by side
+/// in one reduction. Rounded to x's type; a variance below zero (a constant
+/// channel's, by rounding) is 0.
+std::pair<Value, Value> onePassStatistics(nn::VjpBuilder &v, Value x,
+                                          const Channels &c) {
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  Type f64 = Float64Type::get(x.getContext());
+  // A cast for each mean, so each fuses into its reduction (one shared
+  // cast would be stored for both).
+  Value mean = v.reduceMean(v.castTo(x, f64), c.axes, /*keepdims=*/true);
+  Value wide = v.castTo(x, f64);
+  Value squares = v.reduceMean(v.mul(wide, wide), c.axes, /*keepdims=*/true);
+  Value var = v.sub(squares, v.mul(mean, mean));
+  Value zero = v.scalar(var, 0.0);
+  var = v.where(v.less(var, zero), zero, var);
+  return {v.castTo(mean, element), v.castTo(var, element)};
+}
+
+/// Step 1: the mean, the variance, and the normalized input scaled and
+/// shifted, which subtracts the mean itself, so it reads no stored centered
+/// input. Inputs of 32 bits or fewer take their statistics in one pass
+/// (onePassStatistics); f64 ones in two, the mean and then the mean of the
+/// squared differences from it.
 void expand(nn::BatchNormTrainingOp op) {
   OpBuilder b(op);
   nn::VjpBuilder v(b, op.getLoc());
   Value x = op.getX();
   Channels c = channelsOf(x);
-  Value mean = v.reduceMean(x, c.axes, /*keepdims=*/true);
-  Value centered = v.sub(x, mean);
-  Value var = v.reduceMean(v.mul(centered, centered), c.axes,
-                           /*keepdims=*/true);
+  Value mean, var;
+  if (cast<RankedTensorType>(x.getType()).getElementType().isF64()) {
+    mean = v.reduceMean(x, c.axes, /*keepdims=*/true);
+    Value centered = v.sub(x, mean);
+    var = v.reduceMean(v.mul(centered, centered), c.axes, /*keepdims=*/true);
+  } else {
+    std::tie(mean, var) = onePassStatistics(v, x, c);
+  }
   Value rstd = rstdOf(v, var, op.getEpsilon().convertToDouble());
   Value normalized = v.mul(v.sub(x, mean), rstd);
   Value scaled = v.mul(normalized, v.reshape(op.getScale(), c.broadcast));

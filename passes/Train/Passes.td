@@ -740,19 +740,26 @@ def ExpandBatchNormPass : Pass<"ztc-expand-batch-norm", "func::FuncOp"> {
     two per-channel statistics for the backward; they have no kernel of
     their own. After them, this pass writes them out:
 
-    1. A forward as the channel means of `x` and of `(x - mean)^2`, and
-       `(x - mean) * rstd * scale + bias` with `rstd = 1 / sqrt(var +
-       epsilon)` (the formulas the importer wrote before, in the same
-       order, so the same values). The squares and the result subtract
-       the mean each, so `ztc-fuse` makes the variance a reduction
-       reading `x` and the mean, and the result one loop with what follows
-       it (a ReLU, a residual): no centered input is stored.
+    1. A forward as the channel means of `x` and of `x^2`, both in f64
+       (a cast of `x` for each, so each fuses into its reduction), the
+       variance `E[x^2] - E[x]^2` in f64 (0 where rounding leaves it
+       below), both rounded to x's type, and `(x - mean) * rstd * scale +
+       bias` with `rstd = 1 / sqrt(var + epsilon)`. The square of a float
+       of 24 significant bits is exact in f64 and the sums keep 53, so the
+       cancellation costs the variance about `2^-53 * (mean /
+       deviation)^2`, relatively: below f32's rounding unless a channel's
+       mean lies some 10^4 standard deviations from zero. The two means
+       read `x` alone, so `ztc-fuse` sums them in one reduction; the
+       result subtracts the mean itself and is one loop with what follows
+       it (a ReLU, a residual): no centered input is stored. f64 inputs,
+       with no wider type, take the mean and then the mean of `(x -
+       mean)^2`.
     2. A backward as `sum(g)` and `sum(g * (x - mean))` over each channel,
        and `scale * rstd * (g - sum(g) / M - (x - mean) * rstd^2 *
        sum(g * (x - mean)) / M)` (PyTorch's formula, M the elements of a
-       channel): two reductions and one loop, reading `g` and `x`. The
-       scale's gradient is the second sum times `rstd`, the bias's the
-       first.
+       channel): one reduction with both sums once `ztc-fuse` merges them,
+       and one loop, reading `g` and `x`. The scale's gradient is the
+       second sum times `rstd`, the bias's the first.
 
     Runs after the optimizer's expansion and CSE (which would merge the
     repeated subtractions) and before `ztc-channels-last`, which moves its
@@ -765,9 +772,12 @@ def ExpandBatchNormPass : Pass<"ztc-expand-batch-norm", "func::FuncOp"> {
         : tensor<8x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>
         -> tensor<8x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>
     // becomes
-    %mean = nn.reduce_mean %x {axes = array<i64: 0, 2, 3>, keepdims = true}
-    %c = nn.sub %x, %mean
-    %var = nn.reduce_mean (nn.mul %c, %c) {axes = ..., keepdims = true}
+    %m64 = nn.reduce_mean (nn.cast %x to f64) {axes = array<i64: 0, 2, 3>,
+                                               keepdims = true}
+    %w = nn.cast %x to f64
+    %q64 = nn.reduce_mean (nn.mul %w, %w) {axes = ..., keepdims = true}
+    %mean = nn.cast %m64 to f32
+    %var = nn.cast (max(%q64 - %m64 * %m64, 0)) to f32
     %y = nn.add (nn.mul (nn.mul (nn.sub %x, %mean), rstd(%var)), %s) %b
     ```
   }];
