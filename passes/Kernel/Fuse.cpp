@@ -338,6 +338,27 @@ SmallVector<int64_t> reducedAxes(kernel::CallOp call) {
   return axes;
 }
 
+/// What a float reduce_sum or reduce_mean call computes, as a
+/// kernel.reduce would: its kind and its (non-negative, increasing) axes,
+/// when the emitter has loops for them (see kernel::reductionGroups).
+struct CallReduction {
+  kernel::ReduceKind kind;
+  SmallVector<int64_t> axes;
+};
+
+std::optional<CallReduction> callReduction(kernel::CallOp call) {
+  bool sum = kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum);
+  if (!sum && !kernel::isCallOf(call, kernel::LibraryKernelId::reduce_mean))
+    return std::nullopt;
+  auto type = cast<MemRefType>(call.getInputs().front().getType());
+  SmallVector<int64_t> axes = reducedAxes(call);
+  if (!isa<FloatType>(type.getElementType()) || axes.empty() ||
+      !kernel::reductionGroups(type.getShape(), axes))
+    return std::nullopt;
+  return CallReduction{sum ? kernel::ReduceKind::sum : kernel::ReduceKind::mean,
+                       std::move(axes)};
+}
+
 /// The elementwise kernel whose values `call` (a float reduce_sum or
 /// reduce_mean) reduces, when they can be reduced where they are computed:
 /// the kernel writes only the call's input, which nothing else reads; it
@@ -345,13 +366,12 @@ SmallVector<int64_t> reducedAxes(kernel::CallOp call) {
 /// emitter has loops for the reduction (see kernel::reductionGroups).
 /// Null otherwise.
 kernel::ElementwiseOp reducedProducer(kernel::CallOp call) {
-  if (!kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum) &&
-      !kernel::isCallOf(call, kernel::LibraryKernelId::reduce_mean))
+  std::optional<CallReduction> reduction = callReduction(call);
+  if (!reduction)
     return nullptr;
   Value buffer = call.getInputs().front();
-  auto type = cast<MemRefType>(buffer.getType());
   auto alloc = buffer.getDefiningOp<kernel::AllocOp>();
-  if (!alloc || !isa<FloatType>(type.getElementType()))
+  if (!alloc)
     return nullptr;
   kernel::ElementwiseOp producer;
   for (Operation *user : alloc->getUsers()) {
@@ -370,13 +390,10 @@ kernel::ElementwiseOp reducedProducer(kernel::CallOp call) {
   for (Value input : producer.getInputs())
     if (kernel::rootBuffer(input) == written)
       return nullptr;
-  SmallVector<int64_t> axes = reducedAxes(call);
-  ArrayRef<int64_t> space = type.getShape();
-  if (axes.empty() || !kernel::reductionGroups(space, axes))
-    return nullptr;
+  ArrayRef<int64_t> space = cast<MemRefType>(buffer.getType()).getShape();
   for (Value input : producer.getInputs())
     if (!kernel::groupStrides(cast<MemRefType>(input.getType()).getShape(),
-                              space, axes))
+                              space, reduction->axes))
       return nullptr;
   return producer;
 }
@@ -396,12 +413,10 @@ void fuseReduction(kernel::ElementwiseOp producer, kernel::CallOp call,
     fused.push_back(producer.getLoc());
   }
   fused.push_back(call.getLoc());
+  CallReduction reduction = *callReduction(call);
   auto reduce = kernel::ReduceOp::create(
-      b, call.getLoc(),
-      kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum)
-          ? kernel::ReduceKind::sum
-          : kernel::ReduceKind::mean,
-      producer.getInputs(), call.getOutputs().front(), reducedAxes(call),
+      b, call.getLoc(), reduction.kind, producer.getInputs(),
+      call.getOutputs().front(), reduction.axes,
       cast<MemRefType>(buffer.getType()).getShape());
   reduce.getBody().takeBody(producer.getBody());
   call.erase();
@@ -471,21 +486,16 @@ std::optional<Reduction> asReduction(Operation *op) {
                      llvm::to_vector(reduce.getInputs())};
   }
   auto call = dyn_cast<kernel::CallOp>(op);
-  if (!call || call.getScratch() ||
-      (!kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum) &&
-       !kernel::isCallOf(call, kernel::LibraryKernelId::reduce_mean)))
+  if (!call || call.getScratch())
+    return std::nullopt;
+  std::optional<CallReduction> reduction = callReduction(call);
+  if (!reduction)
     return std::nullopt;
   auto type = cast<MemRefType>(call.getInputs().front().getType());
-  SmallVector<int64_t> axes = reducedAxes(call);
-  if (!isa<FloatType>(type.getElementType()) || axes.empty() ||
-      !kernel::reductionGroups(type.getShape(), axes))
-    return std::nullopt;
   return Reduction{op,
-                   kernel::isCallOf(call, kernel::LibraryKernelId::reduce_sum)
-                       ? kernel::ReduceKind::sum
-                       : kernel::ReduceKind::mean,
+                   reduction->kind,
                    llvm::to_vector(type.getShape()),
-                   axes,
+                   std::move(reduction->axes),
                    type.getElementType(),
                    {call.getInputs().front()}};
 }
