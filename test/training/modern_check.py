@@ -25,6 +25,8 @@ PyTorch's values) with no --freeze list:
      stage 3 on 2 ranks (the curve within 1e-5 of one rank's; not for
      training-mode BatchNorm, which normalizes over each rank's batch).
 Usage: modern_check.py --ztc PATH [--ztc-train PATH --mpirun PATH] [--only NAME,...]
+                       [--fixtures DIR]   (default: test/fixtures/modern; another
+                                           directory make_modern.py --out wrote)
 """
 
 import argparse
@@ -258,9 +260,12 @@ def check_model(ztc, name, tmp, args=None):
 
 
 def main():
+    global FIXTURES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ztc", required=True)
     parser.add_argument("--only", help="comma-separated fixture names")
+    parser.add_argument("--fixtures", default=FIXTURES,
+                        help="the fixtures' directory (default: %(default)s)")
     parser.add_argument("--no-variants", dest="variants", action="store_false",
                         help="skip bf16, recompute and ZeRO (5.)")
     parser.add_argument("--ztc-train", help="ztc-train, for --mpirun")
@@ -268,6 +273,9 @@ def main():
     args = parser.parse_args()
     if args.mpirun and not args.ztc_train:
         parser.error("--mpirun needs --ztc-train")
+    FIXTURES = args.fixtures
+    if not os.path.isdir(FIXTURES):
+        parser.error("--fixtures %s: no such directory" % FIXTURES)
     names = args.only.split(",") if args.only else sorted(os.listdir(FIXTURES))
     with tempfile.TemporaryDirectory(prefix="ztc-modern-") as tmp:
         for name in names:

@@ -14,6 +14,8 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <functional>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::ztc;
@@ -351,6 +353,70 @@ LogicalResult convertExpand(NodeContext &ctx, SmallVectorImpl<Value> &results) {
                      ctx.input(0), {ctx.i64ArrayAttr("shape", shape)}));
 }
 
+/// Tile as a broadcast: the input gets a dimension of 1 before each
+/// repeated one, broadcast to the repeat count, and the pairs merge
+/// (x [d0, d1] by [r0, r1] is [1, d0, 1, d1] broadcast to [r0, d0, r1, d1],
+/// reshaped to [r0 * d0, r1 * d1]); its gradient is the broadcast's, a sum
+/// over the copies. Where that rank would pass nn::kMaxRank, one dimension
+/// at a time ([before, 1, d, after] broadcast to [before, r, d, after]).
+LogicalResult convertTile(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  FailureOr<SmallVector<int64_t>> repeats = ctx.constantInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  ArrayRef<int64_t> in = ctx.inputType(0).getShape();
+  if (repeats->size() != in.size())
+    return ctx.error() << "repeats has " << repeats->size()
+                       << " entries but the input " << ctx.inputType(0)
+                       << " has rank " << in.size();
+  SmallVector<int64_t> spread, broadcast, tiled;
+  int64_t elements = 1;
+  for (auto [i, repeat] : llvm::enumerate(*repeats)) {
+    if (repeat < 1)
+      return ctx.error() << "repeats entry " << i << " is " << repeat
+                         << " (an empty result; ztc takes repeats of 1 or "
+                            "more)";
+    int64_t dim = std::max<int64_t>(in[i], 1);
+    if (repeat > nn::kMaxTensorElements / (elements * dim))
+      return ctx.error() << "repeats [" << *repeats
+                         << "] make the result larger than 2^48 elements";
+    elements *= repeat * dim;
+    if (repeat > 1) {
+      spread.push_back(1);
+      broadcast.push_back(repeat);
+    }
+    spread.push_back(in[i]);
+    broadcast.push_back(in[i]);
+    tiled.push_back(repeat * in[i]);
+  }
+  if (spread.size() == in.size())
+    return produce(results, ctx.input(0));
+  auto copies = [&](Value value, ArrayRef<int64_t> spread,
+                    ArrayRef<int64_t> broadcast, ArrayRef<int64_t> tiled) {
+    Value copied = ctx.create<nn::BroadcastToOp>(
+        ctx.reshape(value, spread), {ctx.i64ArrayAttr("shape", broadcast)});
+    return copied ? ctx.reshape(copied, tiled) : Value();
+  };
+  if (int64_t(spread.size()) <= nn::kMaxRank)
+    return produce(results, copies(ctx.input(0), spread, broadcast, tiled));
+  Value value = ctx.input(0);
+  SmallVector<int64_t> shape(in);
+  for (auto [i, repeat] : llvm::enumerate(*repeats)) {
+    if (repeat == 1)
+      continue;
+    int64_t dim = shape[i];
+    int64_t before = std::accumulate(shape.begin(), shape.begin() + i,
+                                     int64_t(1), std::multiplies<int64_t>());
+    int64_t after = std::accumulate(shape.begin() + i + 1, shape.end(),
+                                    int64_t(1), std::multiplies<int64_t>());
+    shape[i] *= repeat;
+    value = copies(value, {before, 1, dim, after}, {before, repeat, dim, after},
+                   shape);
+    if (!value)
+      return failure();
+  }
+  return produce(results, value);
+}
+
 LogicalResult convertShape(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
   int64_t rank = shape.size();
@@ -491,6 +557,7 @@ void onnx_to_nn::addShapeConverters(ConverterRegistry &registry) {
   registry.addSince("Slice", 1, convertSlice);
   registry.addSince("Gather", 1, convertGather);
   registry.addSince("Expand", 8, convertExpand);
+  registry.addSince("Tile", 6, convertTile);
   registry.addSince("Shape", 1, convertShape);
   registry.addSince("Size", 1, convertSize);
   registry.addSince("Constant", 1, convertConstant);

@@ -278,6 +278,35 @@ func.func @expand_shape_not_constant(%x: tensor<3x2xf32>, %shape: tensor<2xi64>)
 
 // -----
 
+// Tile repeats every dimension.
+func.func @tile_rank(%x: tensor<3x2xf32>) -> none {
+  %repeats = onnx.constant dense<[2]> : tensor<1xi64>
+  // expected-error @unknown {{node 'tile' (Tile, opset 13): repeats has 1 entries but the input 'tensor<3x2xf32>' has rank 2}}
+  %0 = onnx.node "Tile"(%x, %repeats) {opset = 13 : i64} : (tensor<3x2xf32>, tensor<1xi64>) -> none loc("tile")
+  return %0 : none
+}
+
+// -----
+
+// Tile by 0 would give an empty tensor.
+func.func @tile_zero(%x: tensor<3x2xf32>) -> none {
+  %repeats = onnx.constant dense<[2, 0]> : tensor<2xi64>
+  // expected-error @unknown {{node 'tile' (Tile, opset 13): repeats entry 1 is 0 (an empty result; ztc takes repeats of 1 or more)}}
+  %0 = onnx.node "Tile"(%x, %repeats) {opset = 13 : i64} : (tensor<3x2xf32>, tensor<2xi64>) -> none loc("tile")
+  return %0 : none
+}
+
+// -----
+
+// Tile's repeats must be constant.
+func.func @tile_not_constant(%x: tensor<3x2xf32>, %repeats: tensor<2xi64>) -> none {
+  // expected-error @unknown {{node 'tile' (Tile, opset 13): repeats (input 1) must be a constant integer tensor once input shapes are static}}
+  %0 = onnx.node "Tile"(%x, %repeats) {opset = 13 : i64} : (tensor<3x2xf32>, tensor<2xi64>) -> none loc("tile")
+  return %0 : none
+}
+
+// -----
+
 // Shape cannot become a constant when its input's shape is not static;
 // the pass's static-shape check reports it.
 func.func @shape_of_dynamic(%x: tensor<?x4xf32>) -> none {

@@ -269,6 +269,54 @@ func.func @expand_noop(%x: tensor<2x3xf32>) -> none {
 
 // -----
 
+// Tile is a broadcast over a dimension of 1 put before each repeated
+// dimension, then a reshape merging each pair: BLOOM's ALiBi biases,
+// [H, 1, T] repeated over the batch.
+// CHECK-LABEL: func.func @tile
+// CHECK-SAME: (%[[X:.+]]: tensor<4x1x8xf32>) -> tensor<8x1x16xf32>
+// CHECK: %[[SPREAD:.+]] = nn.reshape %[[X]] : tensor<4x1x8xf32> -> tensor<1x4x1x1x8xf32>
+// CHECK: %[[COPIES:.+]] = nn.broadcast_to %[[SPREAD]] {shape = array<i64: 2, 4, 1, 2, 8>} : tensor<1x4x1x1x8xf32> -> tensor<2x4x1x2x8xf32>
+// CHECK: %[[TILED:.+]] = nn.reshape %[[COPIES]] : tensor<2x4x1x2x8xf32> -> tensor<8x1x16xf32>
+// CHECK: return %[[TILED]]
+func.func @tile(%x: tensor<4x1x8xf32>) -> none {
+  %repeats = onnx.constant dense<[2, 1, 2]> : tensor<3xi64>
+  %0 = onnx.node "Tile"(%x, %repeats) {opset = 13 : i64} : (tensor<4x1x8xf32>, tensor<3xi64>) -> none
+  return %0 : none
+}
+
+// -----
+
+// Tile by ones is the input itself.
+// CHECK-LABEL: func.func @tile_ones
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xi64>) -> tensor<2x3xi64>
+// CHECK-NOT: nn.
+// CHECK: return %[[X]]
+func.func @tile_ones(%x: tensor<2x3xi64>) -> none {
+  %repeats = onnx.constant dense<[1, 1]> : tensor<2xi64>
+  %0 = onnx.node "Tile"(%x, %repeats) {opset = 6 : i64} : (tensor<2x3xi64>, tensor<2xi64>) -> none
+  return %0 : none
+}
+
+// -----
+
+// Past the rank limit (8), one dimension at a time: a rank-5 input
+// repeated in all five.
+// CHECK-LABEL: func.func @tile_high_rank
+// CHECK: nn.broadcast_to %{{.+}} {shape = array<i64: 1, 2, 1, 1>} : tensor<1x1x1x1xf32> -> tensor<1x2x1x1xf32>
+// CHECK: nn.broadcast_to %{{.+}} {shape = array<i64: 2, 2, 1, 1>} : tensor<2x1x1x1xf32> -> tensor<2x2x1x1xf32>
+// CHECK: nn.broadcast_to %{{.+}} {shape = array<i64: 4, 2, 1, 1>} : tensor<4x1x1x1xf32> -> tensor<4x2x1x1xf32>
+// CHECK: nn.broadcast_to %{{.+}} {shape = array<i64: 8, 2, 1, 1>} : tensor<8x1x1x1xf32> -> tensor<8x2x1x1xf32>
+// CHECK: nn.broadcast_to %{{.+}} {shape = array<i64: 16, 2, 1, 1>} : tensor<16x1x1x1xf32> -> tensor<16x2x1x1xf32>
+// CHECK: %[[TILED:.+]] = nn.reshape %{{.+}} : tensor<16x2x1x1xf32> -> tensor<2x2x2x2x2xf32>
+// CHECK: return %[[TILED]]
+func.func @tile_high_rank(%x: tensor<1x1x1x1x1xf32>) -> none {
+  %repeats = onnx.constant dense<[2, 2, 2, 2, 2]> : tensor<5xi64>
+  %0 = onnx.node "Tile"(%x, %repeats) {opset = 13 : i64} : (tensor<1x1x1x1x1xf32>, tensor<5xi64>) -> none
+  return %0 : none
+}
+
+// -----
+
 // Shape and Size are constants; Shape's start and end (opset 15) select a
 // range of dimensions.
 // CHECK-LABEL: func.func @shape_and_size
