@@ -90,6 +90,42 @@ def configs():
                tf.T5Config(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2,
                            num_heads=4, dropout_rate=0.0, decoder_start_token_id=0,
                            pad_token_id=0, eos_token_id=1)),
+        # More decoder families as transformers writes them: Mistral
+        # (sliding-window causal mask), Qwen2 (biased q, k, v), Gemma 2
+        # (scores capped by tanh, GELU-tanh gates, norms scaled by 1 + w),
+        # Gemma 3 (normalized q and k, local and global layers), GPT-NeoX
+        # and Phi (rotary embeddings on part of each head, attention and MLP
+        # side by side), OPT (learned positions after an offset), Falcon
+        # (one key/value head) and BLOOM (ALiBi biases, built with Tile).
+        "mistral": (tf.MistralForCausalLM,
+                    tf.MistralConfig(num_key_value_heads=2, **small)),
+        "qwen2": (tf.Qwen2ForCausalLM, tf.Qwen2Config(num_key_value_heads=2, **small)),
+        "gemma2": (tf.Gemma2ForCausalLM,
+                   tf.Gemma2Config(num_key_value_heads=2, head_dim=8, pad_token_id=0,
+                                   **small)),
+        "gemma3": (tf.Gemma3ForCausalLM,
+                   tf.Gemma3TextConfig(num_key_value_heads=2, head_dim=8, pad_token_id=0,
+                                       **small)),
+        "gptneox": (tf.GPTNeoXForCausalLM, tf.GPTNeoXConfig(rotary_pct=0.25, **small)),
+        "phi": (tf.PhiForCausalLM, tf.PhiConfig(**small)),
+        "opt": (tf.OPTForCausalLM,
+                tf.OPTConfig(vocab_size=VOCAB, hidden_size=32, ffn_dim=64,
+                             num_hidden_layers=2, num_attention_heads=4,
+                             max_position_embeddings=32, word_embed_proj_dim=32,
+                             pad_token_id=0)),
+        "falcon": (tf.FalconForCausalLM,
+                   tf.FalconConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                                   num_attention_heads=4)),
+        "bloom": (tf.BloomForCausalLM,
+                  tf.BloomConfig(vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4)),
+        # And encoders: ModernBERT (local and global attention, GeGLU) and
+        # DeBERTa-v2 (disentangled relative-position attention).
+        "modernbert": (tf.ModernBertForMaskedLM,
+                       tf.ModernBertConfig(vocab_size=VOCAB, hidden_size=32,
+                                           intermediate_size=64, num_hidden_layers=2,
+                                           num_attention_heads=4, max_position_embeddings=32,
+                                           pad_token_id=0)),
+        "debertav2": (tf.DebertaV2ForMaskedLM, tf.DebertaV2Config(pad_token_id=0, **small)),
         "hf_vit": (tf.ViTForImageClassification,
                    tf.ViTConfig(image_size=32, patch_size=8, hidden_size=32,
                                 num_hidden_layers=2, num_attention_heads=4,

@@ -2,7 +2,9 @@
 """Today's PyTorch exports of transformers and timm models, against PyTorch.
 
 For each fixture of test/fixtures/modern (Llama, Qwen3, Phi-3, GPT-2 (also
-computing its own loss), BERT, T5 and ViT classes from transformers;
+computing its own loss), BERT, T5, ViT, Mistral, Qwen2, Gemma 2, Gemma 3,
+GPT-NeoX, Phi, OPT, Falcon, BLOOM, ModernBERT and DeBERTa-v2 classes from
+transformers;
 ResNet, MobileNetV3, EfficientNet, ConvNeXt and ViT from timm;
 MobileNetV2 from torchvision (ReLU6 as Clip, at its bounds); exported
 through python/ztc_export.py by torch.onnx's dynamo exporter (also at
@@ -100,8 +102,13 @@ def curve_error(ours, reference):
 # GPT-2 and Phi-3, whose fused projections (c_attn, qkv_proj) attention
 # reads windows of heads of and writes its gradients into
 # (ztc-fold-head-windows): GPT-2's q, k and v, Phi-3's v beside q and k
-# stored [B, H, T, D] after their rotary embeddings.
-FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript", "phi3", "gpt2")
+# stored [B, H, T, D] after their rotary embeddings. Then the other
+# families whose attention fuses: Mistral, Qwen2, Gemma 3, GPT-NeoX, Phi,
+# OPT, Falcon and ModernBERT (Gemma 2's capped scores, BLOOM's ALiBi
+# biases and DeBERTa's relative positions stay unfused).
+FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript", "phi3", "gpt2",
+                   "mistral", "qwen2", "gemma3", "gptneox", "phi", "opt", "falcon",
+                   "modernbert")
 
 
 def variants(args, name, tmp, reference, reference_ckpt, meta):
