@@ -597,6 +597,7 @@ LogicalResult Emitter::emitCall(kernel::CallOp op) {
       fields.push_back(kernel::configBool(op, field.name) ? "true" : "false");
       break;
     case kernel::ConfigKind::Float:
+    case kernel::ConfigKind::MaybeFloat:
       fields.push_back(floatLiteral(kernel::configFloat(op, field.name),
                                     Float64Type::get(op.getContext())));
       break;

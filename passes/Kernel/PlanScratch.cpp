@@ -41,6 +41,8 @@ struct ConfigReader {
   double readFloat(StringRef name) const {
     return kernel::configFloat(call, name);
   }
+  /// Absent: 0.
+  double readMaybeFloat(StringRef name) const { return readFloat(name); }
   /// A view of the attribute's storage, which the context keeps.
   ::ztc::Ints readInts(StringRef name) const {
     ArrayRef<int64_t> values = kernel::configInts(call, name);

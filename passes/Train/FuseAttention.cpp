@@ -98,6 +98,8 @@ struct Match {
   /// The product's operands behind their scales (q and kᵀ).
   Value q, keysT;
   double scale = 1.0;
+  /// Gemma 2's cap on the scaled scores (0: none).
+  double softcap = 0.0;
   bool causal = false;
   Value mask;
   /// The ops the fused op replaces, the final product last.
@@ -176,6 +178,46 @@ Value matchMask(Value x, Match &match) {
   return x;
 }
 
+/// Step 2b: a cap on the scaled scores before the mask, c * tanh(s / c)
+/// (Gemma 2's attention logit softcapping; ONNX Attention's `softcap` as
+/// its conversion writes it), the division also as a product by 1 / c.
+/// Returns s, or `x` itself when there is none.
+Value matchSoftcap(Value x, Match &match) {
+  auto outer = x.getDefiningOp<nn::MulOp>();
+  if (!outer || !x.hasOneUse())
+    return x;
+  Value capped = outer.getLhs();
+  std::optional<double> cap = splatConstant(outer.getRhs());
+  if (!cap) {
+    capped = outer.getRhs();
+    cap = splatConstant(outer.getLhs());
+  }
+  auto tanh = cap ? capped.getDefiningOp<nn::TanhOp>() : nullptr;
+  if (!tanh || !capped.hasOneUse() || capped.getType() != x.getType() ||
+      !(*cap > 0) || !std::isfinite(*cap))
+    return x;
+  Value divided = tanh.getX();
+  Operation *op = divided.getDefiningOp();
+  if (!isa_and_nonnull<nn::DivOp, nn::MulOp>(op) || !divided.hasOneUse())
+    return x;
+  Value scores = op->getOperand(0);
+  std::optional<double> divisor = splatConstant(op->getOperand(1));
+  if (isa<nn::MulOp>(op)) {
+    if (!divisor) {
+      scores = op->getOperand(1);
+      divisor = splatConstant(op->getOperand(0));
+    }
+    if (divisor)
+      divisor = 1.0 / *divisor;
+  }
+  if (!divisor || scores.getType() != x.getType() ||
+      std::abs(*divisor - *cap) > 1e-6 * *cap)
+    return x;
+  match.softcap = *cap;
+  match.chain.append({outer, tanh, op});
+  return scores;
+}
+
 /// Step 3: the constant scale, if any; returns the product it scales.
 Value matchScale(Value x, Match &match) {
   Operation *op = x.getDefiningOp();
@@ -230,8 +272,8 @@ void matchSplitScale(Match &match) {
   }
 }
 
-/// Steps 1 to 4 from the final product `pv`: softmax(scale * q kᵀ [+ mask])
-/// times v, every intermediate read only by the next.
+/// Steps 1 to 4 from the final product `pv`: softmax(cap(scale * q kᵀ)
+/// [+ mask]) times v, every intermediate read only by the next.
 std::optional<Match> matchAttention(nn::MatMulOp pv) {
   SmallVector<Operation *> guard;
   Value probabilities = matchNanGuard(pv.getA(), guard);
@@ -247,9 +289,10 @@ std::optional<Match> matchAttention(nn::MatMulOp pv) {
   Value x = softmax.getX();
   if (!x.hasOneUse())
     return std::nullopt;
-  Value scaled = matchMask(x, match);
-  if (!scaled || (scaled != x && !scaled.hasOneUse()))
+  Value masked = matchMask(x, match);
+  if (!masked || (masked != x && !masked.hasOneUse()))
     return std::nullopt;
+  Value scaled = matchSoftcap(masked, match);
   Value product = matchScale(scaled, match);
   if (!product)
     return std::nullopt;
@@ -657,7 +700,8 @@ struct FuseAttentionPass
       }
       auto fused = nn::AttentionOp::create(
           b, loc, q, k, v, mask, b.getF64FloatAttr(scale),
-          match->causal ? b.getUnitAttr() : UnitAttr());
+          match->causal ? b.getUnitAttr() : UnitAttr(),
+          match->softcap > 0 ? b.getF64FloatAttr(match->softcap) : FloatAttr());
       pv.getResult().replaceAllUsesWith(fused.getResult());
       // Step 7: the replaced chain, last first (each read only its next).
       for (Operation *op : llvm::reverse(match->chain))

@@ -38,7 +38,11 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
        elsewhere (leading dimensions 1: ONNX Attention's `is_causal`),
        else the fused op's `mask` (a constant: nn.attention gives a mask
        no gradient; reshaped with leading 1s to the scores' rank); or `%s`
-       itself.
+       itself. Then `%s` may be capped: `nn.mul (nn.tanh (nn.div %c, %k)),
+       %k` with `%k` a positive constant splat (the division also as a
+       product by 1 / k; each read by nothing else): the fused op's
+       `softcap` is k (Gemma 2's attention logit softcapping, ONNX
+       Attention's `softcap`), and `%c` goes on to step 3 in its place.
     3. `%s`, read by nothing else, is `nn.mul` of `%t` and a constant splat
        (either side) or `nn.div` of `%t` by one: the `scale` (1 / divisor);
        or `%t` itself (scale 1).
@@ -65,7 +69,7 @@ def FuseAttentionPass : Pass<"ztc-fuse-attention", "func::FuncOp"> {
        by nothing else (the ONNX Attention conversion's scale on K), joins
        the scale.
     7. The final product's uses read `nn.attention %q, %k, %v[, %mask]
-       {scale, causal}`; the chain is erased, and what made `%kt` from k
+       {scale, causal, softcap}`; the chain is erased, and what made `%kt` from k
        (and the repeats) once nothing else reads it.
     8. A q or k that is a rotary embedding of a head split,
        `nn.rotary (nn.transpose %x {perm = [0, 2, 1, 3]}), %cos, %sin`,

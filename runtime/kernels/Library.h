@@ -56,6 +56,7 @@ using Int = int64_t;
 using Bool = bool;
 using Flag = bool;
 using Float = double;
+using MaybeFloat = double; // 0 when absent
 using Ints = ztc::Ints;
 using MaybeInts = ztc::Ints;
 using MaybeInt = ztc::MaybeInt;

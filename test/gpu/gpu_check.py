@@ -125,6 +125,11 @@ CASES = [
     dict(name="gpt2-bf16", model="gpt2.onnx", data="gpt2", batch=2, steps=20,
          flags=["--lr", "3e-3", "--precision", "bf16"], grads=2e-2, loss=2e-3,
          params=None),
+    # Gemma 2's fixture: capped attention scores (the fused attention's
+    # softcap, on every CUDA attention path's scores and gradients), GELU
+    # gates, norms scaled by 1 + w.
+    dict(name="gemma2", model="gemma2.onnx", data="gemma2", batch=2, steps=20,
+         flags=["--lr", "3e-3"], grads=1e-5, loss=1e-4, params=None),
     # Dropout: the masks are the same bits on the CPU and the GPU.
     dict(name="mlp-dropout", model="mlp_dropout.onnx", data="dropout", batch=32, steps=20,
          flags=["--lr", "1e-2"], grads=1e-5, loss=1e-5, params=1e-4),
@@ -227,7 +232,7 @@ def prepare(args):
     import dropout_check
     convergence_check.write_gpl_characters(os.path.join(bundle, "gpl"))
     dropout_check.export_mlp(os.path.join(models, "mlp_dropout.onnx"))
-    for fixture in ("llama", "timm_resnet", "gpt2"):
+    for fixture in ("llama", "timm_resnet", "gpt2", "gemma2"):
         source = os.path.join(REPO, "test", "fixtures", "modern", fixture)
         shutil.copy(os.path.join(source, "model.onnx"),
                     os.path.join(models, fixture + ".onnx"))

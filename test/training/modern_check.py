@@ -103,11 +103,12 @@ def curve_error(ours, reference):
 # reads windows of heads of and writes its gradients into
 # (ztc-fold-head-windows): GPT-2's q, k and v, Phi-3's v beside q and k
 # stored [B, H, T, D] after their rotary embeddings. Then the other
-# families whose attention fuses: Mistral, Qwen2, Gemma 3, GPT-NeoX, Phi,
-# OPT, Falcon and ModernBERT (Gemma 2's capped scores, BLOOM's ALiBi
-# biases and DeBERTa's relative positions stay unfused).
+# families whose attention fuses: Mistral, Qwen2, Gemma 2 (its capped
+# scores the fused op's softcap), Gemma 3, GPT-NeoX, Phi, OPT, Falcon and
+# ModernBERT (BLOOM's ALiBi biases and DeBERTa's relative positions stay
+# unfused).
 FUSED_ATTENTION = ("llama", "qwen3", "llama_opset23", "bert_torchscript", "phi3", "gpt2",
-                   "mistral", "qwen2", "gemma3", "gptneox", "phi", "opt", "falcon",
+                   "mistral", "qwen2", "gemma2", "gemma3", "gptneox", "phi", "opt", "falcon",
                    "modernbert")
 
 

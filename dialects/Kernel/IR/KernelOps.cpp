@@ -163,6 +163,7 @@ const char *kindName(ConfigKind kind) {
   case ConfigKind::Flag:
     return "a bool";
   case ConfigKind::Float:
+  case ConfigKind::MaybeFloat:
     return "a float";
   case ConfigKind::Ints:
   case ConfigKind::MaybeInts:
@@ -183,6 +184,7 @@ bool hasKind(Attribute attr, ConfigKind kind) {
   case ConfigKind::Flag:
     return isa<BoolAttr>(attr);
   case ConfigKind::Float:
+  case ConfigKind::MaybeFloat:
     return isa<FloatAttr>(attr);
   case ConfigKind::Ints:
   case ConfigKind::MaybeInts:
@@ -202,6 +204,7 @@ bool readsAs(ConfigKind field, ConfigKind kind) {
   return (kind == ConfigKind::Int &&
           (field == ConfigKind::MaybeInt || field == ConfigKind::Bits)) ||
          (kind == ConfigKind::Bool && field == ConfigKind::Flag) ||
+         (kind == ConfigKind::Float && field == ConfigKind::MaybeFloat) ||
          (kind == ConfigKind::Ints && field == ConfigKind::MaybeInts);
 }
 

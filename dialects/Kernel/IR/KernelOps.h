@@ -42,6 +42,8 @@ enum class ConfigKind {
   Bool,
   Flag,
   Float,
+  /// A float that may be absent, read as 0.
+  MaybeFloat,
   Ints,
   MaybeInts,
   MaybeInt,
@@ -55,12 +57,12 @@ struct ConfigField {
   ConfigKind kind;
 
   /// Whether the attribute must be present: an absent Flag reads false, an
-  /// absent MaybeInt as absent, absent MaybeInts as empty, absent Bits as 0,
-  /// an absent Reduction as "mean".
+  /// absent MaybeInt as absent, an absent MaybeFloat as 0, absent
+  /// MaybeInts as empty, absent Bits as 0, an absent Reduction as "mean".
   bool required() const {
     return kind != ConfigKind::Flag && kind != ConfigKind::MaybeInt &&
-           kind != ConfigKind::MaybeInts && kind != ConfigKind::Bits &&
-           kind != ConfigKind::Reduction;
+           kind != ConfigKind::MaybeFloat && kind != ConfigKind::MaybeInts &&
+           kind != ConfigKind::Bits && kind != ConfigKind::Reduction;
   }
 };
 

@@ -21,6 +21,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <cmath>
 #include <numeric>
 #include <optional>
 #include <type_traits>
@@ -1200,6 +1201,24 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
     return failure();
   types.push_back(*result);
   return success();
+}
+
+/// nn.attention's and nn.attention_backward's softcap, where present: a
+/// positive finite cap.
+static LogicalResult verifySoftcap(Operation *op, FloatAttr softcap) {
+  if (softcap && !(softcap.getValueAsDouble() > 0 &&
+                   std::isfinite(softcap.getValueAsDouble())))
+    return op->emitOpError("expects a positive finite softcap, got ")
+           << softcap.getValueAsDouble();
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifySoftcap(*this, getSoftcapAttr());
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  return verifySoftcap(*this, getSoftcapAttr());
 }
 
 LogicalResult AttentionBackwardOp::inferReturnTypes(

@@ -1055,7 +1055,7 @@ def NN_LogSoftmaxOp : NN_Op<"log_softmax", !listconcat(NN_InferredResult,
 
 def NN_AttentionOp : NN_Op<"attention", !listconcat(NN_InferredResult,
     [NN_HalfCompute, NN_CustomFlops,
-     NN_LibraryCall<"attention", ["scale", "causal"],
+     NN_LibraryCall<"attention", ["scale", "causal", "softcap"],
                     ["bthd", "heads", "head_starts"]>])> {
   let summary = "scaled-dot-product attention in one op";
   let description = [{
@@ -1069,7 +1069,10 @@ def NN_AttentionOp : NN_Op<"attention", !listconcat(NN_InferredResult,
     ONNX's `kv_num_heads` mean; `ztc-fuse-attention` reads the repeated
     heads unrepeated). With `causal`,
     query `i` attends to keys `j <= i` only (PyTorch's `is_causal`, its
-    top-left alignment). The optional additive `mask` has the scores' rank
+    top-left alignment). With `softcap` (c > 0), each scaled score s
+    becomes `c * tanh(s / c)` before the mask is added (Gemma 2's capped
+    attention logits, ONNX Attention's `softcap`). The optional additive
+    `mask` has the scores' rank
     and each of its dimensions is 1 or the scores' (`[..., Tq, Tk]`); it
     receives no gradient, so `ztc-fuse-attention`, which builds this op
     from the matrix products and softmax of a model, only fuses constant
@@ -1086,8 +1089,10 @@ def NN_AttentionOp : NN_Op<"attention", !listconcat(NN_InferredResult,
   }];
   let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k,
                    NN_FloatTensor:$v, Optional<NN_FloatTensor>:$mask,
-                   F64Attr:$scale, UnitAttr:$causal);
+                   F64Attr:$scale, UnitAttr:$causal,
+                   OptionalAttr<F64Attr>:$softcap);
   let results = (outs NN_FloatTensor:$result);
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1676,19 +1681,22 @@ def NN_AvgPool2dBackwardOp
 def NN_AttentionBackwardOp
     : NN_Op<"attention_backward", !listconcat(NN_InferredResult,
     [NN_FollowCompute, NN_CustomFlops,
-     NN_LibraryCall<"attention_backward", ["scale", "causal"],
+     NN_LibraryCall<"attention_backward", ["scale", "causal", "softcap"],
                     ["bthd", "heads", "head_starts"]>])> {
   let summary = "gradients of nn.attention with respect to q, k and v";
   let description = [{
     For the forward `nn.attention` of `q`, `k`, `v` (and `mask`) with
-    `scale` and `causal`, whose result was `out`, the gradients of its
-    three inputs given `grad_output` (the result's gradient). With P the
-    probabilities, which the kernels recompute per row from the scores
+    `scale`, `causal` and `softcap`, whose result was `out`, the gradients
+    of its three inputs given `grad_output` (the result's gradient). With P
+    the probabilities, which the kernels recompute per row from the scores
     (FlashAttention's backward), and `delta = rowsum(grad_output * out)`:
 
         dv = Pᵀ grad_output
         dS = P * (grad_output vᵀ - delta)
         dq = dS k * scale,   dk = dSᵀ q * scale
+
+    With `softcap`, dS is also multiplied by the cap's slope, `1 - t²`
+    where t = tanh(scale * q·k / softcap).
 
     `out` and `grad_output` have the forward result's type; the results
     have the types of `q`, `k` and `v`. With grouped-query heads, a key or
@@ -1708,9 +1716,11 @@ def NN_AttentionBackwardOp
   let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k,
                    NN_FloatTensor:$v, NN_FloatTensor:$out,
                    NN_FloatTensor:$grad_output, Optional<NN_FloatTensor>:$mask,
-                   F64Attr:$scale, UnitAttr:$causal);
+                   F64Attr:$scale, UnitAttr:$causal,
+                   OptionalAttr<F64Attr>:$softcap);
   let results = (outs NN_FloatTensor:$grad_q, NN_FloatTensor:$grad_k,
                       NN_FloatTensor:$grad_v);
+  let hasVerifier = 1;
 }
 
 def NN_LinearCrossEntropyBackwardOp

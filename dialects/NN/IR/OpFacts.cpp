@@ -71,14 +71,17 @@ int64_t Conv2dBackwardFilterOp::estimateFlops() {
 }
 
 /// Two products of the scores' size (q kᵀ, then P v), two per multiply-add,
-/// and the softmax's five per score (as nn.softmax counts them).
+/// and the softmax's five per score (as nn.softmax counts them); with a
+/// softcap three more (a division, tanh and a product, one each as the
+/// unfused ops count them).
 int64_t AttentionOp::estimateFlops() {
   auto q = cast<RankedTensorType>(getQ().getType());
   auto v = cast<RankedTensorType>(getV().getType());
   int64_t scores = q.getNumElements() /
                    std::max<int64_t>(q.getShape().back(), 1) *
                    v.getShape()[v.getRank() - 2];
-  return 2 * scores * (q.getShape().back() + v.getShape().back()) + 5 * scores;
+  return 2 * scores * (q.getShape().back() + v.getShape().back()) +
+         (getSoftcap() ? 8 : 5) * scores;
 }
 
 /// The product x w (two per multiply-add) and, per score, what
@@ -107,12 +110,13 @@ int64_t LinearCrossEntropyBackwardOp::estimateFlops() {
 
 /// The scores recomputed (q kᵀ), then four products of their size (dv, dP,
 /// dq and dk) and the softmax's gradient, as FlashAttention counts its
-/// backward.
+/// backward; with a softcap, the cap and its slope (three and two a
+/// score).
 int64_t AttentionBackwardOp::estimateFlops() {
   auto q = cast<RankedTensorType>(getQ().getType());
   auto v = cast<RankedTensorType>(getV().getType());
   int64_t d = q.getShape().back(), dv = v.getShape().back();
   int64_t scores = q.getNumElements() / std::max<int64_t>(d, 1) *
                    v.getShape()[v.getRank() - 2];
-  return 2 * scores * (3 * d + 2 * dv) + 5 * scores;
+  return 2 * scores * (3 * d + 2 * dv) + (getSoftcap() ? 10 : 5) * scores;
 }

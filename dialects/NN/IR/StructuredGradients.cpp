@@ -258,7 +258,7 @@ LogicalResult AttentionOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   // mask gets none (the op's description says why).
   auto grads = AttentionBackwardOp::create(
       b, getLoc(), getQ(), getK(), getV(), getResult(), resultGrads[0],
-      getMask(), getScaleAttr(), getCausalAttr());
+      getMask(), getScaleAttr(), getCausalAttr(), getSoftcapAttr());
   SmallVector<Value> result = {grads.getGradQ(), grads.getGradK(),
                                grads.getGradV()};
   if (getMask())

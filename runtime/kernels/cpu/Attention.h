@@ -211,15 +211,19 @@ template <typename Acc> Acc largest(const Acc *x, int64_t n, Acc lowest) {
   return most;
 }
 
-/// A row's dot products with the keys made scores: times `scale`, plus the
+/// A row's dot products with the keys made scores: times `scale`, capped
+/// (softcap * tanh(s / softcap)) when `softcap` is positive, plus the
 /// mask's elements (`maskRow` the first key's, the next ones `maskStride`
 /// apart) when there is a mask.
 template <typename T, typename Acc>
-void scaleAndMask(Acc *scores, int64_t n, Acc scale, const T *maskRow,
-                  int64_t maskStride) {
+void scaleAndMask(Acc *scores, int64_t n, Acc scale, Acc softcap,
+                  const T *maskRow, int64_t maskStride) {
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j)
     scores[j] *= scale;
+  if (softcap > 0)
+    for (int64_t j = 0; j < n; ++j)
+      scores[j] = softcap * std::tanh(scores[j] / softcap);
   if (maskRow)
     for (int64_t j = 0; j < n; ++j)
       scores[j] += load(maskRow[j * maskStride]);
@@ -245,6 +249,7 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
   const int64_t queryBlocks =
       (tq + detail::kAttentionQueryBlock - 1) / detail::kAttentionQueryBlock;
   const Acc scale = static_cast<Acc>(params.scale);
+  const Acc softcap = static_cast<Acc>(params.softcap);
   const bool causal = params.causal;
   const Acc lowest = -std::numeric_limits<Acc>::infinity();
 #pragma omp parallel for if (shape.batch * tq * tk * (d + dv) >                \
@@ -307,7 +312,7 @@ void attention(const T *q, const Dims &qDims, const T *k, const Dims &kDims,
         taken[i - i0] = 0;
         if (j1 <= j0)
           continue;
-        detail::scaleAndMask(p, j1 - j0, scale,
+        detail::scaleAndMask(p, j1 - j0, scale, softcap,
                              mb ? mb + i * shape.maskRowStride +
                                       j0 * shape.maskColStride
                                 : nullptr,
@@ -386,6 +391,7 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
   const int64_t tq = shape.tq, tk = shape.tk, d = shape.d, dv = shape.dv;
   const AttentionRows *rows = shape.role;
   const Acc scale = static_cast<Acc>(params.scale);
+  const Acc softcap = static_cast<Acc>(params.softcap);
   const bool causal = params.causal;
   const Acc lowest = -std::numeric_limits<Acc>::infinity();
 #pragma omp parallel for if (shape.batch * tq * tk * (d + dv) >                \
@@ -399,6 +405,8 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
     const int64_t together = detail::kAttentionRowsTogether;
     std::vector<Acc> scores(together * tk), probabilities(together * tk),
         gradScores(together * tk), dq(together * d);
+    // With a softcap, the cap's slope at each score of a row.
+    std::vector<Acc> slopes(softcap > 0 ? tk : 0);
     // k and v transposed, [d][key]: a row's scores and the products of its
     // result's gradient with every value run side by side across the keys.
     std::vector<Acc> keysT(d * tk), valuesT(dv * tk);
@@ -443,8 +451,14 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
           const T *oi = out + rows[kAttentionOut].at(b, i);
           Acc *s = scoreRow[r], *p = probabilities.data() + r * tk,
               *ds = gradRow[r];
+          // The cap's slope, 1 - tanh^2, at the scaled products.
+          if (softcap > 0)
+            for (int64_t j = 0; j < n; ++j) {
+              const Acc t = std::tanh(s[j] * scale / softcap);
+              slopes[j] = (1 - t * t) * scale;
+            }
           // The row's scores and their log-sum-exp, as the forward saw them.
-          detail::scaleAndMask(s, n, scale,
+          detail::scaleAndMask(s, n, scale, softcap,
                                mb ? mb + i * shape.maskRowStride : nullptr,
                                shape.maskColStride);
           const Acc maximum = detail::largest(s, n, lowest);
@@ -463,9 +477,15 @@ void attentionBackward(const T *q, const Dims &qDims, const T *k,
         for (int64_t c = 0; c < dv; ++c)
           delta += detail::load(gRow[r][c]) * detail::load(oi[c]);
           // The score's gradient.
+        if (softcap > 0) {
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j)
-          ds[j] = p[j] * (ds[j] - delta) * scale;
+          for (int64_t j = 0; j < n; ++j)
+            ds[j] = p[j] * (ds[j] - delta) * slopes[j];
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j)
+            ds[j] = p[j] * (ds[j] - delta) * scale;
+        }
         }
       std::fill(dq.begin(), dq.end(), Acc(0));
       // Each key's rows of dk and dv take the block's rows in query order,

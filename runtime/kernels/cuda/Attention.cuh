@@ -49,29 +49,56 @@ namespace ztc::cuda {
 namespace detail {
 
 /// What every attention body reads: the operands, their shapes, the scale,
-/// the causal flag and -infinity (lowestValue is host only).
+/// the softcap (0: none), the causal flag and -infinity (lowestValue is
+/// host only).
 template <typename T> struct AttentionInputs {
   const T *q, *k, *v, *mask;
   AttentionShape shape;
-  ComputeT<T> scale;
+  ComputeT<T> scale, softcap;
   bool causal;
   ComputeT<T> lowest;
+
+  /// The dot product of query `i` and key `j` of batch entry `b`, reduced
+  /// over the team (every thread gets it).
+  template <typename Team>
+  ZTC_HOST_DEVICE ComputeT<T> dot(int64_t b, int64_t i, int64_t j,
+                                  const Team &team) const {
+    using Acc = ComputeT<T>;
+    const T *qi = q + shape.role[kAttentionQ].at(b, i);
+    const T *kj = k + shape.role[kAttentionK].at(b, j);
+    Acc partial = 0;
+    for (int64_t c = team.rank(); c < shape.d; c += team.size())
+      partial += load(qi[c]) * load(kj[c]);
+    return team.reduce(partial, SumOp());
+  }
+
+  /// The score of query `i` and key `j` of batch entry `b` from their dot
+  /// product: scaled, capped, masked.
+  ZTC_HOST_DEVICE ComputeT<T> scoreOf(int64_t b, int64_t i, int64_t j,
+                                      ComputeT<T> dot) const {
+    ComputeT<T> s = dot * scale;
+    if (softcap > 0)
+      s = softcap * mathTanh(s / softcap);
+    if (mask)
+      s += maskAt(b, i, j);
+    return s;
+  }
+
+  /// What a score's gradient is multiplied by to give the dot product's:
+  /// the scale, times the cap's slope 1 - tanh^2 with a softcap.
+  ZTC_HOST_DEVICE ComputeT<T> dotGradient(ComputeT<T> dot) const {
+    if (!(softcap > 0))
+      return scale;
+    const ComputeT<T> t = mathTanh(dot * scale / softcap);
+    return (1 - t * t) * scale;
+  }
 
   /// The score of query `i` and key `j` of batch entry `b`, reduced over
   /// the team (every thread gets it).
   template <typename Team>
   ZTC_HOST_DEVICE ComputeT<T> score(int64_t b, int64_t i, int64_t j,
                                     const Team &team) const {
-    using Acc = ComputeT<T>;
-    const T *qi = q + shape.role[kAttentionQ].at(b, i);
-    const T *kj = k + shape.role[kAttentionK].at(b, j);
-    Acc dot = 0;
-    for (int64_t c = team.rank(); c < shape.d; c += team.size())
-      dot += load(qi[c]) * load(kj[c]);
-    Acc s = team.reduce(dot, SumOp()) * scale;
-    if (mask)
-      s += maskAt(b, i, j);
-    return s;
+    return scoreOf(b, i, j, dot(b, i, j, team));
   }
 
   /// The mask's value for query `i` and key `j` of batch entry `b`.
@@ -81,9 +108,9 @@ template <typename T> struct AttentionInputs {
   }
 
   /// Query i's probability p of key j, from their dot product and the
-  /// query's log-sum-exp, and their score's gradient ds = p (dO . v -
-  /// delta) scale, from dO . v and the query's delta; both 0 where the
-  /// query does not see the key.
+  /// query's log-sum-exp, and their dot product's gradient ds = p (dO . v
+  /// - delta) scale (times the cap's slope with a softcap), from dO . v and
+  /// the query's delta; both 0 where the query does not see the key.
   struct PairGradient {
     ComputeT<T> p, ds;
   };
@@ -95,7 +122,7 @@ template <typename T> struct AttentionInputs {
     if (!sees(i, j))
       return {0, 0};
     const ComputeT<T> p = mathExp(tileScore(b, i, j, dot) - lse);
-    return {p, p * (gradDot - delta) * scale};
+    return {p, p * (gradDot - delta) * dotGradient(dot)};
   }
 
   /// Whether query `i` sees key `j`, both within their operands.
@@ -110,10 +137,7 @@ template <typename T> struct AttentionInputs {
                                         ComputeT<T> dot) const {
     if (!sees(i, j))
       return lowest;
-    ComputeT<T> s = dot * scale;
-    if (mask)
-      s += maskAt(b, i, j);
-    return s;
+    return scoreOf(b, i, j, dot);
   }
 };
 
@@ -123,6 +147,7 @@ AttentionInputs<T> attentionInputs(const T *q, const T *k, const T *v,
                                    const AttentionParams &params) {
   AttentionInputs<T> in{q, k, v, mask, shape};
   in.scale = static_cast<ComputeT<T>>(params.scale);
+  in.softcap = static_cast<ComputeT<T>>(params.softcap);
   in.causal = params.causal;
   in.lowest = lowestValue<ComputeT<T>>();
   return in;
@@ -251,12 +276,13 @@ template <typename T, bool kInRegisters> struct AttentionGradQueryBody {
     forOwned<kInRegisters>(lane, shape.d,
                            [&](int slot, int64_t c) { dq(slot, c) = 0; });
     for (int64_t j = 0; j < keys; ++j) {
-      Acc p = mathExp(in.score(b, i, j, team) - logSumExp);
+      const Acc qk = in.dot(b, i, j, team);
+      Acc p = mathExp(in.scoreOf(b, i, j, qk) - logSumExp);
       const T *vj = in.v + shape.role[kAttentionV].at(b, j);
       Acc dotPart = 0;
       for (int64_t c = lane; c < shape.dv; c += team.size())
         dotPart += load(gi[c]) * load(vj[c]);
-      Acc ds = p * (team.reduce(dotPart, SumOp()) - delta) * in.scale;
+      Acc ds = p * (team.reduce(dotPart, SumOp()) - delta) * in.dotGradient(qk);
       const T *kj = in.k + shape.role[kAttentionK].at(b, j);
       forOwned<kInRegisters>(lane, shape.d, [&](int slot, int64_t c) {
         dq(slot, c) += ds * load(kj[c]);
@@ -298,7 +324,8 @@ template <typename T, bool kInRegisters> struct AttentionGradKeyBody {
       // Causal: queries i >= j see key j.
       for (int64_t i = in.causal ? j : 0; i < shape.tq; ++i) {
         const int64_t queryRow = b * shape.tq + i;
-        Acc p = mathExp(in.score(b, i, j, team) - stats[2 * queryRow]);
+        const Acc qk = in.dot(b, i, j, team);
+        Acc p = mathExp(in.scoreOf(b, i, j, qk) - stats[2 * queryRow]);
         const T *gi = gradOut + shape.role[kAttentionGradOut].at(b, i);
         Acc dotPart = 0;
         forOwned<kInRegisters>(lane, shape.dv, [&](int slot, int64_t c) {
@@ -307,7 +334,7 @@ template <typename T, bool kInRegisters> struct AttentionGradKeyBody {
           dv(slot, c) += p * g;
         });
         Acc ds = p * (team.reduce(dotPart, SumOp()) - stats[2 * queryRow + 1]) *
-                 in.scale;
+                 in.dotGradient(qk);
         const T *qi = in.q + shape.role[kAttentionQ].at(b, i);
         forOwned<kInRegisters>(lane, shape.d, [&](int slot, int64_t c) {
           dk(slot, c) += ds * load(qi[c]);

@@ -59,6 +59,8 @@ ZTC_HOST_DEVICE inline float mathLog(float x) { return ::logf(x); }
 ZTC_HOST_DEVICE inline double mathLog(double x) { return ::log(x); }
 ZTC_HOST_DEVICE inline float mathSqrt(float x) { return ::sqrtf(x); }
 ZTC_HOST_DEVICE inline double mathSqrt(double x) { return ::sqrt(x); }
+ZTC_HOST_DEVICE inline float mathTanh(float x) { return ::tanhf(x); }
+ZTC_HOST_DEVICE inline double mathTanh(double x) { return ::tanh(x); }
 // Integers compute in double, as std::exp(int) does on the CPU.
 template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
 ZTC_HOST_DEVICE double mathExp(I x) {

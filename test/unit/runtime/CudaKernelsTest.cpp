@@ -589,11 +589,12 @@ TEST(CudaKernelsTest, SoftmaxF16) { checkSoftmax<f16>(); }
 /// the tensor cores for bf16 heads of multiples of 16 (in the emulation,
 /// their sums in f32); the heads at the register kernels' limit (256) and
 /// past it (their accumulators in the scratch) a warp per row, as double
-/// does.
+/// does. Each path again with capped scores (Gemma 2's softcap).
 template <typename T> void checkAttention() {
   struct Case {
     Shape q, k, v, mask;
     bool causal;
+    double softcap = 0;
   };
   static_assert(gpu::scratch::kAttentionRegisterHead == 256);
   static_assert(gpu::detail::kTileSliceCols == 128);
@@ -622,6 +623,14 @@ template <typename T> void checkAttention() {
        false},
       {{1, 4, 40, 16}, {1, 1, 40, 16}, {1, 1, 40, 16}, {}, true},
       {{1, 4, 5, 256}, {1, 2, 6, 256}, {1, 2, 6, 256}, {}, true},
+      // Capped scores, a mask after the cap: small tiles, the tensor
+      // cores (bf16), grouped heads, a warp per row with accumulators in
+      // registers and in the scratch.
+      {{2, 3, 9, 4}, {2, 3, 17, 4}, {2, 3, 17, 3}, {2, 1, 9, 17}, false, 0.5},
+      {{1, 2, 150, 64}, {1, 2, 150, 64}, {1, 2, 150, 64}, {}, true, 0.5},
+      {{1, 4, 40, 16}, {1, 1, 40, 16}, {1, 1, 40, 16}, {}, true, 0.5},
+      {{1, 2, 5, 256}, {1, 2, 6, 256}, {1, 2, 6, 256}, {}, false, 0.5},
+      {{1, 1, 5, 260}, {1, 1, 6, 260}, {1, 1, 6, 257}, {1, 1, 5, 6}, true, 0.5},
   };
   unsigned seed = 400;
   for (const Case &c : cases) {
@@ -636,6 +645,7 @@ template <typename T> void checkAttention() {
       mask = randomValues<T>(numel(c.mask), seed++);
     const T *m = mask.empty() ? nullptr : mask.data();
     ztc::AttentionParams params{0.4, c.causal};
+    params.softcap = c.softcap;
     const ztc::AttentionShape shape(gpuDims(c.q), gpuDims(c.k), gpuDims(c.v),
                                     gpuDims(c.mask), m != nullptr, params);
     using gpu::detail::AttentionPath;
@@ -660,7 +670,8 @@ template <typename T> void checkAttention() {
     gpu::attention<T>(q.data(), gpuDims(c.q), k.data(), gpuDims(c.k), v.data(),
                       gpuDims(c.v), m, gpuDims(c.mask), actual.data(),
                       gpuDims(o), params, forward.get(), kStream);
-    std::string what = "attention " + describe(c.q) + " x " + describe(c.k);
+    std::string what = "attention " + describe(c.q) + " x " + describe(c.k) +
+                       (c.softcap > 0 ? " capped" : "");
     expectClose(actual, expected, what);
     std::vector<T> dq(q.size()), dk(k.size()), dv(v.size());
     std::vector<T> gpuDq(q.size()), gpuDk(k.size()), gpuDv(v.size());

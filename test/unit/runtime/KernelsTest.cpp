@@ -1887,13 +1887,15 @@ TEST(KernelsTest, MatmulNf4IsTheProductWithTheDequantizedWeight) {
 /// `maskShape` empty for no mask, else [batch..., Tq or 1, Tk or 1] with
 /// the batch given as [b0, b1]. With `kvHeads` (batch [B, H]), k and v have
 /// that many heads, each read by H / kvHeads query heads (grouped-query
-/// attention).
+/// attention). With `softcap`, the scaled scores are capped (c tanh(s / c))
+/// before the mask.
 struct Problem {
   Shape batch;
   int64_t tq, tk, d, dv;
   bool causal;
   Shape maskShape;
   int64_t kvHeads = 0;
+  double softcap = 0;
 
   /// k's and v's batch dimensions.
   Shape kvBatch() const {
@@ -1947,7 +1949,8 @@ Reference reference(const Problem &p, const std::vector<T> &q,
         rest /= p.batch[i];
       }
     }
-    std::vector<double> prob(p.tq * p.tk), dprob(p.tq * p.tk);
+    std::vector<double> prob(p.tq * p.tk), dprob(p.tq * p.tk),
+        slope(p.tq * p.tk, 1.0);
     for (int64_t i = 0; i < p.tq; ++i) {
       double maximum = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < p.tk; ++j) {
@@ -1956,6 +1959,11 @@ Reference reference(const Problem &p, const std::vector<T> &q,
           s += toDouble(q[(b * p.tq + i) * p.d + c]) *
                toDouble(k[(kb * p.tk + j) * p.d + c]);
         s *= scale;
+        if (p.softcap > 0) {
+          const double t = std::tanh(s / p.softcap);
+          s = p.softcap * t;
+          slope[i * p.tk + j] = 1 - t * t;
+        }
         if (!mask.empty())
           s +=
               toDouble(mask[maskBase + i * maskStrides[maskStrides.size() - 2] +
@@ -1986,7 +1994,8 @@ Reference reference(const Problem &p, const std::vector<T> &q,
         rowDot += dp * prob[i * p.tk + j];
       }
       for (int64_t j = 0; j < p.tk; ++j) {
-        double ds = prob[i * p.tk + j] * (dprob[i * p.tk + j] - rowDot) * scale;
+        double ds = prob[i * p.tk + j] * (dprob[i * p.tk + j] - rowDot) *
+                    scale * slope[i * p.tk + j];
         for (int64_t c = 0; c < p.d; ++c) {
           r.dq[(b * p.tq + i) * p.d + c] +=
               ds * toDouble(k[(kb * p.tk + j) * p.d + c]);
@@ -2019,6 +2028,7 @@ template <typename T> void checkAttention(const Problem &p) {
   Reference want = reference(p, q, k, v, mask, g, scale);
 
   AttentionParams params{scale, p.causal};
+  params.softcap = p.softcap;
   const T *maskData = mask.empty() ? nullptr : mask.data();
   Dims maskDims = mask.empty() ? Dims{} : dimsOf(p.maskShape);
   std::vector<T> out(numel(oShape));
@@ -2048,6 +2058,10 @@ const Problem kPlain{{5}, 1, 3, 1, 2, false, {}};
 // with a mask per query head, and causal.
 const Problem kGrouped{{2, 6}, 19, 83, 9, 11, false, {2, 6, 19, 83}, 2};
 const Problem kGroupedCausal{{1, 4}, 37, 37, 8, 5, true, {}, 1};
+// Capped scores (Gemma 2's softcap), small enough that tanh bends them,
+// with a mask after the cap, and causal.
+const Problem kCapped{{2, 3}, 19, 83, 9, 11, false, {2, 1, 19, 83}, 0, 0.7};
+const Problem kCappedCausal{{1, 4}, 37, 37, 8, 5, true, {}, 2, 0.7};
 
 TEST(KernelsTest, AttentionCausalDouble) { checkAttention<double>(kCausal); }
 TEST(KernelsTest, AttentionCausalFloat) { checkAttention<float>(kCausal); }
@@ -2069,6 +2083,15 @@ TEST(KernelsTest, AttentionGroupedDouble) {
 TEST(KernelsTest, AttentionGroupedBF16) {
   checkAttention<bf16>(kGroupedCausal);
 }
+TEST(KernelsTest, AttentionCappedFloat) {
+  checkAttention<float>(kCapped);
+  checkAttention<float>(kCappedCausal);
+}
+TEST(KernelsTest, AttentionCappedDouble) {
+  checkAttention<double>(kCapped);
+  checkAttention<double>(kCappedCausal);
+}
+TEST(KernelsTest, AttentionCappedBF16) { checkAttention<bf16>(kCappedCausal); }
 
 /// The kernels' arithmetic written as plain scalar loops, one query and one
 /// key at a time (what cpu/Attention.h computed before its loops ran on

@@ -141,3 +141,24 @@ func.func @grouped_kv(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tens
          : tensor<1x4x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32> -> tensor<1x4x3x8xf32>
   return
 }
+
+// -----
+
+// A softcap is positive.
+func.func @softcap_zero(%q: tensor<4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects a positive finite softcap, got 0}}
+  %o = nn.attention %q, %k, %v {scale = 1.0 : f64, softcap = 0.0 : f64}
+         : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// So is the backward's.
+func.func @backward_softcap(%q: tensor<4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %o: tensor<4x8xf32>, %g: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.attention_backward' op expects a positive finite softcap, got -3}}
+  %dq, %dk, %dv = nn.attention_backward %q, %k, %v, %o, %g {scale = 1.0 : f64, softcap = -3.0 : f64}
+         : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+         -> tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}

@@ -61,3 +61,18 @@ func.func @grouped_query(%q: tensor<2x6x5x8xf32>, %k: tensor<2x2x7x8xf32>,
          -> tensor<2x6x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>
   return %o, %dk, %dv : tensor<2x6x5x4xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x4xf32>
 }
+
+// Capped scores (softcap) each way.
+// CHECK-LABEL: func.func @capped
+func.func @capped(%q: tensor<3x7x4xf32>, %k: tensor<3x9x4xf32>, %v: tensor<3x9x2xf32>,
+                  %g: tensor<3x7x2xf32>)
+    -> (tensor<3x7x4xf32>, tensor<3x9x4xf32>, tensor<3x9x2xf32>) {
+  // CHECK: nn.attention %{{.+}} {scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64}
+  %o = nn.attention %q, %k, %v {scale = 0.5 : f64, softcap = 50.0 : f64}
+         : tensor<3x7x4xf32>, tensor<3x9x4xf32>, tensor<3x9x2xf32> -> tensor<3x7x2xf32>
+  // CHECK: nn.attention_backward %{{.+}} {scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64}
+  %dq, %dk, %dv = nn.attention_backward %q, %k, %v, %o, %g {scale = 0.5 : f64, softcap = 50.0 : f64}
+         : tensor<3x7x4xf32>, tensor<3x9x4xf32>, tensor<3x9x2xf32>, tensor<3x7x2xf32>, tensor<3x7x2xf32>
+         -> tensor<3x7x4xf32>, tensor<3x9x4xf32>, tensor<3x9x2xf32>
+  return %dq, %dk, %dv : tensor<3x7x4xf32>, tensor<3x9x4xf32>, tensor<3x9x2xf32>
+}

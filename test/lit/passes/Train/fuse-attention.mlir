@@ -87,6 +87,83 @@ func.func @additive_mask(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x5xf32>,
   return %o : tensor<2x3x6xf32>
 }
 
+// Gemma 2's capped scores between the scale and the mask, c * tanh(s / c)
+// (attn_logit_softcapping): the fused op's softcap.
+// CHECK-LABEL: func.func @softcap
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x3x4xf32>, %[[KT:[^:]+]]: tensor<2x4x5xf32>, %[[V:[^:]+]]: tensor<2x5x6xf32>)
+// CHECK-NOT: nn.tanh
+// CHECK: nn.attention %[[Q]], %{{.+}}, %[[V]], %{{.+}} {scale = 2.500000e-01 : f64, softcap = 5.000000e+01 : f64}
+// CHECK-NOT: nn.tanh
+func.func @softcap(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x5xf32>,
+                   %v: tensor<2x5x6xf32>) -> tensor<2x3x6xf32> {
+  %scale = arith.constant dense<0.25> : tensor<f32>
+  %cap = arith.constant dense<50.0> : tensor<f32>
+  %mask = arith.constant dense<[[[0.0, 0.0, 0.0, -1.0e9, -1.0e9]],
+                                [[0.0, 0.0, 0.0, 0.0, -1.0e9]]]>
+      : tensor<2x1x5xf32>
+  %t = nn.matmul %q, %kt : tensor<2x3x4xf32>, tensor<2x4x5xf32>
+      -> tensor<2x3x5xf32>
+  %s = nn.mul %t, %scale : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %d = nn.div %s, %cap : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %h = nn.tanh %d : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %c = nn.mul %h, %cap : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %m = nn.add %c, %mask : tensor<2x3x5xf32>, tensor<2x1x5xf32>
+      -> tensor<2x3x5xf32>
+  %p = nn.softmax %m {axis = 2 : i64} : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %o = nn.matmul %p, %v : tensor<2x3x5xf32>, tensor<2x5x6xf32>
+      -> tensor<2x3x6xf32>
+  return %o : tensor<2x3x6xf32>
+}
+
+// The cap's division as a product by 1 / c, constants on the left, and no
+// mask.
+// CHECK-LABEL: func.func @softcap_reciprocal
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 1.000000e+00 : f64, softcap = 2.000000e+00 : f64}
+// CHECK-NOT: nn.tanh
+func.func @softcap_reciprocal(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x5xf32>,
+                              %v: tensor<2x5x6xf32>) -> tensor<2x3x6xf32> {
+  %half = arith.constant dense<0.5> : tensor<f32>
+  %cap = arith.constant dense<2.0> : tensor<f32>
+  %t = nn.matmul %q, %kt : tensor<2x3x4xf32>, tensor<2x4x5xf32>
+      -> tensor<2x3x5xf32>
+  %d = nn.mul %half, %t : tensor<f32>, tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %h = nn.tanh %d : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %c = nn.mul %cap, %h : tensor<f32>, tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %p = nn.softmax %c {axis = 2 : i64} : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %o = nn.matmul %p, %v : tensor<2x3x5xf32>, tensor<2x5x6xf32>
+      -> tensor<2x3x6xf32>
+  return %o : tensor<2x3x6xf32>
+}
+
+// Negative: tanh(s / 2) * 3 is no cap (two constants), and a cap whose
+// tanh is read elsewhere stays: nothing fuses.
+// CHECK-LABEL: func.func @softcap_kept
+// CHECK-NOT: nn.attention
+// CHECK: return
+func.func @softcap_kept(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x5xf32>,
+                        %v: tensor<2x5x6xf32>)
+    -> (tensor<2x3x6xf32>, tensor<2x3x6xf32>, tensor<2x3x5xf32>) {
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %three = arith.constant dense<3.0> : tensor<f32>
+  %t = nn.matmul %q, %kt : tensor<2x3x4xf32>, tensor<2x4x5xf32>
+      -> tensor<2x3x5xf32>
+  %d = nn.div %t, %two : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %h = nn.tanh %d : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %c = nn.mul %h, %three : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %p = nn.softmax %c {axis = 2 : i64} : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %o = nn.matmul %p, %v : tensor<2x3x5xf32>, tensor<2x5x6xf32>
+      -> tensor<2x3x6xf32>
+  %t2 = nn.matmul %q, %kt : tensor<2x3x4xf32>, tensor<2x4x5xf32>
+      -> tensor<2x3x5xf32>
+  %d2 = nn.div %t2, %two : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %h2 = nn.tanh %d2 : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %c2 = nn.mul %h2, %two : tensor<2x3x5xf32>, tensor<f32> -> tensor<2x3x5xf32>
+  %p2 = nn.softmax %c2 {axis = 2 : i64} : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  %o2 = nn.matmul %p2, %v : tensor<2x3x5xf32>, tensor<2x5x6xf32>
+      -> tensor<2x3x6xf32>
+  return %o, %o2, %h2 : tensor<2x3x6xf32>, tensor<2x3x6xf32>, tensor<2x3x5xf32>
+}
+
 // Negative: the probabilities are read by another op (returned), which
 // would need them materialized.
 // CHECK-LABEL: func.func @probabilities_read
