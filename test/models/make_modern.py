@@ -24,7 +24,7 @@ Each fixture directory holds:
                       exporter's per-node debugging metadata
   data/input_ids.npy, data/labels.npy
                       one batch (2 sequences of 8 tokens, none the padding
-                      token 0; labels random); for the timm image models
+                      token 0; labels random); for the image models
                       data/x.npy (2 images of 3x32x32, 64x64 in train() mode) and 2 labels of 10
                       classes
   meta.json           the output ztc compares ("logits", or "loss" for a
@@ -126,6 +126,11 @@ def configs():
                                            num_attention_heads=4, max_position_embeddings=32,
                                            pad_token_id=0)),
         "debertav2": (tf.DebertaV2ForMaskedLM, tf.DebertaV2Config(pad_token_id=0, **small)),
+        # PoolFormer: GroupNorm with one group, which the exporter writes as
+        # InstanceNormalization over [N, 1, C*H*W].
+        "hf_poolformer": (tf.PoolFormerForImageClassification,
+                          tf.PoolFormerConfig(hidden_sizes=[8, 16, 32, 64],
+                                              depths=[1, 1, 1, 1], num_labels=10)),
         "hf_vit": (tf.ViTForImageClassification,
                    tf.ViTConfig(image_size=32, patch_size=8, hidden_size=32,
                                 num_hidden_layers=2, num_attention_heads=4,
@@ -148,7 +153,7 @@ class Logits:
                 self.model = inner
 
             def forward(self, input_ids, labels=None):
-                if "ViT" in type(self.model).__name__:
+                if "ForImageClassification" in type(self.model).__name__:
                     return self.model(pixel_values=input_ids).logits
                 kwargs = {} if "Bert" in type(self.model).__name__ else {"use_cache": False}
                 if loss_inside:
@@ -213,7 +218,7 @@ def model_of(name):
 
 
 def is_image(name):
-    return model_of(name) in IMAGE or model_of(name) == "hf_vit"
+    return model_of(name) in IMAGE or model_of(name).startswith("hf_")
 
 
 def build(name):

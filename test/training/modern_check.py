@@ -2,9 +2,9 @@
 """Today's PyTorch exports of transformers and timm models, against PyTorch.
 
 For each fixture of test/fixtures/modern (Llama, Qwen3, Phi-3, GPT-2 (also
-computing its own loss), BERT, T5, ViT, Mistral, Qwen2, Gemma 2, Gemma 3,
-GPT-NeoX, Phi, OPT, Falcon, BLOOM, ModernBERT and DeBERTa-v2 classes from
-transformers;
+computing its own loss), BERT, T5, ViT, PoolFormer, Mistral, Qwen2, Gemma 2,
+Gemma 3, GPT-NeoX, Phi, OPT, Falcon, BLOOM, ModernBERT and DeBERTa-v2
+classes from transformers;
 ResNet, MobileNetV3, EfficientNet, ConvNeXt and ViT from timm;
 MobileNetV2 from torchvision (ReLU6 as Clip, at its bounds); exported
 through python/ztc_export.py by torch.onnx's dynamo exporter (also at

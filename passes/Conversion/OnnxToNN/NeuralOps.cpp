@@ -420,29 +420,23 @@ LogicalResult convertLayerNorm(NodeContext &ctx,
   return layerNormStatistics(ctx, axes, epsilon, results);
 }
 
-/// GroupNormalization: x [N, C, ...] normalized over each group of C /
-/// num_groups channels (and every spatial position), then scaled and
-/// shifted per channel (opset 21) or per group (opset 18). The statistics
-/// are nn.layer_norm's over the last axis of x viewed as [N, G, rest].
-LogicalResult convertGroupNorm(NodeContext &ctx,
-                               SmallVectorImpl<Value> &results) {
+/// x [N, C, ...] normalized over each group of C / `groups` channels (and
+/// every spatial position), then scaled and shifted by inputs 1 and 2, per
+/// channel or (`perChannel` false) per group: nn.layer_norm's statistics
+/// over the last axis of x viewed as [N, G, rest]. Checks the scale's and
+/// bias's shapes.
+LogicalResult normalizeGroups(NodeContext &ctx, int64_t groups, bool perChannel,
+                              SmallVectorImpl<Value> &results) {
   RankedTensorType type = ctx.inputType(0);
   ArrayRef<int64_t> shape = type.getShape();
-  if (shape.size() < 2)
-    return ctx.error() << "X must have rank 2 or more, got " << shape.size();
-  if (!ctx.hasAttr("num_groups"))
-    return ctx.error() << "num_groups is required";
-  int64_t groups = ctx.intAttr("num_groups", 1), channels = shape[1];
-  if (groups <= 0 || channels % groups != 0)
-    return ctx.error() << "num_groups " << groups
-                       << " does not divide the " << channels << " channels";
-  int64_t perGroup = ctx.since >= 21 ? channels : groups;
+  int64_t channels = shape[1];
+  int64_t perGroup = perChannel ? channels : groups;
   for (unsigned i : {1u, 2u}) {
     RankedTensorType t = ctx.inputType(i);
     if (t.getRank() != 1 || t.getDimSize(0) != perGroup)
       return ctx.error() << (i == 1 ? "scale" : "bias") << " is " << t
                          << ", expected " << perGroup << " elements (one per "
-                         << (ctx.since >= 21 ? "channel" : "group") << ")";
+                         << (perChannel ? "channel" : "group") << ")";
   }
   Type elem = type.getElementType();
   int64_t rest = type.getNumElements() / std::max<int64_t>(1, shape[0]) /
@@ -463,7 +457,7 @@ LogicalResult convertGroupNorm(NodeContext &ctx,
   // shape per channel.
   SmallVector<int64_t> affineShape;
   Value y = normalized;
-  if (ctx.since >= 21) {
+  if (perChannel) {
     y = ctx.reshape(normalized, shape);
     affineShape.assign(shape.size(), 1);
     affineShape[1] = channels;
@@ -475,6 +469,36 @@ LogicalResult convertGroupNorm(NodeContext &ctx,
   Value scaled = y && scale ? ctx.create<nn::MulOp>({y, scale}) : nullptr;
   Value shifted = scaled && bias ? ctx.create<nn::AddOp>({scaled, bias}) : nullptr;
   return produce(results, shifted ? ctx.reshape(shifted, shape) : nullptr);
+}
+
+/// GroupNormalization: normalizeGroups with num_groups, scaled and shifted
+/// per channel (opset 21) or per group (opset 18).
+LogicalResult convertGroupNorm(NodeContext &ctx,
+                               SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  if (shape.size() < 2)
+    return ctx.error() << "X must have rank 2 or more, got " << shape.size();
+  if (!ctx.hasAttr("num_groups"))
+    return ctx.error() << "num_groups is required";
+  int64_t groups = ctx.intAttr("num_groups", 1), channels = shape[1];
+  if (groups <= 0 || channels % groups != 0)
+    return ctx.error() << "num_groups " << groups << " does not divide the "
+                       << channels << " channels";
+  return normalizeGroups(ctx, groups, ctx.since >= 21, results);
+}
+
+/// InstanceNormalization: each channel of each sample normalized over its
+/// spatial positions, then scaled and shifted per channel: a group
+/// normalization of one channel a group. PyTorch's exporter writes
+/// GroupNorm (diffusion U-Nets, PoolFormer) as one over [N, G, rest].
+LogicalResult convertInstanceNorm(NodeContext &ctx,
+                                  SmallVectorImpl<Value> &results) {
+  ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
+  if (shape.size() < 3)
+    return ctx.error() << "input must have rank 3 or more ([N, C, D1, ...]), "
+                          "got "
+                       << shape.size();
+  return normalizeGroups(ctx, shape[1], /*perChannel=*/true, results);
 }
 
 //===----------------------------------------------------------------------===//
@@ -598,6 +622,7 @@ void onnx_to_nn::addNeuralConverters(ConverterRegistry &registry) {
   registry.addSince("BatchNormalization", 9, convertBatchNorm);
   registry.addSince("LayerNormalization", 17, convertLayerNorm);
   registry.addSince("GroupNormalization", 18, convertGroupNorm);
+  registry.addSince("InstanceNormalization", 6, convertInstanceNorm);
   registry.addSince("Softmax", 1, convertSoftmax<nn::SoftmaxOp>);
   registry.addSince("LogSoftmax", 1, convertSoftmax<nn::LogSoftmaxOp>);
   registry.addSince("ReduceSum", 1, convertReduce<nn::ReduceSumOp>);

@@ -1,8 +1,8 @@
 // RUN: ztc-opt %s -split-input-file -ztc-convert-onnx-to-nn -verify-diagnostics
 
 // Diagnostics of ztc-convert-onnx-to-nn's indexing converters (IndexOps.cpp),
-// GroupNormalization and IsInf: one case each, every message naming the
-// node.
+// GroupNormalization, InstanceNormalization and IsInf: one case each,
+// every message naming the node.
 
 // GatherElements' indices have the data's rank.
 func.func @ge_rank(%x: tensor<3x4xf32>, %i: tensor<4xi64>) -> none {
@@ -112,6 +112,24 @@ func.func @gn_groups(%x: tensor<2x6x3xf32>, %s: tensor<6xf32>, %b: tensor<6xf32>
 func.func @gn_scale(%x: tensor<2x6x3xf32>, %s: tensor<6xf32>, %b: tensor<6xf32>) -> none {
   // expected-error @unknown {{node 'gn' (GroupNormalization, opset 18): scale is 'tensor<6xf32>', expected 3 elements (one per group)}}
   %0 = onnx.node "GroupNormalization"(%x, %s, %b) {opset = 18 : i64, attrs = {num_groups = 3 : i64}} : (tensor<2x6x3xf32>, tensor<6xf32>, tensor<6xf32>) -> none loc("gn")
+  return %0 : none
+}
+
+// -----
+
+// InstanceNormalization's scale and bias are per channel.
+func.func @in_scale(%x: tensor<2x6x3xf32>, %s: tensor<3xf32>, %b: tensor<6xf32>) -> none {
+  // expected-error @unknown {{node 'in' (InstanceNormalization, opset 6): scale is 'tensor<3xf32>', expected 6 elements (one per channel)}}
+  %0 = onnx.node "InstanceNormalization"(%x, %s, %b) {opset = 6 : i64} : (tensor<2x6x3xf32>, tensor<3xf32>, tensor<6xf32>) -> none loc("in")
+  return %0 : none
+}
+
+// -----
+
+// InstanceNormalization needs spatial dimensions.
+func.func @in_rank(%x: tensor<2x6xf32>, %s: tensor<6xf32>, %b: tensor<6xf32>) -> none {
+  // expected-error @unknown {{node 'in' (InstanceNormalization, opset 6): input must have rank 3 or more ([N, C, D1, ...]), got 2}}
+  %0 = onnx.node "InstanceNormalization"(%x, %s, %b) {opset = 6 : i64} : (tensor<2x6xf32>, tensor<6xf32>, tensor<6xf32>) -> none loc("in")
   return %0 : none
 }
 
