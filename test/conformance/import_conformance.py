@@ -67,7 +67,7 @@ COMPILE_TIME_INPUTS = {
     "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,),
     "Slice": (1, 2, 3, 4), "Split": (1,), "Trilu": (1,),
     "Range": (0, 1, 2), "ConstantOfShape": (0,), "Dropout": (1, 2),
-    "Pad": (1, 3), "CumSum": (1,), "Tile": (1,),
+    "Pad": (1, 3), "CumSum": (1,), "Tile": (1,), "Resize": (1, 2, 3),
 }
 
 

@@ -417,6 +417,272 @@ LogicalResult convertTile(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   return produce(results, value);
 }
 
+/// Where output position `y` of an axis of `in` positions resized to `out`
+/// by `scale` reads the input, per Resize's coordinate_transformation_mode
+/// (ONNX's formulas, in double; `width` is scale * in, not rounded).
+double resizeSource(StringRef mode, double y, double scale, int64_t in,
+                    int64_t out) {
+  const double width = scale * static_cast<double>(in);
+  if (mode == "align_corners")
+    return width == 1 ? 0.0 : y * static_cast<double>(in - 1) / (width - 1);
+  if (mode == "asymmetric")
+    return y / scale;
+  if (mode == "pytorch_half_pixel")
+    return width == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    const double adjustment = static_cast<double>(out) / width;
+    const double offset = static_cast<double>(in) / 2 * (1 - adjustment);
+    return offset + (y + 0.5) / scale - 0.5;
+  }
+  return (y + 0.5) / scale - 0.5; // half_pixel
+}
+
+/// The input positions each output position of a resized axis reads
+/// (`taps` of them, clamped into the axis as ONNX's edge padding has it)
+/// and their weights, row-major [out, taps]: ONNX's reference Resize
+/// along one axis.
+struct ResizeTaps {
+  int64_t taps = 0;
+  SmallVector<int64_t> index;
+  SmallVector<double> weight;
+};
+
+ResizeTaps resizeTaps(NodeContext &ctx, StringRef mode, StringRef coordinates,
+                      double scale, int64_t in, int64_t out) {
+  const std::string nearest =
+      ctx.stringAttr("nearest_mode", "round_prefer_floor");
+  const double a = ctx.floatAttr("cubic_coeff_a", -0.75);
+  const bool excludeOutside = ctx.intAttr("exclude_outside", 0) != 0;
+  // Antialiased linear and cubic filters widen by 1 / scale when
+  // downsampling: taps from `first` on, first <= 0.
+  const bool antialias = ctx.intAttr("antialias", 0) != 0 && mode != "nearest";
+  const double narrowed = std::min(scale, 1.0);
+  const int64_t first =
+      !antialias ? 0
+                 : static_cast<int64_t>(
+                       std::floor((mode == "cubic" ? -2.0 : -1.0) / narrowed)) +
+                       1;
+  ResizeTaps result;
+  result.taps = antialias ? 2 - 2 * first : mode == "cubic" ? 4 : 2;
+  const int64_t n = result.taps, pad = (n + 1) / 2;
+  auto cubic = [&](double x) {
+    x = std::abs(x);
+    if (x <= 1)
+      return ((a + 2) * x - (a + 3)) * x * x + 1;
+    return x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0.0;
+  };
+  for (int64_t y = 0; y < out; ++y) {
+    const double x =
+        resizeSource(coordinates, static_cast<double>(y), scale, in, out);
+    // The fraction past the input position at or left of x, 1 on one.
+    const double floorX = std::floor(x);
+    const double r = x == floorX ? 1.0 : x - floorX;
+    SmallVector<double, 8> w;
+    if (antialias) {
+      // The filter at each tap's distance, scaled, normalized to sum 1.
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const double at = (static_cast<double>(first + k) - r) * narrowed;
+        w.push_back(mode == "cubic" ? cubic(at)
+                                    : std::clamp(1 - std::abs(at), 0.0, 1.0));
+        sum += w.back();
+      }
+      for (double &v : w)
+        v /= sum;
+    } else if (mode == "nearest") {
+      bool right = r == 1.0                         ? true
+                   : nearest == "round_prefer_ceil" ? r >= 0.5
+                   : nearest == "floor"             ? false
+                   : nearest == "ceil"              ? true
+                                                    : r > 0.5;
+      w = {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
+    } else if (mode == "linear") {
+      w = {1 - r, r};
+    } else {
+      const double s = 1 - r;
+      w = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+           ((a + 2) * r - (a + 3)) * r * r + 1,
+           ((a + 2) * s - (a + 3)) * s * s + 1,
+           ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    }
+    // The n positions nearest x, ties to the smaller: x's position in the
+    // padded axis, rounded down, then back n / 2 (n / 2 - 1 past an
+    // integer).
+    const double padded = x + static_cast<double>(pad);
+    const double cell = std::floor(padded);
+    const int64_t start =
+        static_cast<int64_t>(cell) - n / 2 + (padded == cell ? 0 : 1) - pad;
+    if (excludeOutside) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        if (start + k < 0 || start + k >= in)
+          w[k] = 0;
+        sum += w[k];
+      }
+      for (double &v : w)
+        v /= sum == 0 ? 1.0 : sum;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      result.index.push_back(std::clamp<int64_t>(start + k, 0, in - 1));
+      result.weight.push_back(w[k]);
+    }
+  }
+  return result;
+}
+
+/// Resize (opset 11 on) in nearest, linear or cubic mode (antialiased
+/// too), every aspect-ratio policy: each resized axis in turn, as a gather
+/// of the input positions each output position reads (constant indices)
+/// and, unless every output reads one position whole (nearest), their sum
+/// weighted by constants. The scales or sizes must be constant;
+/// tf_crop_and_resize is refused. The gradient is the gather's (a
+/// scatter-add) and the products'.
+LogicalResult convertResize(NodeContext &ctx, SmallVectorImpl<Value> &results) {
+  RankedTensorType type = ctx.inputType(0);
+  ArrayRef<int64_t> shape = type.getShape();
+  const int64_t rank = shape.size();
+  const std::string mode = ctx.stringAttr("mode", "nearest");
+  const std::string coordinates =
+      ctx.stringAttr("coordinate_transformation_mode", "half_pixel");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return ctx.error() << "mode '" << mode
+                       << "' is not one of nearest, linear, cubic";
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
+                           "asymmetric", "half_pixel_symmetric"},
+                          coordinates))
+    return ctx.error() << "coordinate_transformation_mode '" << coordinates
+                       << "' is not supported (ztc takes half_pixel, "
+                          "pytorch_half_pixel, align_corners, asymmetric and "
+                          "half_pixel_symmetric)";
+  if (!isa<FloatType>(type.getElementType()))
+    return ctx.error() << "X must be a float tensor, got " << type;
+  std::string policy = ctx.stringAttr("keep_aspect_ratio_policy", "stretch");
+  if (!llvm::is_contained({"stretch", "not_larger", "not_smaller"}, policy))
+    return ctx.error() << "keep_aspect_ratio_policy '" << policy
+                       << "' is not one of stretch, not_larger, not_smaller";
+  // The axes the scales or sizes list (opset 18), else all of them.
+  SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  if (std::optional<SmallVector<int64_t>> listed = ctx.intsAttr("axes")) {
+    FailureOr<SmallVector<int64_t>> normalized =
+        normalizeAxes(ctx, *listed, rank);
+    if (failed(normalized))
+      return failure();
+    axes = *normalized;
+  }
+  auto given = [&](unsigned i) {
+    DenseElementsAttr attr = ctx.input(i) ? ctx.constantInput(i) : nullptr;
+    return attr && attr.getNumElements() > 0 ? attr : DenseElementsAttr();
+  };
+  SmallVector<double> scales(rank, 1.0);
+  SmallVector<int64_t> sizes(shape);
+  // Sizes where given and not empty (opset 11 and 13 pass an empty one
+  // beside scales).
+  DenseElementsAttr sizesAttr = ctx.input(3) ? ctx.constantInput(3) : nullptr;
+  if (ctx.input(3) && !(sizesAttr && sizesAttr.getNumElements() == 0)) {
+    FailureOr<SmallVector<int64_t>> values = ctx.constantInts(3, "sizes");
+    if (failed(values))
+      return failure();
+    if (values->size() != axes.size())
+      return ctx.error() << "sizes has " << values->size() << " entries for "
+                         << axes.size() << " axes";
+    for (auto [axis, size] : llvm::zip(axes, *values)) {
+      if (size < 1)
+        return ctx.error() << "sizes entry for axis " << axis << " is " << size;
+      sizes[axis] = size;
+      scales[axis] =
+          static_cast<double>(size) / static_cast<double>(shape[axis]);
+    }
+    // One scale for every listed axis, the smallest or largest, each size
+    // rounded half up from it.
+    if (policy != "stretch") {
+      double scale = scales[axes.front()];
+      for (int64_t axis : axes)
+        scale = policy == "not_larger" ? std::min(scale, scales[axis])
+                                       : std::max(scale, scales[axis]);
+      for (int64_t axis : axes) {
+        scales[axis] = scale;
+        sizes[axis] = static_cast<int64_t>(
+            scale * static_cast<double>(shape[axis]) + 0.5);
+      }
+    }
+  } else {
+    DenseElementsAttr attr = given(2);
+    if (!attr || !isa<FloatType>(attr.getElementType()))
+      return ctx.error() << "scales (input 2) or sizes (input 3) must be a "
+                            "constant tensor once input shapes are static";
+    SmallVector<double> values;
+    for (const APFloat &v : attr.getValues<APFloat>())
+      values.push_back(v.convertToDouble());
+    if (values.size() != axes.size())
+      return ctx.error() << "scales has " << values.size() << " entries for "
+                         << axes.size() << " axes";
+    for (auto [axis, scale] : llvm::zip(axes, values)) {
+      double size = scale * static_cast<double>(shape[axis]);
+      if (!(scale > 0) || !(size >= 1) || size > nn::kMaxTensorElements)
+        return ctx.error() << "scales entry " << scale << " for axis " << axis
+                           << " makes its size " << size;
+      scales[axis] = scale;
+      sizes[axis] = static_cast<int64_t>(size);
+    }
+  }
+  if (!nn::isWithinSizeLimit(sizes))
+    return ctx.error() << "the result [" << sizes
+                       << "] is larger than 2^48 elements";
+  Type elem = type.getElementType();
+  Value y = ctx.input(0);
+  SmallVector<int64_t> current(shape);
+  for (int64_t axis : axes) {
+    const double scale = scales[axis];
+    const int64_t in = shape[axis], out = sizes[axis];
+    if (out == in && std::abs(scale - 1.0) <= 1e-9)
+      continue;
+    if (ctx.intAttr("antialias", 0) != 0 && mode == "nearest")
+      return ctx.error() << "antialias is not supported in nearest mode";
+    ResizeTaps taps = resizeTaps(ctx, mode, coordinates, scale, in, out);
+    const int64_t n = taps.taps;
+    // Every output reading one position whole: that position alone.
+    SmallVector<int64_t> whole;
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t k = 0; k < n; ++k)
+        if (taps.weight[o * n + k] == 1.0 && whole.size() == size_t(o))
+          whole.push_back(taps.index[o * n + k]);
+    bool oneEach = int64_t(whole.size()) == out;
+    for (int64_t o = 0; oneEach && o < out; ++o)
+      for (int64_t k = 0; k < n; ++k)
+        oneEach &= taps.weight[o * n + k] == 0.0 ||
+                   (taps.weight[o * n + k] == 1.0 &&
+                    taps.index[o * n + k] == whole[o]);
+    current[axis] = out;
+    if (oneEach) {
+      y = ctx.create<nn::GatherOp>({y, ctx.i64Constant({out}, whole)},
+                                   {ctx.i64Attr("axis", axis)});
+    } else {
+      Value gathered =
+          ctx.create<nn::GatherOp>({y, ctx.i64Constant({out, n}, taps.index)},
+                                   {ctx.i64Attr("axis", axis)});
+      SmallVector<int64_t> weightShape(rank + 1, 1);
+      weightShape[axis] = out;
+      weightShape[axis + 1] = n;
+      SmallVector<Attribute> weights;
+      for (double w : taps.weight)
+        weights.push_back(ctx.b.getFloatAttr(elem, w));
+      Value weight = arith::ConstantOp::create(
+          ctx.b, ctx.loc,
+          DenseElementsAttr::get(RankedTensorType::get(weightShape, elem),
+                                 weights));
+      Value weighted =
+          gathered ? ctx.create<nn::MulOp>({gathered, weight}) : nullptr;
+      y = weighted ? ctx.create<nn::ReduceSumOp>(
+                         weighted, {ctx.i64ArrayAttr("axes", {axis + 1}),
+                                    ctx.boolAttr("keepdims", false)})
+                   : nullptr;
+    }
+    if (!y)
+      return failure();
+  }
+  return produce(results, y);
+}
+
 LogicalResult convertShape(NodeContext &ctx, SmallVectorImpl<Value> &results) {
   ArrayRef<int64_t> shape = ctx.inputType(0).getShape();
   int64_t rank = shape.size();
@@ -558,6 +824,7 @@ void onnx_to_nn::addShapeConverters(ConverterRegistry &registry) {
   registry.addSince("Gather", 1, convertGather);
   registry.addSince("Expand", 8, convertExpand);
   registry.addSince("Tile", 6, convertTile);
+  registry.addSince("Resize", 11, convertResize);
   registry.addSince("Shape", 1, convertShape);
   registry.addSince("Size", 1, convertSize);
   registry.addSince("Constant", 1, convertConstant);

@@ -307,6 +307,38 @@ func.func @tile_not_constant(%x: tensor<3x2xf32>, %repeats: tensor<2xi64>) -> no
 
 // -----
 
+// Resize's scales are constant.
+func.func @resize_scales(%x: tensor<1x1x2x2xf32>, %scales: tensor<4xf32>) -> none {
+  %none = onnx.none
+  // expected-error @unknown {{node 'resize' (Resize, opset 13): scales (input 2) or sizes (input 3) must be a constant tensor once input shapes are static}}
+  %0 = onnx.node "Resize"(%x, %none, %scales) {opset = 13 : i64, attrs = {mode = "linear"}} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> none loc("resize")
+  return %0 : none
+}
+
+// -----
+
+// TensorFlow's crop and resize is not converted.
+func.func @resize_crop(%x: tensor<1x1x2x2xf32>) -> none {
+  %roi = onnx.constant dense<[0.0, 0.0, 0.1, 0.1, 1.0, 1.0, 0.9, 0.9]> : tensor<8xf32>
+  %scales = onnx.constant dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>
+  // expected-error @unknown {{node 'resize' (Resize, opset 13): coordinate_transformation_mode 'tf_crop_and_resize' is not supported (ztc takes half_pixel, pytorch_half_pixel, align_corners, asymmetric and half_pixel_symmetric)}}
+  %0 = onnx.node "Resize"(%x, %roi, %scales) {opset = 13 : i64, attrs = {mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize"}} : (tensor<1x1x2x2xf32>, tensor<8xf32>, tensor<4xf32>) -> none loc("resize")
+  return %0 : none
+}
+
+// -----
+
+// Scales give every axis a size of at least one.
+func.func @resize_empty(%x: tensor<1x1x2x2xf32>) -> none {
+  %none = onnx.none
+  %scales = onnx.constant dense<[1.0, 1.0, 0.25, 1.0]> : tensor<4xf32>
+  // expected-error @unknown {{node 'resize' (Resize, opset 13): scales entry 2.500000e-01 for axis 2 makes its size 5.000000e-01}}
+  %0 = onnx.node "Resize"(%x, %none, %scales) {opset = 13 : i64, attrs = {mode = "nearest"}} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> none loc("resize")
+  return %0 : none
+}
+
+// -----
+
 // Shape cannot become a constant when its input's shape is not static;
 // the pass's static-shape check reports it.
 func.func @shape_of_dynamic(%x: tensor<?x4xf32>) -> none {

@@ -317,6 +317,43 @@ func.func @tile_high_rank(%x: tensor<1x1x1x1x1xf32>) -> none {
 
 // -----
 
+// Resize, nearest (asymmetric, floor: PyTorch's nearest upsampling) to
+// given sizes: one gather of constant positions per resized axis.
+// CHECK-LABEL: func.func @resize_nearest
+// CHECK: %[[ROWS:.+]] = arith.constant dense<[0, 0, 1, 1]> : tensor<4xi64>
+// CHECK: %[[H:.+]] = nn.gather %{{.+}}, %[[ROWS]] {axis = 2 : i64} : tensor<1x1x2x2xf32>, tensor<4xi64> -> tensor<1x1x4x2xf32>
+// CHECK: %[[COLS:.+]] = arith.constant dense<[0, 0, 1]> : tensor<3xi64>
+// CHECK: %[[W:.+]] = nn.gather %[[H]], %[[COLS]] {axis = 3 : i64} : tensor<1x1x4x2xf32>, tensor<3xi64> -> tensor<1x1x4x3xf32>
+// CHECK: return %[[W]]
+func.func @resize_nearest(%x: tensor<1x1x2x2xf32>) -> none {
+  %none = onnx.none
+  %sizes = onnx.constant dense<[1, 1, 4, 3]> : tensor<4xi64>
+  %0 = onnx.node "Resize"(%x, %none, %none, %sizes) {opset = 13 : i64, attrs = {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}} : (tensor<1x1x2x2xf32>, none, none, tensor<4xi64>) -> none
+  return %0 : none
+}
+
+// -----
+
+// Linear (half_pixel, PyTorch's bilinear without align_corners), twice
+// the rows: the two positions each output row reads (clamped at the
+// edges), weighted and summed; the columns, scale 1, stay.
+// CHECK-LABEL: func.func @resize_linear
+// CHECK: %[[TAPS:.+]] = arith.constant dense<{{\[}}[0, 0], [0, 1], [0, 1], [1, 1]]> : tensor<4x2xi64>
+// CHECK: %[[READ:.+]] = nn.gather %{{.+}}, %[[TAPS]] {axis = 2 : i64} : tensor<1x1x2x2xf32>, tensor<4x2xi64> -> tensor<1x1x4x2x2xf32>
+// CHECK: %[[W:.+]] = arith.constant dense<{{.*}}[2.500000e-01], [7.500000e-01]], {{.*}}[7.500000e-01], [2.500000e-01]]]]]> : tensor<1x1x4x2x1xf32>
+// CHECK: %[[WEIGHTED:.+]] = nn.mul %[[READ]], %[[W]]
+// CHECK: %[[SUM:.+]] = nn.reduce_sum %[[WEIGHTED]] {axes = array<i64: 3>, keepdims = false} : tensor<1x1x4x2x2xf32> -> tensor<1x1x4x2xf32>
+// CHECK-NOT: nn.gather
+// CHECK: return %[[SUM]]
+func.func @resize_linear(%x: tensor<1x1x2x2xf32>) -> none {
+  %none = onnx.none
+  %scales = onnx.constant dense<[1.0, 1.0, 2.0, 1.0]> : tensor<4xf32>
+  %0 = onnx.node "Resize"(%x, %none, %scales) {opset = 13 : i64, attrs = {mode = "linear"}} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> none
+  return %0 : none
+}
+
+// -----
+
 // Shape and Size are constants; Shape's start and end (opset 15) select a
 // range of dimensions.
 // CHECK-LABEL: func.func @shape_and_size
