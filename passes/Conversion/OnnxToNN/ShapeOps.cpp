@@ -376,7 +376,8 @@ LogicalResult convertTile(NodeContext &ctx, SmallVectorImpl<Value> &results) {
                          << " (an empty result; ztc takes repeats of 1 or "
                             "more)";
     int64_t dim = std::max<int64_t>(in[i], 1);
-    if (repeat > nn::kMaxTensorElements / (elements * dim))
+    if (dim > nn::kMaxTensorElements / elements ||
+        repeat > nn::kMaxTensorElements / (elements * dim))
       return ctx.error() << "repeats [" << *repeats
                          << "] make the result larger than 2^48 elements";
     elements *= repeat * dim;
@@ -630,7 +631,6 @@ LogicalResult convertResize(NodeContext &ctx, SmallVectorImpl<Value> &results) {
                        << "] is larger than 2^48 elements";
   Type elem = type.getElementType();
   Value y = ctx.input(0);
-  SmallVector<int64_t> current(shape);
   for (int64_t axis : axes) {
     const double scale = scales[axis];
     const int64_t in = shape[axis], out = sizes[axis];
@@ -652,7 +652,6 @@ LogicalResult convertResize(NodeContext &ctx, SmallVectorImpl<Value> &results) {
         oneEach &= taps.weight[o * n + k] == 0.0 ||
                    (taps.weight[o * n + k] == 1.0 &&
                     taps.index[o * n + k] == whole[o]);
-    current[axis] = out;
     if (oneEach) {
       y = ctx.create<nn::GatherOp>({y, ctx.i64Constant({out}, whole)},
                                    {ctx.i64Attr("axis", axis)});

@@ -298,6 +298,16 @@ func.func @tile_zero(%x: tensor<3x2xf32>) -> none {
 
 // -----
 
+// Tile's result stays within 2^48 elements.
+func.func @tile_too_large(%x: tensor<16777216x16777216xf32>) -> none {
+  %repeats = onnx.constant dense<[16777216, 1]> : tensor<2xi64>
+  // expected-error @unknown {{node 'tile' (Tile, opset 13): repeats [16777216, 1] make the result larger than 2^48 elements}}
+  %0 = onnx.node "Tile"(%x, %repeats) {opset = 13 : i64} : (tensor<16777216x16777216xf32>, tensor<2xi64>) -> none loc("tile")
+  return %0 : none
+}
+
+// -----
+
 // Tile's repeats must be constant.
 func.func @tile_not_constant(%x: tensor<3x2xf32>, %repeats: tensor<2xi64>) -> none {
   // expected-error @unknown {{node 'tile' (Tile, opset 13): repeats (input 1) must be a constant integer tensor once input shapes are static}}
