@@ -500,11 +500,9 @@ ResizeTaps resizeTaps(NodeContext &ctx, StringRef mode, StringRef coordinates,
     } else if (mode == "linear") {
       w = {1 - r, r};
     } else {
+      // The kernel at the four taps' distances from x.
       const double s = 1 - r;
-      w = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
-           ((a + 2) * r - (a + 3)) * r * r + 1,
-           ((a + 2) * s - (a + 3)) * s * s + 1,
-           ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+      w = {cubic(r + 1), cubic(r), cubic(s), cubic(s + 1)};
     }
     // The n positions nearest x, ties to the smaller: x's position in the
     // padded axis, rounded down, then back n / 2 (n / 2 - 1 past an
@@ -640,19 +638,28 @@ LogicalResult convertResize(NodeContext &ctx, SmallVectorImpl<Value> &results) {
       return ctx.error() << "antialias is not supported in nearest mode";
     ResizeTaps taps = resizeTaps(ctx, mode, coordinates, scale, in, out);
     const int64_t n = taps.taps;
-    // Every output reading one position whole: that position alone.
+    // Every output reading one position whole (one weight 1, the others
+    // 0): that position alone.
+    auto wholeTap = [&](int64_t o) -> std::optional<int64_t> {
+      std::optional<int64_t> picked;
+      for (int64_t k = 0; k < n; ++k) {
+        const double w = taps.weight[o * n + k];
+        if (w == 0.0)
+          continue;
+        if (w != 1.0 || picked)
+          return std::nullopt;
+        picked = taps.index[o * n + k];
+      }
+      return picked;
+    };
     SmallVector<int64_t> whole;
-    for (int64_t o = 0; o < out; ++o)
-      for (int64_t k = 0; k < n; ++k)
-        if (taps.weight[o * n + k] == 1.0 && whole.size() == size_t(o))
-          whole.push_back(taps.index[o * n + k]);
-    bool oneEach = int64_t(whole.size()) == out;
-    for (int64_t o = 0; oneEach && o < out; ++o)
-      for (int64_t k = 0; k < n; ++k)
-        oneEach &= taps.weight[o * n + k] == 0.0 ||
-                   (taps.weight[o * n + k] == 1.0 &&
-                    taps.index[o * n + k] == whole[o]);
-    if (oneEach) {
+    for (int64_t o = 0; o < out; ++o) {
+      std::optional<int64_t> tap = wholeTap(o);
+      if (!tap)
+        break;
+      whole.push_back(*tap);
+    }
+    if (int64_t(whole.size()) == out) {
       y = ctx.create<nn::GatherOp>({y, ctx.i64Constant({out}, whole)},
                                    {ctx.i64Attr("axis", axis)});
     } else {
